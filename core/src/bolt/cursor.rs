@@ -1,0 +1,452 @@
+//! Read-only buckets and cursors with bbolt's semantics.
+//!
+//! A [`Cursor`] keeps a stack of page images from a bucket's root down to
+//! a leaf, as bbolt's `Cursor` does (`cursor.go`). Keys and values come
+//! back as `Cow<'s, [u8]>`: borrowed from the source when it is a slice or
+//! a mapping (zero-copy), owned when it is a `pread` or browser source.
+//!
+//! Hostile files cannot make a cursor loop: descents stop at
+//! [`MAX_DEPTH`](super::file::MAX_DEPTH) levels, and a scan that enters
+//! more pages than the file holds must have met a page twice, so it stops
+//! with [`Error::Reused`].
+
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+
+use crate::error::{At, Error, Result};
+use crate::source::PageSource;
+
+use super::file::{BoltFile, MAX_DEPTH};
+use super::page::{BRANCH_PAGE, BucketHeader, Page};
+
+/// One key/value pair as a cursor returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item<'s> {
+    /// The key.
+    pub key: Cow<'s, [u8]>,
+    /// The value; for a bucket entry, the raw bucket value (header and
+    /// inline page, if any).
+    pub value: Cow<'s, [u8]>,
+    /// Element flags (`BUCKET_LEAF_FLAG` marks a bucket).
+    pub flags: u32,
+}
+
+impl Item<'_> {
+    /// `true` for a bucket entry (bbolt returns a nil value for these).
+    #[must_use]
+    pub fn is_bucket(&self) -> bool {
+        self.flags & super::page::BUCKET_LEAF_FLAG != 0
+    }
+}
+
+/// Where a bucket's tree starts.
+#[derive(Debug, Clone)]
+enum Root<'s> {
+    /// A page-backed tree rooted at this page id.
+    Page(u64),
+    /// An inline bucket: its whole tree is this one leaf image.
+    Inline(Page<'s>),
+}
+
+/// A bucket of a bbolt file, read-only.
+#[derive(Debug)]
+pub struct Bucket<'f, 's, S: PageSource + ?Sized> {
+    file: &'f BoltFile<'s, S>,
+    root: Root<'s>,
+    sequence: u64,
+}
+
+impl<S: PageSource + ?Sized> Clone for Bucket<'_, '_, S> {
+    fn clone(&self) -> Self {
+        Bucket {
+            file: self.file,
+            root: self.root.clone(),
+            sequence: self.sequence,
+        }
+    }
+}
+
+impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
+    /// The top-level bucket whose tree the meta's `root` points to.
+    #[must_use]
+    pub fn root_of(file: &'f BoltFile<'s, S>) -> Bucket<'f, 's, S> {
+        Bucket {
+            file,
+            root: Root::Page(file.meta().root),
+            sequence: file.meta().root_sequence,
+        }
+    }
+
+    /// The bucket stored as leaf element `index` of `page`.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when the bucket value is malformed.
+    pub fn from_element(
+        file: &'f BoltFile<'s, S>,
+        page: &Page<'s>,
+        index: usize,
+    ) -> Result<Bucket<'f, 's, S>> {
+        let elem = page.leaf(index)?;
+        let value = page.bytes().get(elem.value.clone()).unwrap_or_default();
+        let header = BucketHeader::parse(value, page.element_at_loc(index))?;
+        let root = if header.root == 0 {
+            Root::Inline(page.inline_page(index, &elem)?)
+        } else {
+            Root::Page(header.root)
+        };
+        Ok(Bucket {
+            file,
+            root,
+            sequence: header.sequence,
+        })
+    }
+
+    /// The bucket's sequence number (`Bucket.Sequence`).
+    #[must_use]
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+
+    /// Root page id of the bucket's tree, or `None` for an inline bucket.
+    #[must_use]
+    pub fn root_pgid(&self) -> Option<u64> {
+        match self.root {
+            Root::Page(p) => Some(p),
+            Root::Inline(_) => None,
+        }
+    }
+
+    /// A cursor over this bucket.
+    #[must_use]
+    pub fn cursor(&self) -> Cursor<'f, 's, S> {
+        Cursor {
+            file: self.file,
+            root: self.root.clone(),
+            stack: Vec::new(),
+            entered: 0,
+        }
+    }
+
+    /// Descend to the leaf that would hold `key`; returns the leaf and the
+    /// index of the first element `>= key` in it.
+    fn find(&self, key: &[u8]) -> Result<(Page<'s>, usize)> {
+        let mut c = self.cursor();
+        c.descend_to(key)?;
+        let frame = c.stack.pop().ok_or(Error::BucketNotFound)?;
+        Ok((frame.page, frame.index))
+    }
+
+    /// The value of `key`, or `None` when the key is absent or names a
+    /// sub-bucket (as bbolt's `Bucket.Get`).
+    ///
+    /// # Errors
+    /// Any fault met on the way down.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Cow<'s, [u8]>>> {
+        let (page, i) = self.find(key)?;
+        if i >= page.count() {
+            return Ok(None);
+        }
+        let e = page.leaf(i)?;
+        if page.bytes().get(e.key.clone()) != Some(key) || e.is_bucket() {
+            return Ok(None);
+        }
+        Ok(Some(page.slice(e.value)))
+    }
+
+    /// The sub-bucket `name`, or `None` when absent.
+    ///
+    /// # Errors
+    /// [`Error::IncompatibleValue`] when `name` holds a plain value; any
+    /// fault met on the way down.
+    pub fn bucket(&self, name: &[u8]) -> Result<Option<Bucket<'f, 's, S>>> {
+        let (page, i) = self.find(name)?;
+        if i >= page.count() {
+            return Ok(None);
+        }
+        let e = page.leaf(i)?;
+        if page.bytes().get(e.key.clone()) != Some(name) {
+            return Ok(None);
+        }
+        if !e.is_bucket() {
+            return Err(Error::IncompatibleValue);
+        }
+        Bucket::from_element(self.file, &page, i).map(Some)
+    }
+
+    /// The bucket at `path` below this one.
+    ///
+    /// # Errors
+    /// [`Error::BucketNotFound`] when a component is missing,
+    /// [`Error::IncompatibleValue`] when one names a plain value.
+    pub fn bucket_path<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Bucket<'f, 's, S>> {
+        let mut b = self.clone();
+        for name in path {
+            b = b.bucket(name.as_ref())?.ok_or(Error::BucketNotFound)?;
+        }
+        Ok(b)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Frame<'s> {
+    page: Page<'s>,
+    index: usize,
+}
+
+/// A position in a bucket's tree (bbolt's `Cursor`): `first`, `last`,
+/// `next`, `prev`, `seek`. Each returns the item at the new position, or
+/// `None` when the cursor has run off the end.
+#[derive(Debug)]
+pub struct Cursor<'f, 's, S: PageSource + ?Sized> {
+    file: &'f BoltFile<'s, S>,
+    root: Root<'s>,
+    stack: Vec<Frame<'s>>,
+    entered: u64,
+}
+
+impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
+    fn reset(&mut self) {
+        self.stack.clear();
+        self.entered = 0;
+    }
+
+    /// Push the page `pgid` (reached from the current top frame, or the
+    /// root) onto the stack.
+    fn enter(&mut self, pgid: u64, referrer: At) -> Result<()> {
+        self.entered += 1;
+        if self.entered > self.file.file_pages().saturating_add(1) {
+            return Err(Error::Reused {
+                at: referrer,
+                field: "pgid",
+                pgid,
+            });
+        }
+        if self.stack.len() >= MAX_DEPTH as usize {
+            return Err(Error::TooDeep {
+                at: referrer,
+                limit: MAX_DEPTH,
+            });
+        }
+        let page = self.file.tree_page(pgid, referrer, "pgid")?;
+        self.stack.push(Frame { page, index: 0 });
+        Ok(())
+    }
+
+    fn enter_root(&mut self) -> Result<()> {
+        match &self.root {
+            Root::Page(p) => {
+                let p = *p;
+                self.enter(p, At::Meta(self.file.current_index()))
+            }
+            Root::Inline(page) => {
+                let page = page.clone();
+                self.stack.push(Frame { page, index: 0 });
+                Ok(())
+            }
+        }
+    }
+
+    /// From the top frame (a branch at its index), descend to a leaf,
+    /// taking the first (`last == false`) or last child at each level.
+    fn descend(&mut self, last: bool) -> Result<()> {
+        loop {
+            let Some(top) = self.stack.last_mut() else {
+                return Ok(());
+            };
+            if top.page.header.flags != BRANCH_PAGE {
+                if last {
+                    top.index = top.page.count().saturating_sub(1);
+                }
+                return Ok(());
+            }
+            if last {
+                top.index = top.page.count().saturating_sub(1);
+            }
+            let child = top.page.branch(top.index)?.child;
+            let at = top.page.element_at_loc(top.index);
+            self.enter(child, at)?;
+        }
+    }
+
+    /// Descend from the root towards `key`, leaving the leaf on top with
+    /// its index at the first element `>= key`.
+    fn descend_to(&mut self, key: &[u8]) -> Result<()> {
+        self.reset();
+        self.enter_root()?;
+        loop {
+            let Some(top) = self.stack.last_mut() else {
+                return Ok(());
+            };
+            if top.page.header.flags != BRANCH_PAGE {
+                top.index = top.page.lower_bound(key)?;
+                return Ok(());
+            }
+            top.index = top.page.branch_index(key)?;
+            let child = top.page.branch(top.index)?.child;
+            let at = top.page.element_at_loc(top.index);
+            self.enter(child, at)?;
+        }
+    }
+
+    fn item(&self) -> Result<Option<Item<'s>>> {
+        let Some(top) = self.stack.last() else {
+            return Ok(None);
+        };
+        if top.index >= top.page.count() {
+            return Ok(None);
+        }
+        let e = top.page.leaf(top.index)?;
+        Ok(Some(Item {
+            flags: e.flags,
+            key: top.page.slice(e.key),
+            value: top.page.slice(e.value),
+        }))
+    }
+
+    /// Move up until a frame has a next element, then down to the first
+    /// leaf element below it; skips empty leaves. Returns `false` at the
+    /// end of the tree.
+    fn advance(&mut self) -> Result<bool> {
+        loop {
+            // Pop exhausted frames.
+            loop {
+                match self.stack.last_mut() {
+                    None => return Ok(false),
+                    Some(top) if top.index + 1 < top.page.count() => {
+                        top.index += 1;
+                        break;
+                    }
+                    Some(_) => {
+                        self.stack.pop();
+                    }
+                }
+            }
+            self.descend(false)?;
+            if let Some(top) = self.stack.last() {
+                if top.index < top.page.count() {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Like `advance`, backwards.
+    fn retreat(&mut self) -> Result<bool> {
+        loop {
+            loop {
+                match self.stack.last_mut() {
+                    None => return Ok(false),
+                    Some(top) if top.index > 0 && top.page.count() > 0 => {
+                        top.index = top.index.min(top.page.count()) - 1;
+                        break;
+                    }
+                    Some(_) => {
+                        self.stack.pop();
+                    }
+                }
+            }
+            self.descend(true)?;
+            if let Some(top) = self.stack.last() {
+                if top.index < top.page.count() {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Move to the first item of the bucket.
+    ///
+    /// # Errors
+    /// Any fault met on the way (bad page, cycle, depth).
+    #[allow(clippy::should_implement_trait)]
+    pub fn first(&mut self) -> Result<Option<Item<'s>>> {
+        self.reset();
+        self.enter_root()?;
+        self.descend(false)?;
+        if self.stack.last().is_some_and(|t| t.page.count() == 0) && !self.advance()? {
+            return Ok(None);
+        }
+        self.item()
+    }
+
+    /// Move to the last item of the bucket.
+    ///
+    /// # Errors
+    /// Any fault met on the way.
+    pub fn last(&mut self) -> Result<Option<Item<'s>>> {
+        self.reset();
+        self.enter_root()?;
+        self.descend(true)?;
+        if self.stack.last().is_some_and(|t| t.page.count() == 0) && !self.retreat()? {
+            return Ok(None);
+        }
+        self.item()
+    }
+
+    /// Move to the next item; `None` past the last one.
+    ///
+    /// # Errors
+    /// Any fault met on the way.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Item<'s>>> {
+        if self.stack.is_empty() {
+            return Ok(None);
+        }
+        if self.advance()? {
+            self.item()
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Move to the previous item; `None` before the first one.
+    ///
+    /// # Errors
+    /// Any fault met on the way.
+    pub fn prev(&mut self) -> Result<Option<Item<'s>>> {
+        if self.stack.is_empty() {
+            return Ok(None);
+        }
+        if self.retreat()? {
+            self.item()
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Move to the first item whose key is `>= key`; `None` when every key
+    /// is smaller (bbolt `Cursor.Seek`).
+    ///
+    /// # Errors
+    /// Any fault met on the way.
+    pub fn seek(&mut self, key: &[u8]) -> Result<Option<Item<'s>>> {
+        self.descend_to(key)?;
+        let past_end = self.stack.last().is_some_and(|t| t.index >= t.page.count());
+        if past_end {
+            // The key is beyond this leaf: the answer is the next leaf's
+            // first element.
+            if let Some(top) = self.stack.last_mut() {
+                top.index = top.page.count().saturating_sub(1);
+            }
+            if self.stack.last().is_some_and(|t| t.page.count() == 0) || !self.advance()? {
+                self.stack.clear();
+                return Ok(None);
+            }
+        }
+        self.item()
+    }
+
+    /// The sub-bucket at the cursor's current item, if it is one.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when the bucket value is malformed.
+    pub fn bucket(&self) -> Result<Option<Bucket<'f, 's, S>>> {
+        let Some(top) = self.stack.last() else {
+            return Ok(None);
+        };
+        if top.index >= top.page.count() || !top.page.leaf(top.index)?.is_bucket() {
+            return Ok(None);
+        }
+        Bucket::from_element(self.file, &top.page, top.index).map(Some)
+    }
+}

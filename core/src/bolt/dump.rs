@@ -1,0 +1,228 @@
+//! Canonical text dump and the `bbolt pages` table.
+//!
+//! The dump format is the one our bbolt oracle prints
+//! (`shared/oracles/bolt/README.md`, "Dump format"), so a file can be
+//! compared with what Go bbolt reads from it, line for line:
+//!
+//! ```text
+//! bucket <path> seq=<decimal sequence>
+//! kv <path> <key-hex> <value-hex, or - when empty>
+//! ```
+//!
+//! `<path>` is the bucket names from the top, each in lower-case hex,
+//! joined by `/`; records come in bbolt's iteration order (byte-wise key
+//! order, depth first). Keys stored directly in the root tree (bbolt's API
+//! cannot make them) print with path `-`.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+
+use crate::error::{Error, Result};
+use crate::layout::Kind;
+use crate::source::PageSource;
+
+use super::cursor::Bucket;
+use super::file::BoltFile;
+use super::page::PageType;
+use super::walk::{BoltLayout, WalkOptions, walk};
+
+/// Why a dump stopped.
+#[derive(Debug)]
+pub enum DumpError {
+    /// The file is damaged (the first fault met).
+    Format(Error),
+    /// The output sink refused a write.
+    Write,
+}
+
+impl From<Error> for DumpError {
+    fn from(e: Error) -> Self {
+        DumpError::Format(e)
+    }
+}
+
+impl From<fmt::Error> for DumpError {
+    fn from(_: fmt::Error) -> Self {
+        DumpError::Write
+    }
+}
+
+impl fmt::Display for DumpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DumpError::Format(e) => e.fmt(f),
+            DumpError::Write => f.write_str("write to the output failed"),
+        }
+    }
+}
+
+fn hex(out: &mut impl Write, bytes: &[u8]) -> fmt::Result {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    // Encode in chunks so a large value costs few calls into the sink.
+    let mut buf = [0u8; 512];
+    for chunk in bytes.chunks(buf.len() / 2) {
+        for (i, b) in chunk.iter().enumerate() {
+            buf[2 * i] = DIGITS[usize::from(b >> 4)];
+            buf[2 * i + 1] = DIGITS[usize::from(b & 15)];
+        }
+        // Hex digits are ASCII, so this is valid UTF-8.
+        out.write_str(core::str::from_utf8(&buf[..chunk.len() * 2]).unwrap_or_default())?;
+    }
+    Ok(())
+}
+
+fn value(out: &mut impl Write, v: &[u8]) -> fmt::Result {
+    if v.is_empty() {
+        out.write_char('-')
+    } else {
+        hex(out, v)
+    }
+}
+
+/// Refuse files whose trees share or loop pages: a traversal of them
+/// could revisit pages without end. Other faults surface as errors
+/// when the traversal reaches them.
+fn precheck<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<()> {
+    let opts = WalkOptions {
+        check_keys: false,
+        previous_snapshot: false,
+    };
+    let walked = walk(file, opts);
+    match walked
+        .layout
+        .problems
+        .into_iter()
+        .find(|p| matches!(p, Error::Reused { .. } | Error::TooDeep { .. }))
+    {
+        Some(p) => Err(p),
+        None => Ok(()),
+    }
+}
+
+/// Write the canonical dump of every bucket and key of `file` to `out`.
+///
+/// # Errors
+/// [`DumpError::Format`] with the first fault met (a file whose trees
+/// share or loop pages is refused before anything is written);
+/// [`DumpError::Write`] when `out` fails.
+pub fn dump<S: PageSource + ?Sized, W: Write>(
+    file: &BoltFile<'_, S>,
+    out: &mut W,
+) -> Result<(), DumpError> {
+    precheck(file)?;
+    let root = Bucket::root_of(file);
+    let mut c = root.cursor();
+    let mut item = c.first()?;
+    let mut path = String::new();
+    while let Some(it) = item {
+        if it.is_bucket() {
+            let b = c.bucket()?.ok_or(Error::BucketNotFound)?;
+            path.clear();
+            hex(&mut path, &it.key)?;
+            dump_bucket(&b, &mut path, out)?;
+        } else {
+            out.write_str("kv - ")?;
+            hex(out, &it.key)?;
+            out.write_char(' ')?;
+            value(out, &it.value)?;
+            out.write_char('\n')?;
+        }
+        item = c.next()?;
+    }
+    Ok(())
+}
+
+fn dump_bucket<S: PageSource + ?Sized, W: Write>(
+    b: &Bucket<'_, '_, S>,
+    path: &mut String,
+    out: &mut W,
+) -> Result<(), DumpError> {
+    writeln!(out, "bucket {path} seq={}", b.sequence())?;
+    let mut c = b.cursor();
+    let mut item = c.first()?;
+    while let Some(it) = item {
+        if it.is_bucket() {
+            let sub = c.bucket()?.ok_or(Error::BucketNotFound)?;
+            let len = path.len();
+            path.push('/');
+            hex(path, &it.key)?;
+            dump_bucket(&sub, path, out)?;
+            path.truncate(len);
+        } else {
+            out.write_str("kv ")?;
+            out.write_str(path)?;
+            out.write_char(' ')?;
+            hex(out, &it.key)?;
+            out.write_char(' ')?;
+            value(out, &it.value)?;
+            out.write_char('\n')?;
+        }
+        item = c.next()?;
+    }
+    Ok(())
+}
+
+/// One row of the `bbolt pages` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PagesRow {
+    /// A page run: its id, the type its header names, `count`, `overflow`.
+    Page {
+        /// Page id.
+        id: u64,
+        /// Type from the header's `flags`.
+        page_type: PageType,
+        /// Header `count`.
+        items: u16,
+        /// Header `overflow`.
+        overflow: u32,
+    },
+    /// A free page (on the freelist, or unreachable when no freelist is
+    /// stored — how bbolt rebuilds it).
+    Free {
+        /// Page id.
+        id: u64,
+    },
+    /// The high-water mark points past the end of the file here.
+    BeyondEof {
+        /// First page id past the end.
+        id: u64,
+    },
+}
+
+/// The rows of `bbolt pages`: every page run below the high-water mark,
+/// free pages one per row, stopping at the end of the file.
+#[must_use]
+pub fn pages<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, walked: &BoltLayout) -> Vec<PagesRow> {
+    let layout = &walked.layout;
+    let ps = u64::from(file.page_size());
+    let mut rows = Vec::new();
+    let mut id = 0u64;
+    while id < file.meta().hwm {
+        let kind = id
+            .checked_mul(ps)
+            .and_then(|off| layout.region_at(off))
+            .map(|r| r.kind);
+        if matches!(kind, Some(Kind::Free | Kind::Pending)) {
+            rows.push(PagesRow::Free { id });
+            id += 1;
+            continue;
+        }
+        match file.page_header(id) {
+            Ok(h) => {
+                rows.push(PagesRow::Page {
+                    id,
+                    page_type: h.page_type(),
+                    items: h.count,
+                    overflow: h.overflow,
+                });
+                id = id.saturating_add(u64::from(h.overflow) + 1);
+            }
+            Err(_) => {
+                rows.push(PagesRow::BeyondEof { id });
+                break;
+            }
+        }
+    }
+    rows
+}

@@ -1,0 +1,310 @@
+//! An opened bbolt file: page size, the chosen meta page, page reads.
+
+use crate::error::{At, Error, MetaFault, Result};
+use crate::source::PageSource;
+
+use super::meta::{META_END, Meta};
+use super::page::{BRANCH_PAGE, LEAF_PAGE, Page, PageHeader};
+
+/// Deepest tree mapwise follows (cycle guard; bbolt trees of a 2^48-page
+/// file are far shallower).
+pub const MAX_DEPTH: u32 = 64;
+
+/// A bbolt file opened for reading over any [`PageSource`].
+///
+/// Opening reads only the meta pages. Pages are read on demand, each
+/// checked against the source length, its own `id` field and (for tree
+/// pages) the high-water mark and page type.
+#[derive(Debug)]
+pub struct BoltFile<'s, S: PageSource + ?Sized> {
+    src: &'s S,
+    len: u64,
+    page_size: u32,
+    metas: [Result<Meta, MetaFault>; 2],
+    current: u8,
+    meta: Meta,
+}
+
+impl<S: PageSource + ?Sized> Clone for BoltFile<'_, S> {
+    fn clone(&self) -> Self {
+        BoltFile {
+            src: self.src,
+            len: self.len,
+            page_size: self.page_size,
+            metas: self.metas,
+            current: self.current,
+            meta: self.meta,
+        }
+    }
+}
+
+fn read_meta<S: PageSource + ?Sized>(src: &S, offset: u64, index: u8) -> Result<Meta, MetaFault> {
+    let size = src.len();
+    if offset.saturating_add(META_END as u64) > size {
+        return Err(MetaFault::Truncated {
+            offset,
+            need: META_END as u64,
+            size,
+        });
+    }
+    let bytes = src.read_at(offset, META_END).map_err(|e| match e {
+        Error::Read { code, .. } => MetaFault::Read { code },
+        _ => MetaFault::Truncated {
+            offset,
+            need: META_END as u64,
+            size,
+        },
+    })?;
+    let meta = Meta::parse(&bytes, index).ok_or(MetaFault::Truncated {
+        offset,
+        need: META_END as u64,
+        size,
+    })?;
+    meta.validate()?;
+    Ok(meta)
+}
+
+impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
+    /// Open a bbolt file the way bbolt does (`db.go`, `getPageSize` and
+    /// `meta()`): the page size comes from meta 0 when it validates, else
+    /// from the first meta page found at 1 KiB << i (i = 0..=14); then the
+    /// valid meta with the higher txid is current, falling back to the
+    /// other one.
+    ///
+    /// # Errors
+    /// [`Error::NoValidMeta`] when neither meta page validates (each
+    /// fault says why: truncated, magic, version, checksum, page size).
+    pub fn open(src: &'s S) -> Result<BoltFile<'s, S>> {
+        let len = src.len();
+        let meta0 = read_meta(src, 0, 0);
+        let page_size = match &meta0 {
+            Ok(m) => Some(m.page_size),
+            Err(_) => (0..=14u32)
+                .map(|i| 1024u64 << i)
+                .take_while(|&off| off < len.saturating_sub(1024))
+                .find_map(|off| read_meta(src, off, 1).ok())
+                .map(|m| m.page_size),
+        };
+        let Some(page_size) = page_size else {
+            let meta1 = read_meta(src, 4096, 1)
+                .err()
+                .unwrap_or(MetaFault::Truncated {
+                    offset: 4096,
+                    need: META_END as u64,
+                    size: len,
+                });
+            return Err(Error::NoValidMeta {
+                meta0: meta0.err().unwrap_or(MetaFault::PageSize(0)),
+                meta1,
+            });
+        };
+        let meta1 = read_meta(src, u64::from(page_size), 1);
+        let (current, meta) = match (&meta0, &meta1) {
+            (Ok(a), Ok(b)) if b.txid > a.txid => (1, *b),
+            (Ok(a), _) => (0, *a),
+            (Err(_), Ok(b)) => (1, *b),
+            (Err(a), Err(b)) => {
+                return Err(Error::NoValidMeta {
+                    meta0: *a,
+                    meta1: *b,
+                });
+            }
+        };
+        Ok(BoltFile {
+            src,
+            len,
+            page_size,
+            metas: [meta0, meta1],
+            current,
+            meta,
+        })
+    }
+
+    /// The same file read at its other meta page (the previous
+    /// snapshot), when that one validates.
+    #[must_use]
+    pub fn previous(&self) -> Option<BoltFile<'s, S>> {
+        let other = 1 - self.current;
+        match self.metas[usize::from(other)] {
+            Ok(m) if m.txid < self.meta.txid => Some(BoltFile {
+                current: other,
+                meta: m,
+                ..self.clone()
+            }),
+            _ => None,
+        }
+    }
+
+    /// The page source.
+    #[must_use]
+    pub fn source(&self) -> &'s S {
+        self.src
+    }
+
+    /// Source length in bytes when opened.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// `true` for an empty source (never, once opened).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Page size in bytes (from the meta that fixed it).
+    #[must_use]
+    pub fn page_size(&self) -> u32 {
+        self.page_size
+    }
+
+    /// The current meta page.
+    #[must_use]
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// Both meta pages as validated: the meta or why it was rejected.
+    #[must_use]
+    pub fn metas(&self) -> &[Result<Meta, MetaFault>; 2] {
+        &self.metas
+    }
+
+    /// Index (0 or 1) of the current meta page.
+    #[must_use]
+    pub fn current_index(&self) -> u8 {
+        self.current
+    }
+
+    /// Whole or partial pages in the source: `ceil(len / page size)`.
+    #[must_use]
+    pub fn file_pages(&self) -> u64 {
+        self.len.div_ceil(u64::from(self.page_size))
+    }
+
+    /// Byte offset of page `pgid`, if it fits in a u64.
+    #[must_use]
+    pub fn page_offset(&self, pgid: u64) -> Option<u64> {
+        pgid.checked_mul(u64::from(self.page_size))
+    }
+
+    /// Read the header of page `pgid`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfBounds`] when the page is not inside the file.
+    pub fn page_header(&self, pgid: u64) -> Result<PageHeader> {
+        let ps = u64::from(self.page_size);
+        let offset = self.page_offset(pgid).unwrap_or(u64::MAX);
+        if offset.saturating_add(ps) > self.len {
+            return Err(Error::OutOfBounds {
+                at: At::Page(pgid),
+                field: "pgid",
+                offset,
+                len: ps,
+                size: self.len,
+            });
+        }
+        let b = self.src.read_at(offset, 16)?;
+        PageHeader::parse(&b).ok_or(Error::Read {
+            offset,
+            len: 16,
+            code: 0,
+        })
+    }
+
+    /// Read page `pgid` with its whole overflow run, checking that the run
+    /// lies inside the file and that the page's `id` field says `pgid`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfBounds`] (page or run past the end),
+    /// [`Error::Invalid`] (field `id` differs).
+    pub fn read_page(&self, pgid: u64) -> Result<Page<'s>> {
+        let ps = u64::from(self.page_size);
+        let at = At::Page(pgid);
+        let offset = self.page_offset(pgid).unwrap_or(u64::MAX);
+        if offset.saturating_add(ps) > self.len {
+            return Err(Error::OutOfBounds {
+                at,
+                field: "pgid",
+                offset,
+                len: ps,
+                size: self.len,
+            });
+        }
+        let first = self.src.read_at(offset, self.page_size as usize)?;
+        let header = PageHeader::parse(&first).ok_or(Error::Read {
+            offset,
+            len: ps,
+            code: 0,
+        })?;
+        if header.id != pgid {
+            return Err(Error::Invalid {
+                at,
+                field: "id",
+                value: header.id,
+                expected: "the page's own id",
+            });
+        }
+        if header.overflow == 0 {
+            return Page::new(at, pgid, first);
+        }
+        let run = (u64::from(header.overflow) + 1).saturating_mul(ps);
+        if offset.saturating_add(run) > self.len {
+            return Err(Error::OutOfBounds {
+                at,
+                field: "overflow",
+                offset,
+                len: run,
+                size: self.len,
+            });
+        }
+        let run = usize::try_from(run).map_err(|_| Error::OutOfBounds {
+            at,
+            field: "overflow",
+            offset,
+            len: run,
+            size: self.len,
+        })?;
+        drop(first);
+        Page::new(at, pgid, self.src.read_at(offset, run)?)
+    }
+
+    /// Read a page that a tree reference points to: `2 <= pgid <
+    /// high-water mark`, type branch or leaf, element array inside the run.
+    /// `referrer` and `field` name the reference, for the error.
+    ///
+    /// # Errors
+    /// As [`BoltFile::read_page`], plus [`Error::Invalid`] for an id
+    /// outside `[2, hwm)` or a page that is not a branch or leaf.
+    pub fn tree_page(&self, pgid: u64, referrer: At, field: &'static str) -> Result<Page<'s>> {
+        let hwm = self.meta.hwm;
+        if pgid < 2 || pgid >= hwm {
+            return Err(Error::Invalid {
+                at: referrer,
+                field,
+                value: pgid,
+                expected: "a page id in [2, high-water mark)",
+            });
+        }
+        let page = self.read_page(pgid)?;
+        if page.header.flags != BRANCH_PAGE && page.header.flags != LEAF_PAGE {
+            return Err(Error::Invalid {
+                at: page.at,
+                field: "flags",
+                value: u64::from(page.header.flags),
+                expected: "0x01 (branch) or 0x02 (leaf)",
+            });
+        }
+        page.check_element_array()?;
+        if page.header.flags == BRANCH_PAGE && page.count() == 0 {
+            return Err(Error::Invalid {
+                at: page.at,
+                field: "count",
+                value: 0,
+                expected: "at least one element in a branch page",
+            });
+        }
+        Ok(page)
+    }
+}

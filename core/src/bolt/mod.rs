@@ -1,0 +1,28 @@
+//! The bbolt (Go, `go.etcd.io/bbolt`) file format, read side.
+//!
+//! See `docs/format/bolt.md` for the format in our words. Entry points:
+//! [`BoltFile::open`] picks the page size and the current meta page;
+//! [`Bucket`] and [`Cursor`] read keys and values with bbolt's semantics;
+//! [`walk`] labels every page for the page map and finds every fault.
+
+mod cursor;
+mod dump;
+mod file;
+mod freelist;
+mod meta;
+mod page;
+mod walk;
+
+pub use cursor::{Bucket, Cursor, Item};
+pub use dump::{DumpError, PagesRow, dump, pages};
+pub use file::{BoltFile, MAX_DEPTH};
+pub use freelist::{CountEncoding, FreelistIds};
+pub use meta::{
+    MAGIC, MAX_PAGE_SIZE, META_END, MIN_PAGE_SIZE, Meta, NO_FREELIST, VERSION, fnv1a64,
+};
+pub use page::{
+    BRANCH_PAGE, BUCKET_HEADER_SIZE, BUCKET_LEAF_FLAG, BranchElement, BucketHeader, ELEMENT_SIZE,
+    FREELIST_PAGE, LEAF_PAGE, LeafElement, MAX_KEY_SIZE, META_PAGE, PAGE_HEADER_SIZE, Page,
+    PageHeader, PageType,
+};
+pub use walk::{BoltLayout, FreelistInfo, WalkOptions, walk};

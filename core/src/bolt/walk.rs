@@ -1,0 +1,747 @@
+//! The structural walk: every page of a bbolt file labelled, every fault
+//! found, in one pass.
+//!
+//! The walk reads the meta pages, the freelist run and every page
+//! reachable from the current meta's root (branch and leaf pages of every
+//! bucket, nested and inline buckets included), marking each page the
+//! first time it is reached. A page reached twice (a cycle or a shared
+//! child), a tree deeper than [`MAX_DEPTH`] levels, or any field pointing
+//! outside the file becomes a problem in the [`Layout`]; the walk goes on
+//! with the rest of the file. Memory is three bits per page of the file
+//! plus one region per page run read, so it is bounded by the file's size.
+//!
+//! The checks are those of bbolt's `Tx.Check` (`tx_check.go`) and the
+//! oracle's raw walk: page ids self-identify, page types are exactly
+//! branch or leaf, element data lies inside the run, keys are non-empty,
+//! strictly ascending and inside their parent's bounds, each page is used
+//! once, no reachable page is free, every page below the high-water mark
+//! is reachable or free.
+
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::error::{At, Error};
+use crate::layout::{Format, Group, Kind, Layout, Region, display_name};
+use crate::source::PageSource;
+
+use super::file::{BoltFile, MAX_DEPTH};
+use super::freelist::{CountEncoding, FreelistIds};
+use super::page::{BRANCH_PAGE, BUCKET_LEAF_FLAG, BucketHeader, META_PAGE, Page};
+
+/// What to do besides labelling pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkOptions {
+    /// Check key order within pages and against parent bounds.
+    pub check_keys: bool,
+    /// Walk the previous snapshot (the other meta page's tree) to tell
+    /// pending pages from free ones. Visits only pages the current tree
+    /// does not share with it.
+    pub previous_snapshot: bool,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions {
+            check_keys: true,
+            previous_snapshot: true,
+        }
+    }
+}
+
+/// What the walk learned about the freelist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FreelistInfo {
+    /// Meta `freelist` is the no-freelist sentinel (`NoFreelistSync`):
+    /// free pages are the unreachable ones, as bbolt rebuilds them.
+    NotStored,
+    /// A freelist run was read.
+    Stored {
+        /// First page of the run.
+        pgid: u64,
+        /// Its `overflow` count.
+        overflow: u32,
+        /// Ids listed (free and pending together).
+        ids: u64,
+        /// How the count is stored.
+        encoding: CountEncoding,
+    },
+    /// The freelist could not be read (see the problems).
+    Unreadable {
+        /// The meta's `freelist` field.
+        pgid: u64,
+    },
+}
+
+/// A bbolt layout plus what only bbolt files have.
+#[derive(Debug, Clone)]
+pub struct BoltLayout {
+    /// The labelled regions, buckets and problems.
+    pub layout: Layout,
+    /// The freelist as found.
+    pub freelist: FreelistInfo,
+}
+
+#[derive(Debug, Clone)]
+struct BitSet(Vec<u64>);
+
+impl BitSet {
+    fn new(bits: u64) -> BitSet {
+        BitSet(vec![0; usize::try_from(bits.div_ceil(64)).unwrap_or(0)])
+    }
+    fn get(&self, i: u64) -> bool {
+        usize::try_from(i / 64)
+            .ok()
+            .and_then(|w| self.0.get(w))
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    fn set(&mut self, i: u64) {
+        if let Some(w) = usize::try_from(i / 64).ok().and_then(|w| self.0.get_mut(w)) {
+            *w |= 1 << (i % 64);
+        }
+    }
+}
+
+struct Walker<'a, 's, S: PageSource + ?Sized> {
+    file: &'a BoltFile<'s, S>,
+    opts: WalkOptions,
+    ps: u64,
+    pages: u64,
+    hwm: u64,
+    claimed: BitSet,
+    free: BitSet,
+    prev: BitSet,
+    runs: Vec<Region>,
+    layout: Layout,
+}
+
+/// Walk `file` and label every page.
+///
+/// Never fails: faults become [`Layout::problems`] and the pages
+/// involved are labelled [`Kind::Corrupt`] where they could not be read.
+#[must_use]
+pub fn walk<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, opts: WalkOptions) -> BoltLayout {
+    let ps = u64::from(file.page_size());
+    let pages = file.file_pages();
+    let mut w = Walker {
+        file,
+        opts,
+        ps,
+        pages,
+        hwm: file.meta().hwm,
+        claimed: BitSet::new(pages),
+        free: BitSet::new(pages),
+        prev: BitSet::new(pages),
+        runs: Vec::new(),
+        layout: Layout {
+            format: Format::Bolt,
+            source_len: file.len(),
+            page_size: file.page_size(),
+            regions: Vec::new(),
+            groups: Vec::new(),
+            problems: Vec::new(),
+            problems_dropped: 0,
+        },
+    };
+    w.metas();
+    let freelist = w.freelist();
+    w.layout.groups.push(Group {
+        key: Vec::new(),
+        path: String::new(),
+        parent: None,
+        level: 0,
+        root: file.meta().root,
+        host: None,
+        sequence: file.meta().root_sequence,
+        keys: 0,
+        buckets: 0,
+        pages: 0,
+        height: 0,
+    });
+    w.tree(
+        file.meta().root,
+        At::Meta(file.current_index()),
+        "root",
+        0,
+        1,
+        None,
+        None,
+        1,
+    );
+    if w.opts.previous_snapshot {
+        if let Some(prev) = file.previous() {
+            w.previous(&prev, prev.meta().root, 1);
+        }
+    }
+    w.finish(freelist);
+    BoltLayout {
+        layout: w.layout,
+        freelist,
+    }
+}
+
+impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
+    fn problem(&mut self, e: Error) {
+        self.layout.push_problem(e);
+    }
+
+    fn region(&self, pgid: u64, kind: Kind, head: u64, run_pages: u64) -> Region {
+        let offset = pgid.saturating_mul(self.ps);
+        let end = offset
+            .saturating_add(run_pages.saturating_mul(self.ps))
+            .min(self.file.len());
+        Region {
+            offset,
+            len: end.saturating_sub(offset),
+            kind,
+            id: pgid,
+            head,
+            group: None,
+            depth: 0,
+            items: 0,
+            used: 0,
+            run_len: 0,
+        }
+    }
+
+    /// Claim `[pgid, pgid + n)`; reports (and skips) pages already claimed
+    /// or outside the file. Returns `false` if the head page was taken.
+    fn claim(&mut self, pgid: u64, n: u64, referrer: At, field: &'static str) -> bool {
+        if pgid >= self.pages || self.claimed.get(pgid) {
+            if pgid < self.pages {
+                self.problem(Error::Reused {
+                    at: referrer,
+                    field,
+                    pgid,
+                });
+            }
+            return false;
+        }
+        for p in pgid..pgid.saturating_add(n).min(self.pages) {
+            if self.claimed.get(p) {
+                self.problem(Error::Reused {
+                    at: At::Page(pgid),
+                    field: "overflow",
+                    pgid: p,
+                });
+            }
+            self.claimed.set(p);
+        }
+        true
+    }
+
+    /// Label a page that could not be read as corrupt (if it is in the
+    /// file and nobody owns it yet).
+    fn corrupt(&mut self, pgid: u64) {
+        if pgid < self.pages && !self.claimed.get(pgid) {
+            self.claimed.set(pgid);
+            let r = self.region(pgid, Kind::Corrupt, pgid, 1);
+            self.runs.push(r);
+        }
+    }
+
+    /// Push the head region (and continuation region) of a page run.
+    fn push_run(
+        &mut self,
+        page: &Page<'_>,
+        kind: Kind,
+        group: Option<u32>,
+        depth: u16,
+        items: u32,
+        used: u64,
+    ) {
+        let ovf = u64::from(page.header.overflow);
+        let run_len = (ovf + 1).saturating_mul(self.ps);
+        let mut head = self.region(page.pgid, kind, page.pgid, 1);
+        head.group = group;
+        head.depth = depth;
+        head.items = items;
+        head.used = used;
+        head.run_len = run_len;
+        if ovf > 0 {
+            let mut cont = self.region(page.pgid + 1, Kind::Overflow, page.pgid, ovf);
+            cont.group = group;
+            cont.depth = depth;
+            cont.items = items;
+            cont.used = used;
+            cont.run_len = run_len;
+            self.runs.push(head);
+            self.runs.push(cont);
+        } else {
+            self.runs.push(head);
+        }
+    }
+
+    fn metas(&mut self) {
+        let meta = *self.file.meta();
+        let cur = self.file.current_index();
+        if self.hwm < 2 {
+            self.problem(Error::Invalid {
+                at: At::Meta(cur),
+                field: "pgid",
+                value: self.hwm,
+                expected: "a high-water mark of at least 2 pages",
+            });
+        }
+        if self.hwm > self.pages {
+            self.problem(Error::OutOfBounds {
+                at: At::Meta(cur),
+                field: "pgid",
+                offset: 0,
+                len: self.hwm.saturating_mul(self.ps),
+                size: self.file.len(),
+            });
+        }
+        for (i, m) in self.file.metas().iter().enumerate() {
+            let idx = u8::try_from(i).unwrap_or(0);
+            let pgid = i as u64;
+            if pgid >= self.pages {
+                continue;
+            }
+            self.claimed.set(pgid);
+            let mut r = self.region(pgid, Kind::Meta, pgid, 1);
+            r.used = super::meta::META_END as u64;
+            r.run_len = self.ps;
+            self.runs.push(r);
+            let Ok(m) = m else { continue };
+            if m.header_id != pgid {
+                self.problem(Error::Invalid {
+                    at: At::Meta(idx),
+                    field: "id",
+                    value: m.header_id,
+                    expected: "the meta page's own index",
+                });
+            }
+            if m.header_flags != META_PAGE {
+                self.problem(Error::Invalid {
+                    at: At::Meta(idx),
+                    field: "flags",
+                    value: u64::from(m.header_flags),
+                    expected: "0x04 (meta page)",
+                });
+            }
+            if m.page_size != meta.page_size {
+                self.problem(Error::Invalid {
+                    at: At::Meta(idx),
+                    field: "pageSize",
+                    value: u64::from(m.page_size),
+                    expected: "the same page size in both meta pages",
+                });
+            }
+        }
+    }
+
+    fn freelist(&mut self) -> FreelistInfo {
+        let meta = *self.file.meta();
+        if !meta.has_freelist() {
+            return FreelistInfo::NotStored;
+        }
+        let at = At::Meta(self.file.current_index());
+        let pgid = meta.freelist;
+        let unreadable = FreelistInfo::Unreadable { pgid };
+        if pgid < 2 || pgid >= self.hwm {
+            self.problem(Error::Invalid {
+                at,
+                field: "freelist",
+                value: pgid,
+                expected: "a page id in [2, high-water mark)",
+            });
+            return unreadable;
+        }
+        let page = match self.file.read_page(pgid) {
+            Ok(p) => p,
+            Err(e) => {
+                self.problem(e);
+                self.corrupt(pgid);
+                return unreadable;
+            }
+        };
+        let ids = match FreelistIds::parse(&page) {
+            Ok(ids) => ids,
+            Err(e) => {
+                self.problem(e);
+                self.corrupt(pgid);
+                return unreadable;
+            }
+        };
+        let ovf = page.header.overflow;
+        if !self.claim(pgid, u64::from(ovf) + 1, at, "freelist") {
+            return unreadable;
+        }
+        let n = ids.len() as u64;
+        self.push_run(
+            &page,
+            Kind::Freelist,
+            None,
+            0,
+            u32::try_from(n).unwrap_or(u32::MAX),
+            ids.used_bytes(),
+        );
+        if pgid.saturating_add(u64::from(ovf)) >= self.hwm {
+            self.problem(Error::Invalid {
+                at: At::Page(pgid),
+                field: "overflow",
+                value: u64::from(ovf),
+                expected: "a freelist run ending below the high-water mark",
+            });
+        }
+        for id in ids.iter() {
+            if id < 2 || id >= self.hwm {
+                self.problem(Error::Invalid {
+                    at: At::Page(pgid),
+                    field: "ids",
+                    value: id,
+                    expected: "free page ids in [2, high-water mark)",
+                });
+                continue;
+            }
+            if self.free.get(id) {
+                self.problem(Error::DoubleFree { pgid: id });
+            }
+            self.free.set(id);
+        }
+        FreelistInfo::Stored {
+            pgid,
+            overflow: ovf,
+            ids: n,
+            encoding: ids.encoding,
+        }
+    }
+
+    fn new_group(
+        &mut self,
+        page: &Page<'_>,
+        key: &[u8],
+        header: BucketHeader,
+        parent: u32,
+        inline: bool,
+    ) -> u32 {
+        let (ppath, plevel) = self
+            .layout
+            .group(parent)
+            .map(|g| (g.path.clone(), g.level))
+            .unwrap_or_default();
+        let mut path = ppath;
+        if !path.is_empty() {
+            path.push('/');
+        }
+        path.push_str(&display_name(key));
+        self.layout.groups.push(Group {
+            key: key.to_vec(),
+            path,
+            parent: Some(parent),
+            level: plevel.saturating_add(1),
+            root: header.root,
+            host: inline.then_some(page.pgid),
+            sequence: header.sequence,
+            keys: 0,
+            buckets: 0,
+            pages: 0,
+            height: 0,
+        });
+        if let Some(g) = self.layout.groups.get_mut(parent as usize) {
+            g.buckets += 1;
+        }
+        u32::try_from(self.layout.groups.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    /// Walk the tree rooted at `pgid` for bucket `group`. `frames` counts
+    /// every level of nesting (tree depth and bucket nesting) so the
+    /// recursion is bounded.
+    #[allow(clippy::too_many_arguments)]
+    fn tree(
+        &mut self,
+        pgid: u64,
+        referrer: At,
+        field: &'static str,
+        group: u32,
+        depth: u16,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        frames: u32,
+    ) {
+        if frames > MAX_DEPTH * 4 || u32::from(depth) > MAX_DEPTH {
+            self.problem(Error::TooDeep {
+                at: At::Page(pgid),
+                limit: MAX_DEPTH,
+            });
+            return;
+        }
+        if pgid < self.pages && self.claimed.get(pgid) {
+            self.problem(Error::Reused {
+                at: referrer,
+                field,
+                pgid,
+            });
+            return;
+        }
+        let page = match self.file.tree_page(pgid, referrer, field) {
+            Ok(p) => p,
+            Err(e) => {
+                self.problem(e);
+                if pgid >= 2 && pgid < self.hwm {
+                    self.corrupt(pgid);
+                }
+                return;
+            }
+        };
+        if !self.claim(pgid, u64::from(page.header.overflow) + 1, referrer, field) {
+            return;
+        }
+        if self.free.get(pgid) {
+            self.problem(Error::ReachableFree { pgid });
+        }
+        let is_branch = page.header.flags == BRANCH_PAGE;
+        let kind = if is_branch { Kind::Branch } else { Kind::Leaf };
+        let items = u32::from(page.header.count);
+        self.push_run(&page, kind, Some(group), depth, items, page.used_bytes());
+        if let Some(g) = self.layout.groups.get_mut(group as usize) {
+            g.pages += 1;
+            g.height = g.height.max(depth);
+        }
+        self.check_keys(&page, lo, hi);
+        if is_branch {
+            for i in 0..page.count() {
+                let e = match page.branch(i) {
+                    Ok(e) => e,
+                    Err(err) => {
+                        self.problem(err);
+                        continue;
+                    }
+                };
+                if e.child == pgid {
+                    self.problem(Error::Reused {
+                        at: page.element_at_loc(i),
+                        field: "pgid",
+                        pgid,
+                    });
+                    continue;
+                }
+                let key = page.bytes().get(e.key.clone()).unwrap_or_default();
+                let next = if i + 1 < page.count() {
+                    page.branch(i + 1)
+                        .ok()
+                        .and_then(|n| page.bytes().get(n.key))
+                } else {
+                    hi
+                };
+                self.tree(
+                    e.child,
+                    page.element_at_loc(i),
+                    "pgid",
+                    group,
+                    depth.saturating_add(1),
+                    Some(key),
+                    next,
+                    frames + 1,
+                );
+            }
+        } else {
+            self.leaf_entries(&page, group, frames);
+        }
+    }
+
+    /// Count keys, and walk the sub-buckets of a leaf (or inline) page.
+    fn leaf_entries(&mut self, page: &Page<'s>, group: u32, frames: u32) {
+        let inline = matches!(page.at, At::Inline { .. });
+        for i in 0..page.count() {
+            let e = match page.leaf(i) {
+                Ok(e) => e,
+                Err(err) => {
+                    self.problem(err);
+                    continue;
+                }
+            };
+            if e.flags & !BUCKET_LEAF_FLAG != 0 {
+                self.problem(Error::Invalid {
+                    at: page.element_at_loc(i),
+                    field: "flags",
+                    value: u64::from(e.flags),
+                    expected: "0 (key/value) or 0x01 (bucket)",
+                });
+            }
+            if !e.is_bucket() {
+                if let Some(g) = self.layout.groups.get_mut(group as usize) {
+                    g.keys += 1;
+                }
+                continue;
+            }
+            if inline {
+                self.problem(Error::Invalid {
+                    at: page.at,
+                    field: "flags",
+                    value: u64::from(e.flags),
+                    expected: "no sub-buckets in an inline bucket (bbolt never writes one)",
+                });
+            }
+            let key = page.bytes().get(e.key.clone()).unwrap_or_default();
+            let value = page.bytes().get(e.value.clone()).unwrap_or_default();
+            let header = match BucketHeader::parse(value, page.element_at_loc(i)) {
+                Ok(h) => h,
+                Err(err) => {
+                    self.problem(err);
+                    continue;
+                }
+            };
+            let g = self.new_group(page, key, header, group, header.root == 0);
+            if header.root == 0 {
+                match page.inline_page(i, &e) {
+                    Ok(ip) => {
+                        if let Some(gr) = self.layout.groups.get_mut(g as usize) {
+                            gr.pages = 0;
+                        }
+                        self.check_keys(&ip, None, None);
+                        if frames < MAX_DEPTH * 4 {
+                            self.leaf_entries(&ip, g, frames + 1);
+                        }
+                    }
+                    Err(err) => self.problem(err),
+                }
+            } else {
+                self.tree(
+                    header.root,
+                    page.element_at_loc(i),
+                    "root",
+                    g,
+                    1,
+                    None,
+                    None,
+                    frames + 1,
+                );
+            }
+        }
+    }
+
+    fn check_keys(&mut self, page: &Page<'_>, lo: Option<&[u8]>, hi: Option<&[u8]>) {
+        if !self.opts.check_keys {
+            return;
+        }
+        let mut prev: Option<&[u8]> = None;
+        for i in 0..page.count() {
+            let Ok(key) = page.key(i) else { continue };
+            let at = page.element_at_loc(i);
+            if key.is_empty() {
+                self.problem(Error::Invalid {
+                    at,
+                    field: "ksize",
+                    value: 0,
+                    expected: "a non-empty key",
+                });
+            }
+            if let Some(p) = prev {
+                if key <= p {
+                    self.problem(Error::KeyOrder {
+                        at,
+                        why: if key == p {
+                            "duplicates the previous key"
+                        } else {
+                            "smaller than the previous key"
+                        },
+                    });
+                }
+            } else if lo.is_some_and(|lo| key < lo) {
+                self.problem(Error::KeyOrder {
+                    at,
+                    why: "smaller than the parent branch element's key",
+                });
+            }
+            if hi.is_some_and(|hi| key >= hi) {
+                self.problem(Error::KeyOrder {
+                    at,
+                    why: "not below the next parent branch element's key",
+                });
+            }
+            prev = Some(key);
+        }
+    }
+
+    /// Mark pages reachable from the previous snapshot's tree that the
+    /// current tree does not use. Faults are not reported: the current
+    /// snapshot is what the file says; the previous one only refines the
+    /// free/pending split.
+    fn previous(&mut self, prev: &BoltFile<'s, S>, pgid: u64, frames: u32) {
+        if frames > MAX_DEPTH * 4
+            || pgid >= self.pages
+            || self.claimed.get(pgid)
+            || self.prev.get(pgid)
+        {
+            return;
+        }
+        let Ok(page) = prev.tree_page(pgid, At::Page(pgid), "pgid") else {
+            return;
+        };
+        let end = pgid
+            .saturating_add(u64::from(page.header.overflow) + 1)
+            .min(self.pages);
+        for p in pgid..end {
+            self.prev.set(p);
+        }
+        for i in 0..page.count() {
+            if page.header.flags == BRANCH_PAGE {
+                if let Ok(e) = page.branch(i) {
+                    self.previous(prev, e.child, frames + 1);
+                }
+            } else if let Ok(e) = page.leaf(i) {
+                if e.is_bucket() {
+                    let value = page.bytes().get(e.value.clone()).unwrap_or_default();
+                    if let Ok(h) = BucketHeader::parse(value, At::Page(pgid)) {
+                        if h.root != 0 {
+                            self.previous(prev, h.root, frames + 1);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Label every page nobody claimed, merge runs of equal kinds, sort.
+    fn finish(&mut self, freelist: FreelistInfo) {
+        let stored = !matches!(freelist, FreelistInfo::NotStored);
+        let mut spans: Vec<Region> = Vec::new();
+        let mut p = 0;
+        while p < self.pages {
+            if self.claimed.get(p) {
+                p += 1;
+                continue;
+            }
+            let kind = if p >= self.hwm || p < 2 {
+                Kind::Unused
+            } else if self.free.get(p) || !stored {
+                if self.prev.get(p) {
+                    Kind::Pending
+                } else {
+                    Kind::Free
+                }
+            } else {
+                self.problem(Error::Unreachable { pgid: p });
+                Kind::Unreachable
+            };
+            match spans.last_mut() {
+                Some(last) if last.kind == kind && last.end() == p.saturating_mul(self.ps) => {
+                    let r = self.region(p, kind, p, 1);
+                    last.len += r.len;
+                }
+                _ => spans.push(self.region(p, kind, p, 1)),
+            }
+            p += 1;
+        }
+        self.runs.append(&mut spans);
+        self.runs.sort_unstable_by_key(|r| r.offset);
+        self.layout.regions = core::mem::take(&mut self.runs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitset() {
+        let mut b = BitSet::new(130);
+        assert!(!b.get(129));
+        b.set(129);
+        assert!(b.get(129));
+        b.set(1000);
+        assert!(!b.get(1000));
+    }
+}

@@ -1,0 +1,273 @@
+//! The one error type of `mapwise-core`.
+//!
+//! Every fault found in a file names *where* it is (an [`At`]) and *what*
+//! is wrong (the field and its value), so a front end can print one line a
+//! person can act on: `page 12: field overflow = 4294967295: ...`.
+
+use core::fmt;
+
+/// Where in a file a fault was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum At {
+    /// An absolute byte offset in the file.
+    Offset(u64),
+    /// A bbolt page, by page id (`pgid`).
+    Page(u64),
+    /// Element `index` (0-based) of the bbolt page `pgid`.
+    Element {
+        /// Page id of the page holding the element array.
+        pgid: u64,
+        /// 0-based element index.
+        index: u32,
+    },
+    /// The inline bucket page stored in element `index` of page `pgid`.
+    Inline {
+        /// Page id of the leaf page holding the bucket value.
+        pgid: u64,
+        /// 0-based element index of the bucket entry.
+        index: u32,
+    },
+    /// Meta page 0 or 1 of a bbolt file.
+    Meta(u8),
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            At::Offset(o) => write!(f, "offset {o}"),
+            At::Page(p) => write!(f, "page {p}"),
+            At::Element { pgid, index } => write!(f, "page {pgid} element {index}"),
+            At::Inline { pgid, index } => {
+                write!(f, "inline bucket in page {pgid} element {index}")
+            }
+            At::Meta(i) => write!(f, "meta page {i}"),
+        }
+    }
+}
+
+/// Why a bbolt meta page was rejected, in the order bbolt checks
+/// (`internal/common/meta.go`, `Meta.Validate`: magic, version, checksum),
+/// plus the bounds mapwise adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MetaFault {
+    /// The file is too short to hold this meta page (`need` bytes from
+    /// `offset`, the file has `size`).
+    Truncated {
+        /// Byte offset of the meta page.
+        offset: u64,
+        /// Bytes needed from `offset`.
+        need: u64,
+        /// File size in bytes.
+        size: u64,
+    },
+    /// `magic` is not `0xED0CDAED`.
+    Magic(u32),
+    /// `version` is not 2.
+    Version(u32),
+    /// The stored FNV-1a 64 checksum differs from the one computed over the
+    /// 56 meta bytes before it.
+    Checksum {
+        /// Value of the `checksum` field.
+        stored: u64,
+        /// FNV-1a 64 of page bytes `[16, 72)`.
+        computed: u64,
+    },
+    /// `pageSize` is not a power of two in `[512, 16 MiB]`.
+    PageSize(u32),
+    /// The source could not be read.
+    Read {
+        /// OS error number when known, else 0.
+        code: i32,
+    },
+}
+
+impl fmt::Display for MetaFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MetaFault::Truncated { offset, need, size } => write!(
+                f,
+                "truncated: needs {need} bytes at offset {offset}, file has {size}"
+            ),
+            MetaFault::Magic(m) => write!(f, "field magic = {m:#010x}, expected 0xed0cdaed"),
+            MetaFault::Version(v) => write!(f, "field version = {v}, expected 2"),
+            MetaFault::Checksum { stored, computed } => write!(
+                f,
+                "field checksum = {stored:016x}, computed {computed:016x}"
+            ),
+            MetaFault::PageSize(p) => write!(
+                f,
+                "field pageSize = {p}, expected a power of two from 512 to 16777216"
+            ),
+            MetaFault::Read { code } => write!(f, "read failed (os error {code})"),
+        }
+    }
+}
+
+/// A format fault or a failed read. Never produced by a panic: every
+/// parser in this crate returns one of these instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A field points outside the file: bytes `[offset, offset + len)` are
+    /// not inside a source of `size` bytes.
+    OutOfBounds {
+        /// The structure holding the field.
+        at: At,
+        /// The field whose value points outside.
+        field: &'static str,
+        /// First byte needed.
+        offset: u64,
+        /// Bytes needed.
+        len: u64,
+        /// Source length in bytes.
+        size: u64,
+    },
+    /// The source failed to produce the bytes `[offset, offset + len)`.
+    Read {
+        /// First byte requested.
+        offset: u64,
+        /// Bytes requested.
+        len: u64,
+        /// OS error number when known, else 0.
+        code: i32,
+    },
+    /// A field holds a value the format forbids.
+    Invalid {
+        /// The structure holding the field.
+        at: At,
+        /// Field name as the reference implementation spells it.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+        /// What was expected, in words.
+        expected: &'static str,
+    },
+    /// Neither bbolt meta page validates (bbolt's open fails the same way).
+    NoValidMeta {
+        /// Why meta page 0 was rejected.
+        meta0: MetaFault,
+        /// Why meta page 1 was rejected.
+        meta1: MetaFault,
+    },
+    /// A page is referenced a second time: a cycle, or two parents sharing
+    /// one child. `field` names the reference that led here.
+    Reused {
+        /// The structure holding the reference.
+        at: At,
+        /// The referencing field.
+        field: &'static str,
+        /// The page id referenced again.
+        pgid: u64,
+    },
+    /// A tree is deeper than `limit` levels (cycle guard).
+    TooDeep {
+        /// The page reached at the limit.
+        at: At,
+        /// The depth limit.
+        limit: u32,
+    },
+    /// Keys are not in strictly ascending byte order, or lie outside the
+    /// bounds their parent branch sets.
+    KeyOrder {
+        /// The element whose key is out of place.
+        at: At,
+        /// Which rule is broken.
+        why: &'static str,
+    },
+    /// A page below the high-water mark is neither reachable from the tree
+    /// nor listed as free (bbolt's `Tx.Check`: "unreachable unfreed").
+    Unreachable {
+        /// The leaked page.
+        pgid: u64,
+    },
+    /// A page reachable from the tree is also on the freelist
+    /// (bbolt's `Tx.Check`: "reachable freed").
+    ReachableFree {
+        /// The page listed twice.
+        pgid: u64,
+    },
+    /// A page id appears twice on the freelist ("already freed").
+    DoubleFree {
+        /// The duplicated page id.
+        pgid: u64,
+    },
+    /// The bytes are a known format this crate does not read (e.g. a file
+    /// written on a big-endian host, or a newer format version).
+    Unsupported {
+        /// Where the format was recognised.
+        at: At,
+        /// What is not supported.
+        what: &'static str,
+    },
+    /// A lookup path names a bucket that does not exist.
+    BucketNotFound,
+    /// A lookup path names a key that holds a plain value, not a bucket
+    /// (bbolt: `ErrIncompatibleValue`).
+    IncompatibleValue,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::OutOfBounds {
+                at,
+                field,
+                offset,
+                len,
+                size,
+            } => write!(
+                f,
+                "{at}: field {field} points outside the file: bytes {offset}..{} of a {size}-byte file",
+                offset.saturating_add(*len)
+            ),
+            Error::Read { offset, len, code } => write!(
+                f,
+                "read of {len} bytes at offset {offset} failed (os error {code})"
+            ),
+            Error::Invalid {
+                at,
+                field,
+                value,
+                expected,
+            } => write!(f, "{at}: field {field} = {value}, expected {expected}"),
+            Error::NoValidMeta { meta0, meta1 } => write!(
+                f,
+                "no valid meta page: meta page 0: {meta0}; meta page 1: {meta1}"
+            ),
+            Error::Reused { at, field, pgid } => write!(
+                f,
+                "{at}: field {field} = {pgid}: page {pgid} is already in use (cycle or shared page)"
+            ),
+            Error::TooDeep { at, limit } => {
+                write!(f, "{at}: tree deeper than {limit} levels (cycle?)")
+            }
+            Error::KeyOrder { at, why } => write!(f, "{at}: key order: {why}"),
+            Error::Unreachable { pgid } => {
+                write!(
+                    f,
+                    "page {pgid}: unreachable unfreed (neither in a tree nor free)"
+                )
+            }
+            Error::ReachableFree { pgid } => {
+                write!(
+                    f,
+                    "page {pgid}: reachable freed (in a tree and on the freelist)"
+                )
+            }
+            Error::DoubleFree { pgid } => write!(
+                f,
+                "page {pgid}: already freed (listed twice on the freelist)"
+            ),
+            Error::Unsupported { at, what } => write!(f, "{at}: unsupported: {what}"),
+            Error::BucketNotFound => f.write_str("bucket not found"),
+            Error::IncompatibleValue => f.write_str("incompatible value (a key, not a bucket)"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -1,0 +1,389 @@
+//! The one vocabulary every front end draws: a [`Layout`] of labelled
+//! byte regions.
+//!
+//! A parser turns a file into a `Layout`; the TUI page map, the web page
+//! map, `inspector pages` and `inspector residency` all read the same
+//! `Layout`, so they cannot disagree about what a byte of the file is.
+//!
+//! Regions are sorted by offset, never overlap, and cover the whole source
+//! from byte 0 to its length. Runs of pages of the same dull kind (free,
+//! unused, unreachable) are merged into one region, so the layout of a
+//! mostly empty file stays small.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::error::Error;
+
+/// Which format a [`Layout`] describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// A bbolt (Go) database file.
+    Bolt,
+    /// An RRDtool round-robin database.
+    Rrd,
+    /// A Mercurial revlog index (`.i`).
+    Revlog,
+    /// Bytes no parser recognised.
+    Unknown,
+}
+
+impl Format {
+    /// Lower-case name, as printed in JSON output.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Bolt => "bolt",
+            Format::Rrd => "rrd",
+            Format::Revlog => "revlog",
+            Format::Unknown => "unknown",
+        }
+    }
+}
+
+/// What a region of the file is. Front ends colour by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+#[repr(u8)]
+pub enum Kind {
+    /// bbolt meta page (pages 0 and 1).
+    Meta,
+    /// bbolt freelist page (first page of the freelist run).
+    Freelist,
+    /// bbolt branch page (first page of its run).
+    Branch,
+    /// bbolt leaf page (first page of its run).
+    Leaf,
+    /// Continuation pages of a multi-page run (bbolt `overflow`); the
+    /// region's `head` is the run's first page.
+    Overflow,
+    /// Listed as free and not needed by the previous snapshot.
+    Free,
+    /// Free in the current snapshot but still reachable from the previous
+    /// meta page's tree: released only when no reader of that snapshot
+    /// remains (bbolt's pending pages).
+    Pending,
+    /// Below the high-water mark, neither reachable nor free: a leak
+    /// (bbolt's `Tx.Check` "unreachable unfreed").
+    Unreachable,
+    /// At or past the high-water mark: allocated file space no page uses.
+    Unused,
+    /// A page the parser tried to read and rejected; see the layout's
+    /// problems for why.
+    Corrupt,
+    /// Bytes of a file whose format is unknown.
+    Data,
+}
+
+impl Kind {
+    /// Every kind, in legend order.
+    pub const ALL: [Kind; 11] = [
+        Kind::Meta,
+        Kind::Freelist,
+        Kind::Branch,
+        Kind::Leaf,
+        Kind::Overflow,
+        Kind::Free,
+        Kind::Pending,
+        Kind::Unreachable,
+        Kind::Unused,
+        Kind::Corrupt,
+        Kind::Data,
+    ];
+
+    /// Lower-case label, as printed by `inspector pages` and in JSON.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Meta => "meta",
+            Kind::Freelist => "freelist",
+            Kind::Branch => "branch",
+            Kind::Leaf => "leaf",
+            Kind::Overflow => "overflow",
+            Kind::Free => "free",
+            Kind::Pending => "pending",
+            Kind::Unreachable => "unreachable",
+            Kind::Unused => "unused",
+            Kind::Corrupt => "corrupt",
+            Kind::Data => "data",
+        }
+    }
+
+    /// Index of this kind in [`Kind::ALL`].
+    #[must_use]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One labelled byte range of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    /// First byte of the region.
+    pub offset: u64,
+    /// Length in bytes (a whole number of format pages, except possibly
+    /// for a partial page at the end of the file).
+    pub len: u64,
+    /// What the bytes are.
+    pub kind: Kind,
+    /// Format page id of the region's first page (bbolt `pgid`).
+    pub id: u64,
+    /// For [`Kind::Overflow`], the id of the page that heads the run;
+    /// otherwise equal to `id`.
+    pub head: u64,
+    /// Index into [`Layout::groups`] of the structure owning this region
+    /// (the bbolt bucket whose tree holds the page).
+    pub group: Option<u32>,
+    /// Depth of the page in its tree: 1 for a bucket's root page.
+    /// 0 when not a tree page.
+    pub depth: u16,
+    /// Elements in the page (branch/leaf), ids (freelist), 0 otherwise.
+    pub items: u32,
+    /// Bytes of the run in use (header + element array + data); with
+    /// `run_len` this gives the fill factor.
+    pub used: u64,
+    /// Bytes of the whole run this region belongs to (head and
+    /// continuation pages), so `used / run_len` is the fill.
+    pub run_len: u64,
+}
+
+impl Region {
+    /// Fill of the page run in `[0, 1]`; 0 when the run is empty.
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)]
+    pub fn fill(&self) -> f64 {
+        if self.run_len == 0 {
+            0.0
+        } else {
+            (self.used as f64 / self.run_len as f64).min(1.0)
+        }
+    }
+
+    /// One past the last byte of the region.
+    #[must_use]
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(self.len)
+    }
+}
+
+/// A named structure that owns regions: a bbolt bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Raw name bytes (bucket key); empty for the root bucket.
+    pub key: Vec<u8>,
+    /// Display path from the top, e.g. `key/sub` (names printed as text
+    /// when printable ASCII, else hex).
+    pub path: String,
+    /// Enclosing group (`None` for the root bucket).
+    pub parent: Option<u32>,
+    /// Nesting level: 0 for the root bucket, 1 for top-level buckets.
+    pub level: u16,
+    /// Root page id of the bucket's tree; 0 for an inline bucket.
+    pub root: u64,
+    /// For an inline bucket, the page id of the leaf holding it.
+    pub host: Option<u64>,
+    /// Bucket sequence (`NextSequence`).
+    pub sequence: u64,
+    /// Plain key/value entries directly in this bucket.
+    pub keys: u64,
+    /// Sub-buckets directly in this bucket.
+    pub buckets: u64,
+    /// Page runs (branch + leaf) of this bucket's own tree.
+    pub pages: u64,
+    /// Height of the tree: 1 for a single leaf, 0 for an inline bucket.
+    pub height: u16,
+}
+
+/// Per-kind totals of a layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KindCounts {
+    /// Bytes of each kind, indexed by [`Kind::index`].
+    pub bytes: [u64; Kind::ALL.len()],
+}
+
+/// A whole file described as regions, plus the structures that own them
+/// and every problem found on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Which parser produced it.
+    pub format: Format,
+    /// Source length in bytes when parsed.
+    pub source_len: u64,
+    /// The format's page size in bytes (bbolt: the meta's `pageSize`);
+    /// 0 when the format has no pages.
+    pub page_size: u32,
+    /// Sorted, non-overlapping regions covering `[0, source_len)`.
+    pub regions: Vec<Region>,
+    /// Structures that own regions (bbolt buckets; index 0 is the root
+    /// bucket).
+    pub groups: Vec<Group>,
+    /// Problems found, at most [`Layout::MAX_PROBLEMS`] of them.
+    pub problems: Vec<Error>,
+    /// Problems found beyond the ones kept in `problems`.
+    pub problems_dropped: u64,
+}
+
+impl Layout {
+    /// Most problems a layout keeps; more are only counted.
+    pub const MAX_PROBLEMS: usize = 1000;
+
+    /// A layout of a source no parser recognised: one `Data` region.
+    #[must_use]
+    pub fn unknown(source_len: u64) -> Layout {
+        let mut regions = Vec::new();
+        if source_len > 0 {
+            regions.push(Region {
+                offset: 0,
+                len: source_len,
+                kind: Kind::Data,
+                id: 0,
+                head: 0,
+                group: None,
+                depth: 0,
+                items: 0,
+                used: 0,
+                run_len: 0,
+            });
+        }
+        Layout {
+            format: Format::Unknown,
+            source_len,
+            page_size: 0,
+            regions,
+            groups: Vec::new(),
+            problems: Vec::new(),
+            problems_dropped: 0,
+        }
+    }
+
+    /// Index of the region containing byte `offset`, if any.
+    #[must_use]
+    pub fn region_index_at(&self, offset: u64) -> Option<usize> {
+        let i = self.regions.partition_point(|r| r.end() <= offset);
+        self.regions
+            .get(i)
+            .filter(|r| r.offset <= offset && offset < r.end())
+            .map(|_| i)
+    }
+
+    /// The region containing byte `offset`, if any.
+    #[must_use]
+    pub fn region_at(&self, offset: u64) -> Option<&Region> {
+        self.region_index_at(offset)
+            .and_then(|i| self.regions.get(i))
+    }
+
+    /// Regions overlapping `[offset, offset + len)`, in order.
+    pub fn regions_in(&self, offset: u64, len: u64) -> impl Iterator<Item = &Region> {
+        let end = offset.saturating_add(len);
+        let first = self.regions.partition_point(|r| r.end() <= offset);
+        self.regions
+            .get(first..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(move |r| r.offset < end)
+    }
+
+    /// Bytes of each kind.
+    #[must_use]
+    pub fn kind_counts(&self) -> KindCounts {
+        let mut c = KindCounts::default();
+        for r in &self.regions {
+            if let Some(b) = c.bytes.get_mut(r.kind.index()) {
+                *b = b.saturating_add(r.len);
+            }
+        }
+        c
+    }
+
+    /// The group at `index`, if any.
+    #[must_use]
+    pub fn group(&self, index: u32) -> Option<&Group> {
+        self.groups.get(index as usize)
+    }
+
+    /// Record a problem, keeping at most [`Layout::MAX_PROBLEMS`].
+    pub fn push_problem(&mut self, e: Error) {
+        if self.problems.len() < Self::MAX_PROBLEMS {
+            self.problems.push(e);
+        } else {
+            self.problems_dropped = self.problems_dropped.saturating_add(1);
+        }
+    }
+
+    /// Total problems found (kept and dropped).
+    #[must_use]
+    pub fn problem_count(&self) -> u64 {
+        (self.problems.len() as u64).saturating_add(self.problems_dropped)
+    }
+}
+
+/// Display form of a name: printable ASCII as is, anything else as hex.
+#[must_use]
+pub fn display_name(bytes: &[u8]) -> String {
+    use core::fmt::Write;
+    let printable = !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_graphic() && b != b'/' && b != b'\\');
+    let mut s = String::new();
+    if printable {
+        for &b in bytes {
+            s.push(char::from(b));
+        }
+    } else {
+        s.push_str("0x");
+        for b in bytes {
+            let _ = write!(s, "{b:02x}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(offset: u64, len: u64, kind: Kind) -> Region {
+        Region {
+            offset,
+            len,
+            kind,
+            id: offset / 10,
+            head: offset / 10,
+            group: None,
+            depth: 0,
+            items: 0,
+            used: 0,
+            run_len: len,
+        }
+    }
+
+    #[test]
+    fn lookup_by_offset() {
+        let mut l = Layout::unknown(0);
+        l.source_len = 40;
+        l.regions = alloc::vec![
+            region(0, 10, Kind::Meta),
+            region(10, 20, Kind::Leaf),
+            region(30, 10, Kind::Free)
+        ];
+        assert_eq!(l.region_at(0).map(|r| r.kind), Some(Kind::Meta));
+        assert_eq!(l.region_at(29).map(|r| r.kind), Some(Kind::Leaf));
+        assert_eq!(l.region_at(30).map(|r| r.kind), Some(Kind::Free));
+        assert_eq!(l.region_at(40), None);
+        assert_eq!(l.regions_in(5, 10).count(), 2);
+        assert_eq!(l.regions_in(40, 10).count(), 0);
+        let c = l.kind_counts();
+        assert_eq!(c.bytes[Kind::Leaf.index()], 20);
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(display_name(b"key"), "key");
+        assert_eq!(display_name(b"a/b"), "0x612f62");
+        assert_eq!(display_name(b""), "0x");
+        assert_eq!(display_name(&[0, 255]), "0x00ff");
+    }
+}
