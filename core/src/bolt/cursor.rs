@@ -42,8 +42,9 @@ impl Item<'_> {
 /// Where a bucket's tree starts.
 #[derive(Debug, Clone)]
 enum Root<'s> {
-    /// A page-backed tree rooted at this page id.
-    Page(u64),
+    /// A page-backed tree rooted at this page id, referenced from `At`
+    /// (the meta page or the bucket's element).
+    Page(u64, At),
     /// An inline bucket: its whole tree is this one leaf image.
     Inline(Page<'s>),
 }
@@ -72,7 +73,7 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
     pub fn root_of(file: &'f BoltFile<'s, S>) -> Bucket<'f, 's, S> {
         Bucket {
             file,
-            root: Root::Page(file.meta().root),
+            root: Root::Page(file.meta().root, At::Meta(file.current_index())),
             sequence: file.meta().root_sequence,
         }
     }
@@ -92,7 +93,7 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
         let root = if header.root == 0 {
             Root::Inline(page.inline_page(index, &elem)?)
         } else {
-            Root::Page(header.root)
+            Root::Page(header.root, page.element_at_loc(index))
         };
         Ok(Bucket {
             file,
@@ -111,7 +112,7 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
     #[must_use]
     pub fn root_pgid(&self) -> Option<u64> {
         match self.root {
-            Root::Page(p) => Some(p),
+            Root::Page(p, _) => Some(p),
             Root::Inline(_) => None,
         }
     }
@@ -212,12 +213,12 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
 
     /// Push the page `pgid` (reached from the current top frame, or the
     /// root) onto the stack.
-    fn enter(&mut self, pgid: u64, referrer: At) -> Result<()> {
+    fn enter(&mut self, pgid: u64, referrer: At, field: &'static str) -> Result<()> {
         self.entered += 1;
         if self.entered > self.file.file_pages().saturating_add(1) {
             return Err(Error::Reused {
                 at: referrer,
-                field: "pgid",
+                field,
                 pgid,
             });
         }
@@ -227,16 +228,16 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
                 limit: MAX_DEPTH,
             });
         }
-        let page = self.file.tree_page(pgid, referrer, "pgid")?;
+        let page = self.file.tree_page(pgid, referrer, field)?;
         self.stack.push(Frame { page, index: 0 });
         Ok(())
     }
 
     fn enter_root(&mut self) -> Result<()> {
         match &self.root {
-            Root::Page(p) => {
-                let p = *p;
-                self.enter(p, At::Meta(self.file.current_index()))
+            Root::Page(p, at) => {
+                let (p, at) = (*p, *at);
+                self.enter(p, at, "root")
             }
             Root::Inline(page) => {
                 let page = page.clone();
@@ -264,7 +265,7 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
             }
             let child = top.page.branch(top.index)?.child;
             let at = top.page.element_at_loc(top.index);
-            self.enter(child, at)?;
+            self.enter(child, at, "pgid")?;
         }
     }
 
@@ -284,7 +285,7 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
             top.index = top.page.branch_index(key)?;
             let child = top.page.branch(top.index)?.child;
             let at = top.page.element_at_loc(top.index);
-            self.enter(child, at)?;
+            self.enter(child, at, "pgid")?;
         }
     }
 
@@ -322,10 +323,10 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
                 }
             }
             self.descend(false)?;
-            if let Some(top) = self.stack.last() {
-                if top.index < top.page.count() {
-                    return Ok(true);
-                }
+            if let Some(top) = self.stack.last()
+                && top.index < top.page.count()
+            {
+                return Ok(true);
             }
         }
     }
@@ -346,10 +347,10 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
                 }
             }
             self.descend(true)?;
-            if let Some(top) = self.stack.last() {
-                if top.index < top.page.count() {
-                    return Ok(true);
-                }
+            if let Some(top) = self.stack.last()
+                && top.index < top.page.count()
+            {
+                return Ok(true);
             }
         }
     }

@@ -14,7 +14,6 @@
 //! order, depth first). Keys stored directly in the root tree (bbolt's API
 //! cannot make them) print with path `-`.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
@@ -100,67 +99,143 @@ fn precheck<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<()> {
     }
 }
 
-/// Write the canonical dump of every bucket and key of `file` to `out`.
+/// One record of a dump, in bbolt iteration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// A bucket begins; its keys and sub-buckets follow.
+    Bucket {
+        /// Names from the top, this bucket's last.
+        path: &'a [&'a [u8]],
+        /// The bucket's sequence.
+        sequence: u64,
+    },
+    /// A key/value pair of the bucket at `path` (empty path: the root
+    /// tree, which bbolt's API never fills).
+    Kv {
+        /// Names of the enclosing buckets from the top.
+        path: &'a [&'a [u8]],
+        /// The key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+    },
+}
+
+/// Call `visit` with every bucket and key/value of `file`, in bbolt's
+/// iteration order (byte-wise key order, depth first).
 ///
 /// # Errors
 /// [`DumpError::Format`] with the first fault met (a file whose trees
-/// share or loop pages is refused before anything is written);
-/// [`DumpError::Write`] when `out` fails.
-pub fn dump<S: PageSource + ?Sized, W: Write>(
-    file: &BoltFile<'_, S>,
-    out: &mut W,
-) -> Result<(), DumpError> {
+/// share or loop pages is refused before `visit` is called); any error
+/// `visit` returns.
+pub fn visit<S, F>(file: &BoltFile<'_, S>, mut visit: F) -> Result<(), DumpError>
+where
+    S: PageSource + ?Sized,
+    F: FnMut(Record<'_>) -> Result<(), DumpError>,
+{
     precheck(file)?;
     let root = Bucket::root_of(file);
-    let mut c = root.cursor();
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    visit_bucket(&root, &mut names, &mut visit, false)
+}
+
+fn visit_bucket<S, F>(
+    b: &Bucket<'_, '_, S>,
+    names: &mut Vec<Vec<u8>>,
+    visit: &mut F,
+    announce: bool,
+) -> Result<(), DumpError>
+where
+    S: PageSource + ?Sized,
+    F: FnMut(Record<'_>) -> Result<(), DumpError>,
+{
+    if announce {
+        let path: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+        visit(Record::Bucket {
+            path: &path,
+            sequence: b.sequence(),
+        })?;
+    }
+    // This bucket's path, fixed while `names` grows and shrinks below.
+    let own = names.clone();
+    let path: Vec<&[u8]> = own.iter().map(Vec::as_slice).collect();
+    let mut c = b.cursor();
     let mut item = c.first()?;
-    let mut path = String::new();
     while let Some(it) = item {
         if it.is_bucket() {
-            let b = c.bucket()?.ok_or(Error::BucketNotFound)?;
-            path.clear();
-            hex(&mut path, &it.key)?;
-            dump_bucket(&b, &mut path, out)?;
+            let sub = c.bucket()?.ok_or(Error::BucketNotFound)?;
+            names.push(it.key.to_vec());
+            visit_bucket(&sub, names, visit, true)?;
+            names.pop();
         } else {
-            out.write_str("kv - ")?;
-            hex(out, &it.key)?;
-            out.write_char(' ')?;
-            value(out, &it.value)?;
-            out.write_char('\n')?;
+            visit(Record::Kv {
+                path: &path,
+                key: &it.key,
+                value: &it.value,
+            })?;
         }
         item = c.next()?;
     }
     Ok(())
 }
 
-fn dump_bucket<S: PageSource + ?Sized, W: Write>(
-    b: &Bucket<'_, '_, S>,
-    path: &mut String,
-    out: &mut W,
-) -> Result<(), DumpError> {
-    writeln!(out, "bucket {path} seq={}", b.sequence())?;
-    let mut c = b.cursor();
-    let mut item = c.first()?;
-    while let Some(it) = item {
-        if it.is_bucket() {
-            let sub = c.bucket()?.ok_or(Error::BucketNotFound)?;
-            let len = path.len();
-            path.push('/');
-            hex(path, &it.key)?;
-            dump_bucket(&sub, path, out)?;
-            path.truncate(len);
-        } else {
-            out.write_str("kv ")?;
-            out.write_str(path)?;
-            out.write_char(' ')?;
-            hex(out, &it.key)?;
-            out.write_char(' ')?;
-            value(out, &it.value)?;
-            out.write_char('\n')?;
+fn write_path(out: &mut impl Write, path: &[&[u8]]) -> fmt::Result {
+    if path.is_empty() {
+        return out.write_char('-');
+    }
+    for (i, name) in path.iter().enumerate() {
+        if i > 0 {
+            out.write_char('/')?;
         }
-        item = c.next()?;
+        hex(out, name)?;
     }
     Ok(())
+}
+
+/// Write one record as a line of the canonical dump.
+///
+/// # Errors
+/// `fmt::Error` from `out`.
+pub fn write_record(out: &mut impl Write, rec: Record<'_>) -> fmt::Result {
+    match rec {
+        Record::Bucket { path, sequence } => {
+            out.write_str("bucket ")?;
+            write_path(out, path)?;
+            writeln!(out, " seq={sequence}")
+        }
+        Record::Kv {
+            path,
+            key,
+            value: v,
+        } => {
+            out.write_str("kv ")?;
+            write_path(out, path)?;
+            out.write_char(' ')?;
+            hex(out, key)?;
+            out.write_char(' ')?;
+            value(out, v)?;
+            out.write_char('\n')
+        }
+    }
+}
+
+/// Write the canonical dump of every bucket and key of `file` to `out`.
+///
+/// # Errors
+/// As [`visit`]; [`DumpError::Write`] when `out` fails.
+pub fn dump<S: PageSource + ?Sized, W: Write>(
+    file: &BoltFile<'_, S>,
+    out: &mut W,
+) -> Result<(), DumpError> {
+    visit(file, |rec| write_record(out, rec).map_err(DumpError::from))
+}
+
+/// Lower-case hex of `bytes` appended to `out`.
+///
+/// # Errors
+/// `fmt::Error` from `out`.
+pub fn write_hex(out: &mut impl Write, bytes: &[u8]) -> fmt::Result {
+    hex(out, bytes)
 }
 
 /// One row of the `bbolt pages` table.

@@ -166,7 +166,6 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     }
 
     /// Both meta pages as validated: the meta or why it was rejected.
-    #[must_use]
     pub fn metas(&self) -> &[Result<Meta, MetaFault>; 2] {
         &self.metas
     }
@@ -287,7 +286,31 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
                 expected: "a page id in [2, high-water mark)",
             });
         }
-        let page = self.read_page(pgid)?;
+        if pgid >= self.file_pages() {
+            return Err(Error::Invalid {
+                at: referrer,
+                field,
+                value: pgid,
+                expected: "a page id inside the file",
+            });
+        }
+        let page = self.read_page(pgid).map_err(|e| match e {
+            // Name the reference that pointed past the end, not the page.
+            Error::OutOfBounds {
+                at: At::Page(_),
+                field: "pgid",
+                offset,
+                len,
+                size,
+            } => Error::OutOfBounds {
+                at: referrer,
+                field,
+                offset,
+                len,
+                size,
+            },
+            e => e,
+        })?;
         if page.header.flags != BRANCH_PAGE && page.header.flags != LEAF_PAGE {
             return Err(Error::Invalid {
                 at: page.at,

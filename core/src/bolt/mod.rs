@@ -6,6 +6,7 @@
 //! [`walk`] labels every page for the page map and finds every fault.
 
 mod cursor;
+mod detail;
 mod dump;
 mod file;
 mod freelist;
@@ -14,7 +15,8 @@ mod page;
 mod walk;
 
 pub use cursor::{Bucket, Cursor, Item};
-pub use dump::{DumpError, PagesRow, dump, pages};
+pub use detail::{Body, Bytes, Element, PREVIEW, PageDetail, page_detail};
+pub use dump::{DumpError, PagesRow, Record, dump, pages, visit, write_hex, write_record};
 pub use file::{BoltFile, MAX_DEPTH};
 pub use freelist::{CountEncoding, FreelistIds};
 pub use meta::{

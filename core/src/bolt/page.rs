@@ -458,6 +458,7 @@ impl<'s> Page<'s> {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use alloc::vec;

@@ -168,10 +168,11 @@ pub fn walk<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, opts: WalkOptions) -
         None,
         1,
     );
-    if w.opts.previous_snapshot {
-        if let Some(prev) = file.previous() {
-            w.previous(&prev, prev.meta().root, 1);
-        }
+    if w.opts.previous_snapshot
+        && let Some(prev) = file.previous()
+    {
+        w.previous(&prev, prev.meta().root, 1);
+        w.previous_freelist(&prev);
     }
     w.finish(freelist);
     BoltLayout {
@@ -681,14 +682,36 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                 if let Ok(e) = page.branch(i) {
                     self.previous(prev, e.child, frames + 1);
                 }
-            } else if let Ok(e) = page.leaf(i) {
-                if e.is_bucket() {
-                    let value = page.bytes().get(e.value.clone()).unwrap_or_default();
-                    if let Ok(h) = BucketHeader::parse(value, At::Page(pgid)) {
-                        if h.root != 0 {
-                            self.previous(prev, h.root, frames + 1);
-                        }
-                    }
+            } else if let Ok(e) = page.leaf(i)
+                && e.is_bucket()
+            {
+                let value = page.bytes().get(e.value.clone()).unwrap_or_default();
+                if let Ok(h) = BucketHeader::parse(value, At::Page(pgid))
+                    && h.root != 0
+                {
+                    self.previous(prev, h.root, frames + 1);
+                }
+            }
+        }
+    }
+
+    /// The previous snapshot's freelist run is part of that snapshot too:
+    /// bbolt reads it if it falls back to the older meta page.
+    fn previous_freelist(&mut self, prev: &BoltFile<'s, S>) {
+        let pgid = prev.meta().freelist;
+        if !prev.meta().has_freelist() || pgid < 2 || pgid >= self.pages || self.claimed.get(pgid) {
+            return;
+        }
+        if let Ok(h) = prev.page_header(pgid)
+            && h.flags == super::page::FREELIST_PAGE
+            && h.id == pgid
+        {
+            let end = pgid
+                .saturating_add(u64::from(h.overflow) + 1)
+                .min(self.pages);
+            for p in pgid..end {
+                if !self.claimed.get(p) {
+                    self.prev.set(p);
                 }
             }
         }

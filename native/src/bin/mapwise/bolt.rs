@@ -1,0 +1,301 @@
+//! `mapwise bolt …`
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use mapwise_core::bolt::{DumpError, Record, WalkOptions, visit, walk, write_hex, write_record};
+use mapwise_native::bolt::{Db, Options};
+use mapwise_native::report;
+
+use crate::out::Out;
+
+#[derive(Debug, Subcommand)]
+pub enum BoltCommand {
+    /// Print every bucket and key/value in the canonical text form
+    /// (`bucket <path> seq=<n>` / `kv <path> <key-hex> <value-hex|->`).
+    Dump(FileArgs),
+    /// Print the page table as `bbolt pages` does (ID TYPE ITEMS OVRFLW).
+    Pages(FileArgs),
+    /// Check the structure (reachability, free pages, key order); exit 1
+    /// with one line per problem.
+    Check(FileArgs),
+    /// Print both meta pages, the current one and the freelist.
+    Info(FileArgs),
+    /// Open read-only and walk every key of one bucket with a cursor,
+    /// timing open + scan (the MAP_POPULATE experiment of bbolt#455).
+    Traverse(TraverseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TraverseArgs {
+    /// The bbolt file.
+    file: PathBuf,
+    /// Bucket to scan.
+    #[arg(long, default_value = "fake-bucket")]
+    bucket: String,
+    /// Map with MAP_POPULATE (bbolt `MmapFlags = syscall.MAP_POPULATE`).
+    #[arg(long)]
+    populate: bool,
+    /// Evict the file from the page cache first (posix_fadvise DONTNEED).
+    #[arg(long)]
+    cold: bool,
+    /// Read every value byte, not only what the cursor touches.
+    #[arg(long)]
+    touch: bool,
+    /// mlock the mapping (bbolt `Mlock`).
+    #[arg(long)]
+    mlock: bool,
+    /// madvise advice after mapping (bbolt always uses random).
+    #[arg(long, default_value = "random")]
+    advice: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FileArgs {
+    /// The bbolt file.
+    file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Seconds to wait for the shared file lock (a writer holds an
+    /// exclusive one).
+    #[arg(long, default_value_t = 5.0)]
+    timeout: f64,
+}
+
+fn open(args: &FileArgs) -> Result<Db> {
+    let opts = Options {
+        timeout: Some(Duration::from_secs_f64(args.timeout.max(0.0))),
+        ..Options::default()
+    };
+    Db::open(&args.file, &opts).with_context(|| "cannot open the file as a bbolt database")
+}
+
+pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
+    match cmd {
+        BoltCommand::Dump(a) => dump(&a),
+        BoltCommand::Pages(a) => pages(&a),
+        BoltCommand::Check(a) => check(&a),
+        BoltCommand::Info(a) => info(&a),
+        BoltCommand::Traverse(a) => traverse(&a),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    let _ = write_hex(&mut s, bytes);
+    s
+}
+
+fn dump(a: &FileArgs) -> Result<ExitCode> {
+    let db = open(a)?;
+    let tx = db.begin()?;
+    let mut out = Out::new();
+    let result = visit(tx.file(), |rec| {
+        if a.json {
+            let line = match rec {
+                Record::Bucket { path, sequence } => serde_json::json!({
+                    "type": "bucket",
+                    "path": path.iter().map(|p| hex(p)).collect::<Vec<_>>(),
+                    "sequence": sequence,
+                }),
+                Record::Kv { path, key, value } => serde_json::json!({
+                    "type": "kv",
+                    "path": path.iter().map(|p| hex(p)).collect::<Vec<_>>(),
+                    "key": hex(key),
+                    "value": hex(value),
+                }),
+            };
+            writeln!(out, "{line}").map_err(DumpError::from)
+        } else {
+            write_record(&mut out, rec).map_err(DumpError::from)
+        }
+    });
+    match result {
+        Ok(()) => out.finish()?,
+        Err(DumpError::Write) => {
+            return Err(out
+                .finish()
+                .err()
+                .map_or_else(|| anyhow::anyhow!("write failed"), Into::into));
+        }
+        Err(DumpError::Format(e)) => {
+            out.finish()?;
+            return Err(anyhow::Error::new(e).context(format!("{}: cannot dump", a.file.display())));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pages(a: &FileArgs) -> Result<ExitCode> {
+    let db = open(a)?;
+    let tx = db.begin()?;
+    let walked = walk(tx.file(), WalkOptions::default());
+    let rows = report::page_rows(tx.file(), &walked);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        let mut out = Out::new();
+        let _ = out.write_str(&report::pages_text(&rows));
+        out.finish()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(a: &FileArgs) -> Result<ExitCode> {
+    let db = open(a)?;
+    let tx = db.begin()?;
+    let walked = walk(tx.file(), WalkOptions::default());
+    let rep = report::check_report(&walked.layout);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+    } else {
+        for p in &rep.problems {
+            println!("{p}");
+        }
+        if rep.more > 0 {
+            println!("... and {} more", rep.more);
+        }
+        if rep.ok {
+            println!("OK");
+        } else {
+            println!("{} errors found", rep.problems.len() as u64 + rep.more);
+        }
+    }
+    Ok(if rep.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn info(a: &FileArgs) -> Result<ExitCode> {
+    let db = open(a)?;
+    let tx = db.begin()?;
+    let file = tx.file();
+    let walked = walk(file, WalkOptions::default());
+    let metas = report::meta_reports(file);
+    let freelist = report::FreelistReport::from(walked.freelist);
+    if a.json {
+        let v = serde_json::json!({
+            "file_size": file.len(),
+            "page_size": file.page_size(),
+            "current_meta": file.current_index(),
+            "txid": file.meta().txid,
+            "metas": metas,
+            "freelist": freelist,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("file_size={} page_size={}", file.len(), file.page_size());
+    for m in &metas {
+        match &m.fault {
+            Some(f) => println!("meta{}: INVALID: {f}", m.index),
+            None => println!(
+                "meta{}: root={} freelist={} hwm={} txid={} checksum={}",
+                m.index,
+                m.root.unwrap_or(0),
+                m.freelist
+                    .map_or_else(|| "none".to_string(), |f| f.to_string()),
+                m.hwm.unwrap_or(0),
+                m.txid.unwrap_or(0),
+                m.checksum.as_deref().unwrap_or("")
+            ),
+        }
+    }
+    println!(
+        "current=meta{} txid={}",
+        file.current_index(),
+        file.meta().txid
+    );
+    match freelist {
+        report::FreelistReport::NotStored => {
+            println!("freelist: not stored (NoFreelistSync); free pages are the unreachable ones")
+        }
+        report::FreelistReport::Stored {
+            page,
+            overflow,
+            ids,
+            encoding,
+        } => println!("freelist: page={page} overflow={overflow} ids={ids} encoding={encoding}"),
+        report::FreelistReport::Unreadable { page } => println!("freelist: page={page} unreadable"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
+    use mapwise_native::map::Advice;
+    use mapwise_native::residency;
+    let advice = Advice::from_name(&a.advice).with_context(|| {
+        format!(
+            "unknown advice {:?} (normal, random, sequential, willneed)",
+            a.advice
+        )
+    })?;
+    let size = std::fs::metadata(&a.file)
+        .with_context(|| a.file.display().to_string())?
+        .len();
+    if a.cold {
+        let f = std::fs::File::open(&a.file).with_context(|| a.file.display().to_string())?;
+        residency::evict(&f, 0, residency::TO_EOF)?;
+    }
+    let opts = Options {
+        mmap_flags: if a.populate { libc::MAP_POPULATE } else { 0 },
+        advice: Some(advice),
+        mlock: a.mlock,
+        timeout: Some(Duration::from_secs(5)),
+        ..Options::default()
+    };
+    let start = std::time::Instant::now();
+    let db = Db::open(&a.file, &opts)?;
+    let opened = start.elapsed();
+    let (mut keys, mut value_bytes, mut x) = (0u64, 0u64, 0u8);
+    {
+        let tx = db.begin()?;
+        let bucket = tx
+            .bucket(a.bucket.as_bytes())?
+            .with_context(|| format!("bucket {:?} not found", a.bucket))?;
+        let mut c = bucket.cursor();
+        let mut item = c.first()?;
+        while let Some(it) = item {
+            keys += 1;
+            value_bytes += it.value.len() as u64;
+            if a.touch {
+                x = it.value.iter().fold(x, |acc, b| acc ^ b);
+            }
+            item = c.next()?;
+        }
+    }
+    let took = start.elapsed();
+    drop(db);
+    let scan = took - opened;
+    if a.json {
+        let v = serde_json::json!({
+            "file_bytes": size, "populate": a.populate, "cold": a.cold, "touch": a.touch,
+            "mlock": a.mlock, "advice": advice.name(), "open_s": opened.as_secs_f64(),
+            "traverse_s": scan.as_secs_f64(), "took_s": took.as_secs_f64(), "keys": keys,
+            "value_bytes": value_bytes,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "file: {size} bytes populate={} cold={} touch={} mlock={}",
+            a.populate, a.cold, a.touch, a.mlock
+        );
+        println!("open: {:.3}s", opened.as_secs_f64());
+        println!(
+            "traverse: {:.3}s keys={keys} value_bytes={value_bytes} xor={x:02x}",
+            scan.as_secs_f64()
+        );
+        println!("took: {:.3}s", took.as_secs_f64());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,277 @@
+//! Page sources over files: `pread`, quiet direct reads, and mappings.
+//!
+//! Which one to use is an explicit choice:
+//! * [`Mapping`] (via its bytes) — zero-copy; the engines' choice, as in
+//!   bbolt. Subject to the SIGBUS contract of [`crate::map`].
+//! * [`PreadSource`] — `pread(2)` into owned buffers; goes through the
+//!   page cache like `read()`.
+//! * [`QuietSource`] — reads with `O_DIRECT` in aligned chunks, so reading
+//!   a file's structure does not change which of its pages are resident.
+//!   This is how the inspector reads: watching a file must not disturb
+//!   what it shows, and a file truncated under it yields short reads, not
+//!   SIGBUS. Falls back to `pread` where the file system refuses
+//!   `O_DIRECT` (tmpfs, whose pages are always in memory anyway).
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::rc::Rc;
+
+use mapwise_core::{Error, PageSource};
+
+use crate::map::Mapping;
+
+impl PageSource for Mapping {
+    fn len(&self) -> u64 {
+        self.file_len()
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error> {
+        self.bytes().read_at(offset, len)
+    }
+}
+
+fn read_error(offset: u64, len: u64, e: &std::io::Error) -> Error {
+    Error::Read {
+        offset,
+        len,
+        code: e.raw_os_error().unwrap_or(0),
+    }
+}
+
+fn check(offset: u64, len: usize, size: u64) -> Result<(), Error> {
+    mapwise_core::source::checked_range(
+        offset,
+        len as u64,
+        size,
+        mapwise_core::At::Offset(offset),
+        "read",
+    )
+    .map(|_| ())
+}
+
+/// `pread(2)` into owned buffers, bounded by the length seen at open.
+#[derive(Debug)]
+pub struct PreadSource {
+    file: File,
+    len: u64,
+}
+
+impl PreadSource {
+    /// Use `file`, whose current length bounds every read.
+    ///
+    /// # Errors
+    /// `fstat` failures.
+    pub fn new(file: File) -> std::io::Result<PreadSource> {
+        let len = file.metadata()?.len();
+        Ok(PreadSource { file, len })
+    }
+}
+
+impl PageSource for PreadSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error> {
+        check(offset, len, self.len)?;
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| read_error(offset, len as u64, &e))?;
+        Ok(Cow::Owned(buf))
+    }
+}
+
+/// Alignment of `O_DIRECT` offsets, lengths and buffers. 4 KiB covers
+/// every logical block size in common use (512 and 4096 bytes).
+const DIRECT_ALIGN: usize = 4096;
+/// Bytes per direct read.
+const CHUNK: usize = 1 << 20;
+/// Chunks kept in memory (64 MiB).
+const CACHED_CHUNKS: usize = 64;
+
+/// A chunk-cached reader that leaves the page cache alone: `O_DIRECT`
+/// reads of 1 MiB aligned chunks, the last 64 chunks kept in memory.
+///
+/// The length is fixed at open; a file that shrinks later makes reads of
+/// the missing part fail with [`Error::Read`] (never SIGBUS).
+#[derive(Debug)]
+pub struct QuietSource {
+    file: File,
+    len: u64,
+    direct: bool,
+    cache: RefCell<ChunkCache>,
+}
+
+#[derive(Debug, Default)]
+struct ChunkCache {
+    chunks: HashMap<u64, Rc<Vec<u8>>>,
+    order: VecDeque<u64>,
+}
+
+impl QuietSource {
+    /// Open `path` for quiet reads (`O_RDONLY | O_DIRECT`, or plain
+    /// `O_RDONLY` where `O_DIRECT` is refused).
+    ///
+    /// # Errors
+    /// `open`/`fstat` failures.
+    pub fn open(path: &Path) -> std::io::Result<QuietSource> {
+        use rustix::fs::{Mode, OFlags};
+        let direct = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC,
+            Mode::empty(),
+        );
+        let (fd, direct) = match direct {
+            Ok(fd) => (fd, true),
+            Err(rustix::io::Errno::INVAL) => (
+                rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?,
+                false,
+            ),
+            Err(e) => return Err(e.into()),
+        };
+        let file = File::from(fd);
+        let len = file.metadata()?.len();
+        Ok(QuietSource {
+            file,
+            len,
+            direct,
+            cache: RefCell::new(ChunkCache::default()),
+        })
+    }
+
+    /// `true` when reads bypass the page cache (`O_DIRECT` accepted).
+    #[must_use]
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// The open file (for fstat/residency calls on the same inode).
+    #[must_use]
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    fn read_chunk(&self, index: u64) -> Result<Rc<Vec<u8>>, Error> {
+        if let Some(c) = self.cache.borrow().chunks.get(&index) {
+            return Ok(Rc::clone(c));
+        }
+        let offset = index * CHUNK as u64;
+        let want =
+            usize::try_from((self.len - offset.min(self.len)).min(CHUNK as u64)).unwrap_or(CHUNK);
+        let data = if self.direct {
+            self.read_direct(offset, want)?
+        } else {
+            let mut buf = vec![0u8; want];
+            self.file
+                .read_exact_at(&mut buf, offset)
+                .map_err(|e| read_error(offset, want as u64, &e))?;
+            buf
+        };
+        let data = Rc::new(data);
+        let mut cache = self.cache.borrow_mut();
+        if cache.order.len() >= CACHED_CHUNKS
+            && let Some(old) = cache.order.pop_front()
+        {
+            cache.chunks.remove(&old);
+        }
+        cache.order.push_back(index);
+        cache.chunks.insert(index, Rc::clone(&data));
+        Ok(data)
+    }
+
+    /// One aligned `O_DIRECT` read of `want` bytes at aligned `offset`
+    /// (the tail rounded up to the alignment; the file may end early).
+    fn read_direct(&self, offset: u64, want: usize) -> Result<Vec<u8>, Error> {
+        let padded = want.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
+        // An over-allocated buffer holds an aligned window of `padded` bytes.
+        let mut raw = vec![0u8; padded + DIRECT_ALIGN];
+        let skew = raw.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
+        let window = raw.get_mut(skew..skew + padded).unwrap_or_default();
+        let mut done = 0usize;
+        while done < want {
+            let at = offset + done as u64;
+            let dst = window.get_mut(done..).unwrap_or_default();
+            match self.file.read_at(dst, at) {
+                Ok(0) => {
+                    return Err(Error::Read {
+                        offset: at,
+                        len: (want - done) as u64,
+                        code: libc::ENODATA,
+                    });
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_error(at, (want - done) as u64, &e)),
+            }
+        }
+        Ok(window.get(..want).unwrap_or_default().to_vec())
+    }
+}
+
+impl PageSource for QuietSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error> {
+        check(offset, len, self.len)?;
+        let mut out = Vec::with_capacity(len);
+        let end = offset + len as u64;
+        let mut pos = offset;
+        while pos < end {
+            let index = pos / CHUNK as u64;
+            let chunk = self.read_chunk(index)?;
+            let start = usize::try_from(pos - index * CHUNK as u64).unwrap_or(0);
+            let stop =
+                usize::try_from((end - index * CHUNK as u64).min(chunk.len() as u64)).unwrap_or(0);
+            let part = chunk.get(start..stop).unwrap_or_default();
+            if part.is_empty() {
+                return Err(Error::Read {
+                    offset: pos,
+                    len: end - pos,
+                    code: libc::ENODATA,
+                });
+            }
+            out.extend_from_slice(part);
+            pos += part.len() as u64;
+        }
+        Ok(Cow::Owned(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn quiet_source_reads_across_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..(3 * CHUNK + 123))
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&data)
+            .unwrap();
+        let q = QuietSource::open(&path).unwrap();
+        assert_eq!(q.len(), data.len() as u64);
+        for (off, len) in [
+            (0, 10),
+            (CHUNK - 5, 10),
+            (2 * CHUNK + 7, CHUNK + 100),
+            (data.len() - 1, 1),
+        ] {
+            assert_eq!(&*q.read_at(off as u64, len).unwrap(), &data[off..off + len]);
+        }
+        assert!(q.read_at(data.len() as u64, 1).is_err());
+        let p = PreadSource::new(std::fs::File::open(&path).unwrap()).unwrap();
+        assert_eq!(&*p.read_at(5, 5).unwrap(), &data[5..10]);
+    }
+}

@@ -1,0 +1,12 @@
+//! Files, mappings, page-cache residency and the storage engines of mapwise.
+//!
+//! `mapwise-core` knows formats; this crate knows files and syscalls. It is
+//! the only crate of the workspace with `unsafe` code (mmap, mincore,
+//! cachestat), and every `unsafe` block says why it is sound.
+
+pub mod bolt;
+pub mod io;
+pub mod map;
+pub mod report;
+pub mod residency;
+pub mod watch;

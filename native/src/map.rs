@@ -1,0 +1,304 @@
+//! Memory mappings with bbolt's knobs: raw mmap flags (`MmapFlags`),
+//! an initial mapping length (`InitialMmapSize`), madvise advice, mlock.
+//!
+//! A [`Mapping`] is read-only and shared (`PROT_READ`, `MAP_SHARED`), as
+//! bbolt maps its data file. It may be longer than the file (bbolt rounds
+//! the length up to a power of two), but [`Mapping::bytes`] only ever
+//! hands out the bytes below the file's length at mapping time.
+//!
+//! **The SIGBUS contract.** Touching a mapped page past the *current* end
+//! of the file kills the process with SIGBUS. A mapping is therefore only
+//! safe while no other process truncates the file below the length seen
+//! at mapping time; bbolt relies on the same rule and on `flock` to keep
+//! cooperating processes out. Tools that watch files owned by someone else
+//! (the inspector) must not read through a mapping: they use
+//! [`crate::io::QuietSource`] and mincore, which cannot fault.
+
+use std::fs::File;
+
+use memmap2::{Mmap, MmapOptions};
+use thiserror::Error;
+
+/// madvise advice applied to a whole mapping after it is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Advice {
+    /// `MADV_NORMAL`: the kernel's default read-around on faults.
+    Normal,
+    /// `MADV_RANDOM`: no read-around; every cold access faults one page.
+    /// bbolt applies this to every mapping (`db.go`, `mmap`).
+    #[default]
+    Random,
+    /// `MADV_SEQUENTIAL`: aggressive read-ahead on faults.
+    Sequential,
+    /// `MADV_WILLNEED`: start asynchronous read-ahead of the whole range.
+    WillNeed,
+}
+
+impl Advice {
+    /// Name as accepted on command lines (`normal`, `random`, ...).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Advice::Normal => "normal",
+            Advice::Random => "random",
+            Advice::Sequential => "sequential",
+            Advice::WillNeed => "willneed",
+        }
+    }
+
+    /// Parse a name as printed by [`Advice::name`].
+    #[must_use]
+    pub fn from_name(s: &str) -> Option<Advice> {
+        [
+            Advice::Normal,
+            Advice::Random,
+            Advice::Sequential,
+            Advice::WillNeed,
+        ]
+        .into_iter()
+        .find(|a| a.name() == s)
+    }
+
+    fn to_memmap(self) -> memmap2::Advice {
+        match self {
+            Advice::Normal => memmap2::Advice::Normal,
+            Advice::Random => memmap2::Advice::Random,
+            Advice::Sequential => memmap2::Advice::Sequential,
+            Advice::WillNeed => memmap2::Advice::WillNeed,
+        }
+    }
+}
+
+/// How to map a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapOptions {
+    /// Extra `mmap(2)` flags OR-ed into `MAP_SHARED`, as bbolt's
+    /// `Options.MmapFlags`: in practice `libc::MAP_POPULATE`, which
+    /// faults the whole mapping in (with read-ahead) before `mmap`
+    /// returns. Also accepted: `MAP_NORESERVE`, `MAP_HUGETLB`,
+    /// `MAP_STACK`; any other bit is refused with
+    /// [`MapError::UnsupportedFlags`].
+    pub flags: i32,
+    /// Advice applied after mapping; `None` leaves the kernel default.
+    pub advice: Option<Advice>,
+    /// Minimum mapping length in bytes (bbolt `InitialMmapSize`). The
+    /// mapping is `max(file length, min_len)` bytes long; it never
+    /// enlarges the file.
+    pub min_len: u64,
+    /// `mlock` the mapped bytes that lie inside the file (bbolt `Mlock`).
+    pub mlock: bool,
+}
+
+impl Default for MapOptions {
+    /// bbolt's defaults: no extra flags, `MADV_RANDOM`, no minimum, no
+    /// mlock.
+    fn default() -> Self {
+        MapOptions {
+            flags: 0,
+            advice: Some(Advice::Random),
+            min_len: 0,
+            mlock: false,
+        }
+    }
+}
+
+/// Why a file could not be mapped.
+#[derive(Debug, Error)]
+pub enum MapError {
+    /// `flags` holds bits mapwise does not pass on.
+    #[error(
+        "unsupported mmap flags {0:#x} (supported: MAP_POPULATE, MAP_NORESERVE, MAP_HUGETLB, MAP_STACK)"
+    )]
+    UnsupportedFlags(i32),
+    /// The file is empty; a zero-length mapping is impossible.
+    #[error("cannot map an empty file")]
+    Empty,
+    /// The mapping length does not fit in this address space.
+    #[error("mapping of {0} bytes does not fit in the address space")]
+    TooLarge(u64),
+    /// `fstat`, `mmap`, `madvise` or `mlock` failed.
+    #[error("{call} failed: {source}")]
+    Sys {
+        /// The failing call.
+        call: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A read-only shared mapping of a file.
+#[derive(Debug)]
+pub struct Mapping {
+    map: Mmap,
+    file_len: u64,
+    locked: bool,
+}
+
+impl Mapping {
+    /// Map `file` with `opts`.
+    ///
+    /// See the module docs for the SIGBUS contract: the caller must keep
+    /// other processes from truncating the file while the mapping lives
+    /// (bbolt uses `flock`).
+    ///
+    /// # Errors
+    /// [`MapError`] naming the failing step.
+    pub fn map(file: &File, opts: &MapOptions) -> Result<Mapping, MapError> {
+        let known = libc::MAP_POPULATE | libc::MAP_NORESERVE | libc::MAP_HUGETLB | libc::MAP_STACK;
+        if opts.flags & !known != 0 {
+            return Err(MapError::UnsupportedFlags(opts.flags & !known));
+        }
+        let file_len = file
+            .metadata()
+            .map_err(|source| MapError::Sys {
+                call: "fstat",
+                source,
+            })?
+            .len();
+        if file_len == 0 {
+            return Err(MapError::Empty);
+        }
+        let len = file_len.max(opts.min_len);
+        let len_usize = usize::try_from(len).map_err(|_| MapError::TooLarge(len))?;
+        let mut mo = MmapOptions::new();
+        mo.len(len_usize);
+        if opts.flags & libc::MAP_POPULATE != 0 {
+            mo.populate();
+        }
+        if opts.flags & libc::MAP_NORESERVE != 0 {
+            mo.no_reserve_swap();
+        }
+        if opts.flags & libc::MAP_HUGETLB != 0 {
+            mo.huge(None);
+        }
+        if opts.flags & libc::MAP_STACK != 0 {
+            mo.stack();
+        }
+        // SAFETY: the mapping is read-only and shared. memmap2 requires
+        // that the file is not modified or truncated behind our back while
+        // slices into the mapping are alive; `Mapping::bytes` never hands
+        // out bytes past the length seen here, and the module contract
+        // (documented on this function) makes the caller keep truncating
+        // writers out, as bbolt does with flock.
+        let map = unsafe { mo.map(file) }.map_err(|source| MapError::Sys {
+            call: "mmap",
+            source,
+        })?;
+        if let Some(advice) = opts.advice {
+            map.advise(advice.to_memmap())
+                .map_err(|source| MapError::Sys {
+                    call: "madvise",
+                    source,
+                })?;
+        }
+        let mut m = Mapping {
+            map,
+            file_len,
+            locked: false,
+        };
+        if opts.mlock {
+            m.lock()?;
+        }
+        Ok(m)
+    }
+
+    fn lock(&mut self) -> Result<(), MapError> {
+        let len =
+            usize::try_from(self.file_len.min(self.map.len() as u64)).unwrap_or(self.map.len());
+        // SAFETY: `[ptr, ptr + len)` lies inside our live mapping (len is
+        // at most the mapping length); mlock only pins pages, it neither
+        // reads nor writes them through Rust references.
+        unsafe { rustix::mm::mlock(self.map.as_ptr().cast_mut().cast(), len) }.map_err(|e| {
+            MapError::Sys {
+                call: "mlock",
+                source: e.into(),
+            }
+        })?;
+        self.locked = true;
+        Ok(())
+    }
+
+    /// The file's bytes as mapped: `[0, file length at mapping time)`.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        let n = usize::try_from(self.file_len)
+            .unwrap_or(usize::MAX)
+            .min(self.map.len());
+        self.map.get(..n).unwrap_or_default()
+    }
+
+    /// File length in bytes when mapped.
+    #[must_use]
+    pub fn file_len(&self) -> u64 {
+        self.file_len
+    }
+
+    /// Length of the mapping in bytes (may exceed the file length).
+    #[must_use]
+    pub fn mapped_len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// `true` when the mapped file bytes are mlocked.
+    #[must_use]
+    pub fn is_locked(&self) -> bool {
+        self.locked
+    }
+
+    /// The underlying memmap2 mapping (for residency actions on it).
+    #[must_use]
+    pub fn mmap(&self) -> &Mmap {
+        &self.map
+    }
+}
+
+/// bbolt's mapping length for a file of `size` bytes (`db.go`,
+/// `mmapSize`): powers of two from 32 KiB up to 1 GiB, then multiples of
+/// 1 GiB, rounded to `page_size` and capped at 2^48 - 1 bytes.
+#[must_use]
+pub fn bolt_mmap_size(size: u64, page_size: u64) -> u64 {
+    const MAX_MMAP_STEP: u64 = 1 << 30;
+    const MAX_MAP_SIZE: u64 = 0xFFFF_FFFF_FFFF;
+    let mut s = size;
+    if let Some(p) = (15..=30).map(|i| 1u64 << i).find(|&p| size <= p) {
+        return p;
+    }
+    if !s.is_multiple_of(MAX_MMAP_STEP) {
+        s = (s / MAX_MMAP_STEP + 1) * MAX_MMAP_STEP;
+    }
+    if page_size > 0 && !s.is_multiple_of(page_size) {
+        s = (s / page_size + 1) * page_size;
+    }
+    s.min(MAX_MAP_SIZE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bolt_mmap_sizes() {
+        assert_eq!(bolt_mmap_size(0, 4096), 32 << 10);
+        assert_eq!(bolt_mmap_size(65536, 4096), 65536);
+        assert_eq!(bolt_mmap_size(65537, 4096), 131072);
+        assert_eq!(bolt_mmap_size((1 << 30) + 1, 4096), 2 << 30);
+    }
+
+    #[test]
+    fn refuses_unknown_flags_and_empty_files() {
+        let f = tempfile::tempfile().unwrap();
+        assert!(matches!(
+            Mapping::map(&f, &MapOptions::default()),
+            Err(MapError::Empty)
+        ));
+        let opts = MapOptions {
+            flags: libc::MAP_FIXED,
+            ..MapOptions::default()
+        };
+        assert!(matches!(
+            Mapping::map(&f, &opts),
+            Err(MapError::UnsupportedFlags(_))
+        ));
+    }
+}

@@ -1,0 +1,425 @@
+//! Reports shared by the `mapwise` and `inspector` command lines: the
+//! `bbolt pages` table, structural checks, layouts and residency
+//! summaries, as text and as JSON with stable field names.
+//!
+//! Field names are part of the scripting interface: add fields, never
+//! rename them.
+
+use std::fmt::Write as _;
+
+use mapwise_core::bolt::{BoltFile, BoltLayout, FreelistInfo, Meta, PagesRow, pages};
+use mapwise_core::layout::{Kind, Layout};
+use mapwise_core::{MetaFault, PageSource};
+use serde::Serialize;
+
+use crate::residency::Residency;
+
+/// One row of the pages table.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PageRow {
+    /// Page id.
+    pub id: u64,
+    /// `branch`, `leaf`, `meta`, `freelist`, `free`, `unknown<XX>` or
+    /// `beyond-eof`.
+    #[serde(rename = "type")]
+    pub page_type: String,
+    /// Header `count` (absent for free pages).
+    pub items: Option<u16>,
+    /// Header `overflow` (absent for free pages).
+    pub overflow: Option<u32>,
+}
+
+/// The rows of `bbolt pages` for a walked file.
+#[must_use]
+pub fn page_rows<S: PageSource + ?Sized>(
+    file: &BoltFile<'_, S>,
+    walked: &BoltLayout,
+) -> Vec<PageRow> {
+    pages(file, walked)
+        .into_iter()
+        .map(|r| match r {
+            PagesRow::Page {
+                id,
+                page_type,
+                items,
+                overflow,
+            } => PageRow {
+                id,
+                page_type: page_type.name(),
+                items: Some(items),
+                overflow: Some(overflow),
+            },
+            PagesRow::Free { id } => PageRow {
+                id,
+                page_type: "free".into(),
+                items: None,
+                overflow: None,
+            },
+            PagesRow::BeyondEof { id } => PageRow {
+                id,
+                page_type: "beyond-eof".into(),
+                items: None,
+                overflow: None,
+            },
+        })
+        .collect()
+}
+
+/// The pages table as `bbolt pages` prints it: `ID TYPE ITEMS OVRFLW`,
+/// free pages with empty item and overflow columns.
+#[must_use]
+pub fn pages_text(rows: &[PageRow]) -> String {
+    let mut s =
+        String::from("ID       TYPE       ITEMS  OVRFLW\n======== ========== ====== ======\n");
+    for r in rows {
+        match (r.items, r.overflow) {
+            _ if r.page_type == "beyond-eof" => {
+                let _ = writeln!(s, "{:<8} {:<10}", r.id, r.page_type);
+            }
+            (Some(items), Some(ovf)) => {
+                let ovf = if ovf > 0 {
+                    ovf.to_string()
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(s, "{:<8} {:<10} {:<6} {:<6}", r.id, r.page_type, items, ovf);
+            }
+            _ => {
+                let _ = writeln!(s, "{:<8} {:<10} {:<6} {:<6}", r.id, r.page_type, "", "");
+            }
+        }
+    }
+    s
+}
+
+/// A structural check: every problem the walk found.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CheckReport {
+    /// `true` when no problem was found.
+    pub ok: bool,
+    /// One sentence per problem, naming the page/element and field.
+    pub problems: Vec<String>,
+    /// Problems found beyond those listed.
+    pub more: u64,
+}
+
+/// The check report of a layout.
+#[must_use]
+pub fn check_report(layout: &Layout) -> CheckReport {
+    CheckReport {
+        ok: layout.problem_count() == 0,
+        problems: layout.problems.iter().map(ToString::to_string).collect(),
+        more: layout.problems_dropped,
+    }
+}
+
+/// A meta page as decoded, or why it was rejected.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MetaReport {
+    /// 0 or 1.
+    pub index: u8,
+    /// `true` when it validates.
+    pub valid: bool,
+    /// Why it was rejected.
+    pub fault: Option<String>,
+    /// Header `id`.
+    pub header_id: Option<u64>,
+    /// `pageSize` in bytes.
+    pub page_size: Option<u32>,
+    /// `flags`.
+    pub flags: Option<u32>,
+    /// `root.root` page id.
+    pub root: Option<u64>,
+    /// `root.sequence`.
+    pub root_sequence: Option<u64>,
+    /// `freelist` page id; `None` with `freelist_stored = false` for the
+    /// no-freelist sentinel.
+    pub freelist: Option<u64>,
+    /// `false` for `NoFreelistSync` files.
+    pub freelist_stored: Option<bool>,
+    /// `pgid`: the high-water mark in pages.
+    pub hwm: Option<u64>,
+    /// `txid`.
+    pub txid: Option<u64>,
+    /// `checksum` as lower-case hex.
+    pub checksum: Option<String>,
+}
+
+fn meta_report(index: u8, m: &Result<Meta, MetaFault>) -> MetaReport {
+    match m {
+        Ok(m) => MetaReport {
+            index,
+            valid: true,
+            fault: None,
+            header_id: Some(m.header_id),
+            page_size: Some(m.page_size),
+            flags: Some(m.flags),
+            root: Some(m.root),
+            root_sequence: Some(m.root_sequence),
+            freelist: m.has_freelist().then_some(m.freelist),
+            freelist_stored: Some(m.has_freelist()),
+            hwm: Some(m.hwm),
+            txid: Some(m.txid),
+            checksum: Some(format!("{:016x}", m.checksum)),
+        },
+        Err(f) => MetaReport {
+            index,
+            valid: false,
+            fault: Some(f.to_string()),
+            header_id: None,
+            page_size: None,
+            flags: None,
+            root: None,
+            root_sequence: None,
+            freelist: None,
+            freelist_stored: None,
+            hwm: None,
+            txid: None,
+            checksum: None,
+        },
+    }
+}
+
+/// Both meta pages.
+#[must_use]
+pub fn meta_reports<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> [MetaReport; 2] {
+    let [a, b] = file.metas();
+    [meta_report(0, a), meta_report(1, b)]
+}
+
+/// The freelist as found.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum FreelistReport {
+    /// `NoFreelistSync`: free pages are the unreachable ones.
+    NotStored,
+    /// A freelist run.
+    Stored {
+        /// First page.
+        page: u64,
+        /// Header `overflow`.
+        overflow: u32,
+        /// Ids listed.
+        ids: u64,
+        /// `count-in-header` or `count-in-first-slot`.
+        encoding: &'static str,
+    },
+    /// Unreadable (see the problems).
+    Unreadable {
+        /// The meta's `freelist` field.
+        page: u64,
+    },
+}
+
+impl From<FreelistInfo> for FreelistReport {
+    fn from(f: FreelistInfo) -> Self {
+        match f {
+            FreelistInfo::NotStored => FreelistReport::NotStored,
+            FreelistInfo::Stored {
+                pgid,
+                overflow,
+                ids,
+                encoding,
+            } => FreelistReport::Stored {
+                page: pgid,
+                overflow,
+                ids,
+                encoding: encoding.name(),
+            },
+            FreelistInfo::Unreadable { pgid } => FreelistReport::Unreadable { page: pgid },
+        }
+    }
+}
+
+/// Totals of one page kind.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct KindTotal {
+    /// The kind (`meta`, `branch`, `leaf`, ...).
+    pub kind: &'static str,
+    /// Bytes of the file of this kind.
+    pub bytes: u64,
+    /// Format pages of this kind (bytes / page size, rounded up).
+    pub pages: u64,
+    /// Bytes of this kind in the page cache, counted per OS page
+    /// overlapping the kind's regions; `None` when residency is unknown
+    /// or was not sampled.
+    pub resident_bytes: Option<u64>,
+}
+
+/// One bucket of the file.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct BucketReport {
+    /// Display path (`a/b`; names that are not printable ASCII as `0x…`).
+    pub path: String,
+    /// Name bytes in hex.
+    pub name_hex: String,
+    /// Nesting level (1 = top level).
+    pub level: u16,
+    /// Root page id, 0 when inline.
+    pub root: u64,
+    /// `true` for an inline bucket.
+    pub inline: bool,
+    /// Sequence.
+    pub sequence: u64,
+    /// Keys directly in the bucket.
+    pub keys: u64,
+    /// Sub-buckets directly in the bucket.
+    pub buckets: u64,
+    /// Page runs of the bucket's own tree.
+    pub pages: u64,
+    /// Tree height (0 inline).
+    pub height: u16,
+}
+
+/// A labelled region.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RegionReport {
+    /// First byte.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Kind name.
+    pub kind: &'static str,
+    /// First page id.
+    pub id: u64,
+    /// Head of the run (for overflow continuations).
+    pub head: u64,
+    /// Owning bucket path, if any.
+    pub bucket: Option<String>,
+    /// Tree depth (1 = bucket root).
+    pub depth: u16,
+    /// Elements or ids.
+    pub items: u32,
+    /// Fill of the run, 0..1.
+    pub fill: f64,
+}
+
+/// The whole layout of a file.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayoutReport {
+    /// `bolt`.
+    pub format: &'static str,
+    /// File size in bytes.
+    pub file_size: u64,
+    /// Format page size in bytes.
+    pub page_size: u32,
+    /// The current meta page (0 or 1).
+    pub current_meta: u8,
+    /// Both meta pages.
+    pub metas: [MetaReport; 2],
+    /// The freelist.
+    pub freelist: FreelistReport,
+    /// Totals per kind.
+    pub kinds: Vec<KindTotal>,
+    /// Every bucket, depth first.
+    pub buckets: Vec<BucketReport>,
+    /// Every region, by offset.
+    pub regions: Vec<RegionReport>,
+    /// Problems found.
+    pub problems: Vec<String>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Bytes of `[offset, offset + len)` inside resident OS pages.
+#[must_use]
+pub fn resident_bytes(res: &Residency, offset: u64, len: u64) -> u64 {
+    let ps = res.page_size.max(1);
+    let end = offset.saturating_add(len);
+    let mut total = 0u64;
+    let mut pos = offset;
+    while pos < end {
+        let page_start = (pos / ps) * ps;
+        let page_end = page_start.saturating_add(ps).min(end);
+        if page_start >= res.offset && res.is_resident((page_start - res.offset) / ps) {
+            total += page_end - pos;
+        }
+        pos = page_end;
+    }
+    total
+}
+
+/// Totals per kind, with resident bytes when `res` is given and trusted.
+#[must_use]
+pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
+    let res = res.filter(|r| r.trust.is_known());
+    let ps = u64::from(layout.page_size.max(1));
+    let counts = layout.kind_counts();
+    let mut resident = [0u64; Kind::ALL.len()];
+    if let Some(r) = res {
+        for region in &layout.regions {
+            resident[region.kind.index()] += resident_bytes(r, region.offset, region.len);
+        }
+    }
+    Kind::ALL
+        .iter()
+        .filter(|k| counts.bytes[k.index()] > 0)
+        .map(|k| KindTotal {
+            kind: k.name(),
+            bytes: counts.bytes[k.index()],
+            pages: counts.bytes[k.index()].div_ceil(ps),
+            resident_bytes: res.map(|_| resident[k.index()]),
+        })
+        .collect()
+}
+
+/// The layout report of a walked bbolt file.
+#[must_use]
+pub fn layout_report<S: PageSource + ?Sized>(
+    file: &BoltFile<'_, S>,
+    walked: &BoltLayout,
+    res: Option<&Residency>,
+) -> LayoutReport {
+    let layout = &walked.layout;
+    LayoutReport {
+        format: layout.format.name(),
+        file_size: layout.source_len,
+        page_size: layout.page_size,
+        current_meta: file.current_index(),
+        metas: meta_reports(file),
+        freelist: walked.freelist.into(),
+        kinds: kind_totals(layout, res),
+        buckets: layout
+            .groups
+            .iter()
+            .skip(1)
+            .map(|g| BucketReport {
+                path: g.path.clone(),
+                name_hex: hex(&g.key),
+                level: g.level,
+                root: g.root,
+                inline: g.host.is_some(),
+                sequence: g.sequence,
+                keys: g.keys,
+                buckets: g.buckets,
+                pages: g.pages,
+                height: g.height,
+            })
+            .collect(),
+        regions: layout
+            .regions
+            .iter()
+            .map(|r| RegionReport {
+                offset: r.offset,
+                len: r.len,
+                kind: r.kind.name(),
+                id: r.id,
+                head: r.head,
+                bucket: r
+                    .group
+                    .and_then(|g| layout.group(g))
+                    .map(|g| g.path.clone()),
+                depth: r.depth,
+                items: r.items,
+                fill: (r.fill() * 1000.0).round() / 1000.0,
+            })
+            .collect(),
+        problems: layout.problems.iter().map(ToString::to_string).collect(),
+    }
+}

@@ -1,0 +1,349 @@
+//! Watching a file: its structure (a [`Layout`]) kept current as the file
+//! changes, and its residency sampled on demand. The engine of
+//! `inspector open`; front ends draw what it holds.
+//!
+//! **Architecture invariant: watching never changes what it watches.**
+//! Structure is read through [`QuietSource`] (`O_DIRECT`), residency
+//! through mincore on a mapping that is never touched, and no lock is
+//! taken, so a watched bbolt file's writer (etcd) is never blocked and its
+//! page cache is never warmed by the watcher. A file truncated, grown or
+//! replaced (renamed over) under the watch is noticed at the next
+//! [`Watch::refresh`] by its identity (device, inode, size, mtime) and
+//! re-read; nothing ever touches a mapped byte, so there is no SIGBUS.
+//!
+//! Re-reading the structure of a large file takes a while, so it runs on a
+//! background thread; until it finishes the previous layout stays on show.
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use mapwise_core::PageSource;
+use mapwise_core::bolt::{BoltFile, PageDetail, WalkOptions, page_detail, walk};
+use mapwise_core::detect::{detect, is_foreign_endian_bolt};
+use mapwise_core::layout::{Format, Layout};
+
+use crate::io::QuietSource;
+use crate::report::{FreelistReport, MetaReport, meta_reports};
+use crate::residency::{self, Locked, Residency, TO_EOF, Touched};
+
+/// Identity of one version of the file on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Device number.
+    pub dev: u64,
+    /// Inode number (changes when the file is replaced by a rename).
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        }
+    }
+}
+
+/// What a bbolt file's meta pages say.
+#[derive(Debug, Clone)]
+pub struct BoltInfo {
+    /// Page size in bytes.
+    pub page_size: u32,
+    /// Current meta page (0 or 1).
+    pub current_meta: u8,
+    /// Current txid.
+    pub txid: u64,
+    /// High-water mark in pages.
+    pub hwm: u64,
+    /// Both meta pages.
+    pub metas: [MetaReport; 2],
+    /// The freelist.
+    pub freelist: FreelistReport,
+}
+
+/// One reading of the file's structure.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The file version read.
+    pub stamp: Stamp,
+    /// Detected format.
+    pub format: Format,
+    /// Labelled regions (a single `data` region when the format is
+    /// unknown or unreadable).
+    pub layout: Layout,
+    /// bbolt facts, when the file opened as bbolt.
+    pub bolt: Option<BoltInfo>,
+    /// Why the structure could not be read, when it could not.
+    pub error: Option<String>,
+    /// `true` when reads bypassed the page cache (`O_DIRECT`).
+    pub quiet: bool,
+    /// How long reading the structure took.
+    pub took: Duration,
+}
+
+/// Read the structure of the file at `path` once, quietly.
+///
+/// # Errors
+/// Only when the file cannot be opened or stat'ed; format faults are
+/// reported inside the snapshot.
+pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot> {
+    let start = Instant::now();
+    let src = QuietSource::open(path)?;
+    let stamp = Stamp::of(&src.file().metadata()?);
+    let mut snap = Snapshot {
+        stamp,
+        format: Format::Unknown,
+        layout: Layout::unknown(src.len()),
+        bolt: None,
+        error: None,
+        quiet: src.is_direct(),
+        took: Duration::ZERO,
+    };
+    match detect(&src) {
+        Format::Bolt if is_foreign_endian_bolt(&src) => {
+            snap.format = Format::Bolt;
+            snap.error = Some("bbolt file written on a big-endian host: not readable on this (little-endian) machine".into());
+        }
+        Format::Bolt => {
+            snap.format = Format::Bolt;
+            match BoltFile::open(&src) {
+                Ok(file) => {
+                    let walked = walk(&file, opts);
+                    snap.bolt = Some(BoltInfo {
+                        page_size: file.page_size(),
+                        current_meta: file.current_index(),
+                        txid: file.meta().txid,
+                        hwm: file.meta().hwm,
+                        metas: meta_reports(&file),
+                        freelist: walked.freelist.into(),
+                    });
+                    snap.layout = walked.layout;
+                }
+                Err(e) => snap.error = Some(e.to_string()),
+            }
+        }
+        _ => {
+            if src.is_empty() {
+                snap.error = Some("empty file".into());
+            }
+        }
+    }
+    snap.took = start.elapsed();
+    Ok(snap)
+}
+
+/// A file under watch.
+#[derive(Debug)]
+pub struct Watch {
+    path: PathBuf,
+    opts: WalkOptions,
+    snapshot: Snapshot,
+    source: Option<QuietSource>,
+    pending: Option<Receiver<std::io::Result<Snapshot>>>,
+    residency: Option<Residency>,
+    problem: Option<String>,
+    locked: Option<Locked>,
+}
+
+/// What a refresh found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Refreshed {
+    /// A new structure snapshot arrived.
+    pub new_snapshot: bool,
+    /// The file changed and a re-read started.
+    pub reread_started: bool,
+}
+
+impl Watch {
+    /// Start watching `path`: read its structure (blocking) and sample
+    /// its residency.
+    ///
+    /// # Errors
+    /// When the file cannot be opened.
+    pub fn open(path: impl AsRef<Path>, opts: WalkOptions) -> std::io::Result<Watch> {
+        let path = path.as_ref().to_owned();
+        let snapshot = read_snapshot(&path, opts)?;
+        let source = QuietSource::open(&path).ok();
+        let mut w = Watch {
+            path,
+            opts,
+            snapshot,
+            source,
+            pending: None,
+            residency: None,
+            problem: None,
+            locked: None,
+        };
+        w.sample();
+        Ok(w)
+    }
+
+    /// The watched path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The latest structure snapshot.
+    #[must_use]
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The latest residency sample (of the file as it is now, which may
+    /// be newer than the snapshot).
+    #[must_use]
+    pub fn residency(&self) -> Option<&Residency> {
+        self.residency.as_ref()
+    }
+
+    /// A problem with the file right now (vanished, unreadable), if any.
+    #[must_use]
+    pub fn problem(&self) -> Option<&str> {
+        self.problem.as_deref()
+    }
+
+    /// `true` while a re-read of the structure runs.
+    #[must_use]
+    pub fn rereading(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// `true` while this watch holds the file's pages locked in memory.
+    #[must_use]
+    pub fn is_locked(&self) -> bool {
+        self.locked.is_some()
+    }
+
+    fn sample(&mut self) {
+        let Some(src) = &self.source else { return };
+        match residency::sample(src.file()) {
+            Ok(r) => self.residency = Some(r),
+            Err(e) => self.problem = Some(e.to_string()),
+        }
+    }
+
+    /// Check the file's identity, start a background re-read of its
+    /// structure when it changed, collect a finished re-read, and sample
+    /// residency again. Call once per interval.
+    pub fn refresh(&mut self) -> Refreshed {
+        let mut out = Refreshed::default();
+        if let Some(rx) = &self.pending {
+            match rx.try_recv() {
+                Ok(Ok(snap)) => {
+                    self.snapshot = snap;
+                    self.source = QuietSource::open(&self.path).ok();
+                    self.pending = None;
+                    out.new_snapshot = true;
+                }
+                Ok(Err(e)) => {
+                    self.problem = Some(format!("{}: {e}", self.path.display()));
+                    self.pending = None;
+                }
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => self.pending = None,
+            }
+        }
+        match std::fs::metadata(&self.path) {
+            Ok(meta) => {
+                self.problem = None;
+                let now = Stamp::of(&meta);
+                if now != self.snapshot.stamp && self.pending.is_none() {
+                    if now.dev != self.snapshot.stamp.dev || now.ino != self.snapshot.stamp.ino {
+                        // Replaced: sample the new inode from now on.
+                        self.source = QuietSource::open(&self.path).ok();
+                    }
+                    let (tx, rx) = mpsc::channel();
+                    let path = self.path.clone();
+                    let opts = self.opts;
+                    std::thread::spawn(move || {
+                        let _ = tx.send(read_snapshot(&path, opts));
+                    });
+                    self.pending = Some(rx);
+                    out.reread_started = true;
+                }
+            }
+            Err(e) => self.problem = Some(format!("{}: {e}", self.path.display())),
+        }
+        self.sample();
+        out
+    }
+
+    /// Wait (up to `timeout`) for a running re-read to finish.
+    pub fn settle(&mut self, timeout: Duration) {
+        let start = Instant::now();
+        while self.pending.is_some() && start.elapsed() < timeout {
+            std::thread::sleep(Duration::from_millis(5));
+            self.refresh();
+        }
+    }
+
+    /// Decode page `pgid` of the current file for display (at most
+    /// `limit` elements).
+    ///
+    /// # Errors
+    /// When the file is not an openable bbolt file or the page is
+    /// unreadable.
+    pub fn page_detail(&self, pgid: u64, limit: usize) -> Result<PageDetail, String> {
+        let src = self.source.as_ref().ok_or("file not open")?;
+        let file = BoltFile::open(src).map_err(|e| e.to_string())?;
+        page_detail(&file, pgid, limit).map_err(|e| e.to_string())
+    }
+
+    /// Bring `[offset, offset + len)` (`len` = [`TO_EOF`] for all) into the
+    /// page cache (vmtouch -t), then resample.
+    ///
+    /// # Errors
+    /// The residency layer's error, as text.
+    pub fn touch(&mut self, offset: u64, len: u64) -> Result<Touched, String> {
+        let src = self.source.as_ref().ok_or("file not open")?;
+        let t = residency::touch(src.file(), offset, len).map_err(|e| e.to_string())?;
+        self.sample();
+        Ok(t)
+    }
+
+    /// Drop `[offset, offset + len)` from the page cache (vmtouch -e), after
+    /// releasing our own lock if we hold one; then resample.
+    ///
+    /// # Errors
+    /// The residency layer's error, as text.
+    pub fn evict(&mut self, offset: u64, len: u64) -> Result<(), String> {
+        self.locked = None;
+        let src = self.source.as_ref().ok_or("file not open")?;
+        residency::evict(src.file(), offset, len).map_err(|e| e.to_string())?;
+        self.sample();
+        Ok(())
+    }
+
+    /// Lock the whole file in memory (vmtouch -l) until unlocked or the
+    /// watch ends; a second call unlocks. Returns whether it is locked now.
+    ///
+    /// # Errors
+    /// The residency layer's error (typically `mlock` refused by
+    /// RLIMIT_MEMLOCK), as text.
+    pub fn toggle_lock(&mut self) -> Result<bool, String> {
+        if self.locked.take().is_some() {
+            self.sample();
+            return Ok(false);
+        }
+        let src = self.source.as_ref().ok_or("file not open")?;
+        self.locked = Some(residency::lock(src.file(), 0, TO_EOF).map_err(|e| e.to_string())?);
+        self.sample();
+        Ok(true)
+    }
+
+    /// The open file (fstat and residency calls on the watched inode).
+    #[must_use]
+    pub fn file(&self) -> Option<&File> {
+        self.source.as_ref().map(QuietSource::file)
+    }
+}

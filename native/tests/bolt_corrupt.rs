@@ -1,0 +1,255 @@
+//! Damaged bbolt files: `mapwise bolt check`, `dump` and `info` give a
+//! clear error naming the page and field, within a time limit, never a
+//! panic. Where bbolt itself can read the damaged file (a single bad meta
+//! page), ours must read what bbolt reads.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use mapwise_core::bolt::{BoltFile, WalkOptions, fnv1a64, walk};
+use mapwise_core::layout::Kind;
+
+use crate::support::{assert_same_text, oracle, run_mapwise, tempdir, testdata};
+
+const PS: usize = 4096;
+
+/// A copy of corpus file `name` with `patch` applied, in `dir`.
+fn damaged(dir: &Path, name: &str, tag: &str, patch: impl FnOnce(&mut Vec<u8>)) -> PathBuf {
+    let mut bytes = std::fs::read(testdata(name)).expect("corpus file");
+    patch(&mut bytes);
+    let path = dir.join(format!("{tag}.db"));
+    std::fs::write(&path, &bytes).expect("write copy");
+    path
+}
+
+fn put_u16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+fn put_u32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+fn put_u64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// First page id of `kind` in the corpus file `name` (test setup only).
+fn first_page_of(name: &str, kind: Kind) -> usize {
+    let bytes = std::fs::read(testdata(name)).expect("corpus file");
+    let file = BoltFile::open(bytes.as_slice()).expect("open");
+    let l = walk(&file, WalkOptions::default()).layout;
+    let r = l
+        .regions
+        .iter()
+        .find(|r| r.kind == kind)
+        .expect("page of that kind");
+    usize::try_from(r.id).expect("small id")
+}
+
+/// Run check, dump and info on `path`: each must fail cleanly (no panic,
+/// exit status 1 or 2) with a message containing every one of `needles`.
+fn expect_clear_failure(path: &Path, needles: &[&str]) {
+    let p = path.to_str().expect("utf-8");
+    for cmd in ["check", "dump", "info"] {
+        let out: Output = run_mapwise(&["bolt", cmd, p]);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains("panicked"), "{cmd} {p} panicked:\n{text}");
+        let code = out.status.code();
+        if cmd == "info" && code == Some(0) {
+            // `info` reads only the meta pages; a fault deeper in the file
+            // is not its business.
+            continue;
+        }
+        assert!(
+            matches!(code, Some(1 | 2)),
+            "{cmd} {p}: exit {code:?}\n{text}"
+        );
+        for n in needles {
+            assert!(text.contains(n), "{cmd} {p}: message lacks {n:?}:\n{text}");
+        }
+    }
+}
+
+/// The oracle's own check must also reject the file: the damage is real.
+fn oracle_rejects(path: &Path) {
+    oracle_check_rejects(path, &[]);
+}
+
+/// As `oracle_rejects`, with extra `check` arguments (`--raw-only` where
+/// bbolt's own `Tx.Check` would loop forever on the damage).
+fn oracle_check_rejects(path: &Path, extra: &[&str]) {
+    let mut args = vec!["check", path.to_str().expect("utf-8")];
+    args.extend_from_slice(extra);
+    let out = crate::support::run_limited(
+        std::process::Command::new(crate::support::bolt_oracle()).args(&args),
+        std::time::Duration::from_secs(60),
+    );
+    assert!(
+        !out.status.success(),
+        "oracle check accepted {}",
+        path.display()
+    );
+}
+
+#[test]
+fn truncated_files() {
+    let dir = tempdir();
+    // Cut inside meta page 0: no meta page can be read.
+    let p = damaged(dir.path(), "small.db", "cut50", |b| b.truncate(50));
+    expect_clear_failure(&p, &["no valid meta page", "truncated"]);
+    // Cut right after meta page 1: the tree's pages are gone.
+    let p = damaged(dir.path(), "small.db", "cut8192", |b| b.truncate(2 * PS));
+    expect_clear_failure(&p, &["page"]);
+    oracle_rejects(&p);
+    // Cut in the middle of a page run of overflow.db.
+    let p = damaged(dir.path(), "overflow.db", "cutmid", |b| {
+        b.truncate(6 * PS + 100)
+    });
+    expect_clear_failure(&p, &["page"]);
+}
+
+#[test]
+fn one_bad_meta_falls_back_like_bbolt() {
+    let dir = tempdir();
+    // small.db's current meta is page 0 (txid 4); flip a byte of its
+    // checksum and bbolt reads the previous snapshot from meta page 1.
+    let p = damaged(dir.path(), "small.db", "meta0", |b| b[72] ^= 0xff);
+    let ps = p.to_str().expect("utf-8");
+    let ours = run_mapwise(&["bolt", "dump", ps]);
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_same_text(
+        "dump after meta 0 checksum flip",
+        &ours.stdout,
+        &oracle(&["dump", ps]),
+    );
+    let info = String::from_utf8(run_mapwise(&["bolt", "info", ps]).stdout).expect("utf-8");
+    assert!(info.contains("meta0: INVALID: field checksum"), "{info}");
+    assert!(info.contains("current=meta1"), "{info}");
+}
+
+#[test]
+fn both_metas_bad() {
+    let dir = tempdir();
+    let p = damaged(dir.path(), "small.db", "metas", |b| {
+        b[72] ^= 0xff;
+        b[PS + 16] ^= 0xff; // meta 1 magic
+    });
+    expect_clear_failure(
+        &p,
+        &[
+            "no valid meta page",
+            "meta page 0: field checksum",
+            "meta page 1: field magic",
+        ],
+    );
+    oracle_rejects(&p);
+}
+
+#[test]
+fn branch_cycle() {
+    let dir = tempdir();
+    let branch = first_page_of("freelist.db", Kind::Branch);
+    // Point the branch's second child back at the branch itself.
+    let p = damaged(dir.path(), "freelist.db", "cycle", |b| {
+        put_u64(b, branch * PS + 16 + 16 + 8, branch as u64);
+    });
+    expect_clear_failure(&p, &[&format!("page {branch}")]);
+    // bbolt 1.3.6's Tx.Check itself never returns on this file: only the
+    // oracle's raw walk can be asked.
+    oracle_check_rejects(&p, &["--raw-only"]);
+    // A longer loop: the child's child is the branch (via the root).
+    let root = {
+        let bytes = std::fs::read(testdata("freelist.db")).expect("corpus");
+        let f = BoltFile::open(bytes.as_slice()).expect("open");
+        usize::try_from(f.meta().root).expect("small")
+    };
+    let p = damaged(dir.path(), "freelist.db", "cycle2", |b| {
+        put_u64(b, branch * PS + 16 + 8, root as u64);
+    });
+    expect_clear_failure(&p, &["already in use"]);
+}
+
+#[test]
+fn element_pos_past_the_page() {
+    let dir = tempdir();
+    let leaf = first_page_of("small.db", Kind::Leaf);
+    let p = damaged(dir.path(), "small.db", "pos", |b| {
+        put_u32(b, leaf * PS + 16 + 4, 0xFFFF_0000);
+    });
+    expect_clear_failure(&p, &[&format!("page {leaf} element 0"), "pos"]);
+    oracle_rejects(&p);
+}
+
+#[test]
+fn freelist_count_0xffff_with_absurd_first_slot() {
+    let dir = tempdir();
+    let fl = first_page_of("small.db", Kind::Freelist);
+    let p = damaged(dir.path(), "small.db", "freelist", |b| {
+        put_u16(b, fl * PS + 10, 0xFFFF);
+        put_u64(b, fl * PS + 16, u64::MAX / 3);
+    });
+    let ps = p.to_str().expect("utf-8");
+    let check = run_mapwise(&["bolt", "check", ps]);
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("page {fl}: field count points outside the file")),
+        "{text}"
+    );
+    oracle_rejects(&p);
+    // A read-only open does not load the freelist (bbolt neither), so the
+    // keys still dump as bbolt dumps them.
+    let ours = run_mapwise(&["bolt", "dump", ps]);
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_same_text(
+        "dump with a broken freelist",
+        &ours.stdout,
+        &oracle(&["dump", ps, "--no-precheck"]),
+    );
+}
+
+#[test]
+fn page_id_mismatch() {
+    let dir = tempdir();
+    let leaf = first_page_of("small.db", Kind::Leaf);
+    let p = damaged(dir.path(), "small.db", "id", |b| put_u64(b, leaf * PS, 99));
+    expect_clear_failure(&p, &[&format!("page {leaf}"), "field id = 99"]);
+    oracle_rejects(&p);
+}
+
+#[test]
+fn huge_overflow_and_counts_stay_bounded() {
+    let dir = tempdir();
+    let leaf = first_page_of("small.db", Kind::Leaf);
+    // overflow = u32::MAX: a run far past the end of the file.
+    let p = damaged(dir.path(), "small.db", "ovf", |b| {
+        put_u32(b, leaf * PS + 12, u32::MAX)
+    });
+    expect_clear_failure(&p, &[&format!("page {leaf}"), "overflow"]);
+    // count = 0xFFFF on a leaf: the element array cannot fit.
+    let p = damaged(dir.path(), "small.db", "count", |b| {
+        put_u16(b, leaf * PS + 10, 0xFFFF)
+    });
+    expect_clear_failure(&p, &[&format!("page {leaf}"), "count"]);
+    // A valid meta whose high-water mark and root point far past the end.
+    let p = damaged(dir.path(), "small.db", "hwm", |b| {
+        for m in [0, PS] {
+            put_u64(b, m + 16 + 40, u64::MAX / 2);
+            put_u64(b, m + 16 + 16, u64::MAX / 4);
+            let sum = fnv1a64(&b[m + 16..m + 72]);
+            put_u64(b, m + 72, sum);
+        }
+    });
+    expect_clear_failure(&p, &["root"]);
+}

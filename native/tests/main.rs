@@ -1,0 +1,8 @@
+//! Integration tests of `mapwise-native` and the `mapwise` command line,
+//! against the real Go bbolt (through the oracle scripts in
+//! `shared/oracles`).
+
+mod support;
+
+mod bolt_corrupt;
+mod bolt_interop;

@@ -1,0 +1,136 @@
+//! Shared helpers: locating the oracles, running commands with a timeout.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A read-only corpus file under testdata/bolt.
+pub fn testdata(name: &str) -> PathBuf {
+    repo().join("testdata/bolt").join(name)
+}
+
+/// The `shared` folder with the oracles: `$MAPWISE_SHARED`, else the
+/// first `shared/` beside the repository or one of its ancestors.
+pub fn shared() -> PathBuf {
+    if let Some(p) = std::env::var_os("MAPWISE_SHARED") {
+        return PathBuf::from(p);
+    }
+    let repo = repo().canonicalize().expect("repo path");
+    repo.ancestors()
+        .map(|a| a.join("shared"))
+        .find(|s| s.join("oracles/bolt/oracle.sh").is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no shared/oracles found above {}; set MAPWISE_SHARED",
+                repo.display()
+            )
+        })
+}
+
+/// `shared/oracles/bolt/oracle.sh` (Go bbolt 1.3.6 from Debian).
+pub fn bolt_oracle() -> PathBuf {
+    shared().join("oracles/bolt/oracle.sh")
+}
+
+/// A fresh temporary directory under the target dir (on disk, not tmpfs).
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir")
+}
+
+/// Run `cmd`, killing it after `limit`; panics on timeout.
+pub fn run_limited(cmd: &mut Command, limit: Duration) -> Output {
+    let desc = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {desc}: {e}"));
+    // Drain the pipes on threads so a large output cannot block the child.
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut v).ok();
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut v).ok();
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("{desc} did not finish within {limit:?} (hang)");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+    }
+}
+
+/// Run the oracle with `args`; panics unless it exits 0.
+pub fn oracle(args: &[&str]) -> Vec<u8> {
+    let out = run_limited(
+        Command::new(bolt_oracle()).args(args),
+        Duration::from_secs(300),
+    );
+    assert!(
+        out.status.success(),
+        "oracle.sh {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The `mapwise` binary under test.
+pub fn mapwise() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mapwise"))
+}
+
+/// Run `mapwise args…` with a 60 s limit.
+pub fn run_mapwise(args: &[&str]) -> Output {
+    run_limited(mapwise().args(args), Duration::from_secs(60))
+}
+
+/// Panic with both texts when `ours` and `want` differ (first differing
+/// line shown).
+pub fn assert_same_text(what: &str, ours: &[u8], want: &[u8]) {
+    if ours == want {
+        return;
+    }
+    let (o, w) = (String::from_utf8_lossy(ours), String::from_utf8_lossy(want));
+    let line = o
+        .lines()
+        .zip(w.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or(o.lines().count().min(w.lines().count()));
+    let show = |s: &str| {
+        s.lines()
+            .nth(line)
+            .map(|l| l.chars().take(200).collect::<String>())
+            .unwrap_or_else(|| "<end>".into())
+    };
+    panic!(
+        "{what}: outputs differ at line {}\n--- ours ---\n{}\n--- peer ---\n{}\n({} vs {} lines)",
+        line + 1,
+        show(&o),
+        show(&w),
+        o.lines().count(),
+        w.lines().count()
+    );
+}
