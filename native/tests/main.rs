@@ -5,4 +5,5 @@
 mod support;
 
 mod bolt_corrupt;
+mod bolt_cursor;
 mod bolt_interop;

@@ -248,24 +248,22 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
     }
 
     /// From the top frame (a branch at its index), descend to a leaf,
-    /// taking the first (`last == false`) or last child at each level.
+    /// entering each child at its first (`last == false`) or last element.
+    /// The top frame keeps its index.
     fn descend(&mut self, last: bool) -> Result<()> {
         loop {
-            let Some(top) = self.stack.last_mut() else {
+            let Some(top) = self.stack.last() else {
                 return Ok(());
             };
             if top.page.header.flags != BRANCH_PAGE {
-                if last {
-                    top.index = top.page.count().saturating_sub(1);
-                }
                 return Ok(());
-            }
-            if last {
-                top.index = top.page.count().saturating_sub(1);
             }
             let child = top.page.branch(top.index)?.child;
             let at = top.page.element_at_loc(top.index);
             self.enter(child, at, "pgid")?;
+            if last && let Some(top) = self.stack.last_mut() {
+                top.index = top.page.count().saturating_sub(1);
+            }
         }
     }
 
@@ -377,6 +375,9 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
     pub fn last(&mut self) -> Result<Option<Item<'s>>> {
         self.reset();
         self.enter_root()?;
+        if let Some(top) = self.stack.last_mut() {
+            top.index = top.page.count().saturating_sub(1);
+        }
         self.descend(true)?;
         if self.stack.last().is_some_and(|t| t.page.count() == 0) && !self.retreat()? {
             return Ok(None);
