@@ -37,19 +37,19 @@ fn exercise(bytes: &[u8]) {
     while let Ok(Some(item)) = it {
         n += 1;
         assert!(n < 100_000, "forward scan does not end");
-        if item.is_bucket() {
-            if let Ok(Some(b)) = c.bucket() {
-                let mut bc = b.cursor();
-                let mut m = 0;
-                let mut x = bc.last();
-                while let Ok(Some(_)) = x {
-                    m += 1;
-                    assert!(m < 100_000, "backward scan does not end");
-                    x = bc.prev();
-                }
-                let _ = bc.seek(b"key-5");
-                let _ = b.get(b"key-001");
+        if item.is_bucket()
+            && let Ok(Some(b)) = c.bucket()
+        {
+            let mut bc = b.cursor();
+            let mut m = 0;
+            let mut x = bc.last();
+            while let Ok(Some(_)) = x {
+                m += 1;
+                assert!(m < 100_000, "backward scan does not end");
+                x = bc.prev();
             }
+            let _ = bc.seek(b"key-5");
+            let _ = b.get(b"key-001");
         }
         it = c.next();
     }

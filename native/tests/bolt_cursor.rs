@@ -76,20 +76,20 @@ fn cursors_move_as_bbolt_cursors_do() {
                     Some(k)
                 );
                 let mut below = k.clone();
-                if let Some(last) = below.last_mut() {
-                    if *last > 0 {
-                        *last -= 1;
-                        below.push(0xff);
-                        let expect = want.iter().find(|w| **w >= below);
-                        assert_eq!(
-                            c.seek(&below)
-                                .expect("seek")
-                                .map(|x| x.key.to_vec())
-                                .as_ref(),
-                            expect,
-                            "seek below key {i}"
-                        );
-                    }
+                if let Some(last) = below.last_mut()
+                    && *last > 0
+                {
+                    *last -= 1;
+                    below.push(0xff);
+                    let expect = want.iter().find(|w| **w >= below);
+                    assert_eq!(
+                        c.seek(&below)
+                            .expect("seek")
+                            .map(|x| x.key.to_vec())
+                            .as_ref(),
+                        expect,
+                        "seek below key {i}"
+                    );
                 }
             }
             let mut past = want.last().cloned().unwrap_or_default();
