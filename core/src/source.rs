@@ -102,6 +102,7 @@ fn oob(at: At, field: &'static str, offset: u64, len: u64, size: u64) -> Error {
 /// Sub-range `range` of `bytes`, keeping the borrow when `bytes` is
 /// borrowed (zero-copy) and copying otherwise. The caller has checked
 /// `range` against `bytes.len()`.
+#[inline]
 pub(crate) fn sub_cow<'s>(bytes: &Cow<'s, [u8]>, range: core::ops::Range<usize>) -> Cow<'s, [u8]> {
     match bytes {
         Cow::Borrowed(b) => Cow::Borrowed(b.get(range).unwrap_or_default()),

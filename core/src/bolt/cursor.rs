@@ -391,6 +391,14 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
     /// Any fault met on the way.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Item<'s>>> {
+        // Fast path: the next element is in the same leaf.
+        if let Some(top) = self.stack.last_mut()
+            && top.page.header.flags != BRANCH_PAGE
+            && top.index + 1 < top.page.count()
+        {
+            top.index += 1;
+            return self.item();
+        }
         if self.stack.is_empty() {
             return Ok(None);
         }

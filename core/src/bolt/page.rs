@@ -240,6 +240,7 @@ impl<'s> Page<'s> {
     /// Bytes `range` of the page image, borrowed from the source when
     /// possible. The range must come from an element of this page.
     #[must_use]
+    #[inline]
     pub fn slice(&self, range: Range<usize>) -> Cow<'s, [u8]> {
         sub_cow(&self.bytes, range)
     }
@@ -262,23 +263,25 @@ impl<'s> Page<'s> {
         Ok(())
     }
 
-    fn element_at(&self, index: usize) -> Result<(usize, &[u8])> {
-        let at = self.element_loc(index);
-        let off = index
-            .checked_mul(ELEMENT_SIZE)
-            .and_then(|o| o.checked_add(PAGE_HEADER_SIZE))
-            .filter(|_| index < self.count());
-        let eh = off.and_then(|o| self.bytes.get(o..o.checked_add(ELEMENT_SIZE)?));
-        match (off, eh) {
-            (Some(o), Some(e)) => Ok((o, e)),
-            _ => Err(Error::OutOfBounds {
-                at,
-                field: "element header",
-                offset: off.unwrap_or(usize::MAX) as u64,
-                len: ELEMENT_SIZE as u64,
-                size: self.bytes.len() as u64,
-            }),
+    /// Offset and bytes of element header `index`. On the hot path of
+    /// every cursor move: the error is only built when needed.
+    #[inline]
+    fn element_at(&self, index: usize) -> Result<(usize, [u8; ELEMENT_SIZE])> {
+        // index < count <= 0xFFFF, so the offset cannot overflow.
+        let off = PAGE_HEADER_SIZE + index.min(0xFFFF) * ELEMENT_SIZE;
+        if index < self.count()
+            && let Some(e) = self.bytes.get(off..off + ELEMENT_SIZE)
+            && let Ok(e) = <[u8; ELEMENT_SIZE]>::try_from(e)
+        {
+            return Ok((off, e));
         }
+        Err(Error::OutOfBounds {
+            at: self.element_loc(index),
+            field: "element header",
+            offset: off as u64,
+            len: ELEMENT_SIZE as u64,
+            size: self.bytes.len() as u64,
+        })
     }
 
     fn element_loc(&self, index: usize) -> At {
@@ -298,6 +301,9 @@ impl<'s> Page<'s> {
         self.element_loc(index)
     }
 
+    /// `[start, start + len)` with `start = elem_off + pos`, checked
+    /// against the page image.
+    #[inline]
     fn data_range(
         &self,
         index: usize,
@@ -307,7 +313,7 @@ impl<'s> Page<'s> {
         field: &'static str,
     ) -> Result<Range<usize>> {
         let start = elem_off as u64 + u64::from(pos);
-        let end = start.saturating_add(len);
+        let end = start + len; // both terms < 2^33: no overflow
         if end > self.bytes.len() as u64 {
             return Err(Error::OutOfBounds {
                 at: self.element_loc(index),
@@ -317,11 +323,9 @@ impl<'s> Page<'s> {
                 size: self.bytes.len() as u64,
             });
         }
-        // Both fit in the page image, whose length is a usize.
-        Ok(
-            usize::try_from(start).unwrap_or(usize::MAX)
-                ..usize::try_from(end).unwrap_or(usize::MAX),
-        )
+        // end <= bytes.len(), a usize, so neither cast truncates.
+        #[allow(clippy::cast_possible_truncation)]
+        Ok(start as usize..end as usize)
     }
 
     /// Leaf element `index`: `flags u32 | pos u32 | ksize u32 | vsize u32`.
@@ -331,10 +335,10 @@ impl<'s> Page<'s> {
     /// the page image.
     pub fn leaf(&self, index: usize) -> Result<LeafElement> {
         let (off, e) = self.element_at(index)?;
-        let flags = u32_at(e, 0).unwrap_or(0);
-        let pos = u32_at(e, 4).unwrap_or(0);
-        let ksize = u32_at(e, 8).unwrap_or(0);
-        let vsize = u32_at(e, 12).unwrap_or(0);
+        let flags = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        let pos = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+        let ksize = u32::from_le_bytes([e[8], e[9], e[10], e[11]]);
+        let vsize = u32::from_le_bytes([e[12], e[13], e[14], e[15]]);
         let total = u64::from(ksize) + u64::from(vsize);
         let kv = self.data_range(index, off, pos, total, "pos/ksize/vsize")?;
         let split = kv.start + ksize as usize;
@@ -352,9 +356,9 @@ impl<'s> Page<'s> {
     /// page image.
     pub fn branch(&self, index: usize) -> Result<BranchElement> {
         let (off, e) = self.element_at(index)?;
-        let pos = u32_at(e, 0).unwrap_or(0);
-        let ksize = u32_at(e, 4).unwrap_or(0);
-        let child = u64_at(e, 8).unwrap_or(0);
+        let pos = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        let ksize = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+        let child = u64::from_le_bytes([e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15]]);
         let key = self.data_range(index, off, pos, u64::from(ksize), "pos/ksize")?;
         Ok(BranchElement { key, child })
     }
