@@ -6,6 +6,9 @@
 //! Linux only: cachestat, setpriv and vmtouch's Linux behaviour are the subject.
 #![cfg(target_os = "linux")]
 
+#[path = "../../testkit/peers.rs"]
+mod peers;
+
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, PermissionsExt};
@@ -74,6 +77,7 @@ fn read_span(file: &File, offset: u64, len: u64) {
 
 /// Runs vmtouch and returns its "Resident Pages: R/T".
 fn vmtouch(args: &[&str], path: &Path) -> (u64, u64) {
+    peers::ensure("vmtouch", "vmtouch");
     let out = Command::new("vmtouch")
         .args(args)
         .arg(path)
