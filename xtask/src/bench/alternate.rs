@@ -1,0 +1,161 @@
+//! A/B alternation with the page cache reset before every single run.
+//!
+//! Two tools measured in separate blocks see different machines (another
+//! build starts, the host gets busy, the disk cache of the hypervisor
+//! warms). Alternating A B A B … in one loop spreads such drift over both,
+//! and pairing run *i* of A with run *i* of B gives per-pair ratios whose
+//! spread shows how much of a difference is noise.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::pagecache;
+
+/// Page-cache state every run of a cell starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheState {
+    /// Evicted: fsync + posix_fadvise(DONTNEED) over the whole file.
+    Cold,
+    /// Whole file read once with read(2).
+    Warm,
+}
+
+impl CacheState {
+    /// `cold` / `warm`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cold => "cold",
+            Self::Warm => "warm",
+        }
+    }
+}
+
+/// Which side of a pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// Ours (runs first in every pair).
+    A,
+    /// The reference.
+    B,
+}
+
+/// What the preparation before one run did and found.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Prepared {
+    /// The state asked for.
+    pub state: CacheState,
+    /// Seconds the eviction or the warming read took.
+    pub prep_s: f64,
+    /// Fraction of the file's pages resident right after (mincore), 0–1.
+    pub resident: f64,
+}
+
+/// Puts `file` into `state` and checks the result with mincore.
+pub fn prepare(file: &Path, state: CacheState) -> Result<Prepared> {
+    let start = Instant::now();
+    match state {
+        CacheState::Cold => pagecache::evict(file)?,
+        CacheState::Warm => {
+            pagecache::read_whole(file, false)?;
+        }
+    }
+    let prep_s = start.elapsed().as_secs_f64();
+    let resident = pagecache::resident_fraction(file)?;
+    Ok(Prepared {
+        state,
+        prep_s,
+        resident,
+    })
+}
+
+/// One pair of runs.
+#[derive(Debug, Serialize)]
+pub struct Pair<T> {
+    /// Run number, from 1.
+    pub run: usize,
+    /// Side A's result.
+    pub a: T,
+    /// Side B's result.
+    pub b: T,
+}
+
+/// Runs `a` and `b` alternately, A B A B …, `runs` times each, calling
+/// `before(side, run)` right before every single run (the cache reset) and
+/// handing its result to that run.
+pub fn alternate<P, T>(
+    runs: usize,
+    mut before: impl FnMut(Side, usize) -> Result<P>,
+    mut a: impl FnMut(usize, P) -> Result<T>,
+    mut b: impl FnMut(usize, P) -> Result<T>,
+) -> Result<Vec<Pair<T>>> {
+    let mut pairs = Vec::with_capacity(runs);
+    for run in 1..=runs {
+        let p = before(Side::A, run)?;
+        let ra = a(run, p)?;
+        let p = before(Side::B, run)?;
+        let rb = b(run, p)?;
+        pairs.push(Pair { run, a: ra, b: rb });
+    }
+    Ok(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    #[test]
+    fn runs_alternate_with_a_reset_before_each() {
+        let log = RefCell::new(Vec::new());
+        let pairs = alternate(
+            3,
+            |side, run| {
+                log.borrow_mut().push(format!("prep {side:?}{run}"));
+                Ok(run * 10)
+            },
+            |run, p| {
+                log.borrow_mut().push(format!("A{run}"));
+                Ok(p + 1)
+            },
+            |run, p| {
+                log.borrow_mut().push(format!("B{run}"));
+                Ok(p + 2)
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            log.into_inner(),
+            [
+                "prep A1", "A1", "prep B1", "B1", "prep A2", "A2", "prep B2", "B2", "prep A3",
+                "A3", "prep B3", "B3"
+            ]
+        );
+        let got: Vec<_> = pairs.iter().map(|p| (p.run, p.a, p.b)).collect();
+        assert_eq!(got, [(1, 11, 12), (2, 21, 22), (3, 31, 32)]);
+    }
+
+    #[test]
+    fn an_error_stops_the_loop() {
+        let mut calls = 0;
+        let r = alternate(
+            5,
+            |_, _| Ok(()),
+            |run, ()| {
+                calls += 1;
+                if run == 2 {
+                    anyhow::bail!("boom")
+                } else {
+                    Ok(())
+                }
+            },
+            |_, ()| Ok(()),
+        );
+        assert!(r.is_err());
+        assert_eq!(calls, 2);
+    }
+}

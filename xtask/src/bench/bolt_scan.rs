@@ -1,0 +1,1297 @@
+//! `cargo xtask bench bolt-scan`: the MAP_POPULATE experiment of
+//! boltdb/bolt issue 455, ours (`mapwise bolt traverse`) vs Go bbolt (the
+//! oracle's `traverse`), cold/warm × with/without MAP_POPULATE.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use super::alternate::{self, CacheState, Pair, Prepared};
+use super::machine::{self, Machine};
+use super::output::{self, Table, TempPath};
+use super::pagecache::{self, ReadPass};
+use super::proc::{Cmd, tail};
+use super::stats::{Summary, fmt_secs, pair_ratios};
+use super::units::{format_size, human_size, mb_per_s, utc_human, utc_stamp};
+use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
+
+/// Long help of `cargo xtask bench bolt-scan`.
+pub const HELP: &str = "\
+Generates (once, cached in target/bench/files/) a bbolt file with Go bbolt:
+  ../shared/oracles/bolt/oracle.sh gen FILE --shape big --seed SEED --size SIZE
+then, in each cell, after --warmup untimed pairs, runs ours and Go
+alternately (A B A B …, --runs pairs):
+  target/release/mapwise bolt traverse FILE [--populate] --json
+  ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
+Cells: cold (xtask fsyncs and posix_fadvise(DONTNEED)s the whole file before
+every single run) and warm (xtask reads the whole file once before every
+run), each with and without MAP_POPULATE. Then the limits: a cold O_DIRECT
+sequential read and a cached read() of the file (1 MiB buffer), and
+`inspector residency` on a 64 GiB sparse file. The oracle comes from the
+first shared/ beside the workspace or above it, or from $MAPWISE_SHARED.
+See `cargo xtask bench --help` for the report.";
+
+/// The bucket the `big` shape fills and both tools scan.
+const BUCKET: &str = "fake-bucket";
+/// Size of the sparse file for the residency row.
+const SPARSE_BYTES: u64 = 64 << 30;
+/// Target for `inspector residency` on it.
+const RESIDENCY_TARGET_S: f64 = 0.5;
+
+/// `bench bolt-scan` options.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Logical size of the generated file (oracle `gen --size`; binary
+    /// units: 256MiB, 2GiB, 1.5G, bytes). The file comes out a little larger.
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = super::units::parse_size)]
+    size: u64,
+    /// Seed of the generated file (oracle `gen --seed`).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// Untimed pairs at the start of each cell (same reset before each
+    /// run), kept in results.json only: the first run after a change of
+    /// cell pays for the previous cell's leftovers (see the report).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=100))]
+    warmup: u64,
+    /// Only the cold cells.
+    #[arg(long, conflicts_with_all = ["warm", "both"])]
+    cold: bool,
+    /// Only the warm cells.
+    #[arg(long, conflicts_with = "both")]
+    warm: bool,
+    /// Cold and warm cells (the default).
+    #[arg(long)]
+    both: bool,
+    #[command(flatten)]
+    pub(super) common: CommonArgs,
+}
+
+/// One tool's timings of one run, as the tool itself reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Timing {
+    /// Opening the database (mmap, with MAP_POPULATE the prefault too).
+    pub open_s: f64,
+    /// Cursor scan of the bucket.
+    pub scan_s: f64,
+    /// open + scan.
+    pub took_s: f64,
+    /// Keys the cursor saw.
+    pub keys: u64,
+}
+
+/// The JSON object `mapwise bolt traverse --json` prints.
+#[derive(Deserialize)]
+struct OursJson {
+    open_s: f64,
+    traverse_s: f64,
+    took_s: f64,
+    keys: u64,
+}
+
+/// Parses ours: one JSON object with `open_s`, `traverse_s`, `took_s`,
+/// `keys` (other fields ignored); the last line that looks like one.
+pub fn parse_ours(stdout: &str) -> Result<Timing, String> {
+    let line = stdout
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('{'))
+        .ok_or_else(|| format!("no JSON object in output {:?}", tail(stdout, 3)))?;
+    let j: OursJson =
+        serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))?;
+    Ok(Timing {
+        open_s: j.open_s,
+        scan_s: j.traverse_s,
+        took_s: j.took_s,
+        keys: j.keys,
+    })
+}
+
+/// Parses the oracle's text: `open: 0.003s`, `traverse: 0.001s keys=N …`,
+/// `took: 0.004s` (other lines ignored).
+pub fn parse_go(stdout: &str) -> Result<Timing, String> {
+    fn secs(word: Option<&str>) -> Option<f64> {
+        word?
+            .trim()
+            .strip_suffix('s')?
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+    }
+    let (mut open, mut scan, mut took, mut keys) = (None, None, None, None);
+    for line in stdout.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("open:") {
+            open = secs(rest.split_whitespace().next());
+        } else if let Some(rest) = line.strip_prefix("traverse:") {
+            let mut words = rest.split_whitespace();
+            scan = secs(words.next());
+            keys = words
+                .find_map(|w| w.strip_prefix("keys="))
+                .and_then(|k| k.parse().ok());
+        } else if let Some(rest) = line.strip_prefix("took:") {
+            took = secs(rest.split_whitespace().next());
+        }
+    }
+    let missing = |what: &str| format!("no `{what}` in oracle output {:?}", tail(stdout, 6));
+    Ok(Timing {
+        open_s: open.ok_or_else(|| missing("open: Xs"))?,
+        scan_s: scan.ok_or_else(|| missing("traverse: Xs"))?,
+        took_s: took.ok_or_else(|| missing("took: Xs"))?,
+        keys: keys.ok_or_else(|| missing("keys=N"))?,
+    })
+}
+
+/// `entries=N` from the oracle's `gen big:` line.
+pub fn parse_gen_entries(text: &str) -> Option<u64> {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix("entries="))
+        .and_then(|n| n.parse().ok())
+}
+
+/// One run of one tool.
+#[derive(Debug, Serialize)]
+struct Sample {
+    #[serde(flatten)]
+    timing: Timing,
+    /// Spawn to exit as seen by xtask (process start-up included; for Go
+    /// also oracle.sh's own checks before it execs the binary).
+    wall_s: f64,
+    /// The cache reset before this run.
+    prep: Prepared,
+    /// Fraction of the file resident right after the run (mincore): how
+    /// much of it the tool brought in.
+    resident_after: f64,
+    /// What the tool printed.
+    stdout: String,
+}
+
+/// A cell: cache state × populate.
+#[derive(Clone, Copy, Debug, Serialize)]
+struct CellSpec {
+    cache: CacheState,
+    populate: bool,
+}
+
+impl CellSpec {
+    fn label(self) -> String {
+        format!(
+            "{}, {}",
+            self.cache.name(),
+            if self.populate {
+                "MAP_POPULATE"
+            } else {
+                "plain mmap"
+            }
+        )
+    }
+}
+
+/// Summaries of a cell.
+#[derive(Debug, Serialize)]
+struct CellSummary {
+    ours_took: Option<Summary>,
+    go_took: Option<Summary>,
+    /// ours/Go `took`, pair by pair.
+    ratio_took: Option<Summary>,
+    /// Pairs without a ratio (Go printed 0.000 s).
+    ratio_skipped: usize,
+    ours_open: Option<Summary>,
+    ours_scan: Option<Summary>,
+    go_open: Option<Summary>,
+    go_scan: Option<Summary>,
+    /// ours/Go scan time, pair by pair.
+    ratio_scan: Option<Summary>,
+    ours_wall: Option<Summary>,
+    go_wall: Option<Summary>,
+    /// Resident fraction after the reset, over all runs of the cell.
+    resident: Option<Summary>,
+    /// Resident fraction after ours' runs.
+    ours_resident_after: Option<Summary>,
+    /// Resident fraction after Go's runs.
+    go_resident_after: Option<Summary>,
+    /// Every key count seen (one value when all agree).
+    key_counts: Vec<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct CellResult {
+    label: String,
+    #[serde(flatten)]
+    spec: CellSpec,
+    ours_cmd: String,
+    go_cmd: String,
+    /// Untimed pairs run first (`--warmup`), not in the statistics.
+    warmup: Vec<Pair<Sample>>,
+    /// `a` = ours (always first), `b` = Go.
+    pairs: Vec<Pair<Sample>>,
+    summary: CellSummary,
+}
+
+/// A physical-limit measurement: whole-file reads.
+#[derive(Debug, Serialize)]
+struct Limit {
+    what: String,
+    how: String,
+    passes: Vec<ReadPass>,
+    /// Set when the measurement could not be made (e.g. no O_DIRECT on
+    /// this file system).
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct ResidencyRun {
+    wall_s: f64,
+    stdout: String,
+}
+
+#[derive(Debug, Serialize)]
+struct ResidencyBench {
+    /// `ok`, `missing` (no inspector binary or subcommand yet) or `failed`.
+    status: String,
+    detail: Option<String>,
+    commands: Vec<String>,
+    sparse_bytes: u64,
+    runs: Vec<ResidencyRun>,
+    wall: Option<Summary>,
+}
+
+#[derive(Debug, Serialize)]
+struct FileInfo {
+    path: String,
+    bytes: u64,
+    /// Made during this bench (otherwise taken from the cache).
+    generated_now: bool,
+    gen_cmd: String,
+    gen_output: String,
+    /// `entries=` from the generator, if known.
+    expected_keys: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Versions {
+    /// From the oracle README.
+    bbolt_readme: Option<String>,
+    /// Installed Debian package version of golang-github-coreos-bbolt-dev.
+    bbolt_package: Option<String>,
+}
+
+/// Everything results.json holds; the report is rendered from it.
+#[derive(Debug, Serialize)]
+struct Results {
+    bench: &'static str,
+    /// What `a` and `b` of every pair are.
+    sides: [(&'static str, &'static str); 2],
+    started_utc: String,
+    finished_utc: String,
+    size_bytes: u64,
+    size: String,
+    seed: u64,
+    runs: usize,
+    warmup: usize,
+    bucket: &'static str,
+    machine: Machine,
+    loadavg_end: Option<String>,
+    versions: Versions,
+    file: FileInfo,
+    build_commands: Vec<String>,
+    cells: Vec<CellResult>,
+    limits: Vec<Limit>,
+    residency: ResidencyBench,
+    keys_agree: bool,
+}
+
+/// Runs the bench.
+pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
+    let started = SystemTime::now();
+    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
+    let caches: &[CacheState] = if args.cold {
+        &[CacheState::Cold]
+    } else if args.warm {
+        &[CacheState::Warm]
+    } else {
+        &[CacheState::Cold, CacheState::Warm]
+    };
+    let cells: Vec<CellSpec> = caches
+        .iter()
+        .flat_map(|&cache| [false, true].map(|populate| CellSpec { cache, populate }))
+        .collect();
+    let oracle = ws.oracle("bolt")?;
+    let steps = 4 + cells.len() * (warmup + runs) * 2 + 2 * runs + runs;
+    let progress = Progress::new(steps as u64);
+
+    // Builds: ours (required), the inspector (optional), the oracle.
+    let build_ours = Cmd::new("cargo")
+        .arg("build")
+        .arg("--release")
+        .arg("-p")
+        .arg("mapwise-native")
+        .arg("--bin")
+        .arg("mapwise");
+    let build_inspector = Cmd::new("cargo")
+        .arg("build")
+        .arg("--release")
+        .arg("-p")
+        .arg("mapwise-inspector");
+    let build_oracle = Cmd::new(oracle.clone()).arg("build");
+    progress.set("building mapwise (release)");
+    build_ours.run(&ws.root).context("cannot build ours")?;
+    let mapwise = ws.release_bin("mapwise");
+    if !mapwise.is_file() {
+        bail!("{} missing after the build", mapwise.display());
+    }
+    progress.inc();
+    progress.set("building inspector (release)");
+    let inspector_build = build_inspector.output(&ws.root)?;
+    progress.inc();
+    progress.set("building the bbolt oracle");
+    build_oracle
+        .run(&ws.root)
+        .context("cannot build the bbolt oracle")?;
+    progress.inc();
+
+    // The file.
+    progress.set(format!(
+        "bbolt file, {} seed {}",
+        format_size(args.size),
+        args.seed
+    ));
+    let file = ensure_file(ws, &oracle, args.size, args.seed, &progress)?;
+    progress.inc();
+    let file_path = PathBuf::from(&file.path);
+    let machine = Machine::describe(&file_path);
+    let readme = Path::new(&oracle).with_file_name("README.md");
+    let versions = Versions {
+        bbolt_readme: fs::read_to_string(&readme)
+            .ok()
+            .and_then(|t| machine::bbolt_version_from_readme(&t)),
+        bbolt_package: machine::first_line_of(
+            "dpkg-query",
+            &["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"],
+        ),
+    };
+
+    // The cells.
+    let mut cell_results = Vec::with_capacity(cells.len());
+    for spec in &cells {
+        let ours_cmd = Cmd::new(path_arg(&mapwise))
+            .arg("bolt")
+            .arg("traverse")
+            .arg(file.path.clone())
+            .arg_if(spec.populate, "--populate")
+            .arg("--json");
+        let go_cmd = Cmd::new(oracle.clone())
+            .arg("traverse")
+            .arg(file.path.clone())
+            .arg_if(spec.populate, "--populate");
+        let label = spec.label();
+        let phase = std::cell::Cell::new("warm-up");
+        let mut before = |side, run| {
+            let who = if side == alternate::Side::A {
+                "ours"
+            } else {
+                "Go"
+            };
+            let of = if phase.get() == "run" { runs } else { warmup };
+            progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
+            let prep = alternate::prepare(&file_path, spec.cache)?;
+            let off = match spec.cache {
+                CacheState::Cold => prep.resident > 0.01,
+                CacheState::Warm => prep.resident < 0.99,
+            };
+            if off {
+                progress.note(&format!(
+                    "xtask: warning: {label} {} {run} ({who}) starts with {} of the file resident",
+                    phase.get(),
+                    pct(prep.resident)
+                ));
+            }
+            Ok(prep)
+        };
+        let mut ours = |_, prep| {
+            let s = measure(&ours_cmd, &ws.root, &file_path, prep, parse_ours);
+            progress.inc();
+            s
+        };
+        let mut go = |_, prep| {
+            let s = measure(&go_cmd, &ws.root, &file_path, prep, parse_go);
+            progress.inc();
+            s
+        };
+        let warmup_pairs = alternate::alternate(warmup, &mut before, &mut ours, &mut go)?;
+        phase.set("run");
+        let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut go)?;
+        let summary = summarize(&pairs);
+        cell_results.push(CellResult {
+            label,
+            spec: *spec,
+            ours_cmd: ours_cmd.shell(),
+            go_cmd: go_cmd.shell(),
+            warmup: warmup_pairs,
+            pairs,
+            summary,
+        });
+    }
+
+    // The physical limits.
+    let limits = vec![
+        measure_limit(
+            &file_path,
+            runs,
+            &progress,
+            "sequential O_DIRECT read, cold",
+            "after the cold reset: open(O_RDONLY|O_DIRECT), read(2) 1 MiB at a time into a 4 KiB-aligned buffer",
+            CacheState::Cold,
+            true,
+        )?,
+        measure_limit(
+            &file_path,
+            runs,
+            &progress,
+            "cached read(), warm",
+            "after one warming read: open(O_RDONLY), read(2) 1 MiB at a time",
+            CacheState::Warm,
+            false,
+        )?,
+    ];
+
+    // inspector residency on a sparse file.
+    let residency = residency_bench(ws, &inspector_build, &build_inspector, runs, &progress)?;
+
+    let keys_agree = {
+        let mut all: Vec<u64> = cell_results
+            .iter()
+            .flat_map(|c| c.summary.key_counts.iter().copied())
+            .collect();
+        all.extend(file.expected_keys);
+        let warmups = cell_results.iter().flat_map(|c| &c.warmup);
+        all.extend(warmups.flat_map(|p| [p.a.timing.keys, p.b.timing.keys]));
+        all.sort_unstable();
+        all.dedup();
+        all.len() == 1
+    };
+    let finished = SystemTime::now();
+    let results = Results {
+        bench: "bolt-scan",
+        sides: [("a", "ours"), ("b", "go")],
+        started_utc: utc_human(started),
+        finished_utc: utc_human(finished),
+        size_bytes: args.size,
+        size: format_size(args.size),
+        seed: args.seed,
+        runs,
+        warmup,
+        bucket: BUCKET,
+        machine,
+        loadavg_end: machine::loadavg(),
+        versions,
+        file,
+        build_commands: vec![
+            build_ours.shell(),
+            build_inspector.shell(),
+            build_oracle.shell(),
+        ],
+        cells: cell_results,
+        limits,
+        residency,
+        keys_agree,
+    };
+    let report = render(&results);
+    let json = serde_json::to_string_pretty(&results)? + "\n";
+    let dir = args
+        .common
+        .out
+        .clone()
+        .unwrap_or_else(|| ws.bench_dir().join(utc_stamp(started)));
+    progress.set("writing the report");
+    output::write_all_atomically(
+        &dir,
+        &[
+            ("results.json", json.as_bytes()),
+            ("REPORT.md", report.as_bytes()),
+        ],
+    )?;
+    drop(progress);
+    print!("{report}");
+    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
+    if !results.keys_agree {
+        eprintln!("xtask: key counts differ between runs or tools (see the report)");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs one tool once, parses its timings and notes how much of the file
+/// it left resident.
+fn measure(
+    cmd: &Cmd,
+    cwd: &Path,
+    file: &Path,
+    prep: Prepared,
+    parse: fn(&str) -> Result<Timing, String>,
+) -> Result<Sample> {
+    let out = cmd.run(cwd)?;
+    let timing = parse(&out.stdout).map_err(|e| anyhow::anyhow!("`{}`: {e}", cmd.shell()))?;
+    let resident_after = pagecache::resident_fraction(file)?;
+    Ok(Sample {
+        timing,
+        wall_s: out.wall_s,
+        prep,
+        resident_after,
+        stdout: out.stdout,
+    })
+}
+
+/// The cached bbolt file: `target/bench/files/bolt-big-seed<S>-<SIZE>.db`,
+/// generated by the oracle under a temporary name and renamed into place
+/// when missing; `<file>.gen.txt` keeps the command and its output.
+fn ensure_file(
+    ws: &Workspace,
+    oracle: &str,
+    size: u64,
+    seed: u64,
+    progress: &Progress,
+) -> Result<FileInfo> {
+    let dir = ws.bench_dir().join("files");
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let name = format!("bolt-big-seed{seed}-{}.db", format_size(size));
+    let path = dir.join(&name);
+    let sidecar = dir.join(format!("{name}.gen.txt"));
+    let gen_cmd = |p: &Path| {
+        Cmd::new(oracle.to_owned())
+            .arg("gen")
+            .arg(path_arg(p))
+            .arg("--shape")
+            .arg("big")
+            .arg("--seed")
+            .arg(seed.to_string())
+            .arg("--size")
+            .arg(format_size(size))
+    };
+    let generated_now = !path.is_file();
+    let (cmd_line, gen_output) = if generated_now {
+        progress.note(&format!(
+            "xtask: generating {} with Go bbolt (cached for later runs)",
+            path.display()
+        ));
+        let tmp = TempPath::new(dir.join(format!(".{name}.tmp-{}", std::process::id())));
+        let cmd = gen_cmd(tmp.path());
+        let out = cmd
+            .run(&ws.root)
+            .context("cannot generate the bbolt file")?;
+        let line = format!("{}  # then renamed to {}", cmd.shell(), path.display());
+        fs::write(&sidecar, format!("# {line}\n{}", out.stdout))?;
+        interrupt::check()?;
+        fs::rename(tmp.path(), &path)
+            .with_context(|| format!("cannot rename into {}", path.display()))?;
+        let _ = tmp.keep();
+        (line, out.stdout)
+    } else {
+        match fs::read_to_string(&sidecar) {
+            Ok(text) => {
+                let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+                (first.trim_start_matches("# ").to_owned(), rest.to_owned())
+            }
+            Err(_) => (
+                format!(
+                    "{}  # (cached; no record of how it was made)",
+                    gen_cmd(&path).shell()
+                ),
+                String::new(),
+            ),
+        }
+    };
+    let bytes = fs::metadata(&path)?.len();
+    Ok(FileInfo {
+        path: path_arg(&path),
+        bytes,
+        generated_now,
+        gen_cmd: cmd_line,
+        expected_keys: parse_gen_entries(&gen_output),
+        gen_output,
+    })
+}
+
+fn summarize(pairs: &[Pair<Sample>]) -> CellSummary {
+    let col = |f: &dyn Fn(&Sample) -> f64, ours: bool| {
+        let v: Vec<f64> = pairs
+            .iter()
+            .map(|p| f(if ours { &p.a } else { &p.b }))
+            .collect();
+        Summary::of(&v)
+    };
+    let took: Vec<(f64, f64)> = pairs
+        .iter()
+        .map(|p| (p.a.timing.took_s, p.b.timing.took_s))
+        .collect();
+    let (ratios, ratio_skipped) = pair_ratios(&took);
+    let scan: Vec<(f64, f64)> = pairs
+        .iter()
+        .map(|p| (p.a.timing.scan_s, p.b.timing.scan_s))
+        .collect();
+    let (scan_ratios, _) = pair_ratios(&scan);
+    let resident: Vec<f64> = pairs
+        .iter()
+        .flat_map(|p| [p.a.prep.resident, p.b.prep.resident])
+        .collect();
+    let mut key_counts: Vec<u64> = pairs
+        .iter()
+        .flat_map(|p| [p.a.timing.keys, p.b.timing.keys])
+        .collect();
+    key_counts.sort_unstable();
+    key_counts.dedup();
+    CellSummary {
+        ours_took: col(&|s| s.timing.took_s, true),
+        go_took: col(&|s| s.timing.took_s, false),
+        ratio_took: Summary::of(&ratios),
+        ratio_skipped,
+        ours_open: col(&|s| s.timing.open_s, true),
+        ours_scan: col(&|s| s.timing.scan_s, true),
+        go_open: col(&|s| s.timing.open_s, false),
+        go_scan: col(&|s| s.timing.scan_s, false),
+        ratio_scan: Summary::of(&scan_ratios),
+        ours_wall: col(&|s| s.wall_s, true),
+        go_wall: col(&|s| s.wall_s, false),
+        resident: Summary::of(&resident),
+        ours_resident_after: col(&|s| s.resident_after, true),
+        go_resident_after: col(&|s| s.resident_after, false),
+        key_counts,
+    }
+}
+
+fn measure_limit(
+    file: &Path,
+    runs: usize,
+    progress: &Progress,
+    what: &str,
+    how: &str,
+    state: CacheState,
+    direct: bool,
+) -> Result<Limit> {
+    let mut passes = Vec::with_capacity(runs);
+    let mut error = None;
+    for run in 1..=runs {
+        progress.set(format!("limit: {what}, run {run}/{runs}"));
+        progress.inc();
+        if error.is_some() {
+            continue;
+        }
+        alternate::prepare(file, state)?;
+        match pagecache::read_whole(file, direct) {
+            Ok(p) => passes.push(p),
+            Err(e) if interrupt::is_interrupted(&e) => return Err(e),
+            Err(e) => error = Some(format!("{e:#}")),
+        }
+    }
+    Ok(Limit {
+        what: what.to_owned(),
+        how: how.to_owned(),
+        passes,
+        error,
+    })
+}
+
+fn residency_bench(
+    ws: &Workspace,
+    build: &super::proc::Output,
+    build_cmd: &Cmd,
+    runs: usize,
+    progress: &Progress,
+) -> Result<ResidencyBench> {
+    let inspector = ws.release_bin("inspector");
+    let sparse = ws
+        .bench_dir()
+        .join(format!("sparse-64GiB-{}.img", std::process::id()));
+    let truncate = Cmd::new("truncate")
+        .arg("-s")
+        .arg("64G")
+        .arg(path_arg(&sparse));
+    let cmd = Cmd::new(path_arg(&inspector))
+        .arg("residency")
+        .arg(path_arg(&sparse))
+        .arg("--json");
+    let remove = Cmd::new("rm").arg("-f").arg(path_arg(&sparse));
+    let mut bench = ResidencyBench {
+        status: "missing".to_owned(),
+        detail: None,
+        commands: vec![truncate.shell(), cmd.shell(), remove.shell()],
+        sparse_bytes: SPARSE_BYTES,
+        runs: Vec::new(),
+        wall: None,
+    };
+    let skip = |bench: &mut ResidencyBench, detail: String| {
+        bench.detail = Some(detail);
+        for _ in 0..runs {
+            progress.inc();
+        }
+    };
+    if !build.success {
+        let first_error = build
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("error"))
+            .unwrap_or("")
+            .trim()
+            .to_owned();
+        skip(
+            &mut bench,
+            format!("`{}` failed: {first_error}", build_cmd.shell()),
+        );
+        return Ok(bench);
+    }
+    if !inspector.is_file() {
+        skip(
+            &mut bench,
+            format!("no {} after the build", inspector.display()),
+        );
+        return Ok(bench);
+    }
+    let guard = TempPath::new(sparse.clone());
+    truncate.run(&ws.root)?;
+    let mut failure = None;
+    for run in 1..=runs {
+        progress.set(format!(
+            "inspector residency, 64 GiB sparse, run {run}/{runs}"
+        ));
+        progress.inc();
+        if failure.is_some() {
+            continue;
+        }
+        let out = cmd.output(&ws.root)?;
+        if out.success {
+            bench.runs.push(ResidencyRun {
+                wall_s: out.wall_s,
+                stdout: out.stdout.chars().take(4096).collect(),
+            });
+        } else {
+            let msg = tail(&out.stderr, 3).replace('\n', " / ");
+            failure = Some(format!("{} ({}): {msg}", cmd.shell(), out.status));
+        }
+    }
+    drop(guard);
+    if let Some(f) = failure {
+        // clap's "unrecognized subcommand" means the subcommand is not written yet.
+        bench.status = if f.contains("unrecognized subcommand") {
+            "missing"
+        } else {
+            "failed"
+        }
+        .to_owned();
+        bench.detail = Some(f);
+    } else {
+        bench.status = "ok".to_owned();
+        let walls: Vec<f64> = bench.runs.iter().map(|r| r.wall_s).collect();
+        bench.wall = Summary::of(&walls);
+    }
+    Ok(bench)
+}
+
+/// Median-of-ratios verdict against "ours ≤ 1.0× Go bbolt".
+pub fn verdict(ratio: Option<&Summary>) -> String {
+    let Some(r) = ratio else {
+        return "no verdict (no ratio: Go's time printed as 0.000 s)".to_owned();
+    };
+    let pass = r.median <= 1.0;
+    let mut s = format!(
+        "{} — ours {:.2}× Go bbolt (median of {} per-pair ratio{}, range {:.2}–{:.2})",
+        if pass { "PASS" } else { "FAIL" },
+        r.median,
+        r.n,
+        if r.n == 1 { "" } else { "s" },
+        r.min,
+        r.max
+    );
+    if r.min <= 1.0 && r.max > 1.0 {
+        s.push_str("; the range straddles 1.0×");
+    }
+    s
+}
+
+fn opt_secs(s: Option<&Summary>) -> String {
+    s.map_or_else(|| "—".to_owned(), Summary::secs)
+}
+
+fn opt_ratio(s: Option<&Summary>) -> String {
+    s.map_or_else(|| "—".to_owned(), Summary::ratio)
+}
+
+fn opt_median(s: Option<&Summary>) -> String {
+    s.map_or_else(|| "—".to_owned(), |s| fmt_secs(s.median))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+/// The markdown report.
+#[allow(clippy::too_many_lines)]
+fn render(r: &Results) -> String {
+    let m = &r.machine;
+    let mut o = String::new();
+    let na = || "unknown".to_owned();
+    let _ = writeln!(o, "# bench bolt-scan — {}\n", r.started_utc);
+    let _ = writeln!(
+        o,
+        "The MAP_POPULATE experiment of boltdb/bolt issue 455, re-run: read-only cursor scan over every key of \
+         bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
+         (the oracle's `traverse`), {} run{} each per cell, alternating ours, Go, ours, Go, … \
+         Finished {}.\n",
+        r.bucket,
+        r.versions.bbolt_readme.clone().unwrap_or_else(na),
+        r.runs,
+        if r.runs == 1 { "" } else { "s" },
+        r.finished_utc,
+    );
+
+    let _ = writeln!(o, "## Machine\n");
+    let mut t = Table::new(&["", "this machine"]);
+    t.row(["CPU".to_owned(), m.cpu_model.clone().unwrap_or_else(na)]);
+    t.row([
+        "Cores".to_owned(),
+        format!(
+            "{} logical CPUs online, {} available to this process",
+            m.cpus_online.map_or_else(na, |n| n.to_string()),
+            m.cpus_available.map_or_else(na, |n| n.to_string())
+        ),
+    ]);
+    t.row([
+        "Memory".to_owned(),
+        m.memory_bytes.map_or_else(na, human_size),
+    ]);
+    t.row(["Kernel".to_owned(), m.kernel.clone().unwrap_or_else(na)]);
+    t.row([
+        "File system of the file".to_owned(),
+        m.mount.as_ref().map_or_else(na, |mt| {
+            format!(
+                "{} on {} mounted at {} ({})",
+                mt.fstype, mt.source, mt.mount_point, mt.options
+            )
+        }),
+    ]);
+    t.row([
+        "Block device, read_ahead_kb".to_owned(),
+        format!(
+            "{}, read_ahead_kb = {}",
+            m.block_device.clone().unwrap_or_else(na),
+            m.read_ahead_kb.map_or_else(na, |k| k.to_string())
+        ),
+    ]);
+    t.row([
+        "THP (transparent_hugepage)".to_owned(),
+        format!(
+            "enabled = {}, defrag = {}",
+            m.thp_enabled.clone().unwrap_or_else(na),
+            m.thp_defrag.clone().unwrap_or_else(na)
+        ),
+    ]);
+    t.row(["Go".to_owned(), m.go_version.clone().unwrap_or_else(na)]);
+    t.row([
+        "bbolt".to_owned(),
+        format!(
+            "{} (oracle README); Debian package golang-github-coreos-bbolt-dev {}",
+            r.versions.bbolt_readme.clone().unwrap_or_else(na),
+            r.versions.bbolt_package.clone().unwrap_or_else(na)
+        ),
+    ]);
+    t.row([
+        "Rust (ours)".to_owned(),
+        m.rustc_version.clone().unwrap_or_else(na),
+    ]);
+    t.row([
+        "Load average".to_owned(),
+        format!(
+            "{} at start, {} at end",
+            m.loadavg.clone().unwrap_or_else(na),
+            r.loadavg_end.clone().unwrap_or_else(na)
+        ),
+    ]);
+    o.push_str(&t.render());
+
+    let f = &r.file;
+    let _ = writeln!(
+        o,
+        "\n## File\n\n`{}`: {} ({} bytes), {} keys; {}.\n",
+        f.path,
+        human_size(f.bytes),
+        f.bytes,
+        f.expected_keys
+            .map_or_else(|| "unknown number of".to_owned(), |k| k.to_string()),
+        if f.generated_now {
+            "generated by this run"
+        } else {
+            "taken from the cache (generated by an earlier run)"
+        },
+    );
+
+    let _ = writeln!(o, "## Method\n");
+    let _ = writeln!(
+        o,
+        "- **cold**: before every single run (ours and Go alike) xtask itself opens the file, `fsync`s it and calls \
+         `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` over the whole file; the tools' own `--cold` is not used. \
+         **warm**: before every single run xtask reads the whole file once with `read(2)` into a 1 MiB buffer. \
+         After each reset xtask measures the resident fraction with `mincore` (column *resident at start*).\n\
+         - **MAP_POPULATE**: `--populate` on both tools (bbolt `Options.MmapFlags = syscall.MAP_POPULATE`); \
+         both map with `madvise(MADV_RANDOM)` after `mmap`, as bbolt does.\n\
+         - **took** = open + scan as each tool times itself (Go: `took:` line, printed in whole ms; ours: `took_s`). \
+         The split is Go's `open:`/`traverse:` and ours' `open_s`/`traverse_s`.\n\
+         - Within a cell, runs alternate ours, Go, ours, Go, …; ratio = ours/Go computed **pair by pair**, shown as \
+         median [min–max]. Times are median [min–max].\n\
+         - {}: the first run after a change of cell pays for what the previous cell left behind (seen here: \
+         the first cold MAP_POPULATE run after the cold plain-mmap cell took up to 6× as long as the next ones, in \
+         both tools, without a single major fault), and ours, always first in a pair, would pay it alone.\n",
+        if r.warmup == 0 {
+            "No warm-up pairs (`--warmup 0`)".to_owned()
+        } else {
+            format!(
+                "Each cell starts with {} untimed warm-up pair{} (same reset before each run; listed below the \
+                 split, raw in results.json)",
+                r.warmup,
+                if r.warmup == 1 { "" } else { "s" }
+            )
+        }
+    );
+
+    let _ = writeln!(o, "## Commands\n\nRun from the workspace root.\n\n```sh");
+    for c in &r.build_commands {
+        let _ = writeln!(o, "{c}");
+    }
+    let _ = writeln!(o, "{}", f.gen_cmd);
+    let mut seen = Vec::new();
+    for c in &r.cells {
+        if !seen.contains(&c.ours_cmd) {
+            let _ = writeln!(o, "{}\n{}", c.ours_cmd, c.go_cmd);
+            seen.push(c.ours_cmd.clone());
+        }
+    }
+    for c in &r.residency.commands {
+        let _ = writeln!(o, "{c}");
+    }
+    let _ = writeln!(o, "```\n");
+
+    let _ = writeln!(o, "## Results: took = open + scan\n");
+    let mut t = Table::new(&["cell", ">ours", ">Go bbolt", ">ours/Go (per pair)"]);
+    for c in &r.cells {
+        let s = &c.summary;
+        let mut ratio = opt_ratio(s.ratio_took.as_ref());
+        if s.ratio_skipped > 0 {
+            let _ = write!(ratio, " ({} pair(s) without ratio)", s.ratio_skipped);
+        }
+        t.row([
+            c.label.clone(),
+            opt_secs(s.ours_took.as_ref()),
+            opt_secs(s.go_took.as_ref()),
+            ratio,
+        ]);
+    }
+    o.push_str(&t.render());
+
+    let _ = writeln!(
+        o,
+        "\n### Open / scan split (medians), process wall time, cache state\n"
+    );
+    let mut t = Table::new(&[
+        "cell",
+        ">ours open",
+        ">Go open",
+        ">ours scan",
+        ">Go scan",
+        ">scan ours/Go",
+        ">ours wall",
+        ">Go wall",
+        ">resident at start",
+        ">resident after (ours / Go)",
+        ">keys",
+    ]);
+    for c in &r.cells {
+        let s = &c.summary;
+        t.row([
+            c.label.clone(),
+            opt_median(s.ours_open.as_ref()),
+            opt_median(s.go_open.as_ref()),
+            opt_median(s.ours_scan.as_ref()),
+            opt_median(s.go_scan.as_ref()),
+            s.ratio_scan
+                .as_ref()
+                .map_or_else(|| "—".to_owned(), |x| format!("{:.2}×", x.median)),
+            opt_median(s.ours_wall.as_ref()),
+            opt_median(s.go_wall.as_ref()),
+            s.resident.as_ref().map_or_else(
+                || "—".to_owned(),
+                |x| {
+                    if (x.max - x.min).abs() < 5e-4 {
+                        pct(x.min)
+                    } else {
+                        format!("{}–{}", pct(x.min), pct(x.max))
+                    }
+                },
+            ),
+            format!(
+                "{} / {}",
+                s.ours_resident_after
+                    .as_ref()
+                    .map_or_else(|| "—".to_owned(), |x| pct(x.median)),
+                s.go_resident_after
+                    .as_ref()
+                    .map_or_else(|| "—".to_owned(), |x| pct(x.median)),
+            ),
+            s.key_counts
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(" / "),
+        ]);
+    }
+    o.push_str(&t.render());
+    let _ = writeln!(
+        o,
+        "\n*wall* = spawn to exit as seen by xtask: process start-up and exit for both, plus for Go the oracle.sh \
+         wrapper's checks (dpkg-query, source hash) before it execs the binary; not part of `took`. \
+         *resident after*: fraction of the file in the page cache right after the run (median), i.e. what the \
+         tool read in (cold) or left in place (warm).\n"
+    );
+    if r.warmup > 0 {
+        let _ = writeln!(
+            o,
+            "Warm-up pairs (not in the statistics), took ours / Go:\n"
+        );
+        for c in &r.cells {
+            let runs: Vec<String> = c
+                .warmup
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} / {}",
+                        fmt_secs(p.a.timing.took_s),
+                        fmt_secs(p.b.timing.took_s)
+                    )
+                })
+                .collect();
+            let _ = writeln!(o, "- {}: {}", c.label, runs.join("; "));
+        }
+        o.push('\n');
+    }
+
+    let _ = writeln!(o, "## Physical limits\n");
+    let mut t = Table::new(&["what", ">time", ">bandwidth (MB/s = 10^6 B/s)", "notes"]);
+    for l in &r.limits {
+        if let Some(e) = &l.error {
+            t.row([
+                l.what.clone(),
+                "—".to_owned(),
+                "—".to_owned(),
+                format!("unavailable: {e}"),
+            ]);
+            continue;
+        }
+        let secs: Vec<f64> = l.passes.iter().map(|p| p.secs).collect();
+        let rates: Vec<f64> = l.passes.iter().map(|p| mb_per_s(p.bytes, p.secs)).collect();
+        let rate = Summary::of(&rates).map_or_else(
+            || "—".to_owned(),
+            |s| format!("{:.0} [{:.0}–{:.0}]", s.median, s.min, s.max),
+        );
+        t.row([
+            l.what.clone(),
+            opt_secs(Summary::of(&secs).as_ref()),
+            rate,
+            l.how.clone(),
+        ]);
+    }
+    let rs = &r.residency;
+    let (time, note) = match rs.status.as_str() {
+        "ok" => {
+            let pass = rs
+                .wall
+                .as_ref()
+                .is_some_and(|w| w.median < RESIDENCY_TARGET_S);
+            let said = rs
+                .runs
+                .first()
+                .and_then(|run| serde_json::from_str::<serde_json::Value>(&run.stdout).ok())
+                .and_then(|v| {
+                    Some((
+                        v.get("resident_pages")?.as_u64()?,
+                        v.get("total_pages")?.as_u64()?,
+                    ))
+                })
+                .map_or_else(String::new, |(res, total)| {
+                    format!("; it reported {res} of {total} pages resident")
+                });
+            (
+                opt_secs(rs.wall.as_ref()),
+                format!(
+                    "target < {RESIDENCY_TARGET_S} s: {} (wall time of the whole process, median of {}){said}",
+                    if pass { "PASS" } else { "FAIL" },
+                    rs.runs.len()
+                ),
+            )
+        }
+        other => (
+            "—".to_owned(),
+            format!("{other}: {}", rs.detail.clone().unwrap_or_default()),
+        ),
+    };
+    t.row([
+        format!(
+            "`inspector residency`, {} sparse file",
+            human_size(rs.sparse_bytes)
+        ),
+        time,
+        "—".to_owned(),
+        note,
+    ]);
+    o.push_str(&t.render());
+
+    let _ = writeln!(o, "\n## Verdicts (target: ours ≤ 1.0× Go bbolt, took)\n");
+    for c in &r.cells {
+        let s = &c.summary;
+        let mut line = format!("- **{}**: {}", c.label, verdict(s.ratio_took.as_ref()));
+        if s.ratio_took.as_ref().is_some_and(|x| x.median > 1.0) {
+            let d = |a: Option<&Summary>, b: Option<&Summary>| match (a, b) {
+                (Some(a), Some(b)) => {
+                    let v = a.median - b.median;
+                    format!("{}{}", if v >= 0.0 { "+" } else { "−" }, fmt_secs(v.abs()))
+                }
+                _ => "?".to_owned(),
+            };
+            let _ = write!(
+                line,
+                "; ours − Go at the median: took {}, open {}, scan {}",
+                d(s.ours_took.as_ref(), s.go_took.as_ref()),
+                d(s.ours_open.as_ref(), s.go_open.as_ref()),
+                d(s.ours_scan.as_ref(), s.go_scan.as_ref())
+            );
+        }
+        if let Some(go) = s.go_took.as_ref().filter(|g| g.median < 0.05) {
+            let _ = write!(
+                line,
+                " (Go prints whole ms: at {} its rounding alone moves the ratio by up to ±{:.0} %)",
+                fmt_secs(go.median),
+                0.05 / go.median.max(1e-3)
+            );
+        }
+        let _ = writeln!(o, "{line}");
+    }
+    let _ = writeln!(
+        o,
+        "- **key counts**: {}",
+        if r.keys_agree {
+            format!(
+                "ours and Go agree in every run ({} keys{})",
+                r.cells
+                    .first()
+                    .and_then(|c| c.summary.key_counts.first())
+                    .map_or_else(na, u64::to_string),
+                if r.file.expected_keys.is_some() {
+                    ", as generated"
+                } else {
+                    ""
+                }
+            )
+        } else {
+            "**MISMATCH** — see the keys column and results.json".to_owned()
+        }
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ours_json_parses() {
+        let out = r#"{"advice":"random","cold":false,"file_bytes":30941184,"keys":20000,"mlock":false,"open_s":0.000029289,"populate":false,"took_s":0.002935657,"touch":false,"traverse_s":0.002906368,"value_bytes":10922035}"#;
+        let t = parse_ours(&format!("{out}\n")).unwrap();
+        assert_eq!(
+            t,
+            Timing {
+                open_s: 0.000_029_289,
+                scan_s: 0.002_906_368,
+                took_s: 0.002_935_657,
+                keys: 20000
+            }
+        );
+        assert!(parse_ours("").is_err());
+        assert!(parse_ours("{\"open_s\": 1}").is_err());
+        assert!(
+            parse_ours("warning: x\n{\"open_s\":1,\"traverse_s\":2,\"took_s\":3,\"keys\":4}\n")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn go_text_parses() {
+        let out = "file: 30941184 bytes populate=true cold=false touch=false mlock=false\n\
+                   open: 0.003s\n\
+                   traverse: 0.001s keys=20000 value_bytes=10922035 xor=00\n\
+                   took: 0.004s\n";
+        let t = parse_go(out).unwrap();
+        assert_eq!(
+            t,
+            Timing {
+                open_s: 0.003,
+                scan_s: 0.001,
+                took_s: 0.004,
+                keys: 20000
+            }
+        );
+        // With --residency there are extra lines; order does not matter.
+        let out = "resident-before: 0.0%\ntook: 4.321s\nopen: 0.000s\ntraverse: 4.321s keys=7\nresident-after: 100.0%\n";
+        assert_eq!(
+            parse_go(out).unwrap(),
+            Timing {
+                open_s: 0.0,
+                scan_s: 4.321,
+                took_s: 4.321,
+                keys: 7
+            }
+        );
+    }
+
+    #[test]
+    fn go_text_missing_parts_is_an_error() {
+        assert!(
+            parse_go("open: 0.003s\ntraverse: 0.001s keys=1\n")
+                .unwrap_err()
+                .contains("took")
+        );
+        assert!(
+            parse_go("open: 0.003s\ntraverse: 0.001s\ntook: 1s\n")
+                .unwrap_err()
+                .contains("keys")
+        );
+        assert!(
+            parse_go("open: xs\ntraverse: 0.001s keys=1\ntook: 1s\n")
+                .unwrap_err()
+                .contains("open")
+        );
+        assert!(parse_go("boltoracle: traverse: open: timeout\n").is_err());
+    }
+
+    #[test]
+    fn gen_entries() {
+        let out = "gen big: entries=200000 payload=1 bytes keys=sorted vsize=[64,1024] fill=0.50\ngen: shape=big\n";
+        assert_eq!(parse_gen_entries(out), Some(200_000));
+        assert_eq!(parse_gen_entries("gen: shape=small"), None);
+    }
+
+    #[test]
+    fn verdicts() {
+        let s = |v: &[f64]| Summary::of(v).unwrap();
+        assert!(verdict(Some(&s(&[0.8, 0.9, 0.95]))).starts_with("PASS — ours 0.90×"));
+        assert_eq!(
+            verdict(Some(&s(&[1.0]))),
+            "PASS — ours 1.00× Go bbolt (median of 1 per-pair ratio, range 1.00–1.00)"
+        );
+        let v = verdict(Some(&s(&[0.9, 1.2, 1.3])));
+        assert!(v.starts_with("FAIL — ours 1.20×"), "{v}");
+        assert!(v.ends_with("straddles 1.0×"), "{v}");
+        assert!(verdict(None).starts_with("no verdict"));
+    }
+}

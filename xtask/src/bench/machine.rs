@@ -1,0 +1,301 @@
+//! What machine a bench ran on: the report header and `results.json`.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use serde::Serialize;
+
+/// The facts that decide how page-cache numbers come out.
+#[derive(Debug, Serialize)]
+pub struct Machine {
+    /// `model name` of the first CPU in /proc/cpuinfo.
+    pub cpu_model: Option<String>,
+    /// Logical CPUs online.
+    pub cpus_online: Option<usize>,
+    /// CPUs this process may run on (affinity, cgroup quota).
+    pub cpus_available: Option<usize>,
+    /// MemTotal, bytes.
+    pub memory_bytes: Option<u64>,
+    /// Kernel release (`uname -r`).
+    pub kernel: Option<String>,
+    /// Mount holding the bench file.
+    pub mount: Option<Mount>,
+    /// Block device (`major:minor` and its sysfs name) under the file.
+    pub block_device: Option<String>,
+    /// Read-ahead of that device's backing-dev info, KiB.
+    pub read_ahead_kb: Option<u64>,
+    /// /sys/kernel/mm/transparent_hugepage/enabled, the selected value.
+    pub thp_enabled: Option<String>,
+    /// /sys/kernel/mm/transparent_hugepage/defrag, the selected value.
+    pub thp_defrag: Option<String>,
+    /// /proc/loadavg when the description was taken.
+    pub loadavg: Option<String>,
+    /// `go version`.
+    pub go_version: Option<String>,
+    /// `rustc -V` (the toolchain that built ours).
+    pub rustc_version: Option<String>,
+}
+
+/// One line of /proc/self/mountinfo, the parts that matter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mount {
+    /// `major:minor` of the mounted device.
+    pub dev: String,
+    /// Where it is mounted.
+    pub mount_point: String,
+    /// File system type (`ext4`, `xfs`, `tmpfs`, …).
+    pub fstype: String,
+    /// Mount source (`/dev/vda`).
+    pub source: String,
+    /// Per-mount options.
+    pub options: String,
+}
+
+impl Machine {
+    /// Describes this machine, and the storage under `file` (which must
+    /// exist). Every field is best effort: `None` when it cannot be read.
+    pub fn describe(file: &Path) -> Self {
+        let read = |p: &str| fs::read_to_string(p).ok();
+        let meta = fs::metadata(file).ok();
+        let dev = meta.map(|m| format!("{}:{}", libc::major(m.dev()), libc::minor(m.dev())));
+        let canonical = fs::canonicalize(file).ok();
+        let mount = match (&dev, &canonical, read("/proc/self/mountinfo")) {
+            (Some(d), Some(c), Some(info)) => find_mount(&info, d, &c.to_string_lossy()),
+            _ => None,
+        };
+        let block_device = dev.as_ref().map(|d| {
+            let name = fs::read_link(format!("/sys/dev/block/{d}"))
+                .ok()
+                .and_then(|l| l.file_name().map(|n| n.to_string_lossy().into_owned()));
+            name.map_or_else(|| d.clone(), |n| format!("{d} ({n})"))
+        });
+        let read_ahead_kb = dev.as_ref().and_then(|d| {
+            [
+                format!("/sys/class/bdi/{d}/read_ahead_kb"),
+                format!("/sys/dev/block/{d}/queue/read_ahead_kb"),
+            ]
+            .iter()
+            .find_map(|p| read(p).and_then(|s| s.trim().parse().ok()))
+        });
+        Self {
+            cpu_model: read("/proc/cpuinfo").and_then(|s| cpu_model(&s)),
+            cpus_online: read("/proc/cpuinfo")
+                .map(|s| s.lines().filter(|l| l.starts_with("processor")).count()),
+            cpus_available: std::thread::available_parallelism().ok().map(usize::from),
+            memory_bytes: read("/proc/meminfo").and_then(|s| mem_total(&s)),
+            kernel: read("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()),
+            mount,
+            block_device,
+            read_ahead_kb,
+            thp_enabled: read("/sys/kernel/mm/transparent_hugepage/enabled")
+                .and_then(|s| bracketed(&s)),
+            thp_defrag: read("/sys/kernel/mm/transparent_hugepage/defrag")
+                .and_then(|s| bracketed(&s)),
+            loadavg: loadavg(),
+            go_version: first_line_of("go", &["version"]),
+            rustc_version: first_line_of("rustc", &["-V"]),
+        }
+    }
+}
+
+/// Current load average (1, 5, 15 min), for before/after notes.
+pub fn loadavg() -> Option<String> {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+}
+
+/// First line of a command's stdout, if it ran and succeeded.
+pub fn first_line_of(program: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+}
+
+/// `model name` of the first processor.
+pub fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "model name").then(|| v.trim().to_owned())
+    })
+}
+
+/// MemTotal in bytes.
+pub fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut words = line.split_whitespace().skip(1);
+    let n: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") => n.checked_mul(1024),
+        None => Some(n),
+        Some(_) => None,
+    }
+}
+
+/// The `[selected]` word of a sysfs choice list: `always [madvise] never`.
+pub fn bracketed(choices: &str) -> Option<String> {
+    let start = choices.find('[')? + 1;
+    let len = choices[start..].find(']')?;
+    Some(choices[start..start + len].to_owned())
+}
+
+/// The mount holding `path` (canonical) on device `dev` (`major:minor`):
+/// the longest mount point that is a path prefix, preferring entries of
+/// the same device (bind mounts and overlays can share a prefix).
+pub fn find_mount(mountinfo: &str, dev: &str, path: &str) -> Option<Mount> {
+    let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mountinfo_line).collect();
+    let under = |m: &&Mount| {
+        let mp = m.mount_point.as_str();
+        mp == "/"
+            || path == mp
+            || path
+                .strip_prefix(mp)
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let longest = |same_dev: bool| {
+        mounts
+            .iter()
+            .filter(under)
+            .filter(|m| !same_dev || m.dev == dev)
+            .max_by_key(|m| m.mount_point.len())
+            .cloned()
+    };
+    longest(true).or_else(|| longest(false))
+}
+
+fn parse_mountinfo_line(line: &str) -> Option<Mount> {
+    // id parent major:minor root mount-point options [optional...] - fstype source super-options
+    let (left, right) = line.split_once(" - ")?;
+    let l: Vec<&str> = left.split(' ').collect();
+    let r: Vec<&str> = right.split(' ').collect();
+    if l.len() < 6 || r.len() < 2 {
+        return None;
+    }
+    Some(Mount {
+        dev: l[2].to_owned(),
+        mount_point: unescape_octal(l[4]),
+        fstype: r[0].to_owned(),
+        source: unescape_octal(r[1]),
+        options: l[5].to_owned(),
+    })
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\040` etc.
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = b[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
+            out.push(u8::try_from(v).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The bbolt version the oracle README says it drives: the first
+/// `bbolt X.Y.Z` in the text (the README names it in its first paragraph
+/// and in its "Tested" heading).
+pub fn bbolt_version_from_readme(readme: &str) -> Option<String> {
+    readme.match_indices("bbolt ").find_map(|(i, m)| {
+        let rest = &readme[i + m.len()..];
+        let v: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let v = v.trim_end_matches('.');
+        (v.split('.').count() >= 2 && v.split('.').all(|p| !p.is_empty())).then(|| v.to_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpuinfo_and_meminfo() {
+        let cpu = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\nprocessor\t: 1\nmodel name\t: other\n";
+        assert_eq!(
+            cpu_model(cpu).as_deref(),
+            Some("Intel(R) Xeon(R) Processor")
+        );
+        assert_eq!(cpu_model("processor: 0\n"), None);
+        assert_eq!(
+            mem_total("MemTotal:       24684084 kB\nMemFree: 1 kB\n"),
+            Some(24_684_084 * 1024)
+        );
+        assert_eq!(mem_total("MemFree: 1 kB\n"), None);
+    }
+
+    #[test]
+    fn sysfs_choice() {
+        assert_eq!(
+            bracketed("always [madvise] never\n").as_deref(),
+            Some("madvise")
+        );
+        assert_eq!(
+            bracketed("always defer defer+madvise [madvise] never").as_deref(),
+            Some("madvise")
+        );
+        assert_eq!(bracketed("always madvise never"), None);
+    }
+
+    const MOUNTINFO: &str = "\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard
+41 27 0:38 / /work/my\\040disk rw,relatime - tmpfs tmpfs rw
+50 27 254:0 /srv /work/bind rw,relatime shared:1 - ext4 /dev/vda rw
+";
+
+    #[test]
+    fn mounts_by_device_and_longest_prefix() {
+        let m = find_mount(MOUNTINFO, "254:0", "/work/main/target/bench/files/x.db").unwrap();
+        assert_eq!(
+            (m.mount_point.as_str(), m.fstype.as_str(), m.source.as_str()),
+            ("/", "ext4", "/dev/vda")
+        );
+        let m = find_mount(MOUNTINFO, "254:0", "/work/bind/x.db").unwrap();
+        assert_eq!(m.mount_point, "/work/bind");
+        assert_eq!(m.options, "rw,relatime");
+        let m = find_mount(MOUNTINFO, "0:38", "/work/my disk/x").unwrap();
+        assert_eq!(
+            (m.mount_point.as_str(), m.fstype.as_str()),
+            ("/work/my disk", "tmpfs")
+        );
+        // A prefix of the name is not a prefix of the path.
+        let m = find_mount(MOUNTINFO, "9:9", "/work/bindle/x").unwrap();
+        assert_eq!(m.mount_point, "/");
+    }
+
+    #[test]
+    fn bbolt_version_in_readme() {
+        let readme = "It drives **Debian's packaged\nGo bbolt** (`golang-github-coreos-bbolt-dev`, bbolt 1.3.6 on Debian 12)\n## Tested (Debian 12, go1.19.8, bbolt 1.3.6, bolt 1.3.1)";
+        assert_eq!(bbolt_version_from_readme(readme).as_deref(), Some("1.3.6"));
+        assert_eq!(
+            bbolt_version_from_readme("bbolt oracle. bbolt 1.4.0."),
+            Some("1.4.0".to_owned())
+        );
+        assert_eq!(bbolt_version_from_readme("no version"), None);
+    }
+}

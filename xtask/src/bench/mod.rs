@@ -1,0 +1,229 @@
+//! `cargo xtask bench …`: benchmarks that write a report.
+//!
+//! Each bench is a sibling module (`bolt_scan`; later `rrd`, `revlog`,
+//! `mmaptest`) built from the shared pieces here: [`alternate`] (A/B runs
+//! with a cache reset before each), [`pagecache`] (evict, warm, residency,
+//! O_DIRECT), [`stats`], [`machine`] (the report header), [`proc`] (child
+//! processes and their exact command lines), [`output`] (atomic report
+//! files, markdown tables), [`interrupt`] (Ctrl-C) and [`units`].
+
+pub mod alternate;
+pub mod bolt_scan;
+pub mod interrupt;
+pub mod machine;
+pub mod output;
+pub mod pagecache;
+pub mod proc;
+pub mod stats;
+pub mod units;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Long help of `cargo xtask bench`.
+pub const HELP: &str = "\
+Every bench prints a markdown report on stdout and writes it to
+target/bench/<UTC timestamp>/REPORT.md (--out DIR overrides the directory),
+with results.json beside it holding every raw sample, the machine
+description and the exact commands. The header describes the machine: CPU,
+cores, memory, kernel, file system and read_ahead_kb of the device under
+the bench file, THP setting, tool versions. Nothing is written before the
+end (temporary names renamed into place), so Ctrl-C leaves no half-written
+report; it also removes temporary files. Progress goes to stderr.
+
+Benches run from the workspace root, build what they measure in release
+mode first, find the oracles in shared/ beside the workspace (or in
+$MAPWISE_SHARED, as the tests do), and compare ours with the reference implementation alternately
+(A B A B …) in the same loop, so drift on a shared machine hits both sides.
+Ratios are ours/reference computed pair by pair: median [min–max].
+Nothing here asserts a time: a verdict is a line in the report.
+
+bolt-scan: the MAP_POPULATE experiment of boltdb/bolt issue 455, ours vs Go
+  bbolt 1.3.6 (the oracle in ../shared/oracles/bolt). A bbolt file made by
+  Go bbolt (`oracle.sh gen FILE --shape big --seed 1 --size 256MiB`, cached
+  in target/bench/files/ by size and seed, made again only when missing),
+  bucket `fake-bucket`, read-only cursor scan over every key. Four cells:
+    cold  before every single run xtask itself fsyncs the file and calls
+          posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) over the whole file
+          (checked with mincore: the resident fraction is reported)
+    warm  before every single run xtask reads the whole file once (read(2),
+          1 MiB buffer)
+  each with and without MAP_POPULATE. Commands timed:
+    ours  target/release/mapwise bolt traverse FILE [--populate] --json
+    Go    ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
+  Headline: `took` = open + scan as each tool times it (Go prints ms);
+  the open/scan split and process wall times are shown too, and the key
+  counts of both must agree (exit status 1 otherwise). Beside the table,
+  the physical limits: a cold sequential O_DIRECT read of the file (1 MiB
+  aligned buffer) and a cached read() of it (1 MiB buffer), in seconds and
+  MB/s (10^6 B/s); and `target/release/inspector residency FILE --json` on
+  a 64 GiB sparse file (truncate -s 64G in target/bench/, deleted after;
+  target < 0.5 s; reported as missing while the inspector does not build
+  or has no such subcommand). One verdict line per cell against the target
+  \"ours ≤ 1.0× Go bbolt\" (median of the per-pair ratios).
+
+  Each cell starts with --warmup untimed pairs (default 1): the first run
+  after a change of cell pays for the previous cell's leftovers, and ours,
+  first in every pair, would pay it alone.
+
+  cargo xtask bench bolt-scan [--size 256MiB] [--seed 1] [--runs 5]
+                              [--warmup 1] [--cold | --warm | --both]
+                              [--out DIR]
+  --size 2GiB is the full run (generating takes ~15 s, a cold plain-mmap
+  scan ~30 s per run); --runs 3 on 256MiB takes a few minutes.";
+
+/// `cargo xtask bench` arguments.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    bench: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// MAP_POPULATE experiment (bbolt#455): cursor scan of a bbolt file,
+    /// ours vs Go bbolt, cold/warm × with/without MAP_POPULATE.
+    #[command(after_long_help = bolt_scan::HELP)]
+    BoltScan(bolt_scan::Args),
+}
+
+/// Options every bench takes.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Runs per tool in each cell (A B A B …: this many pairs).
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub runs: u64,
+    /// Directory for REPORT.md and results.json [default:
+    /// target/bench/<UTC timestamp>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// Where things are: every bench runs with the workspace root as its
+/// working directory and names files relative to it.
+#[derive(Debug)]
+pub struct Workspace {
+    /// Absolute workspace root.
+    pub root: PathBuf,
+    /// Cargo's target directory, relative to the root unless
+    /// CARGO_TARGET_DIR says otherwise.
+    pub target: PathBuf,
+}
+
+impl Workspace {
+    /// `target/release/<name>`.
+    pub fn release_bin(&self, name: &str) -> PathBuf {
+        self.target.join("release").join(name)
+    }
+
+    /// `target/bench`.
+    pub fn bench_dir(&self) -> PathBuf {
+        self.target.join("bench")
+    }
+
+    /// `shared/oracles/<name>/oracle.sh`, found as the tests and .ci/run
+    /// find it: under `$MAPWISE_SHARED`, else in the first `shared/` beside
+    /// the workspace or one of its ancestors (then named relative to the
+    /// root, e.g. `../shared/oracles/bolt/oracle.sh`).
+    pub fn oracle(&self, name: &str) -> Result<String> {
+        let tail = Path::new("oracles").join(name).join("oracle.sh");
+        if let Some(shared) = std::env::var_os("MAPWISE_SHARED") {
+            let p = PathBuf::from(shared).join(&tail);
+            anyhow::ensure!(p.is_file(), "no {} ($MAPWISE_SHARED)", p.display());
+            return Ok(path_arg(&p));
+        }
+        let mut up = PathBuf::new();
+        for dir in self.root.ancestors() {
+            if dir.join("shared").join(&tail).is_file() {
+                return Ok(path_arg(&up.join("shared").join(&tail)));
+            }
+            up.push("..");
+        }
+        anyhow::bail!(
+            "no shared/{} above {}; set MAPWISE_SHARED",
+            tail.display(),
+            self.root.display()
+        )
+    }
+}
+
+/// Relative paths as strings for command lines (benches keep their paths
+/// in target/ and ../shared, which are UTF-8 in any sane checkout).
+pub fn path_arg(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// Runs `cargo xtask bench …`.
+pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    interrupt::install();
+    // Resolve --out against the caller's directory before moving to the root.
+    let fix_out = |c: &mut CommonArgs| -> Result<()> {
+        if let Some(o) = &c.out {
+            c.out =
+                Some(std::path::absolute(o).with_context(|| format!("bad --out {}", o.display()))?);
+        }
+        Ok(())
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask has no parent directory")?
+        .to_path_buf();
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    let ws = Workspace { root, target };
+    match args.bench {
+        BenchCommand::BoltScan(mut a) => {
+            fix_out(&mut a.common)?;
+            std::env::set_current_dir(&ws.root)
+                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
+            bolt_scan::run(&ws, &a)
+        }
+    }
+}
+
+/// A progress bar on stderr (drawn only on a terminal), cleared on drop.
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// A bar of `len` steps.
+    pub fn new(len: u64) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(
+            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        bar.set_style(style);
+        bar.enable_steady_tick(Duration::from_millis(250));
+        Self { bar }
+    }
+
+    /// Says what is running now.
+    pub fn set(&self, msg: impl Into<Cow<'static, str>>) {
+        self.bar.set_message(msg);
+    }
+
+    /// One step done.
+    pub fn inc(&self) {
+        self.bar.inc(1);
+    }
+
+    /// A line on stderr above the bar (also when no bar is drawn).
+    pub fn note(&self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}

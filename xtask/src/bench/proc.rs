@@ -1,0 +1,149 @@
+//! Child processes: run, capture, time, and print exactly what ran.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use super::interrupt;
+
+/// A command line. Arguments are strings so the report can show the exact
+/// command (benches run from the workspace root with relative paths, so
+/// the shown line can be pasted there as is).
+#[derive(Clone, Debug)]
+pub struct Cmd {
+    program: String,
+    args: Vec<String>,
+}
+
+/// What a finished child left.
+#[derive(Debug)]
+pub struct Output {
+    /// Standard output, lossily decoded.
+    pub stdout: String,
+    /// Standard error, lossily decoded.
+    pub stderr: String,
+    /// Spawn to exit, as seen from here (includes process start-up).
+    pub wall_s: f64,
+    /// Exit status zero.
+    pub success: bool,
+    /// Exit status as printed (`exit status: 1`, `signal: 9`).
+    pub status: String,
+}
+
+impl Cmd {
+    /// A command running `program`.
+    pub fn new(program: impl Into<String>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+        }
+    }
+
+    /// Appends one argument.
+    #[must_use]
+    pub fn arg(mut self, a: impl Into<String>) -> Self {
+        self.args.push(a.into());
+        self
+    }
+
+    /// Appends one argument when `cond` holds.
+    #[must_use]
+    pub fn arg_if(self, cond: bool, a: impl Into<String>) -> Self {
+        if cond { self.arg(a) } else { self }
+    }
+
+    /// The command as a shell would need it typed.
+    pub fn shell(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Runs to completion in `cwd` with stdin closed, capturing both
+    /// streams. A failing exit status is not an error here (see
+    /// [`Cmd::run`]); a signal that reached xtask meanwhile is.
+    pub fn output(&self, cwd: &Path) -> Result<Output> {
+        interrupt::check()?;
+        let start = Instant::now();
+        let out = std::process::Command::new(&self.program)
+            .args(&self.args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot start {}", self.program))?;
+        let wall_s = start.elapsed().as_secs_f64();
+        interrupt::check()?;
+        Ok(Output {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            wall_s,
+            success: out.status.success(),
+            status: out.status.to_string(),
+        })
+    }
+
+    /// Like [`Cmd::output`], but a failing exit status is an error that
+    /// quotes the end of the child's stderr.
+    pub fn run(&self, cwd: &Path) -> Result<Output> {
+        let out = self.output(cwd)?;
+        if !out.success {
+            bail!(
+                "`{}` failed ({}):\n{}",
+                self.shell(),
+                out.status,
+                tail(&out.stderr, 20)
+            );
+        }
+        Ok(out)
+    }
+}
+
+/// The last `lines` lines of a text.
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.trim_end().lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Quotes one word for a POSIX shell, leaving plain words bare.
+pub fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_lines_quote_only_what_needs_it() {
+        let c = Cmd::new("target/release/mapwise")
+            .arg("bolt")
+            .arg("traverse")
+            .arg("target/bench/files/a b.db")
+            .arg_if(true, "--populate")
+            .arg_if(false, "--cold")
+            .arg("it's")
+            .arg("");
+        assert_eq!(
+            c.shell(),
+            r"target/release/mapwise bolt traverse 'target/bench/files/a b.db' --populate 'it'\''s' ''"
+        );
+    }
+
+    #[test]
+    fn tails() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+    }
+}
