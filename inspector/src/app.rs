@@ -1,0 +1,1461 @@
+//! The inspector's state: what is shown ([`Data`]), where the user is
+//! (selection, focus, scroll, zoom, expanded buckets) and what happened
+//! last. No drawing here, and no I/O except through a [`Target`] that the
+//! caller passes in: the live [`Watch`] in `inspector open`, or [`Fixed`]
+//! data in tests.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use mapwise_core::bolt::{BoltFile, PageDetail, page_detail};
+use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
+use mapwise_native::report::KindTotal;
+use mapwise_native::residency::{Residency, TO_EOF};
+use mapwise_native::watch::{Refreshed, Snapshot, Watch};
+use ratatui::layout::{Position, Rect};
+
+use crate::describe::{self, Line, Tone, Widths};
+use crate::event::Action;
+use crate::stats;
+use crate::ui;
+
+/// Most elements decoded per page (a page's `count` is a `u16`, so this
+/// is all of them).
+pub const DETAIL_LIMIT: usize = u16::MAX as usize;
+
+/// Decoded pages kept; the cache is emptied when it grows past this.
+const DETAIL_CACHE: usize = 1024;
+
+/// Where the app's data comes from and where its actions go.
+///
+/// [`Watch`] is the real one; [`Fixed`] serves fixed data for tests.
+pub trait Target {
+    /// Check the file, collect a finished re-read, sample residency again.
+    fn refresh(&mut self) -> Refreshed;
+    /// The latest structure snapshot.
+    fn snapshot(&self) -> &Snapshot;
+    /// The latest residency sample.
+    fn residency(&self) -> Option<&Residency>;
+    /// A problem with the file right now (vanished, unreadable).
+    fn problem(&self) -> Option<&str>;
+    /// `true` while the structure is being re-read.
+    fn rereading(&self) -> bool;
+    /// `true` while the file's pages are locked in memory by us.
+    fn is_locked(&self) -> bool;
+    /// Decode page `pgid` (all its elements).
+    ///
+    /// # Errors
+    /// Why the page cannot be decoded, as text.
+    fn page_detail(&self, pgid: u64) -> Result<PageDetail, String>;
+    /// Bring the whole file into the page cache; returns OS pages touched.
+    ///
+    /// # Errors
+    /// The failure, as text.
+    fn touch(&mut self) -> Result<u64, String>;
+    /// Drop the whole file from the page cache.
+    ///
+    /// # Errors
+    /// The failure, as text.
+    fn evict(&mut self) -> Result<(), String>;
+    /// Lock (or, when locked, unlock) the file in memory; returns whether
+    /// it is locked now.
+    ///
+    /// # Errors
+    /// The failure, as text.
+    fn toggle_lock(&mut self) -> Result<bool, String>;
+}
+
+impl Target for Watch {
+    fn refresh(&mut self) -> Refreshed {
+        Watch::refresh(self)
+    }
+    fn snapshot(&self) -> &Snapshot {
+        Watch::snapshot(self)
+    }
+    fn residency(&self) -> Option<&Residency> {
+        Watch::residency(self)
+    }
+    fn problem(&self) -> Option<&str> {
+        Watch::problem(self)
+    }
+    fn rereading(&self) -> bool {
+        Watch::rereading(self)
+    }
+    fn is_locked(&self) -> bool {
+        Watch::is_locked(self)
+    }
+    fn page_detail(&self, pgid: u64) -> Result<PageDetail, String> {
+        Watch::page_detail(self, pgid, DETAIL_LIMIT)
+    }
+    fn touch(&mut self) -> Result<u64, String> {
+        fits_in_memory(self, 1, "reading it in would only churn the page cache")?;
+        Watch::touch(self, 0, TO_EOF).map(|t| t.pages)
+    }
+    fn evict(&mut self) -> Result<(), String> {
+        Watch::evict(self, 0, TO_EOF)
+    }
+    fn toggle_lock(&mut self) -> Result<bool, String> {
+        if !self.is_locked() {
+            fits_in_memory(self, 2, "locking it could starve the system")?;
+        }
+        Watch::toggle_lock(self)
+    }
+}
+
+/// Refuse to touch or lock a file larger than `1/divisor` of the memory
+/// available now (`MemAvailable` in `/proc/meminfo`); no limit when that
+/// cannot be read.
+fn fits_in_memory(watch: &Watch, divisor: u64, why: &str) -> Result<(), String> {
+    let size = watch
+        .file()
+        .and_then(|f| f.metadata().ok())
+        .map_or(0, |m| m.len());
+    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib.saturating_mul(1024))
+    });
+    match available {
+        Some(avail) if size > avail / divisor.max(1) => Err(format!(
+            "the file ({}) is larger than {} of the memory available ({}); {why}",
+            stats::human_size(size),
+            if divisor == 1 { "all" } else { "half" },
+            stats::human_size(avail)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A [`Target`] over fixed data: a snapshot, a residency sample and the
+/// file's bytes (for decoding pages). Touch, evict and lock change the
+/// sample the way the real calls would; nothing touches a file.
+#[derive(Debug, Clone)]
+pub struct Fixed {
+    /// The structure.
+    pub snapshot: Snapshot,
+    /// The residency sample.
+    pub residency: Option<Residency>,
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
+    /// A problem to report.
+    pub problem: Option<String>,
+    /// Whether "locked".
+    pub locked: bool,
+}
+
+impl Fixed {
+    /// Fixed data.
+    #[must_use]
+    pub fn new(snapshot: Snapshot, residency: Option<Residency>, bytes: Vec<u8>) -> Fixed {
+        Fixed {
+            snapshot,
+            residency,
+            bytes,
+            problem: None,
+            locked: false,
+        }
+    }
+
+    fn fill(&mut self, resident: bool) -> u64 {
+        let Some(r) = &mut self.residency else {
+            return 0;
+        };
+        for (i, w) in r.bitmap.iter_mut().enumerate() {
+            let first = (i as u64).saturating_mul(64);
+            let bits = r.total_pages.saturating_sub(first).min(64);
+            *w = if resident && bits > 0 {
+                u64::MAX >> (64 - bits)
+            } else {
+                0
+            };
+        }
+        r.resident_pages = if resident { r.total_pages } else { 0 };
+        r.total_pages
+    }
+}
+
+impl Target for Fixed {
+    fn refresh(&mut self) -> Refreshed {
+        Refreshed::default()
+    }
+    fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+    fn residency(&self) -> Option<&Residency> {
+        self.residency.as_ref()
+    }
+    fn problem(&self) -> Option<&str> {
+        self.problem.as_deref()
+    }
+    fn rereading(&self) -> bool {
+        false
+    }
+    fn is_locked(&self) -> bool {
+        self.locked
+    }
+    fn page_detail(&self, pgid: u64) -> Result<PageDetail, String> {
+        let file = BoltFile::open(&self.bytes).map_err(|e| e.to_string())?;
+        page_detail(&file, pgid, DETAIL_LIMIT).map_err(|e| e.to_string())
+    }
+    fn touch(&mut self) -> Result<u64, String> {
+        Ok(self.fill(true))
+    }
+    fn evict(&mut self) -> Result<(), String> {
+        self.locked = false;
+        self.fill(false);
+        Ok(())
+    }
+    fn toggle_lock(&mut self) -> Result<bool, String> {
+        self.locked = !self.locked;
+        if self.locked {
+            self.fill(true);
+        }
+        Ok(self.locked)
+    }
+}
+
+/// What the screen is drawn from: one structure snapshot and one
+/// residency sample, plus the file's state. A plain struct, so tests can
+/// build it without a live file.
+#[derive(Debug, Clone)]
+pub struct Data {
+    /// The file's structure.
+    pub snapshot: Snapshot,
+    /// Which of its OS pages are in the page cache (`None` before the
+    /// first sample, or when sampling failed).
+    pub residency: Option<Residency>,
+    /// A problem with the file right now (vanished, unreadable).
+    pub problem: Option<String>,
+    /// `true` while a background re-read of the structure runs.
+    pub rereading: bool,
+    /// `true` while the file is locked in memory by the inspector.
+    pub locked: bool,
+}
+
+impl Data {
+    /// Data of a snapshot and a residency sample.
+    #[must_use]
+    pub fn new(snapshot: Snapshot, residency: Option<Residency>) -> Data {
+        Data {
+            snapshot,
+            residency,
+            problem: None,
+            rereading: false,
+            locked: false,
+        }
+    }
+
+    /// Everything `target` holds now.
+    #[must_use]
+    pub fn from_target(target: &dyn Target) -> Data {
+        Data {
+            snapshot: target.snapshot().clone(),
+            residency: target.residency().cloned(),
+            problem: target.problem().map(str::to_owned),
+            rereading: target.rereading(),
+            locked: target.is_locked(),
+        }
+    }
+
+    /// The layout drawn.
+    #[must_use]
+    pub fn layout(&self) -> &Layout {
+        &self.snapshot.layout
+    }
+}
+
+/// Which pane receives movement keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    /// The page map.
+    Map,
+    /// The bucket tree.
+    Tree,
+    /// The decoded page.
+    Detail,
+}
+
+/// What is drawn over the panes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    /// Nothing.
+    None,
+    /// The key list.
+    Help,
+    /// "evict FILE from the page cache? (y/n)"
+    ConfirmEvict,
+}
+
+/// How much of a map cell is in the page cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Residence {
+    /// Every OS page of the cell.
+    All,
+    /// More than half.
+    Most,
+    /// Some, at most half.
+    Some,
+    /// None.
+    None,
+    /// The kernel does not tell (or there is no sample).
+    Unknown,
+    /// The cell lies past the current end of the file.
+    PastEof,
+}
+
+/// One cell of the page map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cell {
+    /// First page of the cell.
+    pub first: u64,
+    /// Pages in the cell.
+    pub pages: u64,
+    /// The kind drawn: corrupt if any byte is, else the kind with most
+    /// bytes in the cell.
+    pub kind: Kind,
+    /// How much is resident.
+    pub residence: Residence,
+    /// Resident OS pages in the cell.
+    pub resident: u64,
+    /// OS pages of the cell inside the current file.
+    pub os_pages: u64,
+}
+
+/// Shape of the page map inside its border.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Where the grid's first cell is drawn.
+    pub origin: Position,
+    /// Columns for row labels (page id of the row's first cell).
+    pub label_width: u16,
+    /// Characters per cell (2 when the whole file fits at that width).
+    pub cell_width: u16,
+    /// Cells per row.
+    pub cols: u64,
+    /// Rows on screen.
+    pub rows: u64,
+}
+
+/// A row of the structure tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeRow {
+    /// A bucket (index into `Layout::groups`).
+    Group(u32),
+    /// A branch or leaf page run of the bucket above (index into
+    /// `Layout::regions`).
+    Run(usize),
+}
+
+/// The result of the last action, shown in the status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// What happened.
+    pub text: String,
+    /// `true` for a failure.
+    pub error: bool,
+}
+
+impl Message {
+    fn info(text: impl Into<String>) -> Option<Message> {
+        Some(Message {
+            text: text.into(),
+            error: false,
+        })
+    }
+    fn error(text: impl Into<String>) -> Option<Message> {
+        Some(Message {
+            text: text.into(),
+            error: true,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Map,
+    Tree,
+    Other,
+}
+
+/// All state of the inspector.
+#[derive(Debug)]
+pub struct App {
+    label: String,
+    interval: Duration,
+    data: Data,
+    focus: Focus,
+    overlay: Overlay,
+    running: bool,
+    message: Option<Message>,
+    size: (u16, u16),
+    totals: Vec<KindTotal>,
+    // Page map.
+    selected: u64,
+    zoom: Option<u64>,
+    scroll_row: u64,
+    // Structure tree.
+    expanded: HashSet<String>,
+    runs: HashMap<u32, Vec<usize>>,
+    rows: Vec<TreeRow>,
+    tree_cursor: usize,
+    tree_offset: usize,
+    // Detail.
+    detail_scroll: usize,
+    details: HashMap<u64, Result<PageDetail, String>>,
+}
+
+impl App {
+    /// An app showing `data` for the file called `label`, refreshed every
+    /// `interval`, on an 80x24 screen until [`App::resize`] says otherwise.
+    #[must_use]
+    pub fn new(label: impl Into<String>, data: Data, interval: Duration) -> App {
+        let mut app = App {
+            label: label.into(),
+            interval,
+            data,
+            focus: Focus::Map,
+            overlay: Overlay::None,
+            running: true,
+            message: None,
+            size: (80, 24),
+            totals: Vec::new(),
+            selected: 0,
+            zoom: None,
+            scroll_row: 0,
+            expanded: HashSet::new(),
+            runs: HashMap::new(),
+            rows: Vec::new(),
+            tree_cursor: 0,
+            tree_offset: 0,
+            detail_scroll: 0,
+            details: HashMap::new(),
+        };
+        app.on_new_snapshot();
+        app.totals = stats::kind_totals(app.layout(), app.data.residency.as_ref());
+        app
+    }
+
+    // ----- read access (for drawing) -----
+
+    /// The file as named in the title.
+    #[must_use]
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The refresh interval.
+    #[must_use]
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// What is drawn.
+    #[must_use]
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+
+    /// The layout drawn.
+    #[must_use]
+    pub fn layout(&self) -> &Layout {
+        &self.data.snapshot.layout
+    }
+
+    /// The focused pane.
+    #[must_use]
+    pub fn focus(&self) -> Focus {
+        self.focus
+    }
+
+    /// The overlay shown.
+    #[must_use]
+    pub fn overlay(&self) -> Overlay {
+        self.overlay
+    }
+
+    /// `false` once the user quit.
+    #[must_use]
+    pub fn running(&self) -> bool {
+        self.running
+    }
+
+    /// The last action's result.
+    #[must_use]
+    pub fn message(&self) -> Option<&Message> {
+        self.message.as_ref()
+    }
+
+    /// Resident bytes per kind (kinds present only).
+    #[must_use]
+    pub fn totals(&self) -> &[KindTotal] {
+        &self.totals
+    }
+
+    /// The screen size the app lays itself out for.
+    #[must_use]
+    pub fn area(&self) -> Rect {
+        Rect::new(0, 0, self.size.0, self.size.1)
+    }
+
+    /// The selected page.
+    #[must_use]
+    pub fn selected(&self) -> u64 {
+        self.selected
+    }
+
+    /// Rows of the structure tree.
+    #[must_use]
+    pub fn tree_rows(&self) -> &[TreeRow] {
+        &self.rows
+    }
+
+    /// Index of the tree row under the cursor.
+    #[must_use]
+    pub fn tree_cursor(&self) -> usize {
+        self.tree_cursor
+    }
+
+    /// Index of the first tree row on screen.
+    #[must_use]
+    pub fn tree_offset(&self) -> usize {
+        self.tree_offset
+    }
+
+    /// `true` when the bucket's page runs are listed.
+    #[must_use]
+    pub fn is_expanded(&self, group: u32) -> bool {
+        self.layout()
+            .group(group)
+            .is_some_and(|g| self.expanded.contains(&g.path))
+    }
+
+    /// Branch/leaf page runs of a bucket (indices into the regions), by
+    /// depth then offset.
+    #[must_use]
+    pub fn runs_of(&self, group: u32) -> &[usize] {
+        self.runs.get(&group).map_or(&[], Vec::as_slice)
+    }
+
+    /// First line of the detail pane on screen.
+    #[must_use]
+    pub fn detail_scroll(&self) -> usize {
+        self.detail_scroll
+    }
+
+    /// A decoded page, when fetched.
+    #[must_use]
+    pub fn detail(&self, pgid: u64) -> Option<&Result<PageDetail, String>> {
+        self.details.get(&pgid)
+    }
+
+    /// `true` when pages can be decoded (a bbolt file whose metas open).
+    #[must_use]
+    pub fn decodable(&self) -> bool {
+        self.data.snapshot.format == Format::Bolt && self.data.snapshot.bolt.is_some()
+    }
+
+    // ----- geometry of the page map -----
+
+    /// Bytes per map page: the format's page size, or the OS page size.
+    #[must_use]
+    pub fn unit(&self) -> u64 {
+        stats::unit(self.layout())
+    }
+
+    /// Bytes the map covers: the layout, or the file as sampled now when
+    /// it grew since.
+    #[must_use]
+    pub fn map_len(&self) -> u64 {
+        let sampled = self
+            .data
+            .residency
+            .as_ref()
+            .map_or(0, |r| r.offset.saturating_add(r.len));
+        self.layout().source_len.max(sampled)
+    }
+
+    /// Pages the map shows.
+    #[must_use]
+    pub fn pages(&self) -> u64 {
+        self.map_len().div_ceil(self.unit().max(1))
+    }
+
+    /// The map's grid for the current screen size.
+    #[must_use]
+    pub fn grid(&self) -> Grid {
+        let screen = ui::screen(self, self.area());
+        self.grid_in(ui::inner(screen.map))
+    }
+
+    /// The map's grid inside `inner` (the map pane without its border).
+    #[must_use]
+    pub fn grid_in(&self, inner: Rect) -> Grid {
+        let pages = self.pages();
+        let digits = u16::try_from(pages.saturating_sub(1).max(1).to_string().len()).unwrap_or(20);
+        let label_width = (digits + 1).min(inner.width / 3);
+        let avail = u64::from(inner.width.saturating_sub(label_width)).max(1);
+        let rows = u64::from(inner.height).max(1);
+        let round = |n: u64| if n >= 16 { n / 8 * 8 } else { n.max(1) };
+        let wide = round(avail / 2);
+        let (cell_width, cols) = if avail >= 8 && pages <= wide.saturating_mul(rows) {
+            (2, wide)
+        } else {
+            (1, round(avail))
+        };
+        Grid {
+            origin: Position::new(inner.x.saturating_add(label_width), inner.y),
+            label_width,
+            cell_width,
+            cols,
+            rows,
+        }
+    }
+
+    /// Pages per cell when the whole file fits on screen.
+    #[must_use]
+    pub fn fit_pages_per_cell(&self) -> u64 {
+        let g = self.grid();
+        self.pages()
+            .div_ceil(g.cols.saturating_mul(g.rows).max(1))
+            .max(1)
+    }
+
+    /// Pages per map cell now.
+    #[must_use]
+    pub fn pages_per_cell(&self) -> u64 {
+        let fit = self.fit_pages_per_cell();
+        self.zoom.map_or(fit, |z| z.clamp(1, fit))
+    }
+
+    /// Cells the whole file takes at the current zoom.
+    #[must_use]
+    pub fn cell_count(&self) -> u64 {
+        self.pages().div_ceil(self.pages_per_cell())
+    }
+
+    /// First map row on screen.
+    #[must_use]
+    pub fn scroll_row(&self) -> u64 {
+        self.scroll_row
+    }
+
+    /// Cell `index` of the map (counting from the file's start), or
+    /// `None` past the last page.
+    #[must_use]
+    pub fn cell(&self, index: u64) -> Option<Cell> {
+        self.cells(index, 1).pop()
+    }
+
+    /// Up to `count` cells from cell `first` on (fewer at the end of the
+    /// file), at the current zoom.
+    #[must_use]
+    pub fn cells(&self, first: u64, count: u64) -> Vec<Cell> {
+        let ppc = self.pages_per_cell();
+        let pages = self.pages();
+        let unit = self.unit();
+        let map_len = self.map_len();
+        let mut out = Vec::new();
+        for index in first..first.saturating_add(count) {
+            let Some(first_page) = index.checked_mul(ppc).filter(|p| *p < pages) else {
+                break;
+            };
+            let n = ppc.min(pages - first_page);
+            let start = first_page.saturating_mul(unit);
+            let end = start.saturating_add(n.saturating_mul(unit)).min(map_len);
+            let kind = self.kind_in(start, end);
+            let (residence, resident, os_pages) = self.residence_in(start, end);
+            out.push(Cell {
+                first: first_page,
+                pages: n,
+                kind,
+                residence,
+                resident,
+                os_pages,
+            });
+        }
+        out
+    }
+
+    fn kind_in(&self, start: u64, end: u64) -> Kind {
+        let mut bytes = [0u64; Kind::ALL.len()];
+        for r in self.layout().regions_in(start, end.saturating_sub(start)) {
+            if r.kind == Kind::Corrupt {
+                return Kind::Corrupt;
+            }
+            let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
+            if let Some(b) = bytes.get_mut(r.kind.index()) {
+                *b = b.saturating_add(overlap);
+            }
+        }
+        let mut best = Kind::Data;
+        let mut most = 0;
+        for k in Kind::ALL {
+            let b = bytes.get(k.index()).copied().unwrap_or(0);
+            if b > most {
+                most = b;
+                best = k;
+            }
+        }
+        best
+    }
+
+    /// Residency of file bytes `[start, end)`: how much, resident OS
+    /// pages, OS pages inside the current file.
+    #[must_use]
+    pub fn residence_in(&self, start: u64, end: u64) -> (Residence, u64, u64) {
+        let Some(r) = &self.data.residency else {
+            return (Residence::Unknown, 0, 0);
+        };
+        let ps = r.page_size.max(1);
+        let s = start.max(r.offset);
+        let e = end.min(r.offset.saturating_add(r.len));
+        if s >= e {
+            return (Residence::PastEof, 0, 0);
+        }
+        let os_pages = (e - 1 - r.offset) / ps - (s - r.offset) / ps + 1;
+        if !r.trust.is_known() {
+            return (Residence::Unknown, 0, os_pages);
+        }
+        let resident = r.resident_in(s, e - s);
+        let residence = if resident >= os_pages {
+            Residence::All
+        } else if resident == 0 {
+            Residence::None
+        } else if resident.saturating_mul(2) > os_pages {
+            Residence::Most
+        } else {
+            Residence::Some
+        };
+        (residence, resident, os_pages)
+    }
+
+    /// Where the cell holding `page` is drawn, when it is on screen.
+    #[must_use]
+    pub fn cell_position(&self, page: u64) -> Option<Position> {
+        let g = self.grid();
+        let cell = page / self.pages_per_cell();
+        let row = cell / g.cols.max(1);
+        let col = cell % g.cols.max(1);
+        if row < self.scroll_row || row >= self.scroll_row.saturating_add(g.rows) {
+            return None;
+        }
+        let x = u16::try_from(col.saturating_mul(u64::from(g.cell_width))).ok()?;
+        let y = u16::try_from(row - self.scroll_row).ok()?;
+        Some(Position::new(
+            g.origin.x.checked_add(x)?,
+            g.origin.y.checked_add(y)?,
+        ))
+    }
+
+    // ----- selection -----
+
+    /// Index of the region holding the selected page.
+    #[must_use]
+    pub fn selected_region_index(&self) -> Option<usize> {
+        self.layout()
+            .region_index_at(self.selected.saturating_mul(self.unit()))
+    }
+
+    /// The region holding the selected page.
+    #[must_use]
+    pub fn selected_region(&self) -> Option<&Region> {
+        self.selected_region_index()
+            .and_then(|i| self.layout().regions.get(i))
+    }
+
+    /// The page the detail pane decodes: the selected page, or the head
+    /// of its run when it is an overflow page.
+    #[must_use]
+    pub fn detail_page(&self) -> u64 {
+        match self.selected_region() {
+            Some(r) if r.kind == Kind::Overflow => r.head,
+            _ => self.selected,
+        }
+    }
+
+    /// The bucket owning the selected page's run.
+    #[must_use]
+    pub fn selected_group(&self) -> Option<&Group> {
+        let r = self.region_of_page(self.detail_page())?;
+        r.group.and_then(|g| self.layout().group(g))
+    }
+
+    fn region_of_page(&self, page: u64) -> Option<&Region> {
+        self.layout().region_at(page.saturating_mul(self.unit()))
+    }
+
+    fn select_page(&mut self, page: u64, origin: Origin) {
+        let last = self.pages().saturating_sub(1);
+        self.selected = page.min(last);
+        self.detail_scroll = 0;
+        self.ensure_map_visible();
+        if origin != Origin::Tree {
+            self.reveal_in_tree();
+        }
+    }
+
+    fn ensure_map_visible(&mut self) {
+        let g = self.grid();
+        let cols = g.cols.max(1);
+        let row = self.selected / self.pages_per_cell() / cols;
+        let total_rows = self.cell_count().div_ceil(cols);
+        if row < self.scroll_row {
+            self.scroll_row = row;
+        } else if row >= self.scroll_row.saturating_add(g.rows) {
+            self.scroll_row = row + 1 - g.rows;
+        }
+        self.scroll_row = self.scroll_row.min(total_rows.saturating_sub(g.rows));
+    }
+
+    fn move_cells(&mut self, delta: i64) {
+        let ppc = self.pages_per_cell();
+        let cells = self.cell_count();
+        if cells == 0 {
+            return;
+        }
+        let cur = self.selected / ppc;
+        let next = if delta < 0 {
+            cur.saturating_sub(delta.unsigned_abs())
+        } else {
+            cur.saturating_add(delta.unsigned_abs()).min(cells - 1)
+        };
+        self.select_page(next.saturating_mul(ppc), Origin::Map);
+    }
+
+    // ----- structure tree -----
+
+    fn tree_height(&self) -> usize {
+        let s = ui::screen(self, self.area());
+        usize::from(ui::inner(s.tree).height).max(1)
+    }
+
+    fn rebuild_rows(&mut self) {
+        let keep = self.rows.get(self.tree_cursor).copied();
+        let mut rows = Vec::new();
+        for (i, g) in self.layout().groups.iter().enumerate() {
+            let Ok(gi) = u32::try_from(i) else { break };
+            rows.push(TreeRow::Group(gi));
+            if self.expanded.contains(&g.path) {
+                rows.extend(self.runs_of(gi).iter().map(|&r| TreeRow::Run(r)));
+            }
+        }
+        self.rows = rows;
+        self.tree_cursor = keep
+            .and_then(|k| self.rows.iter().position(|r| *r == k))
+            .unwrap_or_else(|| self.tree_cursor.min(self.rows.len().saturating_sub(1)));
+        self.ensure_tree_visible();
+    }
+
+    fn ensure_tree_visible(&mut self) {
+        let h = self.tree_height();
+        if self.tree_cursor < self.tree_offset {
+            self.tree_offset = self.tree_cursor;
+        } else if self.tree_cursor >= self.tree_offset + h {
+            self.tree_offset = self.tree_cursor + 1 - h;
+        }
+        self.tree_offset = self.tree_offset.min(self.rows.len().saturating_sub(h));
+    }
+
+    /// The page a tree row stands for.
+    #[must_use]
+    pub fn row_page(&self, row: TreeRow) -> Option<u64> {
+        match row {
+            TreeRow::Group(g) => {
+                let g = self.layout().group(g)?;
+                if g.root != 0 { Some(g.root) } else { g.host }
+            }
+            TreeRow::Run(i) => self.layout().regions.get(i).map(|r| r.id),
+        }
+    }
+
+    fn set_tree_cursor(&mut self, cursor: usize) {
+        if self.rows.is_empty() {
+            return;
+        }
+        self.tree_cursor = cursor.min(self.rows.len() - 1);
+        self.ensure_tree_visible();
+        if let Some(page) = self
+            .rows
+            .get(self.tree_cursor)
+            .and_then(|r| self.row_page(*r))
+        {
+            self.select_page(page, Origin::Tree);
+        }
+    }
+
+    /// Move the tree cursor to the selected page's run (or its bucket
+    /// when the bucket is collapsed).
+    fn reveal_in_tree(&mut self) {
+        let Some(idx) = self.selected_region_index() else {
+            return;
+        };
+        let layout = self.layout();
+        let Some(mut region) = layout.regions.get(idx) else {
+            return;
+        };
+        let mut idx = idx;
+        if region.kind == Kind::Overflow
+            && let Some(h) = layout.region_index_at(region.head.saturating_mul(self.unit()))
+        {
+            idx = h;
+            region = match layout.regions.get(h) {
+                Some(r) => r,
+                None => return,
+            };
+        }
+        if !matches!(region.kind, Kind::Branch | Kind::Leaf) {
+            return;
+        }
+        let Some(g) = region.group else { return };
+        let found = self
+            .rows
+            .iter()
+            .position(|r| *r == TreeRow::Run(idx))
+            .or_else(|| self.rows.iter().position(|r| *r == TreeRow::Group(g)));
+        if let Some(c) = found {
+            self.tree_cursor = c;
+            self.ensure_tree_visible();
+        }
+    }
+
+    fn group_of_row(&self, row: TreeRow) -> Option<u32> {
+        match row {
+            TreeRow::Group(g) => Some(g),
+            TreeRow::Run(i) => self.layout().regions.get(i).and_then(|r| r.group),
+        }
+    }
+
+    fn set_expanded(&mut self, group: u32, on: bool) {
+        let Some(path) = self.layout().group(group).map(|g| g.path.clone()) else {
+            return;
+        };
+        if on {
+            self.expanded.insert(path);
+        } else {
+            self.expanded.remove(&path);
+        }
+        self.rebuild_rows();
+    }
+
+    // ----- detail -----
+
+    fn detail_height(&self) -> usize {
+        let s = ui::screen(self, self.area());
+        usize::from(ui::inner(s.detail).height).max(1)
+    }
+
+    /// Key and value widths for the detail pane.
+    #[must_use]
+    pub fn detail_widths(&self) -> Widths {
+        let s = ui::screen(self, self.area());
+        let w = usize::from(ui::inner(s.detail).width);
+        let key = (w.saturating_sub(6) * 2 / 5).max(8);
+        // Index (5) + key + " = " (3) + value + " (NNNN B)" (8).
+        Widths {
+            key,
+            value: w.saturating_sub(key + 16).max(8),
+        }
+    }
+
+    /// The detail pane's lines: where the selection is and what it holds,
+    /// then the decoded page.
+    #[must_use]
+    pub fn detail_lines(&self) -> Vec<Line> {
+        let mut out = self.selection_lines();
+        if !self.decodable() {
+            return out;
+        }
+        out.push(Line::default());
+        match self.details.get(&self.detail_page()) {
+            None => out.push(Line::of(Tone::Dim, "decoding…")),
+            Some(Err(e)) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
+            Some(Ok(d)) => out.extend(describe::page_lines(d, self.detail_widths())),
+        }
+        out
+    }
+
+    fn selection_lines(&self) -> Vec<Line> {
+        let mut out = Vec::new();
+        let page = self.selected;
+        let pages = self.pages();
+        if pages == 0 {
+            out.push(Line::of(Tone::Dim, "empty file"));
+            return out;
+        }
+        let ppc = self.pages_per_cell();
+        let unit = self.unit();
+        let cell_first = page / ppc * ppc;
+        let cell_last = (cell_first + ppc).min(pages) - 1;
+        let region = self.selected_region();
+        let kind = region.map_or(Kind::Data, |r| r.kind);
+        let head = Line::of(Tone::Head, format!("page {page}"))
+            .and(Tone::Dim, format!(" of {pages}"))
+            .and(Tone::Text, format!(" · {}", kind_phrase(kind)));
+        out.push(head);
+        if let Some(r) = region {
+            out.extend(self.region_lines(r));
+        }
+        let start = page.saturating_mul(unit);
+        let (res, resident, os) = self.residence_in(start, start.saturating_add(unit));
+        out.push(residence_line("page", res, resident, os));
+        if ppc > 1 {
+            let (res, resident, os) = self.residence_in(
+                cell_first.saturating_mul(unit),
+                (cell_last + 1).saturating_mul(unit),
+            );
+            out.push(residence_line(
+                &format!("cell {cell_first}–{cell_last}"),
+                res,
+                resident,
+                os,
+            ));
+        }
+        if kind == Kind::Corrupt {
+            let needle = format!("page {page}");
+            for p in self
+                .layout()
+                .problems
+                .iter()
+                .map(ToString::to_string)
+                .filter(|p| p.contains(&format!("{needle}:")) || p.contains(&format!("{needle} ")))
+                .take(3)
+            {
+                out.push(Line::of(Tone::Bad, p));
+            }
+        }
+        out
+    }
+
+    fn region_lines(&self, r: &Region) -> Vec<Line> {
+        let mut out = Vec::new();
+        let unit = self.unit().max(1);
+        let group = r.group.and_then(|g| self.layout().group(g));
+        match r.kind {
+            Kind::Branch | Kind::Leaf => {
+                let mut l = Line::of(Tone::Label, "bucket ")
+                    .and(Tone::Key, group_name(group))
+                    .and(Tone::Label, " · depth ")
+                    .and(Tone::Text, r.depth.to_string());
+                l = l
+                    .and(Tone::Label, " · items ")
+                    .and(Tone::Text, r.items.to_string())
+                    .and(Tone::Label, " · fill ")
+                    .and(Tone::Text, format!("{:.0}%", r.fill() * 100.0));
+                out.push(l);
+                let run_pages = r.run_len.div_ceil(unit);
+                if run_pages > 1 {
+                    out.push(
+                        Line::of(Tone::Label, "run ")
+                            .and(Tone::Text, format!("{}–{}", r.id, r.id + run_pages - 1))
+                            .and(Tone::Dim, format!(" ({run_pages} pages)")),
+                    );
+                }
+            }
+            Kind::Overflow => {
+                out.push(
+                    Line::of(Tone::Label, "continuation of the run headed by ")
+                        .and(Tone::Link, format!("page {}", r.head)),
+                );
+            }
+            Kind::Freelist => {
+                out.push(Line::of(Tone::Label, "ids listed ").and(Tone::Text, r.items.to_string()));
+            }
+            Kind::Free | Kind::Pending | Kind::Unreachable | Kind::Unused | Kind::Data => {
+                let first = r.offset / unit;
+                let last = r.end().div_ceil(unit).saturating_sub(1);
+                if last > first {
+                    out.push(
+                        Line::of(Tone::Label, "stretch ")
+                            .and(Tone::Text, format!("{first}–{last}"))
+                            .and(Tone::Dim, format!(" ({} pages)", last - first + 1)),
+                    );
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Pages whose decoding the screen needs and that are not cached: the
+    /// detail page and the tree's visible page runs.
+    #[must_use]
+    pub fn wanted_details(&self) -> Vec<u64> {
+        if !self.decodable() {
+            return Vec::new();
+        }
+        let mut want = vec![self.detail_page()];
+        let h = self.tree_height();
+        for row in self.rows.iter().skip(self.tree_offset).take(h) {
+            if let TreeRow::Run(i) = row
+                && let Some(r) = self.layout().regions.get(*i)
+            {
+                want.push(r.id);
+            }
+        }
+        want.retain(|p| !self.details.contains_key(p));
+        want.dedup();
+        want
+    }
+
+    /// Decode the pages the screen needs ([`App::wanted_details`]) and
+    /// keep them until the structure changes.
+    pub fn fetch_details(&mut self, target: &dyn Target) {
+        let want = self.wanted_details();
+        if want.is_empty() {
+            return;
+        }
+        if self.details.len() + want.len() > DETAIL_CACHE {
+            self.details.clear();
+        }
+        for p in want {
+            let d = target.page_detail(p);
+            self.details.insert(p, d);
+        }
+    }
+
+    // ----- updates -----
+
+    /// The terminal now has `width` columns and `height` rows.
+    pub fn resize(&mut self, width: u16, height: u16) {
+        self.size = (width, height);
+        self.ensure_map_visible();
+        self.ensure_tree_visible();
+        self.clamp_detail_scroll();
+    }
+
+    /// One interval passed: refresh from `target`.
+    pub fn tick(&mut self, target: &mut dyn Target) {
+        let r = target.refresh();
+        self.sync(target, r.new_snapshot);
+    }
+
+    /// Copy what `target` holds now; the structure too when
+    /// `new_snapshot`.
+    pub fn sync(&mut self, target: &dyn Target, new_snapshot: bool) {
+        if new_snapshot {
+            self.data.snapshot = target.snapshot().clone();
+        }
+        self.data.residency = target.residency().cloned();
+        self.data.problem = target.problem().map(str::to_owned);
+        self.data.rereading = target.rereading();
+        self.data.locked = target.is_locked();
+        if new_snapshot {
+            self.on_new_snapshot();
+        }
+        self.totals = stats::kind_totals(self.layout(), self.data.residency.as_ref());
+        let last = self.pages().saturating_sub(1);
+        if self.selected > last {
+            self.select_page(last, Origin::Other);
+        }
+    }
+
+    fn on_new_snapshot(&mut self) {
+        self.details.clear();
+        let mut runs: HashMap<u32, Vec<usize>> = HashMap::new();
+        for (i, r) in self.layout().regions.iter().enumerate() {
+            if let (Some(g), Kind::Branch | Kind::Leaf) = (r.group, r.kind) {
+                runs.entry(g).or_default().push(i);
+            }
+        }
+        let regions = &self.data.snapshot.layout.regions;
+        for list in runs.values_mut() {
+            list.sort_by_key(|&i| regions.get(i).map(|r| (r.depth, r.offset)));
+        }
+        self.runs = runs;
+        self.rebuild_rows();
+        let last = self.pages().saturating_sub(1);
+        self.selected = self.selected.min(last);
+        self.ensure_map_visible();
+        if self.focus != Focus::Tree {
+            self.reveal_in_tree();
+        }
+    }
+
+    /// Apply one user action; actions that change the file's residency
+    /// go through `target`.
+    pub fn update(&mut self, action: Action, target: &mut dyn Target) {
+        if let Action::Resize(w, h) = action {
+            self.resize(w, h);
+            return;
+        }
+        match self.overlay {
+            Overlay::ConfirmEvict => {
+                self.overlay = Overlay::None;
+                match action {
+                    Action::Yes => self.evict(target),
+                    Action::Quit => self.running = false,
+                    _ => self.message = Message::info("evict cancelled"),
+                }
+                return;
+            }
+            Overlay::Help => {
+                match action {
+                    Action::Quit => self.running = false,
+                    Action::Back | Action::Help => self.overlay = Overlay::None,
+                    _ => {}
+                }
+                return;
+            }
+            Overlay::None => {}
+        }
+        match action {
+            Action::Quit | Action::Back => self.running = false,
+            Action::FocusNext => {
+                self.focus = match self.focus {
+                    Focus::Map => Focus::Tree,
+                    Focus::Tree => Focus::Detail,
+                    Focus::Detail => Focus::Map,
+                };
+            }
+            Action::FocusPrev => {
+                self.focus = match self.focus {
+                    Focus::Map => Focus::Detail,
+                    Focus::Tree => Focus::Map,
+                    Focus::Detail => Focus::Tree,
+                };
+            }
+            Action::Up
+            | Action::Down
+            | Action::Left
+            | Action::Right
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Home
+            | Action::End
+            | Action::Enter => match self.focus {
+                Focus::Map => self.map_key(action),
+                Focus::Tree => self.tree_key(action),
+                Focus::Detail => self.detail_key(action),
+            },
+            Action::Touch => {
+                self.message = match target.touch() {
+                    Ok(n) => Message::info(format!(
+                        "touched {n} pages (whole file read into the cache)"
+                    )),
+                    Err(e) => Message::error(format!("touch failed: {e}")),
+                };
+                self.sync(target, false);
+            }
+            Action::Evict => self.overlay = Overlay::ConfirmEvict,
+            Action::Lock => {
+                self.message = match target.toggle_lock() {
+                    Ok(true) => Message::info(format!(
+                        "locked {} pages in memory (mlock); L again to unlock",
+                        target.residency().map_or(0, |r| r.total_pages)
+                    )),
+                    Ok(false) => Message::info("unlocked (pages stay cached until evicted)"),
+                    Err(e) => Message::error(format!("lock failed: {e}")),
+                };
+                self.sync(target, false);
+            }
+            Action::Refresh => {
+                let r = target.refresh();
+                self.sync(target, r.new_snapshot);
+                self.message = Message::info(if r.reread_started {
+                    "refreshed; file changed, re-reading its structure"
+                } else {
+                    "refreshed"
+                });
+            }
+            Action::ZoomIn => {
+                let p = self.pages_per_cell();
+                if p > 1 {
+                    self.zoom = Some((p / 2).max(1));
+                }
+                self.after_zoom();
+            }
+            Action::ZoomOut => {
+                let p = self.pages_per_cell().saturating_mul(2);
+                self.zoom = (p < self.fit_pages_per_cell()).then_some(p);
+                self.after_zoom();
+            }
+            Action::Help => self.overlay = Overlay::Help,
+            Action::Yes | Action::No | Action::Resize(..) => {}
+        }
+    }
+
+    fn after_zoom(&mut self) {
+        let ppc = self.pages_per_cell();
+        self.message = Message::info(if ppc == 1 {
+            "zoom: 1 page per cell".to_string()
+        } else {
+            format!("zoom: {ppc} pages per cell")
+        });
+        // Centre the selection after a zoom.
+        let g = self.grid();
+        let row = self.selected / ppc / g.cols.max(1);
+        self.scroll_row = row.saturating_sub(g.rows / 2);
+        self.ensure_map_visible();
+    }
+
+    fn evict(&mut self, target: &mut dyn Target) {
+        let was_locked = self.data.locked;
+        self.message = match target.evict() {
+            Ok(()) if was_locked => Message::info("evicted (lock released first)"),
+            Ok(()) => Message::info("evicted the file from the page cache"),
+            Err(e) => Message::error(format!("evict failed: {e}")),
+        };
+        self.sync(target, false);
+    }
+
+    fn map_key(&mut self, action: Action) {
+        let g = self.grid();
+        let cols = i64::try_from(g.cols).unwrap_or(i64::MAX);
+        let screen = cols.saturating_mul(i64::try_from(g.rows).unwrap_or(1));
+        match action {
+            Action::Up => self.move_cells(-cols),
+            Action::Down => self.move_cells(cols),
+            Action::Left => self.move_cells(-1),
+            Action::Right => self.move_cells(1),
+            Action::PageUp => self.move_cells(-screen),
+            Action::PageDown => self.move_cells(screen),
+            Action::Home => self.select_page(0, Origin::Map),
+            Action::End => self.select_page(u64::MAX, Origin::Map),
+            Action::Enter => {
+                let group = self.region_of_page(self.detail_page()).and_then(|r| {
+                    matches!(r.kind, Kind::Branch | Kind::Leaf).then_some(r.group)?
+                });
+                if let Some(g) = group {
+                    self.set_expanded(g, true);
+                    self.reveal_in_tree();
+                    self.focus = Focus::Tree;
+                } else {
+                    self.message = Message::info("this page belongs to no bucket tree");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn tree_key(&mut self, action: Action) {
+        let h = self.tree_height();
+        let cur = self.tree_cursor;
+        let row = self.rows.get(cur).copied();
+        match action {
+            Action::Up => self.set_tree_cursor(cur.saturating_sub(1)),
+            Action::Down => self.set_tree_cursor(cur.saturating_add(1)),
+            Action::PageUp => self.set_tree_cursor(cur.saturating_sub(h)),
+            Action::PageDown => self.set_tree_cursor(cur.saturating_add(h)),
+            Action::Home => self.set_tree_cursor(0),
+            Action::End => self.set_tree_cursor(usize::MAX),
+            Action::Enter => match row {
+                Some(TreeRow::Group(g)) => {
+                    let on = !self.is_expanded(g);
+                    self.set_expanded(g, on);
+                }
+                Some(TreeRow::Run(_)) => self.focus = Focus::Map,
+                None => {}
+            },
+            Action::Right => {
+                if let Some(TreeRow::Group(g)) = row {
+                    self.set_expanded(g, true);
+                }
+            }
+            Action::Left => match row {
+                Some(TreeRow::Group(g)) if self.is_expanded(g) => self.set_expanded(g, false),
+                Some(r @ TreeRow::Run(_)) => {
+                    if let Some(g) = self.group_of_row(r)
+                        && let Some(c) = self.rows.iter().position(|x| *x == TreeRow::Group(g))
+                    {
+                        self.set_tree_cursor(c);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn clamp_detail_scroll(&mut self) {
+        let max = self
+            .detail_lines()
+            .len()
+            .saturating_sub(self.detail_height());
+        self.detail_scroll = self.detail_scroll.min(max);
+    }
+
+    fn detail_key(&mut self, action: Action) {
+        let h = self.detail_height();
+        match action {
+            Action::Up => self.detail_scroll = self.detail_scroll.saturating_sub(1),
+            Action::Down => self.detail_scroll = self.detail_scroll.saturating_add(1),
+            Action::PageUp => self.detail_scroll = self.detail_scroll.saturating_sub(h),
+            Action::PageDown => self.detail_scroll = self.detail_scroll.saturating_add(h),
+            Action::Home => self.detail_scroll = 0,
+            Action::End => self.detail_scroll = usize::MAX,
+            Action::Left | Action::Right => {
+                let Some(i) = self.selected_region_index() else {
+                    return;
+                };
+                let regions = &self.layout().regions;
+                let mut j = i;
+                let next = loop {
+                    j = if action == Action::Right {
+                        j + 1
+                    } else if j == 0 {
+                        break None;
+                    } else {
+                        j - 1
+                    };
+                    match regions.get(j) {
+                        Some(r) if r.kind == Kind::Overflow => {}
+                        Some(r) => break Some(r.offset / self.unit().max(1)),
+                        None => break None,
+                    }
+                };
+                if let Some(p) = next {
+                    self.select_page(p, Origin::Other);
+                }
+            }
+            _ => {}
+        }
+        self.clamp_detail_scroll();
+    }
+}
+
+/// A bucket's name as listed: the root bucket as `(root)`.
+#[must_use]
+pub fn group_name(group: Option<&Group>) -> String {
+    match group {
+        Some(g) if g.parent.is_none() => "(root)".into(),
+        Some(g) => g.path.clone(),
+        None => "-".into(),
+    }
+}
+
+/// What a kind of page is, in a few words.
+#[must_use]
+pub fn kind_phrase(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Meta => "meta page",
+        Kind::Freelist => "freelist page",
+        Kind::Branch => "branch page",
+        Kind::Leaf => "leaf page",
+        Kind::Overflow => "overflow page",
+        Kind::Free => "free (in the freelist)",
+        Kind::Pending => "pending (freed, still visible to the previous txn)",
+        Kind::Unreachable => "unreachable (neither in a tree nor free: leaked)",
+        Kind::Unused => "unused (past the high-water mark)",
+        Kind::Corrupt => "CORRUPT",
+        _ => "data (structure not known)",
+    }
+}
+
+fn residence_line(what: &str, res: Residence, resident: u64, os: u64) -> Line {
+    let l = Line::of(Tone::Label, format!("{what} in cache: "));
+    match res {
+        Residence::Unknown => l.and(Tone::Bad, "unknown"),
+        Residence::PastEof => l.and(Tone::Bad, "past the end of the file"),
+        _ => l
+            .and(
+                Tone::Text,
+                match res {
+                    Residence::All => "yes",
+                    Residence::None => "no",
+                    _ => "partly",
+                },
+            )
+            .and(Tone::Dim, format!(" ({resident}/{os} OS pages)")),
+    }
+}

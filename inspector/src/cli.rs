@@ -1,0 +1,605 @@
+//! The non-interactive subcommands: `residency`, `pages`, `page`, `check`
+//! and `layout`, each as text or JSON.
+//!
+//! They read the file the way the live view does: structure through
+//! `O_DIRECT` ([`QuietSource`], [`read_snapshot`]), residency through
+//! `mincore(2)`; no lock is taken and nothing is written, so running them
+//! neither changes which pages are cached nor blocks a writer.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
+use mapwise_core::PageSource;
+use mapwise_core::bolt::{Body, BoltFile, Element, PageDetail, WalkOptions, page_detail, walk};
+use mapwise_core::detect::{detect, is_foreign_endian_bolt};
+use mapwise_core::layout::Format;
+use mapwise_native::io::QuietSource;
+use mapwise_native::report::{self, KindTotal};
+use mapwise_native::residency::{self, CacheStat, Residency, Trust};
+use mapwise_native::watch::read_snapshot;
+use serde::Serialize;
+
+use crate::app::{DETAIL_LIMIT, group_name};
+use crate::describe::{Widths, page_lines};
+use crate::stats::{self, human_size, percent};
+
+/// What a subcommand prints and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Text for standard output (ends with a newline when not empty).
+    pub text: String,
+    /// Exit status: 0 fine, 1 problems found.
+    pub code: u8,
+}
+
+impl Output {
+    fn ok(text: String) -> Output {
+        Output { text, code: 0 }
+    }
+}
+
+fn json<T: Serialize>(value: &T) -> Result<String> {
+    let mut s = serde_json::to_string_pretty(value)?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// `cachestat(2)` counts, as printed in JSON.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CacheStatReport {
+    /// Pages in the page cache.
+    pub cache: u64,
+    /// Dirty pages.
+    pub dirty: u64,
+    /// Pages under writeback.
+    pub writeback: u64,
+    /// Pages evicted by reclaim.
+    pub evicted: u64,
+    /// Evicted pages that were part of the working set.
+    pub recently_evicted: u64,
+}
+
+impl From<CacheStat> for CacheStatReport {
+    fn from(c: CacheStat) -> Self {
+        CacheStatReport {
+            cache: c.cache,
+            dirty: c.dirty,
+            writeback: c.writeback,
+            evicted: c.evicted,
+            recently_evicted: c.recently_evicted,
+        }
+    }
+}
+
+/// `inspector residency --json`: vmtouch's totals plus per-kind bytes.
+/// Field names are stable; fields may be added, never renamed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ResidencyReport {
+    /// The path as given.
+    pub file: String,
+    /// File size in bytes when sampled.
+    pub size: u64,
+    /// Detected format (`bolt`, `unknown`, ...).
+    pub format: &'static str,
+    /// OS page size in bytes (the unit of the page counts).
+    pub page_size: u64,
+    /// OS pages of the file (`ceil(size / page_size)`).
+    pub total_pages: u64,
+    /// Resident OS pages; `null` when the trust is unknown.
+    pub resident_pages: Option<u64>,
+    /// `resident_pages * page_size`; `null` when the trust is unknown.
+    pub resident_bytes: Option<u64>,
+    /// `100 * resident_pages / total_pages`; `null` when unknown.
+    pub percent: Option<f64>,
+    /// `known` or `unknown`.
+    pub trust: &'static str,
+    /// Why the trust is unknown.
+    pub trust_reason: Option<String>,
+    /// `cachestat(2)` counts for the file, when the kernel answered.
+    pub cachestat: Option<CacheStatReport>,
+    /// Per page kind (bbolt files only; empty when the format is unknown
+    /// or the structure unreadable).
+    pub kinds: Vec<KindTotal>,
+    /// Why the structure could not be read, when it could not.
+    pub structure_error: Option<String>,
+}
+
+/// `inspector residency FILE`.
+///
+/// # Errors
+/// When the file cannot be opened or sampled.
+pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
+    let opts = WalkOptions {
+        check_keys: false,
+        previous_snapshot: true,
+    };
+    let snap =
+        read_snapshot(path, opts).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let res = residency::sample(&file)
+        .map_err(|e| anyhow!("{}: cannot sample residency: {e}", path.display()))?;
+    let kinds = if snap.format == Format::Bolt && snap.error.is_none() {
+        stats::kind_totals(&snap.layout, Some(&res))
+    } else {
+        Vec::new()
+    };
+    let known = res.known_resident_pages();
+    let rep = ResidencyReport {
+        file: path.display().to_string(),
+        size: res.offset.saturating_add(res.len),
+        format: snap.format.name(),
+        page_size: res.page_size,
+        total_pages: res.total_pages,
+        resident_pages: known,
+        resident_bytes: known.map(|n| n.saturating_mul(res.page_size)),
+        percent: known.map(|n| percent(n, res.total_pages)),
+        trust: if res.trust.is_known() {
+            "known"
+        } else {
+            "unknown"
+        },
+        trust_reason: match res.trust {
+            Trust::Known => None,
+            Trust::Unknown(r) => Some(r.to_string()),
+        },
+        cachestat: res.cachestat.map(Into::into),
+        kinds,
+        structure_error: snap.error.clone(),
+    };
+    if as_json {
+        return Ok(Output::ok(json(&rep)?));
+    }
+    Ok(Output::ok(residency_text(
+        &rep,
+        &res,
+        snap.layout.page_size,
+    )))
+}
+
+fn residency_text(rep: &ResidencyReport, res: &Residency, format_page: u32) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "           File: {}", rep.file);
+    let _ = writeln!(
+        s,
+        "           Size: {} ({})",
+        rep.size,
+        human_size(rep.size)
+    );
+    if format_page > 0 {
+        let _ = writeln!(
+            s,
+            "         Format: {}, page size {format_page}",
+            rep.format
+        );
+    } else {
+        let _ = writeln!(s, "         Format: {}", rep.format);
+    }
+    match stats::vmtouch_line(res) {
+        Some(line) => {
+            let _ = writeln!(s, "  {line}");
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "  Resident Pages: unknown/{}  (the kernel does not say; see Trust)",
+                rep.total_pages
+            );
+        }
+    }
+    let _ = writeln!(s, "          Trust: {}", res.trust);
+    if let Some(c) = &rep.cachestat {
+        let _ = writeln!(
+            s,
+            "      Cachestat: cache {}, dirty {}, writeback {}, evicted {}, recently evicted {}",
+            c.cache, c.dirty, c.writeback, c.evicted, c.recently_evicted
+        );
+    }
+    if let Some(e) = &rep.structure_error {
+        let _ = writeln!(s, "      Structure: unreadable: {e}");
+    }
+    if !rep.kinds.is_empty() {
+        s.push('\n');
+        s.push_str(&kinds_table(&rep.kinds));
+    }
+    s
+}
+
+fn kinds_table(kinds: &[KindTotal]) -> String {
+    let mut s =
+        String::from("KIND                  BYTES      PAGES    RESIDENT BYTES  RESIDENT\n");
+    for k in kinds {
+        let (rb, pct) = match k.resident_bytes {
+            Some(b) => (b.to_string(), format!("{:.1}%", percent(b, k.bytes))),
+            None => ("?".into(), "?".into()),
+        };
+        let _ = writeln!(
+            s,
+            "{:<12} {:>14} {:>10} {:>17} {:>9}",
+            k.kind, k.bytes, k.pages, rb, pct
+        );
+    }
+    s
+}
+
+fn open_source(path: &Path) -> Result<QuietSource> {
+    let src = QuietSource::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    if src.is_empty() {
+        bail!("{}: empty file, not a bbolt file", path.display());
+    }
+    match detect(&src) {
+        Format::Bolt if is_foreign_endian_bolt(&src) => bail!(
+            "{}: bbolt file written on a big-endian host: not readable on this machine",
+            path.display()
+        ),
+        Format::Bolt => Ok(src),
+        other => bail!(
+            "{}: not a bbolt file (detected format: {})",
+            path.display(),
+            other.name()
+        ),
+    }
+}
+
+fn open_bolt<'s>(path: &Path, src: &'s QuietSource) -> Result<BoltFile<'s, QuietSource>> {
+    BoltFile::open(src).map_err(|e| anyhow!("{}: cannot open as bbolt: {e}", path.display()))
+}
+
+/// `inspector pages FILE`: the `bbolt pages` table.
+///
+/// # Errors
+/// When the file is not a readable bbolt file.
+pub fn pages(path: &Path, as_json: bool) -> Result<Output> {
+    let src = open_source(path)?;
+    let file = open_bolt(path, &src)?;
+    let walked = walk(&file, WalkOptions::default());
+    let rows = report::page_rows(&file, &walked);
+    if as_json {
+        Ok(Output::ok(json(&rows)?))
+    } else {
+        Ok(Output::ok(report::pages_text(&rows)))
+    }
+}
+
+/// One element of a decoded page, in JSON.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ElementReport {
+    /// `branch`, `leaf`, `bucket` or `bad`.
+    pub kind: &'static str,
+    /// Key length in bytes.
+    pub key_len: Option<usize>,
+    /// Key (first bytes, at most 64) as hex.
+    pub key_hex: Option<String>,
+    /// Value length (leaf and bucket entries).
+    pub value_len: Option<usize>,
+    /// Value (first bytes, at most 64) as hex.
+    pub value_hex: Option<String>,
+    /// Child page (branch elements).
+    pub child: Option<u64>,
+    /// Bucket root page (bucket entries; 0 = inline).
+    pub bucket_root: Option<u64>,
+    /// Bucket sequence (bucket entries).
+    pub bucket_sequence: Option<u64>,
+    /// Leaf flags.
+    pub flags: Option<u32>,
+    /// Why the element cannot be read (`bad`).
+    pub error: Option<String>,
+}
+
+/// A decoded page, in JSON.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PageReport {
+    /// The page id asked for.
+    pub id: u64,
+    /// Why it could not be decoded (then the other fields are empty).
+    pub error: Option<String>,
+    /// Type name (`leaf`, `branch`, `meta`, `freelist`, `unknown<XX>`).
+    #[serde(rename = "type")]
+    pub page_type: Option<String>,
+    /// Header `id`.
+    pub header_id: Option<u64>,
+    /// Header `flags`.
+    pub flags: Option<u16>,
+    /// Header `count`.
+    pub count: Option<u16>,
+    /// Header `overflow`.
+    pub overflow: Option<u32>,
+    /// Byte offset.
+    pub offset: Option<u64>,
+    /// For pages 0 and 1: the meta page.
+    pub meta: Option<report::MetaReport>,
+    /// Branch/leaf elements.
+    pub elements: Vec<ElementReport>,
+    /// Freelist ids listed (at most 65535).
+    pub freelist_ids: Option<Vec<u64>>,
+    /// Freelist ids in total.
+    pub freelist_total: Option<usize>,
+    /// The lines `inspector page` prints for it.
+    pub text: Vec<String>,
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        let _ = write!(s, "{x:02x}");
+    }
+    s
+}
+
+fn element_report(e: &Element) -> ElementReport {
+    let empty = ElementReport {
+        kind: "bad",
+        key_len: None,
+        key_hex: None,
+        value_len: None,
+        value_hex: None,
+        child: None,
+        bucket_root: None,
+        bucket_sequence: None,
+        flags: None,
+        error: None,
+    };
+    match e {
+        Element::Branch { key, child } => ElementReport {
+            kind: "branch",
+            key_len: Some(key.len),
+            key_hex: Some(hex(&key.prefix)),
+            child: Some(*child),
+            ..empty
+        },
+        Element::Leaf {
+            flags,
+            key,
+            value,
+            bucket,
+        } => ElementReport {
+            kind: if bucket.is_some() { "bucket" } else { "leaf" },
+            key_len: Some(key.len),
+            key_hex: Some(hex(&key.prefix)),
+            value_len: Some(value.len),
+            value_hex: Some(hex(&value.prefix)),
+            bucket_root: bucket.map(|b| b.root),
+            bucket_sequence: bucket.map(|b| b.sequence),
+            flags: Some(*flags),
+            ..empty
+        },
+        Element::Bad(err) => ElementReport {
+            error: Some(err.to_string()),
+            ..empty
+        },
+    }
+}
+
+fn page_report(id: u64, d: &Result<PageDetail, String>) -> PageReport {
+    let mut rep = PageReport {
+        id,
+        error: None,
+        page_type: None,
+        header_id: None,
+        flags: None,
+        count: None,
+        overflow: None,
+        offset: None,
+        meta: None,
+        elements: Vec::new(),
+        freelist_ids: None,
+        freelist_total: None,
+        text: Vec::new(),
+    };
+    let d = match d {
+        Ok(d) => d,
+        Err(e) => {
+            rep.error = Some(e.clone());
+            rep.text = vec![format!("page {id}: cannot decode: {e}")];
+            return rep;
+        }
+    };
+    rep.page_type = Some(d.page_type.name());
+    rep.header_id = Some(d.header.id);
+    rep.flags = Some(d.header.flags);
+    rep.count = Some(d.header.count);
+    rep.overflow = Some(d.header.overflow);
+    rep.offset = Some(d.offset);
+    match &d.body {
+        Body::Meta(m) => {
+            let index = u8::try_from(id).unwrap_or(0);
+            rep.meta = Some(match m {
+                Ok(m) => report::MetaReport {
+                    index,
+                    valid: true,
+                    fault: None,
+                    header_id: Some(m.header_id),
+                    page_size: Some(m.page_size),
+                    flags: Some(m.flags),
+                    root: Some(m.root),
+                    root_sequence: Some(m.root_sequence),
+                    freelist: m.has_freelist().then_some(m.freelist),
+                    freelist_stored: Some(m.has_freelist()),
+                    hwm: Some(m.hwm),
+                    txid: Some(m.txid),
+                    checksum: Some(format!("{:016x}", m.checksum)),
+                },
+                Err(f) => report::MetaReport {
+                    index,
+                    valid: false,
+                    fault: Some(f.to_string()),
+                    header_id: None,
+                    page_size: None,
+                    flags: None,
+                    root: None,
+                    root_sequence: None,
+                    freelist: None,
+                    freelist_stored: None,
+                    hwm: None,
+                    txid: None,
+                    checksum: None,
+                },
+            });
+        }
+        Body::Elements(els) => rep.elements = els.iter().map(element_report).collect(),
+        Body::Freelist { ids, total } => {
+            rep.freelist_ids = Some(ids.clone());
+            rep.freelist_total = Some(*total);
+        }
+        Body::Other => {}
+    }
+    rep.text = page_lines(d, Widths::FULL)
+        .iter()
+        .map(crate::describe::Line::text)
+        .collect();
+    rep
+}
+
+/// `inspector page FILE ID…`: pages decoded as the detail pane shows
+/// them. Exit status 1 when a page cannot be decoded.
+///
+/// # Errors
+/// When the file is not a readable bbolt file.
+pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
+    let src = open_source(path)?;
+    let file = open_bolt(path, &src)?;
+    let reports: Vec<PageReport> = ids
+        .iter()
+        .map(|&id| {
+            page_report(
+                id,
+                &page_detail(&file, id, DETAIL_LIMIT).map_err(|e| e.to_string()),
+            )
+        })
+        .collect();
+    let code = u8::from(reports.iter().any(|r| r.error.is_some()));
+    let text = if as_json {
+        json(&reports)?
+    } else {
+        let mut s = String::new();
+        for (i, r) in reports.iter().enumerate() {
+            if i > 0 {
+                s.push('\n');
+            }
+            for l in &r.text {
+                s.push_str(l);
+                s.push('\n');
+            }
+        }
+        s
+    };
+    Ok(Output { text, code })
+}
+
+/// `inspector check FILE`: one line per problem and exit status 1, or
+/// `OK` and 0. A file that cannot be read as bbolt at all is one problem.
+///
+/// # Errors
+/// When the file cannot be opened.
+pub fn check(path: &Path, as_json: bool) -> Result<Output> {
+    let snap = read_snapshot(path, WalkOptions::default())
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let rep = if let Some(e) = &snap.error {
+        report::CheckReport {
+            ok: false,
+            problems: vec![format!("{}: {e}", path.display())],
+            more: 0,
+        }
+    } else if snap.format != Format::Bolt {
+        report::CheckReport {
+            ok: false,
+            problems: vec![format!(
+                "{}: not a bbolt file (detected format: {})",
+                path.display(),
+                snap.format.name()
+            )],
+            more: 0,
+        }
+    } else {
+        report::check_report(&snap.layout)
+    };
+    let code = u8::from(!rep.ok);
+    if as_json {
+        return Ok(Output {
+            text: json(&rep)?,
+            code,
+        });
+    }
+    let mut s = String::new();
+    for p in &rep.problems {
+        let _ = writeln!(s, "{p}");
+    }
+    if rep.more > 0 {
+        let _ = writeln!(s, "... and {} more", rep.more);
+    }
+    if rep.ok {
+        s.push_str("OK\n");
+    }
+    Ok(Output { text: s, code })
+}
+
+/// `inspector layout FILE`: kinds and buckets (text), or the whole layout
+/// report (JSON), with resident bytes per kind.
+///
+/// # Errors
+/// When the file is not a readable bbolt file.
+pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
+    let src = open_source(path)?;
+    let file = open_bolt(path, &src)?;
+    let walked = walk(&file, WalkOptions::default());
+    let res = residency::sample(src.file()).ok();
+    let mut rep = report::layout_report(&file, &walked, res.as_ref());
+    rep.kinds = stats::kind_totals(&walked.layout, res.as_ref());
+    if as_json {
+        return Ok(Output::ok(json(&rep)?));
+    }
+    let mut s = String::new();
+    let meta = file.meta();
+    let _ = writeln!(
+        s,
+        "format {} · {} bytes ({}) · page size {} · meta {} (txid {}) · hwm {}",
+        rep.format,
+        rep.file_size,
+        human_size(rep.file_size),
+        rep.page_size,
+        rep.current_meta,
+        meta.txid,
+        meta.hwm
+    );
+    let _ = writeln!(s, "{}", crate::ui::freelist_text(&rep.freelist));
+    s.push('\n');
+    s.push_str(&kinds_table(&rep.kinds));
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "{:<32} {:>8} {:>10} {:>6} {:>7} {:>6}",
+        "BUCKET", "ROOT", "KEYS", "SUB", "PAGES", "HEIGHT"
+    );
+    let _ = writeln!(
+        s,
+        "{:<32} {:>8} {:>10} {:>6} {:>7} {:>6}",
+        group_name(walked.layout.groups.first()),
+        walked.layout.groups.first().map_or(0, |g| g.root),
+        walked.layout.groups.first().map_or(0, |g| g.keys),
+        walked.layout.groups.first().map_or(0, |g| g.buckets),
+        walked.layout.groups.first().map_or(0, |g| g.pages),
+        walked.layout.groups.first().map_or(0, |g| g.height),
+    );
+    for b in &rep.buckets {
+        let root = if b.inline {
+            "inline".to_string()
+        } else {
+            b.root.to_string()
+        };
+        let name = format!("{}{}", "  ".repeat(usize::from(b.level)), b.path);
+        let _ = writeln!(
+            s,
+            "{:<32} {:>8} {:>10} {:>6} {:>7} {:>6}",
+            name, root, b.keys, b.buckets, b.pages, b.height
+        );
+    }
+    let n = walked.layout.problem_count();
+    if n > 0 {
+        let _ = writeln!(s, "\n{n} problem(s) found; `inspector check` lists them");
+    }
+    Ok(Output {
+        text: s,
+        code: u8::from(n > 0),
+    })
+}

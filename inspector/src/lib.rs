@@ -1,0 +1,32 @@
+//! `inspector`: which pages of a bbolt file sit in the Linux page cache,
+//! live, overlaid on the file's B+tree structure.
+//!
+//! The binary (`src/main.rs`) parses the command line, sets the terminal
+//! up and runs the loop; this library holds everything that can be tested
+//! without a terminal:
+//!
+//! * [`app`] — all state ([`app::App`]), updated by [`event::Action`]s;
+//!   file I/O only through a [`app::Target`] (the live
+//!   [`mapwise_native::watch::Watch`], or fixed data in tests).
+//! * [`event`] — terminal events to actions, pure.
+//! * [`ui`] — drawing from `&App`, one module per screen region.
+//! * [`describe`] — a decoded page as lines of text (detail pane and
+//!   `inspector page`).
+//! * [`stats`] — residency arithmetic and number formatting.
+//! * [`cli`] — the non-interactive subcommands (`residency`, `pages`,
+//!   `page`, `check`, `layout`).
+//! * [`demo`] — the bundled bbolt file opened when no file is given.
+//!
+//! **Invariant: the inspector never writes the file it shows and never
+//! changes its residency except when asked (touch, evict, lock).**
+//! Structure is read with `O_DIRECT` and residency with `mincore(2)`,
+//! both in `mapwise-native`.
+#![forbid(unsafe_code)]
+
+pub mod app;
+pub mod cli;
+pub mod demo;
+pub mod describe;
+pub mod event;
+pub mod stats;
+pub mod ui;

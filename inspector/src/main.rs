@@ -1,0 +1,158 @@
+//! `inspector`: live page-cache residency of a bbolt file, overlaid on
+//! its B+tree structure.
+//!
+//! `inspector open [FILE]` runs the terminal UI; `residency`, `pages`,
+//! `page`, `check` and `layout` print reports (text, or JSON with
+//! `--json`). This file holds the command line, the terminal's setup and
+//! teardown, and the event loop; everything else is in the library.
+#![forbid(unsafe_code)]
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use mapwise_core::bolt::WalkOptions;
+use mapwise_inspector::app::{App, Data};
+use mapwise_inspector::{cli, demo, event, ui};
+use mapwise_native::watch::Watch;
+use ratatui::DefaultTerminal;
+
+/// Which pages of a bbolt file are in the page cache, on its B+tree.
+#[derive(Debug, Parser)]
+#[command(name = "inspector", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Watch a file live in the terminal (default: a bundled etcd file).
+    Open {
+        /// The bbolt file; without it, a bundled etcd database.
+        file: Option<PathBuf>,
+        /// Milliseconds between residency samples.
+        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+        interval: u64,
+    },
+    /// Resident pages of any file (vmtouch's numbers) and, for bbolt
+    /// files, resident bytes per page kind.
+    Residency(FileArgs),
+    /// The page table, as `bbolt pages` prints it.
+    Pages(FileArgs),
+    /// Decode pages, as the detail pane shows them.
+    Page {
+        /// The bbolt file.
+        file: PathBuf,
+        /// Page ids.
+        #[arg(required = true)]
+        ids: Vec<u64>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the structure: one line per problem (exit 1), or `OK`.
+    Check(FileArgs),
+    /// Page kinds and buckets (text), or the whole layout (JSON).
+    Layout(FileArgs),
+}
+
+#[derive(Debug, Args)]
+struct FileArgs {
+    /// The file.
+    file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Cli::parse();
+    let result = match args.command {
+        Command::Open { file, interval } => open(file, Duration::from_millis(interval)),
+        Command::Residency(a) => print(cli::residency(&a.file, a.json)),
+        Command::Pages(a) => print(cli::pages(&a.file, a.json)),
+        Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
+        Command::Check(a) => print(cli::check(&a.file, a.json)),
+        Command::Layout(a) => print(cli::layout(&a.file, a.json)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("inspector: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Print a report; a closed pipe (`| head`) is not an error.
+fn print(out: Result<cli::Output>) -> Result<ExitCode> {
+    let out = out?;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(out.text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    Ok(ExitCode::from(out.code))
+}
+
+fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
+    let (path, label) = match file {
+        Some(p) => {
+            let label = p.display().to_string();
+            (p, label)
+        }
+        None => demo::demo_file().context("cannot write the bundled demo file")?,
+    };
+    let mut watch = Watch::open(&path, WalkOptions::default())
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let mut app = App::new(label, Data::from_target(&watch), interval);
+    // Installs a panic hook that restores the terminal before the panic
+    // message is printed.
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            // Undo whatever part of the setup succeeded.
+            ratatui::restore();
+            return Err(anyhow::Error::new(e).context("cannot set up the terminal"));
+        }
+    };
+    let result = run(&mut terminal, &mut app, &mut watch);
+    ratatui::restore();
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+/// The loop: draw, wait for a key until the next tick, refresh on ticks.
+fn run(terminal: &mut DefaultTerminal, app: &mut App, watch: &mut Watch) -> Result<()> {
+    let size = terminal.size()?;
+    app.resize(size.width, size.height);
+    let mut next_tick = Instant::now() + app.interval();
+    while app.running() {
+        app.fetch_details(watch);
+        terminal.draw(|frame| ui::draw(frame, app))?;
+        let timeout = next_tick.saturating_duration_since(Instant::now());
+        if crossterm::event::poll(timeout)? {
+            let ev = crossterm::event::read()?;
+            if let Some(action) = event::from_event(&ev) {
+                app.update(action, watch);
+            }
+        }
+        if Instant::now() >= next_tick {
+            app.tick(watch);
+            // While a re-read runs, look for its result more often.
+            let step = if app.data().rereading {
+                app.interval().min(Duration::from_millis(100))
+            } else {
+                app.interval()
+            };
+            next_tick = Instant::now() + step;
+        }
+    }
+    Ok(())
+}

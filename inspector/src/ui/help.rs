@@ -1,0 +1,116 @@
+//! Overlays: the help (every key) and the evict question.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
+
+use crate::app::{App, Overlay, Residence};
+use crate::event::BINDINGS;
+
+use super::{glyph, selected_glyph, tail};
+
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let [v] = Layout::vertical([Constraint::Length(height.min(area.height))])
+        .flex(Flex::Center)
+        .areas(area);
+    let [h] = Layout::horizontal([Constraint::Length(width.min(area.width))])
+        .flex(Flex::Center)
+        .areas(v);
+    h
+}
+
+/// Draw the overlay the app shows, if any.
+pub fn render_overlay(frame: &mut Frame, area: Rect, app: &App) {
+    match app.overlay() {
+        Overlay::None => {}
+        Overlay::Help => render_help(frame, area),
+        Overlay::ConfirmEvict => render_confirm(frame, area, app),
+    }
+}
+
+/// The help lines: every key, then the map's glyphs.
+#[must_use]
+pub fn help_lines() -> Vec<Line<'static>> {
+    let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+    let dim = Style::new().fg(Color::DarkGray);
+    let mut lines: Vec<Line> = BINDINGS
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!("{k:<14}"), key),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    lines.push(Line::default());
+    lines.push(Line::from(vec![
+        Span::styled("map cells     ", key),
+        Span::raw(format!(
+            "{} all cached  {} >half  {} some  {} none",
+            glyph(Residence::All),
+            glyph(Residence::Most),
+            glyph(Residence::Some),
+            glyph(Residence::None)
+        )),
+    ]));
+    lines.push(Line::from(vec![
+        Span::raw("              "),
+        Span::raw(format!(
+            "{} unknown  {} past end of file  {}{}{} selected",
+            glyph(Residence::Unknown),
+            glyph(Residence::PastEof),
+            selected_glyph(Residence::All),
+            selected_glyph(Residence::Some),
+            selected_glyph(Residence::None)
+        )),
+    ]));
+    lines.push(Line::styled(
+        "              colour = page kind (see the legend)",
+        dim,
+    ));
+    lines
+}
+
+fn render_help(frame: &mut Frame, area: Rect) {
+    let lines = help_lines();
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let rect = centered(area, 64, height);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(Style::new().fg(Color::Cyan))
+        .title(" keys · ? or Esc closes ");
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
+}
+
+fn render_confirm(frame: &mut Frame, area: Rect, app: &App) {
+    let width = area.width.saturating_sub(4).min(70);
+    let name = tail(app.label(), usize::from(width.saturating_sub(40)).max(16));
+    let text = vec![
+        Line::from(vec![
+            Span::raw("evict "),
+            Span::styled(name, Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(" from the page cache? "),
+            Span::styled(
+                "(y/n)",
+                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            ),
+        ]),
+        Line::styled(
+            "like vmtouch -e: posix_fadvise(DONTNEED); any lock is released first",
+            Style::new().fg(Color::DarkGray),
+        ),
+    ];
+    let rect = centered(area, width, 5);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(Style::new().fg(Color::Yellow))
+        .title(" evict? ");
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(text).block(block).wrap(Wrap { trim: true }),
+        rect,
+    );
+}

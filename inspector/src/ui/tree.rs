@@ -1,0 +1,152 @@
+//! The structure pane: buckets, and for an expanded bucket its branch and
+//! leaf page runs with depth, items, fill and key range.
+
+use mapwise_core::layout::{Group, Kind};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::app::{App, Focus, TreeRow};
+use crate::describe::{key_range, range_text};
+
+use super::{glyph, inner, kind_color, pane};
+
+/// Draw the structure pane into `area` (border included).
+pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    let focused = app.focus() == Focus::Tree;
+    let layout = app.layout();
+    let buckets = layout.groups.len().saturating_sub(1);
+    let title = format!(
+        " structure · {buckets} bucket{} ",
+        if buckets == 1 { "" } else { "s" }
+    );
+    frame.render_widget(pane(Line::from(title), focused), area);
+    let inside = inner(area);
+    if app.tree_rows().is_empty() {
+        let why = match (&app.data().snapshot.error, app.data().snapshot.format) {
+            (Some(e), _) => format!("structure unreadable: {e}"),
+            (None, mapwise_core::layout::Format::Bolt) => "no buckets".to_string(),
+            (None, f) => format!("format {}: no structure to show", f.name()),
+        };
+        frame.render_widget(
+            Paragraph::new(why)
+                .style(Style::new().fg(Color::DarkGray))
+                .wrap(ratatui::widgets::Wrap { trim: true }),
+            inside,
+        );
+        return;
+    }
+    let width = usize::from(inside.width);
+    let lines: Vec<Line> = app
+        .tree_rows()
+        .iter()
+        .enumerate()
+        .skip(app.tree_offset())
+        .take(usize::from(inside.height))
+        .map(|(i, row)| {
+            let line = row_line(app, *row, width);
+            if i == app.tree_cursor() {
+                let hl = if focused {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::new().bg(Color::DarkGray)
+                };
+                line.patch_style(hl)
+            } else {
+                line
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inside);
+}
+
+fn leaf_name(g: &Group) -> &str {
+    if g.parent.is_none() {
+        "(root)"
+    } else {
+        g.path.rsplit('/').next().unwrap_or(&g.path)
+    }
+}
+
+fn row_line(app: &App, row: TreeRow, width: usize) -> Line<'static> {
+    let dim = Style::new().fg(Color::DarkGray);
+    let layout = app.layout();
+    match row {
+        TreeRow::Group(gi) => {
+            let Some(g) = layout.group(gi) else {
+                return Line::from("?");
+            };
+            let indent = " ".repeat(usize::from(g.level) * 2);
+            let has_runs = !app.runs_of(gi).is_empty();
+            let marker = match (has_runs, app.is_expanded(gi)) {
+                (false, _) => "·",
+                (true, true) => "▾",
+                (true, false) => "▸",
+            };
+            let mut facts = format!(" {} key{}", g.keys, if g.keys == 1 { "" } else { "s" });
+            if g.buckets > 0 {
+                facts.push_str(&format!(" · {} sub", g.buckets));
+            }
+            match g.host {
+                Some(host) if g.root == 0 => facts.push_str(&format!(" · inline in p{host}")),
+                _ => facts.push_str(&format!(" · root p{} · h{}", g.root, g.height)),
+            }
+            Line::from(vec![
+                Span::raw(format!("{indent}{marker} ")),
+                Span::styled(
+                    leaf_name(g).to_string(),
+                    Style::new().add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(facts, dim),
+            ])
+        }
+        TreeRow::Run(ri) => {
+            let Some(r) = layout.regions.get(ri) else {
+                return Line::from("?");
+            };
+            let level = r
+                .group
+                .and_then(|g| layout.group(g))
+                .map_or(0, |g| usize::from(g.level));
+            let indent = " ".repeat(level * 2 + 2);
+            let unit = app.unit().max(1);
+            let (res, _, _) =
+                app.residence_in(r.offset, r.offset.saturating_add(r.run_len.max(r.len)));
+            let kind_char = if r.kind == Kind::Branch { "B" } else { "L" };
+            let run_pages = r.run_len.div_ceil(unit);
+            let id = if run_pages > 1 {
+                format!("{}+{}", r.id, run_pages - 1)
+            } else {
+                r.id.to_string()
+            };
+            let id_width = app.pages().saturating_sub(1).max(1).to_string().len();
+            let facts = format!(" d{} {}it {:.0}%", r.depth, r.items, r.fill() * 100.0);
+            let mut spans = vec![
+                Span::raw(indent.clone()),
+                Span::styled(glyph(res).to_string(), Style::new().fg(kind_color(r.kind))),
+                Span::styled(
+                    format!(" {kind_char} {id:<id_width$}"),
+                    Style::new().fg(kind_color(r.kind)),
+                ),
+                Span::styled(facts.clone(), dim),
+            ];
+            let used =
+                indent.chars().count() + 3 + id.len().max(id_width) + 1 + facts.chars().count();
+            let room = width.saturating_sub(used + 1);
+            if room >= 9 {
+                let keys = match app.detail(r.id) {
+                    Some(Ok(d)) => key_range(d).map(|(a, b)| range_text(a, b, room)),
+                    Some(Err(_)) => Some("(unreadable)".into()),
+                    None => None,
+                };
+                if let Some(k) = keys {
+                    spans.push(Span::raw(" "));
+                    spans.push(Span::styled(k, Style::new().fg(Color::Cyan)));
+                }
+            }
+            Line::from(spans)
+        }
+    }
+}

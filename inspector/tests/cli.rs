@@ -1,0 +1,392 @@
+//! The subcommands, run as a user would: residency against vmtouch, no
+//! change to residency, corrupt inputs, sparse files.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mapwise_native::residency;
+
+use crate::common::{bolt_oracle, copy_to, need, run, testdata, tmpdir};
+
+const T: Duration = Duration::from_secs(20);
+
+fn resident(path: &Path) -> u64 {
+    let f = File::open(path).unwrap();
+    residency::sample(&f).unwrap().resident_pages
+}
+
+fn evict(path: &Path) {
+    let f = File::open(path).unwrap();
+    residency::evict(&f, 0, residency::TO_EOF).unwrap();
+}
+
+/// vmtouch's "Resident Pages: R/T" for `path`.
+fn vmtouch(path: &Path) -> (u64, u64) {
+    let out = Command::new("vmtouch").arg(path).output().expect("vmtouch");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("Resident Pages:"))
+        .unwrap_or_else(|| panic!("no totals in {text}"));
+    let counts = line.split_whitespace().nth(2).unwrap();
+    let (r, t) = counts.split_once('/').unwrap();
+    (r.parse().unwrap(), t.parse().unwrap())
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let r = run(args, T);
+    assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+}
+
+#[test]
+fn residency_matches_vmtouch() {
+    need("vmtouch", "vmtouch");
+    let dir = tmpdir();
+    let path = dir.path().join("data.bin");
+    {
+        let mut f = File::create(&path).unwrap();
+        let chunk: Vec<u8> = (0..1 << 20)
+            .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0])
+            .collect();
+        for _ in 0..8 {
+            f.write_all(&chunk).unwrap();
+        }
+        f.sync_all().unwrap();
+    }
+    evict(&path);
+    // A partial read: 1 MiB from the middle (read-ahead adds more, and may
+    // land while we look, so compare only when vmtouch agrees with itself).
+    let f = File::open(&path).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    f.read_exact_at(&mut buf, 3 << 20).unwrap();
+    let p = path.to_str().unwrap();
+    for attempt in 0.. {
+        let before = vmtouch(&path);
+        let v = json(&["residency", p, "--json"]);
+        let after = vmtouch(&path);
+        if before == after {
+            assert!(
+                before.0 > 0 && before.0 < before.1,
+                "a partial read: {before:?}"
+            );
+            assert_eq!(v["resident_pages"].as_u64(), Some(before.0), "{v}");
+            assert_eq!(v["total_pages"].as_u64(), Some(before.1), "{v}");
+            assert_eq!(v["trust"], "known");
+            assert_eq!(v["size"].as_u64(), Some(8 << 20));
+            assert_eq!(v["format"], "unknown");
+            assert_eq!(v["kinds"].as_array().map(Vec::len), Some(0));
+            // The text form prints vmtouch's totals line verbatim.
+            let text = run(&["residency", p], T).stdout;
+            let vm = Command::new("vmtouch").arg(&path).output().unwrap();
+            let vm = String::from_utf8_lossy(&vm.stdout).into_owned();
+            let vm_line = vm
+                .lines()
+                .find(|l| l.contains("Resident Pages:"))
+                .unwrap()
+                .trim();
+            if vmtouch(&path) == before {
+                assert!(text.contains(vm_line), "{text}\nvs\n{vm}");
+            }
+            break;
+        }
+        assert!(attempt < 50, "residency never settled");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn residency_json_fields_and_kinds() {
+    let dir = tmpdir();
+    let path = copy_to(dir.path(), "small.db");
+    evict(&path);
+    let v = json(&["residency", path.to_str().unwrap(), "--json"]);
+    for field in [
+        "file",
+        "size",
+        "page_size",
+        "total_pages",
+        "resident_pages",
+        "resident_bytes",
+        "percent",
+        "trust",
+        "trust_reason",
+        "cachestat",
+        "kinds",
+    ] {
+        assert!(v.get(field).is_some(), "missing {field}: {v}");
+    }
+    assert_eq!(v["resident_pages"].as_u64(), Some(0));
+    assert_eq!(v["total_pages"].as_u64(), Some(16));
+    let kinds: Vec<&str> = v["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["meta", "freelist", "leaf", "pending", "unused"]);
+    assert!(
+        v["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["resident_bytes"] == 0)
+    );
+}
+
+#[test]
+fn subcommands_leave_an_evicted_file_evicted_and_unchanged() {
+    let dir = tmpdir();
+    let path = copy_to(dir.path(), "etcd-small.db");
+    let p = path.to_str().unwrap();
+    let before = fs::metadata(&path).unwrap();
+    evict(&path);
+    assert_eq!(resident(&path), 0);
+    for args in [
+        vec!["residency", p],
+        vec!["residency", p, "--json"],
+        vec!["pages", p],
+        vec!["pages", p, "--json"],
+        vec!["page", p, "0", "1", "3", "53", "54"],
+        vec!["page", p, "53", "--json"],
+        vec!["check", p],
+        vec!["check", p, "--json"],
+        vec!["layout", p],
+        vec!["layout", p, "--json"],
+    ] {
+        let r = run(&args, T);
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+        assert!(!r.stdout.is_empty(), "{args:?}");
+        assert_eq!(
+            resident(&path),
+            0,
+            "`inspector {}` changed residency",
+            args.join(" ")
+        );
+    }
+    let after = fs::metadata(&path).unwrap();
+    assert_eq!(before.modified().unwrap(), after.modified().unwrap());
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        fs::read(testdata("etcd-small.db")).unwrap()
+    );
+}
+
+#[test]
+fn pages_table_of_small_db() {
+    let r = run(&["pages", testdata("small.db").to_str().unwrap()], T);
+    assert_eq!(r.code, Some(0));
+    insta::with_settings!({ prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!("pages_small_db", r.stdout);
+    });
+    let v = json(&["pages", testdata("small.db").to_str().unwrap(), "--json"]);
+    assert_eq!(v[11]["type"], "freelist");
+    assert_eq!(v[2]["type"], "free");
+    assert!(v[2]["items"].is_null());
+}
+
+#[test]
+fn page_decodes_as_the_detail_pane() {
+    let p = testdata("small.db");
+    let p = p.to_str().unwrap();
+    let r = run(&["page", p, "0", "11", "5"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    insta::with_settings!({ prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!("page_small_db_0_11_5", r.stdout);
+    });
+    let v = json(&["page", p, "5", "--json"]);
+    assert_eq!(v[0]["type"], "leaf");
+    let els = v[0]["elements"].as_array().unwrap();
+    assert!(els.iter().any(|e| e["kind"] == "bucket"), "{v}");
+    // A page past the end is a clear error and exit 1, not a panic.
+    let r = run(&["page", p, "99999"], T);
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stdout.contains("page 99999: cannot decode"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn check_ok_on_the_corpus() {
+    for name in [
+        "small.db",
+        "etcd-small.db",
+        "freelist.db",
+        "overflow.db",
+        "nofreelistsync.db",
+        "freelist-1k.db",
+    ] {
+        let r = run(&["check", testdata(name).to_str().unwrap()], T);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (Some(0), "OK\n"),
+            "{name}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// `inspector check` on a damaged copy: exit 1, a clear line, no panic.
+fn check_damaged(name: &str, damage: impl FnOnce(&Path)) -> String {
+    let dir = tmpdir();
+    let path = copy_to(dir.path(), name);
+    damage(&path);
+    let start = Instant::now();
+    let r = run(&["check", path.to_str().unwrap()], Duration::from_secs(10));
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_eq!(r.code, Some(1), "stdout {} stderr {}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert!(!r.stdout.trim().is_empty());
+    assert!(!r.stdout.contains("OK"));
+    // The other subcommands fail cleanly too.
+    for cmd in ["pages", "layout", "residency"] {
+        let o = run(&[cmd, path.to_str().unwrap()], Duration::from_secs(10));
+        assert!(!o.stderr.contains("panicked"), "{cmd}: {}", o.stderr);
+        if o.code != Some(0) {
+            assert_eq!(o.code, Some(1), "{cmd}");
+            if cmd == "layout" && o.stderr.is_empty() {
+                // The layout was read; its problems are counted.
+                assert!(o.stdout.contains("problem(s) found"), "{}", o.stdout);
+            } else {
+                assert!(o.stderr.starts_with("inspector: "), "{cmd}: {}", o.stderr);
+                assert_eq!(o.stderr.trim().lines().count(), 1, "{cmd}: {}", o.stderr);
+            }
+        }
+    }
+    r.stdout.replace(&path.display().to_string(), "FILE")
+}
+
+fn poke(path: &Path, offset: u64, bytes: &[u8]) {
+    let f = OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(bytes, offset).unwrap();
+}
+
+#[test]
+fn check_truncated_file() {
+    let out = check_damaged("etcd-small.db", |p| {
+        OpenOptions::new()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_len(100_000)
+            .unwrap();
+    });
+    assert!(out.lines().next().unwrap().contains("page"), "{out}");
+}
+
+#[test]
+fn check_both_meta_checksums_flipped() {
+    let out = check_damaged("small.db", |p| {
+        // The checksum field: page header (16) + 56 checksummed bytes.
+        poke(p, 16 + 56, &[0xde, 0xad]);
+        poke(p, 4096 + 16 + 56, &[0xbe, 0xef]);
+    });
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.contains("checksum"), "{out}");
+    assert!(out.starts_with("FILE: "), "{out}");
+}
+
+#[test]
+fn check_element_pos_past_the_page() {
+    // Page 4 of small.db is a leaf; its first element's `pos` (bytes 4..8
+    // of the 16-byte element at page offset 16) now points far outside.
+    let out = check_damaged("small.db", |p| {
+        poke(p, 4 * 4096 + 16 + 4, &0x00ff_fff0u32.to_le_bytes());
+    });
+    assert!(out.contains("page 4"), "{out}");
+}
+
+#[test]
+fn not_bolt_and_empty_files() {
+    let dir = tmpdir();
+    let junk = dir.path().join("junk.bin");
+    fs::write(&junk, vec![0x5a; 10_000]).unwrap();
+    let empty = dir.path().join("empty");
+    File::create(&empty).unwrap();
+    for path in [&junk, &empty] {
+        let p = path.to_str().unwrap();
+        let r = run(&["check", p], T);
+        assert_eq!(r.code, Some(1), "{p}");
+        assert!(
+            r.stdout.contains("not a bbolt file") || r.stdout.contains("empty"),
+            "{}",
+            r.stdout
+        );
+        for cmd in ["pages", "layout"] {
+            let r = run(&[cmd, p], T);
+            assert_eq!(r.code, Some(1));
+            assert!(r.stderr.starts_with("inspector: "), "{}", r.stderr);
+            assert!(!r.stderr.contains("panicked"));
+        }
+        // residency works on any file.
+        let v = json(&["residency", p, "--json"]);
+        assert_eq!(v["format"], "unknown");
+    }
+    let r = run(&["check", dir.path().join("missing").to_str().unwrap()], T);
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("cannot open"), "{}", r.stderr);
+}
+
+#[test]
+fn residency_of_a_64_gib_sparse_file() {
+    let dir = tmpdir();
+    let path = dir.path().join("sparse");
+    File::create(&path).unwrap().set_len(64 << 30).unwrap();
+    // Its speed is measured by `cargo xtask bench bolt-scan`; here only
+    // what it says (and that it finishes within the run limit).
+    let v = json(&["residency", path.to_str().unwrap(), "--json"]);
+    assert_eq!(v["total_pages"].as_u64(), Some((64u64 << 30) / 4096));
+    assert_eq!(v["resident_pages"].as_u64(), Some(0));
+}
+
+#[test]
+fn demo_file_from_the_repo_or_a_bundled_copy() {
+    use mapwise_inspector::demo::{DEMO_BYTES, demo_file, demo_file_in};
+    let (path, label) = demo_file().unwrap();
+    assert!(label.ends_with(" [demo]"), "{label}");
+    assert_eq!(fs::read(&path).unwrap(), DEMO_BYTES);
+    // Without the repository: the bundled bytes, written once, reused.
+    let dir = tmpdir();
+    let (p1, l1) = demo_file_in(&dir.path().join("no-repo.db"), &dir.path().join("demo")).unwrap();
+    assert!(l1.ends_with(" [demo, bundled copy]"), "{l1}");
+    assert_eq!(fs::read(&p1).unwrap(), DEMO_BYTES);
+    let before = fs::metadata(&p1).unwrap().modified().unwrap();
+    let (p2, _) = demo_file_in(&dir.path().join("no-repo.db"), &dir.path().join("demo")).unwrap();
+    assert_eq!(p1, p2);
+    assert_eq!(fs::metadata(&p2).unwrap().modified().unwrap(), before);
+    let r = run(&["check", p1.to_str().unwrap()], T);
+    assert_eq!(r.stdout, "OK\n");
+}
+
+#[test]
+fn pages_match_the_bbolt_oracle() {
+    let oracle = bolt_oracle();
+    for name in [
+        "small.db",
+        "etcd-small.db",
+        "freelist.db",
+        "freelist-1k.db",
+        "overflow.db",
+        "nofreelistsync.db",
+    ] {
+        let file = testdata(name);
+        let ours = run(&["pages", file.to_str().unwrap()], T);
+        let theirs = Command::new(&oracle)
+            .arg("pages")
+            .arg(&file)
+            .output()
+            .expect("oracle");
+        assert!(theirs.status.success(), "oracle failed on {name}");
+        assert_eq!(
+            ours.stdout,
+            String::from_utf8_lossy(&theirs.stdout),
+            "{name}"
+        );
+    }
+}

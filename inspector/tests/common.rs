@@ -1,0 +1,159 @@
+//! Helpers shared by the test modules.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mapwise_core::bolt::WalkOptions;
+use mapwise_inspector::app::{App, Data, Fixed};
+use mapwise_native::residency::{Residency, Trust, os_page_size};
+use mapwise_native::watch::read_snapshot;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+/// A read-only corpus file.
+pub fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/bolt")
+        .join(name)
+}
+
+/// A fresh directory under the target's temporary directory.
+pub fn tmpdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("inspector-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("temp dir")
+}
+
+/// Copy a corpus file into `dir`, synced to disk (so that it can be
+/// evicted).
+pub fn copy_to(dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    fs::copy(testdata(name), &to).expect("copy");
+    File::open(&to).and_then(|f| f.sync_all()).expect("fsync");
+    to
+}
+
+/// A residency sample of a file of `len` bytes in which OS page `i` is
+/// resident when `resident(i)`.
+pub fn synthetic(len: u64, trust: Trust, resident: impl Fn(u64) -> bool) -> Residency {
+    let ps = os_page_size();
+    let total = len.div_ceil(ps);
+    let mut bitmap = vec![0u64; usize::try_from(total.div_ceil(64)).unwrap()];
+    let mut n = 0;
+    for i in (0..total).filter(|&i| resident(i)) {
+        bitmap[usize::try_from(i / 64).unwrap()] |= 1 << (i % 64);
+        n += 1;
+    }
+    Residency {
+        offset: 0,
+        len,
+        page_size: ps,
+        bitmap,
+        resident_pages: n,
+        total_pages: total,
+        trust,
+        cachestat: None,
+    }
+}
+
+/// Fixed data for `path`: its structure read quietly, every other OS page
+/// resident (even pages), its bytes for decoding.
+pub fn fixed(path: &Path) -> Fixed {
+    fixed_with(path, Trust::Known)
+}
+
+/// [`fixed`] with a chosen trust.
+pub fn fixed_with(path: &Path, trust: Trust) -> Fixed {
+    let snapshot = read_snapshot(path, WalkOptions::default()).expect("snapshot");
+    let bytes = fs::read(path).expect("read");
+    let res = synthetic(bytes.len() as u64, trust, |i| i % 2 == 0);
+    Fixed::new(snapshot, Some(res), bytes)
+}
+
+/// An app over `target`, laid out for `width` x `height`, details fetched.
+pub fn app(label: &str, target: &Fixed, width: u16, height: u16) -> App {
+    let mut app = App::new(label, Data::from_target(target), Duration::from_millis(500));
+    app.resize(width, height);
+    app.fetch_details(target);
+    app
+}
+
+/// Draw `app` on a test terminal of its size.
+pub fn draw(app: &App) -> Terminal<TestBackend> {
+    let area = app.area();
+    let mut t = Terminal::new(TestBackend::new(area.width, area.height)).expect("terminal");
+    t.draw(|f| mapwise_inspector::ui::draw(f, app))
+        .expect("draw");
+    t
+}
+
+/// The inspector binary.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_inspector")
+}
+
+/// What a finished run printed.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `inspector ARGS…`, killing it after `timeout`.
+pub fn run(args: &[&str], timeout: Duration) -> Run {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inspector");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("inspector {args:?} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().expect("output");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Install `tool` (Debian package `package`) when missing; the tests that
+/// compare against a peer tool fail, never skip, without it.
+pub fn need(tool: &str, package: &str) {
+    crate::peers::ensure(tool, package);
+}
+
+/// `shared/oracles/bolt/oracle.sh`: `$MAPWISE_SHARED`, else the first
+/// `shared/` beside the repository or one of its ancestors.
+pub fn bolt_oracle() -> PathBuf {
+    if let Some(p) = std::env::var_os("MAPWISE_SHARED") {
+        return PathBuf::from(p).join("oracles/bolt/oracle.sh");
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .expect("repo");
+    repo.ancestors()
+        .map(|a| a.join("shared/oracles/bolt/oracle.sh"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no shared/oracles above {}; set MAPWISE_SHARED",
+                repo.display()
+            )
+        })
+}

@@ -1,0 +1,156 @@
+//! End to end: the real binary in a tmux session, driven by keys, its
+//! screen read back with `capture-pane`, while the test reads the file
+//! from outside.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::common::{bin, copy_to, need, tmpdir};
+
+/// A tmux server of our own (`-L socket`), killed when dropped, so a
+/// failing test never leaves a session behind or touches the user's tmux.
+struct Tmux {
+    socket: String,
+    session: String,
+}
+
+impl Tmux {
+    fn new(width: u16, height: u16, command: &str) -> Tmux {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!("mapwise-inspector-{}-{nanos}", std::process::id());
+        let t = Tmux {
+            socket: name.clone(),
+            session: name,
+        };
+        let out = t.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            &t.session,
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            command,
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.session];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    fn screen(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p", "-t", &self.session]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Poll the screen every `step` until `ok` holds, at most `tries` times.
+    fn wait_for(
+        &self,
+        tries: u32,
+        step: Duration,
+        ok: impl Fn(&str) -> bool,
+    ) -> Result<String, String> {
+        let mut last = String::new();
+        for _ in 0..tries {
+            last = self.screen();
+            if ok(&last) {
+                return Ok(last);
+            }
+            std::thread::sleep(step);
+        }
+        Err(last)
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+fn wait_file(path: &Path, timeout: Duration) -> Option<String> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if let Ok(s) = fs::read_to_string(path)
+            && s.ends_with('\n')
+        {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+#[test]
+fn evict_then_read_from_outside_updates_live() {
+    need("tmux", "tmux");
+    let dir = tmpdir();
+    let file: PathBuf = copy_to(dir.path(), "etcd-small.db");
+    let rc = dir.path().join("rc");
+    let cmd = format!(
+        "{} open {} --interval 200; echo $? > {}",
+        shell_quote(Path::new(bin())),
+        shell_quote(&file),
+        shell_quote(&rc)
+    );
+    let t = Tmux::new(120, 40, &cmd);
+    let step = Duration::from_millis(100);
+    t.wait_for(50, step, |s| s.contains("Resident "))
+        .unwrap_or_else(|s| panic!("the inspector did not start:\n{s}"));
+
+    t.keys(&["e"]);
+    t.wait_for(20, step, |s| s.contains("from the page cache? (y/n)"))
+        .unwrap_or_else(|s| panic!("no evict question:\n{s}"));
+    t.keys(&["y"]);
+    t.wait_for(20, step, |s| s.contains("Resident 0/55 pages"))
+        .unwrap_or_else(|s| panic!("not evicted:\n{s}"));
+
+    // Read the file from outside the inspector, like `cat FILE > /dev/null`:
+    // within two intervals (200 ms each) the map shows every page resident.
+    let bytes = fs::read(&file).unwrap();
+    assert_eq!(bytes.len(), 55 * 4096);
+    let screen = t
+        .wait_for(5, Duration::from_millis(200), |s| {
+            s.contains("Resident 55/55 pages 100%")
+        })
+        .unwrap_or_else(|s| panic!("the read did not show up:\n{s}"));
+    assert!(screen.contains("leaf 49/49"), "{screen}");
+    let map_rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.starts_with("┃ 0 ") || l.starts_with("┃24 ") || l.starts_with("┃48 "))
+        .collect();
+    assert_eq!(map_rows.len(), 3, "{screen}");
+    assert!(
+        map_rows.iter().all(|l| !l.contains('░')),
+        "no page is drawn as not resident:\n{screen}"
+    );
+
+    t.keys(&["q"]);
+    let code = wait_file(&rc, Duration::from_secs(5)).expect("the inspector did not exit");
+    assert_eq!(code.trim(), "0");
+}

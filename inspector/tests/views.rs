@@ -1,0 +1,265 @@
+//! Every view drawn into a `TestBackend`: insta snapshots of the text, and
+//! buffer assertions where colour carries meaning (page kinds, residency,
+//! selection).
+
+use std::fs;
+
+use mapwise_core::layout::Kind;
+use mapwise_inspector::app::{App, Focus, Overlay};
+use mapwise_inspector::event::Action;
+use mapwise_inspector::ui::{self, kind_color};
+use mapwise_native::residency::{Trust, UnknownReason};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+use crate::common::{app, draw, fixed, fixed_with, testdata, tmpdir};
+
+/// Escape `s` for use as a literal in an insta filter (a regex).
+fn literal(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Snapshot a drawn terminal, with temporary and corpus paths filtered.
+fn snap(name: &str, t: &Terminal<TestBackend>) {
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(&literal(env!("CARGO_TARGET_TMPDIR")), "[TMP]");
+    settings.add_filter(&literal(env!("CARGO_MANIFEST_DIR")), "[CRATE]");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, t.backend()));
+}
+
+/// The symbol and colours of the map cell holding `page`.
+fn cell_at(app: &App, t: &Terminal<TestBackend>, page: u64) -> (String, Color, Color) {
+    let pos = app.cell_position(page).expect("page on screen");
+    let c = &t.backend().buffer()[(pos.x, pos.y)];
+    (c.symbol().to_string(), c.fg, c.bg)
+}
+
+fn press(app: &mut App, target: &mut mapwise_inspector::app::Fixed, actions: &[Action]) {
+    for a in actions {
+        app.update(*a, target);
+        app.fetch_details(target);
+    }
+}
+
+#[test]
+fn small_db_map_tree_detail() {
+    let mut target = fixed(&testdata("small.db"));
+    let mut app = app("small.db", &target, 120, 40);
+    // Tree: (root), alpha, beta → expand beta, go to its leaf run (page 5).
+    press(
+        &mut app,
+        &mut target,
+        &[
+            Action::FocusNext,
+            Action::Down,
+            Action::Down,
+            Action::Enter,
+            Action::Down,
+        ],
+    );
+    assert_eq!(app.focus(), Focus::Tree);
+    assert_eq!(
+        app.selected(),
+        5,
+        "the tree selects the run's page in the map"
+    );
+    let t = draw(&app);
+    snap("small_db_map_tree_detail", &t);
+
+    // Kinds are coloured; residency is the glyph (even OS pages resident).
+    let meta = kind_color(Kind::Meta);
+    assert_eq!(cell_at(&app, &t, 0), ("█".into(), meta, Color::Reset));
+    assert_eq!(cell_at(&app, &t, 1), ("░".into(), meta, Color::Reset));
+    let leaf = kind_color(Kind::Leaf);
+    assert_eq!(cell_at(&app, &t, 4), ("█".into(), leaf, Color::Reset));
+    assert_eq!(cell_at(&app, &t, 6), ("█".into(), leaf, Color::Reset));
+    let freelist = kind_color(Kind::Freelist);
+    assert_eq!(cell_at(&app, &t, 11), ("░".into(), freelist, Color::Reset));
+    let pending = kind_color(Kind::Pending);
+    assert_eq!(cell_at(&app, &t, 2), ("█".into(), pending, Color::Reset));
+    assert_eq!(cell_at(&app, &t, 3), ("░".into(), pending, Color::Reset));
+    let unused = kind_color(Kind::Unused);
+    assert_eq!(cell_at(&app, &t, 12), ("█".into(), unused, Color::Reset));
+    // The selection: black on the kind's colour, a hollow circle because
+    // page 5 (odd) is not resident.
+    assert_eq!(cell_at(&app, &t, 5), ("○".into(), Color::Black, leaf));
+    // Cells are two characters wide for a file this small.
+    let pos = app.cell_position(0).unwrap();
+    let next = &t.backend().buffer()[(pos.x + 1, pos.y)];
+    assert_eq!((next.symbol(), next.fg), ("█", meta));
+
+    // The kinds' colours are pairwise distinct.
+    for (i, a) in Kind::ALL.iter().enumerate() {
+        for b in Kind::ALL.iter().skip(i + 1) {
+            assert_ne!(kind_color(*a), kind_color(*b), "{a:?} vs {b:?}");
+        }
+    }
+}
+
+#[test]
+fn etcd_small_map_tree_detail() {
+    let mut target = fixed(&testdata("etcd-small.db"));
+    let mut app = app("etcd-small.db", &target, 120, 40);
+    // End selects the last page (54, the root leaf); Left the branch 53;
+    // Enter shows it in the tree, expanding the `key` bucket.
+    press(
+        &mut app,
+        &mut target,
+        &[Action::End, Action::Left, Action::Enter],
+    );
+    assert_eq!(app.selected(), 53);
+    assert_eq!(app.focus(), Focus::Tree);
+    let t = draw(&app);
+    snap("etcd_small_map_tree_detail", &t);
+    let branch = kind_color(Kind::Branch);
+    assert_eq!(cell_at(&app, &t, 53), ("○".into(), Color::Black, branch));
+    let free = kind_color(Kind::Free);
+    assert_eq!(cell_at(&app, &t, 2), ("█".into(), free, Color::Reset));
+    let text = format!("{}", t.backend());
+    assert!(text.contains("▾ key 1000 keys"), "{text}");
+    // The run rows show key ranges, decoded lazily.
+    assert!(text.contains("0x00*7 185f 00*8..2d5f"), "{text}");
+}
+
+#[test]
+fn etcd_small_80x24() {
+    let target = fixed(&testdata("etcd-small.db"));
+    let app = app("etcd-small.db", &target, 80, 24);
+    let t = draw(&app);
+    snap("etcd_small_80x24", &t);
+    let meta = kind_color(Kind::Meta);
+    assert_eq!(cell_at(&app, &t, 0), ("●".into(), Color::Black, meta));
+    assert_eq!(cell_at(&app, &t, 1), ("░".into(), meta, Color::Reset));
+}
+
+#[test]
+fn help_overlay() {
+    let mut target = fixed(&testdata("etcd-small.db"));
+    let mut app = app("etcd-small.db", &target, 80, 24);
+    press(&mut app, &mut target, &[Action::Help]);
+    assert_eq!(app.overlay(), Overlay::Help);
+    let t = draw(&app);
+    snap("help_overlay", &t);
+    let text = format!("{}", t.backend());
+    for key in [
+        "q  Ctrl-C",
+        "Esc",
+        "Tab",
+        "hjkl",
+        "PgUp",
+        "Home",
+        "Enter",
+        "+  -",
+        "evict",
+        "lock",
+        "refresh",
+        "?  F1",
+    ] {
+        assert!(text.contains(key), "help lacks {key}");
+    }
+}
+
+#[test]
+fn evict_prompt() {
+    let mut target = fixed(&testdata("etcd-small.db"));
+    let mut app = app("/data/etcd/member/snap/db", &target, 80, 24);
+    press(&mut app, &mut target, &[Action::Evict]);
+    assert_eq!(app.overlay(), Overlay::ConfirmEvict);
+    let t = draw(&app);
+    snap("evict_prompt", &t);
+    let text = format!("{}", t.backend());
+    assert!(
+        text.contains("evict /data/etcd/member/snap/db from the page cache? (y/n)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn residency_unknown() {
+    let path = testdata("small.db");
+    let mut target = fixed_with(&path, Trust::Unknown(UnknownReason::CachestatDenied));
+    // The kernel lies to a process that may not see the truth: it says
+    // every page is resident.
+    if let Some(r) = &mut target.residency {
+        for w in &mut r.bitmap {
+            *w = u64::MAX >> (64 - r.total_pages.min(64));
+        }
+        r.resident_pages = r.total_pages;
+    }
+    let app = app("small.db", &target, 80, 24);
+    let t = draw(&app);
+    snap("residency_unknown", &t);
+    for page in 0..16 {
+        let (sym, _, _) = cell_at(&app, &t, page);
+        assert_eq!(sym, "?", "page {page} must be drawn as unknown");
+    }
+    let text = format!("{}", t.backend());
+    assert!(
+        text.contains("residency unknown: the kernel refused cachestat(2)"),
+        "{text}"
+    );
+    assert!(text.contains("?/16 pages (unknown)"), "{text}");
+    assert!(
+        !text.contains("100%"),
+        "unknown residency must never read as 100%"
+    );
+}
+
+#[test]
+fn structure_unreadable() {
+    let dir = tmpdir();
+    let path = dir.path().join("corrupt.db");
+    let mut bytes = fs::read(testdata("small.db")).unwrap();
+    // Flip a byte of each meta page's checksummed fields (the root page id).
+    bytes[16 + 16] ^= 0xff;
+    bytes[4096 + 16 + 16] ^= 0xff;
+    fs::write(&path, &bytes).unwrap();
+    let target = fixed(&path);
+    assert!(target.snapshot.error.is_some());
+    let app = app("corrupt.db", &target, 80, 24);
+    let t = draw(&app);
+    snap("structure_unreadable", &t);
+    let text = format!("{}", t.backend());
+    assert!(text.contains("structure: "), "{text}");
+    assert!(text.contains("structure unreadable"), "{text}");
+}
+
+#[test]
+fn too_small_terminal() {
+    let target = fixed(&testdata("small.db"));
+    let app = app("small.db", &target, 30, 8);
+    let t = draw(&app);
+    assert!(format!("{}", t.backend()).contains("terminal too small"));
+    // And every size from tiny to large draws without panicking.
+    for (w, h) in [(1, 1), (40, 12), (41, 13), (80, 24), (200, 60), (300, 100)] {
+        let target = fixed(&testdata("etcd-small.db"));
+        let mut a = app_sized(&target, w, h);
+        draw(&a);
+        for act in [
+            Action::ZoomIn,
+            Action::End,
+            Action::ZoomOut,
+            Action::FocusNext,
+            Action::End,
+        ] {
+            let mut t = target.clone();
+            a.update(act, &mut t);
+            let area = a.area();
+            let mut term = Terminal::new(TestBackend::new(area.width, area.height)).unwrap();
+            term.draw(|f| ui::draw(f, &a)).unwrap();
+        }
+    }
+}
+
+fn app_sized(target: &mapwise_inspector::app::Fixed, w: u16, h: u16) -> App {
+    app("etcd-small.db", target, w, h)
+}
