@@ -124,6 +124,21 @@ pub enum Error {
         /// Source length in bytes.
         size: u64,
     },
+    /// A field points outside its page run (or inline page image): bytes
+    /// `[offset, offset + len)` relative to the run's start are not inside
+    /// its `size` bytes.
+    OutsidePage {
+        /// The structure holding the field.
+        at: At,
+        /// The field whose value points outside.
+        field: &'static str,
+        /// First byte needed, from the start of the run.
+        offset: u64,
+        /// Bytes needed.
+        len: u64,
+        /// Bytes in the run.
+        size: u64,
+    },
     /// The source failed to produce the bytes `[offset, offset + len)`.
     Read {
         /// First byte requested.
@@ -220,6 +235,17 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "{at}: field {field} points outside the file: bytes {offset}..{} of a {size}-byte file",
+                offset.saturating_add(*len)
+            ),
+            Error::OutsidePage {
+                at,
+                field,
+                offset,
+                len,
+                size,
+            } => write!(
+                f,
+                "{at}: field {field} points outside the page: bytes {offset}..{} of a {size}-byte page run",
                 offset.saturating_add(*len)
             ),
             Error::Read { offset, len, code } => write!(

@@ -69,6 +69,10 @@ pub enum Kind {
     Unreachable,
     /// At or past the high-water mark: allocated file space no page uses.
     Unused,
+    /// Below the high-water mark and not reached, but the walk lost part
+    /// of the tree (or the freelist) to damage, so whether the page is in
+    /// use or free cannot be told.
+    Unknown,
     /// A page the parser tried to read and rejected; see the layout's
     /// problems for why.
     Corrupt,
@@ -78,7 +82,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in legend order.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Meta,
         Kind::Freelist,
         Kind::Branch,
@@ -88,6 +92,7 @@ impl Kind {
         Kind::Pending,
         Kind::Unreachable,
         Kind::Unused,
+        Kind::Unknown,
         Kind::Corrupt,
         Kind::Data,
     ];
@@ -105,6 +110,7 @@ impl Kind {
             Kind::Pending => "pending",
             Kind::Unreachable => "unreachable",
             Kind::Unused => "unused",
+            Kind::Unknown => "unknown",
             Kind::Corrupt => "corrupt",
             Kind::Data => "data",
         }

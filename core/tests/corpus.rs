@@ -44,3 +44,59 @@ fn corpus_walks_clean() {
         );
     }
 }
+
+/// When damage cuts off part of the tree, pages the walk did not reach
+/// may still be in use: they are `unknown`, never `free` (which a writer
+/// would reuse) and never leaks.
+#[test]
+fn lost_subtrees_leave_unreached_pages_unknown() {
+    use mapwise_core::layout::Kind;
+    for name in ["nofreelistsync", "small"] {
+        let mut bytes = std::fs::read(testdata(&format!("{name}.db"))).unwrap();
+        let (root, ps, free_before) = {
+            let file = BoltFile::open(bytes.as_slice()).unwrap();
+            let w = walk(&file, WalkOptions::default());
+            let c = w.layout.kind_counts();
+            let free = c.bytes[Kind::Free.index()] + c.bytes[Kind::Pending.index()];
+            (
+                usize::try_from(file.meta().root).unwrap(),
+                file.page_size() as usize,
+                free,
+            )
+        };
+        // The root page no longer says who it is: its whole tree is lost.
+        bytes[root * ps] ^= 0xff;
+        let file = BoltFile::open(bytes.as_slice()).unwrap();
+        let w = walk(&file, WalkOptions::default());
+        let counts = w.layout.kind_counts();
+        assert!(
+            counts.bytes[Kind::Unknown.index()] > 0,
+            "{name}: {counts:?}"
+        );
+        assert_eq!(counts.bytes[Kind::Unreachable.index()], 0, "{name}");
+        assert_eq!(counts.bytes[Kind::Leaf.index()], 0, "{name}");
+        let free_after = counts.bytes[Kind::Free.index()] + counts.bytes[Kind::Pending.index()];
+        if name == "nofreelistsync" {
+            // Without a stored freelist nothing can be called free.
+            assert_eq!(free_after, 0, "{name}");
+        } else {
+            // The stored freelist still says which pages are free.
+            assert!(free_after > 0 && free_before > 0, "{name}");
+        }
+        assert!(
+            w.layout
+                .problems
+                .iter()
+                .any(|p| p.to_string().contains(&format!("page {root}"))),
+            "{name}: {:?}",
+            w.layout.problems
+        );
+        assert!(
+            !w.layout
+                .problems
+                .iter()
+                .any(|p| matches!(p, mapwise_core::Error::Unreachable { .. })),
+            "{name}"
+        );
+    }
+}

@@ -21,7 +21,7 @@ fn exercise(bytes: &[u8]) {
         return;
     };
     let w = walk(&file, WalkOptions::default());
-    let _ = pages(&file, &w);
+    let _ = pages(&file, &w.layout);
     let mut out = String::new();
     let _ = dump(&file, &mut out);
     for pgid in 0..file.file_pages().min(64) {

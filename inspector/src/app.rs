@@ -88,42 +88,13 @@ impl Target for Watch {
         Watch::page_detail(self, pgid, DETAIL_LIMIT)
     }
     fn touch(&mut self) -> Result<u64, String> {
-        fits_in_memory(self, 1, "reading it in would only churn the page cache")?;
         Watch::touch(self, 0, TO_EOF).map(|t| t.pages)
     }
     fn evict(&mut self) -> Result<(), String> {
         Watch::evict(self, 0, TO_EOF)
     }
     fn toggle_lock(&mut self) -> Result<bool, String> {
-        if !self.is_locked() {
-            fits_in_memory(self, 2, "locking it could starve the system")?;
-        }
         Watch::toggle_lock(self)
-    }
-}
-
-/// Refuse to touch or lock a file larger than `1/divisor` of the memory
-/// available now (`MemAvailable` in `/proc/meminfo`); no limit when that
-/// cannot be read.
-fn fits_in_memory(watch: &Watch, divisor: u64, why: &str) -> Result<(), String> {
-    let size = watch
-        .file()
-        .and_then(|f| f.metadata().ok())
-        .map_or(0, |m| m.len());
-    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map(|kib| kib.saturating_mul(1024))
-    });
-    match available {
-        Some(avail) if size > avail / divisor.max(1) => Err(format!(
-            "the file ({}) is larger than {} of the memory available ({}); {why}",
-            stats::human_size(size),
-            if divisor == 1 { "all" } else { "half" },
-            stats::human_size(avail)
-        )),
-        _ => Ok(()),
     }
 }
 

@@ -254,7 +254,7 @@ pub fn pages(path: &Path, as_json: bool) -> Result<Output> {
     let src = open_source(path)?;
     let file = open_bolt(path, &src)?;
     let walked = walk(&file, WalkOptions::default());
-    let rows = report::page_rows(&file, &walked);
+    let rows = report::page_rows(&file, &walked.layout);
     if as_json {
         Ok(Output::ok(json(&rows)?))
     } else {
@@ -402,40 +402,9 @@ fn page_report(id: u64, d: &Result<PageDetail, String>) -> PageReport {
     rep.overflow = Some(d.header.overflow);
     rep.offset = Some(d.offset);
     match &d.body {
-        Body::Meta(m) => {
+        Body::Meta { meta, fault } => {
             let index = u8::try_from(id).unwrap_or(0);
-            rep.meta = Some(match m {
-                Ok(m) => report::MetaReport {
-                    index,
-                    valid: true,
-                    fault: None,
-                    header_id: Some(m.header_id),
-                    page_size: Some(m.page_size),
-                    flags: Some(m.flags),
-                    root: Some(m.root),
-                    root_sequence: Some(m.root_sequence),
-                    freelist: m.has_freelist().then_some(m.freelist),
-                    freelist_stored: Some(m.has_freelist()),
-                    hwm: Some(m.hwm),
-                    txid: Some(m.txid),
-                    checksum: Some(format!("{:016x}", m.checksum)),
-                },
-                Err(f) => report::MetaReport {
-                    index,
-                    valid: false,
-                    fault: Some(f.to_string()),
-                    header_id: None,
-                    page_size: None,
-                    flags: None,
-                    root: None,
-                    root_sequence: None,
-                    freelist: None,
-                    freelist_stored: None,
-                    hwm: None,
-                    txid: None,
-                    checksum: None,
-                },
-            });
+            rep.meta = Some(report::meta_report(index, Some(meta), fault.as_ref()));
         }
         Body::Elements(els) => rep.elements = els.iter().map(element_report).collect(),
         Body::Freelist { ids, total } => {
@@ -544,8 +513,8 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     let file = open_bolt(path, &src)?;
     let walked = walk(&file, WalkOptions::default());
     let res = residency::sample(src.file()).ok();
-    let mut rep = report::layout_report(&file, &walked, res.as_ref());
-    rep.kinds = stats::kind_totals(&walked.layout, res.as_ref());
+    let info = report::BoltInfo::of(&file, walked.freelist);
+    let rep = report::layout_report(&walked.layout, &info, res.as_ref());
     if as_json {
         return Ok(Output::ok(json(&rep)?));
     }

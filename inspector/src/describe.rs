@@ -236,7 +236,7 @@ pub fn page_lines(d: &PageDetail, w: Widths) -> Vec<Line> {
             .and(Tone::Text, format!("{} ({:#x})", d.offset, d.offset)),
     ];
     match &d.body {
-        Body::Meta(Ok(m)) => {
+        Body::Meta { meta: m, fault } => {
             let field = |name: &str, value: String| {
                 Line::of(Tone::Label, format!("{name:<10}")).and(Tone::Text, value)
             };
@@ -258,10 +258,13 @@ pub fn page_lines(d: &PageDetail, w: Widths) -> Vec<Line> {
             ));
             out.push(field("hwm", format!("{} pages", m.hwm)));
             out.push(field("txid", m.txid.to_string()));
-            out.push(field("checksum", format!("{:016x} ok", m.checksum)));
-        }
-        Body::Meta(Err(fault)) => {
-            out.push(Line::of(Tone::Bad, format!("meta page INVALID: {fault}")));
+            match fault {
+                None => out.push(field("checksum", format!("{:016x} ok", m.checksum))),
+                Some(fault) => {
+                    out.push(field("checksum", format!("{:016x}", m.checksum)));
+                    out.push(Line::of(Tone::Bad, format!("meta page INVALID: {fault}")));
+                }
+            }
         }
         Body::Elements(els) => {
             let shown = els.len();

@@ -4,84 +4,8 @@
 //! Everything here is pure arithmetic over a [`Layout`] and a
 //! [`Residency`]; nothing reads the file.
 
-use mapwise_core::layout::{Kind, Layout};
-use mapwise_native::report::KindTotal;
-use mapwise_native::residency::{Residency, os_page_size};
-
-/// Bytes of the file range `[offset, offset + len)` that lie in resident
-/// OS pages, clipped to the sampled range of `res` (bytes past the end of
-/// the file are never resident).
-///
-/// Costs one popcount over the range's bitmap words, so it stays fast on
-/// huge regions (a 64 GiB file is one region when its format is unknown).
-#[must_use]
-pub fn resident_bytes(res: &Residency, offset: u64, len: u64) -> u64 {
-    let ps = res.page_size;
-    if ps == 0 || len == 0 {
-        return 0;
-    }
-    let range_end = res.offset.saturating_add(res.len);
-    let start = offset.max(res.offset);
-    let end = offset.saturating_add(len).min(range_end);
-    if start >= end {
-        return 0;
-    }
-    let count = res.resident_in(start, end - start);
-    if count == 0 {
-        return 0;
-    }
-    let first = (start - res.offset) / ps;
-    let last = (end - 1 - res.offset) / ps;
-    let mut bytes = count.saturating_mul(ps);
-    if res.is_resident(first) {
-        bytes = bytes.saturating_sub(start - (res.offset + first * ps));
-    }
-    if res.is_resident(last) {
-        let page_end = res.offset.saturating_add((last + 1).saturating_mul(ps));
-        bytes = bytes.saturating_sub(page_end.saturating_sub(end));
-    }
-    bytes
-}
-
-/// The unit of the page map and of per-kind page counts: the format's
-/// page size, or the OS page size when the format has none.
-#[must_use]
-pub fn unit(layout: &Layout) -> u64 {
-    match layout.page_size {
-        0 => os_page_size(),
-        ps => u64::from(ps),
-    }
-}
-
-/// Totals per kind (kinds present only, in legend order), with resident
-/// bytes when `res` is given and trusted. Same fields and meaning as
-/// `mapwise_native::report::kind_totals`, computed with [`resident_bytes`].
-#[must_use]
-pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
-    let res = res.filter(|r| r.trust.is_known());
-    let ps = unit(layout);
-    let counts = layout.kind_counts();
-    let mut resident = [0u64; Kind::ALL.len()];
-    if let Some(r) = res {
-        for region in &layout.regions {
-            if let Some(slot) = resident.get_mut(region.kind.index()) {
-                *slot = slot.saturating_add(resident_bytes(r, region.offset, region.len));
-            }
-        }
-    }
-    Kind::ALL
-        .iter()
-        .filter_map(|k| {
-            let bytes = counts.bytes.get(k.index()).copied().unwrap_or(0);
-            (bytes > 0).then(|| KindTotal {
-                kind: k.name(),
-                bytes,
-                pages: bytes.div_ceil(ps),
-                resident_bytes: res.map(|_| resident.get(k.index()).copied().unwrap_or(0)),
-            })
-        })
-        .collect()
-}
+pub use mapwise_native::report::{kind_totals, resident_bytes, unit};
+use mapwise_native::residency::Residency;
 
 /// A size the way vmtouch prints it: bytes below 1 KiB, else whole
 /// `K`, `M` or `G` (truncated, powers of 1024).
@@ -217,53 +141,6 @@ pub fn short_percent(part: u64, whole: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mapwise_native::residency::Trust;
-
-    fn res(len: u64, bits: &[u64]) -> Residency {
-        let ps = 4096;
-        let total = len.div_ceil(ps);
-        let mut bitmap = vec![0u64; usize::try_from(total.div_ceil(64)).unwrap()];
-        for &b in bits {
-            bitmap[usize::try_from(b / 64).unwrap()] |= 1 << (b % 64);
-        }
-        Residency {
-            offset: 0,
-            len,
-            page_size: ps,
-            resident_pages: bits.len() as u64,
-            bitmap,
-            total_pages: total,
-            trust: Trust::Known,
-            cachestat: None,
-        }
-    }
-
-    /// The obvious per-byte definition.
-    fn naive(r: &Residency, offset: u64, len: u64) -> u64 {
-        (offset..offset + len)
-            .filter(|b| *b < r.len && r.is_resident(b / r.page_size))
-            .count() as u64
-    }
-
-    #[test]
-    fn resident_bytes_matches_naive() {
-        let r = res(5 * 4096 + 100, &[0, 2, 3, 5]);
-        for (o, l) in [
-            (0, 100),
-            (10, 4096),
-            (4000, 200),
-            (4096, 4096),
-            (8000, 9000),
-            (0, 30000),
-            (20480, 100),
-            (20480 + 50, 1000),
-            (12288 + 5, 1),
-        ] {
-            assert_eq!(resident_bytes(&r, o, l), naive(&r, o, l), "{o}+{l}");
-        }
-        assert_eq!(resident_bytes(&r, u64::MAX - 1, 10), 0);
-        assert_eq!(resident_bytes(&r, 0, 0), 0);
-    }
 
     #[test]
     fn formats() {
@@ -290,7 +167,16 @@ mod tests {
 
     #[test]
     fn vmtouch_totals() {
-        let r = res(55 * 4096, &(0..27).collect::<Vec<_>>());
+        let r = Residency {
+            offset: 0,
+            len: 55 * 4096,
+            page_size: 4096,
+            bitmap: vec![(1 << 27) - 1],
+            resident_pages: 27,
+            total_pages: 55,
+            trust: mapwise_native::residency::Trust::Known,
+            cachestat: None,
+        };
         assert_eq!(
             vmtouch_line(&r).unwrap(),
             "Resident Pages: 27/55  108K/220K  49.1%"

@@ -7,12 +7,12 @@
 
 use std::fmt::Write as _;
 
-use mapwise_core::bolt::{BoltFile, BoltLayout, FreelistInfo, Meta, PagesRow, pages};
+use mapwise_core::bolt::{BoltFile, FreelistInfo, Meta, PagesRow, pages};
 use mapwise_core::layout::{Kind, Layout};
 use mapwise_core::{MetaFault, PageSource};
 use serde::Serialize;
 
-use crate::residency::Residency;
+use crate::residency::{Residency, os_page_size};
 
 /// One row of the pages table.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -29,13 +29,10 @@ pub struct PageRow {
     pub overflow: Option<u32>,
 }
 
-/// The rows of `bbolt pages` for a walked file.
+/// The rows of `bbolt pages` for a file and its walk's layout.
 #[must_use]
-pub fn page_rows<S: PageSource + ?Sized>(
-    file: &BoltFile<'_, S>,
-    walked: &BoltLayout,
-) -> Vec<PageRow> {
-    pages(file, walked)
+pub fn page_rows<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, layout: &Layout) -> Vec<PageRow> {
+    pages(file, layout)
         .into_iter()
         .map(|r| match r {
             PagesRow::Page {
@@ -145,46 +142,68 @@ pub struct MetaReport {
     pub checksum: Option<String>,
 }
 
-fn meta_report(index: u8, m: &Result<Meta, MetaFault>) -> MetaReport {
-    match m {
-        Ok(m) => MetaReport {
-            index,
-            valid: true,
-            fault: None,
-            header_id: Some(m.header_id),
-            page_size: Some(m.page_size),
-            flags: Some(m.flags),
-            root: Some(m.root),
-            root_sequence: Some(m.root_sequence),
-            freelist: m.has_freelist().then_some(m.freelist),
-            freelist_stored: Some(m.has_freelist()),
-            hwm: Some(m.hwm),
-            txid: Some(m.txid),
-            checksum: Some(format!("{:016x}", m.checksum)),
-        },
-        Err(f) => MetaReport {
-            index,
-            valid: false,
-            fault: Some(f.to_string()),
-            header_id: None,
-            page_size: None,
-            flags: None,
-            root: None,
-            root_sequence: None,
-            freelist: None,
-            freelist_stored: None,
-            hwm: None,
-            txid: None,
-            checksum: None,
-        },
+/// A meta page's report: its fields when they could be read (`meta`),
+/// and why it fails validation (`fault`), if it does.
+#[must_use]
+pub fn meta_report(index: u8, meta: Option<&Meta>, fault: Option<&MetaFault>) -> MetaReport {
+    MetaReport {
+        index,
+        valid: meta.is_some() && fault.is_none(),
+        fault: fault.map(ToString::to_string),
+        header_id: meta.map(|m| m.header_id),
+        page_size: meta.map(|m| m.page_size),
+        flags: meta.map(|m| m.flags),
+        root: meta.map(|m| m.root),
+        root_sequence: meta.map(|m| m.root_sequence),
+        freelist: meta.filter(|m| m.has_freelist()).map(|m| m.freelist),
+        freelist_stored: meta.map(Meta::has_freelist),
+        hwm: meta.map(|m| m.hwm),
+        txid: meta.map(|m| m.txid),
+        checksum: meta.map(|m| format!("{:016x}", m.checksum)),
     }
 }
 
 /// Both meta pages.
 #[must_use]
 pub fn meta_reports<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> [MetaReport; 2] {
+    let one = |i: u8, m: &Result<Meta, MetaFault>| match m {
+        Ok(m) => meta_report(i, Some(m), None),
+        Err(f) => meta_report(i, None, Some(f)),
+    };
     let [a, b] = file.metas();
-    [meta_report(0, a), meta_report(1, b)]
+    [one(0, a), one(1, b)]
+}
+
+/// What a bbolt file's meta pages and freelist say.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct BoltInfo {
+    /// Page size in bytes.
+    pub page_size: u32,
+    /// Current meta page (0 or 1).
+    pub current_meta: u8,
+    /// Current txid.
+    pub txid: u64,
+    /// High-water mark in pages.
+    pub hwm: u64,
+    /// Both meta pages.
+    pub metas: [MetaReport; 2],
+    /// The freelist.
+    pub freelist: FreelistReport,
+}
+
+impl BoltInfo {
+    /// The facts of an opened file and its walk's freelist finding.
+    #[must_use]
+    pub fn of<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, freelist: FreelistInfo) -> BoltInfo {
+        BoltInfo {
+            page_size: file.page_size(),
+            current_meta: file.current_index(),
+            txid: file.meta().txid,
+            hwm: file.meta().hwm,
+            metas: meta_reports(file),
+            freelist: freelist.into(),
+        }
+    }
 }
 
 /// The freelist as found.
@@ -327,63 +346,91 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Bytes of `[offset, offset + len)` inside resident OS pages.
+/// Bytes of the file range `[offset, offset + len)` that lie in resident
+/// OS pages, clipped to the sampled range of `res` (bytes past the end of
+/// the file are never resident).
+///
+/// Costs one popcount over the range's bitmap words, so it stays fast on
+/// huge regions (a 64 GiB file is one region when its format is unknown).
 #[must_use]
 pub fn resident_bytes(res: &Residency, offset: u64, len: u64) -> u64 {
-    let ps = res.page_size.max(1);
-    let end = offset.saturating_add(len);
-    let mut total = 0u64;
-    let mut pos = offset;
-    while pos < end {
-        let page_start = (pos / ps) * ps;
-        let page_end = page_start.saturating_add(ps).min(end);
-        if page_start >= res.offset && res.is_resident((page_start - res.offset) / ps) {
-            total += page_end - pos;
-        }
-        pos = page_end;
+    let ps = res.page_size;
+    if ps == 0 || len == 0 {
+        return 0;
     }
-    total
+    let range_end = res.offset.saturating_add(res.len);
+    let start = offset.max(res.offset);
+    let end = offset.saturating_add(len).min(range_end);
+    if start >= end {
+        return 0;
+    }
+    let count = res.resident_in(start, end - start);
+    if count == 0 {
+        return 0;
+    }
+    let first = (start - res.offset) / ps;
+    let last = (end - 1 - res.offset) / ps;
+    let mut bytes = count.saturating_mul(ps);
+    if res.is_resident(first) {
+        bytes = bytes.saturating_sub(start - (res.offset + first * ps));
+    }
+    if res.is_resident(last) {
+        let page_end = res.offset.saturating_add((last + 1).saturating_mul(ps));
+        bytes = bytes.saturating_sub(page_end.saturating_sub(end));
+    }
+    bytes
 }
 
-/// Totals per kind, with resident bytes when `res` is given and trusted.
+/// The unit of the page map and of per-kind page counts: the format's
+/// page size, or the OS page size when the format has none.
+#[must_use]
+pub fn unit(layout: &Layout) -> u64 {
+    match layout.page_size {
+        0 => os_page_size(),
+        ps => u64::from(ps),
+    }
+}
+
+/// Totals per kind (kinds present only, in legend order), with resident
+/// bytes when `res` is given and trusted. Resident bytes are counted with [`resident_bytes`].
 #[must_use]
 pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
     let res = res.filter(|r| r.trust.is_known());
-    let ps = u64::from(layout.page_size.max(1));
+    let ps = unit(layout);
     let counts = layout.kind_counts();
     let mut resident = [0u64; Kind::ALL.len()];
     if let Some(r) = res {
         for region in &layout.regions {
-            resident[region.kind.index()] += resident_bytes(r, region.offset, region.len);
+            if let Some(slot) = resident.get_mut(region.kind.index()) {
+                *slot = slot.saturating_add(resident_bytes(r, region.offset, region.len));
+            }
         }
     }
     Kind::ALL
         .iter()
-        .filter(|k| counts.bytes[k.index()] > 0)
-        .map(|k| KindTotal {
-            kind: k.name(),
-            bytes: counts.bytes[k.index()],
-            pages: counts.bytes[k.index()].div_ceil(ps),
-            resident_bytes: res.map(|_| resident[k.index()]),
+        .filter_map(|k| {
+            let bytes = counts.bytes.get(k.index()).copied().unwrap_or(0);
+            (bytes > 0).then(|| KindTotal {
+                kind: k.name(),
+                bytes,
+                pages: bytes.div_ceil(ps),
+                resident_bytes: res.map(|_| resident.get(k.index()).copied().unwrap_or(0)),
+            })
         })
         .collect()
 }
 
-/// The layout report of a walked bbolt file.
+/// The layout report of a bbolt file: its layout, its meta facts, and
+/// resident bytes per kind when `res` is given and trusted.
 #[must_use]
-pub fn layout_report<S: PageSource + ?Sized>(
-    file: &BoltFile<'_, S>,
-    walked: &BoltLayout,
-    res: Option<&Residency>,
-) -> LayoutReport {
-    let layout = &walked.layout;
+pub fn layout_report(layout: &Layout, info: &BoltInfo, res: Option<&Residency>) -> LayoutReport {
     LayoutReport {
         format: layout.format.name(),
         file_size: layout.source_len,
         page_size: layout.page_size,
-        current_meta: file.current_index(),
-        metas: meta_reports(file),
-        freelist: walked.freelist.into(),
+        current_meta: info.current_meta,
+        metas: info.metas.clone(),
+        freelist: info.freelist.clone(),
         kinds: kind_totals(layout, res),
         buckets: layout
             .groups
@@ -421,5 +468,57 @@ pub fn layout_report<S: PageSource + ?Sized>(
             })
             .collect(),
         problems: layout.problems.iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::residency::Trust;
+
+    fn res(len: u64, bits: &[u64]) -> Residency {
+        let ps = 4096;
+        let total = len.div_ceil(ps);
+        let mut bitmap = vec![0u64; usize::try_from(total.div_ceil(64)).unwrap()];
+        for &b in bits {
+            bitmap[usize::try_from(b / 64).unwrap()] |= 1 << (b % 64);
+        }
+        Residency {
+            offset: 0,
+            len,
+            page_size: ps,
+            resident_pages: bits.len() as u64,
+            bitmap,
+            total_pages: total,
+            trust: Trust::Known,
+            cachestat: None,
+        }
+    }
+
+    /// The obvious per-byte definition.
+    fn naive(r: &Residency, offset: u64, len: u64) -> u64 {
+        (offset..offset + len)
+            .filter(|b| *b < r.len && r.is_resident(b / r.page_size))
+            .count() as u64
+    }
+
+    #[test]
+    fn resident_bytes_matches_naive() {
+        let r = res(5 * 4096 + 100, &[0, 2, 3, 5]);
+        for (o, l) in [
+            (0, 100),
+            (10, 4096),
+            (4000, 200),
+            (4096, 4096),
+            (8000, 9000),
+            (0, 30000),
+            (20480, 100),
+            (20480 + 50, 1000),
+            (12288 + 5, 1),
+        ] {
+            assert_eq!(resident_bytes(&r, o, l), naive(&r, o, l), "{o}+{l}");
+        }
+        assert_eq!(resident_bytes(&r, u64::MAX - 1, 10), 0);
+        assert_eq!(resident_bytes(&r, 0, 0), 0);
     }
 }

@@ -26,7 +26,7 @@ use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::{Format, Layout};
 
 use crate::io::QuietSource;
-use crate::report::{FreelistReport, MetaReport, meta_reports};
+use crate::report::BoltInfo;
 use crate::residency::{self, Locked, Residency, TO_EOF, Touched};
 
 /// Identity of one version of the file on disk.
@@ -51,23 +51,6 @@ impl Stamp {
             mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
         }
     }
-}
-
-/// What a bbolt file's meta pages say.
-#[derive(Debug, Clone)]
-pub struct BoltInfo {
-    /// Page size in bytes.
-    pub page_size: u32,
-    /// Current meta page (0 or 1).
-    pub current_meta: u8,
-    /// Current txid.
-    pub txid: u64,
-    /// High-water mark in pages.
-    pub hwm: u64,
-    /// Both meta pages.
-    pub metas: [MetaReport; 2],
-    /// The freelist.
-    pub freelist: FreelistReport,
 }
 
 /// One reading of the file's structure.
@@ -118,14 +101,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
             match BoltFile::open(&src) {
                 Ok(file) => {
                     let walked = walk(&file, opts);
-                    snap.bolt = Some(BoltInfo {
-                        page_size: file.page_size(),
-                        current_meta: file.current_index(),
-                        txid: file.meta().txid,
-                        hwm: file.meta().hwm,
-                        metas: meta_reports(&file),
-                        freelist: walked.freelist.into(),
-                    });
+                    snap.bolt = Some(BoltInfo::of(&file, walked.freelist));
                     snap.layout = walked.layout;
                 }
                 Err(e) => snap.error = Some(e.to_string()),
@@ -300,12 +276,18 @@ impl Watch {
     }
 
     /// Bring `[offset, offset + len)` (`len` = [`TO_EOF`] for all) into the
-    /// page cache (vmtouch -t), then resample.
+    /// page cache (vmtouch -t), then resample. Refused for a file larger
+    /// than the memory available now.
     ///
     /// # Errors
     /// The residency layer's error, as text.
     pub fn touch(&mut self, offset: u64, len: u64) -> Result<Touched, String> {
         let src = self.source.as_ref().ok_or("file not open")?;
+        fits_in_memory(
+            Some(src.file()),
+            1,
+            "reading it in would only churn the page cache",
+        )?;
         let t = residency::touch(src.file(), offset, len).map_err(|e| e.to_string())?;
         self.sample();
         Ok(t)
@@ -326,6 +308,7 @@ impl Watch {
 
     /// Lock the whole file in memory (vmtouch -l) until unlocked or the
     /// watch ends; a second call unlocks. Returns whether it is locked now.
+    /// Refused for a file larger than half the memory available now.
     ///
     /// # Errors
     /// The residency layer's error (typically `mlock` refused by
@@ -336,6 +319,7 @@ impl Watch {
             return Ok(false);
         }
         let src = self.source.as_ref().ok_or("file not open")?;
+        fits_in_memory(Some(src.file()), 2, "locking it could starve the system")?;
         self.locked = Some(residency::lock(src.file(), 0, TO_EOF).map_err(|e| e.to_string())?);
         self.sample();
         Ok(true)
@@ -345,5 +329,38 @@ impl Watch {
     #[must_use]
     pub fn file(&self) -> Option<&File> {
         self.source.as_ref().map(QuietSource::file)
+    }
+}
+
+/// Refuse to touch or lock a file larger than `1/divisor` of the memory
+/// available now (`MemAvailable` in `/proc/meminfo`); no limit when that
+/// cannot be read.
+fn fits_in_memory(file: Option<&File>, divisor: u64, why: &str) -> Result<(), String> {
+    let size = file.and_then(|f| f.metadata().ok()).map_or(0, |m| m.len());
+    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib.saturating_mul(1024))
+    });
+    match available {
+        Some(avail) if size > avail / divisor.max(1) => Err(format!(
+            "the file ({}) is larger than {} of the memory available ({}); {why}",
+            human_size(size),
+            if divisor == 1 { "all" } else { "half" },
+            human_size(avail)
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn human_size(bytes: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let b = bytes as f64;
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1_048_576 => format!("{:.1} KiB", b / 1024.0),
+        1_048_576..1_073_741_824 => format!("{:.1} MiB", b / 1_048_576.0),
+        _ => format!("{:.1} GiB", b / 1_073_741_824.0),
     }
 }

@@ -200,7 +200,7 @@ fn freelist_count_0xffff_with_absurd_first_slot() {
     let text = String::from_utf8_lossy(&check.stdout);
     assert_eq!(check.status.code(), Some(1), "{text}");
     assert!(
-        text.contains(&format!("page {fl}: field count points outside the file")),
+        text.contains(&format!("page {fl}: field count points outside the page")),
         "{text}"
     );
     oracle_rejects(&p);

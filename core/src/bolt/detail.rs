@@ -66,8 +66,14 @@ pub enum Element {
 /// What a page holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
-    /// A meta page (or why it was rejected).
-    Meta(core::result::Result<Meta, crate::error::MetaFault>),
+    /// A meta page: its fields as stored, and why it fails validation
+    /// (bbolt then uses the other meta page), if it does.
+    Meta {
+        /// The fields.
+        meta: Meta,
+        /// The first validation failure, `None` for a valid meta page.
+        fault: Option<crate::error::MetaFault>,
+    },
     /// Branch or leaf elements.
     Elements(Vec<Element>),
     /// Freelist ids (at most `limit` of them) and the total.
@@ -124,7 +130,10 @@ pub fn page_detail<S: PageSource + ?Sized>(
             header,
             page_type: header.page_type(),
             offset,
-            body: Body::Meta(meta.validate().map(|()| meta)),
+            body: Body::Meta {
+                meta,
+                fault: meta.validate().err(),
+            },
         });
     }
     let page = file.read_page(pgid)?;

@@ -18,13 +18,13 @@ use alloc::vec::Vec;
 use core::fmt::{self, Write};
 
 use crate::error::{Error, Result};
-use crate::layout::Kind;
+use crate::layout::{Kind, Layout};
 use crate::source::PageSource;
 
 use super::cursor::Bucket;
 use super::file::BoltFile;
 use super::page::PageType;
-use super::walk::{BoltLayout, WalkOptions, walk};
+use super::walk::{WalkOptions, walk};
 
 /// Why a dump stopped.
 #[derive(Debug)]
@@ -266,10 +266,10 @@ pub enum PagesRow {
 }
 
 /// The rows of `bbolt pages`: every page run below the high-water mark,
-/// free pages one per row, stopping at the end of the file.
+/// free pages one per row, stopping at the end of the file. `layout` is
+/// the file's walk (it tells free pages from used ones).
 #[must_use]
-pub fn pages<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, walked: &BoltLayout) -> Vec<PagesRow> {
-    let layout = &walked.layout;
+pub fn pages<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, layout: &Layout) -> Vec<PagesRow> {
     let ps = u64::from(file.page_size());
     let mut rows = Vec::new();
     let mut id = 0u64;

@@ -45,7 +45,7 @@ impl<'p> FreelistIds<'p> {
     ///
     /// # Errors
     /// [`Error::Invalid`] when the page is not a freelist page;
-    /// [`Error::OutOfBounds`] when the count says more ids than the run
+    /// [`Error::OutsidePage`] when the count says more ids than the run
     /// holds.
     pub fn parse(page: &'p Page<'_>) -> Result<FreelistIds<'p>> {
         if page.header.flags != FREELIST_PAGE {
@@ -58,7 +58,7 @@ impl<'p> FreelistIds<'p> {
         }
         let bytes = page.bytes();
         let (count, first, encoding) = if page.header.count == 0xFFFF {
-            let n = u64_at(bytes, PAGE_HEADER_SIZE).ok_or(Error::OutOfBounds {
+            let n = u64_at(bytes, PAGE_HEADER_SIZE).ok_or(Error::OutsidePage {
                 at: page.at,
                 field: "count (first slot)",
                 offset: PAGE_HEADER_SIZE as u64,
@@ -83,7 +83,7 @@ impl<'p> FreelistIds<'p> {
                 count: usize::try_from(count).unwrap_or(0),
                 encoding,
             }),
-            _ => Err(Error::OutOfBounds {
+            _ => Err(Error::OutsidePage {
                 at: page.at,
                 field: "count",
                 offset: first as u64,

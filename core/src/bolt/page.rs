@@ -202,9 +202,9 @@ impl<'s> Page<'s> {
     /// `bytes` must be the whole run (`(overflow + 1) * page size`).
     ///
     /// # Errors
-    /// [`Error::OutOfBounds`] when `bytes` is shorter than a header.
+    /// [`Error::OutsidePage`] when `bytes` is shorter than a header.
     pub fn new(at: At, pgid: u64, bytes: Cow<'s, [u8]>) -> Result<Page<'s>> {
-        let header = PageHeader::parse(&bytes).ok_or(Error::OutOfBounds {
+        let header = PageHeader::parse(&bytes).ok_or(Error::OutsidePage {
             at,
             field: "page header",
             offset: 0,
@@ -248,11 +248,11 @@ impl<'s> Page<'s> {
     /// Check that `count` element headers fit in the page image.
     ///
     /// # Errors
-    /// [`Error::OutOfBounds`] naming field `count`.
+    /// [`Error::OutsidePage`] naming field `count`.
     pub fn check_element_array(&self) -> Result<()> {
         let need = PAGE_HEADER_SIZE as u64 + self.count() as u64 * ELEMENT_SIZE as u64;
         if need > self.bytes.len() as u64 {
-            return Err(Error::OutOfBounds {
+            return Err(Error::OutsidePage {
                 at: self.at,
                 field: "count",
                 offset: 0,
@@ -275,7 +275,7 @@ impl<'s> Page<'s> {
         {
             return Ok((off, e));
         }
-        Err(Error::OutOfBounds {
+        Err(Error::OutsidePage {
             at: self.element_loc(index),
             field: "element header",
             offset: off as u64,
@@ -315,7 +315,7 @@ impl<'s> Page<'s> {
         let start = elem_off as u64 + u64::from(pos);
         let end = start + len; // both terms < 2^33: no overflow
         if end > self.bytes.len() as u64 {
-            return Err(Error::OutOfBounds {
+            return Err(Error::OutsidePage {
                 at: self.element_loc(index),
                 field,
                 offset: start,
@@ -331,7 +331,7 @@ impl<'s> Page<'s> {
     /// Leaf element `index`: `flags u32 | pos u32 | ksize u32 | vsize u32`.
     ///
     /// # Errors
-    /// [`Error::OutOfBounds`] when the element or its key/value lie outside
+    /// [`Error::OutsidePage`] when the element or its key/value lie outside
     /// the page image.
     pub fn leaf(&self, index: usize) -> Result<LeafElement> {
         let (off, e) = self.element_at(index)?;
@@ -352,7 +352,7 @@ impl<'s> Page<'s> {
     /// Branch element `index`: `pos u32 | ksize u32 | pgid u64`.
     ///
     /// # Errors
-    /// [`Error::OutOfBounds`] when the element or its key lie outside the
+    /// [`Error::OutsidePage`] when the element or its key lie outside the
     /// page image.
     pub fn branch(&self, index: usize) -> Result<BranchElement> {
         let (off, e) = self.element_at(index)?;
@@ -511,7 +511,7 @@ mod tests {
         assert!(
             matches!(
                 e,
-                Error::OutOfBounds {
+                Error::OutsidePage {
                     at: At::Element { pgid: 7, index: 0 },
                     ..
                 }

@@ -113,6 +113,9 @@ struct Walker<'a, 's, S: PageSource + ?Sized> {
     prev: BitSet,
     runs: Vec<Region>,
     layout: Layout,
+    /// Part of the tree or the freelist could not be read: pages not
+    /// reached may still be in use (or free), so they are `Unknown`.
+    incomplete: bool,
 }
 
 /// Walk `file` and label every page.
@@ -142,6 +145,7 @@ pub fn walk<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, opts: WalkOptions) -
             problems: Vec::new(),
             problems_dropped: 0,
         },
+        incomplete: false,
     };
     w.metas();
     let freelist = w.freelist();
@@ -347,6 +351,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                 value: pgid,
                 expected: "a page id in [2, high-water mark)",
             });
+            self.incomplete = true;
             return unreadable;
         }
         let page = match self.file.read_page(pgid) {
@@ -354,6 +359,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             Err(e) => {
                 self.problem(e);
                 self.corrupt(pgid);
+                self.incomplete = true;
                 return unreadable;
             }
         };
@@ -362,6 +368,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             Err(e) => {
                 self.problem(e);
                 self.corrupt(pgid);
+                self.incomplete = true;
                 return unreadable;
             }
         };
@@ -466,6 +473,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                 at: At::Page(pgid),
                 limit: MAX_DEPTH,
             });
+            self.incomplete = true;
             return;
         }
         if pgid < self.pages && self.claimed.get(pgid) {
@@ -483,6 +491,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                 if pgid >= 2 && pgid < self.hwm {
                     self.corrupt(pgid);
                 }
+                self.incomplete = true;
                 return;
             }
         };
@@ -507,6 +516,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                     Ok(e) => e,
                     Err(err) => {
                         self.problem(err);
+                        self.incomplete = true;
                         continue;
                     }
                 };
@@ -549,7 +559,9 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             let e = match page.leaf(i) {
                 Ok(e) => e,
                 Err(err) => {
+                    // Maybe a bucket entry: its tree would be lost.
                     self.problem(err);
+                    self.incomplete = true;
                     continue;
                 }
             };
@@ -581,6 +593,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                 Ok(h) => h,
                 Err(err) => {
                     self.problem(err);
+                    self.incomplete = true;
                     continue;
                 }
             };
@@ -596,7 +609,10 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                             self.leaf_entries(&ip, g, frames + 1);
                         }
                     }
-                    Err(err) => self.problem(err),
+                    Err(err) => {
+                        self.problem(err);
+                        self.incomplete = true;
+                    }
                 }
             } else {
                 self.tree(
@@ -729,12 +745,16 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             }
             let kind = if p >= self.hwm || p < 2 {
                 Kind::Unused
-            } else if self.free.get(p) || !stored {
+            } else if self.free.get(p) || (!stored && !self.incomplete) {
                 if self.prev.get(p) {
                     Kind::Pending
                 } else {
                     Kind::Free
                 }
+            } else if self.incomplete {
+                // The lost part of the tree may use it; the damage that
+                // lost it is already a problem.
+                Kind::Unknown
             } else {
                 self.problem(Error::Unreachable { pgid: p });
                 Kind::Unreachable

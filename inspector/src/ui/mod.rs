@@ -101,6 +101,7 @@ pub fn kind_color(kind: Kind) -> Color {
         Kind::Unreachable => Color::LightRed,
         Kind::Unused => Color::DarkGray,
         Kind::Corrupt => Color::Red,
+        Kind::Unknown => Color::Indexed(139),
         _ => Color::White,
     }
 }

@@ -138,7 +138,7 @@ fn pages(a: &FileArgs) -> Result<ExitCode> {
     let db = open(a)?;
     let tx = db.begin()?;
     let walked = walk(tx.file(), WalkOptions::default());
-    let rows = report::page_rows(tx.file(), &walked);
+    let rows = report::page_rows(tx.file(), &walked.layout);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
