@@ -294,12 +294,12 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
         if top.index >= top.page.count() {
             return Ok(None);
         }
-        let e = top.page.leaf(top.index)?;
-        Ok(Some(Item {
-            flags: e.flags,
-            key: top.page.slice(e.key),
-            value: top.page.slice(e.value),
-        }))
+        let Some((flags, start, mid, end)) = top.page.leaf_offsets(top.index) else {
+            // Out of bounds: let the full decoder name the fault.
+            return top.page.leaf(top.index).map(|_| None);
+        };
+        let (key, value) = top.page.split(start, mid, end);
+        Ok(Some(Item { flags, key, value }))
     }
 
     /// Move up until a frame has a next element, then down to the first

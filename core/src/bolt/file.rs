@@ -23,6 +23,8 @@ pub struct BoltFile<'s, S: PageSource + ?Sized> {
     metas: [Result<Meta, MetaFault>; 2],
     current: u8,
     meta: Meta,
+    /// `ceil(len / page_size)`, kept because cursors check it per page.
+    pages: u64,
 }
 
 impl<S: PageSource + ?Sized> Clone for BoltFile<'_, S> {
@@ -34,6 +36,7 @@ impl<S: PageSource + ?Sized> Clone for BoltFile<'_, S> {
             metas: self.metas,
             current: self.current,
             meta: self.meta,
+            pages: self.pages,
         }
     }
 }
@@ -117,6 +120,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
             metas: [meta0, meta1],
             current,
             meta,
+            pages: len.div_ceil(u64::from(page_size)),
         })
     }
 
@@ -179,7 +183,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     /// Whole or partial pages in the source: `ceil(len / page size)`.
     #[must_use]
     pub fn file_pages(&self) -> u64 {
-        self.len.div_ceil(u64::from(self.page_size))
+        self.pages
     }
 
     /// Byte offset of page `pgid`, if it fits in a u64.
@@ -246,7 +250,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
             });
         }
         if header.overflow == 0 {
-            return Page::new(at, pgid, first);
+            return Ok(Page::from_parts(at, pgid, header, first));
         }
         let run = (u64::from(header.overflow) + 1).saturating_mul(ps);
         if offset.saturating_add(run) > self.len {

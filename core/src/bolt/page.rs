@@ -219,6 +219,22 @@ impl<'s> Page<'s> {
         })
     }
 
+    /// A page image whose header the caller has parsed from `bytes`.
+    #[inline]
+    pub(crate) fn from_parts(
+        at: At,
+        pgid: u64,
+        header: PageHeader,
+        bytes: Cow<'s, [u8]>,
+    ) -> Page<'s> {
+        Page {
+            at,
+            pgid,
+            header,
+            bytes,
+        }
+    }
+
     /// The whole page image (header included).
     #[must_use]
     pub fn bytes(&self) -> &[u8] {
@@ -243,6 +259,35 @@ impl<'s> Page<'s> {
     #[inline]
     pub fn slice(&self, range: Range<usize>) -> Cow<'s, [u8]> {
         sub_cow(&self.bytes, range)
+    }
+
+    /// Bytes `start..mid` and `mid..end` of the page image (a key and its
+    /// value), borrowed from the source when possible, with one bounds
+    /// check. The offsets must come from an element of this page.
+    #[must_use]
+    #[inline]
+    pub fn split(&self, start: usize, mid: usize, end: usize) -> (Cow<'s, [u8]>, Cow<'s, [u8]>) {
+        let pair = |b: &[u8]| -> (core::ops::Range<usize>, core::ops::Range<usize>) {
+            if start <= mid && mid <= end && end <= b.len() {
+                (start..mid, mid..end)
+            } else {
+                (0..0, 0..0)
+            }
+        };
+        match &self.bytes {
+            Cow::Borrowed(b) => {
+                let (k, v) = pair(b);
+                let (kb, vb) = (b.get(k).unwrap_or_default(), b.get(v).unwrap_or_default());
+                (Cow::Borrowed(kb), Cow::Borrowed(vb))
+            }
+            Cow::Owned(o) => {
+                let (k, v) = pair(o);
+                (
+                    Cow::Owned(o.get(k).unwrap_or_default().to_vec()),
+                    Cow::Owned(o.get(v).unwrap_or_default().to_vec()),
+                )
+            }
+        }
     }
 
     /// Check that `count` element headers fit in the page image.
@@ -326,6 +371,29 @@ impl<'s> Page<'s> {
         // end <= bytes.len(), a usize, so neither cast truncates.
         #[allow(clippy::cast_possible_truncation)]
         Ok(start as usize..end as usize)
+    }
+
+    /// Leaf element `index` as `(flags, key start, key end = value start,
+    /// value end)` offsets in the page image, or `None` when the element
+    /// or its data lies outside it (then [`Page::leaf`] says why). The
+    /// cursor's hot path.
+    #[inline(always)]
+    pub(crate) fn leaf_offsets(&self, index: usize) -> Option<(u32, usize, usize, usize)> {
+        if index >= self.count() {
+            return None;
+        }
+        let off = PAGE_HEADER_SIZE + index * ELEMENT_SIZE;
+        let e: [u8; ELEMENT_SIZE] = self.bytes.get(off..off + ELEMENT_SIZE)?.try_into().ok()?;
+        let flags = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        let pos = u32::from_le_bytes([e[4], e[5], e[6], e[7]]) as usize;
+        let ksize = u32::from_le_bytes([e[8], e[9], e[10], e[11]]) as usize;
+        let vsize = u32::from_le_bytes([e[12], e[13], e[14], e[15]]) as usize;
+        // Each term is below 2^32 and `off` below 2^21: no overflow on a
+        // 64-bit usize; on narrower targets checked_add keeps it exact.
+        let start = off.checked_add(pos)?;
+        let mid = start.checked_add(ksize)?;
+        let end = mid.checked_add(vsize)?;
+        (end <= self.bytes.len()).then_some((flags, start, mid, end))
     }
 
     /// Leaf element `index`: `flags u32 | pos u32 | ksize u32 | vsize u32`.
