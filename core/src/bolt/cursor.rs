@@ -228,7 +228,10 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
                 limit: MAX_DEPTH,
             });
         }
-        let page = self.file.tree_page(pgid, referrer, field)?;
+        let page = match self.file.tree_page_fast(pgid) {
+            Some(p) => p,
+            None => self.file.tree_page(pgid, referrer, field)?,
+        };
         self.stack.push(Frame { page, index: 0 });
         Ok(())
     }

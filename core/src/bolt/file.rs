@@ -4,7 +4,7 @@ use crate::error::{At, Error, MetaFault, Result};
 use crate::source::PageSource;
 
 use super::meta::{META_END, Meta};
-use super::page::{BRANCH_PAGE, LEAF_PAGE, Page, PageHeader};
+use super::page::{BRANCH_PAGE, ELEMENT_SIZE, LEAF_PAGE, PAGE_HEADER_SIZE, Page, PageHeader};
 
 /// Deepest tree mapwise follows (cycle guard; bbolt trees of a 2^48-page
 /// file are far shallower).
@@ -271,6 +271,30 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         })?;
         drop(first);
         Page::new(at, pgid, self.src.read_at(offset, run)?)
+    }
+
+    /// [`BoltFile::tree_page`] without the error: `None` on any fault (then
+    /// `tree_page` says which). The cursor's hot path: a scan enters every
+    /// page, and building error locations there costs more than the checks.
+    #[inline]
+    pub(crate) fn tree_page_fast(&self, pgid: u64) -> Option<Page<'s>> {
+        if pgid < 2 || pgid >= self.meta.hwm || pgid >= self.pages {
+            return None;
+        }
+        let ps = self.page_size as usize;
+        let offset = self.page_offset(pgid)?;
+        let first = self.src.read_at(offset, ps).ok()?;
+        let header = PageHeader::parse(&first)?;
+        if header.id != pgid
+            || header.overflow != 0
+            || (header.flags != BRANCH_PAGE && header.flags != LEAF_PAGE)
+            || (header.flags == BRANCH_PAGE && header.count == 0)
+            || PAGE_HEADER_SIZE + usize::from(header.count) * ELEMENT_SIZE > first.len()
+        {
+            // Overflow runs and faults take the full path.
+            return None;
+        }
+        Some(Page::from_parts(At::Page(pgid), pgid, header, first))
     }
 
     /// Read a page that a tree reference points to: `2 <= pgid <
