@@ -11,8 +11,11 @@ const BOLT_MAGIC_BE: [u8; 4] = [0xed, 0x0c, 0xda, 0xed];
 
 /// The format of `src`, judged by its first page: the bbolt magic at
 /// byte 16 (or at byte 16 of a probed meta page 1 when meta 0 is
-/// damaged), else [`Format::Unknown`]. Never fails: a read error is
-/// simply "unknown".
+/// damaged); else a Mercurial revlog index when its version header *and*
+/// revision 0's entry look like hg's ([`crate::revlog::sniff`]: a 4-byte
+/// big-endian version alone is a weak signal, and the detector sees no
+/// file name, so it stays conservative); else [`Format::Unknown`]. Never
+/// fails: a read error is simply "unknown".
 #[must_use]
 pub fn detect<S: PageSource + ?Sized>(src: &S) -> Format {
     let probe = |off: u64| -> bool {
@@ -29,6 +32,9 @@ pub fn detect<S: PageSource + ?Sized>(src: &S) -> Format {
         .any(probe)
     {
         return Format::Bolt;
+    }
+    if crate::revlog::sniff(src) {
+        return Format::Revlog;
     }
     Format::Unknown
 }

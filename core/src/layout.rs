@@ -73,6 +73,12 @@ pub enum Kind {
     /// of the tree (or the freelist) to damage, so whether the page is in
     /// use or free cannot be told.
     Unknown,
+    /// A revlog index entry (64 bytes in v1, 76 in v0); `id` is the
+    /// revision.
+    Entry,
+    /// A revlog data chunk stored inline after its entry; `id` is the
+    /// revision.
+    Chunk,
     /// A page the parser tried to read and rejected; see the layout's
     /// problems for why.
     Corrupt,
@@ -82,7 +88,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in legend order.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 14] = [
         Kind::Meta,
         Kind::Freelist,
         Kind::Branch,
@@ -93,6 +99,8 @@ impl Kind {
         Kind::Unreachable,
         Kind::Unused,
         Kind::Unknown,
+        Kind::Entry,
+        Kind::Chunk,
         Kind::Corrupt,
         Kind::Data,
     ];
@@ -111,6 +119,8 @@ impl Kind {
             Kind::Unreachable => "unreachable",
             Kind::Unused => "unused",
             Kind::Unknown => "unknown",
+            Kind::Entry => "entry",
+            Kind::Chunk => "chunk",
             Kind::Corrupt => "corrupt",
             Kind::Data => "data",
         }

@@ -25,6 +25,8 @@ pub mod detect;
 #[cfg(feature = "alloc")]
 pub mod layout;
 #[cfg(feature = "alloc")]
+pub mod revlog;
+#[cfg(feature = "alloc")]
 pub mod source;
 
 pub use error::{At, Error, MetaFault, Result};

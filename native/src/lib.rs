@@ -7,6 +7,8 @@
 pub mod bolt;
 pub mod io;
 pub mod map;
+pub mod mmaptest;
 pub mod report;
 pub mod residency;
+pub mod revlog;
 pub mod watch;

@@ -117,7 +117,7 @@ pub enum MapError {
     #[error("mapping of {0} bytes does not fit in the address space")]
     TooLarge(u64),
     /// `fstat`, `mmap`, `madvise` or `mlock` failed.
-    #[error("{call} failed: {source}")]
+    #[error("{call} failed")]
     Sys {
         /// The failing call.
         call: &'static str,

@@ -107,6 +107,19 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                 Err(e) => snap.error = Some(e.to_string()),
             }
         }
+        Format::Revlog => {
+            snap.format = Format::Revlog;
+            // A non-inline index's chunks are checked against its `.d`.
+            let data_len = crate::revlog::data_path(path)
+                .and_then(|d| std::fs::metadata(d).ok())
+                .map(|m| m.len());
+            let walked = mapwise_core::revlog::layout(
+                &src,
+                mapwise_core::revlog::LayoutOptions { data_len },
+            );
+            snap.layout = walked.layout;
+            snap.error = walked.fatal.map(|e| e.to_string());
+        }
         _ => {
             if src.is_empty() {
                 snap.error = Some("empty file".into());
@@ -204,7 +217,7 @@ impl Watch {
         let Some(src) = &self.source else { return };
         match residency::sample(src.file()) {
             Ok(r) => self.residency = Some(r),
-            Err(e) => self.problem = Some(e.to_string()),
+            Err(e) => self.problem = Some(chain(&e)),
         }
     }
 
@@ -288,7 +301,7 @@ impl Watch {
             1,
             "reading it in would only churn the page cache",
         )?;
-        let t = residency::touch(src.file(), offset, len).map_err(|e| e.to_string())?;
+        let t = residency::touch(src.file(), offset, len).map_err(|e| chain(&e))?;
         self.sample();
         Ok(t)
     }
@@ -301,7 +314,7 @@ impl Watch {
     pub fn evict(&mut self, offset: u64, len: u64) -> Result<(), String> {
         self.locked = None;
         let src = self.source.as_ref().ok_or("file not open")?;
-        residency::evict(src.file(), offset, len).map_err(|e| e.to_string())?;
+        residency::evict(src.file(), offset, len).map_err(|e| chain(&e))?;
         self.sample();
         Ok(())
     }
@@ -320,7 +333,7 @@ impl Watch {
         }
         let src = self.source.as_ref().ok_or("file not open")?;
         fits_in_memory(Some(src.file()), 2, "locking it could starve the system")?;
-        self.locked = Some(residency::lock(src.file(), 0, TO_EOF).map_err(|e| e.to_string())?);
+        self.locked = Some(residency::lock(src.file(), 0, TO_EOF).map_err(|e| chain(&e))?);
         self.sample();
         Ok(true)
     }
@@ -363,4 +376,18 @@ fn human_size(bytes: u64) -> String {
         1_048_576..1_073_741_824 => format!("{:.1} MiB", b / 1_048_576.0),
         _ => format!("{:.1} GiB", b / 1_073_741_824.0),
     }
+}
+
+/// An error and its causes as one line (`mlock(2) of ... failed: Cannot
+/// allocate memory`): the residency errors keep the OS error as their
+/// source, which `to_string` alone would drop.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }

@@ -7,3 +7,5 @@ mod support;
 mod bolt_corrupt;
 mod bolt_cursor;
 mod bolt_interop;
+mod mmaptest;
+mod revlog;

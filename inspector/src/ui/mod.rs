@@ -102,6 +102,8 @@ pub fn kind_color(kind: Kind) -> Color {
         Kind::Unused => Color::DarkGray,
         Kind::Corrupt => Color::Red,
         Kind::Unknown => Color::Indexed(139),
+        Kind::Entry => Color::LightCyan,
+        Kind::Chunk => Color::Indexed(180),
         _ => Color::White,
     }
 }

@@ -53,7 +53,7 @@ impl Default for Options {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Opening or reading the file failed.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -68,7 +68,7 @@ pub enum Error {
         path: PathBuf,
     },
     /// Mapping failed.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Map {
         /// The file.
         path: PathBuf,
@@ -79,7 +79,7 @@ pub enum Error {
     /// The file is not a valid bbolt file, or is damaged (bbolt
     /// `ErrInvalid`, `ErrVersionMismatch`, `ErrChecksum`, and faults bbolt
     /// itself would crash on).
-    #[error("{0}")]
+    #[error(transparent)]
     Format(#[from] mapwise_core::Error),
     /// Read-write opens arrive with the write side of the engine.
     #[error("read-write open is not supported yet; open with read_only = true")]

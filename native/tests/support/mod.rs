@@ -134,3 +134,71 @@ pub fn assert_same_text(what: &str, ours: &[u8], want: &[u8]) {
         w.lines().count()
     );
 }
+
+#[path = "../../../testkit/peers.rs"]
+pub mod peers;
+
+/// `shared/oracles/revlog/oracle.sh` (Debian's Mercurial 6.3).
+pub fn revlog_oracle() -> PathBuf {
+    shared().join("oracles/revlog/oracle.sh")
+}
+
+/// Run the revlog oracle with `args` (it installs Mercurial on first
+/// use); panics unless it exits 0.
+pub fn revlog_oracle_out(args: &[&str]) -> Vec<u8> {
+    let out = run_limited(
+        Command::new(revlog_oracle()).args(args),
+        Duration::from_secs(300),
+    );
+    assert!(
+        out.status.success(),
+        "revlog oracle.sh {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A read-only corpus file under testdata/revlog (copied from
+/// `shared/corpus/revlog`, made by Mercurial 6.3.2).
+pub fn revlog_testdata(name: &str) -> PathBuf {
+    repo().join("testdata/revlog").join(name)
+}
+
+/// `hg` in the oracle's clean environment (no user configuration, plain
+/// output), installing Debian's `mercurial` on first use.
+pub fn hg() -> Command {
+    peers::ensure("hg", "mercurial");
+    let mut c = Command::new("hg");
+    c.env("HGRCPATH", "")
+        .env("HGPLAIN", "1")
+        .env("HGUSER", "oracle <oracle@example.invalid>")
+        .env("HGENCODING", "utf-8")
+        .env("TZ", "UTC");
+    c
+}
+
+/// The Python interpreter that runs `hg` (it can import `mercurial`).
+pub fn hg_python() -> Command {
+    peers::ensure("hg", "mercurial");
+    let hg = std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("hg"))
+                .find(|f| f.is_file())
+        })
+        .expect("hg on PATH");
+    let first = std::fs::read_to_string(&hg)
+        .ok()
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_default();
+    let interp = first
+        .strip_prefix("#!")
+        .map_or("python3", str::trim)
+        .split_whitespace()
+        .next()
+        .unwrap_or("python3")
+        .to_owned();
+    let mut c = Command::new(interp);
+    c.env("HGRCPATH", "");
+    c
+}

@@ -11,6 +11,7 @@ pub mod alternate;
 pub mod bolt_scan;
 pub mod interrupt;
 pub mod machine;
+pub mod mmaptest;
 pub mod output;
 pub mod pagecache;
 pub mod proc;
@@ -76,7 +77,24 @@ bolt-scan: the MAP_POPULATE experiment of boltdb/bolt issue 455, ours vs Go
                               [--warmup 1] [--cold | --warm | --both]
                               [--out DIR]
   --size 2GiB is the full run (generating takes ~15 s, a cold plain-mmap
-  scan ~30 s per run); --runs 3 on 256MiB takes a few minutes.";
+  scan ~30 s per run); --runs 3 on 256MiB takes a few minutes.
+
+mmaptest: the read()-vs-mmap microbenchmark of the 2003 PostgreSQL-list
+  \"mmap-test\", ours (`mapwise mmaptest`) vs the C reconstruction in
+  ../shared/oracles/mmaptest (built with cc into target/bench/mmaptest-c/),
+  stdout to /dev/null as in the original. Modes read() 64 KiB, read() whole
+  file, mmap+munmap per iteration (plain and MAP_POPULATE), mmap once; each
+  untouched (faithful) and touching every byte (fair). Cells: warm (a
+  72 KiB file, 20000 iterations, or the seed's 100000 with --full) and cold
+  (a list of 16 MiB files, evicted by xtask before every run, one pass).
+  Headline: each program's own loop time; the limits are memcpy (in cache
+  and large) and a cached and an O_DIRECT read of the cold list. One
+  verdict per cell against \"ours ≤ 1.2× C\", and a data check (bytes =
+  sizes × iterations, checksums equal in every mode); exit status 1 when
+  the data check fails.
+
+  cargo xtask bench mmaptest [--quick | --full] [--runs 5] [--warmup 1]
+                             [--warm | --cold] [--out DIR]";
 
 /// `cargo xtask bench` arguments.
 #[derive(Debug, Args)]
@@ -91,6 +109,10 @@ enum BenchCommand {
     /// ours vs Go bbolt, cold/warm × with/without MAP_POPULATE.
     #[command(after_long_help = bolt_scan::HELP)]
     BoltScan(bolt_scan::Args),
+    /// read()-vs-mmap microbenchmark (the 2003 "mmap-test"), ours vs the C
+    /// reconstruction, warm and cold, untouched and touching.
+    #[command(after_long_help = mmaptest::HELP)]
+    Mmaptest(mmaptest::Args),
 }
 
 /// Options every bench takes.
@@ -183,6 +205,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             std::env::set_current_dir(&ws.root)
                 .with_context(|| format!("cannot enter {}", ws.root.display()))?;
             bolt_scan::run(&ws, &a)
+        }
+        BenchCommand::Mmaptest(mut a) => {
+            fix_out(&mut a.common)?;
+            std::env::set_current_dir(&ws.root)
+                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
+            mmaptest::run(&ws, &a)
         }
     }
 }

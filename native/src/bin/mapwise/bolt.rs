@@ -13,6 +13,14 @@ use mapwise_native::report;
 
 use crate::out::Out;
 
+/// `println!` into an [`Out`]: a closed pipe ends the output quietly
+/// instead of panicking.
+macro_rules! outln {
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 #[derive(Debug, Subcommand)]
 pub enum BoltCommand {
     /// Print every bucket and key/value in the canonical text form
@@ -139,13 +147,13 @@ fn pages(a: &FileArgs) -> Result<ExitCode> {
     let tx = db.begin()?;
     let walked = walk(tx.file(), WalkOptions::default());
     let rows = report::page_rows(tx.file(), &walked.layout);
+    let mut out = Out::new();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!(out, "{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        let mut out = Out::new();
         let _ = out.write_str(&report::pages_text(&rows));
-        out.finish()?;
     }
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -154,21 +162,23 @@ fn check(a: &FileArgs) -> Result<ExitCode> {
     let tx = db.begin()?;
     let walked = walk(tx.file(), WalkOptions::default());
     let rep = report::check_report(&walked.layout);
+    let mut out = Out::new();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
+        outln!(out, "{}", serde_json::to_string_pretty(&rep)?);
     } else {
         for p in &rep.problems {
-            println!("{p}");
+            outln!(out, "{p}");
         }
         if rep.more > 0 {
-            println!("... and {} more", rep.more);
+            outln!(out, "... and {} more", rep.more);
         }
         if rep.ok {
-            println!("OK");
+            outln!(out, "OK");
         } else {
-            println!("{} errors found", rep.problems.len() as u64 + rep.more);
+            outln!(out, "{} errors found", rep.problems.len() as u64 + rep.more);
         }
     }
+    out.finish()?;
     Ok(if rep.ok {
         ExitCode::SUCCESS
     } else {
@@ -183,6 +193,7 @@ fn info(a: &FileArgs) -> Result<ExitCode> {
     let walked = walk(file, WalkOptions::default());
     let metas = report::meta_reports(file);
     let freelist = report::FreelistReport::from(walked.freelist);
+    let mut out = Out::new();
     if a.json {
         let v = serde_json::json!({
             "file_size": file.len(),
@@ -192,14 +203,21 @@ fn info(a: &FileArgs) -> Result<ExitCode> {
             "metas": metas,
             "freelist": freelist,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        out.finish()?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("file_size={} page_size={}", file.len(), file.page_size());
+    outln!(
+        out,
+        "file_size={} page_size={}",
+        file.len(),
+        file.page_size()
+    );
     for m in &metas {
         match &m.fault {
-            Some(f) => println!("meta{}: INVALID: {f}", m.index),
-            None => println!(
+            Some(f) => outln!(out, "meta{}: INVALID: {f}", m.index),
+            None => outln!(
+                out,
                 "meta{}: root={} freelist={} hwm={} txid={} checksum={}",
                 m.index,
                 m.root.unwrap_or(0),
@@ -211,23 +229,33 @@ fn info(a: &FileArgs) -> Result<ExitCode> {
             ),
         }
     }
-    println!(
+    outln!(
+        out,
         "current=meta{} txid={}",
         file.current_index(),
         file.meta().txid
     );
     match freelist {
         report::FreelistReport::NotStored => {
-            println!("freelist: not stored (NoFreelistSync); free pages are the unreachable ones")
+            outln!(
+                out,
+                "freelist: not stored (NoFreelistSync); free pages are the unreachable ones"
+            )
         }
         report::FreelistReport::Stored {
             page,
             overflow,
             ids,
             encoding,
-        } => println!("freelist: page={page} overflow={overflow} ids={ids} encoding={encoding}"),
-        report::FreelistReport::Unreadable { page } => println!("freelist: page={page} unreadable"),
+        } => outln!(
+            out,
+            "freelist: page={page} overflow={overflow} ids={ids} encoding={encoding}"
+        ),
+        report::FreelistReport::Unreadable { page } => {
+            outln!(out, "freelist: page={page} unreadable")
+        }
     }
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -277,6 +305,7 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     let took = start.elapsed();
     drop(db);
     let scan = took - opened;
+    let mut out = Out::new();
     if a.json {
         let v = serde_json::json!({
             "file_bytes": size, "populate": a.populate, "cold": a.cold, "touch": a.touch,
@@ -284,18 +313,24 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
             "traverse_s": scan.as_secs_f64(), "took_s": took.as_secs_f64(), "keys": keys,
             "value_bytes": value_bytes,
         });
-        println!("{v}");
+        outln!(out, "{v}");
     } else {
-        println!(
+        outln!(
+            out,
             "file: {size} bytes populate={} cold={} touch={} mlock={}",
-            a.populate, a.cold, a.touch, a.mlock
+            a.populate,
+            a.cold,
+            a.touch,
+            a.mlock
         );
-        println!("open: {:.3}s", opened.as_secs_f64());
-        println!(
+        outln!(out, "open: {:.3}s", opened.as_secs_f64());
+        outln!(
+            out,
             "traverse: {:.3}s keys={keys} value_bytes={value_bytes} xor={x:02x}",
             scan.as_secs_f64()
         );
-        println!("took: {:.3}s", took.as_secs_f64());
+        outln!(out, "took: {:.3}s", took.as_secs_f64());
     }
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
 }

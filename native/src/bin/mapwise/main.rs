@@ -4,7 +4,9 @@
 //! bbolt does; every subcommand takes `--json`.
 
 mod bolt;
+mod mmaptest;
 mod out;
+mod revlog;
 
 use std::process::ExitCode;
 
@@ -23,12 +25,22 @@ enum Command {
     /// bbolt (Go) database files.
     #[command(subcommand)]
     Bolt(bolt::BoltCommand),
+    /// The read()-vs-mmap microbenchmark (the 2003 "mmap-test").
+    ///
+    /// Data to stdout (redirect it to /dev/null), one result line per mode
+    /// on stderr.
+    Mmaptest(mmaptest::MmaptestArgs),
+    /// Mercurial revlog indexes (`hg log -l N`, `hg debugindex`).
+    #[command(subcommand)]
+    Revlog(revlog::RevlogCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bolt(cmd) => bolt::run(cmd),
+        Command::Mmaptest(args) => mmaptest::run(&args),
+        Command::Revlog(cmd) => revlog::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,367 @@
+//! `mapwise revlog …`: Mercurial revlog indexes, printed as hg prints them.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
+use mapwise_core::revlog::{DebugRow, DebugStyle, Index, Node, PrintError, debug_row};
+use mapwise_native::revlog::{
+    self, HgConfig, IndexFile, Load, LogRow, Options, Repo, Revlog, check_data_file,
+};
+use serde::Serialize;
+
+use crate::out::Out;
+
+#[derive(Debug, Subcommand)]
+pub enum RevlogCommand {
+    /// List the newest revisions as `hg log -l N -T '{rev}\n'` does
+    /// (tip first), reading only the tail of a mapped changelog index.
+    Log(LogArgs),
+    /// Print a revlog index as `hg debugindex` does.
+    Debugindex(DebugindexArgs),
+}
+
+/// Options shared by the subcommands.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// hg configuration, `section.name=value` (repeatable). Index loading
+    /// follows `experimental.mmapindexthreshold=SIZE` (hg ≤ 6.8) or
+    /// `storage.revlog.mmap.index=BOOL` and
+    /// `storage.revlog.mmap.index:size-threshold=SIZE` (hg ≥ 6.9); with
+    /// neither the index is read whole. Sizes as hg parses them (`4k`,
+    /// `1.5MB`, `100`).
+    #[arg(long = "config", value_name = "SECTION.NAME=VALUE")]
+    config: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Repository root (holding `.hg`) or a store directory; default: the
+    /// repository holding the current directory.
+    repo: Option<PathBuf>,
+    /// The repository (as hg's `-R`).
+    #[arg(short = 'R', long = "repository", conflicts_with = "repo")]
+    repository: Option<PathBuf>,
+    /// Show at most N revisions.
+    #[arg(
+        short = 'l',
+        long = "limit",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    limit: Option<i64>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, Args)]
+pub struct DebugindexArgs {
+    /// With `-R`: a tracked file's name (its filelog). Without: the path
+    /// of an index file (`.i`).
+    file: Option<String>,
+    /// The repository (or store directory) the names refer to.
+    #[arg(short = 'R', long = "repository")]
+    repository: Option<PathBuf>,
+    /// The changelog.
+    #[arg(short = 'c', long = "changelog", conflicts_with_all = ["file", "manifest"])]
+    changelog: bool,
+    /// The manifest.
+    #[arg(short = 'm', long = "manifest", conflicts_with = "file")]
+    manifest: bool,
+    /// Add hg's verbose columns (hg `-v`).
+    #[arg(short = 'v', long)]
+    verbose: bool,
+    /// Every column and full 40-digit nodes (hg `--debug`).
+    #[arg(long, visible_alias = "full")]
+    debug: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub fn run(cmd: RevlogCommand) -> Result<ExitCode> {
+    match cmd {
+        RevlogCommand::Log(a) => log(&a),
+        RevlogCommand::Debugindex(a) => debugindex(&a),
+    }
+}
+
+fn hex(node: &Node) -> String {
+    node.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Pretty JSON and a newline on stdout; a closed pipe is an error the
+/// caller (`main`) treats as success.
+fn print_json(v: &impl Serialize) -> Result<()> {
+    use std::fmt::Write as _;
+    let mut out = Out::new();
+    let text = serde_json::to_string_pretty(v)?;
+    let _ = writeln!(out, "{text}");
+    out.finish()?;
+    Ok(())
+}
+
+fn load_options(common: &Common) -> Result<Options> {
+    Ok(HgConfig::parse(&common.config)?.index_load()?)
+}
+
+fn threshold(opts: &Options) -> Option<u64> {
+    match opts.load {
+        Load::Auto { threshold } => Some(threshold),
+        Load::Read | Load::Mmap => None,
+    }
+}
+
+/// What every JSON report says about the index file.
+#[derive(Debug, Serialize)]
+struct IndexInfo {
+    index: String,
+    index_bytes: u64,
+    load: revlog::Loaded,
+    populate: bool,
+    threshold: Option<u64>,
+    version: u16,
+    inline: bool,
+    generaldelta: bool,
+    revisions: u32,
+    data_file_bytes: Option<u64>,
+}
+
+impl IndexInfo {
+    fn of(file: &IndexFile, index: &Index<'_, [u8]>, opts: &Options, data: Option<u64>) -> Self {
+        let mapped = file.loaded() == revlog::Loaded::Mmap;
+        IndexInfo {
+            index: file.path().display().to_string(),
+            index_bytes: file.size(),
+            load: file.loaded(),
+            populate: mapped && opts.populate,
+            threshold: threshold(opts),
+            version: index.version().number(),
+            inline: index.is_inline(),
+            generaldelta: index.is_generaldelta(),
+            revisions: index.len(),
+            data_file_bytes: data,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct LogEntry {
+    rev: i32,
+    node: String,
+    linkrev: i32,
+    p1: i32,
+    p2: i32,
+    parents: Vec<String>,
+}
+
+impl From<&LogRow> for LogEntry {
+    fn from(r: &LogRow) -> Self {
+        LogEntry {
+            rev: r.rev,
+            node: hex(&r.node),
+            linkrev: r.linkrev,
+            p1: r.p1,
+            p2: r.p2,
+            parents: r.parents.iter().map(hex).collect(),
+        }
+    }
+}
+
+fn log(a: &LogArgs) -> Result<ExitCode> {
+    let limit = match a.limit {
+        Some(n) if n <= 0 => bail!("limit must be positive"),
+        Some(n) => Some(n.unsigned_abs()),
+        None => None,
+    };
+    let opts = load_options(&a.common)?;
+    let repo = match a.repository.as_ref().or(a.repo.as_ref()) {
+        Some(p) => Repo::open(p)?,
+        None => Repo::discover(std::env::current_dir()?)?,
+    };
+    let file = repo.open_index(&Revlog::Changelog, &opts)?;
+    let index = file.index()?;
+    let rows = revlog::log(&index, limit).map_err(|source| revlog::Error::Format {
+        path: file.path().to_owned(),
+        source,
+    })?;
+    let data = check_data_file(&file, &index, rows.iter().map(|r| r.rev))?;
+    if a.common.json {
+        #[derive(Serialize)]
+        struct Report {
+            repo: String,
+            #[serde(flatten)]
+            info: IndexInfo,
+            entries: Vec<LogEntry>,
+        }
+        let rep = Report {
+            repo: repo.path().display().to_string(),
+            info: IndexInfo::of(&file, &index, &opts, data),
+            entries: rows.iter().map(LogEntry::from).collect(),
+        };
+        print_json(&rep)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = Out::new();
+    for r in &rows {
+        use std::fmt::Write as _;
+        if writeln!(out, "{}", r.rev).is_err() {
+            break;
+        }
+    }
+    out.finish()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One `hg debugindex --debug -Tjson` item, with numbers as numbers and
+/// full nodes.
+#[derive(Debug, Serialize)]
+struct DebugEntry {
+    rev: i32,
+    rank: i32,
+    linkrev: i32,
+    nodeid: String,
+    #[serde(rename = "p1-rev")]
+    p1_rev: i32,
+    #[serde(rename = "p1-nodeid")]
+    p1_nodeid: String,
+    #[serde(rename = "p2-rev")]
+    p2_rev: i32,
+    #[serde(rename = "p2-nodeid")]
+    p2_nodeid: String,
+    #[serde(rename = "full-size")]
+    full_size: i32,
+    #[serde(rename = "delta-base")]
+    delta_base: i32,
+    flags: u16,
+    #[serde(rename = "comp-mode")]
+    comp_mode: u8,
+    #[serde(rename = "data-offset")]
+    data_offset: u64,
+    #[serde(rename = "chunk-size")]
+    chunk_size: u32,
+    #[serde(rename = "sd-comp-mode")]
+    sd_comp_mode: &'static str,
+    #[serde(rename = "sidedata-offset")]
+    sidedata_offset: u64,
+    #[serde(rename = "sd-chunk-size")]
+    sd_chunk_size: u32,
+}
+
+impl From<&DebugRow> for DebugEntry {
+    fn from(r: &DebugRow) -> Self {
+        DebugEntry {
+            rev: r.rev,
+            rank: r.rank,
+            linkrev: r.linkrev,
+            nodeid: hex(&r.nodeid),
+            p1_rev: r.p1_rev,
+            p1_nodeid: hex(&r.p1_nodeid),
+            p2_rev: r.p2_rev,
+            p2_nodeid: hex(&r.p2_nodeid),
+            full_size: r.full_size,
+            delta_base: r.delta_base,
+            flags: r.flags,
+            comp_mode: r.comp_mode,
+            data_offset: r.data_offset,
+            chunk_size: r.chunk_size,
+            sd_comp_mode: r.sd_comp_mode,
+            sidedata_offset: r.sidedata_offset,
+            sd_chunk_size: r.sd_chunk_size,
+        }
+    }
+}
+
+/// The revlog `a` names, as hg's `openstorage` resolves it.
+fn which(a: &DebugindexArgs) -> Result<Option<Revlog>> {
+    Ok(match (a.changelog, a.manifest, &a.file) {
+        (true, _, _) => Some(Revlog::Changelog),
+        (_, true, _) => Some(Revlog::Manifest),
+        (_, _, Some(f)) if a.repository.is_some() => Some(Revlog::File(f.clone())),
+        (_, _, Some(_)) => None,
+        (false, false, None) => bail!("give -c, -m or FILE"),
+    })
+}
+
+fn debugindex(a: &DebugindexArgs) -> Result<ExitCode> {
+    let configured = load_options(&a.common)?;
+    // hg maps only the changelog and the manifest (`mmaplargeindex`).
+    let (file, opts) = match which(a)? {
+        Some(w) => {
+            let opts = if w.maps_large_index() {
+                configured
+            } else {
+                Options::default()
+            };
+            let repo = match &a.repository {
+                Some(p) => Repo::open(p)?,
+                None => Repo::discover(std::env::current_dir()?)?,
+            };
+            let file = repo.open_index(&w, &opts)?;
+            if file.index()?.is_empty() {
+                // hg's `openstorage` finds no revlog of that name.
+                bail!(
+                    "{}: no revisions (hg: cannot give path to non-revlog)",
+                    file.path().display()
+                );
+            }
+            (file, opts)
+        }
+        None => {
+            let path = Path::new(a.file.as_deref().unwrap_or_default());
+            let named = path.file_name().and_then(|n| n.to_str());
+            let opts = if matches!(named, Some("00changelog.i" | "00manifest.i")) {
+                configured
+            } else {
+                Options::default()
+            };
+            (IndexFile::open(path, &opts)?, opts)
+        }
+    };
+    let index = file.index()?;
+    let data = check_data_file(&file, &index, 0..=index.tip())?;
+    if a.common.json {
+        let mut entries = Vec::with_capacity(index.len() as usize);
+        for rev in 0..=index.tip() {
+            let row = debug_row(&index, rev).map_err(|source| revlog::Error::Format {
+                path: file.path().to_owned(),
+                source,
+            })?;
+            entries.push(DebugEntry::from(&row));
+        }
+        #[derive(Serialize)]
+        struct Report {
+            #[serde(flatten)]
+            info: IndexInfo,
+            entries: Vec<DebugEntry>,
+        }
+        let rep = Report {
+            info: IndexInfo::of(&file, &index, &opts, data),
+            entries,
+        };
+        print_json(&rep)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let style = DebugStyle {
+        verbose: a.verbose || a.debug,
+        full_nodes: a.debug,
+    };
+    let mut out = Out::new();
+    match mapwise_core::revlog::write_debugindex(&mut out, &index, style) {
+        Ok(()) => out.finish()?,
+        Err(PrintError::Write) => {
+            return Err(out
+                .finish()
+                .err()
+                .map_or_else(|| anyhow::anyhow!("write failed"), Into::into));
+        }
+        Err(PrintError::Format(e)) => {
+            out.finish()?;
+            return Err(anyhow::Error::new(e).context(format!("{}", file.path().display())));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,841 @@
+//! `mapwise revlog` and `mapwise_native::revlog` against Mercurial 6.3:
+//! the corpus hg made (`testdata/revlog`, hg's own outputs beside each
+//! index), repositories the oracle generates fresh and reads back with hg,
+//! hg's own store-name and size parsers (through its Python), and the
+//! kernel (mincore) for what a mapped `log -l 5` touches.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use mapwise_core::detect::detect;
+use mapwise_core::layout::{Format, Kind};
+use mapwise_core::revlog::{Index, LayoutOptions, layout};
+use mapwise_native::map::Advice;
+use mapwise_native::residency;
+use mapwise_native::revlog::{
+    IndexFile, Load, Loaded, Options, StoreEncoding, log, sha1_hex, size_to_int,
+};
+
+use crate::support::{
+    assert_same_text, hg, hg_python, revlog_oracle_out, revlog_testdata, run_mapwise, tempdir,
+    testdata,
+};
+
+/// Every index of the corpus with a `.debugindex.txt` from hg.
+const INDEXES: &[&str] = &[
+    "00changelog.i",
+    "00manifest.i",
+    "data/a.txt.i",
+    "data/big.txt.i",
+    "data/docs/_r_e_a_d_m_e.i",
+    "data/src/_main.rs.i",
+    "synthetic-2000/00changelog.i",
+    "synthetic-2000/00manifest.i",
+];
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn read(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `mapwise args…`, which must succeed; its stdout.
+fn ok(args: &[&str]) -> Vec<u8> {
+    let out = run_mapwise(args);
+    assert!(
+        out.status.success(),
+        "mapwise {args:?} failed: {}",
+        text(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `mapwise args…`, which must fail cleanly (exit 2, one message, no
+/// panic); its stderr.
+fn refused(args: &[&str]) -> String {
+    let out = run_mapwise(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "mapwise {args:?}: {err}");
+    assert!(
+        !err.contains("panicked"),
+        "mapwise {args:?} panicked: {err}"
+    );
+    err
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_slice(&ok(args)).expect("mapwise JSON")
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Run `cmd` with `input` on stdin; its output (not checked).
+fn with_stdin(cmd: &mut std::process::Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+fn hg_ok(args: &[&str]) -> Vec<u8> {
+    let out = hg().args(args).output().expect("run hg");
+    assert!(
+        out.status.success(),
+        "hg {args:?} failed: {}",
+        text(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn corpus_debugindex_is_hgs() {
+    for name in INDEXES {
+        let file = revlog_testdata(name);
+        let want = read(&revlog_testdata(&format!("{name}.debugindex.txt")));
+        let ours = ok(&["revlog", "debugindex", s(&file)]);
+        assert_same_text(&format!("debugindex {name}"), &ours, &want);
+    }
+    // `hg --debug debugindex -c`: every column, full nodes.
+    let file = revlog_testdata("00changelog.i");
+    let want = read(&revlog_testdata("00changelog.i.debugindex-full.txt"));
+    for flag in ["--debug", "--full"] {
+        let ours = ok(&["revlog", "debugindex", flag, s(&file)]);
+        assert_same_text("debugindex --debug 00changelog.i", &ours, &want);
+    }
+    // By name, as hg takes them inside a repository: the corpus is a
+    // store directory whose `requires` says fncache + dotencode.
+    let store = revlog_testdata("");
+    for (args, want) in [
+        (vec!["-c"], "00changelog.i"),
+        (vec!["-m"], "00manifest.i"),
+        (vec!["docs/README"], "data/docs/_r_e_a_d_m_e.i"),
+        (vec!["src/Main.rs"], "data/src/_main.rs.i"),
+        (vec!["big.txt"], "data/big.txt.i"),
+    ] {
+        let mut a = vec!["revlog", "debugindex", "-R", s(&store)];
+        a.extend(args);
+        let want_text = read(&revlog_testdata(&format!("{want}.debugindex.txt")));
+        assert_same_text(&format!("debugindex {a:?}"), &ok(&a), &want_text);
+    }
+}
+
+#[test]
+fn corpus_log_is_hgs_in_every_load_mode() {
+    for dir in ["", "synthetic-2000"] {
+        let repo = revlog_testdata(dir);
+        let want = read(&repo.join("log-l5.txt"));
+        let size = std::fs::metadata(repo.join("00changelog.i")).unwrap().len();
+        let configs: [(&[&str], &str); 5] = [
+            (&[], "read"),
+            (&["--config", "experimental.mmapindexthreshold=4k"], "mmap"),
+            (
+                &["--config", "storage.revlog.mmap.index:size-threshold=4k"],
+                "mmap",
+            ),
+            (&["--config", "storage.revlog.mmap.index=no"], "read"),
+            (&["--config", "experimental.mmapindexthreshold=1G"], "read"),
+        ];
+        for (config, load) in configs {
+            let mut args = vec!["revlog", "log", "-l", "5", s(&repo)];
+            args.extend_from_slice(config);
+            assert_same_text(&format!("log {args:?}"), &ok(&args), &want);
+            args.push("--json");
+            let v = json(&args);
+            assert_eq!(v["load"], load, "{args:?}");
+            assert_eq!(v["index_bytes"], size);
+            let revs: Vec<String> = v["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| format!("{}\n", e["rev"]))
+                .collect();
+            assert_eq!(revs.concat(), text(&want), "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn corpus_nodes_are_hgs() {
+    // `hg log -T '{rev}:{node}\n'`, every revision, tip first.
+    let want = text(&read(&revlog_testdata("log-all-nodes.txt")));
+    let v = json(&["revlog", "log", "--json", s(&revlog_testdata(""))]);
+    let ours: String = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}:{}\n", e["rev"], e["node"].as_str().unwrap()))
+        .collect();
+    assert_same_text("log --json nodes", ours.as_bytes(), want.as_bytes());
+    // The library, revision by revision, mapped.
+    let file = IndexFile::open(
+        revlog_testdata("00changelog.i"),
+        &Options {
+            load: Load::Mmap,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let index = file.index().unwrap();
+    assert_eq!(want.lines().count(), index.len() as usize);
+    for line in want.lines() {
+        let (rev, node) = line.split_once(':').unwrap();
+        assert_eq!(hex(&index.node(rev.parse().unwrap()).unwrap()), node);
+    }
+}
+
+/// Our values in the layout of `hg debugrevlogindex -v` (`debugcommands.py`,
+/// `debugrevlogindex`, format 0, verbose), which prints each revision's
+/// data offset and stored length.
+fn revlogindex_text(index: &Index<'_, [u8]>) -> String {
+    let short = |n: &[u8; 20]| hex(&n[..6]);
+    let mut out = String::from("   rev    offset  length linkrev nodeid       p1           p2\n");
+    for rev in 0..=index.tip() {
+        let e = index.entry(rev).unwrap();
+        let (p1, p2) = index.checked_parents(&e).unwrap();
+        out.push_str(&format!(
+            "{rev:>6} {:>9} {:>7} {:>7} {} {} {}\n",
+            e.data_offset(),
+            e.compressed_len(),
+            e.link_rev(),
+            short(e.node()),
+            short(&index.node(p1).unwrap()),
+            short(&index.node(p2).unwrap()),
+        ));
+    }
+    out
+}
+
+#[test]
+fn corpus_offsets_and_layout_are_hgs() {
+    for name in INDEXES {
+        let bytes = read(&revlog_testdata(name));
+        let index = Index::open(&bytes[..]).unwrap();
+        let want = revlog_testdata(&format!("{name}.debugrevlogindex.txt"));
+        if want.exists() {
+            assert_same_text(
+                &format!("debugrevlogindex -v {name}"),
+                revlogindex_text(&index).as_bytes(),
+                &read(&want),
+            );
+        }
+        assert_eq!(detect(&bytes[..]), Format::Revlog, "{name}");
+        // The layout covers the file: entries, and inline chunks where
+        // hg's offsets put them (data offset + one entry per revision).
+        let data_len = mapwise_native::revlog::data_path(&revlog_testdata(name))
+            .and_then(|d| std::fs::metadata(d).ok())
+            .map(|m| m.len());
+        let l = layout(&bytes[..], LayoutOptions { data_len });
+        assert!(
+            l.layout.problems.is_empty(),
+            "{name}: {:?}",
+            l.layout.problems
+        );
+        assert_eq!(l.revisions, u64::from(index.len()));
+        let mut at = 0;
+        for r in &l.layout.regions {
+            assert_eq!(r.offset, at, "{name}: contiguous");
+            at = r.end();
+            let rev = i32::try_from(r.id).unwrap();
+            let e = index.entry(rev).unwrap();
+            match r.kind {
+                Kind::Entry => assert_eq!(Some(r.offset), e.position()),
+                Kind::Chunk => {
+                    assert!(index.is_inline());
+                    assert_eq!(r.offset, e.data_offset() + 64 * (r.id + 1));
+                    assert_eq!(r.len, u64::from(e.compressed_len()));
+                }
+                k => panic!("{name}: unexpected {k:?}"),
+            }
+        }
+        assert_eq!(at, bytes.len() as u64, "{name}: covered");
+    }
+    // `hg debugrevlog -c`: format, flags, revisions, total chunk bytes.
+    let summary = text(&read(&revlog_testdata("00changelog.debugrevlog.txt")));
+    let field = |k: &str| {
+        summary
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| v.trim_start_matches([' ', ':']).trim().to_string())
+            .unwrap()
+    };
+    let bytes = read(&revlog_testdata("00changelog.i"));
+    let l = layout(&bytes[..], LayoutOptions::default());
+    let h = l.header.unwrap();
+    assert_eq!(field("format"), h.version.number().to_string());
+    assert_eq!(
+        field("flags"),
+        if h.is_inline() { "inline" } else { "(none)" }
+    );
+    assert_eq!(field("revisions"), l.revisions.to_string());
+    assert_eq!(field("chunks size"), l.data_bytes.to_string());
+    // Neither a data file nor a bbolt file is taken for an index.
+    assert_ne!(
+        detect(&read(&revlog_testdata("data/big.txt.d"))[..]),
+        Format::Revlog
+    );
+    assert_eq!(detect(&read(&testdata("small.db"))[..]), Format::Bolt);
+}
+
+#[test]
+fn corpus_store_names_are_hgs() {
+    // The fncache lists tracked paths; hg stored each under its encoded
+    // name, which must be a file of the corpus.
+    let fncache = text(&read(&revlog_testdata("fncache")));
+    assert!(fncache.lines().count() >= 5);
+    for line in fncache.lines() {
+        let enc = StoreEncoding::Dotencode.encode(line.as_bytes());
+        let p = revlog_testdata(&text(&enc));
+        assert!(p.is_file(), "{line} -> {} is not in the store", p.display());
+    }
+}
+
+#[test]
+fn threshold_below_at_above() {
+    // hg's `_get_data`: mmap when the size is >= the threshold.
+    let path = revlog_testdata("00changelog.i");
+    let size = std::fs::metadata(&path).unwrap().len();
+    let want = read(&revlog_testdata("log-l5.txt"));
+    for (threshold, loaded) in [
+        (size + 1, Loaded::Read),
+        (size, Loaded::Mmap),
+        (size - 1, Loaded::Mmap),
+    ] {
+        let opts = Options {
+            load: Load::Auto { threshold },
+            ..Options::default()
+        };
+        let f = IndexFile::open(&path, &opts).unwrap();
+        assert_eq!(f.loaded(), loaded, "threshold {threshold}");
+        assert_eq!(f.mapping().is_some(), loaded == Loaded::Mmap);
+        let rows = log(&f.index().unwrap(), Some(5)).unwrap();
+        let revs: String = rows.iter().map(|r| format!("{}\n", r.rev)).collect();
+        assert_eq!(revs.as_bytes(), want);
+        // Both spellings of the setting, through the command line.
+        let t = threshold.to_string();
+        for config in [
+            format!("experimental.mmapindexthreshold={t}"),
+            format!("storage.revlog.mmap.index:size-threshold={t}"),
+        ] {
+            let v = json(&[
+                "revlog",
+                "log",
+                "-l",
+                "5",
+                "--json",
+                "--config",
+                &config,
+                s(&revlog_testdata("")),
+            ]);
+            assert_eq!(v["load"], loaded.name(), "{config}");
+            assert_eq!(v["threshold"], threshold, "{config}");
+        }
+    }
+    // hg maps only the changelog and the manifest: a filelog is read.
+    let v = json(&[
+        "revlog",
+        "debugindex",
+        "--json",
+        "--config",
+        "experimental.mmapindexthreshold=0",
+        "-R",
+        s(&revlog_testdata("")),
+        "a.txt",
+    ]);
+    assert_eq!(v["load"], "read");
+    let v = json(&[
+        "revlog",
+        "debugindex",
+        "--json",
+        "--config",
+        "experimental.mmapindexthreshold=0",
+        "-R",
+        s(&revlog_testdata("")),
+        "-m",
+    ]);
+    assert_eq!(v["load"], "mmap");
+}
+
+#[test]
+fn sizes_are_parsed_as_hg_parses_them() {
+    let inputs = [
+        "30",
+        "2.2kb",
+        "6M",
+        "42.5 kb",
+        "7 MB",
+        "4k",
+        " 1G ",
+        "1gb",
+        "1.5b",
+        "1.5",
+        "1_000",
+        "1e3k",
+        "-1k",
+        "+2k",
+        "kb",
+        "b",
+        "",
+        "infk",
+        "nank",
+        "0x10",
+        "1__0",
+        "_1",
+        "1_",
+        ".5k",
+        "5.k",
+        "1e",
+        "4 k",
+        "somevalue",
+        "12kB",
+        "3MB ",
+        "007",
+    ];
+    let script = "import sys\nfrom mercurial import util\n\
+        for s in sys.stdin.read().split('\\n')[:-1]:\n\
+        \x20   try:\n\
+        \x20       print(util.sizetoint(s.encode()))\n\
+        \x20   except Exception:\n\
+        \x20       print('error')\n";
+    let input: String = inputs.iter().map(|i| format!("{i}\n")).collect();
+    let out = with_stdin(hg_python().args(["-c", script]), input.as_bytes());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let hgs = text(&out.stdout);
+    for (i, want) in inputs.iter().zip(hgs.lines()) {
+        let ours = size_to_int(i).map_or_else(|| "error".to_string(), |v| v.to_string());
+        assert_eq!(ours, want, "sizetoint({i:?})");
+    }
+    assert_eq!(hgs.lines().count(), inputs.len());
+}
+
+#[test]
+fn store_names_are_hgs() {
+    let mut names: Vec<Vec<u8>> = [
+        "README",
+        "src/Main.rs",
+        "a_b",
+        "AUX",
+        "aux.txt",
+        "con/prn.c",
+        "lpt1",
+        "com0",
+        "foo.",
+        "dir. /x",
+        ".hidden",
+        " lead",
+        "a~b",
+        "x:y?",
+        "dir.i/f",
+        "dir.d/f",
+        "dir.hg/f",
+        "nul.tar.gz",
+        "été",
+        "Caps.I/Deep.D/x",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    names.push(b"latin\xe9".to_vec());
+    names.push(format!("{}/f.txt", "Verylongdirectoryname/".repeat(8)).into_bytes());
+    names.push(format!("{}.txt", "l".repeat(150)).into_bytes());
+    names.push(format!("a/{}", "B".repeat(119)).into_bytes());
+    names.push(b".dotdir/.dotfile".to_vec());
+    names.push(format!("{}/x", "d.".repeat(40)).into_bytes());
+    // hg's own encoders: `_pathencode` (the C one when built), the
+    // fncache one without dotencode, `encodefilename`, `encodedir`.
+    let script = "import sys, binascii\nfrom mercurial import store\n\
+        for h in sys.stdin.read().split():\n\
+        \x20   p = binascii.unhexlify(h)\n\
+        \x20   outs = [store._pathencode(p), store._hybridencode(p, False), store.encodefilename(p), store.encodedir(p)]\n\
+        \x20   print(' '.join(binascii.hexlify(o).decode() for o in outs))\n";
+    let mut input = String::new();
+    for n in &names {
+        for ext in [&b".i"[..], b".d"] {
+            let mut p = b"data/".to_vec();
+            p.extend_from_slice(n);
+            p.extend_from_slice(ext);
+            input.push_str(&hex(&p));
+            input.push('\n');
+        }
+    }
+    let out = with_stdin(hg_python().args(["-c", script]), input.as_bytes());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let hgs = text(&out.stdout);
+    let mut hashed = 0;
+    for (path, line) in input.lines().zip(hgs.lines()) {
+        let p = unhex(path);
+        let want: Vec<Vec<u8>> = line.split(' ').map(unhex).collect();
+        for (enc, w) in [
+            StoreEncoding::Dotencode,
+            StoreEncoding::Fncache,
+            StoreEncoding::Encoded,
+            StoreEncoding::Plain,
+        ]
+        .into_iter()
+        .zip(&want)
+        {
+            assert_eq!(text(&enc.encode(&p)), text(w), "{enc:?} of {}", text(&p));
+        }
+        hashed += usize::from(want[0].starts_with(b"dh/"));
+    }
+    assert_eq!(hgs.lines().count(), names.len() * 2);
+    assert!(hashed >= 6, "the long names take the hashed form");
+    // hg's SHA-1, for the hashed names' digests.
+    let out = with_stdin(
+        hg_python().args([
+            "-c",
+            "import sys, hashlib; print(hashlib.sha1(sys.stdin.buffer.read()).hexdigest())",
+        ]),
+        input.as_bytes(),
+    );
+    assert_eq!(text(&out.stdout).trim(), sha1_hex(input.as_bytes()));
+
+    // End to end: a repository hg commits those files to; `debugindex`
+    // by tracked name finds the filelog hg wrote.
+    let dir = tempdir();
+    let repo = dir.path().join("names");
+    hg_ok(&["init", s(&repo)]);
+    let some = [
+        "AUX",
+        "aux.txt",
+        "con/prn.c",
+        "foo.",
+        ".hidden",
+        "x:y?",
+        "dir.i/f",
+        "Caps.I/Deep.D/x",
+    ];
+    let long = format!("{}.txt", "l".repeat(150));
+    let deep = format!("{}f.txt", "Verylongdirectoryname/".repeat(8));
+    let mut tracked: Vec<&str> = some.to_vec();
+    tracked.push(&long);
+    tracked.push(&deep);
+    for (i, n) in tracked.iter().enumerate() {
+        let p = repo.join(n);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, format!("file {i}\n")).unwrap();
+    }
+    hg_ok(&[
+        "-R",
+        s(&repo),
+        "commit",
+        "-q",
+        "-A",
+        "-m",
+        "names",
+        "-d",
+        "0 0",
+    ]);
+    for n in tracked {
+        let want = hg_ok(&["-R", s(&repo), "debugindex", n]);
+        let ours = ok(&["revlog", "debugindex", "-R", s(&repo), n]);
+        assert_same_text(&format!("debugindex {n}"), &ours, &want);
+    }
+}
+
+#[test]
+fn generated_repo_is_read_as_hg_reads_it() {
+    let dir = tempdir();
+    let repo = dir.path().join("r3000");
+    let r = s(&repo);
+    revlog_oracle_out(&["gen-repo", r, "--revs", "3000", "--mode", "builddag"]);
+    for n in ["5", "1", "2999", "100000"] {
+        let want = revlog_oracle_out(&["log", r, n]);
+        assert_same_text(
+            &format!("log -l {n}"),
+            &ok(&["revlog", "log", "-l", n, r]),
+            &want,
+        );
+        let want = revlog_oracle_out(&["log", r, n, "--threshold", "4k"]);
+        let ours = ok(&[
+            "revlog",
+            "log",
+            "-l",
+            n,
+            r,
+            "--config",
+            "experimental.mmapindexthreshold=4k",
+        ]);
+        assert_same_text(&format!("mapped log -l {n}"), &ours, &want);
+    }
+    // -c, -m and the filelog `of` (store name `data/of.i`), with and
+    // without the debug columns.
+    for (ours_args, oracle_arg) in [(["-c"], "-c"), (["-m"], "-m"), (["of"], "data/of.i")] {
+        let mut a = vec!["revlog", "debugindex", "-R", r];
+        a.extend(ours_args);
+        let want = revlog_oracle_out(&["debugindex", r, oracle_arg]);
+        assert_same_text(&format!("{a:?}"), &ok(&a), &want);
+        a.push("--debug");
+        let want = revlog_oracle_out(&["debugindex", r, oracle_arg, "--full"]);
+        assert_same_text(&format!("{a:?}"), &ok(&a), &want);
+    }
+    // --json: the same values as `hg --debug debugindex -Tjson` (which
+    // prints every value as a string).
+    let hgj: serde_json::Value =
+        serde_json::from_slice(&hg_ok(&["-R", r, "--debug", "debugindex", "-m", "-Tjson"]))
+            .unwrap();
+    let ours = json(&["revlog", "debugindex", "-R", r, "-m", "--json"]);
+    let (hgj, entries) = (hgj.as_array().unwrap(), ours["entries"].as_array().unwrap());
+    assert_eq!(hgj.len(), entries.len());
+    for (h, o) in hgj.iter().zip(entries) {
+        let h = h.as_object().unwrap();
+        assert_eq!(h.len(), o.as_object().unwrap().len());
+        for (k, v) in h {
+            let ov = match &o[k] {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            assert_eq!(v.as_str().unwrap(), ov, "rev {} field {k}", h["rev"]);
+        }
+    }
+    // hg's own decision to map, seen through its `util.mmapread`, beside
+    // ours, at thresholds just below, at and above the changelog's size.
+    let size = std::fs::metadata(repo.join(".hg/store/00changelog.i"))
+        .unwrap()
+        .len();
+    for t in [size - 1, size, size + 1] {
+        let t = t.to_string();
+        let hg_mapped = text(&revlog_oracle_out(&["check-mmap", r, "5", &t]))
+            .lines()
+            .any(|l| l.starts_with("mmap: ") && l.ends_with("00changelog.i"));
+        let v = json(&[
+            "revlog",
+            "log",
+            "-l",
+            "5",
+            r,
+            "--json",
+            "--config",
+            &format!("experimental.mmapindexthreshold={t}"),
+        ]);
+        assert_eq!(v["load"] == "mmap", hg_mapped, "threshold {t}");
+    }
+}
+
+#[test]
+fn empty_repo_is_read_as_hg_reads_it() {
+    let dir = tempdir();
+    let repo = dir.path().join("empty");
+    let r = s(&repo);
+    revlog_oracle_out(&["gen-repo", r, "--revs", "0", "--mode", "empty"]);
+    let want = revlog_oracle_out(&["log", r, "5"]);
+    assert!(want.is_empty());
+    assert_same_text("empty log", &ok(&["revlog", "log", "-l", "5", r]), &want);
+    let v = json(&["revlog", "log", "--json", r]);
+    assert_eq!(v["revisions"], 0);
+    // hg refuses `debugindex -c` of an empty changelog; so do we.
+    let refuses = |args: &[&str]| !hg().args(args).output().unwrap().status.success();
+    assert!(refuses(&["-R", r, "debugindex", "-c"]));
+    refused(&["revlog", "debugindex", "-R", r, "-c"]);
+    // and both refuse a non-positive limit.
+    assert!(refuses(&["-R", r, "log", "-l", "0"]));
+    assert!(refused(&["revlog", "log", "-l", "0", r]).contains("limit must be positive"));
+}
+
+/// A damaged copy of a corpus index: hg must refuse it too (when `hg_too`),
+/// we must refuse it with `message`, and its layout must still cover it.
+fn damaged(name: &str, bytes: &[u8], message: &str, hg_too: bool) {
+    let dir = tempdir();
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let err = refused(&["revlog", "debugindex", s(&path)]);
+    assert!(err.contains(message), "{name}: {err}");
+    if hg_too {
+        let out = hg()
+            .current_dir(dir.path())
+            .args(["debugrevlogindex", name])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "hg read the damaged {name}");
+    }
+    let l = layout(bytes, LayoutOptions::default());
+    assert!(!l.layout.problems.is_empty(), "{name}");
+    let end = l.layout.regions.last().map_or(0, |r| r.end());
+    assert_eq!(end, bytes.len() as u64, "{name}: covered");
+}
+
+#[test]
+fn damaged_indexes_are_refused_clearly() {
+    let inline = read(&revlog_testdata("00changelog.i"));
+    let split = read(&revlog_testdata("synthetic-2000/00changelog.i"));
+    // An inline chunk running past the end.
+    damaged(
+        "cut.i",
+        &inline[..inline.len() - 1],
+        "field data_compressed_length points outside the file",
+        true,
+    );
+    // A truncated non-inline index: the last entry is cut.
+    damaged(
+        "trunc.i",
+        &split[..split.len() - 10],
+        "offset 127936: field entry points outside the file",
+        true,
+    );
+    // A file shorter than the header.
+    damaged(
+        "tiny.i",
+        &split[..3],
+        "field format_version points outside",
+        true,
+    );
+    // Wrong version, unknown flags, revlog v2 and changelog v2.
+    for (name, head, message) in [
+        ("v2.i", [0u8, 0, 0, 2], "field format_version = 2"),
+        ("flags.i", [0, 4, 0, 1], "field format_flags = 4"),
+        ("rv2.i", [0, 0, 0xde, 0xad], "unsupported: revlog v2"),
+        ("clv2.i", [0, 0, 0xd3, 0x4d], "unsupported: changelog v2"),
+    ] {
+        let mut b = split.clone();
+        b[..4].copy_from_slice(&head);
+        damaged(name, &b, message, true);
+    }
+    // Chunks past the end of the data file: hg only notices when it reads
+    // the data; we check the index against the `.d` file's size.
+    let dir = tempdir();
+    let store = dir.path();
+    std::fs::write(store.join("00changelog.i"), &split).unwrap();
+    let data = read(&revlog_testdata("synthetic-2000/00changelog.d"));
+    std::fs::write(store.join("00changelog.d"), &data[..data.len() - 100]).unwrap();
+    let err = refused(&["revlog", "log", "-l", "5", s(store)]);
+    assert!(
+        err.contains("rev 1999: chunk outside the data file"),
+        "{err}"
+    );
+    let err = refused(&["revlog", "debugindex", s(&store.join("00changelog.i"))]);
+    assert!(err.contains("chunk outside the data file"), "{err}");
+    let l = layout(
+        &split[..],
+        LayoutOptions {
+            data_len: Some(data.len() as u64 - 100),
+        },
+    );
+    assert!(!l.layout.problems.is_empty());
+    // A parent that is not older than its child.
+    let mut b = split.clone();
+    b[64 * 5 + 24..64 * 5 + 28].copy_from_slice(&7i32.to_be_bytes());
+    let path = store.join("parent.i");
+    std::fs::write(&path, &b).unwrap();
+    let err = refused(&["revlog", "debugindex", s(&path)]);
+    assert!(err.contains("field parent_rev_1 = 7"), "{err}");
+    assert!(
+        !layout(&b[..], LayoutOptions::default())
+            .layout
+            .problems
+            .is_empty()
+    );
+    // Not a repository at all.
+    assert!(refused(&["revlog", "log", s(&store.join("nowhere"))]).contains("no repository"));
+}
+
+/// One v1 entry of a synthetic non-inline changelog.
+fn synthetic_entry(rev: u32) -> [u8; 64] {
+    let mut e = [0u8; 64];
+    let offset_flags = if rev == 0 {
+        1u64 << 32 // the version header: v1, no flags
+    } else {
+        (u64::from(rev) * 64) << 16
+    };
+    e[0..8].copy_from_slice(&offset_flags.to_be_bytes());
+    let r = i32::try_from(rev).unwrap();
+    for (i, v) in [64, 64, r, r, r - 1, -1].into_iter().enumerate() {
+        e[8 + 4 * i..12 + 4 * i].copy_from_slice(&v.to_be_bytes());
+    }
+    e[32..36].copy_from_slice(&(rev + 1).to_be_bytes());
+    e[36..52].fill(0xab);
+    e
+}
+
+#[test]
+fn mapped_log_touches_only_the_tail() {
+    // A changelog index of a million revisions (64 MB): too many for hg
+    // to make in a test, so its entries are written here, shaped like
+    // hg's (non-inline, linear). The peer is the kernel: mincore says
+    // which pages `log -l 5` brought into the page cache.
+    const REVS: u32 = 1_000_000;
+    let dir = tempdir();
+    let path = dir.path().join("00changelog.i");
+    {
+        let mut w = std::io::BufWriter::new(File::create(&path).unwrap());
+        for rev in 0..REVS {
+            w.write_all(&synthetic_entry(rev)).unwrap();
+        }
+        w.into_inner().unwrap().sync_all().unwrap();
+    }
+    let f = File::open(&path).unwrap();
+    let evict = || {
+        residency::evict(&f, 0, residency::TO_EOF).unwrap();
+        let r = residency::sample(&f).unwrap();
+        assert!(
+            r.trust.is_known(),
+            "mincore must tell the truth (run as the file's owner)"
+        );
+        assert_eq!(
+            r.resident_pages,
+            0,
+            "eviction failed: is {} on tmpfs?",
+            dir.path().display()
+        );
+    };
+
+    evict();
+    let opts = Options {
+        load: Load::Auto { threshold: 4096 },
+        populate: false,
+        // No read-around, so a fault brings in only its own page.
+        advice: Some(Advice::Random),
+    };
+    let file = IndexFile::open(&path, &opts).unwrap();
+    assert_eq!(file.loaded(), Loaded::Mmap);
+    let index = file.index().unwrap();
+    assert_eq!(index.len(), REVS);
+    let rows = log(&index, Some(5)).unwrap();
+    let revs: Vec<i32> = rows.iter().map(|r| r.rev).collect();
+    assert_eq!(revs, [999_999, 999_998, 999_997, 999_996, 999_995]);
+    let r = residency::sample(&f).unwrap();
+    let last = r.total_pages - 1;
+    let resident: Vec<u64> = (0..r.total_pages).filter(|&p| r.is_resident(p)).collect();
+    assert!(r.is_resident(0), "the header page is read");
+    assert!(r.is_resident(last), "the tail page is read");
+    assert!(
+        resident.iter().all(|&p| p == 0 || p + 1 >= last),
+        "pages other than the header and the tail are resident: {:?} of {}",
+        &resident[..resident.len().min(20)],
+        r.total_pages
+    );
+    drop(index);
+    drop(file);
+
+    // Read whole: every page comes in.
+    evict();
+    let file = IndexFile::open(&path, &Options::default()).unwrap();
+    assert_eq!(file.loaded(), Loaded::Read);
+    assert_eq!(log(&file.index().unwrap(), Some(5)).unwrap().len(), 5);
+    let r = residency::sample(&f).unwrap();
+    assert_eq!(r.resident_pages, r.total_pages);
+}
