@@ -216,6 +216,18 @@ pub enum Error {
         /// What is not supported.
         what: &'static str,
     },
+    /// A meta page fails validation, so readers use the other one: the
+    /// transaction it recorded (if it was the newer) is not visible.
+    MetaFallback {
+        /// The rejected meta page (0 or 1).
+        meta: u8,
+        /// Why it was rejected.
+        fault: MetaFault,
+        /// The meta page readers use instead.
+        used: u8,
+        /// The txid of the meta page in use.
+        txid: u64,
+    },
     /// A lookup path names a bucket that does not exist.
     BucketNotFound,
     /// A lookup path names a key that holds a plain value, not a bucket
@@ -287,6 +299,15 @@ impl fmt::Display for Error {
                 "page {pgid}: already freed (listed twice on the freelist)"
             ),
             Error::Unsupported { at, what } => write!(f, "{at}: unsupported: {what}"),
+            Error::MetaFallback {
+                meta,
+                fault,
+                used,
+                txid,
+            } => write!(
+                f,
+                "meta page {meta} is invalid ({fault}); readers use meta page {used} (txid {txid})"
+            ),
             Error::BucketNotFound => f.write_str("bucket not found"),
             Error::IncompatibleValue => f.write_str("incompatible value (a key, not a bucket)"),
         }

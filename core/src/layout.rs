@@ -238,6 +238,10 @@ pub struct Layout {
     pub problems: Vec<Error>,
     /// Problems found beyond the ones kept in `problems`.
     pub problems_dropped: u64,
+    /// Facts worth a look that are not faults of the file as its readers
+    /// use it (e.g. a torn meta page that readers skip), at most
+    /// [`Layout::MAX_PROBLEMS`].
+    pub warnings: Vec<Error>,
 }
 
 impl Layout {
@@ -270,6 +274,7 @@ impl Layout {
             groups: Vec::new(),
             problems: Vec::new(),
             problems_dropped: 0,
+            warnings: Vec::new(),
         }
     }
 
@@ -325,6 +330,13 @@ impl Layout {
             self.problems.push(e);
         } else {
             self.problems_dropped = self.problems_dropped.saturating_add(1);
+        }
+    }
+
+    /// Record a warning, keeping at most [`Layout::MAX_PROBLEMS`].
+    pub fn push_warning(&mut self, e: Error) {
+        if self.warnings.len() < Self::MAX_PROBLEMS {
+            self.warnings.push(e);
         }
     }
 

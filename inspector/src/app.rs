@@ -938,6 +938,18 @@ impl App {
             return out;
         }
         out.push(Line::default());
+        if self
+            .selected_region()
+            .is_some_and(|r| r.kind == Kind::Unused)
+        {
+            // Past the high-water mark bbolt has written no page yet:
+            // whatever bytes are there are not a page to decode.
+            out.push(Line::of(
+                Tone::Dim,
+                "no page here yet: file space past the high-water mark",
+            ));
+            return out;
+        }
         match self.details.get(&self.detail_page()) {
             None => out.push(Line::of(Tone::Dim, "decoding…")),
             Some(Err(e)) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
@@ -1408,6 +1420,9 @@ pub fn kind_phrase(kind: Kind) -> &'static str {
         Kind::Pending => "pending (freed, still visible to the previous txn)",
         Kind::Unreachable => "unreachable (neither in a tree nor free: leaked)",
         Kind::Unused => "unused (past the high-water mark)",
+        Kind::Unknown => "unknown (not reached: damage cut off part of the tree)",
+        Kind::Entry => "revlog index entry",
+        Kind::Chunk => "revlog data chunk (inline)",
         Kind::Corrupt => "CORRUPT",
         _ => "data (structure not known)",
     }

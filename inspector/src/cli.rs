@@ -246,20 +246,22 @@ fn open_bolt<'s>(path: &Path, src: &'s QuietSource) -> Result<BoltFile<'s, Quiet
     BoltFile::open(src).map_err(|e| anyhow!("{}: cannot open as bbolt: {e}", path.display()))
 }
 
-/// `inspector pages FILE`: the `bbolt pages` table.
+/// `inspector pages FILE`: the `bbolt pages` table, streamed to `out` (a
+/// file with millions of pages prints as it goes).
 ///
 /// # Errors
 /// When the file is not a readable bbolt file.
-pub fn pages(path: &Path, as_json: bool) -> Result<Output> {
+pub fn pages(path: &Path, as_json: bool, out: &mut impl std::fmt::Write) -> Result<()> {
     let src = open_source(path)?;
     let file = open_bolt(path, &src)?;
     let walked = walk(&file, WalkOptions::default());
     let rows = report::page_rows(&file, &walked.layout);
-    if as_json {
-        Ok(Output::ok(json(&rows)?))
+    let _ = if as_json {
+        report::write_pages_json(out, rows)
     } else {
-        Ok(Output::ok(report::pages_text(&rows)))
-    }
+        report::write_pages_text(out, rows)
+    };
+    Ok(())
 }
 
 /// One element of a decoded page, in JSON.
@@ -468,6 +470,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
         report::CheckReport {
             ok: false,
             problems: vec![format!("{}: {e}", path.display())],
+            warnings: Vec::new(),
             more: 0,
         }
     } else if snap.format != Format::Bolt {
@@ -478,6 +481,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
                 path.display(),
                 snap.format.name()
             )],
+            warnings: Vec::new(),
             more: 0,
         }
     } else {
@@ -491,6 +495,9 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
         });
     }
     let mut s = String::new();
+    for w in &rep.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
     for p in &rep.problems {
         let _ = writeln!(s, "{p}");
     }
@@ -516,7 +523,11 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     let info = report::BoltInfo::of(&file, walked.freelist);
     let rep = report::layout_report(&walked.layout, &info, res.as_ref());
     if as_json {
-        return Ok(Output::ok(json(&rep)?));
+        // Same exit status as the text form: 1 when the file has problems.
+        return Ok(Output {
+            text: json(&rep)?,
+            code: u8::from(walked.layout.problem_count() > 0),
+        });
     }
     let mut s = String::new();
     let meta = file.meta();

@@ -71,10 +71,17 @@ struct FileArgs {
 
 fn main() -> ExitCode {
     let args = Cli::parse();
+    let json = match &args.command {
+        Command::Open { .. } => false,
+        Command::Residency(a) | Command::Pages(a) | Command::Check(a) | Command::Layout(a) => {
+            a.json
+        }
+        Command::Page { json, .. } => *json,
+    };
     let result = match args.command {
         Command::Open { file, interval } => open(file, Duration::from_millis(interval)),
         Command::Residency(a) => print(cli::residency(&a.file, a.json)),
-        Command::Pages(a) => print(cli::pages(&a.file, a.json)),
+        Command::Pages(a) => stream(|out| cli::pages(&a.file, a.json, out)),
         Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
         Command::Check(a) => print(cli::check(&a.file, a.json)),
         Command::Layout(a) => print(cli::layout(&a.file, a.json)),
@@ -82,9 +89,47 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
+            // Exit 2: the command could not run (1 means: the file has
+            // problems). Scripts asking for JSON get JSON here too.
+            if json {
+                println!("{}", serde_json::json!({ "error": format!("{e:#}") }));
+            }
             eprintln!("inspector: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
+    }
+}
+
+/// Standard output as a `fmt::Write` that keeps the first I/O error.
+struct Stdout {
+    w: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    error: Option<std::io::Error>,
+}
+
+impl std::fmt::Write for Stdout {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.w.write_all(s.as_bytes()).map_err(|e| {
+            self.error.get_or_insert(e);
+            std::fmt::Error
+        })
+    }
+}
+
+/// Run a report that writes as it goes; a closed pipe (`| head`) is not
+/// an error.
+fn stream(f: impl FnOnce(&mut Stdout) -> Result<()>) -> Result<ExitCode> {
+    let mut out = Stdout {
+        w: std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock()),
+        error: None,
+    };
+    f(&mut out)?;
+    let result = match out.error.take() {
+        Some(e) => Err(e),
+        None => out.w.flush(),
+    };
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -34,6 +34,39 @@ impl PageSource for Mapping {
     }
 }
 
+/// Open `path` read-only (with `O_DIRECT` when `direct`), refusing
+/// anything but a regular file: opening a FIFO would block forever, and a
+/// directory or device has no pages to show. The open itself does not
+/// block (`O_NONBLOCK`, cleared again for a regular file).
+///
+/// # Errors
+/// The OS error of `open`/`fstat`, or `InvalidInput` naming the file type.
+pub fn open_regular(path: &Path, direct: bool) -> std::io::Result<File> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    if direct {
+        flags |= OFlags::DIRECT;
+    }
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    let st = rustix::fs::fstat(&fd)?;
+    let kind = FileType::from_raw_mode(st.st_mode);
+    if kind != FileType::RegularFile {
+        let what = match kind {
+            FileType::Directory => "a directory",
+            FileType::Fifo => "a FIFO",
+            FileType::Socket => "a socket",
+            FileType::CharacterDevice | FileType::BlockDevice => "a device",
+            _ => "not a regular file",
+        };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is {what}, not a regular file", path.display()),
+        ));
+    }
+    rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK)?;
+    Ok(File::from(fd))
+}
+
 fn read_error(offset: u64, len: u64, e: &std::io::Error) -> Error {
     Error::Read {
         offset,
@@ -120,21 +153,11 @@ impl QuietSource {
     /// # Errors
     /// `open`/`fstat` failures.
     pub fn open(path: &Path) -> std::io::Result<QuietSource> {
-        use rustix::fs::{Mode, OFlags};
-        let direct = rustix::fs::open(
-            path,
-            OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC,
-            Mode::empty(),
-        );
-        let (fd, direct) = match direct {
-            Ok(fd) => (fd, true),
-            Err(rustix::io::Errno::INVAL) => (
-                rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?,
-                false,
-            ),
-            Err(e) => return Err(e.into()),
+        let (file, direct) = match open_regular(path, true) {
+            Ok(f) => (f, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (open_regular(path, false)?, false),
+            Err(e) => return Err(e),
         };
-        let file = File::from(fd);
         let len = file.metadata()?.len();
         Ok(QuietSource {
             file,

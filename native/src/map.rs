@@ -273,6 +273,36 @@ pub fn bolt_mmap_size(size: u64, page_size: u64) -> u64 {
     s.min(MAX_MAP_SIZE)
 }
 
+/// The message [`exit_cleanly_on_sigbus`] prints.
+const SIGBUS_MESSAGE: &[u8] = b"\nmapwise: SIGBUS: a mapped file shrank while it was being read \
+(another process truncated it). Nothing was written. Readers that must survive \
+this use `inspector`, which never reads through a mapping.\n";
+
+extern "C" fn on_sigbus(_signal: libc::c_int) {
+    // SAFETY: write(2) and _exit(2) are async-signal-safe; the buffer is
+    // a static byte string. Nothing else runs in the handler.
+    unsafe {
+        let _ = libc::write(2, SIGBUS_MESSAGE.as_ptr().cast(), SIGBUS_MESSAGE.len());
+        libc::_exit(3);
+    }
+}
+
+/// Make a process that reads through mappings (the engines' command
+/// lines) end with a clear message and exit status 3 when a mapped file is
+/// truncated under it (SIGBUS, see the module docs), instead of the bare
+/// "Bus error" of the default action. Call once at program start.
+pub fn exit_cleanly_on_sigbus() {
+    // SAFETY: installs a handler that only calls async-signal-safe
+    // functions (see `on_sigbus`); `sigaction` with a zeroed mask and no
+    // flags is a plain, well-defined registration.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigbus as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&raw mut action.sa_mask);
+        libc::sigaction(libc::SIGBUS, &raw const action, std::ptr::null_mut());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,63 +29,102 @@ pub struct PageRow {
     pub overflow: Option<u32>,
 }
 
-/// The rows of `bbolt pages` for a file and its walk's layout.
-#[must_use]
-pub fn page_rows<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, layout: &Layout) -> Vec<PageRow> {
-    pages(file, layout)
-        .into_iter()
-        .map(|r| match r {
-            PagesRow::Page {
-                id,
-                page_type,
-                items,
-                overflow,
-            } => PageRow {
-                id,
-                page_type: page_type.name(),
-                items: Some(items),
-                overflow: Some(overflow),
-            },
-            PagesRow::Free { id } => PageRow {
-                id,
-                page_type: "free".into(),
-                items: None,
-                overflow: None,
-            },
-            PagesRow::BeyondEof { id } => PageRow {
-                id,
-                page_type: "beyond-eof".into(),
-                items: None,
-                overflow: None,
-            },
-        })
-        .collect()
+/// The rows of `bbolt pages` for a file and its walk's layout, streamed.
+pub fn page_rows<'a, S: PageSource + ?Sized>(
+    file: &'a BoltFile<'_, S>,
+    layout: &'a Layout,
+) -> impl Iterator<Item = PageRow> + 'a {
+    pages(file, layout).map(|r| match r {
+        PagesRow::Page {
+            id,
+            page_type,
+            items,
+            overflow,
+        } => PageRow {
+            id,
+            page_type: page_type.name(),
+            items: Some(items),
+            overflow: Some(overflow),
+        },
+        PagesRow::Free { id } => PageRow {
+            id,
+            page_type: "free".into(),
+            items: None,
+            overflow: None,
+        },
+        PagesRow::BeyondEof { id } => PageRow {
+            id,
+            page_type: "beyond-eof".into(),
+            items: None,
+            overflow: None,
+        },
+    })
 }
 
-/// The pages table as `bbolt pages` prints it: `ID TYPE ITEMS OVRFLW`,
-/// free pages with empty item and overflow columns.
+/// The pages table's two heading lines, as `bbolt pages` prints them.
+pub const PAGES_HEADING: &str =
+    "ID       TYPE       ITEMS  OVRFLW\n======== ========== ====== ======\n";
+
+/// One row of the pages table as `bbolt pages` prints it (free pages with
+/// empty item and overflow columns).
+///
+/// # Errors
+/// `fmt::Error` from `out`.
+pub fn write_page_row(out: &mut impl std::fmt::Write, r: &PageRow) -> std::fmt::Result {
+    match (r.items, r.overflow) {
+        _ if r.page_type == "beyond-eof" => writeln!(out, "{:<8} {:<10}", r.id, r.page_type),
+        (Some(items), Some(ovf)) => {
+            let ovf = if ovf > 0 {
+                ovf.to_string()
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "{:<8} {:<10} {:<6} {:<6}",
+                r.id, r.page_type, items, ovf
+            )
+        }
+        _ => writeln!(out, "{:<8} {:<10} {:<6} {:<6}", r.id, r.page_type, "", ""),
+    }
+}
+
+/// The pages table (heading and rows) as `bbolt pages` prints it.
+///
+/// # Errors
+/// `fmt::Error` from `out`.
+pub fn write_pages_text(
+    out: &mut impl std::fmt::Write,
+    rows: impl IntoIterator<Item = PageRow>,
+) -> std::fmt::Result {
+    out.write_str(PAGES_HEADING)?;
+    for r in rows {
+        write_page_row(out, &r)?;
+    }
+    Ok(())
+}
+
+/// The pages table as a JSON array, streamed row by row.
+///
+/// # Errors
+/// `fmt::Error` from `out`.
+pub fn write_pages_json(
+    out: &mut impl std::fmt::Write,
+    rows: impl IntoIterator<Item = PageRow>,
+) -> std::fmt::Result {
+    out.write_str("[")?;
+    for (i, r) in rows.into_iter().enumerate() {
+        out.write_str(if i == 0 { "\n  " } else { ",\n  " })?;
+        out.write_str(&serde_json::to_string(&r).map_err(|_| std::fmt::Error)?)?;
+    }
+    out.write_str("\n]\n")
+}
+
+/// The pages table as one string (small files and tests).
 #[must_use]
 pub fn pages_text(rows: &[PageRow]) -> String {
-    let mut s =
-        String::from("ID       TYPE       ITEMS  OVRFLW\n======== ========== ====== ======\n");
-    for r in rows {
-        match (r.items, r.overflow) {
-            _ if r.page_type == "beyond-eof" => {
-                let _ = writeln!(s, "{:<8} {:<10}", r.id, r.page_type);
-            }
-            (Some(items), Some(ovf)) => {
-                let ovf = if ovf > 0 {
-                    ovf.to_string()
-                } else {
-                    String::new()
-                };
-                let _ = writeln!(s, "{:<8} {:<10} {:<6} {:<6}", r.id, r.page_type, items, ovf);
-            }
-            _ => {
-                let _ = writeln!(s, "{:<8} {:<10} {:<6} {:<6}", r.id, r.page_type, "", "");
-            }
-        }
-    }
+    let mut s = String::new();
+    let _ = write_pages_text(&mut s, rows.iter().cloned());
     s
 }
 
@@ -96,6 +135,9 @@ pub struct CheckReport {
     pub ok: bool,
     /// One sentence per problem, naming the page/element and field.
     pub problems: Vec<String>,
+    /// Facts worth a look that are not faults (e.g. a torn meta page
+    /// readers skip): they do not make `ok` false.
+    pub warnings: Vec<String>,
     /// Problems found beyond those listed.
     pub more: u64,
 }
@@ -106,6 +148,7 @@ pub fn check_report(layout: &Layout) -> CheckReport {
     CheckReport {
         ok: layout.problem_count() == 0,
         problems: layout.problems.iter().map(ToString::to_string).collect(),
+        warnings: layout.warnings.iter().map(ToString::to_string).collect(),
         more: layout.problems_dropped,
     }
 }

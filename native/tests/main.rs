@@ -4,6 +4,7 @@
 
 mod support;
 
+mod bolt_cli;
 mod bolt_corrupt;
 mod bolt_cursor;
 mod bolt_interop;

@@ -267,37 +267,60 @@ pub enum PagesRow {
 
 /// The rows of `bbolt pages`: every page run below the high-water mark,
 /// free pages one per row, stopping at the end of the file. `layout` is
-/// the file's walk (it tells free pages from used ones).
+/// the file's walk (it tells free pages from used ones). An iterator, so a
+/// file with millions of pages streams its table.
 #[must_use]
-pub fn pages<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, layout: &Layout) -> Vec<PagesRow> {
-    let ps = u64::from(file.page_size());
-    let mut rows = Vec::new();
-    let mut id = 0u64;
-    while id < file.meta().hwm {
+pub fn pages<'a, 's, S: PageSource + ?Sized>(
+    file: &'a BoltFile<'s, S>,
+    layout: &'a Layout,
+) -> Pages<'a, 's, S> {
+    Pages {
+        file,
+        layout,
+        id: 0,
+        done: false,
+    }
+}
+
+/// Iterator of [`pages`].
+#[derive(Debug)]
+pub struct Pages<'a, 's, S: PageSource + ?Sized> {
+    file: &'a BoltFile<'s, S>,
+    layout: &'a Layout,
+    id: u64,
+    done: bool,
+}
+
+impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
+    type Item = PagesRow;
+
+    fn next(&mut self) -> Option<PagesRow> {
+        if self.done || self.id >= self.file.meta().hwm {
+            return None;
+        }
+        let id = self.id;
         let kind = id
-            .checked_mul(ps)
-            .and_then(|off| layout.region_at(off))
+            .checked_mul(u64::from(self.file.page_size()))
+            .and_then(|off| self.layout.region_at(off))
             .map(|r| r.kind);
         if matches!(kind, Some(Kind::Free | Kind::Pending)) {
-            rows.push(PagesRow::Free { id });
-            id += 1;
-            continue;
+            self.id += 1;
+            return Some(PagesRow::Free { id });
         }
-        match file.page_header(id) {
+        match self.file.page_header(id) {
             Ok(h) => {
-                rows.push(PagesRow::Page {
+                self.id = id.saturating_add(u64::from(h.overflow) + 1);
+                Some(PagesRow::Page {
                     id,
                     page_type: h.page_type(),
                     items: h.count,
                     overflow: h.overflow,
-                });
-                id = id.saturating_add(u64::from(h.overflow) + 1);
+                })
             }
             Err(_) => {
-                rows.push(PagesRow::BeyondEof { id });
-                break;
+                self.done = true;
+                Some(PagesRow::BeyondEof { id })
             }
         }
     }
-    rows
 }

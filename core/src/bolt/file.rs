@@ -198,16 +198,15 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     /// [`Error::OutOfBounds`] when the page is not inside the file.
     pub fn page_header(&self, pgid: u64) -> Result<PageHeader> {
         let ps = u64::from(self.page_size);
-        let offset = self.page_offset(pgid).unwrap_or(u64::MAX);
-        if offset.saturating_add(ps) > self.len {
-            return Err(Error::OutOfBounds {
+        let offset = self
+            .page_offset(pgid)
+            .filter(|o| o.saturating_add(ps) <= self.len)
+            .ok_or(Error::Invalid {
                 at: At::Page(pgid),
                 field: "pgid",
-                offset,
-                len: ps,
-                size: self.len,
-            });
-        }
+                value: pgid,
+                expected: "a page id inside the file",
+            })?;
         let b = self.src.read_at(offset, 16)?;
         PageHeader::parse(&b).ok_or(Error::Read {
             offset,
@@ -225,16 +224,15 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     pub fn read_page(&self, pgid: u64) -> Result<Page<'s>> {
         let ps = u64::from(self.page_size);
         let at = At::Page(pgid);
-        let offset = self.page_offset(pgid).unwrap_or(u64::MAX);
-        if offset.saturating_add(ps) > self.len {
-            return Err(Error::OutOfBounds {
+        let offset = self
+            .page_offset(pgid)
+            .filter(|o| o.saturating_add(ps) <= self.len)
+            .ok_or(Error::Invalid {
                 at,
                 field: "pgid",
-                offset,
-                len: ps,
-                size: self.len,
-            });
-        }
+                value: pgid,
+                expected: "a page id inside the file",
+            })?;
         let first = self.src.read_at(offset, self.page_size as usize)?;
         let header = PageHeader::parse(&first).ok_or(Error::Read {
             offset,
@@ -324,18 +322,16 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         }
         let page = self.read_page(pgid).map_err(|e| match e {
             // Name the reference that pointed past the end, not the page.
-            Error::OutOfBounds {
+            Error::Invalid {
                 at: At::Page(_),
                 field: "pgid",
-                offset,
-                len,
-                size,
-            } => Error::OutOfBounds {
+                value,
+                expected,
+            } => Error::Invalid {
                 at: referrer,
                 field,
-                offset,
-                len,
-                size,
+                value,
+                expected,
             },
             e => e,
         })?;

@@ -16,7 +16,7 @@ mod walk;
 
 pub use cursor::{Bucket, Cursor, Item};
 pub use detail::{Body, Bytes, Element, PREVIEW, PageDetail, page_detail};
-pub use dump::{DumpError, PagesRow, Record, dump, pages, visit, write_hex, write_record};
+pub use dump::{DumpError, Pages, PagesRow, Record, dump, pages, visit, write_hex, write_record};
 pub use file::{BoltFile, MAX_DEPTH};
 pub use freelist::{CountEncoding, FreelistIds};
 pub use meta::{
@@ -27,4 +27,4 @@ pub use page::{
     FREELIST_PAGE, LEAF_PAGE, LeafElement, MAX_KEY_SIZE, META_PAGE, PAGE_HEADER_SIZE, Page,
     PageHeader, PageType,
 };
-pub use walk::{BoltLayout, FreelistInfo, WalkOptions, walk};
+pub use walk::{BoltLayout, FreelistInfo, WalkOptions, freelist_info, walk};

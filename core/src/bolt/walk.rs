@@ -21,7 +21,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::error::{At, Error};
+use crate::error::{At, Error, MetaFault};
 use crate::layout::{Format, Group, Kind, Layout, Region, display_name};
 use crate::source::PageSource;
 
@@ -71,6 +71,31 @@ pub enum FreelistInfo {
         /// The meta's `freelist` field.
         pgid: u64,
     },
+}
+
+/// The freelist as stored, read without walking the file: the meta's
+/// `freelist` field and that one run. For `info`-like reports that must
+/// not read the whole file.
+#[must_use]
+pub fn freelist_info<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> FreelistInfo {
+    let meta = file.meta();
+    if !meta.has_freelist() {
+        return FreelistInfo::NotStored;
+    }
+    let pgid = meta.freelist;
+    let read = file
+        .read_page(pgid)
+        .ok()
+        .filter(|_| pgid >= 2 && pgid < meta.hwm);
+    match read.as_ref().map(|p| (p, FreelistIds::parse(p))) {
+        Some((page, Ok(ids))) => FreelistInfo::Stored {
+            pgid,
+            overflow: page.header.overflow,
+            ids: ids.len() as u64,
+            encoding: ids.encoding,
+        },
+        _ => FreelistInfo::Unreadable { pgid },
+    }
 }
 
 /// A bbolt layout plus what only bbolt files have.
@@ -144,6 +169,7 @@ pub fn walk<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, opts: WalkOptions) -
             groups: Vec::new(),
             problems: Vec::new(),
             problems_dropped: 0,
+            warnings: Vec::new(),
         },
         incomplete: false,
     };
@@ -264,7 +290,14 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         head.used = used;
         head.run_len = run_len;
         if ovf > 0 {
-            let mut cont = self.region(page.pgid + 1, Kind::Overflow, page.pgid, ovf);
+            // A freelist run stays `freelist` throughout; tree runs continue
+            // as `overflow`.
+            let cont_kind = if kind == Kind::Freelist {
+                Kind::Freelist
+            } else {
+                Kind::Overflow
+            };
+            let mut cont = self.region(page.pgid + 1, cont_kind, page.pgid, ovf);
             cont.group = group;
             cont.depth = depth;
             cont.items = items;
@@ -289,14 +322,14 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             });
         }
         if self.hwm > self.pages {
-            self.problem(Error::OutOfBounds {
+            self.problem(Error::Invalid {
                 at: At::Meta(cur),
-                field: "pgid",
-                offset: 0,
-                len: self.hwm.saturating_mul(self.ps),
-                size: self.file.len(),
+                field: "pgid (high-water mark)",
+                value: self.hwm,
+                expected: "at most the number of pages in the file",
             });
         }
+        self.meta_faults();
         for (i, m) in self.file.metas().iter().enumerate() {
             let idx = u8::try_from(i).unwrap_or(0);
             let pgid = i as u64;
@@ -332,6 +365,41 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                     value: u64::from(m.page_size),
                     expected: "the same page size in both meta pages",
                 });
+            }
+        }
+    }
+
+    /// A meta page that fails validation: a warning when bbolt rejects it
+    /// too (readers fall back to the other one: the normal trace of a
+    /// torn meta write), an error when only mapwise rejects it — bbolt
+    /// checks only magic, version and checksum, and would use a meta page
+    /// whose page size is absurd, misreading the whole file.
+    fn meta_faults(&mut self) {
+        let cur = self.file.current_index();
+        let txid = self.file.meta().txid;
+        for (i, m) in self.file.metas().iter().enumerate() {
+            let Err(fault) = m else { continue };
+            let idx = u8::try_from(i).unwrap_or(0);
+            let bbolt_accepts = matches!(fault, MetaFault::PageSize(_));
+            let raw = self
+                .file
+                .source()
+                .read_at(i as u64 * self.ps, super::meta::META_END)
+                .ok()
+                .and_then(|b| super::meta::Meta::parse(&b, idx));
+            match raw {
+                Some(m) if bbolt_accepts && m.txid > txid => self.problem(Error::Invalid {
+                    at: At::Meta(idx),
+                    field: "pageSize",
+                    value: u64::from(m.page_size),
+                    expected: "a power of two from 512 to 16 MiB (bbolt checks only magic, version and checksum: it would use this newer meta page and misread the file)",
+                }),
+                _ => self.layout.push_warning(Error::MetaFallback {
+                    meta: idx,
+                    fault: *fault,
+                    used: cur,
+                    txid,
+                }),
             }
         }
     }
@@ -476,7 +544,9 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             self.incomplete = true;
             return;
         }
-        if pgid < self.pages && self.claimed.get(pgid) {
+        // An id outside [2, hwm) is refused by tree_page, with the field
+        // named; only a valid id can be a second use of a page.
+        if pgid >= 2 && pgid < self.hwm && pgid < self.pages && self.claimed.get(pgid) {
             self.problem(Error::Reused {
                 at: referrer,
                 field,

@@ -112,7 +112,17 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
             Some(n) => chunks.push(vec![
                 Span::styled("Resident ", bold),
                 Span::styled(format!("{n}/{}", r.total_pages), bold),
-                Span::raw(format!(" pages {}", short_percent(n, r.total_pages))),
+                Span::raw(if r.page_size == app.unit() {
+                    format!(" pages {}", short_percent(n, r.total_pages))
+                } else {
+                    // The totals count OS pages (as vmtouch does); the
+                    // kinds below count the format's pages: say which.
+                    format!(
+                        " OS pages of {} {}",
+                        human_size(r.page_size),
+                        short_percent(n, r.total_pages)
+                    )
+                }),
             ]),
             None => chunks.push(vec![
                 Span::styled("Resident ", bold),
@@ -134,6 +144,12 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
         )]);
     }
     let unit = app.unit().max(1);
+    if data.residency.as_ref().is_some_and(|r| r.page_size != unit) {
+        chunks.push(vec![Span::styled(
+            format!("in {} pages:", human_size(unit)),
+            dim,
+        )]);
+    }
     for t in app.totals() {
         let k = kind_from_name(t.kind);
         let res = match t.resident_bytes {

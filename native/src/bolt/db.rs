@@ -62,7 +62,9 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The lock was not granted within the timeout (bbolt `ErrTimeout`).
-    #[error("{path}: timeout waiting for the file lock")]
+    #[error(
+        "{path}: timeout waiting for the file lock (another process has it open read-write, e.g. a running etcd; `inspector` reads without taking the lock)"
+    )]
     Timeout {
         /// The file.
         path: PathBuf,
@@ -136,7 +138,7 @@ impl Db {
             path: path.to_owned(),
             source,
         };
-        let file = File::open(path).map_err(io)?;
+        let file = crate::io::open_regular(path, false).map_err(io)?;
         lock(&file, path, opts.timeout)?;
         let size = file.metadata().map_err(io)?.len();
         let map_opts = MapOptions {

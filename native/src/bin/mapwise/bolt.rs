@@ -7,8 +7,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use mapwise_core::bolt::{DumpError, Record, WalkOptions, visit, walk, write_hex, write_record};
+use mapwise_core::bolt::{
+    BoltFile, DumpError, Record, WalkOptions, freelist_info, visit, walk, write_hex, write_record,
+};
 use mapwise_native::bolt::{Db, Options};
+use mapwise_native::io::QuietSource;
 use mapwise_native::report;
 
 use crate::out::Out;
@@ -24,15 +27,20 @@ macro_rules! outln {
 #[derive(Debug, Subcommand)]
 pub enum BoltCommand {
     /// Print every bucket and key/value in the canonical text form
-    /// (`bucket <path> seq=<n>` / `kv <path> <key-hex> <value-hex|->`).
+    /// (`bucket <path> seq=<n>` / `kv <path> <key-hex> <value-hex|->`);
+    /// with --json, one JSON object per line (JSON Lines). Opens the file
+    /// as bbolt does: a shared lock and a mapping.
     Dump(FileArgs),
     /// Print the page table as `bbolt pages` does (ID TYPE ITEMS OVRFLW).
-    Pages(FileArgs),
-    /// Check the structure (reachability, free pages, key order); exit 1
-    /// with one line per problem.
-    Check(FileArgs),
-    /// Print both meta pages, the current one and the freelist.
-    Info(FileArgs),
+    /// Reads quietly (O_DIRECT, no lock, page cache untouched).
+    Pages(QuietArgs),
+    /// Check the structure (reachability, free pages, key order, meta
+    /// pages); exit 1 with one line per problem. Reads quietly (O_DIRECT,
+    /// no lock, page cache untouched).
+    Check(QuietArgs),
+    /// Print both meta pages, the current one and the freelist. Reads
+    /// only those pages, quietly.
+    Info(QuietArgs),
     /// Open read-only and walk every key of one bucket with a cursor,
     /// timing open + scan (the MAP_POPULATE experiment of bbolt#455).
     Traverse(TraverseArgs),
@@ -42,9 +50,13 @@ pub enum BoltCommand {
 pub struct TraverseArgs {
     /// The bbolt file.
     file: PathBuf,
-    /// Bucket to scan.
+    /// Bucket to scan; nested buckets as `outer/inner`.
     #[arg(long, default_value = "fake-bucket")]
     bucket: String,
+    /// Seconds to wait for the shared file lock; 0 waits forever (bbolt's
+    /// `Timeout`).
+    #[arg(long, default_value_t = 5.0)]
+    timeout: f64,
     /// Map with MAP_POPULATE (bbolt `MmapFlags = syscall.MAP_POPULATE`).
     #[arg(long)]
     populate: bool,
@@ -73,26 +85,68 @@ pub struct FileArgs {
     #[arg(long)]
     json: bool,
     /// Seconds to wait for the shared file lock (a writer holds an
-    /// exclusive one).
+    /// exclusive one); 0 waits forever (bbolt's `Timeout`).
     #[arg(long, default_value_t = 5.0)]
     timeout: f64,
 }
 
+#[derive(Debug, Args)]
+pub struct QuietArgs {
+    /// The bbolt file.
+    file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// bbolt's `Timeout`: 0 waits forever.
+fn lock_timeout(seconds: f64) -> Option<Duration> {
+    (seconds > 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
 fn open(args: &FileArgs) -> Result<Db> {
     let opts = Options {
-        timeout: Some(Duration::from_secs_f64(args.timeout.max(0.0))),
+        timeout: lock_timeout(args.timeout),
+        // A dump reads every page: let the kernel read ahead (bbolt's
+        // MADV_RANDOM would make each page of a cold file its own read).
+        advice: Some(mapwise_native::map::Advice::Sequential),
         ..Options::default()
     };
     Db::open(&args.file, &opts).with_context(|| "cannot open the file as a bbolt database")
 }
 
+/// The file read quietly: O_DIRECT, no lock, nothing mapped.
+fn quiet(args: &QuietArgs) -> Result<QuietSource> {
+    QuietSource::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))
+}
+
+fn bolt_file<'s>(args: &QuietArgs, src: &'s QuietSource) -> Result<BoltFile<'s, QuietSource>> {
+    BoltFile::open(src)
+        .with_context(|| format!("{}: cannot open as a bbolt database", args.file.display()))
+}
+
 pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
-    match cmd {
+    let json = match &cmd {
+        BoltCommand::Dump(a) => a.json,
+        BoltCommand::Pages(a) | BoltCommand::Check(a) | BoltCommand::Info(a) => a.json,
+        BoltCommand::Traverse(a) => a.json,
+    };
+    let result = match cmd {
         BoltCommand::Dump(a) => dump(&a),
         BoltCommand::Pages(a) => pages(&a),
         BoltCommand::Check(a) => check(&a),
         BoltCommand::Info(a) => info(&a),
         BoltCommand::Traverse(a) => traverse(&a),
+    };
+    match result {
+        // Scripts asking for JSON get JSON on failure too.
+        Err(e) if json && !crate::out::is_broken_pipe(&e) => {
+            let mut out = Out::new();
+            outln!(out, "{}", serde_json::json!({ "error": format!("{e:#}") }));
+            out.finish()?;
+            Ok(ExitCode::from(2))
+        }
+        r => r,
     }
 }
 
@@ -142,30 +196,44 @@ fn dump(a: &FileArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn pages(a: &FileArgs) -> Result<ExitCode> {
-    let db = open(a)?;
-    let tx = db.begin()?;
-    let walked = walk(tx.file(), WalkOptions::default());
-    let rows = report::page_rows(tx.file(), &walked.layout);
+fn pages(a: &QuietArgs) -> Result<ExitCode> {
+    let src = quiet(a)?;
+    let file = bolt_file(a, &src)?;
+    let walked = walk(&file, WalkOptions::default());
+    let rows = report::page_rows(&file, &walked.layout);
     let mut out = Out::new();
-    if a.json {
-        outln!(out, "{}", serde_json::to_string_pretty(&rows)?);
+    let _ = if a.json {
+        report::write_pages_json(&mut out, rows)
     } else {
-        let _ = out.write_str(&report::pages_text(&rows));
-    }
+        report::write_pages_text(&mut out, rows)
+    };
     out.finish()?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn check(a: &FileArgs) -> Result<ExitCode> {
-    let db = open(a)?;
-    let tx = db.begin()?;
-    let walked = walk(tx.file(), WalkOptions::default());
-    let rep = report::check_report(&walked.layout);
+fn check(a: &QuietArgs) -> Result<ExitCode> {
+    let src = quiet(a)?;
+    // A file that does not open as bbolt is a failed check (exit 1), not a
+    // failure to run the check (exit 2), as `inspector check` has it.
+    let rep = match BoltFile::open(&src) {
+        Ok(file) => report::check_report(&walk(&file, WalkOptions::default()).layout),
+        Err(e) => report::CheckReport {
+            ok: false,
+            problems: vec![format!(
+                "{}: cannot open as a bbolt database: {e}",
+                a.file.display()
+            )],
+            warnings: Vec::new(),
+            more: 0,
+        },
+    };
     let mut out = Out::new();
     if a.json {
         outln!(out, "{}", serde_json::to_string_pretty(&rep)?);
     } else {
+        for w in &rep.warnings {
+            outln!(out, "warning: {w}");
+        }
         for p in &rep.problems {
             outln!(out, "{p}");
         }
@@ -186,13 +254,11 @@ fn check(a: &FileArgs) -> Result<ExitCode> {
     })
 }
 
-fn info(a: &FileArgs) -> Result<ExitCode> {
-    let db = open(a)?;
-    let tx = db.begin()?;
-    let file = tx.file();
-    let walked = walk(file, WalkOptions::default());
+fn info(a: &QuietArgs) -> Result<ExitCode> {
+    let src = quiet(a)?;
+    let file = &bolt_file(a, &src)?;
     let metas = report::meta_reports(file);
-    let freelist = report::FreelistReport::from(walked.freelist);
+    let freelist = report::FreelistReport::from(freelist_info(file));
     let mut out = Out::new();
     if a.json {
         let v = serde_json::json!({
@@ -279,9 +345,10 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
         mmap_flags: if a.populate { libc::MAP_POPULATE } else { 0 },
         advice: Some(advice),
         mlock: a.mlock,
-        timeout: Some(Duration::from_secs(5)),
+        timeout: lock_timeout(a.timeout),
         ..Options::default()
     };
+    let path: Vec<&[u8]> = a.bucket.split('/').map(str::as_bytes).collect();
     let start = std::time::Instant::now();
     let db = Db::open(&a.file, &opts)?;
     let opened = start.elapsed();
@@ -289,8 +356,8 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     {
         let tx = db.begin()?;
         let bucket = tx
-            .bucket(a.bucket.as_bytes())?
-            .with_context(|| format!("bucket {:?} not found", a.bucket))?;
+            .bucket_path(&path)
+            .with_context(|| format!("bucket {:?}", a.bucket))?;
         let mut c = bucket.cursor();
         let mut item = c.first()?;
         while let Some(it) = item {

@@ -36,6 +36,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    mapwise_native::map::exit_cleanly_on_sigbus();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bolt(cmd) => bolt::run(cmd),
