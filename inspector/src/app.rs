@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use mapwise_core::bolt::{BoltFile, PageDetail, page_detail};
 use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
+use mapwise_native::describe::Item;
 use mapwise_native::report::KindTotal;
 use mapwise_native::residency::{Residency, TO_EOF};
 use mapwise_native::watch::{Refreshed, Snapshot, Watch};
@@ -47,6 +48,12 @@ pub trait Target {
     /// # Errors
     /// Why the page cannot be decoded, as text.
     fn page_detail(&self, pgid: u64) -> Result<PageDetail, String>;
+    /// Describe the structures overlapping `[offset, offset + len)`
+    /// (formats other than bbolt).
+    ///
+    /// # Errors
+    /// Why they cannot be decoded, as text.
+    fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String>;
     /// Bring the whole file into the page cache; returns OS pages touched.
     ///
     /// # Errors
@@ -86,6 +93,9 @@ impl Target for Watch {
     }
     fn page_detail(&self, pgid: u64) -> Result<PageDetail, String> {
         Watch::page_detail(self, pgid, DETAIL_LIMIT)
+    }
+    fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String> {
+        Watch::describe(self, offset, len)
     }
     fn touch(&mut self) -> Result<u64, String> {
         Watch::touch(self, 0, TO_EOF).map(|t| t.pages)
@@ -168,6 +178,9 @@ impl Target for Fixed {
     fn page_detail(&self, pgid: u64) -> Result<PageDetail, String> {
         let file = BoltFile::open(&self.bytes).map_err(|e| e.to_string())?;
         page_detail(&file, pgid, DETAIL_LIMIT).map_err(|e| e.to_string())
+    }
+    fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String> {
+        mapwise_native::describe::describe(&self.snapshot.layout, &self.bytes, offset, len)
     }
     fn touch(&mut self) -> Result<u64, String> {
         Ok(self.fill(true))
@@ -374,6 +387,8 @@ pub struct App {
     // Detail.
     detail_scroll: usize,
     details: HashMap<u64, Result<PageDetail, String>>,
+    /// Described structures by map page (formats other than bbolt).
+    items: HashMap<u64, Result<Vec<Item>, String>>,
 }
 
 impl App {
@@ -401,6 +416,7 @@ impl App {
             tree_offset: 0,
             detail_scroll: 0,
             details: HashMap::new(),
+            items: HashMap::new(),
         };
         app.on_new_snapshot();
         app.totals = stats::kind_totals(app.layout(), app.data.residency.as_ref());
@@ -524,6 +540,13 @@ impl App {
     #[must_use]
     pub fn decodable(&self) -> bool {
         self.data.snapshot.format == Format::Bolt && self.data.snapshot.bolt.is_some()
+    }
+
+    /// `true` when the detail pane describes the selected page's
+    /// structures generically (revlog entries, ...).
+    #[must_use]
+    pub fn describable(&self) -> bool {
+        self.data.snapshot.format == Format::Revlog && self.data.snapshot.revlog.is_some()
     }
 
     // ----- geometry of the page map -----
@@ -934,6 +957,15 @@ impl App {
     #[must_use]
     pub fn detail_lines(&self) -> Vec<Line> {
         let mut out = self.selection_lines();
+        if self.describable() {
+            out.push(Line::default());
+            match self.items.get(&self.selected) {
+                None => out.push(Line::of(Tone::Dim, "decoding…")),
+                Some(Err(e)) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
+                Some(Ok(items)) => out.extend(describe::item_lines(items)),
+            }
+            return out;
+        }
         if !self.decodable() {
             return out;
         }
@@ -1084,6 +1116,14 @@ impl App {
     /// Decode the pages the screen needs ([`App::wanted_details`]) and
     /// keep them until the structure changes.
     pub fn fetch_details(&mut self, target: &dyn Target) {
+        if self.describable() && !self.items.contains_key(&self.selected) {
+            if self.items.len() >= DETAIL_CACHE {
+                self.items.clear();
+            }
+            let unit = self.unit();
+            let d = target.describe(self.selected.saturating_mul(unit), unit);
+            self.items.insert(self.selected, d);
+        }
         let want = self.wanted_details();
         if want.is_empty() {
             return;
@@ -1135,6 +1175,7 @@ impl App {
 
     fn on_new_snapshot(&mut self) {
         self.details.clear();
+        self.items.clear();
         let mut runs: HashMap<u32, Vec<usize>> = HashMap::new();
         for (i, r) in self.layout().regions.iter().enumerate() {
             if let (Some(g), Kind::Branch | Kind::Leaf) = (r.group, r.kind) {

@@ -428,6 +428,14 @@ fn page_report(id: u64, d: &Result<PageDetail, String>) -> PageReport {
 /// # Errors
 /// When the file is not a readable bbolt file.
 pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
+    {
+        // Formats other than bbolt: the structures on each OS page.
+        let src =
+            QuietSource::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        if detect(&src) == Format::Revlog {
+            return described_pages(path, &src, ids, as_json);
+        }
+    }
     let src = open_source(path)?;
     let file = open_bolt(path, &src)?;
     let reports: Vec<PageReport> = ids
@@ -458,6 +466,78 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
     Ok(Output { text, code })
 }
 
+/// One OS page of the file and the structures on it, described.
+#[derive(Debug, Clone, Serialize)]
+struct DescribedPage {
+    /// Page number (OS pages).
+    page: u64,
+    /// Byte offset of the page.
+    offset: u64,
+    /// The structures overlapping it.
+    items: Vec<mapwise_native::describe::Item>,
+    /// Why they could not be described.
+    error: Option<String>,
+}
+
+fn described_pages(path: &Path, src: &QuietSource, ids: &[u64], as_json: bool) -> Result<Output> {
+    let snap = read_snapshot(path, WalkOptions::default())
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let unit = stats::unit(&snap.layout);
+    let pages: Vec<DescribedPage> = ids
+        .iter()
+        .map(|&page| {
+            let offset = page.saturating_mul(unit);
+            let r = if offset >= snap.layout.source_len {
+                Err(format!("page {page} is past the end of the file"))
+            } else {
+                mapwise_native::describe::describe(&snap.layout, src, offset, unit)
+            };
+            match r {
+                Ok(items) => DescribedPage {
+                    page,
+                    offset,
+                    items,
+                    error: None,
+                },
+                Err(e) => DescribedPage {
+                    page,
+                    offset,
+                    items: Vec::new(),
+                    error: Some(e),
+                },
+            }
+        })
+        .collect();
+    let code = u8::from(pages.iter().any(|p| p.error.is_some()));
+    if as_json {
+        return Ok(Output {
+            text: json(&pages)?,
+            code,
+        });
+    }
+    let mut s = String::new();
+    for (i, p) in pages.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        let _ = writeln!(
+            s,
+            "page {} (bytes {}..{})",
+            p.page,
+            p.offset,
+            p.offset.saturating_add(unit)
+        );
+        if let Some(e) = &p.error {
+            let _ = writeln!(s, "page {}: cannot decode: {e}", p.page);
+        }
+        for line in crate::describe::item_lines(&p.items) {
+            s.push_str(&line.text());
+            s.push('\n');
+        }
+    }
+    Ok(Output { text: s, code })
+}
+
 /// `inspector check FILE`: one line per problem and exit status 1, or
 /// `OK` and 0. A file that cannot be read as bbolt at all is one problem.
 ///
@@ -473,7 +553,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
             warnings: Vec::new(),
             more: 0,
         }
-    } else if snap.format != Format::Bolt {
+    } else if snap.format != Format::Bolt && snap.format != Format::Revlog {
         report::CheckReport {
             ok: false,
             problems: vec![format!(
@@ -516,21 +596,61 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
 /// # Errors
 /// When the file is not a readable bbolt file.
 pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
-    let src = open_source(path)?;
-    let file = open_bolt(path, &src)?;
-    let walked = walk(&file, WalkOptions::default());
-    let res = residency::sample(src.file()).ok();
-    let info = report::BoltInfo::of(&file, walked.freelist);
-    let rep = report::layout_report(&walked.layout, &info, res.as_ref());
+    let snap = read_snapshot(path, WalkOptions::default())
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    if let Some(e) = &snap.error {
+        bail!("{}: {e}", path.display());
+    }
+    if snap.format == Format::Unknown {
+        bail!("{}: format not recognised (bbolt, revlog)", path.display());
+    }
+    let res = std::fs::File::open(path)
+        .ok()
+        .and_then(|f| residency::sample(&f).ok());
+    let rep = report::layout_report(
+        &snap.layout,
+        snap.bolt.as_ref(),
+        snap.revlog.as_ref(),
+        res.as_ref(),
+    );
+    let problems = snap.layout.problem_count();
     if as_json {
         // Same exit status as the text form: 1 when the file has problems.
         return Ok(Output {
             text: json(&rep)?,
-            code: u8::from(walked.layout.problem_count() > 0),
+            code: u8::from(problems > 0),
         });
     }
     let mut s = String::new();
-    let meta = file.meta();
+    if let Some(r) = &rep.revlog {
+        let _ = writeln!(
+            s,
+            "format revlog · {} bytes ({}) · version {}{}{} · {} revisions · {} data bytes",
+            rep.file_size,
+            human_size(rep.file_size),
+            r.version,
+            if r.inline { " inline" } else { "" },
+            if r.generaldelta { " generaldelta" } else { "" },
+            r.revisions,
+            r.data_bytes
+        );
+        s.push('\n');
+        s.push_str(&kinds_table(&rep.kinds));
+        if problems > 0 {
+            let _ = writeln!(
+                s,
+                "\n{problems} problem(s) found; `inspector check` lists them"
+            );
+        }
+        return Ok(Output {
+            text: s,
+            code: u8::from(problems > 0),
+        });
+    }
+    let Some(bolt) = rep.bolt.as_ref() else {
+        bail!("{}: no structure to report", path.display());
+    };
+    let walked_groups = &snap.layout.groups;
     let _ = writeln!(
         s,
         "format {} · {} bytes ({}) · page size {} · meta {} (txid {}) · hwm {}",
@@ -538,11 +658,11 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         rep.file_size,
         human_size(rep.file_size),
         rep.page_size,
-        rep.current_meta,
-        meta.txid,
-        meta.hwm
+        bolt.current_meta,
+        bolt.txid,
+        bolt.hwm
     );
-    let _ = writeln!(s, "{}", crate::ui::freelist_text(&rep.freelist));
+    let _ = writeln!(s, "{}", crate::ui::freelist_text(&bolt.freelist));
     s.push('\n');
     s.push_str(&kinds_table(&rep.kinds));
     s.push('\n');
@@ -554,12 +674,12 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     let _ = writeln!(
         s,
         "{:<32} {:>8} {:>10} {:>6} {:>7} {:>6}",
-        group_name(walked.layout.groups.first()),
-        walked.layout.groups.first().map_or(0, |g| g.root),
-        walked.layout.groups.first().map_or(0, |g| g.keys),
-        walked.layout.groups.first().map_or(0, |g| g.buckets),
-        walked.layout.groups.first().map_or(0, |g| g.pages),
-        walked.layout.groups.first().map_or(0, |g| g.height),
+        group_name(walked_groups.first()),
+        walked_groups.first().map_or(0, |g| g.root),
+        walked_groups.first().map_or(0, |g| g.keys),
+        walked_groups.first().map_or(0, |g| g.buckets),
+        walked_groups.first().map_or(0, |g| g.pages),
+        walked_groups.first().map_or(0, |g| g.height),
     );
     for b in &rep.buckets {
         let root = if b.inline {
@@ -574,7 +694,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
             name, root, b.keys, b.buckets, b.pages, b.height
         );
     }
-    let n = walked.layout.problem_count();
+    let n = problems;
     if n > 0 {
         let _ = writeln!(s, "\n{n} problem(s) found; `inspector check` lists them");
     }

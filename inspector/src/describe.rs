@@ -351,6 +351,29 @@ fn element_line(i: usize, e: &Element, w: Widths) -> Line {
     }
 }
 
+/// Described structures (revlog entries, ...) as lines: each title, then
+/// its fields aligned under it.
+#[must_use]
+pub fn item_lines(items: &[mapwise_native::describe::Item]) -> Vec<Line> {
+    let mut out = Vec::new();
+    if items.is_empty() {
+        out.push(Line::of(Tone::Dim, "nothing here"));
+    }
+    for item in items {
+        out.push(Line::of(Tone::Label, item.title.clone()));
+        let w = item
+            .fields
+            .iter()
+            .map(|(n, _)| n.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (name, value) in &item.fields {
+            out.push(Line::of(Tone::Dim, format!("  {name:<w$}  ")).and(Tone::Text, value.clone()));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 //! cachestat), and every `unsafe` block says why it is sound.
 
 pub mod bolt;
+pub mod describe;
 pub mod io;
 pub mod map;
 pub mod mmaptest;

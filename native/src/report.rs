@@ -249,6 +249,21 @@ impl BoltInfo {
     }
 }
 
+/// What a revlog index's header and entries say.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct RevlogInfo {
+    /// Format version (0 or 1).
+    pub version: u16,
+    /// Data chunks are inline in the index (`FLAG_INLINE_DATA`).
+    pub inline: bool,
+    /// Deltas against any earlier revision (`FLAG_GENERALDELTA`).
+    pub generaldelta: bool,
+    /// Revisions (entries) read.
+    pub revisions: u64,
+    /// Sum of the entries' stored chunk lengths, bytes.
+    pub data_bytes: u64,
+}
+
 /// The freelist as found.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(tag = "state", rename_all = "kebab-case")]
@@ -359,26 +374,26 @@ pub struct RegionReport {
 /// The whole layout of a file.
 #[derive(Debug, Clone, Serialize)]
 pub struct LayoutReport {
-    /// `bolt`.
+    /// `bolt`, `revlog`, `rrd` or `unknown`.
     pub format: &'static str,
     /// File size in bytes.
     pub file_size: u64,
-    /// Format page size in bytes.
+    /// Format page size in bytes (0 when the format has no pages).
     pub page_size: u32,
-    /// The current meta page (0 or 1).
-    pub current_meta: u8,
-    /// Both meta pages.
-    pub metas: [MetaReport; 2],
-    /// The freelist.
-    pub freelist: FreelistReport,
+    /// bbolt facts: meta pages, the current one, the freelist.
+    pub bolt: Option<BoltInfo>,
+    /// revlog facts: version, flags, revisions.
+    pub revlog: Option<RevlogInfo>,
     /// Totals per kind.
     pub kinds: Vec<KindTotal>,
-    /// Every bucket, depth first.
+    /// Every bucket, depth first (bbolt).
     pub buckets: Vec<BucketReport>,
     /// Every region, by offset.
     pub regions: Vec<RegionReport>,
     /// Problems found.
     pub problems: Vec<String>,
+    /// Warnings (not faults).
+    pub warnings: Vec<String>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -463,22 +478,29 @@ pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
         .collect()
 }
 
-/// The layout report of a bbolt file: its layout, its meta facts, and
+/// The layout report of a file: its layout, its format's facts, and
 /// resident bytes per kind when `res` is given and trusted.
 #[must_use]
-pub fn layout_report(layout: &Layout, info: &BoltInfo, res: Option<&Residency>) -> LayoutReport {
+pub fn layout_report(
+    layout: &Layout,
+    bolt: Option<&BoltInfo>,
+    revlog: Option<&RevlogInfo>,
+    res: Option<&Residency>,
+) -> LayoutReport {
     LayoutReport {
         format: layout.format.name(),
         file_size: layout.source_len,
         page_size: layout.page_size,
-        current_meta: info.current_meta,
-        metas: info.metas.clone(),
-        freelist: info.freelist.clone(),
+        bolt: bolt.cloned(),
+        revlog: revlog.copied(),
         kinds: kind_totals(layout, res),
+        // Group 0 of a bbolt layout is the root bucket; other formats'
+        // groups are not buckets.
         buckets: layout
             .groups
             .iter()
             .skip(1)
+            .filter(|_| layout.format == mapwise_core::layout::Format::Bolt)
             .map(|g| BucketReport {
                 path: g.path.clone(),
                 name_hex: hex(&g.key),
@@ -511,6 +533,7 @@ pub fn layout_report(layout: &Layout, info: &BoltInfo, res: Option<&Residency>) 
             })
             .collect(),
         problems: layout.problems.iter().map(ToString::to_string).collect(),
+        warnings: layout.warnings.iter().map(ToString::to_string).collect(),
     }
 }
 

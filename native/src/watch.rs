@@ -26,7 +26,7 @@ use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::{Format, Layout};
 
 use crate::io::QuietSource;
-use crate::report::BoltInfo;
+use crate::report::{BoltInfo, RevlogInfo};
 use crate::residency::{self, Locked, Residency, TO_EOF, Touched};
 
 /// Identity of one version of the file on disk.
@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub layout: Layout,
     /// bbolt facts, when the file opened as bbolt.
     pub bolt: Option<BoltInfo>,
+    /// revlog facts, when the file is a readable revlog index.
+    pub revlog: Option<RevlogInfo>,
     /// Why the structure could not be read, when it could not.
     pub error: Option<String>,
     /// `true` when reads bypassed the page cache (`O_DIRECT`).
@@ -87,6 +89,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         format: Format::Unknown,
         layout: Layout::unknown(src.len()),
         bolt: None,
+        revlog: None,
         error: None,
         quiet: src.is_direct(),
         took: Duration::ZERO,
@@ -117,6 +120,13 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                 &src,
                 mapwise_core::revlog::LayoutOptions { data_len },
             );
+            snap.revlog = walked.header.map(|h| RevlogInfo {
+                version: h.version.number(),
+                inline: h.is_inline(),
+                generaldelta: h.is_generaldelta(),
+                revisions: walked.revisions,
+                data_bytes: walked.data_bytes,
+            });
             snap.layout = walked.layout;
             snap.error = walked.fatal.map(|e| e.to_string());
         }
@@ -286,6 +296,17 @@ impl Watch {
         let src = self.source.as_ref().ok_or("file not open")?;
         let file = BoltFile::open(src).map_err(|e| e.to_string())?;
         page_detail(&file, pgid, limit).map_err(|e| e.to_string())
+    }
+
+    /// The structures overlapping `[offset, offset + len)` of the current
+    /// file, described (formats other than bbolt; see
+    /// [`crate::describe`]).
+    ///
+    /// # Errors
+    /// When the file is not open or the structures cannot be decoded.
+    pub fn describe(&self, offset: u64, len: u64) -> Result<Vec<crate::describe::Item>, String> {
+        let src = self.source.as_ref().ok_or("file not open")?;
+        crate::describe::describe(&self.snapshot.layout, src, offset, len)
     }
 
     /// Bring `[offset, offset + len)` (`len` = [`TO_EOF`] for all) into the

@@ -226,10 +226,10 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
     }
     if let Some(e) = &data.snapshot.error {
         out.push((format!("structure: {e}"), err, 2));
-    } else if data.snapshot.format != Format::Bolt {
+    } else if data.snapshot.format == Format::Unknown {
         out.push((
             format!(
-                "format {}: not a bbolt file; showing residency only",
+                "format {}: not recognised; showing residency only",
                 data.snapshot.format.name()
             ),
             warn,

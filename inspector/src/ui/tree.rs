@@ -18,17 +18,31 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let focused = app.focus() == Focus::Tree;
     let layout = app.layout();
     let buckets = layout.groups.len().saturating_sub(1);
-    let title = format!(
-        " structure · {buckets} bucket{} ",
-        if buckets == 1 { "" } else { "s" }
-    );
+    let format = app.data().snapshot.format;
+    let title = if format == mapwise_core::layout::Format::Bolt {
+        format!(
+            " structure · {buckets} bucket{} ",
+            if buckets == 1 { "" } else { "s" }
+        )
+    } else {
+        format!(" structure · {} ", format.name())
+    };
     frame.render_widget(pane(Line::from(title), focused), area);
     let inside = inner(area);
     if app.tree_rows().is_empty() {
-        let why = match (&app.data().snapshot.error, app.data().snapshot.format) {
-            (Some(e), _) => format!("structure unreadable: {e}"),
-            (None, mapwise_core::layout::Format::Bolt) => "no buckets".to_string(),
-            (None, f) => format!("format {}: no structure to show", f.name()),
+        let snap = &app.data().snapshot;
+        let why = match (&snap.error, snap.format, &snap.revlog) {
+            (Some(e), _, _) => format!("structure unreadable: {e}"),
+            (None, mapwise_core::layout::Format::Bolt, _) => "no buckets".to_string(),
+            (None, mapwise_core::layout::Format::Revlog, Some(r)) => format!(
+                "revlog index, version {}{}{}\n{} revisions ({} data bytes)\n\nselect a page on the map to see its entries",
+                r.version,
+                if r.inline { ", inline data" } else { "" },
+                if r.generaldelta { ", generaldelta" } else { "" },
+                r.revisions,
+                r.data_bytes
+            ),
+            (None, f, _) => format!("format {}: no structure to show", f.name()),
         };
         frame.render_widget(
             Paragraph::new(why)
