@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use mapwise_core::revlog::{DebugRow, DebugStyle, Index, Node, PrintError, debug_row};
+use mapwise_native::map::Advice;
 use mapwise_native::revlog::{
     self, HgConfig, IndexFile, Load, LogRow, Options, Repo, Revlog, check_data_file,
 };
@@ -33,6 +34,13 @@ pub struct Common {
     /// `1.5MB`, `100`).
     #[arg(long = "config", value_name = "SECTION.NAME=VALUE")]
     config: Vec<String>,
+    /// madvise advice for a mapped index: normal, random, sequential,
+    /// willneed or none. Default: random for `log` (it reads the header
+    /// and the tail only, so a cold fault should not read the device's
+    /// whole read-ahead window around each; hg gives no advice: pass
+    /// `none` to match it), none for `debugindex` (it reads every entry).
+    #[arg(long, value_name = "ADVICE")]
+    advice: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -104,8 +112,18 @@ fn print_json(v: &impl Serialize) -> Result<()> {
     Ok(())
 }
 
-fn load_options(common: &Common) -> Result<Options> {
-    Ok(HgConfig::parse(&common.config)?.index_load()?)
+/// The load options from `--config`, with `--advice` or `default_advice`
+/// for a mapping.
+fn load_options(common: &Common, default_advice: Option<Advice>) -> Result<Options> {
+    let mut opts = HgConfig::parse(&common.config)?.index_load()?;
+    opts.advice = match common.advice.as_deref() {
+        None => default_advice,
+        Some("none") => None,
+        Some(name) => Some(Advice::from_name(name).ok_or_else(|| {
+            anyhow::anyhow!("unknown advice {name:?} (normal, random, sequential, willneed, none)")
+        })?),
+    };
+    Ok(opts)
 }
 
 fn threshold(opts: &Options) -> Option<u64> {
@@ -122,6 +140,8 @@ struct IndexInfo {
     index_bytes: u64,
     load: revlog::Loaded,
     populate: bool,
+    /// madvise advice given to a mapping (`none` when read, or none given).
+    advice: &'static str,
     threshold: Option<u64>,
     version: u16,
     inline: bool,
@@ -138,6 +158,10 @@ impl IndexInfo {
             index_bytes: file.size(),
             load: file.loaded(),
             populate: mapped && opts.populate,
+            advice: match opts.advice {
+                Some(a) if mapped => a.name(),
+                _ => "none",
+            },
             threshold: threshold(opts),
             version: index.version().number(),
             inline: index.is_inline(),
@@ -177,7 +201,7 @@ fn log(a: &LogArgs) -> Result<ExitCode> {
         Some(n) => Some(n.unsigned_abs()),
         None => None,
     };
-    let opts = load_options(&a.common)?;
+    let opts = load_options(&a.common, Some(Advice::Random))?;
     let repo = match a.repository.as_ref().or(a.repo.as_ref()) {
         Some(p) => Repo::open(p)?,
         None => Repo::discover(std::env::current_dir()?)?,
@@ -287,7 +311,7 @@ fn which(a: &DebugindexArgs) -> Result<Option<Revlog>> {
 }
 
 fn debugindex(a: &DebugindexArgs) -> Result<ExitCode> {
-    let configured = load_options(&a.common)?;
+    let configured = load_options(&a.common, None)?;
     // hg maps only the changelog and the manifest (`mmaplargeindex`).
     let (file, opts) = match which(a)? {
         Some(w) => {
