@@ -9,7 +9,8 @@ const BOLT_MAGIC_LE: [u8; 4] = [0xed, 0xda, 0x0c, 0xed];
 /// The same magic written by a big-endian host.
 const BOLT_MAGIC_BE: [u8; 4] = [0xed, 0x0c, 0xda, 0xed];
 
-/// The format of `src`, judged by its first page: the bbolt magic at
+/// The format of `src`, judged by its first page: the `RRD\0` cookie of an
+/// RRDtool file (any architecture); else the bbolt magic at
 /// byte 16 (or at byte 16 of a probed meta page 1 when meta 0 is
 /// damaged); else a Mercurial revlog index when its version header *and*
 /// revision 0's entry look like hg's ([`crate::revlog::sniff`]: a 4-byte
@@ -22,6 +23,9 @@ pub fn detect<S: PageSource + ?Sized>(src: &S) -> Format {
         src.read_at(off + 16, 4)
             .is_ok_and(|b| *b == BOLT_MAGIC_LE || *b == BOLT_MAGIC_BE)
     };
+    if crate::rrd::sniff(src) {
+        return Format::Rrd;
+    }
     if probe(0) {
         return Format::Bolt;
     }
@@ -37,6 +41,14 @@ pub fn detect<S: PageSource + ?Sized>(src: &S) -> Format {
         return Format::Revlog;
     }
     Format::Unknown
+}
+
+/// The architecture of an RRD written on a machine whose layout mapwise
+/// does not read (big-endian, 32-bit): detected as [`Format::Rrd`] but
+/// foreign. `None` for a native RRD or any other file.
+#[must_use]
+pub fn foreign_rrd<S: PageSource + ?Sized>(src: &S) -> Option<crate::rrd::Arch> {
+    crate::rrd::foreign_arch(src)
 }
 
 /// `true` when the bbolt magic at byte 16 is in big-endian order: a file

@@ -30,6 +30,53 @@ pub enum At {
     },
     /// Meta page 0 or 1 of a bbolt file.
     Meta(u8),
+    /// Structure `index` (0-based) of one section of an RRDtool file
+    /// (`rrd_format.h`); for `cdp_prep` the index is `rra * ds_cnt + ds`,
+    /// for `values` the RRA.
+    Rrd {
+        /// The section.
+        section: RrdSection,
+        /// 0-based index of the structure inside the section.
+        index: u64,
+    },
+}
+
+/// A section of an RRDtool file, in file order (`rrd_format.h`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RrdSection {
+    /// `stat_head_t`.
+    StatHead,
+    /// `ds_def_t[ds_cnt]`.
+    DsDef,
+    /// `rra_def_t[rra_cnt]`.
+    RraDef,
+    /// `live_head_t` (or the bare `last_up` before version 3).
+    LiveHead,
+    /// `pdp_prep_t[ds_cnt]`.
+    PdpPrep,
+    /// `cdp_prep_t[rra_cnt * ds_cnt]`.
+    CdpPrep,
+    /// `rra_ptr_t[rra_cnt]`.
+    RraPtr,
+    /// The rows of the archives.
+    Values,
+}
+
+impl RrdSection {
+    /// The name of the `rrd_t` member rrdtool reads the section into.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            RrdSection::StatHead => "stat_head",
+            RrdSection::DsDef => "ds_def",
+            RrdSection::RraDef => "rra_def",
+            RrdSection::LiveHead => "live_head",
+            RrdSection::PdpPrep => "pdp_prep",
+            RrdSection::CdpPrep => "cdp_prep",
+            RrdSection::RraPtr => "rra_ptr",
+            RrdSection::Values => "values",
+        }
+    }
 }
 
 impl fmt::Display for At {
@@ -42,6 +89,7 @@ impl fmt::Display for At {
                 write!(f, "inline bucket in page {pgid} element {index}")
             }
             At::Meta(i) => write!(f, "meta page {i}"),
+            At::Rrd { section, index } => write!(f, "rrd {}[{index}]", section.name()),
         }
     }
 }

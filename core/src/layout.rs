@@ -73,6 +73,19 @@ pub enum Kind {
     /// of the tree (or the freelist) to damage, so whether the page is in
     /// use or free cannot be told.
     Unknown,
+    /// RRDtool definitions that only create/tune change: `stat_head`,
+    /// `ds_def`, `rra_def` (`rrd_format.h`); `id` is the section number
+    /// (0, 1, 2), `items` its structure count.
+    Header,
+    /// RRDtool state rewritten by every update: `live_head`, `pdp_prep`,
+    /// `cdp_prep`, `rra_ptr`; `id` is the section number (3 to 6).
+    Prep,
+    /// Rows of an RRDtool archive (RRA); `group` is the RRA, `id` the
+    /// first row, `items` the rows in the region.
+    Rows,
+    /// The row of an RRA that the last update wrote (`rra_ptr.cur_row`);
+    /// the next update writes the row after it.
+    CurRow,
     /// A revlog index entry (64 bytes in v1, 76 in v0); `id` is the
     /// revision.
     Entry,
@@ -88,7 +101,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in legend order.
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 18] = [
         Kind::Meta,
         Kind::Freelist,
         Kind::Branch,
@@ -99,6 +112,10 @@ impl Kind {
         Kind::Unreachable,
         Kind::Unused,
         Kind::Unknown,
+        Kind::Header,
+        Kind::Prep,
+        Kind::Rows,
+        Kind::CurRow,
         Kind::Entry,
         Kind::Chunk,
         Kind::Corrupt,
@@ -119,6 +136,10 @@ impl Kind {
             Kind::Unreachable => "unreachable",
             Kind::Unused => "unused",
             Kind::Unknown => "unknown",
+            Kind::Header => "header",
+            Kind::Prep => "prep",
+            Kind::Rows => "rows",
+            Kind::CurRow => "cur_row",
             Kind::Entry => "entry",
             Kind::Chunk => "chunk",
             Kind::Corrupt => "corrupt",

@@ -27,6 +27,8 @@ pub mod layout;
 #[cfg(feature = "alloc")]
 pub mod revlog;
 #[cfg(feature = "alloc")]
+pub mod rrd;
+#[cfg(feature = "alloc")]
 pub mod source;
 
 pub use error::{At, Error, MetaFault, Result};

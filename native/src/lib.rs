@@ -12,4 +12,5 @@ pub mod mmaptest;
 pub mod report;
 pub mod residency;
 pub mod revlog;
+pub mod rrd;
 pub mod watch;

@@ -110,6 +110,17 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                 Err(e) => snap.error = Some(e.to_string()),
             }
         }
+        Format::Rrd => {
+            snap.format = Format::Rrd;
+            let walked = mapwise_core::rrd::layout(&src, crate::residency::os_page_size());
+            snap.error = match (walked.arch, &walked.fatal) {
+                (Some(a), Some(_)) if a != mapwise_core::rrd::Arch::Native => {
+                    Some(a.refusal().into())
+                }
+                (_, fatal) => fatal.as_ref().map(ToString::to_string),
+            };
+            snap.layout = walked.layout;
+        }
         Format::Revlog => {
             snap.format = Format::Revlog;
             // A non-inline index's chunks are checked against its `.d`.

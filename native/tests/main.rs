@@ -10,3 +10,4 @@ mod bolt_cursor;
 mod bolt_interop;
 mod mmaptest;
 mod revlog;
+mod rrd;

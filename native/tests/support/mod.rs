@@ -202,3 +202,41 @@ pub fn hg_python() -> Command {
     c.env("HGRCPATH", "");
     c
 }
+
+/// `shared/oracles/rrd/oracle.sh` (Debian's rrdtool 1.7.2).
+pub fn rrd_oracle() -> PathBuf {
+    shared().join("oracles/rrd/oracle.sh")
+}
+
+/// Run the rrd oracle with `args` (it installs rrdtool on first use);
+/// panics unless it exits 0.
+pub fn rrd_oracle_out(args: &[&str]) -> Vec<u8> {
+    let out = run_limited(
+        Command::new(rrd_oracle()).args(args),
+        Duration::from_secs(300),
+    );
+    assert!(
+        out.status.success(),
+        "rrd oracle.sh {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `rrdtool` in the oracle's environment (TZ=UTC, LC_ALL=C, no rrdcached),
+/// installing Debian's `rrdtool` on first use.
+pub fn rrdtool() -> Command {
+    peers::ensure("rrdtool", "rrdtool");
+    let mut c = Command::new("rrdtool");
+    c.env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .env("LANG", "C")
+        .env_remove("RRDCACHED_ADDRESS");
+    c
+}
+
+/// A read-only corpus file under testdata/rrd (copied from
+/// `shared/corpus/rrd`, made by rrdtool 1.7.2).
+pub fn rrd_testdata(name: &str) -> PathBuf {
+    repo().join("testdata/rrd").join(name)
+}

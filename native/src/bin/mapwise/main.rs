@@ -7,6 +7,7 @@ mod bolt;
 mod mmaptest;
 mod out;
 mod revlog;
+mod rrd;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,11 @@ enum Command {
     /// Mercurial revlog indexes (`hg log -l N`, `hg debugindex`).
     #[command(subcommand)]
     Revlog(revlog::RevlogCommand),
+    /// RRDtool round-robin databases, with rrdtool's syntax and output
+    /// (`create`, `update`, `updatev`, `fetch`, `dump`, `info`, `last`,
+    /// `first`, `lastupdate`).
+    #[command(subcommand)]
+    Rrd(rrd::RrdCommand),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +48,7 @@ fn main() -> ExitCode {
         Command::Bolt(cmd) => bolt::run(cmd),
         Command::Mmaptest(args) => mmaptest::run(&args),
         Command::Revlog(cmd) => revlog::run(cmd),
+        Command::Rrd(cmd) => rrd::run(cmd),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,386 @@
+//! `mapwise rrd …`: rrdtool's commands with rrdtool's syntax and output,
+//! so a script switches by changing the binary name. Errors are printed
+//! as rrdtool prints them (`ERROR: …` on stderr, exit status 1).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{ArgAction, Args, Subcommand};
+use mapwise_core::rrd::dump::DumpHeader;
+use mapwise_core::rrd::info::{InfoValue, write_info};
+use mapwise_native::rrd::{self, CreateOptions, FetchOptions, IoMode, UpdateOptions};
+
+use crate::out::Out;
+
+#[derive(Debug, Subcommand)]
+pub enum RrdCommand {
+    /// Create a new RRD: `create FILE [-s STEP] [-b START] [-O] DS:… RRA:…`.
+    Create(CreateArgs),
+    /// Feed samples: `update FILE [-t DS:DS…] [-s] TIME:V:V…`.
+    Update(UpdateArgs),
+    /// `update`, then print every value written (`return_value = 0`, then
+    /// `[T]RRA[CF][PDPs]DS[name] = value`).
+    Updatev(UpdateArgs),
+    /// Print the values of one consolidation function:
+    /// `fetch FILE CF [-r RES] [-s START] [-e END] [-a]`.
+    Fetch(FetchArgs),
+    /// Print the whole file as XML: `dump FILE [OUT.xml] [-h none|xsd|dtd] [-n]`.
+    Dump(DumpArgs),
+    /// Print the header as `key = value` lines.
+    Info(FileArgs),
+    /// Print the time of the last update.
+    Last(FileArgs),
+    /// Print the time of the oldest row of an archive.
+    First(FirstArgs),
+    /// Print the last input of each data source.
+    Lastupdate(FileArgs),
+}
+
+/// How to read and write the file.
+#[derive(Debug, Args)]
+pub struct IoArg {
+    /// I/O mode: mmap (default: MADV_RANDOM, WILLNEED on the hot pages),
+    /// mmap-2pages, fd (pread/pwrite), direct (O_DIRECT).
+    #[arg(long = "io", value_name = "MODE", default_value = "mmap", value_parser = parse_io)]
+    io: IoMode,
+}
+
+fn parse_io(s: &str) -> Result<IoMode, String> {
+    IoMode::from_name(s)
+        .ok_or_else(|| format!("unknown I/O mode '{s}' (mmap, mmap-2pages, fd, direct)"))
+}
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// The new file.
+    file: PathBuf,
+    /// Seconds per primary data point (or a duration: 5m, 1h).
+    #[arg(short = 's', long = "step", allow_hyphen_values = true)]
+    step: Option<String>,
+    /// Time of the (virtual) last update: seconds or an at-style time.
+    #[arg(short = 'b', long = "start", allow_hyphen_values = true)]
+    start: Option<String>,
+    /// Refuse to replace an existing file.
+    #[arg(short = 'O', long = "no-overwrite")]
+    no_overwrite: bool,
+    /// Seed of the random initial row pointers (not an rrdtool option;
+    /// for reproducible files).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// `DS:name:TYPE:heartbeat:min:max`, `DS:name:COMPUTE:rpn`,
+    /// `RRA:CF:xff:steps:rows`, `RRA:HWPREDICT:rows:alpha:beta:period`, …
+    #[arg(required = true, num_args = 1..)]
+    defs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The RRD.
+    file: PathBuf,
+    /// The data sources the values are for, `name:name…`.
+    #[arg(short = 't', long = "template")]
+    template: Option<String>,
+    /// Skip arguments that are not after the last update.
+    #[arg(short = 's', long = "skip-past-updates")]
+    skip_past: bool,
+    #[command(flatten)]
+    io: IoArg,
+    /// `TIME:V1:V2…` or `TIME@V1:…` (`N` is now, `U` unknown).
+    #[arg(num_args = 0..)]
+    values: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// The RRD.
+    file: PathBuf,
+    /// AVERAGE, MIN, MAX, LAST, HWPREDICT, …
+    cf: String,
+    /// Wished seconds per row (the closest archive is used).
+    #[arg(short = 'r', long = "resolution")]
+    resolution: Option<String>,
+    /// Start (default `end-24h`).
+    #[arg(short = 's', long = "start", allow_hyphen_values = true)]
+    start: Option<String>,
+    /// End (default `now`).
+    #[arg(short = 'e', long = "end", allow_hyphen_values = true)]
+    end: Option<String>,
+    /// Move the window so that it starts on a multiple of the resolution.
+    #[arg(short = 'a', long = "align-start")]
+    align_start: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    io: IoArg,
+}
+
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct DumpArgs {
+    /// The RRD.
+    file: PathBuf,
+    /// Write the XML here instead of stdout.
+    out: Option<PathBuf>,
+    /// The XML prologue: dtd (default), xsd or none.
+    #[arg(short = 'h', long = "header", value_name = "none|xsd|dtd")]
+    header: Option<String>,
+    /// No prologue (`--header none`).
+    #[arg(short = 'n', long = "no-header")]
+    no_header: bool,
+    #[command(flatten)]
+    io: IoArg,
+    /// Print help.
+    #[arg(long, action = ArgAction::Help)]
+    help: Option<bool>,
+}
+
+#[derive(Debug, Args)]
+pub struct FileArgs {
+    /// The RRD.
+    file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    io: IoArg,
+}
+
+#[derive(Debug, Args)]
+pub struct FirstArgs {
+    /// The RRD.
+    file: PathBuf,
+    /// The archive (0-based).
+    #[arg(long = "rraindex", default_value_t = 0, allow_negative_numbers = true)]
+    rraindex: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    io: IoArg,
+}
+
+/// Print rrdtool's error line and give its exit status.
+fn fail(e: &rrd::Error) -> ExitCode {
+    eprintln!("ERROR: {e}");
+    ExitCode::from(1)
+}
+
+fn print(text: &str) -> Result<()> {
+    let mut out = Out::new();
+    let _ = out.write_str(text);
+    out.finish()?;
+    Ok(())
+}
+
+fn json_line(v: &serde_json::Value) -> Result<()> {
+    print(&format!("{}\n", serde_json::to_string_pretty(v)?))
+}
+
+fn info_json(pairs: &[(String, InfoValue)]) -> serde_json::Value {
+    let map: serde_json::Map<String, serde_json::Value> = pairs
+        .iter()
+        .map(|(k, v)| {
+            let j = match v {
+                InfoValue::Val(x) if x.is_finite() => serde_json::json!(x),
+                InfoValue::Val(x) => serde_json::json!(mapwise_core::rrd::cfmt::c_e10(*x)),
+                InfoValue::Cnt(n) => serde_json::json!(n),
+                InfoValue::Str(s) => serde_json::json!(s),
+                InfoValue::Int(n) => serde_json::json!(n),
+            };
+            (k.clone(), j)
+        })
+        .collect();
+    serde_json::Value::Object(map)
+}
+
+pub fn run(cmd: RrdCommand) -> Result<ExitCode> {
+    match cmd {
+        RrdCommand::Create(a) => {
+            let o = CreateOptions {
+                step: a.step,
+                start: a.start,
+                no_overwrite: a.no_overwrite,
+                seed: a.seed,
+            };
+            Ok(match rrd::create(&a.file, &o, &a.defs) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&e),
+            })
+        }
+        RrdCommand::Update(a) | RrdCommand::Updatev(a) if a.values.is_empty() => {
+            Ok(fail(&rrd::Error::Rrdtool("Not enough arguments".into())))
+        }
+        RrdCommand::Update(a) => update(a, false),
+        RrdCommand::Updatev(a) => update(a, true),
+        RrdCommand::Fetch(a) => {
+            let o = FetchOptions {
+                start: a.start,
+                end: a.end,
+                resolution: a.resolution,
+                align_start: a.align_start,
+                io: a.io.io,
+            };
+            match rrd::fetch(&a.file, &a.cf, &o) {
+                Ok(f) if a.json => {
+                    let rows: Vec<serde_json::Value> = f
+                        .values
+                        .chunks(f.names.len().max(1))
+                        .enumerate()
+                        .map(|(i, r)| {
+                            let t = f.plan.start + (i as i64 + 1) * f.plan.step as i64;
+                            let vals: Vec<serde_json::Value> = r
+                                .iter()
+                                .map(|v| {
+                                    if v.is_finite() {
+                                        serde_json::json!(v)
+                                    } else {
+                                        serde_json::Value::Null
+                                    }
+                                })
+                                .collect();
+                            serde_json::json!({"time": t, "values": vals})
+                        })
+                        .collect();
+                    json_line(&serde_json::json!({
+                        "start": f.plan.start, "end": f.plan.end, "step": f.plan.step,
+                        "rra": f.plan.rra, "ds": f.names, "rows": rows,
+                    }))?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(f) => {
+                    print(&f.text)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => Ok(fail(&e)),
+            }
+        }
+        RrdCommand::Dump(a) => dump(&a),
+        RrdCommand::Info(a) => {
+            let name = a.file.display().to_string();
+            match rrd::info(&a.file, a.io.io, &name) {
+                Ok(pairs) if a.json => {
+                    json_line(&info_json(&pairs))?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(pairs) => {
+                    let mut s = String::new();
+                    let _ = write_info(&mut s, &pairs);
+                    print(&s)?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => Ok(fail(&e)),
+            }
+        }
+        RrdCommand::Last(a) => time_result(rrd::last(&a.file, a.io.io), a.json),
+        RrdCommand::First(a) => time_result(rrd::first(&a.file, a.io.io, a.rraindex), a.json),
+        RrdCommand::Lastupdate(a) => match rrd::lastupdate(&a.file, a.io.io) {
+            Ok(l) if a.json => {
+                let ds: serde_json::Map<String, serde_json::Value> =
+                    l.ds.iter()
+                        .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+                        .collect();
+                json_line(&serde_json::json!({"time": l.time, "last_ds": ds}))?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Ok(l) => {
+                print(&l.text)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => Ok(fail(&e)),
+        },
+    }
+}
+
+/// `last` and `first`: rrdtool prints the time, or `-1` and the error.
+fn time_result(r: Result<i64, rrd::Error>, json: bool) -> Result<ExitCode> {
+    match r {
+        Ok(t) if json => {
+            json_line(&serde_json::json!({ "time": t }))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(t) => {
+            print(&format!("{t}\n"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if !json {
+                print("-1\n")?;
+            }
+            Ok(fail(&e))
+        }
+    }
+}
+
+fn update(a: UpdateArgs, verbose: bool) -> Result<ExitCode> {
+    let o = UpdateOptions {
+        template: a.template,
+        skip_past: a.skip_past,
+        verbose,
+        io: a.io.io,
+    };
+    match rrd::update(&a.file, &o, &a.values) {
+        Ok(out) => {
+            if verbose {
+                print(&rrd::update::updatev_text(&out))?;
+            }
+            Ok(match &out.error {
+                Some(e) => fail(e),
+                None => ExitCode::SUCCESS,
+            })
+        }
+        Err(e) => {
+            if verbose {
+                print("return_value = -1\n")?;
+            }
+            Ok(fail(&e))
+        }
+    }
+}
+
+fn dump(a: &DumpArgs) -> Result<ExitCode> {
+    let header = if a.no_header {
+        DumpHeader::None
+    } else {
+        match a.header.as_deref() {
+            Some("xsd") => DumpHeader::Xsd,
+            Some("none") => DumpHeader::None,
+            _ => DumpHeader::Dtd,
+        }
+    };
+    match &a.out {
+        None => {
+            let mut out = Out::new();
+            let r = rrd::dump_to(&a.file, a.io.io, header, &mut out);
+            let flushed = out.finish();
+            match r {
+                Err(rrd::Error::Output) => {
+                    flushed?;
+                    Ok(fail(&rrd::Error::Output))
+                }
+                Err(e) => Ok(fail(&e)),
+                Ok(()) => {
+                    flushed?;
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
+        }
+        Some(path) => {
+            let mut s = String::new();
+            match rrd::dump_to(&a.file, a.io.io, header, &mut s) {
+                Ok(()) => match std::fs::write(path, s) {
+                    Ok(()) => Ok(ExitCode::SUCCESS),
+                    Err(e) => {
+                        let _ = std::fs::remove_file(path);
+                        Ok(fail(&rrd::Error::Rrdtool(format!(
+                            "error writing output file: {e}"
+                        ))))
+                    }
+                },
+                Err(e) => Ok(fail(&e)),
+            }
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! Bad input: every refusal is rrdtool's (the same `ERROR:` line and exit
+//! status as rrdtool for the same command on the same file), and a refused
+//! command leaves the file as it was.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use mapwise_core::rrd::Header;
+
+use super::{copy, mw, rt};
+use crate::support::tempdir;
+
+/// Run `args` (with `FILE` replaced by the file name) in two directories
+/// holding the same file, mapwise in `a`, rrdtool in `b`; both must fail
+/// with the same stderr (or ours must start with `prefix` when given),
+/// and both files must end as they were (or as each other when `same`).
+fn refused_like_rrdtool(corpus: &str, args: &[&str], exact: bool) {
+    let dir = tempdir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).expect("mkdir");
+    std::fs::create_dir_all(&b).expect("mkdir");
+    copy(corpus, &a, "f.rrd");
+    copy(corpus, &b, "f.rrd");
+    let before = std::fs::read(a.join("f.rrd")).expect("read");
+    let args: Vec<&str> = args
+        .iter()
+        .map(|s| if *s == "FILE" { "f.rrd" } else { s })
+        .collect();
+    let ours = mw(&a, &args);
+    let theirs = rt(&b, &args);
+    let (oe, te) = (
+        String::from_utf8_lossy(&ours.stderr),
+        String::from_utf8_lossy(&theirs.stderr),
+    );
+    assert_eq!(
+        theirs.status.code(),
+        Some(1),
+        "rrdtool {args:?} should fail: {te}"
+    );
+    assert_eq!(
+        ours.status.code(),
+        Some(1),
+        "mapwise {args:?} should fail like rrdtool ({te}): {oe}"
+    );
+    assert!(!oe.contains("panicked"), "{args:?}: {oe}");
+    if exact {
+        assert_eq!(oe, te, "{args:?}: error text");
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout),
+            "{args:?}: stdout"
+        );
+    } else {
+        let head = te.split(':').next().unwrap_or("");
+        assert!(
+            oe.starts_with(head),
+            "{args:?}: ours {oe:?}, rrdtool {te:?}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(a.join("f.rrd")).expect("read"),
+        before,
+        "{args:?}: mapwise changed the file"
+    );
+}
+
+#[test]
+fn malformed_updates_are_refused_as_rrdtool_refuses_them() {
+    // gauge.rrd: DS temp (GAUGE -50..150) and load, last update 1600166414.
+    let cases: &[&[&str]] = &[
+        &["update", "FILE", "1600170000:5"],
+        &["update", "FILE", "1600170000:5:6:7"],
+        &["update", "FILE", "1600000000:5:6"],
+        &["update", "FILE", "1600166414:5:6"],
+        &["update", "FILE", "1600166500:abc:6"],
+        &["update", "FILE", "1600166500:1.5x:6"],
+        &["update", "FILE", "1600166500:5:"],
+        &["update", "FILE", "-t", "temp:nope", "1600170000:1:2"],
+        &["update", "FILE", "-t", "temp:load:temp", "1600170000:1:2:3"],
+        &["update", "FILE", "16001700x0:1:2"],
+        &["update", "FILE", "1600170000"],
+        &["updatev", "FILE", "1600000000:5:6"],
+    ];
+    for c in cases {
+        refused_like_rrdtool("gauge.rrd", c, true);
+    }
+    // counter.rrd: COUNTER octets and DERIVE delta.
+    refused_like_rrdtool(
+        "counter.rrd",
+        &["update", "FILE", "1600165500:12.5:3"],
+        true,
+    );
+    refused_like_rrdtool("counter.rrd", &["update", "FILE", "1600165500:12:x3"], true);
+    // dtypes.rrd: DCOUNTER and DDERIVE.
+    refused_like_rrdtool("dtypes.rrd", &["update", "FILE", "1600166500:1e5q:3"], true);
+}
+
+/// A refused argument after good ones keeps the good ones (rrdtool has
+/// written them): the same bytes and message as rrdtool; with
+/// `--skip-past-updates` the past argument is skipped.
+#[test]
+fn a_refused_argument_keeps_the_ones_before() {
+    let dir = tempdir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).expect("mkdir");
+    std::fs::create_dir_all(&b).expect("mkdir");
+    for (args, fails) in [
+        (
+            &[
+                "update",
+                "f.rrd",
+                "1600170000:1:2",
+                "1600180000:3:4",
+                "1600169000:1:2",
+            ][..],
+            true,
+        ),
+        (
+            &[
+                "update",
+                "f.rrd",
+                "-s",
+                "1600170000:1:2",
+                "1600160000:9:9",
+                "1600180000:3:4",
+            ][..],
+            false,
+        ),
+        (
+            &[
+                "updatev",
+                "f.rrd",
+                "1600170000:1:2",
+                "1600260000:3:4",
+                "1600169000:1:2",
+            ][..],
+            true,
+        ),
+    ] {
+        copy("hw.rrd", &a, "f.rrd");
+        copy("hw.rrd", &b, "f.rrd");
+        let ours = mw(&a, args);
+        let theirs = rt(&b, args);
+        assert_eq!(ours.status.code(), theirs.status.code(), "{args:?}");
+        assert_eq!(ours.status.success(), !fails);
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stderr),
+            String::from_utf8_lossy(&theirs.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout)
+        );
+        assert!(
+            std::fs::read(a.join("f.rrd")).expect("a")
+                == std::fs::read(b.join("f.rrd")).expect("b"),
+            "{args:?}: files differ"
+        );
+    }
+}
+
+#[test]
+fn malformed_creates_are_refused_as_rrdtool_refuses_them() {
+    let cases: &[&[&str]] = &[
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U"],
+        &["-b", "1600000000", "RRA:AVERAGE:0.5:1:10"],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:5:1",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:FOO:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a b:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:x:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:1.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:BOGUS:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:7m:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:HWPREDICT:10:0.5:0.1:20",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:HWPREDICT:10:1.5:0.1:2",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:FAILURES:10:30:9:1",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:FAILURES:10:7:5:1",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:DEVPREDICT:10:1:5",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:SEASONAL:10:0.5:1:foo",
+        ],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "junk"],
+        &["-s", "0", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"],
+        &["-b", "100", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"],
+        &[
+            "-b",
+            "yesterday x",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "DS:c:COMPUTE:a,TIME,+",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        &[
+            "-b",
+            "1600000000",
+            "DS:a:GAUGE:600:U:U",
+            "DS:c:COMPUTE:a,1.5,*",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+    ];
+    let dir = tempdir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).expect("mkdir");
+    std::fs::create_dir_all(&b).expect("mkdir");
+    for c in cases {
+        let mut args = vec!["create", "n.rrd"];
+        args.extend_from_slice(c);
+        let ours = mw(&a, &args);
+        let theirs = rt(&b, &args);
+        let (oe, te) = (
+            String::from_utf8_lossy(&ours.stderr),
+            String::from_utf8_lossy(&theirs.stderr),
+        );
+        assert_eq!(theirs.status.code(), Some(1), "rrdtool {args:?}: {te}");
+        assert_eq!(ours.status.code(), Some(1), "mapwise {args:?}: {oe}");
+        assert_eq!(oe, te, "{args:?}");
+        assert!(!a.join("n.rrd").exists(), "{args:?}: a file was left");
+        assert_eq!(
+            std::fs::read_dir(&a).expect("ls").count(),
+            0,
+            "{args:?}: a temporary file was left"
+        );
+    }
+    // An expression rrdtool only rejects with a reason mapwise adds to.
+    let args = [
+        "create",
+        "n.rrd",
+        "-b",
+        "1600000000",
+        "DS:a:GAUGE:600:U:U",
+        "DS:c:COMPUTE:x,2,+",
+        "RRA:AVERAGE:0.5:1:10",
+    ];
+    let ours = mw(&a, &args);
+    let theirs = rt(&b, &args);
+    assert_eq!(
+        (ours.status.code(), theirs.status.code()),
+        (Some(1), Some(1))
+    );
+    let te = String::from_utf8_lossy(&theirs.stderr);
+    assert!(
+        String::from_utf8_lossy(&ours.stderr).starts_with(te.trim_end()),
+        "{te}"
+    );
+}
+
+/// Files cut anywhere: the same error as rrdtool for every command, and
+/// an update leaves them unchanged.
+#[test]
+fn truncated_files() {
+    let full = std::fs::read(crate::support::rrd_testdata("gauge.rrd")).expect("read");
+    let h = Header::parse(&full[..]).expect("header");
+    let g = h.geometry().clone();
+    let dir = tempdir();
+    let d = dir.path();
+    let cuts = [
+        0,
+        50,
+        130,
+        g.rra_def as usize + 10,
+        g.pdp_prep as usize + 3,
+        g.rra_ptr as usize + 4,
+        g.header_len as usize + 100,
+        full.len() - 8,
+    ];
+    for cut in cuts {
+        std::fs::write(d.join("cut.rrd"), &full[..cut]).expect("write");
+        for args in [
+            &["info", "cut.rrd"][..],
+            &["last", "cut.rrd"],
+            &["lastupdate", "cut.rrd"],
+            &["dump", "cut.rrd"],
+            &[
+                "fetch",
+                "cut.rrd",
+                "AVERAGE",
+                "-s",
+                "1600000000",
+                "-e",
+                "1600100000",
+            ],
+            &["update", "cut.rrd", "1600170000:1:2"],
+        ] {
+            let ours = mw(d, args);
+            let theirs = rt(d, args);
+            assert_eq!(theirs.status.code(), Some(1), "rrdtool {args:?} at {cut}");
+            assert_eq!(
+                ours.status.code(),
+                Some(1),
+                "mapwise {args:?} at {cut}: {}",
+                String::from_utf8_lossy(&ours.stderr)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&ours.stderr),
+                String::from_utf8_lossy(&theirs.stderr),
+                "{args:?} cut at {cut}"
+            );
+            assert_eq!(
+                std::fs::read(d.join("cut.rrd")).expect("read"),
+                &full[..cut],
+                "{args:?} changed the file"
+            );
+        }
+        // The layout of a cut file still covers it.
+        let l = mapwise_core::rrd::layout(&full[..cut], 4096);
+        let end = l.layout.regions.last().map_or(0, |r| r.end());
+        assert_eq!(end, cut as u64);
+    }
+}
+
+/// Files from other architectures: rrdtool's "created on another
+/// architecture" line, naming the layout; nothing changed.
+#[test]
+fn foreign_architectures_are_named() {
+    let full = std::fs::read(crate::support::rrd_testdata("gauge.rrd")).expect("read");
+    let dir = tempdir();
+    let d = dir.path();
+    // 64-bit big-endian: every integer and double byte-swapped; the
+    // cookie is what rrdtool and mapwise look at.
+    let mut be = full.clone();
+    be[16..24].reverse();
+    be[24..32].reverse();
+    be[32..40].reverse();
+    be[40..48].reverse();
+    // i386: the double at byte 12, 4-byte counts after it.
+    let mut i386 = full.clone();
+    i386[12..20].copy_from_slice(&full[16..24]);
+    i386[20..24].copy_from_slice(&2u32.to_le_bytes());
+    i386[24..28].copy_from_slice(&3u32.to_le_bytes());
+    // 32-bit ARM: the double at 16, ds_cnt and rra_cnt in 4 bytes each.
+    let mut arm = full.clone();
+    arm[24..28].copy_from_slice(&2u32.to_le_bytes());
+    arm[28..32].copy_from_slice(&3u32.to_le_bytes());
+    for (bytes, name, rrdtool_same) in [
+        (be, "64-bit big-endian", true),
+        (i386, "i386", true),
+        (arm, "32-bit ARM", false),
+    ] {
+        std::fs::write(d.join("f.rrd"), &bytes).expect("write");
+        for args in [
+            &["info", "f.rrd"][..],
+            &["update", "f.rrd", "1600170000:1:2"],
+            &["dump", "f.rrd"],
+        ] {
+            let ours = mw(d, args);
+            let theirs = rt(d, args);
+            let oe = String::from_utf8_lossy(&ours.stderr);
+            let te = String::from_utf8_lossy(&theirs.stderr);
+            assert_eq!(ours.status.code(), Some(1), "{args:?}: {oe}");
+            assert_eq!(theirs.status.code(), Some(1), "{args:?}: {te}");
+            assert!(
+                oe.starts_with("ERROR: This RRD was created on another architecture ("),
+                "{oe}"
+            );
+            assert!(oe.contains(name), "{name}: {oe}");
+            if rrdtool_same {
+                assert!(
+                    te.starts_with("ERROR: This RRD was created on another architecture"),
+                    "{te}"
+                );
+            }
+            assert_eq!(std::fs::read(d.join("f.rrd")).expect("read"), bytes);
+        }
+        let l = mapwise_core::rrd::layout(&bytes[..], 4096);
+        assert!(
+            l.arch.is_some_and(|a| a != mapwise_core::rrd::Arch::Native),
+            "{name}"
+        );
+        assert!(l.fatal.is_some());
+        assert!(
+            mapwise_core::detect::foreign_rrd(&bytes[..]).is_some(),
+            "{name}"
+        );
+    }
+}
+
+/// Held by another process's fcntl lock: update fails at once with
+/// "could not lock RRD" (as rrdtool), leaving the file; a read lock lets
+/// readers in but not writers.
+#[test]
+fn a_locked_file_fails_at_once() {
+    let dir = tempdir();
+    let d = dir.path();
+    let p = copy("gauge.rrd", d, "l.rrd");
+    let before = std::fs::read(&p).expect("read");
+    for (kind, readers_ok) in [("LOCK_EX", false), ("LOCK_SH", true)] {
+        let (mut child, _guard) = hold_lock(&p, kind);
+        let ours = mw(d, &["update", "l.rrd", "1600170000:1:2"]);
+        let theirs = rt(d, &["update", "l.rrd", "1600170000:1:2"]);
+        let oe = String::from_utf8_lossy(&ours.stderr).into_owned();
+        assert_eq!(ours.status.code(), Some(1), "{kind}: {oe}");
+        assert!(oe.starts_with("ERROR: could not lock RRD"), "{oe}");
+        assert_eq!(theirs.status.code(), Some(1));
+        assert_eq!(
+            String::from_utf8_lossy(&theirs.stderr),
+            "ERROR: could not lock RRD\n"
+        );
+        assert_eq!(std::fs::read(&p).expect("read"), before);
+        let info = mw(d, &["info", "l.rrd"]);
+        assert_eq!(
+            info.status.success(),
+            readers_ok,
+            "{kind}: {}",
+            String::from_utf8_lossy(&info.stderr)
+        );
+        child.kill().ok();
+        child.wait().ok();
+    }
+    // Free again: the update goes through.
+    assert!(
+        mw(d, &["update", "l.rrd", "1600170000:1:2"])
+            .status
+            .success()
+    );
+}
+
+/// Hold an fcntl lock on `p` in a python3 child (lockf is fcntl F_SETLK).
+fn hold_lock(p: &Path, kind: &str) -> (std::process::Child, ()) {
+    crate::support::peers::ensure("python3", "python3");
+    let mode = if kind == "LOCK_EX" { "r+" } else { "r" };
+    let script = format!(
+        "import fcntl,sys,time\nf=open(sys.argv[1],'{mode}')\nfcntl.lockf(f, fcntl.{kind})\nprint('locked', flush=True)\ntime.sleep(60)\n"
+    );
+    let mut child = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(p)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    assert_eq!(line.trim(), "locked");
+    (child, ())
+}
