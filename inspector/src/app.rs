@@ -546,7 +546,9 @@ impl App {
     /// structures generically (revlog entries, ...).
     #[must_use]
     pub fn describable(&self) -> bool {
-        self.data.snapshot.format == Format::Revlog && self.data.snapshot.revlog.is_some()
+        let s = &self.data.snapshot;
+        (s.format == Format::Revlog && s.revlog.is_some())
+            || (s.format == Format::Rrd && s.rrd.is_some())
     }
 
     // ----- geometry of the page map -----
@@ -855,6 +857,15 @@ impl App {
     #[must_use]
     pub fn row_page(&self, row: TreeRow) -> Option<u64> {
         match row {
+            TreeRow::Group(gi) if self.data.snapshot.format == Format::Rrd => {
+                // An archive: the page holding its current row.
+                let cur = self
+                    .layout()
+                    .regions
+                    .iter()
+                    .find(|r| r.group == Some(gi) && r.kind == Kind::CurRow)?;
+                Some(cur.offset / self.unit().max(1))
+            }
             TreeRow::Group(g) => {
                 let g = self.layout().group(g)?;
                 if g.root != 0 { Some(g.root) } else { g.host }
@@ -1464,6 +1475,10 @@ pub fn kind_phrase(kind: Kind) -> &'static str {
         Kind::Unknown => "unknown (not reached: damage cut off part of the tree)",
         Kind::Entry => "revlog index entry",
         Kind::Chunk => "revlog data chunk (inline)",
+        Kind::Header => "RRD definitions (stat_head, ds_def, rra_def)",
+        Kind::Prep => "RRD update state (live_head, pdp/cdp prep, rra_ptr)",
+        Kind::Rows => "RRD archive rows",
+        Kind::CurRow => "RRD current row (the next update writes after it)",
         Kind::Corrupt => "CORRUPT",
         _ => "data (structure not known)",
     }

@@ -432,7 +432,7 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
         // Formats other than bbolt: the structures on each OS page.
         let src =
             QuietSource::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        if detect(&src) == Format::Revlog {
+        if matches!(detect(&src), Format::Revlog | Format::Rrd) {
             return described_pages(path, &src, ids, as_json);
         }
     }
@@ -553,7 +553,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
             warnings: Vec::new(),
             more: 0,
         }
-    } else if snap.format != Format::Bolt && snap.format != Format::Revlog {
+    } else if snap.format == Format::Unknown {
         report::CheckReport {
             ok: false,
             problems: vec![format!(
@@ -611,6 +611,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         &snap.layout,
         snap.bolt.as_ref(),
         snap.revlog.as_ref(),
+        snap.rrd.as_ref(),
         res.as_ref(),
     );
     let problems = snap.layout.problem_count();
@@ -636,6 +637,48 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         );
         s.push('\n');
         s.push_str(&kinds_table(&rep.kinds));
+        if problems > 0 {
+            let _ = writeln!(
+                s,
+                "\n{problems} problem(s) found; `inspector check` lists them"
+            );
+        }
+        return Ok(Output {
+            text: s,
+            code: u8::from(problems > 0),
+        });
+    }
+    if let Some(r) = &rep.rrd {
+        let _ = writeln!(
+            s,
+            "format rrd · {} bytes ({}) · version {} · step {} s · last update {} · ds {}",
+            rep.file_size,
+            human_size(rep.file_size),
+            r.version,
+            r.step,
+            r.last_update,
+            r.ds.join(",")
+        );
+        s.push('\n');
+        s.push_str(&kinds_table(&rep.kinds));
+        let _ = writeln!(
+            s,
+            "\n{:<8} {:<12} {:>8} {:>12} {:>8}",
+            "RRA", "CF", "ROWS", "PDP/ROW", "CUR_ROW"
+        );
+        for (i, a) in r.rras.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "{:<8} {:<12} {:>8} {:>12} {:>8}",
+                i, a.cf, a.rows, a.pdp_per_row, a.cur_row
+            );
+        }
+        let hot: Vec<String> = r
+            .hot
+            .iter()
+            .map(|(o, l)| format!("{o}..{}", o + l))
+            .collect();
+        let _ = writeln!(s, "\nnext update touches bytes {}", hot.join(", "));
         if problems > 0 {
             let _ = writeln!(
                 s,

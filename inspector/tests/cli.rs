@@ -392,3 +392,70 @@ fn pages_match_the_bbolt_oracle() {
         );
     }
 }
+
+/// `inspector layout --json` on an RRD file reports the archives as
+/// `rrdtool info` reports them, and `check` finds the corpus clean.
+#[test]
+fn rrd_layout_agrees_with_rrdtool_info() {
+    need("rrdtool", "rrdtool");
+    for name in ["gauge.rrd", "hw.rrd", "mhw.rrd", "dtypes.rrd"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/rrd")
+            .join(name);
+        let p = path.to_str().unwrap();
+        let info = Command::new("rrdtool")
+            .args(["info", p])
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        let info = String::from_utf8(info.stdout).unwrap();
+        let field = |key: &str| -> String {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+                .unwrap_or_else(|| panic!("{name}: no {key} in rrdtool info"))
+                .trim_matches('"')
+                .to_string()
+        };
+        let v = json(&["layout", p, "--json"]);
+        let rrd = &v["rrd"];
+        assert_eq!(
+            rrd["step"].as_u64().unwrap().to_string(),
+            field("step"),
+            "{name}"
+        );
+        assert_eq!(
+            rrd["last_update"].as_i64().unwrap().to_string(),
+            field("last_update"),
+            "{name}"
+        );
+        assert_eq!(
+            rrd["version"].as_str().unwrap(),
+            field("rrd_version"),
+            "{name}"
+        );
+        for (i, a) in rrd["rras"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(
+                a["cf"].as_str().unwrap(),
+                field(&format!("rra[{i}].cf")),
+                "{name} rra[{i}]"
+            );
+            assert_eq!(
+                a["rows"].as_u64().unwrap().to_string(),
+                field(&format!("rra[{i}].rows")),
+                "{name} rra[{i}]"
+            );
+            assert_eq!(
+                a["cur_row"].as_u64().unwrap().to_string(),
+                field(&format!("rra[{i}].cur_row")),
+                "{name} rra[{i}]"
+            );
+        }
+        let r = run(&["check", p], T);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (Some(0), "OK\n"),
+            "{name}: {}",
+            r.stderr
+        );
+    }
+}

@@ -337,3 +337,90 @@ fn revlog_entries_described_as_hg_prints_them() {
         rows.len()
     );
 }
+
+fn rrd_testdata(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/rrd")
+        .join(name)
+}
+
+#[test]
+fn rrd_archives_and_current_rows() {
+    let mut target = fixed(&rrd_testdata("gauge.rrd"));
+    let mut app = app("gauge.rrd", &target, 120, 36);
+    // Focus the structure pane: its first row is rra[0]; the map follows
+    // to the page of its current row.
+    press(
+        &mut app,
+        &mut target,
+        &[Action::FocusNext, Action::Down, Action::Up],
+    );
+    let t = draw(&app);
+    snap("rrd_gauge_rra0", &t);
+    assert_eq!(app.focus(), Focus::Tree);
+}
+
+/// The current row of every archive, as the detail pane describes it,
+/// holds the values rrdtool's own dump prints as that archive's newest
+/// row (the dump lists rows oldest first).
+#[test]
+fn rrd_current_rows_hold_what_rrdtool_dumps() {
+    use mapwise_inspector::app::Target;
+    for name in ["gauge", "mixed", "hw"] {
+        let path = rrd_testdata(&format!("{name}.rrd"));
+        let target = fixed(&path);
+        let dump = fs::read_to_string(rrd_testdata(&format!("{name}.dump.xml"))).unwrap();
+        // The newest row of each archive: the last <row> before </database>.
+        let newest: Vec<Vec<f64>> = dump
+            .split("</database>")
+            .filter(|part| part.contains("<row>"))
+            .map(|part| {
+                let row = part.rsplit("<row>").next().unwrap();
+                row.split("<v>")
+                    .skip(1)
+                    .map(|v| {
+                        let t = v.split("</v>").next().unwrap().trim();
+                        if t == "NaN" {
+                            f64::NAN
+                        } else {
+                            t.parse().unwrap()
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let layout = &target.snapshot.layout;
+        let mut checked = 0;
+        for r in layout.regions.iter().filter(|r| r.kind == Kind::CurRow) {
+            let rra = r.group.unwrap() as usize;
+            let items = target.describe(r.offset, r.len).unwrap();
+            let item = items
+                .iter()
+                .find(|i| {
+                    i.title.starts_with(&format!("rra[{rra}]")) && i.title.contains("cur_row")
+                })
+                .unwrap_or_else(|| panic!("{name} rra[{rra}]: {items:?}"));
+            let (_, values) = &item.fields[0];
+            let ours: Vec<f64> = values
+                .split_whitespace()
+                .map(|v| {
+                    if v == "NaN" {
+                        f64::NAN
+                    } else {
+                        v.parse().unwrap()
+                    }
+                })
+                .collect();
+            assert_eq!(ours.len(), newest[rra].len(), "{name} rra[{rra}]");
+            for (a, b) in ours.iter().zip(&newest[rra]) {
+                // rrdtool dumps 10 significant digits.
+                assert!(
+                    (a.is_nan() && b.is_nan()) || (a - b).abs() <= b.abs() * 1e-9,
+                    "{name} rra[{rra}]: ours {a} rrdtool {b}"
+                );
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, newest.len(), "{name}: every archive checked");
+    }
+}

@@ -58,6 +58,7 @@ pub fn describe<S: PageSource + ?Sized>(
 ) -> Result<Vec<Item>, String> {
     match layout.format {
         Format::Revlog => revlog(layout, src, offset, len),
+        Format::Rrd => rrd(layout, src, offset, len),
         _ => Ok(Vec::new()),
     }
 }
@@ -115,6 +116,143 @@ fn revlog<S: PageSource + ?Sized>(
             other => Item::new(other.name()).field("bytes", format!("{}..{}", r.offset, r.end())),
         };
         items.push(item);
+    }
+    Ok(items)
+}
+
+/// Rows of an archive shown per region (the rest are counted).
+const ROWS_SHOWN: u64 = 8;
+
+/// A value as `rrdtool dump` prints one: `%.10e` (`1.2345678900e+01`).
+fn value_text(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    let s = format!("{v:.10e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
+}
+
+/// The values of one row, `ds_cnt` f64s at `off`.
+fn row_values<S: PageSource + ?Sized>(src: &S, off: u64, ds_cnt: usize) -> String {
+    (0..ds_cnt as u64)
+        .map(|d| {
+            src.read_at(off + d * 8, 8)
+                .ok()
+                .and_then(|b| <[u8; 8]>::try_from(&b[..]).ok())
+                .map_or_else(|| "?".into(), |b| value_text(f64::from_le_bytes(b)))
+        })
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+/// RRD header sections, preparation state and archive rows in the range,
+/// named as `rrd_format.h` and `rrdtool info` name them.
+fn rrd<S: PageSource + ?Sized>(
+    layout: &Layout,
+    src: &S,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<Item>, String> {
+    use mapwise_core::rrd::Header;
+    let h = Header::parse_header(src).map_err(|e| e.to_string())?;
+    let ds_cnt = h.ds_cnt();
+    let row_len = ds_cnt as u64 * 8;
+    let mut items = Vec::new();
+    for r in layout.regions_in(offset, len) {
+        if items.len() >= MAX_ITEMS {
+            break;
+        }
+        match (r.kind, r.id) {
+            (Kind::Header, 0) => items.push(
+                Item::new("stat_head")
+                    .field("version", h.version_str())
+                    .field("step", format!("{} s", h.pdp_step()))
+                    .field("ds_cnt", ds_cnt)
+                    .field("rra_cnt", h.rra_cnt()),
+            ),
+            (Kind::Header, 1) => {
+                for (i, d) in h.dss().iter().enumerate() {
+                    items.push(
+                        Item::new(format!("ds[{}]", d.name))
+                            .field("type", d.kind.name())
+                            .field("minimal_heartbeat", format!("{} s", h.heartbeat(i)))
+                            .field("min", value_text(h.ds_min(i)))
+                            .field("max", value_text(h.ds_max(i))),
+                    );
+                }
+            }
+            (Kind::Header, 2) => {
+                for (i, a) in h.rras().iter().enumerate() {
+                    items.push(
+                        Item::new(format!("rra[{i}]"))
+                            .field("cf", a.cf.name())
+                            .field("rows", a.rows)
+                            .field("pdp_per_row", a.pdp_cnt)
+                            .field("values at", a.start),
+                    );
+                }
+            }
+            (Kind::Prep, 3) => items.push(
+                Item::new("live_head")
+                    .field("last_update", h.last_up())
+                    .field("last_update usec", h.last_up_usec()),
+            ),
+            (Kind::Prep, 4) => {
+                for (i, d) in h.dss().iter().enumerate() {
+                    items.push(
+                        Item::new(format!("pdp_prep[{}]", d.name))
+                            .field("last_ds", String::from_utf8_lossy(h.last_ds(i)))
+                            .field("value", value_text(h.pdp_value(i)))
+                            .field("unknown_sec", h.pdp_unknown_sec(i)),
+                    );
+                }
+            }
+            (Kind::Prep, 5) => items.push(
+                Item::new("cdp_prep")
+                    .field("structures", format!("{} (rra × ds)", h.rra_cnt() * ds_cnt))
+                    .field("bytes", r.len),
+            ),
+            (Kind::Prep, 6) => {
+                let mut it = Item::new("rra_ptr");
+                for i in 0..h.rra_cnt() {
+                    it = it.field(&format!("rra[{i}].cur_row"), h.cur_row(i));
+                }
+                items.push(it);
+            }
+            (Kind::Rows | Kind::CurRow, first_row) if row_len > 0 => {
+                let rra = r.group.unwrap_or(0) as usize;
+                let cf = h.rras().get(rra).map_or("?", |a| a.cf.name());
+                // The rows of this region inside the range asked for.
+                let lo = offset.max(r.offset);
+                let hi = offset.saturating_add(len).min(r.end());
+                let a = first_row + (lo - r.offset) / row_len;
+                let b = first_row + (hi.saturating_sub(r.offset)).div_ceil(row_len);
+                let title = if r.kind == Kind::CurRow {
+                    format!(
+                        "rra[{rra}] {cf} cur_row {first_row} (last written; the next update writes the row after)"
+                    )
+                } else {
+                    format!("rra[{rra}] {cf} rows {a}..{}", b.saturating_sub(1))
+                };
+                let mut it = Item::new(title);
+                for row in a..b.min(a + ROWS_SHOWN) {
+                    let off = r.offset + (row - first_row) * row_len;
+                    it = it.field(&format!("row {row}"), row_values(src, off, ds_cnt));
+                }
+                if b > a + ROWS_SHOWN {
+                    it = it.field("…", format!("{} more rows", b - a - ROWS_SHOWN));
+                }
+                items.push(it);
+            }
+            (other, _) => items
+                .push(Item::new(other.name()).field("bytes", format!("{}..{}", r.offset, r.end()))),
+        }
     }
     Ok(items)
 }

@@ -264,6 +264,36 @@ pub struct RevlogInfo {
     pub data_bytes: u64,
 }
 
+/// One archive of an RRD file.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RraSummary {
+    /// Consolidation function (`AVERAGE`, `HWPREDICT`, ...).
+    pub cf: &'static str,
+    /// Rows.
+    pub rows: u64,
+    /// PDPs per row.
+    pub pdp_per_row: u64,
+    /// The row the last update wrote.
+    pub cur_row: u64,
+}
+
+/// What an RRD file's header says.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RrdInfo {
+    /// `stat_head.version` as stored (`0003`, ...).
+    pub version: String,
+    /// Seconds per PDP.
+    pub step: u64,
+    /// `live_head.last_up`, seconds since the epoch.
+    pub last_update: i64,
+    /// Data source names.
+    pub ds: Vec<String>,
+    /// The archives.
+    pub rras: Vec<RraSummary>,
+    /// Page-aligned byte ranges the next update touches (`offset`, `len`).
+    pub hot: Vec<(u64, u64)>,
+}
+
 /// The freelist as found.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(tag = "state", rename_all = "kebab-case")]
@@ -384,6 +414,8 @@ pub struct LayoutReport {
     pub bolt: Option<BoltInfo>,
     /// revlog facts: version, flags, revisions.
     pub revlog: Option<RevlogInfo>,
+    /// RRD facts: step, data sources, archives, hot pages.
+    pub rrd: Option<RrdInfo>,
     /// Totals per kind.
     pub kinds: Vec<KindTotal>,
     /// Every bucket, depth first (bbolt).
@@ -485,6 +517,7 @@ pub fn layout_report(
     layout: &Layout,
     bolt: Option<&BoltInfo>,
     revlog: Option<&RevlogInfo>,
+    rrd: Option<&RrdInfo>,
     res: Option<&Residency>,
 ) -> LayoutReport {
     LayoutReport {
@@ -493,6 +526,7 @@ pub fn layout_report(
         page_size: layout.page_size,
         bolt: bolt.cloned(),
         revlog: revlog.copied(),
+        rrd: rrd.cloned(),
         kinds: kind_totals(layout, res),
         // Group 0 of a bbolt layout is the root bucket; other formats'
         // groups are not buckets.

@@ -26,7 +26,7 @@ use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::{Format, Layout};
 
 use crate::io::QuietSource;
-use crate::report::{BoltInfo, RevlogInfo};
+use crate::report::{BoltInfo, RevlogInfo, RraSummary, RrdInfo};
 use crate::residency::{self, Locked, Residency, TO_EOF, Touched};
 
 /// Identity of one version of the file on disk.
@@ -67,6 +67,8 @@ pub struct Snapshot {
     pub bolt: Option<BoltInfo>,
     /// revlog facts, when the file is a readable revlog index.
     pub revlog: Option<RevlogInfo>,
+    /// RRD facts, when the file is a readable RRD.
+    pub rrd: Option<RrdInfo>,
     /// Why the structure could not be read, when it could not.
     pub error: Option<String>,
     /// `true` when reads bypassed the page cache (`O_DIRECT`).
@@ -90,6 +92,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         layout: Layout::unknown(src.len()),
         bolt: None,
         revlog: None,
+        rrd: None,
         error: None,
         quiet: src.is_direct(),
         took: Duration::ZERO,
@@ -119,6 +122,25 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                 }
                 (_, fatal) => fatal.as_ref().map(ToString::to_string),
             };
+            if let Ok(h) = mapwise_core::rrd::Header::parse_header(&src) {
+                snap.rrd = Some(RrdInfo {
+                    version: h.version_str().to_owned(),
+                    step: h.pdp_step(),
+                    last_update: h.last_up(),
+                    ds: h.dss().iter().map(|d| d.name.clone()).collect(),
+                    rras: walked
+                        .rras
+                        .iter()
+                        .map(|a| RraSummary {
+                            cf: a.cf.name(),
+                            rows: a.rows,
+                            pdp_per_row: a.pdp_cnt,
+                            cur_row: a.cur_row,
+                        })
+                        .collect(),
+                    hot: walked.hot.clone(),
+                });
+            }
             snap.layout = walked.layout;
         }
         Format::Revlog => {

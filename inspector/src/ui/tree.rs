@@ -84,6 +84,36 @@ fn leaf_name(g: &Group) -> &str {
     }
 }
 
+/// An RRD archive: its definition, its current row and the page the
+/// next update writes (with that page's residency).
+fn rra_line(app: &App, gi: u32, g: &Group, width: usize) -> Line<'static> {
+    let dim = Style::new().fg(Color::DarkGray);
+    let layout = app.layout();
+    let cur = layout
+        .regions
+        .iter()
+        .find(|r| r.group == Some(gi) && r.kind == Kind::CurRow);
+    let mut facts = String::new();
+    let mut spans = Vec::new();
+    if let Some(c) = cur {
+        let unit = app.unit().max(1);
+        let (res, _, _) = app.residence_in(c.offset, c.end());
+        spans.push(Span::styled(
+            glyph(res).to_string(),
+            Style::new().fg(kind_color(Kind::CurRow)),
+        ));
+        facts.push_str(&format!(" · cur_row {} · page {}", c.id, c.offset / unit));
+    }
+    spans.push(Span::raw(" "));
+    spans.push(Span::styled(
+        g.path.clone(),
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
+    spans.push(Span::styled(facts, dim));
+    let _ = width;
+    Line::from(spans)
+}
+
 fn row_line(app: &App, row: TreeRow, width: usize) -> Line<'static> {
     let dim = Style::new().fg(Color::DarkGray);
     let layout = app.layout();
@@ -99,6 +129,9 @@ fn row_line(app: &App, row: TreeRow, width: usize) -> Line<'static> {
                 (true, true) => "▾",
                 (true, false) => "▸",
             };
+            if app.data().snapshot.format == mapwise_core::layout::Format::Rrd {
+                return rra_line(app, gi, g, width);
+            }
             let mut facts = format!(" {} key{}", g.keys, if g.keys == 1 { "" } else { "s" });
             if g.buckets > 0 {
                 facts.push_str(&format!(" · {} sub", g.buckets));
