@@ -1,6 +1,7 @@
 //! `cargo xtask`: chores for the mapwise workspace.
 
 mod bench;
+mod wasm;
 
 use std::process::ExitCode;
 
@@ -23,12 +24,21 @@ enum Command {
     /// markdown report.
     #[command(after_long_help = bench::HELP)]
     Bench(bench::BenchArgs),
+    /// Build the browser viewer (wasm module + static page) into
+    /// target/wasm/site.
+    #[command(after_long_help = wasm::WASM_HELP)]
+    Wasm(wasm::WasmArgs),
+    /// Build the browser viewer and serve it on 127.0.0.1.
+    #[command(after_long_help = wasm::SERVE_HELP)]
+    Serve(wasm::ServeArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
+        Command::Wasm(args) => wasm::build(&args).map(|_| ExitCode::SUCCESS),
+        Command::Serve(args) => wasm::serve(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,4 @@
+//! Integration tests of the browser viewer (one binary, modules).
+
+mod browser;
+mod colors;
