@@ -16,6 +16,7 @@ pub mod output;
 pub mod pagecache;
 pub mod proc;
 pub mod revlog;
+pub mod rrd;
 pub mod stats;
 pub mod units;
 
@@ -116,7 +117,26 @@ revlog: issue 5, `log -l 5` over a Mercurial changelog whose index is read
   status 1 when an output or check is wrong.
 
   cargo xtask bench revlog [--quick | --full] [--runs 5] [--warmup 1]
-                           [--sweep-runs N] [--out DIR]";
+                           [--sweep-runs N] [--out DIR]
+
+rrd: issue 4, the seed experiment re-run: the seed's `create` (ours vs
+  rrdtool, dumps compared), then N separate `updatev` processes (3 samples
+  each, `oracle.sh bench-updatev`'s stream) into a fresh copy of a 1.7 MB
+  2-DS file (`oracle.sh gen --shape big --seed 1`, cached in
+  target/bench/files/), rrdtool 1.7.2 and `mapwise rrd updatev --io M` for
+  M = mmap, mmap-2pages, fd, direct, rotated round by round; warm, and cold
+  (xtask fsyncs and posix_fadvise(DONTNEED)s the file before every call and
+  counts the pages each call pulled in). Then the same N×3 updates in one
+  process: ours (hidden `mapwise rrd bench-inproc`) vs librrd
+  (`oracle.sh bench-inproc`), warm and cold. Every final file must be
+  byte-identical to rrdtool's and every updatev output equal. Verdicts:
+  process level ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
+  updates/s warm and ≤ 1.0× its time cold; whether the mode table shows
+  the seed's finding (direct far slower, mmap and fd close), and why not.
+
+  cargo xtask bench rrd [--quick | --full] [--calls N] [--runs 5]
+                        [--inproc-runs N] [--warmup 1] [--out DIR]
+  --quick (default): 200 calls per loop, a few minutes; --full: 1000.";
 
 /// `cargo xtask bench` arguments.
 #[derive(Debug, Args)]
@@ -139,6 +159,11 @@ enum BenchCommand {
     /// hg, warm and cold, 1k/100k/1M revisions, and the mmap threshold.
     #[command(after_long_help = revlog::HELP)]
     Revlog(revlog::Args),
+    /// The seed experiment (issue 4): N separate `updatev` processes into
+    /// a 1.7 MB RRD, ours in each I/O mode vs rrdtool, warm and cold, and
+    /// in-process update throughput vs librrd.
+    #[command(after_long_help = rrd::HELP)]
+    Rrd(rrd::Args),
 }
 
 /// Options every bench takes.
@@ -243,6 +268,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             std::env::set_current_dir(&ws.root)
                 .with_context(|| format!("cannot enter {}", ws.root.display()))?;
             revlog::run(&ws, &a)
+        }
+        BenchCommand::Rrd(mut a) => {
+            fix_out(&mut a.common)?;
+            std::env::set_current_dir(&ws.root)
+                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
+            rrd::run(&ws, &a)
         }
     }
 }

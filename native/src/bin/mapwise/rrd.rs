@@ -36,6 +36,10 @@ pub enum RrdCommand {
     First(FirstArgs),
     /// Print the last input of each data source.
     Lastupdate(FileArgs),
+    /// Time update calls in this process (for `cargo xtask bench rrd`; not
+    /// an rrdtool command).
+    #[command(hide = true)]
+    BenchInproc(BenchInprocArgs),
 }
 
 /// How to read and write the file.
@@ -162,6 +166,26 @@ pub struct FirstArgs {
     io: IoArg,
 }
 
+/// `bench-inproc FILE --calls CALLS [--io MODE] [--cold]`: the workload of
+/// `oracle.sh bench-inproc` (librrd's `rrd_update_r` timed call by call)
+/// through our engine, without process start-up.
+#[derive(Debug, Args)]
+pub struct BenchInprocArgs {
+    /// The RRD, updated in place.
+    file: PathBuf,
+    /// The calls: one `update` call per line, its arguments separated by
+    /// white space (`TIME:V:V TIME:V:V …`).
+    #[arg(long, value_name = "FILE")]
+    calls: PathBuf,
+    /// Before every call (untimed): fsync the file and drop it from the
+    /// page cache (POSIX_FADV_DONTNEED), as `oracle.sh bench-inproc --cold`;
+    /// the resident pages after each call are reported.
+    #[arg(long)]
+    cold: bool,
+    #[command(flatten)]
+    io: IoArg,
+}
+
 /// Print rrdtool's error line and give its exit status.
 fn fail(e: &rrd::Error) -> ExitCode {
     eprintln!("ERROR: {e}");
@@ -276,6 +300,7 @@ pub fn run(cmd: RrdCommand) -> Result<ExitCode> {
         }
         RrdCommand::Last(a) => time_result(rrd::last(&a.file, a.io.io), a.json),
         RrdCommand::First(a) => time_result(rrd::first(&a.file, a.io.io, a.rraindex), a.json),
+        RrdCommand::BenchInproc(a) => bench_inproc(&a),
         RrdCommand::Lastupdate(a) => match rrd::lastupdate(&a.file, a.io.io) {
             Ok(l) if a.json => {
                 let ds: serde_json::Map<String, serde_json::Value> =
@@ -382,5 +407,132 @@ fn dump(a: &DumpArgs) -> Result<ExitCode> {
                 Err(e) => Ok(fail(&e)),
             }
         }
+    }
+}
+
+/// fsync + `POSIX_FADV_DONTNEED` over the whole file (what the oracle's
+/// `--cold` does before every call).
+fn evict(path: &std::path::Path) -> Result<()> {
+    use anyhow::Context as _;
+    use mapwise_native::residency;
+    let f = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    f.sync_all()
+        .with_context(|| format!("{}: fsync", path.display()))?;
+    residency::evict(&f, 0, residency::TO_EOF)?;
+    Ok(())
+}
+
+/// Resident OS pages of the file (mincore; touches nothing).
+fn resident_pages(path: &std::path::Path) -> Result<u64> {
+    let f = std::fs::File::open(path)?;
+    Ok(mapwise_native::residency::sample(&f)?.resident_pages)
+}
+
+/// The in-process driver of `cargo xtask bench rrd`: every call of
+/// `--calls` through [`rrd::update`] (as `rrd_update_r`: no `updatev`
+/// text), timed one by one; one JSON object on stdout. Exit status 1 when
+/// a call failed.
+fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
+    use anyhow::Context as _;
+    let text = std::fs::read_to_string(&a.calls)
+        .with_context(|| format!("cannot read {}", a.calls.display()))?;
+    let calls: Vec<Vec<String>> = text
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|c| !c.is_empty())
+        .collect();
+    let opts = UpdateOptions {
+        template: None,
+        skip_past: false,
+        verbose: false,
+        io: a.io.io,
+    };
+    let usage_start = rusage();
+    let mut times_s = Vec::with_capacity(calls.len());
+    let mut resident_after = Vec::new();
+    let mut failures = 0u64;
+    let mut first_error: Option<String> = None;
+    for args in &calls {
+        if a.cold {
+            evict(&a.file)?;
+        }
+        let start = std::time::Instant::now();
+        let r = rrd::update(&a.file, &opts, args);
+        let secs = start.elapsed().as_secs_f64();
+        times_s.push(secs);
+        let err = match r {
+            Ok(out) => out.error.map(|e| e.to_string()),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(e) = err {
+            failures += 1;
+            first_error.get_or_insert(e);
+        }
+        if a.cold {
+            resident_after.push(resident_pages(&a.file)?);
+        }
+    }
+    let usage = rusage().delta(&usage_start);
+    let file_bytes = std::fs::metadata(&a.file)?.len();
+    json_line(&serde_json::json!({
+        "file": a.file.display().to_string(),
+        "io": a.io.io.name(),
+        "cold": a.cold,
+        "calls": calls.len(),
+        "values": calls.iter().map(Vec::len).sum::<usize>(),
+        "failures": failures,
+        "first_error": first_error,
+        "total_s": times_s.iter().sum::<f64>(),
+        "times_s": times_s,
+        "file_pages": file_bytes.div_ceil(mapwise_native::residency::os_page_size()),
+        "resident_pages_after": resident_after,
+        "user_s": usage.user_s,
+        "sys_s": usage.sys_s,
+        "minor_faults": usage.minflt,
+        "major_faults": usage.majflt,
+    }))?;
+    Ok(if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// CPU time and page faults of this process so far (`getrusage`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    user_s: f64,
+    sys_s: f64,
+    minflt: i64,
+    majflt: i64,
+}
+
+impl Usage {
+    fn delta(&self, from: &Usage) -> Usage {
+        Usage {
+            user_s: self.user_s - from.user_s,
+            sys_s: self.sys_s - from.sys_s,
+            minflt: self.minflt - from.minflt,
+            majflt: self.majflt - from.majflt,
+        }
+    }
+}
+
+// `i64::from` keeps this building where `c_long` is 32 bits.
+#[allow(clippy::useless_conversion)]
+fn rusage() -> Usage {
+    // SAFETY: `rusage` is plain data; zero is a valid value of every field.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable `struct rusage`.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Usage::default();
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Usage {
+        user_s: secs(ru.ru_utime),
+        sys_s: secs(ru.ru_stime),
+        minflt: i64::from(ru.ru_minflt),
+        majflt: i64::from(ru.ru_majflt),
     }
 }
