@@ -228,6 +228,39 @@ impl Mapping {
         self.map.get(..n).unwrap_or_default()
     }
 
+    /// The mapped bytes `[0, min(len, mapping length))`, for an engine
+    /// that has grown the file to at least `len` bytes since mapping it
+    /// (bbolt's writer grows the file under a mapping made longer than
+    /// the file). The SIGBUS contract of the module applies to `len`: the
+    /// caller must know the file is at least that long and that nobody
+    /// shrinks it while the slice lives.
+    #[must_use]
+    pub fn bytes_to(&self, len: u64) -> &[u8] {
+        let n = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .min(self.map.len());
+        self.map.get(..n).unwrap_or_default()
+    }
+
+    /// `mlock` the first `min(len, mapping length)` bytes, after the file
+    /// grew to `len` bytes (bbolt `DB.mrelock` after `DB.grow`). Locking
+    /// a range again is harmless.
+    ///
+    /// # Errors
+    /// [`MapError::Sys`] naming `mlock`.
+    pub fn lock_to(&self, len: u64) -> Result<(), MapError> {
+        let n = usize::try_from(len.min(self.map.len() as u64)).unwrap_or(self.map.len());
+        // SAFETY: `[ptr, ptr + n)` lies inside our live mapping (n is at
+        // most the mapping length); mlock only pins pages, it neither
+        // reads nor writes them through Rust references.
+        unsafe { rustix::mm::mlock(self.map.as_ptr().cast_mut().cast(), n) }.map_err(|e| {
+            MapError::Sys {
+                call: "mlock",
+                source: e.into(),
+            }
+        })
+    }
+
     /// File length in bytes when mapped.
     #[must_use]
     pub fn file_len(&self) -> u64 {

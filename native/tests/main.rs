@@ -4,10 +4,19 @@
 
 mod support;
 
+mod bolt_badinput;
 mod bolt_cli;
+mod bolt_concurrency;
 mod bolt_corrupt;
+mod bolt_crash;
 mod bolt_cursor;
+mod bolt_freelist;
 mod bolt_interop;
+mod bolt_model;
+mod bolt_props;
+mod bolt_reverse;
+mod bolt_tools;
+mod bolt_write;
 mod mmaptest;
 mod revlog;
 mod rrd;

@@ -1,6 +1,7 @@
 //! `cargo xtask`: chores for the mapwise workspace.
 
 mod bench;
+mod crash;
 mod wasm;
 
 use std::process::ExitCode;
@@ -24,6 +25,9 @@ enum Command {
     /// markdown report.
     #[command(after_long_help = bench::HELP)]
     Bench(bench::BenchArgs),
+    /// The bbolt engine's crash harness (SIGKILL loop) and property test, long runs.
+    #[command(after_long_help = crash::HELP)]
+    Crash(crash::CrashArgs),
     /// Build the browser viewer (wasm module + static page) into
     /// target/wasm/site.
     #[command(after_long_help = wasm::WASM_HELP)]
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
+        Command::Crash(args) => crash::run(&args),
         Command::Wasm(args) => wasm::build(&args).map(|_| ExitCode::SUCCESS),
         Command::Serve(args) => wasm::serve(&args).map(|()| ExitCode::SUCCESS),
     };

@@ -49,30 +49,31 @@ enum Root<'s> {
     Inline(Page<'s>),
 }
 
-/// A bucket of a bbolt file, read-only.
+/// A bucket of a bbolt file, read-only. It holds its own copy of the
+/// (small) [`BoltFile`] handle, so it borrows only the source's bytes.
 #[derive(Debug)]
-pub struct Bucket<'f, 's, S: PageSource + ?Sized> {
-    file: &'f BoltFile<'s, S>,
+pub struct Bucket<'s, S: PageSource + ?Sized> {
+    file: BoltFile<'s, S>,
     root: Root<'s>,
     sequence: u64,
 }
 
-impl<S: PageSource + ?Sized> Clone for Bucket<'_, '_, S> {
+impl<S: PageSource + ?Sized> Clone for Bucket<'_, S> {
     fn clone(&self) -> Self {
         Bucket {
-            file: self.file,
+            file: self.file.clone(),
             root: self.root.clone(),
             sequence: self.sequence,
         }
     }
 }
 
-impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
+impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
     /// The top-level bucket whose tree the meta's `root` points to.
     #[must_use]
-    pub fn root_of(file: &'f BoltFile<'s, S>) -> Bucket<'f, 's, S> {
+    pub fn root_of(file: &BoltFile<'s, S>) -> Bucket<'s, S> {
         Bucket {
-            file,
+            file: file.clone(),
             root: Root::Page(file.meta().root, At::Meta(file.current_index())),
             sequence: file.meta().root_sequence,
         }
@@ -83,10 +84,10 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
     /// # Errors
     /// [`Error::Invalid`] when the bucket value is malformed.
     pub fn from_element(
-        file: &'f BoltFile<'s, S>,
+        file: &BoltFile<'s, S>,
         page: &Page<'s>,
         index: usize,
-    ) -> Result<Bucket<'f, 's, S>> {
+    ) -> Result<Bucket<'s, S>> {
         let elem = page.leaf(index)?;
         let value = page.bytes().get(elem.value.clone()).unwrap_or_default();
         let header = BucketHeader::parse(value, page.element_at_loc(index))?;
@@ -96,7 +97,7 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
             Root::Page(header.root, page.element_at_loc(index))
         };
         Ok(Bucket {
-            file,
+            file: file.clone(),
             root,
             sequence: header.sequence,
         })
@@ -117,11 +118,21 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
         }
     }
 
+    /// The inline page image of an inline bucket; `None` for a
+    /// page-backed one.
+    #[must_use]
+    pub fn inline_page(&self) -> Option<Page<'s>> {
+        match &self.root {
+            Root::Inline(p) => Some(p.clone()),
+            Root::Page(..) => None,
+        }
+    }
+
     /// A cursor over this bucket.
     #[must_use]
-    pub fn cursor(&self) -> Cursor<'f, 's, S> {
+    pub fn cursor(&self) -> Cursor<'s, S> {
         Cursor {
-            file: self.file,
+            file: self.file.clone(),
             root: self.root.clone(),
             stack: Vec::new(),
             entered: 0,
@@ -159,7 +170,7 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
     /// # Errors
     /// [`Error::IncompatibleValue`] when `name` holds a plain value; any
     /// fault met on the way down.
-    pub fn bucket(&self, name: &[u8]) -> Result<Option<Bucket<'f, 's, S>>> {
+    pub fn bucket(&self, name: &[u8]) -> Result<Option<Bucket<'s, S>>> {
         let (page, i) = self.find(name)?;
         if i >= page.count() {
             return Ok(None);
@@ -171,7 +182,32 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
         if !e.is_bucket() {
             return Err(Error::IncompatibleValue);
         }
-        Bucket::from_element(self.file, &page, i).map(Some)
+        Bucket::from_element(&self.file, &page, i).map(Some)
+    }
+
+    /// Call `f` with each key and value in key order; a sub-bucket comes
+    /// with `None` (bbolt `Bucket.ForEach`). Stops at the first error `f`
+    /// returns.
+    ///
+    /// # Errors
+    /// The first error of `f`, or a fault met on the way.
+    pub fn for_each<E: From<Error>>(
+        &self,
+        mut f: impl FnMut(&[u8], Option<&[u8]>) -> core::result::Result<(), E>,
+    ) -> core::result::Result<(), E> {
+        let mut c = self.cursor();
+        let mut item = c.first()?;
+        while let Some(it) = item {
+            f(&it.key, (!it.is_bucket()).then_some(&*it.value))?;
+            item = c.next()?;
+        }
+        Ok(())
+    }
+
+    /// The file handle this bucket reads through.
+    #[must_use]
+    pub fn file(&self) -> &BoltFile<'s, S> {
+        &self.file
     }
 
     /// The bucket at `path` below this one.
@@ -179,7 +215,7 @@ impl<'f, 's, S: PageSource + ?Sized> Bucket<'f, 's, S> {
     /// # Errors
     /// [`Error::BucketNotFound`] when a component is missing,
     /// [`Error::IncompatibleValue`] when one names a plain value.
-    pub fn bucket_path<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Bucket<'f, 's, S>> {
+    pub fn bucket_path<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Bucket<'s, S>> {
         let mut b = self.clone();
         for name in path {
             b = b.bucket(name.as_ref())?.ok_or(Error::BucketNotFound)?;
@@ -198,14 +234,14 @@ struct Frame<'s> {
 /// `next`, `prev`, `seek`. Each returns the item at the new position, or
 /// `None` when the cursor has run off the end.
 #[derive(Debug)]
-pub struct Cursor<'f, 's, S: PageSource + ?Sized> {
-    file: &'f BoltFile<'s, S>,
+pub struct Cursor<'s, S: PageSource + ?Sized> {
+    file: BoltFile<'s, S>,
     root: Root<'s>,
     stack: Vec<Frame<'s>>,
     entered: u64,
 }
 
-impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
+impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     fn reset(&mut self) {
         self.stack.clear();
         self.entered = 0;
@@ -453,13 +489,13 @@ impl<'f, 's, S: PageSource + ?Sized> Cursor<'f, 's, S> {
     ///
     /// # Errors
     /// [`Error::Invalid`] when the bucket value is malformed.
-    pub fn bucket(&self) -> Result<Option<Bucket<'f, 's, S>>> {
+    pub fn bucket(&self) -> Result<Option<Bucket<'s, S>>> {
         let Some(top) = self.stack.last() else {
             return Ok(None);
         };
         if top.index >= top.page.count() || !top.page.leaf(top.index)?.is_bucket() {
             return Ok(None);
         }
-        Bucket::from_element(self.file, &top.page, top.index).map(Some)
+        Bucket::from_element(&self.file, &top.page, top.index).map(Some)
     }
 }

@@ -140,7 +140,7 @@ where
 }
 
 fn visit_bucket<S, F>(
-    b: &Bucket<'_, '_, S>,
+    b: &Bucket<'_, S>,
     names: &mut Vec<Vec<u8>>,
     visit: &mut F,
     announce: bool,

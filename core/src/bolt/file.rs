@@ -10,6 +10,22 @@ use super::page::{BRANCH_PAGE, ELEMENT_SIZE, LEAF_PAGE, PAGE_HEADER_SIZE, Page, 
 /// file are far shallower).
 pub const MAX_DEPTH: u32 = 64;
 
+/// Which meta page a reader uses, with both meta pages as validated: a
+/// [`BoltFile`] without its source. Small and `Copy`, so an engine can
+/// hand each transaction the snapshot it began at and rebuild the
+/// `BoltFile` from it ([`BoltFile::at`]) without re-reading the metas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Page size in bytes.
+    pub page_size: u32,
+    /// Both meta pages: the meta or why it was rejected.
+    pub metas: [Result<Meta, MetaFault>; 2],
+    /// Index (0 or 1) of the meta page in use.
+    pub current: u8,
+    /// The meta page in use (`metas[current]`).
+    pub meta: Meta,
+}
+
 /// A bbolt file opened for reading over any [`PageSource`].
 ///
 /// Opening reads only the meta pages. Pages are read on demand, each
@@ -122,6 +138,34 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
             meta,
             pages: len.div_ceil(u64::from(page_size)),
         })
+    }
+
+    /// The file as seen at `snap` (page size and meta pages as given, not
+    /// re-read), over `src`. Used by engines whose transactions each keep
+    /// the snapshot they began at while the file grows under them.
+    #[must_use]
+    pub fn at(src: &'s S, snap: &Snapshot) -> BoltFile<'s, S> {
+        let len = src.len();
+        BoltFile {
+            src,
+            len,
+            page_size: snap.page_size,
+            metas: snap.metas,
+            current: snap.current,
+            meta: snap.meta,
+            pages: len.div_ceil(u64::from(snap.page_size.max(1))),
+        }
+    }
+
+    /// The page size and meta pages this file was opened at.
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            page_size: self.page_size,
+            metas: self.metas,
+            current: self.current,
+            meta: self.meta,
+        }
     }
 
     /// The same file read at its other meta page (the previous

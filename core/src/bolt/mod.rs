@@ -1,4 +1,5 @@
-//! The bbolt (Go, `go.etcd.io/bbolt`) file format, read side.
+//! The bbolt (Go, `go.etcd.io/bbolt`) file format: reading and
+//! serialising pages.
 //!
 //! See `docs/format/bolt.md` for the format in our words. Entry points:
 //! [`BoltFile::open`] picks the page size and the current meta page;
@@ -12,12 +13,14 @@ mod file;
 mod freelist;
 mod meta;
 mod page;
+mod stats;
 mod walk;
+mod write;
 
 pub use cursor::{Bucket, Cursor, Item};
 pub use detail::{Body, Bytes, Element, PREVIEW, PageDetail, page_detail};
 pub use dump::{DumpError, Pages, PagesRow, Record, dump, pages, visit, write_hex, write_record};
-pub use file::{BoltFile, MAX_DEPTH};
+pub use file::{BoltFile, MAX_DEPTH, Snapshot};
 pub use freelist::{CountEncoding, FreelistIds};
 pub use meta::{
     MAGIC, MAX_PAGE_SIZE, META_END, MIN_PAGE_SIZE, Meta, NO_FREELIST, VERSION, fnv1a64,
@@ -27,4 +30,9 @@ pub use page::{
     FREELIST_PAGE, LEAF_PAGE, LeafElement, MAX_KEY_SIZE, META_PAGE, PAGE_HEADER_SIZE, Page,
     PageHeader, PageType,
 };
+pub use stats::BucketStats;
 pub use walk::{BoltLayout, FreelistInfo, WalkOptions, freelist_info, walk};
+pub use write::{
+    ElementData, WriteError, bucket_header, empty_inline_bucket, freelist_size, node_size,
+    write_freelist, write_header, write_node,
+};

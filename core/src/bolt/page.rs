@@ -247,6 +247,27 @@ impl<'s> Page<'s> {
         &self.bytes
     }
 
+    /// The page image with the source's lifetime, when the source lent it
+    /// (a slice or a mapping); `None` for an owned copy.
+    #[must_use]
+    pub fn borrowed(&self) -> Option<&'s [u8]> {
+        match self.bytes {
+            Cow::Borrowed(b) => Some(b),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    /// Leaf element `index` as `(flags, key range, value range)` in the
+    /// page image, `None` when it lies outside (then [`Page::leaf`] names
+    /// the fault). The same checks as [`Page::leaf`], without building an
+    /// error.
+    #[must_use]
+    #[inline]
+    pub fn leaf_ranges(&self, index: usize) -> Option<(u32, Range<usize>, Range<usize>)> {
+        self.leaf_offsets(index)
+            .map(|(f, start, mid, end)| (f, start..mid, mid..end))
+    }
+
     /// Number of elements (`count`).
     #[must_use]
     pub fn count(&self) -> usize {

@@ -1,41 +1,96 @@
-//! [`Db`]: a bbolt file opened with bbolt's options.
+//! [`Db`]: a bbolt file opened with bbolt's options; read transactions.
+//!
+//! Concurrency (ARCHITECTURE.md, "bbolt engine"): `Db` is `Sync`. Each
+//! transaction holds an `Arc` of the mapping it began with plus the
+//! snapshot (meta pages) it began at, and registers its txid so the
+//! writer knows the oldest reader. Keys and values borrow the
+//! transaction, so no slice outlives it. A commit that needs a longer
+//! mapping makes a new one and swaps it in for later transactions; the
+//! old one stays mapped until its last reader ends, so remapping never
+//! waits for readers (bbolt's `mmaplock` makes it wait, and a reader on
+//! the committing goroutine deadlocks it; here neither happens).
 
+use std::collections::BTreeMap;
 use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use mapwise_core::bolt::BoltFile;
+use mapwise_core::bolt::{
+    BoltFile, BucketStats, FreelistIds, MAX_PAGE_SIZE, MIN_PAGE_SIZE, Meta, NO_FREELIST, Snapshot,
+    WalkOptions, walk, write_freelist, write_node,
+};
+use mapwise_core::layout::Kind;
 use rustix::fs::FlockOperation;
 
-use crate::map::{Advice, MapError, MapOptions, Mapping, bolt_mmap_size};
+use super::error::{Error, Result, no_valid_meta};
+use super::freelist::Freelist;
+use super::wtx::{TxState, WriteTx};
+use crate::map::{Advice, MapOptions, Mapping, bolt_mmap_size};
 
-/// A bucket read inside a [`Tx`]; keys and values borrow the mapping.
-pub type Bucket<'tx, 'db> = mapwise_core::bolt::Bucket<'tx, 'db, [u8]>;
+/// A bucket read inside a [`Tx`]; keys and values borrow the transaction.
+pub type Bucket<'tx> = mapwise_core::bolt::Bucket<'tx, [u8]>;
 /// A cursor inside a [`Tx`].
-pub type Cursor<'tx, 'db> = mapwise_core::bolt::Cursor<'tx, 'db, [u8]>;
+pub type Cursor<'tx> = mapwise_core::bolt::Cursor<'tx, [u8]>;
+
+/// bbolt `DefaultAllocSize`: beyond a mapping of this many bytes the file
+/// grows in steps of this size past what a commit needs (db.go,
+/// `growSize`).
+pub const ALLOC_SIZE: u64 = 16 * 1024 * 1024;
+/// bbolt `DefaultFillPercent`.
+pub const DEFAULT_FILL_PERCENT: f64 = 0.5;
+/// How often a blocked `flock` is retried (bbolt `flockRetryTimeout`).
+const FLOCK_RETRY: Duration = Duration::from_millis(50);
 
 /// Options for [`Db::open`], named after bbolt's `Options`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// [`Options::default`] opens **read-only** (a shared lock, nothing is
+/// ever written): the safe default for a tool that looks at other
+/// people's files. [`Options::read_write`] gives bbolt's defaults
+/// (`DefaultOptions`: read-write, 4 KiB pages where the OS has them).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Open read-only (bbolt `ReadOnly`): a shared `flock`, no writes.
-    /// Read-write opens come with the write side of the engine; until
-    /// then `false` is refused with [`Error::ReadWriteUnsupported`].
     pub read_only: bool,
-    /// Extra mmap flags (bbolt `MmapFlags`), e.g. `libc::MAP_POPULATE`.
+    /// Extra mmap flags (bbolt `MmapFlags`), e.g. `libc::MAP_POPULATE`;
+    /// repeated on every remap.
     pub mmap_flags: i32,
-    /// Minimum mapping length in bytes (bbolt `InitialMmapSize`).
+    /// Minimum mapping length in bytes (bbolt `InitialMmapSize`): a
+    /// mapping this long needs no remap until the file outgrows it.
     pub initial_mmap_size: u64,
     /// Advice after mapping; bbolt always uses `MADV_RANDOM`.
     pub advice: Option<Advice>,
     /// How long to wait for the file lock; `None` waits forever (bbolt
-    /// `Timeout` = 0).
+    /// `Timeout` = 0). Retries every 50 ms, as bbolt.
     pub timeout: Option<Duration>,
-    /// `mlock` the file's mapped bytes (bbolt `Mlock`).
+    /// `mlock` the file's mapped bytes (bbolt `Mlock`), again after every
+    /// growth.
     pub mlock: bool,
+    /// Page size in bytes for a new file (bbolt `PageSize`); 0 = the OS
+    /// page size. Existing files keep theirs.
+    pub page_size: u32,
+    /// Skip both fdatasyncs of a commit (bbolt `NoSync`): fast, and a
+    /// power loss can lose or tear recent commits.
+    pub no_sync: bool,
+    /// Do not write the freelist at commit (bbolt `NoFreelistSync`, as
+    /// etcd runs): the meta says "no freelist" and a read-write open
+    /// rebuilds it by a reachability scan.
+    pub no_freelist_sync: bool,
+    /// Skip `ftruncate` + `fsync` when the file grows (bbolt
+    /// `NoGrowSync`); page writes then extend the file.
+    pub no_grow_sync: bool,
+    /// Default `FillPercent` of every bucket (bbolt
+    /// `DefaultFillPercent`, 0.5); [`super::BucketMut::set_fill_percent`]
+    /// overrides it per bucket and transaction.
+    pub fill_percent: f64,
+    /// Permission bits of a file created by a read-write open (bbolt
+    /// `Open`'s `mode`).
+    pub file_mode: u32,
 }
 
 impl Default for Options {
-    /// bbolt's defaults, read-only.
+    /// Read-only, otherwise bbolt's defaults.
     fn default() -> Self {
         Options {
             read_only: true,
@@ -44,62 +99,96 @@ impl Default for Options {
             advice: Some(Advice::Random),
             timeout: None,
             mlock: false,
+            page_size: 0,
+            no_sync: false,
+            no_freelist_sync: false,
+            no_grow_sync: false,
+            fill_percent: DEFAULT_FILL_PERCENT,
+            file_mode: 0o600,
         }
     }
 }
 
-/// Errors of the bbolt engine, named as bbolt names them where it has a
-/// name.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// Opening or reading the file failed.
-    #[error("{path}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The lock was not granted within the timeout (bbolt `ErrTimeout`).
-    #[error(
-        "{path}: timeout waiting for the file lock (another process has it open read-write, e.g. a running etcd; `inspector` reads without taking the lock)"
-    )]
-    Timeout {
-        /// The file.
-        path: PathBuf,
-    },
-    /// Mapping failed.
-    #[error("{path}")]
-    Map {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: MapError,
-    },
-    /// The file is not a valid bbolt file, or is damaged (bbolt
-    /// `ErrInvalid`, `ErrVersionMismatch`, `ErrChecksum`, and faults bbolt
-    /// itself would crash on).
-    #[error(transparent)]
-    Format(#[from] mapwise_core::Error),
-    /// Read-write opens arrive with the write side of the engine.
-    #[error("read-write open is not supported yet; open with read_only = true")]
-    ReadWriteUnsupported,
+impl Options {
+    /// bbolt's `DefaultOptions`: read-write, everything else default.
+    #[must_use]
+    pub fn read_write() -> Options {
+        Options {
+            read_only: false,
+            ..Options::default()
+        }
+    }
 }
 
-/// An open bbolt file: a shared lock and a read-only mapping.
+/// Database statistics (bbolt `Stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Free pages on the freelist (allocatable now).
+    pub free_page_n: u64,
+    /// Pending pages: freed, waiting for older readers.
+    pub pending_page_n: u64,
+    /// Bytes of free and pending pages.
+    pub free_alloc: u64,
+    /// Bytes the freelist page needs.
+    pub freelist_inuse: u64,
+    /// Read transactions started.
+    pub tx_n: u64,
+    /// Read transactions open now.
+    pub open_tx_n: u64,
+}
+
+/// What readers and the writer share: the current mapping and snapshot,
+/// and who is reading which txid.
+#[derive(Debug)]
+struct Shared {
+    open: bool,
+    map: Arc<Mapping>,
+    snap: Snapshot,
+    /// Bytes of the file readers may touch (file length, grown by commits).
+    file_len: u64,
+    readers: BTreeMap<u64, usize>,
+    stats: Stats,
+}
+
+/// The writer's state, behind the lock a write transaction holds.
+#[derive(Debug, Default)]
+pub(crate) struct WriterState {
+    pub(crate) freelist: Freelist,
+    /// The file's size on disk.
+    file_size: u64,
+}
+
+/// An open bbolt file: a lock, a mapping, and (read-write) the writer.
 #[derive(Debug)]
 pub struct Db {
     path: PathBuf,
-    _file: File,
-    map: Mapping,
+    file: File,
+    opts: Options,
+    page_size: u32,
+    shared: Mutex<Shared>,
+    writer: Mutex<WriterState>,
 }
 
-fn lock(file: &File, path: &Path, timeout: Option<Duration>) -> Result<(), Error> {
+// `Db` is shared between threads (bbolt's `*DB` is safe for concurrent
+// use); keep it so.
+const _: () = {
+    const fn shared_between_threads<T: Send + Sync>() {}
+    shared_between_threads::<Db>();
+};
+
+fn lock_shared(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn flock(file: &File, path: &Path, exclusive: bool, timeout: Option<Duration>) -> Result<()> {
+    let op = if exclusive {
+        FlockOperation::NonBlockingLockExclusive
+    } else {
+        FlockOperation::NonBlockingLockShared
+    };
     let start = Instant::now();
     loop {
-        match rustix::fs::flock(file, FlockOperation::NonBlockingLockShared) {
+        match rustix::fs::flock(file, op) {
             Ok(()) => return Ok(()),
             Err(rustix::io::Errno::WOULDBLOCK) => {
                 if timeout.is_some_and(|t| start.elapsed() >= t) {
@@ -107,11 +196,12 @@ fn lock(file: &File, path: &Path, timeout: Option<Duration>) -> Result<(), Error
                         path: path.to_owned(),
                     });
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(FLOCK_RETRY);
             }
             Err(e) => {
                 return Err(Error::Io {
                     path: path.to_owned(),
+                    what: "flock",
                     source: e.into(),
                 });
             }
@@ -119,44 +209,154 @@ fn lock(file: &File, path: &Path, timeout: Option<Duration>) -> Result<(), Error
     }
 }
 
+/// Open `path` read-write, creating it with `mode`; refuses anything but
+/// a regular file (a FIFO would block, a directory has no pages).
+fn open_rw(path: &Path, mode: u32) -> std::io::Result<File> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = rustix::fs::open(path, flags, Mode::from_raw_mode(mode))?;
+    let st = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK - OFlags::CREATE)?;
+    Ok(File::from(fd))
+}
+
+fn os_page_size() -> u32 {
+    u32::try_from(crate::residency::os_page_size()).unwrap_or(4096)
+}
+
+/// The four pages of a new file (bbolt `DB.init`): metas 0 and 1 (txid 0
+/// and 1, root 3, freelist 2, high-water mark 4), an empty freelist page
+/// and an empty leaf.
+fn new_file_image(page_size: u32) -> Result<Vec<u8>> {
+    let ps = page_size as usize;
+    let mut buf = vec![0u8; 4 * ps];
+    for i in 0..2u8 {
+        let at = usize::from(i) * ps;
+        Meta::new_file(page_size, i).write_page(&mut buf[at..at + ps])?;
+    }
+    write_freelist(&mut buf[2 * ps..3 * ps], 2, 0, std::iter::empty())?;
+    write_node(&mut buf[3 * ps..], 3, 0, true, std::iter::empty())?;
+    Ok(buf)
+}
+
 impl Db {
-    /// Open the bbolt file at `path` as bbolt does: take a shared `flock`
-    /// (retrying every 50 ms until `timeout`), map it read-only with the
-    /// given flags and advice at bbolt's mapping length
-    /// (`max(file, initial_mmap_size)` rounded as bbolt's `mmapSize`),
-    /// and validate the meta pages.
+    /// Open (or, read-write, create) the bbolt file at `path` as bbolt's
+    /// `Open` does: take the `flock` (shared read-only, exclusive
+    /// read-write; retried every 50 ms until `timeout`), initialise an
+    /// empty file with four pages, map it (`MAP_SHARED`, `PROT_READ`,
+    /// bbolt's length rule: `max(file, initial_mmap_size)` rounded up to
+    /// a power of two from 32 KiB, then to 1 GiB steps), validate the
+    /// meta pages, and, read-write, load the freelist (or rebuild it by a
+    /// reachability scan when the file has none; then, without
+    /// `no_freelist_sync`, commit an empty transaction that writes one).
+    ///
+    /// Every open validates the geometry (high-water mark within the
+    /// file, root and freelist pages below it); a read-write open also
+    /// validates the freelist (ids in range, none twice) before it writes
+    /// anything: a damaged file fails here and is left as it was. Deeper
+    /// damage (a bad page in a tree) surfaces as an error when a
+    /// transaction reaches it, as bbolt does no full check at open either.
     ///
     /// # Errors
     /// [`Error::Io`], [`Error::Timeout`], [`Error::Map`],
-    /// [`Error::Format`] (no valid meta page, with each meta's fault).
-    pub fn open(path: impl AsRef<Path>, opts: &Options) -> Result<Db, Error> {
+    /// [`Error::Invalid`] / [`Error::VersionMismatch`] /
+    /// [`Error::Checksum`] / [`Error::PageSize`] (no usable meta page),
+    /// [`Error::Corrupt`] / [`Error::Format`] (damage found before any
+    /// write).
+    pub fn open(path: impl AsRef<Path>, opts: &Options) -> Result<Db> {
         let path = path.as_ref();
-        if !opts.read_only {
-            return Err(Error::ReadWriteUnsupported);
+        let io = |what: &'static str| {
+            let path = path.to_owned();
+            move |source| Error::Io { path, what, source }
+        };
+        let file = if opts.read_only {
+            crate::io::open_regular(path, false).map_err(io("open"))?
+        } else {
+            open_rw(path, opts.file_mode).map_err(io("open"))?
+        };
+        flock(&file, path, !opts.read_only, opts.timeout)?;
+        let mut size = file.metadata().map_err(io("fstat"))?.len();
+        if size == 0 {
+            if opts.read_only {
+                return Err(Error::Invalid {
+                    path: path.to_owned(),
+                    detail: "the file is empty".into(),
+                });
+            }
+            let ps = if opts.page_size == 0 {
+                os_page_size()
+            } else {
+                opts.page_size
+            };
+            if !ps.is_power_of_two() || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&ps) {
+                return Err(Error::PageSize {
+                    path: path.to_owned(),
+                    page_size: ps,
+                });
+            }
+            let image = new_file_image(ps)?;
+            file.write_all_at(&image, 0).map_err(io("pwrite"))?;
+            file.sync_data().map_err(io("fdatasync"))?;
+            size = image.len() as u64;
         }
-        let io = |source| Error::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let file = crate::io::open_regular(path, false).map_err(io)?;
-        lock(&file, path, opts.timeout)?;
-        let size = file.metadata().map_err(io)?.len();
-        let map_opts = MapOptions {
-            flags: opts.mmap_flags,
-            advice: opts.advice,
-            min_len: bolt_mmap_size(size.max(opts.initial_mmap_size), 0),
-            mlock: opts.mlock,
-        };
-        let map = Mapping::map(&file, &map_opts).map_err(|source| Error::Map {
+        let map = Mapping::map(
+            &file,
+            &MapOptions {
+                flags: opts.mmap_flags,
+                advice: opts.advice,
+                min_len: bolt_mmap_size(size.max(opts.initial_mmap_size), 0),
+                mlock: opts.mlock,
+            },
+        )
+        .map_err(|source| Error::Map {
             path: path.to_owned(),
             source,
         })?;
-        BoltFile::open(map.bytes())?;
-        Ok(Db {
+        let snap = match BoltFile::open(map.bytes()) {
+            Ok(f) => f.snapshot(),
+            Err(mapwise_core::Error::NoValidMeta { meta0, meta1 }) => {
+                return Err(no_valid_meta(path, meta0, meta1));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut writer = WriterState {
+            freelist: Freelist::default(),
+            file_size: size,
+        };
+        let file_view = BoltFile::at(map.bytes(), &snap);
+        validate_geometry(path, &file_view, size)?;
+        if !opts.read_only {
+            writer.freelist = load_freelist(path, &file_view)?;
+        }
+        let has_freelist = snap.meta.has_freelist();
+        let db = Db {
             path: path.to_owned(),
-            _file: file,
-            map,
-        })
+            opts: opts.clone(),
+            page_size: snap.page_size,
+            shared: Mutex::new(Shared {
+                open: true,
+                map: Arc::new(map),
+                snap,
+                file_len: size,
+                readers: BTreeMap::new(),
+                stats: Stats::default(),
+            }),
+            writer: Mutex::new(writer),
+            file,
+        };
+        db.update_stats(&lock_writer(&db.writer).freelist);
+        if !opts.read_only && !opts.no_freelist_sync && !has_freelist {
+            // bbolt flushes a freelist when a file written with
+            // NoFreelistSync is opened without it (db.go, `Open`).
+            db.begin_rw()?.commit()?;
+        }
+        Ok(db)
     }
 
     /// The file's path.
@@ -165,58 +365,461 @@ impl Db {
         &self.path
     }
 
-    /// The mapping (for residency actions and statistics).
+    /// The options the database was opened with.
     #[must_use]
-    pub fn mapping(&self) -> &Mapping {
-        &self.map
+    pub fn options(&self) -> &Options {
+        &self.opts
     }
 
-    /// Begin a read transaction: a stable snapshot at the current meta.
+    /// Page size in bytes (from the file).
+    #[must_use]
+    pub fn page_size(&self) -> u32 {
+        self.page_size
+    }
+
+    /// `true` when opened read-only (bbolt `DB.IsReadOnly`).
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.opts.read_only
+    }
+
+    /// The current mapping (for residency actions and statistics). A
+    /// commit that outgrows it swaps in a longer one; this handle keeps
+    /// the old one mapped while it lives.
+    #[must_use]
+    pub fn mapping(&self) -> Arc<Mapping> {
+        Arc::clone(&lock_shared(&self.shared).map)
+    }
+
+    /// Database statistics (bbolt `DB.Stats`).
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        lock_shared(&self.shared).stats
+    }
+
+    /// Begin a read transaction: a stable snapshot at the current meta
+    /// page (bbolt `DB.Begin(false)`). It may live across any number of
+    /// commits; pages it can see are not reused until it ends.
     ///
     /// # Errors
-    /// [`Error::Format`] when no meta page validates.
-    pub fn begin(&self) -> Result<Tx<'_>, Error> {
+    /// [`Error::DatabaseNotOpen`] after [`Db::close`].
+    pub fn begin(&self) -> Result<Tx<'_>> {
+        let mut sh = lock_shared(&self.shared);
+        if !sh.open {
+            return Err(Error::DatabaseNotOpen);
+        }
+        let txid = sh.snap.meta.txid;
+        *sh.readers.entry(txid).or_default() += 1;
+        sh.stats.tx_n += 1;
+        sh.stats.open_tx_n += 1;
         Ok(Tx {
-            file: BoltFile::open(self.map.bytes())?,
+            db: self,
+            map: Arc::clone(&sh.map),
+            len: sh.file_len,
+            snap: sh.snap,
         })
+    }
+
+    /// Begin the read-write transaction (bbolt `DB.Begin(true)`). Waits
+    /// while another one runs. Pages freed by commits older than every
+    /// open reader become reusable here (bbolt `DB.freePages`).
+    ///
+    /// # Errors
+    /// [`Error::DatabaseReadOnly`], [`Error::DatabaseNotOpen`].
+    pub fn begin_rw(&self) -> Result<WriteTx<'_>> {
+        if self.opts.read_only {
+            return Err(Error::DatabaseReadOnly);
+        }
+        let mut guard = lock_writer(&self.writer);
+        let (map, len, snap, oldest) = {
+            let sh = lock_shared(&self.shared);
+            if !sh.open {
+                return Err(Error::DatabaseNotOpen);
+            }
+            (
+                Arc::clone(&sh.map),
+                sh.file_len,
+                sh.snap,
+                sh.readers.keys().next().copied(),
+            )
+        };
+        guard.freelist.release(oldest.unwrap_or(u64::MAX));
+        let fl = std::mem::take(&mut guard.freelist);
+        let st = TxState::new(map, len, snap, fl, self.opts.fill_percent);
+        Ok(WriteTx::new(self, guard, st))
     }
 
     /// Run `f` in a read transaction (bbolt `DB.View`).
     ///
     /// # Errors
     /// Whatever `begin` or `f` returns.
-    pub fn view<T, E: From<Error>>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T, E>) -> Result<T, E> {
+    pub fn view<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
         let tx = self.begin()?;
         f(&tx)
     }
+
+    /// Run `f` in a read-write transaction and commit it if `f` returns
+    /// `Ok`, roll it back otherwise (bbolt `DB.Update`).
+    ///
+    /// # Errors
+    /// Whatever `begin_rw`, `f` or the commit returns.
+    pub fn update<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce(&mut WriteTx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let mut tx = self.begin_rw()?;
+        match f(&mut tx) {
+            Ok(v) => {
+                tx.commit()?;
+                Ok(v)
+            }
+            Err(e) => {
+                tx.rollback();
+                Err(e)
+            }
+        }
+    }
+
+    /// fdatasync the file (bbolt `DB.Sync`, for `no_sync` users).
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn sync(&self) -> Result<()> {
+        self.file.sync_data().map_err(|source| Error::Io {
+            path: self.path.clone(),
+            what: "fdatasync",
+            source,
+        })
+    }
+
+    /// Close the database (bbolt `DB.Close`): waits for a running write
+    /// transaction, then refuses new transactions
+    /// ([`Error::DatabaseNotOpen`]) and releases the file lock. Read
+    /// transactions still open keep their snapshot and mapping until they
+    /// end. Dropping the `Db` closes it too.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when unlocking fails.
+    pub fn close(&self) -> Result<()> {
+        let _writer = lock_writer(&self.writer);
+        let mut sh = lock_shared(&self.shared);
+        if !sh.open {
+            return Ok(());
+        }
+        sh.open = false;
+        rustix::fs::flock(&self.file, FlockOperation::Unlock).map_err(|e| Error::Io {
+            path: self.path.clone(),
+            what: "flock",
+            source: e.into(),
+        })
+    }
+
+    fn end_reader(&self, txid: u64) {
+        let mut sh = lock_shared(&self.shared);
+        if let Some(n) = sh.readers.get_mut(&txid) {
+            *n -= 1;
+            if *n == 0 {
+                sh.readers.remove(&txid);
+            }
+        }
+        sh.stats.open_tx_n = sh.stats.open_tx_n.saturating_sub(1);
+    }
+
+    fn update_stats(&self, fl: &Freelist) {
+        let ps = u64::from(self.page_size);
+        let mut sh = lock_shared(&self.shared);
+        sh.stats.free_page_n = fl.free_count() as u64;
+        sh.stats.pending_page_n = fl.pending_count() as u64;
+        sh.stats.free_alloc = fl.count() as u64 * ps;
+        sh.stats.freelist_inuse = mapwise_core::bolt::freelist_size(fl.count()) as u64;
+    }
+
+    fn io(&self, what: &'static str) -> impl FnOnce(std::io::Error) -> Error + '_ {
+        move |source| Error::Io {
+            path: self.path.clone(),
+            what,
+            source,
+        }
+    }
+
+    /// Grow the file to hold `need` bytes (bbolt `DB.grow`, 1.3.7+
+    /// rule): nothing if it already does; else to the whole mapping
+    /// while the mapping is at most 16 MiB, beyond that to `need` +
+    /// 16 MiB. `ftruncate` then `fsync`, both skipped with
+    /// `no_grow_sync`.
+    fn grow(&self, ws: &mut WriterState, need: u64, map: &Mapping) -> Result<()> {
+        if need <= ws.file_size {
+            return Ok(());
+        }
+        let map_len = map.mapped_len();
+        let size = if map_len <= ALLOC_SIZE {
+            map_len.max(need)
+        } else {
+            need + ALLOC_SIZE
+        };
+        if self.opts.no_grow_sync {
+            return Ok(());
+        }
+        self.file.set_len(size).map_err(self.io("ftruncate"))?;
+        self.file.sync_all().map_err(self.io("fsync"))?;
+        ws.file_size = size;
+        if self.opts.mlock {
+            map.lock_to(size).map_err(|source| Error::Map {
+                path: self.path.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The I/O of a commit, in bbolt's order: remap if the mapping is too
+    /// short for the new high-water mark, grow the file, write the dirty
+    /// pages sorted by id, fdatasync, write the meta page to page
+    /// `txid % 2`, fdatasync; then publish the new snapshot.
+    pub(crate) fn write_commit(
+        &self,
+        ws: &mut WriterState,
+        st: &TxState,
+        dirty: &mut [(u64, Vec<u8>)],
+    ) -> Result<()> {
+        let meta = st.meta;
+        let ps = u64::from(self.page_size);
+        if meta.root >= meta.hwm || (meta.freelist != NO_FREELIST && meta.freelist >= meta.hwm) {
+            return Err(Error::Corrupt(format!(
+                "commit would write root {} / freelist {} at or above the high-water mark {}",
+                meta.root, meta.freelist, meta.hwm
+            )));
+        }
+        // Remap (bbolt does it while allocating, `DB.allocate`): the
+        // mapping must reach past the new high-water mark.
+        let need = (meta.hwm + 1) * ps;
+        let current = st.mapping();
+        let new_map = if need >= current.mapped_len() {
+            let len = bolt_mmap_size(ws.file_size.max(need), ps);
+            let m = Mapping::map(
+                &self.file,
+                &MapOptions {
+                    flags: self.opts.mmap_flags,
+                    advice: self.opts.advice,
+                    min_len: len,
+                    mlock: self.opts.mlock,
+                },
+            )
+            .map_err(|source| Error::Map {
+                path: self.path.clone(),
+                source,
+            })?;
+            Some(Arc::new(m))
+        } else {
+            None
+        };
+        let map_now = new_map.as_ref().unwrap_or(current);
+        if meta.hwm > st.base_hwm {
+            self.grow(ws, need, map_now)?;
+        }
+        dirty.sort_unstable_by_key(|(id, _)| *id);
+        let mut end = 0u64;
+        for (id, buf) in dirty.iter() {
+            let off = id * ps;
+            self.file
+                .write_all_at(buf, off)
+                .map_err(self.io("pwrite"))?;
+            end = end.max(off + buf.len() as u64);
+        }
+        if !self.opts.no_sync {
+            self.file.sync_data().map_err(self.io("fdatasync"))?;
+        }
+        let mut page = vec![0u8; self.page_size as usize];
+        let id = meta.write_page(&mut page)?;
+        self.file
+            .write_all_at(&page, id * ps)
+            .map_err(self.io("pwrite"))?;
+        if !self.opts.no_sync {
+            self.file.sync_data().map_err(self.io("fdatasync"))?;
+        }
+        ws.file_size = ws.file_size.max(end);
+        // Publish: later transactions see the new meta (and mapping).
+        let index = u8::try_from(id).unwrap_or(0);
+        let written = Meta::parse(&page, index)
+            .ok_or_else(|| Error::Corrupt("the meta page just written does not parse".into()))?;
+        let mut metas = st.snap.metas;
+        metas[usize::from(index)] = Ok(written);
+        {
+            let mut sh = lock_shared(&self.shared);
+            sh.snap = Snapshot {
+                page_size: self.page_size,
+                metas,
+                current: index,
+                meta: written,
+            };
+            sh.file_len = ws.file_size;
+            if let Some(m) = new_map {
+                sh.map = m;
+            }
+        }
+        self.update_stats(&st.fl);
+        Ok(())
+    }
 }
 
-/// A read transaction. Keys and values it returns borrow the mapping and
-/// cannot outlive the transaction.
+fn lock_writer(m: &Mutex<WriterState>) -> MutexGuard<'_, WriterState> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Refuse a file whose current meta contradicts its length: the pages
+/// the meta claims must exist (bbolt would fault with SIGBUS touching
+/// them), root and freelist must lie below the high-water mark.
+fn validate_geometry(path: &Path, file: &BoltFile<'_, [u8]>, size: u64) -> Result<()> {
+    let m = file.meta();
+    let ps = u64::from(file.page_size());
+    let bad = |detail: String| {
+        Err(Error::Corrupt(format!(
+            "{}: meta page {} (txid {}, root {}, high-water mark {}): {detail}",
+            path.display(),
+            file.current_index(),
+            m.txid,
+            m.root,
+            m.hwm
+        )))
+    };
+    if m.hwm < 2 {
+        return bad(format!("high-water mark {} below 2", m.hwm));
+    }
+    if m.hwm.checked_mul(ps).is_none_or(|end| end > size) {
+        return bad(format!(
+            "high-water mark {} × page size {ps} passes the end of the {size}-byte file (truncated?)",
+            m.hwm
+        ));
+    }
+    if m.root < 2 || m.root >= m.hwm {
+        return bad(format!("root page {} outside [2, {})", m.root, m.hwm));
+    }
+    if m.freelist != NO_FREELIST && (m.freelist < 2 || m.freelist >= m.hwm) {
+        return bad(format!(
+            "freelist page {} outside [2, {})",
+            m.freelist, m.hwm
+        ));
+    }
+    Ok(())
+}
+
+/// The freelist of a file opened read-write: its freelist page, checked
+/// (type, ids within the run and in [2, hwm), none twice), or, for a file
+/// without one, every page in [2, hwm) the trees do not reach (bbolt
+/// `DB.freepages`, which panics where this returns the fault).
+fn load_freelist(path: &Path, file: &BoltFile<'_, [u8]>) -> Result<Freelist> {
+    let m = file.meta();
+    let bad = |detail: String| Error::Corrupt(format!("{}: {detail}", path.display()));
+    if m.has_freelist() {
+        let page = file.read_page(m.freelist)?;
+        if page.header.overflow as u64 + m.freelist >= m.hwm {
+            return Err(bad(format!(
+                "freelist run {}+{} passes the high-water mark {}",
+                m.freelist, page.header.overflow, m.hwm
+            )));
+        }
+        let ids = FreelistIds::parse(&page)?;
+        let mut v: Vec<u64> = ids.iter().collect();
+        v.sort_unstable();
+        for w in v.windows(2) {
+            if w[0] == w[1] {
+                return Err(bad(format!(
+                    "page {} is listed twice on the freelist",
+                    w[0]
+                )));
+            }
+        }
+        if let Some(&id) = v.iter().find(|&&id| id < 2 || id >= m.hwm) {
+            return Err(bad(format!(
+                "freelist id {id} outside [2, high-water mark {})",
+                m.hwm
+            )));
+        }
+        return Ok(Freelist::from_sorted(v));
+    }
+    let walked = walk(
+        file,
+        WalkOptions {
+            check_keys: false,
+            previous_snapshot: false,
+        },
+    );
+    if let Some(p) = walked.layout.problems.first() {
+        return Err(bad(format!(
+            "cannot rebuild the freelist (no freelist stored): {p}"
+        )));
+    }
+    let ps = u64::from(file.page_size());
+    let mut free = Vec::new();
+    for r in &walked.layout.regions {
+        if r.kind == Kind::Free {
+            let first = r.offset / ps;
+            let n = r.len / ps;
+            free.extend((first..first + n).filter(|&p| p >= 2 && p < m.hwm));
+        }
+    }
+    Ok(Freelist::from_sorted(free))
+}
+
+/// A read transaction (bbolt `Tx` opened with `Begin(false)`): a stable
+/// snapshot at the meta page current when it began. Keys and values it
+/// returns borrow it and cannot outlive it, so no slice into a mapping
+/// survives the transaction that keeps the mapping alive:
+///
+/// ```compile_fail
+/// # use mapwise_native::bolt::{Db, Options};
+/// # fn f(db: &Db) {
+/// let value = {
+///     let tx = db.begin().unwrap();
+///     let b = tx.bucket(b"b").unwrap().unwrap();
+///     b.get(b"k").unwrap().unwrap()
+/// }; // error: `tx` does not live long enough
+/// # drop(value);
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Tx<'db> {
-    file: BoltFile<'db, [u8]>,
+    db: &'db Db,
+    map: Arc<Mapping>,
+    len: u64,
+    snap: Snapshot,
 }
 
-impl<'db> Tx<'db> {
-    /// The snapshot's txid.
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        self.db.end_reader(self.snap.meta.txid);
+    }
+}
+
+impl Tx<'_> {
+    /// The snapshot's txid (bbolt `Tx.ID`).
     #[must_use]
     pub fn id(&self) -> u64 {
-        self.file.meta().txid
+        self.snap.meta.txid
+    }
+
+    /// Database size in bytes at this snapshot: high-water mark × page
+    /// size (bbolt `Tx.Size`).
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.snap.meta.hwm * u64::from(self.snap.page_size)
     }
 
     /// The parsed file at this snapshot (for the walk and the dump).
     #[must_use]
-    pub fn file(&self) -> &BoltFile<'db, [u8]> {
-        &self.file
+    pub fn file(&self) -> BoltFile<'_, [u8]> {
+        BoltFile::at(self.map.bytes_to(self.len), &self.snap)
     }
 
     /// The top-level bucket `name` (bbolt `Tx.Bucket`); `None` when absent.
     ///
     /// # Errors
     /// [`Error::Format`] on a damaged page, or when `name` is a plain key.
-    pub fn bucket(&self, name: &[u8]) -> Result<Option<Bucket<'_, 'db>>, Error> {
-        Ok(mapwise_core::bolt::Bucket::root_of(&self.file).bucket(name)?)
+    pub fn bucket(&self, name: &[u8]) -> Result<Option<Bucket<'_>>> {
+        Ok(mapwise_core::bolt::Bucket::root_of(&self.file()).bucket(name)?)
     }
 
     /// The bucket at `path` (top-level name, then nested names).
@@ -224,13 +827,53 @@ impl<'db> Tx<'db> {
     /// # Errors
     /// [`Error::Format`] with `BucketNotFound` / `IncompatibleValue`, or a
     /// damaged page.
-    pub fn bucket_path<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Bucket<'_, 'db>, Error> {
-        Ok(mapwise_core::bolt::Bucket::root_of(&self.file).bucket_path(path)?)
+    pub fn bucket_path<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Bucket<'_>> {
+        Ok(mapwise_core::bolt::Bucket::root_of(&self.file()).bucket_path(path)?)
     }
 
     /// A cursor over the top-level buckets (bbolt `Tx.Cursor`).
     #[must_use]
-    pub fn cursor(&self) -> Cursor<'_, 'db> {
-        mapwise_core::bolt::Bucket::root_of(&self.file).cursor()
+    pub fn cursor(&self) -> Cursor<'_> {
+        mapwise_core::bolt::Bucket::root_of(&self.file()).cursor()
+    }
+
+    /// Call `f` with each top-level bucket name and bucket (bbolt
+    /// `Tx.ForEach`).
+    ///
+    /// # Errors
+    /// The first error of `f`, or a damaged page.
+    pub fn for_each<E: From<Error>>(
+        &self,
+        mut f: impl FnMut(&[u8], Bucket<'_>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let mut c = self.cursor();
+        let mut item = c.first().map_err(Error::from)?;
+        while let Some(it) = item {
+            if let Some(b) = c.bucket().map_err(Error::from)? {
+                f(&it.key, b)?;
+            }
+            item = c.next().map_err(Error::from)?;
+        }
+        Ok(())
+    }
+
+    /// Statistics of the whole tree: the root bucket's [`BucketStats`]
+    /// (bbolt `Bucket.Stats` applied to `Tx.root`), so `bucket_n`
+    /// counts the root bucket too.
+    ///
+    /// # Errors
+    /// A damaged page.
+    pub fn tree_stats(&self) -> Result<BucketStats> {
+        Ok(mapwise_core::bolt::Bucket::root_of(&self.file()).stats()?)
+    }
+
+    /// Check this snapshot as bbolt's `Tx.Check` does, and more (the
+    /// structural walk, docs/format/bolt.md §12): every page reachable or
+    /// free and used once, no reachable page free, no page freed twice,
+    /// page types and ids, keys in order within their parents' bounds.
+    /// Empty when the snapshot is consistent.
+    #[must_use]
+    pub fn check(&self) -> Vec<mapwise_core::Error> {
+        walk(&self.file(), WalkOptions::default()).layout.problems
     }
 }

@@ -1,11 +1,21 @@
-//! The bbolt engine over files: open with bbolt's options, read
-//! transactions, buckets and cursors.
+//! The bbolt engine over files: open with bbolt's options, read and
+//! write transactions, buckets and cursors, with bbolt's semantics and
+//! file format (Go bbolt opens what this writes, and this opens what Go
+//! bbolt writes).
 //!
-//! This is the read side; the write side extends the same [`Db`].
-//! The on-disk format and the read logic live in
-//! [`mapwise_core::bolt`]; this module adds files, locks and mappings.
+//! The on-disk format, the read logic and page serialisation live in
+//! [`mapwise_core::bolt`]; this module adds files, locks, mappings, the
+//! write transaction's B+tree maintenance and the commit protocol.
 
+mod compact;
 mod db;
+mod error;
+mod freelist;
+mod node;
+mod wcursor;
+mod wtx;
 
-pub use db::{Bucket, Cursor, Db, Error, Options, Tx};
-pub use mapwise_core::bolt::Item;
+pub use db::{ALLOC_SIZE, Bucket, Cursor, DEFAULT_FILL_PERCENT, Db, Options, Stats, Tx};
+pub use error::{Error, Result};
+pub use mapwise_core::bolt::{BucketStats, Item};
+pub use wtx::{BucketMut, CursorMut, MAX_VALUE_SIZE, WriteCursor, WriteTx};

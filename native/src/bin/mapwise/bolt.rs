@@ -160,7 +160,7 @@ fn dump(a: &FileArgs) -> Result<ExitCode> {
     let db = open(a)?;
     let tx = db.begin()?;
     let mut out = Out::new();
-    let result = visit(tx.file(), |rec| {
+    let result = visit(&tx.file(), |rec| {
         if a.json {
             let line = match rec {
                 Record::Bucket { path, sequence } => serde_json::json!({
