@@ -30,6 +30,8 @@ pub mod revlog;
 pub mod rrd;
 #[cfg(feature = "alloc")]
 pub mod source;
+#[cfg(feature = "trace")]
+pub mod trace;
 
 pub use error::{At, Error, MetaFault, Result};
 #[cfg(feature = "alloc")]

@@ -70,6 +70,32 @@ pub trait Target {
     /// # Errors
     /// The failure, as text.
     fn toggle_lock(&mut self) -> Result<bool, String>;
+    /// Steer playback (replays only): returns what happened, as text.
+    ///
+    /// # Errors
+    /// A live target has no playback; the default says so.
+    fn playback(&mut self, _cmd: Playback) -> Result<String, String> {
+        Err("play, step and speed work in `inspector replay TRACE`; this view is live".into())
+    }
+    /// The playback position shown in the status line (`None`: live).
+    fn clock(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A playback command of a replayed trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Playback {
+    /// Play or pause.
+    Toggle,
+    /// One frame back (pauses).
+    StepBack,
+    /// One frame forward (pauses).
+    StepForward,
+    /// Half the speed.
+    Slower,
+    /// Double the speed.
+    Faster,
 }
 
 impl Target for Watch {
@@ -215,6 +241,8 @@ pub struct Data {
     pub rereading: bool,
     /// `true` while the file is locked in memory by the inspector.
     pub locked: bool,
+    /// Playback position of a replayed trace (`None`: live).
+    pub clock: Option<String>,
 }
 
 impl Data {
@@ -227,6 +255,7 @@ impl Data {
             problem: None,
             rereading: false,
             locked: false,
+            clock: None,
         }
     }
 
@@ -239,6 +268,7 @@ impl Data {
             problem: target.problem().map(str::to_owned),
             rereading: target.rereading(),
             locked: target.is_locked(),
+            clock: target.clock(),
         }
     }
 
@@ -1174,6 +1204,7 @@ impl App {
         self.data.problem = target.problem().map(str::to_owned);
         self.data.rereading = target.rereading();
         self.data.locked = target.is_locked();
+        self.data.clock = target.clock();
         if new_snapshot {
             self.on_new_snapshot();
         }
@@ -1306,6 +1337,13 @@ impl App {
                 self.after_zoom();
             }
             Action::Help => self.overlay = Overlay::Help,
+            Action::Play(cmd) => {
+                self.message = match target.playback(cmd) {
+                    Ok(text) => Message::info(text),
+                    Err(e) => Message::error(e),
+                };
+                self.sync(target, false);
+            }
             Action::Yes | Action::No | Action::Resize(..) => {}
         }
     }

@@ -6,6 +6,8 @@
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
+use crate::app::Playback;
+
 /// Something the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -53,6 +55,9 @@ pub enum Action {
     Yes,
     /// Answer no (`n`).
     No,
+    /// Steer a replayed trace: `Space` play/pause, `,` `.` step back /
+    /// forward, `[` `]` slower / faster.
+    Play(Playback),
     /// The terminal now has this many columns and rows.
     Resize(u16, u16),
 }
@@ -106,6 +111,11 @@ pub fn from_key(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('?') | KeyCode::F(1) => Action::Help,
         KeyCode::Char('y' | 'Y') => Action::Yes,
         KeyCode::Char('n' | 'N') => Action::No,
+        KeyCode::Char(' ') => Action::Play(Playback::Toggle),
+        KeyCode::Char(',' | '<') => Action::Play(Playback::StepBack),
+        KeyCode::Char('.' | '>') => Action::Play(Playback::StepForward),
+        KeyCode::Char('[') => Action::Play(Playback::Slower),
+        KeyCode::Char(']') => Action::Play(Playback::Faster),
         _ => return None,
     })
 }
@@ -125,6 +135,10 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ("e", "evict the file from the cache (asks y/n)"),
     ("L", "lock / unlock the file in memory (mlock)"),
     ("r", "refresh now"),
+    (
+        "Space , . [ ]",
+        "replay: play/pause, step back/forward, slower/faster",
+    ),
     ("?  F1", "this help"),
 ];
 
@@ -153,6 +167,11 @@ mod tests {
         assert_eq!(ch('+'), Some(Action::ZoomIn));
         assert_eq!(ch('='), Some(Action::ZoomIn));
         assert_eq!(ch('-'), Some(Action::ZoomOut));
+        assert_eq!(ch(' '), Some(Action::Play(Playback::Toggle)));
+        assert_eq!(ch(','), Some(Action::Play(Playback::StepBack)));
+        assert_eq!(ch('.'), Some(Action::Play(Playback::StepForward)));
+        assert_eq!(ch('['), Some(Action::Play(Playback::Slower)));
+        assert_eq!(ch(']'), Some(Action::Play(Playback::Faster)));
         assert_eq!(ch('x'), None);
     }
 
@@ -233,7 +252,7 @@ mod tests {
         let help: String = BINDINGS.iter().map(|(k, v)| format!("{k} {v}\n")).collect();
         for needle in [
             "quit", "Esc", "Tab", "PgUp", "Home", "Enter", "zoom", "touch", "evict", "lock",
-            "refresh", "help",
+            "refresh", "help", "replay",
         ] {
             assert!(help.contains(needle), "help lacks {needle}");
         }

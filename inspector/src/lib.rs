@@ -16,6 +16,8 @@
 //! * [`cli`] — the non-interactive subcommands (`residency`, `pages`,
 //!   `page`, `check`, `layout`).
 //! * [`demo`] — the bundled bbolt file opened when no file is given.
+//! * [`replay`] — a recorded residency trace as a [`app::Target`]
+//!   (`inspector replay`).
 //!
 //! **Invariant: the inspector never writes the file it shows and never
 //! changes its residency except when asked (touch, evict, lock).**
@@ -28,5 +30,6 @@ pub mod cli;
 pub mod demo;
 pub mod describe;
 pub mod event;
+pub mod replay;
 pub mod stats;
 pub mod ui;

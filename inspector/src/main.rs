@@ -8,15 +8,17 @@
 #![forbid(unsafe_code)]
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use mapwise_core::bolt::WalkOptions;
-use mapwise_inspector::app::{App, Data};
+use mapwise_inspector::app::{App, Data, Target};
+use mapwise_inspector::replay::Replay;
 use mapwise_inspector::{cli, demo, event, ui};
+use mapwise_native::trace::Recorder;
 use mapwise_native::watch::Watch;
 use ratatui::DefaultTerminal;
 
@@ -58,6 +60,43 @@ enum Command {
     Check(FileArgs),
     /// Page kinds and buckets (text), or the whole layout (JSON).
     Layout(FileArgs),
+    /// Record a file's residency every interval into a trace file, while
+    /// a command runs (`-- CMD ARGS…`), for `--duration` seconds, or
+    /// until Ctrl-C (the trace stays readable when interrupted).
+    Record {
+        /// The file to watch (it may not exist yet).
+        file: PathBuf,
+        /// The trace file to write.
+        #[arg(short, long)]
+        out: PathBuf,
+        /// Milliseconds between samples.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+        interval: u64,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Free text stored in the trace (default: the command line).
+        #[arg(long)]
+        label: Option<String>,
+        /// The command to run while recording.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Play a recorded residency trace in the page map (Space pause,
+    /// `,` `.` step, `[` `]` speed).
+    Replay {
+        /// The trace file (`inspector record`, or `cargo xtask bench`'s
+        /// traces).
+        trace: PathBuf,
+        /// Read the structure from this copy of the traced file instead
+        /// of the path recorded in the trace.
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Milliseconds between frames on screen (trace time advances by
+        /// as much, times the speed); default: the trace's interval.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+        tick: Option<u64>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -72,7 +111,7 @@ struct FileArgs {
 fn main() -> ExitCode {
     let args = Cli::parse();
     let json = match &args.command {
-        Command::Open { .. } => false,
+        Command::Open { .. } | Command::Record { .. } | Command::Replay { .. } => false,
         Command::Residency(a) | Command::Pages(a) | Command::Check(a) | Command::Layout(a) => {
             a.json
         }
@@ -85,6 +124,22 @@ fn main() -> ExitCode {
         Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
         Command::Check(a) => print(cli::check(&a.file, a.json)),
         Command::Layout(a) => print(cli::layout(&a.file, a.json)),
+        Command::Record {
+            file,
+            out,
+            interval,
+            duration,
+            label,
+            command,
+        } => record(
+            &file,
+            &out,
+            Duration::from_millis(interval),
+            duration,
+            label,
+            &command,
+        ),
+        Command::Replay { trace, file, tick } => replay(&trace, file.as_deref(), tick),
     };
     match result {
         Ok(code) => code,
@@ -158,6 +213,11 @@ fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
     let mut watch = Watch::open(&path, WalkOptions::default())
         .with_context(|| format!("cannot open {}", path.display()))?;
     let mut app = App::new(label, Data::from_target(&watch), interval);
+    run_tui(&mut app, &mut watch)
+}
+
+/// Set the terminal up, run the loop, restore the terminal.
+fn run_tui(app: &mut App, target: &mut dyn Target) -> Result<ExitCode> {
     // Installs a panic hook that restores the terminal before the panic
     // message is printed.
     let mut terminal = match ratatui::try_init() {
@@ -168,13 +228,95 @@ fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
             return Err(anyhow::Error::new(e).context("cannot set up the terminal"));
         }
     };
-    let result = run(&mut terminal, &mut app, &mut watch);
+    let result = run(&mut terminal, app, target);
     ratatui::restore();
     result.map(|()| ExitCode::SUCCESS)
 }
 
+/// `inspector replay`: play a trace in the TUI.
+fn replay(trace: &Path, file: Option<&Path>, tick: Option<u64>) -> Result<ExitCode> {
+    let t = mapwise_native::trace::read(trace)
+        .with_context(|| format!("cannot read the trace {}", trace.display()))?;
+    let tick = tick.map_or_else(
+        || Duration::from_micros(t.header.interval_us).max(Duration::from_millis(20)),
+        Duration::from_millis,
+    );
+    let label = format!("{} (replay of {})", t.header.path, trace.display());
+    let mut target = Replay::new(t, file, tick);
+    let mut app = App::new(label, Data::from_target(&target), tick);
+    run_tui(&mut app, &mut target)
+}
+
+/// `inspector record`: sample `file` into the trace `out`.
+fn record(
+    file: &Path,
+    out: &Path,
+    interval: Duration,
+    duration: Option<f64>,
+    label: Option<String>,
+    command: &[String],
+) -> Result<ExitCode> {
+    let label = label.unwrap_or_else(|| {
+        if command.is_empty() {
+            format!("inspector record {}", file.display())
+        } else {
+            command.join(" ")
+        }
+    });
+    let limit = match duration {
+        Some(d) if d.is_finite() && d >= 0.0 => Some(Duration::from_secs_f64(d)),
+        Some(d) => anyhow::bail!("--duration must be a number of seconds ≥ 0, not {d}"),
+        None => None,
+    };
+    let rec = Recorder::start(file, out, &label, interval)
+        .with_context(|| format!("cannot write the trace {}", out.display()))?;
+    let mut code = ExitCode::SUCCESS;
+    if let Some((prog, args)) = command.split_first() {
+        let mut child = std::process::Command::new(prog)
+            .args(args)
+            .spawn()
+            .with_context(|| format!("cannot run {prog}"))?;
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait()? {
+                if !status.success() {
+                    eprintln!("inspector: {prog} exited with {status}");
+                    code = ExitCode::from(1);
+                }
+                break;
+            }
+            if limit.is_some_and(|l| start.elapsed() >= l) {
+                let _ = child.kill();
+                let _ = child.wait();
+                eprintln!("inspector: --duration reached; {prog} was killed");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    } else {
+        match limit {
+            Some(l) => std::thread::sleep(l),
+            None => {
+                eprintln!("inspector: recording {}; Ctrl-C stops", file.display());
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
+        }
+    }
+    let sum = rec.stop().context("the trace could not be written")?;
+    eprintln!(
+        "inspector: {} frames, {} bytes in {} (most resident: {} pages)",
+        sum.frames,
+        sum.bytes,
+        out.display(),
+        sum.max_resident_pages
+    );
+    Ok(code)
+}
+
 /// The loop: draw, wait for a key until the next tick, refresh on ticks.
-fn run(terminal: &mut DefaultTerminal, app: &mut App, watch: &mut Watch) -> Result<()> {
+fn run(terminal: &mut DefaultTerminal, app: &mut App, watch: &mut dyn Target) -> Result<()> {
     let size = terminal.size()?;
     app.resize(size.width, size.height);
     let mut next_tick = Instant::now() + app.interval();

@@ -13,4 +13,5 @@ pub mod report;
 pub mod residency;
 pub mod revlog;
 pub mod rrd;
+pub mod trace;
 pub mod watch;

@@ -622,3 +622,65 @@ fn child_reports_residency() {
         r.total_pages,
     );
 }
+
+/// A trace recorded around a read and an eviction shows both, frame by
+/// frame, and follows the path when another file is renamed over it.
+#[test]
+fn a_trace_records_reads_evictions_and_replacement() {
+    use mapwise_native::trace::{Recorder, read};
+    let dir = scratch_dir();
+    let path = dir.path().join("traced.bin");
+    let out = dir.path().join("run.trace");
+    let file = write_file(&path, 8 * MIB);
+    evict(&file, 0, TO_EOF).unwrap();
+    quiesce(&file);
+    let page = os_page_size();
+    let rec = Recorder::start(&path, &out, "test run", Duration::from_millis(5)).unwrap();
+    std::thread::sleep(Duration::from_millis(40));
+    // With POSIX_FADV_RANDOM a read brings in just what it reads.
+    read_span(&open_random(&path), 0, 2 * MIB);
+    quiesce(&file);
+    std::thread::sleep(Duration::from_millis(40));
+    evict(&file, 0, TO_EOF).unwrap();
+    quiesce(&file);
+    std::thread::sleep(Duration::from_millis(40));
+    let other = dir.path().join("other.bin");
+    drop(write_file(&other, MIB));
+    std::fs::rename(&other, &path).unwrap();
+    let sum = rec.stop().unwrap();
+
+    let trace = read(&out).unwrap();
+    assert_eq!(trace.header.path, path.display().to_string());
+    assert_eq!(trace.header.label, "test run");
+    assert_eq!(trace.header.os_page_size, page);
+    assert_eq!(trace.header.interval_us, 5_000);
+    assert!(!trace.truncated_tail);
+    assert_eq!(sum.frames, trace.frames.len() as u64);
+    assert_eq!(sum.bytes, std::fs::metadata(&out).unwrap().len());
+    assert!(trace.frames.len() >= 6, "{} frames", trace.frames.len());
+    let read_pages = 2 * MIB / page;
+    let first = &trace.frames[0];
+    assert_eq!((first.file_len, first.resident_pages()), (8 * MIB, 0));
+    // Some frame shows exactly the pages read, and only those.
+    let warm = trace
+        .frames
+        .iter()
+        .find(|f| f.resident_pages() == read_pages)
+        .expect("a frame with the 2 MiB read resident");
+    assert_eq!(warm.resident_between(0, read_pages), read_pages);
+    assert_eq!(sum.max_resident_pages, read_pages);
+    // After it, a frame of the same file with nothing resident (evicted).
+    let after = trace.frames.iter().skip_while(|f| f.resident_pages() == 0);
+    assert!(
+        after
+            .clone()
+            .any(|f| f.file_len == 8 * MIB && f.resident_pages() == 0),
+        "no evicted frame after the read"
+    );
+    // The last frame is the replacement file (1 MiB, just written).
+    let last = trace.frames.last().unwrap();
+    assert_eq!(last.file_len, MIB);
+    for w in trace.frames.windows(2) {
+        assert!(w[0].t_us <= w[1].t_us);
+    }
+}

@@ -104,6 +104,12 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let dim = Style::new().fg(Color::DarkGray);
     let mut chunks: Vec<Chunk> = Vec::new();
+    if let Some(clock) = &data.clock {
+        chunks.push(vec![Span::styled(
+            clock.clone(),
+            Style::new().fg(Color::Black).bg(Color::Cyan),
+        )]);
+    }
     match &data.residency {
         Some(r) => match r
             .known_resident_pages()
@@ -261,6 +267,11 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
             };
             out.push((format!("» {}", m.text), style, lines));
         }
+        None if data.clock.is_some() => out.push((
+            "? help · Space play/pause · , . step · [ ] speed · +/- zoom · q quit".into(),
+            Style::new().fg(Color::DarkGray),
+            1,
+        )),
         None => out.push((
             "? help · Tab focus · t touch · e evict · L lock · +/- zoom · q quit".into(),
             Style::new().fg(Color::DarkGray),
