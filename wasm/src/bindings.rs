@@ -265,3 +265,79 @@ impl Viewer {
         })
     }
 }
+
+/// A residency trace (`inspector record`, `cargo xtask bench`) to play
+/// over the open file's map: call `free()` when done with it.
+#[wasm_bindgen]
+#[derive(Debug)]
+pub struct Trace {
+    inner: crate::trace::TraceView,
+}
+
+#[wasm_bindgen]
+impl Trace {
+    /// Decode a whole trace file (traces are small: one run list per
+    /// frame).
+    ///
+    /// # Errors
+    /// Not a trace, a newer trace version, a damaged header or frame, or
+    /// no frames; the message says which and where.
+    pub fn parse(bytes: &[u8]) -> Result<Trace, JsError> {
+        crate::trace::TraceView::parse(bytes)
+            .map(|inner| Trace { inner })
+            .map_err(|e| JsError::new(&e))
+    }
+
+    /// `{ path, label, os_page_size, interval_us, frames, duration_us,
+    /// truncated_tail }` (u64s as BigInt).
+    ///
+    /// # Errors
+    /// Never in practice (serialisation).
+    pub fn summary(&self) -> Result<JsValue, JsError> {
+        to_js(&self.inner.summary())
+    }
+
+    /// Frame `index` (clamped): `{ index, t_us, file_len, known,
+    /// resident_pages, total_pages }`.
+    ///
+    /// # Errors
+    /// When `index` is not a whole number below 2^53.
+    pub fn frame(&self, index: f64) -> Result<JsValue, JsError> {
+        let i = usize::try_from(position(index, "index")?).unwrap_or(usize::MAX);
+        to_js(&self.inner.frame(i))
+    }
+
+    /// The frame on show `t_us` microseconds after the first.
+    ///
+    /// # Errors
+    /// When `t_us` is not a whole number below 2^53.
+    #[wasm_bindgen(js_name = frameAt)]
+    pub fn frame_at(&self, t_us: f64) -> Result<u32, JsError> {
+        let i = self.inner.frame_at(position(t_us, "t_us")?);
+        Ok(u32::try_from(i).unwrap_or(u32::MAX))
+    }
+
+    /// Residency levels of `cells` map cells of `per_cell` map pages of
+    /// `unit` bytes from map page `first`, in frame `index`: a
+    /// `Uint8Array` of 0 none, 1 some, 2 more than half, 3 all, 255 past
+    /// the file's end then.
+    ///
+    /// # Errors
+    /// When a position is not a whole number below 2^53.
+    pub fn levels(
+        &self,
+        index: f64,
+        first: f64,
+        per_cell: f64,
+        unit: f64,
+        cells: u32,
+    ) -> Result<Vec<u8>, JsError> {
+        Ok(self.inner.levels(
+            usize::try_from(position(index, "index")?).unwrap_or(usize::MAX),
+            position(first, "first")?,
+            position(per_cell, "per_cell")?,
+            position(unit, "unit")?,
+            cells,
+        ))
+    }
+}

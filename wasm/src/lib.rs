@@ -12,6 +12,8 @@
 //!   reads work unchanged). Files are never read whole.
 //! * [`view`] — what the page shows, computed from `mapwise-core` over
 //!   any `PageSource`; plain Rust, unit-tested on the host.
+//! * [`trace`] — a residency trace loaded beside the file, as per-cell
+//!   residency levels of each frame (the terminal's `inspector replay`).
 //! * [`bindings`] — the wasm-bindgen exports (`Viewer`, `detect`,
 //!   `kinds`), results converted with serde-wasm-bindgen (`u64` as
 //!   `BigInt`, maps as plain objects).
@@ -29,4 +31,5 @@
 
 pub mod bindings;
 pub mod blob;
+pub mod trace;
 pub mod view;

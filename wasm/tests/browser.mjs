@@ -6,7 +6,7 @@
 //   node browser.mjs CONFIG.json
 //
 // CONFIG: { url, npm, profile, screens, chromium, files: { small, etcd,
-//           revlog, rrd, corrupt, big }, keysOf, etcdKeysOf, timeoutMs }
+//           trace, revlog, rrd, corrupt, big }, keysOf, etcdKeysOf, timeoutMs }
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -185,6 +185,46 @@ try {
   etcd.buckets = await buckets();
   etcd.keys = await keyScreens(cfg.etcdKeysOf, 1);
 
+  // ---- a residency trace over the etcd file: frames by keyboard and
+  // button, then playback to the end
+  step('trace over etcd-small.db');
+  const drawnFrame = (i) =>
+    page.waitForFunction((i) => window.mapwise.state.trace && window.mapwise.state.trace.drawn === i, i, { timeout: T });
+  const frameShown = () =>
+    page.evaluate(() => {
+      const s = window.mapwise.state;
+      const counts = { 0: 0, 1: 0, 2: 0, 3: 0, 255: 0 };
+      s.trace.levels.forEach((l, i) => {
+        if (s.cells[i] !== 255) counts[l]++;
+      });
+      return { index: s.trace.index, counts, label: document.querySelector('#trace-label').textContent };
+    });
+  const trace = { frames: [] };
+  await page.setInputFiles('#trace', cfg.files.trace);
+  await drawnFrame(0);
+  trace.frames.push(await frameShown());
+  await page.focus('#trace-next');
+  await page.keyboard.press('Enter');
+  await drawnFrame(1);
+  trace.frames.push(await frameShown());
+  await page.screenshot({ path: path.join(cfg.screens, 'trace.png'), fullPage: true });
+  await page.keyboard.press('Enter');
+  await drawnFrame(2);
+  trace.frames.push(await frameShown());
+  await page.click('#trace-prev');
+  await drawnFrame(1);
+  await page.click('#trace-prev');
+  await drawnFrame(0);
+  await page.click('#trace-play');
+  await page.waitForFunction(() => window.mapwise.state.trace.drawn === 2 && !window.mapwise.state.trace.playing, null, { timeout: T });
+  trace.afterPlay = await frameShown();
+  // A file that is not a trace: a clear error, the map stays usable.
+  await page.setInputFiles('#trace', cfg.files.small);
+  await page.waitForFunction(() => !document.querySelector('#error').hidden, null, { timeout: T });
+  trace.badError = await errorText();
+  trace.badViewsVisible = await visible('#views');
+  trace.badTrace = await page.evaluate(() => window.mapwise.state.trace);
+
   // ---- revlog
   step('00changelog.i');
   const revlog = { open: await open(cfg.files.revlog) };
@@ -274,7 +314,7 @@ try {
   await page.screenshot({ path: path.join(cfg.screens, 'bolt-2gib.png'), fullPage: true });
   await page.screenshot({ path: cfg.screenshot, fullPage: true });
 
-  Object.assign(report, { small, etcd, revlog, rrd, corrupt, after, dropped, big });
+  Object.assign(report, { small, etcd, trace, revlog, rrd, corrupt, after, dropped, big });
 } catch (e) {
   report.failure = String(e && e.stack ? e.stack : e);
 } finally {

@@ -267,14 +267,49 @@ fn files() -> Result<BTreeMap<&'static str, PathBuf>, String> {
             t.elapsed().as_secs_f64()
         ));
     }
+    let trace = dir.join("etcd-small.trace");
+    write_trace(&trace, &testdata("bolt/etcd-small.db"))?;
     Ok(BTreeMap::from([
         ("small", testdata("bolt/small.db")),
+        ("trace", trace),
         ("etcd", testdata("bolt/etcd-small.db")),
         ("revlog", testdata("revlog/00changelog.i")),
         ("rrd", testdata("rrd/gauge.rrd")),
         ("corrupt", corrupt),
         ("big", big),
     ]))
+}
+
+/// OS pages resident in frame 1 of the test trace (frame 0: none; frame
+/// 2: all).
+const TRACE_PAGES: u64 = 20;
+
+/// A three-frame residency trace of `file` (4 KiB OS pages): nothing
+/// resident, the first [`TRACE_PAGES`] pages, every page.
+fn write_trace(out: &Path, file: &Path) -> Result<(), String> {
+    use mapwise_core::trace::{Frame, Header, encode_frame, encode_header};
+    let len = std::fs::metadata(file).map_err(|e| e.to_string())?.len();
+    let pages = len.div_ceil(4096);
+    let words = usize::try_from(pages.div_ceil(64)).map_err(|e| e.to_string())?;
+    let mut some = vec![0u64; words];
+    some[0] = (1 << TRACE_PAGES) - 1;
+    let mut bytes = encode_header(&Header {
+        path: file.display().to_string(),
+        label: "browser test: none, the first 20 pages, all".into(),
+        os_page_size: 4096,
+        interval_us: 50_000,
+        started_unix_ms: 0,
+    })
+    .map_err(|e| e.to_string())?;
+    for (t, map) in [
+        (0, vec![0u64; words]),
+        (50_000, some),
+        (100_000, vec![u64::MAX; words]),
+    ] {
+        let f = Frame::from_bitmap(t, len, true, &map, pages);
+        bytes.extend(encode_frame(&f).map_err(|e| e.to_string())?);
+    }
+    std::fs::write(out, bytes).map_err(|e| e.to_string())
 }
 
 /// `xtask serve` on a free port; killed on drop.
@@ -1007,4 +1042,44 @@ fn the_page_logs_no_errors() {
         .filter(|m| m.starts_with("error"))
         .collect();
     assert!(console.is_empty(), "console errors: {console:?}");
+}
+
+#[test]
+fn a_residency_trace_plays_over_the_map() {
+    let r = report();
+    let t = &r["trace"];
+    let pages = std::fs::metadata(testdata("bolt/etcd-small.db"))
+        .expect("etcd-small.db")
+        .len()
+        .div_ceil(4096);
+    let counts = |i: usize| -> [u64; 4] {
+        let c = &t["frames"][i]["counts"];
+        ["0", "1", "2", "3"].map(|k| c[k].as_u64().unwrap_or(u64::MAX))
+    };
+    // One cell per 4 KiB page on this small file.
+    assert_eq!(
+        counts(0),
+        [pages, 0, 0, 0],
+        "frame 1: nothing resident: {t}"
+    );
+    assert_eq!(
+        counts(1),
+        [pages - TRACE_PAGES, 0, 0, TRACE_PAGES],
+        "frame 2: the first pages: {t}"
+    );
+    assert_eq!(counts(2), [0, 0, 0, pages], "frame 3: everything: {t}");
+    let label = t["frames"][1]["label"].as_str().unwrap_or("");
+    assert!(
+        label.contains("frame 2 of 3")
+            && label.contains(&format!("{TRACE_PAGES} of {pages} OS pages resident")),
+        "{label}"
+    );
+    assert_eq!(
+        t["afterPlay"]["index"], 2,
+        "playback ends on the last frame"
+    );
+    let err = t["badError"].as_str().unwrap_or("");
+    assert!(err.contains("not a mapwise residency trace"), "{err}");
+    assert_eq!(t["badViewsVisible"], true, "the open file stays on show");
+    assert!(t["badTrace"].is_null(), "no trace after a bad one");
 }

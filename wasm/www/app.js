@@ -86,6 +86,11 @@ const state = {
   memory: 0, // wasm memory in bytes (it never shrinks: this is the peak)
   opens: 0,
   lastOpen: null,
+  // A loaded residency trace: { summary, index, frame, levels, playing,
+  // clockUs, speed, loads } (levels: per visible cell, 0 none … 3 all,
+  // 255 past the file's end at that moment); null when none.
+  trace: null,
+  traceLoads: 0,
 };
 let drawSeq = 0;
 let hoverSeq = 0;
@@ -193,6 +198,7 @@ async function openFile(file) {
   state.selected = null;
   state.scrollRow = 0;
   state.hoverCell = -1;
+  closeTrace();
   renderFacts(summary);
   renderLegend(summary);
   $('file-section').hidden = false;
@@ -403,8 +409,17 @@ async function drawMap(gen = state.gen) {
     if (gen === state.gen) showError(`Could not draw the map: ${e.message}`);
     return;
   }
+  let levels = null;
+  if (state.trace && state.pages) {
+    try {
+      levels = await call('traceLevels', state.trace.index, first, state.perCell, state.unit, count);
+    } catch (e) {
+      if (gen === state.gen) showError(`Could not draw the trace: ${e.message}`);
+    }
+  }
   if (seq !== drawSeq || gen !== state.gen) return;
   state.cells = cells;
+  if (state.trace) state.trace.levels = levels;
   paint();
 }
 
@@ -422,11 +437,26 @@ function paint() {
   ctx.fillStyle = '#000';
   ctx.fillRect(0, 0, w, h);
   const cells = state.cells || [];
+  const levels = state.trace && state.trace.levels;
   for (let i = 0; i < cells.length; i++) {
     const k = cells[i];
     if (k === NO_KIND) continue;
+    const x = (i % state.cols) * state.cell;
+    const y = Math.floor(i / state.cols) * state.cell;
+    const lv = levels ? levels[i] : 3;
+    if (lv === 255) continue; // past the end of the file at that moment
+    // As the terminal draws it: solid when cached, fainter as less of the
+    // cell is cached, hollow (an outline) when none is.
     ctx.fillStyle = kindColor(k);
-    ctx.fillRect((i % state.cols) * state.cell, Math.floor(i / state.cols) * state.cell, state.cell - 1, state.cell - 1);
+    ctx.strokeStyle = kindColor(k);
+    if (lv === 0) {
+      ctx.lineWidth = 1;
+      ctx.strokeRect(x + 1.5, y + 1.5, state.cell - 4, state.cell - 4);
+    } else {
+      ctx.globalAlpha = lv === 3 ? 1 : lv === 2 ? 0.7 : 0.4;
+      ctx.fillRect(x, y, state.cell - 1, state.cell - 1);
+      ctx.globalAlpha = 1;
+    }
   }
   if (state.selected !== null) {
     const i = Math.floor(state.selected / state.perCell) - state.scrollRow * state.cols;
@@ -436,6 +466,140 @@ function paint() {
       ctx.strokeRect((i % state.cols) * state.cell + 0.5, Math.floor(i / state.cols) * state.cell + 0.5, state.cell - 2, state.cell - 2);
     }
   }
+}
+
+// ---------------------------------------------------------------- traces
+
+function traceText() {
+  const t = state.trace;
+  if (!t || !t.frame) return '';
+  const f = t.frame;
+  const secs = (us) => (num(us) / 1e6).toFixed(2);
+  const res = f.known
+    ? `${fmtInt(f.resident_pages)} of ${fmtInt(f.total_pages)} OS pages resident (${share(num(f.resident_pages), Math.max(1, num(f.total_pages)))})`
+    : `residency unknown (the kernel would not tell the recorder)`;
+  return (
+    `Trace frame ${t.index + 1} of ${t.summary.frames} at ${secs(f.t_us)} s of ${secs(t.summary.duration_us)} s: ${res}. ` +
+    `Recorded from ${t.summary.path} while running: ${t.summary.label}.` +
+    (t.summary.truncated_tail ? ' (The recording was cut short; its last frame is lost.)' : '')
+  );
+}
+
+async function showFrame(index) {
+  const t = state.trace;
+  if (!t) return;
+  const gen = state.gen;
+  const loads = state.traceLoads;
+  const i = Math.max(0, Math.min(index, t.summary.frames - 1));
+  const frame = await call('traceFrame', i);
+  if (gen !== state.gen || loads !== state.traceLoads || !state.trace) return;
+  t.index = i;
+  t.frame = frame;
+  t.clockUs = num(frame.t_us);
+  $('trace-frame').value = String(i);
+  $('trace-label').textContent = traceText();
+  $('map').setAttribute('aria-label', `Page map. ${mapSummaryText()} ${traceText()}`);
+  await drawMap(gen);
+  t.drawn = i; // the browser test waits for this
+}
+
+function stopPlaying() {
+  const t = state.trace;
+  if (t && t.timer) clearInterval(t.timer);
+  if (t) {
+    t.timer = 0;
+    t.playing = false;
+  }
+  $('trace-play').textContent = 'Play';
+}
+
+function play() {
+  const t = state.trace;
+  if (!t) return;
+  if (t.playing) {
+    stopPlaying();
+    return;
+  }
+  if (t.index >= t.summary.frames - 1) t.clockUs = 0; // at the end: from the start
+  t.playing = true;
+  $('trace-play').textContent = 'Pause';
+  const tickMs = Math.max(30, Math.min(1000, num(t.summary.interval_us) / 1000));
+  let busy = false;
+  t.timer = setInterval(async () => {
+    if (busy || state.trace !== t) return;
+    busy = true;
+    try {
+      t.clockUs += tickMs * 1000 * num($('trace-speed').value);
+      const i = await call('traceAt', Math.floor(t.clockUs));
+      if (i !== t.index) await showFrame(i);
+      if (i >= t.summary.frames - 1) stopPlaying();
+    } catch (e) {
+      stopPlaying();
+      showError(`Could not play the trace: ${e.message}`);
+    } finally {
+      busy = false;
+    }
+  }, tickMs);
+}
+
+function closeTrace() {
+  stopPlaying();
+  if (state.trace) call('traceClose').catch(() => {});
+  state.trace = null;
+  $('trace-controls').hidden = true;
+  $('trace-label').textContent = '';
+  $('trace').value = '';
+}
+
+async function loadTrace(file) {
+  hideError();
+  closeTrace();
+  const gen = state.gen;
+  let summary;
+  try {
+    summary = await call('trace', file);
+  } catch (e) {
+    state.traceLoads++;
+    showError(`Could not read the trace ${file.name}: ${e.message}`);
+    return;
+  }
+  if (gen !== state.gen) return;
+  state.traceLoads++;
+  summary.frames = num(summary.frames); // a usize: a BigInt from the module
+  state.trace = { summary, index: 0, frame: null, levels: null, playing: false, timer: 0, clockUs: 0 };
+  const range = $('trace-frame');
+  range.max = String(summary.frames - 1);
+  range.value = '0';
+  $('trace-controls').hidden = false;
+  const name = state.summary ? state.summary.name : '';
+  if (name && !summary.path.endsWith(name)) {
+    $('trace-label').textContent = `Note: the trace was recorded from ${summary.path}, the open file is ${name}.`;
+  }
+  await showFrame(0);
+}
+
+function wireTrace() {
+  $('trace').addEventListener('change', () => {
+    const f = $('trace').files && $('trace').files[0];
+    if (f) loadTrace(f);
+  });
+  $('trace-play').addEventListener('click', play);
+  $('trace-prev').addEventListener('click', () => {
+    stopPlaying();
+    if (state.trace) showFrame(state.trace.index - 1);
+  });
+  $('trace-next').addEventListener('click', () => {
+    stopPlaying();
+    if (state.trace) showFrame(state.trace.index + 1);
+  });
+  $('trace-frame').addEventListener('input', () => {
+    stopPlaying();
+    showFrame(num($('trace-frame').value));
+  });
+  $('trace-close').addEventListener('click', () => {
+    closeTrace();
+    drawMap();
+  });
 }
 
 function cellAt(event) {
@@ -1032,6 +1196,7 @@ async function main() {
   startWorker();
   wireFiles();
   wireMap();
+  wireTrace();
   try {
     const hello = await call('hello');
     kinds = hello.kinds;

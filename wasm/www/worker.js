@@ -4,10 +4,14 @@
 // (app.js) sends { id, op, args } and gets back { id, ok, value | error,
 // memory }, where memory is the module's linear memory in bytes.
 
-import init, { Viewer, kinds, version } from './pkg/mapwise_wasm.js';
+import init, { Viewer, Trace, kinds, version } from './pkg/mapwise_wasm.js';
 
 let wasm = null;
 let viewer = null;
+let trace = null;
+// Traces are small (one list of resident runs per frame); a bigger file
+// is not a trace worth reading whole.
+const MAX_TRACE = 256 << 20;
 
 const ready = init().then((exports) => {
   wasm = exports;
@@ -15,6 +19,11 @@ const ready = init().then((exports) => {
 });
 
 const memory = () => (wasm ? wasm.memory.buffer.byteLength : 0);
+
+function needTrace() {
+  if (!trace) throw new Error('no trace is loaded');
+  return trace;
+}
 
 function need() {
   if (!viewer) throw new Error('no file is open');
@@ -51,6 +60,26 @@ const ops = {
   entries: (from, count, newestFirst) => need().entries(from, count, newestFirst),
   rraRows: (rra, from, count) => need().rraRows(rra, from, count),
   reads: () => need().reads(),
+  trace(file) {
+    if (trace) {
+      trace.free();
+      trace = null;
+    }
+    if (file.size > MAX_TRACE) throw new Error(`${file.name} is ${file.size} bytes: too big for a residency trace`);
+    const bytes = new Uint8Array(new FileReaderSync().readAsArrayBuffer(file));
+    trace = Trace.parse(bytes);
+    return trace.summary();
+  },
+  traceClose() {
+    if (trace) {
+      trace.free();
+      trace = null;
+    }
+    return null;
+  },
+  traceFrame: (index) => needTrace().frame(index),
+  traceAt: (tUs) => needTrace().frameAt(tUs),
+  traceLevels: (index, first, perCell, unit, cells) => needTrace().levels(index, first, perCell, unit, cells),
 };
 
 self.onmessage = async (event) => {
