@@ -12,11 +12,13 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::alternate::{self, CacheState, Pair, Prepared};
+use super::charts::{self, RatioBar};
 use super::machine::{self, Machine};
 use super::output::{self, Table, TempPath};
 use super::pagecache::{self, ReadPass};
 use super::proc::{Cmd, tail};
 use super::stats::{Summary, fmt_secs, pair_ratios};
+use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, mb_per_s, utc_human, utc_stamp};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
@@ -304,6 +306,62 @@ struct Results {
     limits: Vec<Limit>,
     residency: ResidencyBench,
     keys_agree: bool,
+    /// Residency traces of the timed runs (files in `traces/`).
+    traces: Vec<TraceInfo>,
+    /// SVG charts beside the report.
+    charts: Vec<String>,
+}
+
+/// The charts of this bench: (file, what it shows).
+const CHARTS: [(&str, &str); 2] = [
+    ("ratios.svg", "took, ours / Go bbolt, per cell"),
+    (
+        "residency-cold.svg",
+        "resident share of the file during the first timed cold run of each tool and mode",
+    ),
+];
+
+/// The SVGs named in [`CHARTS`]: the ratio bars of every cell, and the
+/// residency of the first cold run of each (cell, tool).
+fn bolt_scan_charts(r: &Results, traces: &Traces) -> Result<Vec<(String, String)>> {
+    let bars: Vec<RatioBar> = r
+        .cells
+        .iter()
+        .filter_map(|c| {
+            c.summary.ratio_took.as_ref().map(|s| RatioBar {
+                label: c.label.clone(),
+                median: s.median,
+                min: s.min,
+                max: s.max,
+            })
+        })
+        .collect();
+    let mut out = vec![(
+        CHARTS[0].0.to_string(),
+        charts::ratios("bolt-scan: took, ours / Go bbolt", &bars, None)?,
+    )];
+    let decoded: Vec<(String, mapwise_core::trace::Trace)> = r
+        .cells
+        .iter()
+        .filter(|c| c.spec.cache == CacheState::Cold)
+        .flat_map(|c| ["ours", "Go"].map(|side| (c.label.clone(), side)))
+        .filter_map(|(cell, side)| {
+            let t = traces.first(&cell, side)?.trace().ok()?;
+            Some((format!("{side}, {}", cell.trim_start_matches("cold, ")), t))
+        })
+        .collect();
+    if !decoded.is_empty() {
+        let series: Vec<(String, &mapwise_core::trace::Trace)> =
+            decoded.iter().map(|(l, t)| (l.clone(), t)).collect();
+        out.push((
+            CHARTS[1].0.to_string(),
+            charts::residency(
+                "bolt-scan, cold: the file in the page cache during the scan",
+                &series,
+            )?,
+        ));
+    }
+    Ok(out)
 }
 
 /// Runs the bench.
@@ -377,7 +435,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         ),
     };
 
-    // The cells.
+    // The cells; every timed run is traced (residency every 50 ms).
+    let traces = std::cell::RefCell::new(Traces::new());
+    let scratch = ws.bench_dir().join("scratch");
     let mut cell_results = Vec::with_capacity(cells.len());
     for spec in &cells {
         let ours_cmd = Cmd::new(path_arg(&mapwise))
@@ -414,16 +474,20 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             }
             Ok(prep)
         };
-        let mut ours = |_, prep| {
-            let s = measure(&ours_cmd, &ws.root, &file_path, prep, parse_ours);
+        let timed = |side: &str, run: usize, cmd: &Cmd, prep, parse| {
+            let go = || measure(cmd, &ws.root, &file_path, prep, parse);
+            let s = if phase.get() == "run" {
+                traces
+                    .borrow_mut()
+                    .record(&scratch, &file_path, &label, side, run, go)
+            } else {
+                go()
+            };
             progress.inc();
             s
         };
-        let mut go = |_, prep| {
-            let s = measure(&go_cmd, &ws.root, &file_path, prep, parse_go);
-            progress.inc();
-            s
-        };
+        let mut ours = |run, prep| timed("ours", run, &ours_cmd, prep, parse_ours);
+        let mut go = |run, prep| timed("Go", run, &go_cmd, prep, parse_go);
         let warmup_pairs = alternate::alternate(warmup, &mut before, &mut ours, &mut go)?;
         phase.set("run");
         let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut go)?;
@@ -477,7 +541,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         all.len() == 1
     };
     let finished = SystemTime::now();
-    let results = Results {
+    let mut results = Results {
         bench: "bolt-scan",
         sides: [("a", "ours"), ("b", "go")],
         started_utc: utc_human(started),
@@ -501,7 +565,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         limits,
         residency,
         keys_agree,
+        traces: traces.borrow().list().to_vec(),
+        charts: Vec::new(),
     };
+    let svgs = bolt_scan_charts(&results, &traces.borrow())?;
+    results.charts = svgs.iter().map(|(n, _)| n.clone()).collect();
     let report = render(&results);
     let json = serde_json::to_string_pretty(&results)? + "\n";
     let dir = args
@@ -512,10 +580,16 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.set("writing the report");
     output::write_all_atomically(
         &dir,
-        &[
-            ("results.json", json.as_bytes()),
-            ("REPORT.md", report.as_bytes()),
-        ],
+        &traces
+            .borrow()
+            .files()
+            .into_iter()
+            .chain(svgs.iter().map(|(n, s)| (n.as_str(), s.as_bytes())))
+            .chain([
+                ("results.json", json.as_bytes()),
+                ("REPORT.md", report.as_bytes()),
+            ])
+            .collect::<Vec<_>>(),
     )?;
     drop(progress);
     print!("{report}");
@@ -1077,6 +1151,20 @@ fn render(r: &Results) -> String {
         o.push('\n');
     }
 
+    let _ = writeln!(o, "## Charts and residency traces\n");
+    for (file, what) in CHARTS {
+        if r.charts.iter().any(|c| c == file) {
+            let _ = writeln!(o, "![{what}]({file})\n");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "Every timed run was traced: the file's residency every 50 ms, {} traces in `traces/`. \
+         Play one with `inspector replay traces/<cell>-<tool>-<run>.trace --file {}` \
+         (or load it beside the file in the browser viewer).\n",
+        r.traces.len(),
+        r.file.path
+    );
     let _ = writeln!(o, "## Physical limits\n");
     let mut t = Table::new(&["what", ">time", ">bandwidth (MB/s = 10^6 B/s)", "notes"]);
     for l in &r.limits {

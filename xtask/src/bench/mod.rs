@@ -5,10 +5,13 @@
 //! with a cache reset before each), [`pagecache`] (evict, warm, residency,
 //! O_DIRECT), [`stats`], [`machine`] (the report header), [`proc`] (child
 //! processes and their exact command lines), [`output`] (atomic report
-//! files, markdown tables), [`interrupt`] (Ctrl-C) and [`units`].
+//! files, markdown tables), [`traces`] (residency traces of timed runs),
+//! [`charts`] (SVG ratio and residency charts), [`interrupt`] (Ctrl-C) and
+//! [`units`].
 
 pub mod alternate;
 pub mod bolt_scan;
+pub mod charts;
 pub mod interrupt;
 pub mod machine;
 pub mod mmaptest;
@@ -18,6 +21,7 @@ pub mod proc;
 pub mod revlog;
 pub mod rrd;
 pub mod stats;
+pub mod traces;
 pub mod units;
 
 use std::borrow::Cow;

@@ -42,20 +42,30 @@ impl Drop for TempPath {
     }
 }
 
-/// Writes `files` (name, content) into `dir` (created if needed): every
-/// file first to `.NAME.tmp` and fsynced, then all renamed into place in
+/// Writes `files` (name, content) into `dir` (created if needed; names
+/// may have directory parts): every file first to `.NAME.tmp` beside its
+/// destination and fsynced, then all renamed into place in
 /// order (put the one people look for, REPORT.md, last).
 pub fn write_all_atomically(dir: &Path, files: &[(&str, &[u8])]) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut temps = Vec::with_capacity(files.len());
     for (name, content) in files {
-        let tmp = TempPath::new(dir.join(format!(".{name}.tmp")));
+        // A name may have a directory part (`traces/x.trace`): the
+        // temporary file sits beside its destination.
+        let dest = dir.join(name);
+        let parent = dest.parent().unwrap_or(dir);
+        fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+        let base = dest
+            .file_name()
+            .map_or_else(|| (*name).to_string(), |b| b.to_string_lossy().into_owned());
+        let tmp = TempPath::new(parent.join(format!(".{base}.tmp")));
         let mut f = fs::File::create(tmp.path())
             .with_context(|| format!("cannot create {}", tmp.path().display()))?;
         f.write_all(content)
             .and_then(|()| f.sync_all())
             .with_context(|| format!("cannot write {}", tmp.path().display()))?;
-        temps.push((tmp, dir.join(name)));
+        temps.push((tmp, dest));
     }
     super::interrupt::check()?;
     for (tmp, dest) in temps {
