@@ -584,6 +584,15 @@ fn page_decodes_what_go_lists() {
                 assert_eq!(fl["page"], id.to_string());
             }
         }
+        // --all walks every page run: each live page of the table is there
+        // (stale free pages that do not decode are reported, exit 0).
+        let all = String::from_utf8(ok(&["bolt", "page", p, "--all"])).expect("utf-8");
+        for id in &live {
+            assert!(
+                all.contains(&format!("Page ID:    {id}\n")),
+                "{name}: --all lacks {id}"
+            );
+        }
         // The root page in bbolt's text: the top-level buckets with their
         // sequences, as the oracle's dump has them.
         let root: u64 = metas[&current]["root"].parse().expect("root");

@@ -86,16 +86,20 @@ pub enum BoltCommand {
     /// Print the keys of a bucket, one per line, sub-bucket names
     /// included (bbolt `keys FILE BUCKET…`; nested buckets as further
     /// arguments).
+    #[command(override_usage = "mapwise bolt keys [OPTIONS] FILE BUCKET…")]
     Keys(kv::KeysArgs),
     /// Print the value of one key (bbolt `get FILE BUCKET… KEY`). Exit 1
     /// with "bucket not found" or "key not found".
+    #[command(override_usage = "mapwise bolt get [OPTIONS] FILE BUCKET… KEY")]
     Get(kv::GetArgs),
     /// Set one key: `put FILE BUCKET… KEY VALUE` (bbolt's CLI has no
     /// `put`; same argument style as `get`). Opens read-write (exclusive
     /// lock), commits and syncs.
+    #[command(override_usage = "mapwise bolt put [OPTIONS] FILE BUCKET… KEY VALUE")]
     Put(kv::PutArgs),
     /// Remove one key: `del FILE BUCKET… KEY` (not in bbolt's CLI). Exit
     /// 1 with "key not found" when it is not there (nothing written).
+    #[command(override_usage = "mapwise bolt del [OPTIONS] FILE BUCKET… KEY")]
     Del(kv::DelArgs),
     /// Without page ids: every bucket and key/value in the canonical text
     /// form (`bucket <path> seq=<n>` / `kv <path> <key-hex>
@@ -110,6 +114,7 @@ pub enum BoltCommand {
     Check(QuietArgs),
     /// Print bbolt's aggregate statistics of the top-level buckets
     /// (bbolt `stats FILE [PREFIX]`).
+    #[command(override_usage = "mapwise bolt stats [OPTIONS] FILE [PREFIX]")]
     Stats(tools::StatsArgs),
     /// Print the page table as `bbolt pages` does (ID TYPE ITEMS OVRFLW).
     /// Reads quietly (O_DIRECT, no lock, page cache untouched).
@@ -119,6 +124,7 @@ pub enum BoltCommand {
     Page(PageArgs),
     /// Copy the database into a new compact file (bbolt `compact -o DST
     /// SRC`) and print `SRC_BYTES -> DST_BYTES bytes (gain=X.XXx)`.
+    #[command(override_usage = "mapwise bolt compact [OPTIONS] -o DST SRC")]
     Compact(tools::CompactArgs),
     // `bench` (bbolt's benchmark) belongs here, in bbolt's order; it is
     // added with its own change.

@@ -70,7 +70,7 @@ pub struct GetArgs {
     #[command(flatten)]
     pub common: Common,
     /// The bucket path, then the key.
-    #[arg(required = true, value_name = "BUCKET… KEY")]
+    #[arg(required = true, value_name = "ARG")]
     args: Vec<OsString>,
     /// How the KEY argument is read (bbolt `--parse-format`).
     #[arg(long, value_enum, default_value = "ascii-encoded")]
@@ -86,7 +86,7 @@ pub struct PutArgs {
     #[command(flatten)]
     pub common: Common,
     /// The bucket path, then the key, then the value.
-    #[arg(required = true, value_name = "BUCKET… KEY VALUE")]
+    #[arg(required = true, value_name = "ARG")]
     args: Vec<OsString>,
     /// How KEY and VALUE are read (as `get --parse-format`).
     #[arg(long, value_enum, default_value = "ascii-encoded")]
@@ -103,7 +103,7 @@ pub struct DelArgs {
     #[command(flatten)]
     pub common: Common,
     /// The bucket path, then the key.
-    #[arg(required = true, value_name = "BUCKET… KEY")]
+    #[arg(required = true, value_name = "ARG")]
     args: Vec<OsString>,
     /// How KEY is read (as `get --parse-format`).
     #[arg(long, value_enum, default_value = "ascii-encoded")]
