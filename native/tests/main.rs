@@ -6,6 +6,7 @@ mod support;
 
 mod bolt_badinput;
 mod bolt_cli;
+mod bolt_cli_commands;
 mod bolt_concurrency;
 mod bolt_corrupt;
 mod bolt_crash;

@@ -1,4 +1,13 @@
-//! `mapwise bolt …`
+//! `mapwise bolt …`: bbolt's command line (`cmd/bbolt` in etcd-io/bbolt)
+//! with its command names, arguments and output shapes, over mapwise's
+//! engine, plus mapwise's own reports (`dump` of the whole content,
+//! `info`'s meta detail, `traverse`) and `put`/`del`.
+//!
+//! Exit status: 0 fine; 1 the file has problems or lacks what was asked
+//! for (bbolt's "bucket not found", "key not found", "incompatible
+//! value", a damaged file); 2 the command could not run (bad arguments,
+//! "key required", "bucket required", I/O, a lock timeout). With
+//! `--json` a failure prints `{"error": "..."}` on stdout.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -24,26 +33,132 @@ macro_rules! outln {
     }};
 }
 
+mod bytefmt;
+mod kv;
+mod page;
+mod tools;
+
+/// A failure about what the file holds (a bucket or key that is not
+/// there, a value where a bucket is expected, a damaged page): exit
+/// status 1, where a failure to run is 2.
+#[derive(Debug)]
+pub struct Problem(pub String);
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Problem {}
+
+/// An engine error as the command line reports it: bbolt's named errors
+/// about the content (bucket not found, incompatible value) and damage
+/// (invalid database, checksum, version, a bad page) are a [`Problem`]
+/// (exit 1) with the engine's message; I/O, mapping and lock timeouts are
+/// failures to run (exit 2).
+pub fn engine_error(e: mapwise_native::bolt::Error) -> anyhow::Error {
+    use mapwise_native::bolt::Error as E;
+    match e {
+        E::BucketNotFound
+        | E::IncompatibleValue
+        | E::Invalid { .. }
+        | E::VersionMismatch { .. }
+        | E::Checksum { .. }
+        | E::PageSize { .. }
+        | E::Format(_)
+        | E::Corrupt(_) => anyhow::Error::new(Problem(e.to_string())),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// `mapwise bolt` subcommands: bbolt's CLI names and output shapes
+/// (etcd-io/bbolt `cmd/bbolt/command/command_*.go`), with `--json`
+/// everywhere.
 #[derive(Debug, Subcommand)]
 pub enum BoltCommand {
-    /// Print every bucket and key/value in the canonical text form
-    /// (`bucket <path> seq=<n>` / `kv <path> <key-hex> <value-hex|->`);
-    /// with --json, one JSON object per line (JSON Lines). Opens the file
-    /// as bbolt does: a shared lock and a mapping.
-    Dump(FileArgs),
+    /// Print `Page Size: N` (bbolt `info`), then mapwise's detail: both
+    /// meta pages, the current one and the freelist. Reads only those
+    /// pages, quietly (O_DIRECT, no lock).
+    Info(QuietArgs),
+    /// Print the top-level bucket names, one per line (bbolt `buckets`).
+    Buckets(kv::BucketsArgs),
+    /// Print the keys of a bucket, one per line, sub-bucket names
+    /// included (bbolt `keys FILE BUCKET…`; nested buckets as further
+    /// arguments).
+    #[command(override_usage = "mapwise bolt keys [OPTIONS] FILE BUCKET…")]
+    Keys(kv::KeysArgs),
+    /// Print the value of one key (bbolt `get FILE BUCKET… KEY`). Exit 1
+    /// with "bucket not found" or "key not found".
+    #[command(override_usage = "mapwise bolt get [OPTIONS] FILE BUCKET… KEY")]
+    Get(kv::GetArgs),
+    /// Set one key: `put FILE BUCKET… KEY VALUE` (bbolt's CLI has no
+    /// `put`; same argument style as `get`). Opens read-write (exclusive
+    /// lock), commits and syncs.
+    #[command(override_usage = "mapwise bolt put [OPTIONS] FILE BUCKET… KEY VALUE")]
+    Put(kv::PutArgs),
+    /// Remove one key: `del FILE BUCKET… KEY` (not in bbolt's CLI). Exit
+    /// 1 with "key not found" when it is not there (nothing written).
+    #[command(override_usage = "mapwise bolt del [OPTIONS] FILE BUCKET… KEY")]
+    Del(kv::DelArgs),
+    /// Without page ids: every bucket and key/value in the canonical text
+    /// form (`bucket <path> seq=<n>` / `kv <path> <key-hex>
+    /// <value-hex|->`), opening the file as bbolt does (shared lock,
+    /// mapping). With page ids: those pages as hex, as bbolt's `dump
+    /// FILE PGID…` prints them (read quietly). With --json, JSON Lines.
+    Dump(DumpArgs),
+    /// Check the structure (reachability, free pages, key order, meta
+    /// pages); print one line per problem, then `OK` or `N errors found`
+    /// (bbolt `check`), exit 1 on problems. Reads quietly (O_DIRECT,
+    /// no lock, page cache untouched).
+    Check(QuietArgs),
+    /// Print bbolt's aggregate statistics of the top-level buckets
+    /// (bbolt `stats FILE [PREFIX]`).
+    #[command(override_usage = "mapwise bolt stats [OPTIONS] FILE [PREFIX]")]
+    Stats(tools::StatsArgs),
     /// Print the page table as `bbolt pages` does (ID TYPE ITEMS OVRFLW).
     /// Reads quietly (O_DIRECT, no lock, page cache untouched).
     Pages(QuietArgs),
-    /// Check the structure (reachability, free pages, key order, meta
-    /// pages); exit 1 with one line per problem. Reads quietly (O_DIRECT,
-    /// no lock, page cache untouched).
-    Check(QuietArgs),
-    /// Print both meta pages, the current one and the freelist. Reads
-    /// only those pages, quietly.
-    Info(QuietArgs),
+    /// Print pages decoded as `bbolt page FILE PGID…` does: header, then
+    /// meta fields, elements or freelist ids. Reads quietly.
+    Page(PageArgs),
+    /// Copy the database into a new compact file (bbolt `compact -o DST
+    /// SRC`) and print `SRC_BYTES -> DST_BYTES bytes (gain=X.XXx)`.
+    #[command(override_usage = "mapwise bolt compact [OPTIONS] -o DST SRC")]
+    Compact(tools::CompactArgs),
+    // `bench` (bbolt's benchmark) belongs here, in bbolt's order; it is
+    // added with its own change.
     /// Open read-only and walk every key of one bucket with a cursor,
     /// timing open + scan (the MAP_POPULATE experiment of bbolt#455).
     Traverse(TraverseArgs),
+}
+
+/// `dump FILE [PGID…]`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    #[command(flatten)]
+    file: FileArgs,
+    /// Page ids to print as hex (bbolt's `dump`); none = the whole
+    /// content as canonical text.
+    #[arg(value_name = "PGID")]
+    pages: Vec<u64>,
+}
+
+/// `page FILE PGID…`.
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    #[command(flatten)]
+    file: QuietArgs,
+    /// Page ids to decode.
+    #[arg(value_name = "PGID", required_unless_present = "all")]
+    pages: Vec<u64>,
+    /// Every page from 0 to the high-water mark, a run of overflow pages
+    /// once (bbolt `--all`).
+    #[arg(long, conflicts_with = "pages")]
+    all: bool,
+    /// How leaf values are printed (bbolt `--format-value`).
+    #[arg(long, value_enum, default_value = "auto")]
+    format_value: bytefmt::Format,
 }
 
 #[derive(Debug, Args)]
@@ -125,29 +240,80 @@ fn bolt_file<'s>(args: &QuietArgs, src: &'s QuietSource) -> Result<BoltFile<'s, 
         .with_context(|| format!("{}: cannot open as a bbolt database", args.file.display()))
 }
 
+/// Run one `mapwise bolt` subcommand; returns its exit status, or an
+/// error for `main` to print (exit 2).
 pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
     let json = match &cmd {
-        BoltCommand::Dump(a) => a.json,
+        BoltCommand::Dump(a) => a.file.json,
         BoltCommand::Pages(a) | BoltCommand::Check(a) | BoltCommand::Info(a) => a.json,
+        BoltCommand::Page(a) => a.file.json,
+        BoltCommand::Buckets(a) => a.json,
+        BoltCommand::Keys(a) => a.common.json,
+        BoltCommand::Get(a) => a.common.json,
+        BoltCommand::Put(a) => a.common.json,
+        BoltCommand::Del(a) => a.common.json,
+        BoltCommand::Stats(a) => a.json,
+        BoltCommand::Compact(a) => a.json,
         BoltCommand::Traverse(a) => a.json,
     };
     let result = match cmd {
-        BoltCommand::Dump(a) => dump(&a),
-        BoltCommand::Pages(a) => pages(&a),
-        BoltCommand::Check(a) => check(&a),
         BoltCommand::Info(a) => info(&a),
+        BoltCommand::Buckets(a) => kv::buckets(&a),
+        BoltCommand::Keys(a) => kv::keys(&a),
+        BoltCommand::Get(a) => kv::get(&a),
+        BoltCommand::Put(a) => kv::put(&a),
+        BoltCommand::Del(a) => kv::del(&a),
+        BoltCommand::Dump(a) if a.pages.is_empty() => dump(&a.file),
+        BoltCommand::Dump(a) => {
+            with_quiet_file(&a.file.file, |f| page::hexdump(f, &a.pages, a.file.json))
+        }
+        BoltCommand::Check(a) => check(&a),
+        BoltCommand::Stats(a) => tools::stats(&a),
+        BoltCommand::Pages(a) => pages(&a),
+        BoltCommand::Page(a) => with_quiet_file(&a.file.file, |f| {
+            page::page(f, &a.pages, a.all, a.format_value, a.file.json)
+        }),
+        BoltCommand::Compact(a) => tools::compact(&a),
         BoltCommand::Traverse(a) => traverse(&a),
     };
     match result {
-        // Scripts asking for JSON get JSON on failure too.
-        Err(e) if json && !crate::out::is_broken_pipe(&e) => {
-            let mut out = Out::new();
-            outln!(out, "{}", serde_json::json!({ "error": format!("{e:#}") }));
-            out.finish()?;
-            Ok(ExitCode::from(2))
+        Err(e) if crate::out::is_broken_pipe(&e) => Err(e),
+        Err(e) => {
+            let code = if e.downcast_ref::<Problem>().is_some() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::from(2)
+            };
+            if json {
+                // Scripts asking for JSON get JSON on failure too.
+                let mut out = Out::new();
+                outln!(out, "{}", serde_json::json!({ "error": format!("{e:#}") }));
+                out.finish()?;
+                Ok(code)
+            } else if code == ExitCode::FAILURE {
+                eprintln!("mapwise: {e:#}");
+                Ok(code)
+            } else {
+                Err(e)
+            }
         }
         r => r,
     }
+}
+
+/// Run `f` on `path` read quietly (O_DIRECT, no lock, nothing mapped).
+fn with_quiet_file(
+    path: &std::path::Path,
+    f: impl FnOnce(&BoltFile<'_, QuietSource>) -> Result<ExitCode>,
+) -> Result<ExitCode> {
+    let src = QuietSource::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = BoltFile::open(&src).map_err(|e| {
+        anyhow::Error::new(Problem(format!(
+            "{}: cannot open as a bbolt database: {e}",
+            path.display()
+        )))
+    })?;
+    f(&file)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -273,6 +439,9 @@ fn info(a: &QuietArgs) -> Result<ExitCode> {
         out.finish()?;
         return Ok(ExitCode::SUCCESS);
     }
+    // bbolt `info` prints this one line (`command_info.go`, `db.Info()`);
+    // mapwise's detail follows.
+    outln!(out, "Page Size: {}", file.page_size());
     outln!(
         out,
         "file_size={} page_size={}",

@@ -1,7 +1,9 @@
 //! `mapwise`: the command line of the mapwise engines.
 //!
-//! `mapwise bolt dump|pages|check|info FILE` read bbolt files the way Go
-//! bbolt does; every subcommand takes `--json`.
+//! `mapwise bolt …` reads and writes bbolt files with the commands, output
+//! and errors of bbolt's own CLI (`info`, `buckets`, `keys`, `get`, `put`,
+//! `del`, `dump`, `check`, `stats`, `pages`, `page`, `compact`); every
+//! subcommand takes `--json`.
 
 mod bolt;
 mod mmaptest;

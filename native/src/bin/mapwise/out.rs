@@ -18,6 +18,16 @@ impl Out {
         }
     }
 
+    /// Write raw bytes (a value printed with `--format bytes` need not be
+    /// UTF-8), keeping the first error as the `fmt::Write` side does.
+    pub fn write_bytes(&mut self, b: &[u8]) {
+        if self.error.is_none()
+            && let Err(e) = self.w.write_all(b)
+        {
+            self.error = Some(e);
+        }
+    }
+
     /// Flush, returning the first error seen.
     pub fn finish(mut self) -> io::Result<()> {
         if let Some(e) = self.error.take() {
