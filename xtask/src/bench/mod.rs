@@ -9,6 +9,7 @@
 //! [`charts`] (SVG ratio and residency charts), [`interrupt`] (Ctrl-C) and
 //! [`units`].
 
+pub mod all;
 pub mod alternate;
 pub mod bolt_scan;
 pub mod charts;
@@ -168,6 +169,10 @@ enum BenchCommand {
     /// in-process update throughput vs librrd.
     #[command(after_long_help = rrd::HELP)]
     Rrd(rrd::Args),
+    /// Every bench above, one after the other, and an index report of
+    /// their verdicts.
+    #[command(after_long_help = all::HELP)]
+    All(all::Args),
 }
 
 /// Options every bench takes.
@@ -278,6 +283,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             std::env::set_current_dir(&ws.root)
                 .with_context(|| format!("cannot enter {}", ws.root.display()))?;
             rrd::run(&ws, &a)
+        }
+        BenchCommand::All(mut a) => {
+            a.fix_out()?;
+            std::env::set_current_dir(&ws.root)
+                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
+            all::run(&ws, &a)
         }
     }
 }
