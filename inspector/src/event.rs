@@ -135,10 +135,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ("e", "evict the file from the cache (asks y/n)"),
     ("L", "lock / unlock the file in memory (mlock)"),
     ("r", "refresh now"),
-    (
-        "Space , . [ ]",
-        "replay: play/pause, step back/forward, slower/faster",
-    ),
+    ("Space , . [ ]", "replay: play/pause, step, slower/faster"),
     ("?  F1", "this help"),
 ];
 
