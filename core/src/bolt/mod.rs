@@ -17,7 +17,7 @@ mod stats;
 mod walk;
 mod write;
 
-pub use cursor::{Bucket, Cursor, Item};
+pub use cursor::{Bucket, Cursor, CursorOptions, Item, Prefetch};
 pub use detail::{Body, Bytes, Element, PREVIEW, PageDetail, page_detail};
 pub use dump::{DumpError, Pages, PagesRow, Record, dump, pages, visit, write_hex, write_record};
 pub use file::{BoltFile, MAX_DEPTH, Snapshot};

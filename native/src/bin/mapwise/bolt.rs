@@ -44,6 +44,9 @@ pub enum BoltCommand {
     /// Open read-only and walk every key of one bucket with a cursor,
     /// timing open + scan (the MAP_POPULATE experiment of bbolt#455).
     Traverse(TraverseArgs),
+    /// The oracle's seeded write-then-read workload (`oracle.sh bench`):
+    /// batched puts, then a cursor scan or random gets, timed.
+    Bench(crate::bolt_bench::BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -72,6 +75,10 @@ pub struct TraverseArgs {
     /// madvise advice after mapping (bbolt always uses random).
     #[arg(long, default_value = "random")]
     advice: String,
+    /// Prefetching cursor: announce this many bytes of leaf pages ahead
+    /// of the scan with madvise(MADV_WILLNEED) (`256KiB`, `8MiB`; 0 = off).
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::bolt_bench::parse_bytes)]
+    prefetch: u64,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -130,6 +137,7 @@ pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
         BoltCommand::Dump(a) => a.json,
         BoltCommand::Pages(a) | BoltCommand::Check(a) | BoltCommand::Info(a) => a.json,
         BoltCommand::Traverse(a) => a.json,
+        BoltCommand::Bench(a) => a.json(),
     };
     let result = match cmd {
         BoltCommand::Dump(a) => dump(&a),
@@ -137,6 +145,7 @@ pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
         BoltCommand::Check(a) => check(&a),
         BoltCommand::Info(a) => info(&a),
         BoltCommand::Traverse(a) => traverse(&a),
+        BoltCommand::Bench(a) => crate::bolt_bench::run(&a),
     };
     match result {
         // Scripts asking for JSON get JSON on failure too.
@@ -358,7 +367,11 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
         let bucket = tx
             .bucket_path(&path)
             .with_context(|| format!("bucket {:?}", a.bucket))?;
-        let mut c = bucket.cursor();
+        let copts = mapwise_native::bolt::CursorOptions {
+            prefetch: (a.prefetch > 0).then_some(a.prefetch),
+            prefetch_end: None,
+        };
+        let mut c = tx.cursor_with(&bucket, &copts);
         let mut item = c.first()?;
         while let Some(it) = item {
             keys += 1;
@@ -376,7 +389,7 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     if a.json {
         let v = serde_json::json!({
             "file_bytes": size, "populate": a.populate, "cold": a.cold, "touch": a.touch,
-            "mlock": a.mlock, "advice": advice.name(), "open_s": opened.as_secs_f64(),
+            "mlock": a.mlock, "advice": advice.name(), "prefetch": a.prefetch, "open_s": opened.as_secs_f64(),
             "traverse_s": scan.as_secs_f64(), "took_s": took.as_secs_f64(), "keys": keys,
             "value_bytes": value_bytes,
         });

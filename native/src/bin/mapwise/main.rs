@@ -4,6 +4,7 @@
 //! bbolt does; every subcommand takes `--json`.
 
 mod bolt;
+mod bolt_bench;
 mod mmaptest;
 mod out;
 mod revlog;
