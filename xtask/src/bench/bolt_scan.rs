@@ -156,26 +156,28 @@ pub fn parse_gen_entries(text: &str) -> Option<u64> {
 
 /// One run of one tool.
 #[derive(Debug, Serialize)]
-struct Sample {
+pub(super) struct Sample {
     #[serde(flatten)]
-    timing: Timing,
+    pub(super) timing: Timing,
     /// Spawn to exit as seen by xtask (process start-up included; for Go
     /// also oracle.sh's own checks before it execs the binary).
-    wall_s: f64,
+    pub(super) wall_s: f64,
     /// The cache reset before this run.
-    prep: Prepared,
+    pub(super) prep: Prepared,
     /// Fraction of the file resident right after the run (mincore): how
     /// much of it the tool brought in.
-    resident_after: f64,
+    pub(super) resident_after: f64,
+    /// Peak RSS of the process, KiB (wait4).
+    pub(super) max_rss_kib: Option<u64>,
     /// What the tool printed.
     stdout: String,
 }
 
 /// A cell: cache state × populate.
 #[derive(Clone, Copy, Debug, Serialize)]
-struct CellSpec {
-    cache: CacheState,
-    populate: bool,
+pub(super) struct CellSpec {
+    pub(super) cache: CacheState,
+    pub(super) populate: bool,
 }
 
 impl CellSpec {
@@ -194,43 +196,43 @@ impl CellSpec {
 
 /// Summaries of a cell.
 #[derive(Debug, Serialize)]
-struct CellSummary {
-    ours_took: Option<Summary>,
-    go_took: Option<Summary>,
+pub(super) struct CellSummary {
+    pub(super) ours_took: Option<Summary>,
+    pub(super) go_took: Option<Summary>,
     /// ours/Go `took`, pair by pair.
-    ratio_took: Option<Summary>,
+    pub(super) ratio_took: Option<Summary>,
     /// Pairs without a ratio (Go printed 0.000 s).
-    ratio_skipped: usize,
-    ours_open: Option<Summary>,
-    ours_scan: Option<Summary>,
-    go_open: Option<Summary>,
-    go_scan: Option<Summary>,
+    pub(super) ratio_skipped: usize,
+    pub(super) ours_open: Option<Summary>,
+    pub(super) ours_scan: Option<Summary>,
+    pub(super) go_open: Option<Summary>,
+    pub(super) go_scan: Option<Summary>,
     /// ours/Go scan time, pair by pair.
-    ratio_scan: Option<Summary>,
-    ours_wall: Option<Summary>,
-    go_wall: Option<Summary>,
+    pub(super) ratio_scan: Option<Summary>,
+    pub(super) ours_wall: Option<Summary>,
+    pub(super) go_wall: Option<Summary>,
     /// Resident fraction after the reset, over all runs of the cell.
-    resident: Option<Summary>,
+    pub(super) resident: Option<Summary>,
     /// Resident fraction after ours' runs.
-    ours_resident_after: Option<Summary>,
+    pub(super) ours_resident_after: Option<Summary>,
     /// Resident fraction after Go's runs.
-    go_resident_after: Option<Summary>,
+    pub(super) go_resident_after: Option<Summary>,
     /// Every key count seen (one value when all agree).
-    key_counts: Vec<u64>,
+    pub(super) key_counts: Vec<u64>,
 }
 
 #[derive(Debug, Serialize)]
-struct CellResult {
-    label: String,
+pub(super) struct CellResult {
+    pub(super) label: String,
     #[serde(flatten)]
     spec: CellSpec,
-    ours_cmd: String,
-    go_cmd: String,
+    pub(super) ours_cmd: String,
+    pub(super) go_cmd: String,
     /// Untimed pairs run first (`--warmup`), not in the statistics.
     warmup: Vec<Pair<Sample>>,
     /// `a` = ours (always first), `b` = Go.
-    pairs: Vec<Pair<Sample>>,
-    summary: CellSummary,
+    pub(super) pairs: Vec<Pair<Sample>>,
+    pub(super) summary: CellSummary,
 }
 
 /// A physical-limit measurement: whole-file reads.
@@ -262,23 +264,23 @@ struct ResidencyBench {
 }
 
 #[derive(Debug, Serialize)]
-struct FileInfo {
-    path: String,
-    bytes: u64,
+pub(super) struct FileInfo {
+    pub(super) path: String,
+    pub(super) bytes: u64,
     /// Made during this bench (otherwise taken from the cache).
     generated_now: bool,
-    gen_cmd: String,
+    pub(super) gen_cmd: String,
     gen_output: String,
     /// `entries=` from the generator, if known.
-    expected_keys: Option<u64>,
+    pub(super) expected_keys: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
-struct Versions {
+pub(super) struct Versions {
     /// From the oracle README.
-    bbolt_readme: Option<String>,
+    pub(super) bbolt_readme: Option<String>,
     /// Installed Debian package version of golang-github-coreos-bbolt-dev.
-    bbolt_package: Option<String>,
+    pub(super) bbolt_package: Option<String>,
 }
 
 /// Everything results.json holds; the report is rendered from it.
@@ -390,53 +392,15 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             .arg("traverse")
             .arg(file.path.clone())
             .arg_if(spec.populate, "--populate");
-        let label = spec.label();
-        let phase = std::cell::Cell::new("warm-up");
-        let mut before = |side, run| {
-            let who = if side == alternate::Side::A {
-                "ours"
-            } else {
-                "Go"
-            };
-            let of = if phase.get() == "run" { runs } else { warmup };
-            progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
-            let prep = alternate::prepare(&file_path, spec.cache)?;
-            let off = match spec.cache {
-                CacheState::Cold => prep.resident > 0.01,
-                CacheState::Warm => prep.resident < 0.99,
-            };
-            if off {
-                progress.note(&format!(
-                    "xtask: warning: {label} {} {run} ({who}) starts with {} of the file resident",
-                    phase.get(),
-                    pct(prep.resident)
-                ));
-            }
-            Ok(prep)
-        };
-        let mut ours = |_, prep| {
-            let s = measure(&ours_cmd, &ws.root, &file_path, prep, parse_ours);
-            progress.inc();
-            s
-        };
-        let mut go = |_, prep| {
-            let s = measure(&go_cmd, &ws.root, &file_path, prep, parse_go);
-            progress.inc();
-            s
-        };
-        let warmup_pairs = alternate::alternate(warmup, &mut before, &mut ours, &mut go)?;
-        phase.set("run");
-        let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut go)?;
-        let summary = summarize(&pairs);
-        cell_results.push(CellResult {
-            label,
-            spec: *spec,
-            ours_cmd: ours_cmd.shell(),
-            go_cmd: go_cmd.shell(),
-            warmup: warmup_pairs,
-            pairs,
-            summary,
-        });
+        cell_results.push(run_cell(
+            ws,
+            &progress,
+            &file_path,
+            *spec,
+            spec.label(),
+            (ours_cmd, go_cmd),
+            (warmup, runs),
+        )?);
     }
 
     // The physical limits.
@@ -527,6 +491,66 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Runs one cell: `warmup` untimed pairs, then `runs` timed pairs of
+/// `cmds` (ours, Go) alternately, each after the cell's cache reset.
+pub(super) fn run_cell(
+    ws: &Workspace,
+    progress: &Progress,
+    file_path: &Path,
+    spec: CellSpec,
+    label: String,
+    cmds: (Cmd, Cmd),
+    (warmup, runs): (usize, usize),
+) -> Result<CellResult> {
+    let (ours_cmd, go_cmd) = cmds;
+    let phase = std::cell::Cell::new("warm-up");
+    let mut before = |side, run| {
+        let who = if side == alternate::Side::A {
+            "ours"
+        } else {
+            "Go"
+        };
+        let of = if phase.get() == "run" { runs } else { warmup };
+        progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
+        let prep = alternate::prepare(file_path, spec.cache)?;
+        let off = match spec.cache {
+            CacheState::Cold => prep.resident > 0.01,
+            CacheState::Warm => prep.resident < 0.99,
+        };
+        if off {
+            progress.note(&format!(
+                "xtask: warning: {label} {} {run} ({who}) starts with {} of the file resident",
+                phase.get(),
+                pct(prep.resident)
+            ));
+        }
+        Ok(prep)
+    };
+    let mut ours = |_, prep| {
+        let s = measure(&ours_cmd, &ws.root, file_path, prep, parse_ours);
+        progress.inc();
+        s
+    };
+    let mut go = |_, prep| {
+        let s = measure(&go_cmd, &ws.root, file_path, prep, parse_go);
+        progress.inc();
+        s
+    };
+    let warmup_pairs = alternate::alternate(warmup, &mut before, &mut ours, &mut go)?;
+    phase.set("run");
+    let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut go)?;
+    let summary = summarize(&pairs);
+    Ok(CellResult {
+        label,
+        spec,
+        ours_cmd: ours_cmd.shell(),
+        go_cmd: go_cmd.shell(),
+        warmup: warmup_pairs,
+        pairs,
+        summary,
+    })
+}
+
 /// Runs one tool once, parses its timings and notes how much of the file
 /// it left resident.
 fn measure(
@@ -544,6 +568,7 @@ fn measure(
         wall_s: out.wall_s,
         prep,
         resident_after,
+        max_rss_kib: out.max_rss_kib,
         stdout: out.stdout,
     })
 }
@@ -551,7 +576,7 @@ fn measure(
 /// The cached bbolt file: `target/bench/files/bolt-big-seed<S>-<SIZE>.db`,
 /// generated by the oracle under a temporary name and renamed into place
 /// when missing; `<file>.gen.txt` keeps the command and its output.
-fn ensure_file(
+pub(super) fn ensure_file(
     ws: &Workspace,
     oracle: &str,
     size: u64,
@@ -813,42 +838,26 @@ pub fn verdict(ratio: Option<&Summary>) -> String {
     s
 }
 
-fn opt_secs(s: Option<&Summary>) -> String {
+pub(super) fn opt_secs(s: Option<&Summary>) -> String {
     s.map_or_else(|| "—".to_owned(), Summary::secs)
 }
 
-fn opt_ratio(s: Option<&Summary>) -> String {
+pub(super) fn opt_ratio(s: Option<&Summary>) -> String {
     s.map_or_else(|| "—".to_owned(), Summary::ratio)
 }
 
-fn opt_median(s: Option<&Summary>) -> String {
+pub(super) fn opt_median(s: Option<&Summary>) -> String {
     s.map_or_else(|| "—".to_owned(), |s| fmt_secs(s.median))
 }
 
-fn pct(x: f64) -> String {
+pub(super) fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
-/// The markdown report.
-#[allow(clippy::too_many_lines)]
-fn render(r: &Results) -> String {
-    let m = &r.machine;
+/// The report's `## Machine` section (shared with `bench bolt`).
+pub(super) fn machine_section(m: &Machine, versions: &Versions, loadavg_end: Option<&String>) -> String {
     let mut o = String::new();
     let na = || "unknown".to_owned();
-    let _ = writeln!(o, "# bench bolt-scan — {}\n", r.started_utc);
-    let _ = writeln!(
-        o,
-        "The MAP_POPULATE experiment of boltdb/bolt issue 455, re-run: read-only cursor scan over every key of \
-         bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
-         (the oracle's `traverse`), {} run{} each per cell, alternating ours, Go, ours, Go, … \
-         Finished {}.\n",
-        r.bucket,
-        r.versions.bbolt_readme.clone().unwrap_or_else(na),
-        r.runs,
-        if r.runs == 1 { "" } else { "s" },
-        r.finished_utc,
-    );
-
     let _ = writeln!(o, "## Machine\n");
     let mut t = Table::new(&["", "this machine"]);
     t.row(["CPU".to_owned(), m.cpu_model.clone().unwrap_or_else(na)]);
@@ -895,8 +904,8 @@ fn render(r: &Results) -> String {
         "bbolt".to_owned(),
         format!(
             "{} (oracle README); Debian package golang-github-coreos-bbolt-dev {}",
-            r.versions.bbolt_readme.clone().unwrap_or_else(na),
-            r.versions.bbolt_package.clone().unwrap_or_else(na)
+            versions.bbolt_readme.clone().unwrap_or_else(na),
+            versions.bbolt_package.clone().unwrap_or_else(na)
         ),
     ]);
     t.row([
@@ -908,10 +917,34 @@ fn render(r: &Results) -> String {
         format!(
             "{} at start, {} at end",
             m.loadavg.clone().unwrap_or_else(na),
-            r.loadavg_end.clone().unwrap_or_else(na)
+            loadavg_end.cloned().unwrap_or_else(na)
         ),
     ]);
     o.push_str(&t.render());
+    o
+}
+
+/// The markdown report.
+#[allow(clippy::too_many_lines)]
+fn render(r: &Results) -> String {
+    let m = &r.machine;
+    let mut o = String::new();
+    let na = || "unknown".to_owned();
+    let _ = writeln!(o, "# bench bolt-scan — {}\n", r.started_utc);
+    let _ = writeln!(
+        o,
+        "The MAP_POPULATE experiment of boltdb/bolt issue 455, re-run: read-only cursor scan over every key of \
+         bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
+         (the oracle's `traverse`), {} run{} each per cell, alternating ours, Go, ours, Go, … \
+         Finished {}.\n",
+        r.bucket,
+        r.versions.bbolt_readme.clone().unwrap_or_else(na),
+        r.runs,
+        if r.runs == 1 { "" } else { "s" },
+        r.finished_utc,
+    );
+
+    o.push_str(&machine_section(m, &r.versions, r.loadavg_end.as_ref()));
 
     let f = &r.file;
     let _ = writeln!(

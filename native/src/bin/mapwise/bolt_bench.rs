@@ -550,6 +550,174 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The key range of `mapwise bolt traverse --from/--to`.
+#[derive(Debug, Default)]
+pub struct ScanRange {
+    /// First key (inclusive); `None`: the bucket's first key.
+    pub from: Option<Vec<u8>>,
+    /// End key (exclusive); `None`: to the end.
+    pub to: Option<Vec<u8>>,
+}
+
+impl ScanRange {
+    /// From the hex texts of `--from` and `--to`.
+    ///
+    /// # Errors
+    /// A text that is not hex.
+    pub fn parse(from: Option<&str>, to: Option<&str>) -> Result<ScanRange> {
+        let hex = |t: &str| -> Result<Vec<u8>> {
+            ensure!(t.len() % 2 == 0, "odd-length hex key {t:?}");
+            (0..t.len())
+                .step_by(2)
+                .map(|i| {
+                    u8::from_str_radix(t.get(i..i + 2).unwrap_or("x"), 16)
+                        .with_context(|| format!("bad hex key {t:?}"))
+                })
+                .collect()
+        };
+        Ok(ScanRange {
+            from: from.map(hex).transpose()?,
+            to: to.map(hex).transpose()?,
+        })
+    }
+}
+
+/// What a traverse scan saw.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// Keys read.
+    pub keys: u64,
+    /// Bytes of values read.
+    pub value_bytes: u64,
+    /// XOR of every value byte (with `touch`).
+    pub xor: u8,
+    /// OS pages of the mapping holding keys or values the scan read
+    /// (collected only when asked for residency), as a bitmap.
+    visited: Vec<u64>,
+    page: u64,
+}
+
+impl Scanned {
+    fn mark(&mut self, base: usize, bytes: &[u8]) {
+        if self.page == 0 || bytes.is_empty() {
+            return;
+        }
+        let start = (bytes.as_ptr().addr().wrapping_sub(base)) as u64;
+        let (first, last) = (start / self.page, (start + bytes.len() as u64 - 1) / self.page);
+        for p in first..=last {
+            let w = (p / 64) as usize;
+            if w >= self.visited.len() {
+                self.visited.resize(w + 1, 0);
+            }
+            self.visited[w] |= 1 << (p % 64);
+        }
+    }
+
+    /// The file's residency now (mincore), split by the pages the scan
+    /// read.
+    ///
+    /// # Errors
+    /// The file cannot be opened or sampled.
+    pub fn residency(&self, db: &Db) -> Result<ScanResidency> {
+        let f = std::fs::File::open(db.path()).context("open for mincore")?;
+        let r = residency::sample(&f).context("mincore")?;
+        let mut visited = 0;
+        let mut resident_visited = 0;
+        for (w, bits) in self.visited.iter().enumerate() {
+            for b in 0..64 {
+                if bits >> b & 1 == 1 {
+                    visited += 1;
+                    resident_visited += u64::from(r.is_resident(w as u64 * 64 + b));
+                }
+            }
+        }
+        Ok(ScanResidency {
+            os_page_size: r.page_size,
+            file_pages: r.total_pages,
+            resident_pages: r.known_resident_pages(),
+            visited_pages: visited,
+            resident_visited,
+            resident_outside: r.known_resident_pages().map(|n| n - resident_visited),
+        })
+    }
+}
+
+/// Page-cache residency after a scan (`traverse --residency`), in OS
+/// pages.
+#[derive(Debug, serde::Serialize)]
+pub struct ScanResidency {
+    /// Bytes per OS page.
+    pub os_page_size: u64,
+    /// OS pages of the file.
+    pub file_pages: u64,
+    /// Resident pages of the file; `None` when the kernel will not tell.
+    pub resident_pages: Option<u64>,
+    /// Pages holding keys or values the scan read (branch pages, and the
+    /// headers of leaves whose items lie on other pages, not counted).
+    pub visited_pages: u64,
+    /// Of the visited pages, those resident.
+    pub resident_visited: u64,
+    /// Resident pages the scan did not read from.
+    pub resident_outside: Option<u64>,
+}
+
+impl std::fmt::Display for ScanResidency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let unknown = || "unknown".to_owned();
+        write!(
+            f,
+            "residency: file_pages={} resident={} visited={} resident_visited={} resident_outside={} (os pages of {} bytes)",
+            self.file_pages,
+            self.resident_pages.map_or_else(unknown, |n| n.to_string()),
+            self.visited_pages,
+            self.resident_visited,
+            self.resident_outside.map_or_else(unknown, |n| n.to_string()),
+            self.os_page_size
+        )
+    }
+}
+
+/// The traverse scan: every key of `bucket` in `range`, through a cursor
+/// with `opts`; with `visited`, records the OS pages the keys and values
+/// lie on.
+///
+/// # Errors
+/// A damaged page.
+pub fn scan(
+    db: &Db,
+    tx: &Tx<'_>,
+    bucket: &Bucket<'_>,
+    opts: &CursorOptions,
+    range: &ScanRange,
+    touch: bool,
+    visited: bool,
+) -> Result<Scanned> {
+    let mut s = Scanned {
+        page: if visited { residency::os_page_size() } else { 0 },
+        ..Scanned::default()
+    };
+    let base = db.mapping().bytes().as_ptr().addr();
+    let mut c = tx.cursor_with(bucket, opts);
+    let mut item = match &range.from {
+        Some(k) => c.seek(k)?,
+        None => c.first()?,
+    };
+    while let Some(it) = item {
+        if range.to.as_deref().is_some_and(|end| *it.key >= *end) {
+            break;
+        }
+        s.keys += 1;
+        s.value_bytes += it.value.len() as u64;
+        if touch {
+            s.xor = it.value.iter().fold(s.xor, |acc, b| acc ^ b);
+        }
+        s.mark(base, &it.key);
+        s.mark(base, &it.value);
+        item = c.next()?;
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
