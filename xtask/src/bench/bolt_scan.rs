@@ -181,7 +181,7 @@ pub(super) struct CellSpec {
 }
 
 impl CellSpec {
-    fn label(self) -> String {
+    pub(super) fn label(self) -> String {
         format!(
             "{}, {}",
             self.cache.name(),
@@ -225,7 +225,7 @@ pub(super) struct CellSummary {
 pub(super) struct CellResult {
     pub(super) label: String,
     #[serde(flatten)]
-    spec: CellSpec,
+    pub(super) spec: CellSpec,
     pub(super) ours_cmd: String,
     pub(super) go_cmd: String,
     /// Untimed pairs run first (`--warmup`), not in the statistics.
