@@ -28,7 +28,7 @@ pub use meta::{
 pub use page::{
     BRANCH_PAGE, BUCKET_HEADER_SIZE, BUCKET_LEAF_FLAG, BranchElement, BucketHeader, ELEMENT_SIZE,
     FREELIST_PAGE, LEAF_PAGE, LeafElement, MAX_KEY_SIZE, META_PAGE, PAGE_HEADER_SIZE, Page,
-    PageHeader, PageType,
+    PageHeader, PageType, key_cmp,
 };
 pub use stats::BucketStats;
 pub use walk::{BoltLayout, FreelistInfo, WalkOptions, freelist_info, walk};

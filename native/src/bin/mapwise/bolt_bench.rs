@@ -3,6 +3,7 @@
 //! byte for byte in our engine, with the same printed lines and JSON keys
 //! so the two can be compared line by line.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -514,11 +515,13 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode> {
             a.populate
         ),
     ];
+    // stdout through `Out`: a closed pipe ends the output quietly.
+    let mut out = crate::out::Out::new();
     for l in &lines {
         if a.json {
             eprintln!("{l}");
         } else {
-            println!("{l}");
+            let _ = writeln!(out, "{l}");
         }
     }
     if a.json {
@@ -545,8 +548,9 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode> {
             prefetch: a.prefetch,
         };
         let v = serde_json::to_string(&v)?;
-        println!("{v}");
+        let _ = writeln!(out, "{v}");
     }
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
 }
 
