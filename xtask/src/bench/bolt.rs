@@ -180,13 +180,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let steps = 3 + (scan_cells + work_cells) * (warmup + runs) * 2 + 2;
     let progress = Progress::new(steps as u64);
 
-    let build_ours = Cmd::new("cargo")
-        .arg("build")
-        .arg("--release")
-        .arg("-p")
-        .arg("mapwise-native")
-        .arg("--bin")
-        .arg("mapwise");
+    let build_ours = Cmd::cargo_release("mapwise-native", Some("mapwise"));
     let build_oracle = Cmd::new(oracle.clone()).arg("build");
     progress.set("building mapwise (release)");
     build_ours.run(&ws.root).context("cannot build ours")?;
@@ -305,16 +299,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 
     let targets = targets(&work, &scans);
     let machine = Machine::describe(&machine_file);
-    let readme = Path::new(&oracle).with_file_name("README.md");
-    let versions = Versions {
-        bbolt_readme: fs::read_to_string(&readme)
-            .ok()
-            .and_then(|t| machine::bbolt_version_from_readme(&t)),
-        bbolt_package: machine::first_line_of(
-            "dpkg-query",
-            &["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"],
-        ),
-    };
+    let versions = Versions::of(&oracle);
     let results = Results {
         bench: "bolt",
         sides: [("a", "ours"), ("b", "go")],
@@ -336,22 +321,13 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         targets,
     };
     let report = render(&results);
-    let json = serde_json::to_string_pretty(&results)? + "\n";
     let dir = args
         .common
         .out
         .clone()
         .unwrap_or_else(|| ws.bench_dir().join(utc_stamp(started)));
-    output::write_all_atomically(
-        &dir,
-        &[
-            ("results.json", json.as_bytes()),
-            ("REPORT.md", report.as_bytes()),
-        ],
-    )?;
     drop(progress);
-    print!("{report}");
-    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
+    output::publish(&dir, &report, &results)?;
     let agree = results.work.iter().all(|w| w.ops_agree)
         && results.scans.iter().all(|c| c.summary.key_counts.len() == 1);
     if !agree {
@@ -628,20 +604,8 @@ fn render(r: &Results) -> String {
                 bolt_scan::opt_secs(s.go_took.as_ref()),
                 bolt_scan::opt_ratio(s.ratio_took.as_ref()),
                 format!("{} / {}", rss(true), rss(false)),
-                format!(
-                    "{} / {}",
-                    s.ours_resident_after
-                        .as_ref()
-                        .map_or_else(|| "—".to_owned(), |x| bolt_scan::pct(x.median)),
-                    s.go_resident_after
-                        .as_ref()
-                        .map_or_else(|| "—".to_owned(), |x| bolt_scan::pct(x.median))
-                ),
-                s.key_counts
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" / "),
+                s.resident_after_text(),
+                s.keys_text(),
             ]);
         }
         o.push_str(&t.render());

@@ -221,6 +221,27 @@ pub(super) struct CellSummary {
     pub(super) key_counts: Vec<u64>,
 }
 
+impl CellSummary {
+    /// `ours / Go` median resident fractions after the runs.
+    pub(super) fn resident_after_text(&self) -> String {
+        let f = |x: Option<&Summary>| x.map_or_else(|| "—".to_owned(), |x| pct(x.median));
+        format!(
+            "{} / {}",
+            f(self.ours_resident_after.as_ref()),
+            f(self.go_resident_after.as_ref())
+        )
+    }
+
+    /// Every key count seen, `a / b` when they differ.
+    pub(super) fn keys_text(&self) -> String {
+        self.key_counts
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub(super) struct CellResult {
     pub(super) label: String,
@@ -283,6 +304,23 @@ pub(super) struct Versions {
     pub(super) bbolt_package: Option<String>,
 }
 
+impl Versions {
+    /// The bbolt versions behind `oracle` (its README and the Debian
+    /// package).
+    pub(super) fn of(oracle: &str) -> Self {
+        let readme = Path::new(oracle).with_file_name("README.md");
+        Versions {
+            bbolt_readme: fs::read_to_string(&readme)
+                .ok()
+                .and_then(|t| machine::bbolt_version_from_readme(&t)),
+            bbolt_package: machine::first_line_of(
+                "dpkg-query",
+                &["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"],
+            ),
+        }
+    }
+}
+
 /// Everything results.json holds; the report is rendered from it.
 #[derive(Debug, Serialize)]
 struct Results {
@@ -329,18 +367,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let progress = Progress::new(steps as u64);
 
     // Builds: ours (required), the inspector (optional), the oracle.
-    let build_ours = Cmd::new("cargo")
-        .arg("build")
-        .arg("--release")
-        .arg("-p")
-        .arg("mapwise-native")
-        .arg("--bin")
-        .arg("mapwise");
-    let build_inspector = Cmd::new("cargo")
-        .arg("build")
-        .arg("--release")
-        .arg("-p")
-        .arg("mapwise-inspector");
+    let build_ours = Cmd::cargo_release("mapwise-native", Some("mapwise"));
+    let build_inspector = Cmd::cargo_release("mapwise-inspector", None);
     let build_oracle = Cmd::new(oracle.clone()).arg("build");
     progress.set("building mapwise (release)");
     build_ours.run(&ws.root).context("cannot build ours")?;
@@ -368,16 +396,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.inc();
     let file_path = PathBuf::from(&file.path);
     let machine = Machine::describe(&file_path);
-    let readme = Path::new(&oracle).with_file_name("README.md");
-    let versions = Versions {
-        bbolt_readme: fs::read_to_string(&readme)
-            .ok()
-            .and_then(|t| machine::bbolt_version_from_readme(&t)),
-        bbolt_package: machine::first_line_of(
-            "dpkg-query",
-            &["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"],
-        ),
-    };
+    let versions = Versions::of(&oracle);
 
     // The cells.
     let mut cell_results = Vec::with_capacity(cells.len());
@@ -467,23 +486,13 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         keys_agree,
     };
     let report = render(&results);
-    let json = serde_json::to_string_pretty(&results)? + "\n";
     let dir = args
         .common
         .out
         .clone()
         .unwrap_or_else(|| ws.bench_dir().join(utc_stamp(started)));
-    progress.set("writing the report");
-    output::write_all_atomically(
-        &dir,
-        &[
-            ("results.json", json.as_bytes()),
-            ("REPORT.md", report.as_bytes()),
-        ],
-    )?;
     drop(progress);
-    print!("{report}");
-    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
+    output::publish(&dir, &report, &results)?;
     if !results.keys_agree {
         eprintln!("xtask: key counts differ between runs or tools (see the report)");
         return Ok(ExitCode::FAILURE);
@@ -1064,20 +1073,8 @@ fn render(r: &Results) -> String {
                     }
                 },
             ),
-            format!(
-                "{} / {}",
-                s.ours_resident_after
-                    .as_ref()
-                    .map_or_else(|| "—".to_owned(), |x| pct(x.median)),
-                s.go_resident_after
-                    .as_ref()
-                    .map_or_else(|| "—".to_owned(), |x| pct(x.median)),
-            ),
-            s.key_counts
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(" / "),
+            s.resident_after_text(),
+            s.keys_text(),
         ]);
     }
     o.push_str(&t.render());

@@ -66,6 +66,24 @@ pub fn write_all_atomically(dir: &Path, files: &[(&str, &[u8])]) -> Result<()> {
     Ok(())
 }
 
+/// The end of every bench: `results` as `results.json` and `report` as
+/// `REPORT.md` into `dir` (atomically, [`write_all_atomically`]), then the
+/// report on stdout and where it went on stderr. Drop the progress bar
+/// first.
+pub fn publish(dir: &Path, report: &str, results: &impl serde::Serialize) -> Result<()> {
+    let json = serde_json::to_string_pretty(results)? + "\n";
+    write_all_atomically(
+        dir,
+        &[
+            ("results.json", json.as_bytes()),
+            ("REPORT.md", report.as_bytes()),
+        ],
+    )?;
+    print!("{report}");
+    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
+    Ok(())
+}
+
 /// A markdown table.
 #[derive(Debug, Default)]
 pub struct Table {

@@ -53,6 +53,20 @@ impl Cmd {
         self
     }
 
+    /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench
+    /// builds what it measures.
+    pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
+        let c = Self::new("cargo")
+            .arg("build")
+            .arg("--release")
+            .arg("-p")
+            .arg(package);
+        match bin {
+            Some(b) => c.arg("--bin").arg(b),
+            None => c,
+        }
+    }
+
     /// Appends one argument when `cond` holds.
     #[must_use]
     pub fn arg_if(self, cond: bool, a: impl Into<String>) -> Self {
