@@ -139,6 +139,15 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
         // Through the transaction (madvise on the mapping) too.
         let got = collect(&mut tx.cursor_with(&bucket, &opts), None, None);
         assert!(got == plain, "window {window} (tx): keys differ");
+        // And through the closure scan.
+        let mut scanned = Vec::new();
+        tx.cursor_with(&bucket, &opts)
+            .scan(None, |k, v, _| {
+                scanned.push((k.to_vec(), v.to_vec()));
+                true
+            })
+            .unwrap();
+        assert!(scanned == plain, "window {window} (scan): keys differ");
     }
     // A range scan: same keys, and no hint reaches past the leaves that
     // hold keys of the range.
@@ -152,6 +161,18 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     };
     let got = collect(&mut bucket.cursor_with(&opts, &hints), Some(&from), Some(&to));
     assert!(got == want, "range scan: keys differ");
+    let mut scanned = Vec::new();
+    bucket
+        .cursor_with(&opts, &hints)
+        .scan(Some(&from), |k, v, _| {
+            if k >= &to[..] {
+                return false;
+            }
+            scanned.push((k.to_vec(), v.to_vec()));
+            true
+        })
+        .unwrap();
+    assert!(scanned == want, "range scan (scan): keys differ");
     let map = db.mapping();
     let base = map.bytes().as_ptr().addr() as u64;
     let ps = 4096u64;

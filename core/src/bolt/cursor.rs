@@ -531,6 +531,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         }
     }
 
+    #[inline]
     fn item(&self) -> Result<Option<Item<'s>>> {
         let Some(top) = self.stack.last() else {
             return Ok(None);
@@ -636,6 +637,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     /// # Errors
     /// Any fault met on the way.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next(&mut self) -> Result<Option<Item<'s>>> {
         // Fast path: the next element is in the same leaf.
         if let Some(top) = self.stack.last_mut()
@@ -652,6 +654,58 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
             self.item()
         } else {
             Ok(None)
+        }
+    }
+
+    /// Scan forward: call `f(key, value, flags)` for every item from the
+    /// first one (or the first `>= from`) in key order, until `f` returns
+    /// `false` (the cursor then stays on that item) or the bucket ends.
+    /// The same walk, checks and prefetch hints as `first`/`seek` +
+    /// `next`, without building an [`Item`] per key: a full scan's
+    /// fastest path. A sub-bucket comes with its raw bucket value and
+    /// `BUCKET_LEAF_FLAG` in `flags`.
+    ///
+    /// # Errors
+    /// Any fault met on the way.
+    pub fn scan(
+        &mut self,
+        from: Option<&[u8]>,
+        mut f: impl FnMut(&[u8], &[u8], u32) -> bool,
+    ) -> Result<()> {
+        let found = match from {
+            Some(k) => self.seek(k)?,
+            None => self.first()?,
+        };
+        if found.is_none() {
+            return Ok(());
+        }
+        loop {
+            let Some(top) = self.stack.last() else {
+                return Ok(());
+            };
+            let (page, count) = (&top.page, top.page.count());
+            let bytes = page.bytes();
+            let mut i = top.index;
+            let mut stopped = false;
+            while i < count {
+                let Some((flags, start, mid, end)) = page.leaf_offsets(i) else {
+                    // Out of bounds: let the full decoder name the fault.
+                    return page.leaf(i).map(|_| ());
+                };
+                let key = bytes.get(start..mid).unwrap_or_default();
+                let value = bytes.get(mid..end).unwrap_or_default();
+                if !f(key, value, flags) {
+                    stopped = true;
+                    break;
+                }
+                i += 1;
+            }
+            if let Some(top) = self.stack.last_mut() {
+                top.index = i.min(count.saturating_sub(1));
+            }
+            if stopped || !self.advance()? {
+                return Ok(());
+            }
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use clap::Args;
+use mapwise_core::bolt::BUCKET_LEAF_FLAG;
 use mapwise_native::bolt::{Bucket, CursorOptions, Db, MAX_VALUE_SIZE, Options, Tx};
 use mapwise_native::residency;
 
@@ -264,42 +265,41 @@ fn read_pass(tx: &Tx<'_>, w: &Work, order: Option<&[u32]>, opts: &CursorOptions)
         .with_context(|| format!("bucket {:?} not found", "bench"))?;
     let mut n = 0u64;
     let Some(order) = order else {
-        let mut c = tx.cursor_with(&top, opts);
+        // One leaf scan per bucket: `bench` itself, or each sub-bucket.
+        let mut scan_leaves = |b: &Bucket<'_>, name: Option<&[u8]>| -> Result<()> {
+            let mut bad = None;
+            tx.cursor_with(b, opts).scan(None, |k, v, flags| {
+                if flags & BUCKET_LEAF_FLAG != 0 || v.len() != w.value {
+                    bad = Some(format!(
+                        "{}key {k:02x?}: {} ({} bytes), expected a value of {}",
+                        name.map_or_else(String::new, |n| format!("bucket {n:02x?} ")),
+                        if flags & BUCKET_LEAF_FLAG != 0 { "a sub-bucket" } else { "a value" },
+                        v.len(),
+                        w.value
+                    ));
+                    return false;
+                }
+                n += 1;
+                true
+            })?;
+            bad.map_or(Ok(()), |e| bail!(e))
+        };
+        if !w.nest {
+            scan_leaves(&top, None)?;
+            return Ok(n);
+        }
+        let mut c = top.cursor();
         let mut item = c.first()?;
         while let Some(it) = item {
-            if w.nest {
-                ensure!(
-                    it.is_bucket(),
-                    "unexpected plain key {:02x?} in \"bench\"",
-                    &*it.key
-                );
-                let sub = top
-                    .bucket(&it.key)?
-                    .with_context(|| format!("sub-bucket {:02x?} not found", &*it.key))?;
-                let mut sc = tx.cursor_with(&sub, opts);
-                let mut si = sc.first()?;
-                while let Some(s) = si {
-                    ensure!(
-                        !s.is_bucket() && s.value.len() == w.value,
-                        "bucket {:02x?} key {:02x?}: bad value ({} bytes)",
-                        &*it.key,
-                        &*s.key,
-                        s.value.len()
-                    );
-                    n += 1;
-                    si = sc.next()?;
-                }
-            } else {
-                ensure!(!it.is_bucket(), "unexpected sub-bucket {:02x?}", &*it.key);
-                ensure!(
-                    it.value.len() == w.value,
-                    "key {:02x?}: value of {} bytes, expected {}",
-                    &*it.key,
-                    it.value.len(),
-                    w.value
-                );
-                n += 1;
-            }
+            ensure!(
+                it.is_bucket(),
+                "unexpected plain key {:02x?} in \"bench\"",
+                &*it.key
+            );
+            let sub = top
+                .bucket(&it.key)?
+                .with_context(|| format!("sub-bucket {:02x?} not found", &*it.key))?;
+            scan_leaves(&sub, Some(&it.key))?;
             item = c.next()?;
         }
         return Ok(n);
@@ -702,23 +702,19 @@ pub fn scan(
     };
     let base = db.mapping().bytes().as_ptr().addr();
     let mut c = tx.cursor_with(bucket, opts);
-    let mut item = match &range.from {
-        Some(k) => c.seek(k)?,
-        None => c.first()?,
-    };
-    while let Some(it) = item {
-        if range.to.as_deref().is_some_and(|end| *it.key >= *end) {
-            break;
+    c.scan(range.from.as_deref(), |k, v, _| {
+        if range.to.as_deref().is_some_and(|end| k >= end) {
+            return false;
         }
         s.keys += 1;
-        s.value_bytes += it.value.len() as u64;
+        s.value_bytes += v.len() as u64;
         if touch {
-            s.xor = it.value.iter().fold(s.xor, |acc, b| acc ^ b);
+            s.xor = v.iter().fold(s.xor, |acc, b| acc ^ b);
         }
-        s.mark(base, &it.key);
-        s.mark(base, &it.value);
-        item = c.next()?;
-    }
+        s.mark(base, k);
+        s.mark(base, v);
+        true
+    })?;
     Ok(s)
 }
 
