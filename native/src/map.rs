@@ -276,9 +276,7 @@ impl Mapping {
         let (Ok(off), Ok(n)) = (usize::try_from(offset), usize::try_from(end - offset)) else {
             return;
         };
-        let _ = self
-            .map
-            .advise_range(memmap2::Advice::WillNeed, off, n);
+        let _ = self.map.advise_range(memmap2::Advice::WillNeed, off, n);
     }
 
     /// File length in bytes when mapped.

@@ -110,21 +110,22 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     let db = Db::open(&path, &Options::default()).unwrap();
     let tx = db.begin().unwrap();
     let bucket = tx.bucket(b"b").unwrap().unwrap();
-    let collect = |c: &mut mapwise_native::bolt::Cursor<'_>, from: Option<&[u8]>, to: Option<&[u8]>| {
-        let mut keys = Vec::new();
-        let mut it = match from {
-            Some(k) => c.seek(k).unwrap(),
-            None => c.first().unwrap(),
-        };
-        while let Some(i) = it {
-            if to.is_some_and(|t| *i.key >= *t) {
-                break;
+    let collect =
+        |c: &mut mapwise_native::bolt::Cursor<'_>, from: Option<&[u8]>, to: Option<&[u8]>| {
+            let mut keys = Vec::new();
+            let mut it = match from {
+                Some(k) => c.seek(k).unwrap(),
+                None => c.first().unwrap(),
+            };
+            while let Some(i) = it {
+                if to.is_some_and(|t| *i.key >= *t) {
+                    break;
+                }
+                keys.push((i.key.into_owned(), i.value.into_owned()));
+                it = c.next().unwrap();
             }
-            keys.push((i.key.into_owned(), i.value.into_owned()));
-            it = c.next().unwrap();
-        }
-        keys
-    };
+            keys
+        };
     let plain = collect(&mut bucket.cursor(), None, None);
     assert_eq!(plain.len(), 40_000);
     for window in [1u64, 4096, 3 * 4096, 1 << 20, 1 << 30] {
@@ -159,7 +160,11 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
         prefetch: Some(64 * 4096),
         prefetch_end: Some(to.clone()),
     };
-    let got = collect(&mut bucket.cursor_with(&opts, &hints), Some(&from), Some(&to));
+    let got = collect(
+        &mut bucket.cursor_with(&opts, &hints),
+        Some(&from),
+        Some(&to),
+    );
     assert!(got == want, "range scan: keys differ");
     let mut scanned = Vec::new();
     bucket
@@ -191,7 +196,10 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     assert!(!hinted.is_empty());
     for &(off, len) in hinted.iter() {
         for p in off / ps..(off + len).div_ceil(ps) {
-            assert!(pages.contains(&p), "hinted page {p} holds no key of the range");
+            assert!(
+                pages.contains(&p),
+                "hinted page {p} holds no key of the range"
+            );
         }
     }
 }

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use mapwise_core::bolt::{
-    BoltFile, BucketStats, CursorOptions, Prefetch, FreelistIds, MAX_PAGE_SIZE, MIN_PAGE_SIZE, Meta, NO_FREELIST, Snapshot,
-    WalkOptions, walk, write_freelist, write_node,
+    BoltFile, BucketStats, CursorOptions, FreelistIds, MAX_PAGE_SIZE, MIN_PAGE_SIZE, Meta,
+    NO_FREELIST, Prefetch, Snapshot, WalkOptions, walk, write_freelist, write_node,
 };
 use mapwise_core::layout::Kind;
 use rustix::fs::FlockOperation;

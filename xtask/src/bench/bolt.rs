@@ -216,7 +216,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut file = None;
     let mut machine_file = tmp.clone();
     if !args.no_scans {
-        progress.set(format!("bbolt file, {} seed {}", format_size(size), args.seed));
+        progress.set(format!(
+            "bbolt file, {} seed {}",
+            format_size(size),
+            args.seed
+        ));
         let f = bolt_scan::ensure_file(ws, &oracle, size, args.seed, &progress)?;
         let path = PathBuf::from(&f.path);
         machine_file.clone_from(&path);
@@ -329,7 +333,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     drop(progress);
     output::publish(&dir, &report, &results)?;
     let agree = results.work.iter().all(|w| w.ops_agree)
-        && results.scans.iter().all(|c| c.summary.key_counts.len() == 1);
+        && results
+            .scans
+            .iter()
+            .all(|c| c.summary.key_counts.len() == 1);
     if !agree {
         eprintln!("xtask: op or key counts differ between ours and Go (see the report)");
         return Ok(ExitCode::FAILURE);
@@ -404,7 +411,10 @@ fn work_cell(
     }
     let rate = |ops: u64, s: f64| if s > 0.0 { ops as f64 / s } else { 0.0 };
     let col = |f: &dyn Fn(&WorkSample) -> f64, a: bool| {
-        let v: Vec<f64> = pairs.iter().map(|p| f(if a { &p.a } else { &p.b })).collect();
+        let v: Vec<f64> = pairs
+            .iter()
+            .map(|p| f(if a { &p.a } else { &p.b }))
+            .collect();
         Summary::of(&v)
     };
     let ratio = |f: &dyn Fn(&WorkSample) -> f64| {
@@ -414,9 +424,10 @@ fn work_cell(
     let write = |s: &WorkSample| rate(s.out.write_ops, s.out.write_s);
     let read = |s: &WorkSample| rate(s.out.read_ops, s.out.read_s);
     let rss = |s: &WorkSample| s.max_rss_kib.map_or(f64::NAN, |k| k as f64 * 1024.0);
-    let ops_agree = pairs.iter().chain(&warm).all(|p| {
-        (p.a.out.write_ops, p.a.out.read_ops) == (p.b.out.write_ops, p.b.out.read_ops)
-    });
+    let ops_agree = pairs
+        .iter()
+        .chain(&warm)
+        .all(|p| (p.a.out.write_ops, p.a.out.read_ops) == (p.b.out.write_ops, p.b.out.read_ops));
     Ok(WorkCell {
         mode,
         ours_cmd: ours_cmd.shell(),
@@ -489,6 +500,8 @@ fn kops(x: f64) -> String {
 }
 
 fn mib(s: Option<&Summary>) -> String {
+    // A median of byte counts: non-negative and far below 2^53.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     s.map_or_else(|| "—".to_owned(), |s| human_size(s.median as u64))
 }
 

@@ -864,7 +864,11 @@ pub(super) fn pct(x: f64) -> String {
 }
 
 /// The report's `## Machine` section (shared with `bench bolt`).
-pub(super) fn machine_section(m: &Machine, versions: &Versions, loadavg_end: Option<&String>) -> String {
+pub(super) fn machine_section(
+    m: &Machine,
+    versions: &Versions,
+    loadavg_end: Option<&String>,
+) -> String {
     let mut o = String::new();
     let na = || "unknown".to_owned();
     let _ = writeln!(o, "## Machine\n");

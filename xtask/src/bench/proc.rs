@@ -105,8 +105,18 @@ impl Cmd {
                 buf
             })
         };
-        let err_reader = drain(child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
-        let out_reader = drain(child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
+        let err_reader = drain(
+            child
+                .stderr
+                .take()
+                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        );
+        let out_reader = drain(
+            child
+                .stdout
+                .take()
+                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        );
         let stdout = out_reader.join().unwrap_or_default();
         let stderr = err_reader.join().unwrap_or_default();
         let (status, max_rss_kib) = wait_rusage(&mut child)?;

@@ -104,7 +104,8 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "G" | "GiB" => 1 << 30,
         u => return Err(format!("unknown unit {u:?} (B, KiB, MiB, GiB)")),
     };
-    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} too large"))
 }
 
 /// splitmix64 (Steele, Lea, Flood 2014), as the oracle runs it.
@@ -207,10 +208,12 @@ fn fill_value(v: &mut [u8], p: usize) {
 /// Put numbers `0..n` shuffled by Fisher–Yates driven by splitmix64
 /// seeded with `seed ^ SHUFFLE_SEED_XOR`.
 fn read_order(n: usize, seed: u64) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..n as u32).collect();
+    // n < 2^31 (checked by `run`).
+    let mut order: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
     let mut rng = SplitMix64(seed ^ SHUFFLE_SEED_XOR);
     for i in (1..n).rev() {
-        let j = (rng.next() % (i as u64 + 1)) as usize;
+        // The remainder is at most i, a usize.
+        let j = usize::try_from(rng.next() % (i as u64 + 1)).unwrap_or(0);
         order.swap(i, j);
     }
     order
@@ -273,7 +276,11 @@ fn read_pass(tx: &Tx<'_>, w: &Work, order: Option<&[u32]>, opts: &CursorOptions)
                     bad = Some(format!(
                         "{}key {k:02x?}: {} ({} bytes), expected a value of {}",
                         name.map_or_else(String::new, |n| format!("bucket {n:02x?} ")),
-                        if flags & BUCKET_LEAF_FLAG != 0 { "a sub-bucket" } else { "a value" },
+                        if flags & BUCKET_LEAF_FLAG != 0 {
+                            "a sub-bucket"
+                        } else {
+                            "a value"
+                        },
                         v.len(),
                         w.value
                     ));
@@ -421,11 +428,11 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode> {
         (0.1..=1.0).contains(&a.fill_percent),
         "--fill-percent must be in [0.1, 1.0]"
     );
-    let count = a.count as usize;
+    let count = usize::try_from(a.count).context("--count too large")?;
     let batch = if a.batch_size == 0 || a.batch_size > a.count {
         count
     } else {
-        a.batch_size as usize
+        usize::try_from(a.batch_size).context("--batch-size too large")?
     };
     let path = &a.file;
     if path.symlink_metadata().is_ok() {
@@ -570,7 +577,7 @@ impl ScanRange {
     /// A text that is not hex.
     pub fn parse(from: Option<&str>, to: Option<&str>) -> Result<ScanRange> {
         let hex = |t: &str| -> Result<Vec<u8>> {
-            ensure!(t.len() % 2 == 0, "odd-length hex key {t:?}");
+            ensure!(t.len().is_multiple_of(2), "odd-length hex key {t:?}");
             (0..t.len())
                 .step_by(2)
                 .map(|i| {
@@ -607,7 +614,10 @@ impl Scanned {
             return;
         }
         let start = (bytes.as_ptr().addr().wrapping_sub(base)) as u64;
-        let (first, last) = (start / self.page, (start + bytes.len() as u64 - 1) / self.page);
+        let (first, last) = (
+            start / self.page,
+            (start + bytes.len() as u64 - 1) / self.page,
+        );
         for p in first..=last {
             let w = (p / 64) as usize;
             if w >= self.visited.len() {
@@ -675,7 +685,8 @@ impl std::fmt::Display for ScanResidency {
             self.resident_pages.map_or_else(unknown, |n| n.to_string()),
             self.visited_pages,
             self.resident_visited,
-            self.resident_outside.map_or_else(unknown, |n| n.to_string()),
+            self.resident_outside
+                .map_or_else(unknown, |n| n.to_string()),
             self.os_page_size
         )
     }
@@ -697,7 +708,11 @@ pub fn scan(
     visited: bool,
 ) -> Result<Scanned> {
     let mut s = Scanned {
-        page: if visited { residency::os_page_size() } else { 0 },
+        page: if visited {
+            residency::os_page_size()
+        } else {
+            0
+        },
         ..Scanned::default()
     };
     let base = db.mapping().bytes().as_ptr().addr();
