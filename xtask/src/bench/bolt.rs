@@ -20,7 +20,7 @@ use super::machine::{self, Machine};
 use super::output::{self, Table};
 use super::proc::Cmd;
 use super::stats::{Summary, pair_ratios};
-use super::units::{format_size, human_size, utc_human, utc_stamp};
+use super::units::{format_size, human_size, utc_human};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt`.
@@ -324,14 +324,12 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         prefetch: args.prefetch,
         targets,
     };
-    let report = render(&results);
-    let dir = args
-        .common
-        .out
-        .clone()
-        .unwrap_or_else(|| ws.bench_dir().join(utc_stamp(started)));
     drop(progress);
-    output::publish(&dir, &report, &results)?;
+    output::publish(
+        &ws.report_dir(&args.common, started),
+        &render(&results),
+        &results,
+    )?;
     let agree = results.work.iter().all(|w| w.ops_agree)
         && results
             .scans

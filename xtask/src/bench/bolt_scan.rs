@@ -17,7 +17,7 @@ use super::output::{self, Table, TempPath};
 use super::pagecache::{self, ReadPass};
 use super::proc::{Cmd, tail};
 use super::stats::{Summary, fmt_secs, pair_ratios};
-use super::units::{format_size, human_size, mb_per_s, utc_human, utc_stamp};
+use super::units::{format_size, human_size, mb_per_s, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
@@ -485,14 +485,12 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         residency,
         keys_agree,
     };
-    let report = render(&results);
-    let dir = args
-        .common
-        .out
-        .clone()
-        .unwrap_or_else(|| ws.bench_dir().join(utc_stamp(started)));
     drop(progress);
-    output::publish(&dir, &report, &results)?;
+    output::publish(
+        &ws.report_dir(&args.common, started),
+        &render(&results),
+        &results,
+    )?;
     if !results.keys_agree {
         eprintln!("xtask: key counts differ between runs or tools (see the report)");
         return Ok(ExitCode::FAILURE);

@@ -214,6 +214,15 @@ impl Workspace {
         self.target.join("release").join(name)
     }
 
+    /// Where a bench started at `started` writes its report: `--out`, else
+    /// `target/bench/<UTC timestamp>`.
+    pub fn report_dir(&self, common: &CommonArgs, started: std::time::SystemTime) -> PathBuf {
+        common
+            .out
+            .clone()
+            .unwrap_or_else(|| self.bench_dir().join(units::utc_stamp(started)))
+    }
+
     /// `target/bench`.
     pub fn bench_dir(&self) -> PathBuf {
         self.target.join("bench")
