@@ -195,6 +195,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 
     let tmp = ws.bench_dir().join("tmp");
     fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    // Described before the runs (the load average "at start"); the bench
+    // files all live under target/bench, on one file system.
+    let machine = Machine::describe(&tmp);
     let mut work = Vec::new();
     if !args.no_puts {
         for mode in ["seq", "rnd"] {
@@ -214,7 +217,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut range = Vec::new();
     let mut range_keys = None;
     let mut file = None;
-    let mut machine_file = tmp.clone();
     if !args.no_scans {
         progress.set(format!(
             "bbolt file, {} seed {}",
@@ -223,7 +225,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         ));
         let f = bolt_scan::ensure_file(ws, &oracle, size, args.seed, &progress)?;
         let path = PathBuf::from(&f.path);
-        machine_file.clone_from(&path);
         let pf = format_size(args.prefetch);
         for (cache, populate, prefetch) in [
             (CacheState::Cold, false, false),
@@ -302,7 +303,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     }
 
     let targets = targets(&work, &scans);
-    let machine = Machine::describe(&machine_file);
     let versions = Versions::of(&oracle);
     let results = Results {
         bench: "bolt",
