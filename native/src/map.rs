@@ -261,6 +261,24 @@ impl Mapping {
         })
     }
 
+    /// `madvise(MADV_WILLNEED)` on the bytes `[offset, offset + len)` of
+    /// the mapping (byte offsets into the file; widened to whole OS pages,
+    /// clipped to the file length at mapping time): the kernel starts
+    /// reading them into the page cache asynchronously and returns. It
+    /// maps nothing and does not change the mapping's advice. Advisory: an
+    /// empty or out-of-range request does nothing, and errors are ignored.
+    pub fn will_need(&self, offset: u64, len: u64) {
+        let limit = self.bytes().len() as u64;
+        let end = offset.saturating_add(len).min(limit);
+        if offset >= end {
+            return;
+        }
+        let (Ok(off), Ok(n)) = (usize::try_from(offset), usize::try_from(end - offset)) else {
+            return;
+        };
+        let _ = self.map.advise_range(memmap2::Advice::WillNeed, off, n);
+    }
+
     /// File length in bytes when mapped.
     #[must_use]
     pub fn file_len(&self) -> u64 {

@@ -5,6 +5,7 @@
 mod support;
 
 mod bolt_badinput;
+mod bolt_bench;
 mod bolt_cli;
 mod bolt_cli_commands;
 mod bolt_concurrency;

@@ -39,6 +39,56 @@ impl Item<'_> {
     }
 }
 
+/// Where a prefetching cursor sends its read-ahead hints (native
+/// implements it with `madvise(MADV_WILLNEED)` on the mapping; `core`
+/// itself does no I/O).
+pub trait Prefetch {
+    /// The bytes `[offset, offset + len)` of the source (file offsets for
+    /// a file or mapping) will be read soon. Advisory: it must not fail
+    /// and must not block on the read.
+    fn will_need(&self, offset: u64, len: u64);
+}
+
+/// Options of a read [`Cursor`] ([`Bucket::cursor_with`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CursorOptions {
+    /// Read-ahead window in **bytes**: while moving forward (`first`,
+    /// `next`, `seek`), announce the leaf pages the scan will reach next,
+    /// as many as fit in this many bytes (counted in the file's pages,
+    /// at least one leaf), known from the branch pages above the current
+    /// leaf. Hints are merged into runs of consecutive pages and renewed
+    /// when half the window has been consumed. `None` (the default): no
+    /// hints, bbolt's behaviour.
+    pub prefetch: Option<u64>,
+    /// Exclusive upper bound of the scan: subtrees whose first key is
+    /// `>=` this key are never announced (nor their branch pages read),
+    /// so a range scan prefetches only pages inside its range. `None`:
+    /// up to the end of the bucket.
+    pub prefetch_end: Option<Vec<u8>>,
+}
+
+/// The state of a prefetching cursor.
+struct Prefetcher<'s> {
+    sink: &'s dyn Prefetch,
+    /// Window in leaf pages (>= 1).
+    window: usize,
+    end: Option<Vec<u8>>,
+    /// Leaves entered since the last reset (scan order).
+    leaves: u64,
+    /// Leaves announced so far, counted in scan order from the reset.
+    hinted: u64,
+}
+
+impl core::fmt::Debug for Prefetcher<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Prefetcher")
+            .field("window", &self.window)
+            .field("leaves", &self.leaves)
+            .field("hinted", &self.hinted)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Where a bucket's tree starts.
 #[derive(Debug, Clone)]
 enum Root<'s> {
@@ -136,16 +186,66 @@ impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
             root: self.root.clone(),
             stack: Vec::new(),
             entered: 0,
+            prefetch: None,
         }
     }
 
-    /// Descend to the leaf that would hold `key`; returns the leaf and the
-    /// index of the first element `>= key` in it.
-    fn find(&self, key: &[u8]) -> Result<(Page<'s>, usize)> {
+    /// A cursor over this bucket with `opts`; read-ahead hints (when
+    /// `opts.prefetch` is set) go to `sink`. It returns exactly what
+    /// [`Bucket::cursor`] returns; only the hints differ.
+    #[must_use]
+    pub fn cursor_with(&self, opts: &CursorOptions, sink: &'s dyn Prefetch) -> Cursor<'s, S> {
         let mut c = self.cursor();
-        c.descend_to(key)?;
-        let frame = c.stack.pop().ok_or(Error::BucketNotFound)?;
-        Ok((frame.page, frame.index))
+        if let Some(bytes) = opts.prefetch {
+            let ps = u64::from(self.file.page_size()).max(1);
+            let window = usize::try_from(bytes / ps).unwrap_or(usize::MAX).max(1);
+            c.prefetch = Some(Prefetcher {
+                sink,
+                window,
+                end: opts.prefetch_end.clone(),
+                leaves: 0,
+                hinted: 0,
+            });
+        }
+        c
+    }
+
+    /// Descend to the leaf that would hold `key`; returns the leaf and the
+    /// index of the first element `>= key` in it. The same checks as a
+    /// cursor's descent (at most [`MAX_DEPTH`] pages, each a branch or
+    /// leaf page in bounds), without a cursor: no stack to allocate, which
+    /// is most of the cost of a point lookup in a hot tree.
+    fn find(&self, key: &[u8]) -> Result<(Page<'s>, usize)> {
+        let mut page = match &self.root {
+            Root::Page(p, at) => self.enter_page(*p, *at, "root")?,
+            Root::Inline(page) => page.clone(),
+        };
+        let mut depth = 1u32;
+        loop {
+            if page.header.flags != BRANCH_PAGE {
+                let i = page.lower_bound(key)?;
+                return Ok((page, i));
+            }
+            let i = page.branch_index(key)?;
+            let child = page.branch(i)?.child;
+            let at = page.element_at_loc(i);
+            if depth >= MAX_DEPTH {
+                return Err(Error::TooDeep {
+                    at,
+                    limit: MAX_DEPTH,
+                });
+            }
+            page = self.enter_page(child, at, "pgid")?;
+            depth += 1;
+        }
+    }
+
+    #[inline]
+    fn enter_page(&self, pgid: u64, referrer: At, field: &'static str) -> Result<Page<'s>> {
+        match self.file.tree_page_fast(pgid) {
+            Some(p) => Ok(p),
+            None => self.file.tree_page(pgid, referrer, field),
+        }
     }
 
     /// The value of `key`, or `None` when the key is absent or names a
@@ -158,11 +258,14 @@ impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
         if i >= page.count() {
             return Ok(None);
         }
-        let e = page.leaf(i)?;
-        if page.bytes().get(e.key.clone()) != Some(key) || e.is_bucket() {
+        let Some((flags, start, mid, end)) = page.leaf_offsets(i) else {
+            // Out of bounds: let the full decoder name the fault.
+            return page.leaf(i).map(|_| None);
+        };
+        if page.bytes().get(start..mid) != Some(key) || flags & super::page::BUCKET_LEAF_FLAG != 0 {
             return Ok(None);
         }
-        Ok(Some(page.slice(e.value)))
+        Ok(Some(page.slice(mid..end)))
     }
 
     /// The sub-bucket `name`, or `None` when absent.
@@ -239,12 +342,114 @@ pub struct Cursor<'s, S: PageSource + ?Sized> {
     root: Root<'s>,
     stack: Vec<Frame<'s>>,
     entered: u64,
+    prefetch: Option<Prefetcher<'s>>,
 }
 
 impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     fn reset(&mut self) {
         self.stack.clear();
         self.entered = 0;
+        if let Some(pf) = &mut self.prefetch {
+            pf.leaves = 0;
+            pf.hinted = 0;
+        }
+    }
+
+    /// A forward move entered a new leaf: when less than half the window
+    /// is still announced ahead of it, announce the next `window` leaves
+    /// (those not announced yet). Advisory: a fault met here stops the
+    /// hints, and the scan itself reports it when it gets there.
+    fn on_leaf(&mut self) {
+        let Some(pf) = &mut self.prefetch else {
+            return;
+        };
+        pf.leaves += 1;
+        let ahead = pf.hinted.saturating_sub(pf.leaves);
+        if ahead.saturating_mul(2) > pf.window as u64 {
+            return;
+        }
+        let (window, sink) = (pf.window, pf.sink);
+        let ids = self.upcoming_leaves(window);
+        let skip = usize::try_from(ahead).unwrap_or(usize::MAX).min(ids.len());
+        let ps = u64::from(self.file.page_size());
+        let mut run: Option<(u64, u64)> = None;
+        for &id in &ids[skip..] {
+            run = match run {
+                Some((start, n)) if start.checked_add(n) == Some(id) => Some((start, n + 1)),
+                Some((start, n)) => {
+                    sink.will_need(start.saturating_mul(ps), n.saturating_mul(ps));
+                    Some((id, 1))
+                }
+                None => Some((id, 1)),
+            };
+        }
+        if let Some((start, n)) = run {
+            sink.will_need(start.saturating_mul(ps), n.saturating_mul(ps));
+        }
+        if let Some(pf) = &mut self.prefetch {
+            pf.hinted = pf.leaves + ids.len() as u64;
+        }
+    }
+
+    /// Page ids of up to `want` leaves after the current one, in scan
+    /// order, read from the branch pages on the stack (and the branch
+    /// pages below them that the scan will enter anyway). Stops at the
+    /// prefetch end key.
+    fn upcoming_leaves(&self, want: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        let depth = self.stack.len();
+        let end = self.prefetch.as_ref().and_then(|p| p.end.as_deref());
+        for lvl in (0..depth.saturating_sub(1)).rev() {
+            let frame = &self.stack[lvl];
+            if frame.page.header.flags != BRANCH_PAGE {
+                return out;
+            }
+            let height = depth - 1 - lvl;
+            if !self.collect(&frame.page, frame.index + 1, height, end, want, &mut out) {
+                return out;
+            }
+        }
+        out
+    }
+
+    /// Leaves below elements `from..` of branch `page`, whose children
+    /// are `height` levels above the leaves (1: they are leaves). Returns
+    /// `false` when done (enough ids, the end key, or a fault).
+    fn collect(
+        &self,
+        page: &Page<'s>,
+        from: usize,
+        height: usize,
+        end: Option<&[u8]>,
+        want: usize,
+        out: &mut Vec<u64>,
+    ) -> bool {
+        for i in from..page.count() {
+            if out.len() >= want {
+                return false;
+            }
+            let Ok(e) = page.branch(i) else {
+                return false;
+            };
+            if let Some(end) = end
+                && page.bytes().get(e.key.clone()).is_none_or(|k| k >= end)
+            {
+                return false;
+            }
+            if height <= 1 {
+                out.push(e.child);
+                continue;
+            }
+            let Some(child) = self.file.tree_page_fast(e.child) else {
+                return false;
+            };
+            if child.header.flags != BRANCH_PAGE
+                || !self.collect(&child, 0, height - 1, end, want, out)
+            {
+                return false;
+            }
+        }
+        true
     }
 
     /// Push the page `pgid` (reached from the current top frame, or the
@@ -326,6 +531,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         }
     }
 
+    #[inline]
     fn item(&self) -> Result<Option<Item<'s>>> {
         let Some(top) = self.stack.last() else {
             return Ok(None);
@@ -360,6 +566,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
                 }
             }
             self.descend(false)?;
+            self.on_leaf();
             if let Some(top) = self.stack.last()
                 && top.index < top.page.count()
             {
@@ -401,6 +608,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         self.reset();
         self.enter_root()?;
         self.descend(false)?;
+        self.on_leaf();
         if self.stack.last().is_some_and(|t| t.page.count() == 0) && !self.advance()? {
             return Ok(None);
         }
@@ -429,6 +637,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     /// # Errors
     /// Any fault met on the way.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next(&mut self) -> Result<Option<Item<'s>>> {
         // Fast path: the next element is in the same leaf.
         if let Some(top) = self.stack.last_mut()
@@ -445,6 +654,58 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
             self.item()
         } else {
             Ok(None)
+        }
+    }
+
+    /// Scan forward: call `f(key, value, flags)` for every item from the
+    /// first one (or the first `>= from`) in key order, until `f` returns
+    /// `false` (the cursor then stays on that item) or the bucket ends.
+    /// The same walk, checks and prefetch hints as `first`/`seek` +
+    /// `next`, without building an [`Item`] per key: a full scan's
+    /// fastest path. A sub-bucket comes with its raw bucket value and
+    /// `BUCKET_LEAF_FLAG` in `flags`.
+    ///
+    /// # Errors
+    /// Any fault met on the way.
+    pub fn scan(
+        &mut self,
+        from: Option<&[u8]>,
+        mut f: impl FnMut(&[u8], &[u8], u32) -> bool,
+    ) -> Result<()> {
+        let found = match from {
+            Some(k) => self.seek(k)?,
+            None => self.first()?,
+        };
+        if found.is_none() {
+            return Ok(());
+        }
+        loop {
+            let Some(top) = self.stack.last() else {
+                return Ok(());
+            };
+            let (page, count) = (&top.page, top.page.count());
+            let bytes = page.bytes();
+            let mut i = top.index;
+            let mut stopped = false;
+            while i < count {
+                let Some((flags, start, mid, end)) = page.leaf_offsets(i) else {
+                    // Out of bounds: let the full decoder name the fault.
+                    return page.leaf(i).map(|_| ());
+                };
+                let key = bytes.get(start..mid).unwrap_or_default();
+                let value = bytes.get(mid..end).unwrap_or_default();
+                if !f(key, value, flags) {
+                    stopped = true;
+                    break;
+                }
+                i += 1;
+            }
+            if let Some(top) = self.stack.last_mut() {
+                top.index = i.min(count.saturating_sub(1));
+            }
+            if stopped || !self.advance()? {
+                return Ok(());
+            }
         }
     }
 
@@ -470,6 +731,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     /// Any fault met on the way.
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Item<'s>>> {
         self.descend_to(key)?;
+        self.on_leaf();
         let past_end = self.stack.last().is_some_and(|t| t.index >= t.page.count());
         if past_end {
             // The key is beyond this leaf: the answer is the next leaf's

@@ -17,7 +17,7 @@ mod stats;
 mod walk;
 mod write;
 
-pub use cursor::{Bucket, Cursor, Item};
+pub use cursor::{Bucket, Cursor, CursorOptions, Item, Prefetch};
 pub use detail::{Body, Bytes, Element, PREVIEW, PageDetail, page_detail};
 pub use dump::{DumpError, Pages, PagesRow, Record, dump, pages, visit, write_hex, write_record};
 pub use file::{BoltFile, MAX_DEPTH, Snapshot};
@@ -28,7 +28,7 @@ pub use meta::{
 pub use page::{
     BRANCH_PAGE, BUCKET_HEADER_SIZE, BUCKET_LEAF_FLAG, BranchElement, BucketHeader, ELEMENT_SIZE,
     FREELIST_PAGE, LEAF_PAGE, LeafElement, MAX_KEY_SIZE, META_PAGE, PAGE_HEADER_SIZE, Page,
-    PageHeader, PageType,
+    PageHeader, PageType, key_cmp,
 };
 pub use stats::BucketStats;
 pub use walk::{BoltLayout, FreelistInfo, WalkOptions, freelist_info, walk};

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use mapwise_core::bolt::{
-    BoltFile, BucketStats, FreelistIds, MAX_PAGE_SIZE, MIN_PAGE_SIZE, Meta, NO_FREELIST, Snapshot,
-    WalkOptions, walk, write_freelist, write_node,
+    BoltFile, BucketStats, CursorOptions, FreelistIds, MAX_PAGE_SIZE, MIN_PAGE_SIZE, Meta,
+    NO_FREELIST, Prefetch, Snapshot, WalkOptions, walk, write_freelist, write_node,
 };
 use mapwise_core::layout::Kind;
 use rustix::fs::FlockOperation;
@@ -794,6 +794,16 @@ impl Drop for Tx<'_> {
     }
 }
 
+/// A read transaction announces the pages a prefetching cursor will read
+/// with `madvise(MADV_WILLNEED)` on its mapping (offsets are file
+/// offsets).
+impl Prefetch for Tx<'_> {
+    fn will_need(&self, offset: u64, len: u64) {
+        let end = offset.saturating_add(len).min(self.len);
+        self.map.will_need(offset, end.saturating_sub(offset));
+    }
+}
+
 impl Tx<'_> {
     /// The snapshot's txid (bbolt `Tx.ID`).
     #[must_use]
@@ -829,6 +839,15 @@ impl Tx<'_> {
     /// damaged page.
     pub fn bucket_path<P: AsRef<[u8]>>(&self, path: &[P]) -> Result<Bucket<'_>> {
         Ok(mapwise_core::bolt::Bucket::root_of(&self.file()).bucket_path(path)?)
+    }
+
+    /// A cursor over `bucket` with `opts` (e.g. [`CursorOptions::prefetch`]:
+    /// a window in bytes of leaf pages announced ahead of a forward scan
+    /// with `madvise(MADV_WILLNEED)` on this transaction's mapping). It
+    /// returns exactly what `bucket.cursor()` returns.
+    #[must_use]
+    pub fn cursor_with<'a>(&'a self, bucket: &Bucket<'a>, opts: &CursorOptions) -> Cursor<'a> {
+        bucket.cursor_with(opts, self)
     }
 
     /// A cursor over the top-level buckets (bbolt `Tx.Cursor`).

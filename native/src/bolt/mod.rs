@@ -17,5 +17,5 @@ mod wtx;
 
 pub use db::{ALLOC_SIZE, Bucket, Cursor, DEFAULT_FILL_PERCENT, Db, Options, Stats, Tx};
 pub use error::{Error, Result};
-pub use mapwise_core::bolt::{BucketStats, Item};
+pub use mapwise_core::bolt::{BucketStats, CursorOptions, Item, Prefetch};
 pub use wtx::{BucketMut, CursorMut, MAX_VALUE_SIZE, WriteCursor, WriteTx};

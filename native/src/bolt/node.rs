@@ -164,7 +164,7 @@ fn split_index(inodes: &[Inode], threshold: usize) -> usize {
 /// equal (the binary search bbolt's `node.put`, `node.del` and
 /// `Cursor.nsearch` do).
 pub(crate) fn search(inodes: &[Inode], map: &[u8], key: &[u8]) -> (usize, bool) {
-    let i = inodes.partition_point(|n| n.key.get(map) < key);
+    let i = inodes.partition_point(|n| mapwise_core::bolt::key_cmp(n.key.get(map), key).is_lt());
     let exact = inodes.get(i).is_some_and(|n| n.key.get(map) == key);
     (i, exact)
 }

@@ -19,7 +19,7 @@ use super::pagecache::{self, ReadPass};
 use super::proc::{Cmd, tail};
 use super::stats::{Summary, fmt_secs, pair_ratios};
 use super::traces::{TraceInfo, Traces};
-use super::units::{format_size, human_size, mb_per_s, utc_human, utc_stamp};
+use super::units::{format_size, human_size, mb_per_s, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
@@ -158,30 +158,32 @@ pub fn parse_gen_entries(text: &str) -> Option<u64> {
 
 /// One run of one tool.
 #[derive(Debug, Serialize)]
-struct Sample {
+pub(super) struct Sample {
     #[serde(flatten)]
-    timing: Timing,
+    pub(super) timing: Timing,
     /// Spawn to exit as seen by xtask (process start-up included; for Go
     /// also oracle.sh's own checks before it execs the binary).
-    wall_s: f64,
+    pub(super) wall_s: f64,
     /// The cache reset before this run.
-    prep: Prepared,
+    pub(super) prep: Prepared,
     /// Fraction of the file resident right after the run (mincore): how
     /// much of it the tool brought in.
-    resident_after: f64,
+    pub(super) resident_after: f64,
+    /// Peak RSS of the process, KiB (wait4).
+    pub(super) max_rss_kib: Option<u64>,
     /// What the tool printed.
     stdout: String,
 }
 
 /// A cell: cache state × populate.
 #[derive(Clone, Copy, Debug, Serialize)]
-struct CellSpec {
-    cache: CacheState,
-    populate: bool,
+pub(super) struct CellSpec {
+    pub(super) cache: CacheState,
+    pub(super) populate: bool,
 }
 
 impl CellSpec {
-    fn label(self) -> String {
+    pub(super) fn label(self) -> String {
         format!(
             "{}, {}",
             self.cache.name(),
@@ -196,43 +198,64 @@ impl CellSpec {
 
 /// Summaries of a cell.
 #[derive(Debug, Serialize)]
-struct CellSummary {
-    ours_took: Option<Summary>,
-    go_took: Option<Summary>,
+pub(super) struct CellSummary {
+    pub(super) ours_took: Option<Summary>,
+    pub(super) go_took: Option<Summary>,
     /// ours/Go `took`, pair by pair.
-    ratio_took: Option<Summary>,
+    pub(super) ratio_took: Option<Summary>,
     /// Pairs without a ratio (Go printed 0.000 s).
-    ratio_skipped: usize,
-    ours_open: Option<Summary>,
-    ours_scan: Option<Summary>,
-    go_open: Option<Summary>,
-    go_scan: Option<Summary>,
+    pub(super) ratio_skipped: usize,
+    pub(super) ours_open: Option<Summary>,
+    pub(super) ours_scan: Option<Summary>,
+    pub(super) go_open: Option<Summary>,
+    pub(super) go_scan: Option<Summary>,
     /// ours/Go scan time, pair by pair.
-    ratio_scan: Option<Summary>,
-    ours_wall: Option<Summary>,
-    go_wall: Option<Summary>,
+    pub(super) ratio_scan: Option<Summary>,
+    pub(super) ours_wall: Option<Summary>,
+    pub(super) go_wall: Option<Summary>,
     /// Resident fraction after the reset, over all runs of the cell.
-    resident: Option<Summary>,
+    pub(super) resident: Option<Summary>,
     /// Resident fraction after ours' runs.
-    ours_resident_after: Option<Summary>,
+    pub(super) ours_resident_after: Option<Summary>,
     /// Resident fraction after Go's runs.
-    go_resident_after: Option<Summary>,
+    pub(super) go_resident_after: Option<Summary>,
     /// Every key count seen (one value when all agree).
-    key_counts: Vec<u64>,
+    pub(super) key_counts: Vec<u64>,
+}
+
+impl CellSummary {
+    /// `ours / Go` median resident fractions after the runs.
+    pub(super) fn resident_after_text(&self) -> String {
+        let f = |x: Option<&Summary>| x.map_or_else(|| "—".to_owned(), |x| pct(x.median));
+        format!(
+            "{} / {}",
+            f(self.ours_resident_after.as_ref()),
+            f(self.go_resident_after.as_ref())
+        )
+    }
+
+    /// Every key count seen, `a / b` when they differ.
+    pub(super) fn keys_text(&self) -> String {
+        self.key_counts
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
 }
 
 #[derive(Debug, Serialize)]
-struct CellResult {
-    label: String,
+pub(super) struct CellResult {
+    pub(super) label: String,
     #[serde(flatten)]
-    spec: CellSpec,
-    ours_cmd: String,
-    go_cmd: String,
+    pub(super) spec: CellSpec,
+    pub(super) ours_cmd: String,
+    pub(super) go_cmd: String,
     /// Untimed pairs run first (`--warmup`), not in the statistics.
     warmup: Vec<Pair<Sample>>,
     /// `a` = ours (always first), `b` = Go.
-    pairs: Vec<Pair<Sample>>,
-    summary: CellSummary,
+    pub(super) pairs: Vec<Pair<Sample>>,
+    pub(super) summary: CellSummary,
 }
 
 /// A physical-limit measurement: whole-file reads.
@@ -264,23 +287,40 @@ struct ResidencyBench {
 }
 
 #[derive(Debug, Serialize)]
-struct FileInfo {
-    path: String,
-    bytes: u64,
+pub(super) struct FileInfo {
+    pub(super) path: String,
+    pub(super) bytes: u64,
     /// Made during this bench (otherwise taken from the cache).
     generated_now: bool,
-    gen_cmd: String,
+    pub(super) gen_cmd: String,
     gen_output: String,
     /// `entries=` from the generator, if known.
-    expected_keys: Option<u64>,
+    pub(super) expected_keys: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
-struct Versions {
+pub(super) struct Versions {
     /// From the oracle README.
-    bbolt_readme: Option<String>,
+    pub(super) bbolt_readme: Option<String>,
     /// Installed Debian package version of golang-github-coreos-bbolt-dev.
-    bbolt_package: Option<String>,
+    pub(super) bbolt_package: Option<String>,
+}
+
+impl Versions {
+    /// The bbolt versions behind `oracle` (its README and the Debian
+    /// package).
+    pub(super) fn of(oracle: &str) -> Self {
+        let readme = Path::new(oracle).with_file_name("README.md");
+        Versions {
+            bbolt_readme: fs::read_to_string(&readme)
+                .ok()
+                .and_then(|t| machine::bbolt_version_from_readme(&t)),
+            bbolt_package: machine::first_line_of(
+                "dpkg-query",
+                &["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"],
+            ),
+        }
+    }
 }
 
 /// Everything results.json holds; the report is rendered from it.
@@ -340,26 +380,23 @@ fn bolt_scan_charts(r: &Results, traces: &Traces) -> Result<Vec<(String, String)
         CHARTS[0].0.to_string(),
         charts::ratios("bolt-scan: took, ours / Go bbolt", &bars, None)?,
     )];
-    let decoded: Vec<(String, mapwise_core::trace::Trace)> = r
+    let picks: Vec<(String, &str, String)> = r
         .cells
         .iter()
         .filter(|c| c.spec.cache == CacheState::Cold)
-        .flat_map(|c| ["ours", "Go"].map(|side| (c.label.clone(), side)))
-        .filter_map(|(cell, side)| {
-            let t = traces.first(&cell, side)?.trace().ok()?;
-            Some((format!("{side}, {}", cell.trim_start_matches("cold, ")), t))
+        .flat_map(|c| {
+            ["ours", "Go"].map(|side| {
+                let legend = format!("{side}, {}", c.label.trim_start_matches("cold, "));
+                (c.label.clone(), side, legend)
+            })
         })
         .collect();
-    if !decoded.is_empty() {
-        let series: Vec<(String, &mapwise_core::trace::Trace)> =
-            decoded.iter().map(|(l, t)| (l.clone(), t)).collect();
-        out.push((
-            CHARTS[1].0.to_string(),
-            charts::residency(
-                "bolt-scan, cold: the file in the page cache during the scan",
-                &series,
-            )?,
-        ));
+    if let Some(svg) = super::traces::residency_chart(
+        traces,
+        "bolt-scan, cold: the file in the page cache during the scan",
+        &picks,
+    )? {
+        out.push((CHARTS[1].0.to_string(), svg));
     }
     Ok(out)
 }
@@ -385,18 +422,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let progress = Progress::new(steps as u64);
 
     // Builds: ours (required), the inspector (optional), the oracle.
-    let build_ours = Cmd::new("cargo")
-        .arg("build")
-        .arg("--release")
-        .arg("-p")
-        .arg("mapwise-native")
-        .arg("--bin")
-        .arg("mapwise");
-    let build_inspector = Cmd::new("cargo")
-        .arg("build")
-        .arg("--release")
-        .arg("-p")
-        .arg("mapwise-inspector");
+    let build_ours = Cmd::cargo_release("mapwise-native", Some("mapwise"));
+    let build_inspector = Cmd::cargo_release("mapwise-inspector", None);
     let build_oracle = Cmd::new(oracle.clone()).arg("build");
     progress.set("building mapwise (release)");
     build_ours.run(&ws.root).context("cannot build ours")?;
@@ -424,16 +451,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.inc();
     let file_path = PathBuf::from(&file.path);
     let machine = Machine::describe(&file_path);
-    let readme = Path::new(&oracle).with_file_name("README.md");
-    let versions = Versions {
-        bbolt_readme: fs::read_to_string(&readme)
-            .ok()
-            .and_then(|t| machine::bbolt_version_from_readme(&t)),
-        bbolt_package: machine::first_line_of(
-            "dpkg-query",
-            &["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"],
-        ),
-    };
+    let versions = Versions::of(&oracle);
 
     // The cells; every timed run is traced (residency every 50 ms).
     let traces = std::cell::RefCell::new(Traces::new());
@@ -450,57 +468,16 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             .arg("traverse")
             .arg(file.path.clone())
             .arg_if(spec.populate, "--populate");
-        let label = spec.label();
-        let phase = std::cell::Cell::new("warm-up");
-        let mut before = |side, run| {
-            let who = if side == alternate::Side::A {
-                "ours"
-            } else {
-                "Go"
-            };
-            let of = if phase.get() == "run" { runs } else { warmup };
-            progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
-            let prep = alternate::prepare(&file_path, spec.cache)?;
-            let off = match spec.cache {
-                CacheState::Cold => prep.resident > 0.01,
-                CacheState::Warm => prep.resident < 0.99,
-            };
-            if off {
-                progress.note(&format!(
-                    "xtask: warning: {label} {} {run} ({who}) starts with {} of the file resident",
-                    phase.get(),
-                    pct(prep.resident)
-                ));
-            }
-            Ok(prep)
-        };
-        let timed = |side: &str, run: usize, cmd: &Cmd, prep, parse| {
-            let go = || measure(cmd, &ws.root, &file_path, prep, parse);
-            let s = if phase.get() == "run" {
-                traces
-                    .borrow_mut()
-                    .record(&scratch, &file_path, &label, side, run, go)
-            } else {
-                go()
-            };
-            progress.inc();
-            s
-        };
-        let mut ours = |run, prep| timed("ours", run, &ours_cmd, prep, parse_ours);
-        let mut go = |run, prep| timed("Go", run, &go_cmd, prep, parse_go);
-        let warmup_pairs = alternate::alternate(warmup, &mut before, &mut ours, &mut go)?;
-        phase.set("run");
-        let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut go)?;
-        let summary = summarize(&pairs);
-        cell_results.push(CellResult {
-            label,
-            spec: *spec,
-            ours_cmd: ours_cmd.shell(),
-            go_cmd: go_cmd.shell(),
-            warmup: warmup_pairs,
-            pairs,
-            summary,
-        });
+        cell_results.push(run_cell(
+            ws,
+            &progress,
+            &file_path,
+            *spec,
+            spec.label(),
+            (ours_cmd, go_cmd),
+            (warmup, runs),
+            (&traces, &scratch),
+        )?);
     }
 
     // The physical limits.
@@ -570,35 +547,90 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     };
     let svgs = bolt_scan_charts(&results, &traces.borrow())?;
     results.charts = svgs.iter().map(|(n, _)| n.clone()).collect();
-    let report = render(&results);
-    let json = serde_json::to_string_pretty(&results)? + "\n";
-    let dir = args
-        .common
-        .out
-        .clone()
-        .unwrap_or_else(|| ws.bench_dir().join(utc_stamp(started)));
-    progress.set("writing the report");
-    output::write_all_atomically(
-        &dir,
-        &traces
-            .borrow()
+    drop(progress);
+    let traced = traces.borrow();
+    output::publish(
+        &ws.report_dir(&args.common, started),
+        &render(&results),
+        &results,
+        &traced
             .files()
             .into_iter()
             .chain(svgs.iter().map(|(n, s)| (n.as_str(), s.as_bytes())))
-            .chain([
-                ("results.json", json.as_bytes()),
-                ("REPORT.md", report.as_bytes()),
-            ])
             .collect::<Vec<_>>(),
     )?;
-    drop(progress);
-    print!("{report}");
-    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
     if !results.keys_agree {
         eprintln!("xtask: key counts differ between runs or tools (see the report)");
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs one cell: `warmup` untimed pairs, then `runs` timed pairs of
+/// `cmds` (ours, Go) alternately, each after the cell's cache reset.
+#[allow(clippy::too_many_arguments)] // one cell's whole context, each used
+pub(super) fn run_cell(
+    ws: &Workspace,
+    progress: &Progress,
+    file_path: &Path,
+    spec: CellSpec,
+    label: String,
+    cmds: (Cmd, Cmd),
+    (warmup, runs): (usize, usize),
+    (traces, scratch): (&std::cell::RefCell<Traces>, &Path),
+) -> Result<CellResult> {
+    let (ours_cmd, go_cmd) = cmds;
+    let phase = std::cell::Cell::new("warm-up");
+    let mut before = |side, run| {
+        let who = if side == alternate::Side::A {
+            "ours"
+        } else {
+            "Go"
+        };
+        let of = if phase.get() == "run" { runs } else { warmup };
+        progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
+        let prep = alternate::prepare(file_path, spec.cache)?;
+        let off = match spec.cache {
+            CacheState::Cold => prep.resident > 0.01,
+            CacheState::Warm => prep.resident < 0.99,
+        };
+        if off {
+            progress.note(&format!(
+                "xtask: warning: {label} {} {run} ({who}) starts with {} of the file resident",
+                phase.get(),
+                pct(prep.resident)
+            ));
+        }
+        Ok(prep)
+    };
+    // Every timed run is traced (the file's residency every 50 ms).
+    let timed = |side: &str, run: usize, cmd: &Cmd, prep, parse| {
+        let go = || measure(cmd, &ws.root, file_path, prep, parse);
+        let s = if phase.get() == "run" {
+            traces
+                .borrow_mut()
+                .record(scratch, file_path, &label, side, run, go)
+        } else {
+            go()
+        };
+        progress.inc();
+        s
+    };
+    let mut ours = |run, prep| timed("ours", run, &ours_cmd, prep, parse_ours);
+    let mut go = |run, prep| timed("Go", run, &go_cmd, prep, parse_go);
+    let warmup_pairs = alternate::alternate(warmup, &mut before, &mut ours, &mut go)?;
+    phase.set("run");
+    let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut go)?;
+    let summary = summarize(&pairs);
+    Ok(CellResult {
+        label,
+        spec,
+        ours_cmd: ours_cmd.shell(),
+        go_cmd: go_cmd.shell(),
+        warmup: warmup_pairs,
+        pairs,
+        summary,
+    })
 }
 
 /// Runs one tool once, parses its timings and notes how much of the file
@@ -618,6 +650,7 @@ fn measure(
         wall_s: out.wall_s,
         prep,
         resident_after,
+        max_rss_kib: out.max_rss_kib,
         stdout: out.stdout,
     })
 }
@@ -625,7 +658,7 @@ fn measure(
 /// The cached bbolt file: `target/bench/files/bolt-big-seed<S>-<SIZE>.db`,
 /// generated by the oracle under a temporary name and renamed into place
 /// when missing; `<file>.gen.txt` keeps the command and its output.
-fn ensure_file(
+pub(super) fn ensure_file(
     ws: &Workspace,
     oracle: &str,
     size: u64,
@@ -887,20 +920,94 @@ pub fn verdict(ratio: Option<&Summary>) -> String {
     s
 }
 
-fn opt_secs(s: Option<&Summary>) -> String {
+pub(super) fn opt_secs(s: Option<&Summary>) -> String {
     s.map_or_else(|| "—".to_owned(), Summary::secs)
 }
 
-fn opt_ratio(s: Option<&Summary>) -> String {
+pub(super) fn opt_ratio(s: Option<&Summary>) -> String {
     s.map_or_else(|| "—".to_owned(), Summary::ratio)
 }
 
-fn opt_median(s: Option<&Summary>) -> String {
+pub(super) fn opt_median(s: Option<&Summary>) -> String {
     s.map_or_else(|| "—".to_owned(), |s| fmt_secs(s.median))
 }
 
-fn pct(x: f64) -> String {
+pub(super) fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
+}
+
+/// The report's `## Machine` section (shared with `bench bolt`).
+pub(super) fn machine_section(
+    m: &Machine,
+    versions: &Versions,
+    loadavg_end: Option<&String>,
+) -> String {
+    let mut o = String::new();
+    let na = || "unknown".to_owned();
+    let _ = writeln!(o, "## Machine\n");
+    let mut t = Table::new(&["", "this machine"]);
+    t.row(["CPU".to_owned(), m.cpu_model.clone().unwrap_or_else(na)]);
+    t.row([
+        "Cores".to_owned(),
+        format!(
+            "{} logical CPUs online, {} available to this process",
+            m.cpus_online.map_or_else(na, |n| n.to_string()),
+            m.cpus_available.map_or_else(na, |n| n.to_string())
+        ),
+    ]);
+    t.row([
+        "Memory".to_owned(),
+        m.memory_bytes.map_or_else(na, human_size),
+    ]);
+    t.row(["Kernel".to_owned(), m.kernel.clone().unwrap_or_else(na)]);
+    t.row([
+        "File system of the file".to_owned(),
+        m.mount.as_ref().map_or_else(na, |mt| {
+            format!(
+                "{} on {} mounted at {} ({})",
+                mt.fstype, mt.source, mt.mount_point, mt.options
+            )
+        }),
+    ]);
+    t.row([
+        "Block device, read_ahead_kb".to_owned(),
+        format!(
+            "{}, read_ahead_kb = {}",
+            m.block_device.clone().unwrap_or_else(na),
+            m.read_ahead_kb.map_or_else(na, |k| k.to_string())
+        ),
+    ]);
+    t.row([
+        "THP (transparent_hugepage)".to_owned(),
+        format!(
+            "enabled = {}, defrag = {}",
+            m.thp_enabled.clone().unwrap_or_else(na),
+            m.thp_defrag.clone().unwrap_or_else(na)
+        ),
+    ]);
+    t.row(["Go".to_owned(), m.go_version.clone().unwrap_or_else(na)]);
+    t.row([
+        "bbolt".to_owned(),
+        format!(
+            "{} (oracle README); Debian package golang-github-coreos-bbolt-dev {}",
+            versions.bbolt_readme.clone().unwrap_or_else(na),
+            versions.bbolt_package.clone().unwrap_or_else(na)
+        ),
+    ]);
+    t.row([
+        "Rust (ours)".to_owned(),
+        m.rustc_version.clone().unwrap_or_else(na),
+    ]);
+    t.row([
+        "Load average".to_owned(),
+        format!(
+            "{} at start, {} at end",
+            m.loadavg.clone().unwrap_or_else(na),
+            loadavg_end.cloned().unwrap_or_else(na)
+        ),
+    ]);
+    o.push_str(&t.render());
+    o
 }
 
 /// The markdown report.
@@ -1003,69 +1110,7 @@ fn render(r: &Results) -> String {
         r.finished_utc,
     );
 
-    let _ = writeln!(o, "## Machine\n");
-    let mut t = Table::new(&["", "this machine"]);
-    t.row(["CPU".to_owned(), m.cpu_model.clone().unwrap_or_else(na)]);
-    t.row([
-        "Cores".to_owned(),
-        format!(
-            "{} logical CPUs online, {} available to this process",
-            m.cpus_online.map_or_else(na, |n| n.to_string()),
-            m.cpus_available.map_or_else(na, |n| n.to_string())
-        ),
-    ]);
-    t.row([
-        "Memory".to_owned(),
-        m.memory_bytes.map_or_else(na, human_size),
-    ]);
-    t.row(["Kernel".to_owned(), m.kernel.clone().unwrap_or_else(na)]);
-    t.row([
-        "File system of the file".to_owned(),
-        m.mount.as_ref().map_or_else(na, |mt| {
-            format!(
-                "{} on {} mounted at {} ({})",
-                mt.fstype, mt.source, mt.mount_point, mt.options
-            )
-        }),
-    ]);
-    t.row([
-        "Block device, read_ahead_kb".to_owned(),
-        format!(
-            "{}, read_ahead_kb = {}",
-            m.block_device.clone().unwrap_or_else(na),
-            m.read_ahead_kb.map_or_else(na, |k| k.to_string())
-        ),
-    ]);
-    t.row([
-        "THP (transparent_hugepage)".to_owned(),
-        format!(
-            "enabled = {}, defrag = {}",
-            m.thp_enabled.clone().unwrap_or_else(na),
-            m.thp_defrag.clone().unwrap_or_else(na)
-        ),
-    ]);
-    t.row(["Go".to_owned(), m.go_version.clone().unwrap_or_else(na)]);
-    t.row([
-        "bbolt".to_owned(),
-        format!(
-            "{} (oracle README); Debian package golang-github-coreos-bbolt-dev {}",
-            r.versions.bbolt_readme.clone().unwrap_or_else(na),
-            r.versions.bbolt_package.clone().unwrap_or_else(na)
-        ),
-    ]);
-    t.row([
-        "Rust (ours)".to_owned(),
-        m.rustc_version.clone().unwrap_or_else(na),
-    ]);
-    t.row([
-        "Load average".to_owned(),
-        format!(
-            "{} at start, {} at end",
-            m.loadavg.clone().unwrap_or_else(na),
-            r.loadavg_end.clone().unwrap_or_else(na)
-        ),
-    ]);
-    o.push_str(&t.render());
+    o.push_str(&machine_section(m, &r.versions, r.loadavg_end.as_ref()));
 
     let f = &r.file;
     let _ = writeln!(
@@ -1185,20 +1230,8 @@ fn render(r: &Results) -> String {
                     }
                 },
             ),
-            format!(
-                "{} / {}",
-                s.ours_resident_after
-                    .as_ref()
-                    .map_or_else(|| "—".to_owned(), |x| pct(x.median)),
-                s.go_resident_after
-                    .as_ref()
-                    .map_or_else(|| "—".to_owned(), |x| pct(x.median)),
-            ),
-            s.key_counts
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(" / "),
+            s.resident_after_text(),
+            s.keys_text(),
         ]);
     }
     o.push_str(&t.render());

@@ -11,6 +11,7 @@
 
 pub mod all;
 pub mod alternate;
+pub mod bolt;
 pub mod bolt_scan;
 pub mod charts;
 pub mod interrupt;
@@ -51,6 +52,19 @@ $MAPWISE_SHARED, as the tests do), and compare ours with the reference implement
 (A B A B …) in the same loop, so drift on a shared machine hits both sides.
 Ratios are ours/reference computed pair by pair: median [min–max].
 Nothing here asserts a time: a verdict is a line in the report.
+
+bolt: issue 3 item 7, our bbolt engine beside Go bbolt 1.3.6: the oracle's
+  seeded `bench` workload (1M batched puts, seq and rnd, then seq and rnd
+  gets; --quick 100k) and full scans of a 2 GiB Go-made file (--quick
+  256 MiB) cold/warm, with and without MAP_POPULATE, plus our prefetching
+  cursor (--prefetch) against Go's plain cold scan, and the residency a
+  prefetching range scan leaves. Peak RSS per process (wait4). Verdicts:
+  puts >= 1.0x bbolt ops/s, random gets >= 1.5x, warm scan <= 0.7x bbolt's
+  time, prefetching cold scan <= 0.5x bbolt's plain cold scan.
+
+  cargo xtask bench bolt [--quick] [--count N] [--size SIZE]
+                         [--prefetch BYTES] [--runs 5] [--warmup 1]
+                         [--no-puts] [--no-scans] [--out DIR]
 
 bolt-scan: the MAP_POPULATE experiment of boltdb/bolt issue 455, ours vs Go
   bbolt 1.3.6 (the oracle in ../shared/oracles/bolt). A bbolt file made by
@@ -152,6 +166,11 @@ pub struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
+    /// Issue 3 item 7: our bbolt engine vs Go bbolt — batched puts, gets,
+    /// cold/warm scans with and without MAP_POPULATE, the prefetching
+    /// cursor, peak RSS.
+    #[command(after_long_help = bolt::HELP)]
+    Bolt(bolt::Args),
     /// MAP_POPULATE experiment (bbolt#455): cursor scan of a bbolt file,
     /// ours vs Go bbolt, cold/warm × with/without MAP_POPULATE.
     #[command(after_long_help = bolt_scan::HELP)]
@@ -202,6 +221,15 @@ impl Workspace {
     /// `target/release/<name>`.
     pub fn release_bin(&self, name: &str) -> PathBuf {
         self.target.join("release").join(name)
+    }
+
+    /// Where a bench started at `started` writes its report: `--out`, else
+    /// `target/bench/<UTC timestamp>`.
+    pub fn report_dir(&self, common: &CommonArgs, started: std::time::SystemTime) -> PathBuf {
+        common
+            .out
+            .clone()
+            .unwrap_or_else(|| self.bench_dir().join(units::utc_stamp(started)))
     }
 
     /// `target/bench`.
@@ -260,6 +288,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
     let ws = Workspace { root, target };
     match args.bench {
+        BenchCommand::Bolt(mut a) => {
+            fix_out(&mut a.common)?;
+            std::env::set_current_dir(&ws.root)
+                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
+            bolt::run(&ws, &a)
+        }
         BenchCommand::BoltScan(mut a) => {
             fix_out(&mut a.common)?;
             std::env::set_current_dir(&ws.root)

@@ -76,6 +76,27 @@ pub fn write_all_atomically(dir: &Path, files: &[(&str, &[u8])]) -> Result<()> {
     Ok(())
 }
 
+/// The end of every bench: `results` as `results.json` and `report` as
+/// `REPORT.md` into `dir` (atomically, [`write_all_atomically`]), then the
+/// report on stdout and where it went on stderr. Drop the progress bar
+/// first. `extra` files (charts, `traces/…`) are written in the same atomic
+/// step, before results.json and REPORT.md.
+pub fn publish(
+    dir: &Path,
+    report: &str,
+    results: &impl serde::Serialize,
+    extra: &[(&str, &[u8])],
+) -> Result<()> {
+    let json = serde_json::to_string_pretty(results)? + "\n";
+    let mut files: Vec<(&str, &[u8])> = extra.to_vec();
+    files.push(("results.json", json.as_bytes()));
+    files.push(("REPORT.md", report.as_bytes()));
+    write_all_atomically(dir, &files)?;
+    print!("{report}");
+    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
+    Ok(())
+}
+
 /// A markdown table.
 #[derive(Debug, Default)]
 pub struct Table {

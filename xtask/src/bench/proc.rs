@@ -1,7 +1,9 @@
 //! Child processes: run, capture, time, and print exactly what ran.
 
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -30,6 +32,9 @@ pub struct Output {
     pub success: bool,
     /// Exit status as printed (`exit status: 1`, `signal: 9`).
     pub status: String,
+    /// Peak resident set size of the child in KiB (`ru_maxrss` from
+    /// `wait4`: the child itself, after any `exec`, not its children).
+    pub max_rss_kib: Option<u64>,
 }
 
 impl Cmd {
@@ -46,6 +51,20 @@ impl Cmd {
     pub fn arg(mut self, a: impl Into<String>) -> Self {
         self.args.push(a.into());
         self
+    }
+
+    /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench
+    /// builds what it measures.
+    pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
+        let c = Self::new("cargo")
+            .arg("build")
+            .arg("--release")
+            .arg("-p")
+            .arg(package);
+        match bin {
+            Some(b) => c.arg("--bin").arg(b),
+            None => c,
+        }
     }
 
     /// Appends one argument when `cond` holds.
@@ -69,20 +88,47 @@ impl Cmd {
     pub fn output(&self, cwd: &Path) -> Result<Output> {
         interrupt::check()?;
         let start = Instant::now();
-        let out = std::process::Command::new(&self.program)
+        let mut child = std::process::Command::new(&self.program)
             .args(&self.args)
             .current_dir(cwd)
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .with_context(|| format!("cannot start {}", self.program))?;
+        let drain = |r: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let err_reader = drain(
+            child
+                .stderr
+                .take()
+                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        );
+        let out_reader = drain(
+            child
+                .stdout
+                .take()
+                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        );
+        let stdout = out_reader.join().unwrap_or_default();
+        let stderr = err_reader.join().unwrap_or_default();
+        let (status, max_rss_kib) = wait_rusage(&mut child)?;
         let wall_s = start.elapsed().as_secs_f64();
         interrupt::check()?;
         Ok(Output {
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
             wall_s,
-            success: out.status.success(),
-            status: out.status.to_string(),
+            success: status.success(),
+            status: status.to_string(),
+            max_rss_kib,
         })
     }
 
@@ -100,6 +146,30 @@ impl Cmd {
         }
         Ok(out)
     }
+}
+
+/// Waits for `child` with `wait4(2)`, which also returns its resource
+/// usage: the exit status and the peak RSS in KiB (Linux reports
+/// `ru_maxrss` in KiB).
+fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Option<u64>)> {
+    let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our own child, not yet reaped (std has not
+        // waited for it); `status` and `ru` are valid for writes.
+        let r = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut ru) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e).context("wait4");
+        }
+    }
+    let rss = u64::try_from(ru.ru_maxrss).ok().filter(|&k| k > 0);
+    Ok((ExitStatus::from_raw(status), rss))
 }
 
 /// The last `lines` lines of a text.

@@ -144,6 +144,31 @@ impl Traces {
     }
 }
 
+/// The residency-over-time chart of the first trace of each (`cell`,
+/// `side`) in `picks`, each drawn as `legend`; `None` when none of them
+/// was traced.
+///
+/// # Errors
+/// When a chart cannot be drawn.
+pub fn residency_chart(
+    traces: &Traces,
+    title: &str,
+    picks: &[(String, &str, String)],
+) -> Result<Option<String>> {
+    let decoded: Vec<(String, Trace)> = picks
+        .iter()
+        .filter_map(|(cell, side, legend)| {
+            let t = traces.first(cell, side)?.trace().ok()?;
+            Some((legend.clone(), t))
+        })
+        .collect();
+    if decoded.is_empty() {
+        return Ok(None);
+    }
+    let series: Vec<(String, &Trace)> = decoded.iter().map(|(l, t)| (l.clone(), t)).collect();
+    super::charts::residency(title, &series).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -131,6 +131,9 @@ pub enum BoltCommand {
     /// Open read-only and walk every key of one bucket with a cursor,
     /// timing open + scan (the MAP_POPULATE experiment of bbolt#455).
     Traverse(TraverseArgs),
+    /// The oracle's seeded write-then-read workload (`oracle.sh bench`):
+    /// batched puts, then a cursor scan or random gets, timed.
+    Bench(crate::bolt_bench::BenchArgs),
 }
 
 /// `dump FILE [PGID…]`.
@@ -187,6 +190,22 @@ pub struct TraverseArgs {
     /// madvise advice after mapping (bbolt always uses random).
     #[arg(long, default_value = "random")]
     advice: String,
+    /// Prefetching cursor: announce this many bytes of leaf pages ahead
+    /// of the scan with madvise(MADV_WILLNEED) (`256KiB`, `8MiB`; 0 = off).
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::bolt_bench::parse_bytes)]
+    prefetch: u64,
+    /// Range scan: start at the first key >= this one (hex).
+    #[arg(long, value_name = "HEX")]
+    from: Option<String>,
+    /// Range scan: stop before this key (hex, exclusive); the prefetching
+    /// cursor announces nothing at or past it.
+    #[arg(long, value_name = "HEX")]
+    to: Option<String>,
+    /// After the scan, sample the file's page-cache residency (mincore)
+    /// and split it into the OS pages holding the keys and values the scan
+    /// read and the rest.
+    #[arg(long)]
+    residency: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -255,6 +274,7 @@ pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
         BoltCommand::Stats(a) => a.json,
         BoltCommand::Compact(a) => a.json,
         BoltCommand::Traverse(a) => a.json,
+        BoltCommand::Bench(a) => a.json(),
     };
     let result = match cmd {
         BoltCommand::Info(a) => info(&a),
@@ -275,6 +295,7 @@ pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
         }),
         BoltCommand::Compact(a) => tools::compact(&a),
         BoltCommand::Traverse(a) => traverse(&a),
+        BoltCommand::Bench(a) => crate::bolt_bench::run(&a),
     };
     match result {
         Err(e) if crate::out::is_broken_pipe(&e) => Err(e),
@@ -521,33 +542,34 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     let start = std::time::Instant::now();
     let db = Db::open(&a.file, &opts)?;
     let opened = start.elapsed();
-    let (mut keys, mut value_bytes, mut x) = (0u64, 0u64, 0u8);
-    {
+    let range = crate::bolt_bench::ScanRange::parse(a.from.as_deref(), a.to.as_deref())?;
+    let copts = mapwise_native::bolt::CursorOptions {
+        prefetch: (a.prefetch > 0).then_some(a.prefetch),
+        prefetch_end: range.to.clone(),
+    };
+    let scanned = {
         let tx = db.begin()?;
         let bucket = tx
             .bucket_path(&path)
             .with_context(|| format!("bucket {:?}", a.bucket))?;
-        let mut c = bucket.cursor();
-        let mut item = c.first()?;
-        while let Some(it) = item {
-            keys += 1;
-            value_bytes += it.value.len() as u64;
-            if a.touch {
-                x = it.value.iter().fold(x, |acc, b| acc ^ b);
-            }
-            item = c.next()?;
-        }
-    }
+        crate::bolt_bench::scan(&db, &tx, &bucket, &copts, &range, a.touch, a.residency)?
+    };
     let took = start.elapsed();
+    let (keys, value_bytes, x) = (scanned.keys, scanned.value_bytes, scanned.xor);
+    let residency = if a.residency {
+        Some(scanned.residency(&db)?)
+    } else {
+        None
+    };
     drop(db);
     let scan = took - opened;
     let mut out = Out::new();
     if a.json {
         let v = serde_json::json!({
             "file_bytes": size, "populate": a.populate, "cold": a.cold, "touch": a.touch,
-            "mlock": a.mlock, "advice": advice.name(), "open_s": opened.as_secs_f64(),
+            "mlock": a.mlock, "advice": advice.name(), "prefetch": a.prefetch, "open_s": opened.as_secs_f64(),
             "traverse_s": scan.as_secs_f64(), "took_s": took.as_secs_f64(), "keys": keys,
-            "value_bytes": value_bytes,
+            "value_bytes": value_bytes, "residency": residency,
         });
         outln!(out, "{v}");
     } else {
@@ -566,6 +588,9 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
             scan.as_secs_f64()
         );
         outln!(out, "took: {:.3}s", took.as_secs_f64());
+        if let Some(r) = &residency {
+            outln!(out, "{r}");
+        }
     }
     out.finish()?;
     Ok(ExitCode::SUCCESS)

@@ -6,6 +6,7 @@
 //! subcommand takes `--json`.
 
 mod bolt;
+mod bolt_bench;
 mod mmaptest;
 mod out;
 mod revlog;

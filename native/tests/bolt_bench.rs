@@ -1,0 +1,205 @@
+//! `mapwise bolt bench` replays the oracle's seeded workload exactly, and
+//! the prefetching cursor returns exactly what a plain cursor returns.
+//! Nothing here is timed.
+
+use std::cell::RefCell;
+
+use mapwise_native::bolt::{CursorOptions, Db, Options, Prefetch};
+
+use crate::bolt_model::{oracle_fast, oracle_run};
+use crate::support::{assert_same_text, run_mapwise, tempdir};
+
+fn json(stdout: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line in {text:?}"));
+    serde_json::from_str(line).expect("JSON")
+}
+
+#[test]
+fn bench_replays_the_oracle_workload_in_every_mode() {
+    let dir = tempdir();
+    for write in ["seq", "rnd", "seq-nest", "rnd-nest"] {
+        for read in ["seq", "rnd"] {
+            let ours = dir.path().join(format!("ours-{write}-{read}.db"));
+            let go = dir.path().join(format!("go-{write}-{read}.db"));
+            let (ours, go) = (ours.to_str().unwrap(), go.to_str().unwrap());
+            // 2000 puts in batches of 300: a short last batch, seven
+            // commits, several leaves per bucket.
+            let flags = [
+                "--write-mode",
+                write,
+                "--read-mode",
+                read,
+                "--count",
+                "2000",
+                "--batch-size",
+                "300",
+                "--key-size",
+                "16",
+                "--value-size",
+                "100",
+                "--verify",
+                "--json",
+            ];
+            let o = run_mapwise(&[&["bolt", "bench", ours][..], &flags].concat());
+            assert!(
+                o.status.success(),
+                "{write}/{read}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let (ok, go_out, go_err) = oracle_run(&[&["bench", go][..], &flags].concat());
+            assert!(ok, "oracle {write}/{read}: {go_err}");
+            let (a, b) = (json(&o.stdout), json(go_out.as_bytes()));
+            for key in [
+                "write_ops",
+                "read_ops",
+                "read_passes",
+                "page_size",
+                "count",
+                "batch_size",
+                "key_size",
+                "value_size",
+                "write_mode",
+                "read_mode",
+                "seed",
+            ] {
+                assert_eq!(a[key], b[key], "{write}/{read}: {key}");
+            }
+            assert_eq!(a["read_ops"], 2000, "{write}/{read}");
+            assert_same_text(
+                &format!("dump of {write}/{read}"),
+                &oracle_fast(&["dump", ours]),
+                &oracle_fast(&["dump", go]),
+            );
+            let (ok, check, _) = oracle_run(&["check", ours]);
+            assert!(ok, "{write}/{read}: {check}");
+        }
+    }
+}
+
+/// Records every hint.
+#[derive(Default)]
+struct Hints(RefCell<Vec<(u64, u64)>>);
+
+impl Prefetch for Hints {
+    fn will_need(&self, offset: u64, len: u64) {
+        self.0.borrow_mut().push((offset, len));
+    }
+}
+
+#[test]
+fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
+    let dir = tempdir();
+    let path = dir.path().join("scan.db");
+    let db = Db::open(&path, &Options::read_write()).unwrap();
+    // Three levels: 40k keys of ~120 bytes at FillPercent 0.5.
+    db.update(|tx| -> mapwise_native::bolt::Result<()> {
+        let mut b = tx.create_bucket(b"b")?;
+        for i in 0u32..40_000 {
+            let k = (i.wrapping_mul(2_654_435_761)).to_be_bytes();
+            b.put(&[&k[..], &i.to_le_bytes()].concat(), &[7u8; 110])?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    drop(db);
+    let db = Db::open(&path, &Options::default()).unwrap();
+    let tx = db.begin().unwrap();
+    let bucket = tx.bucket(b"b").unwrap().unwrap();
+    let collect =
+        |c: &mut mapwise_native::bolt::Cursor<'_>, from: Option<&[u8]>, to: Option<&[u8]>| {
+            let mut keys = Vec::new();
+            let mut it = match from {
+                Some(k) => c.seek(k).unwrap(),
+                None => c.first().unwrap(),
+            };
+            while let Some(i) = it {
+                if to.is_some_and(|t| *i.key >= *t) {
+                    break;
+                }
+                keys.push((i.key.into_owned(), i.value.into_owned()));
+                it = c.next().unwrap();
+            }
+            keys
+        };
+    let plain = collect(&mut bucket.cursor(), None, None);
+    assert_eq!(plain.len(), 40_000);
+    for window in [1u64, 4096, 3 * 4096, 1 << 20, 1 << 30] {
+        let hints = Hints::default();
+        let opts = CursorOptions {
+            prefetch: Some(window),
+            prefetch_end: None,
+        };
+        let got = collect(&mut bucket.cursor_with(&opts, &hints), None, None);
+        assert!(got == plain, "window {window}: keys differ");
+        assert!(!hints.0.borrow().is_empty(), "window {window}: no hints");
+        // Through the transaction (madvise on the mapping) too.
+        let got = collect(&mut tx.cursor_with(&bucket, &opts), None, None);
+        assert!(got == plain, "window {window} (tx): keys differ");
+        // And through the closure scan.
+        let mut scanned = Vec::new();
+        tx.cursor_with(&bucket, &opts)
+            .scan(None, |k, v, _| {
+                scanned.push((k.to_vec(), v.to_vec()));
+                true
+            })
+            .unwrap();
+        assert!(scanned == plain, "window {window} (scan): keys differ");
+    }
+    // A range scan: same keys, and no hint reaches past the leaves that
+    // hold keys of the range.
+    let (from, to) = (plain[10_000].0.clone(), plain[12_000].0.clone());
+    let want = collect(&mut bucket.cursor(), Some(&from), Some(&to));
+    assert_eq!(want.len(), 2000);
+    let hints = Hints::default();
+    let opts = CursorOptions {
+        prefetch: Some(64 * 4096),
+        prefetch_end: Some(to.clone()),
+    };
+    let got = collect(
+        &mut bucket.cursor_with(&opts, &hints),
+        Some(&from),
+        Some(&to),
+    );
+    assert!(got == want, "range scan: keys differ");
+    let mut scanned = Vec::new();
+    bucket
+        .cursor_with(&opts, &hints)
+        .scan(Some(&from), |k, v, _| {
+            if k >= &to[..] {
+                return false;
+            }
+            scanned.push((k.to_vec(), v.to_vec()));
+            true
+        })
+        .unwrap();
+    assert!(scanned == want, "range scan (scan): keys differ");
+    let map = db.mapping();
+    let base = map.bytes().as_ptr().addr() as u64;
+    let ps = 4096u64;
+    // Pages holding the range's keys (from a second, recording scan).
+    let mut pages = std::collections::BTreeSet::new();
+    let mut c = bucket.cursor();
+    let mut it = c.seek(&from).unwrap();
+    while let Some(i) = it {
+        if *i.key >= *to {
+            break;
+        }
+        pages.insert((i.key.as_ptr().addr() as u64 - base) / ps);
+        it = c.next().unwrap();
+    }
+    let hinted = hints.0.borrow();
+    assert!(!hinted.is_empty());
+    for &(off, len) in hinted.iter() {
+        for p in off / ps..(off + len).div_ceil(ps) {
+            assert!(
+                pages.contains(&p),
+                "hinted page {p} holds no key of the range"
+            );
+        }
+    }
+}
