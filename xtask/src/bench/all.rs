@@ -33,7 +33,8 @@ bench report; and DIR/results.json with the same. DIR defaults to
 target/bench/<UTC timestamp>-all.
 
   --quick (default) / --full   passed to each bench (bolt-scan: --full
-                               means --size 2GiB, the seed's file)
+                               means --size 2GiB, the seed's file; bolt:
+                               --full means its default sizes)
   --cold / --warm / --both     passed to the benches that choose
                                (bolt-scan, mmaptest); the others always
                                run both and say so
@@ -125,6 +126,12 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
         "bolt-scan" => {
             if a.full {
                 v.extend(["--size".into(), "2GiB".into()]);
+            }
+        }
+        // bench bolt runs the sizes unless told --quick.
+        "bolt" => {
+            if !a.full {
+                v.push("--quick".into());
             }
         }
         _ => v.push(if a.full { "--full" } else { "--quick" }.into()),
@@ -350,6 +357,8 @@ mod tests {
         let (v, n) = child_args("rrd", &args(&["--cold"]), out);
         assert_eq!(v, ["bench", "rrd", "--quick", "--out", "/o"]);
         assert_eq!(n.len(), 1);
+        let (v, _) = child_args("bolt", &args(&["--full"]), out);
+        assert_eq!(v, ["bench", "bolt", "--out", "/o"]);
         let (v, _) = child_args("mmaptest", &args(&["--warm"]), out);
         assert_eq!(v, ["bench", "mmaptest", "--quick", "--warm", "--out", "/o"]);
         assert!(Cli::try_parse_from(["all", "--quick", "--full"]).is_err());
