@@ -67,6 +67,8 @@ impl Replay {
                     "{} is gone: pages shown without their structure (replay --file names another copy)",
                     path.display()
                 )),
+                unsettled: None,
+                expected_len: 0,
                 quiet: true,
                 took: Duration::ZERO,
             },

@@ -71,6 +71,15 @@ pub struct Snapshot {
     pub rrd: Option<RrdInfo>,
     /// Why the structure could not be read, when it could not.
     pub error: Option<String>,
+    /// Set when a writer committed during every attempt to read the
+    /// structure ([`crate::settle`]): the layout may mix two snapshots and
+    /// its problems may be transient. Says so in one sentence.
+    pub unsettled: Option<String>,
+    /// Bytes the format's own header says the file spans (bbolt: the
+    /// current meta page's high-water mark times the page size); 0 when it
+    /// claims nothing. A file shorter than this was truncated: front ends
+    /// draw the missing part as past the end of the file.
+    pub expected_len: u64,
     /// `true` when reads bypassed the page cache (`O_DIRECT`).
     pub quiet: bool,
     /// How long reading the structure took.
@@ -94,6 +103,8 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         revlog: None,
         rrd: None,
         error: None,
+        unsettled: None,
+        expected_len: 0,
         quiet: src.is_direct(),
         took: Duration::ZERO,
     };
@@ -104,12 +115,28 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         }
         Format::Bolt => {
             snap.format = Format::Bolt;
-            match BoltFile::open(&src) {
-                Ok(file) => {
-                    let walked = walk(&file, opts);
-                    snap.bolt = Some(BoltInfo::of(&file, walked.freelist));
-                    snap.layout = walked.layout;
+            // Walked through `settle`: retried while a writer commits.
+            let read = crate::settle::read_bolt(path, |file| {
+                let walked = walk(file, opts);
+                (BoltInfo::of(file, walked.freelist), walked.layout)
+            });
+            match read {
+                Ok(s) => {
+                    let (info, layout) = s.value;
+                    if !s.settled {
+                        snap.unsettled = Some(crate::settle::unsettled_message(
+                            s.attempts,
+                            layout.problem_count(),
+                        ));
+                    }
+                    snap.expected_len = info.hwm.saturating_mul(u64::from(info.page_size));
+                    snap.bolt = Some(info);
+                    snap.layout = layout;
                 }
+                Err(crate::settle::Error::NotBolt { source, .. }) => {
+                    snap.error = Some(source.to_string());
+                }
+                Err(crate::settle::Error::Open { source, .. }) => return Err(source),
                 Err(e) => snap.error = Some(e.to_string()),
             }
         }
