@@ -589,8 +589,11 @@ impl App {
         stats::unit(self.layout())
     }
 
-    /// Bytes the map covers: the layout, or the file as sampled now when
-    /// it grew since.
+    /// Bytes the map covers: the most of the layout, the file as sampled
+    /// now (when it grew since) and what the format's header says the
+    /// file spans ([`Snapshot::expected_len`]). Whatever lies past the
+    /// file's current end is drawn as past the end of the file, so a
+    /// truncated file shows the pages it lost.
     #[must_use]
     pub fn map_len(&self) -> u64 {
         let sampled = self
@@ -598,7 +601,19 @@ impl App {
             .residency
             .as_ref()
             .map_or(0, |r| r.offset.saturating_add(r.len));
-        self.layout().source_len.max(sampled)
+        self.layout()
+            .source_len
+            .max(sampled)
+            .max(self.data.snapshot.expected_len)
+    }
+
+    /// Bytes the file holds now: as sampled, else as read for the layout.
+    #[must_use]
+    pub fn file_len(&self) -> u64 {
+        self.data.residency.as_ref().map_or_else(
+            || self.layout().source_len,
+            |r| r.offset.saturating_add(r.len),
+        )
     }
 
     /// Pages the map shows.
@@ -1045,9 +1060,14 @@ impl App {
         let cell_last = (cell_first + ppc).min(pages) - 1;
         let region = self.selected_region();
         let kind = region.map_or(Kind::Data, |r| r.kind);
+        let phrase = if region.is_none() && page.saturating_mul(unit) >= self.file_len() {
+            "past the end of the file (the header says it is longer: truncated?)"
+        } else {
+            kind_phrase(kind)
+        };
         let head = Line::of(Tone::Head, format!("page {page}"))
             .and(Tone::Dim, format!(" of {pages}"))
-            .and(Tone::Text, format!(" · {}", kind_phrase(kind)));
+            .and(Tone::Text, format!(" · {phrase}"));
         out.push(head);
         if let Some(r) = region {
             out.extend(self.region_lines(r));

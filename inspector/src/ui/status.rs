@@ -177,7 +177,7 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
     chunks.push(vec![Span::styled(
         format!(
             "│ {} · page {} · every {} ms",
-            human_size(app.map_len()),
+            human_size(app.file_len()),
             app.unit(),
             app.interval().as_millis()
         ),
