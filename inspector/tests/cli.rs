@@ -471,6 +471,35 @@ fn rrd_layout_agrees_with_rrdtool_info() {
 }
 
 #[test]
+fn open_without_a_terminal_fails_before_touching_it() {
+    // `echo | inspector open small.db | head`: nothing on stdout (no
+    // escape codes), a clear message, exit 2.
+    let mut child = Command::new(crate::common::bin())
+        .args(["open", testdata("small.db").to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn inspector");
+    let _ = child.stdin.take().unwrap().write_all(b"\n");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < T, "inspector open did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "stdout untouched");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "the live view needs a terminal, but standard input and standard output are not one"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn check_while_a_writer_commits_never_reports_false_problems() {
     // The user's report: `inspector check` in a loop while a writer
     // commits said 'page N is already in use' on a healthy file. A read
