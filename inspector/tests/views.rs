@@ -472,3 +472,28 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
         "{text}"
     );
 }
+
+#[test]
+fn advise_menu_overlay() {
+    let mut target = fixed(&testdata("small.db"));
+    let mut app = app("small.db", &target, 100, 30);
+    press(&mut app, &mut target, &[Action::Right, Action::Advise]);
+    let t = draw(&app);
+    let text = format!("{}", t.backend());
+    for line in [
+        "advise the kernel (posix_fadvise)",
+        "▸ WILLNEED    read the range into the cache now (async)",
+        "  DONTNEED    drop the range's clean, unmapped pages",
+        "  NORMAL      default read-ahead (our open file only)",
+        "● page 1 (bytes 4096..8192)",
+        "○ the whole file",
+        "↑↓ advice · ←→ range · Enter apply · Esc cancel",
+    ] {
+        assert!(text.contains(line), "{line:?} missing:\n{text}");
+    }
+    press(&mut app, &mut target, &[Action::Left, Action::Down]);
+    let text = format!("{}", draw(&app).backend());
+    assert!(text.contains("▸ DONTNEED"), "{text}");
+    assert!(text.contains("○ page 1 (bytes 4096..8192)"), "{text}");
+    assert!(text.contains("● the whole file"), "{text}");
+}

@@ -276,7 +276,7 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
             1,
         )),
         None => out.push((
-            "? help · Tab focus · t touch · e evict · L lock · +/- zoom · q quit".into(),
+            "? help · Tab focus · t touch · e evict · a advise · L lock · +/- zoom · q quit".into(),
             Style::new().fg(Color::DarkGray),
             1,
         )),
