@@ -9,6 +9,10 @@ const BOLT_MAGIC_LE: [u8; 4] = [0xed, 0xda, 0x0c, 0xed];
 /// The same magic written by a big-endian host.
 const BOLT_MAGIC_BE: [u8; 4] = [0xed, 0x0c, 0xda, 0xed];
 
+/// Every format [`detect`] recognises (all but [`Format::Unknown`]), for
+/// messages that say what was tried.
+pub const TRIED: [Format; 3] = [Format::Bolt, Format::Rrd, Format::Revlog];
+
 /// The format of `src`, judged by its first page: the `RRD\0` cookie of an
 /// RRDtool file (any architecture); else the bbolt magic at
 /// byte 16 (or at byte 16 of a probed meta page 1 when meta 0 is

@@ -40,6 +40,16 @@ impl Format {
             Format::Unknown => "unknown",
         }
     }
+
+    /// The name people know the format by, for messages: `bbolt`, `rrd`,
+    /// `revlog`, `unknown` (the JSON name [`Format::name`] says `bolt`).
+    #[must_use]
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Format::Bolt => "bbolt",
+            other => other.name(),
+        }
+    }
 }
 
 /// What a region of the file is. Front ends colour by kind.

@@ -11,8 +11,8 @@ use mapwise_core::bolt::{BoltFile, PageDetail, page_detail};
 use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
 use mapwise_native::describe::Item;
 use mapwise_native::report::KindTotal;
-use mapwise_native::residency::{Residency, TO_EOF};
-use mapwise_native::watch::{Refreshed, Snapshot, Watch};
+use mapwise_native::residency::{FileAdvice, Residency, TO_EOF};
+use mapwise_native::watch::{Effect, Refreshed, Snapshot, Watch};
 use ratatui::layout::{Position, Rect};
 
 use crate::describe::{self, Line, Tone, Widths};
@@ -54,16 +54,25 @@ pub trait Target {
     /// # Errors
     /// Why they cannot be decoded, as text.
     fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String>;
-    /// Bring the whole file into the page cache; returns OS pages touched.
+    /// Bring the whole file into the page cache; returns what changed,
+    /// re-sampled.
     ///
     /// # Errors
     /// The failure, as text.
-    fn touch(&mut self) -> Result<u64, String>;
-    /// Drop the whole file from the page cache.
+    fn touch(&mut self) -> Result<Effect, String>;
+    /// Drop the whole file from the page cache; returns what changed,
+    /// re-sampled (pages mapped or locked elsewhere stay).
     ///
     /// # Errors
     /// The failure, as text.
-    fn evict(&mut self) -> Result<(), String>;
+    fn evict(&mut self) -> Result<Effect, String>;
+    /// Give the kernel `advice` (`posix_fadvise`) about the file bytes
+    /// `[offset, offset + len)`; returns the range's residency before and
+    /// after, re-sampled once it settled.
+    ///
+    /// # Errors
+    /// The failure, as text.
+    fn advise(&mut self, advice: FileAdvice, offset: u64, len: u64) -> Result<Effect, String>;
     /// Lock (or, when locked, unlock) the file in memory; returns whether
     /// it is locked now.
     ///
@@ -123,11 +132,14 @@ impl Target for Watch {
     fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String> {
         Watch::describe(self, offset, len)
     }
-    fn touch(&mut self) -> Result<u64, String> {
-        Watch::touch(self, 0, TO_EOF).map(|t| t.pages)
+    fn touch(&mut self) -> Result<Effect, String> {
+        Watch::touch(self, 0, TO_EOF)
     }
-    fn evict(&mut self) -> Result<(), String> {
+    fn evict(&mut self) -> Result<Effect, String> {
         Watch::evict(self, 0, TO_EOF)
+    }
+    fn advise(&mut self, advice: FileAdvice, offset: u64, len: u64) -> Result<Effect, String> {
+        Watch::advise(self, offset, len, advice)
     }
     fn toggle_lock(&mut self) -> Result<bool, String> {
         Watch::toggle_lock(self)
@@ -135,8 +147,8 @@ impl Target for Watch {
 }
 
 /// A [`Target`] over fixed data: a snapshot, a residency sample and the
-/// file's bytes (for decoding pages). Touch, evict and lock change the
-/// sample the way the real calls would; nothing touches a file.
+/// file's bytes (for decoding pages). Touch, evict, advise and lock change
+/// the sample the way the real calls would; nothing touches a file.
 #[derive(Debug, Clone)]
 pub struct Fixed {
     /// The structure.
@@ -149,6 +161,9 @@ pub struct Fixed {
     pub problem: Option<String>,
     /// Whether "locked".
     pub locked: bool,
+    /// OS pages that evict and DONTNEED leave resident, as the kernel
+    /// leaves pages another process maps or locks, dirty pages and tmpfs.
+    pub held: Vec<u64>,
 }
 
 impl Fixed {
@@ -161,24 +176,54 @@ impl Fixed {
             bytes,
             problem: None,
             locked: false,
+            held: Vec::new(),
         }
     }
 
-    fn fill(&mut self, resident: bool) -> u64 {
+    /// Make the OS pages of `[offset, offset + len)` resident (or not,
+    /// except the held ones), and say what changed as the real target does.
+    fn set(&mut self, offset: u64, len: u64, resident: bool, released_lock: bool) -> Effect {
+        let held = self.held.clone();
         let Some(r) = &mut self.residency else {
-            return 0;
-        };
-        for (i, w) in r.bitmap.iter_mut().enumerate() {
-            let first = (i as u64).saturating_mul(64);
-            let bits = r.total_pages.saturating_sub(first).min(64);
-            *w = if resident && bits > 0 {
-                u64::MAX >> (64 - bits)
-            } else {
-                0
+            return Effect {
+                offset,
+                len,
+                pages: 0,
+                before: None,
+                after: None,
+                released_lock,
             };
+        };
+        let (pages, before) = Effect::count(r, offset, len);
+        let ps = r.page_size.max(1);
+        let first = offset.saturating_sub(r.offset) / ps;
+        let end = offset
+            .saturating_add(len)
+            .min(r.offset.saturating_add(r.len))
+            .saturating_sub(r.offset)
+            .div_ceil(ps);
+        for page in first..end {
+            let (Ok(w), bit) = (usize::try_from(page / 64), page % 64) else {
+                break;
+            };
+            if let Some(word) = r.bitmap.get_mut(w) {
+                if resident {
+                    *word |= 1 << bit;
+                } else if !held.contains(&page) {
+                    *word &= !(1 << bit);
+                }
+            }
         }
-        r.resident_pages = if resident { r.total_pages } else { 0 };
-        r.total_pages
+        r.resident_pages = r.bitmap.iter().map(|w| u64::from(w.count_ones())).sum();
+        let (_, after) = Effect::count(r, offset, len);
+        Effect {
+            offset,
+            len,
+            pages,
+            before,
+            after,
+            released_lock,
+        }
     }
 }
 
@@ -208,18 +253,41 @@ impl Target for Fixed {
     fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String> {
         mapwise_native::describe::describe(&self.snapshot.layout, &self.bytes, offset, len)
     }
-    fn touch(&mut self) -> Result<u64, String> {
-        Ok(self.fill(true))
+    fn touch(&mut self) -> Result<Effect, String> {
+        Ok(self.set(0, TO_EOF, true, false))
     }
-    fn evict(&mut self) -> Result<(), String> {
-        self.locked = false;
-        self.fill(false);
-        Ok(())
+    fn evict(&mut self) -> Result<Effect, String> {
+        let released = std::mem::take(&mut self.locked);
+        Ok(self.set(0, TO_EOF, false, released))
+    }
+    fn advise(&mut self, advice: FileAdvice, offset: u64, len: u64) -> Result<Effect, String> {
+        Ok(match advice {
+            FileAdvice::WillNeed => self.set(offset, len, true, false),
+            FileAdvice::DontNeed => {
+                let released = std::mem::take(&mut self.locked);
+                self.set(offset, len, false, released)
+            }
+            // Read-ahead hints change no residency by themselves.
+            _ => {
+                let (pages, now) = self
+                    .residency
+                    .as_ref()
+                    .map_or((0, None), |r| Effect::count(r, offset, len));
+                Effect {
+                    offset,
+                    len,
+                    pages,
+                    before: now,
+                    after: now,
+                    released_lock: false,
+                }
+            }
+        })
     }
     fn toggle_lock(&mut self) -> Result<bool, String> {
         self.locked = !self.locked;
         if self.locked {
-            self.fill(true);
+            self.set(0, TO_EOF, true, false);
         }
         Ok(self.locked)
     }
@@ -299,6 +367,8 @@ pub enum Overlay {
     Help,
     /// "evict FILE from the page cache? (y/n)"
     ConfirmEvict,
+    /// The advise menu: an advice and a range ([`App::advise_menu`]).
+    Advise,
 }
 
 /// How much of a map cell is in the page cache.
@@ -414,6 +484,10 @@ pub struct App {
     rows: Vec<TreeRow>,
     tree_cursor: usize,
     tree_offset: usize,
+    // Advise menu: the advice chosen (index into `FileAdvice::ALL`) and
+    // whether it applies to the whole file rather than the selected cell.
+    advice: usize,
+    advise_whole: bool,
     // Detail.
     detail_scroll: usize,
     details: HashMap<u64, Result<PageDetail, String>>,
@@ -444,6 +518,8 @@ impl App {
             rows: Vec::new(),
             tree_cursor: 0,
             tree_offset: 0,
+            advice: 0,
+            advise_whole: false,
             detail_scroll: 0,
             details: HashMap::new(),
             items: HashMap::new(),
@@ -589,8 +665,11 @@ impl App {
         stats::unit(self.layout())
     }
 
-    /// Bytes the map covers: the layout, or the file as sampled now when
-    /// it grew since.
+    /// Bytes the map covers: the most of the layout, the file as sampled
+    /// now (when it grew since) and what the format's header says the
+    /// file spans ([`Snapshot::expected_len`]). Whatever lies past the
+    /// file's current end is drawn as past the end of the file, so a
+    /// truncated file shows the pages it lost.
     #[must_use]
     pub fn map_len(&self) -> u64 {
         let sampled = self
@@ -598,7 +677,19 @@ impl App {
             .residency
             .as_ref()
             .map_or(0, |r| r.offset.saturating_add(r.len));
-        self.layout().source_len.max(sampled)
+        self.layout()
+            .source_len
+            .max(sampled)
+            .max(self.data.snapshot.expected_len)
+    }
+
+    /// Bytes the file holds now: as sampled, else as read for the layout.
+    #[must_use]
+    pub fn file_len(&self) -> u64 {
+        self.data.residency.as_ref().map_or_else(
+            || self.layout().source_len,
+            |r| r.offset.saturating_add(r.len),
+        )
     }
 
     /// Pages the map shows.
@@ -1045,9 +1136,14 @@ impl App {
         let cell_last = (cell_first + ppc).min(pages) - 1;
         let region = self.selected_region();
         let kind = region.map_or(Kind::Data, |r| r.kind);
+        let phrase = if region.is_none() && page.saturating_mul(unit) >= self.file_len() {
+            "past the end of the file (the header says it is longer: truncated?)"
+        } else {
+            kind_phrase(kind)
+        };
         let head = Line::of(Tone::Head, format!("page {page}"))
             .and(Tone::Dim, format!(" of {pages}"))
-            .and(Tone::Text, format!(" · {}", kind_phrase(kind)));
+            .and(Tone::Text, format!(" · {phrase}"));
         out.push(head);
         if let Some(r) = region {
             out.extend(self.region_lines(r));
@@ -1263,6 +1359,27 @@ impl App {
                 }
                 return;
             }
+            Overlay::Advise => {
+                let n = FileAdvice::ALL.len();
+                match action {
+                    Action::Quit => self.running = false,
+                    Action::Up => self.advice = (self.advice + n - 1) % n,
+                    Action::Down => self.advice = (self.advice + 1) % n,
+                    Action::Left | Action::Right | Action::FocusNext | Action::FocusPrev => {
+                        self.advise_whole = !self.advise_whole;
+                    }
+                    Action::Enter | Action::Yes => {
+                        self.overlay = Overlay::None;
+                        self.advise(target);
+                    }
+                    Action::Back | Action::No | Action::Advise => {
+                        self.overlay = Overlay::None;
+                        self.message = Message::info("advise cancelled");
+                    }
+                    _ => {}
+                }
+                return;
+            }
             Overlay::None => {}
         }
         match action {
@@ -1296,14 +1413,13 @@ impl App {
             },
             Action::Touch => {
                 self.message = match target.touch() {
-                    Ok(n) => Message::info(format!(
-                        "touched {n} pages (whole file read into the cache)"
-                    )),
+                    Ok(e) => Message::info(touch_text(&e)),
                     Err(e) => Message::error(format!("touch failed: {e}")),
                 };
                 self.sync(target, false);
             }
             Action::Evict => self.overlay = Overlay::ConfirmEvict,
+            Action::Advise => self.overlay = Overlay::Advise,
             Action::Lock => {
                 self.message = match target.toggle_lock() {
                     Ok(true) => Message::info(format!(
@@ -1363,11 +1479,77 @@ impl App {
     }
 
     fn evict(&mut self, target: &mut dyn Target) {
-        let was_locked = self.data.locked;
         self.message = match target.evict() {
-            Ok(()) if was_locked => Message::info("evicted (lock released first)"),
-            Ok(()) => Message::info("evicted the file from the page cache"),
+            Ok(e) => Message::info(evict_text(&e)),
             Err(e) => Message::error(format!("evict failed: {e}")),
+        };
+        self.sync(target, false);
+    }
+
+    /// The advise menu's state: the advice chosen and whether it applies to
+    /// the whole file (else to the selected map cell).
+    #[must_use]
+    pub fn advise_menu(&self) -> (FileAdvice, bool) {
+        let a = FileAdvice::ALL
+            .get(self.advice)
+            .copied()
+            .unwrap_or(FileAdvice::WillNeed);
+        (a, self.advise_whole)
+    }
+
+    /// The selected map cell's pages (first, last) and file bytes
+    /// `(offset, len)`, clipped to the file's current length.
+    #[must_use]
+    pub fn selected_cell_range(&self) -> ((u64, u64), (u64, u64)) {
+        let ppc = self.pages_per_cell().max(1);
+        let unit = self.unit().max(1);
+        let first = self.selected / ppc * ppc;
+        let last = first
+            .saturating_add(ppc)
+            .min(self.pages())
+            .saturating_sub(1)
+            .max(first);
+        let start = first.saturating_mul(unit);
+        let end = last
+            .saturating_add(1)
+            .saturating_mul(unit)
+            .min(self.file_len());
+        ((first, last), (start, end.saturating_sub(start)))
+    }
+
+    /// What the advise menu's range choice covers, in words.
+    #[must_use]
+    pub fn advise_scope(&self, whole: bool) -> String {
+        if whole {
+            return "the whole file".into();
+        }
+        let ((first, last), (offset, len)) = self.selected_cell_range();
+        let pages = if first == last {
+            format!("page {first}")
+        } else {
+            format!("pages {first}–{last}")
+        };
+        format!("{pages} (bytes {offset}..{})", offset.saturating_add(len))
+    }
+
+    fn advise(&mut self, target: &mut dyn Target) {
+        let (advice, whole) = self.advise_menu();
+        let (offset, len) = if whole {
+            (0, TO_EOF)
+        } else {
+            self.selected_cell_range().1
+        };
+        let scope = self.advise_scope(whole);
+        self.message = if len == 0 {
+            Message::error(format!(
+                "{} not given: {scope} lies past the end of the file",
+                advice.name()
+            ))
+        } else {
+            match target.advise(advice, offset, len) {
+                Ok(e) => Message::info(advise_text(advice, &scope, &e)),
+                Err(e) => Message::error(format!("advise {} failed: {e}", advice.name())),
+            }
         };
         self.sync(target, false);
     }
@@ -1485,6 +1667,90 @@ impl App {
         }
         self.clamp_detail_scroll();
     }
+}
+
+/// Why evicted pages can stay resident.
+const STAY: &str = "mapped or locked by a process, dirty, or on tmpfs";
+
+/// What an evict did, from samples before and after.
+#[must_use]
+pub fn evict_text(e: &Effect) -> String {
+    let lock = if e.released_lock {
+        "released our lock; "
+    } else {
+        ""
+    };
+    match (e.before, e.after) {
+        (Some(0), Some(0)) => format!("{lock}nothing to evict: no page of the file was resident"),
+        (Some(b), Some(0)) => format!("{lock}evicted {b} of {b} resident pages; none left"),
+        (Some(b), Some(a)) => format!(
+            "{lock}evicted {} of {b} resident pages; {a} still resident ({STAY})",
+            b.saturating_sub(a)
+        ),
+        _ => format!(
+            "{lock}asked the kernel to evict the file (posix_fadvise DONTNEED); what it \
+             dropped is unknown: this user may not see the file's cache state"
+        ),
+    }
+}
+
+/// What a touch did, from samples before and after.
+#[must_use]
+pub fn touch_text(e: &Effect) -> String {
+    match (e.before, e.after) {
+        (Some(b), Some(a)) if a >= e.pages => {
+            format!(
+                "touched the file: {a} of {} pages resident (was {b})",
+                e.pages
+            )
+        }
+        (Some(b), Some(a)) => format!(
+            "touched the file, but only {a} of {} pages are resident now (was {b}): \
+             the kernel dropped the others again (memory pressure?)",
+            e.pages
+        ),
+        _ => "touched the file (read it into the cache); residency unknown: this user may \
+              not see the file's cache state"
+            .into(),
+    }
+}
+
+/// What an advice did to `scope`, from samples before and after.
+#[must_use]
+pub fn advise_text(advice: FileAdvice, scope: &str, e: &Effect) -> String {
+    let lock = if e.released_lock {
+        "released our lock; "
+    } else {
+        ""
+    };
+    let mut s = match (e.before, e.after) {
+        (Some(b), Some(a)) => format!(
+            "{lock}{} on {scope}: resident {b} → {a} of {} OS pages",
+            advice.name(),
+            e.pages
+        ),
+        _ => format!(
+            "{lock}{} on {scope}: accepted; residency unknown (this user may not see the \
+             file's cache state)",
+            advice.name()
+        ),
+    };
+    match (advice, e.after) {
+        (FileAdvice::DontNeed, Some(a)) if a > 0 => {
+            s.push_str(&format!("; {a} still resident ({STAY})"));
+        }
+        (FileAdvice::WillNeed, Some(a)) if a < e.pages => s.push_str(&format!(
+            "; {} not resident (read-ahead is asynchronous and gives way to memory \
+             pressure)",
+            e.pages - a
+        )),
+        (a, _) if a.per_open_file() => s.push_str(
+            "; Linux keeps this advice per open file and ignores the range: it changes \
+             read-ahead for the inspector's own reads only, not other processes'",
+        ),
+        _ => {}
+    }
+    s
 }
 
 /// A bucket's name as listed: the root bucket as `(root)`.

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 use mapwise_core::PageSource;
-use mapwise_core::bolt::{Body, BoltFile, Element, PageDetail, WalkOptions, page_detail, walk};
+use mapwise_core::bolt::{Body, BoltFile, Element, PageDetail, WalkOptions, page_detail};
 use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::Format;
 use mapwise_native::io::QuietSource;
@@ -252,10 +252,9 @@ fn open_bolt<'s>(path: &Path, src: &'s QuietSource) -> Result<BoltFile<'s, Quiet
 /// # Errors
 /// When the file is not a readable bbolt file.
 pub fn pages(path: &Path, as_json: bool, out: &mut impl std::fmt::Write) -> Result<()> {
-    let src = open_source(path)?;
-    let file = open_bolt(path, &src)?;
-    let walked = walk(&file, WalkOptions::default());
-    let rows = report::page_rows(&file, &walked.layout);
+    drop(open_source(path)?);
+    // Every row from one snapshot, even while a writer commits.
+    let rows = report::settled_page_rows(path)?;
     let _ = if as_json {
         report::write_pages_json(out, rows)
     } else {
@@ -542,10 +541,16 @@ fn described_pages(path: &Path, src: &QuietSource, ids: &[u64], as_json: bool) -
 /// `OK` and 0. A file that cannot be read as bbolt at all is one problem.
 ///
 /// # Errors
-/// When the file cannot be opened.
+/// When the file cannot be opened, or when a writer committed during every
+/// attempt to read it (`mapwise_native::settle`): the problems such a read
+/// sees may be transient, so the check could not run (exit 2), rather
+/// than failed.
 pub fn check(path: &Path, as_json: bool) -> Result<Output> {
     let snap = read_snapshot(path, WalkOptions::default())
         .with_context(|| format!("cannot open {}", path.display()))?;
+    if let Some(u) = &snap.unsettled {
+        bail!("{}: {u}", path.display());
+    }
     let rep = if let Some(e) = &snap.error {
         report::CheckReport {
             ok: false,
@@ -594,15 +599,27 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
 /// report (JSON), with resident bytes per kind.
 ///
 /// # Errors
-/// When the file is not a readable bbolt file.
+/// When the file is in no format mapwise reads, its structure is
+/// unreadable, or a writer committed during every attempt to read it.
 pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     let snap = read_snapshot(path, WalkOptions::default())
         .with_context(|| format!("cannot open {}", path.display()))?;
     if let Some(e) = &snap.error {
         bail!("{}: {e}", path.display());
     }
+    if let Some(u) = &snap.unsettled {
+        bail!("{}: {u}", path.display());
+    }
     if snap.format == Format::Unknown {
-        bail!("{}: format not recognised (bbolt, revlog)", path.display());
+        bail!(
+            "{}: format not recognised (tried {})",
+            path.display(),
+            mapwise_core::detect::TRIED
+                .iter()
+                .map(|f| f.display_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     let res = std::fs::File::open(path)
         .ok()

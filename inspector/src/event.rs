@@ -41,6 +41,9 @@ pub enum Action {
     Touch,
     /// Ask to drop the file from the page cache (`e`, like `vmtouch -e`).
     Evict,
+    /// Open the advise menu (`a`): `posix_fadvise` WILLNEED, DONTNEED,
+    /// SEQUENTIAL, RANDOM or NORMAL on the selected cell or the file.
+    Advise,
     /// Lock or unlock the file's pages in memory (`L`, like `vmtouch -l`).
     Lock,
     /// Re-sample now (`r`).
@@ -104,6 +107,7 @@ pub fn from_key(key: KeyEvent) -> Option<Action> {
         KeyCode::Enter => Action::Enter,
         KeyCode::Char('t') => Action::Touch,
         KeyCode::Char('e') => Action::Evict,
+        KeyCode::Char('a') => Action::Advise,
         KeyCode::Char('L') => Action::Lock,
         KeyCode::Char('r') => Action::Refresh,
         KeyCode::Char('+' | '=') => Action::ZoomIn,
@@ -133,6 +137,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ("+  -", "zoom map in / out (pages per cell)"),
     ("t", "touch: read the whole file into cache"),
     ("e", "evict the file from the cache (asks y/n)"),
+    ("a", "advise: WILLNEED DONTNEED SEQUENTIAL RANDOM NORMAL"),
     ("L", "lock / unlock the file in memory (mlock)"),
     ("r", "refresh now"),
     ("Space , . [ ]", "replay: play/pause, step, slower/faster"),
@@ -157,6 +162,7 @@ mod tests {
         assert_eq!(ch('q'), Some(Action::Quit));
         assert_eq!(ch('t'), Some(Action::Touch));
         assert_eq!(ch('e'), Some(Action::Evict));
+        assert_eq!(ch('a'), Some(Action::Advise));
         assert_eq!(ch('r'), Some(Action::Refresh));
         assert_eq!(ch('?'), Some(Action::Help));
         assert_eq!(ch('y'), Some(Action::Yes));
@@ -248,8 +254,25 @@ mod tests {
         // Each action a key produces appears in the help list.
         let help: String = BINDINGS.iter().map(|(k, v)| format!("{k} {v}\n")).collect();
         for needle in [
-            "quit", "Esc", "Tab", "PgUp", "Home", "Enter", "zoom", "touch", "evict", "lock",
-            "refresh", "help", "replay",
+            "quit",
+            "Esc",
+            "Tab",
+            "PgUp",
+            "Home",
+            "Enter",
+            "zoom",
+            "touch",
+            "evict",
+            "lock",
+            "refresh",
+            "help",
+            "replay",
+            "advise",
+            "WILLNEED",
+            "DONTNEED",
+            "SEQUENTIAL",
+            "RANDOM",
+            "NORMAL",
         ] {
             assert!(help.contains(needle), "help lacks {needle}");
         }

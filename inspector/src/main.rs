@@ -202,6 +202,29 @@ fn print(out: Result<cli::Output>) -> Result<ExitCode> {
     Ok(ExitCode::from(out.code))
 }
 
+/// Refuse to start the TUI unless standard input and output are both
+/// terminals, before anything is written to either: a TUI on a pipe
+/// (`echo | inspector open F | head`) would only leave escape codes there.
+fn require_terminal() -> Result<()> {
+    use std::io::IsTerminal as _;
+    let missing: Vec<&str> = [
+        ("standard input", std::io::stdin().is_terminal()),
+        ("standard output", std::io::stdout().is_terminal()),
+    ]
+    .into_iter()
+    .filter_map(|(name, tty)| (!tty).then_some(name))
+    .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the live view needs a terminal, but {} {} not one; for scripts use \
+         `inspector residency|layout|check|pages FILE` (add --json)",
+        missing.join(" and "),
+        if missing.len() == 1 { "is" } else { "are" }
+    )
+}
+
 fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
     let (path, label) = match file {
         Some(p) => {
@@ -218,6 +241,8 @@ fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
 
 /// Set the terminal up, run the loop, restore the terminal.
 fn run_tui(app: &mut App, target: &mut dyn Target) -> Result<ExitCode> {
+    // Before anything reaches the terminal (even the restore sequence).
+    require_terminal()?;
     // Installs a panic hook that restores the terminal before the panic
     // message is printed.
     let mut terminal = match ratatui::try_init() {

@@ -13,8 +13,8 @@ use mapwise_core::bolt::{PageDetail, WalkOptions};
 use mapwise_core::layout::{Format, Layout};
 use mapwise_core::trace::Trace;
 use mapwise_native::describe::Item;
-use mapwise_native::residency::{Residency, Trust, UnknownReason};
-use mapwise_native::watch::{Refreshed, Snapshot, Stamp, Watch};
+use mapwise_native::residency::{FileAdvice, Residency, Trust, UnknownReason};
+use mapwise_native::watch::{Effect, Refreshed, Snapshot, Stamp, Watch};
 
 use crate::app::{DETAIL_LIMIT, Playback, Target};
 
@@ -67,6 +67,8 @@ impl Replay {
                     "{} is gone: pages shown without their structure (replay --file names another copy)",
                     path.display()
                 )),
+                unsettled: None,
+                expected_len: 0,
                 quiet: true,
                 took: Duration::ZERO,
             },
@@ -180,11 +182,14 @@ impl Target for Replay {
         let w = self.watch.as_ref().ok_or("the traced file is gone")?;
         w.describe(offset, len)
     }
-    fn touch(&mut self) -> Result<u64, String> {
+    fn touch(&mut self) -> Result<Effect, String> {
         Err("a replay shows a recorded trace; it does not touch the file".into())
     }
-    fn evict(&mut self) -> Result<(), String> {
+    fn evict(&mut self) -> Result<Effect, String> {
         Err("a replay shows a recorded trace; it does not evict the file".into())
+    }
+    fn advise(&mut self, _: FileAdvice, _: u64, _: u64) -> Result<Effect, String> {
+        Err("a replay shows a recorded trace; it does not advise the kernel".into())
     }
     fn toggle_lock(&mut self) -> Result<bool, String> {
         Err("a replay shows a recorded trace; it does not lock the file".into())

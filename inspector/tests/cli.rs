@@ -243,7 +243,7 @@ fn check_damaged(name: &str, damage: impl FnOnce(&Path)) -> String {
     assert_eq!(r.code, Some(1), "stdout {} stderr {}", r.stdout, r.stderr);
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     assert!(!r.stdout.trim().is_empty());
-    assert!(!r.stdout.contains("OK"));
+    assert!(!r.stdout.lines().any(|l| l == "OK"), "{}", r.stdout);
     // The other subcommands fail cleanly too.
     for cmd in ["pages", "layout", "residency"] {
         let o = run(&[cmd, path.to_str().unwrap()], Duration::from_secs(10));
@@ -325,6 +325,16 @@ fn not_bolt_and_empty_files() {
             assert_eq!(r.code, Some(2));
             assert!(r.stderr.starts_with("inspector: "), "{}", r.stderr);
             assert!(!r.stderr.contains("panicked"));
+        }
+        // layout names every format it tried.
+        if path == &junk {
+            let r = run(&["layout", p], T);
+            assert!(
+                r.stderr
+                    .contains("format not recognised (tried bbolt, rrd, revlog)"),
+                "{}",
+                r.stderr
+            );
         }
         // residency works on any file.
         let v = json(&["residency", p, "--json"]);
@@ -458,4 +468,101 @@ fn rrd_layout_agrees_with_rrdtool_info() {
             r.stderr
         );
     }
+}
+
+#[test]
+fn open_without_a_terminal_fails_before_touching_it() {
+    // `echo | inspector open small.db | head`: nothing on stdout (no
+    // escape codes), a clear message, exit 2.
+    let mut child = Command::new(crate::common::bin())
+        .args(["open", testdata("small.db").to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn inspector");
+    let _ = child.stdin.take().unwrap().write_all(b"\n");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < T, "inspector open did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "stdout untouched");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "the live view needs a terminal, but standard input and standard output are not one"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_while_a_writer_commits_never_reports_false_problems() {
+    // The user's report: `inspector check` in a loop while a writer
+    // commits said 'page N is already in use' on a healthy file. A read
+    // that a commit overlaps is retried; one that never settles exits 2.
+    use mapwise_native::bolt::{Db, Error, Options};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tmpdir();
+    let path = dir.path().join("w3.db");
+    let opts = Options {
+        page_size: 4096,
+        no_sync: true,
+        ..Options::read_write()
+    };
+    let db = Db::open(&path, &opts).expect("create");
+    let rewrite = |round: u64| {
+        db.update(|tx| -> Result<(), Error> {
+            let mut b = tx.create_bucket_if_not_exists(b"w")?;
+            for k in 0..8_000u64 {
+                let len = 100 + usize::try_from((k ^ round) % 97).unwrap();
+                let v: Vec<u8> = round
+                    .to_le_bytes()
+                    .iter()
+                    .copied()
+                    .cycle()
+                    .take(len)
+                    .collect();
+                b.put(&k.to_be_bytes(), &v)?;
+            }
+            Ok(())
+        })
+        .expect("commit");
+    };
+    rewrite(0);
+    let stop = AtomicBool::new(false);
+    let p = path.to_str().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut round = 1;
+            while !stop.load(Ordering::Relaxed) {
+                rewrite(round);
+                round += 1;
+            }
+        });
+        for i in 0..6 {
+            let cmd = ["check", "layout", "pages"][i % 3];
+            let r = run(&[cmd, p], T);
+            assert!(
+                r.code == Some(0)
+                    || (r.code == Some(2) && r.stderr.contains("a writer is committing")),
+                "{cmd} run {i}: {:?}\n{}{}",
+                r.code,
+                r.stdout,
+                r.stderr
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    drop(db);
+    let r = run(&["check", p], T);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "OK\n"),
+        "{}",
+        r.stderr
+    );
 }

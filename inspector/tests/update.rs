@@ -1,7 +1,7 @@
 //! App behaviour on fixed data: the evict question, touch and lock, map
 //! ↔ tree selection, zoom, focus and overlays.
 
-use mapwise_inspector::app::{Focus, Overlay, TreeRow};
+use mapwise_inspector::app::{Focus, Overlay, Residence, TreeRow};
 use mapwise_inspector::event::Action;
 
 use crate::common::{app, fixed, testdata};
@@ -33,7 +33,10 @@ fn evict_asks_first() {
     a.update(Action::Evict, &mut t);
     a.update(Action::Yes, &mut t);
     assert_eq!(a.data().residency.as_ref().unwrap().resident_pages, 0);
-    assert!(a.message().unwrap().text.contains("evicted"));
+    assert_eq!(
+        a.message().unwrap().text,
+        "evicted 28 of 28 resident pages; none left"
+    );
     assert!(a.totals().iter().all(|k| k.resident_bytes == Some(0)));
 }
 
@@ -46,7 +49,7 @@ fn touch_and_lock() {
     assert_eq!(r.resident_pages, r.total_pages);
     assert_eq!(
         a.message().unwrap().text,
-        "touched 16 pages (whole file read into the cache)"
+        "touched the file: 16 of 16 pages resident (was 8)"
     );
 
     a.update(Action::Lock, &mut t);
@@ -215,7 +218,6 @@ fn resize_keeps_selection_visible() {
 fn cells_clip_to_a_shrunken_file() {
     // The structure says 16 pages; the file now has 10 (truncated under
     // the watch): cells past the end are drawn as past-EOF, never resident.
-    use mapwise_inspector::app::Residence;
     use mapwise_native::residency::Trust;
     let mut t = fixed(&testdata("small.db"));
     t.residency = Some(crate::common::synthetic(10 * 4096, Trust::Known, |_| true));
@@ -226,4 +228,209 @@ fn cells_clip_to_a_shrunken_file() {
     assert_eq!(a.cell(15).unwrap().residence, Residence::PastEof);
     assert!(a.cell(16).is_none());
     crate::common::draw(&a);
+}
+
+#[test]
+fn evict_says_what_stayed_resident() {
+    // Pages another process maps or locks (or tmpfs, or dirty pages) stay
+    // resident: the message counts them instead of claiming an eviction.
+    let mut t = fixed(&testdata("etcd-small.db"));
+    t.held = vec![0, 2, 4];
+    let mut a = app("etcd-small.db", &t, 80, 24);
+    a.update(Action::Evict, &mut t);
+    a.update(Action::Yes, &mut t);
+    assert_eq!(
+        a.message().unwrap().text,
+        "evicted 25 of 28 resident pages; 3 still resident \
+         (mapped or locked by a process, dirty, or on tmpfs)"
+    );
+    assert_eq!(a.data().residency.as_ref().unwrap().resident_pages, 3);
+    a.update(Action::Evict, &mut t);
+    a.update(Action::Yes, &mut t);
+    assert_eq!(
+        a.message().unwrap().text,
+        "evicted 0 of 3 resident pages; 3 still resident \
+         (mapped or locked by a process, dirty, or on tmpfs)"
+    );
+}
+
+#[test]
+fn advise_menu_applies_to_the_cell_or_the_file() {
+    let mut t = fixed(&testdata("small.db"));
+    let mut a = app("small.db", &t, 120, 40);
+    assert_eq!(a.pages_per_cell(), 1);
+    for _ in 0..4 {
+        a.update(Action::Right, &mut t);
+    }
+    a.update(Action::Advise, &mut t);
+    assert_eq!(a.overlay(), Overlay::Advise);
+    // Keys other than the menu's are ignored while it is open.
+    a.update(Action::Touch, &mut t);
+    assert_eq!(a.overlay(), Overlay::Advise);
+    a.update(Action::Down, &mut t);
+    a.update(Action::Enter, &mut t);
+    assert_eq!(a.overlay(), Overlay::None);
+    assert_eq!(
+        a.message().unwrap().text,
+        "DONTNEED on page 4 (bytes 16384..20480): resident 1 → 0 of 1 OS pages"
+    );
+    assert_eq!(a.cell(4).unwrap().residence, Residence::None);
+    assert_eq!(a.cell(6).unwrap().residence, Residence::All);
+
+    // The menu remembers the advice; ↑ goes back to WILLNEED, → picks the
+    // whole file.
+    a.update(Action::Advise, &mut t);
+    a.update(Action::Up, &mut t);
+    a.update(Action::Right, &mut t);
+    a.update(Action::Enter, &mut t);
+    assert_eq!(
+        a.message().unwrap().text,
+        "WILLNEED on the whole file: resident 7 → 16 of 16 OS pages"
+    );
+
+    // Read-ahead advice changes no residency and says whom it affects.
+    a.update(Action::Advise, &mut t);
+    a.update(Action::Down, &mut t);
+    a.update(Action::Down, &mut t);
+    a.update(Action::Enter, &mut t);
+    let m = &a.message().unwrap().text;
+    assert!(
+        m.starts_with("SEQUENTIAL on the whole file: resident 16 → 16 of 16 OS pages; Linux keeps"),
+        "{m}"
+    );
+
+    a.update(Action::Advise, &mut t);
+    a.update(Action::Back, &mut t);
+    assert_eq!(a.overlay(), Overlay::None);
+    assert_eq!(a.message().unwrap().text, "advise cancelled");
+    assert!(a.running());
+}
+
+// ----- the same actions on real files, through the live `Watch` -----
+
+/// vmtouch's resident page count of `path`.
+fn vmtouch(path: &std::path::Path) -> u64 {
+    let out = std::process::Command::new("vmtouch")
+        .arg(path)
+        .output()
+        .expect("vmtouch");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find(|l| l.contains("Resident Pages:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|c| c.split('/').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no totals in {text}"))
+}
+
+fn live(path: &std::path::Path) -> (mapwise_native::watch::Watch, mapwise_inspector::app::App) {
+    use mapwise_core::bolt::WalkOptions;
+    use mapwise_inspector::app::{App, Data};
+    let w = mapwise_native::watch::Watch::open(path, WalkOptions::default()).expect("watch");
+    let mut a = App::new(
+        "live",
+        Data::from_target(&w),
+        std::time::Duration::from_millis(500),
+    );
+    a.resize(120, 40);
+    (w, a)
+}
+
+#[test]
+fn evict_of_a_file_another_process_locks_says_nothing_was_evicted() {
+    crate::common::need("vmtouch", "vmtouch");
+    let dir = crate::common::tmpdir();
+    let path = crate::common::copy_to(dir.path(), "etcd-small.db");
+    // `vmtouch -l`: another process maps, touches and locks every page.
+    let mut locker = std::process::Command::new("vmtouch")
+        .arg("-l")
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("vmtouch -l");
+    for _ in 0..100 {
+        if vmtouch(&path) == 55 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (mut w, mut a) = live(&path);
+    a.update(Action::Evict, &mut w);
+    a.update(Action::Yes, &mut w);
+    let text = a.message().unwrap().text.clone();
+    let still = vmtouch(&path);
+    let _ = locker.kill();
+    let _ = locker.wait();
+    assert_eq!(still, 55, "vmtouch: the locked pages stayed");
+    assert_eq!(
+        text,
+        "evicted 0 of 55 resident pages; 55 still resident \
+         (mapped or locked by a process, dirty, or on tmpfs)"
+    );
+    assert_eq!(a.data().residency.as_ref().unwrap().resident_pages, 55);
+
+    // Unlocked, the same key evicts everything, and says so (memory
+    // pressure may have taken some pages meanwhile: n of n).
+    a.update(Action::Evict, &mut w);
+    a.update(Action::Yes, &mut w);
+    let m = a.message().unwrap().text.clone();
+    assert!(
+        m.starts_with("evicted ") && m.ends_with(" resident pages; none left"),
+        "{m}"
+    );
+    assert_eq!(vmtouch(&path), 0);
+}
+
+#[test]
+fn evict_on_tmpfs_keeps_every_page_and_says_so() {
+    let shm = std::path::Path::new("/dev/shm");
+    assert!(shm.is_dir(), "/dev/shm (tmpfs) is needed");
+    let dir = tempfile::tempdir_in(shm).expect("tmpdir in /dev/shm");
+    let path = dir.path().join("etcd-small.db");
+    std::fs::copy(testdata("etcd-small.db"), &path).unwrap();
+    let (mut w, mut a) = live(&path);
+    a.update(Action::Evict, &mut w);
+    a.update(Action::Yes, &mut w);
+    assert_eq!(
+        a.message().unwrap().text,
+        "evicted 0 of 55 resident pages; 55 still resident \
+         (mapped or locked by a process, dirty, or on tmpfs)"
+    );
+}
+
+#[test]
+fn willneed_makes_an_evicted_range_resident() {
+    crate::common::need("vmtouch", "vmtouch");
+    let dir = crate::common::tmpdir();
+    let path = crate::common::copy_to(dir.path(), "etcd-small.db");
+    let (mut w, mut a) = live(&path);
+    a.update(Action::Evict, &mut w);
+    a.update(Action::Yes, &mut w);
+    assert_eq!(vmtouch(&path), 0);
+    // WILLNEED on the selected cell: page 20 (one OS page; the file's
+    // pages are 4 KiB).
+    assert_eq!(a.pages_per_cell(), 1);
+    for _ in 0..20 {
+        a.update(Action::Right, &mut w);
+    }
+    a.update(Action::Advise, &mut w);
+    a.update(Action::Enter, &mut w);
+    assert_eq!(
+        a.message().unwrap().text,
+        "WILLNEED on page 20 (bytes 81920..86016): resident 0 → 1 of 1 OS pages"
+    );
+    assert_eq!(a.cell(20).unwrap().residence, Residence::All);
+    let shown = a.data().residency.as_ref().unwrap().resident_pages;
+    assert_eq!(vmtouch(&path), shown, "vmtouch agrees with the map");
+    // And on the whole file.
+    a.update(Action::Advise, &mut w);
+    a.update(Action::Right, &mut w);
+    a.update(Action::Enter, &mut w);
+    let m = a.message().unwrap().text.clone();
+    assert!(
+        m.starts_with("WILLNEED on the whole file: resident ")
+            && m.ends_with(" → 55 of 55 OS pages"),
+        "{m}"
+    );
+    assert_eq!(vmtouch(&path), 55);
 }

@@ -424,3 +424,76 @@ fn rrd_current_rows_hold_what_rrdtool_dumps() {
         assert_eq!(checked, newest.len(), "{name}: every archive checked");
     }
 }
+
+#[test]
+fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
+    // `truncate -s 8192 copy.db` with the inspector open: the meta pages
+    // still say hwm 55, root p54, so pages 2–54 are drawn past the end.
+    use mapwise_core::bolt::WalkOptions;
+    use mapwise_inspector::app::{Data, Residence};
+    use mapwise_native::watch::Watch;
+    let dir = tmpdir();
+    let path = crate::common::copy_to(dir.path(), "etcd-small.db");
+    let mut watch = Watch::open(&path, WalkOptions::default()).expect("watch");
+    let mut app = App::new(
+        "copy.db",
+        Data::from_target(&watch),
+        std::time::Duration::from_millis(500),
+    );
+    app.resize(120, 40);
+    assert_eq!(app.pages(), 55);
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(8192)
+        .unwrap();
+    let r = watch.refresh();
+    assert!(r.reread_started);
+    watch.settle(std::time::Duration::from_secs(10));
+    app.sync(&watch, true);
+    assert_eq!(app.layout().source_len, 8192, "the new structure arrived");
+    assert_eq!(app.data().snapshot.expected_len, 55 * 4096);
+    assert_eq!(app.pages(), 55, "the map keeps the pages the meta claims");
+    assert_eq!(app.file_len(), 8192);
+    for p in [0, 1] {
+        assert_ne!(app.cell(p).unwrap().residence, Residence::PastEof, "{p}");
+    }
+    for p in [2, 30, 54] {
+        assert_eq!(app.cell(p).unwrap().residence, Residence::PastEof, "{p}");
+    }
+    let t = draw(&app);
+    for p in [2, 30, 54] {
+        assert_eq!(cell_at(&app, &t, p).0, "×", "page {p}");
+    }
+    let text = format!("{}", t.backend());
+    assert!(
+        text.contains("8 KiB TRUNCATED: the header says 220 KiB"),
+        "{text}"
+    );
+}
+
+#[test]
+fn advise_menu_overlay() {
+    let mut target = fixed(&testdata("small.db"));
+    let mut app = app("small.db", &target, 100, 30);
+    press(&mut app, &mut target, &[Action::Right, Action::Advise]);
+    let t = draw(&app);
+    let text = format!("{}", t.backend());
+    for line in [
+        "advise the kernel (posix_fadvise)",
+        "▸ WILLNEED    read the range into the cache now (async)",
+        "  DONTNEED    drop the range's clean, unmapped pages",
+        "  NORMAL      default read-ahead (our open file only)",
+        "● page 1 (bytes 4096..8192)",
+        "○ the whole file",
+        "↑↓ advice · ←→ range · Enter apply · Esc cancel",
+    ] {
+        assert!(text.contains(line), "{line:?} missing:\n{text}");
+    }
+    press(&mut app, &mut target, &[Action::Left, Action::Down]);
+    let text = format!("{}", draw(&app).backend());
+    assert!(text.contains("▸ DONTNEED"), "{text}");
+    assert!(text.contains("○ page 1 (bytes 4096..8192)"), "{text}");
+    assert!(text.contains("● the whole file"), "{text}");
+}

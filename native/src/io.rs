@@ -179,6 +179,15 @@ impl QuietSource {
         &self.file
     }
 
+    /// Drop every cached chunk, so the next reads see the file as it is
+    /// now (a writer may have changed it since the chunks were read). The
+    /// length stays the one seen at open.
+    pub fn forget(&self) {
+        let mut cache = self.cache.borrow_mut();
+        cache.chunks.clear();
+        cache.order.clear();
+    }
+
     fn read_chunk(&self, index: u64) -> Result<Rc<Vec<u8>>, Error> {
         if let Some(c) = self.cache.borrow().chunks.get(&index) {
             return Ok(Rc::clone(c));

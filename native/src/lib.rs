@@ -13,5 +13,6 @@ pub mod report;
 pub mod residency;
 pub mod revlog;
 pub mod rrd;
+pub mod settle;
 pub mod trace;
 pub mod watch;

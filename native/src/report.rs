@@ -13,6 +13,7 @@ use mapwise_core::{MetaFault, PageSource};
 use serde::Serialize;
 
 use crate::residency::{Residency, os_page_size};
+use crate::settle;
 
 /// One row of the pages table.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -59,6 +60,70 @@ pub fn page_rows<'a, S: PageSource + ?Sized>(
             overflow: None,
         },
     })
+}
+
+/// The rows of `bbolt pages` for the bbolt file at `path`, read quietly
+/// and settled ([`crate::settle`]): every row from one snapshot, even
+/// while a writer commits. Collected before anything is printed, so a
+/// retry never prints twice (about 40 bytes per row, less than the walk's
+/// layout).
+///
+/// # Errors
+/// [`settle::Error`]: not openable, not bbolt, or a writer committed
+/// during every attempt.
+pub fn settled_page_rows(path: &std::path::Path) -> Result<Vec<PageRow>, settle::Error> {
+    settle::read_bolt(path, |file| {
+        let walked = mapwise_core::bolt::walk(file, mapwise_core::bolt::WalkOptions::default());
+        let rows: Vec<PageRow> = page_rows(file, &walked.layout).collect();
+        (rows, walked.layout.problem_count())
+    })?
+    .or_unsettled(|(_, problems)| *problems)
+    .map(|(rows, _)| rows)
+}
+
+/// The structural check of the bbolt file at `path`, read quietly and
+/// settled ([`crate::settle`]). A file that does not open as bbolt is a
+/// report with that one problem (a failed check, not a failure to check).
+///
+/// # Errors
+/// [`settle::Error::Open`] when the file cannot be opened;
+/// [`settle::Error::Unsettled`] when a writer committed during every
+/// attempt (the problems seen may be transient: callers exit 2, never 1).
+pub fn settled_check(path: &std::path::Path) -> Result<CheckReport, settle::Error> {
+    let read = settle::read_bolt(path, |file| {
+        check_report(
+            &mapwise_core::bolt::walk(file, mapwise_core::bolt::WalkOptions::default()).layout,
+        )
+    });
+    match read {
+        Ok(s) => s.or_unsettled(|r| (r.problems.len() as u64).saturating_add(r.more)),
+        Err(settle::Error::NotBolt { path, source }) => Ok(CheckReport {
+            ok: false,
+            problems: vec![format!(
+                "{}: cannot open as a bbolt database: {source}",
+                path.display()
+            )],
+            warnings: Vec::new(),
+            more: 0,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The meta pages and freelist of the bbolt file at `path` (reading only
+/// those pages), with the file's length in bytes, settled
+/// ([`crate::settle`]).
+///
+/// # Errors
+/// [`settle::Error`]: not openable, not bbolt, or never settled.
+pub fn settled_info(path: &std::path::Path) -> Result<(u64, BoltInfo), settle::Error> {
+    settle::read_bolt(path, |file| {
+        (
+            file.len(),
+            BoltInfo::of(file, mapwise_core::bolt::freelist_info(file)),
+        )
+    })?
+    .or_unsettled(|_| 0)
 }
 
 /// The pages table's two heading lines, as `bbolt pages` prints them.

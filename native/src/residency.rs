@@ -9,6 +9,7 @@
 //! * [`cachestat`] is the raw `cachestat(2)` call (Linux 6.5): counts of
 //!   cached, dirty, under-writeback and evicted pages without any mapping.
 //! * [`evict`] is `posix_fadvise(POSIX_FADV_DONTNEED)` (`vmtouch -e`),
+//!   [`advise`] gives any `posix_fadvise(2)` advice ([`FileAdvice`]),
 //!   [`touch`] populates with `MADV_POPULATE_READ` (`vmtouch -t`), [`lock`]
 //!   maps and `mlock(2)`s (`vmtouch -l`), [`release_mapping`] drops the pages
 //!   of one of our own mappings so that eviction can take them.
@@ -848,40 +849,111 @@ pub fn cachestat(file: &File, offset: u64, len: u64) -> Result<CacheStat, Error>
     }
 }
 
-/// Evicts the file bytes `offset..offset + len` from the page cache with
-/// `posix_fadvise(POSIX_FADV_DONTNEED)`, like `vmtouch -e`. Pass `0,`
-/// [`TO_EOF`] for the whole file; `len == 0` does nothing.
+/// Advice for [`advise`]: the `posix_fadvise(2)` hints, in the order the
+/// inspector's menu lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileAdvice {
+    /// `POSIX_FADV_WILLNEED`: start reading the range into the page cache
+    /// now (asynchronous read-ahead of the whole range on Linux; nothing
+    /// to do on tmpfs).
+    WillNeed,
+    /// `POSIX_FADV_DONTNEED`: drop the range's clean pages that no process
+    /// maps or locks (dirty pages only start their writeback). What
+    /// [`evict`] does.
+    DontNeed,
+    /// `POSIX_FADV_SEQUENTIAL`: read ahead twice as far. Linux keeps this
+    /// per open file (the descriptor passed, and its duplicates) and
+    /// ignores the range: other processes' reads are unaffected.
+    Sequential,
+    /// `POSIX_FADV_RANDOM`: no read-ahead. Per open file, as
+    /// [`FileAdvice::Sequential`].
+    Random,
+    /// `POSIX_FADV_NORMAL`: the default read-ahead. Per open file, as
+    /// [`FileAdvice::Sequential`].
+    Normal,
+}
+
+impl FileAdvice {
+    /// Every advice, in menu order.
+    pub const ALL: [FileAdvice; 5] = [
+        FileAdvice::WillNeed,
+        FileAdvice::DontNeed,
+        FileAdvice::Sequential,
+        FileAdvice::Random,
+        FileAdvice::Normal,
+    ];
+
+    /// The C name, e.g. `POSIX_FADV_WILLNEED`.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            FileAdvice::WillNeed => "POSIX_FADV_WILLNEED",
+            FileAdvice::DontNeed => "POSIX_FADV_DONTNEED",
+            FileAdvice::Sequential => "POSIX_FADV_SEQUENTIAL",
+            FileAdvice::Random => "POSIX_FADV_RANDOM",
+            FileAdvice::Normal => "POSIX_FADV_NORMAL",
+        }
+    }
+
+    /// The short name, e.g. `WILLNEED`.
+    pub fn name(self) -> &'static str {
+        self.c_name().trim_start_matches("POSIX_FADV_")
+    }
+
+    /// `true` for the advice that changes only the read-ahead of the open
+    /// file it is given on (Linux ignores their range).
+    pub fn per_open_file(self) -> bool {
+        matches!(
+            self,
+            FileAdvice::Sequential | FileAdvice::Random | FileAdvice::Normal
+        )
+    }
+}
+
+/// Gives the kernel `advice` about the file bytes `offset..offset + len`
+/// with `posix_fadvise(2)`. Offsets and lengths are in bytes; `0,`
+/// [`TO_EOF`] is the whole file, `len == 0` does nothing (unlike the system
+/// call, where 0 means "to the end"), and a range reaching past
+/// `i64::MAX` runs to the end of the file. The advice needs no permission
+/// beyond the open fd (`O_DIRECT` fds included).
 ///
-/// Only whole pages inside the range are dropped. The advice needs no
-/// permission beyond the open fd, but the kernel keeps pages that are dirty
-/// (it only starts their writeback: `fsync` first), under writeback, mapped
-/// by any process (see [`release_mapping`]) or locked (see [`lock`]). On
-/// tmpfs/shmem it does nothing at all.
+/// What it does on Linux: [`FileAdvice::WillNeed`] starts asynchronous
+/// reads of the range (pages arrive shortly after this returns, or not at
+/// all under memory pressure); [`FileAdvice::DontNeed`] drops only clean,
+/// unmapped, unlocked pages, so re-sample to see what it did; the other
+/// three change the read-ahead of this open file only. On tmpfs/shmem
+/// nothing changes.
 ///
 /// # Errors
 ///
-/// [`Error::Fadvise`] (`ESPIPE` for a pipe, `EBADF`; `ENOSYS` on systems
-/// without `posix_fadvise`, such as macOS).
-pub fn evict(file: &File, offset: u64, len: u64) -> Result<(), Error> {
+/// [`Error::Fadvise`] (`ESPIPE` for a pipe, `EBADF`, `EINVAL`; `ENOSYS` on
+/// systems without `posix_fadvise`, such as macOS).
+pub fn advise(file: &File, offset: u64, len: u64, advice: FileAdvice) -> Result<(), Error> {
     const FILE_MAX: u64 = i64::MAX as u64;
     if len == 0 || offset > FILE_MAX {
         return Ok(());
     }
     let err = |source| Error::Fadvise {
-        advice: "POSIX_FADV_DONTNEED",
+        advice: advice.c_name(),
         offset,
         len,
         source,
     };
     #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
     {
+        use rustix::fs::Advice;
         // None = to the end of file.
         let fadvise_len = offset
             .checked_add(len)
             .filter(|end| *end <= FILE_MAX)
             .and_then(|_| std::num::NonZeroU64::new(len));
-        rustix::fs::fadvise(file, offset, fadvise_len, rustix::fs::Advice::DontNeed)
-            .map_err(|e| err(e.into()))
+        let a = match advice {
+            FileAdvice::WillNeed => Advice::WillNeed,
+            FileAdvice::DontNeed => Advice::DontNeed,
+            FileAdvice::Sequential => Advice::Sequential,
+            FileAdvice::Random => Advice::Random,
+            FileAdvice::Normal => Advice::Normal,
+        };
+        rustix::fs::fadvise(file, offset, fadvise_len, a).map_err(|e| err(e.into()))
     }
     #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
     {
@@ -889,6 +961,25 @@ pub fn evict(file: &File, offset: u64, len: u64) -> Result<(), Error> {
         let _ = file;
         Err(err(io::Error::from_raw_os_error(libc::ENOSYS)))
     }
+}
+
+/// Evicts the file bytes `offset..offset + len` from the page cache with
+/// `posix_fadvise(POSIX_FADV_DONTNEED)`, like `vmtouch -e`: [`advise`] with
+/// [`FileAdvice::DontNeed`]. Pass `0,` [`TO_EOF`] for the whole file;
+/// `len == 0` does nothing.
+///
+/// Only whole pages inside the range are dropped. The advice needs no
+/// permission beyond the open fd, but the kernel keeps pages that are dirty
+/// (it only starts their writeback: `fsync` first), under writeback, mapped
+/// by any process (see [`release_mapping`]) or locked (see [`lock`]). On
+/// tmpfs/shmem it does nothing at all. Re-sample to see what it dropped.
+///
+/// # Errors
+///
+/// [`Error::Fadvise`] (`ESPIPE` for a pipe, `EBADF`; `ENOSYS` on systems
+/// without `posix_fadvise`, such as macOS).
+pub fn evict(file: &File, offset: u64, len: u64) -> Result<(), Error> {
+    advise(file, offset, len, FileAdvice::DontNeed)
 }
 
 /// How [`touch`] made pages resident.

@@ -27,7 +27,7 @@ use mapwise_core::layout::{Format, Layout};
 
 use crate::io::QuietSource;
 use crate::report::{BoltInfo, RevlogInfo, RraSummary, RrdInfo};
-use crate::residency::{self, Locked, Residency, TO_EOF, Touched};
+use crate::residency::{self, FileAdvice, Locked, Residency, TO_EOF};
 
 /// Identity of one version of the file on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +71,15 @@ pub struct Snapshot {
     pub rrd: Option<RrdInfo>,
     /// Why the structure could not be read, when it could not.
     pub error: Option<String>,
+    /// Set when a writer committed during every attempt to read the
+    /// structure ([`crate::settle`]): the layout may mix two snapshots and
+    /// its problems may be transient. Says so in one sentence.
+    pub unsettled: Option<String>,
+    /// Bytes the format's own header says the file spans (bbolt: the
+    /// current meta page's high-water mark times the page size); 0 when it
+    /// claims nothing. A file shorter than this was truncated: front ends
+    /// draw the missing part as past the end of the file.
+    pub expected_len: u64,
     /// `true` when reads bypassed the page cache (`O_DIRECT`).
     pub quiet: bool,
     /// How long reading the structure took.
@@ -94,6 +103,8 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         revlog: None,
         rrd: None,
         error: None,
+        unsettled: None,
+        expected_len: 0,
         quiet: src.is_direct(),
         took: Duration::ZERO,
     };
@@ -104,12 +115,28 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         }
         Format::Bolt => {
             snap.format = Format::Bolt;
-            match BoltFile::open(&src) {
-                Ok(file) => {
-                    let walked = walk(&file, opts);
-                    snap.bolt = Some(BoltInfo::of(&file, walked.freelist));
-                    snap.layout = walked.layout;
+            // Walked through `settle`: retried while a writer commits.
+            let read = crate::settle::read_bolt(path, |file| {
+                let walked = walk(file, opts);
+                (BoltInfo::of(file, walked.freelist), walked.layout)
+            });
+            match read {
+                Ok(s) => {
+                    let (info, layout) = s.value;
+                    if !s.settled {
+                        snap.unsettled = Some(crate::settle::unsettled_message(
+                            s.attempts,
+                            layout.problem_count(),
+                        ));
+                    }
+                    snap.expected_len = info.hwm.saturating_mul(u64::from(info.page_size));
+                    snap.bolt = Some(info);
+                    snap.layout = layout;
                 }
+                Err(crate::settle::Error::NotBolt { source, .. }) => {
+                    snap.error = Some(source.to_string());
+                }
+                Err(crate::settle::Error::Open { source, .. }) => return Err(source),
                 Err(e) => snap.error = Some(e.to_string()),
             }
         }
@@ -171,6 +198,51 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
     }
     snap.took = start.elapsed();
     Ok(snap)
+}
+
+/// Samples [`Watch`]'s actions take, at most, waiting for residency to
+/// settle after them.
+const SETTLE_SAMPLES: u32 = 20;
+/// Pause between those samples.
+const SETTLE_PAUSE: Duration = Duration::from_millis(25);
+
+/// What a residency action (touch, evict, advise) did to a byte range,
+/// from samples taken just before it and once residency settled after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effect {
+    /// First byte of the range asked for.
+    pub offset: u64,
+    /// Bytes asked for ([`TO_EOF`]: to the end of the file).
+    pub len: u64,
+    /// OS pages of the range inside the file now.
+    pub pages: u64,
+    /// Resident OS pages of the range before; `None` when the kernel does
+    /// not tell this user (or there was no sample).
+    pub before: Option<u64>,
+    /// Resident OS pages of the range after; `None` as for `before`.
+    pub after: Option<u64>,
+    /// Our own lock (`L`) was released first.
+    pub released_lock: bool,
+}
+
+impl Effect {
+    /// OS pages of `[offset, offset + len)` inside the sampled file, and
+    /// how many are resident (`None` when the sample is not trusted).
+    #[must_use]
+    pub fn count(r: &Residency, offset: u64, len: u64) -> (u64, Option<u64>) {
+        let ps = r.page_size.max(1);
+        let start = offset.max(r.offset);
+        let end = offset
+            .saturating_add(len)
+            .min(r.offset.saturating_add(r.len));
+        let pages = if start >= end {
+            0
+        } else {
+            (end - 1 - r.offset) / ps - (start - r.offset) / ps + 1
+        };
+        let resident = r.trust.is_known().then(|| r.resident_in(offset, len));
+        (pages, resident)
+    }
 }
 
 /// A file under watch.
@@ -343,34 +415,98 @@ impl Watch {
     }
 
     /// Bring `[offset, offset + len)` (`len` = [`TO_EOF`] for all) into the
-    /// page cache (vmtouch -t), then resample. Refused for a file larger
-    /// than the memory available now.
+    /// page cache (vmtouch -t). Refused for a file larger than the memory
+    /// available now. Returns what it did, re-sampled ([`Effect`]).
     ///
     /// # Errors
     /// The residency layer's error, as text.
-    pub fn touch(&mut self, offset: u64, len: u64) -> Result<Touched, String> {
-        let src = self.source.as_ref().ok_or("file not open")?;
+    pub fn touch(&mut self, offset: u64, len: u64) -> Result<Effect, String> {
+        let file = self.source.as_ref().ok_or("file not open")?.file();
         fits_in_memory(
-            Some(src.file()),
+            Some(file),
             1,
             "reading it in would only churn the page cache",
         )?;
-        let t = residency::touch(src.file(), offset, len).map_err(|e| chain(&e))?;
-        self.sample();
-        Ok(t)
+        self.act(offset, len, false, |f| {
+            residency::touch(f, offset, len).map(|_| ())
+        })
     }
 
     /// Drop `[offset, offset + len)` from the page cache (vmtouch -e), after
-    /// releasing our own lock if we hold one; then resample.
+    /// releasing our own lock if we hold one. Returns what it did,
+    /// re-sampled ([`Effect`]): pages mapped or locked by a process, dirty
+    /// pages and tmpfs pages stay resident.
     ///
     /// # Errors
     /// The residency layer's error, as text.
-    pub fn evict(&mut self, offset: u64, len: u64) -> Result<(), String> {
-        self.locked = None;
-        let src = self.source.as_ref().ok_or("file not open")?;
-        residency::evict(src.file(), offset, len).map_err(|e| chain(&e))?;
+    pub fn evict(&mut self, offset: u64, len: u64) -> Result<Effect, String> {
+        let released_lock = self.locked.take().is_some();
+        self.act(offset, len, released_lock, |f| {
+            residency::evict(f, offset, len)
+        })
+    }
+
+    /// Give the kernel `advice` about `[offset, offset + len)`
+    /// ([`residency::advise`], `posix_fadvise(2)`); DONTNEED releases our
+    /// own lock first, as [`Watch::evict`] does. Returns the range's
+    /// residency before and after, re-sampled once it settles
+    /// ([`Effect`]).
+    ///
+    /// # Errors
+    /// The residency layer's error, as text.
+    pub fn advise(&mut self, offset: u64, len: u64, advice: FileAdvice) -> Result<Effect, String> {
+        let released_lock = advice == FileAdvice::DontNeed && self.locked.take().is_some();
+        self.act(offset, len, released_lock, |f| {
+            residency::advise(f, offset, len, advice)
+        })
+    }
+
+    /// Sample, run `action` on the file, sample again until the count
+    /// settles, and say what changed in `[offset, offset + len)`.
+    fn act(
+        &mut self,
+        offset: u64,
+        len: u64,
+        released_lock: bool,
+        action: impl FnOnce(&File) -> Result<(), residency::Error>,
+    ) -> Result<Effect, String> {
         self.sample();
-        Ok(())
+        let before = self
+            .residency
+            .as_ref()
+            .map(|r| Effect::count(r, offset, len));
+        let file = self.source.as_ref().ok_or("file not open")?.file();
+        let result = action(file).map_err(|e| chain(&e));
+        self.settle_residency();
+        result?;
+        let after = self
+            .residency
+            .as_ref()
+            .map(|r| Effect::count(r, offset, len));
+        let (pages, after) = after.unwrap_or((0, None));
+        Ok(Effect {
+            offset,
+            len,
+            pages,
+            before: before.and_then(|(_, b)| b),
+            after,
+            released_lock,
+        })
+    }
+
+    /// Sample until two samples a short pause apart count the same
+    /// resident pages (at most about half a second): read-ahead started by
+    /// an action lands after it returns.
+    fn settle_residency(&mut self) {
+        self.sample();
+        for _ in 0..SETTLE_SAMPLES {
+            let last = self.residency.as_ref().map(|r| r.resident_pages);
+            std::thread::sleep(SETTLE_PAUSE);
+            self.sample();
+            if self.residency.as_ref().map(|r| r.resident_pages) == last {
+                break;
+            }
+        }
     }
 
     /// Lock the whole file in memory (vmtouch -l) until unlocked or the

@@ -1,10 +1,13 @@
-//! Overlays: the help (every key) and the evict question.
+//! Overlays: the help (every key), the evict question and the advise
+//! menu.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
+
+use mapwise_native::residency::FileAdvice;
 
 use crate::app::{App, Overlay, Residence};
 use crate::event::BINDINGS;
@@ -27,7 +30,71 @@ pub fn render_overlay(frame: &mut Frame, area: Rect, app: &App) {
         Overlay::None => {}
         Overlay::Help => render_help(frame, area),
         Overlay::ConfirmEvict => render_confirm(frame, area, app),
+        Overlay::Advise => render_advise(frame, area, app),
     }
+}
+
+/// What each advice does, as the advise menu says it.
+#[must_use]
+pub fn advice_phrase(advice: FileAdvice) -> &'static str {
+    match advice {
+        FileAdvice::WillNeed => "read the range into the cache now (async)",
+        FileAdvice::DontNeed => "drop the range's clean, unmapped pages",
+        FileAdvice::Sequential => "read ahead more (our open file only)",
+        FileAdvice::Random => "no read-ahead (our open file only)",
+        FileAdvice::Normal => "default read-ahead (our open file only)",
+    }
+}
+
+/// The advise menu's lines: the advices (the chosen one marked), the two
+/// ranges (the chosen one marked), the keys.
+#[must_use]
+pub fn advise_lines(app: &App) -> Vec<Line<'static>> {
+    let (chosen, whole) = app.advise_menu();
+    let pick = Style::new()
+        .fg(Color::Black)
+        .bg(Color::Cyan)
+        .add_modifier(Modifier::BOLD);
+    let dim = Style::new().fg(Color::DarkGray);
+    let mut lines: Vec<Line> = FileAdvice::ALL
+        .iter()
+        .map(|&a| {
+            let on = a == chosen;
+            Line::from(vec![
+                Span::raw(if on { "▸ " } else { "  " }),
+                Span::styled(
+                    format!("{:<10}", a.name()),
+                    if on { pick } else { Style::new() },
+                ),
+                Span::styled(format!("  {}", advice_phrase(a)), dim),
+            ])
+        })
+        .collect();
+    lines.push(Line::default());
+    for w in [false, true] {
+        let on = w == whole;
+        lines.push(Line::from(vec![
+            Span::raw(if on { "● " } else { "○ " }),
+            Span::styled(app.advise_scope(w), if on { pick } else { Style::new() }),
+        ]));
+    }
+    lines.push(Line::styled(
+        "↑↓ advice · ←→ range · Enter apply · Esc cancel",
+        dim,
+    ));
+    lines
+}
+
+fn render_advise(frame: &mut Frame, area: Rect, app: &App) {
+    let lines = advise_lines(app);
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let rect = centered(area, 66, height);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(Style::new().fg(Color::Cyan))
+        .title(" advise the kernel (posix_fadvise) ");
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
 /// The help lines: every key, then the map's glyphs.
@@ -76,7 +143,7 @@ pub fn help_lines() -> Vec<Line<'static>> {
 fn render_help(frame: &mut Frame, area: Rect) {
     let lines = help_lines();
     let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
-    let rect = centered(area, 64, height);
+    let rect = centered(area, 68, height);
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(Color::Cyan))

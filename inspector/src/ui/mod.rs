@@ -230,8 +230,17 @@ fn render_title(frame: &mut Frame, area: Rect, app: &App) {
             (name, None) => name.to_string(),
         }),
         sep.clone(),
-        Span::raw(human_size(app.map_len())),
+        Span::raw(human_size(app.file_len())),
     ];
+    let expected = snap.expected_len;
+    if expected > app.file_len() {
+        rest.push(Span::styled(
+            format!(" TRUNCATED: the header says {}", human_size(expected)),
+            Style::new()
+                .fg(Color::LightRed)
+                .add_modifier(Modifier::BOLD),
+        ));
+    }
     if let Some(b) = &snap.bolt {
         rest.extend([
             sep.clone(),

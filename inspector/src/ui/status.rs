@@ -177,7 +177,7 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
     chunks.push(vec![Span::styled(
         format!(
             "│ {} · page {} · every {} ms",
-            human_size(app.map_len()),
+            human_size(app.file_len()),
             app.unit(),
             app.interval().as_millis()
         ),
@@ -232,6 +232,8 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
     }
     if let Some(e) = &data.snapshot.error {
         out.push((format!("structure: {e}"), err, 2));
+    } else if let Some(u) = &data.snapshot.unsettled {
+        out.push((format!("structure: {u}"), warn, 2));
     } else if data.snapshot.format == Format::Unknown {
         out.push((
             format!(
@@ -248,7 +250,8 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
         out.push((format!("residency {}", r.trust), warn, 2));
     }
     let problems = data.snapshot.layout.problem_count();
-    if problems > 0 {
+    // An unsettled read's problems may be transient: said above, not here.
+    if problems > 0 && data.snapshot.unsettled.is_none() {
         out.push((
             format!(
                 "{problems} structural problem{} (inspector check lists them)",
@@ -273,7 +276,7 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
             1,
         )),
         None => out.push((
-            "? help · Tab focus · t touch · e evict · L lock · +/- zoom · q quit".into(),
+            "? help · Tab focus · t touch · e evict · a advise · L lock · +/- zoom · q quit".into(),
             Style::new().fg(Color::DarkGray),
             1,
         )),

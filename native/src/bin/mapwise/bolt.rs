@@ -16,9 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use mapwise_core::bolt::{
-    BoltFile, DumpError, Record, WalkOptions, freelist_info, visit, walk, write_hex, write_record,
-};
+use mapwise_core::bolt::{BoltFile, DumpError, Record, visit, write_hex, write_record};
 use mapwise_native::bolt::{Db, Options};
 use mapwise_native::io::QuietSource;
 use mapwise_native::report;
@@ -249,16 +247,6 @@ fn open(args: &FileArgs) -> Result<Db> {
     Db::open(&args.file, &opts).with_context(|| "cannot open the file as a bbolt database")
 }
 
-/// The file read quietly: O_DIRECT, no lock, nothing mapped.
-fn quiet(args: &QuietArgs) -> Result<QuietSource> {
-    QuietSource::open(&args.file).with_context(|| format!("cannot open {}", args.file.display()))
-}
-
-fn bolt_file<'s>(args: &QuietArgs, src: &'s QuietSource) -> Result<BoltFile<'s, QuietSource>> {
-    BoltFile::open(src)
-        .with_context(|| format!("{}: cannot open as a bbolt database", args.file.display()))
-}
-
 /// Run one `mapwise bolt` subcommand; returns its exit status, or an
 /// error for `main` to print (exit 2).
 pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
@@ -384,10 +372,8 @@ fn dump(a: &FileArgs) -> Result<ExitCode> {
 }
 
 fn pages(a: &QuietArgs) -> Result<ExitCode> {
-    let src = quiet(a)?;
-    let file = bolt_file(a, &src)?;
-    let walked = walk(&file, WalkOptions::default());
-    let rows = report::page_rows(&file, &walked.layout);
+    // Settled: retried while a writer commits (see mapwise_native::settle).
+    let rows = report::settled_page_rows(&a.file)?;
     let mut out = Out::new();
     let _ = if a.json {
         report::write_pages_json(&mut out, rows)
@@ -399,21 +385,10 @@ fn pages(a: &QuietArgs) -> Result<ExitCode> {
 }
 
 fn check(a: &QuietArgs) -> Result<ExitCode> {
-    let src = quiet(a)?;
     // A file that does not open as bbolt is a failed check (exit 1), not a
-    // failure to run the check (exit 2), as `inspector check` has it.
-    let rep = match BoltFile::open(&src) {
-        Ok(file) => report::check_report(&walk(&file, WalkOptions::default()).layout),
-        Err(e) => report::CheckReport {
-            ok: false,
-            problems: vec![format!(
-                "{}: cannot open as a bbolt database: {e}",
-                a.file.display()
-            )],
-            warnings: Vec::new(),
-            more: 0,
-        },
-    };
+    // failure to run the check (exit 2), as `inspector check` has it; a
+    // writer committing during every read is a failure to run it (exit 2).
+    let rep = report::settled_check(&a.file)?;
     let mut out = Out::new();
     if a.json {
         outln!(out, "{}", serde_json::to_string_pretty(&rep)?);
@@ -442,17 +417,15 @@ fn check(a: &QuietArgs) -> Result<ExitCode> {
 }
 
 fn info(a: &QuietArgs) -> Result<ExitCode> {
-    let src = quiet(a)?;
-    let file = &bolt_file(a, &src)?;
-    let metas = report::meta_reports(file);
-    let freelist = report::FreelistReport::from(freelist_info(file));
+    let (file_size, info) = report::settled_info(&a.file)?;
+    let (metas, freelist) = (info.metas, info.freelist);
     let mut out = Out::new();
     if a.json {
         let v = serde_json::json!({
-            "file_size": file.len(),
-            "page_size": file.page_size(),
-            "current_meta": file.current_index(),
-            "txid": file.meta().txid,
+            "file_size": file_size,
+            "page_size": info.page_size,
+            "current_meta": info.current_meta,
+            "txid": info.txid,
             "metas": metas,
             "freelist": freelist,
         });
@@ -462,13 +435,8 @@ fn info(a: &QuietArgs) -> Result<ExitCode> {
     }
     // bbolt `info` prints this one line (`command_info.go`, `db.Info()`);
     // mapwise's detail follows.
-    outln!(out, "Page Size: {}", file.page_size());
-    outln!(
-        out,
-        "file_size={} page_size={}",
-        file.len(),
-        file.page_size()
-    );
+    outln!(out, "Page Size: {}", info.page_size);
+    outln!(out, "file_size={file_size} page_size={}", info.page_size);
     for m in &metas {
         match &m.fault {
             Some(f) => outln!(out, "meta{}: INVALID: {f}", m.index),
@@ -485,12 +453,7 @@ fn info(a: &QuietArgs) -> Result<ExitCode> {
             ),
         }
     }
-    outln!(
-        out,
-        "current=meta{} txid={}",
-        file.current_index(),
-        file.meta().txid
-    );
+    outln!(out, "current=meta{} txid={}", info.current_meta, info.txid);
     match freelist {
         report::FreelistReport::NotStored => {
             outln!(
