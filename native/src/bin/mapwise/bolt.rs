@@ -138,16 +138,8 @@ pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
         BoltCommand::Info(a) => info(&a),
         BoltCommand::Traverse(a) => traverse(&a),
     };
-    match result {
-        // Scripts asking for JSON get JSON on failure too.
-        Err(e) if json && !crate::out::is_broken_pipe(&e) => {
-            let mut out = Out::new();
-            outln!(out, "{}", serde_json::json!({ "error": format!("{e:#}") }));
-            out.finish()?;
-            Ok(ExitCode::from(2))
-        }
-        r => r,
-    }
+    // Scripts asking for JSON get JSON on failure too.
+    crate::out::json_errors(json, result)
 }
 
 fn hex(bytes: &[u8]) -> String {

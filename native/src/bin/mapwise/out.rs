@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io::{self, BufWriter, Stdout, Write};
+use std::process::ExitCode;
 
 /// Buffered stdout as a `fmt::Write`, keeping the first I/O error.
 pub struct Out {
@@ -43,4 +44,20 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The README's promise for `--json`: when a subcommand asked for JSON
+/// fails (other than by a closed pipe), print `{"error": "..."}` on
+/// stdout and exit 2; otherwise pass the result through.
+pub fn json_errors(json: bool, result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
+    use std::fmt::Write as _;
+    match result {
+        Err(e) if json && !is_broken_pipe(&e) => {
+            let mut out = Out::new();
+            let _ = writeln!(out, "{}", serde_json::json!({ "error": format!("{e:#}") }));
+            out.finish()?;
+            Ok(ExitCode::from(2))
+        }
+        r => r,
+    }
 }
