@@ -727,7 +727,12 @@ fn damaged_indexes_are_refused_clearly() {
         err.contains("rev 1999: chunk outside the data file"),
         "{err}"
     );
-    let err = refused(&["revlog", "debugindex", "--index", s(&store.join("00changelog.i"))]);
+    let err = refused(&[
+        "revlog",
+        "debugindex",
+        "--index",
+        s(&store.join("00changelog.i")),
+    ]);
     assert!(err.contains("chunk outside the data file"), "{err}");
     let l = layout(
         &split[..],
@@ -835,7 +840,12 @@ fn mapped_log_touches_only_the_tail() {
     evict();
     let file = IndexFile::open(&path, &Options::default()).unwrap();
     assert_eq!(file.loaded(), Loaded::Read);
-    assert_eq!(log(&file.index().unwrap(), Some(5), &Hidden::default()).unwrap().len(), 5);
+    assert_eq!(
+        log(&file.index().unwrap(), Some(5), &Hidden::default())
+            .unwrap()
+            .len(),
+        5
+    );
     let r = residency::sample(&f).unwrap();
     assert_eq!(r.resident_pages, r.total_pages);
 }

@@ -211,8 +211,25 @@ fn rebase_chains() {
     std::fs::write(r.join("side"), "amended\n").expect("write");
     hgr(&r, &["commit", "--amend", "-m", "c4b"]);
     same_as_hg(&r);
-    // Rebase the orphan onto the amended one: the old one goes.
-    hgr(&r, &["rebase", "-q", "-s", "8", "-d", "tip"]);
+    // Rebase the orphan onto the amended one: it conflicts; while the
+    // merge is unresolved its two sides are pinned (`.hg/merge/state2`).
+    let out = hg()
+        .arg("-R")
+        .arg(&r)
+        .args(EVOLVE)
+        .args(["rebase", "-q", "-s", "8", "-d", "tip"])
+        .output()
+        .expect("hg rebase");
+    assert!(!out.status.success(), "expected a conflict");
+    assert!(r.join(".hg/merge/state2").exists());
+    same_as_hg(&r);
+    hgr(&r, &["rebase", "--abort"]);
+    // The same rebase, conflicts resolved by taking the rebased side:
+    // the old one goes.
+    hgr(
+        &r,
+        &["rebase", "-q", "-s", "8", "-d", "tip", "--tool", ":other"],
+    );
     hgr(&r, &["update", "-q", "tip"]);
     same_as_hg(&r);
     // More work on top and a rewrite of an old draft, as in the report
@@ -247,7 +264,10 @@ fn obsstore_format_0() {
         .output()
         .expect("hg");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read(r.join(".hg/store/obsstore")).expect("obsstore")[0], 0);
+    assert_eq!(
+        std::fs::read(r.join(".hg/store/obsstore")).expect("obsstore")[0],
+        0
+    );
     hgr(&r, &["debugobsolete", &two]);
     assert_eq!(same_as_hg(&r), [1, 0]);
 }
@@ -302,16 +322,30 @@ fn damaged_obsstore_is_refused() {
     cases.push(good[..good.len() - 3].to_vec());
     for bytes in cases {
         std::fs::write(&path, &bytes).expect("write");
-        let h = hg().arg("-R").arg(&r).args(["log", "-l", "1"]).output().expect("hg");
-        assert!(!h.status.success(), "hg read the damaged obsstore {bytes:?}");
+        let h = hg()
+            .arg("-R")
+            .arg(&r)
+            .args(["log", "-l", "1"])
+            .output()
+            .expect("hg");
+        assert!(
+            !h.status.success(),
+            "hg read the damaged obsstore {bytes:?}"
+        );
         let ours = run_mapwise(&["revlog", "log", "-l", "1", s(&r)]);
         let err = text(&ours.stderr);
         assert_eq!(ours.status.code(), Some(2), "{err}");
-        assert!(err.contains("obsstore") && !err.contains("panicked"), "{err}");
+        assert!(
+            err.contains("obsstore") && !err.contains("panicked"),
+            "{err}"
+        );
         let ours = run_mapwise(&["revlog", "log", "--json", "-l", "1", s(&r)]);
         assert_eq!(ours.status.code(), Some(2));
         let v: serde_json::Value = serde_json::from_slice(&ours.stdout).expect("json");
-        assert!(v["error"].as_str().is_some_and(|e| e.contains("obsstore")), "{v}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| e.contains("obsstore")),
+            "{v}"
+        );
         // --hidden does not read the obsstore, as hg's `--hidden` does not
         // need the hidden set.
         let ours = run_mapwise(&["revlog", "log", "--hidden", "-l", "1", s(&r)]);
@@ -320,7 +354,10 @@ fn damaged_obsstore_is_refused() {
 }
 
 fn in_dir(dir: &Path, args: &[&str]) -> Output {
-    run_limited(mapwise().args(args).current_dir(dir), Duration::from_secs(60))
+    run_limited(
+        mapwise().args(args).current_dir(dir),
+        Duration::from_secs(60),
+    )
 }
 
 fn hg_in(dir: &Path, args: &[&str]) -> Output {
@@ -366,7 +403,11 @@ fn debugindex_takes_tracked_names_as_hg() {
         a.extend(&args);
         let ours = in_dir(&r, &a);
         assert_eq!(ours.status.code(), Some(2));
-        assert_eq!(text(&ours.stderr).trim(), format!("mapwise: {msg}"), "{args:?}");
+        assert_eq!(
+            text(&ours.stderr).trim(),
+            format!("mapwise: {msg}"),
+            "{args:?}"
+        );
         a.push("--json");
         let ours = in_dir(&r, &a);
         assert_eq!(ours.status.code(), Some(2));
@@ -378,7 +419,12 @@ fn debugindex_takes_tracked_names_as_hg() {
     let want = hg_in(&r, &["debugindex", "sub/Upper_Case.txt"]);
     let ours = in_dir(
         dir.path(),
-        &["revlog", "debugindex", "--index", "di/.hg/store/data/sub/_upper___case.txt.i"],
+        &[
+            "revlog",
+            "debugindex",
+            "--index",
+            "di/.hg/store/data/sub/_upper___case.txt.i",
+        ],
     );
     assert_same_text("debugindex --index", &ours.stdout, &want.stdout);
     // Outside any repository hg finds none; neither do we.

@@ -22,9 +22,7 @@ pub use load::{IndexFile, Load, Loaded, Options};
 pub use log::{LogRow, log};
 pub use repo::{Repo, Revlog};
 pub use store::{StoreEncoding, encode_dir, filelog_index, sha1_hex};
-pub use visible::{
-    Hidden, MAX_OBSSTORE, MAX_SMALL_FILE, dirstate_parents, hidden, pinned_nodes,
-};
+pub use visible::{Hidden, MAX_OBSSTORE, MAX_SMALL_FILE, dirstate_parents, hidden, pinned_nodes};
 
 use mapwise_core::revlog::{Index, Rev};
 

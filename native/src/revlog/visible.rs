@@ -248,7 +248,11 @@ fn merge_pins(dot_hg: &Path, wdir: &[Node; 2]) -> Result<Vec<Node>, Error> {
             let line = line.strip_suffix(b"\n").unwrap_or(line);
             record(if i == 0 { b'L' } else { b'F' }, line);
         }
-        other = Some(if wdir[1] == NULL_NODE { wdir[0] } else { wdir[1] });
+        other = Some(if wdir[1] == NULL_NODE {
+            wdir[0]
+        } else {
+            wdir[1]
+        });
     } else {
         return Ok(Vec::new());
     }
