@@ -58,7 +58,7 @@ impl MarkerNode {
         let n = b.len().min(32);
         bytes[..n].copy_from_slice(&b[..n]);
         MarkerNode {
-            len: n as u8,
+            len: u8::try_from(n).unwrap_or(32),
             bytes,
         }
     }
@@ -160,18 +160,14 @@ pub fn markers(data: &[u8]) -> Result<Markers<'_>> {
     })
 }
 
-fn short(off: usize, field: &'static str, need: usize, size: usize) -> Error {
-    Error::OutOfBounds {
-        at: At::Offset(off as u64),
-        field,
-        offset: off as u64,
-        len: need as u64,
-        size: size as u64,
-    }
-}
-
 /// `data[from..from + len]`, or an out-of-bounds error naming `field`.
-fn take<'a>(data: &'a [u8], at: usize, from: usize, len: usize, field: &'static str) -> Result<&'a [u8]> {
+fn take<'a>(
+    data: &'a [u8],
+    at: usize,
+    from: usize,
+    len: usize,
+    field: &'static str,
+) -> Result<&'a [u8]> {
     from.checked_add(len)
         .and_then(|end| data.get(from..end))
         .ok_or(Error::OutOfBounds {
@@ -199,7 +195,7 @@ fn unhex(s: &[u8]) -> Option<Node> {
     let mut n = [0u8; NODE_LEN];
     for (i, pair) in s.chunks_exact(2).enumerate() {
         let d = |c: u8| (c as char).to_digit(16);
-        n[i] = (d(pair[0])? * 16 + d(pair[1])?) as u8;
+        n[i] = u8::try_from(d(pair[0])? * 16 + d(pair[1])?).ok()?;
     }
     Some(n)
 }
@@ -288,13 +284,27 @@ impl<'a> Markers<'a> {
         let secs = f64::from_bits(u64::from_be_bytes([
             fixed[4], fixed[5], fixed[6], fixed[7], fixed[8], fixed[9], fixed[10], fixed[11],
         ]));
-        let tz = be_u16(&fixed[12..14]) as i16;
+        let tz = i16::from_be_bytes([fixed[12], fixed[13]]);
         let flags = be_u16(&fixed[14..16]);
         let numsuc = usize::from(fixed[16]);
         let numpar = fixed[17];
         let nummeta = usize::from(fixed[18]);
-        if size < FM1_FIXED || d.len() - at < size {
-            return Err(short(at, "size", size, d.len() - at));
+        if size < FM1_FIXED {
+            return Err(Error::Invalid {
+                at: At::Offset(at as u64),
+                field: "size",
+                value: size as u64,
+                expected: "at least the 19-byte fixed part",
+            });
+        }
+        if d.len() - at < size {
+            return Err(Error::OutOfBounds {
+                at: At::Offset(at as u64),
+                field: "size",
+                offset: at as u64,
+                len: size as u64,
+                size: d.len() as u64,
+            });
         }
         // The marker's own bytes: nothing it names may lie outside them.
         let m = &d[at..at + size];
@@ -450,19 +460,23 @@ mod tests {
             body.extend_from_slice(&[*p; 20]);
         }
         for (k, v) in meta {
-            body.push(k.len() as u8);
-            body.push(v.len() as u8);
+            body.push(u8::try_from(k.len()).unwrap());
+            body.push(u8::try_from(v.len()).unwrap());
         }
         for (k, v) in meta {
             body.extend_from_slice(k);
             body.extend_from_slice(v);
         }
         let mut m = Vec::new();
-        m.extend_from_slice(&((FM1_FIXED + body.len()) as u32).to_be_bytes());
+        m.extend_from_slice(&u32::try_from(FM1_FIXED + body.len()).unwrap().to_be_bytes());
         m.extend_from_slice(&1.5f64.to_bits().to_be_bytes());
         m.extend_from_slice(&(-60i16).to_be_bytes());
         m.extend_from_slice(&0u16.to_be_bytes());
-        m.extend_from_slice(&[sucs.len() as u8, numpar, meta.len() as u8]);
+        m.extend_from_slice(&[
+            u8::try_from(sucs.len()).unwrap(),
+            numpar,
+            u8::try_from(meta.len()).unwrap(),
+        ]);
         m.extend_from_slice(&body);
         m
     }
@@ -500,7 +514,7 @@ mod tests {
         meta.extend_from_slice(&p1);
         meta.extend_from_slice(b"\0user:x");
         let mut f = alloc::vec![0u8, 1];
-        f.extend_from_slice(&(meta.len() as u32).to_be_bytes());
+        f.extend_from_slice(&u32::try_from(meta.len()).unwrap().to_be_bytes());
         f.push(0);
         f.extend_from_slice(&[3; 20]);
         f.extend_from_slice(&[4; 20]);

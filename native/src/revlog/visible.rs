@@ -210,10 +210,10 @@ fn merge_pins(dot_hg: &Path, wdir: &[Node; 2]) -> Result<Vec<Node>, Error> {
         b'O' => other = unhex(data),
         b'F' | b'C' | b'P' | b'D' | b'R' => {
             let mut bits = data.split(|&b| b == 0);
-            if let (Some(f), Some(s)) = (bits.next(), bits.next()) {
-                if s != b"o" {
-                    state.insert(f.to_vec(), s.to_vec());
-                }
+            if let (Some(f), Some(s)) = (bits.next(), bits.next())
+                && s != b"o"
+            {
+                state.insert(f.to_vec(), s.to_vec());
             }
         }
         _ => {}
@@ -430,19 +430,17 @@ pub fn hidden<S: PageSource + ?Sized>(repo: &Repo, index: &Index<'_, S>) -> Resu
         if phases[i] != phase::PUBLIC && !hidden[i] {
             let (p1, p2) = recs[i].parents;
             for p in [p1, p2] {
-                if p >= low {
-                    if let Some(j) = at(p) {
-                        hidden[j] = false;
-                    }
+                if p >= low
+                    && let Some(j) = at(p)
+                {
+                    hidden[j] = false;
                 }
             }
         }
     }
-    let revs = hidden
-        .iter()
-        .enumerate()
-        .filter(|(_, h)| **h)
-        .map(|(i, _)| low + i as Rev)
+    let revs = (low..=tip)
+        .zip(hidden)
+        .filter_map(|(rev, h)| h.then_some(rev))
         .collect();
     Ok(Hidden { revs })
 }
