@@ -382,7 +382,9 @@ pub struct Files {
 }
 
 impl Files {
-    /// Opens every path read-only and notes its size. The same path may
+    /// Opens every path read-only and notes its size; refuses anything
+    /// but a regular file (FIFO, socket, directory, device) without
+    /// blocking, as the inspector does ([`crate::io::open_regular`]). The same path may
     /// appear more than once (it is then read that often per iteration).
     ///
     /// # Errors
@@ -395,7 +397,9 @@ impl Files {
         let mut inputs = Vec::with_capacity(paths.len());
         for p in paths {
             let path = p.as_ref().to_path_buf();
-            let file = match File::open(&path) {
+            // Regular files only: a FIFO would block the open (and then
+            // the loop) forever, a directory or device has no length.
+            let file = match crate::io::open_regular(&path, false) {
                 Ok(f) => f,
                 Err(source) => return Err(Error::Open { path, source }),
             };

@@ -21,4 +21,5 @@ mod bolt_tools;
 mod bolt_write;
 mod mmaptest;
 mod revlog;
+mod revlog_hidden;
 mod rrd;

@@ -369,3 +369,30 @@ fn mmaptest_refuses_bad_arguments() {
             .all(|l| l.contains(&format!("checksum={}", sums[0])))
     );
 }
+
+/// `mapwise mmaptest -n 2 FIFO > /dev/null` used to block forever in
+/// open(2); a FIFO, a directory or a device is refused at once, as the
+/// inspector refuses them.
+#[test]
+fn non_regular_files_are_refused() {
+    let dir = tempdir();
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    for (path, what) in [
+        (fifo.as_path(), "a FIFO"),
+        (dir.path(), "a directory"),
+        (Path::new("/dev/null"), "a device"),
+    ] {
+        let out = run_limited(
+            mapwise().args(["mmaptest", "-n", "2"]).arg(path),
+            Duration::from_secs(30),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(what) && err.contains("not a regular file"),
+            "{err}"
+        );
+    }
+}

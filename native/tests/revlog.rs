@@ -15,7 +15,7 @@ use mapwise_core::revlog::{Index, LayoutOptions, layout};
 use mapwise_native::map::Advice;
 use mapwise_native::residency;
 use mapwise_native::revlog::{
-    IndexFile, Load, Loaded, Options, StoreEncoding, log, sha1_hex, size_to_int,
+    Hidden, IndexFile, Load, Loaded, Options, StoreEncoding, log, sha1_hex, size_to_int,
 };
 
 use crate::support::{
@@ -118,14 +118,14 @@ fn corpus_debugindex_is_hgs() {
     for name in INDEXES {
         let file = revlog_testdata(name);
         let want = read(&revlog_testdata(&format!("{name}.debugindex.txt")));
-        let ours = ok(&["revlog", "debugindex", s(&file)]);
+        let ours = ok(&["revlog", "debugindex", "--index", s(&file)]);
         assert_same_text(&format!("debugindex {name}"), &ours, &want);
     }
     // `hg --debug debugindex -c`: every column, full nodes.
     let file = revlog_testdata("00changelog.i");
     let want = read(&revlog_testdata("00changelog.i.debugindex-full.txt"));
     for flag in ["--debug", "--full"] {
-        let ours = ok(&["revlog", "debugindex", flag, s(&file)]);
+        let ours = ok(&["revlog", "debugindex", flag, "--index", s(&file)]);
         assert_same_text("debugindex --debug 00changelog.i", &ours, &want);
     }
     // By name, as hg takes them inside a repository: the corpus is a
@@ -333,7 +333,7 @@ fn threshold_below_at_above() {
         let f = IndexFile::open(&path, &opts).unwrap();
         assert_eq!(f.loaded(), loaded, "threshold {threshold}");
         assert_eq!(f.mapping().is_some(), loaded == Loaded::Mmap);
-        let rows = log(&f.index().unwrap(), Some(5)).unwrap();
+        let rows = log(&f.index().unwrap(), Some(5), &Hidden::default()).unwrap();
         let revs: String = rows.iter().map(|r| format!("{}\n", r.rev)).collect();
         assert_eq!(revs.as_bytes(), want);
         // Both spellings of the setting, through the command line.
@@ -663,7 +663,7 @@ fn damaged(name: &str, bytes: &[u8], message: &str, hg_too: bool) {
     let dir = tempdir();
     let path = dir.path().join(name);
     std::fs::write(&path, bytes).unwrap();
-    let err = refused(&["revlog", "debugindex", s(&path)]);
+    let err = refused(&["revlog", "debugindex", "--index", s(&path)]);
     assert!(err.contains(message), "{name}: {err}");
     if hg_too {
         let out = hg()
@@ -727,7 +727,12 @@ fn damaged_indexes_are_refused_clearly() {
         err.contains("rev 1999: chunk outside the data file"),
         "{err}"
     );
-    let err = refused(&["revlog", "debugindex", s(&store.join("00changelog.i"))]);
+    let err = refused(&[
+        "revlog",
+        "debugindex",
+        "--index",
+        s(&store.join("00changelog.i")),
+    ]);
     assert!(err.contains("chunk outside the data file"), "{err}");
     let l = layout(
         &split[..],
@@ -741,7 +746,7 @@ fn damaged_indexes_are_refused_clearly() {
     b[64 * 5 + 24..64 * 5 + 28].copy_from_slice(&7i32.to_be_bytes());
     let path = store.join("parent.i");
     std::fs::write(&path, &b).unwrap();
-    let err = refused(&["revlog", "debugindex", s(&path)]);
+    let err = refused(&["revlog", "debugindex", "--index", s(&path)]);
     assert!(err.contains("field parent_rev_1 = 7"), "{err}");
     assert!(
         !layout(&b[..], LayoutOptions::default())
@@ -814,7 +819,7 @@ fn mapped_log_touches_only_the_tail() {
     assert_eq!(file.loaded(), Loaded::Mmap);
     let index = file.index().unwrap();
     assert_eq!(index.len(), REVS);
-    let rows = log(&index, Some(5)).unwrap();
+    let rows = log(&index, Some(5), &Hidden::default()).unwrap();
     let revs: Vec<i32> = rows.iter().map(|r| r.rev).collect();
     assert_eq!(revs, [999_999, 999_998, 999_997, 999_996, 999_995]);
     let r = residency::sample(&f).unwrap();
@@ -835,7 +840,12 @@ fn mapped_log_touches_only_the_tail() {
     evict();
     let file = IndexFile::open(&path, &Options::default()).unwrap();
     assert_eq!(file.loaded(), Loaded::Read);
-    assert_eq!(log(&file.index().unwrap(), Some(5)).unwrap().len(), 5);
+    assert_eq!(
+        log(&file.index().unwrap(), Some(5), &Hidden::default())
+            .unwrap()
+            .len(),
+        5
+    );
     let r = residency::sample(&f).unwrap();
     assert_eq!(r.resident_pages, r.total_pages);
 }

@@ -19,6 +19,7 @@
 mod debug;
 mod index;
 mod layout;
+pub mod obsstore;
 
 pub use debug::{
     DebugRow, DebugStyle, PrintError, debug_row, write_debugindex, write_header, write_row,

@@ -1,9 +1,12 @@
 //! `hg log` without a revision argument: every revision from the tip
 //! down (`logcmdutil._initialrevs`: `spanset(repo)` reversed), at most
-//! `-l N` of them (`logcmdutil.getlimit`).
+//! `-l N` of them (`logcmdutil.getlimit`), in the `visible` view unless
+//! `--hidden` (`mercurial/repoview.py`).
 
 use mapwise_core::PageSource;
 use mapwise_core::revlog::{Index, NULL_REV, Node, Rev};
+
+use super::visible::Hidden;
 
 /// One changeset as `hg log` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,13 +26,14 @@ pub struct LogRow {
     pub parents: Vec<Node>,
 }
 
-/// The newest `limit` revisions of the changelog `index`, newest first
-/// (all of them for `None`). Reads only those entries and their parents'
-/// nodes, so a mapped non-inline changelog is touched at its first page
-/// (the header) and its tail.
+/// The newest `limit` revisions of the changelog `index` not in `hidden`,
+/// newest first (all of them for `None`). Reads only those entries (and
+/// the hidden ones between them) and their parents' nodes, so a mapped
+/// non-inline changelog is touched at its first page (the header) and
+/// its tail.
 ///
-/// Obsolescence markers are not read: with an `obsstore`, hg hides
-/// obsolete changesets that this lists.
+/// Pass [`super::hidden`]'s set for what `hg log` prints (its `visible`
+/// view), or an empty [`Hidden`] for `hg log --hidden`.
 ///
 /// # Errors
 /// The first damaged entry (bad read, negative length, parent that is not
@@ -37,12 +41,17 @@ pub struct LogRow {
 pub fn log<S: PageSource + ?Sized>(
     index: &Index<'_, S>,
     limit: Option<u64>,
+    hidden: &Hidden,
 ) -> Result<Vec<LogRow>, mapwise_core::Error> {
     let count = u64::from(index.len());
     let n = limit.map_or(count, |l| l.min(count));
     let mut rows = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
     let mut rev = index.tip();
     while rev > NULL_REV && (rows.len() as u64) < n {
+        if hidden.contains(rev) {
+            rev -= 1;
+            continue;
+        }
         let e = index.entry(rev)?;
         let (p1, p2) = index.checked_parents(&e)?;
         let mut parents = vec![index.node(p1)?];

@@ -6,13 +6,14 @@
 //! The index format and its parser live in [`mapwise_core::revlog`]; this
 //! module adds files, mappings and repositories. Entry points:
 //! [`Repo::open`], [`Repo::open_index`], [`IndexFile::open`], [`log`],
-//! [`HgConfig::index_load`].
+//! [`HgConfig::index_load`], [`hidden`] (obsolete changesets hg hides).
 
 mod config;
 mod load;
 mod log;
 mod repo;
 mod store;
+mod visible;
 
 use std::path::PathBuf;
 
@@ -21,6 +22,7 @@ pub use load::{IndexFile, Load, Loaded, Options};
 pub use log::{LogRow, log};
 pub use repo::{Repo, Revlog};
 pub use store::{StoreEncoding, encode_dir, filelog_index, sha1_hex};
+pub use visible::{Hidden, MAX_OBSSTORE, MAX_SMALL_FILE, dirstate_parents, hidden, pinned_nodes};
 
 use mapwise_core::revlog::{Index, Rev};
 
@@ -72,6 +74,24 @@ pub enum Error {
     #[error("{}: no repository found (.hg not found, and no 00changelog.i or requires of a store)", path.display())]
     NotARepo {
         /// The path given.
+        path: PathBuf,
+    },
+    /// A file is larger than mapwise reads whole (the obsstore, or a small
+    /// metadata file such as `phaseroots`).
+    #[error("{}: {size} bytes, more than the {limit} bytes mapwise reads whole", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// `.hg/dirstate` is too short to hold the working directory's
+    /// parents (hg: "working directory state appears damaged!").
+    #[error("{}: working directory state appears damaged (too short for its parents)", path.display())]
+    Dirstate {
+        /// The dirstate file.
         path: PathBuf,
     },
     /// A `--config` value hg would refuse.

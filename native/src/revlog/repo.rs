@@ -43,6 +43,12 @@ impl Revlog {
 #[derive(Debug, Clone)]
 pub struct Repo {
     path: PathBuf,
+    /// The working copy's own `.hg` (its dirstate, bookmarks, local tags,
+    /// merge state); `None` for a bare store directory.
+    dot_hg: Option<PathBuf>,
+    /// The `.hg` the store belongs to: the share source's for a share,
+    /// else `dot_hg`.
+    source_hg: Option<PathBuf>,
     store: PathBuf,
     requirements: BTreeSet<String>,
     encoding: StoreEncoding,
@@ -105,6 +111,8 @@ impl Repo {
             let encoding = StoreEncoding::from_requirements(&reqs);
             return Ok(Repo {
                 path: path.to_owned(),
+                dot_hg: Some(dot_hg),
+                source_hg: Some(source),
                 store,
                 requirements: reqs,
                 encoding,
@@ -117,6 +125,8 @@ impl Repo {
             let encoding = StoreEncoding::from_requirements(&reqs);
             return Ok(Repo {
                 path: path.to_owned(),
+                dot_hg: None,
+                source_hg: None,
                 store: path.to_owned(),
                 requirements: reqs,
                 encoding,
@@ -151,6 +161,20 @@ impl Repo {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The working copy's `.hg` directory (hg's `repo.vfs`); `None` for a
+    /// bare store directory.
+    #[must_use]
+    pub fn dot_hg(&self) -> Option<&Path> {
+        self.dot_hg.as_deref()
+    }
+
+    /// The `.hg` directory of the repository that owns the store: the
+    /// share source's for `hg share`, else [`Repo::dot_hg`].
+    #[must_use]
+    pub fn source_hg(&self) -> Option<&Path> {
+        self.source_hg.as_deref()
     }
 
     /// The directory holding the revlogs.

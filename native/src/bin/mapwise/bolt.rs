@@ -36,19 +36,7 @@ mod kv;
 mod page;
 mod tools;
 
-/// A failure about what the file holds (a bucket or key that is not
-/// there, a value where a bucket is expected, a damaged page): exit
-/// status 1, where a failure to run is 2.
-#[derive(Debug)]
-pub struct Problem(pub String);
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Problem {}
+pub use crate::out::Problem;
 
 /// An engine error as the command line reports it: bbolt's named errors
 /// about the content (bucket not found, incompatible value) and damage
@@ -285,29 +273,8 @@ pub fn run(cmd: BoltCommand) -> Result<ExitCode> {
         BoltCommand::Traverse(a) => traverse(&a),
         BoltCommand::Bench(a) => crate::bolt_bench::run(&a),
     };
-    match result {
-        Err(e) if crate::out::is_broken_pipe(&e) => Err(e),
-        Err(e) => {
-            let code = if e.downcast_ref::<Problem>().is_some() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::from(2)
-            };
-            if json {
-                // Scripts asking for JSON get JSON on failure too.
-                let mut out = Out::new();
-                outln!(out, "{}", serde_json::json!({ "error": format!("{e:#}") }));
-                out.finish()?;
-                Ok(code)
-            } else if code == ExitCode::FAILURE {
-                eprintln!("mapwise: {e:#}");
-                Ok(code)
-            } else {
-                Err(e)
-            }
-        }
-        r => r,
-    }
+    // Scripts asking for JSON get JSON on failure too; a Problem exits 1.
+    crate::out::json_errors(json, result)
 }
 
 /// Run `f` on `path` read quietly (O_DIRECT, no lock, nothing mapped).

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io::{self, BufWriter, Stdout, Write};
+use std::process::ExitCode;
 
 /// Buffered stdout as a `fmt::Write`, keeping the first I/O error.
 pub struct Out {
@@ -53,4 +54,49 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+/// A failure about what the file holds (a bucket or key that is not
+/// there, a value where a bucket is expected, a damaged page): exit
+/// status 1, where a failure to run is 2.
+#[derive(Debug)]
+pub struct Problem(pub String);
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Problem {}
+
+/// The README's promise for exit statuses and `--json`: a failure that
+/// is a [`Problem`] exits 1 (its message on stderr), any other exits 2;
+/// when the subcommand asked for JSON either prints `{"error": "..."}` on
+/// stdout instead. A closed pipe passes through (it is not a failure).
+pub fn json_errors(json: bool, result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
+    use std::fmt::Write as _;
+    match result {
+        Err(e) if is_broken_pipe(&e) => Err(e),
+        Err(e) => {
+            let problem = e.downcast_ref::<Problem>().is_some();
+            let code = if problem {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::from(2)
+            };
+            if json {
+                let mut out = Out::new();
+                let _ = writeln!(out, "{}", serde_json::json!({ "error": format!("{e:#}") }));
+                out.finish()?;
+                Ok(code)
+            } else if problem {
+                eprintln!("mapwise: {e:#}");
+                Ok(code)
+            } else {
+                Err(e)
+            }
+        }
+        r => r,
+    }
 }

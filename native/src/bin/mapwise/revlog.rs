@@ -19,7 +19,9 @@ pub enum RevlogCommand {
     /// List the newest revisions as `hg log -l N -T '{rev}\n'` does
     /// (tip first), reading only the tail of a mapped changelog index.
     Log(LogArgs),
-    /// Print a revlog index as `hg debugindex` does.
+    /// Print a revlog index as `hg debugindex` does: `-c`, `-m` or a
+    /// tracked file's name in the repository holding the current
+    /// directory (or `-R`); `--index PATH` reads any `.i` file.
     Debugindex(DebugindexArgs),
 }
 
@@ -54,6 +56,13 @@ pub struct LogArgs {
     /// The repository (as hg's `-R`).
     #[arg(short = 'R', long = "repository", conflicts_with = "repo")]
     repository: Option<PathBuf>,
+    /// Show hidden (obsolete) changesets too, as `hg log --hidden`.
+    /// Without it the list is hg's `visible` view: obsolete changesets
+    /// (from `.hg/store/obsstore`) and archived ones are left out unless
+    /// public, pinned (working-directory parent, bookmark, local tag) or
+    /// an ancestor of a visible draft.
+    #[arg(long)]
+    hidden: bool,
     /// Show at most N revisions.
     #[arg(
         short = 'l',
@@ -68,12 +77,19 @@ pub struct LogArgs {
 
 #[derive(Debug, Args)]
 pub struct DebugindexArgs {
-    /// With `-R`: a tracked file's name (its filelog). Without: the path
-    /// of an index file (`.i`).
+    /// A tracked file's name, relative to the repository root (its
+    /// filelog), as hg takes it. A path into `.hg/store` is not a tracked
+    /// file: hg (and mapwise) say "cannot give path to non-revlog"; use
+    /// `--index` for those.
     file: Option<String>,
-    /// The repository (or store directory) the names refer to.
+    /// The repository (or store directory); default: the one holding the
+    /// current directory.
     #[arg(short = 'R', long = "repository")]
     repository: Option<PathBuf>,
+    /// Read this index file (`.i`) directly, inside a repository or not
+    /// (what `hg debugrevlogindex PATH` accepts).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["file", "changelog", "manifest", "repository"])]
+    index: Option<PathBuf>,
     /// The changelog.
     #[arg(short = 'c', long = "changelog", conflicts_with_all = ["file", "manifest"])]
     changelog: bool,
@@ -91,10 +107,11 @@ pub struct DebugindexArgs {
 }
 
 pub fn run(cmd: RevlogCommand) -> Result<ExitCode> {
-    match cmd {
-        RevlogCommand::Log(a) => log(&a),
-        RevlogCommand::Debugindex(a) => debugindex(&a),
-    }
+    let (json, result) = match cmd {
+        RevlogCommand::Log(a) => (a.common.json, log(&a)),
+        RevlogCommand::Debugindex(a) => (a.common.json, debugindex(&a)),
+    };
+    crate::out::json_errors(json, result)
 }
 
 fn hex(node: &Node) -> String {
@@ -208,7 +225,12 @@ fn log(a: &LogArgs) -> Result<ExitCode> {
     };
     let file = repo.open_index(&Revlog::Changelog, &opts)?;
     let index = file.index()?;
-    let rows = revlog::log(&index, limit).map_err(|source| revlog::Error::Format {
+    let hidden = if a.hidden {
+        revlog::Hidden::default()
+    } else {
+        revlog::hidden(&repo, &index)?
+    };
+    let rows = revlog::log(&index, limit, &hidden).map_err(|source| revlog::Error::Format {
         path: file.path().to_owned(),
         source,
     })?;
@@ -217,12 +239,18 @@ fn log(a: &LogArgs) -> Result<ExitCode> {
         #[derive(Serialize)]
         struct Report {
             repo: String,
+            /// `visible` (hg's default view) or `all` (`--hidden`).
+            view: &'static str,
+            /// Changesets the view hides.
+            hidden_count: usize,
             #[serde(flatten)]
             info: IndexInfo,
             entries: Vec<LogEntry>,
         }
         let rep = Report {
             repo: repo.path().display().to_string(),
+            view: if a.hidden { "all" } else { "visible" },
+            hidden_count: hidden.len(),
             info: IndexInfo::of(&file, &index, &opts, data),
             entries: rows.iter().map(LogEntry::from).collect(),
         };
@@ -299,15 +327,23 @@ impl From<&DebugRow> for DebugEntry {
     }
 }
 
-/// The revlog `a` names, as hg's `openstorage` resolves it.
+/// hg's message when `openstorage` finds no revlog (a name that is not a
+/// tracked file's, an empty changelog, no argument).
+const NON_REVLOG: &str = "cannot give path to non-revlog";
+
+/// The revlog `a` names, as hg's `openstorage` resolves it: `-c`, `-m`,
+/// or a tracked file's filelog (`localrepo.file` drops a leading `/`);
+/// `None` for `--index`.
 fn which(a: &DebugindexArgs) -> Result<Option<Revlog>> {
-    Ok(match (a.changelog, a.manifest, &a.file) {
-        (true, _, _) => Some(Revlog::Changelog),
-        (_, true, _) => Some(Revlog::Manifest),
-        (_, _, Some(f)) if a.repository.is_some() => Some(Revlog::File(f.clone())),
-        (_, _, Some(_)) => None,
-        (false, false, None) => bail!("give -c, -m or FILE"),
-    })
+    if a.index.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(match (a.changelog, a.manifest, &a.file) {
+        (true, _, _) => Revlog::Changelog,
+        (_, true, _) => Revlog::Manifest,
+        (_, _, Some(f)) => Revlog::File(f.strip_prefix('/').unwrap_or(f).to_owned()),
+        (false, false, None) => bail!(NON_REVLOG),
+    }))
 }
 
 fn debugindex(a: &DebugindexArgs) -> Result<ExitCode> {
@@ -326,16 +362,13 @@ fn debugindex(a: &DebugindexArgs) -> Result<ExitCode> {
             };
             let file = repo.open_index(&w, &opts)?;
             if file.index()?.is_empty() {
-                // hg's `openstorage` finds no revlog of that name.
-                bail!(
-                    "{}: no revisions (hg: cannot give path to non-revlog)",
-                    file.path().display()
-                );
+                // `openstorage`: an empty or missing revlog is no revlog.
+                bail!(NON_REVLOG);
             }
             (file, opts)
         }
         None => {
-            let path = Path::new(a.file.as_deref().unwrap_or_default());
+            let path = a.index.as_deref().unwrap_or(Path::new(""));
             let named = path.file_name().and_then(|n| n.to_str());
             let opts = if matches!(named, Some("00changelog.i" | "00manifest.i")) {
                 configured
