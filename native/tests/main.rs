@@ -17,6 +17,7 @@ mod bolt_props;
 mod bolt_reverse;
 mod bolt_tools;
 mod bolt_write;
+mod fuzz_regressions;
 mod mmaptest;
 mod revlog;
 mod rrd;
