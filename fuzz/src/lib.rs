@@ -193,10 +193,11 @@ pub fn rrd_file(data: &[u8]) {
         let _ = rrd::info::first(&h, i);
     }
     for cf in Cf::ALL {
-        for (span, step) in [(86_400, 1), (3_600 * 24 * 400, 300)] {
+        for (span, step) in [(86_400, 1), (3_600 * 24 * 400, 86_400)] {
             if let Ok(p) = rrd::fetch::plan(&h, cf, h.last_up() - span, h.last_up(), step) {
-                // fetch's own bound: rows of the plan, one value per DS each.
-                if p.rows().saturating_mul(h.ds_cnt() as u64) <= 1 << 22
+                // The harness's bound, not fetch's: big windows are slow to
+                // print and prove nothing more.
+                if p.rows().saturating_mul(h.ds_cnt() as u64) <= 1 << 14
                     && let Ok(v) = rrd::fetch::values(&h, &p, data)
                 {
                     let _ = rrd::fetch::write_fetch(&mut s, &h, &p, &v);
