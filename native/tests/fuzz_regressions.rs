@@ -6,9 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-#[allow(dead_code, clippy::pedantic)]
-#[path = "../../fuzz/src/lib.rs"]
-mod harness;
+use crate::harness;
 
 fn inputs(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {

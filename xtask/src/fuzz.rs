@@ -265,3 +265,39 @@ artifact_prefix='/x/'; Test unit written to /x/crash-abc
         assert_eq!(o.reason.as_deref(), Some("deadly signal"));
     }
 }
+
+/// Long help of `cargo xtask hostile`.
+pub const HOSTILE_HELP: &str = "\
+Runs the full hostile-file sweep (native/tests/hostile.rs, ignored in the
+normal test run): every truncation at a page boundary and mid-page of the
+corpus files, every header byte inverted, every page's header and elements
+damaged; each case through core's parsers, the mapwise command line and the
+writers, in release mode.";
+
+/// Run the full hostile-file sweep.
+///
+/// # Errors
+/// When the sweep fails or cannot start.
+pub fn hostile() -> Result<ExitCode> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root()).args([
+        "test",
+        "--release",
+        "-p",
+        "mapwise-native",
+        "--test",
+        "main",
+        "--",
+        "--ignored",
+        "--exact",
+        "hostile::hostile_files_full_sweep",
+        "--nocapture",
+    ]);
+    eprintln!("xtask: {cmd:?}");
+    let st = cmd.status().context("running cargo test")?;
+    if !st.success() {
+        bail!("the hostile-file sweep failed ({st})");
+    }
+    Ok(ExitCode::SUCCESS)
+}

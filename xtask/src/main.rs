@@ -32,6 +32,9 @@ enum Command {
     /// Build and run the cargo-fuzz targets (fuzz/) for --time seconds each.
     #[command(after_long_help = fuzz::HELP)]
     Fuzz(fuzz::FuzzArgs),
+    /// The full hostile-file sweep (damaged corpus files through every reader).
+    #[command(after_long_help = fuzz::HOSTILE_HELP)]
+    Hostile,
     /// Build the browser viewer (wasm module + static page) into
     /// target/wasm/site.
     #[command(after_long_help = wasm::WASM_HELP)]
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Crash(args) => crash::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::Hostile => fuzz::hostile(),
         Command::Wasm(args) => wasm::build(&args).map(|_| ExitCode::SUCCESS),
         Command::Serve(args) => wasm::serve(&args).map(|()| ExitCode::SUCCESS),
     };
