@@ -638,8 +638,11 @@ pub fn rrd_ops(data: &[u8]) {
     let _ = writeln!(s);
 }
 
+/// A target's harness function.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, for the regression replay.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("bolt_file", bolt_file),
     ("rrd_file", rrd_file),
     ("revlog_index", revlog_index),

@@ -53,15 +53,5 @@ fn hostile_files_through_inspector_subcommands() {
         "hostile files through the inspector: {ran} runs in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    assert!(
-        fails.is_empty(),
-        "{} failures:\n{}",
-        fails.len(),
-        fails
-            .iter()
-            .take(40)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    cases::assert_no_failures("hostile files through the inspector", &fails);
 }

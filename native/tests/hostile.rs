@@ -238,17 +238,7 @@ fn run(full: bool, cli_every: usize) {
         counts[2],
         started.elapsed().as_secs_f64()
     );
-    assert!(
-        fails.is_empty(),
-        "{} failures:\n{}",
-        fails.len(),
-        fails
-            .iter()
-            .take(60)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    cases::assert_no_failures("hostile files", &fails);
 }
 
 #[test]

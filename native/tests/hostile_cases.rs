@@ -116,11 +116,12 @@ fn field_cases(
     name: &str,
     fmt: Fmt,
     base: &[u8],
-    fields: &[(&str, usize, usize)],
+    fields: &[(String, usize, usize)],
     fix: &dyn Fn(&mut [u8]),
     out: &mut Vec<Case>,
 ) {
-    for &(field, off, width) in fields {
+    for (field, off, width) in fields {
+        let (off, width) = (*off, *width);
         for (vn, v) in values(width) {
             let mut b = base.to_vec();
             set(&mut b, off, width, v);
@@ -197,10 +198,6 @@ fn bolt(root: &Path, full: bool, out: &mut Vec<Case>) {
                 .iter()
                 .map(|&(f, o, w)| (format!("meta{m} {f}"), m * ps + o, w))
                 .collect();
-            let fields: Vec<(&str, usize, usize)> = fields
-                .iter()
-                .map(|(f, o, w)| (f.as_str(), *o, *w))
-                .collect();
             field_cases(name, Fmt::Bolt, &base, &fields, &|_| {}, out);
             let resealed = format!("{name} (resealed)");
             field_cases(
@@ -247,10 +244,6 @@ fn bolt(root: &Path, full: bool, out: &mut Vec<Case>) {
             let fields: Vec<(String, usize, usize)> = fields
                 .iter()
                 .map(|&(f, o, w)| (format!("page {pgid} {f}"), o, w))
-                .collect();
-            let fields: Vec<(&str, usize, usize)> = fields
-                .iter()
-                .map(|(f, o, w)| (f.as_str(), *o, *w))
                 .collect();
             field_cases(name, Fmt::Bolt, &base, &fields, &|_| {}, out);
             let count = usize::from(count).min(if full { 4096 } else { 3 });
@@ -400,10 +393,6 @@ fn rrd(root: &Path, full: bool, out: &mut Vec<Case>) {
             fields.push((format!("pdp_prep[{i}] last_ds"), o, 8));
             fields.push((format!("pdp_prep[{i}] unknown_sec"), o + 32, 8));
         }
-        let fields: Vec<(&str, usize, usize)> = fields
-            .iter()
-            .map(|(f, o, w)| (f.as_str(), *o, *w))
-            .collect();
         field_cases(name, Fmt::Rrd, &base, &fields, &|_| {}, out);
         // Row counts whose product with ds_cnt (and the row size) passes
         // the file size, and passes u64.
@@ -558,4 +547,19 @@ pub fn names_a_place(msg: &str) -> bool {
     ];
     let m = msg.to_ascii_lowercase();
     PLACES.iter().any(|p| m.contains(p))
+}
+
+/// Fail with the first of `fails`, if any, after `what` ran.
+pub fn assert_no_failures(what: &str, fails: &[String]) {
+    assert!(
+        fails.is_empty(),
+        "{what}: {} failures:\n{}",
+        fails.len(),
+        fails
+            .iter()
+            .take(60)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }

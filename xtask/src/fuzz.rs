@@ -241,31 +241,6 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_libfuzzer_stats_and_artifacts() {
-        let log = "\
-#1234\tDONE   cov: 10 ft: 20 corp: 3/4b exec/s: 100 rss: 50Mb
-Done 1234 runs in 11 second(s)
-stat::number_of_executed_units: 1234
-";
-        let o = parse_log(log);
-        assert_eq!(o.execs, 1234);
-        assert!(o.artifact.is_none());
-        let crash = "\
-thread '<unnamed>' (1) panicked at src/lib.rs:49:9:
-==77== ERROR: libFuzzer: deadly signal
-artifact_prefix='/x/'; Test unit written to /x/crash-abc
-";
-        let o = parse_log(crash);
-        assert_eq!(o.artifact.as_deref(), Some("/x/crash-abc"));
-        assert_eq!(o.reason.as_deref(), Some("deadly signal"));
-    }
-}
-
 /// Long help of `cargo xtask hostile`.
 pub const HOSTILE_HELP: &str = "\
 Runs the full hostile-file sweep (native/tests/hostile.rs, ignored in the
@@ -300,4 +275,29 @@ pub fn hostile() -> Result<ExitCode> {
         bail!("the hostile-file sweep failed ({st})");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_libfuzzer_stats_and_artifacts() {
+        let log = "\
+#1234\tDONE   cov: 10 ft: 20 corp: 3/4b exec/s: 100 rss: 50Mb
+Done 1234 runs in 11 second(s)
+stat::number_of_executed_units: 1234
+";
+        let o = parse_log(log);
+        assert_eq!(o.execs, 1234);
+        assert!(o.artifact.is_none());
+        let crash = "\
+thread '<unnamed>' (1) panicked at src/lib.rs:49:9:
+==77== ERROR: libFuzzer: deadly signal
+artifact_prefix='/x/'; Test unit written to /x/crash-abc
+";
+        let o = parse_log(crash);
+        assert_eq!(o.artifact.as_deref(), Some("/x/crash-abc"));
+        assert_eq!(o.reason.as_deref(), Some("deadly signal"));
+    }
 }
