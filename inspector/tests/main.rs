@@ -8,6 +8,7 @@ mod peers;
 
 mod cli;
 mod common;
+mod hostile;
 mod replay;
 mod tmux;
 mod update;

@@ -4,6 +4,12 @@
 
 mod support;
 
+/// The fuzz harness (`fuzz/src/lib.rs`), shared by the fuzz regressions
+/// and the hostile-file suite.
+#[allow(dead_code, clippy::pedantic)]
+#[path = "../../fuzz/src/lib.rs"]
+mod harness;
+
 mod bolt_badinput;
 mod bolt_bench;
 mod bolt_cli;
@@ -19,6 +25,8 @@ mod bolt_props;
 mod bolt_reverse;
 mod bolt_tools;
 mod bolt_write;
+mod fuzz_regressions;
+mod hostile;
 mod mmaptest;
 mod revlog;
 mod revlog_hidden;

@@ -2,6 +2,7 @@
 
 mod bench;
 mod crash;
+mod fuzz;
 mod wasm;
 
 use std::process::ExitCode;
@@ -28,6 +29,12 @@ enum Command {
     /// The bbolt engine's crash harness (SIGKILL loop) and property test, long runs.
     #[command(after_long_help = crash::HELP)]
     Crash(crash::CrashArgs),
+    /// Build and run the cargo-fuzz targets (fuzz/) for --time seconds each.
+    #[command(after_long_help = fuzz::HELP)]
+    Fuzz(fuzz::FuzzArgs),
+    /// The full hostile-file sweep (damaged corpus files through every reader).
+    #[command(after_long_help = fuzz::HOSTILE_HELP)]
+    Hostile,
     /// Build the browser viewer (wasm module + static page) into
     /// target/wasm/site.
     #[command(after_long_help = wasm::WASM_HELP)]
@@ -42,6 +49,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Crash(args) => crash::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
+        Command::Hostile => fuzz::hostile(),
         Command::Wasm(args) => wasm::build(&args).map(|_| ExitCode::SUCCESS),
         Command::Serve(args) => wasm::serve(&args).map(|()| ExitCode::SUCCESS),
     };

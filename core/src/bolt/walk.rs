@@ -235,9 +235,16 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         }
     }
 
-    /// Claim `[pgid, pgid + n)`; reports (and skips) pages already claimed
-    /// or outside the file. Returns `false` if the head page was taken.
-    fn claim(&mut self, pgid: u64, n: u64, referrer: At, field: &'static str) -> bool {
+    /// Claim `[pgid, pgid + n)`; reports pages already claimed or outside
+    /// the file. Returns how many pages of the run were claimed (0 if the
+    /// head page was taken or is outside the file).
+    ///
+    /// The run stops at the first page someone else already owns: a damaged
+    /// `overflow` field can stretch a run over a page labelled before it
+    /// (the freelist page, a corrupt page, another run), and two regions
+    /// over one page would break the layout's promise that regions never
+    /// overlap (found by the `bolt_file` fuzz target).
+    fn claim(&mut self, pgid: u64, n: u64, referrer: At, field: &'static str) -> u64 {
         if pgid >= self.pages || self.claimed.get(pgid) {
             if pgid < self.pages {
                 self.problem(Error::Reused {
@@ -246,19 +253,21 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                     pgid,
                 });
             }
-            return false;
+            return 0;
         }
-        for p in pgid..pgid.saturating_add(n).min(self.pages) {
+        let end = pgid.saturating_add(n).min(self.pages);
+        for p in pgid..end {
             if self.claimed.get(p) {
                 self.problem(Error::Reused {
                     at: At::Page(pgid),
                     field: "overflow",
                     pgid: p,
                 });
+                return p - pgid;
             }
             self.claimed.set(p);
         }
-        true
+        end - pgid
     }
 
     /// Label a page that could not be read as corrupt (if it is in the
@@ -271,17 +280,21 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         }
     }
 
-    /// Push the head region (and continuation region) of a page run.
+    /// Push the head region (and continuation region) of a page run of
+    /// `claimed` pages (what [`Self::claim`] gave it, never more than the
+    /// header's `overflow + 1`).
+    #[allow(clippy::too_many_arguments)]
     fn push_run(
         &mut self,
         page: &Page<'_>,
+        claimed: u64,
         kind: Kind,
         group: Option<u32>,
         depth: u16,
         items: u32,
         used: u64,
     ) {
-        let ovf = u64::from(page.header.overflow);
+        let ovf = u64::from(page.header.overflow).min(claimed.saturating_sub(1));
         let run_len = (ovf + 1).saturating_mul(self.ps);
         let mut head = self.region(page.pgid, kind, page.pgid, 1);
         head.group = group;
@@ -441,12 +454,14 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             }
         };
         let ovf = page.header.overflow;
-        if !self.claim(pgid, u64::from(ovf) + 1, at, "freelist") {
+        let claimed = self.claim(pgid, u64::from(ovf) + 1, at, "freelist");
+        if claimed == 0 {
             return unreadable;
         }
         let n = ids.len() as u64;
         self.push_run(
             &page,
+            claimed,
             Kind::Freelist,
             None,
             0,
@@ -565,7 +580,8 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                 return;
             }
         };
-        if !self.claim(pgid, u64::from(page.header.overflow) + 1, referrer, field) {
+        let claimed = self.claim(pgid, u64::from(page.header.overflow) + 1, referrer, field);
+        if claimed == 0 {
             return;
         }
         if self.free.get(pgid) {
@@ -574,7 +590,15 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         let is_branch = page.header.flags == BRANCH_PAGE;
         let kind = if is_branch { Kind::Branch } else { Kind::Leaf };
         let items = u32::from(page.header.count);
-        self.push_run(&page, kind, Some(group), depth, items, page.used_bytes());
+        self.push_run(
+            &page,
+            claimed,
+            kind,
+            Some(group),
+            depth,
+            items,
+            page.used_bytes(),
+        );
         if let Some(g) = self.layout.groups.get_mut(group as usize) {
             g.pages += 1;
             g.height = g.height.max(depth);

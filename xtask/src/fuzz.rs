@@ -1,0 +1,303 @@
+//! `cargo xtask fuzz`: build the cargo-fuzz targets (`fuzz/`) and run each
+//! for a while, one after the other.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+/// Long help of `cargo xtask fuzz`.
+pub const HELP: &str = "\
+Builds every fuzz target of fuzz/ with cargo-fuzz (`cargo fuzz build
+--sanitizer none`, which works on the stable toolchain; `--sanitizer
+address` builds with AddressSanitizer through RUSTC_BOOTSTRAP=1) and runs
+the named targets (all by default) one after the other for --time seconds
+each. Each run starts from the checked-in seeds (fuzz/seeds/TARGET) and the
+local corpus (fuzz/corpus/TARGET, kept between runs, not in git), with
+libFuzzer's limits: -rss_limit_mb, -malloc_limit_mb, -timeout per input,
+-max_len per target. Prints the executions reached per target and, on a
+crash, hang or out-of-memory, the path of the reproducer
+(fuzz/artifacts/TARGET/...) and how to replay it; exits non-zero when any
+target failed. Logs: target/fuzz-logs/TARGET.log.
+
+A reproducer becomes a regression test by copying it (minimised with
+`cargo fuzz tmin -s none TARGET FILE` where possible) into
+native/tests/regressions/TARGET/: `cargo test --workspace` replays every
+file there through the same harness (native/tests/fuzz_regressions.rs).
+
+Needs cargo-fuzz (`cargo install cargo-fuzz`); the machine's other work is
+left alone only if you ask: run it under `nice -n 19` on a shared machine.";
+
+/// The targets, each with its `-max_len` (bytes of one input): enough for
+/// the small seed files, small enough to keep executions fast.
+const TARGETS: &[(&str, usize)] = &[
+    ("bolt_file", 65_536),
+    ("rrd_file", 40_960),
+    ("revlog_index", 40_960),
+    ("detect_layout", 40_960),
+    ("bolt_ops", 512),
+    ("rrd_ops", 4_096),
+];
+
+/// Arguments of `cargo xtask fuzz`.
+#[derive(Debug, Args)]
+pub struct FuzzArgs {
+    /// Seconds to fuzz each target.
+    #[arg(long, default_value_t = 60)]
+    time: u64,
+    /// Sanitizer: `none` (stable Rust) or `address` (RUSTC_BOOTSTRAP=1).
+    #[arg(long, default_value = "none")]
+    sanitizer: String,
+    /// libFuzzer's RSS limit per process, in MiB.
+    #[arg(long, default_value_t = 2048)]
+    rss_limit_mb: u64,
+    /// Targets to run (default: all).
+    targets: Vec<String>,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn host_triple() -> Result<String> {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .context("running rustc -vV")?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        .context("no host line in rustc -vV")
+}
+
+/// What one run reported.
+#[derive(Debug, Default)]
+struct Outcome {
+    execs: u64,
+    seconds: f64,
+    artifact: Option<String>,
+    reason: Option<String>,
+}
+
+fn parse_log(log: &str) -> Outcome {
+    let mut o = Outcome::default();
+    for line in log.lines() {
+        if let Some(v) = line.strip_prefix("stat::number_of_executed_units:") {
+            o.execs = v.trim().parse().unwrap_or(o.execs);
+        } else if let Some(rest) = line.strip_prefix("Done ") {
+            // "Done 123 runs in 60 second(s)"
+            let mut w = rest.split_whitespace();
+            if let Some(n) = w.next().and_then(|n| n.parse().ok()) {
+                o.execs = o.execs.max(n);
+            }
+        } else if let Some(i) = line.find("Test unit written to ") {
+            o.artifact = Some(line[i + "Test unit written to ".len()..].trim().to_owned());
+        } else if line.starts_with("==") && line.contains("ERROR: libFuzzer:") {
+            o.reason = line
+                .split("ERROR: libFuzzer:")
+                .nth(1)
+                .map(|s| s.trim().to_owned());
+        } else if line.starts_with("thread '") && line.contains("panicked at") {
+            o.reason = Some(line.trim().to_owned());
+        }
+    }
+    o
+}
+
+/// Build and run the targets.
+///
+/// # Errors
+/// When cargo-fuzz is missing, the build fails, or a target cannot start.
+pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
+    let root = root();
+    let fuzz = root.join("fuzz");
+    let chosen: Vec<(&str, usize)> = if args.targets.is_empty() {
+        TARGETS.to_vec()
+    } else {
+        let mut v = Vec::new();
+        for t in &args.targets {
+            match TARGETS.iter().find(|(n, _)| n == t) {
+                Some(x) => v.push(*x),
+                None => bail!(
+                    "unknown fuzz target {t:?}; targets: {}",
+                    TARGETS.iter().map(|t| t.0).collect::<Vec<_>>().join(" ")
+                ),
+            }
+        }
+        v
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let have = Command::new(&cargo)
+        .args(["fuzz", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        bail!("cargo-fuzz is not installed: cargo install cargo-fuzz");
+    }
+    let target_dir = fuzz.join("target");
+    // `cargo fuzz build` takes one target or all; build each chosen one
+    // (the second and later builds reuse everything but the final link).
+    for (t, _) in &chosen {
+        let mut b = Command::new(&cargo);
+        b.current_dir(&fuzz)
+            .args([
+                "fuzz",
+                "build",
+                "--sanitizer",
+                &args.sanitizer,
+                "--target-dir",
+            ])
+            .arg(&target_dir)
+            .arg(t);
+        if args.sanitizer != "none" {
+            b.env("RUSTC_BOOTSTRAP", "1");
+        }
+        let st = b.status().context("running cargo fuzz build")?;
+        if !st.success() {
+            bail!("cargo fuzz build {t} failed ({st})");
+        }
+    }
+    let bin_dir = target_dir.join(host_triple()?).join("release");
+    let logs = root.join("target/fuzz-logs");
+    std::fs::create_dir_all(&logs)?;
+    let mut failed = Vec::new();
+    let mut rows = Vec::new();
+    for (t, max_len) in &chosen {
+        let corpus = fuzz.join("corpus").join(t);
+        let artifacts = fuzz.join("artifacts").join(t);
+        std::fs::create_dir_all(&corpus)?;
+        std::fs::create_dir_all(&artifacts)?;
+        let log_path = logs.join(format!("{t}.log"));
+        let log = std::fs::File::create(&log_path)?;
+        let mut cmd = Command::new(bin_dir.join(t));
+        cmd.current_dir(&fuzz)
+            .arg(format!("-max_total_time={}", args.time))
+            .arg(format!("-rss_limit_mb={}", args.rss_limit_mb))
+            .arg(format!("-malloc_limit_mb={}", args.rss_limit_mb))
+            .arg("-timeout=20")
+            .arg(format!("-max_len={max_len}"))
+            .arg("-print_final_stats=1")
+            .arg(format!("-artifact_prefix={}/", artifacts.display()));
+        let dict = fuzz.join("dicts").join(format!("{t}.dict"));
+        if dict.exists() {
+            cmd.arg(format!("-dict={}", dict.display()));
+        }
+        cmd.arg(&corpus).arg(fuzz.join("seeds").join(t));
+        cmd.stdout(log.try_clone()?).stderr(log);
+        eprintln!(
+            "xtask: fuzzing {t} for {} s (log {})",
+            args.time,
+            log_path.display()
+        );
+        let started = Instant::now();
+        let st = cmd
+            .status()
+            .with_context(|| format!("running {}", bin_dir.join(t).display()))?;
+        let mut o = parse_log(&std::fs::read_to_string(&log_path).unwrap_or_default());
+        o.seconds = started.elapsed().as_secs_f64();
+        #[allow(clippy::cast_precision_loss)]
+        let rate = o.execs as f64 / o.seconds.max(1e-9);
+        let line = format!(
+            "{t:<14} {:>12} execs in {:>6.1} s ({rate:>9.0}/s){}",
+            o.execs,
+            o.seconds,
+            if st.success() { "" } else { "  FAILED" }
+        );
+        println!("{line}");
+        rows.push(line);
+        if !st.success() {
+            let what = o.reason.clone().unwrap_or_else(|| format!("exit {st}"));
+            match &o.artifact {
+                Some(a) => eprintln!(
+                    "xtask: {t} failed: {what}\n  reproducer: {a}\n  replay: (cd fuzz && cargo fuzz run -s {} {t} {a})",
+                    args.sanitizer
+                ),
+                None => eprintln!("xtask: {t} failed: {what} (see {})", log_path.display()),
+            }
+            failed.push(format!("{t}: {what}: {}", o.artifact.unwrap_or_default()));
+        }
+    }
+    println!(
+        "\nfuzz summary ({} s per target, sanitizer {}):",
+        args.time, args.sanitizer
+    );
+    for r in &rows {
+        println!("  {r}");
+    }
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for f in &failed {
+            eprintln!("xtask: FAILED {f}");
+        }
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// Long help of `cargo xtask hostile`.
+pub const HOSTILE_HELP: &str = "\
+Runs the full hostile-file sweep (native/tests/hostile.rs, ignored in the
+normal test run): every truncation at a page boundary and mid-page of the
+corpus files, every header byte inverted, every page's header and elements
+damaged; each case through core's parsers, the mapwise command line and the
+writers, in release mode.";
+
+/// Run the full hostile-file sweep.
+///
+/// # Errors
+/// When the sweep fails or cannot start.
+pub fn hostile() -> Result<ExitCode> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root()).args([
+        "test",
+        "--release",
+        "-p",
+        "mapwise-native",
+        "--test",
+        "main",
+        "--",
+        "--ignored",
+        "--exact",
+        "hostile::hostile_files_full_sweep",
+        "--nocapture",
+    ]);
+    eprintln!("xtask: {cmd:?}");
+    let st = cmd.status().context("running cargo test")?;
+    if !st.success() {
+        bail!("the hostile-file sweep failed ({st})");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_libfuzzer_stats_and_artifacts() {
+        let log = "\
+#1234\tDONE   cov: 10 ft: 20 corp: 3/4b exec/s: 100 rss: 50Mb
+Done 1234 runs in 11 second(s)
+stat::number_of_executed_units: 1234
+";
+        let o = parse_log(log);
+        assert_eq!(o.execs, 1234);
+        assert!(o.artifact.is_none());
+        let crash = "\
+thread '<unnamed>' (1) panicked at src/lib.rs:49:9:
+==77== ERROR: libFuzzer: deadly signal
+artifact_prefix='/x/'; Test unit written to /x/crash-abc
+";
+        let o = parse_log(crash);
+        assert_eq!(o.artifact.as_deref(), Some("/x/crash-abc"));
+        assert_eq!(o.reason.as_deref(), Some("deadly signal"));
+    }
+}
