@@ -127,7 +127,7 @@ fn commands(fmt: Fmt) -> &'static [&'static [&'static str]] {
             &["rrd", "info", "FILE"],
             &["rrd", "lastupdate", "FILE"],
         ],
-        Fmt::Revlog => &[&["revlog", "debugindex", "FILE"]],
+        Fmt::Revlog => &[&["revlog", "debugindex", "--index", "FILE"]],
     }
 }
 
