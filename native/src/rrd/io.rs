@@ -335,10 +335,10 @@ impl RrdIo for MmapIo {
         if v.len() > 1 {
             self.advise_all(&v, Advice::WillNeed)?;
         }
-        if let Err(e) = self.advise_all(&v, Advice::PopulateWrite) {
-            if e.raw_os_error() != Some(libc::EINVAL) {
-                return Err(e);
-            }
+        if let Err(e) = self.advise_all(&v, Advice::PopulateWrite)
+            && e.raw_os_error() != Some(libc::EINVAL)
+        {
+            return Err(e);
         }
         Ok(())
     }
