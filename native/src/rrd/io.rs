@@ -3,7 +3,7 @@
 //!
 //! | mode | reads and writes | hints |
 //! |---|---|---|
-//! | [`IoMode::Mmap`] (default) | a whole-file `MAP_SHARED` mapping (read-only commands: `MAP_PRIVATE`) | `MADV_RANDOM` on the whole mapping (no read-around on faults). Update: the header pages, then, once the header is parsed, exactly the row pages the call writes ([`mapwise_core::rrd::call_hot_ranges`], page-aligned and merged) are made ready with `MADV_POPULATE_WRITE`, after one `MADV_WILLNEED` per range when there are several ([`RrdIo::prepare_write`]). Read-only commands: `MADV_WILLNEED` on the first page, as rrdtool |
+//! | [`IoMode::Mmap`] (default) | a whole-file `MAP_SHARED` mapping (read-only commands: `MAP_PRIVATE`) | `MADV_RANDOM` on the whole mapping (no read-around on faults). Update: once the header is parsed, one merged `MADV_WILLNEED` of exactly the row pages the call writes ([`mapwise_core::rrd::call_hot_ranges`], page-aligned; [`RrdIo::prepare_write`]), and of the header pages past the first when the header spans several. Read-only commands: `MADV_WILLNEED` on the first page, as rrdtool |
 //! | [`IoMode::Mmap2Pages`] | the same mapping | the 2007 `TWO_PAGES` variant: `MADV_RANDOM`, then `MADV_WILLNEED` on the first two pages; rows are faulted in one by one |
 //! | [`IoMode::Fd`] | `pread`/`pwrite` | `posix_fadvise(POSIX_FADV_RANDOM)` (sequential for `dump`), as rrdtool built `--disable-mmap` |
 //! | [`IoMode::Direct`] | `O_DIRECT` with 4 KiB-aligned buffers: each page the call touches is read once, patched in memory, and the dirty pages written back once at the end, adjacent pages in one `pwrite`; the partial last page of a file goes through the buffered descriptor (an aligned write would lengthen the file) | none (the page cache is bypassed) |
@@ -115,20 +115,17 @@ pub trait RrdIo: PageSource {
     /// # Errors
     /// A failed `madvise`.
     fn advise_hot(&mut self, hot: &[(u64, u64)]) -> io::Result<()>;
-    /// Make the page-aligned, merged ranges `(offset, len)` (bytes) ready
-    /// for writing, before the call writes them. Only [`IoMode::Mmap`]
-    /// acts on it: `MADV_POPULATE_WRITE` per range (Linux 5.14), which
-    /// reads a missing page and maps it writable in one system call
-    /// instead of a read fault (that also maps up to 15 neighbouring cached
-    /// pages, `fault_around_bytes`), a write-protect fault and
-    /// `page_mkwrite`; with more than one range, one `MADV_WILLNEED` per
-    /// range first, so a cold file reads them in parallel. Only for pages
-    /// the call certainly writes: populating for write dirties them.
-    /// Without `MADV_POPULATE_WRITE` (`EINVAL`: an older kernel) the pages
-    /// are left to fault in as rrdtool's do.
+    /// Hint the page-aligned, merged ranges `(offset, len)` (bytes) the
+    /// call is about to write. Only [`IoMode::Mmap`] acts on it: one
+    /// `MADV_WILLNEED` for all of them (`process_madvise(PIDFD_SELF, …)`,
+    /// or one `madvise` per range where that is refused), so a cold file
+    /// reads them in parallel before the writes fault them in.
+    /// (`MADV_POPULATE_WRITE` was tried instead: a little faster warm, but
+    /// cold calls took milliseconds at the median; see docs/format/rrd.md
+    /// §15.)
     ///
     /// # Errors
-    /// A failed `madvise` other than `EINVAL`.
+    /// A failed `madvise`.
     fn prepare_write(&mut self, ranges: &[(u64, u64)]) -> io::Result<()> {
         let _ = ranges;
         Ok(())
@@ -251,7 +248,7 @@ impl MmapIo {
             let total: usize = ranges.iter().map(|r| r.1).sum();
             // SAFETY: every iovec lies inside this live mapping (the ranges
             // were clipped to its length); the kernel only reads the
-            // vector, and the advice (WILLNEED, POPULATE_WRITE) neither
+            // vector, and the advice (WILLNEED) neither
             // frees nor moves memory.
             let r = unsafe {
                 libc::syscall(
@@ -332,14 +329,7 @@ impl RrdIo for MmapIo {
             (end > off).then(|| (usz(off), usz(end - off)))
         };
         let v: Vec<(usize, usize)> = ranges.iter().filter_map(clip).collect();
-        if v.len() > 1 {
-            self.advise_all(&v, Advice::WillNeed)?;
-        }
-        if let Err(e) = self.advise_all(&v, Advice::PopulateWrite)
-            && e.raw_os_error() != Some(libc::EINVAL)
-        {
-            return Err(e);
-        }
+        self.advise_all(&v, Advice::WillNeed)?;
         Ok(())
     }
 }

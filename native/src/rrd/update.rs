@@ -186,7 +186,7 @@ pub struct Rrd {
     /// [`MAX_PREPARED`], then forgotten).
     hinted: Vec<(u64, u64)>,
     /// Kept open across calls: hint the header pages too, and skip
-    /// ranges hinted by the previous call.
+    /// ranges earlier calls hinted.
     persistent: bool,
     io: Box<dyn RrdIo>,
 }
@@ -374,12 +374,11 @@ impl Rrd {
         })
     }
 
-    /// Prepare the pages this call will write ([`call_hot_ranges`] up to
-    /// the time of the last argument, merged, page-aligned) with
-    /// [`RrdIo::prepare_write`]; a kept handle adds the header pages and
-    /// skips ranges earlier calls prepared, whose pages stay mapped (the
-    /// 2007 patch's `CHECK_MADVISE_OVERLAPS`; a page written back since
-    /// just takes one write fault).
+    /// Hint the pages this call will write ([`call_hot_ranges`] up to the
+    /// time of the last argument, merged, page-aligned) with
+    /// [`RrdIo::prepare_write`] (one merged `MADV_WILLNEED`); a kept handle
+    /// adds the header pages and skips ranges earlier calls hinted, whose
+    /// pages stay mapped (the 2007 patch's `CHECK_MADVISE_OVERLAPS`).
     fn advise_call<S: AsRef<str>>(&mut self, args: &[S], clock: &Clock<'_>) -> std::io::Result<()> {
         let mut until = None;
         for a in args {
@@ -432,17 +431,16 @@ impl Rrd {
     }
 }
 
-/// Before the header is parsed through a mapping: make its pages ready
-/// for writing ([`RrdIo::prepare_write`]), the first page before anything
-/// is read from it (a read fault would map up to 15 cached neighbours too,
-/// and the write that follows would fault again). Every update rewrites
-/// `live_head`, `pdp_prep` and `cdp_prep`, so these pages are written
-/// anyway. The header's size comes from the counts in `stat_head`, with a
-/// version-3 `live_head` (the larger); nothing is trusted beyond the hint,
-/// the parser checks everything.
+/// Before the header is parsed through a mapping: when it spans more than
+/// one page, `MADV_WILLNEED` the pages after the first
+/// ([`RrdIo::prepare_write`]; the update rewrites `pdp_prep`, `cdp_prep`
+/// and `rra_ptr`), so a cold file reads them together instead of one
+/// fault at a time. The size comes from the counts in `stat_head` (its
+/// first page is faulted in for them: one page, `MADV_RANDOM` being set),
+/// with a version-3 `live_head` (the larger); nothing is trusted beyond
+/// the hint, the parser checks everything.
 fn advise_header(io: &mut dyn RrdIo) -> std::io::Result<()> {
     let page = io::page_size();
-    io.prepare_write(&[(0, page)])?;
     let Ok(head) = io.read_at(0, 48) else {
         return Ok(());
     };
