@@ -1160,6 +1160,16 @@ impl Header<'static> {
         .to_vec()
     }
 
+    /// [`Header::state`] into `out` (its allocation is reused).
+    pub fn state_into(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(le::bytes_at(
+            &self.bytes,
+            self.geo.live_head,
+            usize::try_from(self.geo.header_len - self.geo.live_head).unwrap_or(0),
+        ));
+    }
+
     /// Put back what [`Header::state`] returned.
     pub fn restore_state(&mut self, saved: &[u8]) {
         let off = self.geo.live_head;

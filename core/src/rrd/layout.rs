@@ -107,19 +107,105 @@ pub fn hot_ranges(h: &Header<'_>, page: u64, file_len: u64) -> Vec<(u64, u64)> {
             v.push(page_range(h.row_offset(i, row), g.row_len(), page));
         }
     }
+    merge_pages(&mut v, page, file_len);
+    v
+}
+
+/// Sort `v` (byte ranges `(offset, len)`), round each out to whole pages
+/// of `page` bytes, clip them to the pages of a `file_len`-byte file, and
+/// merge the ones that overlap or touch.
+fn merge_pages(v: &mut Vec<(u64, u64)>, page: u64, file_len: u64) {
+    let page = page.max(1);
+    let limit = file_len.div_ceil(page).saturating_mul(page);
+    for r in v.iter_mut() {
+        *r = page_range(r.0, r.1, page);
+    }
     v.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::new();
-    for (o, l) in v {
-        let end = (o + l).min(file_len.div_ceil(page.max(1)) * page.max(1));
+    let mut out = 0usize;
+    for k in 0..v.len() {
+        let Some(&(o, l)) = v.get(k) else { break };
+        let end = o.saturating_add(l).min(limit);
         if end <= o {
             continue;
         }
-        match merged.last_mut() {
+        match out.checked_sub(1).and_then(|j| v.get_mut(j)) {
             Some(last) if o <= last.0 + last.1 => last.1 = last.1.max(end - last.0),
-            _ => merged.push((o, end - o)),
+            _ => {
+                if let Some(slot) = v.get_mut(out) {
+                    *slot = (o, end - o);
+                }
+                out += 1;
+            }
         }
     }
-    merged
+    v.truncate(out);
+}
+
+/// Rows archive `i` of `h` writes when the file is updated from its
+/// `last_up` to `until` (seconds) in one or more arguments: the CDP
+/// boundaries of the archive passed on the way (`rrd_update.c:
+/// update_all_cdp_prep`: `start_pdp_offset` and `rra_step_cnt`; summed
+/// over the arguments this telescopes to `until/(step·pdp_cnt) −
+/// last_up/(step·pdp_cnt)` whole rows), at most `row_cnt`.
+#[must_use]
+pub fn rows_due(h: &Header<'_>, i: usize, until: i64) -> u64 {
+    let r = h.rra(i);
+    let step = h.pdp_step().max(1);
+    // rrdtool computes these in unsigned long.
+    let proc_pdp = h.last_up() as u64 / step;
+    let occu_pdp = until as u64 / step;
+    let p = r.pdp_cnt.max(1);
+    (occu_pdp / p).saturating_sub(proc_pdp / p).min(r.rows)
+}
+
+/// The pages one update call will touch, as merged, page-aligned byte
+/// ranges `(offset, len)` in `out` (cleared first; its allocation is
+/// reused), for OS pages of `page` bytes in a `file_len`-byte file:
+///
+/// * with `header`, the header pages (`stat_head` to `rra_ptr`; the call
+///   rewrites `live_head`, `pdp_prep`, `cdp_prep` and `rra_ptr`). A call
+///   that has just parsed the header leaves them out: it has read them;
+/// * per archive, the rows the call writes ([`rows_due`] rows from
+///   `cur_row + 1`, wrapping), plus for SEASONAL/DEVSEASONAL the row
+///   after them, which `rrd_update.c: lookup_seasonal` reads.
+///
+/// `until` is the time of the call's last argument; `None` (a time that
+/// cannot be known before the update runs) plans the next row of every
+/// archive instead. An archive that writes no row is left out, so a cold
+/// call pulls in the pages rrdtool's update faults in and no others.
+pub fn call_hot_ranges(
+    h: &Header<'_>,
+    until: Option<i64>,
+    header: bool,
+    page: u64,
+    file_len: u64,
+    out: &mut Vec<(u64, u64)>,
+) {
+    out.clear();
+    let g = h.geometry();
+    if header {
+        out.push((0, g.header_len));
+    }
+    for (i, r) in h.rras().iter().enumerate() {
+        let mut n = match until {
+            Some(t) => rows_due(h, i, t),
+            None => 1,
+        };
+        if n == 0 {
+            continue;
+        }
+        if matches!(r.cf, Cf::Seasonal | Cf::DevSeasonal) {
+            n += 1;
+        }
+        let n = n.min(r.rows);
+        let first = (h.cur_row(i) + 1) % r.rows;
+        let in_place = n.min(r.rows - first);
+        out.push((h.row_offset(i, first), in_place * g.row_len()));
+        if n > in_place {
+            out.push((h.row_offset(i, 0), (n - in_place) * g.row_len()));
+        }
+    }
+    merge_pages(out, page, file_len);
 }
 
 /// Label every byte of the RRD in `src`. Never fails: a file whose header

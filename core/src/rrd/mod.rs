@@ -34,7 +34,9 @@ pub mod update;
 
 pub use arch::Arch;
 pub use format::{Cf, DsType, Geometry, Header};
-pub use layout::{RraArea, RrdLayout, Section, hot_ranges, layout, summary};
+pub use layout::{
+    RraArea, RrdLayout, Section, call_hot_ranges, hot_ranges, layout, rows_due, summary,
+};
 
 /// `true` when `src` starts with the `RRD\0` cookie (any architecture).
 #[must_use]

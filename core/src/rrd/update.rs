@@ -151,18 +151,97 @@ pub fn parse_sample(
     arg: &str,
     clock: &Clock<'_>,
 ) -> Result<Sample, UpdateError> {
+    let mut s = Sample {
+        time: 0,
+        usec: 0,
+        values: Vec::new(),
+    };
+    parse_sample_into(h, tmpl, arg, clock, &mut s)?;
+    Ok(s)
+}
+
+/// Where the time of an argument ends: the `@` of at-style syntax, else
+/// the first `:` (`parse_ds`); `(position, at_syntax)`.
+fn time_end(input: &[u8]) -> Option<(usize, bool)> {
+    match input.iter().position(|&c| c == b'@') {
+        Some(p) => Some((p, true)),
+        None => input.iter().position(|&c| c == b':').map(|p| (p, false)),
+    }
+}
+
+/// The time of an argument (`get_time_from_reading`): `N`, a number of
+/// seconds (negative: relative to now; the fraction becomes microseconds,
+/// truncated), or at-style text before `@`. `(seconds, microseconds)`.
+fn parse_time(
+    time_text: &[u8],
+    at_syntax: bool,
+    clock: &Clock<'_>,
+) -> Result<(i64, i64), UpdateError> {
+    if at_syntax {
+        let time_str = String::from_utf8_lossy(time_text);
+        let t = (clock.at_time)(&time_str)
+            .map_err(|e| UpdateError::Input(alloc::format!("ds time: {time_str}: {e}")))?;
+        return Ok((t, 0));
+    }
+    if time_text == b"N" {
+        return Ok(clock.now);
+    }
+    let tmp = match num::strtodbl(time_text) {
+        Parsed::Whole(v) => v,
+        _ => {
+            return Err(UpdateError::Input(
+                num::strtodbl_error(
+                    "error while parsing time in get_time_from_reading",
+                    time_text,
+                )
+                .unwrap_or_default(),
+            ));
+        }
+    };
+    let tmp = if tmp < 0.0 {
+        clock.now.0 as f64 + clock.now.1 as f64 * f64::from(1e-6f32) + tmp
+    } else {
+        tmp
+    };
+    let t = c_to_i64(num::floor(tmp));
+    let u = c_to_i64((tmp - t as f64) * 1e6);
+    Ok((t, u))
+}
+
+/// The time (seconds) an argument will update to, or `None` when it has
+/// none that parses; for planning which pages a call touches
+/// ([`super::layout::call_hot_ranges`]) before the arguments are applied.
+#[must_use]
+pub fn sample_time(arg: &str, clock: &Clock<'_>) -> Option<i64> {
     let input = arg.as_bytes();
-    let mut values: Vec<Vec<u8>> = alloc::vec![b"U".to_vec(); h.ds_cnt()];
-    let (sep, at_syntax) = match input.iter().position(|&c| c == b'@') {
-        Some(p) => (p, true),
-        None => match input.iter().position(|&c| c == b':') {
-            Some(p) => (p, false),
-            None => {
-                return Err(UpdateError::Input(alloc::format!(
-                    "expected timestamp not found in data source from {arg}"
-                )));
-            }
-        },
+    let (sep, at_syntax) = time_end(input)?;
+    parse_time(input.get(..sep)?, at_syntax, clock)
+        .ok()
+        .map(|t| t.0)
+}
+
+/// [`parse_sample`] into `out`, reusing its buffers (the update loop's
+/// form: no allocation once the buffers have grown).
+///
+/// # Errors
+/// As [`parse_sample`]; `out` is then unspecified.
+pub fn parse_sample_into(
+    h: &Header<'_>,
+    tmpl: &Template,
+    arg: &str,
+    clock: &Clock<'_>,
+    out: &mut Sample,
+) -> Result<(), UpdateError> {
+    let input = arg.as_bytes();
+    out.values.resize_with(h.ds_cnt(), Vec::new);
+    for v in &mut out.values {
+        v.clear();
+        v.push(b'U');
+    }
+    let Some((sep, at_syntax)) = time_end(input) else {
+        return Err(UpdateError::Input(alloc::format!(
+            "expected timestamp not found in data source from {arg}"
+        )));
     };
     let time_text = input.get(..sep).unwrap_or_default();
     let fields = input.get(sep + 1..).unwrap_or_default();
@@ -173,27 +252,27 @@ pub fn parse_sample(
     }
     let tmpl_cnt = tmpl.slots.len() + 1;
     // Field k starts after the k-th colon; rrdtool cuts at each colon.
-    let mut starts = alloc::vec![0usize];
-    starts.extend(
-        fields
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c == b':')
-            .map(|(k, _)| k + 1),
-    );
     let mut i = 1usize;
-    for (n, &st) in starts.iter().enumerate() {
-        if n > 0 && i >= tmpl_cnt {
+    let mut st = 0usize;
+    loop {
+        if i > 1 && i >= tmpl_cnt {
             let rest = String::from_utf8_lossy(fields.get(st..).unwrap_or_default()).into_owned();
             return Err(UpdateError::Input(alloc::format!(
                 "found extra data on update argument: {rest}"
             )));
         }
-        let end = starts.get(n + 1).map_or(fields.len(), |&e| e - 1);
-        if let Some(v) = tmpl.slots.get(i - 1).and_then(|&ds| values.get_mut(ds)) {
-            *v = fields.get(st..end).unwrap_or_default().to_vec();
+        let rest = fields.get(st..).unwrap_or_default();
+        let next = rest.iter().position(|&c| c == b':');
+        let end = next.map_or(fields.len(), |p| st + p);
+        if let Some(v) = tmpl.slots.get(i - 1).and_then(|&ds| out.values.get_mut(ds)) {
+            v.clear();
+            v.extend_from_slice(fields.get(st..end).unwrap_or_default());
         }
         i += 1;
+        match next {
+            Some(_) => st = end + 1,
+            None => break,
+        }
     }
     if i != tmpl_cnt {
         return Err(UpdateError::Input(alloc::format!(
@@ -203,35 +282,7 @@ pub fn parse_sample(
             String::from_utf8_lossy(time_text)
         )));
     }
-    let time_str = String::from_utf8_lossy(time_text);
-    let (time, mut usec) = if at_syntax {
-        let t = (clock.at_time)(&time_str)
-            .map_err(|e| UpdateError::Input(alloc::format!("ds time: {time_str}: {e}")))?;
-        (t, 0)
-    } else if time_text == b"N" {
-        clock.now
-    } else {
-        let tmp = match num::strtodbl(time_text) {
-            Parsed::Whole(v) => v,
-            _ => {
-                return Err(UpdateError::Input(
-                    num::strtodbl_error(
-                        "error while parsing time in get_time_from_reading",
-                        time_text,
-                    )
-                    .unwrap_or_default(),
-                ));
-            }
-        };
-        let tmp = if tmp < 0.0 {
-            clock.now.0 as f64 + clock.now.1 as f64 * f64::from(1e-6f32) + tmp
-        } else {
-            tmp
-        };
-        let t = c_to_i64(num::floor(tmp));
-        let u = c_to_i64((tmp - t as f64) * 1e6);
-        (t, u)
-    };
+    let (time, mut usec) = parse_time(time_text, at_syntax, clock)?;
     if h.version() < 3 {
         usec = 0;
     }
@@ -241,7 +292,17 @@ pub fn parse_sample(
             "illegal attempt to update using time {time} when last update time is {last} (minimum one second step)"
         )));
     }
-    Ok(Sample { time, usec, values })
+    out.time = time;
+    out.usec = usec;
+    Ok(())
+}
+
+/// `buf` taken out of its owner, `n` zeros long (its allocation reused).
+fn scratch(buf: &mut Vec<f64>, n: usize) -> Vec<f64> {
+    let mut v = core::mem::take(buf);
+    v.clear();
+    v.resize(n, 0.0);
+    v
 }
 
 /// A C conversion of a double to `time_t`/`long` as x86_64 does it
@@ -265,6 +326,14 @@ pub struct Updater<'a> {
     skip: Vec<bool>,
     seasonal_coef: Option<Vec<f64>>,
     last_seasonal_coef: Option<Vec<f64>>,
+    /// Scratch buffers reused from argument to argument: the saved state
+    /// of [`Updater::apply`], `pdp_new`, `pdp_temp`, the open-PDP share
+    /// and one row of values.
+    saved: Vec<u8>,
+    pdp_new: Vec<f64>,
+    pdp_temp: Vec<f64>,
+    open_share: Vec<f64>,
+    row: Vec<f64>,
     /// Every value written, when asked for (`updatev`).
     pub written: Option<Vec<Written>>,
 }
@@ -299,6 +368,11 @@ impl<'a> Updater<'a> {
             skip: alloc::vec![false; n],
             seasonal_coef: None,
             last_seasonal_coef: None,
+            saved: Vec::new(),
+            pdp_new: Vec::new(),
+            pdp_temp: Vec::new(),
+            open_share: Vec::new(),
+            row: Vec::new(),
             written: None,
         })
     }
@@ -322,7 +396,8 @@ impl<'a> Updater<'a> {
     /// # Errors
     /// rrdtool's refusal of a value, or a failed row read/write.
     pub fn apply(&mut self, s: &Sample) -> Result<(), UpdateError> {
-        let saved = self.h.state();
+        let mut saved = core::mem::take(&mut self.saved);
+        self.h.state_into(&mut saved);
         let schedule = self.schedule_smooth;
         let written = self.written.as_ref().map(Vec::len);
         let r = self.process(s);
@@ -333,6 +408,7 @@ impl<'a> Updater<'a> {
                 w.truncate(n);
             }
         }
+        self.saved = saved;
         self.seasonal_coef = None;
         self.last_seasonal_coef = None;
         r
@@ -357,18 +433,31 @@ impl<'a> Updater<'a> {
 
     fn process(&mut self, s: &Sample) -> Result<(), UpdateError> {
         let ds_cnt = self.h.ds_cnt();
+        let mut pdp_new = scratch(&mut self.pdp_new, ds_cnt);
+        let mut pdp_temp = scratch(&mut self.pdp_temp, ds_cnt);
+        let r = self.process_with(s, &mut pdp_new, &mut pdp_temp);
+        self.pdp_new = pdp_new;
+        self.pdp_temp = pdp_temp;
+        r
+    }
+
+    fn process_with(
+        &mut self,
+        s: &Sample,
+        pdp_new: &mut [f64],
+        pdp_temp: &mut [f64],
+    ) -> Result<(), UpdateError> {
+        let ds_cnt = self.h.ds_cnt();
         let last_up = self.h.last_up();
         let last_usec = self.h.last_up_usec();
         let mut interval =
             (s.time.wrapping_sub(last_up)) as f64 + (s.usec.wrapping_sub(last_usec)) as f64 / 1e6;
-        let mut pdp_new = alloc::vec![0.0f64; ds_cnt];
-        self.update_pdp_prep(&s.values, interval, &mut pdp_new)?;
+        self.update_pdp_prep(&s.values, interval, pdp_new)?;
         let step = self.h.pdp_step();
         let (mut elapsed, mut pre_int, post_int, mut proc_pdp_cnt) =
             self.elapsed_steps(s.time, s.usec, interval);
-        let mut pdp_temp = alloc::vec![0.0f64; ds_cnt];
         if elapsed == 0 {
-            self.simple_update(interval, &pdp_new);
+            self.simple_update(interval, pdp_new);
         } else {
             if elapsed > 1 {
                 let sec_open = (pre_int as u64) % step;
@@ -376,7 +465,7 @@ impl<'a> Updater<'a> {
                     // The oldest open PDP is closed by a separate one-step
                     // update carrying its share of the input (rrdtool's
                     // "JKammler" fix of 1.7.2).
-                    let mut open = alloc::vec![0.0f64; ds_cnt];
+                    let mut open = scratch(&mut self.open_share, ds_cnt);
                     for (o, p) in open.iter_mut().zip(pdp_new.iter_mut()) {
                         if !p.is_nan() && interval > 0.0 {
                             *o = *p * sec_open as f64 / interval;
@@ -386,9 +475,11 @@ impl<'a> Updater<'a> {
                         }
                     }
                     let so = sec_open as f64;
-                    self.process_all_pdp_st(so, so, 0.0, 1, &open, &mut pdp_temp)?;
-                    self.update_all_cdp_prep(1, proc_pdp_cnt, &pdp_temp)?;
-                    self.update_aberrant_cdps(1, &pdp_temp)?;
+                    let r = self.process_all_pdp_st(so, so, 0.0, 1, &open, pdp_temp);
+                    self.open_share = open;
+                    r?;
+                    self.update_all_cdp_prep(1, proc_pdp_cnt, pdp_temp)?;
+                    self.update_aberrant_cdps(1, pdp_temp)?;
                     self.write_to_rras(last_up.wrapping_add(sec_open as i64))?;
                     interval -= so;
                     pre_int -= so;
@@ -396,16 +487,9 @@ impl<'a> Updater<'a> {
                     proc_pdp_cnt = proc_pdp_cnt.wrapping_add(1);
                 }
             }
-            self.process_all_pdp_st(
-                interval,
-                pre_int,
-                post_int,
-                elapsed,
-                &pdp_new,
-                &mut pdp_temp,
-            )?;
-            self.update_all_cdp_prep(elapsed, proc_pdp_cnt, &pdp_temp)?;
-            self.update_aberrant_cdps(elapsed, &pdp_temp)?;
+            self.process_all_pdp_st(interval, pre_int, post_int, elapsed, pdp_new, pdp_temp)?;
+            self.update_all_cdp_prep(elapsed, proc_pdp_cnt, pdp_temp)?;
+            self.update_aberrant_cdps(elapsed, pdp_temp)?;
             self.write_to_rras(s.time)?;
         }
         self.h.set_last_up(s.time, s.usec);
@@ -907,8 +991,9 @@ impl<'a> Updater<'a> {
                         .wrapping_sub(time as u64 % step_time)
                         .wrapping_sub(cnt.wrapping_sub(subtract).wrapping_mul(step_time))
                         as i64;
-                    let row: Vec<f64> =
-                        (0..ds_cnt).map(|ds| self.h.cdp_f64(rra, ds, idx)).collect();
+                    let mut row = core::mem::take(&mut self.row);
+                    row.clear();
+                    row.extend((0..ds_cnt).map(|ds| self.h.cdp_f64(rra, ds, idx)));
                     if let Some(w) = self.written.as_mut() {
                         w.extend(row.iter().enumerate().map(|(ds, &value)| Written {
                             time: t,
@@ -917,7 +1002,9 @@ impl<'a> Updater<'a> {
                             value,
                         }));
                     }
-                    self.rows.write(self.h.row_offset(rra, cur), &row)?;
+                    let r = self.rows.write(self.h.row_offset(rra, cur), &row);
+                    self.row = row;
+                    r?;
                 }
                 cnt -= 1;
                 idx = cdp::SECONDARY;

@@ -3,14 +3,21 @@
 //!
 //! | mode | reads and writes | hints |
 //! |---|---|---|
-//! | [`IoMode::Mmap`] (default) | a whole-file `MAP_SHARED` mapping (read-only commands: `MAP_PRIVATE`) | `MADV_RANDOM` on the whole mapping, then `MADV_WILLNEED` on exactly the hot pages: the header and the current and next row of each archive ([`mapwise_core::rrd::hot_ranges`]) |
-//! | [`IoMode::Mmap2Pages`] | the same mapping | the 2007 `TWO_PAGES` variant: `MADV_WILLNEED` on the first two pages, `MADV_DONTNEED` on the rest |
-//! | [`IoMode::Fd`] | `pread`/`pwrite` | `posix_fadvise(POSIX_FADV_RANDOM)` (sequential for `dump`) |
-//! | [`IoMode::Direct`] | `O_DIRECT` with 4 KiB-aligned buffers: whole pages read, patched and written back; the partial last page of a file goes through a second, buffered descriptor (an aligned write would lengthen the file) | none (the page cache is bypassed) |
+//! | [`IoMode::Mmap`] (default) | a whole-file `MAP_SHARED` mapping (read-only commands: `MAP_PRIVATE`) | `MADV_RANDOM` on the whole mapping (no read-around on faults). Update: once the header is parsed, one merged `MADV_WILLNEED` of exactly the row pages the call writes ([`mapwise_core::rrd::call_hot_ranges`], page-aligned; [`RrdIo::prepare_write`]), and of the header pages past the first when the header spans several. Read-only commands: `MADV_WILLNEED` on the first page, as rrdtool |
+//! | [`IoMode::Mmap2Pages`] | the same mapping | the 2007 `TWO_PAGES` variant: `MADV_RANDOM`, then `MADV_WILLNEED` on the first two pages; rows are faulted in one by one |
+//! | [`IoMode::Fd`] | `pread`/`pwrite` | `posix_fadvise(POSIX_FADV_RANDOM)` (sequential for `dump`), as rrdtool built `--disable-mmap` |
+//! | [`IoMode::Direct`] | `O_DIRECT` with 4 KiB-aligned buffers: each page the call touches is read once, patched in memory, and the dirty pages written back once at the end, adjacent pages in one `pwrite`; the partial last page of a file goes through the buffered descriptor (an aligned write would lengthen the file) | none (the page cache is bypassed) |
 //!
-//! rrdtool 1.7.2 itself uses the first (with only the first page marked
-//! WILLNEED) or, built `--disable-mmap`, the third; `O_DIRECT` existed only
-//! in a 2007 experiment (see `shared/notes/rrd.md` §3.5).
+//! rrdtool 1.7.2 itself uses the first (`rrd_open.c: rrd_open`:
+//! `MADV_RANDOM` on the mapping, then `MADV_NORMAL` and `MADV_WILLNEED`
+//! on the first page only, after it has read the header) or, built
+//! `--disable-mmap`, the third; `O_DIRECT` existed only in a 2007
+//! experiment (see `shared/notes/rrd.md` §3.5).
+//!
+//! Every mode opens the file once, takes the lock on that descriptor and
+//! learns the length with one `fstat` (rrdtool's order: `open`, `fcntl`,
+//! `fstat`, then `mmap`); closing unmaps before the descriptor (and with it
+//! the lock) goes, as `rrd_close` does.
 //!
 //! **Locking** (`rrd_open.c: rrd_rwlock`): `fcntl(F_SETLK)` on the whole
 //! file, a write lock for update, a read lock otherwise, non-blocking: a
@@ -24,7 +31,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use mapwise_core::PageSource;
-use memmap2::{Advice, Mmap, MmapMut, MmapOptions, UncheckedAdvice};
+use memmap2::{Advice, Mmap, MmapMut, MmapOptions};
 
 /// How the engine reads and writes a file; chosen per call (`--io`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,28 +95,70 @@ pub fn page_size() -> u64 {
 }
 
 /// Bytes, reads and writes of an open RRD file: a [`PageSource`] plus
-/// writing and the hints of its mode.
+/// writing and the hints of its mode. Every implementation owns the
+/// descriptor that holds the lock; dropping it unmaps (if mapped) and then
+/// closes, releasing the lock.
 pub trait RrdIo: PageSource {
     /// The mode.
     fn mode(&self) -> IoMode;
-    /// Store `data` at `offset` (inside the file).
+    /// Store `data` at `offset` (inside the file). `direct` keeps the
+    /// bytes in its page buffers until [`RrdIo::flush`].
     ///
     /// # Errors
-    /// A failed write, or a range outside the file.
+    /// A failed write, or a range outside the file ("attempting to write
+    /// beyond end of file", rrdtool's words in `rrd_open.c: rrd_write`).
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()>;
-    /// Tell the kernel which page-aligned ranges the coming work touches
-    /// (after the header has been read).
+    /// Tell the kernel which page-aligned, merged ranges `(offset, len)` in
+    /// bytes the coming work touches (after the header has been read). Only
+    /// [`IoMode::Mmap`] acts on it: one `MADV_WILLNEED` per range.
     ///
     /// # Errors
     /// A failed `madvise`.
     fn advise_hot(&mut self, hot: &[(u64, u64)]) -> io::Result<()>;
+    /// Hint the page-aligned, merged ranges `(offset, len)` (bytes) the
+    /// call is about to write. Only [`IoMode::Mmap`] acts on it: one
+    /// `MADV_WILLNEED` for all of them (`process_madvise(PIDFD_SELF, …)`,
+    /// or one `madvise` per range where that is refused), so a cold file
+    /// reads them in parallel before the writes fault them in.
+    /// (`MADV_POPULATE_WRITE` was tried instead: a little faster warm, but
+    /// cold calls took milliseconds at the median; see docs/format/rrd.md
+    /// §15.)
+    ///
+    /// # Errors
+    /// A failed `madvise`.
+    fn prepare_write(&mut self, ranges: &[(u64, u64)]) -> io::Result<()> {
+        let _ = ranges;
+        Ok(())
+    }
+    /// Write back whatever the mode buffered (`direct`: the dirty pages);
+    /// nothing for the others, whose writes are already in the page cache.
+    ///
+    /// # Errors
+    /// A failed write.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    /// `true` when [`RrdIo::write_at`] lands in memory that later reads of
+    /// the same call see at once and costs no system call (a mapping), so
+    /// the engine may write rows through instead of batching them.
+    fn writes_in_place(&self) -> bool {
+        false
+    }
+}
+
+/// The file's length from one `fstat` (bytes).
+fn file_len(file: &File) -> io::Result<u64> {
+    let st = rustix::fs::fstat(file).map_err(io::Error::from)?;
+    u64::try_from(st.st_size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))
 }
 
 /// The whole-file mapping modes.
 pub struct MmapIo {
+    // Field order is drop order: unmap first, then close (rrd_close).
     map: MapKind,
     len: u64,
     mode: IoMode,
+    _file: File,
 }
 
 enum MapKind {
@@ -133,55 +182,92 @@ impl MapKind {
 }
 
 impl MmapIo {
-    fn open(file: &File, access: Access, mode: IoMode) -> io::Result<MmapIo> {
-        let len = file.metadata()?.len();
+    fn open(file: File, access: Access, mode: IoMode) -> io::Result<MmapIo> {
+        let len = file_len(&file)?;
         if len == 0 {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
+        let whole = usize::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        let mut o = MmapOptions::new();
+        // The length is known: memmap2 would otherwise fstat again.
+        o.len(whole);
         let map = match access {
             // SAFETY: the mapping is only valid while nobody truncates the
             // file; every user holds rrdtool's fcntl lock for the life of
             // the mapping (the SIGBUS contract of crate::map), and reads
             // never go past the length seen here.
-            Access::Write => MapKind::Rw(unsafe { MmapOptions::new().map_mut(file)? }),
-            Access::ReadAll => {
-                // SAFETY: as above; a private read-only mapping.
-                MapKind::Ro(unsafe { MmapOptions::new().populate().map_copy_read_only(file)? })
-            }
+            Access::Write => MapKind::Rw(unsafe { o.map_mut(&file)? }),
+            // SAFETY: as above; a private read-only mapping.
+            Access::ReadAll => MapKind::Ro(unsafe { o.populate().map_copy_read_only(&file)? }),
             // SAFETY: as above.
-            Access::Read => MapKind::Ro(unsafe { MmapOptions::new().map_copy_read_only(file)? }),
+            Access::Read => MapKind::Ro(unsafe { o.map_copy_read_only(&file)? }),
         };
-        let whole = usize::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
-        let io = MmapIo { map, len, mode };
+        let io = MmapIo {
+            map,
+            len,
+            mode,
+            _file: file,
+        };
         match (mode, access) {
+            (_, Access::ReadAll) => io.map.advise_range(Advice::Sequential, 0, whole)?,
             (IoMode::Mmap2Pages, _) => {
+                // The 2007 TWO_PAGES variant: "keep 2 pages worth of data,
+                // likely headers" (its MADV_WILLNEED|MADV_SEQUENTIAL is the
+                // value MADV_WILLNEED; issue #224). Its MADV_DONTNEED of
+                // the rest is left out: on a fresh mapping there is no page
+                // table entry for it to drop, and it never touched the page
+                // cache; MADV_RANDOM stands for its posix_fadvise(RANDOM).
+                io.map.advise_range(Advice::Random, 0, whole)?;
                 let two = usz((2 * page_size()).min(len));
                 io.map.advise_range(Advice::WillNeed, 0, two)?;
-                if whole > two {
-                    io.dontneed(two, whole - two)?;
-                }
             }
-            (_, Access::ReadAll) => io.map.advise_range(Advice::Sequential, 0, whole)?,
             _ => io.map.advise_range(Advice::Random, 0, whole)?,
         }
         Ok(io)
     }
+}
 
-    fn dontneed(&self, off: usize, len: usize) -> io::Result<()> {
-        match &self.map {
-            // SAFETY: MADV_DONTNEED on a MAP_SHARED file mapping only drops
-            // page-table entries; the data stays in the page cache and in
-            // the file (dirty pages are not lost), so later reads through
-            // the mapping see the same bytes.
-            MapKind::Rw(m) => unsafe {
-                m.unchecked_advise_range(UncheckedAdvice::DontNeed, off, len)
-            },
-            // A private read-only mapping has no private copies to lose.
-            // SAFETY: as above; pages are re-read from the file.
-            MapKind::Ro(m) => unsafe {
-                m.unchecked_advise_range(UncheckedAdvice::DontNeed, off, len)
-            },
+/// `PIDFD_SELF` (Linux 6.14): "the calling process" for `pidfd` calls.
+const PIDFD_SELF: libc::c_int = -10000;
+
+impl MmapIo {
+    /// `advice` on every range `(offset, len)` of the mapping: one
+    /// `process_madvise(PIDFD_SELF, …)` for all of them (Linux 6.14: any
+    /// advice on the calling process, one `mmap_lock` round), or, where
+    /// that call is refused (older kernels), one `madvise` per range.
+    fn advise_all(&self, ranges: &[(usize, usize)], advice: Advice) -> io::Result<()> {
+        if ranges.len() > 1 {
+            let base = self.map.bytes().as_ptr();
+            let iov: Vec<libc::iovec> = ranges
+                .iter()
+                .map(|&(off, len)| libc::iovec {
+                    iov_base: base.wrapping_add(off).cast_mut().cast(),
+                    iov_len: len,
+                })
+                .collect();
+            let total: usize = ranges.iter().map(|r| r.1).sum();
+            // SAFETY: every iovec lies inside this live mapping (the ranges
+            // were clipped to its length); the kernel only reads the
+            // vector, and the advice (WILLNEED) neither
+            // frees nor moves memory.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_process_madvise,
+                    PIDFD_SELF,
+                    iov.as_ptr(),
+                    iov.len(),
+                    advice as libc::c_int,
+                    0u32,
+                )
+            };
+            if usize::try_from(r).is_ok_and(|n| n == total) {
+                return Ok(());
+            }
         }
+        for &(off, len) in ranges {
+            self.map.advise_range(advice, off, len)?;
+        }
+        Ok(())
     }
 }
 
@@ -221,12 +307,29 @@ impl RrdIo for MmapIo {
         for &(off, len) in hot {
             // memmap2 aligns the start down itself; the range must stay
             // inside the mapping.
-            let end = (off + len).min(self.len);
+            let end = off.saturating_add(len).min(self.len);
             if end > off {
                 self.map
                     .advise_range(Advice::WillNeed, usz(off), usz(end - off))?;
             }
         }
+        Ok(())
+    }
+
+    fn writes_in_place(&self) -> bool {
+        matches!(self.map, MapKind::Rw(_))
+    }
+
+    fn prepare_write(&mut self, ranges: &[(u64, u64)]) -> io::Result<()> {
+        if self.mode != IoMode::Mmap || !self.writes_in_place() {
+            return Ok(());
+        }
+        let clip = |&(off, len): &(u64, u64)| {
+            let end = off.saturating_add(len).min(self.len);
+            (end > off).then(|| (usz(off), usz(end - off)))
+        };
+        let v: Vec<(usize, usize)> = ranges.iter().filter_map(clip).collect();
+        self.advise_all(&v, Advice::WillNeed)?;
         Ok(())
     }
 }
@@ -243,7 +346,9 @@ fn fadvise(file: &File, advice: rustix::fs::Advice) -> io::Result<()> {
 
 impl FdIo {
     fn open(file: File, access: Access) -> io::Result<FdIo> {
-        let len = file.metadata()?.len();
+        let len = file_len(&file)?;
+        // rrd_open.c without HAVE_MMAP: posix_fadvise(fd, 0, 0,
+        // SEQUENTIAL for RRD_COPY, else RANDOM).
         let advice = if access == Access::ReadAll {
             rustix::fs::Advice::Sequential
         } else {
@@ -273,6 +378,10 @@ fn check(offset: u64, len: usize, size: u64) -> Result<(), mapwise_core::Error> 
     .map(|_| ())
 }
 
+fn beyond_end(offset: u64, len: usize, size: u64) -> bool {
+    offset.checked_add(len as u64).is_none_or(|e| e > size)
+}
+
 impl PageSource for FdIo {
     fn len(&self) -> u64 {
         self.len
@@ -294,10 +403,7 @@ impl RrdIo for FdIo {
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        if offset
-            .checked_add(data.len() as u64)
-            .is_none_or(|e| e > self.len)
-        {
+        if beyond_end(offset, data.len(), self.len) {
             return Err(io::Error::other("attempting to write beyond end of file"));
         }
         self.file.write_all_at(data, offset)
@@ -308,39 +414,31 @@ impl RrdIo for FdIo {
     }
 }
 
-/// Alignment of `O_DIRECT` offsets, lengths and buffers.
+/// Alignment of `O_DIRECT` offsets, lengths and buffers (bytes).
 const ALIGN: usize = 4096;
 
-/// A 4 KiB-aligned buffer of whole pages.
-struct Aligned {
-    raw: Vec<u8>,
-    skew: usize,
-    len: usize,
+/// One 4 KiB-aligned page of the file, as `O_DIRECT` wants it.
+#[derive(Clone, Copy)]
+#[repr(C, align(4096))]
+struct Page([u8; ALIGN]);
+
+/// A page read during the call, and whether it was changed.
+struct Cached {
+    page: Box<Page>,
+    dirty: bool,
 }
 
-impl Aligned {
-    fn new(len: usize) -> Aligned {
-        let raw = vec![0u8; len + ALIGN];
-        let skew = raw.as_ptr().align_offset(ALIGN).min(ALIGN);
-        Aligned { raw, skew, len }
-    }
-    fn bytes(&self) -> &[u8] {
-        self.raw
-            .get(self.skew..self.skew + self.len)
-            .unwrap_or_default()
-    }
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        self.raw
-            .get_mut(self.skew..self.skew + self.len)
-            .unwrap_or_default()
-    }
-}
-
-/// `O_DIRECT` reads and read-modify-write of whole pages.
+/// `O_DIRECT` reads and read-modify-write of whole pages: each page the
+/// call touches is read once (adjacent missing pages in one `pread`),
+/// patched in memory, and written back once by [`RrdIo::flush`].
 pub struct DirectIo {
     direct: File,
+    /// The descriptor that holds the lock; also writes the partial last
+    /// page of the file.
     buffered: File,
     len: u64,
+    /// Page index → page, for the pages read so far.
+    pages: std::cell::RefCell<std::collections::BTreeMap<u64, Cached>>,
 }
 
 impl DirectIo {
@@ -355,33 +453,91 @@ impl DirectIo {
                     io::Error::from(e)
                 }
             })?;
-        let len = buffered.metadata()?.len();
+        let len = file_len(&buffered)?;
         Ok(DirectIo {
             direct: File::from(fd),
             buffered,
             len,
+            pages: std::cell::RefCell::new(std::collections::BTreeMap::new()),
         })
     }
 
-    /// The bytes of the whole pages `[start, end)` (aligned), short at the
-    /// end of the file.
-    fn read_pages(&self, start: u64, end: u64) -> io::Result<Aligned> {
-        let mut buf = Aligned::new(usz(end - start));
-        let mut done = 0usize;
-        let want = usz(self.len.min(end).saturating_sub(start));
-        while done < want {
-            let dst = buf.bytes_mut().get_mut(done..).unwrap_or_default();
-            match self.direct.read_at(dst, start + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+    /// Make the pages `first..=last` present, reading each run of missing
+    /// pages with one `pread` (short at the end of the file).
+    fn load(&self, first: u64, last: u64) -> io::Result<()> {
+        let mut pages = self.pages.borrow_mut();
+        let mut p = first;
+        while p <= last {
+            if pages.contains_key(&p) {
+                p += 1;
+                continue;
             }
+            let mut end = p;
+            while end < last && !pages.contains_key(&(end + 1)) {
+                end += 1;
+            }
+            let n = usz(end - p + 1);
+            let mut run: Vec<Page> = vec![Page([0; ALIGN]); n];
+            // SAFETY: `Page` is plain bytes with no padding; the run is
+            // `n` contiguous, 4096-aligned pages.
+            let bytes: &mut [u8] =
+                unsafe { std::slice::from_raw_parts_mut(run.as_mut_ptr().cast::<u8>(), n * ALIGN) };
+            let start = p * ALIGN as u64;
+            let want = usz(self
+                .len
+                .min(start + (n * ALIGN) as u64)
+                .saturating_sub(start));
+            let mut done = 0usize;
+            while done < want {
+                let dst = bytes.get_mut(done..).unwrap_or_default();
+                match self.direct.read_at(dst, start + done as u64) {
+                    Ok(0) => break,
+                    Ok(k) => done += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if done < want {
+                return Err(io::Error::from_raw_os_error(libc::ENODATA));
+            }
+            for (k, page) in run.into_iter().enumerate() {
+                pages.insert(
+                    p + k as u64,
+                    Cached {
+                        page: Box::new(page),
+                        dirty: false,
+                    },
+                );
+            }
+            p = end + 1;
         }
-        if done < want {
-            return Err(io::Error::from_raw_os_error(libc::ENODATA));
+        Ok(())
+    }
+
+    /// Write `pages` (consecutive indices) at page `first`: whole pages
+    /// inside the file through `O_DIRECT`, a last page the file ends inside
+    /// through the buffered descriptor, only up to the end of the file.
+    fn write_run(&self, first: u64, run: &[Page]) -> io::Result<()> {
+        let a = ALIGN as u64;
+        let start = first * a;
+        // SAFETY: as in `load`.
+        let bytes: &[u8] =
+            unsafe { std::slice::from_raw_parts(run.as_ptr().cast::<u8>(), run.len() * ALIGN) };
+        let end = start + bytes.len() as u64;
+        let full_end = end.min(self.len - self.len % a).max(start);
+        if full_end > start {
+            self.direct.write_all_at(
+                bytes.get(..usz(full_end - start)).unwrap_or_default(),
+                start,
+            )?;
         }
-        Ok(buf)
+        if self.len > full_end && end > full_end {
+            let k = usz(full_end - start);
+            let n = usz(self.len.min(end) - full_end);
+            self.buffered
+                .write_all_at(bytes.get(k..k + n).unwrap_or_default(), full_end)?;
+        }
+        Ok(())
     }
 }
 
@@ -392,19 +548,25 @@ impl PageSource for DirectIo {
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, mapwise_core::Error> {
         check(offset, len, self.len)?;
+        if len == 0 {
+            return Ok(Cow::Owned(Vec::new()));
+        }
         let a = ALIGN as u64;
-        let start = offset - offset % a;
-        let end = (offset + len as u64).div_ceil(a) * a;
-        let buf = self
-            .read_pages(start, end)
+        let end = offset + len as u64;
+        self.load(offset / a, (end - 1) / a)
             .map_err(|e| read_error(offset, len, &e))?;
-        let skip = usz(offset - start);
-        Ok(Cow::Owned(
-            buf.bytes()
-                .get(skip..skip + len)
-                .unwrap_or_default()
-                .to_vec(),
-        ))
+        let pages = self.pages.borrow();
+        let mut out = Vec::with_capacity(len);
+        let mut at = offset;
+        while at < end {
+            let idx = at / a;
+            let within = usz(at % a);
+            let take = usz((a - at % a).min(end - at));
+            let page = pages.get(&idx).map(|c| &c.page.0[..]).unwrap_or_default();
+            out.extend_from_slice(page.get(within..within + take).unwrap_or_default());
+            at += take as u64;
+        }
+        Ok(Cow::Owned(out))
     }
 }
 
@@ -414,37 +576,31 @@ impl RrdIo for DirectIo {
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        if offset
-            .checked_add(data.len() as u64)
-            .is_none_or(|e| e > self.len)
-        {
+        if beyond_end(offset, data.len(), self.len) {
             return Err(io::Error::other("attempting to write beyond end of file"));
         }
         if data.is_empty() {
             return Ok(());
         }
         let a = ALIGN as u64;
-        let start = offset - offset % a;
-        let end = (offset + data.len() as u64).div_ceil(a) * a;
-        let mut buf = self.read_pages(start, end)?;
-        let skip = usz(offset - start);
-        if let Some(dst) = buf.bytes_mut().get_mut(skip..skip + data.len()) {
-            dst.copy_from_slice(data);
-        }
-        // Whole pages inside the file go straight to the device; a last
-        // page the file ends inside is written buffered, only up to EOF.
-        let full_end = end.min(self.len - self.len % a);
-        if full_end > start {
-            let n = usz(full_end - start);
-            self.direct
-                .write_all_at(buf.bytes().get(..n).unwrap_or_default(), start)?;
-        }
-        if end > full_end && self.len > full_end.max(start) {
-            let from = full_end.max(start);
-            let k = usz(from - start);
-            let n = usz(self.len - from);
-            self.buffered
-                .write_all_at(buf.bytes().get(k..k + n).unwrap_or_default(), from)?;
+        let end = offset + data.len() as u64;
+        self.load(offset / a, (end - 1) / a)?;
+        let pages = self.pages.get_mut();
+        let mut at = offset;
+        while at < end {
+            let within = usz(at % a);
+            let take = usz((a - at % a).min(end - at));
+            let from = usz(at - offset);
+            if let Some(c) = pages.get_mut(&(at / a)) {
+                if let (Some(dst), Some(src)) = (
+                    c.page.0.get_mut(within..within + take),
+                    data.get(from..from + take),
+                ) {
+                    dst.copy_from_slice(src);
+                }
+                c.dirty = true;
+            }
+            at += take as u64;
         }
         Ok(())
     }
@@ -452,12 +608,31 @@ impl RrdIo for DirectIo {
     fn advise_hot(&mut self, _hot: &[(u64, u64)]) -> io::Result<()> {
         Ok(())
     }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let pages = std::mem::take(self.pages.get_mut());
+        let mut run: Vec<Page> = Vec::new();
+        let mut first = 0u64;
+        for (idx, c) in pages.into_iter().filter(|(_, c)| c.dirty) {
+            if !run.is_empty() && idx != first + run.len() as u64 {
+                self.write_run(first, &run)?;
+                run.clear();
+            }
+            if run.is_empty() {
+                first = idx;
+            }
+            run.push(*c.page);
+        }
+        if !run.is_empty() {
+            self.write_run(first, &run)?;
+        }
+        Ok(())
+    }
 }
 
-/// An open RRD file: the lock holder and the I/O of its mode.
+/// An open RRD file: the I/O of its mode, which owns the descriptor
+/// holding the lock.
 pub struct Opened {
-    /// The descriptor holding the lock.
-    pub file: File,
     /// Reads and writes.
     pub io: Box<dyn RrdIo>,
 }
@@ -502,7 +677,8 @@ pub fn lock(file: &File, write: bool) -> io::Result<bool> {
     }
 }
 
-/// Open `path` for `access` in `mode`, taking rrdtool's lock first.
+/// Open `path` for `access` in `mode`, taking rrdtool's lock first
+/// (`open`, `fcntl(F_SETLK)`, one `fstat`, then the mode's own calls).
 ///
 /// # Errors
 /// [`OpenError`] for the step that failed.
@@ -520,16 +696,10 @@ pub fn open(path: &Path, access: Access, mode: IoMode) -> Result<Opened, OpenErr
     }
     let io: Box<dyn RrdIo> = match mode {
         IoMode::Mmap | IoMode::Mmap2Pages => {
-            Box::new(MmapIo::open(&file, access, mode).map_err(OpenError::Map)?)
+            Box::new(MmapIo::open(file, access, mode).map_err(OpenError::Map)?)
         }
-        IoMode::Fd => Box::new(
-            FdIo::open(file.try_clone().map_err(OpenError::Other)?, access)
-                .map_err(OpenError::Other)?,
-        ),
-        IoMode::Direct => Box::new(
-            DirectIo::open(path, file.try_clone().map_err(OpenError::Other)?, write)
-                .map_err(OpenError::Map)?,
-        ),
+        IoMode::Fd => Box::new(FdIo::open(file, access).map_err(OpenError::Other)?),
+        IoMode::Direct => Box::new(DirectIo::open(path, file, write).map_err(OpenError::Map)?),
     };
-    Ok(Opened { file, io })
+    Ok(Opened { io })
 }

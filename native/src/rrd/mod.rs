@@ -24,7 +24,7 @@ use thiserror::Error;
 
 pub use create::{CreateOptions, create};
 pub use io::{Access, IoMode};
-pub use update::{UpdateOptions, UpdateOutcome, update};
+pub use update::{Rrd, UpdateOptions, UpdateOutcome, update};
 
 /// What went wrong, worded as rrdtool words it where rrdtool has a word
 /// for it (scripts match on these), so `ERROR: {error}` is rrdtool's line.

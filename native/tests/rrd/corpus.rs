@@ -530,3 +530,79 @@ fn version_1_files_keep_their_layout() {
         );
     }
 }
+
+/// The pages `call_hot_ranges` plans for a call are exactly the pages of
+/// the rows the call writes (told apart by how far each `cur_row` moved,
+/// plus the row SEASONAL/DEVSEASONAL look up), and updates through a kept
+/// `Rrd` handle give the same bytes as one open per call.
+#[test]
+fn planned_pages_are_the_rows_written_and_a_kept_handle_matches() {
+    use mapwise_core::rrd::{Cf, call_hot_ranges};
+    use mapwise_native::rrd::{Rrd, UpdateOptions};
+    use std::collections::BTreeSet;
+    let dir = tempdir();
+    let d = dir.path();
+    let page = 4096u64;
+    for name in ["big", "hw", "mixed", "gauge"] {
+        let a = d.join(format!("{name}-a.rrd"));
+        let b = d.join(format!("{name}-b.rrd"));
+        let gz = rrd_testdata(&format!("{name}.empty.rrd.gz"));
+        if gz.exists() {
+            gunzip(&gz, &a);
+        } else {
+            std::fs::copy(rrd_testdata(&format!("{name}.empty.rrd")), &a).expect("copy");
+        }
+        std::fs::copy(&a, &b).expect("copy");
+        let lines = spec(name);
+        apply(&a, &lines, IoMode::Fd);
+        let len = std::fs::metadata(&b).expect("len").len();
+        let mut h = Rrd::open(&b, IoMode::Mmap).expect("open");
+        let o = UpdateOptions::default();
+        let mut hot = Vec::new();
+        for l in &lines {
+            let t = l
+                .split(':')
+                .next()
+                .and_then(|s| s.parse::<f64>().ok())
+                .expect("time")
+                .floor() as i64;
+            let hd = h.header();
+            let before: Vec<u64> = (0..hd.rra_cnt()).map(|i| hd.cur_row(i)).collect();
+            call_hot_ranges(hd, Some(t), false, page, len, &mut hot);
+            let full =
+                (0..hd.rra_cnt()).any(|i| mapwise_core::rrd::rows_due(hd, i, t) >= hd.rra(i).rows);
+            let out = h.update(&o, std::slice::from_ref(l)).expect("update");
+            assert!(out.error.is_none(), "{name}: {l}: {:?}", out.error);
+            if full {
+                continue;
+            }
+            let hd = h.header();
+            let mut want = BTreeSet::new();
+            for (i, &b0) in before.iter().enumerate() {
+                let r = hd.rra(i);
+                let mut n = (hd.cur_row(i) + r.rows - b0) % r.rows;
+                if n > 0 && matches!(r.cf, Cf::Seasonal | Cf::DevSeasonal) {
+                    n += 1;
+                }
+                for k in 1..=n {
+                    let row = (b0 + k) % r.rows;
+                    let off = hd.row_offset(i, row);
+                    for p in off / page..=(off + hd.geometry().row_len() - 1) / page {
+                        want.insert(p);
+                    }
+                }
+            }
+            let got: BTreeSet<u64> = hot
+                .iter()
+                .flat_map(|&(o, n)| o / page..(o + n).div_ceil(page))
+                .collect();
+            assert_eq!(got, want, "{name}: {l}: planned pages vs rows written");
+        }
+        h.close().expect("close");
+        assert_same_bytes(
+            &format!("{name} through a kept handle"),
+            &std::fs::read(&b).expect("read"),
+            &std::fs::read(&a).expect("read"),
+        );
+    }
+}

@@ -182,6 +182,12 @@ pub struct BenchInprocArgs {
     /// the resident pages after each call are reported.
     #[arg(long)]
     cold: bool,
+    /// Keep one handle open for the whole run (`rrd::update::Rrd::open`,
+    /// `update` per call, `close` at the end) instead of one open per call
+    /// as `rrd_update_r`; the open and close are timed apart
+    /// (`open_s`, `close_s`), each call's time is the update alone.
+    #[arg(long, conflicts_with = "cold")]
+    handle: bool,
     #[command(flatten)]
     io: IoArg,
 }
@@ -452,12 +458,22 @@ fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
     let mut resident_after = Vec::new();
     let mut failures = 0u64;
     let mut first_error: Option<String> = None;
+    let (mut handle, open_s) = if a.handle {
+        let start = std::time::Instant::now();
+        let h = rrd::update::Rrd::open(&a.file, a.io.io).map_err(|e| anyhow::anyhow!("{e}"))?;
+        (Some(h), Some(start.elapsed().as_secs_f64()))
+    } else {
+        (None, None)
+    };
     for args in &calls {
         if a.cold {
             evict(&a.file)?;
         }
         let start = std::time::Instant::now();
-        let r = rrd::update(&a.file, &opts, args);
+        let r = match handle.as_mut() {
+            Some(h) => h.update(&opts, args),
+            None => rrd::update(&a.file, &opts, args),
+        };
         let secs = start.elapsed().as_secs_f64();
         times_s.push(secs);
         let err = match r {
@@ -472,12 +488,23 @@ fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
             resident_after.push(resident_pages(&a.file)?);
         }
     }
+    let close_s = match handle {
+        Some(h) => {
+            let start = std::time::Instant::now();
+            h.close().map_err(|e| anyhow::anyhow!("{e}"))?;
+            Some(start.elapsed().as_secs_f64())
+        }
+        None => None,
+    };
     let usage = rusage().delta(&usage_start);
     let file_bytes = std::fs::metadata(&a.file)?.len();
     json_line(&serde_json::json!({
         "file": a.file.display().to_string(),
         "io": a.io.io.name(),
         "cold": a.cold,
+        "handle": a.handle,
+        "open_s": open_s,
+        "close_s": close_s,
         "calls": calls.len(),
         "values": calls.iter().map(Vec::len).sum::<usize>(),
         "failures": failures,
