@@ -235,9 +235,10 @@ fn take_set(s: &[u8], max: usize, ok: impl Fn(u8) -> bool) -> usize {
 /// trend and prediction operators), a non-integer or out-of-range
 /// constant, or more than 19 nodes.
 pub fn compile(expr: &str, lookup: &dyn Fn(&str) -> Option<u16>) -> Result<Vec<Node>, String> {
-    // rrdtool reports every parse failure as "failed to parse computed
-    // data source"; mapwise adds rpn_parse's own reason in parentheses.
-    let fail = |why: String| format!("failed to parse computed data source ({why})");
+    // rrdtool reports every parse failure as exactly "failed to parse
+    // computed data source" (scripts may compare the whole line), so the
+    // reason found here is not printed.
+    let fail = |_why: String| String::from("failed to parse computed data source");
     let b = expr.as_bytes();
     if b.is_empty() {
         return Err(fail(String::from("can not parse an empty rpn expression")));

@@ -38,9 +38,9 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
-    /// Another process holds the file's lock (rrdtool: "could not lock
-    /// RRD"; the lock is never waited for).
-    #[error("could not lock RRD: '{path}' is locked by another process")]
+    /// Another process holds the file's lock: rrdtool's exact words
+    /// "could not lock RRD" (`rrd_open.c`; the lock is never waited for).
+    #[error("could not lock RRD")]
     Locked {
         /// The path as given.
         path: String,

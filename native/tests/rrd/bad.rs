@@ -477,7 +477,10 @@ fn a_locked_file_fails_at_once() {
         let theirs = rt(d, &["update", "l.rrd", "1600170000:1:2"]);
         let oe = String::from_utf8_lossy(&ours.stderr).into_owned();
         assert_eq!(ours.status.code(), Some(1), "{kind}: {oe}");
-        assert!(oe.starts_with("ERROR: could not lock RRD"), "{oe}");
+        assert_eq!(
+            oe, "ERROR: could not lock RRD\n",
+            "{kind}: rrdtool's exact line"
+        );
         assert_eq!(theirs.status.code(), Some(1));
         assert_eq!(
             String::from_utf8_lossy(&theirs.stderr),
@@ -523,4 +526,45 @@ fn hold_lock(p: &Path, kind: &str) -> (std::process::Child, ()) {
         .expect("read");
     assert_eq!(line.trim(), "locked");
     (child, ())
+}
+
+/// rrdtool's rrdcached options: `--noflush` changes nothing without a
+/// daemon (output equal to rrdtool's with the same flag); `--daemon` and
+/// `RRDCACHED_ADDRESS` are refused with exit 1, the file untouched, since
+/// writing behind a daemon's back would lose what it holds.
+#[test]
+fn rrdcached_options() {
+    let dir = tempdir();
+    let d = dir.path();
+    let p = copy("gauge.rrd", d, "c.rrd");
+    let before = std::fs::read(&p).expect("read");
+    let ours = mw(d, &["info", "--noflush", "c.rrd"]);
+    let theirs = rt(d, &["info", "--noflush", "c.rrd"]);
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stdout),
+        String::from_utf8_lossy(&theirs.stdout)
+    );
+    for args in [
+        &["update", "c.rrd", "--daemon", "unix:/nonexistent", "N:1:2"][..],
+        &["fetch", "c.rrd", "AVERAGE", "-d", "unix:/nonexistent"][..],
+    ] {
+        let o = mw(d, args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.starts_with("ERROR: ") && e.contains("rrdcached"), "{e}");
+    }
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mapwise"))
+        .current_dir(d)
+        .env("RRDCACHED_ADDRESS", "unix:/nonexistent")
+        .args(["rrd", "update", "c.rrd", "N:1:2"])
+        .output()
+        .expect("run mapwise");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("RRDCACHED_ADDRESS"));
+    assert_eq!(std::fs::read(&p).expect("read"), before, "file untouched");
 }

@@ -49,6 +49,50 @@ pub struct IoArg {
     /// mmap-2pages, fd (pread/pwrite), direct (O_DIRECT).
     #[arg(long = "io", value_name = "MODE", default_value = "mmap", value_parser = parse_io)]
     io: IoMode,
+    /// rrdtool's `-d/--daemon ADDRESS` (go through rrdcached): refused,
+    /// since mapwise reads and writes the file itself and would bypass
+    /// what the daemon holds. `RRDCACHED_ADDRESS` is refused alike.
+    #[arg(short = 'd', long = "daemon", value_name = "ADDRESS")]
+    daemon: Option<String>,
+    /// rrdtool's `-F/--noflush` (do not ask rrdcached to flush first):
+    /// accepted; without a daemon there is nothing to flush.
+    #[arg(short = 'F', long = "noflush")]
+    noflush: bool,
+}
+
+impl IoArg {
+    /// rrdtool would hand this command to rrdcached (`--daemon`, or a
+    /// non-empty `RRDCACHED_ADDRESS` in the environment, as
+    /// `rrdc_connect` reads it); mapwise refuses instead of writing
+    /// behind the daemon's back.
+    fn daemon_refusal(&self) -> Option<String> {
+        let env = std::env::var("RRDCACHED_ADDRESS")
+            .ok()
+            .filter(|a| !a.is_empty());
+        let (how, addr) = match (&self.daemon, env) {
+            (Some(a), _) => ("--daemon", a.clone()),
+            (None, Some(a)) => ("RRDCACHED_ADDRESS", a),
+            (None, None) => return None,
+        };
+        Some(format!(
+            "mapwise does not talk to rrdcached ({how} {addr}): flush the daemon \
+             (rrdtool flushcached) and run without it, so the file holds every update"
+        ))
+    }
+}
+
+impl RrdCommand {
+    fn io(&self) -> Option<&IoArg> {
+        match self {
+            RrdCommand::Create(_) => None,
+            RrdCommand::Update(a) | RrdCommand::Updatev(a) => Some(&a.io),
+            RrdCommand::Fetch(a) => Some(&a.io),
+            RrdCommand::Dump(a) => Some(&a.io),
+            RrdCommand::Info(a) | RrdCommand::Last(a) | RrdCommand::Lastupdate(a) => Some(&a.io),
+            RrdCommand::First(a) => Some(&a.io),
+            RrdCommand::BenchInproc(a) => Some(&a.io),
+        }
+    }
 }
 
 fn parse_io(s: &str) -> Result<IoMode, String> {
@@ -227,6 +271,10 @@ fn info_json(pairs: &[(String, InfoValue)]) -> serde_json::Value {
 }
 
 pub fn run(cmd: RrdCommand) -> Result<ExitCode> {
+    if let Some(why) = cmd.io().and_then(IoArg::daemon_refusal) {
+        eprintln!("ERROR: {why}");
+        return Ok(ExitCode::from(1));
+    }
     match cmd {
         RrdCommand::Create(a) => {
             let o = CreateOptions {
