@@ -520,9 +520,12 @@ fn revlog_with_a_bad_field_in_rev_0_is_still_a_revlog() {
     );
 }
 
+/// Header size, data sources, and per archive (rows, cur_row).
+type RrdInfo = (u64, u64, Vec<(u64, u64)>);
+
 /// `rrdtool info`: header size, data sources and per archive (rows,
 /// cur_row).
-fn rrd_info(path: &Path) -> (u64, u64, Vec<(u64, u64)>) {
+fn rrd_info(path: &Path) -> RrdInfo {
     let out = Command::new("rrdtool")
         .arg("info")
         .arg(path)

@@ -1623,7 +1623,10 @@ mod tests {
 
     /// `rrdtool info` of `testdata/rrd/NAME`: header size, data sources,
     /// and per archive (rows, cur_row).
-    fn rrdtool_info(name: &str) -> Option<(u64, u64, Vec<(u64, u64)>)> {
+    /// Header size, data sources, and per archive (rows, cur_row).
+    type RrdInfo = (u64, u64, Vec<(u64, u64)>);
+
+    fn rrdtool_info(name: &str) -> Option<RrdInfo> {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../testdata/rrd")
             .join(name);
@@ -1675,7 +1678,11 @@ mod tests {
                 let pages = off / MAP_UNIT..=(off + row - 1) / MAP_UNIT;
                 for p in pages {
                     cur_pages.insert(p);
-                    assert_eq!(cells[p as usize], k(Kind::CurRow), "{name}: page {p}");
+                    assert_eq!(
+                        cells[usize::try_from(p).expect("page")],
+                        k(Kind::CurRow),
+                        "{name}: page {p}"
+                    );
                 }
                 at += rows * row;
             }
