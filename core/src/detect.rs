@@ -61,3 +61,90 @@ pub fn foreign_rrd<S: PageSource + ?Sized>(src: &S) -> Option<crate::rrd::Arch> 
 pub fn is_foreign_endian_bolt<S: PageSource + ?Sized>(src: &S) -> bool {
     src.read_at(16, 4).is_ok_and(|b| *b == BOLT_MAGIC_BE)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{At, Error};
+    use alloc::vec;
+
+    static CHANGELOG: &[u8] = include_bytes!("../../testdata/revlog/00changelog.i");
+    static SPLIT: &[u8] = include_bytes!("../../testdata/revlog/synthetic-2000/00changelog.i");
+    static GAUGE: &[u8] = include_bytes!("../../testdata/rrd/gauge.rrd");
+    static SMALL_DB: &[u8] = include_bytes!("../../testdata/bolt/small.db");
+
+    /// Damage to one field of revision 0 (p1, p2, link, base, node,
+    /// lengths) leaves the file a revlog: detection rests on the version
+    /// word and the entry geometry, and the layout names the fault.
+    #[test]
+    fn one_bad_field_in_rev_0_is_still_a_revlog() {
+        for base in [CHANGELOG, SPLIT] {
+            // p1 = 5000 (byte 24), p2 = 7 (28), link = -5 (20),
+            // base = 9 (16), node zeroed (32..52), comp len = -1 (8).
+            let edits: [(usize, &[u8]); 6] = [
+                (24, &5000i32.to_be_bytes()),
+                (28, &7i32.to_be_bytes()),
+                (20, &(-5i32).to_be_bytes()),
+                (16, &9i32.to_be_bytes()),
+                (32, &[0; 20]),
+                (8, &(-1i32).to_be_bytes()),
+            ];
+            for (at, bytes) in edits {
+                let mut b = base.to_vec();
+                b[at..at + bytes.len()].copy_from_slice(bytes);
+                assert_eq!(detect(&b[..]), Format::Revlog, "byte {at}");
+            }
+        }
+        let mut b = CHANGELOG.to_vec();
+        b[24..28].copy_from_slice(&5000i32.to_be_bytes());
+        let l = crate::revlog::layout(&b[..], crate::revlog::LayoutOptions::default());
+        assert!(
+            l.layout.problems.iter().any(|p| matches!(
+                p,
+                Error::Invalid {
+                    at: At::Revision { rev: 0, offset: 0 },
+                    field: "parent_rev_1",
+                    value: 5000,
+                    ..
+                }
+            )),
+            "{:?}",
+            l.layout.problems
+        );
+    }
+
+    /// Bytes without a format's identifying bytes stay unknown, however
+    /// their length falls.
+    #[test]
+    fn no_identifying_bytes_is_unknown() {
+        for len in [0, 10, 64, 76, 76 * 10, 4096, 64 * 100] {
+            assert_eq!(detect(&vec![0u8; len][..]), Format::Unknown, "zeros {len}");
+            assert_eq!(
+                detect(&vec![0x5au8; len][..]),
+                Format::Unknown,
+                "0x5a {len}"
+            );
+        }
+        // v1 header with non-zero padding after rev 0's node: not hg's.
+        let mut b = SPLIT.to_vec();
+        b[60] = 1;
+        assert_eq!(detect(&b[..]), Format::Unknown);
+    }
+
+    /// RRD: the cookie alone (a bad version or counts are the header
+    /// parser's problem); bbolt: the magic in either meta page.
+    #[test]
+    fn rrd_cookie_and_bolt_magic_in_either_meta() {
+        let mut b = GAUGE.to_vec();
+        b[4..9].copy_from_slice(b"9999\0"); // version
+        b[12..20].copy_from_slice(&[0xff; 8]); // float_cookie
+        assert_eq!(detect(&b[..]), Format::Rrd);
+        let mut b = SMALL_DB.to_vec();
+        b[16..20].copy_from_slice(&[0; 4]); // meta 0's magic
+        assert_eq!(detect(&b[..]), Format::Bolt);
+        let mut b = SMALL_DB.to_vec();
+        b[4096 + 16..4096 + 20].copy_from_slice(&[0; 4]); // meta 1's magic
+        b[20..24].copy_from_slice(&[9; 4]); // meta 0's version
+        assert_eq!(detect(&b[..]), Format::Bolt);
+    }
+}

@@ -30,6 +30,14 @@ pub enum At {
     },
     /// Meta page 0 or 1 of a bbolt file.
     Meta(u8),
+    /// The index entry of revision `rev` of a revlog, at byte `offset`
+    /// of the index file.
+    Revision {
+        /// Revision number (0-based position in the index).
+        rev: u64,
+        /// Byte offset of the entry in the `.i` file.
+        offset: u64,
+    },
     /// Structure `index` (0-based) of one section of an RRDtool file
     /// (`rrd_format.h`); for `cdp_prep` the index is `rra * ds_cnt + ds`,
     /// for `values` the RRA.
@@ -89,6 +97,7 @@ impl fmt::Display for At {
                 write!(f, "inline bucket in page {pgid} element {index}")
             }
             At::Meta(i) => write!(f, "meta page {i}"),
+            At::Revision { rev, offset } => write!(f, "revision {rev} (offset {offset})"),
             At::Rrd { section, index } => write!(f, "rrd {}[{index}]", section.name()),
         }
     }
@@ -148,6 +157,9 @@ impl fmt::Display for MetaFault {
                 f,
                 "field pageSize = {p}, expected a power of two from 512 to 16777216"
             ),
+            // Code 0: the source gave no OS error (a browser Blob, a
+            // short read); "os error 0" would name a success.
+            MetaFault::Read { code: 0 } => write!(f, "read failed"),
             MetaFault::Read { code } => write!(f, "read failed (os error {code})"),
         }
     }
@@ -308,6 +320,11 @@ impl fmt::Display for Error {
                 "{at}: field {field} points outside the page: bytes {offset}..{} of a {size}-byte page run",
                 offset.saturating_add(*len)
             ),
+            Error::Read {
+                offset,
+                len,
+                code: 0,
+            } => write!(f, "read of {len} bytes at offset {offset} failed"),
             Error::Read { offset, len, code } => write!(
                 f,
                 "read of {len} bytes at offset {offset} failed (os error {code})"

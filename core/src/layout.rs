@@ -132,6 +132,12 @@ impl Kind {
         Kind::Data,
     ];
 
+    /// Kinds that win a map cell whenever they are in it, in order of
+    /// precedence ([`Layout::cell_kind`]): `corrupt`, then the small
+    /// regions a reader of the map looks for — an RRD archive's current
+    /// row and the header sections every update reads and rewrites.
+    pub const MARKERS: [Kind; 4] = [Kind::Corrupt, Kind::CurRow, Kind::Header, Kind::Prep];
+
     /// Lower-case label, as printed by `inspector pages` and in JSON.
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -242,11 +248,21 @@ pub struct Group {
     pub height: u16,
 }
 
-/// Per-kind totals of a layout.
+/// Per-kind totals of a layout, all indexed by [`Kind::index`]: the one
+/// place the text reports, JSON, the TUI status line and the browser
+/// legend get their per-kind figures from ([`Layout::kind_counts`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KindCounts {
-    /// Bytes of each kind, indexed by [`Kind::index`].
+    /// Bytes of each kind.
     pub bytes: [u64; Kind::ALL.len()],
+    /// Distinct map pages (of the `unit` given to [`Layout::kind_counts`])
+    /// that regions of each kind overlap, however little. A page holding
+    /// two kinds counts for both, so the column can sum to more than the
+    /// file's pages: it answers "how many pages does touching every
+    /// region of this kind touch", not "how the pages divide".
+    pub pages: [u64; Kind::ALL.len()],
+    /// Regions of each kind.
+    pub regions: [u64; Kind::ALL.len()],
 }
 
 /// A whole file described as regions, plus the structures that own them
@@ -337,16 +353,72 @@ impl Layout {
             .take_while(move |r| r.offset < end)
     }
 
-    /// Bytes of each kind.
+    /// Bytes, regions and distinct map pages of each kind, for map pages
+    /// of `unit` bytes (see [`KindCounts::pages`]; `unit` 0 is taken as
+    /// 1). One pass over the regions: they are sorted and do not overlap,
+    /// so a region can share only its first page with an earlier region
+    /// of its kind.
     #[must_use]
-    pub fn kind_counts(&self) -> KindCounts {
+    pub fn kind_counts(&self, unit: u64) -> KindCounts {
+        let unit = unit.max(1);
         let mut c = KindCounts::default();
-        for r in &self.regions {
-            if let Some(b) = c.bytes.get_mut(r.kind.index()) {
+        let mut last_page: [Option<u64>; Kind::ALL.len()] = [None; Kind::ALL.len()];
+        for r in self.regions.iter().filter(|r| r.len > 0) {
+            let i = r.kind.index();
+            let first = r.offset / unit;
+            let last = (r.end() - 1) / unit;
+            let mut pages = last - first + 1;
+            if let Some(prev) = last_page.get_mut(i) {
+                if *prev == Some(first) {
+                    pages -= 1;
+                }
+                *prev = Some(last);
+            }
+            if let (Some(b), Some(p), Some(n)) =
+                (c.bytes.get_mut(i), c.pages.get_mut(i), c.regions.get_mut(i))
+            {
                 *b = b.saturating_add(r.len);
+                *p = p.saturating_add(pages);
+                *n = n.saturating_add(1);
             }
         }
         c
+    }
+
+    /// The kind a map cell covering bytes `[start, end)` is drawn in —
+    /// the rule the TUI page map and the browser map share:
+    ///
+    /// 1. `corrupt` if any byte of the cell is;
+    /// 2. else the first [marker kind](Kind::MARKERS) present in the cell,
+    ///    however few its bytes: `cur_row` (the row the next update
+    ///    follows), then the RRD `header` and `prep` sections (read and
+    ///    rewritten by every update), so a 80-byte current row or a
+    ///    header sharing its page with rows stays visible;
+    /// 3. else the kind with the most bytes (ties: legend order);
+    /// 4. `data` for an empty cell.
+    #[must_use]
+    pub fn cell_kind(&self, start: u64, end: u64) -> Kind {
+        let mut bytes = [0u64; Kind::ALL.len()];
+        for r in self.regions_in(start, end.saturating_sub(start)) {
+            let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
+            if let Some(b) = bytes.get_mut(r.kind.index()) {
+                *b = b.saturating_add(overlap);
+            }
+        }
+        let has = |k: Kind| bytes.get(k.index()).is_some_and(|&b| b > 0);
+        if let Some(k) = Kind::MARKERS.iter().copied().find(|&k| has(k)) {
+            return k;
+        }
+        let mut best = Kind::Data;
+        let mut most = 0;
+        for k in Kind::ALL {
+            let b = bytes.get(k.index()).copied().unwrap_or(0);
+            if b > most {
+                most = b;
+                best = k;
+            }
+        }
+        best
     }
 
     /// The group at `index`, if any.
@@ -434,8 +506,35 @@ mod tests {
         assert_eq!(l.region_at(40), None);
         assert_eq!(l.regions_in(5, 10).count(), 2);
         assert_eq!(l.regions_in(40, 10).count(), 0);
-        let c = l.kind_counts();
+        let c = l.kind_counts(10);
         assert_eq!(c.bytes[Kind::Leaf.index()], 20);
+        assert_eq!(c.pages[Kind::Leaf.index()], 2);
+    }
+
+    #[test]
+    fn kind_pages_are_distinct_pages_touched() {
+        // Pages of 10 bytes: rows 0..13, cur_row 13..15, rows 15..25,
+        // cur_row 25..28, rows 28..40 — cur_row overlaps pages 1 and 2,
+        // rows all four, page 1 holding both kinds.
+        let mut l = Layout::unknown(0);
+        l.source_len = 40;
+        l.regions = alloc::vec![
+            region(0, 13, Kind::Rows),
+            region(13, 2, Kind::CurRow),
+            region(15, 10, Kind::Rows),
+            region(25, 3, Kind::CurRow),
+            region(28, 12, Kind::Rows),
+        ];
+        let c = l.kind_counts(10);
+        assert_eq!(c.pages[Kind::CurRow.index()], 2);
+        assert_eq!(c.pages[Kind::Rows.index()], 4);
+        assert_eq!(c.regions[Kind::Rows.index()], 3);
+        assert_eq!(c.bytes[Kind::CurRow.index()], 5);
+        // Markers win their cell however small; corrupt wins over them.
+        assert_eq!(l.cell_kind(10, 20), Kind::CurRow);
+        assert_eq!(l.cell_kind(30, 40), Kind::Rows);
+        l.regions[4].kind = Kind::Corrupt;
+        assert_eq!(l.cell_kind(20, 30), Kind::Corrupt);
     }
 
     #[test]

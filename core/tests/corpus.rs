@@ -56,7 +56,7 @@ fn lost_subtrees_leave_unreached_pages_unknown() {
         let (root, ps, free_before) = {
             let file = BoltFile::open(bytes.as_slice()).unwrap();
             let w = walk(&file, WalkOptions::default());
-            let c = w.layout.kind_counts();
+            let c = w.layout.kind_counts(u64::from(w.layout.page_size));
             let free = c.bytes[Kind::Free.index()] + c.bytes[Kind::Pending.index()];
             (
                 usize::try_from(file.meta().root).unwrap(),
@@ -68,7 +68,7 @@ fn lost_subtrees_leave_unreached_pages_unknown() {
         bytes[root * ps] ^= 0xff;
         let file = BoltFile::open(bytes.as_slice()).unwrap();
         let w = walk(&file, WalkOptions::default());
-        let counts = w.layout.kind_counts();
+        let counts = w.layout.kind_counts(u64::from(w.layout.page_size));
         assert!(
             counts.bytes[Kind::Unknown.index()] > 0,
             "{name}: {counts:?}"

@@ -395,8 +395,9 @@ pub struct Cell {
     pub first: u64,
     /// Pages in the cell.
     pub pages: u64,
-    /// The kind drawn: corrupt if any byte is, else the kind with most
-    /// bytes in the cell.
+    /// The kind drawn ([`Layout::cell_kind`]): corrupt if any byte is,
+    /// else a marker kind present (cur_row, header, prep), else the kind
+    /// with most bytes in the cell.
     pub kind: Kind,
     /// How much is resident.
     pub residence: Residence,
@@ -794,27 +795,10 @@ impl App {
         out
     }
 
+    /// The kind a map cell is drawn in: [`Layout::cell_kind`], the rule
+    /// the browser map shares.
     fn kind_in(&self, start: u64, end: u64) -> Kind {
-        let mut bytes = [0u64; Kind::ALL.len()];
-        for r in self.layout().regions_in(start, end.saturating_sub(start)) {
-            if r.kind == Kind::Corrupt {
-                return Kind::Corrupt;
-            }
-            let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
-            if let Some(b) = bytes.get_mut(r.kind.index()) {
-                *b = b.saturating_add(overlap);
-            }
-        }
-        let mut best = Kind::Data;
-        let mut most = 0;
-        for k in Kind::ALL {
-            let b = bytes.get(k.index()).copied().unwrap_or(0);
-            if b > most {
-                most = b;
-                best = k;
-            }
-        }
-        best
+        self.layout().cell_kind(start, end)
     }
 
     /// Residency of file bytes `[start, end)`: how much, resident OS

@@ -99,8 +99,11 @@ pub struct ResidencyReport {
     pub trust_reason: Option<String>,
     /// `cachestat(2)` counts for the file, when the kernel answered.
     pub cachestat: Option<CacheStatReport>,
-    /// Per page kind (bbolt files only; empty when the format is unknown
-    /// or the structure unreadable).
+    /// Per kind of the layout, for every recognised format (bbolt page
+    /// kinds, RRD sections and rows, revlog entries and chunks): bytes,
+    /// distinct OS/format pages touched, resident bytes by popcount over
+    /// the kind's regions. Empty when the format is unknown or the
+    /// structure unreadable.
     pub kinds: Vec<KindTotal>,
     /// Why the structure could not be read, when it could not.
     pub structure_error: Option<String>,
@@ -120,7 +123,7 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let res = residency::sample(&file)
         .map_err(|e| anyhow!("{}: cannot sample residency: {e}", path.display()))?;
-    let kinds = if snap.format == Format::Bolt && snap.error.is_none() {
+    let kinds = if snap.format != Format::Unknown && snap.error.is_none() {
         stats::kind_totals(&snap.layout, Some(&res))
     } else {
         Vec::new()
@@ -206,6 +209,9 @@ fn residency_text(rep: &ResidencyReport, res: &Residency, format_page: u32) -> S
     s
 }
 
+/// The per-kind table. PAGES is [`KindTotal::pages`]: the distinct pages
+/// each kind's regions touch, so a page holding two kinds counts for both
+/// (the note under the table says so when it happens).
 fn kinds_table(kinds: &[KindTotal]) -> String {
     let mut s =
         String::from("KIND                  BYTES      PAGES    RESIDENT BYTES  RESIDENT\n");
@@ -220,6 +226,9 @@ fn kinds_table(kinds: &[KindTotal]) -> String {
             k.kind, k.bytes, k.pages, rb, pct
         );
     }
+    s.push_str(
+        "(PAGES: distinct pages each kind touches; a page holding several kinds counts for each)\n",
+    );
     s
 }
 
@@ -562,7 +571,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
         report::CheckReport {
             ok: false,
             problems: vec![format!(
-                "{}: not a bbolt file (detected format: {})",
+                "{}: not a bbolt, RRDtool or revlog file (detected format: {})",
                 path.display(),
                 snap.format.name()
             )],

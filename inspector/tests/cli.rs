@@ -316,7 +316,7 @@ fn not_bolt_and_empty_files() {
         let r = run(&["check", p], T);
         assert_eq!(r.code, Some(1), "{p}");
         assert!(
-            r.stdout.contains("not a bbolt file") || r.stdout.contains("empty"),
+            r.stdout.contains("not a bbolt, RRDtool or revlog file") || r.stdout.contains("empty"),
             "{}",
             r.stdout
         );
@@ -565,4 +565,189 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
         "{}",
         r.stderr
     );
+}
+
+fn revlog_testdata(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/revlog")
+        .join(name)
+}
+
+/// Revisions hg lists for a corpus index (`hg debugindex` beside it).
+fn hg_revisions(name: &str) -> u64 {
+    let text = fs::read_to_string(revlog_testdata(&format!("{name}.debugindex.txt"))).unwrap();
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count() as u64
+}
+
+/// One bad field in revision 0 (p1 = 5000, which hg itself trips over:
+/// `IndexError: revlog index out of range`) leaves the file a revlog: the
+/// layout still has every revision hg lists, and the fault is a problem
+/// naming the revision and the field.
+#[test]
+fn revlog_with_a_bad_field_in_rev_0_is_still_a_revlog() {
+    let dir = tmpdir();
+    let path = dir.path().join("00changelog.i");
+    fs::copy(revlog_testdata("00changelog.i"), &path).unwrap();
+    // v1 entry: offset/flags (8), comp (4), uncomp (4), base (4),
+    // link (4), p1 (4) at byte 24.
+    poke(&path, 24, &5000i32.to_be_bytes());
+    let p = path.to_str().unwrap();
+    let r = run(&["check", p], T);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("revision 0")
+            && r.stdout.contains("parent_rev_1")
+            && r.stdout.contains("5000"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("not a"), "{}", r.stdout);
+    // The JSON lists every region: more than a pipe holds, so read it
+    // while the command runs.
+    let out = Command::new(crate::common::bin())
+        .args(["layout", p, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "problems found");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "revlog");
+    assert_eq!(
+        v["revlog"]["revisions"].as_u64(),
+        Some(hg_revisions("00changelog.i"))
+    );
+    let r = run(&["layout", p], T);
+    assert!(
+        r.stdout.starts_with("format revlog"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+}
+
+/// Header size, data sources, and per archive (rows, cur_row).
+type RrdInfo = (u64, u64, Vec<(u64, u64)>);
+
+/// `rrdtool info`: header size, data sources and per archive (rows,
+/// cur_row).
+fn rrd_info(path: &Path) -> RrdInfo {
+    let out = Command::new("rrdtool")
+        .arg("info")
+        .arg(path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k} = ")))
+            .and_then(|v| v.trim_matches('"').parse::<u64>().ok())
+    };
+    let ds: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ds[")?.split(']').next())
+        .collect();
+    let rras = (0..)
+        .map_while(|i| {
+            Some((
+                field(&format!("rra[{i}].rows"))?,
+                field(&format!("rra[{i}].cur_row"))?,
+            ))
+        })
+        .collect();
+    (field("header_size").unwrap(), ds.len() as u64, rras)
+}
+
+/// The shared corpus's big.rrd (`oracle.sh gen --shape big`) when present.
+fn shared_big_rrd() -> Option<std::path::PathBuf> {
+    let oracle = bolt_oracle();
+    let shared = oracle.ancestors().nth(3)?;
+    Some(shared.join("corpus/rrd/big.rrd")).filter(|p| p.is_file())
+}
+
+/// PAGES per kind is the number of distinct OS pages the kind's regions
+/// touch: each archive's current row, where `rrdtool info` puts it, and
+/// the rows around them.
+#[test]
+fn rrd_kind_pages_are_pages_touched() {
+    need("rrdtool", "rrdtool");
+    let ps = residency::os_page_size();
+    let mut files = vec![
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/gauge.rrd"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/hw.rrd"),
+    ];
+    files.extend(shared_big_rrd());
+    for path in files {
+        let (header, ds, rras) = rrd_info(&path);
+        let row = ds * 8;
+        let mut cur = std::collections::BTreeSet::new();
+        let mut rows = std::collections::BTreeSet::new();
+        let mut at = header;
+        for (n, c) in rras {
+            for r in 0..n {
+                let off = at + r * row;
+                let set = if r == c { &mut cur } else { &mut rows };
+                set.extend(off / ps..=(off + row - 1) / ps);
+            }
+            at += n * row;
+        }
+        let v = json(&["layout", path.to_str().unwrap(), "--json"]);
+        let kind = |k: &str| {
+            v["kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["kind"] == k)
+                .map(|t| t["pages"].as_u64().unwrap())
+        };
+        assert_eq!(
+            kind("cur_row"),
+            Some(cur.len() as u64),
+            "{}",
+            path.display()
+        );
+        assert_eq!(kind("rows"), Some(rows.len() as u64), "{}", path.display());
+    }
+}
+
+/// `inspector residency` breaks resident bytes down per kind for RRD and
+/// revlog files too, agreeing with vmtouch: nothing after an eviction,
+/// every byte after vmtouch -t.
+#[test]
+fn residency_per_kind_for_rrd_and_revlog() {
+    need("vmtouch", "vmtouch");
+    let dir = tmpdir();
+    for (from, name) in [
+        (revlog_testdata("00changelog.i"), "00changelog.i"),
+        (
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/hw.rrd"),
+            "hw.rrd",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        fs::copy(&from, &path).unwrap();
+        File::open(&path).unwrap().sync_all().unwrap();
+        let p = path.to_str().unwrap();
+        evict(&path);
+        assert_eq!(vmtouch(&path).0, 0, "{name} evicted");
+        let v = json(&["residency", p, "--json"]);
+        let kinds = v["kinds"].as_array().unwrap().clone();
+        assert!(kinds.len() >= 2, "{name}: {v}");
+        for k in &kinds {
+            assert_eq!(k["resident_bytes"].as_u64(), Some(0), "{name}: {k}");
+        }
+        Command::new("vmtouch")
+            .args(["-t", "-q", p])
+            .status()
+            .unwrap();
+        let (r, t) = vmtouch(&path);
+        assert_eq!(r, t, "{name} touched");
+        let v = json(&["residency", p, "--json"]);
+        for k in v["kinds"].as_array().unwrap() {
+            assert_eq!(k["resident_bytes"], k["bytes"], "{name}: {k}");
+        }
+        let text = run(&["residency", p], T).stdout;
+        assert!(text.contains("KIND "), "{name}: {text}");
+    }
 }

@@ -285,6 +285,61 @@ fn revlog_index_map_and_entries() {
     assert_eq!(fg, kind_color(kind));
 }
 
+/// The structure pane of a revlog lists the entries of the selected page
+/// (`l l l`, Enter: page 3): the revisions whose 64-byte entries overlap
+/// it, placed where hg's `debugindex --debug` puts them (an inline
+/// entry sits at `64 * rev + data-offset`).
+#[test]
+fn revlog_structure_lists_the_selected_pages_entries() {
+    let path = revlog_testdata("00changelog.i");
+    let mut target = fixed(&path);
+    let mut app = app("00changelog.i", &target, 120, 60);
+    press(
+        &mut app,
+        &mut target,
+        &[Action::Right, Action::Right, Action::Right, Action::Enter],
+    );
+    assert_eq!(app.selected(), 3);
+    let hg = fs::read_to_string(revlog_testdata("00changelog.i.debugindex-full.txt")).unwrap();
+    let (start, end) = (3 * 4096u64, 4 * 4096u64);
+    let revs: Vec<(u64, u64)> = hg
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let rev: u64 = w.first()?.parse().ok()?;
+            let data_offset: u64 = w.get(12)?.parse().ok()?;
+            Some((rev, 64 * rev + data_offset))
+        })
+        .filter(|&(_, at)| at < end && at + 64 > start)
+        .collect();
+    assert!(!revs.is_empty());
+    let t = draw(&app);
+    let text: String = t
+        .backend()
+        .buffer()
+        .content()
+        .chunks(120)
+        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n")
+        .collect();
+    let (first, last) = (revs[0].0, revs[revs.len() - 1].0);
+    assert!(
+        text.contains(&format!(
+            "page 3: revs {first}–{last} ({} entries)",
+            revs.len()
+        )),
+        "{text}"
+    );
+    // As many as the pane holds, from the first; the rest are counted.
+    for (rev, at) in revs.iter().take(15) {
+        assert!(
+            text.contains(&format!(" rev {rev} @{at}")),
+            "rev {rev} at {at}: {text}"
+        );
+    }
+    assert!(!text.contains("select a page on the map"), "{text}");
+}
+
 /// Every entry the detail pane shows for an index, page by page, carries
 /// the fields hg's `debugindex --debug` prints for that revision.
 #[test]
@@ -358,6 +413,45 @@ fn rrd_archives_and_current_rows() {
     let t = draw(&app);
     snap("rrd_gauge_rra0", &t);
     assert_eq!(app.focus(), Focus::Tree);
+    // Every current row is drawn in its colour, though rows fill most of
+    // its page (positions from `rrdtool info`, `header_size` and rows).
+    let info = std::process::Command::new("rrdtool")
+        .arg("info")
+        .arg(rrd_testdata("gauge.rrd"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let field = |k: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k} = ")))
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    if let Some(header) = field("header_size") {
+        let row = 2 * 8; // gauge.rrd: two data sources
+        let mut at = header;
+        for i in 0.. {
+            let (Some(rows), Some(cur)) = (
+                field(&format!("rra[{i}].rows")),
+                field(&format!("rra[{i}].cur_row")),
+            ) else {
+                break;
+            };
+            let page = (at + cur * row) / 4096;
+            assert_eq!(
+                app.cell(page).map(|c| c.kind),
+                Some(Kind::CurRow),
+                "rra[{i}]"
+            );
+            // (The selected cell swaps to the kind's colour as background.)
+            let (_, fg, bg) = cell_at(&app, &t, page);
+            assert!(
+                fg == kind_color(Kind::CurRow) || bg == kind_color(Kind::CurRow),
+                "rra[{i}]: {fg:?} on {bg:?}"
+            );
+            at += rows * row;
+        }
+        assert_eq!(app.cell(0).map(|c| c.kind), Some(Kind::Header));
+    }
 }
 
 /// The current row of every archive, as the detail pane describes it,

@@ -410,12 +410,21 @@ pub struct KindTotal {
     pub kind: &'static str,
     /// Bytes of the file of this kind.
     pub bytes: u64,
-    /// Format pages of this kind (bytes / page size, rounded up).
+    /// Distinct map pages (of [`unit`] bytes) that this kind's regions
+    /// overlap ([`mapwise_core::layout::KindCounts::pages`]): a page
+    /// holding two kinds counts for both, so the column may sum to more
+    /// than the file's pages.
     pub pages: u64,
-    /// Bytes of this kind in the page cache, counted per OS page
-    /// overlapping the kind's regions; `None` when residency is unknown
-    /// or was not sampled.
+    /// Bytes of this kind in the page cache: for every region of the
+    /// kind, its bytes that lie in resident OS pages (a popcount over the
+    /// residency bitmap, [`resident_bytes`]); `None` when residency is
+    /// unknown or was not sampled. Every format: bbolt page kinds, RRD
+    /// sections and rows, revlog entries and chunks.
     pub resident_bytes: Option<u64>,
+    /// Of the `pages` this kind touches, those wholly in the page cache
+    /// (every OS page of the map page inside the sampled range resident);
+    /// `None` when residency is unknown or was not sampled.
+    pub resident_pages: Option<u64>,
 }
 
 /// One bucket of the file.
@@ -546,18 +555,74 @@ pub fn unit(layout: &Layout) -> u64 {
     }
 }
 
-/// Totals per kind (kinds present only, in legend order), with resident
-/// bytes when `res` is given and trusted. Resident bytes are counted with [`resident_bytes`].
+/// `true` when map page `p` (of `unit` bytes) is wholly resident: every
+/// OS page of it inside the sampled range is, and it has at least one.
+fn page_resident(res: &Residency, unit: u64, p: u64) -> bool {
+    let ps = res.page_size.max(1);
+    let start = p.saturating_mul(unit).max(res.offset);
+    let end = p
+        .saturating_add(1)
+        .saturating_mul(unit)
+        .min(res.offset.saturating_add(res.len));
+    if start >= end {
+        return false;
+    }
+    let os = (end - 1 - res.offset) / ps - (start - res.offset) / ps + 1;
+    res.resident_in(start, end - start) == os
+}
+
+/// Wholly resident map pages among `[first, last]`: one popcount for the
+/// run when map pages are OS pages, else page by page.
+fn resident_pages_in(res: &Residency, unit: u64, first: u64, last: u64) -> u64 {
+    if unit == res.page_size && first >= res.offset / unit {
+        let start = first.saturating_mul(unit);
+        let end = last
+            .saturating_add(1)
+            .saturating_mul(unit)
+            .min(res.offset.saturating_add(res.len));
+        return if start < end {
+            res.resident_in(start, end - start)
+        } else {
+            0
+        };
+    }
+    (first..=last)
+        .filter(|&p| page_resident(res, unit, p))
+        .count() as u64
+}
+
+/// Totals per kind (kinds present only, in legend order): bytes and
+/// distinct pages from [`Layout::kind_counts`], the one count every front
+/// end shows; with resident bytes ([`resident_bytes`], a popcount per
+/// region) and wholly resident pages when `res` is given and trusted.
 #[must_use]
 pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
     let res = res.filter(|r| r.trust.is_known());
-    let ps = unit(layout);
-    let counts = layout.kind_counts();
+    let unit = unit(layout).max(1);
+    let counts = layout.kind_counts(unit);
     let mut resident = [0u64; Kind::ALL.len()];
+    let mut resident_pages = [0u64; Kind::ALL.len()];
+    let mut last_page: [Option<u64>; Kind::ALL.len()] = [None; Kind::ALL.len()];
     if let Some(r) = res {
-        for region in &layout.regions {
-            if let Some(slot) = resident.get_mut(region.kind.index()) {
+        for region in layout.regions.iter().filter(|g| g.len > 0) {
+            let i = region.kind.index();
+            if let Some(slot) = resident.get_mut(i) {
                 *slot = slot.saturating_add(resident_bytes(r, region.offset, region.len));
+            }
+            // The same distinct pages as `kind_counts`: a region shares
+            // at most its first page with the kind's previous region.
+            let mut first = region.offset / unit;
+            let last = (region.end() - 1) / unit;
+            if let Some(prev) = last_page.get_mut(i) {
+                if *prev == Some(first) {
+                    first += 1;
+                }
+                *prev = Some(last);
+            }
+            if first <= last
+                && let Some(slot) = resident_pages.get_mut(i)
+            {
+                *slot = slot.saturating_add(resident_pages_in(r, unit, first, last));
             }
         }
     }
@@ -568,8 +633,9 @@ pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
             (bytes > 0).then(|| KindTotal {
                 kind: k.name(),
                 bytes,
-                pages: bytes.div_ceil(ps),
+                pages: counts.pages.get(k.index()).copied().unwrap_or(0),
                 resident_bytes: res.map(|_| resident.get(k.index()).copied().unwrap_or(0)),
+                resident_pages: res.map(|_| resident_pages.get(k.index()).copied().unwrap_or(0)),
             })
         })
         .collect()

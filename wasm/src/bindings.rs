@@ -97,9 +97,14 @@ impl Viewer {
     }
 }
 
+/// `e` as a JavaScript error. When a browser read failed, say what that
+/// means here: the `File` handed to the page changed on disk (or went
+/// away) after it was picked, and only picking it again reads it anew.
 fn fail(blob: &BlobSource, e: &str) -> JsError {
-    match blob.last_error() {
-        Some(b) => JsError::new(&format!("{e} (browser: {b})")),
+    match blob.take_last_error() {
+        Some(b) => JsError::new(&format!(
+            "{e}: the browser could not read the file: it changed on disk or is no longer readable since it was picked; pick it again (browser: {b})"
+        )),
         None => JsError::new(e),
     }
 }
@@ -246,8 +251,10 @@ impl Viewer {
         self.js(r)
     }
 
-    /// Browser reads made so far and the bytes they returned: `{ reads,
-    /// bytes }` (numbers).
+    /// Browser reads made so far: `{ reads, bytes, distinct }` (numbers):
+    /// the reads, the bytes they fetched (a block the small cache dropped
+    /// and needed again counts each time, so this can exceed the file),
+    /// and the distinct file bytes fetched (at most the file's size).
     ///
     /// # Errors
     /// Never in practice (serialisation).
@@ -256,12 +263,14 @@ impl Viewer {
         struct Reads {
             reads: f64,
             bytes: f64,
+            distinct: f64,
         }
-        let (reads, bytes) = self.blob.stats();
+        let (reads, bytes, distinct) = self.blob.stats();
         #[allow(clippy::cast_precision_loss)]
         to_js(&Reads {
             reads: reads as f64,
             bytes: bytes as f64,
+            distinct: distinct as f64,
         })
     }
 }

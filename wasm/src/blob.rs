@@ -37,6 +37,25 @@ pub struct BlobSource {
     last_error: RefCell<Option<String>>,
     reads: Cell<u64>,
     bytes_read: Cell<u64>,
+    /// The file ranges fetched at least once, `[start, end)`, sorted and
+    /// merged: [`BlobSource::stats`] reports their total beside the bytes
+    /// fetched, which count a block again each time the cache dropped it.
+    fetched: RefCell<Vec<(u64, u64)>>,
+}
+
+/// Add `[start, end)` to the sorted, merged ranges `v`.
+fn add_range(v: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    let first = v.partition_point(|r| r.1 < start);
+    let last = v.partition_point(|r| r.0 <= end);
+    if first >= last {
+        v.insert(first, (start, end));
+        return;
+    }
+    let merged = (
+        v.get(first).map_or(start, |r| r.0.min(start)),
+        v.get(last - 1).map_or(end, |r| r.1.max(end)),
+    );
+    v.splice(first..last, [merged]);
 }
 
 /// A `Blob` offset or length as JavaScript wants it. File sizes are below
@@ -69,19 +88,24 @@ impl BlobSource {
             last_error: RefCell::new(None),
             reads: Cell::new(0),
             bytes_read: Cell::new(0),
+            fetched: RefCell::new(Vec::new()),
         })
     }
 
-    /// Browser reads so far and the bytes they returned.
+    /// Browser reads so far, the bytes they returned (a block the cache
+    /// dropped and needed again counts each time), and the distinct file
+    /// bytes among them (at most the file's size).
     #[must_use]
-    pub fn stats(&self) -> (u64, u64) {
-        (self.reads.get(), self.bytes_read.get())
+    pub fn stats(&self) -> (u64, u64, u64) {
+        let distinct = self.fetched.borrow().iter().map(|r| r.1 - r.0).sum();
+        (self.reads.get(), self.bytes_read.get(), distinct)
     }
 
-    /// What the browser said about the last failed read, if any.
+    /// What the browser said about the last failed read, if any; taken,
+    /// so a later failure of another kind is not blamed on it.
     #[must_use]
-    pub fn last_error(&self) -> Option<String> {
-        self.last_error.borrow().clone()
+    pub fn take_last_error(&self) -> Option<String> {
+        self.last_error.borrow_mut().take()
     }
 
     /// Exactly `[offset, offset + len)` from the browser; the caller has
@@ -114,6 +138,7 @@ impl BlobSource {
         }
         self.reads.set(self.reads.get() + 1);
         self.bytes_read.set(self.bytes_read.get() + len);
+        add_range(&mut self.fetched.borrow_mut(), offset, offset + len);
         Ok(arr.to_vec())
     }
 }
@@ -177,6 +202,27 @@ impl PageSource for BlobSource {
             len: n,
             code: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::add_range;
+
+    #[test]
+    fn ranges_merge() {
+        let mut v = Vec::new();
+        add_range(&mut v, 10, 20);
+        add_range(&mut v, 30, 40);
+        add_range(&mut v, 10, 20);
+        assert_eq!(v, [(10, 20), (30, 40)]);
+        add_range(&mut v, 0, 5);
+        add_range(&mut v, 15, 35);
+        assert_eq!(v, [(0, 5), (10, 40)]);
+        add_range(&mut v, 5, 10);
+        assert_eq!(v, [(0, 40)]);
+        add_range(&mut v, 50, 60);
+        assert_eq!(v.iter().map(|r| r.1 - r.0).sum::<u64>(), 50);
     }
 }
 

@@ -202,6 +202,10 @@ pub struct KindTotal {
     pub bytes: u64,
     /// Regions of this kind.
     pub regions: u64,
+    /// Distinct map pages ([`MAP_UNIT`] or the format's page) that this
+    /// kind's regions overlap; a page holding two kinds counts for both
+    /// ([`mapwise_core::layout::KindCounts::pages`]).
+    pub pages: u64,
 }
 
 /// A bbolt meta page as validated.
@@ -675,7 +679,22 @@ impl<S: PageSource> Viewer<S> {
                 }
                 r.layout
             }
-            _ => Layout::unknown(src.len()),
+            _ => {
+                fatal = Some(format!(
+                    "not a bbolt, RRDtool or revlog file: {}",
+                    if src.len() == 0 {
+                        "the file is empty".to_string()
+                    } else {
+                        format!(
+                            "none of their identifying bytes is there (bbolt: magic 0xED0CDAED at byte 16 of a meta page; \
+                             RRDtool: the cookie \"RRD\\0\" at byte 0; revlog: a version word and a first index entry) \
+                             in its {} bytes",
+                            src.len()
+                        )
+                    }
+                ));
+                Layout::unknown(src.len())
+            }
         };
         let unit = match layout.page_size {
             0 => MAP_UNIT,
@@ -712,25 +731,16 @@ impl<S: PageSource> Viewer<S> {
     /// The header, legend and problem list.
     #[must_use]
     pub fn summary(&self) -> Summary {
-        let mut bytes = [0u64; Kind::ALL.len()];
-        let mut regions = [0u64; Kind::ALL.len()];
-        for r in &self.layout.regions {
-            if let (Some(b), Some(n)) = (
-                bytes.get_mut(r.kind.index()),
-                regions.get_mut(r.kind.index()),
-            ) {
-                *b = b.saturating_add(r.len);
-                *n += 1;
-            }
-        }
+        let counts = self.layout.kind_counts(self.unit);
         let kinds = Kind::ALL
             .iter()
-            .filter(|k| regions.get(k.index()).is_some_and(|&n| n > 0))
+            .filter(|k| counts.regions.get(k.index()).is_some_and(|&n| n > 0))
             .map(|&k| KindTotal {
                 kind: k.name(),
                 index: u8::try_from(k.index()).unwrap_or(NO_KIND),
-                bytes: bytes.get(k.index()).copied().unwrap_or(0),
-                regions: regions.get(k.index()).copied().unwrap_or(0),
+                bytes: counts.bytes.get(k.index()).copied().unwrap_or(0),
+                regions: counts.regions.get(k.index()).copied().unwrap_or(0),
+                pages: counts.pages.get(k.index()).copied().unwrap_or(0),
             })
             .collect();
         Summary {
@@ -773,30 +783,11 @@ impl<S: PageSource> Viewer<S> {
         (start, end)
     }
 
-    /// The kind a cell covering `[start, end)` is drawn in: `corrupt` if
-    /// any of it is, else the kind with the most bytes (ties: legend
-    /// order) — the inspector's rule (`App::kind_in`).
+    /// The kind a cell covering `[start, end)` is drawn in: the rule the
+    /// inspector's map shares, [`Layout::cell_kind`] (corrupt, then the
+    /// marker kinds, then most bytes).
     fn cell_kind(&self, start: u64, end: u64) -> Kind {
-        let mut bytes = [0u64; Kind::ALL.len()];
-        for r in self.layout.regions_in(start, end.saturating_sub(start)) {
-            if r.kind == Kind::Corrupt {
-                return Kind::Corrupt;
-            }
-            let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
-            if let Some(b) = bytes.get_mut(r.kind.index()) {
-                *b = b.saturating_add(overlap);
-            }
-        }
-        let mut best = Kind::Data;
-        let mut most = 0;
-        for k in Kind::ALL {
-            let b = bytes.get(k.index()).copied().unwrap_or(0);
-            if b > most {
-                most = b;
-                best = k;
-            }
-        }
-        best
+        self.layout.cell_kind(start, end)
     }
 
     /// The map: `cells` cells of `per_cell` map pages each from page
@@ -847,18 +838,22 @@ impl<S: PageSource> Viewer<S> {
     #[must_use]
     pub fn cell(&self, first: u64, pages: u64) -> CellInfo {
         let (start, end) = self.span(first, pages.max(1));
-        let mut bytes = [0u64; Kind::ALL.len()];
-        let mut regions = [0u64; Kind::ALL.len()];
-        for r in self.layout.regions_in(start, end - start) {
-            let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
-            if let (Some(b), Some(n)) = (
-                bytes.get_mut(r.kind.index()),
-                regions.get_mut(r.kind.index()),
-            ) {
-                *b = b.saturating_add(overlap);
-                *n += 1;
-            }
-        }
+        // The cell's slice of the layout, counted by the one rule
+        // (`Layout::kind_counts`): regions clipped to the cell.
+        let mut cell = Layout::unknown(0);
+        cell.regions = self
+            .layout
+            .regions_in(start, end - start)
+            .map(|r| {
+                let mut r = r.clone();
+                let s = r.offset.max(start);
+                r.len = r.end().min(end).saturating_sub(s);
+                r.offset = s;
+                r
+            })
+            .collect();
+        let counts = cell.kind_counts(self.unit);
+        let (bytes, regions, pages) = (counts.bytes, counts.regions, counts.pages);
         let mut kinds: Vec<KindTotal> = Kind::ALL
             .iter()
             .filter(|k| bytes.get(k.index()).is_some_and(|&b| b > 0))
@@ -867,6 +862,7 @@ impl<S: PageSource> Viewer<S> {
                 index: u8::try_from(k.index()).unwrap_or(NO_KIND),
                 bytes: bytes.get(k.index()).copied().unwrap_or(0),
                 regions: regions.get(k.index()).copied().unwrap_or(0),
+                pages: pages.get(k.index()).copied().unwrap_or(0),
             })
             .collect();
         kinds.sort_by_key(|k| std::cmp::Reverse(k.bytes));
@@ -1625,6 +1621,84 @@ mod tests {
         assert_eq!(c.len, 8192);
     }
 
+    /// `rrdtool info` of `testdata/rrd/NAME`: header size, data sources,
+    /// and per archive (rows, cur_row).
+    /// Header size, data sources, and per archive (rows, cur_row).
+    type RrdInfo = (u64, u64, Vec<(u64, u64)>);
+
+    fn rrdtool_info(name: &str) -> Option<RrdInfo> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/rrd")
+            .join(name);
+        let out = std::process::Command::new("rrdtool")
+            .arg("info")
+            .arg(&p)
+            .output()
+            .ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        let field = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k} = ")))
+                .and_then(|v| v.trim_matches('"').parse::<u64>().ok())
+        };
+        let ds: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("ds[")?.split(']').next())
+            .collect();
+        let rras = (0..)
+            .map_while(|i| {
+                Some((
+                    field(&format!("rra[{i}].rows"))?,
+                    field(&format!("rra[{i}].cur_row"))?,
+                ))
+            })
+            .collect();
+        Some((field("header_size")?, ds.len() as u64, rras))
+    }
+
+    /// The map shows every archive's current row and the header in their
+    /// own colours, though rows fill most of their pages; the legend
+    /// counts the distinct pages each kind touches. Positions from
+    /// `rrdtool info` (skipped when rrdtool is missing).
+    #[test]
+    fn rrd_markers_win_their_cells_and_pages_are_touched_pages() {
+        for name in ["gauge.rrd", "hw.rrd", "mixed.rrd"] {
+            let Some((header, ds, rras)) = rrdtool_info(name) else {
+                eprintln!("rrdtool missing: skipped");
+                return;
+            };
+            let bytes = testdata(&format!("rrd/{name}"));
+            let v = Viewer::open(bytes.as_slice(), name).expect("open");
+            let cells = v.map(0, 1, u32::try_from(v.pages()).expect("pages"));
+            let row = ds * 8;
+            let mut at = header;
+            let mut cur_pages = std::collections::BTreeSet::new();
+            for (rows, cur) in rras {
+                let off = at + cur * row;
+                let pages = off / MAP_UNIT..=(off + row - 1) / MAP_UNIT;
+                for p in pages {
+                    cur_pages.insert(p);
+                    assert_eq!(
+                        cells[usize::try_from(p).expect("page")],
+                        k(Kind::CurRow),
+                        "{name}: page {p}"
+                    );
+                }
+                at += rows * row;
+            }
+            if !cur_pages.contains(&0) {
+                assert_eq!(cells[0], k(Kind::Header), "{name}: page 0 holds the header");
+            }
+            let s = v.summary();
+            let cur = s
+                .kinds
+                .iter()
+                .find(|t| t.kind == "cur_row")
+                .expect("cur_row");
+            assert_eq!(cur.pages, cur_pages.len() as u64, "{name}");
+        }
+    }
+
     #[test]
     fn revlog_entries_newest_first() {
         let bytes = testdata("revlog/00changelog.i");
@@ -1670,6 +1744,15 @@ mod tests {
         let junk = vec![7u8; 10_000];
         let v = Viewer::open(junk.as_slice(), "junk").expect("opens as unknown");
         assert_eq!(v.summary().format, "unknown");
+        // The page shows why in its error panel (`summary.fatal`).
+        for bytes in [&junk[..], &[0u8; 10][..], &[][..]] {
+            let v = Viewer::open(bytes, "x").expect("opens as unknown");
+            let fatal = v.summary().fatal.unwrap_or_default();
+            assert!(
+                fatal.starts_with("not a bbolt, RRDtool or revlog file: "),
+                "{fatal}"
+            );
+        }
         assert_eq!(v.pages(), 3);
         assert_eq!(v.map(0, 1, 4)[3], NO_KIND);
         let empty: &[u8] = &[];

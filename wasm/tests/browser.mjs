@@ -257,6 +257,14 @@ try {
   }
   await page.screenshot({ path: path.join(cfg.screens, 'rrd.png'), fullPage: true });
 
+  // ---- bytes no parser recognises: an error panel, the page stays usable
+  step('junk.bin');
+  const junk = { open: await open(cfg.files.junk) };
+  junk.error = await errorText();
+  junk.viewsVisible = await visible('#views');
+  junk.mapSummary = await page.textContent('#map-summary');
+  junk.status = await page.textContent('#status');
+
   // ---- a corrupt file, then a good one
   step('corrupt.db');
   const corrupt = { open: await open(cfg.files.corrupt) };
@@ -314,7 +322,7 @@ try {
   await page.screenshot({ path: path.join(cfg.screens, 'bolt-2gib.png'), fullPage: true });
   await page.screenshot({ path: cfg.screenshot, fullPage: true });
 
-  Object.assign(report, { small, etcd, trace, revlog, rrd, corrupt, after, dropped, big });
+  Object.assign(report, { small, etcd, trace, revlog, rrd, junk, corrupt, after, dropped, big });
 } catch (e) {
   report.failure = String(e && e.stack ? e.stack : e);
 } finally {

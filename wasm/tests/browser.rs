@@ -267,6 +267,18 @@ fn files() -> Result<BTreeMap<&'static str, PathBuf>, String> {
             t.elapsed().as_secs_f64()
         ));
     }
+    // 100 kB of pseudo-random bytes: no format's identifying bytes.
+    let junk = dir.join("junk.bin");
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let bytes: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect();
+    std::fs::write(&junk, bytes).map_err(|e| e.to_string())?;
     let trace = dir.join("etcd-small.trace");
     write_trace(&trace, &testdata("bolt/etcd-small.db"))?;
     Ok(BTreeMap::from([
@@ -276,6 +288,7 @@ fn files() -> Result<BTreeMap<&'static str, PathBuf>, String> {
         ("revlog", testdata("revlog/00changelog.i")),
         ("rrd", testdata("rrd/gauge.rrd")),
         ("corrupt", corrupt),
+        ("junk", junk),
         ("big", big),
     ]))
 }
@@ -928,6 +941,29 @@ fn corrupt_file_shows_the_error_and_the_next_file_opens() {
     );
 }
 
+/// A file no parser recognises opens (the map and legend stay usable) with
+/// the error panel saying it is none of the three formats, and no claim
+/// that it has no problems.
+#[test]
+fn an_unrecognised_file_shows_an_error_and_stays_usable() {
+    let j = &report()["junk"];
+    assert_eq!(j["open"]["ok"], true, "{j}");
+    let error = j["error"].as_str().expect("the error panel shows");
+    assert!(
+        error.contains("junk.bin: not a bbolt, RRDtool or revlog file"),
+        "{error}"
+    );
+    assert_eq!(j["viewsVisible"], true, "the map stays usable");
+    let summary = j["mapSummary"].as_str().unwrap_or_default();
+    assert!(!summary.contains("No problems found"), "{summary}");
+    // Distinct bytes read never exceed the file.
+    let reads = &j["open"]["reads"];
+    assert!(
+        reads["distinct"].as_f64().unwrap_or(f64::MAX) <= 100_000.0,
+        "{reads}"
+    );
+}
+
 #[test]
 fn a_dropped_file_opens() {
     let d = &report()["dropped"];
@@ -959,6 +995,15 @@ fn two_gib_bbolt_file_opens_in_under_64_mib_of_wasm_memory() {
         memory > 0 && memory < MEMORY_LIMIT,
         "wasm memory {memory} bytes"
     );
+    // Bytes fetched may count re-reads of blocks the cache dropped; the
+    // distinct bytes never exceed the file and never the bytes fetched.
+    let reads = &b["open"]["reads"];
+    let (fetched, distinct) = (
+        reads["bytes"].as_f64().unwrap_or(0.0),
+        reads["distinct"].as_f64().expect("distinct bytes"),
+    );
+    assert!(distinct > 0.0 && distinct <= fetched, "{reads}");
+    assert!(distinct <= BIG_SIZE as f64, "{reads}");
     let facts = &b["facts"];
     assert_eq!(facts["Format"], "bbolt");
     assert_eq!(facts["Size"], "2,147,483,648 bytes (2 GiB)");

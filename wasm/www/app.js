@@ -219,6 +219,7 @@ async function openFile(file) {
     firstPaintMs,
     openMs: summary.open_ms,
     reads: summary.reads,
+    size: num(summary.size),
   });
   renderStructure(gen).catch((e) => {
     if (gen === state.gen) $('structure').replaceChildren(el('p', { class: 'bad', text: e.message }));
@@ -234,7 +235,13 @@ function finishOpen(gen, info) {
   st.dataset.wasmBytes = String(state.memory);
   if (info.ok) {
     st.dataset.firstPaintMs = info.firstPaintMs.toFixed(1);
-    const reads = info.reads ? ` · ${fmtInt(info.reads.reads)} reads, ${human(info.reads.bytes)} read` : '';
+    // `bytes` counts every byte fetched, re-reads of blocks the small
+    // block cache dropped included; `distinct` the file bytes fetched at
+    // least once (never more than the file).
+    const r = info.reads;
+    const reads = r
+      ? ` · ${fmtInt(r.reads)} reads fetched ${human(r.bytes)} (${human(r.distinct)} distinct of ${human(info.size)})`
+      : '';
     setStatus(
       `${info.name}: opened in ${info.openMs.toFixed(0)} ms, first paint after ${info.firstPaintMs.toFixed(0)} ms${reads} · wasm memory ${human(state.memory)} · mapwise-wasm ${moduleVersion}`,
     );
@@ -331,15 +338,19 @@ function kindColor(index) {
 
 function renderLegend(s) {
   const size = Math.max(1, num(s.size));
-  // Formats with pages count pages; others count their regions.
-  const paged = s.page_size > 0;
-  $('legend').tHead.rows[0].cells[1].textContent = paged ? 'pages' : 'regions';
+  // Every format counts the distinct map pages each kind's regions touch
+  // (Layout::kind_counts in mapwise-core, as `inspector layout` does): a
+  // page holding two kinds counts for both, so the column can sum to more
+  // than the map's pages.
+  const head = $('legend').tHead.rows[0].cells[1];
+  head.textContent = 'pages';
+  head.title = `${human(state.unit)} map pages each kind touches; a page holding several kinds counts for each`;
   const rows = s.kinds.map((k) =>
     el(
       'tr',
       { 'data-kind': k.kind },
       el('td', {}, el('span', { class: 'swatch', style: `background:${kindColor(k.index)}`, 'aria-hidden': 'true' }), k.kind),
-      el('td', { class: 'count', text: fmtInt(paged ? Math.ceil(num(k.bytes) / state.unit) : k.regions) }),
+      el('td', { class: 'count', text: fmtInt(k.pages) }),
       el('td', { text: human(k.bytes) }),
       el('td', { text: share(k.bytes, size) }),
     ),
@@ -361,7 +372,11 @@ function mapSummaryText() {
     `${s.name}: ${fmtInt(state.pages)} pages of ${human(state.unit)} (${human(s.size)}), ` +
     `drawn as ${fmtInt(cells)} cells of ${plural(state.perCell, 'page', 'pages')}. ` +
     `By bytes: ${parts.join(', ')}. ` +
-    (probs ? `${plural(probs, 'problem', 'problems')} found.` : 'No problems found.')
+    (probs
+      ? `${plural(probs, 'problem', 'problems')} found.`
+      : s.fatal
+        ? 'Structure not read (see the error above).'
+        : 'No problems found.')
   );
 }
 

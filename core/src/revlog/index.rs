@@ -783,14 +783,24 @@ impl<'s, S: PageSource + ?Sized> Index<'s, S> {
     }
 }
 
-/// `true` when `src` plausibly starts with a revlog index. The 4-byte
-/// header alone is a weak signal (many files start with `00 00 00 01`),
-/// so revision 0's entry must also look like one hg writes: no parents,
-/// a delta base of 0 or -1, a non-negative chunk length that fits, zero
-/// padding (v1), a non-null nodeid, and a file size that is a whole
-/// number of entries (non-inline). A v2 / changelog-v2 docket (an
-/// unsupported format, still worth naming) is recognised by its exact
-/// header value and small size (at most 4 KiB). Never fails.
+/// `true` when `src` starts with a revlog index, judged by the format's
+/// identifying bytes, never by whether revision 0's fields are valid (a
+/// damaged entry is a problem the layout names, not a different format):
+///
+/// * v1: the version/flags word (`REVLOGV1` with only the inline and
+///   generaldelta flags, `mercurial/revlogutils/constants.py`), at least
+///   one whole 64-byte entry, the 12 bytes of zero padding after the
+///   nodeid of revision 0 (`INDEX_ENTRY_V1 = ">Qiiiiii20s12x"`), and for a
+///   non-inline index a size that is a whole number of entries (hg
+///   computes the revision count from the size);
+/// * v0: its version word is 0, which any file starting with four zero
+///   bytes has, so nothing in the header identifies it; the file must be a
+///   whole number of 76-byte entries and revision 0 must look like one hg
+///   writes (null parents, a non-null nodeid, a delta base of 0 or -1);
+/// * a v2 / changelog-v2 docket (an unsupported format, still worth
+///   naming) by its exact header value and small size (at most 4 KiB).
+///
+/// Never fails.
 #[must_use]
 pub fn sniff<S: PageSource + ?Sized>(src: &S) -> bool {
     let len = src.len();
@@ -808,32 +818,25 @@ pub fn sniff<S: PageSource + ?Sized>(src: &S) -> bool {
     let Ok(bytes) = src.read_at(0, es) else {
         return false;
     };
-    let Ok(e) = Entry::decode(0, 0, header.version, bytes) else {
-        return false;
-    };
-    let fits = if header.is_inline() {
-        (es as u64).saturating_add(u64::from(e.compressed_len())) <= len
-    } else {
-        len.is_multiple_of(es as u64)
-    };
-    let no_parents = match e.stored_parents() {
-        StoredParents::Revs(p1, p2) => p1 == NULL_REV && p2 == NULL_REV,
-        StoredParents::Nodes(p1, p2) => *p1 == NULL_NODE && *p2 == NULL_NODE,
-    };
-    let padding_clear = match header.version {
-        Version::V0 => true,
+    match header.version {
         Version::V1 => {
-            e.bytes()
-                .get(52..64)
-                .is_some_and(|p| p.iter().all(|&b| b == 0))
-                && e.bytes().get(4..6).is_some_and(|p| p == [0, 0])
+            let padding_clear = bytes.get(52..64).is_some_and(|p| p.iter().all(|&b| b == 0));
+            padding_clear && (header.is_inline() || len.is_multiple_of(es as u64))
         }
-    };
-    fits && no_parents
-        && padding_clear
-        && matches!(e.base_rev(), 0 | NULL_REV)
-        && e.link_rev() >= 0
-        && *e.node() != NULL_NODE
+        Version::V0 => {
+            let Ok(e) = Entry::decode(0, 0, header.version, bytes) else {
+                return false;
+            };
+            let no_parents = matches!(
+                e.stored_parents(),
+                StoredParents::Nodes(p1, p2) if *p1 == NULL_NODE && *p2 == NULL_NODE
+            );
+            len.is_multiple_of(es as u64)
+                && no_parents
+                && matches!(e.base_rev(), 0 | NULL_REV)
+                && *e.node() != NULL_NODE
+        }
+    }
 }
 
 #[cfg(test)]

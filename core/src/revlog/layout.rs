@@ -62,8 +62,11 @@ fn entry_problems<S: PageSource + ?Sized>(
     e: &Entry<'_>,
     out: &mut Layout,
 ) {
-    let at = At::Offset(e.position().unwrap_or(0));
     let rev: Rev = e.rev();
+    let at = At::Revision {
+        rev: u64::try_from(rev).unwrap_or(0),
+        offset: e.position().unwrap_or(0),
+    };
     if e.flags() & !REVIDX_KNOWN_FLAGS != 0 {
         out.push_problem(Error::Invalid {
             at,
@@ -159,7 +162,10 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, opts: LayoutOptions) -> RevlogLay
                 Ok(e) => {
                     if e.data_offset() != expected_offset {
                         out.layout.push_problem(Error::Invalid {
-                            at: At::Offset(pos),
+                            at: At::Revision {
+                                rev: u64::try_from(rev).unwrap_or(0),
+                                offset: pos,
+                            },
                             field: "data_offset",
                             value: e.data_offset(),
                             expected: "the sum of the earlier chunk lengths (inline revlog)",
@@ -198,7 +204,10 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, opts: LayoutOptions) -> RevlogLay
                         let (off, n) = (e.data_offset(), u64::from(e.compressed_len()));
                         if off.checked_add(n).is_none_or(|end| end > data_len) {
                             out.layout.push_problem(Error::OutOfBounds {
-                                at: At::Offset(pos),
+                                at: At::Revision {
+                                    rev: i,
+                                    offset: pos,
+                                },
                                 field: "data_offset",
                                 offset: off,
                                 len: n,

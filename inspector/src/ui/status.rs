@@ -158,13 +158,9 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
     }
     for t in app.totals() {
         let k = kind_from_name(t.kind);
-        let res = match t.resident_bytes {
-            Some(b) => {
-                let r = if widest {
-                    t.pages
-                } else {
-                    b.div_ceil(unit).min(t.pages)
-                };
+        let res = match t.resident_pages {
+            Some(n) => {
+                let r = if widest { t.pages } else { n.min(t.pages) };
                 format!(" {r}/{} {}", t.pages, short_percent(r, t.pages))
             }
             None => format!(" ?/{}", t.pages),

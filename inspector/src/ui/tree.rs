@@ -34,14 +34,18 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         let why = match (&snap.error, snap.format, &snap.revlog) {
             (Some(e), _, _) => format!("structure unreadable: {e}"),
             (None, mapwise_core::layout::Format::Bolt, _) => "no buckets".to_string(),
-            (None, mapwise_core::layout::Format::Revlog, Some(r)) => format!(
-                "revlog index, version {}{}{}\n{} revisions ({} data bytes)\n\nselect a page on the map to see its entries",
-                r.version,
-                if r.inline { ", inline data" } else { "" },
-                if r.generaldelta { ", generaldelta" } else { "" },
-                r.revisions,
-                r.data_bytes
-            ),
+            (None, mapwise_core::layout::Format::Revlog, Some(r)) => {
+                let head = format!(
+                    "revlog index, version {}{}{}\n{} revisions ({} data bytes)",
+                    r.version,
+                    if r.inline { ", inline data" } else { "" },
+                    if r.generaldelta { ", generaldelta" } else { "" },
+                    r.revisions,
+                    r.data_bytes
+                );
+                revlog_page(frame, inside, app, head);
+                return;
+            }
             (None, f, _) => format!("format {}: no structure to show", f.name()),
         };
         frame.render_widget(
@@ -74,6 +78,78 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines), inside);
+}
+
+/// A revlog's structure: its header facts, then the entries of the
+/// selected map page (every entry region overlapping it, a cut entry on
+/// both of its pages), one line each: residency glyph, revision, byte
+/// offset of the entry and the inline chunk that follows it. As many as
+/// fit; the last line says how many more the page holds.
+fn revlog_page(frame: &mut Frame, area: Rect, app: &App, head: String) {
+    let dim = Style::new().fg(Color::DarkGray);
+    let layout = app.layout();
+    let unit = app.unit().max(1);
+    let page = app.selected();
+    let start = page.saturating_mul(unit);
+    let entries: Vec<&mapwise_core::layout::Region> = layout
+        .regions_in(start, unit)
+        .filter(|r| matches!(r.kind, Kind::Entry | Kind::Corrupt))
+        .collect();
+    let mut lines: Vec<Line> = head
+        .lines()
+        .map(|l| Line::styled(l.to_string(), dim))
+        .collect();
+    lines.push(Line::raw(""));
+    let revs = match (entries.first(), entries.last()) {
+        (Some(a), Some(b)) if a.kind == Kind::Entry && b.kind == Kind::Entry => {
+            format!(
+                "page {page}: revs {}–{} ({} entries)",
+                a.id,
+                b.id,
+                entries.len()
+            )
+        }
+        _ if entries.is_empty() => format!("page {page}: no entry starts or ends here"),
+        _ => format!("page {page}: {} entries or damaged runs", entries.len()),
+    };
+    lines.push(Line::styled(
+        revs,
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
+    let room = usize::from(area.height).saturating_sub(lines.len());
+    let shown = if entries.len() > room {
+        room.saturating_sub(1)
+    } else {
+        entries.len()
+    };
+    for r in entries.iter().take(shown) {
+        let (res, _, _) = app.residence_in(r.offset, r.end());
+        let chunk = layout
+            .region_index_at(r.end())
+            .and_then(|i| layout.regions.get(i))
+            .filter(|c| c.kind == Kind::Chunk && c.id == r.id)
+            .map_or(String::new(), |c| format!(" + {} B data", c.len));
+        let what = if r.kind == Kind::Entry {
+            format!(" rev {}", r.id)
+        } else {
+            " corrupt".to_string()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(glyph(res).to_string(), Style::new().fg(kind_color(r.kind))),
+            Span::styled(what, Style::new().fg(kind_color(r.kind))),
+            Span::styled(format!(" @{}{chunk}", r.offset), dim),
+        ]));
+    }
+    if shown < entries.len() {
+        lines.push(Line::styled(
+            format!(
+                "… {} more on this page (zoom in or see detail)",
+                entries.len() - shown
+            ),
+            dim,
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), area);
 }
 
 fn leaf_name(g: &Group) -> &str {
