@@ -237,12 +237,13 @@ impl Target for Replay {
         #[allow(clippy::cast_precision_loss)]
         let secs = |us: u64| us as f64 / 1e6;
         Some(format!(
-            "{} frame {}/{frames} · {:.2}/{:.2} s · {}×",
+            "{} frame {}/{frames} · {:.2}/{:.2} s · {}× · sampled every {} ms",
             if self.playing { "▶" } else { "⏸" },
             (self.frame + 1).min(frames),
             secs(self.clock_us),
             secs(self.trace.duration_us()),
-            SPEEDS[self.speed]
+            SPEEDS[self.speed],
+            secs(self.trace.header.interval_us) * 1000.0
         ))
     }
 }

@@ -240,7 +240,7 @@ function finishOpen(gen, info) {
     // least once (never more than the file).
     const r = info.reads;
     const reads = r
-      ? ` · ${fmtInt(r.reads)} reads fetched ${human(r.bytes)} (${human(r.distinct)} distinct of ${human(info.size)})`
+      ? ` · ${plural(r.reads, 'read', 'reads')} fetched ${human(r.bytes)} (${human(r.distinct)} distinct of ${human(info.size)})`
       : '';
     setStatus(
       `${info.name}: opened in ${info.openMs.toFixed(0)} ms, first paint after ${info.firstPaintMs.toFixed(0)} ms${reads} · wasm memory ${human(state.memory)} · mapwise-wasm ${moduleVersion}`,

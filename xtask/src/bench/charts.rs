@@ -8,6 +8,7 @@
 
 use anyhow::{Result, anyhow};
 use mapwise_core::trace::Trace;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// One bar of a ratio chart.
@@ -35,6 +36,24 @@ const PALETTE: [RGBColor; 6] = [
 
 fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("chart: {e}")
+}
+
+/// Both charts' coordinate system: seconds or ratios against a share.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Draw the series legend (lower right) and finish the SVG.
+fn legend_and_present<'b>(
+    chart: &mut Chart<'b, 'b>,
+    root: &DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
 }
 
 /// A horizontal bar chart of ratios (time ours / time peer, lower is
@@ -129,14 +148,7 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
                 .label(format!("target ({t}×)"))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
+        legend_and_present(&mut chart, &root)?;
     }
     Ok(svg)
 }
@@ -204,14 +216,7 @@ pub fn residency(title: &str, series: &[(String, &Trace)]) -> Result<String> {
                     PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
                 });
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
+        legend_and_present(&mut chart, &root)?;
     }
     Ok(svg)
 }
