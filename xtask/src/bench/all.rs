@@ -114,6 +114,7 @@ struct Index {
     mode: &'static str,
     cache: &'static str,
     machine: Machine,
+    loadavg_end: Option<String>,
     benches: Vec<BenchRun>,
 }
 
@@ -229,6 +230,7 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
             "both"
         },
         machine: Machine::describe(&ws.bench_dir()),
+        loadavg_end: super::machine::loadavg(),
         benches: runs,
     };
     let report = render(&index);
@@ -251,7 +253,6 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
 
 fn render(x: &Index) -> String {
     let m = &x.machine;
-    let na = || "unknown".to_owned();
     let mut o = String::new();
     let _ = writeln!(o, "# cargo xtask bench all — {}\n", x.started_utc);
     let _ = writeln!(
@@ -261,30 +262,7 @@ fn render(x: &Index) -> String {
          figures) is in its directory; this page gathers their verdicts.\n",
         x.mode, x.cache, x.finished_utc
     );
-    let _ = writeln!(o, "## Machine\n");
-    let mut t = Table::new(&["", "this machine"]);
-    t.row(["CPU".to_owned(), m.cpu_model.clone().unwrap_or_else(na)]);
-    t.row([
-        "Cores".to_owned(),
-        m.cpus_online.map_or_else(na, |n| n.to_string()),
-    ]);
-    t.row([
-        "Memory".to_owned(),
-        m.memory_bytes.map_or_else(na, super::units::human_size),
-    ]);
-    t.row(["Kernel".to_owned(), m.kernel.clone().unwrap_or_else(na)]);
-    t.row([
-        "File system of target/bench".to_owned(),
-        m.mount
-            .as_ref()
-            .map_or_else(na, |mt| format!("{} on {}", mt.fstype, mt.source)),
-    ]);
-    t.row([
-        "read_ahead_kb".to_owned(),
-        m.read_ahead_kb.map_or_else(na, |k| k.to_string()),
-    ]);
-    t.row(["THP".to_owned(), m.thp_enabled.clone().unwrap_or_else(na)]);
-    o.push_str(&t.render());
+    o.push_str(&m.section("target/bench", &[], x.loadavg_end.as_deref()));
     let _ = writeln!(o, "\n## Benches\n");
     let mut t = Table::new(&["bench", "status", ">minutes", "report", "verdicts"]);
     for b in &x.benches {

@@ -936,82 +936,26 @@ pub(super) fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
-/// The report's `## Machine` section (shared with `bench bolt`).
+/// The report's `## Machine` section with Go's and bbolt's versions
+/// (shared with `bench bolt`).
 pub(super) fn machine_section(
     m: &Machine,
     versions: &Versions,
     loadavg_end: Option<&String>,
 ) -> String {
-    let mut o = String::new();
     let na = || "unknown".to_owned();
-    let _ = writeln!(o, "## Machine\n");
-    let mut t = Table::new(&["", "this machine"]);
-    t.row(["CPU".to_owned(), m.cpu_model.clone().unwrap_or_else(na)]);
-    t.row([
-        "Cores".to_owned(),
-        format!(
-            "{} logical CPUs online, {} available to this process",
-            m.cpus_online.map_or_else(na, |n| n.to_string()),
-            m.cpus_available.map_or_else(na, |n| n.to_string())
-        ),
-    ]);
-    t.row([
-        "Memory".to_owned(),
-        m.memory_bytes.map_or_else(na, human_size),
-    ]);
-    t.row(["Kernel".to_owned(), m.kernel.clone().unwrap_or_else(na)]);
-    t.row([
-        "File system of the file".to_owned(),
-        m.mount.as_ref().map_or_else(na, |mt| {
-            format!(
-                "{} on {} mounted at {} ({})",
-                mt.fstype, mt.source, mt.mount_point, mt.options
-            )
-        }),
-    ]);
-    t.row([
-        "Block device, read_ahead_kb".to_owned(),
-        format!(
-            "{}, read_ahead_kb = {}",
-            m.block_device.clone().unwrap_or_else(na),
-            m.read_ahead_kb.map_or_else(na, |k| k.to_string())
-        ),
-    ]);
-    t.row([
-        "THP (transparent_hugepage)".to_owned(),
-        format!(
-            "enabled = {}, defrag = {}",
-            m.thp_enabled.clone().unwrap_or_else(na),
-            m.thp_defrag.clone().unwrap_or_else(na)
-        ),
-    ]);
-    t.row(["Go".to_owned(), m.go_version.clone().unwrap_or_else(na)]);
-    t.row([
-        "bbolt".to_owned(),
-        format!(
-            "{} (oracle README); Debian package golang-github-coreos-bbolt-dev {}",
-            versions.bbolt_readme.clone().unwrap_or_else(na),
-            versions.bbolt_package.clone().unwrap_or_else(na)
-        ),
-    ]);
-    t.row([
-        "Rust (ours)".to_owned(),
-        m.rustc_version.clone().unwrap_or_else(na),
-    ]);
-    t.row([
-        "Load average".to_owned(),
-        format!(
-            "{} at start, {} at end",
-            m.loadavg.clone().unwrap_or_else(na),
-            loadavg_end.cloned().unwrap_or_else(na)
-        ),
-    ]);
-    o.push_str(&t.render());
-    o
+    let bbolt = format!(
+        "{} (oracle README); Debian package golang-github-coreos-bbolt-dev {}",
+        versions.bbolt_readme.clone().unwrap_or_else(na),
+        versions.bbolt_package.clone().unwrap_or_else(na)
+    );
+    m.section(
+        "the file",
+        &[("Go", m.go_version.clone()), ("bbolt", Some(bbolt))],
+        loadavg_end.map(String::as_str),
+    )
 }
 
-/// The markdown report.
-#[allow(clippy::too_many_lines)]
 /// The seed's own figures (boltdb/bolt pull request 455, Nov 2015: a 2 GB
 /// file read in full after dropping the page cache, without and with
 /// `MAP_POPULATE`) beside this run's cold medians.
@@ -1092,6 +1036,8 @@ fn seed_section(o: &mut String, r: &Results) {
     );
 }
 
+/// The markdown report.
+#[allow(clippy::too_many_lines)]
 fn render(r: &Results) -> String {
     let m = &r.machine;
     let mut o = String::new();

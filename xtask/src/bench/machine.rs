@@ -6,6 +6,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::output::Table;
+use super::units::human_size;
+
 /// The facts that decide how page-cache numbers come out.
 #[derive(Debug, Serialize)]
 pub struct Machine {
@@ -96,6 +99,79 @@ impl Machine {
             go_version: first_line_of("go", &["version"]),
             rustc_version: first_line_of("rustc", &["-V"]),
         }
+    }
+}
+
+impl Machine {
+    /// The report's `## Machine` section, the same in every bench: CPU,
+    /// cores, memory, kernel, the file system of `files` (e.g. "the
+    /// file", "the repositories") with its block device and
+    /// read_ahead_kb, THP, then each `(tool, version)` of `tools`, our
+    /// rustc, and the load average at start and `loadavg_end`.
+    pub fn section(
+        &self,
+        files: &str,
+        tools: &[(&str, Option<String>)],
+        loadavg_end: Option<&str>,
+    ) -> String {
+        let m = self;
+        let na = || "unknown".to_owned();
+        let mut t = Table::new(&["", "this machine"]);
+        t.row(["CPU".to_owned(), m.cpu_model.clone().unwrap_or_else(na)]);
+        t.row([
+            "Cores".to_owned(),
+            format!(
+                "{} logical CPUs online, {} available to this process",
+                m.cpus_online.map_or_else(na, |n| n.to_string()),
+                m.cpus_available.map_or_else(na, |n| n.to_string())
+            ),
+        ]);
+        t.row([
+            "Memory".to_owned(),
+            m.memory_bytes.map_or_else(na, human_size),
+        ]);
+        t.row(["Kernel".to_owned(), m.kernel.clone().unwrap_or_else(na)]);
+        t.row([
+            format!("File system of {files}"),
+            m.mount.as_ref().map_or_else(na, |mt| {
+                format!(
+                    "{} on {} mounted at {} ({})",
+                    mt.fstype, mt.source, mt.mount_point, mt.options
+                )
+            }),
+        ]);
+        t.row([
+            "Block device, read_ahead_kb".to_owned(),
+            format!(
+                "{}, read_ahead_kb = {}",
+                m.block_device.clone().unwrap_or_else(na),
+                m.read_ahead_kb.map_or_else(na, |k| k.to_string())
+            ),
+        ]);
+        t.row([
+            "THP (transparent_hugepage)".to_owned(),
+            format!(
+                "enabled = {}, defrag = {}",
+                m.thp_enabled.clone().unwrap_or_else(na),
+                m.thp_defrag.clone().unwrap_or_else(na)
+            ),
+        ]);
+        for (tool, version) in tools {
+            t.row([(*tool).to_owned(), version.clone().unwrap_or_else(na)]);
+        }
+        t.row([
+            "Rust (ours)".to_owned(),
+            m.rustc_version.clone().unwrap_or_else(na),
+        ]);
+        t.row([
+            "Load average".to_owned(),
+            format!(
+                "{} at start, {} at end",
+                m.loadavg.clone().unwrap_or_else(na),
+                loadavg_end.map_or_else(na, ToOwned::to_owned)
+            ),
+        ]);
+        format!("## Machine\n\n{}", t.render())
     }
 }
 
@@ -264,27 +340,27 @@ mod tests {
     const MOUNTINFO: &str = "\
 22 27 0:21 / /proc rw,relatime - proc proc rw
 27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard
-41 27 0:38 / /work/my\\040disk rw,relatime - tmpfs tmpfs rw
-50 27 254:0 /srv /work/bind rw,relatime shared:1 - ext4 /dev/vda rw
+41 27 0:38 / /mnt/my\\040disk rw,relatime - tmpfs tmpfs rw
+50 27 254:0 /srv /mnt/bind rw,relatime shared:1 - ext4 /dev/vda rw
 ";
 
     #[test]
     fn mounts_by_device_and_longest_prefix() {
-        let m = find_mount(MOUNTINFO, "254:0", "/work/main/target/bench/files/x.db").unwrap();
+        let m = find_mount(MOUNTINFO, "254:0", "/home/u/repo/target/bench/files/x.db").unwrap();
         assert_eq!(
             (m.mount_point.as_str(), m.fstype.as_str(), m.source.as_str()),
             ("/", "ext4", "/dev/vda")
         );
-        let m = find_mount(MOUNTINFO, "254:0", "/work/bind/x.db").unwrap();
-        assert_eq!(m.mount_point, "/work/bind");
+        let m = find_mount(MOUNTINFO, "254:0", "/mnt/bind/x.db").unwrap();
+        assert_eq!(m.mount_point, "/mnt/bind");
         assert_eq!(m.options, "rw,relatime");
-        let m = find_mount(MOUNTINFO, "0:38", "/work/my disk/x").unwrap();
+        let m = find_mount(MOUNTINFO, "0:38", "/mnt/my disk/x").unwrap();
         assert_eq!(
             (m.mount_point.as_str(), m.fstype.as_str()),
-            ("/work/my disk", "tmpfs")
+            ("/mnt/my disk", "tmpfs")
         );
         // A prefix of the name is not a prefix of the path.
-        let m = find_mount(MOUNTINFO, "9:9", "/work/bindle/x").unwrap();
+        let m = find_mount(MOUNTINFO, "9:9", "/mnt/bindle/x").unwrap();
         assert_eq!(m.mount_point, "/");
     }
 

@@ -2270,64 +2270,11 @@ fn render(r: &Results) -> String {
         r.finished_utc
     );
 
-    let _ = writeln!(o, "## Machine\n");
-    let mut t = Table::new(&["", "this machine"]);
-    t.row(["CPU".to_owned(), m.cpu_model.clone().unwrap_or_else(na)]);
-    t.row([
-        "Cores".to_owned(),
-        format!(
-            "{} logical CPUs online, {} available to this process",
-            m.cpus_online.map_or_else(na, |n| n.to_string()),
-            m.cpus_available.map_or_else(na, |n| n.to_string())
-        ),
-    ]);
-    t.row([
-        "Memory".to_owned(),
-        m.memory_bytes.map_or_else(na, human_size),
-    ]);
-    t.row(["Kernel".to_owned(), m.kernel.clone().unwrap_or_else(na)]);
-    t.row([
-        "File system of the repositories".to_owned(),
-        m.mount.as_ref().map_or_else(na, |mt| {
-            format!(
-                "{} on {} mounted at {} ({})",
-                mt.fstype, mt.source, mt.mount_point, mt.options
-            )
-        }),
-    ]);
-    t.row([
-        "Block device, read_ahead_kb".to_owned(),
-        format!(
-            "{}, read_ahead_kb = {}",
-            m.block_device.clone().unwrap_or_else(na),
-            m.read_ahead_kb.map_or_else(na, |k| k.to_string())
-        ),
-    ]);
-    t.row([
-        "THP (transparent_hugepage)".to_owned(),
-        format!(
-            "enabled = {}, defrag = {}",
-            m.thp_enabled.clone().unwrap_or_else(na),
-            m.thp_defrag.clone().unwrap_or_else(na)
-        ),
-    ]);
-    t.row([
-        "Mercurial".to_owned(),
-        r.hg_version.clone().unwrap_or_else(na),
-    ]);
-    t.row([
-        "Rust (ours)".to_owned(),
-        m.rustc_version.clone().unwrap_or_else(na),
-    ]);
-    t.row([
-        "Load average".to_owned(),
-        format!(
-            "{} at start, {} at end",
-            m.loadavg.clone().unwrap_or_else(na),
-            r.loadavg_end.clone().unwrap_or_else(na)
-        ),
-    ]);
-    o.push_str(&t.render());
+    o.push_str(&m.section(
+        "the repositories",
+        &[("Mercurial", r.hg_version.clone())],
+        r.loadavg_end.as_deref(),
+    ));
 
     let _ = writeln!(o, "\n## Repositories\n");
     let mut t = Table::new(&[
