@@ -284,60 +284,15 @@ fn path_encode(path: &[u8]) -> Vec<u8> {
     }
 }
 
-/// SHA-1 (FIPS 180-4) of `data`, as 40 lower-case hex digits. Used only
-/// for hashed store names; not a security boundary.
+/// SHA-1 of `data` (the `sha1` crate), as 40 lower-case hex digits.
+/// Used only for hashed store names; not a security boundary.
 #[must_use]
 pub fn sha1_hex(data: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut h: [u32; 5] = [
-        0x6745_2301,
-        0xEFCD_AB89,
-        0x98BA_DCFE,
-        0x1032_5476,
-        0xC3D2_E1F0,
-    ];
-    let mut msg = data.to_vec();
-    let bits = (data.len() as u64).wrapping_mul(8);
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&bits.to_be_bytes());
-    for block in msg.chunks_exact(64) {
-        let mut w = [0u32; 80];
-        for (i, word) in block.chunks_exact(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..20 => ((b & c) | (!b & d), 0x5A82_7999),
-                20..40 => (b ^ c ^ d, 0x6ED9_EBA1),
-                40..60 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-                _ => (b ^ c ^ d, 0xCA62_C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
+    use sha1::Digest as _;
+    use std::fmt::Write as _;
     let mut s = String::with_capacity(40);
-    for x in h {
-        let _ = write!(s, "{x:08x}");
+    for b in sha1::Sha1::digest(data) {
+        let _ = write!(s, "{b:02x}");
     }
     s
 }

@@ -125,107 +125,9 @@ pub struct Args {
 // ---------------------------------------------------------------------
 // SHA-1 and the synthetic changelog (pure).
 
-/// SHA-1 (FIPS 180-4), for revlog nodeids; no security claim.
-#[derive(Clone, Debug)]
-pub struct Sha1 {
-    h: [u32; 5],
-    buf: [u8; 64],
-    buf_len: usize,
-    total: u64,
-}
-
-impl Default for Sha1 {
-    fn default() -> Self {
-        Self {
-            h: [
-                0x6745_2301,
-                0xEFCD_AB89,
-                0x98BA_DCFE,
-                0x1032_5476,
-                0xC3D2_E1F0,
-            ],
-            buf: [0; 64],
-            buf_len: 0,
-            total: 0,
-        }
-    }
-}
-
-impl Sha1 {
-    /// Adds bytes.
-    pub fn update(&mut self, mut data: &[u8]) {
-        self.total = self.total.wrapping_add(data.len() as u64);
-        if self.buf_len > 0 {
-            let take = (64 - self.buf_len).min(data.len());
-            self.buf[self.buf_len..self.buf_len + take].copy_from_slice(&data[..take]);
-            self.buf_len += take;
-            data = &data[take..];
-            if self.buf_len < 64 {
-                return;
-            }
-            let block = self.buf;
-            compress(&mut self.h, &block);
-            self.buf_len = 0;
-        }
-        let mut blocks = data.chunks_exact(64);
-        for b in &mut blocks {
-            let mut block = [0u8; 64];
-            block.copy_from_slice(b);
-            compress(&mut self.h, &block);
-        }
-        let rest = blocks.remainder();
-        self.buf[..rest.len()].copy_from_slice(rest);
-        self.buf_len = rest.len();
-    }
-
-    /// The digest.
-    pub fn finish(mut self) -> [u8; 20] {
-        let bits = self.total.wrapping_mul(8);
-        self.update(&[0x80]);
-        while self.buf_len != 56 {
-            self.update(&[0]);
-        }
-        self.update(&bits.to_be_bytes());
-        let mut out = [0u8; 20];
-        for (o, h) in out.chunks_exact_mut(4).zip(self.h) {
-            o.copy_from_slice(&h.to_be_bytes());
-        }
-        out
-    }
-}
-
-fn compress(h: &mut [u32; 5], block: &[u8; 64]) {
-    let mut w = [0u32; 80];
-    for (i, c) in block.chunks_exact(4).enumerate() {
-        w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-    }
-    for i in 16..80 {
-        w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-    }
-    let [mut a, mut b, mut c, mut d, mut e] = *h;
-    for (i, wi) in w.iter().enumerate() {
-        let (f, k) = match i {
-            0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
-            20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
-            40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-            _ => (b ^ c ^ d, 0xCA62_C1D6),
-        };
-        let t = a
-            .rotate_left(5)
-            .wrapping_add(f)
-            .wrapping_add(e)
-            .wrapping_add(k)
-            .wrapping_add(*wi);
-        e = d;
-        d = c;
-        c = b.rotate_left(30);
-        b = a;
-        a = t;
-    }
-    for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-        *x = x.wrapping_add(y);
-    }
-}
+use sha1::Digest as _;
+/// SHA-1 for revlog nodeids (the `sha1` crate; no security claim).
+pub use sha1::Sha1;
 
 /// A 20-byte nodeid.
 pub type Node = [u8; 20];
@@ -238,7 +140,7 @@ pub fn revlog_node(p1: &Node, p2: &Node, text: &[u8]) -> Node {
     s.update(a);
     s.update(b);
     s.update(text);
-    s.finish()
+    s.finalize().into()
 }
 
 /// Lower-case hex.
@@ -2745,7 +2647,7 @@ mod tests {
         let h = |d: &[u8]| {
             let mut s = Sha1::default();
             s.update(d);
-            hex(&s.finish())
+            hex(&s.finalize())
         };
         assert_eq!(h(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
         assert_eq!(h(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
@@ -2759,7 +2661,7 @@ mod tests {
         for piece in data.chunks(37) {
             s.update(piece);
         }
-        assert_eq!(hex(&s.finish()), h(&data));
+        assert_eq!(hex(&s.finalize()), h(&data));
         assert_eq!(
             h(&[b'a'; 1_000]),
             "291e9a6c66994949b57ba5e650361e98fc36b1ba"
