@@ -123,23 +123,6 @@ pub fn bolt_file(data: &[u8]) {
 // ---------------------------------------------------------------------------
 // RRD files
 
-struct Mem(Vec<u8>);
-
-impl rrd::update::Rows for Mem {
-    fn read(&mut self, offset: u64, out: &mut [f64]) -> mapwise_core::Result<()> {
-        for (k, v) in out.iter_mut().enumerate() {
-            *v = rrd::format::le::f64_at(&self.0, offset + 8 * k as u64);
-        }
-        Ok(())
-    }
-    fn write(&mut self, offset: u64, values: &[f64]) -> mapwise_core::Result<()> {
-        for (k, v) in values.iter().enumerate() {
-            rrd::format::le::put_f64(&mut self.0, offset + 8 * k as u64, *v);
-        }
-        Ok(())
-    }
-}
-
 /// Stand-in math library: the update's control flow, not its numbers.
 struct NoMath;
 
@@ -207,7 +190,7 @@ pub fn rrd_file(data: &[u8]) {
         }
     }
     let mut owned = h.into_owned();
-    let mut rows = Mem(data.to_vec());
+    let mut rows = rrd::update::MemRows(data.to_vec());
     if let Ok(mut u) = rrd::update::Updater::new(&mut owned, &mut rows, &NoMath, 0) {
         let tmpl = rrd::update::Template::default_for(u.header());
         let clock = rrd::update::Clock {

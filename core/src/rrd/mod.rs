@@ -53,39 +53,12 @@ pub fn foreign_arch<S: crate::source::PageSource + ?Sized>(src: &S) -> Option<Ar
     arch::detect(&head).filter(|a| *a != Arch::Native)
 }
 
+/// A stand-in math library for the tests of this module: the update's
+/// control flow, not its numbers (the real one is native's `StdMath`).
 #[cfg(test)]
-mod damage {
-    //! Damaged corpus files never make the readers panic: random byte
-    //! flips and truncations go through the header parser, the layout,
-    //! dump, info, fetch and an update.
-
-    use alloc::string::String;
-
-    use proptest::prelude::*;
-
-    use super::*;
-
-    static GAUGE: &[u8] = include_bytes!("../../../testdata/rrd/gauge.rrd");
-    static HW: &[u8] = include_bytes!("../../../testdata/rrd/hw.rrd");
-    static COMPUTE: &[u8] = include_bytes!("../../../testdata/rrd/compute.rrd");
-
-    struct Mem(alloc::vec::Vec<u8>);
-    impl update::Rows for Mem {
-        fn read(&mut self, offset: u64, out: &mut [f64]) -> crate::Result<()> {
-            for (k, v) in out.iter_mut().enumerate() {
-                *v = format::le::f64_at(&self.0, offset + 8 * k as u64);
-            }
-            Ok(())
-        }
-        fn write(&mut self, offset: u64, values: &[f64]) -> crate::Result<()> {
-            for (k, v) in values.iter().enumerate() {
-                format::le::put_f64(&mut self.0, offset + 8 * k as u64, *v);
-            }
-            Ok(())
-        }
-    }
-    struct NoMath;
-    impl rpn::Libm for NoMath {
+mod test_math {
+    pub(super) struct NoMath;
+    impl super::rpn::Libm for NoMath {
         fn sin(&self, x: f64) -> f64 {
             x
         }
@@ -111,6 +84,23 @@ mod damage {
             x
         }
     }
+}
+
+#[cfg(test)]
+mod damage {
+    //! Damaged corpus files never make the readers panic: random byte
+    //! flips and truncations go through the header parser, the layout,
+    //! dump, info, fetch and an update.
+
+    use alloc::string::String;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    static GAUGE: &[u8] = include_bytes!("../../../testdata/rrd/gauge.rrd");
+    static HW: &[u8] = include_bytes!("../../../testdata/rrd/hw.rrd");
+    static COMPUTE: &[u8] = include_bytes!("../../../testdata/rrd/compute.rrd");
 
     fn exercise(bytes: &[u8]) {
         let l = layout(bytes, 4096);
@@ -131,8 +121,8 @@ mod damage {
                 }
             }
             let mut owned = h.into_owned();
-            let mut rows = Mem(bytes.to_vec());
-            if let Ok(mut u) = update::Updater::new(&mut owned, &mut rows, &NoMath, 0) {
+            let mut rows = update::MemRows(bytes.to_vec());
+            if let Ok(mut u) = update::Updater::new(&mut owned, &mut rows, &test_math::NoMath, 0) {
                 let tmpl = update::Template::default_for(u.header());
                 let clock = update::Clock {
                     now: (0, 0),
@@ -183,59 +173,16 @@ mod corpus {
 
     use super::*;
 
-    struct Mem(Vec<u8>);
-    impl update::Rows for Mem {
-        fn read(&mut self, offset: u64, out: &mut [f64]) -> crate::Result<()> {
-            for (k, v) in out.iter_mut().enumerate() {
-                *v = format::le::f64_at(&self.0, offset + 8 * k as u64);
-            }
-            Ok(())
-        }
-        fn write(&mut self, offset: u64, values: &[f64]) -> crate::Result<()> {
-            for (k, v) in values.iter().enumerate() {
-                format::le::put_f64(&mut self.0, offset + 8 * k as u64, *v);
-            }
-            Ok(())
-        }
-    }
-
-    struct Plain;
-    impl rpn::Libm for Plain {
-        fn sin(&self, x: f64) -> f64 {
-            x
-        }
-        fn cos(&self, x: f64) -> f64 {
-            x
-        }
-        fn log(&self, x: f64) -> f64 {
-            x
-        }
-        fn exp(&self, x: f64) -> f64 {
-            x
-        }
-        fn atan(&self, x: f64) -> f64 {
-            x
-        }
-        fn atan2(&self, y: f64, _: f64) -> f64 {
-            y
-        }
-        fn sqrt(&self, x: f64) -> f64 {
-            x
-        }
-        fn pow(&self, x: f64, _: f64) -> f64 {
-            x
-        }
-    }
-
     /// Apply `calls` (each a list of arguments) to `empty`.
     pub(super) fn replay(empty: &[u8], calls: &[Vec<&str>]) -> Vec<u8> {
         let mut file = empty.to_vec();
         for args in calls {
             let h = Header::parse(&file[..]).expect("header").into_owned();
             let mut h = h;
-            let mut rows = Mem(file.clone());
+            let mut rows = update::MemRows(file.clone());
             {
-                let mut u = update::Updater::new(&mut h, &mut rows, &Plain, 0).expect("engine");
+                let mut u =
+                    update::Updater::new(&mut h, &mut rows, &test_math::NoMath, 0).expect("engine");
                 let tmpl = update::Template::default_for(u.header());
                 let clock = update::Clock {
                     now: (0, 0),

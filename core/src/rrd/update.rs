@@ -40,6 +40,29 @@ pub trait Rows {
     fn write(&mut self, offset: u64, values: &[f64]) -> crate::error::Result<()>;
 }
 
+/// A whole file held in memory as [`Rows`]: values are read and written
+/// as little-endian doubles at absolute offsets of the buffer (through
+/// `format::le`, so offsets past the end read as that module reads them
+/// and are never written out of bounds). The value area of a file a test,
+/// the fuzzer or the browser holds as bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemRows(pub alloc::vec::Vec<u8>);
+
+impl Rows for MemRows {
+    fn read(&mut self, offset: u64, out: &mut [f64]) -> crate::error::Result<()> {
+        for (k, v) in (0u64..).zip(out.iter_mut()) {
+            *v = super::format::le::f64_at(&self.0, offset.saturating_add(8 * k));
+        }
+        Ok(())
+    }
+    fn write(&mut self, offset: u64, values: &[f64]) -> crate::error::Result<()> {
+        for (k, v) in (0u64..).zip(values) {
+            super::format::le::put_f64(&mut self.0, offset.saturating_add(8 * k), *v);
+        }
+        Ok(())
+    }
+}
+
 /// One update argument, parsed: a time and one input string per data
 /// source (`U` where none was given).
 #[derive(Debug, Clone, PartialEq, Eq)]
