@@ -35,6 +35,9 @@ target/bench/<UTC timestamp>-all.
   --quick (default) / --full   passed to each bench (bolt-scan: --full
                                means --size 2GiB, the seed's file; bolt:
                                --full means its default sizes)
+  --tiny                       passed to every bench: tiny inputs, a
+                               smoke run of the harness (CI); its times
+                               mean nothing
   --cold / --warm / --both     passed to the benches that choose
                                (bolt-scan, mmaptest); the others always
                                run both and say so
@@ -65,6 +68,9 @@ pub struct Args {
     /// Cold and warm cells (the default).
     #[arg(long)]
     both: bool,
+    /// Tiny inputs, passed to every bench (a smoke run of the harness).
+    #[arg(long, conflicts_with = "full")]
+    tiny: bool,
     /// Runs per tool in each cell, passed to every bench.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
     runs: Option<u64>,
@@ -153,6 +159,9 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
     if let Some(r) = a.runs {
         v.extend(["--runs".into(), r.to_string()]);
     }
+    if a.tiny {
+        v.push("--tiny".into());
+    }
     v.push("--out".into());
     v.push(out.to_string_lossy().into_owned());
     (v, notes)
@@ -221,7 +230,13 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
         bench: "all",
         started_utc: utc_human(started),
         finished_utc: utc_human(SystemTime::now()),
-        mode: if a.full { "full" } else { "quick" },
+        mode: if a.full {
+            "full"
+        } else if a.tiny {
+            "tiny"
+        } else {
+            "quick"
+        },
         cache: if a.cold {
             "cold"
         } else if a.warm {

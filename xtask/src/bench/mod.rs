@@ -200,6 +200,11 @@ pub struct CommonArgs {
     /// Runs per tool in each cell (A B A B …: this many pairs).
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub runs: u64,
+    /// Tiny inputs for a smoke run of the harness (CI): each bench picks
+    /// the smallest sizes and counts that still exercise every cell, table,
+    /// chart and trace. Times measured this way mean nothing.
+    #[arg(long)]
+    pub tiny: bool,
     /// Directory for REPORT.md and results.json [default:
     /// target/bench/<UTC timestamp>].
     #[arg(long, value_name = "DIR")]
