@@ -13,13 +13,14 @@ use serde::{Deserialize, Serialize};
 
 use super::alternate::{self, CacheState, Pair, Prepared};
 use super::charts::{self, RatioBar};
+use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, Table, TempPath};
-use super::pagecache::{self, ReadPass};
+use super::pagecache;
 use super::proc::{Cmd, tail};
 use super::stats::{Summary, fmt_secs, pair_ratios};
 use super::traces::{TraceInfo, Traces};
-use super::units::{format_size, human_size, mb_per_s, utc_human};
+use super::units::{format_size, human_size, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
@@ -258,17 +259,6 @@ pub(super) struct CellResult {
     pub(super) summary: CellSummary,
 }
 
-/// A physical-limit measurement: whole-file reads.
-#[derive(Debug, Serialize)]
-struct Limit {
-    what: String,
-    how: String,
-    passes: Vec<ReadPass>,
-    /// Set when the measurement could not be made (e.g. no O_DIRECT on
-    /// this file system).
-    error: Option<String>,
-}
-
 #[derive(Debug, Serialize)]
 struct ResidencyRun {
     wall_s: f64,
@@ -418,7 +408,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .flat_map(|&cache| [false, true].map(|populate| CellSpec { cache, populate }))
         .collect();
     let oracle = ws.oracle("bolt")?;
-    let steps = 4 + cells.len() * (warmup + runs) * 2 + 2 * runs + runs;
+    let steps = 4 + cells.len() * (warmup + runs) * 2 + limits::steps(runs) + runs;
     let progress = Progress::new(steps as u64);
 
     // Builds: ours (required), the inspector (optional), the oracle.
@@ -481,26 +471,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     }
 
     // The physical limits.
-    let limits = vec![
-        measure_limit(
-            &file_path,
-            runs,
-            &progress,
-            "sequential O_DIRECT read, cold",
-            "after the cold reset: open(O_RDONLY|O_DIRECT), read(2) 1 MiB at a time into a 4 KiB-aligned buffer",
-            CacheState::Cold,
-            true,
-        )?,
-        measure_limit(
-            &file_path,
-            runs,
-            &progress,
-            "cached read(), warm",
-            "after one warming read: open(O_RDONLY), read(2) 1 MiB at a time",
-            CacheState::Warm,
-            false,
-        )?,
-    ];
+    let limits = limits::standard(&file_path, runs, &progress)?;
 
     // inspector residency on a sparse file.
     let residency = residency_bench(ws, &inspector_build, &build_inspector, runs, &progress)?;
@@ -770,38 +741,6 @@ fn summarize(pairs: &[Pair<Sample>]) -> CellSummary {
         go_resident_after: col(&|s| s.resident_after, false),
         key_counts,
     }
-}
-
-fn measure_limit(
-    file: &Path,
-    runs: usize,
-    progress: &Progress,
-    what: &str,
-    how: &str,
-    state: CacheState,
-    direct: bool,
-) -> Result<Limit> {
-    let mut passes = Vec::with_capacity(runs);
-    let mut error = None;
-    for run in 1..=runs {
-        progress.set(format!("limit: {what}, run {run}/{runs}"));
-        progress.inc();
-        if error.is_some() {
-            continue;
-        }
-        alternate::prepare(file, state)?;
-        match pagecache::read_whole(file, direct) {
-            Ok(p) => passes.push(p),
-            Err(e) if interrupt::is_interrupted(&e) => return Err(e),
-            Err(e) => error = Some(format!("{e:#}")),
-        }
-    }
-    Ok(Limit {
-        what: what.to_owned(),
-        how: how.to_owned(),
-        passes,
-        error,
-    })
 }
 
 fn residency_bench(
@@ -1225,31 +1164,7 @@ fn render(r: &Results) -> String {
         r.traces.len(),
         r.file.path
     );
-    let _ = writeln!(o, "## Physical limits\n");
-    let mut t = Table::new(&["what", ">time", ">bandwidth (MB/s = 10^6 B/s)", "notes"]);
-    for l in &r.limits {
-        if let Some(e) = &l.error {
-            t.row([
-                l.what.clone(),
-                "—".to_owned(),
-                "—".to_owned(),
-                format!("unavailable: {e}"),
-            ]);
-            continue;
-        }
-        let secs: Vec<f64> = l.passes.iter().map(|p| p.secs).collect();
-        let rates: Vec<f64> = l.passes.iter().map(|p| mb_per_s(p.bytes, p.secs)).collect();
-        let rate = Summary::of(&rates).map_or_else(
-            || "—".to_owned(),
-            |s| format!("{:.0} [{:.0}–{:.0}]", s.median, s.min, s.max),
-        );
-        t.row([
-            l.what.clone(),
-            opt_secs(Summary::of(&secs).as_ref()),
-            rate,
-            l.how.clone(),
-        ]);
-    }
+    limits::section(&mut o, &r.limits);
     let rs = &r.residency;
     let (time, note) = match rs.status.as_str() {
         "ok" => {
@@ -1284,15 +1199,16 @@ fn render(r: &Results) -> String {
             format!("{other}: {}", rs.detail.clone().unwrap_or_default()),
         ),
     };
+    let mut t = Table::new(&["what", ">time", "notes"]);
     t.row([
         format!(
             "`inspector residency`, {} sparse file",
             human_size(rs.sparse_bytes)
         ),
         time,
-        "—".to_owned(),
         note,
     ]);
+    let _ = writeln!(o, "## Residency of a sparse file\n");
     o.push_str(&t.render());
 
     let _ = writeln!(o, "\n## Verdicts (target: ours ≤ 1.0× Go bbolt, took)\n");

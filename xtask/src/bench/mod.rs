@@ -15,6 +15,7 @@ pub mod bolt;
 pub mod bolt_scan;
 pub mod charts;
 pub mod interrupt;
+pub mod limits;
 pub mod machine;
 pub mod mmaptest;
 pub mod output;
