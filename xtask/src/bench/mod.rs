@@ -151,7 +151,8 @@ rrd: issue 4, the seed experiment re-run: the seed's `create` (ours vs
   (`oracle.sh bench-inproc`), warm and cold. Every final file must be
   byte-identical to rrdtool's and every updatev output equal. Verdicts:
   process level ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
-  updates/s warm and ≤ 1.0× its time cold; whether the mode table shows
+  updates/s warm and ≤ 1.0× its time cold by one mode (which ones do, and
+  each mode's own verdicts); whether the mode table shows
   the seed's finding (direct far slower, mmap and fd close), and why not.
   Every timed loop's residency is traced (traces/, `inspector replay`);
   charts: ours/rrdtool and ours/librrd ratios per cell and mode, and the
