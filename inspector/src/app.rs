@@ -90,6 +90,10 @@ pub trait Target {
     fn clock(&self) -> Option<String> {
         None
     }
+    /// `true` while a replay plays (a live view never does).
+    fn is_playing(&self) -> bool {
+        false
+    }
 }
 
 /// A playback command of a replayed trace.
@@ -1270,8 +1274,12 @@ impl App {
 
     /// One interval passed: refresh from `target`.
     pub fn tick(&mut self, target: &mut dyn Target) {
+        let was_playing = target.is_playing();
         let r = target.refresh();
         self.sync(target, r.new_snapshot);
+        if was_playing && !target.is_playing() {
+            self.message = Message::info("at the last frame; Space plays it again from the start");
+        }
     }
 
     /// Copy what `target` holds now; the structure too when

@@ -100,12 +100,6 @@ impl Replay {
         self.frame
     }
 
-    /// `true` while playing.
-    #[must_use]
-    pub fn playing(&self) -> bool {
-        self.playing
-    }
-
     fn first_us(&self) -> u64 {
         self.trace.frames.first().map_or(0, |f| f.t_us)
     }
@@ -231,6 +225,9 @@ impl Target for Replay {
             }
             Playback::Slower | Playback::Faster => format!("speed {}×", SPEEDS[self.speed]),
         })
+    }
+    fn is_playing(&self) -> bool {
+        self.playing
     }
     fn clock(&self) -> Option<String> {
         let frames = self.trace.frames.len();

@@ -68,7 +68,7 @@ fn a_recorded_read_plays_back_frame_by_frame() {
 
     // Pause, then step to the last frame: every page resident.
     app.update(Action::Play(Playback::Toggle), &mut target);
-    assert!(!target.playing());
+    assert!(!target.is_playing());
     let frames = target.trace().frames.len();
     for _ in 0..frames {
         app.update(Action::Play(Playback::StepForward), &mut target);
@@ -91,13 +91,18 @@ fn a_recorded_read_plays_back_frame_by_frame() {
     // Playing advances with the ticks and stops at the end.
     app.update(Action::Play(Playback::Toggle), &mut target);
     for _ in 0..10_000 {
-        if !target.playing() {
+        if !target.is_playing() {
             break;
         }
         app.tick(&mut target);
     }
     assert_eq!(target.frame(), frames - 1);
-    assert!(!target.playing());
+    assert!(!target.is_playing());
+    let said = app.message().map(|m| m.text.clone()).unwrap_or_default();
+    assert!(
+        said.contains("last frame"),
+        "message after the end: {said:?}"
+    );
 }
 
 #[test]

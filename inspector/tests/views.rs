@@ -565,6 +565,7 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
         text.contains("8 KiB TRUNCATED: the header says 220 KiB"),
         "{text}"
     );
+    assert!(text.contains("× past end of file"), "legend: {text}");
 }
 
 #[test]

@@ -32,6 +32,17 @@ pub enum Advice {
     Sequential,
     /// `MADV_WILLNEED`: start asynchronous read-ahead of the whole range.
     WillNeed,
+    /// `MADV_HUGEPAGE`: on a file mapping, a fault that must read reads
+    /// the whole 2 MiB-aligned block around it into one huge folio (4 MiB
+    /// of read-ahead unless the range is also `MADV_RANDOM`), and a fault on
+    /// a cached 2 MiB folio maps it with one PMD entry instead of 512 PTEs
+    /// (Linux `mm/filemap.c`, `do_sync_mmap_readahead` and
+    /// `filemap_map_pages`). That needs a file system whose page cache
+    /// holds large folios (ext4 and XFS on current kernels) and a 2
+    /// MiB-aligned mapping, which the kernel chooses for file mappings of
+    /// 2 MiB or more. A long scan reads the
+    /// device in 2 MiB requests; a random lookup reads 2 MiB for one page.
+    HugePage,
 }
 
 impl Advice {
@@ -43,6 +54,7 @@ impl Advice {
             Advice::Random => "random",
             Advice::Sequential => "sequential",
             Advice::WillNeed => "willneed",
+            Advice::HugePage => "hugepage",
         }
     }
 
@@ -54,6 +66,7 @@ impl Advice {
             Advice::Random,
             Advice::Sequential,
             Advice::WillNeed,
+            Advice::HugePage,
         ]
         .into_iter()
         .find(|a| a.name() == s)
@@ -65,6 +78,7 @@ impl Advice {
             Advice::Random => memmap2::Advice::Random,
             Advice::Sequential => memmap2::Advice::Sequential,
             Advice::WillNeed => memmap2::Advice::WillNeed,
+            Advice::HugePage => memmap2::Advice::HugePage,
         }
     }
 }

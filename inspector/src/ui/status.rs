@@ -61,7 +61,12 @@ pub fn legend_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         (Residence::Some, "some"),
         (Residence::None, "not cached"),
         (Residence::Unknown, "unknown"),
+        (Residence::PastEof, "past end of file"),
     ] {
+        // `×` only matters once the file is shorter than the map.
+        if res == Residence::PastEof && app.map_len() <= app.file_len() {
+            continue;
+        }
         chunks.push(vec![
             Span::styled(
                 glyph(res).to_string(),

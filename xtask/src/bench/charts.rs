@@ -4,10 +4,13 @@
 //! * [`ratios`] — ours/peer per cell: the median as a bar, min–max as a
 //!   whisker, 1.0 (parity) and the target as vertical lines.
 //! * [`residency`] — the traced file's resident share over time, one line
-//!   per run (from residency traces), to show why a run is fast.
+//!   per run (from residency traces), to show why a run is fast;
+//!   [`residency_pages`] the same in OS pages, for runs that touch a few
+//!   pages of a large file.
 
 use anyhow::{Result, anyhow};
 use mapwise_core::trace::Trace;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
@@ -38,14 +41,18 @@ fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("chart: {e}")
 }
 
-/// Both charts' coordinate system: seconds or ratios against a share.
-type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+/// A chart whose y axis is linear in f64 and whose x axis is `X` (linear
+/// or logarithmic f64).
+type Chart<'a, 'b, X> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, RangedCoordf64>>;
 
 /// Draw the series legend (lower right) and finish the SVG.
-fn legend_and_present<'b>(
-    chart: &mut Chart<'b, 'b>,
+fn legend_and_present<'b, X>(
+    chart: &mut Chart<'b, 'b, X>,
     root: &DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
-) -> Result<()> {
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
@@ -56,8 +63,59 @@ fn legend_and_present<'b>(
     root.present().map_err(err)
 }
 
+/// Largest over smallest ratio on a chart above which its axis is
+/// logarithmic: beyond that the bars near parity would be slivers.
+const LOG_SPREAD: f64 = 20.0;
+
+/// The x range of a ratio chart: `(from, to, logarithmic)`. Linear from 0
+/// to a little past the largest value (parity and the target included);
+/// logarithmic around the positive finite values when they spread more
+/// than [`LOG_SPREAD`]×.
+fn ratio_axis(bars: &[RatioBar], target: Option<f64>) -> (f64, f64, bool) {
+    let values: Vec<f64> = bars
+        .iter()
+        .flat_map(|b| [b.min, b.median, b.max])
+        .chain([1.0])
+        .chain(target)
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let hi = values.iter().copied().fold(1.0f64, f64::max);
+    let lo = values.iter().copied().fold(1.0f64, f64::min);
+    if hi / lo > LOG_SPREAD {
+        (lo / 1.5, hi * 1.5, true)
+    } else {
+        (0.0, hi * 1.1, false)
+    }
+}
+
+/// The ticks of a logarithmic ratio axis: 1, 2 and 5 times the powers of
+/// ten within `from..=to`.
+fn log_ticks(from: f64, to: f64) -> Vec<f64> {
+    if !(from > 0.0 && to > from && to.is_finite()) {
+        return Vec::new();
+    }
+    // Decades of a ratio axis: a few, far inside i32.
+    #[allow(clippy::cast_possible_truncation)]
+    let (lo, hi) = (from.log10().floor() as i32, to.log10().ceil() as i32);
+    (lo..=hi)
+        .flat_map(|k| {
+            [1.0, 2.0, 5.0].map(|m: f64| {
+                // Dividing by an exact power of ten keeps 0.2 as 0.2.
+                if k < 0 {
+                    m / 10f64.powi(-k)
+                } else {
+                    m * 10f64.powi(k)
+                }
+            })
+        })
+        .filter(|v| (from..=to).contains(v))
+        .collect()
+}
+
 /// A horizontal bar chart of ratios (time ours / time peer, lower is
 /// better for us) with parity at 1.0 and, when given, the target line.
+/// The axis turns logarithmic when the ratios spread over more than
+/// [`LOG_SPREAD`]× (its label then says so).
 ///
 /// # Errors
 /// When plotters fails to draw (it does not on finite inputs).
@@ -65,92 +123,130 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
     let mut svg = String::new();
     let rows = bars.len().max(1);
     let height = 90 + 34 * u32::try_from(rows).unwrap_or(u32::MAX / 64);
-    let finite = |v: f64| if v.is_finite() { v } else { 0.0 };
-    let top = bars
-        .iter()
-        .map(|b| finite(b.max).max(finite(b.median)))
-        .chain([1.0, target.unwrap_or(0.0)])
-        .fold(0.0f64, f64::max)
-        * 1.1;
+    let (from, to, log) = ratio_axis(bars, target);
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         #[allow(clippy::cast_precision_loss)]
         let y_max = rows as f64;
-        let mut chart = ChartBuilder::on(&root)
+        let mut builder = ChartBuilder::on(&root);
+        builder
             .caption(title, ("sans-serif", 17))
             .margin(10)
             .x_label_area_size(34)
-            .y_label_area_size(220)
-            .build_cartesian_2d(0.0..top, 0.0..y_max)
-            .map_err(err)?;
-        let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(rows * 2 + 1)
-            .y_label_formatter(&|y| {
-                // Label the bar centres (k + 0.5) only.
-                let k = y - 0.5;
-                if (k - k.round()).abs() < 1e-6 && k >= 0.0 {
-                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                    let i = rows - 1 - k.round() as usize;
-                    labels.get(i).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .x_desc("time ratio ours / peer (median, min–max): below 1 is faster")
-            .draw()
-            .map_err(err)?;
-        for (i, b) in bars.iter().enumerate() {
-            #[allow(clippy::cast_precision_loss)]
-            let y = (rows - 1 - i) as f64;
-            let color = PALETTE[i % PALETTE.len()];
-            chart
-                .draw_series([Rectangle::new(
-                    [(0.0, y + 0.2), (finite(b.median), y + 0.8)],
-                    color.mix(0.75).filled(),
-                )])
+            .y_label_area_size(220);
+        if log {
+            let mut chart = builder
+                .build_cartesian_2d(
+                    (from..to).log_scale().with_key_points(log_ticks(from, to)),
+                    0.0..y_max,
+                )
                 .map_err(err)?;
-            chart
-                .draw_series([
-                    PathElement::new(
-                        vec![(finite(b.min), y + 0.5), (finite(b.max), y + 0.5)],
-                        BLACK.stroke_width(2),
-                    ),
-                    PathElement::new(
-                        vec![(finite(b.min), y + 0.35), (finite(b.min), y + 0.65)],
-                        BLACK.stroke_width(2),
-                    ),
-                    PathElement::new(
-                        vec![(finite(b.max), y + 0.35), (finite(b.max), y + 0.65)],
-                        BLACK.stroke_width(2),
-                    ),
-                ])
+            draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
+        } else {
+            let mut chart = builder
+                .build_cartesian_2d(from..to, 0.0..y_max)
                 .map_err(err)?;
+            draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
         }
-        chart
-            .draw_series([PathElement::new(
-                vec![(1.0, 0.0), (1.0, y_max)],
-                BLACK.stroke_width(1),
-            )])
-            .map_err(err)?
-            .label("parity (1.0)")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
-        if let Some(t) = target {
-            chart
-                .draw_series([PathElement::new(
-                    vec![(t, 0.0), (t, y_max)],
-                    RED.stroke_width(2),
-                )])
-                .map_err(err)?
-                .label(format!("target ({t}×)"))
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
-        }
-        legend_and_present(&mut chart, &root)?;
     }
     Ok(svg)
+}
+
+/// The bars, whiskers, parity and target lines, mesh and legend of
+/// [`ratios`] on `chart`, whose x axis spans `from..to`.
+fn draw_ratio_bars<'b, X>(
+    chart: &mut Chart<'b, 'b, X>,
+    root: &DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    bars: &[RatioBar],
+    target: Option<f64>,
+    (from, to): (f64, f64),
+    log: bool,
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let rows = bars.len().max(1);
+    #[allow(clippy::cast_precision_loss)]
+    let y_max = rows as f64;
+    // A value the axis cannot show (NaN, or at or below its start) sits
+    // at the start.
+    let at = |v: f64| {
+        if v.is_finite() && v > from {
+            v.min(to)
+        } else {
+            from
+        }
+    };
+    let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(rows * 2 + 1)
+        .y_label_formatter(&|y| {
+            // Label the bar centres (k + 0.5) only.
+            let k = y - 0.5;
+            if (k - k.round()).abs() < 1e-6 && k >= 0.0 {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let i = rows - 1 - k.round() as usize;
+                labels.get(i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .x_desc(if log {
+            "time ratio ours / peer (median, min–max), log scale: below 1 is faster"
+        } else {
+            "time ratio ours / peer (median, min–max): below 1 is faster"
+        })
+        .draw()
+        .map_err(err)?;
+    for (i, b) in bars.iter().enumerate() {
+        #[allow(clippy::cast_precision_loss)]
+        let y = (rows - 1 - i) as f64;
+        let color = PALETTE[i % PALETTE.len()];
+        chart
+            .draw_series([Rectangle::new(
+                [(from, y + 0.2), (at(b.median), y + 0.8)],
+                color.mix(0.75).filled(),
+            )])
+            .map_err(err)?;
+        chart
+            .draw_series([
+                PathElement::new(
+                    vec![(at(b.min), y + 0.5), (at(b.max), y + 0.5)],
+                    BLACK.stroke_width(2),
+                ),
+                PathElement::new(
+                    vec![(at(b.min), y + 0.35), (at(b.min), y + 0.65)],
+                    BLACK.stroke_width(2),
+                ),
+                PathElement::new(
+                    vec![(at(b.max), y + 0.35), (at(b.max), y + 0.65)],
+                    BLACK.stroke_width(2),
+                ),
+            ])
+            .map_err(err)?;
+    }
+    chart
+        .draw_series([PathElement::new(
+            vec![(1.0, 0.0), (1.0, y_max)],
+            BLACK.stroke_width(1),
+        )])
+        .map_err(err)?
+        .label("parity (1.0)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+    if let Some(t) = target {
+        chart
+            .draw_series([PathElement::new(
+                vec![(t, 0.0), (t, y_max)],
+                RED.stroke_width(2),
+            )])
+            .map_err(err)?
+            .label(format!("target ({t}×)"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
+    }
+    legend_and_present(chart, root)
 }
 
 /// Resident share of the traced file over time, one line per trace:
@@ -161,25 +257,58 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
 /// # Errors
 /// When there is nothing to draw or plotters fails.
 pub fn residency(title: &str, series: &[(String, &Trace)]) -> Result<String> {
+    residency_in(title, series, Scale::Percent)
+}
+
+/// Resident OS pages of the traced file over time, one line per trace:
+/// `(legend label, trace)`, for files of which a run touches only a few
+/// pages (an RRD update: the header and one row per archive), where a
+/// share of the file would stay a flat line near 0 %. Time as in
+/// [`residency`].
+///
+/// # Errors
+/// When there is nothing to draw or plotters fails.
+pub fn residency_pages(title: &str, series: &[(String, &Trace)]) -> Result<String> {
+    residency_in(title, series, Scale::Pages)
+}
+
+/// The y axis of a residency chart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scale {
+    /// Resident pages / the file's pages, 0–100 %.
+    Percent,
+    /// Resident OS pages, from 0 to a little above the most seen.
+    Pages,
+}
+
+/// `(seconds since the first sample, y)` of every frame of `t`.
+fn residency_points(t: &Trace, scale: Scale) -> Vec<(f64, f64)> {
+    let base = t.frames.first().map_or(0, |f| f.t_us);
+    let ps = t.header.os_page_size;
+    t.frames
+        .iter()
+        .map(|f| {
+            #[allow(clippy::cast_precision_loss)]
+            let secs = f.t_us.saturating_sub(base) as f64 / 1e6;
+            #[allow(clippy::cast_precision_loss)]
+            let resident = f.resident_pages() as f64;
+            let y = match scale {
+                Scale::Percent => {
+                    #[allow(clippy::cast_precision_loss)]
+                    let total = f.total_pages(ps).max(1) as f64;
+                    100.0 * resident / total
+                }
+                Scale::Pages => resident,
+            };
+            (secs, y)
+        })
+        .collect()
+}
+
+fn residency_in(title: &str, series: &[(String, &Trace)], scale: Scale) -> Result<String> {
     let points: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
-        .map(|(label, t)| {
-            let base = t.frames.first().map_or(0, |f| f.t_us);
-            let ps = t.header.os_page_size;
-            let pts = t
-                .frames
-                .iter()
-                .map(|f| {
-                    #[allow(clippy::cast_precision_loss)]
-                    let secs = (f.t_us - base) as f64 / 1e6;
-                    let total = f.total_pages(ps).max(1);
-                    #[allow(clippy::cast_precision_loss)]
-                    let pct = 100.0 * f.resident_pages() as f64 / total as f64;
-                    (secs, pct)
-                })
-                .collect();
-            (label.clone(), pts)
-        })
+        .map(|(label, t)| (label.clone(), residency_points(t, scale)))
         .collect();
     let t_max = points
         .iter()
@@ -189,6 +318,16 @@ pub fn residency(title: &str, series: &[(String, &Trace)]) -> Result<String> {
     if points.iter().all(|(_, p)| p.is_empty()) {
         return Err(anyhow!("chart: no frames to draw"));
     }
+    let (y_max, y_desc) = match scale {
+        Scale::Percent => (100.0, "% of the file resident"),
+        Scale::Pages => {
+            let most = points
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
+                .fold(0.0f64, f64::max);
+            ((most * 1.15).max(most + 1.0), "resident pages of the file")
+        }
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 360)).into_drawing_area();
@@ -198,12 +337,12 @@ pub fn residency(title: &str, series: &[(String, &Trace)]) -> Result<String> {
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(50)
-            .build_cartesian_2d(0.0..t_max * 1.02, 0.0..100.0)
+            .build_cartesian_2d(0.0..t_max * 1.02, 0.0..y_max)
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc("seconds since the run started")
-            .y_desc("% of the file resident")
+            .y_desc(y_desc)
             .draw()
             .map_err(err)?;
         for (i, (label, pts)) in points.into_iter().enumerate() {
@@ -256,6 +395,37 @@ mod tests {
     }
 
     #[test]
+    fn wide_ratio_spreads_get_a_log_axis() {
+        let bar = |label: &str, median: f64| RatioBar {
+            label: label.into(),
+            median,
+            min: median,
+            max: median,
+        };
+        // Narrow: linear from 0 to 10 % past the largest (here the target).
+        let (from, to, log) = ratio_axis(&[bar("a", 0.9), bar("b", 1.2)], Some(1.5));
+        assert_eq!((from, log), (0.0, false));
+        assert!((to - 1.65).abs() < 1e-12);
+        // 0.05 to 53: logarithmic, a third of a step of 1.5 beyond each end.
+        let wide = [bar("kept handle, mmap", 0.05), bar("warm, direct", 53.0)];
+        let (from, to, log) = ratio_axis(&wide, None);
+        assert!(log);
+        assert!((from - 0.05 / 1.5).abs() < 1e-12 && (to - 53.0 * 1.5).abs() < 1e-9);
+        // NaN and non-positive values neither widen the axis nor break it.
+        let (_, _, log) = ratio_axis(&[bar("x", f64::NAN), bar("y", 0.0), bar("z", 2.0)], None);
+        assert!(!log);
+        assert_eq!(
+            log_ticks(0.03, 80.0),
+            [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
+        );
+        assert!(log_ticks(0.0, 1.0).is_empty());
+        let svg = ratios("in-process", &wide, None).unwrap();
+        assert!(svg.contains("log scale") && svg.contains("warm, direct"));
+        let svg = ratios("narrow", &[bar("a", 0.9)], Some(0.5)).unwrap();
+        assert!(!svg.contains("log scale") && svg.contains("target (0.5×)"));
+    }
+
+    #[test]
     fn residency_chart_draws_each_trace() {
         let t = Trace {
             header: Header {
@@ -284,5 +454,36 @@ mod tests {
             ..t.clone()
         };
         assert!(residency("x", &[("e".into(), &empty)]).is_err());
+    }
+
+    #[test]
+    fn residency_in_pages_counts_pages() {
+        // A 400-page file of which 0, 2, then 4 pages are resident.
+        let t = Trace {
+            header: Header {
+                path: "f.rrd".into(),
+                label: "l".into(),
+                os_page_size: 4096,
+                interval_us: 50_000,
+                started_unix_ms: 0,
+            },
+            frames: vec![
+                Frame::from_bitmap(10_000, 400 * 4096, true, &[0; 7], 400),
+                Frame::from_bitmap(60_000, 400 * 4096, true, &[0b11, 0, 0, 0, 0, 0, 0], 400),
+                Frame::from_bitmap(110_000, 400 * 4096, true, &[0, 0, 0, 0, 0, 0, 0xF], 400),
+            ],
+            truncated_tail: false,
+        };
+        assert_eq!(
+            residency_points(&t, Scale::Pages),
+            [(0.0, 0.0), (0.05, 2.0), (0.1, 4.0)]
+        );
+        assert_eq!(
+            residency_points(&t, Scale::Percent),
+            [(0.0, 0.0), (0.05, 0.5), (0.1, 1.0)]
+        );
+        let svg = residency_pages("cold updates", &[("ours mmap".into(), &t)]).unwrap();
+        assert!(svg.contains("ours mmap") && svg.contains("resident pages of the file"));
+        assert!(!svg.contains("% of the file resident"));
     }
 }

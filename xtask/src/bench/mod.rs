@@ -156,10 +156,15 @@ rrd: issue 4, the seed experiment re-run: the seed's `create` (ours vs
   process level ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
   updates/s warm and ≤ 1.0× its time cold; whether the mode table shows
   the seed's finding (direct far slower, mmap and fd close), and why not.
+  Every timed loop's residency is traced (traces/, `inspector replay`);
+  charts: ours/rrdtool and ours/librrd ratios per cell and mode, and the
+  file's resident pages over the cold loops; the 2007 figures published
+  for the seed's work beside ours; the physical limits of the file.
 
-  cargo xtask bench rrd [--quick | --full] [--calls N] [--runs 5]
+  cargo xtask bench rrd [--quick | --full | --tiny] [--calls N] [--runs 5]
                         [--inproc-runs N] [--warmup 1] [--out DIR]
-  --quick (default): 200 calls per loop, a few minutes; --full: 1000.
+  --quick (default): 200 calls per loop, a few minutes; --full: 1000;
+  --tiny: shape gauge (9 KB), 5 calls per loop, 1 in-process round.
 
 check: the harness's own test of a report directory (one bench's, or `all`'s
   with every sub-directory): well-formed tables, ours' and the peer's

@@ -155,6 +155,34 @@ pub fn residency_chart(
     title: &str,
     picks: &[(String, &str, String)],
 ) -> Result<Option<String>> {
+    chart_of(traces, title, picks, super::charts::residency)
+}
+
+/// As [`residency_chart`], in resident OS pages instead of a share of the
+/// file ([`super::charts::residency_pages`]): for runs that touch a few
+/// pages of a larger file.
+///
+/// # Errors
+/// When a chart cannot be drawn.
+pub fn residency_pages_chart(
+    traces: &Traces,
+    title: &str,
+    picks: &[(String, &str, String)],
+) -> Result<Option<String>> {
+    chart_of(traces, title, picks, super::charts::residency_pages)
+}
+
+/// A chart drawer of [`super::charts`]: title, (legend, trace) series.
+type Draw = fn(&str, &[(String, &Trace)]) -> Result<String>;
+
+/// Decodes the picked traces and draws them with `draw`; `None` when none
+/// of them was traced or none has a frame.
+fn chart_of(
+    traces: &Traces,
+    title: &str,
+    picks: &[(String, &str, String)],
+    draw: Draw,
+) -> Result<Option<String>> {
     let decoded: Vec<(String, Trace)> = picks
         .iter()
         .filter_map(|(cell, side, legend)| {
@@ -162,11 +190,11 @@ pub fn residency_chart(
             Some((legend.clone(), t))
         })
         .collect();
-    if decoded.is_empty() {
+    if decoded.iter().all(|(_, t)| t.frames.is_empty()) {
         return Ok(None);
     }
     let series: Vec<(String, &Trace)> = decoded.iter().map(|(l, t)| (l.clone(), t)).collect();
-    super::charts::residency(title, &series).map(Some)
+    draw(title, &series).map(Some)
 }
 
 #[cfg(test)]

@@ -173,7 +173,10 @@ pub struct TraverseArgs {
     /// mlock the mapping (bbolt `Mlock`).
     #[arg(long)]
     mlock: bool,
-    /// madvise advice after mapping (bbolt always uses random).
+    /// madvise advice after mapping: random (bbolt's, always), normal,
+    /// sequential, willneed, or hugepage (cold faults read whole 2 MiB
+    /// blocks and cached 2 MiB folios map with one entry, on file systems
+    /// with large folios).
     #[arg(long, default_value = "random")]
     advice: String,
     /// Prefetching cursor: announce this many bytes of leaf pages ahead
@@ -450,7 +453,7 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     use mapwise_native::residency;
     let advice = Advice::from_name(&a.advice).with_context(|| {
         format!(
-            "unknown advice {:?} (normal, random, sequential, willneed)",
+            "unknown advice {:?} (normal, random, sequential, willneed, hugepage)",
             a.advice
         )
     })?;

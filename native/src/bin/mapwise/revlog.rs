@@ -37,7 +37,7 @@ pub struct Common {
     #[arg(long = "config", value_name = "SECTION.NAME=VALUE")]
     config: Vec<String>,
     /// madvise advice for a mapped index: normal, random, sequential,
-    /// willneed or none. Default: random for `log` (it reads the header
+    /// willneed, hugepage or none. Default: random for `log` (it reads the header
     /// and the tail only, so a cold fault should not read the device's
     /// whole read-ahead window around each; hg gives no advice: pass
     /// `none` to match it), none for `debugindex` (it reads every entry).
@@ -137,7 +137,9 @@ fn load_options(common: &Common, default_advice: Option<Advice>) -> Result<Optio
         None => default_advice,
         Some("none") => None,
         Some(name) => Some(Advice::from_name(name).ok_or_else(|| {
-            anyhow::anyhow!("unknown advice {name:?} (normal, random, sequential, willneed, none)")
+            anyhow::anyhow!(
+                "unknown advice {name:?} (normal, random, sequential, willneed, hugepage, none)"
+            )
         })?),
     };
     Ok(opts)
