@@ -168,14 +168,50 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
 }
 
 /// The verdict lines of a bench report: list items holding `PASS —` or
-/// `FAIL —`.
+/// `FAIL —`, and rows of verdict tables (a cell `PASS` or `FAIL`, or one
+/// starting `PASS —` / `FAIL —`), which become list items (`- **first
+/// cell**: PASS — the other cells`) so that the index, which lists them
+/// one per line, holds no table without a header.
 fn verdicts(report: &str) -> Vec<String> {
+    let is_verdict = |c: &str| {
+        let c = c.trim().trim_matches('*');
+        ["PASS", "FAIL"]
+            .iter()
+            .any(|w| c == *w || c.starts_with(&format!("{w} —")))
+    };
     report
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("- ") || l.starts_with("* ") || l.starts_with('|'))
-        .filter(|l| l.contains("PASS —") || l.contains("FAIL —"))
-        .map(ToString::to_string)
+        .filter_map(|l| {
+            if l.starts_with("- ") || l.starts_with("* ") {
+                return (l.contains("PASS —") || l.contains("FAIL —")).then(|| l.to_string());
+            }
+            let cells: Vec<&str> = l
+                .strip_prefix('|')?
+                .strip_suffix('|')?
+                .split(" | ")
+                .map(str::trim)
+                .collect();
+            let v = cells.iter().skip(1).position(|c| is_verdict(c))? + 1;
+            let verdict = cells[v].trim_matches('*');
+            let rest: Vec<&str> = cells
+                .iter()
+                .enumerate()
+                .filter(|&(i, c)| i != 0 && i != v && !c.is_empty())
+                .map(|(_, c)| *c)
+                .collect();
+            let mut line = format!("- **{}**: {verdict}", cells[0].trim_matches('*'));
+            if !rest.is_empty() {
+                let sep = if verdict.contains('—') {
+                    "; "
+                } else {
+                    " — "
+                };
+                line.push_str(sep);
+                line.push_str(&rest.join(", "));
+            }
+            Some(line)
+        })
         .collect()
 }
 
@@ -366,7 +402,19 @@ mod tests {
             [
                 "- **cold, plain mmap**: PASS — ours 0.9×",
                 "- **b**: FAIL — 2×",
-                "| c | PASS — 1× |"
+                "- **c**: PASS — 1×"
+            ]
+        );
+        // bench bolt's verdict table (a real row of its report).
+        let t = "| target   | goal                 | ours/Go (per pair) | verdict |\n\
+                 | -------- | -------------------- | -----------------: | ------- |\n\
+                 | rnd puts | ops/s ours/Go ≥ 1.0× |  1.18× [1.15–1.35] | PASS    |\n\
+                 | scan: warm, plain mmap | time ours/Go ≤ 0.7× | 1.05× [0.93–1.10] | FAIL |\n";
+        assert_eq!(
+            verdicts(t),
+            [
+                "- **rnd puts**: PASS — ops/s ours/Go ≥ 1.0×, 1.18× [1.15–1.35]",
+                "- **scan: warm, plain mmap**: FAIL — time ours/Go ≤ 0.7×, 1.05× [0.93–1.10]"
             ]
         );
     }

@@ -16,11 +16,12 @@ use serde::{Deserialize, Serialize};
 
 use super::alternate::{self, CacheState, Pair};
 use super::bolt_scan::{self, CellResult, CellSpec, FileInfo, Versions};
+use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, Table};
 use super::proc::Cmd;
 use super::stats::{Summary, pair_ratios};
-use super::traces::Traces;
+use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, utc_human};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
@@ -43,13 +44,21 @@ cached in target/bench/files/), `mapwise bolt traverse` vs the oracle's
 reads it first), plain mmap and MAP_POPULATE, plus ours with --prefetch
 (default 4MiB) against Go's plain cold scan. Targets: warm plain scan
 <= 0.7x bbolt's time; prefetching cold scan <= 0.5x bbolt's plain cold scan.
-Then the residency evidence: a cold range scan over 5 % of the keys (45 % to
-50 % of the key list) with and without --prefetch, `--residency` (mincore
-after the scan: resident pages holding what the scan read vs the rest).
-Peak RSS of every process comes from wait4 (ru_maxrss).
+Beside the scans: the seed's published figures (boltdb/bolt pull request
+455) and the physical limits of the scan file (a cold O_DIRECT read and a
+cached read(), 1 MiB at a time). Then the residency evidence: a cold range
+scan over 5 % of the keys (45 % to 50 % of the key list) with and without
+--prefetch, `--residency` (mincore after the scan: resident pages holding
+what the scan read vs the rest). Peak RSS of every process comes from wait4
+(ru_maxrss).
 
-  cargo xtask bench bolt [--quick] [--count N] [--size SIZE] [--prefetch BYTES]
-                         [--runs 5] [--warmup 1] [--no-puts] [--no-scans] [--out DIR]";
+--tiny (a smoke run of the harness, e.g. in CI; its times mean nothing):
+2000 puts, and a scan file of about 4000 keys (8 MiB) that the oracle writes
+in transactions of 1000 puts; it overrides --quick.
+
+  cargo xtask bench bolt [--quick | --tiny] [--count N] [--size SIZE]
+                         [--prefetch BYTES] [--runs 5] [--warmup 1]
+                         [--no-puts] [--no-scans] [--out DIR]";
 
 /// The bucket the `big` shape fills.
 const BUCKET: &str = "fake-bucket";
@@ -60,10 +69,12 @@ pub struct Args {
     /// Smaller sizes: 100k puts, a 256 MiB scan file.
     #[arg(long)]
     quick: bool,
-    /// Puts per workload run [default: 1000000, --quick 100000].
+    /// Puts per workload run [default: 1000000, --quick 100000, --tiny
+    /// 2000].
     #[arg(long, value_name = "N")]
     count: Option<u64>,
-    /// Logical size of the scan file [default: 2GiB, --quick 256MiB].
+    /// Logical size of the scan file [default: 2GiB, --quick 256MiB,
+    /// --tiny 4MiB generated in transactions of 1000 puts].
     #[arg(long, value_name = "SIZE", value_parser = super::units::parse_size)]
     size: Option<u64>,
     /// Seed of the scan file (oracle `gen --seed`).
@@ -161,6 +172,14 @@ struct Results {
     range_keys: Option<(String, String)>,
     prefetch: u64,
     targets: Vec<Target>,
+    /// Logical size of the scan file, as asked of the generator.
+    scan_size: Option<String>,
+    /// The physical limits of the scan file.
+    limits: Vec<Limit>,
+    /// Residency traces of the timed scan runs (files in `traces/`).
+    traces: Vec<TraceInfo>,
+    /// SVG charts beside the report.
+    charts: Vec<String>,
 }
 
 /// Runs the bench.
@@ -169,16 +188,31 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
-    let count = args
-        .count
-        .unwrap_or(if args.quick { 100_000 } else { 1_000_000 });
-    let size = args
-        .size
-        .unwrap_or(if args.quick { 256 << 20 } else { 2 << 30 });
+    let tiny = args.common.tiny;
+    let count = args.count.unwrap_or(if tiny {
+        2000
+    } else if args.quick {
+        100_000
+    } else {
+        1_000_000
+    });
+    let size = args.size.unwrap_or(if tiny {
+        bolt_scan::TINY_SIZE
+    } else if args.quick {
+        256 << 20
+    } else {
+        2 << 30
+    });
+    let batch = tiny.then_some(bolt_scan::TINY_BATCH);
     let oracle = ws.oracle("bolt")?;
     let scan_cells = if args.no_scans { 0 } else { 5 };
     let work_cells = if args.no_puts { 0 } else { 2 };
-    let steps = 3 + (scan_cells + work_cells) * (warmup + runs) * 2 + 2;
+    let limit_steps = if args.no_scans {
+        0
+    } else {
+        limits::steps(runs)
+    };
+    let steps = 3 + (scan_cells + work_cells) * (warmup + runs) * 2 + 2 + limit_steps;
     let progress = Progress::new(steps as u64);
 
     let build_ours = Cmd::cargo_release("mapwise-native", Some("mapwise"));
@@ -220,13 +254,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut range = Vec::new();
     let mut range_keys = None;
     let mut file = None;
+    let mut limits = Vec::new();
     if !args.no_scans {
         progress.set(format!(
             "bbolt file, {} seed {}",
             format_size(size),
             args.seed
         ));
-        let f = bolt_scan::ensure_file(ws, &oracle, size, args.seed, &progress)?;
+        let f = bolt_scan::ensure_file(ws, &oracle, (size, batch), args.seed, &progress)?;
         let path = PathBuf::from(&f.path);
         let pf = format_size(args.prefetch);
         for (cache, populate, prefetch) in [
@@ -265,6 +300,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                 (&traces, &scratch),
             )?);
         }
+        limits = limits::standard(&path, runs, &progress)?;
         progress.set("range scans with residency");
         let keys = Cmd::new(go_bin.clone())
             .arg("keys")
@@ -308,7 +344,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 
     let targets = targets(&work, &scans);
     let versions = Versions::of(&oracle);
-    let results = Results {
+    let mut results = Results {
         bench: "bolt",
         sides: [("a", "ours"), ("b", "go")],
         started_utc: utc_human(started),
@@ -327,6 +363,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         range_keys,
         prefetch: args.prefetch,
         targets,
+        scan_size: (!args.no_scans).then(|| format_size(size)),
+        limits,
+        traces: Vec::new(),
+        charts: Vec::new(),
     };
     drop(progress);
     let traced = traces.borrow();
@@ -362,7 +402,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut extra: Vec<(&str, &[u8])> = traced.files();
     if let Some(svg) = &chart {
         extra.push(("residency-cold.svg", svg.as_bytes()));
+        results.charts.push("residency-cold.svg".to_owned());
     }
+    results.traces = traced.list().to_vec();
     let mut report = render(&results);
     if chart.is_some() || !traced.list().is_empty() {
         report.push_str(&format!(
@@ -679,6 +721,15 @@ fn render(r: &Results) -> String {
              MADV_RANDOM, as bbolt does. The prefetch cell runs ours with `--prefetch` (madvise(MADV_WILLNEED) \
              of the next leaves, known from the branch pages above the current leaf) against Go's plain cold scan.\n"
         );
+        // The seed's figures set beside the plain and populate cells (not
+        // the prefetching one, which the seed did not have).
+        let plain: Vec<&CellResult> = r
+            .scans
+            .iter()
+            .filter(|c| !c.label.contains("--prefetch"))
+            .collect();
+        bolt_scan::seed_section(&mut o, &plain, r.scan_size.as_deref().unwrap_or_default());
+        limits::section(&mut o, &r.limits);
     }
 
     if !r.range.is_empty() {

@@ -7,13 +7,15 @@
 //! processes and their exact command lines), [`output`] (atomic report
 //! files, markdown tables), [`traces`] (residency traces of timed runs),
 //! [`charts`] (SVG ratio and residency charts), [`interrupt`] (Ctrl-C) and
-//! [`units`].
+//! [`units`]. [`check`] is the harness's own test: it checks a report
+//! directory after the fact.
 
 pub mod all;
 pub mod alternate;
 pub mod bolt;
 pub mod bolt_scan;
 pub mod charts;
+pub mod check;
 pub mod interrupt;
 pub mod limits;
 pub mod machine;
@@ -61,9 +63,10 @@ bolt: issue 3 item 7, our bbolt engine beside Go bbolt 1.3.6: the oracle's
   cursor (--prefetch) against Go's plain cold scan, and the residency a
   prefetching range scan leaves. Peak RSS per process (wait4). Verdicts:
   puts >= 1.0x bbolt ops/s, random gets >= 1.5x, warm scan <= 0.7x bbolt's
-  time, prefetching cold scan <= 0.5x bbolt's plain cold scan.
+  time, prefetching cold scan <= 0.5x bbolt's plain cold scan. Beside the
+  scans, the seed's published figures and the scan file's physical limits.
 
-  cargo xtask bench bolt [--quick] [--count N] [--size SIZE]
+  cargo xtask bench bolt [--quick | --tiny] [--count N] [--size SIZE]
                          [--prefetch BYTES] [--runs 5] [--warmup 1]
                          [--no-puts] [--no-scans] [--out DIR]
 
@@ -95,7 +98,7 @@ bolt-scan: the MAP_POPULATE experiment of boltdb/bolt issue 455, ours vs Go
   after a change of cell pays for the previous cell's leftovers, and ours,
   first in every pair, would pay it alone.
 
-  cargo xtask bench bolt-scan [--size 256MiB] [--seed 1] [--runs 5]
+  cargo xtask bench bolt-scan [--size 256MiB | --tiny] [--seed 1] [--runs 5]
                               [--warmup 1] [--cold | --warm | --both]
                               [--out DIR]
   --size 2GiB is the full run (generating takes ~15 s, a cold plain-mmap
@@ -162,7 +165,15 @@ rrd: issue 4, the seed experiment re-run: the seed's `create` (ours vs
   cargo xtask bench rrd [--quick | --full | --tiny] [--calls N] [--runs 5]
                         [--inproc-runs N] [--warmup 1] [--out DIR]
   --quick (default): 200 calls per loop, a few minutes; --full: 1000;
-  --tiny: shape gauge (9 KB), 5 calls per loop, 1 in-process round.";
+  --tiny: shape gauge (9 KB), 5 calls per loop, 1 in-process round.
+
+check: the harness's own test of a report directory (one bench's, or `all`'s
+  with every sub-directory): well-formed tables, ours' and the peer's
+  columns filled, results.json parses, the charts and traces it names are
+  there; one line per problem, exit status 1 when there is any. CI runs
+  `bench all --tiny --runs 1` and then this.
+
+  cargo xtask bench check DIR";
 
 /// `cargo xtask bench` arguments.
 #[derive(Debug, Args)]
@@ -199,6 +210,11 @@ enum BenchCommand {
     /// their verdicts.
     #[command(after_long_help = all::HELP)]
     All(all::Args),
+    /// Checks a report directory: well-formed tables, ours' and the
+    /// peer's columns filled, results.json parses, linked charts and
+    /// traces present (the harness's own test; exit 1 on a problem).
+    #[command(after_long_help = check::HELP)]
+    Check(check::Args),
 }
 
 /// Options every bench takes.
@@ -336,6 +352,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
                 .with_context(|| format!("cannot enter {}", ws.root.display()))?;
             all::run(&ws, &a)
         }
+        BenchCommand::Check(a) => check::run(&a),
     }
 }
 
