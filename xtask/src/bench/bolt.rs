@@ -42,7 +42,9 @@ Scans: a Go-made file (oracle gen --shape big, 2GiB, --quick 256MiB,
 cached in target/bench/files/), `mapwise bolt traverse` vs the oracle's
 `traverse`, cold (xtask evicts the file before every run) and warm (xtask
 reads it first), plain mmap and MAP_POPULATE, plus ours with --prefetch
-(default 4MiB) against Go's plain cold scan. Targets: warm plain scan
+(default 4MiB) and ours with --advice hugepage (MADV_HUGEPAGE: 2 MiB reads
+on cold faults where the page cache has large folios), each against Go's
+plain cold scan. Targets: warm plain scan
 <= 0.7x bbolt's time; prefetching cold scan <= 0.5x bbolt's plain cold scan.
 Beside the scans: the seed's published figures (boltdb/bolt pull request
 455) and the physical limits of the scan file (a cold O_DIRECT read and a
@@ -264,26 +266,31 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         let f = bolt_scan::ensure_file(ws, &oracle, (size, batch), args.seed, &progress)?;
         let path = PathBuf::from(&f.path);
         let pf = format_size(args.prefetch);
-        for (cache, populate, prefetch) in [
-            (CacheState::Cold, false, false),
-            (CacheState::Cold, true, false),
-            (CacheState::Cold, false, true),
-            (CacheState::Warm, false, false),
-            (CacheState::Warm, true, false),
+        // Ours' extra options in a cell: none (like for like), the
+        // prefetching cursor, or MADV_HUGEPAGE instead of bbolt's
+        // MADV_RANDOM (cold faults read whole 2 MiB folios).
+        let prefetch_opts = ["--prefetch".to_owned(), pf.clone()];
+        let hugepage_opts = ["--advice".to_owned(), "hugepage".to_owned()];
+        for (cache, populate, extra) in [
+            (CacheState::Cold, false, &[][..]),
+            (CacheState::Cold, true, &[][..]),
+            (CacheState::Cold, false, &prefetch_opts[..]),
+            (CacheState::Cold, false, &hugepage_opts[..]),
+            (CacheState::Warm, false, &[][..]),
+            (CacheState::Warm, true, &[][..]),
         ] {
             let spec = CellSpec { cache, populate };
-            let label = if prefetch {
-                format!("cold, ours --prefetch {pf} vs Go plain mmap")
-            } else {
+            let label = if extra.is_empty() {
                 spec.label()
+            } else {
+                format!("cold, ours {} vs Go plain mmap", extra.join(" "))
             };
             let ours = Cmd::new(mapwise.clone())
                 .arg("bolt")
                 .arg("traverse")
                 .arg(f.path.clone())
                 .arg_if(populate, "--populate")
-                .arg_if(prefetch, "--prefetch")
-                .arg_if(prefetch, pf.clone())
+                .args(extra.iter().cloned())
                 .arg("--json");
             let go = Cmd::new(go_bin.clone())
                 .arg("traverse")
@@ -375,7 +382,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .iter()
         .filter(|c| c.spec.cache == CacheState::Cold)
         .flat_map(|c| {
-            let sides: &[&str] = if c.label.contains("--prefetch") {
+            let sides: &[&str] = if c.label.starts_with("cold, ours") {
                 &["ours"]
             } else {
                 &["ours", "Go"]
@@ -396,7 +403,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .collect();
     let chart = super::traces::residency_chart(
         &traced,
-        "bench bolt, cold scans: the file in the page cache (plain, populate, prefetching cursor)",
+        "bench bolt, cold scans: the file in the page cache (plain, populate, prefetching cursor, hugepage advice)",
         &picks,
     )?;
     let mut extra: Vec<(&str, &[u8])> = traced.files();
@@ -719,14 +726,17 @@ fn render(r: &Results) -> String {
             "\ntook = open + scan as each tool times itself. cold: xtask fsyncs and evicts the file \
              (posix_fadvise DONTNEED) before every run; warm: xtask reads it whole first. Both tools map with \
              MADV_RANDOM, as bbolt does. The prefetch cell runs ours with `--prefetch` (madvise(MADV_WILLNEED) \
-             of the next leaves, known from the branch pages above the current leaf) against Go's plain cold scan.\n"
+             of the next leaves, known from the branch pages above the current leaf) against Go's plain cold scan; \
+             the hugepage cell runs ours with `--advice hugepage` (MADV_HUGEPAGE instead of MADV_RANDOM: where the \
+             page cache has large folios, a cold fault reads the whole 2 MiB block around it and maps it with one \
+             entry) against the same. Neither is like for like: they are what ours offers beyond bbolt.\n"
         );
         // The seed's figures set beside the plain and populate cells (not
         // the prefetching one, which the seed did not have).
         let plain: Vec<&CellResult> = r
             .scans
             .iter()
-            .filter(|c| !c.label.contains("--prefetch"))
+            .filter(|c| !c.label.starts_with("cold, ours"))
             .collect();
         bolt_scan::seed_section(&mut o, &plain, r.scan_size.as_deref().unwrap_or_default());
         limits::section(&mut o, &r.limits);

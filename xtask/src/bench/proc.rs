@@ -53,6 +53,13 @@ impl Cmd {
         self
     }
 
+    /// Appends several arguments.
+    #[must_use]
+    pub fn args<S: Into<String>>(mut self, a: impl IntoIterator<Item = S>) -> Self {
+        self.args.extend(a.into_iter().map(Into::into));
+        self
+    }
+
     /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench
     /// builds what it measures.
     pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
