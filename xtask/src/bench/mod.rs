@@ -249,21 +249,28 @@ impl Workspace {
         self.target.join("bench")
     }
 
-    /// `shared/oracles/<name>/oracle.sh`, found as the tests and .ci/run
-    /// find it: under `$MAPWISE_SHARED`, else in the first `shared/` beside
+    /// `shared/oracles/<name>/oracle.sh` (see [`Workspace::shared`]).
+    pub fn oracle(&self, name: &str) -> Result<String> {
+        self.shared(&Path::new("oracles").join(name).join("oracle.sh"))
+    }
+
+    /// The file `shared/<tail>`, found as the tests and .ci/run find the
+    /// oracles: under `$MAPWISE_SHARED`, else in the first `shared/` beside
     /// the workspace or one of its ancestors (then named relative to the
     /// root, e.g. `../shared/oracles/bolt/oracle.sh`).
-    pub fn oracle(&self, name: &str) -> Result<String> {
-        let tail = Path::new("oracles").join(name).join("oracle.sh");
+    ///
+    /// # Errors
+    /// When there is no such file.
+    pub fn shared(&self, tail: &Path) -> Result<String> {
         if let Some(shared) = std::env::var_os("MAPWISE_SHARED") {
-            let p = PathBuf::from(shared).join(&tail);
+            let p = PathBuf::from(shared).join(tail);
             anyhow::ensure!(p.is_file(), "no {} ($MAPWISE_SHARED)", p.display());
             return Ok(path_arg(&p));
         }
         let mut up = PathBuf::new();
         for dir in self.root.ancestors() {
-            if dir.join("shared").join(&tail).is_file() {
-                return Ok(path_arg(&up.join("shared").join(&tail)));
+            if dir.join("shared").join(tail).is_file() {
+                return Ok(path_arg(&up.join("shared").join(tail)));
             }
             up.push("..");
         }
