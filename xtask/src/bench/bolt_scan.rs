@@ -360,12 +360,10 @@ fn bolt_scan_charts(r: &Results, traces: &Traces) -> Result<Vec<(String, String)
         .cells
         .iter()
         .filter_map(|c| {
-            c.summary.ratio_took.as_ref().map(|s| RatioBar {
-                label: c.label.clone(),
-                median: s.median,
-                min: s.min,
-                max: s.max,
-            })
+            Some(RatioBar::of(
+                c.label.clone(),
+                c.summary.ratio_took.as_ref()?,
+            ))
         })
         .collect();
     let mut out = vec![(

@@ -57,6 +57,19 @@ pub struct RatioBar {
     pub max: f64,
 }
 
+impl RatioBar {
+    /// The bar of a cell labelled `label` whose per-pair ratios are `s`.
+    #[must_use]
+    pub fn of(label: impl Into<String>, s: &super::stats::Summary) -> RatioBar {
+        RatioBar {
+            label: label.into(),
+            median: s.median,
+            min: s.min,
+            max: s.max,
+        }
+    }
+}
+
 const WIDTH: u32 = 760;
 const PALETTE: [RGBColor; 6] = [
     RGBColor(0, 114, 178),
@@ -453,6 +466,14 @@ mod tests {
         assert!(svg.contains("log scale") && svg.contains("warm, direct"));
         let svg = ratios("narrow", &[bar("a", 0.9)], Some(0.5)).unwrap();
         assert!(!svg.contains("log scale") && svg.contains("target (0.5×)"));
+    }
+
+    #[test]
+    fn bars_come_from_summaries() {
+        let s = super::super::stats::Summary::of(&[0.9, 1.2, 1.0]).unwrap();
+        let b = RatioBar::of("cold, mmap", &s);
+        assert_eq!(b.label, "cold, mmap");
+        assert_eq!((b.median, b.min, b.max), (1.0, 0.9, 1.2));
     }
 
     #[test]

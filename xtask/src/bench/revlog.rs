@@ -75,14 +75,30 @@ every larger size, by ours' process times where they differ by more than
 `--config experimental.mmapindexthreshold=` (the larger of the warm and
 cold crossovers), beside hg 6.9's 1 MB.
 
-  cargo xtask bench revlog [--quick | --full] [--runs 5] [--warmup 1]
-                           [--sweep-runs N] [--out DIR]
+Every timed process run is traced: the residency of its 00changelog.i
+every 50 ms (traces/ in the report directory; `inspector replay
+traces/T.trace --file REPO/.hg/store/00changelog.i` plays one); the
+model's in-xtask loads are not (a sampling thread would be part of what
+they time). Charts beside REPORT.md: ratios.svg (ours/hg per matrix
+cell) and residency-cold-<repository>.svg (the index's residency during
+the first timed cold run, read vs mmap, ours vs hg). The report quotes
+the seed's published figures (D477's `hg log -l 5` table, 2017, and the
+2018 proposal's `perfindex` numbers on a 60 MB index) beside this run's,
+says what matches and why, and gives the physical limits: a cold
+O_DIRECT and a cached read() of the largest changelog index.
+
+  cargo xtask bench revlog [--quick | --full | --tiny] [--runs 5]
+                           [--warmup 1] [--sweep-runs N] [--out DIR]
   --quick (default): the matrix, the size check and the sweep (7 sizes,
   20 pairs), about a minute once the repositories are cached (the first
   run makes them: minutes for hg's 100k, about 2 min for the 1M
   synthesis and its checks).
   --full: 13 sweep sizes (64 to 1M revisions), 50 pairs, and hg in the
-  sweep too.";
+  sweep too.
+  --tiny: a smoke run (CI), every table, chart and trace on tiny inputs:
+  hg's 1k repository and a 5000-revision synthetic changelog (the 1M
+  one's synthesis and hg checks), sweep 256/1024/5000, 2 pairs; about
+  20 s once built. Its times mean nothing.";
 
 /// `-l 5`.
 const LIMIT: u32 = 5;
@@ -2021,12 +2037,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     results.charts = revlog_charts(&results, &traces)?;
     let report = render(&results);
     drop(progress);
-    let extra: Vec<(&str, &[u8])> = traces
-        .files()
-        .into_iter()
-        .chain(results.charts.iter().map(ChartFile::output))
-        .collect();
-    output::publish(&dir, &report, &results, &extra)?;
+    output::publish_traced(&dir, &report, &results, &traces, &results.charts)?;
     if !results.outputs_agree {
         eprintln!("xtask: an output or a check was not as expected (see the report)");
         return Ok(ExitCode::FAILURE);
@@ -2041,14 +2052,7 @@ fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     let matrix: Vec<&CellResult> = r.cells.iter().filter(|c| c.kind == Kind::Matrix).collect();
     let bars: Vec<RatioBar> = matrix
         .iter()
-        .filter_map(|c| {
-            c.summary.ratio.map(|s| RatioBar {
-                label: c.label.clone(),
-                median: s.median,
-                min: s.min,
-                max: s.max,
-            })
-        })
+        .filter_map(|c| Some(RatioBar::of(c.label.clone(), c.summary.ratio.as_ref()?)))
         .collect();
     let mut out = vec![ChartFile {
         file: "ratios.svg".to_owned(),
@@ -2271,6 +2275,27 @@ pub fn agreement(seed: Winner, here: Winner) -> &'static str {
     }
 }
 
+/// One of this run's rows of the seed table: who, what was timed, the
+/// index size, the cache state and the (read, mmap) medians in seconds.
+fn here_row(
+    t: &mut Table,
+    who: &str,
+    timed: &str,
+    index_bytes: u64,
+    cache: CacheState,
+    (read, mmap): (f64, f64),
+) {
+    t.row([
+        who.to_owned(),
+        timed.to_owned(),
+        human_size(index_bytes),
+        cache.name().to_owned(),
+        fmt_secs(read),
+        fmt_secs(mmap),
+        format!("{:.3}×", mmap / read.max(1e-12)),
+    ]);
+}
+
 /// The seed's figures beside this run's, and what matches.
 #[allow(clippy::too_many_lines)]
 fn seed_section(o: &mut String, r: &Results) {
@@ -2334,15 +2359,14 @@ fn seed_section(o: &mut String, r: &Results) {
                 ) else {
                     continue;
                 };
-                t.row([
-                    format!("this machine, {who}"),
-                    "`log -l 5`, process wall time, median".to_owned(),
-                    human_size(repo.index_bytes),
-                    cache.name().to_owned(),
-                    fmt_secs(read),
-                    fmt_secs(mmap),
-                    format!("{:.3}×", mmap / read.max(1e-12)),
-                ]);
+                here_row(
+                    &mut t,
+                    &format!("this machine, {who}"),
+                    "`log -l 5`, process wall time, median",
+                    repo.index_bytes,
+                    cache,
+                    (read, mmap),
+                );
                 here.push((repo.name.clone(), cache, who, read, mmap));
             }
         }
@@ -2358,15 +2382,14 @@ fn seed_section(o: &mut String, r: &Results) {
     };
     for cache in [CacheState::Warm, CacheState::Cold] {
         if let (Some(big), Some((read, mmap))) = (big, model(cache)) {
-            t.row([
-                "this machine, model of ours' load".to_owned(),
-                "open, read(2) whole or mmap, 5 tip entries; in xtask, median".to_owned(),
-                human_size(big.index_bytes),
-                cache.name().to_owned(),
-                fmt_secs(read),
-                fmt_secs(mmap),
-                format!("{:.3}×", mmap / read.max(1e-12)),
-            ]);
+            here_row(
+                &mut t,
+                "this machine, model of ours' load",
+                "open, read(2) whole or mmap, 5 tip entries; in xtask, median",
+                big.index_bytes,
+                cache,
+                (read, mmap),
+            );
         }
     }
     o.push_str(&t.render());
