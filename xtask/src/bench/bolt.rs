@@ -20,7 +20,7 @@ use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, Table};
 use super::proc::Cmd;
-use super::stats::{Summary, pair_ratios};
+use super::stats::{Summary, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, utc_human};
 use super::{CommonArgs, Progress, Workspace, path_arg};
@@ -632,7 +632,7 @@ fn render(r: &Results) -> String {
         t.row([
             x.what.clone(),
             x.target.clone(),
-            bolt_scan::opt_ratio(x.ratio.as_ref()),
+            opt_ratio(x.ratio.as_ref()),
             match x.pass {
                 Some(true) => "PASS".to_owned(),
                 Some(false) => "FAIL".to_owned(),
@@ -664,10 +664,10 @@ fn render(r: &Results) -> String {
                 format!("{0} puts, {0} gets", w.mode),
                 ops(w.ours_write.as_ref()),
                 ops(w.go_write.as_ref()),
-                bolt_scan::opt_ratio(w.ratio_write.as_ref()),
+                opt_ratio(w.ratio_write.as_ref()),
                 ops(w.ours_read.as_ref()),
                 ops(w.go_read.as_ref()),
-                bolt_scan::opt_ratio(w.ratio_read.as_ref()),
+                opt_ratio(w.ratio_read.as_ref()),
                 format!("{} / {}", mib(w.ours_rss.as_ref()), mib(w.go_rss.as_ref())),
                 if w.ops_agree { "yes" } else { "**NO**" }.to_owned(),
             ]);
@@ -712,9 +712,9 @@ fn render(r: &Results) -> String {
             };
             t.row([
                 c.label.clone(),
-                bolt_scan::opt_secs(s.ours_took.as_ref()),
-                bolt_scan::opt_secs(s.go_took.as_ref()),
-                bolt_scan::opt_ratio(s.ratio_took.as_ref()),
+                opt_secs(s.ours_took.as_ref()),
+                opt_secs(s.go_took.as_ref()),
+                opt_ratio(s.ratio_took.as_ref()),
                 format!("{} / {}", rss(true), rss(false)),
                 s.resident_after_text(),
                 s.keys_text(),

@@ -18,9 +18,11 @@ use super::machine::{self, Machine};
 use super::output::{self, Table, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
-use super::stats::{Summary, fmt_secs, pair_ratios};
+use super::stats::{
+    Summary, at_most_verdict, fmt_secs, opt_median, opt_ratio, opt_secs, pair_ratios,
+};
 use super::traces::{TraceInfo, Traces};
-use super::units::{format_size, human_size, utc_human};
+use super::units::{format_size, human_size, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
@@ -370,12 +372,10 @@ fn bolt_scan_charts(r: &Results, traces: &Traces) -> Result<Vec<(String, String)
         .cells
         .iter()
         .filter_map(|c| {
-            c.summary.ratio_took.as_ref().map(|s| RatioBar {
-                label: c.label.clone(),
-                median: s.median,
-                min: s.min,
-                max: s.max,
-            })
+            Some(RatioBar::of(
+                c.label.clone(),
+                c.summary.ratio_took.as_ref()?,
+            ))
         })
         .collect();
     let mut out = vec![(
@@ -864,39 +864,10 @@ fn residency_bench(
 
 /// Median-of-ratios verdict against "ours ≤ 1.0× Go bbolt".
 pub fn verdict(ratio: Option<&Summary>) -> String {
-    let Some(r) = ratio else {
-        return "no verdict (no ratio: Go's time printed as 0.000 s)".to_owned();
-    };
-    let pass = r.median <= 1.0;
-    let mut s = format!(
-        "{} — ours {:.2}× Go bbolt (median of {} per-pair ratio{}, range {:.2}–{:.2})",
-        if pass { "PASS" } else { "FAIL" },
-        r.median,
-        r.n,
-        if r.n == 1 { "" } else { "s" },
-        r.min,
-        r.max
-    );
-    if r.min <= 1.0 && r.max > 1.0 {
-        s.push_str("; the range straddles 1.0×");
-    }
-    s
-}
-
-pub(super) fn opt_secs(s: Option<&Summary>) -> String {
-    s.map_or_else(|| "—".to_owned(), Summary::secs)
-}
-
-pub(super) fn opt_ratio(s: Option<&Summary>) -> String {
-    s.map_or_else(|| "—".to_owned(), Summary::ratio)
-}
-
-pub(super) fn opt_median(s: Option<&Summary>) -> String {
-    s.map_or_else(|| "—".to_owned(), |s| fmt_secs(s.median))
-}
-
-pub(super) fn pct(x: f64) -> String {
-    format!("{:.1} %", x * 100.0)
+    ratio.map_or_else(
+        || "no verdict (no ratio: Go's time printed as 0.000 s)".to_owned(),
+        |r| at_most_verdict(r, 1.0, "ours ", " Go bbolt"),
+    )
 }
 
 /// The report's `## Machine` section with Go's and bbolt's versions

@@ -8,11 +8,41 @@
 //!   [`residency_pages`] the same in OS pages, for runs that touch a few
 //!   pages of a large file.
 
+use std::fmt::Write as _;
+
 use anyhow::{Result, anyhow};
 use mapwise_core::trace::Trace;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use serde::Serialize;
+
+/// One chart written beside a report, as results.json lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChartFile {
+    /// File name inside the report directory (`ratios.svg`).
+    pub file: String,
+    /// What it shows, one line (the image's alt text in REPORT.md).
+    pub what: String,
+    /// The SVG text.
+    #[serde(skip)]
+    pub svg: String,
+}
+
+impl ChartFile {
+    /// (file name, bytes) for [`super::output::publish`].
+    #[must_use]
+    pub fn output(&self) -> (&str, &[u8]) {
+        (self.file.as_str(), self.svg.as_bytes())
+    }
+}
+
+/// The markdown image links of `charts`, one paragraph each.
+pub fn links(o: &mut String, charts: &[ChartFile]) {
+    for c in charts {
+        let _ = writeln!(o, "![{}]({})\n", c.what, c.file);
+    }
+}
 
 /// One bar of a ratio chart.
 #[derive(Debug, Clone)]
@@ -25,6 +55,19 @@ pub struct RatioBar {
     pub min: f64,
     /// Largest per-pair ratio.
     pub max: f64,
+}
+
+impl RatioBar {
+    /// The bar of a cell labelled `label` whose per-pair ratios are `s`.
+    #[must_use]
+    pub fn of(label: impl Into<String>, s: &super::stats::Summary) -> RatioBar {
+        RatioBar {
+            label: label.into(),
+            median: s.median,
+            min: s.min,
+            max: s.max,
+        }
+    }
 }
 
 const WIDTH: u32 = 760;
@@ -423,6 +466,37 @@ mod tests {
         assert!(svg.contains("log scale") && svg.contains("warm, direct"));
         let svg = ratios("narrow", &[bar("a", 0.9)], Some(0.5)).unwrap();
         assert!(!svg.contains("log scale") && svg.contains("target (0.5×)"));
+    }
+
+    #[test]
+    fn bars_come_from_summaries() {
+        let s = super::super::stats::Summary::of(&[0.9, 1.2, 1.0]).unwrap();
+        let b = RatioBar::of("cold, mmap", &s);
+        assert_eq!(b.label, "cold, mmap");
+        assert_eq!((b.median, b.min, b.max), (1.0, 0.9, 1.2));
+    }
+
+    #[test]
+    fn charts_link_from_the_report() {
+        let charts = [
+            ChartFile {
+                file: "ratios.svg".into(),
+                what: "ours / hg per cell".into(),
+                svg: "<svg/>".into(),
+            },
+            ChartFile {
+                file: "residency-cold.svg".into(),
+                what: "cold runs".into(),
+                svg: String::new(),
+            },
+        ];
+        let mut o = String::new();
+        links(&mut o, &charts);
+        assert_eq!(
+            o,
+            "![ours / hg per cell](ratios.svg)\n\n![cold runs](residency-cold.svg)\n\n"
+        );
+        assert_eq!(charts[0].output(), ("ratios.svg", &b"<svg/>"[..]));
     }
 
     #[test]

@@ -25,7 +25,9 @@ pub struct Limit {
     pub what: String,
     /// How, in one sentence (open flags, buffer).
     pub how: String,
-    /// The file read, relative to the workspace root.
+    /// The file read, relative to the workspace root (a list of files in
+    /// a shell's brace form; empty for a limit that reads no file, such as
+    /// a memory copy).
     pub file: String,
     /// One entry per pass, in run order.
     pub passes: Vec<ReadPass>,
@@ -42,21 +44,48 @@ pub struct Limit {
 /// Only an interrupt (Ctrl-C) or a failure to reset the cache; a read that
 /// cannot be made is recorded in [`Limit::error`].
 pub fn standard(file: &Path, runs: usize, progress: &Progress) -> Result<Vec<Limit>> {
+    standard_files(&[file], &file.to_string_lossy(), runs, progress)
+}
+
+/// [`standard`] over a list of files read one after the other (each pass
+/// resets every file, then reads them all; its time and bytes are the
+/// sums), shown as `shown` (e.g. the list's brace form).
+///
+/// # Errors
+/// As [`standard`].
+pub fn standard_files<P: AsRef<Path>>(
+    files: &[P],
+    shown: &str,
+    runs: usize,
+    progress: &Progress,
+) -> Result<Vec<Limit>> {
+    let what = |one: &str, many: &str| {
+        if files.len() == 1 {
+            one.to_owned()
+        } else {
+            many.to_owned()
+        }
+    };
     Ok(vec![
         measure(
-            file,
+            files,
+            shown,
             runs,
             progress,
-            "sequential O_DIRECT read, cold",
+            &what(
+                "sequential O_DIRECT read, cold",
+                "sequential O_DIRECT read of every file, cold",
+            ),
             "after the cold reset: open(O_RDONLY|O_DIRECT), read(2) 1 MiB at a time into a 4 KiB-aligned buffer",
             CacheState::Cold,
             true,
         )?,
         measure(
-            file,
+            files,
+            shown,
             runs,
             progress,
-            "cached read(), warm",
+            &what("cached read(), warm", "cached read() of every file, warm"),
             "after one warming read: open(O_RDONLY), read(2) 1 MiB at a time",
             CacheState::Warm,
             false,
@@ -70,8 +99,10 @@ pub fn steps(runs: usize) -> usize {
     2 * runs
 }
 
-fn measure(
-    file: &Path,
+#[allow(clippy::too_many_arguments)] // one limit's whole description, each used
+fn measure<P: AsRef<Path>>(
+    files: &[P],
+    shown: &str,
     runs: usize,
     progress: &Progress,
     what: &str,
@@ -87,17 +118,34 @@ fn measure(
         if error.is_some() {
             continue;
         }
-        alternate::prepare(file, state)?;
-        match pagecache::read_whole(file, direct) {
-            Ok(p) => passes.push(p),
-            Err(e) if interrupt::is_interrupted(&e) => return Err(e),
-            Err(e) => error = Some(format!("{e:#}")),
+        for f in files {
+            alternate::prepare(f.as_ref(), state)?;
+        }
+        let mut total = ReadPass {
+            bytes: 0,
+            secs: 0.0,
+        };
+        for f in files {
+            match pagecache::read_whole(f.as_ref(), direct) {
+                Ok(p) => {
+                    total.bytes += p.bytes;
+                    total.secs += p.secs;
+                }
+                Err(e) if interrupt::is_interrupted(&e) => return Err(e),
+                Err(e) => {
+                    error = Some(format!("{e:#}"));
+                    break;
+                }
+            }
+        }
+        if error.is_none() {
+            passes.push(total);
         }
     }
     Ok(Limit {
         what: what.to_owned(),
         how: how.to_owned(),
-        file: file.to_string_lossy().into_owned(),
+        file: shown.to_owned(),
         passes,
         error,
     })
@@ -131,4 +179,49 @@ pub fn section(o: &mut String, limits: &[Limit]) {
         t.row([l.what.clone(), time, rate, l.how.clone()]);
     }
     let _ = writeln!(o, "{}", t.render());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_of_files_is_read_whole_in_each_pass() {
+        let dir = std::env::temp_dir().join(format!("xtask-limits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files: Vec<std::path::PathBuf> = [3usize, 5]
+            .iter()
+            .map(|&mib| {
+                let f = dir.join(format!("{mib}.bin"));
+                std::fs::write(&f, vec![9u8; mib << 20]).unwrap();
+                f
+            })
+            .collect();
+        let progress = Progress::new(steps(2) as u64);
+        let limits = standard_files(&files, "d/{3,5}.bin", 2, &progress).unwrap();
+        assert_eq!(limits.len(), 2);
+        assert_eq!(
+            limits[0].what,
+            "sequential O_DIRECT read of every file, cold"
+        );
+        assert_eq!(limits[1].what, "cached read() of every file, warm");
+        // The cached read always works: two passes of 8 MiB each.
+        let warm = &limits[1];
+        assert_eq!(warm.error, None);
+        assert_eq!(warm.file, "d/{3,5}.bin");
+        let bytes: Vec<u64> = warm.passes.iter().map(|p| p.bytes).collect();
+        assert_eq!(bytes, [8 << 20, 8 << 20]);
+        // O_DIRECT is refused on some file systems (tmpfs): then the row
+        // says why instead of a time.
+        let cold = &limits[0];
+        match &cold.error {
+            None => assert!(cold.passes.iter().all(|p| p.bytes == 8 << 20)),
+            Some(e) => assert!(e.contains(&files[0].to_string_lossy().into_owned()), "{e}"),
+        }
+        let one = standard(&files[0], 1, &progress).unwrap();
+        assert_eq!(one[1].what, "cached read(), warm");
+        assert_eq!(one[1].passes[0].bytes, 3 << 20);
+        assert_eq!(one[1].file, files[0].to_string_lossy());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

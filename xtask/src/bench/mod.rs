@@ -113,13 +113,15 @@ mmaptest: the read()-vs-mmap microbenchmark of the 2003 PostgreSQL-list
   72 KiB file, 20000 iterations, or the seed's 100000 with --full) and cold
   (a list of 16 MiB files, evicted by xtask before every run, one pass).
   Headline: each program's own loop time; the limits are memcpy (in cache
-  and large) and a cached and an O_DIRECT read of the cold list. One
-  verdict per cell against \"ours ≤ 1.2× C\", and a data check (bytes =
-  sizes × iterations, checksums equal in every mode); exit status 1 when
-  the data check fails.
+  and large) and a cached and an O_DIRECT read of the cold list. Every
+  timed run traces each file it reads (traces/); charts: ours/C per cell
+  and the cold list's residency, read() vs mmap; the seed's quoted
+  (unverified) 2003 totals beside this run's ratios. One verdict per cell
+  against \"ours ≤ 1.2× C\", and a data check (bytes = sizes × iterations,
+  checksums equal in every mode); exit status 1 when the data check fails.
 
-  cargo xtask bench mmaptest [--quick | --full] [--runs 5] [--warmup 1]
-                             [--warm | --cold] [--out DIR]
+  cargo xtask bench mmaptest [--quick | --full | --tiny] [--runs 5]
+                             [--warmup 1] [--warm | --cold] [--out DIR]
 
 revlog: issue 5, `log -l 5` over a Mercurial changelog whose index is read
   whole or mapped, ours (`mapwise revlog log -l 5 REPO --config …`) vs
@@ -136,11 +138,17 @@ revlog: issue 5, `log -l 5` over a Mercurial changelog whose index is read
   read-vs-mmap crossover of ours across synthetic index sizes (16 KiB to
   61 MiB; also modelled in xtask at µs resolution, which decides where
   ours' process times tie), printed as the recommended
-  `--config experimental.mmapindexthreshold=` beside hg 6.9's 1 MB. Exit
-  status 1 when an output or check is wrong.
+  `--config experimental.mmapindexthreshold=` beside hg 6.9's 1 MB. Every
+  timed process run traces 00changelog.i (traces/); charts: ours/hg per
+  cell and the index's residency over each cold run, read vs mmap; the
+  seed's published figures (D477's `hg log -l 5` table, the 2018 1 MB
+  proposal's perfindex on a 60 MB index) beside ours and hg's; the
+  physical limits of the largest index. Exit status 1 when an output or
+  check is wrong. --tiny: hg's 1k and a 5000-revision synthetic
+  changelog only (CI smoke run).
 
-  cargo xtask bench revlog [--quick | --full] [--runs 5] [--warmup 1]
-                           [--sweep-runs N] [--out DIR]
+  cargo xtask bench revlog [--quick | --full | --tiny] [--runs 5]
+                           [--warmup 1] [--sweep-runs N] [--out DIR]
 
 rrd: issue 4, the seed experiment re-run: the seed's `create` (ours vs
   rrdtool, dumps compared), then N separate `updatev` processes (3 samples
@@ -265,21 +273,28 @@ impl Workspace {
         self.target.join("bench")
     }
 
-    /// `shared/oracles/<name>/oracle.sh`, found as the tests and .ci/run
-    /// find it: under `$MAPWISE_SHARED`, else in the first `shared/` beside
+    /// `shared/oracles/<name>/oracle.sh` (see [`Workspace::shared`]).
+    pub fn oracle(&self, name: &str) -> Result<String> {
+        self.shared(&Path::new("oracles").join(name).join("oracle.sh"))
+    }
+
+    /// The file `shared/<tail>`, found as the tests and .ci/run find the
+    /// oracles: under `$MAPWISE_SHARED`, else in the first `shared/` beside
     /// the workspace or one of its ancestors (then named relative to the
     /// root, e.g. `../shared/oracles/bolt/oracle.sh`).
-    pub fn oracle(&self, name: &str) -> Result<String> {
-        let tail = Path::new("oracles").join(name).join("oracle.sh");
+    ///
+    /// # Errors
+    /// When there is no such file.
+    pub fn shared(&self, tail: &Path) -> Result<String> {
         if let Some(shared) = std::env::var_os("MAPWISE_SHARED") {
-            let p = PathBuf::from(shared).join(&tail);
+            let p = PathBuf::from(shared).join(tail);
             anyhow::ensure!(p.is_file(), "no {} ($MAPWISE_SHARED)", p.display());
             return Ok(path_arg(&p));
         }
         let mut up = PathBuf::new();
         for dir in self.root.ancestors() {
-            if dir.join("shared").join(&tail).is_file() {
-                return Ok(path_arg(&up.join("shared").join(&tail)));
+            if dir.join("shared").join(tail).is_file() {
+                return Ok(path_arg(&up.join("shared").join(tail)));
             }
             up.push("..");
         }

@@ -97,6 +97,23 @@ pub fn publish(
     Ok(())
 }
 
+/// [`publish`] with every trace of `traces` (`traces/…`) and every chart
+/// of `charts` beside the report.
+pub fn publish_traced(
+    dir: &Path,
+    report: &str,
+    results: &impl serde::Serialize,
+    traces: &super::traces::Traces,
+    charts: &[super::charts::ChartFile],
+) -> Result<()> {
+    let extra: Vec<(&str, &[u8])> = traces
+        .files()
+        .into_iter()
+        .chain(charts.iter().map(super::charts::ChartFile::output))
+        .collect();
+    publish(dir, report, results, &extra)
+}
+
 /// A markdown table.
 #[derive(Debug, Default)]
 pub struct Table {

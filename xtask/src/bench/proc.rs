@@ -15,6 +15,8 @@ use super::interrupt;
 /// the shown line can be pasted there as is).
 #[derive(Clone, Debug)]
 pub struct Cmd {
+    /// Variables set for the child only (shown before the program).
+    env: Vec<(String, String)>,
     program: String,
     args: Vec<String>,
 }
@@ -41,15 +43,17 @@ impl Cmd {
     /// A command running `program`.
     pub fn new(program: impl Into<String>) -> Self {
         Self {
+            env: Vec::new(),
             program: program.into(),
             args: Vec::new(),
         }
     }
 
-    /// Appends one argument.
+    /// Sets the environment variable `key` to `value` for the child (an
+    /// empty value is set, not removed: `HGRCPATH=`).
     #[must_use]
-    pub fn arg(mut self, a: impl Into<String>) -> Self {
-        self.args.push(a.into());
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
         self
     }
 
@@ -57,6 +61,13 @@ impl Cmd {
     #[must_use]
     pub fn args<S: Into<String>>(mut self, a: impl IntoIterator<Item = S>) -> Self {
         self.args.extend(a.into_iter().map(Into::into));
+        self
+    }
+
+    /// Appends one argument.
+    #[must_use]
+    pub fn arg(mut self, a: impl Into<String>) -> Self {
+        self.args.push(a.into());
         self
     }
 
@@ -80,11 +91,26 @@ impl Cmd {
         if cond { self.arg(a) } else { self }
     }
 
-    /// The command as a shell would need it typed.
+    /// The command as a shell would need it typed, its environment
+    /// first (`HGRCPATH= HGPLAIN=1 hg …`).
     pub fn shell(&self) -> String {
-        std::iter::once(&self.program)
-            .chain(&self.args)
-            .map(|a| shell_quote(a))
+        self.env
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{k}={}",
+                    if v.is_empty() {
+                        String::new()
+                    } else {
+                        shell_quote(v)
+                    }
+                )
+            })
+            .chain(
+                std::iter::once(&self.program)
+                    .chain(&self.args)
+                    .map(|a| shell_quote(a)),
+            )
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -97,6 +123,7 @@ impl Cmd {
         let start = Instant::now();
         let mut child = std::process::Command::new(&self.program)
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -216,6 +243,29 @@ mod tests {
             c.shell(),
             r"target/release/mapwise bolt traverse 'target/bench/files/a b.db' --populate 'it'\''s' ''"
         );
+    }
+
+    #[test]
+    fn environments_show_before_the_program() {
+        let c = Cmd::new("hg")
+            .env("HGRCPATH", "")
+            .env("HGPLAIN", "1")
+            .env("X", "a b")
+            .args(["log", "-T", "{rev}\\n"]);
+        assert_eq!(
+            c.shell(),
+            r"HGRCPATH= HGPLAIN=1 X='a b' hg log -T '{rev}\n'"
+        );
+    }
+
+    #[test]
+    fn the_environment_reaches_the_child() {
+        let out = Cmd::new("sh")
+            .env("MAPWISE_PROC_TEST", "seen")
+            .args(["-c", "printf %s \"$MAPWISE_PROC_TEST\""])
+            .run(Path::new("."))
+            .unwrap();
+        assert_eq!(out.stdout, "seen");
     }
 
     #[test]

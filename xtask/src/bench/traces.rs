@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use mapwise_core::trace::Trace;
+use mapwise_core::trace::{Frame, Header, Run, Trace};
 use mapwise_native::trace::Recorder;
 use serde::Serialize;
 
@@ -34,6 +34,9 @@ pub struct TraceInfo {
     pub side: String,
     /// Run number, from 1.
     pub run: usize,
+    /// The traced file (the file under test), as the bench names it:
+    /// `inspector replay FILE --file TRACED` plays the trace over it.
+    pub traced: String,
     /// Samples taken.
     pub frames: u64,
     /// The most OS pages resident in one sample.
@@ -59,8 +62,9 @@ pub struct Traces {
     recorded: Vec<TraceInfo>,
 }
 
-/// `cold plain` → `cold-plain`: a file-name-safe word.
-fn slug(s: &str) -> String {
+/// `cold plain` → `cold-plain`: a file-name-safe word (lower case,
+/// letters, digits and dots; every other run of characters one `-`).
+pub fn slug(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_ascii_alphanumeric() || c == '.' {
@@ -80,8 +84,8 @@ impl Traces {
     }
 
     /// Run `f` while recording `file`'s residency; the trace is kept under
-    /// (`cell`, `side`, `run`). `scratch` is a directory for the
-    /// temporary trace file.
+    /// (`cell`, `side`, `run`) as `traces/<cell>-<side>-<run>.trace`.
+    /// `scratch` is a directory for the temporary trace file.
     ///
     /// # Errors
     /// `f`'s error, or when the trace cannot be written or read back.
@@ -94,28 +98,65 @@ impl Traces {
         run: usize,
         f: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
+        self.record_files(scratch, &[file], cell, side, run, f)
+    }
+
+    /// Run `f` while recording the residency of every one of `files`, one
+    /// recorder (and one trace) per file, all kept under (`cell`, `side`,
+    /// `run`): one file is `traces/<cell>-<side>-<run>.trace` as in
+    /// [`Traces::record`], several are
+    /// `traces/<cell>-<side>-<run>/<file name>.trace`.
+    ///
+    /// # Errors
+    /// `f`'s error, or when a trace cannot be written or read back.
+    pub fn record_files<T, P: AsRef<Path>>(
+        &mut self,
+        scratch: &Path,
+        files: &[P],
+        cell: &str,
+        side: &str,
+        run: usize,
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
         let name = format!("{}-{}-{run}", slug(cell), slug(side));
         std::fs::create_dir_all(scratch)
             .with_context(|| format!("cannot create {}", scratch.display()))?;
-        let tmp = TempPath::new(scratch.join(format!(".{name}.{}.trace", std::process::id())));
         let label = format!("{cell}, {side}, run {run}");
-        let rec = Recorder::start(file, tmp.path(), &label, INTERVAL)
-            .with_context(|| format!("cannot record a trace into {}", tmp.path().display()))?;
+        let mut recording = Vec::with_capacity(files.len());
+        for (i, file) in files.iter().enumerate() {
+            let file = file.as_ref();
+            let dest = if files.len() == 1 {
+                format!("traces/{name}.trace")
+            } else {
+                let base = file
+                    .file_name()
+                    .map_or_else(|| i.to_string(), |b| slug(&b.to_string_lossy()));
+                format!("traces/{name}/{base}.trace")
+            };
+            let tmp =
+                TempPath::new(scratch.join(format!(".{name}.{i}.{}.trace", std::process::id())));
+            let rec = Recorder::start(file, tmp.path(), &label, INTERVAL)
+                .with_context(|| format!("cannot record a trace into {}", tmp.path().display()))?;
+            recording.push((file, dest, tmp, rec));
+        }
         let result = f();
-        let sum = rec
-            .stop()
-            .context("the residency trace could not be written")?;
-        let bytes = std::fs::read(tmp.path())
-            .with_context(|| format!("cannot read back {}", tmp.path().display()))?;
-        self.recorded.push(TraceInfo {
-            file: format!("traces/{name}.trace"),
-            cell: cell.to_string(),
-            side: side.to_string(),
-            run,
-            frames: sum.frames,
-            max_resident_pages: sum.max_resident_pages,
-            bytes,
-        });
+        for (file, dest, tmp, rec) in recording {
+            let sum = rec
+                .stop()
+                .context("the residency trace could not be written")?;
+            let bytes = std::fs::read(tmp.path())
+                .with_context(|| format!("cannot read back {}", tmp.path().display()))?;
+            self.recorded.push(TraceInfo {
+                file: dest,
+                cell: cell.to_string(),
+                side: side.to_string(),
+                run,
+                traced: file.to_string_lossy().into_owned(),
+                frames: sum.frames,
+                max_resident_pages: sum.max_resident_pages,
+                bytes,
+            });
+        }
         result
     }
 
@@ -131,6 +172,55 @@ impl Traces {
         self.recorded
             .iter()
             .find(|t| t.cell == cell && t.side == side)
+    }
+
+    /// Every trace of the first run recorded for (`cell`, `side`): one per
+    /// traced file, in the order the files were given.
+    #[must_use]
+    pub fn first_run(&self, cell: &str, side: &str) -> Vec<&TraceInfo> {
+        let Some(first) = self.first(cell, side) else {
+            return Vec::new();
+        };
+        self.recorded
+            .iter()
+            .filter(|t| t.cell == cell && t.side == side && t.run == first.run)
+            .collect()
+    }
+
+    /// The report's paragraph on the traces: how many, what was traced
+    /// (`what`, e.g. "the changelog index `00changelog.i`"), and the
+    /// command that replays one of them from the workspace root once the
+    /// report is in `report_dir`: the first of a cold cell (a cell whose
+    /// name holds `cold`, where residency changes most), else the first.
+    /// `None` when nothing was traced.
+    #[must_use]
+    pub fn paragraph(&self, what: &str, report_dir: &Path) -> Option<String> {
+        let first = self
+            .recorded
+            .iter()
+            .find(|t| t.cell.contains("cold"))
+            .or_else(|| self.recorded.first())?;
+        let runs = {
+            let mut r: Vec<(&str, &str, usize)> = self
+                .recorded
+                .iter()
+                .map(|t| (t.cell.as_str(), t.side.as_str(), t.run))
+                .collect();
+            r.dedup();
+            r.len()
+        };
+        let n = self.recorded.len();
+        Some(format!(
+            "Every timed run was traced: the residency of {what}, sampled every {} ms while the run went on \
+             ({n} trace{} of {runs} run{} in `traces/`, named `<cell>-<side>-<run>`). Replay one in the page map \
+             from the workspace root with `inspector replay {} --file {}` (`Space` plays, `,` `.` step), or load \
+             it beside the file in the browser viewer.",
+            INTERVAL.as_millis(),
+            if n == 1 { "" } else { "s" },
+            if runs == 1 { "" } else { "s" },
+            report_dir.join(&first.file).display(),
+            first.traced,
+        ))
     }
 
     /// (report-relative path, bytes) of every trace, for
@@ -186,8 +276,13 @@ fn chart_of(
     let decoded: Vec<(String, Trace)> = picks
         .iter()
         .filter_map(|(cell, side, legend)| {
-            let t = traces.first(cell, side)?.trace().ok()?;
-            Some((legend.clone(), t))
+            let run: Vec<Trace> = traces
+                .first_run(cell, side)
+                .iter()
+                .filter_map(|t| t.trace().ok())
+                .collect();
+            let refs: Vec<&Trace> = run.iter().collect();
+            Some((legend.clone(), combined(&refs)?))
         })
         .collect();
     if decoded.iter().all(|(_, t)| t.frames.is_empty()) {
@@ -195,6 +290,65 @@ fn chart_of(
     }
     let series: Vec<(String, &Trace)> = decoded.iter().map(|(l, t)| (l.clone(), t)).collect();
     draw(title, &series).map(Some)
+}
+
+/// The traces of one run that traced several files side by side, as one
+/// trace of a file made of them all, one after the other (each file's
+/// pages follow the previous files' pages): frames at the sample times of
+/// the trace with the most frames, each holding every file's frame on
+/// show then ([`Trace::frame_at`]; each trace's time counts from its own
+/// first sample, and the recorders of one run start within a millisecond
+/// of each other). So a chart of it shows the list's resident share, or
+/// its resident pages. One trace is returned as it is; `None` for none.
+#[must_use]
+pub fn combined(traces: &[&Trace]) -> Option<Trace> {
+    let clock = *traces.iter().max_by_key(|t| t.frames.len())?;
+    if traces.len() == 1 {
+        return Some(clock.clone());
+    }
+    let page = clock.header.os_page_size.max(1);
+    let base = |t: &Trace| t.frames.first().map_or(0, |f| f.t_us);
+    let t0 = base(clock);
+    let frames = clock
+        .frames
+        .iter()
+        .map(|f| {
+            let dt = f.t_us.saturating_sub(t0);
+            let mut runs: Vec<Run> = Vec::new();
+            let (mut pages, mut known) = (0u64, true);
+            for t in traces {
+                let Some(g) = t.frames.get(t.frame_at(base(t).saturating_add(dt))) else {
+                    continue;
+                };
+                for r in &g.runs {
+                    let start = pages.saturating_add(r.start);
+                    match runs.last_mut() {
+                        // Runs stay non-adjacent across a file boundary.
+                        Some(last) if last.start.saturating_add(last.len) == start => {
+                            last.len = last.len.saturating_add(r.len);
+                        }
+                        _ => runs.push(Run { start, len: r.len }),
+                    }
+                }
+                pages = pages.saturating_add(g.total_pages(page));
+                known &= g.known;
+            }
+            Frame {
+                t_us: f.t_us,
+                file_len: pages.saturating_mul(page),
+                known,
+                runs,
+            }
+        })
+        .collect();
+    Some(Trace {
+        header: Header {
+            path: format!("{} and {} more", clock.header.path, traces.len() - 1),
+            ..clock.header.clone()
+        },
+        frames,
+        truncated_tail: traces.iter().any(|t| t.truncated_tail),
+    })
 }
 
 #[cfg(test)]
@@ -224,11 +378,24 @@ mod tests {
         assert_eq!(v, 42);
         let info = &t.list()[0];
         assert_eq!(info.file, "traces/cold-plain-ours-1.trace");
+        assert_eq!(info.traced, file.to_string_lossy());
         let trace = info.trace().unwrap();
         assert_eq!(trace.frames.len() as u64, info.frames);
         assert!(info.frames >= 3, "{} frames in 120 ms", info.frames);
         assert_eq!(trace.frames[0].file_len, 64 << 10);
         assert!(t.first("cold plain", "ours").is_some());
+        let p = t
+            .paragraph("the file", Path::new("target/bench/x"))
+            .unwrap();
+        assert!(p.contains("(1 trace of 1 run in `traces/`"), "{p}");
+        assert!(
+            p.contains(&format!(
+                "`inspector replay target/bench/x/traces/cold-plain-ours-1.trace --file {}`",
+                file.display()
+            )),
+            "{p}"
+        );
+        assert!(Traces::new().paragraph("x", Path::new(".")).is_none());
         assert!(t.first("cold plain", "Go").is_none());
         // The temporary file is gone.
         let left: Vec<_> = std::fs::read_dir(&dir)
@@ -238,5 +405,89 @@ mod tests {
             .collect();
         assert!(left.is_empty(), "{left:?}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn several_files_of_one_run_read_back() {
+        let dir = std::env::temp_dir().join(format!("xtask-traces-many-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files: Vec<std::path::PathBuf> = (0..3)
+            .map(|i| {
+                let f = dir.join(format!("Cold {i}.bin"));
+                std::fs::write(&f, vec![1u8; (i + 1) * 4096]).unwrap();
+                f
+            })
+            .collect();
+        let mut t = Traces::new();
+        for run in 1..=2 {
+            t.record_files(&dir, &files, "cold, mmap once", "C", run, || Ok(()))
+                .unwrap();
+        }
+        let names: Vec<&str> = t.list().iter().map(|i| i.file.as_str()).collect();
+        assert_eq!(names.len(), 6);
+        assert_eq!(names[0], "traces/cold-mmap-once-c-1/cold-0.bin.trace");
+        assert_eq!(names[5], "traces/cold-mmap-once-c-2/cold-2.bin.trace");
+        let first = t.first_run("cold, mmap once", "C");
+        assert_eq!(first.len(), 3);
+        assert!(first.iter().all(|i| i.run == 1));
+        assert_eq!(first[2].traced, files[2].to_string_lossy());
+        // Every trace samples its own file: 1, 2 and 3 pages long.
+        let lens: Vec<u64> = first
+            .iter()
+            .map(|i| i.trace().unwrap().frames[0].file_len)
+            .collect();
+        assert_eq!(lens, [4096, 8192, 12288]);
+        assert!(t.first_run("cold, mmap once", "ours").is_empty());
+        let p = t.paragraph("each file", Path::new("d")).unwrap();
+        assert!(p.contains("(6 traces of 2 runs"), "{p}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn trace(path: &str, frames: Vec<Frame>) -> Trace {
+        Trace {
+            header: Header {
+                path: path.into(),
+                label: "l".into(),
+                os_page_size: 4096,
+                interval_us: 50_000,
+                started_unix_ms: 0,
+            },
+            frames,
+            truncated_tail: false,
+        }
+    }
+
+    #[test]
+    fn traces_of_a_list_combine_into_one_file() {
+        // File a: 4 pages, 0 then 2 then 4 resident (the last page of a
+        // last); file b: 4 pages, the first 2 resident throughout,
+        // sampled once (its frame stays on show).
+        let a = trace(
+            "a",
+            vec![
+                Frame::from_bitmap(10, 4 * 4096, true, &[0], 4),
+                Frame::from_bitmap(50_010, 4 * 4096, true, &[0b1100], 4),
+                Frame::from_bitmap(100_010, 4 * 4096, true, &[0b1111], 4),
+            ],
+        );
+        let b = trace(
+            "b",
+            vec![Frame::from_bitmap(7, 4 * 4096, true, &[0b0011], 4)],
+        );
+        let c = combined(&[&a, &b]).unwrap();
+        assert_eq!(c.header.path, "a and 1 more");
+        let shares: Vec<(u64, u64, u64)> = c
+            .frames
+            .iter()
+            .map(|f| (f.t_us, f.resident_pages(), f.total_pages(4096)))
+            .collect();
+        assert_eq!(shares, [(10, 2, 8), (50_010, 4, 8), (100_010, 6, 8)]);
+        // a's pages 2–3 and b's pages 0–1 touch: one run, pages 2–5.
+        assert_eq!(c.frames[1].runs.len(), 1);
+        assert_eq!((c.frames[1].runs[0].start, c.frames[1].runs[0].len), (2, 4));
+        assert!(c.frames[2].is_resident(5) && !c.frames[2].is_resident(6));
+        // One trace is itself; none is nothing.
+        assert_eq!(combined(&[&a]).unwrap().frames, a.frames);
+        assert!(combined(&[]).is_none());
     }
 }

@@ -56,6 +56,11 @@ pub fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// A fraction (0–1) as a percentage with one decimal: `37.5 %`.
+pub fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
 /// A size for people: `272.0 MiB`.
 pub fn human_size(bytes: u64) -> String {
     #[allow(clippy::cast_precision_loss)]
@@ -117,6 +122,13 @@ pub fn civil_from_unix(secs: u64) -> (u64, u64, u64, u64, u64, u64) {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn fractions_print_as_percentages() {
+        assert_eq!(pct(0.375), "37.5 %");
+        assert_eq!(pct(1.0), "100.0 %");
+        assert_eq!(pct(0.0), "0.0 %");
+    }
 
     #[test]
     fn sizes_parse_like_the_oracle() {
