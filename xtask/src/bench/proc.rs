@@ -151,7 +151,7 @@ impl Cmd {
 /// Waits for `child` with `wait4(2)`, which also returns its resource
 /// usage: the exit status and the peak RSS in KiB (Linux reports
 /// `ru_maxrss` in KiB).
-fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Option<u64>)> {
+pub fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Option<u64>)> {
     let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
