@@ -407,10 +407,11 @@ fn record_and_subcommands_survive_a_shrinking_writer() {
                 if !matches!(r.code, Some(0..=2)) || r.stderr.contains("panicked") {
                     fails.push(format!("inspector {args:?}: {:?}: {}", r.code, r.stderr));
                 }
-                if args.contains(&"--json") && r.code == Some(0) {
-                    if let Err(e) = serde_json::from_str::<serde_json::Value>(&r.stdout) {
-                        fails.push(format!("inspector {args:?}: not JSON ({e}): {}", r.stdout));
-                    }
+                if args.contains(&"--json")
+                    && r.code == Some(0)
+                    && let Err(e) = serde_json::from_str::<serde_json::Value>(&r.stdout)
+                {
+                    fails.push(format!("inspector {args:?}: not JSON ({e}): {}", r.stdout));
                 }
             }
         }

@@ -33,7 +33,12 @@ pub struct Output {
     /// Exit status as printed (`exit status: 1`, `signal: 9`).
     pub status: String,
     /// Peak resident set size of the child in KiB (`ru_maxrss` from
-    /// `wait4`: the child itself, after any `exec`, not its children).
+    /// `wait4`; not its children). Never below xtask's own peak RSS at
+    /// spawn time: Linux counts in `ru_maxrss` the RSS of the image a
+    /// process replaced at `exec`, and std spawns with vfork semantics, so
+    /// that image is xtask's (measured 7 MiB by `cargo xtask limits`,
+    /// which therefore meters through GNU time instead). Fine for the
+    /// hundreds of MiB the benches compare; not for small processes.
     pub max_rss_kib: Option<u64>,
 }
 
@@ -151,7 +156,7 @@ impl Cmd {
 /// Waits for `child` with `wait4(2)`, which also returns its resource
 /// usage: the exit status and the peak RSS in KiB (Linux reports
 /// `ru_maxrss` in KiB).
-pub fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Option<u64>)> {
+fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Option<u64>)> {
     let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
