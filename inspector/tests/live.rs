@@ -2,7 +2,7 @@
 //! shrinks a file to smaller sizes, grows it back and replaces it (rename
 //! over) in a loop while the real `inspector open` watches it in tmux,
 //! while `inspector record` samples it, and while the non-interactive
-//! subcommands read it. Nothing may die of SIGBUS (the shell running the
+//! subcommands and the quiet `mapwise bolt` readers read it. Nothing may die of SIGBUS (the shell running the
 //! TUI would record exit status 135), every run ends with a status it
 //! documents, and the view follows the file: each state the test sets is
 //! waited for on screen (polling, generous limits; nothing is timed).
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{bin, need, run, tmpdir};
+use crate::common::{bin, mapwise, need, run, tmpdir};
 use crate::tmux::{Tmux, shell_quote, wait_file};
 
 /// The writer: `sh -c WRITER sh FILE ORIGINAL OTHER ROUNDS SIZES [FINAL]`.
@@ -381,6 +381,7 @@ fn record_and_subcommands_survive_a_shrinking_writer() {
     .expect("start the rrd writer");
 
     // Meanwhile, every subcommand, again and again, on both files.
+    let mw = mapwise();
     let mut runs = 0;
     let mut fails = Vec::new();
     loop {
@@ -413,6 +414,25 @@ fn record_and_subcommands_survive_a_shrinking_writer() {
                 {
                     fails.push(format!("inspector {args:?}: not JSON ({e}): {}", r.stdout));
                 }
+            }
+        }
+        // And the quiet `mapwise bolt` readers (no lock, no mapping), which
+        // settle their reads the same way.
+        let p = bolt.to_str().expect("utf-8 path");
+        for args in [
+            ["bolt", "check", p],
+            ["bolt", "pages", p],
+            ["bolt", "info", p],
+        ] {
+            let out = Command::new(&mw)
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .expect("run mapwise");
+            runs += 1;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if !matches!(out.status.code(), Some(0..=2)) || stderr.contains("panicked") {
+                fails.push(format!("mapwise {args:?}: {}: {stderr}", out.status));
             }
         }
     }

@@ -15,24 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{bin, need, tmpdir};
+use crate::common::{bin, mapwise, need, tmpdir};
 use crate::tmux::{Tmux, shell_quote, wait_file};
 
 #[path = "../../testkit/fileprint.rs"]
 mod fileprint;
 use fileprint::{copy_tree, differences, prints};
-
-/// `mapwise`, from beside the inspector binary.
-fn mapwise() -> PathBuf {
-    let p = Path::new(bin()).with_file_name("mapwise");
-    assert!(
-        p.is_file(),
-        "{} is missing: build it with `cargo build -p mapwise-native --bin mapwise` \
-         (`cargo test --workspace` builds it)",
-        p.display()
-    );
-    p
-}
 
 fn testdata(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
