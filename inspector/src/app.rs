@@ -1664,6 +1664,12 @@ impl App {
 /// Why evicted pages can stay resident.
 const STAY: &str = "mapped or locked by a process, dirty, or on tmpfs";
 
+/// Why pages of a range can stay resident after `DONTNEED` on that range:
+/// [`STAY`], and large folios: the kernel drops only folios that lie wholly
+/// inside the range, so a page whose folio reaches past it stays
+/// (docs/residency.md, "Large folios").
+const STAY_RANGE: &str = "mapped or locked by a process, dirty, on tmpfs, or part of a multi-page folio reaching past the range";
+
 /// What an evict did, from samples before and after.
 #[must_use]
 pub fn evict_text(e: &Effect) -> String {
@@ -1729,7 +1735,8 @@ pub fn advise_text(advice: FileAdvice, scope: &str, e: &Effect) -> String {
     };
     match (advice, e.after) {
         (FileAdvice::DontNeed, Some(a)) if a > 0 => {
-            s.push_str(&format!("; {a} still resident ({STAY})"));
+            let why = if e.len == TO_EOF { STAY } else { STAY_RANGE };
+            s.push_str(&format!("; {a} still resident ({why})"));
         }
         (FileAdvice::WillNeed, Some(a)) if a < e.pages => s.push_str(&format!(
             "; {} not resident (read-ahead is asynchronous and gives way to memory \

@@ -265,9 +265,9 @@ pub fn pages(path: &Path, as_json: bool, out: &mut impl std::fmt::Write) -> Resu
     // Every row from one snapshot, even while a writer commits.
     let rows = report::settled_page_rows(path)?;
     let _ = if as_json {
-        report::write_pages_json(out, rows)
+        report::write_pages_json(out, rows.iter())
     } else {
-        report::write_pages_text(out, rows)
+        report::write_pages_text(out, rows.iter())
     };
     Ok(())
 }

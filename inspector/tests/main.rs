@@ -1,7 +1,9 @@
 //! Integration tests of the inspector, in one binary (one link on two
 //! cores): views (TestBackend snapshots and colours), app behaviour on
 //! fixed data, the subcommands (against vmtouch and on corrupt files),
-//! and a tmux-driven end-to-end run of the real binary.
+//! tmux-driven end-to-end runs of the real binary, files changing under
+//! it (`live`), and readers that must leave files as they found them
+//! (`readonly`).
 
 #[path = "../../testkit/peers.rs"]
 mod peers;
@@ -9,6 +11,8 @@ mod peers;
 mod cli;
 mod common;
 mod hostile;
+mod live;
+mod readonly;
 mod replay;
 mod tmux;
 mod update;

@@ -11,13 +11,16 @@ use crate::common::{bin, copy_to, need, tmpdir};
 
 /// A tmux server of our own (`-L socket`), killed when dropped, so a
 /// failing test never leaves a session behind or touches the user's tmux.
-struct Tmux {
+/// Shared by the end-to-end tests (`live`, `readonly`).
+pub struct Tmux {
     socket: String,
     session: String,
 }
 
 impl Tmux {
-    fn new(width: u16, height: u16, command: &str) -> Tmux {
+    /// A detached session of `width` x `height` cells running `command`
+    /// (a shell command line).
+    pub fn new(width: u16, height: u16, command: &str) -> Tmux {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -53,19 +56,21 @@ impl Tmux {
             .expect("run tmux")
     }
 
-    fn keys(&self, keys: &[&str]) {
+    /// `send-keys`: each argument is a key name (`Enter`, `Down`) or text.
+    pub fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", &self.session];
         args.extend_from_slice(keys);
         self.tmux(&args);
     }
 
-    fn screen(&self) -> String {
+    /// The pane's text now (`capture-pane -p`).
+    pub fn screen(&self) -> String {
         let out = self.tmux(&["capture-pane", "-p", "-t", &self.session]);
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Poll the screen every `step` until `ok` holds, at most `tries` times.
-    fn wait_for(
+    pub fn wait_for(
         &self,
         tries: u32,
         step: Duration,
@@ -89,7 +94,9 @@ impl Drop for Tmux {
     }
 }
 
-fn wait_file(path: &Path, timeout: Duration) -> Option<String> {
+/// The text of `path` once it ends with a newline (a shell's `echo $? >
+/// FILE` has finished), polled every 50 ms for at most `timeout`.
+pub fn wait_file(path: &Path, timeout: Duration) -> Option<String> {
     let start = Instant::now();
     while start.elapsed() < timeout {
         if let Ok(s) = fs::read_to_string(path)
@@ -102,7 +109,8 @@ fn wait_file(path: &Path, timeout: Duration) -> Option<String> {
     None
 }
 
-fn shell_quote(p: &Path) -> String {
+/// `p` quoted for a POSIX shell.
+pub fn shell_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 

@@ -306,6 +306,28 @@ fn advise_menu_applies_to_the_cell_or_the_file() {
     assert!(a.running());
 }
 
+#[test]
+fn dontneed_on_a_cell_names_large_folios_among_the_reasons() {
+    // DONTNEED on a range drops only the folios wholly inside it
+    // (docs/residency.md, "Large folios"): a page that stays may belong
+    // to a multi-page folio, which the whole-file evict never leaves.
+    let mut t = fixed(&testdata("small.db"));
+    t.held = vec![4];
+    let mut a = app("small.db", &t, 120, 40);
+    for _ in 0..4 {
+        a.update(Action::Right, &mut t);
+    }
+    a.update(Action::Advise, &mut t);
+    a.update(Action::Down, &mut t);
+    a.update(Action::Enter, &mut t);
+    assert_eq!(
+        a.message().unwrap().text,
+        "DONTNEED on page 4 (bytes 16384..20480): resident 1 → 1 of 1 OS pages; 1 still \
+         resident (mapped or locked by a process, dirty, on tmpfs, or part of a multi-page \
+         folio reaching past the range)"
+    );
+}
+
 // ----- the same actions on real files, through the live `Watch` -----
 
 /// vmtouch's resident page count of `path`.

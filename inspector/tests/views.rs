@@ -569,6 +569,59 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
 }
 
 #[test]
+fn a_truncated_rrd_file_shows_its_lost_pages_past_the_end() {
+    // `truncate -s 10000 copy.rrd` with the inspector open: rrdtool's
+    // header still describes its 33440-byte file (the length rrdtool 1.7.2
+    // created it with), so OS pages 3–8 are drawn past the end.
+    use mapwise_core::bolt::WalkOptions;
+    use mapwise_inspector::app::{Data, Residence};
+    use mapwise_native::watch::Watch;
+    let dir = tmpdir();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/hw.rrd");
+    let path = dir.path().join("copy.rrd");
+    fs::copy(&src, &path).unwrap();
+    let created_len = fs::metadata(&src).unwrap().len();
+    assert_eq!(created_len, 33440);
+    let mut watch = Watch::open(&path, WalkOptions::default()).expect("watch");
+    assert_eq!(watch.snapshot().expected_len, created_len);
+    let mut app = App::new(
+        "copy.rrd",
+        Data::from_target(&watch),
+        std::time::Duration::from_millis(500),
+    );
+    app.resize(120, 40);
+    assert_eq!(app.pages(), 9);
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(10_000)
+        .unwrap();
+    let r = watch.refresh();
+    assert!(r.reread_started);
+    watch.settle(std::time::Duration::from_secs(10));
+    app.sync(&watch, true);
+    assert_eq!(app.layout().source_len, 10_000, "the new structure arrived");
+    assert_eq!(app.data().snapshot.expected_len, created_len);
+    assert_eq!(app.pages(), 9, "the map keeps the pages the header claims");
+    for p in 0..3 {
+        assert_ne!(app.cell(p).unwrap().residence, Residence::PastEof, "{p}");
+    }
+    for p in 3..9 {
+        assert_eq!(app.cell(p).unwrap().residence, Residence::PastEof, "{p}");
+    }
+    let t = draw(&app);
+    for p in 3..9 {
+        assert_eq!(cell_at(&app, &t, p).0, "×", "page {p}");
+    }
+    let text = format!("{}", t.backend());
+    assert!(
+        text.contains("9.8 KiB TRUNCATED: the header says 32.7 KiB"),
+        "{text}"
+    );
+}
+
+#[test]
 fn advise_menu_overlay() {
     let mut target = fixed(&testdata("small.db"));
     let mut app = app("small.db", &target, 100, 30);

@@ -62,19 +62,125 @@ pub fn page_rows<'a, S: PageSource + ?Sized>(
     })
 }
 
+/// The rows of a pages table, held compactly: a run of consecutive `free`
+/// pages, or of pages `beyond-eof`, is one entry, so the table of a file
+/// whose meta claims 16 Mi mostly free pages (a 64 GiB file) costs a few
+/// entries instead of a row per page (about 80 bytes each: 1.3 GiB). Every
+/// other row costs what a [`PageRow`] does, like the walk's layout, one
+/// region per page run read. [`PageRows::iter`] gives the rows back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageRows {
+    runs: Vec<RowRun>,
+    rows: u64,
+}
+
+/// One entry of [`PageRows`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RowRun {
+    /// A row as it is.
+    One(PageRow),
+    /// `count` rows of type `page_type` (`free` or `beyond-eof`, no items
+    /// or overflow) with ids `first..first + count`.
+    Run {
+        first: u64,
+        count: u64,
+        page_type: &'static str,
+    },
+}
+
+impl PageRows {
+    /// Appends one row, merging it into the last run when it continues it.
+    pub fn push(&mut self, r: PageRow) {
+        self.rows += 1;
+        let runnable = match (r.page_type.as_str(), r.items, r.overflow) {
+            ("free", None, None) => Some("free"),
+            ("beyond-eof", None, None) => Some("beyond-eof"),
+            _ => None,
+        };
+        let Some(kind) = runnable else {
+            self.runs.push(RowRun::One(r));
+            return;
+        };
+        if let Some(RowRun::Run {
+            first,
+            count,
+            page_type,
+        }) = self.runs.last_mut()
+            && *page_type == kind
+            && first.checked_add(*count) == Some(r.id)
+        {
+            *count += 1;
+            return;
+        }
+        self.runs.push(RowRun::Run {
+            first: r.id,
+            count: 1,
+            page_type: kind,
+        });
+    }
+
+    /// Rows held.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.rows
+    }
+
+    /// `true` when no row is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Entries held in memory (one per run, one per other row).
+    #[must_use]
+    pub fn entries(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The rows, in order, runs expanded as they are reached.
+    pub fn iter(&self) -> impl Iterator<Item = PageRow> + '_ {
+        self.runs.iter().flat_map(|run| {
+            let (one, range, kind) = match run {
+                RowRun::One(r) => (Some(r.clone()), 0..0, ""),
+                RowRun::Run {
+                    first,
+                    count,
+                    page_type,
+                } => (None, *first..first.saturating_add(*count), *page_type),
+            };
+            one.into_iter().chain(range.map(move |id| PageRow {
+                id,
+                page_type: kind.to_owned(),
+                items: None,
+                overflow: None,
+            }))
+        })
+    }
+}
+
+impl FromIterator<PageRow> for PageRows {
+    fn from_iter<I: IntoIterator<Item = PageRow>>(iter: I) -> Self {
+        let mut rows = PageRows::default();
+        for r in iter {
+            rows.push(r);
+        }
+        rows
+    }
+}
+
 /// The rows of `bbolt pages` for the bbolt file at `path`, read quietly
 /// and settled ([`crate::settle`]): every row from one snapshot, even
 /// while a writer commits. Collected before anything is printed, so a
-/// retry never prints twice (about 40 bytes per row, less than the walk's
-/// layout).
+/// retry never prints twice; held as [`PageRows`], so runs of free pages
+/// cost nothing per page.
 ///
 /// # Errors
 /// [`settle::Error`]: not openable, not bbolt, or a writer committed
 /// during every attempt.
-pub fn settled_page_rows(path: &std::path::Path) -> Result<Vec<PageRow>, settle::Error> {
+pub fn settled_page_rows(path: &std::path::Path) -> Result<PageRows, settle::Error> {
     settle::read_bolt(path, |file| {
         let walked = mapwise_core::bolt::walk(file, mapwise_core::bolt::WalkOptions::default());
-        let rows: Vec<PageRow> = page_rows(file, &walked.layout).collect();
+        let rows: PageRows = page_rows(file, &walked.layout).collect();
         (rows, walked.layout.problem_count())
     })?
     .or_unsettled(|(_, problems)| *problems)
@@ -706,6 +812,36 @@ pub fn layout_report(
 mod tests {
     use super::*;
     use crate::residency::Trust;
+
+    #[test]
+    fn page_rows_hold_runs_of_free_pages_as_one_entry() {
+        let row = |id, t: &str, items: Option<u16>| PageRow {
+            id,
+            page_type: t.into(),
+            items,
+            overflow: items.map(|_| 0),
+        };
+        let mut want = vec![row(0, "meta", Some(0)), row(1, "meta", Some(0))];
+        want.extend((2..1_000_002).map(|id| row(id, "free", None)));
+        want.push(row(1_000_002, "leaf", Some(3)));
+        want.push(row(1_000_003, "free", None));
+        want.extend((1_000_004..1_000_010).map(|id| row(id, "beyond-eof", None)));
+        let rows: PageRows = want.iter().cloned().collect();
+        assert_eq!(rows.len(), want.len() as u64);
+        // meta, meta, a run of a million free pages, leaf, one free page,
+        // a run beyond the end.
+        assert_eq!(rows.entries(), 6);
+        assert!(rows.iter().eq(want.iter().cloned()));
+        assert_eq!(
+            pages_text(&want),
+            {
+                let mut s = String::new();
+                write_pages_text(&mut s, rows.iter()).unwrap();
+                s
+            },
+            "the table prints the same from runs"
+        );
+    }
 
     fn res(len: u64, bits: &[u64]) -> Residency {
         let ps = 4096;

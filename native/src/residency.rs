@@ -34,8 +34,10 @@
 //!
 //! On tmpfs/shmem (`/dev/shm`, `memfd`) the page cache is the only copy of the
 //! data: `POSIX_FADV_DONTNEED` does nothing there, so [`evict`] succeeds and
-//! every page stays resident. Residency of large folios (THP in the page
-//! cache) is still reported per OS page, but changes in folio-sized steps.
+//! every page stays resident. Residency of large folios (multi-page folios
+//! in the page cache, which ext4 uses since Linux 6.16) is still reported per
+//! OS page, but changes in folio-sized steps: `DONTNEED` on a range drops only
+//! the folios wholly inside it (docs/residency.md, "Large folios").
 
 use std::fmt;
 use std::fs::File;

@@ -76,8 +76,9 @@ pub struct Snapshot {
     /// its problems may be transient. Says so in one sentence.
     pub unsettled: Option<String>,
     /// Bytes the format's own header says the file spans (bbolt: the
-    /// current meta page's high-water mark times the page size); 0 when it
-    /// claims nothing. A file shorter than this was truncated: front ends
+    /// current meta page's high-water mark times the page size; RRD: the
+    /// header, then every archive's rows, as rrdtool lays them out); 0 when
+    /// it claims nothing (revlog, unknown, a header that cannot be read). A file shorter than this was truncated: front ends
     /// draw the missing part as past the end of the file.
     pub expected_len: u64,
     /// `true` when reads bypassed the page cache (`O_DIRECT`).
@@ -150,6 +151,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                 (_, fatal) => fatal.as_ref().map(ToString::to_string),
             };
             if let Ok(h) = mapwise_core::rrd::Header::parse_header(&src) {
+                snap.expected_len = h.geometry().file_len;
                 snap.rrd = Some(RrdInfo {
                     version: h.version_str().to_owned(),
                     step: h.pdp_step(),

@@ -684,3 +684,89 @@ fn a_trace_records_reads_evictions_and_replacement() {
         assert!(w[0].t_us <= w[1].t_us);
     }
 }
+
+/// Large folios (docs/residency.md, "Large folios"): the page cache may
+/// hold a file in multi-page folios (naturally aligned, power-of-two runs
+/// of pages), and residency then changes a folio at a time. `mincore(2)`
+/// still answers per OS page, but `POSIX_FADV_DONTNEED` on a range drops
+/// only the folios that lie wholly inside it: one page of a larger folio
+/// stays, and the smallest aligned block around a page whose eviction
+/// drops anything is that page's whole folio.
+///
+/// The file is read front to back with plain `read(2)` (default advice),
+/// as a reader would, so read-ahead builds the folios. Where the kernel
+/// drops single pages everywhere (no large folios for this file system or
+/// kernel), the test says so and skips; where it shows larger steps, it
+/// asserts that every step is exactly one aligned block, never a stray
+/// page outside the range asked for.
+#[test]
+fn residency_changes_in_folio_sized_steps() {
+    use std::io::Read;
+    let dir = scratch_dir();
+    let path = dir.path().join("data");
+    let file = write_file(&path, 8 * MIB);
+    let page = os_page_size();
+    let total = 8 * MIB / page;
+
+    evict(&file, 0, TO_EOF).unwrap();
+    let mut reader = File::open(&path).unwrap();
+    let mut buf = vec![0u8; 64 * 1024];
+    while reader.read(&mut buf).expect("read the file") > 0 {}
+    let base = quiesce(&file);
+    assert_eq!(
+        base.resident_pages, total,
+        "a whole read leaves the file resident"
+    );
+
+    // Pages in the back half, where read-ahead has ramped up, and not
+    // near each other: each probe only evicts blocks around its own page.
+    let probes = [
+        total / 2 + 5,
+        5 * total / 8 + 3,
+        3 * total / 4 + 9,
+        total - 7,
+    ];
+    let mut steps = Vec::new();
+    for probe in probes {
+        let mut n = 1;
+        let (start, dropped) = loop {
+            let start = probe / n * n;
+            let before = sample(&file).unwrap();
+            evict(&file, start * page, n * page).unwrap();
+            let after = sample(&file).unwrap();
+            let dropped: Vec<u64> = (0..total)
+                .filter(|&p| before.is_resident(p) && !after.is_resident(p))
+                .collect();
+            if !dropped.is_empty() {
+                break (start, dropped);
+            }
+            n *= 2;
+            assert!(
+                n <= 2 * MIB / page,
+                "DONTNEED of every aligned block up to 2 MiB around page {probe} dropped nothing"
+            );
+        };
+        // Whatever the folio size, nothing outside the range asked for goes.
+        assert!(
+            dropped.iter().all(|p| (start..start + n).contains(p)),
+            "DONTNEED of pages {start}..{} dropped {dropped:?}",
+            start + n
+        );
+        // The block is the first one that held a whole folio around the
+        // probe: all of it goes, as one step.
+        assert_eq!(
+            dropped,
+            (start..start + n).collect::<Vec<_>>(),
+            "DONTNEED of the aligned block {start}..{} dropped only part of it",
+            start + n
+        );
+        steps.push((probe, n));
+    }
+    eprintln!("folio steps (page, pages dropped together): {steps:?}");
+    if steps.iter().all(|&(_, n)| n == 1) {
+        eprintln!(
+            "SKIPPED: this kernel dropped single pages at every probe (no multi-page folios \
+             in this file's page cache); nothing to show"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 mod bench;
 mod crash;
 mod fuzz;
+mod limits;
 mod wasm;
 
 use std::process::ExitCode;
@@ -35,6 +36,10 @@ enum Command {
     /// The full hostile-file sweep (damaged corpus files through every reader).
     #[command(after_long_help = fuzz::HOSTILE_HELP)]
     Hostile,
+    /// Peak memory of the inspector on 64 GiB sparse files, against a
+    /// bound (resource limits).
+    #[command(after_long_help = limits::HELP)]
+    Limits(limits::LimitsArgs),
     /// Build the browser viewer (wasm module + static page) into
     /// target/wasm/site.
     #[command(after_long_help = wasm::WASM_HELP)]
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         Command::Crash(args) => crash::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
         Command::Hostile => fuzz::hostile(),
+        Command::Limits(args) => limits::run(&args),
         Command::Wasm(args) => wasm::build(&args).map(|_| ExitCode::SUCCESS),
         Command::Serve(args) => wasm::serve(&args).map(|()| ExitCode::SUCCESS),
     };

@@ -35,7 +35,12 @@ pub struct Output {
     /// Exit status as printed (`exit status: 1`, `signal: 9`).
     pub status: String,
     /// Peak resident set size of the child in KiB (`ru_maxrss` from
-    /// `wait4`: the child itself, after any `exec`, not its children).
+    /// `wait4`; not its children). Never below xtask's own peak RSS at
+    /// spawn time: Linux counts in `ru_maxrss` the RSS of the image a
+    /// process replaced at `exec`, and std spawns with vfork semantics, so
+    /// that image is xtask's (measured 7 MiB by `cargo xtask limits`,
+    /// which therefore meters through GNU time instead). Fine for the
+    /// hundreds of MiB the benches compare; not for small processes.
     pub max_rss_kib: Option<u64>,
 }
 

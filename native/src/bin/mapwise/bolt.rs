@@ -346,9 +346,9 @@ fn pages(a: &QuietArgs) -> Result<ExitCode> {
     let rows = report::settled_page_rows(&a.file)?;
     let mut out = Out::new();
     let _ = if a.json {
-        report::write_pages_json(&mut out, rows)
+        report::write_pages_json(&mut out, rows.iter())
     } else {
-        report::write_pages_text(&mut out, rows)
+        report::write_pages_text(&mut out, rows.iter())
     };
     out.finish()?;
     Ok(ExitCode::SUCCESS)
