@@ -2,4 +2,5 @@
 
 mod browser;
 mod colors;
+mod hostile;
 mod readonly;
