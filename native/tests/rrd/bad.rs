@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use mapwise_core::rrd::Header;
 
-use super::{copy, mw, rt};
+use super::{copy, mw, ok, rt};
 use crate::support::tempdir;
 
 /// Run `args` (with `FILE` replaced by the file name) in two directories
@@ -567,4 +567,53 @@ fn rrdcached_options() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("RRDCACHED_ADDRESS"));
     assert_eq!(std::fs::read(&p).expect("read"), before, "file untouched");
+}
+
+/// A command line rrdtool refuses before touching the file (missing
+/// arguments, an unknown option) fails as rrdtool's does: exit status 1
+/// and an `ERROR: ` line, so a script that checks either still works.
+#[test]
+fn usage_errors_look_like_rrdtools() {
+    let dir = tempdir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for d in [&a, &b] {
+        std::fs::create_dir_all(d).expect("mkdir");
+        ok(
+            "create",
+            &rt(
+                d,
+                &[
+                    "create",
+                    "u.rrd",
+                    "-s",
+                    "300",
+                    "DS:a:GAUGE:600:U:U",
+                    "RRA:AVERAGE:0.5:1:10",
+                ],
+            ),
+        );
+    }
+    let before = std::fs::read(a.join("u.rrd")).expect("read");
+    for args in [
+        &["fetch", "u.rrd"][..],
+        &["update", "u.rrd", "--bogus", "N:1"][..],
+        &["fetch", "u.rrd", "AVERAGE", "--bogus"][..],
+    ] {
+        let ours = mw(&a, args);
+        let theirs = rt(&b, args);
+        let (oe, te) = (
+            String::from_utf8_lossy(&ours.stderr),
+            String::from_utf8_lossy(&theirs.stderr),
+        );
+        assert_eq!(theirs.status.code(), Some(1), "rrdtool {args:?}: {te}");
+        assert!(te.starts_with("ERROR: "), "rrdtool {args:?}: {te}");
+        assert_eq!(ours.status.code(), Some(1), "mapwise {args:?}: {oe}");
+        assert!(oe.starts_with("ERROR: "), "mapwise {args:?}: {oe}");
+        assert_eq!(oe.lines().count(), 1, "mapwise {args:?}: {oe}");
+    }
+    assert_eq!(
+        std::fs::read(a.join("u.rrd")).expect("read"),
+        before,
+        "file changed"
+    );
 }

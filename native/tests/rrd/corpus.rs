@@ -176,6 +176,7 @@ fn read_commands_print_what_rrdtool_prints() {
             assert_same_text(&format!("{name} {args:?}"), &ours.stdout, &theirs.stdout);
         };
         both(&["info", &file]);
+        info_json_says_what_rrdtool_says(&format!("{name} info --json"), d, &file);
         both(&["last", &file]);
         both(&["lastupdate", &file]);
         both(&["dump", "-h", "xsd", &file]);
@@ -605,4 +606,33 @@ fn planned_pages_are_the_rows_written_and_a_kept_handle_matches() {
             &std::fs::read(&a).expect("read"),
         );
     }
+}
+
+/// `mapwise rrd info --json FILE` holds every `key = value` line of
+/// rrdtool's `info FILE`: strings as strings, numbers as numbers, and
+/// rrdtool's `NaN` (unknown) as null.
+fn info_json_says_what_rrdtool_says(what: &str, d: &Path, file: &str) {
+    let text = String::from_utf8(ok("rrdtool info", &rt(d, &["info", file]))).expect("utf-8");
+    let json: serde_json::Value =
+        serde_json::from_slice(&ok("info --json", &mw(d, &["info", "--json", file])))
+            .expect("info --json is JSON");
+    let mut keys = 0;
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(" = ") else {
+            continue;
+        };
+        keys += 1;
+        let got = json.get(key).unwrap_or_else(|| panic!("{what}: no {key}"));
+        if value == "NaN" {
+            assert!(got.is_null(), "{what}: {key} = {got}, rrdtool NaN");
+        } else if let Some(s) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+            assert_eq!(got.as_str(), Some(s), "{what}: {key}");
+        } else {
+            let want: f64 = value
+                .parse()
+                .unwrap_or_else(|_| panic!("{what}: {key} = {value}"));
+            assert_eq!(got.as_f64(), Some(want), "{what}: {key} = {value}");
+        }
+    }
+    assert!(keys > 10, "{what}: {keys} keys");
 }

@@ -73,11 +73,11 @@ pub struct Args {
     quick: bool,
     /// Puts per workload run [default: 1000000, --quick 100000, --tiny
     /// 2000].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "tiny")]
     count: Option<u64>,
     /// Logical size of the scan file [default: 2GiB, --quick 256MiB,
     /// --tiny 4MiB generated in transactions of 1000 puts].
-    #[arg(long, value_name = "SIZE", value_parser = super::units::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = super::units::parse_size, conflicts_with = "tiny")]
     size: Option<u64>,
     /// Seed of the scan file (oracle `gen --seed`).
     #[arg(long, value_name = "N", default_value_t = 1)]

@@ -65,7 +65,7 @@ pub struct Args {
     /// units: 256MiB, 2GiB, 1.5G, bytes). The file comes out a little
     /// larger [default: 256MiB; --tiny: 4MiB in puts of 1000 per
     /// transaction, about 4000 keys in an 8 MiB file].
-    #[arg(long, value_name = "SIZE", value_parser = super::units::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = super::units::parse_size, conflicts_with = "tiny")]
     size: Option<u64>,
     /// Seed of the generated file (oracle `gen --seed`).
     #[arg(long, value_name = "N", default_value_t = 1)]

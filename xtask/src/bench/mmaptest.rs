@@ -133,16 +133,16 @@ pub struct Args {
     quick: bool,
     /// The seed's matrix: 100 000 iterations warm, 64 files of 16 MiB
     /// (1 GiB) cold.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tiny")]
     full: bool,
     /// Iterations of the warm cells (overrides --quick/--full).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "tiny")]
     iterations: Option<u64>,
     /// Files in the cold list (overrides --quick/--full).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096), conflicts_with = "tiny")]
     cold_files: Option<u64>,
     /// Size of each cold file (binary units: 16MiB, 1GiB).
-    #[arg(long, value_name = "SIZE", value_parser = super::units::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = super::units::parse_size, conflicts_with = "tiny")]
     cold_size: Option<u64>,
     /// Untimed pairs at the start of each cell (same reset before each
     /// run), kept in results.json only.

@@ -233,7 +233,9 @@ pub struct CommonArgs {
     pub runs: u64,
     /// Tiny inputs for a smoke run of the harness (CI): each bench picks
     /// the smallest sizes and counts that still exercise every cell, table,
-    /// chart and trace. Times measured this way mean nothing.
+    /// chart and trace. Times measured this way mean nothing. A cap: it
+    /// wins over --quick and is refused beside --full or an explicit size
+    /// or count (--size, --count, --calls, --iterations, …).
     #[arg(long)]
     pub tiny: bool,
     /// Directory for REPORT.md and results.json [default:
@@ -409,5 +411,40 @@ impl Progress {
 impl Drop for Progress {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::BenchArgs;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: BenchArgs,
+    }
+
+    fn parses(v: &[&str]) -> bool {
+        Cli::try_parse_from(std::iter::once("bench").chain(v.iter().copied())).is_ok()
+    }
+
+    #[test]
+    fn tiny_is_a_cap() {
+        assert!(parses(&["bolt-scan", "--tiny"]));
+        assert!(parses(&["rrd", "--tiny", "--quick"]));
+        for refused in [
+            &["bolt-scan", "--tiny", "--size", "2GiB"][..],
+            &["bolt", "--tiny", "--count", "1000000"],
+            &["bolt", "--tiny", "--size", "2GiB"],
+            &["rrd", "--tiny", "--calls", "1000"],
+            &["rrd", "--tiny", "--full"],
+            &["revlog", "--tiny", "--full"],
+            &["mmaptest", "--tiny", "--iterations", "100000"],
+            &["all", "--tiny", "--full"],
+        ] {
+            assert!(!parses(refused), "{refused:?} was accepted");
+        }
     }
 }

@@ -180,11 +180,11 @@ pub struct Args {
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// 13 sweep sizes, 50 pairs each, and hg in the sweep.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tiny")]
     full: bool,
     /// Pairs per cell of the sweep and of the size check (ours only, a few
     /// ms a run) [default: 20, 50 with --full, 2 with --tiny].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000), conflicts_with = "tiny")]
     sweep_runs: Option<u64>,
     /// Untimed pairs at the start of each cell (same reset before each
     /// run), kept in results.json only.

@@ -46,7 +46,10 @@ enum Command {
 
 fn main() -> ExitCode {
     mapwise_native::map::exit_cleanly_on_sigbus();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_failure(&e),
+    };
     let result = match cli.command {
         Command::Bolt(cmd) => bolt::run(cmd),
         Command::Mmaptest(args) => mmaptest::run(&args),
@@ -61,4 +64,42 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// A command line clap refuses. Help and version print as usual; so do
+/// the failures of `bolt`, `revlog` and `mmaptest` (clap's text, exit 2).
+/// Under `mapwise rrd` a script written for rrdtool expects rrdtool's
+/// shape for every failure, usage included (`rrd_tool.c` prints
+/// `ERROR: Usage: …` or `ERROR: invalid option …` and exits 1): one
+/// `ERROR: ` line with clap's reason, exit status 1.
+fn usage_failure(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let rrd = std::env::args_os().nth(1).is_some_and(|a| a == "rrd");
+    let shown = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if !rrd || shown {
+        e.exit();
+    }
+    // clap's text: "error: REASON" (possibly continued on indented lines),
+    // a blank line, then the usage and a hint.
+    let text = e.render().to_string();
+    let reason: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let reason = reason.join(" ");
+    let usage = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .map_or_else(String::new, |u| format!(" (usage: {u})"));
+    eprintln!(
+        "ERROR: {}{usage}",
+        reason.strip_prefix("error: ").unwrap_or(&reason)
+    );
+    ExitCode::from(1)
 }

@@ -259,6 +259,9 @@ fn info_json(pairs: &[(String, InfoValue)]) -> serde_json::Value {
         .map(|(k, v)| {
             let j = match v {
                 InfoValue::Val(x) if x.is_finite() => serde_json::json!(x),
+                // Unknown (NaN) is null, as in `fetch --json`; ±inf keep
+                // rrdtool's text.
+                InfoValue::Val(x) if x.is_nan() => serde_json::Value::Null,
                 InfoValue::Val(x) => serde_json::json!(mapwise_core::rrd::cfmt::c_e10(*x)),
                 InfoValue::Cnt(n) => serde_json::json!(n),
                 InfoValue::Str(s) => serde_json::json!(s),
