@@ -1023,9 +1023,10 @@ fn render(r: &Results) -> String {
          The split is Go's `open:`/`traverse:` and ours' `open_s`/`traverse_s`.\n\
          - Within a cell, runs alternate ours, Go, ours, Go, …; ratio = ours/Go computed **pair by pair**, shown as \
          median [min–max]. Times are median [min–max].\n\
-         - {}: the first run after a change of cell pays for what the previous cell left behind (seen here: \
-         the first cold MAP_POPULATE run after the cold plain-mmap cell took up to 6× as long as the next ones, in \
-         both tools, without a single major fault), and ours, always first in a pair, would pay it alone.\n",
+         - {}: the first run after a change of cell pays for what the previous cell left behind (seen while \
+         this bench was built: the first cold MAP_POPULATE run after the cold plain-mmap cell took up to 6× as long \
+         as the next ones, in both tools, without a single major fault; this run's warm-up pairs are in \
+         results.json), and ours, always first in a pair, would pay it alone.\n",
         if r.warmup == 0 {
             "No warm-up pairs (`--warmup 0`)".to_owned()
         } else {
