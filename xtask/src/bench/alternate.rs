@@ -2,9 +2,12 @@
 //!
 //! Two tools measured in separate blocks see different machines (another
 //! build starts, the host gets busy, the disk cache of the hypervisor
-//! warms). Alternating A B A B … in one loop spreads such drift over both,
-//! and pairing run *i* of A with run *i* of B gives per-pair ratios whose
-//! spread shows how much of a difference is noise.
+//! warms). Alternating in one loop spreads such drift over both, and
+//! pairing run *i* of A with run *i* of B gives per-pair ratios whose
+//! spread shows how much of a difference is noise. The order within a pair
+//! turns every run (A B, B A, A B, …): whatever a run leaves behind for the
+//! next one (reclaim, compaction, a busy device queue) lands on each side
+//! equally often instead of always on the side that follows.
 
 use std::path::Path;
 use std::time::Instant;
@@ -38,7 +41,7 @@ impl CacheState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
-    /// Ours (runs first in every pair).
+    /// Ours (first in odd-numbered pairs).
     A,
     /// The reference.
     B,
@@ -84,9 +87,10 @@ pub struct Pair<T> {
     pub b: T,
 }
 
-/// Runs `a` and `b` alternately, A B A B …, `runs` times each, calling
-/// `before(side, run)` right before every single run (the cache reset) and
-/// handing its result to that run.
+/// Runs `a` and `b` alternately, `runs` times each, in the order A B, B A,
+/// A B, … (odd runs A first, even runs B first), calling `before(side,
+/// run)` right before every single run (the cache reset) and handing its
+/// result to that run.
 pub fn alternate<P, T>(
     runs: usize,
     mut before: impl FnMut(Side, usize) -> Result<P>,
@@ -95,10 +99,17 @@ pub fn alternate<P, T>(
 ) -> Result<Vec<Pair<T>>> {
     let mut pairs = Vec::with_capacity(runs);
     for run in 1..=runs {
-        let p = before(Side::A, run)?;
-        let ra = a(run, p)?;
-        let p = before(Side::B, run)?;
-        let rb = b(run, p)?;
+        let (ra, rb) = if run % 2 == 1 {
+            let p = before(Side::A, run)?;
+            let ra = a(run, p)?;
+            let p = before(Side::B, run)?;
+            (ra, b(run, p)?)
+        } else {
+            let p = before(Side::B, run)?;
+            let rb = b(run, p)?;
+            let p = before(Side::A, run)?;
+            (a(run, p)?, rb)
+        };
         pairs.push(Pair { run, a: ra, b: rb });
     }
     Ok(pairs)
@@ -110,7 +121,7 @@ mod tests {
     use std::cell::RefCell;
 
     #[test]
-    fn runs_alternate_with_a_reset_before_each() {
+    fn runs_alternate_and_turn_order_with_a_reset_before_each() {
         let log = RefCell::new(Vec::new());
         let pairs = alternate(
             3,
@@ -131,7 +142,7 @@ mod tests {
         assert_eq!(
             log.into_inner(),
             [
-                "prep A1", "A1", "prep B1", "B1", "prep A2", "A2", "prep B2", "B2", "prep A3",
+                "prep A1", "A1", "prep B1", "B1", "prep B2", "B2", "prep A2", "A2", "prep A3",
                 "A3", "prep B3", "B3"
             ]
         );

@@ -33,7 +33,7 @@ README.md), the same puts and reads in both engines:
       --count N --batch-size 1000 --key-size 16 --value-size 100 --json --force
   <oracle binary> bench FILE …the same flags…
 for M = seq and rnd (N = 1000000, --quick 100000), alternating ours and Go
-(A B A B …). Each run writes a new file (one fsync'd commit per batch) and
+(A B, B A, …). Each run writes a new file (one fsync'd commit per batch) and
 then reads it back in one read transaction (seq: cursor over everything;
 rnd: Get of every key in seeded shuffled order). Ratios are ops/s ours/Go
 per pair. Targets: puts >= 1.0x bbolt (both modes), random gets >= 1.5x.
@@ -613,7 +613,7 @@ fn render(r: &Results) -> String {
         o,
         "Our bbolt engine (**ours**, `mapwise bolt bench` / `mapwise bolt traverse`) beside **Go bbolt {}** \
          (the oracle binary's `bench` / `traverse`), {} run{} per cell after {} warm-up pair(s), alternating \
-         ours, Go, ours, Go, … Ratios are computed pair by pair: median [min–max]. Finished {}.\n",
+         ours and Go with the order turning every pair (ours, Go; Go, ours; …). Ratios are computed pair by pair: median [min–max]. Finished {}.\n",
         r.versions.bbolt_readme.clone().unwrap_or_default(),
         r.runs,
         if r.runs == 1 { "" } else { "s" },

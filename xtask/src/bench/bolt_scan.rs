@@ -30,7 +30,7 @@ pub const HELP: &str = "\
 Generates (once, cached in target/bench/files/) a bbolt file with Go bbolt:
   ../shared/oracles/bolt/oracle.sh gen FILE --shape big --seed SEED --size SIZE
 then, in each cell, after --warmup untimed pairs, runs ours and Go
-alternately (A B A B …, --runs pairs):
+alternately (A B, B A, A B, …, --runs pairs):
   target/release/mapwise bolt traverse FILE [--populate] --json
   ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
 Cells: cold (xtask fsyncs and posix_fadvise(DONTNEED)s the whole file before
@@ -268,7 +268,7 @@ pub(super) struct CellResult {
     pub(super) go_cmd: String,
     /// Untimed pairs run first (`--warmup`), not in the statistics.
     warmup: Vec<Pair<Sample>>,
-    /// `a` = ours (always first), `b` = Go.
+    /// `a` = ours (first in odd-numbered pairs), `b` = Go.
     pub(super) pairs: Vec<Pair<Sample>>,
     pub(super) summary: CellSummary,
 }
@@ -983,7 +983,7 @@ fn render(r: &Results) -> String {
         o,
         "The MAP_POPULATE experiment of boltdb/bolt issue 455, re-run: read-only cursor scan over every key of \
          bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
-         (the oracle's `traverse`), {} run{} each per cell, alternating ours, Go, ours, Go, … \
+         (the oracle's `traverse`), {} run{} each per cell, alternating ours and Go, the order turning every pair (ours, Go; Go, ours; …). \
          Finished {}.\n",
         r.bucket,
         r.versions.bbolt_readme.clone().unwrap_or_else(na),
@@ -1021,12 +1021,13 @@ fn render(r: &Results) -> String {
          both map with `madvise(MADV_RANDOM)` after `mmap`, as bbolt does.\n\
          - **took** = open + scan as each tool times itself (Go: `took:` line, printed in whole ms; ours: `took_s`). \
          The split is Go's `open:`/`traverse:` and ours' `open_s`/`traverse_s`.\n\
-         - Within a cell, runs alternate ours, Go, ours, Go, …; ratio = ours/Go computed **pair by pair**, shown as \
+         - Within a cell, runs alternate ours and Go, the order turning every pair (ours, Go; Go, ours; …), so \
+         what a run leaves behind lands on both tools; ratio = ours/Go computed **pair by pair**, shown as \
          median [min–max]. Times are median [min–max].\n\
          - {}: the first run after a change of cell pays for what the previous cell left behind (seen while \
          this bench was built: the first cold MAP_POPULATE run after the cold plain-mmap cell took up to 6× as long \
          as the next ones, in both tools, without a single major fault; this run's warm-up pairs are in \
-         results.json), and ours, always first in a pair, would pay it alone.\n",
+         results.json), and ours, first in the first pair, would pay it alone.\n",
         if r.warmup == 0 {
             "No warm-up pairs (`--warmup 0`)".to_owned()
         } else {

@@ -33,7 +33,7 @@ reconstruction into target/bench/mmaptest-c/ (cc -O2 -Wall with the
 README's -D flags, each also with -DTOUCH), makes the input files once
 (cached in target/bench/files/: a 72 KiB file and a list of cold files,
 deterministic bytes), then, in each cell, after --warmup untimed pairs,
-runs ours and C alternately (A B A B …, --runs pairs), stdout to /dev/null
+runs ours and C alternately (A B, B A, …, --runs pairs), stdout to /dev/null
 as in the original:
   target/release/mapwise mmaptest --mode M [--read-size whole] [--populate]
       [--touch] --iterations N --json FILE… > /dev/null
@@ -469,7 +469,7 @@ struct CellResult {
     ours_cmd: String,
     c_cmd: String,
     warmup: Vec<Pair<Sample>>,
-    /// `a` = ours (always first), `b` = C.
+    /// `a` = ours (first in odd-numbered pairs), `b` = C.
     pairs: Vec<Pair<Sample>>,
     summary: CellSummary,
 }
@@ -1276,7 +1276,7 @@ fn render(r: &Results) -> String {
         o,
         "The read()-vs-mmap microbenchmark of the 2003 PostgreSQL-list \"mmap-test\", reconstructed: **ours** \
          (`mapwise mmaptest`) beside **the C reconstruction** (`{}`, built with cc -O2 and the README's -D flags), \
-         {} run{} each per cell after {} warm-up pair{}, alternating ours, C, ours, C, … Preset `{}`. Finished {}.\n",
+         {} run{} each per cell after {} warm-up pair{}, alternating ours and C, the order turning every pair (ours, C; C, ours; …). Preset `{}`. Finished {}.\n",
         r.c_source,
         r.runs,
         if r.runs == 1 { "" } else { "s" },
@@ -1329,7 +1329,7 @@ fn render(r: &Results) -> String {
          **cold**: the file list, 1 iteration (one pass), before every single run xtask `fsync`s and \
          `posix_fadvise(DONTNEED)`s every file (the tools' own `--cold` is not used); *resident at start* is \
          measured with mincore after each reset.\n\
-         - Runs alternate ours, C, ours, C, …; ratio = ours/C loop time **pair by pair**, median [min–max]; \
+         - Runs alternate ours and C, the order turning every pair (ours, C; C, ours; …); ratio = ours/C loop time **pair by pair**, median [min–max]; \
          times are median [min–max]. Each cell starts with {} untimed warm-up pair(s) (raw in results.json).\n\
          - Not done here (see shared/notes/mmaptest.md): pinning to one CPU (`taskset`), a memory cgroup for a \
          data set larger than RAM, perf fault counts.\n",

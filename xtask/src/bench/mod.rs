@@ -52,7 +52,9 @@ report; it also removes temporary files. Progress goes to stderr.
 Benches run from the workspace root, build what they measure in release
 mode first, find the oracles in shared/ beside the workspace (or in
 $MAPWISE_SHARED, as the tests do), and compare ours with the reference implementation alternately
-(A B A B …) in the same loop, so drift on a shared machine hits both sides.
+in the same loop (A B, B A, A B, …: the order turns every pair, so what a
+run leaves behind lands on both sides), so drift on a shared machine hits
+both sides.
 Ratios are ours/reference computed pair by pair: median [min–max].
 Nothing here asserts a time: a verdict is a line in the report.
 
@@ -96,7 +98,7 @@ bolt-scan: the MAP_POPULATE experiment of boltdb/bolt issue 455, ours vs Go
 
   Each cell starts with --warmup untimed pairs (default 1): the first run
   after a change of cell pays for the previous cell's leftovers, and ours,
-  first in every pair, would pay it alone.
+  first in the first pair, would pay it alone.
 
   cargo xtask bench bolt-scan [--size 256MiB | --tiny] [--seed 1] [--runs 5]
                               [--warmup 1] [--cold | --warm | --both]
@@ -228,7 +230,7 @@ enum BenchCommand {
 /// Options every bench takes.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
-    /// Runs per tool in each cell (A B A B …: this many pairs).
+    /// Runs per tool in each cell (A B, B A, …: this many pairs).
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub runs: u64,
     /// Tiny inputs for a smoke run of the harness (CI): each bench picks

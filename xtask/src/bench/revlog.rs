@@ -50,7 +50,7 @@ which reads and hash-checks the texts, and `hg verify` on a prefix). The
 smaller synthetic indexes of the sweep are prefixes of that changelog.
 
 Then, in each cell (size × read/mmap × warm/cold), after --warmup untimed
-pairs, runs ours and hg alternately (A B A B …, --runs pairs):
+pairs, runs ours and hg alternately (A B, B A, …, --runs pairs):
   target/release/mapwise revlog log -l 5 REPO --config …
   HGRCPATH= HGPLAIN=1 hg log -l 5 -T '{rev}\\n' -R REPO --config …
 with the same --config on both: read = storage.revlog.mmap.index=no,
@@ -2564,7 +2564,7 @@ fn render(r: &Results) -> String {
         o,
         "Issue 5: `log -l 5` over a Mercurial changelog whose index is read whole or mapped, warm and cold, \
          on indexes of {} revisions, **ours** (`mapwise revlog log`) beside **{}** \
-         (`hg log -l 5 -T '{{rev}}\\n'`) with the same `--config`, alternating ours, hg, ours, hg, …; then \
+         (`hg log -l 5 -T '{{rev}}\\n'`) with the same `--config`, alternating ours and hg, the order turning every pair (ours, hg; hg, ours; …); then \
          ours mapped vs read across index sizes to find where mapping starts to win. Preset {}: {} pair{} per \
          matrix cell, {} per size-check and sweep cell. Finished {}.\n",
         sizes.join(", "),
