@@ -241,7 +241,9 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
     let mut runs = Vec::new();
     for name in chosen {
         let sub = dir.join(name);
-        let (args, notes) = child_args(name, a, &sub);
+        // The child runs from the root: a root-relative --out is the same
+        // directory, and the index's command line names no machine path.
+        let (args, notes) = child_args(name, a, Path::new(&ws.rel(&sub)));
         let command = format!("cargo xtask {}", args.join(" "));
         eprintln!("xtask: bench all: {command}");
         let t = Instant::now();

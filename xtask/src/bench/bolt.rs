@@ -292,7 +292,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                 .arg_if(populate, "--populate")
                 .args(extra.iter().cloned())
                 .arg("--json");
-            let go = Cmd::new(go_bin.clone())
+            let go = oracle_cmd(&go_bin)
                 .arg("traverse")
                 .arg(f.path.clone())
                 .arg_if(populate, "--populate");
@@ -309,7 +309,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         }
         limits = limits::standard(&path, runs, &progress)?;
         progress.set("range scans with residency");
-        let keys = Cmd::new(go_bin.clone())
+        let keys = oracle_cmd(&go_bin)
             .arg("keys")
             .arg(f.path.clone())
             .arg(BUCKET)
@@ -362,7 +362,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         machine,
         loadavg_end: machine::loadavg(),
         versions,
-        build_commands: vec![build_ours.shell(), build_oracle.shell()],
+        build_commands: vec![
+            build_ours.shell(),
+            format!("BOLT_ORACLE=$({})", build_oracle.shell()),
+        ],
         work,
         file,
         scans,
@@ -443,6 +446,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The oracle's Go binary, run from its build directory (a cache
+/// directory of this machine), shown in the report as
+/// `"$BOLT_ORACLE"/boltoracle`, the commands section setting `BOLT_ORACLE`
+/// from `oracle.sh build`.
+fn oracle_cmd(go_bin: &str) -> Cmd {
+    Cmd::new(go_bin).shown_as("\"$BOLT_ORACLE\"/boltoracle")
+}
+
 /// One workload mode, ours and Go alternately.
 fn work_cell(
     ws: &Workspace,
@@ -473,7 +484,7 @@ fn work_cell(
     let ours_file = path_arg(&tmp.join("bolt-bench-ours.db"));
     let go_file = path_arg(&tmp.join("bolt-bench-go.db"));
     let ours_cmd = cmd(Cmd::new(mapwise).arg("bolt").arg("bench"), &ours_file);
-    let go_cmd = cmd(Cmd::new(go_bin).arg("bench"), &go_file);
+    let go_cmd = cmd(oracle_cmd(go_bin).arg("bench"), &go_file);
     let phase = std::cell::Cell::new("warm-up");
     let mut before = |side, run| {
         let who = if side == alternate::Side::A {

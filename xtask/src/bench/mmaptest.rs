@@ -728,7 +728,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         traces_paragraph: traces.paragraph(
             "the file(s) each run reads (the 72 KiB file warm, every file of the list cold, one trace per \
              file)",
-            &dir,
+            Path::new(&ws.rel(&dir)),
         ),
     };
     progress.set("charts");

@@ -272,6 +272,11 @@ impl Workspace {
             .unwrap_or_else(|| self.bench_dir().join(units::utc_stamp(started)))
     }
 
+    /// `p` relative to the root when under it ([`rel_to`]).
+    pub fn rel(&self, p: &Path) -> String {
+        rel_to(&self.root, p)
+    }
+
     /// `target/bench`.
     pub fn bench_dir(&self) -> PathBuf {
         self.target.join("bench")
@@ -314,6 +319,13 @@ impl Workspace {
 /// in target/ and ../shared, which are UTF-8 in any sane checkout).
 pub fn path_arg(p: &Path) -> String {
     p.to_string_lossy().into_owned()
+}
+
+/// `p` as a report prints it: relative to the workspace root `root` (an
+/// absolute path) when it lies under it, since every command in a report
+/// runs from the root, so no report names this machine's directories.
+pub fn rel_to(root: &Path, p: &Path) -> String {
+    path_arg(p.strip_prefix(root).unwrap_or(p))
 }
 
 /// Runs `cargo xtask bench …`.

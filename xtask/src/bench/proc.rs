@@ -18,6 +18,10 @@ pub struct Cmd {
     /// Variables set for the child only (shown before the program).
     env: Vec<(String, String)>,
     program: String,
+    /// How [`Cmd::shell`] writes the program when its path is this
+    /// machine's (e.g. `"$BOLT_ORACLE"/boltoracle` for a binary in a cache
+    /// directory); `None`: the program as run.
+    shown: Option<String>,
     args: Vec<String>,
 }
 
@@ -50,8 +54,17 @@ impl Cmd {
         Self {
             env: Vec::new(),
             program: program.into(),
+            shown: None,
             args: Vec::new(),
         }
+    }
+
+    /// Show the program as `text` in [`Cmd::shell`] (written as is, not
+    /// quoted: it may name a shell variable the report defines).
+    #[must_use]
+    pub fn shown_as(mut self, text: impl Into<String>) -> Self {
+        self.shown = Some(text.into());
+        self
     }
 
     /// Sets the environment variable `key` to `value` for the child (an
@@ -111,11 +124,12 @@ impl Cmd {
                     }
                 )
             })
-            .chain(
-                std::iter::once(&self.program)
-                    .chain(&self.args)
-                    .map(|a| shell_quote(a)),
-            )
+            .chain(std::iter::once(
+                self.shown
+                    .clone()
+                    .unwrap_or_else(|| shell_quote(&self.program)),
+            ))
+            .chain(self.args.iter().map(|a| shell_quote(a)))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -248,6 +262,14 @@ mod tests {
             c.shell(),
             r"target/release/mapwise bolt traverse 'target/bench/files/a b.db' --populate 'it'\''s' ''"
         );
+    }
+
+    #[test]
+    fn a_machine_path_program_shows_as_given() {
+        let c = Cmd::new("/root/.cache/x/boltoracle")
+            .shown_as("\"$BOLT_ORACLE\"/boltoracle")
+            .arg("traverse");
+        assert_eq!(c.shell(), "\"$BOLT_ORACLE\"/boltoracle traverse");
     }
 
     #[test]

@@ -2030,7 +2030,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             "the changelog index `00changelog.i` under test (`log -T '{rev}\\n'` reads no other changelog \
              file: hg prints the same with `00changelog.d` moved away, a check made when the big synthetic \
              changelog was made)",
-            &dir,
+            Path::new(&ws.rel(&dir)),
         ),
     };
     progress.set("charts");
