@@ -1,6 +1,7 @@
 //! Installing the peer tools tests compare against (vmtouch, tmux), so
-//! `cargo test --workspace` works on a fresh Debian machine. Included by
-//! the test crates with `#[path]`; not part of any library.
+//! `cargo test --workspace` works on a fresh Debian machine, and reading
+//! what a peer says of a file ([`rrdtool_info`]). Included by the test
+//! crates with `#[path]`; not part of any library.
 //!
 //! Installs with `apt-get` as root (or `sudo -n`), serialised by a lock
 //! file so parallel tests do not fight over dpkg, refreshing the package
@@ -59,4 +60,37 @@ pub fn ensure(tool: &str, package: &str) {
         ok && on_path(tool),
         "this test needs {tool}; install it with: sudo apt-get install -y {package}"
     );
+}
+
+/// What `rrdtool info` says of an RRD's layout: header size in bytes, the
+/// number of data sources, and per archive (rows, cur_row).
+pub type RrdInfo = (u64, u64, Vec<(u64, u64)>);
+
+/// `rrdtool info PATH` parsed into an [`RrdInfo`]; `None` when rrdtool
+/// cannot be run or prints no `header_size`.
+pub fn rrdtool_info(path: &Path) -> Option<RrdInfo> {
+    let out = Command::new("rrdtool")
+        .arg("info")
+        .arg(path)
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k} = ")))
+            .and_then(|v| v.trim_matches('"').parse::<u64>().ok())
+    };
+    let ds: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ds[")?.split(']').next())
+        .collect();
+    let rras = (0..)
+        .map_while(|i| {
+            Some((
+                field(&format!("rra[{i}].rows"))?,
+                field(&format!("rra[{i}].cur_row"))?,
+            ))
+        })
+        .collect();
+    Some((field("header_size")?, ds.len() as u64, rras))
 }

@@ -627,36 +627,9 @@ fn revlog_with_a_bad_field_in_rev_0_is_still_a_revlog() {
     );
 }
 
-/// Header size, data sources, and per archive (rows, cur_row).
-type RrdInfo = (u64, u64, Vec<(u64, u64)>);
-
-/// `rrdtool info`: header size, data sources and per archive (rows,
-/// cur_row).
-fn rrd_info(path: &Path) -> RrdInfo {
-    let out = Command::new("rrdtool")
-        .arg("info")
-        .arg(path)
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let field = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{k} = ")))
-            .and_then(|v| v.trim_matches('"').parse::<u64>().ok())
-    };
-    let ds: std::collections::BTreeSet<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("ds[")?.split(']').next())
-        .collect();
-    let rras = (0..)
-        .map_while(|i| {
-            Some((
-                field(&format!("rra[{i}].rows"))?,
-                field(&format!("rra[{i}].cur_row"))?,
-            ))
-        })
-        .collect();
-    (field("header_size").unwrap(), ds.len() as u64, rras)
+/// `rrdtool info` of `path` (the peer must be there: the test needs it).
+fn rrd_info(path: &Path) -> crate::peers::RrdInfo {
+    crate::peers::rrdtool_info(path).expect("rrdtool info")
 }
 
 /// The shared corpus's big.rrd (`oracle.sh gen --shape big`) when present.

@@ -1525,6 +1525,11 @@ fn rrd_facts(h: &rrd::Header<'_>, l: &rrd::RrdLayout) -> RrdFacts {
     }
 }
 
+// The test crates' peer helpers, for the unit tests below.
+#[cfg(test)]
+#[path = "../../testkit/peers.rs"]
+mod peers;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1621,39 +1626,13 @@ mod tests {
         assert_eq!(c.len, 8192);
     }
 
-    /// `rrdtool info` of `testdata/rrd/NAME`: header size, data sources,
-    /// and per archive (rows, cur_row).
-    /// Header size, data sources, and per archive (rows, cur_row).
-    type RrdInfo = (u64, u64, Vec<(u64, u64)>);
-
-    fn rrdtool_info(name: &str) -> Option<RrdInfo> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../testdata/rrd")
-            .join(name);
-        let out = std::process::Command::new("rrdtool")
-            .arg("info")
-            .arg(&p)
-            .output()
-            .ok()?;
-        let text = String::from_utf8(out.stdout).ok()?;
-        let field = |k: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{k} = ")))
-                .and_then(|v| v.trim_matches('"').parse::<u64>().ok())
-        };
-        let ds: std::collections::BTreeSet<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("ds[")?.split(']').next())
-            .collect();
-        let rras = (0..)
-            .map_while(|i| {
-                Some((
-                    field(&format!("rra[{i}].rows"))?,
-                    field(&format!("rra[{i}].cur_row"))?,
-                ))
-            })
-            .collect();
-        Some((field("header_size")?, ds.len() as u64, rras))
+    /// `rrdtool info` of `testdata/rrd/NAME` ([`super::peers::rrdtool_info`]).
+    fn rrdtool_info(name: &str) -> Option<super::peers::RrdInfo> {
+        super::peers::rrdtool_info(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../testdata/rrd")
+                .join(name),
+        )
     }
 
     /// The map shows every archive's current row and the header in their
