@@ -123,36 +123,6 @@ pub fn bolt_file(data: &[u8]) {
 // ---------------------------------------------------------------------------
 // RRD files
 
-/// Stand-in math library: the update's control flow, not its numbers.
-struct NoMath;
-
-impl rrd::rpn::Libm for NoMath {
-    fn sin(&self, x: f64) -> f64 {
-        x
-    }
-    fn cos(&self, x: f64) -> f64 {
-        x
-    }
-    fn log(&self, x: f64) -> f64 {
-        x
-    }
-    fn exp(&self, x: f64) -> f64 {
-        x
-    }
-    fn atan(&self, x: f64) -> f64 {
-        x
-    }
-    fn atan2(&self, y: f64, _: f64) -> f64 {
-        y
-    }
-    fn sqrt(&self, x: f64) -> f64 {
-        x
-    }
-    fn pow(&self, x: f64, _: f64) -> f64 {
-        x
-    }
-}
-
 /// Target `rrd_file`: an RRD file through the layout (with the pages the
 /// next update touches), the header parser, dump, info, lastupdate, fetch
 /// of every CF and a few updates on an in-memory copy.
@@ -191,7 +161,7 @@ pub fn rrd_file(data: &[u8]) {
     }
     let mut owned = h.into_owned();
     let mut rows = rrd::update::MemRows(data.to_vec());
-    if let Ok(mut u) = rrd::update::Updater::new(&mut owned, &mut rows, &NoMath, 0) {
+    if let Ok(mut u) = rrd::update::Updater::new(&mut owned, &mut rows, &rrd::rpn::NoMath, 0) {
         let tmpl = rrd::update::Template::default_for(u.header());
         let clock = rrd::update::Clock {
             now: (0, 0),

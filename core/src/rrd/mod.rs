@@ -53,39 +53,6 @@ pub fn foreign_arch<S: crate::source::PageSource + ?Sized>(src: &S) -> Option<Ar
     arch::detect(&head).filter(|a| *a != Arch::Native)
 }
 
-/// A stand-in math library for the tests of this module: the update's
-/// control flow, not its numbers (the real one is native's `StdMath`).
-#[cfg(test)]
-mod test_math {
-    pub(super) struct NoMath;
-    impl super::rpn::Libm for NoMath {
-        fn sin(&self, x: f64) -> f64 {
-            x
-        }
-        fn cos(&self, x: f64) -> f64 {
-            x
-        }
-        fn log(&self, x: f64) -> f64 {
-            x
-        }
-        fn exp(&self, x: f64) -> f64 {
-            x
-        }
-        fn atan(&self, x: f64) -> f64 {
-            x
-        }
-        fn atan2(&self, y: f64, _: f64) -> f64 {
-            y
-        }
-        fn sqrt(&self, x: f64) -> f64 {
-            x
-        }
-        fn pow(&self, x: f64, _: f64) -> f64 {
-            x
-        }
-    }
-}
-
 #[cfg(test)]
 mod damage {
     //! Damaged corpus files never make the readers panic: random byte
@@ -122,7 +89,7 @@ mod damage {
             }
             let mut owned = h.into_owned();
             let mut rows = update::MemRows(bytes.to_vec());
-            if let Ok(mut u) = update::Updater::new(&mut owned, &mut rows, &test_math::NoMath, 0) {
+            if let Ok(mut u) = update::Updater::new(&mut owned, &mut rows, &rpn::NoMath, 0) {
                 let tmpl = update::Template::default_for(u.header());
                 let clock = update::Clock {
                     now: (0, 0),
@@ -182,7 +149,7 @@ mod corpus {
             let mut rows = update::MemRows(file.clone());
             {
                 let mut u =
-                    update::Updater::new(&mut h, &mut rows, &test_math::NoMath, 0).expect("engine");
+                    update::Updater::new(&mut h, &mut rows, &rpn::NoMath, 0).expect("engine");
                 let tmpl = update::Template::default_for(u.header());
                 let clock = update::Clock {
                     now: (0, 0),

@@ -370,6 +370,40 @@ pub trait Libm {
     fn pow(&self, x: f64, y: f64) -> f64;
 }
 
+/// A [`Libm`] whose every function returns its first argument: for
+/// harnesses (unit tests, the fuzz targets) that exercise an update's
+/// control flow, not its numbers. Never for files: native's `StdMath` is
+/// the platform libm rrdtool links.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoMath;
+
+impl Libm for NoMath {
+    fn sin(&self, x: f64) -> f64 {
+        x
+    }
+    fn cos(&self, x: f64) -> f64 {
+        x
+    }
+    fn log(&self, x: f64) -> f64 {
+        x
+    }
+    fn exp(&self, x: f64) -> f64 {
+        x
+    }
+    fn atan(&self, x: f64) -> f64 {
+        x
+    }
+    fn atan2(&self, y: f64, _: f64) -> f64 {
+        y
+    }
+    fn sqrt(&self, x: f64) -> f64 {
+        x
+    }
+    fn pow(&self, x: f64, _: f64) -> f64 {
+        x
+    }
+}
+
 /// Stack effect `(pops, pushes)` of the operators mapwise evaluates;
 /// `None` for the rest (stack-counting operators such as SORT or AVG and
 /// everything rrdtool refuses).
