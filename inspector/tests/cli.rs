@@ -504,7 +504,7 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
     // The user's report: `inspector check` in a loop while a writer
     // commits said 'page N is already in use' on a healthy file. A read
     // that a commit overlaps is retried; one that never settles exits 2.
-    use mapwise_native::bolt::{Db, Error, Options};
+    use mapwise_native::bolt::{Db, Options};
     use std::sync::atomic::{AtomicBool, Ordering};
     let dir = tmpdir();
     let path = dir.path().join("w3.db");
@@ -514,24 +514,7 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
         ..Options::read_write()
     };
     let db = Db::open(&path, &opts).expect("create");
-    let rewrite = |round: u64| {
-        db.update(|tx| -> Result<(), Error> {
-            let mut b = tx.create_bucket_if_not_exists(b"w")?;
-            for k in 0..8_000u64 {
-                let len = 100 + usize::try_from((k ^ round) % 97).unwrap();
-                let v: Vec<u8> = round
-                    .to_le_bytes()
-                    .iter()
-                    .copied()
-                    .cycle()
-                    .take(len)
-                    .collect();
-                b.put(&k.to_be_bytes(), &v)?;
-            }
-            Ok(())
-        })
-        .expect("commit");
-    };
+    let rewrite = |round: u64| crate::churn::rewrite(&db, 8_000, round);
     rewrite(0);
     let stop = AtomicBool::new(false);
     let p = path.to_str().unwrap();

@@ -8,6 +8,9 @@
 #[path = "../../testkit/peers.rs"]
 mod peers;
 
+#[path = "../../testkit/churn.rs"]
+mod churn;
+
 mod cli;
 mod common;
 mod hostile;

@@ -7,6 +7,7 @@ use std::process::Command;
 
 use mapwise_core::bolt::fnv1a64;
 
+use crate::support::churn::rewrite;
 use crate::support::{oracle, peers, run_mapwise, tempdir, testdata};
 
 fn text(o: &std::process::Output) -> String {
@@ -156,28 +157,6 @@ fn traverse_reaches_nested_buckets() {
         .lines()
         .count();
     assert_eq!(v["keys"].as_u64(), Some(want as u64));
-}
-
-/// Rewrite every key of bucket `w` with a value that depends on `round`
-/// (sizes vary, so every leaf is rewritten: the commit frees the old
-/// pages and, one commit later, reuses them).
-fn rewrite(db: &mapwise_native::bolt::Db, keys: u64, round: u64) {
-    db.update(|tx| -> Result<(), mapwise_native::bolt::Error> {
-        let mut b = tx.create_bucket_if_not_exists(b"w")?;
-        for k in 0..keys {
-            let len = 100 + usize::try_from((k ^ round) % 97).unwrap();
-            let v: Vec<u8> = round
-                .to_le_bytes()
-                .iter()
-                .copied()
-                .cycle()
-                .take(len)
-                .collect();
-            b.put(&k.to_be_bytes(), &v)?;
-        }
-        Ok(())
-    })
-    .expect("commit");
 }
 
 fn writer_db(path: &std::path::Path, keys: u64) -> mapwise_native::bolt::Db {

@@ -138,6 +138,9 @@ pub fn assert_same_text(what: &str, ours: &[u8], want: &[u8]) {
 #[path = "../../../testkit/peers.rs"]
 pub mod peers;
 
+#[path = "../../../testkit/churn.rs"]
+pub mod churn;
+
 /// `shared/oracles/revlog/oracle.sh` (Debian's Mercurial 6.3).
 pub fn revlog_oracle() -> PathBuf {
     shared().join("oracles/revlog/oracle.sh")

@@ -1,0 +1,27 @@
+//! A bbolt writer's churn for the tests that race readers against a
+//! live writer (the inspector's and `mapwise bolt`'s). Included by the
+//! test crates with `#[path]`; not part of any library.
+
+#![allow(dead_code)]
+
+/// Rewrite every key of bucket `w` with a value that depends on `round`
+/// (sizes vary, so every leaf is rewritten: the commit frees the old
+/// pages and, one commit later, reuses them).
+pub fn rewrite(db: &mapwise_native::bolt::Db, keys: u64, round: u64) {
+    db.update(|tx| -> Result<(), mapwise_native::bolt::Error> {
+        let mut b = tx.create_bucket_if_not_exists(b"w")?;
+        for k in 0..keys {
+            let len = 100 + usize::try_from((k ^ round) % 97).unwrap();
+            let v: Vec<u8> = round
+                .to_le_bytes()
+                .iter()
+                .copied()
+                .cycle()
+                .take(len)
+                .collect();
+            b.put(&k.to_be_bytes(), &v)?;
+        }
+        Ok(())
+    })
+    .expect("commit");
+}
