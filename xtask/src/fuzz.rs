@@ -86,7 +86,8 @@ struct Outcome {
 
 fn parse_log(log: &str) -> Outcome {
     let mut o = Outcome::default();
-    for line in log.lines() {
+    let mut lines = log.lines().peekable();
+    while let Some(line) = lines.next() {
         if let Some(v) = line.strip_prefix("stat::number_of_executed_units:") {
             o.execs = v.trim().parse().unwrap_or(o.execs);
         } else if let Some(rest) = line.strip_prefix("Done ") {
@@ -98,12 +99,22 @@ fn parse_log(log: &str) -> Outcome {
         } else if let Some(i) = line.find("Test unit written to ") {
             o.artifact = Some(line[i + "Test unit written to ".len()..].trim().to_owned());
         } else if line.starts_with("==") && line.contains("ERROR: libFuzzer:") {
-            o.reason = line
-                .split("ERROR: libFuzzer:")
-                .nth(1)
-                .map(|s| s.trim().to_owned());
+            // A Rust panic aborts, which libFuzzer reports as a "deadly
+            // signal" after the panic line: keep the panic, it says more.
+            if o.reason.is_none() {
+                o.reason = line
+                    .split("ERROR: libFuzzer:")
+                    .nth(1)
+                    .map(|s| s.trim().to_owned());
+            }
         } else if line.starts_with("thread '") && line.contains("panicked at") {
-            o.reason = Some(line.trim().to_owned());
+            let mut msg = line.trim().to_owned();
+            // The panic message is on the next line.
+            if let Some(next) = lines.peek() {
+                msg.push(' ');
+                msg.push_str(next.trim());
+            }
+            o.reason = Some(msg);
         }
     }
     o
@@ -215,10 +226,21 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
         if !st.success() {
             let what = o.reason.clone().unwrap_or_else(|| format!("exit {st}"));
             match &o.artifact {
-                Some(a) => eprintln!(
-                    "xtask: {t} failed: {what}\n  reproducer: {a}\n  replay: (cd fuzz && cargo fuzz run -s {} {t} {a})",
-                    args.sanitizer
-                ),
+                Some(a) => {
+                    eprintln!(
+                        "xtask: {t} failed: {what}\n  reproducer: {a}\n  replay: (cd fuzz && cargo fuzz run -s {} {t} {a})",
+                        args.sanitizer
+                    );
+                    // The artifact dies with a CI checkout: print it, so the
+                    // log alone is enough to rebuild the regression test.
+                    if let Ok(bytes) = std::fs::read(fuzz.join(a)) {
+                        eprintln!(
+                            "  input ({} bytes, Rust byte-string escapes): b\"{}\"",
+                            bytes.len(),
+                            bytes.escape_ascii()
+                        );
+                    }
+                }
                 None => eprintln!("xtask: {t} failed: {what} (see {})", log_path.display()),
             }
             failed.push(format!("{t}: {what}: {}", o.artifact.unwrap_or_default()));
@@ -293,11 +315,20 @@ stat::number_of_executed_units: 1234
         assert!(o.artifact.is_none());
         let crash = "\
 thread '<unnamed>' (1) panicked at src/lib.rs:49:9:
+index out of bounds: the len is 3 but the index is 7
 ==77== ERROR: libFuzzer: deadly signal
 artifact_prefix='/x/'; Test unit written to /x/crash-abc
 ";
         let o = parse_log(crash);
         assert_eq!(o.artifact.as_deref(), Some("/x/crash-abc"));
-        assert_eq!(o.reason.as_deref(), Some("deadly signal"));
+        assert_eq!(
+            o.reason.as_deref(),
+            Some(
+                "thread '<unnamed>' (1) panicked at src/lib.rs:49:9: \
+                 index out of bounds: the len is 3 but the index is 7"
+            )
+        );
+        let signal = "==77== ERROR: libFuzzer: deadly signal\n";
+        assert_eq!(parse_log(signal).reason.as_deref(), Some("deadly signal"));
     }
 }

@@ -31,13 +31,22 @@ fn zero_tm() -> libc::tm {
 /// `localtime_r(t)`.
 fn localtime(t: i64) -> libc::tm {
     let mut tm = zero_tm();
-    let tt: libc::time_t = t;
-    // SAFETY: both pointers refer to live, properly aligned locals;
-    // localtime_r writes only into `tm`.
-    unsafe {
-        libc::localtime_r(&tt, &mut tm);
-    }
+    localtime_into(t, &mut tm);
     tm
+}
+
+/// `localtime_r(t, tm)` into a `tm` that already holds a time, as
+/// parsetime.c does for a bare number of seconds: when `t` is past what a
+/// `struct tm` can hold, glibc fails part-way and leaves the fields it had
+/// not reached (year, month, day) as they were, and rrdtool goes on with
+/// that mixture. Doing the same keeps our answer equal to rrdtool's.
+fn localtime_into(t: i64, tm: &mut libc::tm) {
+    let tt: libc::time_t = t;
+    // SAFETY: `tt` is a live local and `tm` an exclusively borrowed, valid
+    // struct tm; localtime_r writes only into `tm`.
+    unsafe {
+        libc::localtime_r(&tt, tm);
+    }
 }
 
 /// `mktime(tm)` (normalises `tm`); -1 when the time cannot be represented.
@@ -231,10 +240,23 @@ struct Parser<'a> {
     tv: TimeSpec,
 }
 
+/// glibc's `atol` on the digits that start `s`: `strtol` base 10, which
+/// saturates at `LONG_MAX` on overflow (rrdtool's parsetime.c calls `atol`
+/// on every number token; the tokens here never carry a sign).
 fn atol(s: &str) -> i64 {
-    s.bytes().take_while(u8::is_ascii_digit).fold(0i64, |v, c| {
-        v.wrapping_mul(10).wrapping_add(i64::from(c - b'0'))
-    })
+    s.bytes()
+        .take_while(u8::is_ascii_digit)
+        .try_fold(0i64, |v, c| {
+            v.checked_mul(10)?.checked_add(i64::from(c - b'0'))
+        })
+        .unwrap_or(i64::MAX)
+}
+
+/// A `long` printed with `%d`, as parsetime.c's messages do: the low 32
+/// bits of the value (x86_64 passes the long in a 64-bit register and
+/// printf reads an int from it).
+fn c_int(v: i64) -> i32 {
+    v as i32
 }
 
 impl Parser<'_> {
@@ -435,7 +457,7 @@ impl Parser<'_> {
                 let mut mon = atol(&self.token);
                 let mut mday = 0;
                 if mon > 10 * 365 * 24 * 60 * 60 {
-                    self.tv.tm = localtime(mon);
+                    localtime_into(mon, &mut self.tv.tm);
                     self.next();
                     return Ok(());
                 }
@@ -468,11 +490,12 @@ impl Parser<'_> {
                 }
                 mon -= 1;
                 if !(0..=11).contains(&mon) {
-                    return Err(format!("did you really mean month {}?", mon + 1));
+                    return Err(format!("did you really mean month {}?", c_int(mon + 1)));
                 }
                 if !(1..=31).contains(&mday) {
                     return Err(format!(
-                        "I'm afraid that {mday} is not a valid day of the month"
+                        "I'm afraid that {} is not a valid day of the month",
+                        c_int(mday)
                     ));
                 }
                 self.assign_date(mday, mon, year)?;

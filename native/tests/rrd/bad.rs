@@ -96,6 +96,34 @@ fn malformed_updates_are_refused_as_rrdtool_refuses_them() {
     refused_like_rrdtool("dtypes.rrd", &["update", "FILE", "1600166500:1e5q:3"], true);
 }
 
+/// Numbers in a time spec past what a C `long` holds, or past what a
+/// `struct tm` holds: rrdtool's parsetime reads them with glibc's `atol`
+/// (saturating), prints them with `%d` (the low 32 bits) and keeps going
+/// when `localtime_r` overflows part-way; each refusal must read as
+/// rrdtool's. (The first of these once made our parser overflow.)
+#[test]
+fn time_specs_past_a_long_are_refused_as_rrdtool_refuses_them() {
+    let specs = [
+        "1.99999999999999999999",
+        "1.4294967296",
+        "1/99999999999999999999",
+        "12/4294967298",
+        "1/1/99999999999999999999",
+        "10:99999999999999999999",
+        "now+99999999999999999999s",
+        "99999999999999999999",
+        "67768036191676800",
+        "12:30 99999999999999999999",
+    ];
+    for s in specs {
+        refused_like_rrdtool(
+            "gauge.rrd",
+            &["fetch", "FILE", "AVERAGE", "-s", s, "-e", "1600166414"],
+            true,
+        );
+    }
+}
+
 /// A refused argument after good ones keeps the good ones (rrdtool has
 /// written them): the same bytes and message as rrdtool; with
 /// `--skip-past-updates` the past argument is skipped.
