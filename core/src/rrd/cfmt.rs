@@ -77,8 +77,20 @@ pub fn fixed6(v: f64) -> String {
     s
 }
 
-fn pow10(mut e: i32) -> f64 {
-    // rrd_snprintf.c: mypow10, one rounding per factor of ten.
+fn pow10(e: i32) -> f64 {
+    // rrd_snprintf.c: mypow10, one rounding per factor of ten; the table
+    // holds exactly those products and quotients.
+    let i = e.unsigned_abs() as usize;
+    let table = if e >= 0 { &POW10_UP } else { &POW10_DOWN };
+    match table.get(i) {
+        Some(&r) => r,
+        None => pow10_slow(e),
+    }
+}
+
+/// mypow10 as rrd_snprintf.c computes it: `e` multiplications (or
+/// divisions) by ten, each rounded.
+const fn pow10_slow(mut e: i32) -> f64 {
     let mut r = 1.0f64;
     while e > 0 {
         r *= 10.0;
@@ -89,6 +101,75 @@ fn pow10(mut e: i32) -> f64 {
         e += 1;
     }
     r
+}
+
+/// Exponents `getexponent` can return: -308 ..= 308.
+const POW10_LEN: usize = 309;
+
+const fn pow10_table(up: bool) -> [f64; POW10_LEN] {
+    let mut t = [1.0f64; POW10_LEN];
+    let mut i = 1;
+    while i < POW10_LEN {
+        t[i] = if up { t[i - 1] * 10.0 } else { t[i - 1] / 10.0 };
+        i += 1;
+    }
+    t
+}
+
+/// `pow10(k)` for k in 0..=308, as mypow10 rounds it.
+static POW10_UP: [f64; POW10_LEN] = pow10_table(true);
+/// `pow10(-k)` for k in 0..=308, as mypow10 rounds it.
+static POW10_DOWN: [f64; POW10_LEN] = pow10_table(false);
+
+/// rrd_snprintf.c's `getexponent` (`value` finite, ≥ 0): scale by ten
+/// until `1 <= tmp < 10`, rounding each step, at most down to -308 and up
+/// to 308 — step by step, as rrdtool does.
+fn getexponent_slow(value: f64) -> i32 {
+    let mut exponent: i32 = 0;
+    let mut tmp = value;
+    while tmp < 1.0 && tmp > 0.0 && {
+        exponent -= 1;
+        exponent >= -307
+    } {
+        tmp *= 10.0;
+    }
+    while tmp >= 10.0 && {
+        exponent += 1;
+        exponent <= 308
+    } {
+        tmp /= 10.0;
+    }
+    exponent
+}
+
+/// [`getexponent_slow`] without its up to 600 steps: the decade of
+/// `value` read against the table. The steps' rounding errors add up to
+/// less than 4e-14 relative (308 roundings of 2^-53), so wherever `value`
+/// lies further than 1e-12 (relative) from both ends of its decade the
+/// stepwise answer is the decade; nearer an end, and below 1e-300 (where
+/// rrdtool's bound of -308 and subnormal steps come in), it takes the
+/// steps.
+fn getexponent(value: f64) -> i32 {
+    const MARGIN: f64 = 1e-12;
+    if value == 0.0 || value < 1e-300 {
+        return getexponent_slow(value);
+    }
+    let bits = value.to_bits();
+    let e2 = ((bits >> 52) & 0x7ff) as i32 - 1023;
+    // log10(2) ≈ 0.30103: within one of the decade; the loops fix it.
+    let mut e = (e2 * 30_103).div_euclid(100_000);
+    while e > -300 && value < pow10(e) {
+        e -= 1;
+    }
+    while e < 308 && value >= pow10(e + 1) {
+        e += 1;
+    }
+    let lo = pow10(e);
+    let hi = if e < 308 { pow10(e + 1) } else { f64::INFINITY };
+    if value < lo * (1.0 + MARGIN) || value > hi * (1.0 - MARGIN) {
+        return getexponent_slow(value);
+    }
+    e
 }
 
 /// `fmtflt`'s `cast`: truncation, with `UINTMAX_MAX` for anything larger.
@@ -136,21 +217,7 @@ pub fn rrd_exp(v: f64, prec: u32) -> String {
     }
     let prec = prec.min(19);
     let value = v.abs();
-    // getexponent: scale by ten until 1 <= tmp < 10, rounding each step.
-    let mut exponent: i32 = 0;
-    let mut tmp = value;
-    while tmp < 1.0 && tmp > 0.0 && {
-        exponent -= 1;
-        exponent >= -307
-    } {
-        tmp *= 10.0;
-    }
-    while tmp >= 10.0 && {
-        exponent += 1;
-        exponent <= 308
-    } {
-        tmp /= 10.0;
-    }
+    let mut exponent = getexponent(value);
     let ufvalue = value / pow10(exponent);
     let mut intpart = cast(ufvalue);
     let mask = 10u64.pow(prec);
@@ -212,5 +279,44 @@ mod tests {
         assert_eq!(rrd_e10(-0.0), "0.0000000000e+00");
         assert_eq!(rrd_e10(1e-300), "1.0000000000e-300");
         assert_eq!(rrd_e10(8.642135e130), "8.6421350000e+130");
+    }
+
+    /// A small deterministic generator (xorshift64*), so the test needs
+    /// no dependency and always sees the same values.
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state >> 12;
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// The table and the decade shortcut give what rrdtool's step-by-step
+    /// loops give: on random bit patterns (every exponent), on values a
+    /// few ulps either side of every power of ten, and at the ends.
+    #[test]
+    fn shortcuts_agree_with_the_steps() {
+        for e in -308..=308 {
+            assert_eq!(pow10(e).to_bits(), pow10_slow(e).to_bits(), "pow10({e})");
+        }
+        let check = |v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                assert_eq!(getexponent(v), getexponent_slow(v), "{v:e} ({:#x})", v.to_bits());
+            }
+        };
+        let mut st = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            check(f64::from_bits(xorshift(&mut st) & !(1 << 63)));
+        }
+        for e in -320..=309 {
+            let p = pow10_slow(e);
+            for d in -40i64..=40 {
+                check(f64::from_bits(p.to_bits().wrapping_add_signed(d)));
+            }
+            check(p * (1.0 + 1e-12));
+            check(p * (1.0 - 1e-12));
+        }
+        for v in [0.0, f64::MIN_POSITIVE, 5e-324, 1e-300, 9.999_999_999_999e-301, f64::MAX, 1.0, 10.0, 9.999_999_999_999_999] {
+            check(v);
+        }
     }
 }
