@@ -20,7 +20,10 @@ libFuzzer's limits: -rss_limit_mb, -malloc_limit_mb, -timeout per input,
 -max_len per target. Prints the executions reached per target and, on a
 crash, hang or out-of-memory, the path of the reproducer
 (fuzz/artifacts/TARGET/...) and how to replay it; exits non-zero when any
-target failed. Logs: target/fuzz-logs/TARGET.log.
+target failed. Logs: target/fuzz-logs/TARGET.log; every run also adds a
+line to target/fuzz-logs/ledger.tsv, and the summary ends with the
+executions per target summed over it (the lifetime count of this
+checkout).
 
 A reproducer becomes a regression test by copying it (minimised with
 `cargo fuzz tmin -s none TARGET FILE` where possible) into
@@ -118,6 +121,50 @@ fn parse_log(log: &str) -> Outcome {
         }
     }
     o
+}
+
+/// The ledger of every run in this checkout: one tab-separated line per
+/// run (unix time, target, executions, seconds, `ok`/`failed`), so the
+/// executions reached per target add up across sessions.
+const LEDGER: &str = "ledger.tsv";
+
+fn ledger_append(logs: &Path, target: &str, execs: u64, seconds: f64, ok: bool) {
+    use std::io::Write;
+    let when = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let line = format!(
+        "{when}\t{target}\t{execs}\t{seconds:.1}\t{}\n",
+        if ok { "ok" } else { "failed" }
+    );
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logs.join(LEDGER));
+    if let Ok(mut f) = file {
+        // One write per line: concurrent runs append whole lines.
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
+/// Per target: (runs, executions, seconds) summed over the ledger's lines;
+/// malformed lines are skipped.
+fn ledger_totals(text: &str) -> std::collections::BTreeMap<String, (u64, u64, f64)> {
+    let mut m = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let [_, target, execs, secs, _] = f.as_slice() else {
+            continue;
+        };
+        let (Ok(execs), Ok(secs)) = (execs.parse::<u64>(), secs.parse::<f64>()) else {
+            continue;
+        };
+        let e: &mut (u64, u64, f64) = m.entry((*target).to_owned()).or_default();
+        e.0 += 1;
+        e.1 += execs;
+        e.2 += secs;
+    }
+    m
 }
 
 /// Build and run the targets.
@@ -223,6 +270,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
         );
         println!("{line}");
         rows.push(line);
+        ledger_append(&logs, t, o.execs, o.seconds, st.success());
         if !st.success() {
             let what = o.reason.clone().unwrap_or_else(|| format!("exit {st}"));
             match &o.artifact {
@@ -252,6 +300,12 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
     );
     for r in &rows {
         println!("  {r}");
+    }
+    let totals = ledger_totals(&std::fs::read_to_string(logs.join(LEDGER)).unwrap_or_default());
+    println!("\nexecutions in this checkout so far (target/fuzz-logs/{LEDGER}):");
+    for (t, _) in TARGETS {
+        let (runs, execs, secs) = totals.get(*t).copied().unwrap_or_default();
+        println!("  {t:<14} {execs:>12} execs in {runs:>4} runs, {:>8.0} s", secs);
     }
     if failed.is_empty() {
         Ok(ExitCode::SUCCESS)
@@ -329,6 +383,10 @@ artifact_prefix='/x/'; Test unit written to /x/crash-abc
             )
         );
         let signal = "==77== ERROR: libFuzzer: deadly signal\n";
+        let ledger = "1\tbolt_file\t100\t60.0\tok\nbad line\n2\tbolt_file\t50\t30.5\tfailed\n3\trrd_ops\tx\t1\tok\n";
+        let t = ledger_totals(ledger);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t["bolt_file"], (2, 150, 90.5));
         assert_eq!(parse_log(signal).reason.as_deref(), Some("deadly signal"));
     }
 }
