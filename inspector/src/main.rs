@@ -266,7 +266,7 @@ fn replay(trace: &Path, file: Option<&Path>, tick: Option<u64>) -> Result<ExitCo
         || Duration::from_micros(t.header.interval_us).max(Duration::from_millis(20)),
         Duration::from_millis,
     );
-    let label = format!("{} (replay of {})", t.header.path, trace.display());
+    let label = mapwise_inspector::replay::title(&t.header.path, trace, file);
     let mut target = Replay::new(t, file, tick);
     let mut app = App::new(label, Data::from_target(&target), tick);
     run_tui(&mut app, &mut target)

@@ -39,6 +39,21 @@ pub struct Replay {
     residency: Option<Residency>,
 }
 
+/// The title line of a replay: the file whose structure is on screen (the
+/// copy given with `--file`, else `recorded`, the path in the trace's
+/// header), the trace, and with `--file` the path it was recorded on.
+#[must_use]
+pub fn title(recorded: &str, trace: &Path, file: Option<&Path>) -> String {
+    match file {
+        Some(f) => format!(
+            "{} (replay of {}, recorded on {recorded})",
+            f.display(),
+            trace.display()
+        ),
+        None => format!("{recorded} (replay of {})", trace.display()),
+    }
+}
+
 impl Replay {
     /// Play `trace`, advancing by `tick` of trace time per refresh at 1×.
     /// `file` overrides where the traced file is looked for (default: the
@@ -242,5 +257,22 @@ impl Target for Replay {
             SPEEDS[self.speed],
             secs(self.trace.header.interval_us) * 1000.0
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_title_names_the_file_on_screen() {
+        let trace = Path::new("t/run.trace");
+        assert_eq!(
+            title("/tmp/gone/x.rrd", trace, None),
+            "/tmp/gone/x.rrd (replay of t/run.trace)"
+        );
+        let t = title("/tmp/gone/x.rrd", trace, Some(Path::new("copy.rrd")));
+        assert!(t.starts_with("copy.rrd (replay of t/run.trace"), "{t}");
+        assert!(t.contains("recorded on /tmp/gone/x.rrd"), "{t}");
     }
 }

@@ -193,7 +193,25 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
             draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
         }
     }
-    Ok(svg)
+    Ok(with_title(svg, title))
+}
+
+/// `svg` with a `<title>` as its first child: the name a browser shows on
+/// hover and a screen reader reads (plotters writes none).
+fn with_title(svg: String, title: &str) -> String {
+    let Some(end) = svg.find('>') else {
+        return svg;
+    };
+    let mut escaped = String::with_capacity(title.len());
+    for c in title.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            _ => escaped.push(c),
+        }
+    }
+    format!("{}\n<title>{escaped}</title>{}", &svg[..=end], &svg[end + 1..])
 }
 
 /// The bars, whiskers, parity and target lines, mesh and legend of
@@ -382,10 +400,22 @@ fn residency_in(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resul
             .y_label_area_size(50)
             .build_cartesian_2d(0.0..t_max * 1.02, 0.0..y_max)
             .map_err(err)?;
+        // Pages are whole: at most one label per page, none between pages.
+        let y_labels = match scale {
+            Scale::Percent => 11,
+            Scale::Pages => (y_max.floor() as usize + 1).min(11),
+        };
+        let y_fmt = |y: &f64| match scale {
+            Scale::Pages if y.fract() != 0.0 => String::new(),
+            Scale::Pages => format!("{y:.0}"),
+            Scale::Percent => format!("{y}"),
+        };
         chart
             .configure_mesh()
             .x_desc("seconds since the run started")
             .y_desc(y_desc)
+            .y_labels(y_labels)
+            .y_label_formatter(&y_fmt)
             .draw()
             .map_err(err)?;
         for (i, (label, pts)) in points.into_iter().enumerate() {
@@ -400,7 +430,7 @@ fn residency_in(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resul
         }
         legend_and_present(&mut chart, &root)?;
     }
-    Ok(svg)
+    Ok(with_title(svg, title))
 }
 
 #[cfg(test)]
@@ -424,8 +454,12 @@ mod tests {
                 max: 0.7,
             },
         ];
-        let svg = ratios("bolt-scan", &bars, Some(0.7)).unwrap();
+        let svg = ratios("bolt-scan <ours & Go>", &bars, Some(0.7)).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(
+            svg.contains("\n<title>bolt-scan &lt;ours &amp; Go&gt;</title>"),
+            "escaped title"
+        );
         for needle in [
             "cold plain",
             "warm populate",
@@ -559,5 +593,14 @@ mod tests {
         let svg = residency_pages("cold updates", &[("ours mmap".into(), &t)]).unwrap();
         assert!(svg.contains("ours mmap") && svg.contains("resident pages of the file"));
         assert!(!svg.contains("% of the file resident"));
+        assert!(svg.contains("<title>cold updates</title>"), "the chart's name");
+        // y runs 0..5 pages: whole-page labels only.
+        // (plotters writes each label on a line of its own).
+        for label in ["0", "1", "2", "3", "4"] {
+            assert!(svg.contains(&format!(">\n{label}\n<")), "no y label {label}");
+        }
+        for half in ["0.5", "1.5", "2.5", "3.5"] {
+            assert!(!svg.contains(&format!(">\n{half}\n<")), "fractional page label {half}");
+        }
     }
 }
