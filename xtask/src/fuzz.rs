@@ -305,7 +305,10 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
     println!("\nexecutions in this checkout so far (target/fuzz-logs/{LEDGER}):");
     for (t, _) in TARGETS {
         let (runs, execs, secs) = totals.get(*t).copied().unwrap_or_default();
-        println!("  {t:<14} {execs:>12} execs in {runs:>4} runs, {:>8.0} s", secs);
+        println!(
+            "  {t:<14} {execs:>12} execs in {runs:>4} runs, {:>8.0} s",
+            secs
+        );
     }
     if failed.is_empty() {
         Ok(ExitCode::SUCCESS)

@@ -300,7 +300,12 @@ mod tests {
         }
         let check = |v: f64| {
             if v.is_finite() && v >= 0.0 {
-                assert_eq!(getexponent(v), getexponent_slow(v), "{v:e} ({:#x})", v.to_bits());
+                assert_eq!(
+                    getexponent(v),
+                    getexponent_slow(v),
+                    "{v:e} ({:#x})",
+                    v.to_bits()
+                );
             }
         };
         let mut st = 0x9e37_79b9_7f4a_7c15u64;
@@ -315,7 +320,17 @@ mod tests {
             check(p * (1.0 + 1e-12));
             check(p * (1.0 - 1e-12));
         }
-        for v in [0.0, f64::MIN_POSITIVE, 5e-324, 1e-300, 9.999_999_999_999e-301, f64::MAX, 1.0, 10.0, 9.999_999_999_999_999] {
+        for v in [
+            0.0,
+            f64::MIN_POSITIVE,
+            5e-324,
+            1e-300,
+            9.999_999_999_999e-301,
+            f64::MAX,
+            1.0,
+            10.0,
+            9.999_999_999_999_999,
+        ] {
             check(v);
         }
     }

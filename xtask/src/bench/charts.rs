@@ -211,7 +211,11 @@ fn with_title(svg: String, title: &str) -> String {
             _ => escaped.push(c),
         }
     }
-    format!("{}\n<title>{escaped}</title>{}", &svg[..=end], &svg[end + 1..])
+    format!(
+        "{}\n<title>{escaped}</title>{}",
+        &svg[..=end],
+        &svg[end + 1..]
+    )
 }
 
 /// The bars, whiskers, parity and target lines, mesh and legend of
@@ -593,14 +597,23 @@ mod tests {
         let svg = residency_pages("cold updates", &[("ours mmap".into(), &t)]).unwrap();
         assert!(svg.contains("ours mmap") && svg.contains("resident pages of the file"));
         assert!(!svg.contains("% of the file resident"));
-        assert!(svg.contains("<title>cold updates</title>"), "the chart's name");
+        assert!(
+            svg.contains("<title>cold updates</title>"),
+            "the chart's name"
+        );
         // y runs 0..5 pages: whole-page labels only.
         // (plotters writes each label on a line of its own).
         for label in ["0", "1", "2", "3", "4"] {
-            assert!(svg.contains(&format!(">\n{label}\n<")), "no y label {label}");
+            assert!(
+                svg.contains(&format!(">\n{label}\n<")),
+                "no y label {label}"
+            );
         }
         for half in ["0.5", "1.5", "2.5", "3.5"] {
-            assert!(!svg.contains(&format!(">\n{half}\n<")), "fractional page label {half}");
+            assert!(
+                !svg.contains(&format!(">\n{half}\n<")),
+                "fractional page label {half}"
+            );
         }
     }
 }
