@@ -167,12 +167,20 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
     (v, notes)
 }
 
+/// (PASS, FAIL) among verdict lines ([`verdicts`]): the index's count
+/// cell `N PASS, M FAIL`.
+pub(super) fn verdict_counts(lines: &[String]) -> (usize, usize) {
+    let pass = lines.iter().filter(|v| v.contains("PASS —")).count();
+    let fail = lines.iter().filter(|v| v.contains("FAIL —")).count();
+    (pass, fail)
+}
+
 /// The verdict lines of a bench report: list items holding `PASS —` or
 /// `FAIL —`, and rows of verdict tables (a cell `PASS` or `FAIL`, or one
 /// starting `PASS —` / `FAIL —`), which become list items (`- **first
 /// cell**: PASS — the other cells`) so that the index, which lists them
 /// one per line, holds no table without a header.
-fn verdicts(report: &str) -> Vec<String> {
+pub(super) fn verdicts(report: &str) -> Vec<String> {
     let is_verdict = |c: &str| {
         let c = c.trim().trim_matches('*');
         ["PASS", "FAIL"]
@@ -312,8 +320,7 @@ fn render(x: &Index) -> String {
     let _ = writeln!(o, "\n## Benches\n");
     let mut t = Table::new(&["bench", "status", ">minutes", "report", "verdicts"]);
     for b in &x.benches {
-        let pass = b.verdicts.iter().filter(|v| v.contains("PASS —")).count();
-        let fail = b.verdicts.iter().filter(|v| v.contains("FAIL —")).count();
+        let (pass, fail) = verdict_counts(&b.verdicts);
         t.row([
             b.name.clone(),
             match b.status {

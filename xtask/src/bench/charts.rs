@@ -407,7 +407,7 @@ fn residency_in(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resul
         // Pages are whole: at most one label per page, none between pages.
         let y_labels = match scale {
             Scale::Percent => 11,
-            Scale::Pages => (y_max.floor() as usize + 1).min(11),
+            Scale::Pages => (1..=11).take_while(|&n| f64::from(n - 1) <= y_max).count(),
         };
         let y_fmt = |y: &f64| match scale {
             Scale::Pages if y.fract() != 0.0 => String::new(),

@@ -340,15 +340,74 @@ fn check_results(dir: &Path, json_path: &Path, v: &serde_json::Value, c: &mut Di
                     format!("bench {name} was killed by a signal"),
                 )),
             }
-            if let Some(d) = b.get("dir").and_then(serde_json::Value::as_str)
-                && !dir.join(d).join("REPORT.md").is_file()
-            {
-                c.problems.push(problem(
-                    json_path,
-                    format!("bench {name} has no report in {d}"),
-                ));
+            if let Some(d) = b.get("dir").and_then(serde_json::Value::as_str) {
+                match fs::read_to_string(dir.join(d).join("REPORT.md")) {
+                    Ok(sub) => index_agrees(dir, json_path, name, b, &sub, c),
+                    Err(_) => c.problems.push(problem(
+                        json_path,
+                        format!("bench {name} has no report in {d}"),
+                    )),
+                }
             }
         }
+    }
+}
+
+/// An `all` index says what its benches' reports say: the verdict lines
+/// results.json lists for bench `name` (`b`) are those of its report
+/// (`sub`), each is on the index page, and the page's count cell for the
+/// bench matches them.
+fn index_agrees(
+    dir: &Path,
+    json_path: &Path,
+    name: &str,
+    b: &serde_json::Value,
+    sub: &str,
+    c: &mut DirCheck,
+) {
+    let want = super::all::verdicts(sub);
+    let listed: Vec<String> = b
+        .get("verdicts")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if listed != want {
+        c.problems.push(problem(
+            json_path,
+            format!(
+                "bench {name}: lists {} verdict(s), its report has {} (or they differ)",
+                listed.len(),
+                want.len()
+            ),
+        ));
+    }
+    let index_path = dir.join("REPORT.md");
+    let Ok(index) = fs::read_to_string(&index_path) else {
+        return; // already a problem of its own
+    };
+    for v in &want {
+        if !index.contains(v.as_str()) {
+            c.problems.push(problem(
+                &index_path,
+                format!("bench {name}: verdict not on the index: {v}"),
+            ));
+        }
+    }
+    let (pass, fail) = super::all::verdict_counts(&want);
+    let count = format!("{pass} PASS, {fail} FAIL");
+    let row = index.lines().find(|l| {
+        l.strip_prefix('|')
+            .is_some_and(|r| r.trim_start().starts_with(&format!("{name} ")))
+    });
+    if row.is_some_and(|r| r.contains("PASS,") && !r.contains(&count)) {
+        c.problems.push(problem(
+            &index_path,
+            format!("bench {name}: the count cell is not \"{count}\""),
+        ));
     }
 }
 
@@ -1044,20 +1103,24 @@ mod tests {
         bench_dir(&root, "bolt-scan");
         fs::create_dir_all(root.join("bolt")).unwrap();
         fs::write(root.join("bolt/results.json"), "{}").unwrap();
-        fs::write(
-            root.join("REPORT.md"),
-            "# all\n\n| bench | status | report |\n| --- | --- | --- |\n\
-             | bolt-scan | ok | [bolt-scan/REPORT.md](bolt-scan/REPORT.md) |\n\
-             | bolt | **exit 1** | [bolt/REPORT.md](bolt/REPORT.md) |\n",
-        )
-        .unwrap();
-        fs::write(
-            root.join("results.json"),
-            r#"{"bench": "all", "benches": [
-                {"name": "bolt-scan", "status": 0, "dir": "bolt-scan/"},
-                {"name": "bolt", "status": 1, "dir": "bolt/"}]}"#,
-        )
-        .unwrap();
+        // The index as `bench all` writes it: the count cell and every
+        // verdict line of the bolt-scan report.
+        let sub = fs::read_to_string(root.join("bolt-scan/REPORT.md")).unwrap();
+        let verdicts = crate::bench::all::verdicts(&sub);
+        let (pass, fail) = crate::bench::all::verdict_counts(&verdicts);
+        assert!(pass + fail >= 2, "the fixture has verdicts");
+        let index = format!(
+            "# all\n\n| bench | status | report | verdicts |\n| --- | --- | --- | --- |\n\
+             | bolt-scan | ok | [bolt-scan/REPORT.md](bolt-scan/REPORT.md) | {pass} PASS, {fail} FAIL |\n\
+             | bolt | **exit 1** | [bolt/REPORT.md](bolt/REPORT.md) | 0 PASS, 0 FAIL |\n\n\
+             ## bolt-scan\n\n{}\n",
+            verdicts.join("\n")
+        );
+        fs::write(root.join("REPORT.md"), &index).unwrap();
+        let json = serde_json::json!({"bench": "all", "benches": [
+            {"name": "bolt-scan", "status": 0, "dir": "bolt-scan/", "verdicts": verdicts},
+            {"name": "bolt", "status": 1, "dir": "bolt/"}]});
+        fs::write(root.join("results.json"), json.to_string()).unwrap();
         let c = check_dir(&root);
         let p: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
         let r = root.display();
@@ -1071,6 +1134,43 @@ mod tests {
             ]
         );
         assert_eq!(c.reports, 2);
+
+        // An index out of step with its bench: a wrong count, a verdict
+        // missing from the page, one more listed in results.json.
+        let stale = index
+            .replace(
+                &format!("{pass} PASS, {fail} FAIL"),
+                &format!("{} PASS, {fail} FAIL", pass + 1),
+            )
+            .replace(&verdicts[0], "");
+        fs::write(root.join("REPORT.md"), stale).unwrap();
+        let mut more = verdicts.clone();
+        more.push("- **extra**: PASS — 1.0×".to_owned());
+        let json = serde_json::json!({"bench": "all", "benches": [
+            {"name": "bolt-scan", "status": 0, "dir": "bolt-scan/", "verdicts": more},
+            {"name": "bolt", "status": 1, "dir": "bolt/"}]});
+        fs::write(root.join("results.json"), json.to_string()).unwrap();
+        let p: Vec<String> = check_dir(&root)
+            .problems
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let n = verdicts.len();
+        for want in [
+            format!(
+                "{r}/results.json: bench bolt-scan: lists {} verdict(s), its report has {n} (or they differ)",
+                n + 1
+            ),
+            format!(
+                "{r}/REPORT.md: bench bolt-scan: verdict not on the index: {}",
+                verdicts[0]
+            ),
+            format!(
+                "{r}/REPORT.md: bench bolt-scan: the count cell is not \"{pass} PASS, {fail} FAIL\""
+            ),
+        ] {
+            assert!(p.contains(&want), "missing {want:?} in {p:#?}");
+        }
         fs::remove_dir_all(&root).unwrap();
     }
 }
