@@ -444,17 +444,22 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
             return described_pages(path, &src, ids, as_json);
         }
     }
+    // Checked first for its messages (foreign, empty, not bbolt).
     let src = open_source(path)?;
-    let file = open_bolt(path, &src)?;
-    let reports: Vec<PageReport> = ids
-        .iter()
-        .map(|&id| {
-            page_report(
-                id,
-                &page_detail(&file, id, DETAIL_LIMIT).map_err(|e| e.to_string()),
-            )
-        })
-        .collect();
+    drop(open_bolt(path, &src)?);
+    drop(src);
+    // Every page from one snapshot, even while a writer commits.
+    let reports: Vec<PageReport> = mapwise_native::settle::read_bolt(path, |file| {
+        ids.iter()
+            .map(|&id| {
+                page_report(
+                    id,
+                    &page_detail(file, id, DETAIL_LIMIT).map_err(|e| e.to_string()),
+                )
+            })
+            .collect::<Vec<_>>()
+    })?
+    .or_unsettled(|r| r.iter().filter(|p| p.error.is_some()).count() as u64)?;
     let code = u8::from(reports.iter().any(|r| r.error.is_some()));
     let text = if as_json {
         json(&reports)?

@@ -516,8 +516,17 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
     let db = Db::open(&path, &opts).expect("create");
     let rewrite = |round: u64| crate::churn::rewrite(&db, 8_000, round);
     rewrite(0);
+    let pages = fs::metadata(&path).unwrap().len() / 4096;
     let stop = AtomicBool::new(false);
     let p = path.to_str().unwrap();
+    // Stops the writer when the loop below ends, also by a failed
+    // assertion (else the scope would wait for the writer forever).
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut round = 1;
@@ -526,9 +535,19 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
                 round += 1;
             }
         });
-        for i in 0..6 {
-            let cmd = ["check", "layout", "pages"][i % 3];
-            let r = run(&[cmd, p], T);
+        let _stop = StopOnDrop(&stop);
+        for i in 0..8 {
+            let cmd = ["check", "layout", "pages", "page"][i % 4];
+            let r = if cmd == "page" {
+                // Every page the file had at the start, decoded: the ones
+                // a commit rewrites meanwhile are read again with it.
+                let ids: Vec<String> = (0..pages).map(|i| i.to_string()).collect();
+                let mut args = vec![cmd, p];
+                args.extend(ids.iter().map(String::as_str));
+                run(&args, T)
+            } else {
+                run(&[cmd, p], T)
+            };
             assert!(
                 r.code == Some(0)
                     || (r.code == Some(2) && r.stderr.contains("a writer is committing")),
@@ -538,7 +557,6 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
                 r.stderr
             );
         }
-        stop.store(true, Ordering::Relaxed);
     });
     drop(db);
     let r = run(&["check", p], T);
