@@ -77,7 +77,49 @@ fn bench_replays_the_oracle_workload_in_every_mode() {
             );
             let (ok, check, _) = oracle_run(&["check", ours]);
             assert!(ok, "{write}/{read}: {check}");
+            assert_eq!(
+                std::fs::metadata(ours).unwrap().len(),
+                std::fs::metadata(go).unwrap().len(),
+                "{write}/{read}: file length"
+            );
         }
+    }
+}
+
+/// The file grows as bbolt 1.3.6 grows it: to the whole mapping while the
+/// mapping is under 16 MiB, then (from a 16 MiB mapping on, and only when
+/// the freelist's allocation raised the high-water mark) to the need +
+/// 16 MiB. 40000 puts of 116 bytes pass the 16 MiB mapping.
+#[test]
+fn the_file_grows_as_bbolt_grows_it() {
+    let dir = tempdir();
+    for write in ["seq", "rnd"] {
+        let ours = dir.path().join(format!("ours-{write}.db"));
+        let go = dir.path().join(format!("go-{write}.db"));
+        let (ours, go) = (ours.to_str().unwrap(), go.to_str().unwrap());
+        let flags = [
+            "--write-mode",
+            write,
+            "--count",
+            "40000",
+            "--batch-size",
+            "1000",
+            "--key-size",
+            "16",
+            "--value-size",
+            "100",
+            "--no-sync",
+        ];
+        let o = run_mapwise(&[&["bolt", "bench", ours][..], &flags].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (ok, _, go_err) = oracle_run(&[&["bench", go][..], &flags].concat());
+        assert!(ok, "oracle {write}: {go_err}");
+        let (a, b) = (
+            std::fs::metadata(ours).unwrap().len(),
+            std::fs::metadata(go).unwrap().len(),
+        );
+        assert!(b > 16 << 20, "{write}: the workload passes 16 MiB ({b})");
+        assert_eq!(a, b, "{write}: file length, ours vs bbolt 1.3.6");
     }
 }
 

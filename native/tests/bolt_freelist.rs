@@ -156,16 +156,21 @@ fn the_file_and_mapping_grow_in_bbolt_steps() {
         } else {
             assert_eq!(map, before_map, "round {round}: no remap needed");
         }
-        // The file: unchanged if it holds the pages, else the mapping
-        // length while that is ≤ 16 MiB, else need + 16 MiB.
-        let want = if need <= last_len {
-            last_len
-        } else if map <= 16 << 20 {
+        // The file, as bbolt 1.3.6 leaves it: grown (when the freelist's
+        // allocation raised hwm) to the mapping length while that is
+        // under 16 MiB, else to need + 16 MiB; otherwise as long as the
+        // page writes made it. Which of the two a commit does is checked
+        // against bbolt itself in bolt_bench.rs; here, that it is one.
+        let grown = if map < 16 << 20 {
             map
         } else {
             need + (16 << 20)
         };
-        assert_eq!(len, want, "round {round}: hwm {hwm}, map {map}");
+        let written = last_len.max(hwm * ps);
+        assert!(
+            len == written || len == grown,
+            "round {round}: hwm {hwm}, map {map}: length {len}, neither {written} nor {grown}"
+        );
         last_len = len;
     }
     assert!(last_len > 32 << 20, "grew past the 16 MiB step: {last_len}");

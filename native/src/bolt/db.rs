@@ -156,6 +156,11 @@ pub(crate) struct WriterState {
     pub(crate) freelist: Freelist,
     /// The file's size on disk.
     file_size: u64,
+    /// bbolt 1.3.6's `DB.filesz`: the size its own growth last set, which
+    /// is what it compares a commit's need with: 4 pages after creating
+    /// the file, 0 after opening an existing one (db.go, `init` and
+    /// `grow`).
+    grown_to: u64,
 }
 
 /// An open bbolt file: a lock, a mapping, and (read-write) the writer.
@@ -282,6 +287,7 @@ impl Db {
         };
         flock(&file, path, !opts.read_only, opts.timeout)?;
         let mut size = file.metadata().map_err(io("fstat"))?.len();
+        let mut grown_to = 0;
         if size == 0 {
             if opts.read_only {
                 return Err(Error::Invalid {
@@ -304,6 +310,7 @@ impl Db {
             file.write_all_at(&image, 0).map_err(io("pwrite"))?;
             file.sync_data().map_err(io("fdatasync"))?;
             size = image.len() as u64;
+            grown_to = size;
         }
         let map = Mapping::map(
             &file,
@@ -328,6 +335,7 @@ impl Db {
         let mut writer = WriterState {
             freelist: Freelist::default(),
             file_size: size,
+            grown_to,
         };
         let file_view = BoltFile::at(map.bytes(), &snap);
         validate_geometry(path, &file_view, size)?;
@@ -545,22 +553,29 @@ impl Db {
         }
     }
 
-    /// Grow the file to hold `need` bytes (bbolt `DB.grow`, 1.3.7+
-    /// rule): nothing if it already does; else to the whole mapping
-    /// while the mapping is at most 16 MiB, beyond that to `need` +
-    /// 16 MiB. `ftruncate` then `fsync`, both skipped with
-    /// `no_grow_sync`.
+    /// Grow the file to hold `need` bytes as bbolt 1.3.6's `DB.grow`
+    /// does (db.go; the peer our tests run): nothing when `need` fits the
+    /// size its last growth set ([`WriterState::grown_to`], not the size
+    /// on disk); else to the whole mapping while the mapping is under
+    /// 16 MiB, from there on to `need` + 16 MiB — `ftruncate` then
+    /// `fsync`, both skipped with `no_grow_sync`. One departure: where
+    /// 1.3.6 would shorten a reopened file that is already longer (past
+    /// its high-water mark), the file is left as it is, because read
+    /// transactions may still map that tail. bbolt 1.3.7 and later compare
+    /// with the size on disk and take the whole mapping at exactly 16 MiB
+    /// too; the files differ only in length.
     fn grow(&self, ws: &mut WriterState, need: u64, map: &Mapping) -> Result<()> {
-        if need <= ws.file_size {
+        if need <= ws.grown_to {
             return Ok(());
         }
         let map_len = map.mapped_len();
-        let size = if map_len <= ALLOC_SIZE {
+        let size = if map_len < ALLOC_SIZE {
             map_len.max(need)
         } else {
             need + ALLOC_SIZE
         };
-        if self.opts.no_grow_sync {
+        ws.grown_to = size;
+        if self.opts.no_grow_sync || size <= ws.file_size {
             return Ok(());
         }
         self.file.set_len(size).map_err(self.io("ftruncate"))?;
@@ -576,14 +591,17 @@ impl Db {
     }
 
     /// The I/O of a commit, in bbolt's order: remap if the mapping is too
-    /// short for the new high-water mark, grow the file, write the dirty
-    /// pages sorted by id, fdatasync, write the meta page to page
-    /// `txid % 2`, fdatasync; then publish the new snapshot.
+    /// short for the new high-water mark, grow the file when `grow` (the
+    /// freelist's allocation raised the high-water mark: 1.3.6 grows only
+    /// then, tx.go `commitFreelist`), write the dirty pages sorted by id,
+    /// fdatasync, write the meta page to page `txid % 2`, fdatasync; then
+    /// publish the new snapshot.
     pub(crate) fn write_commit(
         &self,
         ws: &mut WriterState,
         st: &TxState,
         dirty: &mut [(u64, Vec<u8>)],
+        grow: bool,
     ) -> Result<()> {
         let meta = st.meta;
         let ps = u64::from(self.page_size);
@@ -617,7 +635,7 @@ impl Db {
             None
         };
         let map_now = new_map.as_ref().unwrap_or(current);
-        if meta.hwm > st.base_hwm {
+        if grow {
             self.grow(ws, need, map_now)?;
         }
         dirty.sort_unstable_by_key(|(id, _)| *id);

@@ -226,6 +226,9 @@ pub(crate) struct Freed {
 pub(crate) struct Spilled {
     pub dirty: Vec<(u64, Vec<u8>)>,
     pub taken: Vec<(u64, usize)>,
+    /// The freelist's allocation raised the high-water mark, which is
+    /// when bbolt 1.3.6 grows the file (tx.go, `commitFreelist`).
+    pub grow: bool,
 }
 
 /// The write transaction's state, borrowed field by field so node

@@ -35,7 +35,6 @@ pub(crate) struct TxState {
     pub(crate) snap: Snapshot,
     /// The meta this transaction will write: txid + 1, moving hwm.
     pub(crate) meta: Meta,
-    pub(crate) base_hwm: u64,
     arena: Arena,
     freed: Freed,
     pub(crate) fl: Freelist,
@@ -91,7 +90,6 @@ impl TxState {
         TxState {
             map,
             len,
-            base_hwm: meta.hwm,
             snap,
             meta,
             arena: Arena {
@@ -326,7 +324,9 @@ impl TxState {
         // run is an over-estimate with zeroed slack (tx.go,
         // `commitFreelist`).
         let count = freelist_size(ctx.fl.count()) / ctx.ps + 1;
+        let before = ctx.meta.hwm;
         let pgid = ctx.allocate(count, out)?;
+        out.grow = ctx.meta.hwm > before;
         let all = ctx.fl.all_sorted();
         let mut buf = vec![0u8; count * ctx.ps];
         let overflow =
@@ -500,7 +500,7 @@ impl<'db> WriteTx<'db> {
             .prepare(opts.no_freelist_sync, &mut out)
             .and_then(|()| {
                 self.db
-                    .write_commit(&mut self.guard, &self.st, &mut out.dirty)
+                    .write_commit(&mut self.guard, &self.st, &mut out.dirty, out.grow)
             });
         if result.is_err() {
             self.st.fl.rollback(txid);
