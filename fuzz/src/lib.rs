@@ -328,63 +328,17 @@ fn read_model(path: &Path) -> Model {
     model
 }
 
-/// The image of the file had the process died during the commit that
-/// turned `old` into `new`: the file grown first (as the commit's
-/// `ftruncate` does), then the changed pages written in the engine's order
-/// (data pages by id, the meta page last), the first `cut` of them whole
-/// and, with `torn`, `torn` bytes of the next. Returns the image and
-/// whether it holds the whole new meta page (so the commit is durable).
-fn crash_image(old: &[u8], new: &[u8], ps: usize, cut: u8, torn: u16) -> (Vec<u8>, bool) {
-    let pages = new.len().div_ceil(ps);
-    let page = |b: &[u8], p: usize| -> Vec<u8> {
-        let mut v = b
-            .get(p * ps..((p + 1) * ps).min(b.len()))
-            .unwrap_or(&[])
-            .to_vec();
-        v.resize(ps, 0);
-        v
-    };
-    let mut changed: Vec<usize> = (0..pages)
-        .filter(|&p| page(old, p) != page(new, p))
-        .collect();
-    // Meta pages (0 and 1) last, as the commit writes them.
-    changed.sort_by_key(|&p| (p < 2, p));
-    let mut img = old.to_vec();
-    img.resize(new.len().max(old.len()), 0);
-    let k = usize::from(cut) % (changed.len() + 1);
-    let mut write = |p: usize, n: usize| {
-        let end = (p * ps + n).min(img.len());
-        if let (Some(dst), Some(src)) = (img.get_mut(p * ps..end), new.get(p * ps..end)) {
-            dst.copy_from_slice(src);
-        }
-    };
-    for &p in &changed[..k] {
-        write(p, ps);
-    }
-    if torn > 0
-        && let Some(&p) = changed.get(k)
-    {
-        write(p, usize::from(torn) % ps);
-    }
-    // Durable exactly when the new meta page's header and body (80 bytes:
-    // the checksum covers them) are on disk.
-    let meta = changed.iter().copied().find(|&p| p < 2);
-    let durable = match meta {
-        Some(p) => img.get(p * ps..p * ps + 80) == new.get(p * ps..p * ps + 80),
-        None => true,
-    };
-    (img, durable)
-}
-
 /// Target `bolt_ops`: the bbolt engine under an arbitrary sequence of
 /// bucket creates and deletes, puts, deletes, commits, rollbacks, reopens
 /// and commits interrupted by a simulated crash, checked against a model.
 ///
-/// The engine has no failpoint hook, so a crash is simulated after the
-/// fact ([`crash_image`]): the committed file is rewound to the state a
-/// power cut after any page write would leave, then reopened; it must
-/// hold exactly the previous commit (or the new one once its meta page is
-/// whole), with a clean walk, and the engine must accept it for writing.
+/// A crash is the engine's own test hook
+/// (`mapwise_native::bolt::failpoint`): the commit stops after any of its
+/// page writes, with any number of bytes of the next one written, and the
+/// process "dies" (the handle is dropped). Reopened, the file must hold
+/// exactly the previous commit (or the new one when the crash came after
+/// the new meta page's 80 checksummed bytes), with a clean walk, and the
+/// engine must accept it for writing.
 ///
 /// Input: byte 0 picks the options (page size 1 KiB or 4 KiB,
 /// `NoFreelistSync`), then one opcode byte and its operands per
@@ -483,13 +437,25 @@ pub fn bolt_ops(data: &[u8]) {
                         assert_eq!(read_model(&path), committed, "reopen");
                         continue 'session;
                     }
-                    let old = std::fs::read(&path).expect("read");
-                    tx.commit().expect("commit");
-                    drop(db);
-                    let new = std::fs::read(&path).expect("read");
+                    use mapwise_native::bolt::failpoint;
                     let torn = u16::from_le_bytes([torn_lo, torn_hi]);
-                    let (img, durable) = crash_image(&old, &new, ps, cut & 0x7f, torn);
-                    std::fs::write(&path, &img).expect("write crash image");
+                    failpoint::arm(u32::from(cut & 0x7f), usize::from(torn));
+                    let r = tx.commit();
+                    let fired = failpoint::take();
+                    drop(db);
+                    // Durable unless the crash came before the new meta
+                    // page's header and body (the bytes its checksum
+                    // covers) were whole.
+                    let durable = match fired {
+                        None => {
+                            r.expect("commit with no crash");
+                            true
+                        }
+                        Some(f) => {
+                            assert!(r.is_err(), "a crashed commit fails: {f:?}");
+                            f.meta && f.bytes >= 80
+                        }
+                    };
                     if durable {
                         committed = model;
                     }

@@ -590,6 +590,22 @@ impl Db {
         Ok(())
     }
 
+    /// A crash the test hook ([`super::failpoint`]) placed at this write:
+    /// write the torn prefix of `buf` at `off` and stop the commit.
+    fn crash_point(&self, buf: &[u8], off: u64, meta: bool) -> Result<()> {
+        let Some(n) = super::failpoint::before_write(buf.len(), meta) else {
+            return Ok(());
+        };
+        self.file
+            .write_all_at(buf.get(..n).unwrap_or(buf), off)
+            .map_err(self.io("pwrite"))?;
+        Err(Error::Io {
+            path: self.path.clone(),
+            what: "pwrite",
+            source: std::io::Error::other("simulated crash (test hook)"),
+        })
+    }
+
     /// The I/O of a commit, in bbolt's order: remap if the mapping is too
     /// short for the new high-water mark, grow the file when `grow` (the
     /// freelist's allocation raised the high-water mark: 1.3.6 grows only
@@ -642,6 +658,7 @@ impl Db {
         let mut end = 0u64;
         for (id, buf) in dirty.iter() {
             let off = id * ps;
+            self.crash_point(buf, off, false)?;
             self.file
                 .write_all_at(buf, off)
                 .map_err(self.io("pwrite"))?;
@@ -652,6 +669,8 @@ impl Db {
         }
         let mut page = vec![0u8; self.page_size as usize];
         let id = meta.write_page(&mut page)?;
+        self.crash_point(&page, id * ps, true)?;
+        super::failpoint::commit_ended();
         self.file
             .write_all_at(&page, id * ps)
             .map_err(self.io("pwrite"))?;

@@ -10,6 +10,8 @@
 mod compact;
 mod db;
 mod error;
+#[doc(hidden)]
+pub mod failpoint;
 mod freelist;
 mod node;
 mod wcursor;
