@@ -32,6 +32,10 @@ pub struct Machine {
     pub thp_enabled: Option<String>,
     /// /sys/kernel/mm/transparent_hugepage/defrag, the selected value.
     pub thp_defrag: Option<String>,
+    /// Proactive reclaim that evicts page-cache pages on its own: each
+    /// running DAMON kdamond's schemes (`damon_summary`); `None` when the
+    /// DAMON sysfs interface is absent.
+    pub proactive_reclaim: Option<String>,
     /// /proc/loadavg when the description was taken.
     pub loadavg: Option<String>,
     /// `go version`.
@@ -95,6 +99,7 @@ impl Machine {
                 .and_then(|s| bracketed(&s)),
             thp_defrag: read("/sys/kernel/mm/transparent_hugepage/defrag")
                 .and_then(|s| bracketed(&s)),
+            proactive_reclaim: damon_summary(Path::new("/sys/kernel/mm/damon/admin")),
             loadavg: loadavg(),
             go_version: first_line_of("go", &["version"]),
             rustc_version: first_line_of("rustc", &["-V"]),
@@ -156,6 +161,10 @@ impl Machine {
                 m.thp_defrag.clone().unwrap_or_else(na)
             ),
         ]);
+        t.row([
+            "Proactive reclaim (DAMON)".to_owned(),
+            m.proactive_reclaim.clone().unwrap_or_else(na),
+        ]);
         for (tool, version) in tools {
             t.row([(*tool).to_owned(), version.clone().unwrap_or_else(na)]);
         }
@@ -173,6 +182,86 @@ impl Machine {
         ]);
         format!("## Machine\n\n{}", t.render())
     }
+}
+
+/// What the running DAMON kdamonds under `admin`
+/// (`/sys/kernel/mm/damon/admin`) do to memory, one clause per scheme:
+/// `kdamond 0 (paddr): pageout of regions idle ≥ 60 s (≤ 1 access per
+/// 5 s), filters anon rejected, unmapped allowed, quota 128 MiB per
+/// 1000 ms`. A `pageout` scheme on physical memory evicts page-cache pages
+/// the benchmark expects to stay cached (a VM host's balloon-friendly
+/// reclaim, for one), so a warm run can be partly cold. `Some("none
+/// running")` when no kdamond is on; `None` without the interface.
+pub fn damon_summary(admin: &Path) -> Option<String> {
+    let read = |p: &Path| fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
+    let num = |p: &Path| read(p).and_then(|s| s.parse::<u64>().ok());
+    let kdamonds = admin.join("kdamonds");
+    let n = num(&kdamonds.join("nr_kdamonds"))?;
+    let mut clauses = Vec::new();
+    for k in 0..n {
+        let kd = kdamonds.join(k.to_string());
+        if read(&kd.join("state")).as_deref() != Some("on") {
+            continue;
+        }
+        let contexts = num(&kd.join("contexts/nr_contexts")).unwrap_or(1);
+        for c in 0..contexts {
+            let ctx = kd.join(format!("contexts/{c}"));
+            let ops = read(&ctx.join("operations")).unwrap_or_else(|| "?".into());
+            let aggr_us = num(&ctx.join("monitoring_attrs/intervals/aggr_us"));
+            let schemes = num(&ctx.join("schemes/nr_schemes")).unwrap_or(0);
+            for sc in 0..schemes {
+                let sd = ctx.join(format!("schemes/{sc}"));
+                let action = read(&sd.join("action")).unwrap_or_else(|| "?".into());
+                let mut clause = format!("kdamond {k} ({ops}): {action}");
+                let age = num(&sd.join("access_pattern/age/min"));
+                let acc = num(&sd.join("access_pattern/nr_accesses/max"));
+                if let (Some(age), Some(aggr)) = (age, aggr_us) {
+                    #[allow(clippy::cast_precision_loss)]
+                    let secs = |us: u64| us as f64 / 1e6;
+                    clause.push_str(&format!(
+                        " of regions idle ≥ {} s",
+                        secs(age.saturating_mul(aggr))
+                    ));
+                    if let Some(acc) = acc {
+                        clause.push_str(&format!(" (≤ {acc} access per {} s)", secs(aggr)));
+                    }
+                }
+                let mut filters = Vec::new();
+                for kind in ["core_filters", "ops_filters", "filters"] {
+                    let fd = sd.join(kind);
+                    for f in 0..num(&fd.join("nr_filters")).unwrap_or(0) {
+                        let one = fd.join(f.to_string());
+                        let ty = read(&one.join("type")).unwrap_or_else(|| "?".into());
+                        let not = if read(&one.join("matching")).as_deref() == Some("N") {
+                            "non-"
+                        } else {
+                            ""
+                        };
+                        let verdict = if read(&one.join("allow")).as_deref() == Some("Y") {
+                            "allowed"
+                        } else {
+                            "rejected"
+                        };
+                        filters.push(format!("{not}{ty} {verdict}"));
+                    }
+                }
+                if !filters.is_empty() {
+                    clause.push_str(&format!(", filters {}", filters.join(", ")));
+                }
+                let bytes = num(&sd.join("quotas/bytes")).filter(|&b| b > 0);
+                let per = num(&sd.join("quotas/reset_interval_ms"));
+                if let (Some(b), Some(ms)) = (bytes, per) {
+                    clause.push_str(&format!(", quota {} per {ms} ms", human_size(b)));
+                }
+                clauses.push(clause);
+            }
+        }
+    }
+    Some(if clauses.is_empty() {
+        "none running".to_owned()
+    } else {
+        clauses.join("; ")
+    })
 }
 
 /// Current load average (1, 5, 15 min), for before/after notes.
@@ -322,6 +411,47 @@ mod tests {
             Some(24_684_084 * 1024)
         );
         assert_eq!(mem_total("MemFree: 1 kB\n"), None);
+    }
+
+    #[test]
+    fn damon_schemes_are_described() {
+        let dir = tempfile::tempdir().unwrap();
+        let admin = dir.path();
+        let w = |p: &str, v: &str| {
+            let f = admin.join(p);
+            fs::create_dir_all(f.parent().unwrap()).unwrap();
+            fs::write(f, format!("{v}\n")).unwrap();
+        };
+        assert_eq!(damon_summary(admin), None, "no interface");
+        w("kdamonds/nr_kdamonds", "1");
+        w("kdamonds/0/state", "off");
+        assert_eq!(damon_summary(admin).as_deref(), Some("none running"));
+        w("kdamonds/0/state", "on");
+        let c = "kdamonds/0/contexts/0";
+        w("kdamonds/0/contexts/nr_contexts", "1");
+        w(&format!("{c}/operations"), "paddr");
+        w(&format!("{c}/monitoring_attrs/intervals/aggr_us"), "5000000");
+        w(&format!("{c}/schemes/nr_schemes"), "1");
+        let sc = format!("{c}/schemes/0");
+        w(&format!("{sc}/action"), "pageout");
+        w(&format!("{sc}/access_pattern/age/min"), "12");
+        w(&format!("{sc}/access_pattern/nr_accesses/max"), "1");
+        w(&format!("{sc}/ops_filters/nr_filters"), "2");
+        w(&format!("{sc}/ops_filters/0/type"), "anon");
+        w(&format!("{sc}/ops_filters/0/matching"), "Y");
+        w(&format!("{sc}/ops_filters/0/allow"), "N");
+        w(&format!("{sc}/ops_filters/1/type"), "unmapped");
+        w(&format!("{sc}/ops_filters/1/matching"), "Y");
+        w(&format!("{sc}/ops_filters/1/allow"), "Y");
+        w(&format!("{sc}/quotas/bytes"), "134217728");
+        w(&format!("{sc}/quotas/reset_interval_ms"), "1000");
+        assert_eq!(
+            damon_summary(admin).as_deref(),
+            Some(
+                "kdamond 0 (paddr): pageout of regions idle ≥ 60 s (≤ 1 access per 5 s), \
+                 filters anon rejected, unmapped allowed, quota 128.0 MiB per 1000 ms"
+            )
+        );
     }
 
     #[test]
