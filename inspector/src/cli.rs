@@ -446,7 +446,7 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
     }
     // Checked first for its messages (foreign, empty, not bbolt).
     let src = open_source(path)?;
-    drop(open_bolt(path, &src)?);
+    open_bolt(path, &src)?;
     drop(src);
     // Every page from one snapshot, even while a writer commits.
     let reports: Vec<PageReport> = mapwise_native::settle::read_bolt(path, |file| {

@@ -430,7 +430,10 @@ mod tests {
         let c = "kdamonds/0/contexts/0";
         w("kdamonds/0/contexts/nr_contexts", "1");
         w(&format!("{c}/operations"), "paddr");
-        w(&format!("{c}/monitoring_attrs/intervals/aggr_us"), "5000000");
+        w(
+            &format!("{c}/monitoring_attrs/intervals/aggr_us"),
+            "5000000",
+        );
         w(&format!("{c}/schemes/nr_schemes"), "1");
         let sc = format!("{c}/schemes/0");
         w(&format!("{sc}/action"), "pageout");
