@@ -159,7 +159,10 @@ impl Template {
 pub struct Clock<'a> {
     /// "now": seconds and microseconds.
     pub now: (i64, i64),
-    /// Parse an at-style time (`rrd_parsetime`) into seconds.
+    /// Parse an at-style time (`rrd_parsetime`) into seconds; the error
+    /// is the whole message rrdtool's update gives for it (rrd_update.c:
+    /// `ds time: TEXT: REASON` for a time it cannot read, its own words
+    /// for a time relative to start or end).
     pub at_time: &'a dyn Fn(&str) -> Result<i64, String>,
 }
 
@@ -202,8 +205,7 @@ fn parse_time(
 ) -> Result<(i64, i64), UpdateError> {
     if at_syntax {
         let time_str = String::from_utf8_lossy(time_text);
-        let t = (clock.at_time)(&time_str)
-            .map_err(|e| UpdateError::Input(alloc::format!("ds time: {time_str}: {e}")))?;
+        let t = (clock.at_time)(&time_str).map_err(UpdateError::Input)?;
         return Ok((t, 0));
     }
     if time_text == b"N" {

@@ -667,9 +667,11 @@ pub fn start_end(start: &TimeSpec, end: &TimeSpec) -> Result<(i64, i64), String>
 /// as rrdtool's update does.
 ///
 /// # Errors
-/// rrdtool's message.
+/// rrdtool update's message (rrd_update.c, `get_time_from_reading`):
+/// `ds time: SPEC: REASON` when the time does not parse, its own sentence
+/// for a time relative to start or end.
 pub fn at_time(spec: &str) -> Result<i64, String> {
-    let tv = parse(spec)?;
+    let tv = parse(spec).map_err(|e| format!("ds time: {spec}: {e}"))?;
     if matches!(tv.kind, TimeKind::RelativeToStart | TimeKind::RelativeToEnd) {
         return Err(format!(
             "specifying time relative to the 'start' or 'end' makes no sense here: {spec}"

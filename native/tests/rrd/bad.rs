@@ -645,3 +645,118 @@ fn usage_errors_look_like_rrdtools() {
         "file changed"
     );
 }
+
+/// Options are read as rrdtool's getopt reads them: an unknown one is
+/// named by its letter (`-1@…` is option `1`) or its whole long form; an
+/// option's value may start with `-`; `last`/`first` still print -1 and
+/// `dump` its usage. A repeated option's last value wins, and words after
+/// fetch's CF are ignored — the same output as rrdtool's, and the same
+/// file.
+#[test]
+fn options_are_read_as_getopt_reads_them() {
+    for args in [
+        &["fetch", "FILE", "AVERAGE", "-Q"][..],
+        &["fetch", "FILE", "AVERAGE", "--bogus=3"],
+        &["update", "FILE", "-1@1:2"],
+        &["update", "FILE", "end-1h@1:2"],
+        &["update", "FILE", "start+1h@1:2"],
+        &["update", "FILE", "bogus@1:2"],
+        &["fetch", "FILE", "AVERAGE", "-r", "-5m", "-e", "1600166414"],
+        &["fetch", "FILE", "AVERAGE", "--resolution", "-5m"],
+        &["last", "FILE", "--x"],
+        &["first", "FILE", "-Z"],
+        &["dump", "FILE", "--x"],
+        &["info", "FILE", "--x"],
+    ] {
+        refused_like_rrdtool("gauge.rrd", args, true);
+    }
+    let dir = tempdir();
+    for (i, args) in [
+        &[
+            "fetch",
+            "f.rrd",
+            "AVERAGE",
+            "-s",
+            "1600160000",
+            "-s",
+            "1600150000",
+            "-e",
+            "1600166414",
+        ][..],
+        &[
+            "fetch",
+            "f.rrd",
+            "AVERAGE",
+            "--start",
+            "1600160000",
+            "--end",
+            "1600166414",
+            "extra",
+        ],
+        &[
+            "fetch",
+            "f.rrd",
+            "AVERAGE",
+            "-a",
+            "-a",
+            "-s",
+            "1600160000",
+            "-e",
+            "1600166414",
+        ],
+        &[
+            "update",
+            "f.rrd",
+            "-t",
+            "temp",
+            "-t",
+            "load",
+            "1600170000:5",
+        ],
+        &["updatev", "f.rrd", "-s", "-s", "1600170000:5:6"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (a, b) = (
+            dir.path().join(format!("a{i}")),
+            dir.path().join(format!("b{i}")),
+        );
+        std::fs::create_dir_all(&a).expect("mkdir");
+        std::fs::create_dir_all(&b).expect("mkdir");
+        copy("gauge.rrd", &a, "f.rrd");
+        copy("gauge.rrd", &b, "f.rrd");
+        let theirs = ok(&format!("rrdtool {args:?}"), &rt(&b, args));
+        let ours = ok(&format!("mapwise {args:?}"), &mw(&a, args));
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&theirs),
+            "{args:?}"
+        );
+        assert_eq!(
+            std::fs::read(a.join("f.rrd")).expect("read"),
+            std::fs::read(b.join("f.rrd")).expect("read"),
+            "{args:?}: the files"
+        );
+    }
+    // create: the last -b is the start.
+    let (a, b) = (dir.path().join("ca"), dir.path().join("cb"));
+    for (d, run) in [(&a, mw as fn(&Path, &[&str]) -> _), (&b, rt)] {
+        std::fs::create_dir_all(d).expect("mkdir");
+        let args = [
+            "create",
+            "c.rrd",
+            "-b",
+            "1600000000",
+            "-b",
+            "1600100000",
+            "DS:x:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ];
+        ok("create", &run(d, &args));
+    }
+    assert_eq!(
+        ok("last", &mw(&a, &["last", "c.rrd"])),
+        ok("last", &rt(&b, &["last", "c.rrd"]))
+    );
+}

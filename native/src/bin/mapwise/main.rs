@@ -84,6 +84,42 @@ fn usage_failure(e: &clap::Error) -> ExitCode {
     if !rrd || shown {
         e.exit();
     }
+    // An option rrdtool does not know: getopt's words, naming the first
+    // letter of a short option (`-1@…` is the option `1`) or the long
+    // option's name.
+    if e.kind() == ErrorKind::UnknownArgument
+        && let Some(clap::error::ContextValue::String(arg)) =
+            e.get(clap::error::ContextKind::InvalidArg)
+    {
+        // clap names `--bogus=3` as `--bogus`; getopt names all of it.
+        let raw = std::env::args()
+            .find(|a| a.starts_with(&format!("{arg}=")))
+            .unwrap_or_else(|| arg.clone());
+        let name = match raw.strip_prefix("--") {
+            Some(long) => long.to_owned(),
+            None => arg
+                .strip_prefix('-')
+                .and_then(|a| a.chars().next())
+                .map_or_else(|| arg.clone(), String::from),
+        };
+        if arg.starts_with('-') {
+            match std::env::args().nth(2).as_deref() {
+                // rrd_dump.c answers any bad option with its usage.
+                Some("dump") => eprintln!(
+                    "ERROR: usage rrdtool dump [--header|-h {{none,xsd,dtd}}]\n\
+                     [--no-header|-n]\n[--daemon|-d address]\nfile.rrd [file.xml]"
+                ),
+                // rrd_tool.c prints the (failed) result of last and first,
+                // -1, before the error.
+                Some("last" | "first") => {
+                    println!("-1");
+                    eprintln!("ERROR: invalid option -- '{name}'");
+                }
+                _ => eprintln!("ERROR: invalid option -- '{name}'"),
+            }
+            return ExitCode::from(1);
+        }
+    }
     // clap's text: "error: REASON" (possibly continued on indented lines),
     // a blank line, then the usage and a hint.
     let text = e.render().to_string();

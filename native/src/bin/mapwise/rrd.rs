@@ -101,6 +101,8 @@ fn parse_io(s: &str) -> Result<IoMode, String> {
 }
 
 #[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
 pub struct CreateArgs {
     /// The new file.
     file: PathBuf,
@@ -124,6 +126,8 @@ pub struct CreateArgs {
 }
 
 #[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
 pub struct UpdateArgs {
     /// The RRD.
     file: PathBuf,
@@ -141,13 +145,15 @@ pub struct UpdateArgs {
 }
 
 #[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
 pub struct FetchArgs {
     /// The RRD.
     file: PathBuf,
     /// AVERAGE, MIN, MAX, LAST, HWPREDICT, …
     cf: String,
     /// Wished seconds per row (the closest archive is used).
-    #[arg(short = 'r', long = "resolution")]
+    #[arg(short = 'r', long = "resolution", allow_hyphen_values = true)]
     resolution: Option<String>,
     /// Start (default `end-24h`).
     #[arg(short = 's', long = "start", allow_hyphen_values = true)]
@@ -163,10 +169,13 @@ pub struct FetchArgs {
     json: bool,
     #[command(flatten)]
     io: IoArg,
+    /// Words after FILE and CF: ignored, as rrdtool's fetch ignores them.
+    #[arg(hide = true, num_args = 0..)]
+    ignored: Vec<String>,
 }
 
 #[derive(Debug, Args)]
-#[command(disable_help_flag = true)]
+#[command(disable_help_flag = true, args_override_self = true)]
 pub struct DumpArgs {
     /// The RRD.
     file: PathBuf,
@@ -186,6 +195,8 @@ pub struct DumpArgs {
 }
 
 #[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
 pub struct FileArgs {
     /// The RRD.
     file: PathBuf,
@@ -197,6 +208,8 @@ pub struct FileArgs {
 }
 
 #[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
 pub struct FirstArgs {
     /// The RRD.
     file: PathBuf,
@@ -214,6 +227,8 @@ pub struct FirstArgs {
 /// `oracle.sh bench-inproc` (librrd's `rrd_update_r` timed call by call)
 /// through our engine, without process start-up.
 #[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
 pub struct BenchInprocArgs {
     /// The RRD, updated in place.
     file: PathBuf,
