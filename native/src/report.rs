@@ -203,10 +203,10 @@ pub fn settled_check(path: &std::path::Path) -> Result<CheckReport, settle::Erro
     });
     match read {
         Ok(s) => s.or_unsettled(|r| (r.problems.len() as u64).saturating_add(r.more)),
-        Err(settle::Error::NotBolt { path, source }) => Ok(CheckReport {
+        Err(settle::Error::NotBolt { path, reason }) => Ok(CheckReport {
             ok: false,
             problems: vec![format!(
-                "{}: cannot open as a bbolt database: {source}",
+                "{}: cannot open as a bbolt database: {reason}",
                 path.display()
             )],
             warnings: Vec::new(),

@@ -82,12 +82,14 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The file does not open as bbolt (neither meta page validates).
-    #[error("{}: cannot open as a bbolt database: {source}", path.display())]
+    // `reason` is part of the message, not a `source`: an error chain
+    // printed whole (`{:#}`) would say it twice.
+    #[error("{}: cannot open as a bbolt database: {reason}", path.display())]
     NotBolt {
         /// The path as given.
         path: PathBuf,
         /// Why, naming the meta pages' faults.
-        source: mapwise_core::Error,
+        reason: mapwise_core::Error,
     },
     /// A writer committed during every attempt ([`unsettled_message`]).
     #[error("{}", unsettled_message(*attempts, *problems))]
@@ -140,10 +142,10 @@ pub fn read_bolt<T>(
         let src = QuietSource::open(path).map_err(open_err)?;
         let file = match BoltFile::open(&src) {
             Ok(f) => f,
-            Err(source) => {
+            Err(reason) => {
                 return Err(Error::NotBolt {
                     path: path.to_owned(),
-                    source,
+                    reason,
                 });
             }
         };

@@ -134,8 +134,8 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                     snap.bolt = Some(info);
                     snap.layout = layout;
                 }
-                Err(crate::settle::Error::NotBolt { source, .. }) => {
-                    snap.error = Some(source.to_string());
+                Err(crate::settle::Error::NotBolt { reason, .. }) => {
+                    snap.error = Some(reason.to_string());
                 }
                 Err(crate::settle::Error::Open { source, .. }) => return Err(source),
                 Err(e) => snap.error = Some(e.to_string()),

@@ -70,6 +70,12 @@ fn expect_clear_failure(path: &Path, needles: &[&str]) {
         for n in needles {
             assert!(text.contains(n), "{cmd} {p}: message lacks {n:?}:\n{text}");
         }
+        // Said once: a cause is not repeated by the error chain.
+        for line in text.lines() {
+            let first = line.find("no valid meta page");
+            let last = line.rfind("no valid meta page");
+            assert_eq!(first, last, "{cmd} {p}: said twice:\n{line}");
+        }
     }
 }
 
