@@ -247,6 +247,9 @@ pub enum TraceError {
     },
     /// The header is damaged.
     Header {
+        /// Byte offset of the damaged part: 8 (version word), 12 (header
+        /// length word) or 16 (the encoded header).
+        offset: usize,
         /// What is wrong.
         reason: String,
     },
@@ -273,7 +276,9 @@ impl fmt::Display for TraceError {
                 f,
                 "trace version {found} is not readable by this build (it reads versions 1 to {supported})"
             ),
-            TraceError::Header { reason } => write!(f, "trace header at offset 12: {reason}"),
+            TraceError::Header { offset, reason } => {
+                write!(f, "trace header at offset {offset}: {reason}")
+            }
             TraceError::Frame {
                 index,
                 offset,
@@ -362,30 +367,34 @@ impl Trace {
             }
             None => {
                 return Err(TraceError::Header {
+                    offset: 8,
                     reason: "file ends before the version word".into(),
                 });
             }
         }
-        let header_err = |reason: &str| TraceError::Header {
+        let header_err = |offset: usize, reason: &str| TraceError::Header {
+            offset,
             reason: reason.into(),
         };
-        let hlen =
-            u32_at(bytes, 12).ok_or_else(|| header_err("file ends before the header"))? as usize;
+        let hlen = u32_at(bytes, 12)
+            .ok_or_else(|| header_err(12, "file ends before the header length"))?
+            as usize;
         if hlen > MAX_RECORD {
-            return Err(header_err("header length over the 64 MiB limit"));
+            return Err(header_err(12, "header length over the 64 MiB limit"));
         }
         let body = bytes
             .get(16..16 + hlen)
-            .ok_or_else(|| header_err("header runs past the end of the file"))?;
+            .ok_or_else(|| header_err(16, "header runs past the end of the file"))?;
         let (header, used): (Header, usize) = bincode::serde::decode_from_slice(body, config())
             .map_err(|e| TraceError::Header {
+                offset: 16,
                 reason: alloc::format!("{e}"),
             })?;
         if used != hlen {
-            return Err(header_err("header length does not match its encoding"));
+            return Err(header_err(16, "header length does not match its encoding"));
         }
         if header.os_page_size == 0 || !header.os_page_size.is_power_of_two() {
-            return Err(header_err("OS page size is not a power of two"));
+            return Err(header_err(16, "OS page size is not a power of two"));
         }
         let mut frames: Vec<Frame> = Vec::new();
         let mut at = 16 + hlen;
@@ -567,8 +576,18 @@ mod tests {
         let hdr = file(&[]);
         assert!(matches!(
             Trace::parse(&hdr[..hdr.len() - 1]),
-            Err(TraceError::Header { .. })
+            Err(TraceError::Header { offset: 16, .. })
         ));
+        // Each damaged part is named at its own offset.
+        use alloc::string::ToString;
+        assert_eq!(
+            Trace::parse(&hdr[..9]).unwrap_err().to_string(),
+            "trace header at offset 8: file ends before the version word"
+        );
+        assert_eq!(
+            Trace::parse(&hdr[..13]).unwrap_err().to_string(),
+            "trace header at offset 12: file ends before the header length"
+        );
         // A run past the end of the file.
         let f = Frame {
             t_us: 0,

@@ -450,12 +450,19 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
     drop(src);
     // Every page from one snapshot, even while a writer commits.
     let reports: Vec<PageReport> = mapwise_native::settle::read_bolt(path, |file| {
+        let hwm = file.meta().hwm;
         ids.iter()
             .map(|&id| {
-                page_report(
-                    id,
-                    &page_detail(file, id, DETAIL_LIMIT).map_err(|e| e.to_string()),
-                )
+                let detail = page_detail(file, id, DETAIL_LIMIT).map_err(|e| {
+                    // Past the high-water mark bbolt has not used the page
+                    // (`layout` calls it unused): say so beside the fault.
+                    if id >= hwm {
+                        format!("{e} (page {id} is past the high-water mark {hwm}: unused)")
+                    } else {
+                        e.to_string()
+                    }
+                });
+                page_report(id, &detail)
             })
             .collect::<Vec<_>>()
     })?

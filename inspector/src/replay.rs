@@ -37,6 +37,8 @@ pub struct Replay {
     snapshot: Snapshot,
     watch: Option<Watch>,
     residency: Option<Residency>,
+    /// Why the structure on show may not be the traced file's.
+    mismatch: Option<String>,
 }
 
 /// The title line of a replay: the file whose structure is on screen (the
@@ -88,6 +90,19 @@ impl Replay {
                 took: Duration::ZERO,
             },
         };
+        // The file read for the structure should be the one traced: its
+        // length now against the length the trace last saw.
+        let traced_len = trace.frames.last().map_or(0, |f| f.file_len);
+        let mismatch = watch.as_ref().and_then(|w| {
+            let now = w.snapshot().stamp.size;
+            (now != traced_len).then(|| {
+                format!(
+                    "{} is {now} bytes, the traced file was {traced_len} at the end of the trace: \
+                     the structure shown may not be the traced file's",
+                    path.display()
+                )
+            })
+        });
         let mut r = Replay {
             trace,
             frame: 0,
@@ -98,6 +113,7 @@ impl Replay {
             snapshot,
             watch,
             residency: None,
+            mismatch,
         };
         r.show(0);
         r
@@ -175,7 +191,7 @@ impl Target for Replay {
         self.residency.as_ref()
     }
     fn problem(&self) -> Option<&str> {
-        None
+        self.mismatch.as_deref()
     }
     fn rereading(&self) -> bool {
         false

@@ -725,3 +725,36 @@ fn residency_per_kind_for_rrd_and_revlog() {
         assert!(text.contains("KIND "), "{name}: {text}");
     }
 }
+
+/// A page past the high-water mark (Go bbolt's `info` gives it) that does
+/// not decode is named as unused, beside the fault; pages below it
+/// decode.
+#[test]
+fn a_page_past_the_high_water_mark_is_named_unused() {
+    let file = testdata("freelist.db");
+    let info = Command::new(bolt_oracle())
+        .arg("info")
+        .arg(&file)
+        .output()
+        .expect("oracle");
+    let text = String::from_utf8_lossy(&info.stdout);
+    let hwm: u64 = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("hwm="))
+        .and_then(|v| v.parse().ok())
+        .expect("hwm in the oracle's info");
+    let p = file.to_str().unwrap();
+    let past = hwm.to_string();
+    let r = run(&["page", p, &past], T);
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(&format!(
+            "page {hwm} is past the high-water mark {hwm}: unused"
+        )),
+        "{}",
+        r.stdout
+    );
+    let below = (hwm - 1).to_string();
+    let r = run(&["page", p, &below], T);
+    assert!(!r.stdout.contains("high-water"), "{}", r.stdout);
+}

@@ -53,7 +53,16 @@ fn a_recorded_read_plays_back_frame_by_frame() {
     );
     assert!(t.header.label.contains("cat"), "{}", t.header.label);
 
+    // Replayed over another file, the replay says the structure may not
+    // be the traced file's; over the traced file it says nothing.
+    let other = copy_to(dir.path(), "etcd-small.db");
+    let elsewhere = Replay::new(t.clone(), Some(&other), Duration::from_millis(10));
+    let said = elsewhere.problem().unwrap_or_default();
+    assert!(said.contains("may not be the traced file's"), "{said:?}");
+    drop(elsewhere);
+
     let mut target = Replay::new(t, None, Duration::from_millis(10));
+    assert_eq!(target.problem(), None);
     let mut app = App::new(
         "replay",
         Data::from_target(&target),

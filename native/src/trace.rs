@@ -46,8 +46,8 @@ fn to_io(e: impl std::fmt::Display) -> io::Error {
 }
 
 impl Recorder {
-    /// Create the trace file `out` (truncating it), write its header and
-    /// start sampling `file` every `interval` (at least 1 ms) on a
+    /// Create the trace file `out` (truncating it), write its header (with
+    /// `file` made absolute) and start sampling `file` every `interval` (at least 1 ms) on a
     /// background thread; the first sample is taken at once. `label`
     /// says what runs (free text, stored in the header).
     ///
@@ -61,8 +61,11 @@ impl Recorder {
     ) -> io::Result<Recorder> {
         let interval = interval.max(Duration::from_millis(1));
         let path = file.as_ref().to_owned();
+        // Absolute, so a replay from another directory finds this file
+        // (and not one of the same name there).
+        let recorded = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
         let header = Header {
-            path: path.display().to_string(),
+            path: recorded.display().to_string(),
             label: label.to_owned(),
             os_page_size: os_page_size(),
             interval_us: u64::try_from(interval.as_micros()).unwrap_or(u64::MAX),
