@@ -667,6 +667,10 @@ fn options_are_read_as_getopt_reads_them() {
         &["first", "FILE", "-Z"],
         &["dump", "FILE", "--x"],
         &["info", "FILE", "--x"],
+        &["fetch", "FILE"],
+        &["fetch", "FILE", "-s", "1600000000"],
+        &["create", "FILE"],
+        &["create", "FILE", "-s", "300", "DS:a:GAUGE:600:U:U"],
     ] {
         refused_like_rrdtool("gauge.rrd", args, true);
     }

@@ -121,7 +121,7 @@ pub struct CreateArgs {
     seed: Option<u64>,
     /// `DS:name:TYPE:heartbeat:min:max`, `DS:name:COMPUTE:rpn`,
     /// `RRA:CF:xff:steps:rows`, `RRA:HWPREDICT:rows:alpha:beta:period`, …
-    #[arg(required = true, num_args = 1..)]
+    #[arg(num_args = 0..)]
     defs: Vec<String>,
 }
 
@@ -151,7 +151,8 @@ pub struct FetchArgs {
     /// The RRD.
     file: PathBuf,
     /// AVERAGE, MIN, MAX, LAST, HWPREDICT, …
-    cf: String,
+    #[arg(required = false)]
+    cf: Option<String>,
     /// Wished seconds per row (the closest archive is used).
     #[arg(short = 'r', long = "resolution", allow_hyphen_values = true)]
     resolution: Option<String>,
@@ -312,6 +313,11 @@ pub fn run(cmd: RrdCommand) -> Result<ExitCode> {
         RrdCommand::Update(a) => update(a, false),
         RrdCommand::Updatev(a) => update(a, true),
         RrdCommand::Fetch(a) => {
+            let Some(cf) = a.cf else {
+                // rrd_fetch.c's words for a missing CF.
+                eprintln!("ERROR: Usage: rrdtool fetch <file> <CF> [options]");
+                return Ok(ExitCode::from(1));
+            };
             let o = FetchOptions {
                 start: a.start,
                 end: a.end,
@@ -319,7 +325,7 @@ pub fn run(cmd: RrdCommand) -> Result<ExitCode> {
                 align_start: a.align_start,
                 io: a.io.io,
             };
-            match rrd::fetch(&a.file, &a.cf, &o) {
+            match rrd::fetch(&a.file, &cf, &o) {
                 Ok(f) if a.json => {
                     let rows: Vec<serde_json::Value> = f
                         .values
