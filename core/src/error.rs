@@ -131,7 +131,7 @@ pub enum MetaFault {
         /// FNV-1a 64 of page bytes `[16, 72)`.
         computed: u64,
     },
-    /// `pageSize` is not a power of two in `[512, 16 MiB]`.
+    /// `pageSize` is outside `[512, 16 MiB]`.
     PageSize(u32),
     /// The source could not be read.
     Read {
@@ -153,10 +153,7 @@ impl fmt::Display for MetaFault {
                 f,
                 "field checksum = {stored:016x}, computed {computed:016x}"
             ),
-            MetaFault::PageSize(p) => write!(
-                f,
-                "field pageSize = {p}, expected a power of two from 512 to 16777216"
-            ),
+            MetaFault::PageSize(p) => write!(f, "field pageSize = {p}, expected 512 to 16777216"),
             // Code 0: the source gave no OS error (a browser Blob, a
             // short read); "os error 0" would name a success.
             MetaFault::Read { code: 0 } => write!(f, "read failed"),

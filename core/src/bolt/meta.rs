@@ -20,7 +20,9 @@ pub const VERSION: u32 = 2;
 pub const NO_FREELIST: u64 = u64::MAX;
 /// Bytes from the page start to the end of the meta (header + 64).
 pub const META_END: usize = PAGE_HEADER_SIZE + 64;
-/// Smallest page size mapwise accepts.
+/// Smallest page size mapwise accepts (any size from here to
+/// [`MAX_PAGE_SIZE`], not only powers of two: bbolt takes what the meta
+/// page says).
 pub const MIN_PAGE_SIZE: u32 = 512;
 /// Largest page size mapwise accepts (bbolt probes up to 16 MiB).
 pub const MAX_PAGE_SIZE: u32 = 1 << 24;
@@ -143,9 +145,11 @@ impl Meta {
                 computed,
             });
         }
-        if !self.page_size.is_power_of_two()
-            || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size)
-        {
+        // bbolt itself checks no page size (db.go takes the meta's): a
+        // file written with `Options.PageSize = 3000` is valid. Only sizes
+        // no file could use, or that would make a page larger than bbolt
+        // ever probes for, are refused.
+        if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size) {
             return Err(MetaFault::PageSize(self.page_size));
         }
         Ok(())

@@ -405,7 +405,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                     at: At::Meta(idx),
                     field: "pageSize",
                     value: u64::from(m.page_size),
-                    expected: "a power of two from 512 to 16 MiB (bbolt checks only magic, version and checksum: it would use this newer meta page and misread the file)",
+                    expected: "512 B to 16 MiB (bbolt checks only magic, version and checksum: it would use this newer meta page and misread the file)",
                 }),
                 _ => self.layout.push_warning(Error::MetaFallback {
                     meta: idx,

@@ -300,7 +300,7 @@ impl Db {
             } else {
                 opts.page_size
             };
-            if !ps.is_power_of_two() || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&ps) {
+            if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&ps) {
                 return Err(Error::PageSize {
                     path: path.to_owned(),
                     page_size: ps,

@@ -71,10 +71,9 @@ pub enum Error {
         /// Both meta pages' faults.
         detail: String,
     },
-    /// The meta page names a page size mapwise does not accept (not a
-    /// power of two in 512 B ..= 16 MiB): a file from another system, or
-    /// damage.
-    #[error("{path}: foreign page size {page_size} (expected a power of two from 512 to 16777216)")]
+    /// The meta page names a page size mapwise does not accept (outside
+    /// 512 B ..= 16 MiB): damage, or a file no bbolt would write.
+    #[error("{path}: foreign page size {page_size} (expected 512 to 16777216)")]
     PageSize {
         /// The file.
         path: PathBuf,
