@@ -413,6 +413,22 @@ fn compact_writes_a_file_go_reads_back_the_same() {
         let o = run_mapwise(&["bolt", "compact", "-o", s(&dst), s(&src)]);
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     }
+    // A compaction that fails part-way (a leaf overwritten with garbage;
+    // Go's check rejects the source too) leaves no output behind that
+    // could pass for a finished copy.
+    let bad = dir.path().join("bad.db");
+    let mut bytes = std::fs::read(testdata("small.db")).expect("read");
+    let ps = 4096;
+    bytes[5 * ps..6 * ps].fill(0xa5);
+    std::fs::write(&bad, &bytes).expect("write");
+    // (`--raw-only`: bbolt's own Tx.Check can loop on such damage.)
+    let (ok, _, _) = oracle_run(&["check", s(&bad), "--raw-only"]);
+    assert!(!ok, "Go bbolt should reject the damaged source");
+    let dst = dir.path().join("bad-compact.db");
+    let o = run_mapwise(&["bolt", "compact", "-o", s(&dst), s(&bad)]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("page 5"), "{}", text(&o));
+    assert!(!dst.exists(), "a failed compact left {}", dst.display());
 }
 
 /// The oracle's `pages` table: id → (type, items, overflow).

@@ -194,10 +194,25 @@ pub fn compact(a: &CompactArgs) -> Result<ExitCode> {
         timeout: lock_timeout(a.timeout),
         ..Options::read_write()
     };
-    let (_, size) = src
-        .compact(&a.output, &opts, a.tx_max_size)
-        .map_err(engine_error)
-        .with_context(|| format!("compact into {}", a.output.display()))?;
+    let existed = a.output.exists();
+    let (_, size) = match src.compact(&a.output, &opts, a.tx_max_size) {
+        Ok(sizes) => sizes,
+        Err(e) => {
+            // A half-written copy would pass for a finished one (it is a
+            // valid bbolt file holding what was copied so far): remove
+            // what this run created. (An existing output was empty.)
+            if existed {
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&a.output)
+                    .and_then(|f| f.set_len(0));
+            } else {
+                let _ = std::fs::remove_file(&a.output);
+            }
+            return Err(engine_error(e))
+                .with_context(|| format!("compact into {}", a.output.display()));
+        }
+    };
     if size == 0 {
         bail!("zero db size");
     }
