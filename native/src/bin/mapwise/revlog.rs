@@ -430,14 +430,13 @@ fn debugindex(a: &DebugindexArgs) -> Result<ExitCode> {
 /// alone, and hg prints it too (`hg log -T '{rev}'`, `hg debugindex`),
 /// failing only when it reads that changeset's data. Its size is then
 /// not reported.
-fn data_file_or_warn(
-    checked: Result<Option<u64>, revlog::Error>,
-) -> Result<Option<u64>, revlog::Error> {
+fn data_file_or_warn(checked: Result<Option<u64>, revlog::Error>) -> Result<Option<u64>> {
     match checked {
         Err(e @ revlog::Error::DataFile { .. }) => {
             eprintln!("warning: {e} (hg fails only when it reads that revision's data)");
             Ok(None)
         }
-        other => other,
+        Ok(len) => Ok(len),
+        Err(e) => Err(e.into()),
     }
 }
