@@ -861,3 +861,37 @@ fn mapped_log_touches_only_the_tail() {
     let r = residency::sample(&f).unwrap();
     assert_eq!(r.resident_pages, r.total_pages);
 }
+
+/// A v0 index that ends inside an entry reads as hg reads it: the whole
+/// entries, the partial last one ignored (hg's `debugrevlogindex` counts
+/// the rows); the layout marks the tail unused with a warning.
+#[test]
+fn a_v0_index_with_a_partial_last_entry_reads_as_hg_reads_it() {
+    let dir = tempdir();
+    let whole = dir.path().join("whole.i");
+    let part = dir.path().join("part.i");
+    std::fs::write(&whole, vec![0u8; 84 * 76]).unwrap();
+    std::fs::write(&part, vec![0u8; 84 * 76 + 16]).unwrap();
+    let hg_rows = |p: &Path| {
+        let out = hg()
+            .current_dir(dir.path())
+            .args(["debugrevlogindex", s(p)])
+            .output()
+            .expect("hg");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout).lines().skip(1).count()
+    };
+    assert_eq!(hg_rows(&part), 84);
+    assert_eq!(hg_rows(&whole), 84);
+    let ours = ok(&["revlog", "debugindex", "--index", s(&part)]);
+    assert_eq!(text(&ours).lines().skip(1).count(), 84);
+    assert_eq!(ours, ok(&["revlog", "debugindex", "--index", s(&whole)]));
+    let bytes = std::fs::read(&part).unwrap();
+    let l = layout(&bytes[..], LayoutOptions { data_len: None });
+    assert!(l.layout.problems.is_empty(), "{:?}", l.layout.problems);
+    let tail = l.layout.regions.last().unwrap();
+    assert_eq!(
+        (tail.offset, tail.len, tail.kind),
+        (84 * 76, 16, Kind::Unused)
+    );
+}

@@ -228,6 +228,18 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, opts: LayoutOptions) -> RevlogLay
             let pos = whole * es;
             regions.push(region(pos, len - pos, Kind::Corrupt, whole, 0));
             out.layout.push_problem(err);
+        } else if whole * es < len {
+            // v0's partial last entry, which hg ignores: unused bytes, and
+            // a warning naming them.
+            let pos = whole * es;
+            regions.push(region(pos, len - pos, Kind::Unused, whole, 0));
+            out.layout.push_warning(Error::OutOfBounds {
+                at: At::Offset(pos),
+                field: "entry",
+                offset: pos,
+                len: es,
+                size: len,
+            });
         }
     }
     out.layout.regions = regions;
