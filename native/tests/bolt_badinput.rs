@@ -389,3 +389,38 @@ fn deep_damage_fails_the_operation_and_adds_no_fault() {
     drop(db);
     assert_eq!(faults(&p), before);
 }
+
+/// A file that is not bbolt is a problem with the file, exit status 1, for
+/// every subcommand alike (exit 2 is kept for failing to run at all).
+#[test]
+fn every_subcommand_says_a_non_bbolt_file_the_same_way() {
+    let dir = tempdir();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").expect("write");
+    let text_file = dir.path().join("text.db");
+    std::fs::write(&text_file, "not a database\n".repeat(1000)).expect("write");
+    for f in [&empty, &text_file] {
+        let p = f.to_str().expect("utf-8");
+        for args in [
+            &["check", p][..],
+            &["buckets", p],
+            &["keys", p, "b"],
+            &["get", p, "b", "k"],
+            &["stats", p],
+            &["pages", p],
+            &["info", p],
+            &["dump", p],
+        ] {
+            let out = crate::support::run_mapwise(&[&["bolt"][..], args].concat());
+            let err = String::from_utf8_lossy(&out.stderr);
+            let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {all}");
+            assert!(!all.contains("panicked"), "{args:?}: {all}");
+        }
+        assert_eq!(
+            std::fs::metadata(f).expect("stat").len(),
+            if f == &empty { 0 } else { 15_000 },
+            "unchanged"
+        );
+    }
+}

@@ -235,7 +235,22 @@ fn open(args: &FileArgs) -> Result<Db> {
         advice: Some(mapwise_native::map::Advice::Sequential),
         ..Options::default()
     };
-    Db::open(&args.file, &opts).with_context(|| "cannot open the file as a bbolt database")
+    Db::open(&args.file, &opts)
+        .map_err(engine_error)
+        .context("cannot open the file as a bbolt database")
+}
+
+/// A quiet read's failure as the command line reports it: a file that is
+/// not bbolt is a [`Problem`] (exit 1, as every other subcommand says of
+/// it); failing to open or a writer that never settles are failures to
+/// run (exit 2).
+fn settle_error(e: mapwise_native::settle::Error) -> anyhow::Error {
+    match e {
+        e @ mapwise_native::settle::Error::NotBolt { .. } => {
+            anyhow::Error::new(Problem(e.to_string()))
+        }
+        e => anyhow::Error::new(e),
+    }
 }
 
 /// Run one `mapwise bolt` subcommand; returns its exit status, or an
@@ -343,7 +358,7 @@ fn dump(a: &FileArgs) -> Result<ExitCode> {
 
 fn pages(a: &QuietArgs) -> Result<ExitCode> {
     // Settled: retried while a writer commits (see mapwise_native::settle).
-    let rows = report::settled_page_rows(&a.file)?;
+    let rows = report::settled_page_rows(&a.file).map_err(settle_error)?;
     let mut out = Out::new();
     let _ = if a.json {
         report::write_pages_json(&mut out, rows.iter())
@@ -387,7 +402,7 @@ fn check(a: &QuietArgs) -> Result<ExitCode> {
 }
 
 fn info(a: &QuietArgs) -> Result<ExitCode> {
-    let (file_size, info) = report::settled_info(&a.file)?;
+    let (file_size, info) = report::settled_info(&a.file).map_err(settle_error)?;
     let (metas, freelist) = (info.metas, info.freelist);
     let mut out = Out::new();
     if a.json {
