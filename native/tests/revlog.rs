@@ -583,6 +583,28 @@ fn generated_repo_is_read_as_hg_reads_it() {
         ]);
         assert_same_text(&format!("mapped log -l {n}"), &ours, &want);
     }
+    // -l as hg reads it (Python's int: spaces, a sign, underscores, no
+    // upper bound).
+    for n in [" 3", "+2", "1_0", "18446744073709551616"] {
+        let want = hg_ok(&["-R", r, "log", "-l", n, "-T", "{rev}\n"]);
+        assert_same_text(
+            &format!("log -l {n:?}"),
+            &ok(&["revlog", "log", "-l", n, r]),
+            &want,
+        );
+    }
+    for n in ["3x", "1__0", "0"] {
+        let hg_said = hg().args(["-R", r, "log", "-l", n]).output().expect("hg");
+        assert!(!hg_said.status.success(), "hg accepts -l {n:?}");
+        let out = run_mapwise(&["revlog", "log", "-l", n, r]);
+        assert!(!out.status.success(), "-l {n:?}");
+        let (ours, theirs) = (text(&out.stderr), text(&hg_said.stderr));
+        let reason = theirs.trim().trim_start_matches("abort: ");
+        assert!(
+            ours.contains(reason),
+            "-l {n:?}: ours {ours:?}, hg {theirs:?}"
+        );
+    }
     // -c, -m and the filelog `of` (store name `data/of.i`), with and
     // without the debug columns.
     for (ours_args, oracle_arg) in [(["-c"], "-c"), (["-m"], "-m"), (["of"], "data/of.i")] {

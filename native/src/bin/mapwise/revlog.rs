@@ -70,7 +70,7 @@ pub struct LogArgs {
         value_name = "N",
         allow_negative_numbers = true
     )]
-    limit: Option<i64>,
+    limit: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -215,10 +215,11 @@ impl From<&LogRow> for LogEntry {
 }
 
 fn log(a: &LogArgs) -> Result<ExitCode> {
-    let limit = match a.limit {
-        Some(n) if n <= 0 => bail!("limit must be positive"),
-        Some(n) => Some(n.unsigned_abs()),
+    let limit = match a.limit.as_deref().map(python_int) {
         None => None,
+        Some(None) => bail!("limit must be a positive integer"),
+        Some(Some(n)) if n <= 0 => bail!("limit must be positive"),
+        Some(Some(n)) => Some(n.unsigned_abs()),
     };
     let opts = load_options(&a.common, Some(Advice::Random))?;
     let repo = match a.repository.as_ref().or(a.repo.as_ref()) {
@@ -438,5 +439,51 @@ fn data_file_or_warn(checked: Result<Option<u64>, revlog::Error>) -> Result<Opti
         }
         Ok(len) => Ok(len),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// hg's `int(opts['limit'])`: Python's `int` of a string, which allows
+/// surrounding white space, a sign, and single underscores between
+/// digits, and has no upper bound (here clamped to `i64`'s range, more
+/// revisions than any revlog holds). `None` when it is not an integer.
+fn python_int(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let ok = !digits.is_empty()
+        && !digits.starts_with('_')
+        && !digits.ends_with('_')
+        && !digits.contains("__")
+        && digits.bytes().all(|c| c.is_ascii_digit() || c == b'_');
+    if !ok {
+        return None;
+    }
+    let magnitude = digits
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .try_fold(0i64, |v, c| {
+            v.checked_mul(10)?.checked_add(i64::from(c - b'0'))
+        })
+        .unwrap_or(i64::MAX);
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_int;
+
+    #[test]
+    fn limits_read_as_python_reads_them() {
+        assert_eq!(python_int(" 3"), Some(3));
+        assert_eq!(python_int("+3\n"), Some(3));
+        assert_eq!(python_int("1_0"), Some(10));
+        assert_eq!(python_int("-1"), Some(-1));
+        assert_eq!(python_int("99999999999999999999999"), Some(i64::MAX));
+        for bad in ["3x", "", "_1", "1__0", "1_", "0x10", "- 1", "3.0"] {
+            assert_eq!(python_int(bad), None, "{bad:?}");
+        }
     }
 }
