@@ -3,6 +3,7 @@
 //! Nothing here is timed.
 
 use std::cell::RefCell;
+use std::path::Path;
 
 use mapwise_native::bolt::{CursorOptions, Db, Options, Prefetch};
 
@@ -19,14 +20,34 @@ fn json(stdout: &[u8]) -> serde_json::Value {
     serde_json::from_str(line).expect("JSON")
 }
 
+/// One workload through both benches: `mapwise bolt bench` into
+/// `ours-NAME.db` and the oracle's `bench` into `go-NAME.db` under `dir`,
+/// with the same `flags`; both must succeed. Returns the two paths and the
+/// two standard outputs.
+fn bench_both(dir: &Path, name: &str, flags: &[&str]) -> (String, String, Vec<u8>, String) {
+    let path = |who: &str| {
+        dir.join(format!("{who}-{name}.db"))
+            .to_str()
+            .expect("utf-8")
+            .to_owned()
+    };
+    let (ours, go) = (path("ours"), path("go"));
+    let o = run_mapwise(&[&["bolt", "bench", &ours][..], flags].concat());
+    assert!(
+        o.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (ok, go_out, go_err) = oracle_run(&[&["bench", &go][..], flags].concat());
+    assert!(ok, "oracle {name}: {go_err}");
+    (ours, go, o.stdout, go_out)
+}
+
 #[test]
 fn bench_replays_the_oracle_workload_in_every_mode() {
     let dir = tempdir();
     for write in ["seq", "rnd", "seq-nest", "rnd-nest"] {
         for read in ["seq", "rnd"] {
-            let ours = dir.path().join(format!("ours-{write}-{read}.db"));
-            let go = dir.path().join(format!("go-{write}-{read}.db"));
-            let (ours, go) = (ours.to_str().unwrap(), go.to_str().unwrap());
             // 2000 puts in batches of 300: a short last batch, seven
             // commits, several leaves per bucket.
             let flags = [
@@ -45,15 +66,10 @@ fn bench_replays_the_oracle_workload_in_every_mode() {
                 "--verify",
                 "--json",
             ];
-            let o = run_mapwise(&[&["bolt", "bench", ours][..], &flags].concat());
-            assert!(
-                o.status.success(),
-                "{write}/{read}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            let (ok, go_out, go_err) = oracle_run(&[&["bench", go][..], &flags].concat());
-            assert!(ok, "oracle {write}/{read}: {go_err}");
-            let (a, b) = (json(&o.stdout), json(go_out.as_bytes()));
+            let (ours, go, ours_out, go_out) =
+                bench_both(dir.path(), &format!("{write}-{read}"), &flags);
+            let (ours, go) = (ours.as_str(), go.as_str());
+            let (a, b) = (json(&ours_out), json(go_out.as_bytes()));
             for key in [
                 "write_ops",
                 "read_ops",
@@ -94,9 +110,6 @@ fn bench_replays_the_oracle_workload_in_every_mode() {
 fn the_file_grows_as_bbolt_grows_it() {
     let dir = tempdir();
     for write in ["seq", "rnd"] {
-        let ours = dir.path().join(format!("ours-{write}.db"));
-        let go = dir.path().join(format!("go-{write}.db"));
-        let (ours, go) = (ours.to_str().unwrap(), go.to_str().unwrap());
         let flags = [
             "--write-mode",
             write,
@@ -110,10 +123,7 @@ fn the_file_grows_as_bbolt_grows_it() {
             "100",
             "--no-sync",
         ];
-        let o = run_mapwise(&[&["bolt", "bench", ours][..], &flags].concat());
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let (ok, _, go_err) = oracle_run(&[&["bench", go][..], &flags].concat());
-        assert!(ok, "oracle {write}: {go_err}");
+        let (ours, go, _, _) = bench_both(dir.path(), write, &flags);
         let (a, b) = (
             std::fs::metadata(ours).unwrap().len(),
             std::fs::metadata(go).unwrap().len(),
@@ -253,9 +263,6 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
 fn page_sizes_that_are_not_powers_of_two_work_both_ways() {
     let dir = tempdir();
     for ps in ["3000", "1536"] {
-        let ours = dir.path().join(format!("ours-{ps}.db"));
-        let go = dir.path().join(format!("go-{ps}.db"));
-        let (ours, go) = (ours.to_str().unwrap(), go.to_str().unwrap());
         let flags = [
             "--write-mode",
             "rnd",
@@ -267,14 +274,8 @@ fn page_sizes_that_are_not_powers_of_two_work_both_ways() {
             ps,
             "--no-sync",
         ];
-        let (ok, _, go_err) = oracle_run(&[&["bench", go][..], &flags].concat());
-        assert!(ok, "oracle {ps}: {go_err}");
-        let o = run_mapwise(&[&["bolt", "bench", ours][..], &flags].concat());
-        assert!(
-            o.status.success(),
-            "{ps}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let (ours, go, _, _) = bench_both(dir.path(), ps, &flags);
+        let (ours, go) = (ours.as_str(), go.as_str());
         // Go's file, read by us as Go reads it.
         let dump = run_mapwise(&["bolt", "dump", go]);
         assert!(
