@@ -325,6 +325,29 @@ fn next(s: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The file at `path` as a crash left it, opened read-only: our check
+/// must find nothing (`what` names the case in a failure); returns the
+/// last transaction it holds and its whole content.
+fn read_after_crash(path: &Path, what: &str) -> (u64, Bucket) {
+    let db = Db::open(path, &Options::default()).expect("open after the crash");
+    let tx = db.begin().expect("tx");
+    let problems = tx.check();
+    assert!(problems.is_empty(), "{what}: our check: {problems:?}");
+    (counter(&tx), bolt_model::read(&tx.file()))
+}
+
+/// Go bbolt checks each crashed file and dumps it as the model says.
+fn go_accepts(judged: &[(PathBuf, String)]) {
+    let failures = oracle_judge(judged);
+    assert!(
+        failures.is_empty(),
+        "Go bbolt rejected {} of {} crashed files:\n{}",
+        failures.len(),
+        judged.len(),
+        failures.join("\n")
+    );
+}
+
 /// What a crash run saw.
 struct Tally {
     kills: u64,
@@ -402,12 +425,7 @@ fn crash_loop(dir: &Path, kills: u64, seed: u64) -> Tally {
             .unwrap_or(model_n);
         acked_total += acked.saturating_sub(model_n);
 
-        // Read-only first: look at the file as the crash left it.
-        let db = Db::open(&path, &Options::default()).expect("open after kill");
-        let tx = db.begin().expect("tx");
-        let problems = tx.check();
-        assert!(problems.is_empty(), "kill {kill}: our check: {problems:?}");
-        let c = counter(&tx);
+        let (c, got) = read_after_crash(&path, &format!("kill {kill}"));
         assert!(
             c == acked || c == acked + 1,
             "kill {kill}: file holds transaction {c}, child acknowledged {acked}"
@@ -417,25 +435,15 @@ fn crash_loop(dir: &Path, kills: u64, seed: u64) -> Tally {
             model_n += 1;
             apply_model(&mut model, model_n);
         }
-        let got = bolt_model::read(&tx.file());
         assert!(
             got == model,
             "kill {kill}: content is not exactly transaction {c}'s"
         );
-        drop(tx);
-        drop(db);
         let copy = dir.join(format!("kill-{kill}.db"));
         std::fs::copy(&path, &copy).expect("copy");
         judged.push((copy, bolt_model::dump(&model)));
     }
-    let failures = oracle_judge(&judged);
-    assert!(
-        failures.is_empty(),
-        "Go bbolt rejected {} of {} post-crash files:\n{}",
-        failures.len(),
-        judged.len(),
-        failures.join("\n")
-    );
+    go_accepts(&judged);
     Tally {
         kills,
         acked: acked_total,
@@ -593,22 +601,14 @@ fn a_commit_stopped_after_any_write_keeps_the_previous_or_the_new_state() {
                 }
                 crashes += 1;
                 let durable = f.meta && f.bytes >= 80;
-                let db = Db::open(&path, &Options::default()).expect("open after the crash");
-                let tx = db.begin().expect("tx");
-                let problems = tx.check();
-                assert!(
-                    problems.is_empty(),
-                    "{n}/{k}/{torn}: our check: {problems:?}"
-                );
+                let (c, got) = read_after_crash(&path, &format!("{n}/{k}/{torn}"));
                 let want_n = if durable { n } else { n - 1 };
-                assert_eq!(counter(&tx), want_n, "{n}/{k}/{torn}: {f:?}");
+                assert_eq!(c, want_n, "{n}/{k}/{torn}: {f:?}");
                 let want = if durable { &after_model } else { &model };
                 assert!(
-                    bolt_model::read(&tx.file()) == *want,
+                    got == *want,
                     "{n}/{k}/{torn}: content is not exactly transaction {want_n}'s"
                 );
-                drop(tx);
-                drop(db);
                 // And the engine takes it back for writing.
                 drop(Db::open(&path, &rw(4096)).expect("reopen read-write"));
                 judged.push((
@@ -633,13 +633,6 @@ fn a_commit_stopped_after_any_write_keeps_the_previous_or_the_new_state() {
         tx.commit().expect("commit");
         model = after_model;
     }
-    let failures = oracle_judge(&judged);
-    assert!(
-        failures.is_empty(),
-        "Go bbolt rejected {} of {} crashed files:\n{}",
-        failures.len(),
-        judged.len(),
-        failures.join("\n")
-    );
+    go_accepts(&judged);
     println!("{crashes} crash points judged by Go bbolt");
 }
