@@ -110,7 +110,8 @@ const fn pow10_table(up: bool) -> [f64; POW10_LEN] {
     let mut t = [1.0f64; POW10_LEN];
     let mut i = 1;
     while i < POW10_LEN {
-        t[i] = if up { t[i - 1] * 10.0 } else { t[i - 1] / 10.0 };
+        let e = i as i32;
+        t[i] = pow10_slow(if up { e } else { -e });
         i += 1;
     }
     t
