@@ -133,22 +133,25 @@ fn the_file_grows_as_bbolt_grows_it() {
     }
 }
 
-/// Records every hint.
+/// Records every hint: read-ahead (`will_need`) in `.0`, CPU cache
+/// (`cache`) in `.1`.
 #[derive(Default)]
-struct Hints(RefCell<Vec<(u64, u64)>>);
+struct Hints(RefCell<Vec<(u64, u64)>>, RefCell<Vec<(u64, u64)>>);
 
 impl Prefetch for Hints {
     fn will_need(&self, offset: u64, len: u64) {
         self.0.borrow_mut().push((offset, len));
     }
+
+    fn cache(&self, offset: u64, len: u64) {
+        self.1.borrow_mut().push((offset, len));
+    }
 }
 
-#[test]
-fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
-    let dir = tempdir();
-    let path = dir.path().join("scan.db");
-    let db = Db::open(&path, &Options::read_write()).unwrap();
-    // Three levels: 40k keys of ~120 bytes at FillPercent 0.5.
+/// A three-level tree in bucket `b` of a new file at `path`: 40k keys of
+/// ~120 bytes in hashed order at FillPercent 0.5; opened read-only.
+fn three_level_file(path: &Path) -> Db {
+    let db = Db::open(path, &Options::read_write()).unwrap();
     db.update(|tx| -> mapwise_native::bolt::Result<()> {
         let mut b = tx.create_bucket(b"b")?;
         for i in 0u32..40_000 {
@@ -159,7 +162,69 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     })
     .unwrap();
     drop(db);
-    let db = Db::open(&path, &Options::default()).unwrap();
+    Db::open(path, &Options::default()).unwrap()
+}
+
+/// A forward scan asks the CPU to cache the first bytes of every leaf it
+/// is about to enter, once each, and nothing else: every leaf the scan
+/// visits except the first child of a branch (nothing runs ahead of
+/// those), in scan order.
+#[test]
+fn a_forward_scan_caches_each_next_leaf_once() {
+    let dir = tempdir();
+    let db = three_level_file(&dir.path().join("scan.db"));
+    let tx = db.begin().unwrap();
+    let hints = Hints::default();
+    let file = tx.file().with_hints(&hints);
+    let bucket = mapwise_core::bolt::Bucket::root_of(&file)
+        .bucket(b"b")
+        .unwrap()
+        .unwrap();
+    let base = db.mapping().bytes().as_ptr().addr() as u64;
+    let ps = 4096u64;
+    // Leaves in scan order (the page holding each key: no overflow here).
+    let mut leaves: Vec<u64> = Vec::new();
+    bucket
+        .cursor()
+        .scan(None, |k, _, _| {
+            let p = (k.as_ptr().addr() as u64 - base) / ps;
+            if leaves.last() != Some(&p) {
+                leaves.push(p);
+            }
+            true
+        })
+        .unwrap();
+    assert!(leaves.len() > 500, "{} leaves", leaves.len());
+    // First children of every branch page of the file.
+    let mut first_children = std::collections::BTreeSet::new();
+    for pgid in 2..file.file_pages() {
+        if let Ok(p) = file.read_page(pgid)
+            && p.header.flags == 0x01
+        {
+            first_children.insert(p.branch(0).unwrap().child);
+        }
+    }
+    assert!(first_children.len() > 2, "a three-level tree");
+    let cached = hints.1.borrow();
+    assert!(cached.iter().all(|&(_, len)| len == 128), "{cached:?}");
+    let cached: Vec<u64> = cached.iter().map(|&(off, _)| off / ps).collect();
+    let want: Vec<u64> = leaves
+        .iter()
+        .copied()
+        .filter(|p| !first_children.contains(p))
+        .collect();
+    assert_eq!(cached, want, "leaves cached ahead, in scan order");
+    assert!(
+        hints.0.borrow().is_empty(),
+        "no read-ahead without a window"
+    );
+}
+
+#[test]
+fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
+    let dir = tempdir();
+    let path = dir.path().join("scan.db");
+    let db = three_level_file(&path);
     let tx = db.begin().unwrap();
     let bucket = tx.bucket(b"b").unwrap().unwrap();
     let collect =

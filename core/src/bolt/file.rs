@@ -3,6 +3,8 @@
 use crate::error::{At, Error, MetaFault, Result};
 use crate::source::PageSource;
 
+use super::cursor::Prefetch;
+
 use super::meta::{META_END, Meta};
 use super::page::{BRANCH_PAGE, ELEMENT_SIZE, LEAF_PAGE, PAGE_HEADER_SIZE, Page, PageHeader};
 
@@ -31,9 +33,10 @@ pub struct Snapshot {
 /// Opening reads only the meta pages. Pages are read on demand, each
 /// checked against the source length, its own `id` field and (for tree
 /// pages) the high-water mark and page type.
-#[derive(Debug)]
 pub struct BoltFile<'s, S: PageSource + ?Sized> {
     src: &'s S,
+    /// Where cursors send CPU cache hints ([`BoltFile::with_hints`]).
+    hints: Option<&'s dyn Prefetch>,
     len: u64,
     page_size: u32,
     metas: [Result<Meta, MetaFault>; 2],
@@ -43,10 +46,25 @@ pub struct BoltFile<'s, S: PageSource + ?Sized> {
     pages: u64,
 }
 
+impl<S: PageSource + ?Sized> core::fmt::Debug for BoltFile<'_, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BoltFile")
+            .field("len", &self.len)
+            .field("page_size", &self.page_size)
+            .field("metas", &self.metas)
+            .field("current", &self.current)
+            .field("meta", &self.meta)
+            .field("pages", &self.pages)
+            .field("hints", &self.hints.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S: PageSource + ?Sized> Clone for BoltFile<'_, S> {
     fn clone(&self) -> Self {
         BoltFile {
             src: self.src,
+            hints: self.hints,
             len: self.len,
             page_size: self.page_size,
             metas: self.metas,
@@ -131,6 +149,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         };
         Ok(BoltFile {
             src,
+            hints: None,
             len,
             page_size,
             metas: [meta0, meta1],
@@ -148,6 +167,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         let len = src.len();
         BoltFile {
             src,
+            hints: None,
             len,
             page_size: snap.page_size,
             metas: snap.metas,
@@ -155,6 +175,22 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
             meta: snap.meta,
             pages: len.div_ceil(u64::from(snap.page_size.max(1))),
         }
+    }
+
+    /// The same file with `sink` receiving the CPU cache hints of every
+    /// cursor made from it ([`Prefetch::cache`]: the next leaves of a
+    /// forward move). Native passes the read transaction, which prefetches
+    /// from its mapping; without a sink (the default) cursors give none.
+    #[must_use]
+    pub fn with_hints(mut self, sink: &'s dyn Prefetch) -> BoltFile<'s, S> {
+        self.hints = Some(sink);
+        self
+    }
+
+    /// The CPU cache hint sink, if any ([`BoltFile::with_hints`]).
+    #[must_use]
+    pub fn hints(&self) -> Option<&'s dyn Prefetch> {
+        self.hints
     }
 
     /// The page size and meta pages this file was opened at.

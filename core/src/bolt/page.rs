@@ -452,6 +452,18 @@ impl<'s> Page<'s> {
         Ok(BranchElement { key, child })
     }
 
+    /// The child page id of branch element `index`, or `None` when the
+    /// element header lies outside the page image. Reads only the element
+    /// header (the hint path of a cursor; [`Page::branch`] checks the key
+    /// too).
+    #[must_use]
+    pub fn branch_child(&self, index: usize) -> Option<u64> {
+        let (_, e) = self.element_at(index).ok()?;
+        Some(u64::from_le_bytes([
+            e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15],
+        ]))
+    }
+
     /// Key bytes of element `index` (branch or leaf by the page type).
     ///
     /// # Errors

@@ -832,12 +832,18 @@ impl Drop for Tx<'_> {
 }
 
 /// A read transaction announces the pages a prefetching cursor will read
-/// with `madvise(MADV_WILLNEED)` on its mapping (offsets are file
-/// offsets).
+/// with `madvise(MADV_WILLNEED)` on its mapping, and the leaves a forward
+/// move reaches next with CPU prefetches (offsets are file offsets, both
+/// clipped to this snapshot's length).
 impl Prefetch for Tx<'_> {
     fn will_need(&self, offset: u64, len: u64) {
         let end = offset.saturating_add(len).min(self.len);
         self.map.will_need(offset, end.saturating_sub(offset));
+    }
+
+    fn cache(&self, offset: u64, len: u64) {
+        let end = offset.saturating_add(len).min(self.len);
+        self.map.cache(offset, end.saturating_sub(offset));
     }
 }
 
@@ -855,10 +861,12 @@ impl Tx<'_> {
         self.snap.meta.hwm * u64::from(self.snap.page_size)
     }
 
-    /// The parsed file at this snapshot (for the walk and the dump).
+    /// The parsed file at this snapshot (for the walk and the dump), with
+    /// this transaction as its CPU cache hint sink: cursors and lookups of
+    /// buckets read from it prefetch the pages they are about to read.
     #[must_use]
     pub fn file(&self) -> BoltFile<'_, [u8]> {
-        BoltFile::at(self.map.bytes_to(self.len), &self.snap)
+        BoltFile::at(self.map.bytes_to(self.len), &self.snap).with_hints(self)
     }
 
     /// The top-level bucket `name` (bbolt `Tx.Bucket`); `None` when absent.
