@@ -34,8 +34,8 @@ alternately (A B, B A, A B, …, --runs pairs):
   target/release/mapwise bolt traverse FILE [--populate] --json
   ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
 Cells: cold (xtask fsyncs and posix_fadvise(DONTNEED)s the whole file before
-every single run) and warm (xtask reads the whole file once before every
-run), each with and without MAP_POPULATE. Then the limits: a cold O_DIRECT
+every single run) and warm (xtask evicts it, then reads it whole once before
+every run), each with and without MAP_POPULATE. Then the limits: a cold O_DIRECT
 sequential read and a cached read() of the file (1 MiB buffer), and
 `inspector residency` on a 64 GiB sparse file. The oracle comes from the
 first shared/ beside the workspace or above it, or from $MAPWISE_SHARED.
@@ -1015,7 +1015,11 @@ fn render(r: &Results) -> String {
         o,
         "- **cold**: before every single run (ours and Go alike) xtask itself opens the file, `fsync`s it and calls \
          `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` over the whole file; the tools' own `--cold` is not used. \
-         **warm**: before every single run xtask reads the whole file once with `read(2)` into a 1 MiB buffer. \
+         **warm**: before every single run xtask evicts the file as for cold, then reads it whole once with \
+         `read(2)` into a 1 MiB buffer, so every warm run starts from the same page cache: the folios a \
+         sequential read leaves (large ones, with read-ahead), which a mapping maps a folio per fault, not \
+         the single pages a previous `MADV_RANDOM` scan left, mapped 16 per fault (a warm 2 GiB scan: \
+         ~1.4k against ~33k faults, ~60 against ~140 ms). \
          After each reset xtask measures the resident fraction with `mincore` (column *resident at start*).\n\
          - **MAP_POPULATE**: `--populate` on both tools (bbolt `Options.MmapFlags = syscall.MAP_POPULATE`); \
          both map with `madvise(MADV_RANDOM)` after `mmap`, as bbolt does.\n\
