@@ -609,6 +609,9 @@ pub struct Scanned {
 }
 
 impl Scanned {
+    /// Record the OS pages `bytes` spans (nothing unless residency was
+    /// asked for: inlined, that test is all a plain scan pays per key).
+    #[inline]
     fn mark(&mut self, base: usize, bytes: &[u8]) {
         if self.page == 0 || bytes.is_empty() {
             return;
