@@ -299,28 +299,32 @@ impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
             return None;
         }
         let id = self.id;
+        // A page whose header is not in the file ends the table, free or
+        // not (the peer reads the header first).
+        let Ok(h) = self.file.page_header(id) else {
+            self.done = true;
+            return Some(PagesRow::BeyondEof { id });
+        };
         let kind = id
             .checked_mul(u64::from(self.file.page_size()))
             .and_then(|off| self.layout.region_at(off))
             .map(|r| r.kind);
-        if matches!(kind, Some(Kind::Free | Kind::Pending)) {
+        // Without a stored freelist every page the tree does not reach is
+        // free (bbolt rebuilds the freelist that way), including pages the
+        // walk could not place because the tree is damaged: the peer's
+        // table (the oracle's `cmdPages`) counts them free too.
+        let unplaced = !self.file.meta().has_freelist()
+            && matches!(kind, Some(Kind::Unknown | Kind::Unreachable));
+        if matches!(kind, Some(Kind::Free | Kind::Pending)) || unplaced {
             self.id += 1;
             return Some(PagesRow::Free { id });
         }
-        match self.file.page_header(id) {
-            Ok(h) => {
-                self.id = id.saturating_add(u64::from(h.overflow) + 1);
-                Some(PagesRow::Page {
-                    id,
-                    page_type: h.page_type(),
-                    items: h.count,
-                    overflow: h.overflow,
-                })
-            }
-            Err(_) => {
-                self.done = true;
-                Some(PagesRow::BeyondEof { id })
-            }
-        }
+        self.id = id.saturating_add(u64::from(h.overflow) + 1);
+        Some(PagesRow::Page {
+            id,
+            page_type: h.page_type(),
+            items: h.count,
+            overflow: h.overflow,
+        })
     }
 }

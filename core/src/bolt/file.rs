@@ -272,22 +272,23 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         pgid.checked_mul(u64::from(self.page_size))
     }
 
-    /// Read the header of page `pgid`.
+    /// Read the 16-byte header of page `pgid`: only those bytes need be in
+    /// the file (a truncated last page still has a header, as the peer's
+    /// page table reads it: the oracle's `rawFile.page` in `raw.go`).
     ///
     /// # Errors
-    /// [`Error::OutOfBounds`] when the page is not inside the file.
+    /// [`Error::Invalid`] when the header is not inside the file.
     pub fn page_header(&self, pgid: u64) -> Result<PageHeader> {
-        let ps = u64::from(self.page_size);
         let offset = self
             .page_offset(pgid)
-            .filter(|o| o.saturating_add(ps) <= self.len)
+            .filter(|o| o.saturating_add(PAGE_HEADER_SIZE as u64) <= self.len)
             .ok_or(Error::Invalid {
                 at: At::Page(pgid),
                 field: "pgid",
                 value: pgid,
-                expected: "a page id inside the file",
+                expected: "a page id whose header is inside the file",
             })?;
-        let b = self.src.read_at(offset, 16)?;
+        let b = self.src.read_at(offset, PAGE_HEADER_SIZE)?;
         PageHeader::parse(&b).ok_or(Error::Read {
             offset,
             len: 16,
