@@ -36,6 +36,9 @@ pub struct Machine {
     /// running DAMON kdamond's schemes (`damon_summary`); `None` when the
     /// DAMON sysfs interface is absent.
     pub proactive_reclaim: Option<String>,
+    /// Free page reporting to a VM host (`free_page_reporting`): the
+    /// virtio-balloon feature and block size; `None` without a balloon.
+    pub free_page_reporting: Option<String>,
     /// /proc/loadavg when the description was taken.
     pub loadavg: Option<String>,
     /// `go version`.
@@ -100,6 +103,10 @@ impl Machine {
             thp_defrag: read("/sys/kernel/mm/transparent_hugepage/defrag")
                 .and_then(|s| bracketed(&s)),
             proactive_reclaim: damon_summary(Path::new("/sys/kernel/mm/damon/admin")),
+            free_page_reporting: free_page_reporting(
+                Path::new("/sys/bus/virtio/devices"),
+                Path::new("/sys/module/page_reporting/parameters/page_reporting_order"),
+            ),
             loadavg: loadavg(),
             go_version: first_line_of("go", &["version"]),
             rustc_version: first_line_of("rustc", &["-V"]),
@@ -164,6 +171,10 @@ impl Machine {
         t.row([
             "Proactive reclaim (DAMON)".to_owned(),
             m.proactive_reclaim.clone().unwrap_or_else(na),
+        ]);
+        t.row([
+            "Free page reporting (VM)".to_owned(),
+            m.free_page_reporting.clone().unwrap_or_else(na),
         ]);
         for (tool, version) in tools {
             t.row([(*tool).to_owned(), version.clone().unwrap_or_else(na)]);
@@ -261,6 +272,39 @@ pub fn damon_summary(admin: &Path) -> Option<String> {
         "none running".to_owned()
     } else {
         clauses.join("; ")
+    })
+}
+
+/// Whether this machine is a VM guest that hands its free memory back to
+/// the host: a virtio-balloon device (virtio device id 5) under `devices`
+/// (`/sys/bus/virtio/devices`) offering `VIRTIO_BALLOON_F_REPORTING`
+/// (feature bit 5; `features` is a string of bits, bit 0 first), with the
+/// block size from `order` (`page_reporting_order`, in pages): `on, free
+/// blocks of 2.0 MiB (order 9)`. Reported blocks are given back to the
+/// host; when the guest reuses one (a page-cache read after an eviction)
+/// its first touches may cost host-side faults that the guest's fault
+/// counters do not show, only its CPU time. `Some("off")` with a balloon
+/// without the feature; `None` without a balloon.
+pub fn free_page_reporting(devices: &Path, order: &Path) -> Option<String> {
+    let read = |p: &Path| fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
+    let mut balloon = None;
+    for entry in fs::read_dir(devices).ok()?.flatten() {
+        let dir = entry.path();
+        if read(&dir.join("device")).as_deref() == Some("0x0005") {
+            balloon = Some(dir);
+            break;
+        }
+    }
+    let features = read(&balloon?.join("features")).unwrap_or_default();
+    if features.as_bytes().get(5) != Some(&b'1') {
+        return Some("off".to_owned());
+    }
+    Some(match read(order).and_then(|o| o.parse::<u32>().ok()) {
+        Some(o) if o < 40 => format!(
+            "on, free blocks of {} (order {o})",
+            human_size(4096u64 << o)
+        ),
+        _ => "on".to_owned(),
     })
 }
 
@@ -454,6 +498,33 @@ mod tests {
                 "kdamond 0 (paddr): pageout of regions idle ≥ 60 s (≤ 1 access per 5 s), \
                  filters anon rejected, unmapped allowed, quota 128.0 MiB per 1000 ms"
             )
+        );
+    }
+
+    #[test]
+    fn free_page_reporting_is_read_from_the_balloon() {
+        let dir = tempfile::tempdir().unwrap();
+        let (devices, order) = (dir.path().join("devices"), dir.path().join("order"));
+        let w = |p: &Path, v: &str| {
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, format!("{v}\n")).unwrap();
+        };
+        assert_eq!(free_page_reporting(&devices, &order), None, "no bus");
+        w(&devices.join("virtio0/device"), "0x0002");
+        assert_eq!(free_page_reporting(&devices, &order), None, "no balloon");
+        w(&devices.join("virtio1/device"), "0x0005");
+        // This VM's balloon: stats queue, deflate on OOM, reporting (bit 5).
+        w(&devices.join("virtio1/features"), "0110000100000000");
+        assert_eq!(
+            free_page_reporting(&devices, &order).as_deref(),
+            Some("off")
+        );
+        w(&devices.join("virtio1/features"), "0110010100000000");
+        assert_eq!(free_page_reporting(&devices, &order).as_deref(), Some("on"));
+        w(&order, "9");
+        assert_eq!(
+            free_page_reporting(&devices, &order).as_deref(),
+            Some("on, free blocks of 2.0 MiB (order 9)")
         );
     }
 
