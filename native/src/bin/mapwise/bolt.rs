@@ -32,6 +32,7 @@ macro_rules! outln {
 }
 
 mod bytefmt;
+mod go_print;
 mod kv;
 mod page;
 mod tools;

@@ -114,30 +114,26 @@ pub fn page_key(b: &[u8]) -> String {
 
 /// `b` as a `&str` when it is valid UTF-8 and every character is
 /// printable (bbolt `isPrintable`, Go's `unicode.IsPrint`: letters,
-/// marks, numbers, punctuation, symbols and the ASCII space).
-///
-/// Exact for ASCII. Rust's standard library has no Unicode categories,
-/// so beyond ASCII this takes every character that is not a control,
-/// not white space other than U+0020, not a format or private-use
-/// character from a short list; a rare unassigned code point may be
-/// judged printable where Go says not.
+/// marks, numbers, punctuation, symbols and the ASCII space, of Go 1.19's
+/// Unicode 13.0.0: [`is_print`]).
 pub fn printable(b: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(b).ok()?;
     s.chars().all(is_print).then_some(s)
 }
 
+/// Go 1.19's `unicode.IsPrint(c)` (and `strconv.IsPrint`, the same set):
+/// ASCII `' '..='~'`, and above ASCII the ranges of [`go_print::RANGES`],
+/// generated from Go itself. Code points Unicode assigned after 13.0, and
+/// unassigned ones, are not printable, as for Go.
 fn is_print(c: char) -> bool {
-    if c.is_ascii() {
-        return (' '..='~').contains(&c);
+    let c = u32::from(c);
+    if c < 0x80 {
+        return (0x20..=0x7e).contains(&c);
     }
-    !(c.is_control()
-        || c.is_whitespace()
-        || matches!(c,
-            '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
-            | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}' | '\u{fdd0}'..='\u{fdef}' | '\u{feff}'
-            | '\u{fff9}'..='\u{fffb}' | '\u{fffe}' | '\u{ffff}'
-            | '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..='\u{10ffff}'))
+    let ranges = super::go_print::RANGES;
+    // The last range starting at or before `c`.
+    let i = ranges.partition_point(|&(lo, _)| lo <= c);
+    i > 0 && c <= ranges[i - 1].1
 }
 
 /// Go's `strconv.Quote` of `b` taken as a string (what `%q` prints for a
@@ -182,6 +178,48 @@ pub fn go_quote(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every code point: ours is Go's, by running the table's generator
+    /// (`xtask/gen/go_isprint.go`) with the Go toolchain the bolt oracle
+    /// uses.
+    #[test]
+    fn is_print_is_gos_for_every_code_point() {
+        let gen_src = concat!(env!("CARGO_MANIFEST_DIR"), "/../xtask/gen/go_isprint.go");
+        let out = std::process::Command::new("go")
+            .args(["run", gen_src])
+            .env("GO111MODULE", "off")
+            .env("GOFLAGS", "")
+            .env("GOTOOLCHAIN", "local")
+            .output()
+            .expect("go (the bolt oracle's toolchain) runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut go = vec![false; 0x11_0000];
+        go[0x20..=0x7e].iter_mut().for_each(|p| *p = true);
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let (lo, hi) = line.split_once(' ').unwrap();
+            let (lo, hi) = (
+                usize::from_str_radix(lo, 16).unwrap(),
+                usize::from_str_radix(hi, 16).unwrap(),
+            );
+            go[lo..=hi].iter_mut().for_each(|p| *p = true);
+        }
+        let mut checked = 0;
+        for (cp, &want) in go.iter().enumerate() {
+            if let Some(c) = char::from_u32(u32::try_from(cp).unwrap()) {
+                assert_eq!(is_print(c), want, "U+{cp:04X}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 0x11_0000 - 0x800, "every scalar value");
+        // Spot checks of what the old approximation got wrong: unassigned
+        // (U+0378), assigned after Unicode 13 (U+1FAE0, 14.0), noncharacter.
+        assert!(!is_print('\u{378}') && !is_print('\u{1fae0}') && !is_print('\u{fdd0}'));
+        assert!(is_print('é') && is_print('\u{1f600}'));
+    }
 
     #[test]
     fn formats_as_bbolt_does() {
