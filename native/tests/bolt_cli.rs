@@ -160,6 +160,31 @@ fn traverse_reaches_nested_buckets() {
     assert_eq!(v["keys"].as_u64(), Some(want as u64));
 }
 
+/// `traverse --touch` counts and XORs what bbolt's cursor returns: a
+/// sub-bucket's entry is a key with no value (bbolt `Cursor.Next` gives a
+/// nil value), whether the sub-bucket is inline or has its own pages.
+#[test]
+fn traverse_counts_what_bbolts_cursor_returns() {
+    for name in ["small", "overflow"] {
+        let db = testdata(&format!("{name}.db"));
+        let p = db.to_str().expect("utf-8");
+        let buckets = run_mapwise(&["bolt", "buckets", p]);
+        let buckets = String::from_utf8(buckets.stdout).expect("utf-8");
+        let tally = |out: &[u8]| {
+            let t = String::from_utf8_lossy(out);
+            t.lines()
+                .find_map(|l| l.split_once("keys=").map(|(_, r)| r.to_owned()))
+                .unwrap_or_else(|| panic!("no traverse line in {t:?}"))
+        };
+        for b in buckets.lines() {
+            let ours = run_mapwise(&["bolt", "traverse", p, "--bucket", b, "--touch"]);
+            assert!(ours.status.success(), "{b}: {}", text(&ours));
+            let go = oracle(&["traverse", p, "--bucket", b, "--touch"]);
+            assert_eq!(tally(&ours.stdout), tally(&go), "{name} bucket {b}");
+        }
+    }
+}
+
 fn writer_db(path: &std::path::Path, keys: u64) -> mapwise_native::bolt::Db {
     let opts = mapwise_native::bolt::Options {
         no_sync: true,

@@ -720,10 +720,18 @@ pub fn scan(
     };
     let base = db.mapping().bytes().as_ptr().addr();
     let mut c = tx.cursor_with(bucket, opts);
-    c.scan(range.from.as_deref(), |k, v, _| {
+    c.scan(range.from.as_deref(), |k, v, flags| {
         if range.to.as_deref().is_some_and(|end| k >= end) {
             return false;
         }
+        // A sub-bucket's entry has no value for the caller (bbolt's
+        // `Cursor.Next` returns nil): its bucket header and inline page
+        // are neither counted nor touched.
+        let v = if flags & BUCKET_LEAF_FLAG == 0 {
+            v
+        } else {
+            &[]
+        };
         s.keys += 1;
         s.value_bytes += v.len() as u64;
         if touch {
