@@ -91,11 +91,16 @@ impl BenchArgs {
     }
 }
 
-/// `4096`, `256KiB`, `8MiB`, `1GiB` (binary units).
+/// `4096`, `256KiB`, `8MiB`, `1GiB` (binary units, whole numbers).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
+    if unit.starts_with(['.', ',']) {
+        return Err(format!(
+            "bad size {s:?}: whole numbers only (e.g. 1536KiB for 1.5MiB)"
+        ));
+    }
     let n: u64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
     let mult = match unit.trim() {
         "" | "B" => 1,
@@ -769,5 +774,7 @@ mod tests {
         assert_eq!(parse_bytes("256KiB"), Ok(256 << 10));
         assert_eq!(parse_bytes("8MiB"), Ok(8 << 20));
         assert!(parse_bytes("8XB").is_err());
+        let e = parse_bytes("1.5MiB").unwrap_err();
+        assert!(e.contains("whole numbers only"), "{e}");
     }
 }
