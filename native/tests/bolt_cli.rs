@@ -158,6 +158,10 @@ fn traverse_reaches_nested_buckets() {
         .lines()
         .count();
     assert_eq!(v["keys"].as_u64(), Some(want as u64));
+    // A missing bucket is exit 1, as for `keys` and `get`.
+    let o = run_mapwise(&["bolt", "traverse", p, "--bucket", "no-such"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("bucket not found"), "{}", text(&o));
 }
 
 /// `traverse --touch` counts and XORs what bbolt's cursor returns: a

@@ -489,7 +489,7 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     };
     let path: Vec<&[u8]> = a.bucket.split('/').map(str::as_bytes).collect();
     let start = std::time::Instant::now();
-    let db = Db::open(&a.file, &opts)?;
+    let db = Db::open(&a.file, &opts).map_err(engine_error)?;
     let opened = start.elapsed();
     let range = crate::bolt_bench::ScanRange::parse(a.from.as_deref(), a.to.as_deref())?;
     let copts = mapwise_native::bolt::CursorOptions {
@@ -498,8 +498,10 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     };
     let scanned = {
         let tx = db.begin()?;
+        // A missing bucket or a damaged file is exit 1, as for `keys`.
         let bucket = tx
             .bucket_path(&path)
+            .map_err(engine_error)
             .with_context(|| format!("bucket {:?}", a.bucket))?;
         crate::bolt_bench::scan(&db, &tx, &bucket, &copts, &range, a.touch, a.residency)?
     };
