@@ -435,6 +435,18 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             self.incomplete = true;
             return unreadable;
         }
+        if pgid >= self.file.file_pages() {
+            // Name the meta field that points past the end, as for the
+            // root (a truncated file, most often).
+            self.problem(Error::Invalid {
+                at,
+                field: "freelist",
+                value: pgid,
+                expected: "a page id inside the file",
+            });
+            self.incomplete = true;
+            return unreadable;
+        }
         let page = match self.file.read_page(pgid) {
             Ok(p) => p,
             Err(e) => {
