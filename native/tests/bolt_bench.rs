@@ -205,9 +205,11 @@ fn a_forward_scan_caches_each_next_leaf_once() {
         }
     }
     assert!(first_children.len() > 2, "a three-level tree");
-    let cached = hints.1.borrow();
-    assert!(cached.iter().all(|&(_, len)| len == 128), "{cached:?}");
-    let cached: Vec<u64> = cached.iter().map(|&(off, _)| off / ps).collect();
+    let cached: Vec<u64> = {
+        let cached = hints.1.borrow();
+        assert!(cached.iter().all(|&(_, len)| len == 128), "{cached:?}");
+        cached.iter().map(|&(off, _)| off / ps).collect()
+    };
     let want: Vec<u64> = leaves
         .iter()
         .copied()
@@ -217,6 +219,39 @@ fn a_forward_scan_caches_each_next_leaf_once() {
     assert!(
         hints.0.borrow().is_empty(),
         "no read-ahead without a window"
+    );
+    // From a seek into the middle: every such leaf after the one it lands
+    // on, from the next one on, once each.
+    let mut keys = Vec::new();
+    bucket
+        .cursor()
+        .scan(None, |k, _, _| {
+            keys.push(k.to_vec());
+            true
+        })
+        .unwrap();
+    let from = &keys[keys.len() / 2];
+    hints.1.borrow_mut().clear();
+    let mut c = bucket.cursor();
+    let mut it = c.seek(from).unwrap();
+    let landed = (it.as_ref().unwrap().key.as_ptr().addr() as u64 - base) / ps;
+    let mut n = 0;
+    while let Some(i) = it {
+        drop(i);
+        n += 1;
+        it = c.next().unwrap();
+    }
+    assert_eq!(n, keys.len() - keys.len() / 2);
+    let at = leaves.iter().position(|&p| p == landed).unwrap();
+    let after: Vec<u64> = leaves[at + 1..]
+        .iter()
+        .copied()
+        .filter(|p| !first_children.contains(p))
+        .collect();
+    let cached: Vec<u64> = hints.1.borrow().iter().map(|&(off, _)| off / ps).collect();
+    assert_eq!(
+        cached, after,
+        "a scan from a seek caches the leaves after it"
     );
 }
 

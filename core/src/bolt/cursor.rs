@@ -797,6 +797,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Item<'s>>> {
         self.descend_to(key)?;
         self.on_leaf();
+        self.cache_ahead(true);
         let past_end = self.stack.last().is_some_and(|t| t.index >= t.page.count());
         if past_end {
             // The key is beyond this leaf: the answer is the next leaf's
