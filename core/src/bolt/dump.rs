@@ -311,9 +311,11 @@ impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
             .map(|r| r.kind);
         // Without a stored freelist every page the tree does not reach is
         // free (bbolt rebuilds the freelist that way), including pages the
-        // walk could not place because the tree is damaged and a run that
-        // ends past the end of the file (nothing can reach it whole): the
-        // peer's table (the oracle's `cmdPages`) counts them free too.
+        // walk could not place because the tree is damaged, a page whose
+        // header names another id (a reader rejects it, so it is never
+        // reached) and a run that ends past the end of the file (nothing
+        // can reach it whole): the peer's table (the oracle's `cmdPages`)
+        // counts them free too.
         let ps = u64::from(self.file.page_size());
         let cut = id >= 2
             && id
@@ -321,7 +323,9 @@ impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
                 .saturating_mul(ps)
                 > self.file.len();
         let unplaced = !self.file.meta().has_freelist()
-            && (cut || matches!(kind, Some(Kind::Unknown | Kind::Unreachable)));
+            && (cut
+                || (id >= 2 && h.id != id)
+                || matches!(kind, Some(Kind::Unknown | Kind::Unreachable)));
         if matches!(kind, Some(Kind::Free | Kind::Pending)) || unplaced {
             self.id += 1;
             return Some(PagesRow::Free { id });
