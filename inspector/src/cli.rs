@@ -451,15 +451,34 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
     // Every page from one snapshot, even while a writer commits.
     let reports: Vec<PageReport> = mapwise_native::settle::read_bolt(path, |file| {
         let hwm = file.meta().hwm;
+        // The walk (what the detail pane reads) is taken only when a page
+        // does not decode on its own, to say what the page is instead.
+        let mut layout = None;
         ids.iter()
             .map(|&id| {
                 let detail = page_detail(file, id, DETAIL_LIMIT).map_err(|e| {
-                    // Past the high-water mark bbolt has not used the page
-                    // (`layout` calls it unused): say so beside the fault.
+                    if id >= file.file_pages() {
+                        return format!(
+                            "{e} (page {id} is past the end of the file: {} pages)",
+                            file.file_pages()
+                        );
+                    }
                     if id >= hwm {
-                        format!("{e} (page {id} is past the high-water mark {hwm}: unused)")
-                    } else {
-                        e.to_string()
+                        // bbolt has not used the page (`layout` calls it
+                        // unused): say so beside the fault.
+                        return format!("{e} (page {id} is past the high-water mark {hwm}: unused)");
+                    }
+                    let layout = layout.get_or_insert_with(|| {
+                        mapwise_core::bolt::walk(file, WalkOptions::default()).layout
+                    });
+                    let at = id.saturating_mul(u64::from(file.page_size()));
+                    match layout.region_at(at) {
+                        Some(r) if r.kind == mapwise_core::layout::Kind::Overflow => format!(
+                            "page {id} is an overflow page: a continuation of the run headed by page {}, \
+                             decoded with it (inspector page FILE {})",
+                            r.head, r.head
+                        ),
+                        _ => e.to_string(),
                     }
                 });
                 page_report(id, &detail)
