@@ -756,5 +756,35 @@ fn a_page_past_the_high_water_mark_is_named_unused() {
     );
     let below = (hwm - 1).to_string();
     let r = run(&["page", p, &below], T);
-    assert!(!r.stdout.contains("high-water"), "{}", r.stdout);
+    assert!(!r.stdout.contains("high-water"), "{}", r.stdout); // Past the end of the file, and an overflow continuation (page 5 of
+    // overflow.db, in the run Go bbolt's `pages` lists at page 4).
+    let r = run(&["page", p, "999999"], T);
+    assert!(
+        r.stdout.contains("past the end of the file"),
+        "{}",
+        r.stdout
+    );
+    let o = testdata("overflow.db");
+    let o = o.to_str().unwrap();
+    let pages = String::from_utf8(
+        Command::new(bolt_oracle())
+            .args(["pages", o])
+            .output()
+            .expect("oracle")
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        pages
+            .lines()
+            .any(|l| l.split_whitespace().eq(["4", "leaf", "2", "1"])),
+        "{pages}"
+    );
+    let r = run(&["page", o, "5"], T);
+    assert!(
+        r.stdout
+            .contains("a continuation of the run headed by page 4"),
+        "{}",
+        r.stdout
+    );
 }
