@@ -170,15 +170,22 @@ pub fn write_fetch(out: &mut impl Write, h: &Header<'_>, p: &Plan, values: &[f64
     out.write_str("\n\n")?;
     let ds = h.ds_cnt().max(1);
     let mut it = values.chunks(ds);
-    let mut t = p.start.wrapping_add(p.step as i64);
-    while t <= p.end {
-        write!(out, "{:>10}:", t as u64)?;
+    // The rows end where time would pass `i64::MAX` (a damaged file's
+    // last update near the limit): wrapping round would never end.
+    let Ok(step) = i64::try_from(p.step) else {
+        return Ok(());
+    };
+    let mut t = p.start.checked_add(step);
+    while let Some(now) = t
+        && now <= p.end
+    {
+        write!(out, "{:>10}:", now as u64)?;
         let row = it.next().unwrap_or_default();
         for k in 0..h.ds_cnt() {
             write!(out, " {}", c_e10(row.get(k).copied().unwrap_or(DNAN)))?;
         }
         out.write_str("\n")?;
-        t = t.wrapping_add(p.step as i64);
+        t = now.checked_add(step);
     }
     Ok(())
 }
