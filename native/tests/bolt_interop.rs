@@ -13,6 +13,24 @@ const CORPUS: &[&str] = &[
     "etcd-small",
 ];
 
+/// `mapwise bolt pages P` prints the oracle's `pages` table; returns
+/// ours' output.
+fn pages_as_go(p: &str) -> std::process::Output {
+    let ours = run_mapwise(&["bolt", "pages", p]);
+    assert_same_text(&format!("pages {p}"), &ours.stdout, &oracle(&["pages", p]));
+    ours
+}
+
+/// [`pages_as_go`], and ours succeeds.
+fn pages_succeed_as_go(p: &str) {
+    let ours = pages_as_go(p);
+    assert!(
+        ours.status.success(),
+        "pages {p}: {}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+}
+
 fn compare(path: &std::path::Path, want_dump: &[u8]) {
     let p = path.to_str().expect("utf-8 path");
     let out = run_mapwise(&["bolt", "dump", p]);
@@ -22,13 +40,7 @@ fn compare(path: &std::path::Path, want_dump: &[u8]) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_same_text(&format!("dump {p}"), &out.stdout, want_dump);
-    let ours = run_mapwise(&["bolt", "pages", p]);
-    assert!(
-        ours.status.success(),
-        "pages {p}: {}",
-        String::from_utf8_lossy(&ours.stderr)
-    );
-    assert_same_text(&format!("pages {p}"), &ours.stdout, &oracle(&["pages", p]));
+    pages_succeed_as_go(p);
     let check = run_mapwise(&["bolt", "check", p]);
     assert!(
         check.status.success(),
@@ -70,13 +82,7 @@ fn truncated_files_list_their_pages_as_go_bbolt_lists_them() {
             let path = dir.path().join(format!("{name}-{n}.db"));
             std::fs::write(&path, &bytes[..n]).expect("write");
             let p = path.to_str().expect("utf-8 path");
-            let ours = run_mapwise(&["bolt", "pages", p]);
-            assert!(
-                ours.status.success(),
-                "pages {p}: {}",
-                String::from_utf8_lossy(&ours.stderr)
-            );
-            assert_same_text(&format!("pages {p}"), &ours.stdout, &oracle(&["pages", p]));
+            pages_succeed_as_go(p);
             if n < ps {
                 // bbolt's `page` reads a page whole: a file shorter than
                 // one page has no page 0 to print.
@@ -103,8 +109,7 @@ fn a_page_naming_another_id_is_listed_as_go_bbolt_lists_it() {
             let path = dir.path().join(format!("{name}-{pgid}.db"));
             std::fs::write(&path, &b).expect("write");
             let p = path.to_str().expect("utf-8 path");
-            let ours = run_mapwise(&["bolt", "pages", p]);
-            assert_same_text(&format!("pages {p}"), &ours.stdout, &oracle(&["pages", p]));
+            pages_as_go(p);
         }
     }
 }

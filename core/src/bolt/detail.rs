@@ -118,14 +118,7 @@ pub fn page_detail<S: PageSource + ?Sized>(
         // The whole page must be in the file, as for every other page
         // (bbolt's `page` reads a page whole); the pages table needs only
         // the header.
-        if offset.saturating_add(u64::from(file.page_size())) > file.len() {
-            return Err(crate::error::Error::Invalid {
-                at: At::Page(pgid),
-                field: "pgid",
-                value: pgid,
-                expected: "a page id inside the file",
-            });
-        }
+        file.whole_page_offset(pgid)?;
         let header = file.page_header(pgid)?;
         let b = file.source().read_at(offset, META_END)?;
         let index = u8::try_from(pgid).unwrap_or(0);

@@ -272,6 +272,24 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         pgid.checked_mul(u64::from(self.page_size))
     }
 
+    /// Byte offset of page `pgid` when the whole page (one page size)
+    /// lies inside the file: what reading a page whole needs (bbolt reads
+    /// pages whole).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] (field `pgid`) when it does not.
+    pub(crate) fn whole_page_offset(&self, pgid: u64) -> Result<u64> {
+        let ps = u64::from(self.page_size);
+        self.page_offset(pgid)
+            .filter(|o| o.saturating_add(ps) <= self.len)
+            .ok_or(Error::Invalid {
+                at: At::Page(pgid),
+                field: "pgid",
+                value: pgid,
+                expected: "a page id inside the file",
+            })
+    }
+
     /// Read the 16-byte header of page `pgid`: only those bytes need be in
     /// the file (a truncated last page still has a header, as the peer's
     /// page table reads it: the oracle's `rawFile.page` in `raw.go`).
@@ -305,15 +323,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     pub fn read_page(&self, pgid: u64) -> Result<Page<'s>> {
         let ps = u64::from(self.page_size);
         let at = At::Page(pgid);
-        let offset = self
-            .page_offset(pgid)
-            .filter(|o| o.saturating_add(ps) <= self.len)
-            .ok_or(Error::Invalid {
-                at,
-                field: "pgid",
-                value: pgid,
-                expected: "a page id inside the file",
-            })?;
+        let offset = self.whole_page_offset(pgid)?;
         let first = self.src.read_at(offset, self.page_size as usize)?;
         let header = PageHeader::parse(&first).ok_or(Error::Read {
             offset,

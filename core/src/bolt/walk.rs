@@ -425,24 +425,21 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         let at = At::Meta(self.file.current_index());
         let pgid = meta.freelist;
         let unreadable = FreelistInfo::Unreadable { pgid };
-        if pgid < 2 || pgid >= self.hwm {
+        // A page past the end is named by the meta field that points
+        // there, as the root is (a truncated file, most often).
+        let bad = if pgid < 2 || pgid >= self.hwm {
+            Some("a page id in [2, high-water mark)")
+        } else if pgid >= self.file.file_pages() {
+            Some("a page id inside the file")
+        } else {
+            None
+        };
+        if let Some(expected) = bad {
             self.problem(Error::Invalid {
                 at,
                 field: "freelist",
                 value: pgid,
-                expected: "a page id in [2, high-water mark)",
-            });
-            self.incomplete = true;
-            return unreadable;
-        }
-        if pgid >= self.file.file_pages() {
-            // Name the meta field that points past the end, as for the
-            // root (a truncated file, most often).
-            self.problem(Error::Invalid {
-                at,
-                field: "freelist",
-                value: pgid,
-                expected: "a page id inside the file",
+                expected,
             });
             self.incomplete = true;
             return unreadable;

@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_machine_path_program_shows_as_given() {
-        let c = Cmd::new("/root/.cache/x/boltoracle")
+        let c = Cmd::new("/some/build/cache/boltoracle")
             .shown_as("\"$BOLT_ORACLE\"/boltoracle")
             .arg("traverse");
         assert_eq!(c.shell(), "\"$BOLT_ORACLE\"/boltoracle traverse");
