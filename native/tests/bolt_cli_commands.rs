@@ -672,6 +672,65 @@ fn page_decodes_what_go_lists() {
     }
 }
 
+/// The last page run `page --all` printed: its id and overflow count.
+fn last_run(out: &[u8]) -> (u64, u64) {
+    let t = String::from_utf8_lossy(out);
+    let num = |l: &str, prefix: &str| {
+        l.strip_prefix(prefix)
+            .map(|v| v.trim().parse().expect("number"))
+    };
+    let mut last = (0, 0);
+    for l in t.lines() {
+        if let Some(id) = num(l, "Page ID:") {
+            last = (id, 0);
+        } else if let Some(ovf) = num(l, "Overflow pages:") {
+            last.1 = ovf;
+        } else if let Some(rest) = l.strip_prefix("Printing page ") {
+            last = (rest.split(' ').next().expect("id").parse().expect("id"), 0);
+        }
+    }
+    last
+}
+
+/// `page --all` walks to the high-water mark meta page 0 stores (as
+/// bbolt 1.3.9's CLI does, whichever meta is current), and to the
+/// current meta's when page 0's magic is broken. The marks are the
+/// oracle's decoding of both meta pages.
+#[test]
+fn page_all_walks_to_meta_0s_high_water_mark() {
+    let dir = tempdir();
+    let f = copy(dir.path(), "overflow.db");
+    let p = s(&f);
+    // One commit that grows the file: meta page 1 becomes current with a
+    // higher mark than page 0's.
+    let big = "v".repeat(100_000);
+    ok(&["bolt", "put", p, "blobs", "grown", &big]);
+    let (metas, current) = go_info(p);
+    let hwm = |m: &str| -> u64 { metas[m]["hwm"].parse().expect("hwm") };
+    assert_eq!(current, "meta1");
+    assert!(hwm("meta1") > hwm("meta0"), "{metas:?}");
+    let ends_at = |out: &[u8], mark: u64| {
+        let (id, ovf) = last_run(out);
+        assert!(
+            id < mark && id + ovf + 1 >= mark,
+            "last run {id}+{ovf}, mark {mark}"
+        );
+    };
+    ends_at(&ok(&["bolt", "page", p, "--all"]), hwm("meta0"));
+
+    let mut bytes = std::fs::read(&f).expect("read");
+    bytes[16..20].copy_from_slice(b"XXXX");
+    std::fs::write(&f, &bytes).expect("write");
+    let o = run_mapwise(&["bolt", "page", p, "--all"]);
+    assert!(o.status.success(), "{}", text(&o));
+    ends_at(&o.stdout, hwm("meta1"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("meta page 0 has a wrong magic"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn missing_buckets_and_keys_exit_1_with_bbolts_message() {
     let f = testdata("small.db");

@@ -192,7 +192,7 @@ pub fn page(
         }
     };
     if all {
-        let hwm = file.meta().hwm;
+        let hwm = all_pages_bound(file);
         let mut pgid = 0;
         while pgid < hwm && out.error.is_none() {
             pgid += match one(&mut out, pgid == 0, pgid) {
@@ -211,6 +211,33 @@ pub fn page(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Pages `page --all` walks: `[0, hwm)` with the high-water mark of meta
+/// page 0 as stored, whichever meta is current and whatever its checksum,
+/// as bbolt 1.3.9's CLI does (cmd/bbolt/page_command.go `printAllPages`
+/// reads it with internal/guts_cli `ReadPageAndHWMSize`: the first 4 KiB,
+/// magic checked, field `pgid`). When page 0's magic is wrong (bbolt then
+/// prints "cannot read number of pages" and nothing else), the current
+/// meta page's high-water mark, with a note on stderr.
+fn all_pages_bound(file: &BoltFile<'_, QuietSource>) -> u64 {
+    let len = usize::try_from(file.len().min(4096)).unwrap_or(0);
+    let meta0 = file
+        .source()
+        .read_at(0, len)
+        .ok()
+        .and_then(|b| mapwise_core::bolt::Meta::parse(&b, 0));
+    match meta0 {
+        Some(m) if m.magic == mapwise_core::bolt::MAGIC => m.hwm,
+        _ => {
+            let hwm = file.meta().hwm;
+            eprintln!(
+                "mapwise: meta page 0 has a wrong magic; --all uses meta page {}'s high-water mark {hwm}",
+                file.current_index()
+            );
+            hwm
+        }
+    }
 }
 
 /// `dump FILE PGID…`: each page (its first page-size bytes, as bbolt)
