@@ -232,27 +232,62 @@ fn kinds_table(kinds: &[KindTotal]) -> String {
     s
 }
 
+/// An error that is about the file, not the command: the file is not of
+/// a format the command reads, or does not open as one. `inspector`
+/// exits 1 for it (the file has problems), as `mapwise bolt` does for a
+/// file that is not bbolt; other errors exit 2 (the command could not
+/// run).
+#[derive(Debug)]
+pub struct FileProblem(pub String);
+
+impl std::fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FileProblem {}
+
+/// Whether `e` is about the file ([`FileProblem`], or a bbolt file whose
+/// meta pages both fail) rather than about running the command.
+#[must_use]
+pub fn is_file_problem(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<FileProblem>().is_some()
+        || matches!(
+            e.downcast_ref::<mapwise_native::settle::Error>(),
+            Some(mapwise_native::settle::Error::NotBolt { .. })
+        )
+}
+
+fn problem(msg: String) -> anyhow::Error {
+    anyhow::Error::new(FileProblem(msg))
+}
+
 fn open_source(path: &Path) -> Result<QuietSource> {
     let src = QuietSource::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     if src.is_empty() {
-        bail!("{}: empty file, not a bbolt file", path.display());
+        return Err(problem(format!(
+            "{}: empty file, not a bbolt file",
+            path.display()
+        )));
     }
     match detect(&src) {
-        Format::Bolt if is_foreign_endian_bolt(&src) => bail!(
+        Format::Bolt if is_foreign_endian_bolt(&src) => Err(problem(format!(
             "{}: bbolt file written on a big-endian host: not readable on this machine",
             path.display()
-        ),
+        ))),
         Format::Bolt => Ok(src),
-        other => bail!(
+        other => Err(problem(format!(
             "{}: not a bbolt file (detected format: {})",
             path.display(),
             other.name()
-        ),
+        ))),
     }
 }
 
 fn open_bolt<'s>(path: &Path, src: &'s QuietSource) -> Result<BoltFile<'s, QuietSource>> {
-    BoltFile::open(src).map_err(|e| anyhow!("{}: cannot open as bbolt: {e}", path.display()))
+    BoltFile::open(src)
+        .map_err(|e| problem(format!("{}: cannot open as bbolt: {e}", path.display())))
 }
 
 /// `inspector pages FILE`: the `bbolt pages` table, streamed to `out` (a
@@ -639,19 +674,20 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
 /// report (JSON), with resident bytes per kind.
 ///
 /// # Errors
-/// When the file is in no format mapwise reads, its structure is
-/// unreadable, or a writer committed during every attempt to read it.
+/// A [`FileProblem`] when the file is in no format mapwise reads or its
+/// structure is unreadable; another error when a writer committed during
+/// every attempt to read it.
 pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     let snap = read_snapshot(path, WalkOptions::default())
         .with_context(|| format!("cannot open {}", path.display()))?;
     if let Some(e) = &snap.error {
-        bail!("{}: {e}", path.display());
+        return Err(problem(format!("{}: {e}", path.display())));
     }
     if let Some(u) = &snap.unsettled {
         bail!("{}: {u}", path.display());
     }
     if snap.format == Format::Unknown {
-        bail!(
+        return Err(problem(format!(
             "{}: format not recognised (tried {})",
             path.display(),
             mapwise_core::detect::TRIED
@@ -659,7 +695,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
                 .map(|f| f.display_name())
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        )));
     }
     let res = std::fs::File::open(path)
         .ok()

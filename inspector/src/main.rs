@@ -62,7 +62,8 @@ enum Command {
     Layout(FileArgs),
     /// Record a file's residency every interval into a trace file, while
     /// a command runs (`-- CMD ARGS…`), for `--duration` seconds, or
-    /// until Ctrl-C (the trace stays readable when interrupted).
+    /// until Ctrl-C (the trace stays readable when interrupted). With a
+    /// command, exits with its status (128 + N when signal N killed it).
     Record {
         /// The file to watch (it may not exist yet).
         file: PathBuf,
@@ -144,13 +145,14 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // Exit 2: the command could not run (1 means: the file has
-            // problems). Scripts asking for JSON get JSON here too.
+            // Exit 1 when the error is about the file (not a format the
+            // command reads), else 2: the command could not run. Scripts
+            // asking for JSON get JSON here too.
             if json {
                 println!("{}", serde_json::json!({ "error": format!("{e:#}") }));
             }
             eprintln!("inspector: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(if cli::is_file_problem(&e) { 1 } else { 2 })
         }
     }
 }
@@ -306,7 +308,7 @@ fn record(
             if let Some(status) = child.try_wait()? {
                 if !status.success() {
                     eprintln!("inspector: {prog} exited with {status}");
-                    code = ExitCode::from(1);
+                    code = ExitCode::from(passed_on(status));
                 }
                 break;
             }
@@ -338,6 +340,18 @@ fn record(
         sum.max_resident_pages
     );
     Ok(code)
+}
+
+/// The exit status `record` passes on for its command's `status`, as
+/// `time` and `strace` do: the command's own code, or 128 + N when signal
+/// N killed it (the shell's convention); 1 when neither fits in a byte.
+fn passed_on(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from(128 + sig).unwrap_or(1),
+        (None, None) => 1,
+    }
 }
 
 /// The loop: draw, wait for a key until the next tick, refresh on ticks.

@@ -16,6 +16,32 @@ fn glyph(app: &App, t: &ratatui::Terminal<ratatui::backend::TestBackend>, page: 
     t.backend().buffer()[(pos.x, pos.y)].symbol().to_string()
 }
 
+/// `record -- CMD` exits with CMD's status, as `time` does: its own
+/// code, or 128 + N when signal N killed it; the trace is written still.
+#[test]
+fn record_passes_on_the_commands_exit_status() {
+    let dir = tmpdir();
+    let db = copy_to(dir.path(), "small.db");
+    let trace = dir.path().join("status.trace");
+    for (script, want) in [("exit 0", 0), ("exit 7", 7), ("kill -TERM $$", 128 + 15)] {
+        let r = run(
+            &[
+                "record",
+                db.to_str().unwrap(),
+                "-o",
+                trace.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(r.code, Some(want), "{script}: {}", r.stderr);
+        assert!(r.stderr.contains("frames"), "{script}: {}", r.stderr);
+    }
+}
+
 #[test]
 fn a_recorded_read_plays_back_frame_by_frame() {
     let dir = tmpdir();
