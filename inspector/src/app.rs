@@ -33,6 +33,11 @@ const DETAIL_CACHE: usize = 1024;
 pub trait Target {
     /// Check the file, collect a finished re-read, sample residency again.
     fn refresh(&mut self) -> Refreshed;
+    /// [`Target::refresh`] the user asked for: a changed file is re-read
+    /// at once, not after the pause between automatic re-reads.
+    fn refresh_now(&mut self) -> Refreshed {
+        self.refresh()
+    }
     /// The latest structure snapshot.
     fn snapshot(&self) -> &Snapshot;
     /// The latest residency sample.
@@ -114,6 +119,9 @@ pub enum Playback {
 impl Target for Watch {
     fn refresh(&mut self) -> Refreshed {
         Watch::refresh(self)
+    }
+    fn refresh_now(&mut self) -> Refreshed {
+        Watch::refresh_now(self)
     }
     fn snapshot(&self) -> &Snapshot {
         Watch::snapshot(self)
@@ -1424,7 +1432,7 @@ impl App {
                 self.sync(target, false);
             }
             Action::Refresh => {
-                let r = target.refresh();
+                let r = target.refresh_now();
                 self.sync(target, r.new_snapshot);
                 self.message = Message::info(if r.reread_started {
                     "refreshed; file changed, re-reading its structure"

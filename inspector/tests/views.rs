@@ -568,6 +568,72 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
     assert!(text.contains("× past end of file"), "legend: {text}");
 }
 
+/// A file that changes all the time (a busy etcd) is not re-read back to
+/// back: after a structure read that took `t`, the next waits until
+/// `REREAD_PAUSE × t` has passed, the status saying "re-reading…" the
+/// while; `r` (refresh_now) reads at once.
+#[test]
+fn a_busy_file_is_reread_after_a_pause() {
+    use mapwise_core::bolt::WalkOptions;
+    use mapwise_native::bolt::{Db, Options};
+    use mapwise_native::watch::{REREAD_PAUSE, Watch};
+    use std::time::{Duration, Instant, SystemTime};
+    let dir = tmpdir();
+    let path = dir.path().join("busy.db");
+    // Big enough for its structure read to take measurable time.
+    let db = Db::open(
+        &path,
+        &Options {
+            no_sync: true,
+            ..Options::read_write()
+        },
+    )
+    .expect("create");
+    db.update(|tx| {
+        let mut b = tx.create_bucket(b"b")?;
+        for i in 0..20_000u32 {
+            b.put(&i.to_be_bytes(), &[7u8; 1000])?;
+        }
+        Ok::<_, mapwise_native::bolt::Error>(())
+    })
+    .expect("fill");
+    drop(db);
+    let bump = |n: u64| {
+        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(n))
+            .unwrap();
+    };
+    let mut watch = Watch::open(&path, WalkOptions::default()).expect("watch");
+    let opened = Instant::now();
+    let took = watch.snapshot().took;
+    assert!(took >= Duration::from_millis(5), "read took {took:?}");
+    bump(1);
+    let r = watch.refresh();
+    assert!(opened.elapsed() < took * REREAD_PAUSE, "test too slow");
+    assert!(!r.reread_started, "re-read right after the first read");
+    assert!(watch.rereading(), "the structure is out of date");
+    // The user's refresh does not wait.
+    assert!(watch.refresh_now().reread_started);
+    watch.settle(Duration::from_secs(10));
+    assert!(!watch.rereading());
+    let done = Instant::now();
+    let took = watch.snapshot().took;
+    bump(2);
+    assert!(!watch.refresh().reread_started);
+    assert!(done.elapsed() < took * REREAD_PAUSE, "test too slow");
+    // Once the pause has passed, the change is read.
+    std::thread::sleep(
+        (took * REREAD_PAUSE).saturating_sub(done.elapsed()) + Duration::from_millis(5),
+    );
+    assert!(watch.refresh().reread_started);
+    watch.settle(Duration::from_secs(10));
+    assert_eq!(
+        watch.snapshot().stamp.mtime_ns,
+        2_000_000_000,
+        "the last change was read"
+    );
+}
+
 #[test]
 fn a_truncated_rrd_file_shows_its_lost_pages_past_the_end() {
     // `truncate -s 10000 copy.rrd` with the inspector open: rrdtool's
