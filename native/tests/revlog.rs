@@ -917,3 +917,55 @@ fn a_v0_index_with_a_partial_last_entry_reads_as_hg_reads_it() {
         (84 * 76, 16, Kind::Unused)
     );
 }
+
+/// A repository naming a requirement hg 6.3 does not know is refused by
+/// both (hg: "repository requires features unknown to this Mercurial"),
+/// whether in `.hg/requires` or a share-safe store's `requires`; and
+/// every requirement hg 6.3 itself supports is one we accept.
+#[test]
+fn unknown_requirements_are_refused_as_hg_refuses_them() {
+    let out = crate::support::hg_python()
+        .args([
+            "-c",
+            "from mercurial import localrepo, ui\n\
+             for r in sorted(localrepo.gathersupportedrequirements(ui.ui.load())): print(r.decode())",
+        ])
+        .output()
+        .expect("python");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let supported = text(&out.stdout);
+    assert!(supported.lines().count() > 10, "{supported}");
+    for r in supported.lines() {
+        assert!(
+            mapwise_native::revlog::KNOWN_REQUIREMENTS.contains(&r),
+            "hg supports {r:?}, mapwise refuses it"
+        );
+    }
+    for file in [".hg/requires", ".hg/store/requires"] {
+        let dir = tempdir();
+        let repo = dir.path().join("r");
+        let r = s(&repo);
+        revlog_oracle_out(&["gen-repo", r, "--revs", "3"]);
+        assert_same_text(
+            "log before",
+            &ok(&["revlog", "log", "-l", "2", r]),
+            &revlog_oracle_out(&["log", r, "2"]),
+        );
+        let path = repo.join(file);
+        let mut reqs = std::fs::read_to_string(&path).expect(file);
+        reqs.push_str("frobnicate\n");
+        std::fs::write(&path, reqs).unwrap();
+        let hg_out = hg().args(["-R", r, "log", "-l", "1"]).output().unwrap();
+        assert!(!hg_out.status.success(), "hg read it ({file})");
+        assert!(
+            text(&hg_out.stderr).contains("unknown to this Mercurial: frobnicate"),
+            "{}",
+            text(&hg_out.stderr)
+        );
+        let err = refused(&["revlog", "log", "-l", "1", r]);
+        assert!(
+            err.contains("repository requires features unknown to mapwise: frobnicate"),
+            "{file}: {err}"
+        );
+    }
+}

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 pub use config::{ConfigError, DEFAULT_MMAP_THRESHOLD, HgConfig, parse_bool, size_to_int};
 pub use load::{IndexFile, Load, Loaded, Options};
 pub use log::{LogRow, log};
-pub use repo::{Repo, Revlog};
+pub use repo::{KNOWN_REQUIREMENTS, Repo, Revlog};
 pub use store::{StoreEncoding, encode_dir, filelog_index, sha1_hex};
 pub use visible::{Hidden, MAX_OBSSTORE, MAX_SMALL_FILE, dirstate_parents, hidden, pinned_nodes};
 
@@ -69,6 +69,16 @@ pub enum Error {
         /// The fault (`data_offset`, with the data file's size).
         #[source]
         source: mapwise_core::Error,
+    },
+    /// The repository names requirements this reader does not know
+    /// ([`KNOWN_REQUIREMENTS`]); hg 6.3 aborts with the same words
+    /// ("repository requires features unknown to this Mercurial").
+    #[error("{}: repository requires features unknown to mapwise: {} (it reads what Mercurial 6.3 reads; see https://mercurial-scm.org/wiki/MissingRequirement)", path.display(), unknown.join(" "))]
+    UnknownRequirements {
+        /// The repository.
+        path: PathBuf,
+        /// The requirements not known, sorted.
+        unknown: Vec<String>,
     },
     /// Neither a repository (`.hg`) nor a store directory.
     #[error("{}: no repository found (.hg not found, and no 00changelog.i or requires of a store)", path.display())]

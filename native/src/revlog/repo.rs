@@ -54,6 +54,62 @@ pub struct Repo {
     encoding: StoreEncoding,
 }
 
+/// The requirements Mercurial 6.3 reads with no extension loaded
+/// (`mercurial/localrepo.py`, `gathersupportedrequirements`: the
+/// constants of `mercurial/requirements.py`, `exp-sparse` from
+/// `mercurial/sparse.py`, and the compression engines it was built
+/// with), then those of the extensions it ships whose data `mapwise
+/// revlog` never reads (`largefiles`, `lfs`, `narrowhg-experimental`:
+/// they change which file contents exist, not the changelog's index). A
+/// repository naming any other is refused as hg refuses it: its revlogs
+/// may be in a form this reader does not know.
+pub const KNOWN_REQUIREMENTS: &[&str] = &[
+    "bookmarksinstore",
+    "dirstate-tracked-key-v1",
+    "dirstate-v2",
+    "dotencode",
+    "exp-archived-phase",
+    "exp-changelog-v2",
+    "exp-compression-none",
+    "exp-compression-zlib",
+    "exp-compression-zstd",
+    "exp-copies-sidedata-changeset",
+    "exp-revlogv2.2",
+    "exp-sparse",
+    "fncache",
+    "generaldelta",
+    "internal-phase-2",
+    "persistent-nodemap",
+    "relshared",
+    "revlog-compression-zstd",
+    "revlogv1",
+    "share-safe",
+    "shared",
+    "sparserevlog",
+    "store",
+    "treemanifest",
+    "largefiles",
+    "lfs",
+    "narrowhg-experimental",
+];
+
+/// `Err` naming the requirements of `reqs` not in [`KNOWN_REQUIREMENTS`].
+fn check_known(path: &Path, reqs: &BTreeSet<String>) -> Result<(), Error> {
+    let unknown: Vec<String> = reqs
+        .iter()
+        .filter(|r| !KNOWN_REQUIREMENTS.contains(&r.as_str()))
+        .cloned()
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::UnknownRequirements {
+            path: path.to_owned(),
+            unknown,
+        })
+    }
+}
+
 fn read_requires(path: &Path) -> Result<BTreeSet<String>, Error> {
     match std::fs::read_to_string(path) {
         Ok(s) => Ok(s
@@ -78,7 +134,9 @@ impl Repo {
     ///
     /// # Errors
     /// [`Error::NotARepo`] when `path` is neither; [`Error::Io`] when a
-    /// `requires` or `sharedpath` file cannot be read.
+    /// `requires` or `sharedpath` file cannot be read;
+    /// [`Error::UnknownRequirements`] when a requirement is not in
+    /// [`KNOWN_REQUIREMENTS`].
     pub fn open(path: impl AsRef<Path>) -> Result<Repo, Error> {
         let path = path.as_ref();
         let dot_hg = path.join(".hg");
@@ -103,6 +161,7 @@ impl Repo {
             if reqs.contains("share-safe") {
                 reqs.extend(read_requires(&source.join("store").join("requires"))?);
             }
+            check_known(path, &reqs)?;
             let store = if reqs.contains("store") {
                 source.join("store")
             } else {
@@ -122,6 +181,7 @@ impl Repo {
             let mut reqs = read_requires(&path.join("requires"))?;
             // A store directory is a store: the `store` requirement holds.
             reqs.insert("store".into());
+            check_known(path, &reqs)?;
             let encoding = StoreEncoding::from_requirements(&reqs);
             return Ok(Repo {
                 path: path.to_owned(),
