@@ -28,6 +28,15 @@ pub trait PageSource {
     /// [`Error::OutOfBounds`] when the range is not inside the source,
     /// [`Error::Read`] when the underlying read fails.
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>>;
+
+    /// `true` when whoever reads through this source should stop: what it
+    /// reads now would be thrown away (a reader of a file a writer changes
+    /// knows the bytes are no longer of one snapshot). Walks check it
+    /// before each page and return what they have, marked incomplete.
+    /// Never, by default.
+    fn interrupted(&self) -> bool {
+        false
+    }
 }
 
 impl PageSource for [u8] {
@@ -54,6 +63,10 @@ impl<S: PageSource + ?Sized> PageSource for &S {
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
         (**self).read_at(offset, len)
+    }
+
+    fn interrupted(&self) -> bool {
+        (**self).interrupted()
     }
 }
 

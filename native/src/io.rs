@@ -138,11 +138,14 @@ pub struct QuietSource {
     len: u64,
     direct: bool,
     cache: RefCell<ChunkCache>,
+    /// Stamped on each chunk read from the file ([`QuietSource::set_epoch`]).
+    epoch: std::cell::Cell<u64>,
 }
 
 #[derive(Debug, Default)]
 struct ChunkCache {
-    chunks: HashMap<u64, Rc<Vec<u8>>>,
+    /// Chunk bytes and the epoch they were read from the file in.
+    chunks: HashMap<u64, (Rc<Vec<u8>>, u64)>,
     order: VecDeque<u64>,
 }
 
@@ -164,6 +167,7 @@ impl QuietSource {
             len,
             direct,
             cache: RefCell::new(ChunkCache::default()),
+            epoch: std::cell::Cell::new(0),
         })
     }
 
@@ -188,9 +192,39 @@ impl QuietSource {
         cache.order.clear();
     }
 
-    fn read_chunk(&self, index: u64) -> Result<Rc<Vec<u8>>, Error> {
-        if let Some(c) = self.cache.borrow().chunks.get(&index) {
-            return Ok(Rc::clone(c));
+    /// Stamp the chunks read from the file from now on with `epoch`
+    /// (the caller's clock: [`crate::settle`] counts its checks of the meta
+    /// pages), so [`QuietSource::read_at_epoch`] can tell when bytes served
+    /// from memory were read.
+    pub fn set_epoch(&self, epoch: u64) {
+        self.epoch.set(epoch);
+    }
+
+    /// `len` bytes at `offset` read from the file now, past the chunk
+    /// cache (which is left as it is).
+    ///
+    /// # Errors
+    /// [`Error::Read`] when the bytes cannot be read.
+    pub fn read_fresh(&self, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
+        check(offset, len, self.len)?;
+        let start = offset - offset % DIRECT_ALIGN as u64;
+        let skip = usize::try_from(offset - start).unwrap_or(0);
+        let want = skip + len;
+        let data = if self.direct {
+            self.read_direct(start, want)?
+        } else {
+            let mut buf = vec![0u8; want];
+            self.file
+                .read_exact_at(&mut buf, start)
+                .map_err(|e| read_error(start, want as u64, &e))?;
+            buf
+        };
+        Ok(data.get(skip..).unwrap_or_default().to_vec())
+    }
+
+    fn read_chunk(&self, index: u64) -> Result<(Rc<Vec<u8>>, u64), Error> {
+        if let Some((c, e)) = self.cache.borrow().chunks.get(&index) {
+            return Ok((Rc::clone(c), *e));
         }
         let offset = index * CHUNK as u64;
         let want =
@@ -212,8 +246,9 @@ impl QuietSource {
             cache.chunks.remove(&old);
         }
         cache.order.push_back(index);
-        cache.chunks.insert(index, Rc::clone(&data));
-        Ok(data)
+        let epoch = self.epoch.get();
+        cache.chunks.insert(index, (Rc::clone(&data), epoch));
+        Ok((data, epoch))
     }
 
     /// One aligned `O_DIRECT` read of `want` bytes at aligned `offset`
@@ -251,13 +286,26 @@ impl PageSource for QuietSource {
     }
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, Error> {
+        self.read_at_epoch(offset, len).map(|(b, _)| Cow::Owned(b))
+    }
+}
+
+impl QuietSource {
+    /// [`PageSource::read_at`], with the oldest epoch
+    /// ([`QuietSource::set_epoch`]) of the chunks the bytes came from.
+    ///
+    /// # Errors
+    /// As [`PageSource::read_at`].
+    pub fn read_at_epoch(&self, offset: u64, len: usize) -> Result<(Vec<u8>, u64), Error> {
         check(offset, len, self.len)?;
         let mut out = Vec::with_capacity(len);
         let end = offset + len as u64;
         let mut pos = offset;
+        let mut oldest = u64::MAX;
         while pos < end {
             let index = pos / CHUNK as u64;
-            let chunk = self.read_chunk(index)?;
+            let (chunk, epoch) = self.read_chunk(index)?;
+            oldest = oldest.min(epoch);
             let start = usize::try_from(pos - index * CHUNK as u64).unwrap_or(0);
             let stop =
                 usize::try_from((end - index * CHUNK as u64).min(chunk.len() as u64)).unwrap_or(0);
@@ -272,7 +320,7 @@ impl PageSource for QuietSource {
             out.extend_from_slice(part);
             pos += part.len() as u64;
         }
-        Ok(Cow::Owned(out))
+        Ok((out, oldest.min(self.epoch.get())))
     }
 }
 

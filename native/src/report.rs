@@ -178,11 +178,14 @@ impl FromIterator<PageRow> for PageRows {
 /// [`settle::Error`]: not openable, not bbolt, or a writer committed
 /// during every attempt.
 pub fn settled_page_rows(path: &std::path::Path) -> Result<PageRows, settle::Error> {
-    settle::read_bolt(path, |file| {
-        let walked = mapwise_core::bolt::walk(file, mapwise_core::bolt::WalkOptions::default());
-        let rows: PageRows = page_rows(file, &walked.layout).collect();
-        (rows, walked.layout.problem_count())
-    })?
+    settle::read_bolt_walked(
+        path,
+        mapwise_core::bolt::WalkOptions::default(),
+        |file, walked| {
+            let rows: PageRows = page_rows(file, &walked.layout).collect();
+            (rows, walked.layout.problem_count())
+        },
+    )?
     .or_unsettled(|(_, problems)| *problems)
     .map(|(rows, _)| rows)
 }
@@ -196,11 +199,11 @@ pub fn settled_page_rows(path: &std::path::Path) -> Result<PageRows, settle::Err
 /// [`settle::Error::Unsettled`] when a writer committed during every
 /// attempt (the problems seen may be transient: callers exit 2, never 1).
 pub fn settled_check(path: &std::path::Path) -> Result<CheckReport, settle::Error> {
-    let read = settle::read_bolt(path, |file| {
-        check_report(
-            &mapwise_core::bolt::walk(file, mapwise_core::bolt::WalkOptions::default()).layout,
-        )
-    });
+    let read = settle::read_bolt_walked(
+        path,
+        mapwise_core::bolt::WalkOptions::default(),
+        |_, walked| check_report(&walked.layout),
+    );
     match read {
         Ok(s) => s.or_unsettled(|r| (r.problems.len() as u64).saturating_add(r.more)),
         Err(settle::Error::NotBolt { path, reason }) => Ok(CheckReport {

@@ -16,15 +16,28 @@
 //! callers report that instead of the problems the mixed walk saw
 //! ([`unsettled_message`]); `check` then exits 2 (could not run), never 1.
 //!
+//! A whole-tree walk of a big file takes longer than the time between two
+//! commits of a busy writer (etcd commits every ~100 ms), so it would
+//! never settle that way. [`read_bolt_walked`] (the walks of `check`,
+//! `pages`, `layout` and the live view) settles it over several attempts:
+//! each one carries forward the pages it read before the next commit
+//! landed, which the next snapshot still uses unchanged, and reads only
+//! the rest.
+//!
 //! The previous snapshot (the other meta page) is *not* protected this
 //! way: its pages are reused by the next commit. Walks use it only to tell
 //! pending pages from free ones, never to find problems.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use mapwise_core::PageSource;
-use mapwise_core::bolt::{BoltFile, Snapshot};
+use mapwise_core::bolt::{BoltFile, BoltLayout, META_END, Snapshot, WalkOptions};
+use mapwise_core::layout::Kind;
 
 use crate::io::QuietSource;
 
@@ -179,6 +192,405 @@ fn unchanged(src: &QuietSource, before: &Snapshot) -> bool {
     let claimed = before.meta.hwm.saturating_mul(u64::from(before.page_size));
     let size = src.file().metadata().map(|m| m.len()).ok();
     claimed <= src.len() || size == Some(src.len())
+}
+
+/// Longest time between two checks of the meta pages while a walk of
+/// [`read_bolt_walked`] reads the file.
+const CHECK_EVERY: Duration = Duration::from_millis(2);
+
+/// Page bytes [`read_bolt_walked`] carries from one attempt to the next,
+/// at most. A file whose live pages exceed it still settles when what is
+/// left can be read between two commits.
+pub const CARRY_BUDGET: usize = 256 << 20;
+
+/// Attempts [`read_bolt_walked`] makes at most, however much each one
+/// carries forward.
+pub const MAX_ATTEMPTS: u32 = 64;
+
+/// Pages of one snapshot (txid), by the file offset of their run's first
+/// page, each read while that snapshot was the newest on disk.
+#[derive(Debug, Default)]
+struct Carried {
+    txid: u64,
+    pages: HashMap<u64, Rc<Vec<u8>>>,
+    bytes: usize,
+}
+
+/// One read a walk made of a page run: where, what, and the epoch of the
+/// file read it came from (`None`: served from the carried pages).
+#[derive(Debug)]
+struct Logged {
+    offset: u64,
+    bytes: Rc<Vec<u8>>,
+    epoch: Option<u64>,
+}
+
+#[derive(Debug)]
+struct Watchdog {
+    /// Page size, and both meta pages' bytes as the walk's file opened them.
+    base: Option<(u64, Vec<u8>, Vec<u8>)>,
+    last_check: Instant,
+    /// Checks that found the meta pages as they were.
+    epoch: u64,
+    /// A check found them changed: reads from `epoch` on may be of pages
+    /// a later commit rewrote.
+    changed: bool,
+    log: Vec<Logged>,
+    log_bytes: usize,
+    /// The longest run read at each offset this attempt (what `log`
+    /// holds), served again when asked again (`pages` reads each page's
+    /// header after the walk).
+    again: HashMap<u64, Rc<Vec<u8>>>,
+}
+
+/// The source a walk of [`read_bolt_walked`] reads through: `O_DIRECT`
+/// reads ([`QuietSource`]) of the file, checked against the meta pages
+/// every [`CHECK_EVERY`] so each read is known to have happened before or
+/// after the next commit landed, and page runs of the previous attempt's
+/// snapshot served from memory when this attempt's snapshot is that one
+/// or the next (see [`read_bolt_walked`]).
+#[derive(Debug)]
+pub struct SettlingSource {
+    quiet: QuietSource,
+    carried: Rc<Carried>,
+    dog: RefCell<Watchdog>,
+    /// Once a commit has landed, fail the reads still to make instead of
+    /// reading on: the attempt is spent, and the next one is best begun
+    /// at once, while the commit that just landed is the newest.
+    give_up_on_change: bool,
+    /// Keep what the reads return, to carry forward. Off for a first
+    /// attempt: a quiet file then costs no more memory than the walk.
+    keep: bool,
+}
+
+impl SettlingSource {
+    fn open(path: &Path) -> std::io::Result<SettlingSource> {
+        Ok(SettlingSource {
+            quiet: QuietSource::open(path)?,
+            carried: Rc::new(Carried::default()),
+            give_up_on_change: false,
+            keep: false,
+            dog: RefCell::new(Watchdog {
+                base: None,
+                last_check: Instant::now(),
+                epoch: 0,
+                changed: false,
+                log: Vec::new(),
+                log_bytes: 0,
+                again: HashMap::new(),
+            }),
+        })
+    }
+
+    /// The underlying reader.
+    #[must_use]
+    pub fn quiet(&self) -> &QuietSource {
+        &self.quiet
+    }
+
+    fn metas_now(&self, ps: u64) -> Option<(Vec<u8>, Vec<u8>)> {
+        let m0 = self.quiet.read_fresh(0, META_END).ok()?;
+        let m1 = self.quiet.read_fresh(ps, META_END).ok()?;
+        Some((m0, m1))
+    }
+
+    /// Start the walk of snapshot `txid` (page size `ps`), serving the
+    /// pages of `carried` when they are of that snapshot or the one before.
+    fn start(&mut self, ps: u64, txid: u64, carried: Rc<Carried>) {
+        // The meta pages as the open read them: still in the chunk cache.
+        let metas = self
+            .quiet
+            .read_at(0, META_END)
+            .ok()
+            .zip(self.quiet.read_at(ps, META_END).ok())
+            .map(|(a, b)| (a.into_owned(), b.into_owned()));
+        let dog = self.dog.get_mut();
+        match metas {
+            Some((m0, m1)) => dog.base = Some((ps, m0, m1)),
+            None => dog.changed = true,
+        }
+        dog.last_check = Instant::now();
+        if carried.txid == txid || carried.txid.checked_add(1) == Some(txid) {
+            self.carried = carried;
+        }
+    }
+
+    /// Check the meta pages if it is time to.
+    fn check(&self) {
+        let mut dog = self.dog.borrow_mut();
+        if dog.changed || dog.last_check.elapsed() < CHECK_EVERY {
+            return;
+        }
+        self.check_now(&mut dog);
+    }
+
+    fn check_now(&self, dog: &mut Watchdog) {
+        let Some((ps, m0, m1)) = &dog.base else {
+            return;
+        };
+        if dog.changed {
+            return;
+        }
+        match self.metas_now(*ps) {
+            Some((n0, n1)) if n0 == *m0 && n1 == *m1 => {
+                dog.epoch += 1;
+                self.quiet.set_epoch(dog.epoch);
+            }
+            _ => dog.changed = true,
+        }
+        dog.last_check = Instant::now();
+    }
+
+    /// The page runs this attempt read before the next commit could have
+    /// rewritten them, limited to the runs whose first page the walk found
+    /// in use by the snapshot's tree (`heads`, file offsets), and within
+    /// [`CARRY_BUDGET`].
+    fn carry(&self, txid: u64, heads: &HashSet<u64>) -> Carried {
+        let mut dog = self.dog.borrow_mut();
+        if !dog.changed {
+            self.check_now(&mut dog);
+        }
+        let confirmed = dog.epoch;
+        let mut out = Carried {
+            txid,
+            ..Carried::default()
+        };
+        for l in &dog.log {
+            let valid = l.epoch.is_none_or(|e| e < confirmed);
+            if !valid || !heads.contains(&l.offset) || out.bytes >= CARRY_BUDGET {
+                continue;
+            }
+            match out.pages.entry(l.offset) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    out.bytes += l.bytes.len();
+                    v.insert(Rc::clone(&l.bytes));
+                }
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    if o.get().len() < l.bytes.len() {
+                        out.bytes += l.bytes.len() - o.get().len();
+                        o.insert(Rc::clone(&l.bytes));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl PageSource for SettlingSource {
+    fn len(&self) -> u64 {
+        self.quiet.len()
+    }
+
+    fn interrupted(&self) -> bool {
+        self.give_up_on_change && self.dog.borrow().changed
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, mapwise_core::Error> {
+        let meta_end = {
+            let dog = self.dog.borrow();
+            match &dog.base {
+                Some((ps, ..)) => ps.saturating_mul(2),
+                // Before `start`: the meta pages being opened.
+                None => u64::MAX,
+            }
+        };
+        if offset < meta_end {
+            return self.quiet.read_at(offset, len);
+        }
+        if self.keep
+            && offset.saturating_add(len as u64) <= self.quiet.len()
+            && let Some(b) = self.carried.pages.get(&offset)
+            && b.len() >= len
+        {
+            self.dog.borrow_mut().log.push(Logged {
+                offset,
+                bytes: Rc::clone(b),
+                epoch: None,
+            });
+            return Ok(Cow::Borrowed(b.get(..len).unwrap_or_default()));
+        }
+        if self.keep
+            && let Some(b) = self.dog.borrow().again.get(&offset)
+            && b.len() >= len
+        {
+            return Ok(Cow::Owned(b.get(..len).unwrap_or_default().to_vec()));
+        }
+        self.check();
+        if self.give_up_on_change && self.dog.borrow().changed {
+            return Err(mapwise_core::Error::Read {
+                offset,
+                len: len as u64,
+                code: libc::EAGAIN,
+            });
+        }
+        let (bytes, epoch) = self.quiet.read_at_epoch(offset, len)?;
+        testing::after_read(|| self.check_now(&mut self.dog.borrow_mut()));
+        if testing::is_set() {
+            // The hook may have committed: notice it now, as a real
+            // writer's commit is noticed within CHECK_EVERY.
+            self.check_now(&mut self.dog.borrow_mut());
+        }
+        let mut dog = self.dog.borrow_mut();
+        if self.keep
+            && !dog.changed
+            && dog.log_bytes.saturating_add(self.carried.bytes) < CARRY_BUDGET
+        {
+            dog.log_bytes += bytes.len();
+            let kept = Rc::new(bytes.clone());
+            let slot = dog.again.entry(offset).or_insert_with(|| Rc::clone(&kept));
+            if slot.len() < kept.len() {
+                *slot = Rc::clone(&kept);
+            }
+            dog.log.push(Logged {
+                offset,
+                bytes: kept,
+                epoch: Some(epoch),
+            });
+        }
+        Ok(Cow::Owned(bytes))
+    }
+}
+
+/// A hook for tests: commits landed at chosen moments of a walk.
+#[doc(hidden)]
+pub mod testing {
+    use std::cell::RefCell;
+
+    type Hook = (u64, u64, Box<dyn FnMut()>);
+
+    thread_local! {
+        static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    /// On this thread, call `f` after every `every` reads that
+    /// [`super::read_bolt_walked`]'s walks make from the file (reads of
+    /// carried pages and of the meta pages do not count), the meta pages
+    /// checked just before and after every read while the hook is set: a
+    /// test commits there, as a writer racing the walk would.
+    pub fn after_every(every: u64, f: impl FnMut() + 'static) {
+        HOOK.with(|h| *h.borrow_mut() = Some((every.max(1), 0, Box::new(f))));
+    }
+
+    pub(super) fn is_set() -> bool {
+        HOOK.with(|h| h.borrow().is_some())
+    }
+
+    /// Remove the hook.
+    pub fn clear() {
+        HOOK.with(|h| *h.borrow_mut() = None);
+    }
+
+    pub(super) fn after_read(check: impl FnOnce()) {
+        HOOK.with(|h| {
+            let mut h = h.borrow_mut();
+            if let Some((every, n, f)) = h.as_mut() {
+                *n += 1;
+                if *n % *every == 0 {
+                    check();
+                    f();
+                }
+            }
+        });
+    }
+}
+
+/// File offsets of the first pages of the runs `layout` finds in use by
+/// the snapshot: its freelist, branch and leaf pages.
+fn claimed_heads(layout: &mapwise_core::layout::Layout) -> HashSet<u64> {
+    layout
+        .regions
+        .iter()
+        .filter(|r| matches!(r.kind, Kind::Freelist | Kind::Branch | Kind::Leaf))
+        .map(|r| r.offset)
+        .collect()
+}
+
+/// Walk the bbolt file at `path` ([`mapwise_core::bolt::walk`] with
+/// `opts`) while a writer may be committing, and hand `read` the file and
+/// the walk's layout; like [`read_bolt`], but a walk longer than the time
+/// between two commits still settles.
+///
+/// Why it can: bbolt never writes a page the newest snapshot `s` uses
+/// until commit `s + 2` has begun, which is after commit `s + 1`'s meta
+/// page is on disk (commit `s + 1` writes only pages free before it, and
+/// pages it frees stay pending until the next write transaction). So a
+/// read made before meta `s + 1` appears is of snapshot `s`'s bytes; and a
+/// page snapshot `s` uses that snapshot `s + 1` still uses has the same
+/// bytes in both. The walk checks both meta pages every [`CHECK_EVERY`]:
+/// reads made before a check that found them unchanged are sound. When a
+/// commit lands mid-walk, the sound reads of pages the walk found in use
+/// are carried to the next attempt, which walks the snapshot then newest;
+/// if that is `s` or `s + 1`, the carried pages are served from memory and
+/// only the rest is read from the file. Each attempt so reads less, until
+/// one reads everything it needs between two commits: it settles, and its
+/// layout is of one snapshot. Attempts continue while each carries more
+/// than the last (at most [`MAX_ATTEMPTS`]); after [`ATTEMPTS`] that carry
+/// nothing new the result is unsettled, as [`read_bolt`]'s.
+///
+/// # Errors
+/// As [`read_bolt`].
+pub fn read_bolt_walked<T>(
+    path: &Path,
+    opts: WalkOptions,
+    mut read: impl FnMut(&BoltFile<'_, SettlingSource>, BoltLayout) -> T,
+) -> Result<Settled<T>, Error> {
+    let open_err = |source| Error::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let mut carried = Rc::new(Carried::default());
+    let mut pause = FIRST_PAUSE;
+    let mut attempts = 0;
+    let mut stalls = 0;
+    loop {
+        attempts += 1;
+        let mut src = SettlingSource::open(path).map_err(open_err)?;
+        let (before, txid) = match BoltFile::open(&src) {
+            Ok(f) => (f.snapshot(), f.meta().txid),
+            Err(reason) => {
+                return Err(Error::NotBolt {
+                    path: path.to_owned(),
+                    reason,
+                });
+            }
+        };
+        src.start(u64::from(before.page_size), txid, Rc::clone(&carried));
+        // Every attempt but one that may be the last stops at a commit;
+        // every attempt but the first keeps its reads to carry forward.
+        src.give_up_on_change = stalls + 1 < ATTEMPTS && attempts < MAX_ATTEMPTS;
+        src.keep = attempts > 1;
+        let file = BoltFile::at(&src, &before);
+        let walked = mapwise_core::bolt::walk(&file, opts);
+        let heads = claimed_heads(&walked.layout);
+        let value = read(&file, walked);
+        let settled = unchanged(src.quiet(), &before);
+        if settled || attempts >= MAX_ATTEMPTS {
+            return Ok(Settled {
+                value,
+                attempts,
+                settled,
+            });
+        }
+        let next = src.carry(txid, &heads);
+        // A first attempt carries nothing (it keeps nothing): the second
+        // begins at once, as one that made progress.
+        let progress = attempts == 1 || next.pages.len() > carried.pages.len();
+        carried = Rc::new(next);
+        if progress {
+            continue;
+        }
+        stalls += 1;
+        if stalls >= ATTEMPTS {
+            return Ok(Settled {
+                value,
+                attempts,
+                settled,
+            });
+        }
+        std::thread::sleep(pause);
+        pause = pause.saturating_mul(2);
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 use mapwise_core::PageSource;
-use mapwise_core::bolt::{BoltFile, PageDetail, WalkOptions, page_detail, walk};
+use mapwise_core::bolt::{BoltFile, PageDetail, WalkOptions, page_detail};
 use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::{Format, Layout};
 
@@ -117,8 +117,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         Format::Bolt => {
             snap.format = Format::Bolt;
             // Walked through `settle`: retried while a writer commits.
-            let read = crate::settle::read_bolt(path, |file| {
-                let walked = walk(file, opts);
+            let read = crate::settle::read_bolt_walked(path, opts, |file, walked| {
                 (BoltInfo::of(file, walked.freelist), walked.layout)
             });
             match read {

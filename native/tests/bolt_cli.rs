@@ -234,6 +234,67 @@ fn a_walk_overlapped_by_commits_is_read_again() {
     crate::bolt_write::oracle_check(&path);
 }
 
+/// A walk longer than the time between two commits settles all the same
+/// (`read_bolt_walked`: each attempt carries forward the pages it read
+/// before the next commit landed, and serves them from memory to the
+/// next, so each reads less of the file). Deterministic: a commit lands
+/// after every 150 reads from the file, so no walk of the ~1,300-page file
+/// ends between two commits. What it settles on is one snapshot: each
+/// commit adds one key, so the bucket's key count must be what the
+/// snapshot's txid says.
+#[test]
+fn a_long_walk_settles_under_a_steady_writer() {
+    use mapwise_core::bolt::WalkOptions;
+    use std::rc::Rc;
+    let dir = tempdir();
+    let path = dir.path().join("steady.db");
+    let base: u64 = 15_000;
+    let db = Rc::new(writer_db(&path, base));
+    let txid0 = db.begin().expect("tx").id();
+    let commits = Rc::new(std::cell::Cell::new(0u64));
+    {
+        let (db, commits) = (Rc::clone(&db), Rc::clone(&commits));
+        mapwise_native::settle::testing::after_every(150, move || {
+            let n = base + commits.get();
+            db.update(|tx| -> Result<(), mapwise_native::bolt::Error> {
+                let mut b = tx.bucket(b"w")?.expect("w");
+                b.put(&n.to_be_bytes(), b"appended")
+            })
+            .expect("commit");
+            commits.set(commits.get() + 1);
+        });
+    }
+    let walked =
+        mapwise_native::settle::read_bolt_walked(&path, WalkOptions::default(), |file, w| {
+            let keys = w
+                .layout
+                .groups
+                .iter()
+                .find(|g| g.path == "w")
+                .map(|g| g.keys);
+            (
+                file.meta().txid,
+                keys,
+                w.layout.problem_count(),
+                w.layout.regions.len(),
+            )
+        });
+    mapwise_native::settle::testing::clear();
+    let walked = walked.expect("walked read");
+    assert!(walked.settled, "{walked:?}");
+    assert!(commits.get() >= 3, "{} commits landed", commits.get());
+    assert!(walked.attempts >= 3, "{walked:?}");
+    let (txid, keys, problems, _) = walked.value;
+    assert_eq!(problems, 0, "{walked:?}");
+    assert_eq!(
+        keys,
+        Some(base + (txid - txid0)),
+        "txid {txid} (first {txid0})"
+    );
+    drop(db);
+    crate::bolt_write::oracle_check(&path);
+}
+
 /// The user's report: `mapwise bolt check` in a loop while a writer
 /// commits. It never reports a healthy file corrupt (exit 1): either the
 /// read settles (OK, exit 0) or it says a writer kept committing (exit 2).

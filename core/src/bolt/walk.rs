@@ -560,6 +560,10 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         hi: Option<&[u8]>,
         frames: u32,
     ) {
+        if self.file.source().interrupted() {
+            self.incomplete = true;
+            return;
+        }
         if frames > MAX_DEPTH * 4 || u32::from(depth) > MAX_DEPTH {
             self.problem(Error::TooDeep {
                 at: At::Page(pgid),
@@ -780,7 +784,8 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
     /// snapshot is what the file says; the previous one only refines the
     /// free/pending split.
     fn previous(&mut self, prev: &BoltFile<'s, S>, pgid: u64, frames: u32) {
-        if frames > MAX_DEPTH * 4
+        if prev.source().interrupted()
+            || frames > MAX_DEPTH * 4
             || pgid >= self.pages
             || self.claimed.get(pgid)
             || self.prev.get(pgid)
