@@ -41,7 +41,9 @@ xtask's own wait4 would include xtask's memory, which Linux counts in a
 child's ru_maxrss when the child execs; for the TUI, VmHWM from /proc just
 before it quits) and fails when one exceeds its bound:
 
-  24 MiB  each command (measured: 5.4 to 10.8 MiB)
+  24 MiB  each command (measured: 5.5 to 14.4 MiB; `pages` on bolt-hwm.db
+          is the most, reading every page's header through the 8 MiB
+          chunk cache of the O_DIRECT reader, which had been 64 MiB)
   30 MiB  the TUI at 200 x 50 cells (measured: 13.1 to 14.9 MiB)
 
 Why these: one byte per page of a 64 GiB file is 16 MiB, so each bound sits
