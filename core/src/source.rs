@@ -31,9 +31,9 @@ pub trait PageSource {
 
     /// `true` when whoever reads through this source should stop: what it
     /// reads now would be thrown away (a reader of a file a writer changes
-    /// knows the bytes are no longer of one snapshot). Walks check it
-    /// before each page and return what they have, marked incomplete.
-    /// Never, by default.
+    /// knows the bytes are no longer of one snapshot). The bbolt walk
+    /// ([`crate::bolt::walk`]) checks it before each tree page and returns
+    /// what it has, marked incomplete. Never, by default.
     fn interrupted(&self) -> bool {
         false
     }
