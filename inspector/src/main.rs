@@ -299,10 +299,21 @@ fn record(
         .with_context(|| format!("cannot write the trace {}", out.display()))?;
     let mut code = ExitCode::SUCCESS;
     if let Some((prog, args)) = command.split_first() {
-        let mut child = std::process::Command::new(prog)
-            .args(args)
-            .spawn()
-            .with_context(|| format!("cannot run {prog}"))?;
+        let mut child = match std::process::Command::new(prog).args(args).spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                // As `time` and the shell: 127 when the command is not
+                // found, 126 when it cannot be run.
+                let code = if e.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
+                eprintln!("inspector: cannot run {prog}: {e}");
+                drop(rec);
+                return Ok(ExitCode::from(code));
+            }
+        };
         let start = Instant::now();
         loop {
             if let Some(status) = child.try_wait()? {

@@ -40,6 +40,24 @@ fn record_passes_on_the_commands_exit_status() {
         assert_eq!(r.code, Some(want), "{script}: {}", r.stderr);
         assert!(r.stderr.contains("frames"), "{script}: {}", r.stderr);
     }
+    // A command that cannot be found: 127, as `time` says.
+    let r = run(
+        &[
+            "record",
+            db.to_str().unwrap(),
+            "-o",
+            trace.to_str().unwrap(),
+            "--",
+            "/nonexistent/command",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(r.code, Some(127), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot run /nonexistent/command"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

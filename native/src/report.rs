@@ -181,6 +181,7 @@ pub fn settled_page_rows(path: &std::path::Path) -> Result<PageRows, settle::Err
     settle::read_bolt_walked(
         path,
         mapwise_core::bolt::WalkOptions::default(),
+        settle::CARRY_BUDGET,
         |file, walked| {
             let rows: PageRows = page_rows(file, &walked.layout).collect();
             (rows, walked.layout.problem_count())
@@ -202,6 +203,7 @@ pub fn settled_check(path: &std::path::Path) -> Result<CheckReport, settle::Erro
     let read = settle::read_bolt_walked(
         path,
         mapwise_core::bolt::WalkOptions::default(),
+        settle::CARRY_BUDGET,
         |_, walked| check_report(&walked.layout),
     );
     match read {

@@ -199,9 +199,15 @@ fn unchanged(src: &QuietSource, before: &Snapshot) -> bool {
 const CHECK_EVERY: Duration = Duration::from_millis(2);
 
 /// Page bytes [`read_bolt_walked`] carries from one attempt to the next,
-/// at most. A file whose live pages exceed it still settles when what is
-/// left can be read between two commits.
+/// at most, for a command that reads once and exits (`check`, `pages`,
+/// `layout`). A file whose live pages exceed it still settles when what
+/// is left can be read between two commits.
 pub const CARRY_BUDGET: usize = 256 << 20;
+
+/// The same for the live view, which stays running: a busy file whose
+/// live pages exceed it by more than one commit gap's reading shows an
+/// unsettled structure (said so) instead of holding more.
+pub const LIVE_CARRY_BUDGET: usize = 64 << 20;
 
 /// Attempts [`read_bolt_walked`] makes at most, however much each one
 /// carries forward.
@@ -261,6 +267,8 @@ pub struct SettlingSource {
     /// Keep what the reads return, to carry forward. Off for a first
     /// attempt: a quiet file then costs no more memory than the walk.
     keep: bool,
+    /// Bytes carried at most ([`CARRY_BUDGET`]).
+    budget: usize,
 }
 
 impl SettlingSource {
@@ -270,6 +278,7 @@ impl SettlingSource {
             carried: Rc::new(Carried::default()),
             give_up_on_change: false,
             keep: false,
+            budget: CARRY_BUDGET,
             dog: RefCell::new(Watchdog {
                 base: None,
                 last_check: Instant::now(),
@@ -357,7 +366,7 @@ impl SettlingSource {
         };
         for l in &dog.log {
             let valid = l.epoch.is_none_or(|e| e < confirmed);
-            if !valid || !heads.contains(&l.offset) || out.bytes >= CARRY_BUDGET {
+            if !valid || !heads.contains(&l.offset) || out.bytes >= self.budget {
                 continue;
             }
             match out.pages.entry(l.offset) {
@@ -434,7 +443,7 @@ impl PageSource for SettlingSource {
         let mut dog = self.dog.borrow_mut();
         if self.keep
             && !dog.changed
-            && dog.log_bytes.saturating_add(self.carried.bytes) < CARRY_BUDGET
+            && dog.log_bytes.saturating_add(self.carried.bytes) < self.budget
         {
             dog.log_bytes += bytes.len();
             let kept = Rc::new(bytes.clone());
@@ -509,7 +518,8 @@ fn claimed_heads(layout: &mapwise_core::layout::Layout) -> HashSet<u64> {
 /// Walk the bbolt file at `path` ([`mapwise_core::bolt::walk`] with
 /// `opts`) while a writer may be committing, and hand `read` the file and
 /// the walk's layout; like [`read_bolt`], but a walk longer than the time
-/// between two commits still settles.
+/// between two commits still settles. `budget` bounds the page bytes held
+/// between attempts ([`CARRY_BUDGET`], [`LIVE_CARRY_BUDGET`]).
 ///
 /// Why it can: bbolt never writes a page the newest snapshot `s` uses
 /// until commit `s + 2` has begun, which is after commit `s + 1`'s meta
@@ -533,6 +543,7 @@ fn claimed_heads(layout: &mapwise_core::layout::Layout) -> HashSet<u64> {
 pub fn read_bolt_walked<T>(
     path: &Path,
     opts: WalkOptions,
+    budget: usize,
     mut read: impl FnMut(&BoltFile<'_, SettlingSource>, BoltLayout) -> T,
 ) -> Result<Settled<T>, Error> {
     let open_err = |source| Error::Open {
@@ -560,6 +571,7 @@ pub fn read_bolt_walked<T>(
         // every attempt but the first keeps its reads to carry forward.
         src.give_up_on_change = stalls + 1 < ATTEMPTS && attempts < MAX_ATTEMPTS;
         src.keep = attempts > 1;
+        src.budget = budget;
         let file = BoltFile::at(&src, &before);
         let walked = mapwise_core::bolt::walk(&file, opts);
         let heads = claimed_heads(&walked.layout);

@@ -117,7 +117,8 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         Format::Bolt => {
             snap.format = Format::Bolt;
             // Walked through `settle`: retried while a writer commits.
-            let read = crate::settle::read_bolt_walked(path, opts, |file, walked| {
+            let budget = crate::settle::LIVE_CARRY_BUDGET;
+            let read = crate::settle::read_bolt_walked(path, opts, budget, |file, walked| {
                 (BoltInfo::of(file, walked.freelist), walked.layout)
             });
             match read {

@@ -264,8 +264,11 @@ fn a_long_walk_settles_under_a_steady_writer() {
             commits.set(commits.get() + 1);
         });
     }
-    let walked =
-        mapwise_native::settle::read_bolt_walked(&path, WalkOptions::default(), |file, w| {
+    let walked = mapwise_native::settle::read_bolt_walked(
+        &path,
+        WalkOptions::default(),
+        mapwise_native::settle::CARRY_BUDGET,
+        |file, w| {
             let keys = w
                 .layout
                 .groups
@@ -278,7 +281,8 @@ fn a_long_walk_settles_under_a_steady_writer() {
                 w.layout.problem_count(),
                 w.layout.regions.len(),
             )
-        });
+        },
+    );
     mapwise_native::settle::testing::clear();
     let walked = walked.expect("walked read");
     assert!(walked.settled, "{walked:?}");

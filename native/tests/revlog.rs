@@ -941,7 +941,35 @@ fn unknown_requirements_are_refused_as_hg_refuses_them() {
             "hg supports {r:?}, mapwise refuses it"
         );
     }
-    for file in [".hg/requires", ".hg/store/requires"] {
+    let cases = [
+        (
+            ".hg/requires",
+            "frobnicate\n",
+            "unknown to this Mercurial: frobnicate",
+            "repository requires features unknown to mapwise: frobnicate",
+        ),
+        (
+            ".hg/store/requires",
+            "frobnicate\n",
+            "unknown to this Mercurial: frobnicate",
+            "repository requires features unknown to mapwise: frobnicate",
+        ),
+        // hg refuses an empty line or one not starting with a letter or
+        // digit as a corrupt file.
+        (
+            ".hg/requires",
+            "\n",
+            "requires file is corrupt",
+            "requires file is corrupt",
+        ),
+        (
+            ".hg/requires",
+            " store\n",
+            "requires file is corrupt",
+            "requires file is corrupt",
+        ),
+    ];
+    for (file, line, hg_says, we_say) in cases {
         let dir = tempdir();
         let repo = dir.path().join("r");
         let r = s(&repo);
@@ -953,19 +981,16 @@ fn unknown_requirements_are_refused_as_hg_refuses_them() {
         );
         let path = repo.join(file);
         let mut reqs = std::fs::read_to_string(&path).expect(file);
-        reqs.push_str("frobnicate\n");
+        reqs.push_str(line);
         std::fs::write(&path, reqs).unwrap();
         let hg_out = hg().args(["-R", r, "log", "-l", "1"]).output().unwrap();
-        assert!(!hg_out.status.success(), "hg read it ({file})");
+        assert!(!hg_out.status.success(), "hg read it ({file} {line:?})");
         assert!(
-            text(&hg_out.stderr).contains("unknown to this Mercurial: frobnicate"),
+            text(&hg_out.stderr).contains(hg_says),
             "{}",
             text(&hg_out.stderr)
         );
         let err = refused(&["revlog", "log", "-l", "1", r]);
-        assert!(
-            err.contains("repository requires features unknown to mapwise: frobnicate"),
-            "{file}: {err}"
-        );
+        assert!(err.contains(we_say), "{file} {line:?}: {err}");
     }
 }

@@ -80,6 +80,14 @@ pub enum Error {
         /// The requirements not known, sorted.
         unknown: Vec<String>,
     },
+    /// A `requires` file holds an empty line or one not starting with an
+    /// ASCII letter or digit (hg 6.3: "abort: .hg/requires file is
+    /// corrupt").
+    #[error("{}: .hg/requires file is corrupt", path.display())]
+    RequiresCorrupt {
+        /// The repository.
+        path: PathBuf,
+    },
     /// Neither a repository (`.hg`) nor a store directory.
     #[error("{}: no repository found (.hg not found, and no 00changelog.i or requires of a store)", path.display())]
     NotARepo {

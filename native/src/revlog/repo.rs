@@ -93,13 +93,24 @@ pub const KNOWN_REQUIREMENTS: &[&str] = &[
     "narrowhg-experimental",
 ];
 
-/// `Err` naming the requirements of `reqs` not in [`KNOWN_REQUIREMENTS`].
+/// `Err` naming the requirements of `reqs` not in [`KNOWN_REQUIREMENTS`],
+/// or saying the file is corrupt when one of those is empty or does not
+/// begin with an ASCII letter or digit (hg 6.3 `localrepo.py`,
+/// `ensurerequirementsrecognized`).
 fn check_known(path: &Path, reqs: &BTreeSet<String>) -> Result<(), Error> {
     let unknown: Vec<String> = reqs
         .iter()
         .filter(|r| !KNOWN_REQUIREMENTS.contains(&r.as_str()))
         .cloned()
         .collect();
+    if unknown
+        .iter()
+        .any(|r| !r.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric))
+    {
+        return Err(Error::RequiresCorrupt {
+            path: path.to_owned(),
+        });
+    }
     if unknown.is_empty() {
         Ok(())
     } else {
@@ -110,14 +121,20 @@ fn check_known(path: &Path, reqs: &BTreeSet<String>) -> Result<(), Error> {
     }
 }
 
+/// The lines of a `requires` file as hg splits them (Python's
+/// `bytes.splitlines`: at `\n`, `\r\n` or `\r`, nothing trimmed, so an
+/// empty line is an empty requirement, which [`check_known`] refuses).
 fn read_requires(path: &Path) -> Result<BTreeSet<String>, Error> {
-    match std::fs::read_to_string(path) {
-        Ok(s) => Ok(s
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(String::from)
-            .collect()),
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n");
+            let mut lines: Vec<&str> = text.split(['\n', '\r']).collect();
+            // A final newline ends the last line; it starts no new one.
+            if lines.last() == Some(&"") {
+                lines.pop();
+            }
+            Ok(lines.into_iter().map(String::from).collect())
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeSet::new()),
         Err(source) => Err(Error::Io {
             path: path.to_owned(),
