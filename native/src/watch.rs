@@ -260,6 +260,21 @@ pub const REREAD_PAUSE: u32 = 3;
 /// The longest pause [`REREAD_PAUSE`] makes.
 pub const REREAD_PAUSE_MAX: Duration = Duration::from_secs(60);
 
+/// Give the memory a structure read freed back to the system. Under a
+/// busy writer a read carries pages between attempts (up to
+/// [`crate::settle::LIVE_CARRY_BUDGET`]) and frees them at its end; each
+/// re-read runs on a new thread, which glibc gives its own arena, so
+/// without this the live view's resident memory kept the freed pages of
+/// every arena (285 MB after 20 s on a 272 MiB file, 21 MB when quiet).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap memory to the kernel; it
+    // takes no pointer and leaves every live allocation in place.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// When the next re-read may start after one that took `took` ended now.
 fn after_pause(took: Duration) -> Instant {
     Instant::now() + took.saturating_mul(REREAD_PAUSE).min(REREAD_PAUSE_MAX)
@@ -407,7 +422,9 @@ impl Watch {
                     let path = self.path.clone();
                     let opts = self.opts;
                     std::thread::spawn(move || {
-                        let _ = tx.send(read_snapshot(&path, opts));
+                        let snap = read_snapshot(&path, opts);
+                        release_freed_memory();
+                        let _ = tx.send(snap);
                     });
                     self.pending = Some(rx);
                     out.reread_started = true;
