@@ -181,6 +181,19 @@ fn evict_prompt() {
         text.contains("evict /data/etcd/member/snap/db from the page cache? (y/n)"),
         "{text}"
     );
+    assert!(!text.contains("it is unlocked first"), "{text}");
+    // With the file locked (L), the prompt says the lock goes first.
+    press(
+        &mut app,
+        &mut target,
+        &[Action::No, Action::Lock, Action::Evict],
+    );
+    assert_eq!(app.overlay(), Overlay::ConfirmEvict);
+    let text = format!("{}", draw(&app).backend());
+    assert!(
+        text.contains("the file is locked in memory (L): it is unlocked first"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -155,7 +155,7 @@ fn render_help(frame: &mut Frame, area: Rect) {
 fn render_confirm(frame: &mut Frame, area: Rect, app: &App) {
     let width = area.width.saturating_sub(4).min(70);
     let name = tail(app.label(), usize::from(width.saturating_sub(40)).max(16));
-    let text = vec![
+    let mut text = vec![
         Line::from(vec![
             Span::raw("evict "),
             Span::styled(name, Style::new().add_modifier(Modifier::BOLD)),
@@ -170,7 +170,15 @@ fn render_confirm(frame: &mut Frame, area: Rect, app: &App) {
             Style::new().fg(Color::DarkGray),
         ),
     ];
-    let rect = centered(area, width, 5);
+    // The lock is ours to drop: say so plainly when there is one.
+    if app.data().locked {
+        text.push(Line::styled(
+            "the file is locked in memory (L): it is unlocked first",
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+    }
+    let height = u16::try_from(text.len() + 3).unwrap_or(u16::MAX);
+    let rect = centered(area, width, height);
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(Color::Yellow))
