@@ -212,16 +212,22 @@ impl QuietSource {
         let start = offset - offset % DIRECT_ALIGN as u64;
         let skip = usize::try_from(offset - start).unwrap_or(0);
         let want = skip + len;
-        let data = if self.direct {
-            self.read_direct(start, want)?
-        } else {
-            let mut buf = vec![0u8; want];
-            self.file
-                .read_exact_at(&mut buf, start)
-                .map_err(|e| read_error(start, want as u64, &e))?;
-            buf
-        };
-        Ok(data.get(skip..).unwrap_or_default().to_vec())
+        let mut data = self.read_aligned(start, want)?;
+        data.drain(..skip);
+        Ok(data)
+    }
+
+    /// `want` bytes at aligned `offset` from the file, `O_DIRECT` when it
+    /// was opened so.
+    fn read_aligned(&self, offset: u64, want: usize) -> Result<Vec<u8>, Error> {
+        if self.direct {
+            return self.read_direct(offset, want);
+        }
+        let mut buf = vec![0u8; want];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| read_error(offset, want as u64, &e))?;
+        Ok(buf)
     }
 
     fn read_chunk(&self, index: u64) -> Result<(Rc<Vec<u8>>, u64), Error> {
@@ -231,16 +237,7 @@ impl QuietSource {
         let offset = index * CHUNK as u64;
         let want =
             usize::try_from((self.len - offset.min(self.len)).min(CHUNK as u64)).unwrap_or(CHUNK);
-        let data = if self.direct {
-            self.read_direct(offset, want)?
-        } else {
-            let mut buf = vec![0u8; want];
-            self.file
-                .read_exact_at(&mut buf, offset)
-                .map_err(|e| read_error(offset, want as u64, &e))?;
-            buf
-        };
-        let data = Rc::new(data);
+        let data = Rc::new(self.read_aligned(offset, want)?);
         let mut cache = self.cache.borrow_mut();
         if cache.order.len() >= CACHED_CHUNKS
             && let Some(old) = cache.order.pop_front()

@@ -577,28 +577,26 @@ pub fn read_bolt_walked<T>(
         let heads = claimed_heads(&walked.layout);
         let value = read(&file, walked);
         let settled = unchanged(src.quiet(), &before);
-        if settled || attempts >= MAX_ATTEMPTS {
-            return Ok(Settled {
-                value,
-                attempts,
-                settled,
-            });
-        }
-        let next = src.carry(txid, &heads);
+        let next = (!settled).then(|| src.carry(txid, &heads));
         // A first attempt carries nothing (it keeps nothing): the second
         // begins at once, as one that made progress.
-        let progress = attempts == 1 || next.pages.len() > carried.pages.len();
-        carried = Rc::new(next);
-        if progress {
-            continue;
+        let progress = attempts == 1
+            || next
+                .as_ref()
+                .is_some_and(|n| n.pages.len() > carried.pages.len());
+        if !progress {
+            stalls += 1;
         }
-        stalls += 1;
-        if stalls >= ATTEMPTS {
+        if settled || attempts >= MAX_ATTEMPTS || stalls >= ATTEMPTS {
             return Ok(Settled {
                 value,
                 attempts,
                 settled,
             });
+        }
+        carried = Rc::new(next.unwrap_or_default());
+        if progress {
+            continue;
         }
         std::thread::sleep(pause);
         pause = pause.saturating_mul(2);
