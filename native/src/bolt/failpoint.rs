@@ -52,6 +52,13 @@ pub fn arm(writes: u32, torn: usize) {
     });
 }
 
+/// Whether a crash is armed on this thread: a commit then writes its
+/// pages itself, in page-id order, instead of handing them to its writer
+/// thread as they are made, so the crash lands where the plan says.
+pub(crate) fn armed() -> bool {
+    PLAN.with(|p| p.get().is_some())
+}
+
 /// Disarm; where the crash hit if it did (`None`: the commit, if any,
 /// had fewer writes and completed).
 pub fn take() -> Option<Fired> {

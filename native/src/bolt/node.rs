@@ -224,11 +224,33 @@ pub(crate) struct Freed {
 /// took from the freelist (to give back if the commit fails).
 #[derive(Debug, Default)]
 pub(crate) struct Spilled {
+    /// Dirty pages (first page id, bytes of the page or overflow run) not
+    /// yet handed to a writer.
     pub dirty: Vec<(u64, Vec<u8>)>,
+    /// The commit's writer thread, when it has one: pages go there as
+    /// soon as they are made ([`Spilled::push_dirty`]).
+    pub sink: Option<std::sync::mpsc::Sender<(u64, Vec<u8>)>>,
     pub taken: Vec<(u64, usize)>,
     /// The freelist's allocation raised the high-water mark, which is
     /// when bbolt 1.3.6 grows the file (tx.go, `commitFreelist`).
     pub grow: bool,
+}
+
+impl Spilled {
+    /// A page (or overflow run) of the commit is ready: send it to the
+    /// writer thread, or keep it for the commit's own write pass when
+    /// there is none or it has stopped (it stops only on an error, which
+    /// fails the commit).
+    pub(crate) fn push_dirty(&mut self, pgid: u64, buf: Vec<u8>) {
+        let page = match &self.sink {
+            Some(tx) => match tx.send((pgid, buf)) {
+                Ok(()) => return,
+                Err(e) => e.0,
+            },
+            None => (pgid, buf),
+        };
+        self.dirty.push(page);
+    }
 }
 
 /// The write transaction's state, borrowed field by field so node
@@ -751,7 +773,7 @@ impl Ctx<'_> {
             nd.pgid = pgid;
             nd.overflow = u32::try_from(count - 1).unwrap_or(0);
             nd.spilled = true;
-            out.dirty.push((pgid, buf));
+            out.push_dirty(pgid, buf);
             if let Some(parent) = nd.parent {
                 let first = nd
                     .inodes

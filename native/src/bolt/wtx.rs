@@ -332,7 +332,7 @@ impl TxState {
         let overflow =
             u32::try_from(count - 1).map_err(|_| Error::Corrupt("freelist run too long".into()))?;
         write_freelist(&mut buf, pgid, overflow, all.iter().copied())?;
-        out.dirty.push((pgid, buf));
+        out.push_dirty(pgid, buf);
         ctx.meta.freelist = pgid;
         Ok(())
     }
@@ -495,13 +495,36 @@ impl<'db> WriteTx<'db> {
         let txid = self.st.meta.txid;
         let mut out = Spilled::default();
         let opts = self.db.options();
-        let result = self
-            .st
-            .prepare(opts.no_freelist_sync, &mut out)
-            .and_then(|()| {
-                self.db
-                    .write_commit(&mut self.guard, &self.st, &mut out.dirty, out.grow)
+        let db = self.db;
+        // Pages are written by a second thread while the tree is still
+        // being spilled (see `Db::write_pages`); a test's simulated crash
+        // needs the one-thread order.
+        let pipelined = !super::failpoint::armed();
+        let result = std::thread::scope(|s| {
+            let writer = pipelined.then(|| {
+                let (tx, rx) = std::sync::mpsc::channel();
+                out.sink = Some(tx);
+                s.spawn(move || db.write_pages(&rx))
             });
+            let prepared = self.st.prepare(opts.no_freelist_sync, &mut out);
+            // Closing the channel ends the writer once it has written
+            // everything sent.
+            out.sink = None;
+            let written = match writer {
+                Some(h) => h.join().unwrap_or_else(|_| {
+                    Err(Error::Io {
+                        path: db.path().to_path_buf(),
+                        what: "pwrite",
+                        source: std::io::Error::other("the commit's writer thread panicked"),
+                    })
+                }),
+                None => Ok(0),
+            };
+            prepared.and(written).and_then(|end| {
+                self.db
+                    .write_commit(&mut self.guard, &self.st, &mut out.dirty, out.grow, end)
+            })
+        });
         if result.is_err() {
             self.st.fl.rollback(txid);
             for &(id, n) in &out.taken {
