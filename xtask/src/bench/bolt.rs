@@ -214,7 +214,17 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     } else {
         limits::steps(runs)
     };
-    let steps = 3 + (scan_cells + work_cells) * (warmup + runs) * 2 + 2 + limit_steps;
+    // Of the scan cells, the last two are warm.
+    let scan_runs = if args.no_scans {
+        0
+    } else {
+        (scan_cells - 2) * runs + 2 * bolt_scan::cell_runs(CacheState::Warm, runs)
+    };
+    let steps = 3
+        + (scan_cells + work_cells) * warmup * 2
+        + (work_cells * runs + scan_runs) * 2
+        + 2
+        + limit_steps;
     let progress = Progress::new(steps as u64);
 
     let build_ours = Cmd::cargo_release("mapwise-native", Some("mapwise"));
@@ -623,11 +633,13 @@ fn render(r: &Results) -> String {
     let _ = writeln!(
         o,
         "Our bbolt engine (**ours**, `mapwise bolt bench` / `mapwise bolt traverse`) beside **Go bbolt {}** \
-         (the oracle binary's `bench` / `traverse`), {} run{} per cell after {} warm-up pair(s), alternating \
+         (the oracle binary's `bench` / `traverse`), {} run{} per cell ({} in a warm scan cell: they vary up to 5× from \
+         one reset to the next in both tools, see bolt-scan's method) after {} warm-up pair(s), alternating \
          ours and Go with the order turning every pair (ours, Go; Go, ours; …). Ratios are computed pair by pair: median [min–max]. Finished {}.\n",
         r.versions.bbolt_readme.clone().unwrap_or_default(),
         r.runs,
         if r.runs == 1 { "" } else { "s" },
+        bolt_scan::cell_runs(CacheState::Warm, r.runs),
         r.warmup,
         r.finished_utc
     );

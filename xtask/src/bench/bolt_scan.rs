@@ -44,6 +44,21 @@ generates a 4MiB file in transactions of 1000 puts (`gen … --batch 1000`:
 about 4000 keys, 8 MiB) unless --size is given.
 See `cargo xtask bench --help` for the report.";
 
+/// Timed pairs a warm cell runs at least, whatever `--runs` says. A warm
+/// 2 GiB scan takes ~0.1 s but varies up to 5x from one reset to the next
+/// in both tools alike (50-490 ms ours, 69-570 ms Go, measured at aaf8f8d:
+/// the page table and TLB cost of the folios the warming read leaves), so
+/// three pairs decide nothing; nine cost seconds. A cold pair costs 90 s.
+pub(super) const WARM_MIN_RUNS: usize = 9;
+
+/// Timed pairs of a cell: `runs`, at least [`WARM_MIN_RUNS`] when warm.
+pub(super) fn cell_runs(cache: CacheState, runs: usize) -> usize {
+    match cache {
+        CacheState::Warm => runs.max(WARM_MIN_RUNS),
+        CacheState::Cold => runs,
+    }
+}
+
 /// The bucket the `big` shape fills and both tools scan.
 const BUCKET: &str = "fake-bucket";
 /// Size of the sparse file for the residency row.
@@ -425,7 +440,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .flat_map(|&cache| [false, true].map(|populate| CellSpec { cache, populate }))
         .collect();
     let oracle = ws.oracle("bolt")?;
-    let steps = 4 + cells.len() * (warmup + runs) * 2 + limits::steps(runs) + runs;
+    let cell_steps: usize = cells
+        .iter()
+        .map(|c| (warmup + cell_runs(c.cache, runs)) * 2)
+        .sum();
+    let steps = 4 + cell_steps + limits::steps(runs) + runs;
     let progress = Progress::new(steps as u64);
 
     // Builds: ours (required), the inspector (optional), the oracle.
@@ -568,6 +587,7 @@ pub(super) fn run_cell(
     (traces, scratch): (&std::cell::RefCell<Traces>, &Path),
 ) -> Result<CellResult> {
     let (ours_cmd, go_cmd) = cmds;
+    let runs = cell_runs(spec.cache, runs);
     let phase = std::cell::Cell::new("warm-up");
     let mut before = |side, run| {
         let who = if side == alternate::Side::A {
@@ -983,12 +1003,13 @@ fn render(r: &Results) -> String {
         o,
         "The MAP_POPULATE experiment of boltdb/bolt issue 455, re-run: read-only cursor scan over every key of \
          bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
-         (the oracle's `traverse`), {} run{} each per cell, alternating ours and Go, the order turning every pair (ours, Go; Go, ours; …). \
+         (the oracle's `traverse`), {} run{} each per cell ({} in a warm cell), alternating ours and Go, the order turning every pair (ours, Go; Go, ours; …). \
          Finished {}.\n",
         r.bucket,
         r.versions.bbolt_readme.clone().unwrap_or_else(na),
         r.runs,
         if r.runs == 1 { "" } else { "s" },
+        cell_runs(CacheState::Warm, r.runs),
         r.finished_utc,
     );
 
@@ -1020,7 +1041,10 @@ fn render(r: &Results) -> String {
          sequential read leaves (large ones, with read-ahead), which a mapping maps a folio per fault, not \
          the single pages a previous `MADV_RANDOM` scan left, mapped 16 per fault (a warm 2 GiB scan: \
          ~1.4k against ~33k faults, ~60 against ~140 ms). \
-         After each reset xtask measures the resident fraction with `mincore` (column *resident at start*).\n\
+         After each reset xtask measures the resident fraction with `mincore` (column *resident at start*). \
+         A warm cell runs at least {WARM_MIN_RUNS} pairs: a warm scan takes a tenth of a second, but from one reset \
+         to the next it varies up to 5× in both tools alike (the page-table and TLB cost of the folios the \
+         warming read happened to leave), so a median of three pairs is a coin toss.\n\
          - **MAP_POPULATE**: `--populate` on both tools (bbolt `Options.MmapFlags = syscall.MAP_POPULATE`); \
          both map with `madvise(MADV_RANDOM)` after `mmap`, as bbolt does.\n\
          - **took** = open + scan as each tool times itself (Go: `took:` line, printed in whole ms; ours: `took_s`). \
