@@ -63,6 +63,24 @@ fn refused(path: &Path, read_only_too: bool, expect: impl Fn(&Error) -> bool, ne
         assert!(ro.is_err(), "{}: opened read-only", path.display());
     }
     drop(ro);
+    // The command line's writer refuses it with the same names.
+    let o = crate::support::run_mapwise(&[
+        "bolt",
+        "put",
+        path.to_str().expect("utf-8"),
+        "alpha",
+        "k",
+        "v",
+    ]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}: put succeeded", path.display());
+    for n in needles {
+        assert!(
+            said.contains(n),
+            "{}: put said {said:?}, lacks {n:?}",
+            path.display()
+        );
+    }
     let after = std::fs::read(path).expect("read");
     assert!(before == after, "{}: the file was modified", path.display());
 }

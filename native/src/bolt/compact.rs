@@ -12,9 +12,14 @@ use super::wtx::WriteTx;
 
 /// The destination's open write transaction, committed every
 /// `max` bytes of keys and values (bbolt's `txMaxSize`; 0 = one
-/// transaction).
+/// transaction). As in bbolt's `compact`, one is open from the start and
+/// the last is committed at the end, even empty: a first entry larger
+/// than `max` commits an empty transaction before it, and an empty
+/// source makes one empty commit, so the copy's txids match bbolt's.
 struct Copier<'d> {
     dst: &'d Db,
+    /// `None` only between a commit and the next begin (or after an
+    /// error in between).
     tx: Option<WriteTx<'d>>,
     size: u64,
     max: u64,
@@ -96,7 +101,7 @@ impl Db {
         let root = CoreBucket::root_of(&src.file());
         let mut c = Copier {
             dst,
-            tx: None,
+            tx: Some(dst.begin_rw()?),
             size: 0,
             max: tx_max_size,
         };

@@ -481,10 +481,10 @@ impl<'db> WriteTx<'db> {
             .problems
     }
 
-    /// Commit (bbolt `Tx.Commit`): rebalance, spill, write the freelist
-    /// (unless `no_freelist_sync`), grow the file, write the dirty pages
-    /// sorted by id, fdatasync, write the meta page to page `txid % 2`,
-    /// fdatasync. On error nothing visible changed: the previous snapshot
+    /// Commit (bbolt `Tx.Commit`): rebalance, spill (a writer thread
+    /// writes each dirty page as it is made, see `Db::write_pages`), write
+    /// the freelist (unless `no_freelist_sync`), grow the file, fdatasync,
+    /// write the meta page to page `txid % 2`, fdatasync. On error nothing visible changed: the previous snapshot
     /// stays current and the in-memory freelist is restored.
     ///
     /// # Errors
