@@ -51,6 +51,17 @@ See `cargo xtask bench --help` for the report.";
 /// three pairs decide nothing; nine cost seconds. A cold pair costs 90 s.
 pub(super) const WARM_MIN_RUNS: usize = 9;
 
+/// Wait after a cold reset before the run, on a machine that reports
+/// free pages to its VM host. The eviction frees the file's page cache;
+/// the kernel hands freed blocks back to the host about 2 s later
+/// (`PAGE_REPORTING_DELAY`), and a page the guest then reuses costs a
+/// host-side fault at its first touch. A run started at once got a random
+/// mix of backed and returned memory: the scan after a cold 2 GiB
+/// `MAP_POPULATE` took 0.2 s or 3-4 s, in both tools, by luck (measured
+/// at ba2885f: 5 s waits gave 3.4-4.4 s in both, no wait 0.2-2.8 s). A
+/// fixed wait puts every cold run of both tools in the same state.
+const COLD_SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Timed pairs of a cell: `runs`, at least [`WARM_MIN_RUNS`] when warm.
 pub(super) fn cell_runs(cache: CacheState, runs: usize) -> usize {
     match cache {
@@ -588,6 +599,8 @@ pub(super) fn run_cell(
 ) -> Result<CellResult> {
     let (ours_cmd, go_cmd) = cmds;
     let runs = cell_runs(spec.cache, runs);
+    let settle = (spec.cache == CacheState::Cold && super::machine::reports_free_pages())
+        .then_some(COLD_SETTLE);
     let phase = std::cell::Cell::new("warm-up");
     let mut before = |side, run| {
         let who = if side == alternate::Side::A {
@@ -598,6 +611,9 @@ pub(super) fn run_cell(
         let of = if phase.get() == "run" { runs } else { warmup };
         progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
         let prep = alternate::prepare(file_path, spec.cache)?;
+        if let Some(wait) = settle {
+            std::thread::sleep(wait);
+        }
         let off = match spec.cache {
             CacheState::Cold => prep.resident > 0.01,
             CacheState::Warm => prep.resident < 0.99,
@@ -1042,6 +1058,7 @@ fn render(r: &Results) -> String {
          the single pages a previous `MADV_RANDOM` scan left, mapped 16 per fault (a warm 2 GiB scan: \
          ~1.4k against ~33k faults, ~60 against ~140 ms). \
          After each reset xtask measures the resident fraction with `mincore` (column *resident at start*). \
+         {}\
          A warm cell runs at least {WARM_MIN_RUNS} pairs: a warm scan takes a tenth of a second, but from one reset \
          to the next it varies up to 5× in both tools alike (the page-table and TLB cost of the folios the \
          warming read happened to leave), so a median of three pairs is a coin toss.\n\
@@ -1056,6 +1073,22 @@ fn render(r: &Results) -> String {
          this bench was built: the first cold MAP_POPULATE run after the cold plain-mmap cell took up to 6× as long \
          as the next ones, in both tools, without a single major fault; this run's warm-up pairs are in \
          results.json), and ours, first in the first pair, would pay it alone.\n",
+        if r.machine
+            .free_page_reporting
+            .as_deref()
+            .is_some_and(|f| f.starts_with("on"))
+        {
+            format!(
+                "This machine reports free pages to its VM host, so after a cold reset xtask waits {} s before \
+                 the run: the evicted page cache goes back to the host about 2 s after it is freed, and memory \
+                 the guest reuses after that costs a host-side fault at its first touch. Started at once, a run \
+                 got a random mix (a cold 2 GiB MAP_POPULATE scan took 0.2 s or 3–4 s after its populate, in \
+                 both tools, by luck); after the wait every cold run of both tools starts from the same state. ",
+                COLD_SETTLE.as_secs()
+            )
+        } else {
+            String::new()
+        },
         if r.warmup == 0 {
             "No warm-up pairs (`--warmup 0`)".to_owned()
         } else {

@@ -275,6 +275,16 @@ pub fn damon_summary(admin: &Path) -> Option<String> {
     })
 }
 
+/// Whether this machine gives freed memory back to a VM host
+/// ([`free_page_reporting`] says `on…`).
+pub fn reports_free_pages() -> bool {
+    free_page_reporting(
+        Path::new("/sys/bus/virtio/devices"),
+        Path::new("/sys/module/page_reporting/parameters/page_reporting_order"),
+    )
+    .is_some_and(|s| s.starts_with("on"))
+}
+
 /// Whether this machine is a VM guest that hands its free memory back to
 /// the host: a virtio-balloon device (virtio device id 5) under `devices`
 /// (`/sys/bus/virtio/devices`) offering `VIRTIO_BALLOON_F_REPORTING`
