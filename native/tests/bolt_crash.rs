@@ -197,9 +197,10 @@ enum Call {
 
 /// The commit protocol, observed with strace on a child process: for
 /// every commit, the dirty pages (never a meta page, each written once;
-/// in the order the spill makes them, by the commit's writer thread,
-/// where bbolt sorts them), optionally `ftruncate` + `fsync` (growth; bbolt
-/// grows before the page writes, which here overlap the spill), then
+/// sorted as bbolt writes them, or, in a commit big enough for a writer
+/// thread, in the order the spill makes them), with an optional
+/// `ftruncate` + `fsync` (growth) before them, as bbolt does, or after
+/// them when the writer thread wrote them during the spill; then
 /// `fdatasync`, one page-sized write of the meta page `txid % 2`
 /// (alternating), and `fdatasync` (bbolt `tx.go`, `Commit`, `write`,
 /// `writeMeta`).
@@ -271,6 +272,28 @@ fn commits_write_pages_then_sync_then_meta_then_sync() {
     let mut slot = None;
     let mut grew = 0;
     while i < calls.len() {
+        // Growth comes before the page writes (bbolt's order, and ours
+        // when the committing thread writes) or after them (when a
+        // writer thread wrote them during the spill); never both.
+        let mut grow = |i: &mut usize| {
+            if let Some(&Call::Ftruncate(size)) = calls.get(*i) {
+                assert_eq!(
+                    calls.get(*i + 1),
+                    Some(&Call::Fsync),
+                    "ftruncate then fsync"
+                );
+                assert!(
+                    size.is_power_of_two() && size <= 16 << 20,
+                    "growth to {size}"
+                );
+                grew += 1;
+                *i += 2;
+                true
+            } else {
+                false
+            }
+        };
+        let grew_first = grow(&mut i);
         let mut written = std::collections::BTreeSet::new();
         while let Some(&Call::Pwrite { off, len }) = calls.get(i) {
             assert!(off >= 2 * ps, "metas untouched by data: {:?}", calls[i]);
@@ -284,14 +307,8 @@ fn commits_write_pages_then_sync_then_meta_then_sync() {
             i += 1;
         }
         assert!(!written.is_empty(), "commit {commits}: no data pages");
-        if let Some(&Call::Ftruncate(size)) = calls.get(i) {
-            assert_eq!(calls.get(i + 1), Some(&Call::Fsync), "ftruncate then fsync");
-            assert!(
-                size.is_power_of_two() && size <= 16 << 20,
-                "growth to {size}"
-            );
-            grew += 1;
-            i += 2;
+        if !grew_first {
+            grow(&mut i);
         }
         assert_eq!(
             calls.get(i),

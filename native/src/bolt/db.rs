@@ -49,7 +49,7 @@ const FLOCK_RETRY: Duration = Duration::from_millis(50);
 /// (1M keys, batches of 1000, ~4 MiB dirty per commit): 64 KiB to 1 MiB
 /// all gave 43k-52k puts/s against 36k-43k without; 4 MiB, about one
 /// start per commit, gave nothing.
-const WRITEBACK_BATCH: usize = 256 * 1024;
+pub(crate) const WRITEBACK_BATCH: usize = 256 * 1024;
 
 /// Options for [`Db::open`], named after bbolt's `Options`.
 ///

@@ -497,9 +497,15 @@ impl<'db> WriteTx<'db> {
         let opts = self.db.options();
         let db = self.db;
         // Pages are written by a second thread while the tree is still
-        // being spilled (see `Db::write_pages`); a test's simulated crash
-        // needs the one-thread order.
-        let pipelined = !super::failpoint::armed();
+        // being spilled (see `Db::write_pages`) when that can pay: the
+        // commit syncs (without fdatasync there is nothing to overlap)
+        // and its materialised nodes fill at least one writeback batch
+        // (starting a thread costs 20-100 us here, a one-put commit
+        // without sync ~18 us in all). A test's simulated crash needs the
+        // one-thread order.
+        let pipelined = !opts.no_sync
+            && !super::failpoint::armed()
+            && self.st.arena.nodes.len() * self.st.ps >= super::db::WRITEBACK_BATCH;
         let result = std::thread::scope(|s| {
             let writer = pipelined.then(|| {
                 let (tx, rx) = std::sync::mpsc::channel();
