@@ -641,7 +641,8 @@ impl Db {
                 .map_err(self.io("pwrite"))?;
             end = end.max(off + buf.len() as u64);
             unstarted += buf.len();
-            if unstarted >= WRITEBACK_BATCH && !self.opts.no_sync {
+            // Only synced commits get this thread (`WriteTx::commit`).
+            if unstarted >= WRITEBACK_BATCH {
                 unstarted = 0;
                 crate::io::start_writeback(&self.file);
             }

@@ -481,11 +481,13 @@ impl<'db> WriteTx<'db> {
             .problems
     }
 
-    /// Commit (bbolt `Tx.Commit`): rebalance, spill (a writer thread
-    /// writes each dirty page as it is made, see `Db::write_pages`), write
-    /// the freelist (unless `no_freelist_sync`), grow the file, fdatasync,
-    /// write the meta page to page `txid % 2`, fdatasync. On error nothing visible changed: the previous snapshot
-    /// stays current and the in-memory freelist is restored.
+    /// Commit (bbolt `Tx.Commit`): rebalance, spill, write the freelist
+    /// (unless `no_freelist_sync`), grow the file, write the dirty pages
+    /// (in a big synced commit, a writer thread writes each as the spill
+    /// makes it, see `Db::write_pages`), fdatasync, write the meta page to
+    /// page `txid % 2`, fdatasync. On error nothing visible changed: the
+    /// previous snapshot stays current and the in-memory freelist is
+    /// restored.
     ///
     /// # Errors
     /// [`Error::Io`] (write, sync, resize), [`Error::Map`] (remap), or a
