@@ -104,8 +104,8 @@ impl Machine {
                 .and_then(|s| bracketed(&s)),
             proactive_reclaim: damon_summary(Path::new("/sys/kernel/mm/damon/admin")),
             free_page_reporting: free_page_reporting(
-                Path::new("/sys/bus/virtio/devices"),
-                Path::new("/sys/module/page_reporting/parameters/page_reporting_order"),
+                Path::new(VIRTIO_DEVICES),
+                Path::new(PAGE_REPORTING_ORDER),
             ),
             loadavg: loadavg(),
             go_version: first_line_of("go", &["version"]),
@@ -275,14 +275,15 @@ pub fn damon_summary(admin: &Path) -> Option<String> {
     })
 }
 
+/// Where the virtio devices and the free page reporting block order are.
+const VIRTIO_DEVICES: &str = "/sys/bus/virtio/devices";
+const PAGE_REPORTING_ORDER: &str = "/sys/module/page_reporting/parameters/page_reporting_order";
+
 /// Whether this machine gives freed memory back to a VM host
 /// ([`free_page_reporting`] says `on…`).
 pub fn reports_free_pages() -> bool {
-    free_page_reporting(
-        Path::new("/sys/bus/virtio/devices"),
-        Path::new("/sys/module/page_reporting/parameters/page_reporting_order"),
-    )
-    .is_some_and(|s| s.starts_with("on"))
+    free_page_reporting(Path::new(VIRTIO_DEVICES), Path::new(PAGE_REPORTING_ORDER))
+        .is_some_and(|s| s.starts_with("on"))
 }
 
 /// Whether this machine is a VM guest that hands its free memory back to
