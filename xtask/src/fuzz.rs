@@ -14,13 +14,15 @@ Builds every fuzz target of fuzz/ with cargo-fuzz (`cargo fuzz build
 --sanitizer none`, which works on the stable toolchain; `--sanitizer
 address` builds with AddressSanitizer through RUSTC_BOOTSTRAP=1) and runs
 the named targets (all by default) one after the other for --time seconds
-each. Each run starts from the checked-in seeds (fuzz/seeds/TARGET) and the
+each (--jobs N runs N processes of each target side by side, one per core,
+sharing its corpus). Each run starts from the checked-in seeds (fuzz/seeds/TARGET) and the
 local corpus (fuzz/corpus/TARGET, kept between runs, not in git), with
 libFuzzer's limits: -rss_limit_mb, -malloc_limit_mb, -timeout per input,
 -max_len per target. Prints the executions reached per target and, on a
 crash, hang or out-of-memory, the path of the reproducer
 (fuzz/artifacts/TARGET/...) and how to replay it; exits non-zero when any
-target failed. Logs: target/fuzz-logs/TARGET.log; every run also adds a
+target failed. Logs: target/fuzz-logs/TARGET.log (TARGET.2.log … for the
+other jobs); every run also adds a
 line to target/fuzz-logs/ledger.tsv, and the summary ends with the
 executions per target summed over it (the lifetime count of this
 checkout).
@@ -56,6 +58,10 @@ pub struct FuzzArgs {
     /// libFuzzer's RSS limit per process, in MiB.
     #[arg(long, default_value_t = 2048)]
     rss_limit_mb: u64,
+    /// Processes per target, run side by side on one shared corpus (each
+    /// with its own log: TARGET.log, TARGET.2.log, …, and ledger line).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    jobs: u32,
     /// Targets to run (default: all).
     targets: Vec<String>,
 }
@@ -167,6 +173,59 @@ fn ledger_totals(text: &str) -> std::collections::BTreeMap<String, (u64, u64, f6
     m
 }
 
+/// One finished fuzzer process.
+struct Run<'a> {
+    target: &'a str,
+    log_path: &'a Path,
+    started: Instant,
+    status: std::process::ExitStatus,
+    logs: &'a Path,
+    fuzz: &'a Path,
+    sanitizer: &'a str,
+}
+
+/// Read a finished run's log: print its summary row, add its ledger line
+/// and, when it failed, say why and where the reproducer is.
+fn finish_run(r: &Run<'_>, rows: &mut Vec<String>, failed: &mut Vec<String>) {
+    let (t, st) = (r.target, r.status);
+    let mut o = parse_log(&std::fs::read_to_string(r.log_path).unwrap_or_default());
+    o.seconds = r.started.elapsed().as_secs_f64();
+    #[allow(clippy::cast_precision_loss)]
+    let rate = o.execs as f64 / o.seconds.max(1e-9);
+    let line = format!(
+        "{t:<14} {:>12} execs in {:>6.1} s ({rate:>9.0}/s){}",
+        o.execs,
+        o.seconds,
+        if st.success() { "" } else { "  FAILED" }
+    );
+    println!("{line}");
+    rows.push(line);
+    ledger_append(r.logs, t, o.execs, o.seconds, st.success());
+    if st.success() {
+        return;
+    }
+    let what = o.reason.clone().unwrap_or_else(|| format!("exit {st}"));
+    match &o.artifact {
+        Some(a) => {
+            eprintln!(
+                "xtask: {t} failed: {what}\n  reproducer: {a}\n  replay: (cd fuzz && cargo fuzz run -s {} {t} {a})",
+                r.sanitizer
+            );
+            // The artifact dies with a CI checkout: print it, so the log
+            // alone is enough to rebuild the regression test.
+            if let Ok(bytes) = std::fs::read(r.fuzz.join(a)) {
+                eprintln!(
+                    "  input ({} bytes, Rust byte-string escapes): b\"{}\"",
+                    bytes.len(),
+                    bytes.escape_ascii()
+                );
+            }
+        }
+        None => eprintln!("xtask: {t} failed: {what} (see {})", r.log_path.display()),
+    }
+    failed.push(format!("{t}: {what}: {}", o.artifact.unwrap_or_default()));
+}
+
 /// Build and run the targets.
 ///
 /// # Errors
@@ -232,66 +291,55 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
         let artifacts = fuzz.join("artifacts").join(t);
         std::fs::create_dir_all(&corpus)?;
         std::fs::create_dir_all(&artifacts)?;
-        let log_path = logs.join(format!("{t}.log"));
-        let log = std::fs::File::create(&log_path)?;
-        let mut cmd = Command::new(bin_dir.join(t));
-        cmd.current_dir(&fuzz)
-            .arg(format!("-max_total_time={}", args.time))
-            .arg(format!("-rss_limit_mb={}", args.rss_limit_mb))
-            .arg(format!("-malloc_limit_mb={}", args.rss_limit_mb))
-            .arg("-timeout=20")
-            .arg(format!("-max_len={max_len}"))
-            .arg("-print_final_stats=1")
-            .arg(format!("-artifact_prefix={}/", artifacts.display()));
-        let dict = fuzz.join("dicts").join(format!("{t}.dict"));
-        if dict.exists() {
-            cmd.arg(format!("-dict={}", dict.display()));
-        }
-        cmd.arg(&corpus).arg(fuzz.join("seeds").join(t));
-        cmd.stdout(log.try_clone()?).stderr(log);
-        eprintln!(
-            "xtask: fuzzing {t} for {} s (log {})",
-            args.time,
-            log_path.display()
-        );
-        let started = Instant::now();
-        let st = cmd
-            .status()
-            .with_context(|| format!("running {}", bin_dir.join(t).display()))?;
-        let mut o = parse_log(&std::fs::read_to_string(&log_path).unwrap_or_default());
-        o.seconds = started.elapsed().as_secs_f64();
-        #[allow(clippy::cast_precision_loss)]
-        let rate = o.execs as f64 / o.seconds.max(1e-9);
-        let line = format!(
-            "{t:<14} {:>12} execs in {:>6.1} s ({rate:>9.0}/s){}",
-            o.execs,
-            o.seconds,
-            if st.success() { "" } else { "  FAILED" }
-        );
-        println!("{line}");
-        rows.push(line);
-        ledger_append(&logs, t, o.execs, o.seconds, st.success());
-        if !st.success() {
-            let what = o.reason.clone().unwrap_or_else(|| format!("exit {st}"));
-            match &o.artifact {
-                Some(a) => {
-                    eprintln!(
-                        "xtask: {t} failed: {what}\n  reproducer: {a}\n  replay: (cd fuzz && cargo fuzz run -s {} {t} {a})",
-                        args.sanitizer
-                    );
-                    // The artifact dies with a CI checkout: print it, so the
-                    // log alone is enough to rebuild the regression test.
-                    if let Ok(bytes) = std::fs::read(fuzz.join(a)) {
-                        eprintln!(
-                            "  input ({} bytes, Rust byte-string escapes): b\"{}\"",
-                            bytes.len(),
-                            bytes.escape_ascii()
-                        );
-                    }
-                }
-                None => eprintln!("xtask: {t} failed: {what} (see {})", log_path.display()),
+        // Spawn every job of this target, then wait for them all.
+        let mut running = Vec::new();
+        for job in 1..=args.jobs {
+            let log_path = if job == 1 {
+                logs.join(format!("{t}.log"))
+            } else {
+                logs.join(format!("{t}.{job}.log"))
+            };
+            let log = std::fs::File::create(&log_path)?;
+            let mut cmd = Command::new(bin_dir.join(t));
+            cmd.current_dir(&fuzz)
+                .arg(format!("-max_total_time={}", args.time))
+                .arg(format!("-rss_limit_mb={}", args.rss_limit_mb))
+                .arg(format!("-malloc_limit_mb={}", args.rss_limit_mb))
+                .arg("-timeout=20")
+                .arg(format!("-max_len={max_len}"))
+                .arg("-print_final_stats=1")
+                .arg(format!("-artifact_prefix={}/", artifacts.display()));
+            let dict = fuzz.join("dicts").join(format!("{t}.dict"));
+            if dict.exists() {
+                cmd.arg(format!("-dict={}", dict.display()));
             }
-            failed.push(format!("{t}: {what}: {}", o.artifact.unwrap_or_default()));
+            cmd.arg(&corpus).arg(fuzz.join("seeds").join(t));
+            cmd.stdout(log.try_clone()?).stderr(log);
+            eprintln!(
+                "xtask: fuzzing {t} for {} s (log {})",
+                args.time,
+                log_path.display()
+            );
+            let child = cmd
+                .spawn()
+                .with_context(|| format!("running {}", bin_dir.join(t).display()))?;
+            running.push((child, log_path, Instant::now()));
+        }
+        for (mut child, log_path, started) in running {
+            let st = child.wait().context("waiting for a fuzzer")?;
+            finish_run(
+                &Run {
+                    target: t,
+                    log_path: &log_path,
+                    started,
+                    status: st,
+                    logs: &logs,
+                    fuzz: &fuzz,
+                    sanitizer: &args.sanitizer,
+                },
+                &mut rows,
+                &mut failed,
+            );
         }
     }
     println!(
