@@ -17,7 +17,7 @@ use crate::error::{At, Error, Result};
 use crate::source::PageSource;
 
 use super::file::{BoltFile, MAX_DEPTH};
-use super::page::{BRANCH_PAGE, BucketHeader, Page};
+use super::page::{BRANCH_PAGE, BucketHeader, LEAF_PAGE, Page};
 
 /// One key/value pair as a cursor returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -392,7 +392,16 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     /// is still announced ahead of it, announce the next `window` leaves
     /// (those not announced yet). Advisory: a fault met here stops the
     /// hints, and the scan itself reports it when it gets there.
+    #[inline]
     fn on_leaf(&mut self) {
+        if self.prefetch.is_some() {
+            self.announce();
+        }
+    }
+
+    /// The body of [`Cursor::on_leaf`] for a prefetching cursor (kept out
+    /// of line: a plain scan pays one test per leaf).
+    fn announce(&mut self) {
         let Some(pf) = &mut self.prefetch else {
             return;
         };
@@ -768,10 +777,50 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
             if let Some(top) = self.stack.last_mut() {
                 top.index = i.min(count.saturating_sub(1));
             }
-            if stopped || !self.advance()? {
+            if stopped {
+                return Ok(());
+            }
+            if !self.next_sibling_leaf() && !self.advance()? {
                 return Ok(());
             }
         }
+    }
+
+    /// The scan's common step: the leaf on top is done and its parent
+    /// branch has a next child that is a well-formed leaf. Replace the top
+    /// frame with that leaf in place (what `advance` does through a pop,
+    /// a descent and a push, with the same checks: the pages-entered bound
+    /// and `tree_page_fast`'s header validation). Returns `false`, having
+    /// changed nothing, whenever the step is anything else (the parent is
+    /// exhausted, the child is a branch, an empty leaf or damaged), and
+    /// the caller takes the general path, which also names any fault.
+    #[inline]
+    fn next_sibling_leaf(&mut self) -> bool {
+        let n = self.stack.len();
+        if n < 2 || self.entered >= self.file.file_pages() {
+            return false;
+        }
+        let parent = &self.stack[n - 2];
+        if parent.page.header.flags != BRANCH_PAGE {
+            return false;
+        }
+        let next = parent.index + 1;
+        let Some(page) = parent
+            .page
+            .branch_child(next)
+            .and_then(|child| self.file.tree_page_fast(child))
+        else {
+            return false;
+        };
+        if page.header.flags != LEAF_PAGE || page.count() == 0 {
+            return false;
+        }
+        self.entered += 1;
+        self.stack[n - 2].index = next;
+        self.stack[n - 1] = Frame { page, index: 0 };
+        self.on_leaf();
+        self.cache_ahead(false);
+        true
     }
 
     /// Move to the previous item; `None` before the first one.
