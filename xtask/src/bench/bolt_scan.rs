@@ -35,7 +35,8 @@ alternately (A B, B A, A B, …, --runs pairs):
   ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
 Cells: cold (xtask fsyncs and posix_fadvise(DONTNEED)s the whole file before
 every single run) and warm (xtask evicts it, then reads it whole once before
-every run), each with and without MAP_POPULATE. Then the limits: a cold O_DIRECT
+every pair: both runs of a pair scan the same page cache), each with and
+without MAP_POPULATE. Then the limits: a cold O_DIRECT
 sequential read and a cached read() of the file (1 MiB buffer), and
 `inspector residency` on a 64 GiB sparse file. The oracle comes from the
 first shared/ beside the workspace or above it, or from $MAPWISE_SHARED.
@@ -45,10 +46,19 @@ about 4000 keys, 8 MiB) unless --size is given.
 See `cargo xtask bench --help` for the report.";
 
 /// Timed pairs a warm cell runs at least, whatever `--runs` says. A warm
-/// 2 GiB scan takes ~0.1 s but varies up to 5x from one reset to the next
-/// in both tools alike (50-490 ms ours, 69-570 ms Go, measured at aaf8f8d:
-/// the page table and TLB cost of the folios the warming read leaves), so
-/// three pairs decide nothing; nine cost seconds. A cold pair costs 90 s.
+/// 2 GiB scan takes ~0.05 s but varies up to 15x from one reset to the
+/// next in both tools alike (42-770 ms ours, 69-234 ms Go in one cell at
+/// 152df4f). The slow resets are mostly those whose warming read itself
+/// was slow (4-5 s against 1.3-1.8 s for 2 GiB): on a VM that reports
+/// free pages to its host, the memory the read lands in may have gone
+/// back to the host and be faulted in again there, in small host pages
+/// that make every TLB miss of the scan dearer. So the two runs of a warm
+/// pair share one reset (evict, read whole; the second run only re-checks
+/// residency and shows a prep time of 0): each pair compares both tools
+/// on the same memory, and the ratio, taken pair by pair, no longer mixes
+/// two draws of it (at 152df4f, with a reset per run, the pair ratios
+/// spread 0.21-3.65 around a 0.75 median while the medians of the times
+/// stood at 0.46). Nine pairs cost seconds; a cold pair costs 90 s.
 pub(super) const WARM_MIN_RUNS: usize = 9;
 
 /// Wait after a cold reset before the run, on a machine that reports
@@ -602,6 +612,8 @@ pub(super) fn run_cell(
     let settle = (spec.cache == CacheState::Cold && super::machine::reports_free_pages())
         .then_some(COLD_SETTLE);
     let phase = std::cell::Cell::new("warm-up");
+    // The (phase, run) whose warm reset the next run may share.
+    let reset_for = std::cell::Cell::new(None);
     let mut before = |side, run| {
         let who = if side == alternate::Side::A {
             "ours"
@@ -610,7 +622,18 @@ pub(super) fn run_cell(
         };
         let of = if phase.get() == "run" { runs } else { warmup };
         progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
-        let prep = alternate::prepare(file_path, spec.cache)?;
+        // A warm pair shares one reset: see `WARM_MIN_RUNS`.
+        let second_of_pair = spec.cache == CacheState::Warm
+            && reset_for.replace(Some((phase.get(), run))) == Some((phase.get(), run));
+        let prep = if second_of_pair {
+            Prepared {
+                state: spec.cache,
+                prep_s: 0.0,
+                resident: pagecache::resident_fraction(file_path)?,
+            }
+        } else {
+            alternate::prepare(file_path, spec.cache)?
+        };
         if let Some(wait) = settle {
             std::thread::sleep(wait);
         }
@@ -1052,16 +1075,19 @@ fn render(r: &Results) -> String {
         o,
         "- **cold**: before every single run (ours and Go alike) xtask itself opens the file, `fsync`s it and calls \
          `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` over the whole file; the tools' own `--cold` is not used. \
-         **warm**: before every single run xtask evicts the file as for cold, then reads it whole once with \
+         **warm**: before every pair (the two runs of a pair share it) xtask evicts the file as for cold, then reads it whole once with \
          `read(2)` into a 1 MiB buffer, so every warm run starts from the same page cache: the folios a \
          sequential read leaves (large ones, with read-ahead), which a mapping maps a folio per fault, not \
          the single pages a previous `MADV_RANDOM` scan left, mapped 16 per fault (a warm 2 GiB scan: \
          ~1.4k against ~33k faults, ~60 against ~140 ms). \
          After each reset xtask measures the resident fraction with `mincore` (column *resident at start*). \
          {}\
-         A warm cell runs at least {WARM_MIN_RUNS} pairs: a warm scan takes a tenth of a second, but from one reset \
-         to the next it varies up to 5× in both tools alike (the page-table and TLB cost of the folios the \
-         warming read happened to leave), so a median of three pairs is a coin toss.\n\
+         A warm cell runs at least {WARM_MIN_RUNS} pairs, and both runs of a pair share one reset (the second \
+         shows a prep time of 0): a warm scan takes a twentieth of a second, but from one reset to the next it \
+         varies up to 15× in both tools alike, mostly after a warming read that was itself slow (the memory it \
+         landed in had gone back to the VM host and was faulted in again there, in small host pages that make \
+         every TLB miss of the scan dearer). A reset per run made each pair ratio a ratio of two draws of that \
+         state; sharing it compares both tools on the same memory.\n\
          - **MAP_POPULATE**: `--populate` on both tools (bbolt `Options.MmapFlags = syscall.MAP_POPULATE`); \
          both map with `madvise(MADV_RANDOM)` after `mmap`, as bbolt does.\n\
          - **took** = open + scan as each tool times itself (Go: `took:` line, printed in whole ms; ours: `took_s`). \

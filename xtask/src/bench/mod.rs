@@ -80,9 +80,9 @@ bolt-scan: the MAP_POPULATE experiment of boltdb/bolt issue 455, ours vs Go
     cold  before every single run xtask itself fsyncs the file and calls
           posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) over the whole file
           (checked with mincore: the resident fraction is reported)
-    warm  before every single run xtask evicts the file, then reads it
-          whole once (read(2), 1 MiB buffer): the same page cache, folio
-          sizes included, before every run
+    warm  before every pair xtask evicts the file, then reads it whole
+          once (read(2), 1 MiB buffer): both runs of a pair scan the same
+          page cache, folio sizes and host backing included
   each with and without MAP_POPULATE. Commands timed:
     ours  target/release/mapwise bolt traverse FILE [--populate] --json
     Go    ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
