@@ -849,12 +849,13 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         self.cache_ahead(true);
         let past_end = self.stack.last().is_some_and(|t| t.index >= t.page.count());
         if past_end {
-            // The key is beyond this leaf: the answer is the next leaf's
-            // first element.
+            // The key is beyond this leaf (or the leaf is empty): the
+            // answer is the first element of the next non-empty leaf, as
+            // bbolt's `Cursor.Seek` calls `next` (which skips empty pages).
             if let Some(top) = self.stack.last_mut() {
                 top.index = top.page.count().saturating_sub(1);
             }
-            if self.stack.last().is_some_and(|t| t.page.count() == 0) || !self.advance()? {
+            if !self.advance()? {
                 self.stack.clear();
                 return Ok(None);
             }
