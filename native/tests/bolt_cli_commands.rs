@@ -431,6 +431,59 @@ fn compact_writes_a_file_go_reads_back_the_same() {
     assert!(!dst.exists(), "a failed compact left {}", dst.display());
 }
 
+/// A branch element of bucket `bench` pointing back at the page that
+/// lists the top-level buckets nests `bench` in itself, level after level
+/// (bbolt's compact copies until the depth limit: about 200 MB and 30 s
+/// from a 3 MB file). compact refuses the source after its check, at
+/// once, and creates no output; the oracle's check sees the damage too.
+#[test]
+fn compact_refuses_a_source_whose_bucket_nests_in_itself() {
+    let dir = tempdir();
+    let src = dir.path().join("deep.db");
+    oracle(&[
+        "bench",
+        s(&src),
+        "--write-mode",
+        "rnd",
+        "--read-mode",
+        "seq",
+        "--count",
+        "3000",
+        "--batch-size",
+        "100",
+        "--key-size",
+        "400",
+        "--value-size",
+        "10",
+        "--page-size",
+        "1024",
+        "--no-sync",
+    ]);
+    let (metas, current) = go_info(s(&src));
+    let root: u64 = metas[&current]["root"].parse().expect("root pgid");
+    let (branch, (_, items, _)) = go_pages(s(&src))
+        .into_iter()
+        .find(|(_, (kind, items, _))| kind == "branch" && *items > 1)
+        .expect("a branch page");
+    let mut bytes = std::fs::read(&src).expect("read");
+    // Branch element `items - 1`: pos u32, ksize u32, pgid u64.
+    let at = usize::try_from(branch * 1024 + 16 + 16 * (items - 1) + 8).expect("offset");
+    bytes[at..at + 8].copy_from_slice(&root.to_le_bytes());
+    let bad = dir.path().join("nested.db");
+    std::fs::write(&bad, &bytes).expect("write");
+    let (go_ok, _, _) = oracle_run(&["check", s(&bad), "--raw-only"]);
+    assert!(!go_ok, "Go bbolt should reject the damaged source");
+    let dst = dir.path().join("nested-compact.db");
+    let started = std::time::Instant::now();
+    let o = run_mapwise(&["bolt", "compact", "-o", s(&dst), s(&bad)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("the source fails check"), "{}", text(&o));
+    assert!(!dst.exists(), "a refused compact left {}", dst.display());
+    // No copying happened: the check alone is milliseconds here (bounded
+    // loosely, a slow CI machine included; the copy took 30 s).
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
 /// The oracle's `pages` table: id → (type, items, overflow).
 fn go_pages(p: &str) -> BTreeMap<u64, (String, u64, u64)> {
     String::from_utf8(oracle(&["pages", p]))
