@@ -91,6 +91,9 @@ struct Outcome {
     seconds: f64,
     artifact: Option<String>,
     reason: Option<String>,
+    /// libFuzzer stopped on SIGINT/SIGTERM ("run interrupted"): the
+    /// executions count, and nothing was found.
+    interrupted: bool,
 }
 
 fn parse_log(log: &str) -> Outcome {
@@ -105,6 +108,8 @@ fn parse_log(log: &str) -> Outcome {
             if let Some(n) = w.next().and_then(|n| n.parse().ok()) {
                 o.execs = o.execs.max(n);
             }
+        } else if line.starts_with("==") && line.contains("libFuzzer: run interrupted") {
+            o.interrupted = true;
         } else if let Some(i) = line.find("Test unit written to ") {
             o.artifact = Some(line[i + "Test unit written to ".len()..].trim().to_owned());
         } else if line.starts_with("==") && line.contains("ERROR: libFuzzer:") {
@@ -130,19 +135,16 @@ fn parse_log(log: &str) -> Outcome {
 }
 
 /// The ledger of every run in this checkout: one tab-separated line per
-/// run (unix time, target, executions, seconds, `ok`/`failed`), so the
+/// run (unix time, target, executions, seconds, `ok`/`failed`/`interrupted`), so the
 /// executions reached per target add up across sessions.
 const LEDGER: &str = "ledger.tsv";
 
-fn ledger_append(logs: &Path, target: &str, execs: u64, seconds: f64, ok: bool) {
+fn ledger_append(logs: &Path, target: &str, execs: u64, seconds: f64, status: &str) {
     use std::io::Write;
     let when = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let line = format!(
-        "{when}\t{target}\t{execs}\t{seconds:.1}\t{}\n",
-        if ok { "ok" } else { "failed" }
-    );
+    let line = format!("{when}\t{target}\t{execs}\t{seconds:.1}\t{status}\n");
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -192,16 +194,29 @@ fn finish_run(r: &Run<'_>, rows: &mut Vec<String>, failed: &mut Vec<String>) {
     o.seconds = r.started.elapsed().as_secs_f64();
     #[allow(clippy::cast_precision_loss)]
     let rate = o.execs as f64 / o.seconds.max(1e-9);
+    // An interrupted run (Ctrl-C, or SIGINT to stop a long run early)
+    // exits non-zero without having found anything.
+    let status = if st.success() {
+        "ok"
+    } else if o.interrupted && o.artifact.is_none() {
+        "interrupted"
+    } else {
+        "failed"
+    };
     let line = format!(
         "{t:<14} {:>12} execs in {:>6.1} s ({rate:>9.0}/s){}",
         o.execs,
         o.seconds,
-        if st.success() { "" } else { "  FAILED" }
+        match status {
+            "ok" => "",
+            "interrupted" => "  (interrupted)",
+            _ => "  FAILED",
+        }
     );
     println!("{line}");
     rows.push(line);
-    ledger_append(r.logs, t, o.execs, o.seconds, st.success());
-    if st.success() {
+    ledger_append(r.logs, t, o.execs, o.seconds, status);
+    if status != "failed" {
         return;
     }
     let what = o.reason.clone().unwrap_or_else(|| format!("exit {st}"));
@@ -439,5 +454,12 @@ artifact_prefix='/x/'; Test unit written to /x/crash-abc
         assert_eq!(t.len(), 1);
         assert_eq!(t["bolt_file"], (2, 150, 90.5));
         assert_eq!(parse_log(signal).reason.as_deref(), Some("deadly signal"));
+        assert!(!parse_log(signal).interrupted);
+        // SIGINT: libFuzzer prints this, its final stats, and exits 72.
+        let stopped = "==77== libFuzzer: run interrupted; exiting\n\
+stat::number_of_executed_units: 99\n";
+        let o = parse_log(stopped);
+        assert!(o.interrupted && o.artifact.is_none() && o.reason.is_none());
+        assert_eq!(o.execs, 99);
     }
 }
