@@ -153,13 +153,10 @@ impl Db {
 
 /// [`Error::Corrupt`] when snapshot `src` fails [`Tx::check`].
 fn refuse_damaged(src: &Tx<'_>) -> Result<()> {
-    let problems = src.check();
-    match problems.first() {
+    match super::error::check_summary(&src.check()) {
         None => Ok(()),
-        Some(first) => Err(Error::Corrupt(format!(
-            "the source fails check ({} error{}, the first: {first}); nothing copied",
-            problems.len(),
-            if problems.len() == 1 { "" } else { "s" }
+        Some(summary) => Err(Error::Corrupt(format!(
+            "the source fails check ({summary}); nothing copied"
         ))),
     }
 }

@@ -137,6 +137,20 @@ pub enum Error {
 /// Result with the engine's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Summary of a failed [`super::Tx::check`] for a refusal: `N error(s),
+/// the first: …`; `None` when `problems` is empty (the check passed).
+/// Used by every writer that refuses a damaged file (compact, the CLI's
+/// put and del).
+#[must_use]
+pub fn check_summary(problems: &[mapwise_core::Error]) -> Option<String> {
+    let first = problems.first()?;
+    let n = problems.len();
+    Some(format!(
+        "{n} error{}, the first: {first}",
+        if n == 1 { "" } else { "s" }
+    ))
+}
+
 /// The bbolt error for an open that found no usable meta page: bbolt
 /// returns meta page 0's fault (`db.go`, `DB.mmap`), named as its
 /// `Meta.Validate` names it.

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use mapwise_native::bolt::{Db, Options, WriteTx};
+use mapwise_native::bolt::{Db, Options, WriteTx, check_summary};
 use mapwise_native::io::QuietSource;
 
 use super::bytefmt::{self, Format, Parse};
@@ -149,16 +149,13 @@ fn open_write(file: &Path, timeout: f64) -> Result<Db> {
 /// pay for the walk (about the cost of `mapwise bolt check`) to leave a
 /// damaged file exactly as it was.
 fn refuse_damaged(tx: &WriteTx<'_>, file: &Path) -> Result<()> {
-    let problems = tx.check();
-    let Some(first) = problems.first() else {
+    let Some(summary) = check_summary(&tx.check()) else {
         return Ok(());
     };
     Err(anyhow::Error::new(Problem(format!(
-        "{}: the file fails check ({} error{}, the first: {first}); nothing written \
+        "{}: the file fails check ({summary}); nothing written \
          (`mapwise bolt check` lists them)",
         file.display(),
-        problems.len(),
-        if problems.len() == 1 { "" } else { "s" },
     ))))
 }
 
