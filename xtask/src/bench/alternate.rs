@@ -84,6 +84,23 @@ pub fn prepare(file: &Path, state: CacheState) -> Result<Prepared> {
     })
 }
 
+/// Re-measures a cache state another run just prepared, without
+/// resetting it: for the second run of a pair that shares the first one's
+/// reset (`prep_s` is 0).
+pub fn recheck(file: &Path, state: CacheState) -> Result<Prepared> {
+    Ok(Prepared {
+        state,
+        prep_s: 0.0,
+        resident: pagecache::resident_fraction(file)?,
+    })
+}
+
+/// The side that runs first in pair `run` (from 1): A in odd pairs, B in
+/// even ones.
+pub fn first_in_pair(run: usize) -> Side {
+    if run % 2 == 1 { Side::A } else { Side::B }
+}
+
 /// One pair of runs.
 #[derive(Debug, Serialize)]
 pub struct Pair<T> {
@@ -107,7 +124,7 @@ pub fn alternate<P, T>(
 ) -> Result<Vec<Pair<T>>> {
     let mut pairs = Vec::with_capacity(runs);
     for run in 1..=runs {
-        let (ra, rb) = if run % 2 == 1 {
+        let (ra, rb) = if first_in_pair(run) == Side::A {
             let p = before(Side::A, run)?;
             let ra = a(run, p)?;
             let p = before(Side::B, run)?;

@@ -612,8 +612,6 @@ pub(super) fn run_cell(
     let settle = (spec.cache == CacheState::Cold && super::machine::reports_free_pages())
         .then_some(COLD_SETTLE);
     let phase = std::cell::Cell::new("warm-up");
-    // The (phase, run) whose warm reset the next run may share.
-    let reset_for = std::cell::Cell::new(None);
     let mut before = |side, run| {
         let who = if side == alternate::Side::A {
             "ours"
@@ -623,14 +621,8 @@ pub(super) fn run_cell(
         let of = if phase.get() == "run" { runs } else { warmup };
         progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
         // A warm pair shares one reset: see `WARM_MIN_RUNS`.
-        let second_of_pair = spec.cache == CacheState::Warm
-            && reset_for.replace(Some((phase.get(), run))) == Some((phase.get(), run));
-        let prep = if second_of_pair {
-            Prepared {
-                state: spec.cache,
-                prep_s: 0.0,
-                resident: pagecache::resident_fraction(file_path)?,
-            }
+        let prep = if spec.cache == CacheState::Warm && side != alternate::first_in_pair(run) {
+            alternate::recheck(file_path, spec.cache)?
         } else {
             alternate::prepare(file_path, spec.cache)?
         };
