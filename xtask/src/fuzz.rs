@@ -139,12 +139,15 @@ fn parse_log(log: &str) -> Outcome {
 /// executions reached per target add up across sessions.
 const LEDGER: &str = "ledger.tsv";
 
-fn ledger_append(logs: &Path, target: &str, execs: u64, seconds: f64, status: &str) {
+fn ledger_append(logs: &Path, target: &str, execs: u64, seconds: f64, status: RunStatus) {
     use std::io::Write;
     let when = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let line = format!("{when}\t{target}\t{execs}\t{seconds:.1}\t{status}\n");
+    let line = format!(
+        "{when}\t{target}\t{execs}\t{seconds:.1}\t{}\n",
+        status.name()
+    );
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -175,6 +178,27 @@ fn ledger_totals(text: &str) -> std::collections::BTreeMap<String, (u64, u64, f6
     m
 }
 
+/// How a fuzzer process ended, as the ledger records it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RunStatus {
+    Ok,
+    /// Stopped with SIGINT (libFuzzer exits 72): nothing was found.
+    Interrupted,
+    /// A crash, hang, OOM or any other non-zero exit.
+    Failed,
+}
+
+impl RunStatus {
+    /// The ledger's word.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Interrupted => "interrupted",
+            Self::Failed => "failed",
+        }
+    }
+}
+
 /// One finished fuzzer process.
 struct Run<'a> {
     target: &'a str,
@@ -197,26 +221,26 @@ fn finish_run(r: &Run<'_>, rows: &mut Vec<String>, failed: &mut Vec<String>) {
     // An interrupted run (Ctrl-C, or SIGINT to stop a long run early)
     // exits non-zero without having found anything.
     let status = if st.success() {
-        "ok"
+        RunStatus::Ok
     } else if o.interrupted && o.artifact.is_none() {
-        "interrupted"
+        RunStatus::Interrupted
     } else {
-        "failed"
+        RunStatus::Failed
     };
     let line = format!(
         "{t:<14} {:>12} execs in {:>6.1} s ({rate:>9.0}/s){}",
         o.execs,
         o.seconds,
         match status {
-            "ok" => "",
-            "interrupted" => "  (interrupted)",
-            _ => "  FAILED",
+            RunStatus::Ok => "",
+            RunStatus::Interrupted => "  (interrupted)",
+            RunStatus::Failed => "  FAILED",
         }
     );
     println!("{line}");
     rows.push(line);
     ledger_append(r.logs, t, o.execs, o.seconds, status);
-    if status != "failed" {
+    if status != RunStatus::Failed {
         return;
     }
     let what = o.reason.clone().unwrap_or_else(|| format!("exit {st}"));
