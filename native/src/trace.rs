@@ -8,6 +8,13 @@
 //! starts, may grow, shrink, or be replaced by a rename: each sample
 //! re-checks the path's identity and re-opens it when it changed; while
 //! the path is missing no frame is written.
+//!
+//! A sample is not free: mincore walks the page cache page by page, about
+//! 25 ms of system time for a 2 GiB file on the bench VM. Sampling such a
+//! file every 50 ms took half of one of its two CPUs from the very run
+//! being recorded, so the recorder caps itself at [`MAX_DUTY`] of one CPU
+//! and samples a large file less often than asked (the frames carry their
+//! own times, so a replay is still true to the clock).
 
 use std::fs::File;
 use std::io::{self, Write as _};
@@ -21,6 +28,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use mapwise_core::trace::{Frame, Header, Trace, encode_frame, encode_header};
 
 use crate::residency::{self, os_page_size};
+
+/// The largest share of one CPU a recording takes: after a sample that
+/// took `t`, the next one waits at least `t × (1 / MAX_DUTY − 1)` even when
+/// the interval asked for less (5 %: ~0.5 s between samples of a 2 GiB
+/// file; files up to ~100 MiB keep a 50 ms interval).
+pub const MAX_DUTY: f64 = 0.05;
 
 /// What a finished recording wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,9 +60,12 @@ fn to_io(e: impl std::fmt::Display) -> io::Error {
 
 impl Recorder {
     /// Create the trace file `out` (truncating it), write its header (with
-    /// `file` made absolute) and start sampling `file` every `interval` (at least 1 ms) on a
-    /// background thread; the first sample is taken at once. `label`
-    /// says what runs (free text, stored in the header).
+    /// `file` made absolute) and start sampling `file` every `interval` (at
+    /// least 1 ms, and less often when a sample costs more than
+    /// [`MAX_DUTY`] of it) on a background thread. The first sample is
+    /// taken before this returns, so what the caller starts next does not
+    /// share the CPU with it. `label` says what runs (free text, stored in
+    /// the header).
     ///
     /// # Errors
     /// When `out` cannot be created or written.
@@ -78,9 +94,15 @@ impl Recorder {
         trace.write_all(&head)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
+        let (first_done, first_taken) = std::sync::mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("mapwise-trace".into())
-            .spawn(move || sample_loop(&path, trace, head.len() as u64, interval, &flag))?;
+            .spawn(move || {
+                sample_loop(&path, trace, head.len() as u64, interval, &flag, first_done)
+            })?;
+        // Err: the thread ended before its first sample (a write error,
+        // which `stop` reports).
+        let _ = first_taken.recv();
         Ok(Recorder {
             stop,
             thread: Some(thread),
@@ -125,6 +147,7 @@ fn sample_loop(
     mut bytes: u64,
     interval: Duration,
     stop: &AtomicBool,
+    first_done: std::sync::mpsc::SyncSender<()>,
 ) -> io::Result<Summary> {
     let start = Instant::now();
     let mut traced: Option<Traced> = None;
@@ -133,10 +156,12 @@ fn sample_loop(
         ..Summary::default()
     };
     let mut next = start;
+    let mut first_done = Some(first_done);
     loop {
         // Read the flag before sampling, so the sample after `stop` is
         // always taken: the trace ends with the file's final state.
         let last = stop.load(Ordering::Acquire);
+        let began = Instant::now();
         if let Some(frame) = sample_once(path, &mut traced, start) {
             let rec = encode_frame(&frame).map_err(to_io)?;
             trace.write_all(&rec)?;
@@ -144,11 +169,15 @@ fn sample_loop(
             sum.frames += 1;
             sum.max_resident_pages = sum.max_resident_pages.max(frame.resident_pages());
         }
+        if let Some(tx) = first_done.take() {
+            let _ = tx.send(());
+        }
         if last {
             break;
         }
-        next += interval;
         let now = Instant::now();
+        let idle = (now - began).mul_f64(1.0 / MAX_DUTY - 1.0);
+        next = (next + interval).max(now + idle);
         if next <= now {
             // Sampling took longer than the interval: skip ahead instead
             // of bursting to catch up.
