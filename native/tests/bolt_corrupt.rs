@@ -81,12 +81,13 @@ fn expect_clear_failure(path: &Path, needles: &[&str]) {
 
 /// The oracle's own check must also reject the file: the damage is real.
 fn oracle_rejects(path: &Path) {
-    oracle_check_rejects(path, &[]);
+    let _ = oracle_check_rejects(path, &[]);
 }
 
 /// As `oracle_rejects`, with extra `check` arguments (`--raw-only` where
-/// bbolt's own `Tx.Check` would loop forever on the damage).
-fn oracle_check_rejects(path: &Path, extra: &[&str]) {
+/// bbolt's own `Tx.Check` would loop forever on the damage); returns what
+/// the oracle printed.
+fn oracle_check_rejects(path: &Path, extra: &[&str]) -> String {
     let mut args = vec!["check", path.to_str().expect("utf-8")];
     args.extend_from_slice(extra);
     let out = crate::support::run_limited(
@@ -98,6 +99,7 @@ fn oracle_check_rejects(path: &Path, extra: &[&str]) {
         "oracle check accepted {}",
         path.display()
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -140,6 +142,55 @@ fn one_bad_meta_falls_back_like_bbolt() {
     assert!(info.contains("current=meta1"), "{info}");
 }
 
+/// A newer meta page whose `pageSize` is 0 but whose checksum matches is
+/// the current meta to bbolt, which reads every page at the size meta 0
+/// gave and never looks at the other meta's field: ours reads the same
+/// snapshot. The field is still damage to the oracle's raw walk and to
+/// our `check`, which both name meta page 1.
+#[test]
+fn a_newer_meta_with_page_size_0_is_current_as_in_bbolt() {
+    let dir = tempdir();
+    // small.db: meta 0 is current (txid 4), meta 1 holds txid 3. Make
+    // meta 1 the newer one (txid 5) with pageSize 0, checksum matching.
+    let p = damaged(dir.path(), "small.db", "meta1ps0", |b| {
+        let m = PS + 16;
+        put_u32(b, m + 8, 0);
+        put_u64(b, m + 48, 5);
+        let sum = fnv1a64(&b[m..m + 56]);
+        put_u64(b, m + 56, sum);
+    });
+    let ps = p.to_str().expect("utf-8");
+    let ours = run_mapwise(&["bolt", "dump", ps]);
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    let bbolt = oracle(&["dump", ps, "--no-precheck"]);
+    assert_same_text("dump with a newer meta of pageSize 0", &ours.stdout, &bbolt);
+    // The snapshot read is meta 1's (txid 3's tree), not meta 0's.
+    let newest = oracle(&["dump", testdata("small.db").to_str().expect("utf-8")]);
+    assert_ne!(
+        bbolt, newest,
+        "meta 1's snapshot equals meta 0's: the test shows nothing"
+    );
+    let info = String::from_utf8(run_mapwise(&["bolt", "info", ps]).stdout).expect("utf-8");
+    assert!(info.contains("current=meta1"), "{info}");
+    // bbolt's own check passes the file; the oracle's raw walk fails it
+    // for meta page 1's field, and so does ours, naming the same page.
+    let raw = oracle_check_rejects(&p, &[]);
+    assert!(
+        raw.contains("meta page 1: page size 0 differs from 4096"),
+        "{raw}"
+    );
+    assert!(raw.contains("1 errors found"), "{raw}");
+    let check = run_mapwise(&["bolt", "check", ps]);
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{text}");
+    assert!(text.contains("meta page 1: field pageSize = 0,"), "{text}");
+    assert!(text.ends_with("1 errors found\n"), "{text}");
+}
+
 #[test]
 fn both_metas_bad() {
     let dir = tempdir();
@@ -169,7 +220,7 @@ fn branch_cycle() {
     expect_clear_failure(&p, &[&format!("page {branch}")]);
     // bbolt 1.3.6's Tx.Check itself never returns on this file: only the
     // oracle's raw walk can be asked.
-    oracle_check_rejects(&p, &["--raw-only"]);
+    let _ = oracle_check_rejects(&p, &["--raw-only"]);
     // A longer loop: the child's child is the branch (via the root).
     let root = {
         let bytes = std::fs::read(testdata("freelist.db")).expect("corpus");

@@ -106,7 +106,9 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     /// `meta()`): the page size comes from meta 0 when it validates, else
     /// from the first meta page found at 1 KiB << i (i = 0..=14); then the
     /// valid meta with the higher txid is current, falling back to the
-    /// other one.
+    /// other one. Only the meta page that gives the page size must hold a
+    /// usable one ([`Meta::check_page_size`]); bbolt ignores the field in
+    /// the other, and so does this.
     ///
     /// # Errors
     /// [`Error::NoValidMeta`] when neither meta page validates (each
@@ -114,16 +116,20 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     pub fn open(src: &'s S) -> Result<BoltFile<'s, S>> {
         let len = src.len();
         let meta0 = read_meta(src, 0, 0);
-        let page_size = match &meta0 {
-            Ok(m) => Some(m.page_size),
-            Err(_) => (0..=14u32)
+        let sized = |m: Result<Meta, MetaFault>| {
+            m.ok()
+                .filter(|m| m.check_page_size().is_ok())
+                .map(|m| m.page_size)
+        };
+        let page_size = sized(meta0).or_else(|| {
+            (0..=14u32)
                 .map(|i| 1024u64 << i)
                 .take_while(|&off| off < len.saturating_sub(1024))
-                .find_map(|off| read_meta(src, off, 1).ok())
-                .map(|m| m.page_size),
-        };
+                .find_map(|off| sized(read_meta(src, off, 1)))
+        });
         let Some(page_size) = page_size else {
             let meta1 = read_meta(src, 4096, 1)
+                .and_then(|m| m.check_page_size())
                 .err()
                 .unwrap_or(MetaFault::Truncated {
                     offset: 4096,
@@ -131,7 +137,10 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
                     size: len,
                 });
             return Err(Error::NoValidMeta {
-                meta0: meta0.err().unwrap_or(MetaFault::PageSize(0)),
+                meta0: meta0
+                    .and_then(|m| m.check_page_size())
+                    .err()
+                    .unwrap_or(MetaFault::PageSize(0)),
                 meta1,
             });
         };

@@ -126,11 +126,16 @@ impl Meta {
         fnv1a64(&self.checksummed_bytes())
     }
 
-    /// bbolt's validation order — magic, version, checksum — then the
-    /// page-size bound mapwise adds.
+    /// bbolt's validation, in its order: magic, version, checksum
+    /// (`Meta.Validate`). A meta page that passes is one bbolt would use,
+    /// whatever its `pageSize` says: bbolt reads every page at the size it
+    /// took once, from the meta page [`BoltFile::open`] names, and never
+    /// looks at the other meta page's field.
     ///
     /// # Errors
     /// The first [`MetaFault`] found.
+    ///
+    /// [`BoltFile::open`]: super::BoltFile::open
     pub fn validate(&self) -> Result<(), MetaFault> {
         if self.magic != MAGIC {
             return Err(MetaFault::Magic(self.magic));
@@ -145,14 +150,23 @@ impl Meta {
                 computed,
             });
         }
-        // bbolt itself checks no page size (db.go takes the meta's): a
-        // file written with `Options.PageSize = 3000` is valid. Only sizes
-        // no file could use, or that would make a page larger than bbolt
-        // ever probes for, are refused.
-        if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size) {
-            return Err(MetaFault::PageSize(self.page_size));
-        }
         Ok(())
+    }
+
+    /// The page-size bound mapwise adds, for the meta page the file's page
+    /// size is taken from: bbolt checks no page size (a file written with
+    /// `Options.PageSize = 3000` is valid), so only sizes no file could use,
+    /// or that would make a page larger than bbolt ever probes for, are
+    /// refused.
+    ///
+    /// # Errors
+    /// [`MetaFault::PageSize`] outside [`MIN_PAGE_SIZE`]..=[`MAX_PAGE_SIZE`].
+    pub fn check_page_size(&self) -> Result<(), MetaFault> {
+        if (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size) {
+            Ok(())
+        } else {
+            Err(MetaFault::PageSize(self.page_size))
+        }
     }
 
     /// `true` when a freelist page is stored (not `NoFreelistSync`).

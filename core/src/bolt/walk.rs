@@ -21,7 +21,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::error::{At, Error, MetaFault};
+use crate::error::{At, Error};
 use crate::layout::{Format, Group, Kind, Layout, Region, display_name};
 use crate::source::PageSource;
 
@@ -371,49 +371,35 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
                     expected: "0x04 (meta page)",
                 });
             }
-            if m.page_size != meta.page_size {
+            // Against the size the file is read at, not the current
+            // meta's: a newer meta page with a stray pageSize is still
+            // current (bbolt never reads the field there) and is the one
+            // to name.
+            if u64::from(m.page_size) != self.ps {
                 self.problem(Error::Invalid {
                     at: At::Meta(idx),
                     field: "pageSize",
                     value: u64::from(m.page_size),
-                    expected: "the same page size in both meta pages",
+                    expected: "the page size the file is read at, from meta page 0 (or found by probing when meta page 0 is unusable)",
                 });
             }
         }
     }
 
-    /// A meta page that fails validation: a warning when bbolt rejects it
-    /// too (readers fall back to the other one: the normal trace of a
-    /// torn meta write), an error when only mapwise rejects it — bbolt
-    /// checks only magic, version and checksum, and would use a meta page
-    /// whose page size is absurd, misreading the whole file.
+    /// A meta page that fails validation is a warning: readers fall
+    /// back to the other one, the normal trace of a torn meta write
+    /// (bbolt does the same).
     fn meta_faults(&mut self) {
         let cur = self.file.current_index();
         let txid = self.file.meta().txid;
         for (i, m) in self.file.metas().iter().enumerate() {
             let Err(fault) = m else { continue };
-            let idx = u8::try_from(i).unwrap_or(0);
-            let bbolt_accepts = matches!(fault, MetaFault::PageSize(_));
-            let raw = self
-                .file
-                .source()
-                .read_at(i as u64 * self.ps, super::meta::META_END)
-                .ok()
-                .and_then(|b| super::meta::Meta::parse(&b, idx));
-            match raw {
-                Some(m) if bbolt_accepts && m.txid > txid => self.problem(Error::Invalid {
-                    at: At::Meta(idx),
-                    field: "pageSize",
-                    value: u64::from(m.page_size),
-                    expected: "512 B to 16 MiB (bbolt checks only magic, version and checksum: it would use this newer meta page and misread the file)",
-                }),
-                _ => self.layout.push_warning(Error::MetaFallback {
-                    meta: idx,
-                    fault: *fault,
-                    used: cur,
-                    txid,
-                }),
-            }
+            self.layout.push_warning(Error::MetaFallback {
+                meta: u8::try_from(i).unwrap_or(0),
+                fault: *fault,
+                used: cur,
+                txid,
+            });
         }
     }
 
