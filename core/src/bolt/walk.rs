@@ -324,7 +324,6 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
     }
 
     fn metas(&mut self) {
-        let meta = *self.file.meta();
         let cur = self.file.current_index();
         if self.hwm < 2 {
             self.problem(Error::Invalid {

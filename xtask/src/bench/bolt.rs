@@ -428,13 +428,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut report = render(&results);
     if chart.is_some() || !traced.list().is_empty() {
         report.push_str(&format!(
-            "\n## Residency traces\n\n{}Every timed scan run was traced (the file's residency every 50 ms): {} \
+            "\n## Residency traces\n\n{}Every timed scan run was traced (the file's residency {}): {} \
              traces in `traces/`; `inspector replay traces/<cell>-<tool>-<run>.trace --file FILE` plays one.\n",
             if chart.is_some() {
                 "![the file in the page cache during the first timed cold scan of each kind](residency-cold.svg)\n\n"
             } else {
                 ""
             },
+            super::traces::cadence(),
             traced.list().len()
         ));
     }

@@ -500,7 +500,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let machine = Machine::describe(&file_path);
     let versions = Versions::of(&oracle);
 
-    // The cells; every timed run is traced (residency every 50 ms).
+    // The cells; every timed run is traced (`traces::cadence`).
     let traces = std::cell::RefCell::new(Traces::new());
     let scratch = ws.bench_dir().join("scratch");
     let mut cell_results = Vec::with_capacity(cells.len());
@@ -642,7 +642,7 @@ pub(super) fn run_cell(
         }
         Ok(prep)
     };
-    // Every timed run is traced (the file's residency every 50 ms).
+    // Every timed run is traced (`traces::cadence`).
     let timed = |side: &str, run: usize, cmd: &Cmd, prep, parse| {
         let go = || measure(cmd, &ws.root, file_path, prep, parse);
         let s = if phase.get() == "run" {
@@ -1236,9 +1236,10 @@ fn render(r: &Results) -> String {
     }
     let _ = writeln!(
         o,
-        "Every timed run was traced: the file's residency every 50 ms, {} traces in `traces/`. \
+        "Every timed run was traced: the file's residency {}; {} traces in `traces/`. \
          Play one with `inspector replay traces/<cell>-<tool>-<run>.trace --file {}` \
          (or load it beside the file in the browser viewer).\n",
+        super::traces::cadence(),
         r.traces.len(),
         r.file.path
     );

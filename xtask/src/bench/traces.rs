@@ -15,13 +15,25 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use mapwise_core::trace::{Frame, Header, Run, Trace};
-use mapwise_native::trace::Recorder;
+use mapwise_native::trace::{MAX_DUTY, Recorder};
 use serde::Serialize;
 
 use super::output::TempPath;
 
 /// Time between samples.
 pub const INTERVAL: Duration = Duration::from_millis(50);
+
+/// How a report says its traces were sampled: every [`INTERVAL`], or less
+/// often for a large file, whose every sample (mincore) costs more: the
+/// recorder takes at most [`MAX_DUTY`] of one CPU.
+pub fn cadence() -> String {
+    format!(
+        "every {} ms, or less often for a large file: sampling takes at most {:.0} % of one CPU \
+         (a 2 GiB file: about every 0.5 s)",
+        INTERVAL.as_millis(),
+        MAX_DUTY * 100.0
+    )
+}
 
 /// One recorded trace, as results.json lists it.
 #[derive(Debug, Clone, Serialize)]
