@@ -31,7 +31,7 @@ use crate::residency::{self, os_page_size};
 
 /// The largest share of one CPU a recording takes: after a sample that
 /// took `t`, the next one waits at least `t × (1 / MAX_DUTY − 1)` even when
-/// the interval asked for less (5 %: ~0.5 s between samples of a 2 GiB
+/// the interval asked for less (5 %: ~0.6 s between samples of a 2 GiB
 /// file; files up to ~100 MiB keep a 50 ms interval).
 pub const MAX_DUTY: f64 = 0.05;
 

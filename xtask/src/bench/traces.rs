@@ -29,7 +29,7 @@ pub const INTERVAL: Duration = Duration::from_millis(50);
 pub fn cadence() -> String {
     format!(
         "every {} ms, or less often for a large file: sampling takes at most {:.0} % of one CPU \
-         (a 2 GiB file: about every 0.5 s)",
+         (a 2 GiB file: about every 0.6 s)",
         INTERVAL.as_millis(),
         MAX_DUTY * 100.0
     )
