@@ -169,6 +169,44 @@ pub(crate) struct WriterState {
     /// the file, 0 after opening an existing one (db.go, `init` and
     /// `grow`).
     grown_to: u64,
+    /// Page-image buffers the last commits wrote, kept for the next one
+    /// ([`Spilled::page_buf`](super::node::Spilled::page_buf)).
+    pub(crate) spare: SparePages,
+}
+
+/// Buffers of page images a commit has written, kept for the next commit
+/// to fill instead of allocating: a commit frees all its page images at
+/// once, glibc then hands the top of the heap back to the kernel (brk),
+/// and the next commit faulted it in again, zeroed. Seen on the bench's
+/// sequential puts (1000 commits of 1000 puts): 76.5k minor faults
+/// against Go bbolt's 13-15k. At most [`SparePages::BUDGET`] bytes are
+/// kept.
+#[derive(Debug, Default)]
+pub(crate) struct SparePages {
+    bufs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl SparePages {
+    /// The most bytes of buffers kept between commits.
+    pub(crate) const BUDGET: usize = 4 << 20;
+
+    /// Keep `bufs` while the budget lasts; drop the rest.
+    pub(crate) fn keep(&mut self, bufs: impl IntoIterator<Item = Vec<u8>>) {
+        for b in bufs {
+            let cap = b.capacity();
+            if self.bytes + cap <= Self::BUDGET {
+                self.bytes += cap;
+                self.bufs.push(b);
+            }
+        }
+    }
+
+    /// Every kept buffer, leaving none.
+    pub(crate) fn take(&mut self) -> Vec<Vec<u8>> {
+        self.bytes = 0;
+        std::mem::take(&mut self.bufs)
+    }
 }
 
 /// An open bbolt file: a lock, a mapping, and (read-write) the writer.
@@ -344,6 +382,7 @@ impl Db {
             freelist: Freelist::default(),
             file_size: size,
             grown_to,
+            spare: SparePages::default(),
         };
         let file_view = BoltFile::at(map.bytes(), &snap);
         validate_geometry(path, &file_view, size)?;
@@ -630,10 +669,14 @@ impl Db {
     /// this commit's snapshot, the commit joins this thread before its
     /// first fdatasync, and the meta page that makes the pages reachable
     /// is written only after that fdatasync.
-    pub(crate) fn write_pages(&self, rx: &Receiver<(u64, Vec<u8>)>) -> Result<u64> {
+    ///
+    /// Returns where the writes ended (bytes) and the written buffers, for
+    /// the next commit to reuse.
+    pub(crate) fn write_pages(&self, rx: &Receiver<(u64, Vec<u8>)>) -> Result<(u64, Vec<Vec<u8>>)> {
         let ps = u64::from(self.page_size);
         let mut end = 0u64;
         let mut unstarted = 0usize;
+        let mut written = Vec::new();
         for (id, buf) in rx {
             let off = id * ps;
             self.file
@@ -646,8 +689,9 @@ impl Db {
                 unstarted = 0;
                 crate::io::start_writeback(&self.file);
             }
+            written.push(buf);
         }
-        Ok(end)
+        Ok((end, written))
     }
 
     /// The I/O of a commit, in bbolt's order: remap if the mapping is too

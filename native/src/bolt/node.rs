@@ -234,9 +234,24 @@ pub(crate) struct Spilled {
     /// The freelist's allocation raised the high-water mark, which is
     /// when bbolt 1.3.6 grows the file (tx.go, `commitFreelist`).
     pub grow: bool,
+    /// Buffers earlier commits wrote, for [`Spilled::page_buf`].
+    pub spare: Vec<Vec<u8>>,
 }
 
 impl Spilled {
+    /// A zeroed buffer of `len` bytes for a page image: one an earlier
+    /// commit wrote when there is one (see `SparePages`), else new.
+    pub(crate) fn page_buf(&mut self, len: usize) -> Vec<u8> {
+        match self.spare.pop() {
+            Some(mut b) => {
+                b.clear();
+                b.resize(len, 0);
+                b
+            }
+            None => vec![0u8; len],
+        }
+    }
+
     /// A page (or overflow run) of the commit is ready: send it to the
     /// writer thread, or keep it for the commit's own write pass when
     /// there is none or it has stopped (it stops only on an error, which
@@ -755,7 +770,7 @@ impl Ctx<'_> {
             let size = self.arena.nodes[node].size();
             let count = size.div_ceil(self.ps).max(1);
             let pgid = self.allocate(count, out)?;
-            let mut buf = vec![0u8; count * self.ps];
+            let mut buf = out.page_buf(count * self.ps);
             {
                 let nd = &self.arena.nodes[node];
                 let items = nd.inodes.iter().map(|i| ElementData {

@@ -495,7 +495,10 @@ impl<'db> WriteTx<'db> {
     pub fn commit(mut self) -> Result<()> {
         self.finished = true;
         let txid = self.st.meta.txid;
-        let mut out = Spilled::default();
+        let mut out = Spilled {
+            spare: self.guard.spare.take(),
+            ..Spilled::default()
+        };
         let opts = self.db.options();
         let db = self.db;
         // Pages are written by a second thread while the tree is still
@@ -519,13 +522,19 @@ impl<'db> WriteTx<'db> {
             // everything sent.
             out.sink = None;
             let written = match writer {
-                Some(h) => h.join().unwrap_or_else(|_| {
-                    Err(Error::Io {
-                        path: db.path().to_path_buf(),
-                        what: "pwrite",
-                        source: std::io::Error::other("the commit's writer thread panicked"),
+                Some(h) => h
+                    .join()
+                    .unwrap_or_else(|_| {
+                        Err(Error::Io {
+                            path: db.path().to_path_buf(),
+                            what: "pwrite",
+                            source: std::io::Error::other("the commit's writer thread panicked"),
+                        })
                     })
-                }),
+                    .map(|(end, bufs)| {
+                        self.guard.spare.keep(bufs);
+                        end
+                    }),
                 None => Ok(0),
             };
             prepared.and(written).and_then(|end| {
@@ -540,6 +549,9 @@ impl<'db> WriteTx<'db> {
             }
         }
         self.guard.freelist = std::mem::take(&mut self.st.fl);
+        let dirty = std::mem::take(&mut out.dirty);
+        self.guard.spare.keep(dirty.into_iter().map(|(_, b)| b));
+        self.guard.spare.keep(out.spare);
         result
     }
 
