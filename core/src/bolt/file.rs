@@ -116,32 +116,25 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     pub fn open(src: &'s S) -> Result<BoltFile<'s, S>> {
         let len = src.len();
         let meta0 = read_meta(src, 0, 0);
-        let sized = |m: Result<Meta, MetaFault>| {
-            m.ok()
-                .filter(|m| m.check_page_size().is_ok())
-                .map(|m| m.page_size)
-        };
-        let page_size = sized(meta0).or_else(|| {
+        // The page size a meta page supplies, or why it supplies none.
+        let sized =
+            |m: Result<Meta, MetaFault>| m.and_then(|m| m.check_page_size().map(|()| m.page_size));
+        let page_size = sized(meta0).ok().or_else(|| {
             (0..=14u32)
                 .map(|i| 1024u64 << i)
                 .take_while(|&off| off < len.saturating_sub(1024))
-                .find_map(|off| sized(read_meta(src, off, 1)))
+                .find_map(|off| sized(read_meta(src, off, 1)).ok())
         });
         let Some(page_size) = page_size else {
-            let meta1 = read_meta(src, 4096, 1)
-                .and_then(|m| m.check_page_size())
-                .err()
-                .unwrap_or(MetaFault::Truncated {
-                    offset: 4096,
-                    need: META_END as u64,
-                    size: len,
-                });
             return Err(Error::NoValidMeta {
-                meta0: meta0
-                    .and_then(|m| m.check_page_size())
+                meta0: sized(meta0).err().unwrap_or(MetaFault::PageSize(0)),
+                meta1: sized(read_meta(src, 4096, 1))
                     .err()
-                    .unwrap_or(MetaFault::PageSize(0)),
-                meta1,
+                    .unwrap_or(MetaFault::Truncated {
+                        offset: 4096,
+                        need: META_END as u64,
+                        size: len,
+                    }),
             });
         };
         let meta1 = read_meta(src, u64::from(page_size), 1);
