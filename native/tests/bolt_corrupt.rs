@@ -102,6 +102,22 @@ fn oracle_check_rejects(path: &Path, extra: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `mapwise bolt dump` of `path` succeeds and prints what the oracle's
+/// `dump` (with `extra` arguments) prints; returns the oracle's dump.
+fn dump_as_bbolt_does(path: &str, what: &str, extra: &[&str]) -> Vec<u8> {
+    let ours = run_mapwise(&["bolt", "dump", path]);
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    let mut args = vec!["dump", path];
+    args.extend_from_slice(extra);
+    let bbolt = oracle(&args);
+    assert_same_text(what, &ours.stdout, &bbolt);
+    bbolt
+}
+
 #[test]
 fn truncated_files() {
     let dir = tempdir();
@@ -126,17 +142,7 @@ fn one_bad_meta_falls_back_like_bbolt() {
     // checksum and bbolt reads the previous snapshot from meta page 1.
     let p = damaged(dir.path(), "small.db", "meta0", |b| b[72] ^= 0xff);
     let ps = p.to_str().expect("utf-8");
-    let ours = run_mapwise(&["bolt", "dump", ps]);
-    assert!(
-        ours.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ours.stderr)
-    );
-    assert_same_text(
-        "dump after meta 0 checksum flip",
-        &ours.stdout,
-        &oracle(&["dump", ps]),
-    );
+    dump_as_bbolt_does(ps, "dump after meta 0 checksum flip", &[]);
     let info = String::from_utf8(run_mapwise(&["bolt", "info", ps]).stdout).expect("utf-8");
     assert!(info.contains("meta0: INVALID: field checksum"), "{info}");
     assert!(info.contains("current=meta1"), "{info}");
@@ -160,14 +166,11 @@ fn a_newer_meta_with_page_size_0_is_current_as_in_bbolt() {
         put_u64(b, m + 56, sum);
     });
     let ps = p.to_str().expect("utf-8");
-    let ours = run_mapwise(&["bolt", "dump", ps]);
-    assert!(
-        ours.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ours.stderr)
+    let bbolt = dump_as_bbolt_does(
+        ps,
+        "dump with a newer meta of pageSize 0",
+        &["--no-precheck"],
     );
-    let bbolt = oracle(&["dump", ps, "--no-precheck"]);
-    assert_same_text("dump with a newer meta of pageSize 0", &ours.stdout, &bbolt);
     // The snapshot read is meta 1's (txid 3's tree), not meta 0's.
     let newest = oracle(&["dump", testdata("small.db").to_str().expect("utf-8")]);
     assert_ne!(
@@ -263,17 +266,7 @@ fn freelist_count_0xffff_with_absurd_first_slot() {
     oracle_rejects(&p);
     // A read-only open does not load the freelist (bbolt neither), so the
     // keys still dump as bbolt dumps them.
-    let ours = run_mapwise(&["bolt", "dump", ps]);
-    assert!(
-        ours.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ours.stderr)
-    );
-    assert_same_text(
-        "dump with a broken freelist",
-        &ours.stdout,
-        &oracle(&["dump", ps, "--no-precheck"]),
-    );
+    dump_as_bbolt_does(ps, "dump with a broken freelist", &["--no-precheck"]);
 }
 
 #[test]
