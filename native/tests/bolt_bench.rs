@@ -134,13 +134,24 @@ fn the_file_grows_as_bbolt_grows_it() {
 }
 
 /// Records every hint: read-ahead (`will_need`) in `.0`, CPU cache
-/// (`cache`) in `.1`.
+/// (`cache`) in `.1`, and the offsets the cursor asked `cached` about in
+/// `.2`; `cached` answers `.3` (true: a warm file).
 #[derive(Default)]
-struct Hints(RefCell<Vec<(u64, u64)>>, RefCell<Vec<(u64, u64)>>);
+struct Hints(
+    RefCell<Vec<(u64, u64)>>,
+    RefCell<Vec<(u64, u64)>>,
+    RefCell<Vec<u64>>,
+    bool,
+);
 
 impl Prefetch for Hints {
     fn will_need(&self, offset: u64, len: u64) {
         self.0.borrow_mut().push((offset, len));
+    }
+
+    fn cached(&self, offset: u64) -> bool {
+        self.2.borrow_mut().push(offset);
+        self.3
     }
 
     fn cache(&self, offset: u64, len: u64) {
@@ -217,9 +228,67 @@ fn a_forward_scan_caches_each_next_leaf_once() {
         .collect();
     assert_eq!(cached, want, "leaves cached ahead, in scan order");
     assert!(
-        hints.0.borrow().is_empty(),
+        hints.0.borrow().is_empty() && hints.2.borrow().is_empty(),
         "no read-ahead without a window"
     );
+    // With a 4 MiB window (1,024 leaves): every leaf after the first,
+    // once each, in scan order, in renewals that ramp up from 8 leaves.
+    // A renewal is announced after one probe of its first leaf (not
+    // cached here), so the probes split the announced pages into
+    // renewals. The CPU cache hints stay the same.
+    let window = CursorOptions {
+        prefetch: 4 << 20,
+        prefetch_end: None,
+    };
+    hints.1.borrow_mut().clear();
+    let ahead = Hints::default();
+    bucket
+        .cursor_with(&window, &ahead)
+        .scan(None, |_, _, _| true)
+        .unwrap();
+    let again: Vec<u64> = hints.1.borrow().iter().map(|&(off, _)| off / ps).collect();
+    assert_eq!(again, want, "cache hints with a window");
+    let pages_of = |runs: &[(u64, u64)]| -> Vec<u64> {
+        runs.iter()
+            .flat_map(|&(off, len)| off / ps..(off + len) / ps)
+            .collect()
+    };
+    let announced = pages_of(&ahead.0.borrow());
+    assert_eq!(announced, leaves[1..], "every leaf after the first, once");
+    let probes: Vec<u64> = ahead.2.borrow().iter().map(|off| off / ps).collect();
+    let mut sizes = Vec::new();
+    for (i, p) in probes.iter().enumerate() {
+        let at = announced.iter().position(|a| a == p).unwrap();
+        let next = probes.get(i + 1).map_or(announced.len(), |q| {
+            announced.iter().position(|a| a == q).unwrap()
+        });
+        sizes.push(next - at);
+    }
+    assert_eq!(
+        sizes[..9],
+        [8, 12, 24, 48, 96, 192, 384, 768, 512],
+        "the ramp: renewed when half of what is ahead is read, up to twice as far, at most 1,024 ahead"
+    );
+    assert!(sizes.iter().all(|&n| n <= 1024), "{sizes:?}");
+    // On a warm file (every probe says cached) nothing is announced, and
+    // a renewal costs two probes.
+    let warm = Hints(
+        Default::default(),
+        Default::default(),
+        Default::default(),
+        true,
+    );
+    bucket
+        .cursor_with(&window, &warm)
+        .scan(None, |_, _, _| true)
+        .unwrap();
+    assert!(warm.0.borrow().is_empty(), "a warm scan announces nothing");
+    assert_eq!(
+        warm.2.borrow().len(),
+        2 * probes.len(),
+        "two probes a renewal"
+    );
+    hints.1.borrow_mut().clear();
     // From a seek into the middle: every such leaf after the one it lands
     // on, from the next one on, once each.
     let mut keys = Vec::new();
@@ -283,7 +352,7 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     for window in [1u64, 4096, 3 * 4096, 1 << 20, 1 << 30] {
         let hints = Hints::default();
         let opts = CursorOptions {
-            prefetch: Some(window),
+            prefetch: window,
             prefetch_end: None,
         };
         let got = collect(&mut bucket.cursor_with(&opts, &hints), None, None);
@@ -309,7 +378,7 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     assert_eq!(want.len(), 2000);
     let hints = Hints::default();
     let opts = CursorOptions {
-        prefetch: Some(64 * 4096),
+        prefetch: 64 * 4096,
         prefetch_end: Some(to.clone()),
     };
     let got = collect(

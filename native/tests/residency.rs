@@ -168,6 +168,13 @@ fn matches_vmtouch_after_partial_reads() {
     assert!((first..first + MIB / page).all(|p| r.is_resident(p)));
     assert!(r.is_resident(6 * MIB / page));
     assert_eq!(r.resident_in(2 * MIB, MIB), MIB / page);
+    // The one-page probe of a mapping (a prefetching cursor's "already
+    // cached?") says the same, page for page, and `false` past the end.
+    let map = mapwise_native::map::Mapping::map(&file, &Default::default()).unwrap();
+    for p in 0..total {
+        assert_eq!(map.is_resident(p * page + 7), r.is_resident(p), "page {p}");
+    }
+    assert!(!map.is_resident(8 * MIB) && !map.is_resident(u64::MAX));
 
     // A page-aligned sub-range against `vmtouch -p START-END` (end exclusive).
     let (sub, seen) = settled(

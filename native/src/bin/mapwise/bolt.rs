@@ -180,8 +180,11 @@ pub struct TraverseArgs {
     /// with large folios).
     #[arg(long, default_value = "random")]
     advice: String,
-    /// Prefetching cursor: announce this many bytes of leaf pages ahead
-    /// of the scan with madvise(MADV_WILLNEED) (`256KiB`, `8MiB`; 0 = off).
+    /// Read-ahead window of the cursor: announce up to this many bytes of
+    /// leaf pages ahead of the scan with madvise(MADV_WILLNEED), ramping
+    /// up from 8 leaves, nothing where the file is already cached
+    /// (`256KiB`, `4MiB`; 0 = off, the default: bbolt's cursor, one
+    /// synchronous fault per cold page).
     #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::bolt_bench::parse_bytes)]
     prefetch: u64,
     /// Range scan: start at the first key >= this one (hex).
@@ -493,7 +496,7 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     let opened = start.elapsed();
     let range = crate::bolt_bench::ScanRange::parse(a.from.as_deref(), a.to.as_deref())?;
     let copts = mapwise_native::bolt::CursorOptions {
-        prefetch: (a.prefetch > 0).then_some(a.prefetch),
+        prefetch: a.prefetch,
         prefetch_end: range.to.clone(),
     };
     let scanned = {

@@ -78,8 +78,9 @@ pub struct BenchArgs {
     /// Overwrite FILE if it exists.
     #[arg(long)]
     force: bool,
-    /// seq reads: a prefetching cursor announcing this many bytes of leaf
-    /// pages ahead with madvise(MADV_WILLNEED) (ours only; 0 = off).
+    /// seq reads: the cursor's read-ahead window, announcing up to this
+    /// many bytes of leaf pages ahead with madvise(MADV_WILLNEED) (ours
+    /// only; 0 = off, as bbolt).
     #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = parse_bytes)]
     prefetch: u64,
 }
@@ -459,7 +460,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode> {
         ..Options::default()
     };
     let copts = CursorOptions {
-        prefetch: (a.prefetch > 0).then_some(a.prefetch),
+        prefetch: a.prefetch,
         prefetch_end: None,
     };
     let t0 = Instant::now();
