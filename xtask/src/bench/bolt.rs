@@ -748,7 +748,7 @@ fn render(r: &Results) -> String {
         let _ = writeln!(
             o,
             "\ntook = open + scan as each tool times itself. cold: xtask fsyncs and evicts the file \
-             (posix_fadvise DONTNEED) before every run, then, on a machine that reports free pages to a VM host, waits 5 s (see bolt-scan's method); warm: xtask evicts it, then reads it whole first, once per pair: both runs of a pair scan the same page cache (see bolt-scan's method). Both tools map with \
+             (posix_fadvise DONTNEED) before every run, then, on a machine that reports free pages to a VM host, waits 5 s (see bolt-scan's method); warm: xtask evicts it, then reads it whole first, once per pair: both runs of a pair scan the same page cache, and each timed warm run follows an untimed run of the same command, so that neither tool is the first to run after a pause (see bolt-scan's method). Both tools map with \
              MADV_RANDOM, as bbolt does. The prefetch cell runs ours with `--prefetch` (madvise(MADV_WILLNEED) \
              of the next leaves, known from the branch pages above the current leaf) against Go's plain cold scan; \
              the hugepage cell runs ours with `--advice hugepage` (MADV_HUGEPAGE instead of MADV_RANDOM: where the \

@@ -59,6 +59,19 @@ See `cargo xtask bench --help` for the report.";
 /// two draws of it (at 152df4f, with a reset per run, the pair ratios
 /// spread 0.21-3.65 around a 0.75 median while the medians of the times
 /// stood at 0.46). Nine pairs cost seconds; a cold pair costs 90 s.
+/// The first run after a shared reset still paid more than the second,
+/// in both tools (a 2 GiB scan at 170-270 ms instead of ~30 ms, about
+/// half the time, and again after any pause of ~2 s): the first process
+/// to allocate memory after a pause gets pages that went back to the VM
+/// host (its page tables, its heap) and pays a host-side fault at each
+/// first touch, while the next process reuses what the first just freed.
+/// That penalty fell on whichever tool ran first in the pair, 5 times in
+/// 9 on ours. A mapping pass by xtask itself (mmap and
+/// `MADV_POPULATE_READ`) took only part of it away (9-pair cells at
+/// dd33989: still 66-152 ms first runs), so now every warm run follows
+/// an untimed run of the same command, which leaves just what that
+/// command needs freed a moment ago: every warm run of either tool is a
+/// repeated scan of a cached file.
 pub(super) const WARM_MIN_RUNS: usize = 9;
 
 /// Wait after a cold reset before the run, on a machine that reports
@@ -629,6 +642,16 @@ pub(super) fn run_cell(
         if let Some(wait) = settle {
             std::thread::sleep(wait);
         }
+        // Every warm run follows an untimed run of the same command: see
+        // `WARM_MIN_RUNS`.
+        if spec.cache == CacheState::Warm {
+            let cmd = if side == alternate::Side::A {
+                &ours_cmd
+            } else {
+                &go_cmd
+            };
+            cmd.run(&ws.root)?;
+        }
         let off = match spec.cache {
             CacheState::Cold => prep.resident > 0.01,
             CacheState::Warm => prep.resident < 0.99,
@@ -1079,7 +1102,11 @@ fn render(r: &Results) -> String {
          varies up to 15× in both tools alike, mostly after a warming read that was itself slow (the memory it \
          landed in had gone back to the VM host and was faulted in again there, in small host pages that make \
          every TLB miss of the scan dearer). A reset per run made each pair ratio a ratio of two draws of that \
-         state; sharing it compares both tools on the same memory.\n\
+         state; sharing it compares both tools on the same memory. Right before every warm run (both sides, \
+         after the reset or the re-check) xtask runs the same command once untimed: the first process after \
+         a pause of ~2 s gets memory (page tables, heap) that has gone back to the VM host and took \
+         170-270 ms instead of ~30 ms about half the time, a penalty that fell on whichever tool ran first in \
+         the pair; after its own untimed run every warm run of either tool is a repeated scan of a cached file.\n\
          - **MAP_POPULATE**: `--populate` on both tools (bbolt `Options.MmapFlags = syscall.MAP_POPULATE`); \
          both map with `madvise(MADV_RANDOM)` after `mmap`, as bbolt does.\n\
          - **took** = open + scan as each tool times itself (Go: `took:` line, printed in whole ms; ours: `took_s`). \
