@@ -442,14 +442,19 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         };
         pf.leaves += 1;
         let ahead = pf.hinted.saturating_sub(pf.leaves);
-        if pf.hinted > 0 && ahead.saturating_mul(2) > pf.target as u64 {
-            return;
-        }
         if pf.hinted > 0 {
+            // A renewal: once no more than half the reach is left ahead,
+            // reach twice as far.
+            if ahead.saturating_mul(2) > pf.target as u64 {
+                return;
+            }
             pf.target = pf.target.saturating_mul(2).min(pf.window);
         }
         let (target, sink) = (pf.target, pf.sink);
         let ids = self.upcoming_leaves(target);
+        if let Some(pf) = &mut self.prefetch {
+            pf.hinted = pf.leaves + ids.len() as u64;
+        }
         let skip = usize::try_from(ahead).unwrap_or(usize::MAX).min(ids.len());
         let ps = u64::from(self.file.page_size());
         let new = &ids[skip..];
@@ -458,9 +463,6 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
             && sink.cached(last.saturating_mul(ps))
         {
             // Both ends already cached: a warm stretch of the file.
-            if let Some(pf) = &mut self.prefetch {
-                pf.hinted = pf.leaves + ids.len() as u64;
-            }
             return;
         }
         let mut run: Option<(u64, u64)> = None;
@@ -476,9 +478,6 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         }
         if let Some((start, n)) = run {
             sink.will_need(start.saturating_mul(ps), n.saturating_mul(ps));
-        }
-        if let Some(pf) = &mut self.prefetch {
-            pf.hinted = pf.leaves + ids.len() as u64;
         }
     }
 
