@@ -388,16 +388,13 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         Some(Page::from_parts(At::Page(pgid), pgid, header, first))
     }
 
-    /// Read a page that a tree reference points to: `2 <= pgid <
-    /// high-water mark`, type branch or leaf, element array inside the run.
-    /// `referrer` and `field` name the reference, for the error.
+    /// The checks [`BoltFile::tree_page`] makes of a tree reference before
+    /// reading anything: `2 <= pgid < high-water mark`, inside the file.
     ///
     /// # Errors
-    /// As [`BoltFile::read_page`], plus [`Error::Invalid`] for an id
-    /// outside `[2, hwm)` or a page that is not a branch or leaf.
-    pub fn tree_page(&self, pgid: u64, referrer: At, field: &'static str) -> Result<Page<'s>> {
-        let hwm = self.meta.hwm;
-        if pgid < 2 || pgid >= hwm {
+    /// [`Error::Invalid`] naming `referrer`'s `field`.
+    pub fn tree_page_id(&self, pgid: u64, referrer: At, field: &'static str) -> Result<()> {
+        if pgid < 2 || pgid >= self.meta.hwm {
             return Err(Error::Invalid {
                 at: referrer,
                 field,
@@ -413,6 +410,18 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
                 expected: "a page id inside the file",
             });
         }
+        Ok(())
+    }
+
+    /// Read a page that a tree reference points to: `2 <= pgid <
+    /// high-water mark`, type branch or leaf, element array inside the run.
+    /// `referrer` and `field` name the reference, for the error.
+    ///
+    /// # Errors
+    /// As [`BoltFile::read_page`], plus [`Error::Invalid`] for an id
+    /// outside `[2, hwm)` or a page that is not a branch or leaf.
+    pub fn tree_page(&self, pgid: u64, referrer: At, field: &'static str) -> Result<Page<'s>> {
+        self.tree_page_id(pgid, referrer, field)?;
         let page = self.read_page(pgid).map_err(|e| match e {
             // Name the reference that pointed past the end, not the page.
             Error::Invalid {

@@ -8,6 +8,7 @@
 
 mod cursor;
 mod detail;
+mod digest;
 mod dump;
 mod file;
 mod freelist;
@@ -19,6 +20,9 @@ mod write;
 
 pub use cursor::{Bucket, Cursor, CursorOptions, Item, Prefetch};
 pub use detail::{Body, Bytes, Element, PREVIEW, PageDetail, page_detail};
+pub use digest::{
+    Bound, Child, Digest, NO_BOUND, Rare, SubBucket, context, key_hash, key_problems,
+};
 pub use dump::{DumpError, Pages, PagesRow, Record, dump, pages, visit, write_hex, write_record};
 pub use file::{BoltFile, MAX_DEPTH, Snapshot};
 pub use freelist::{CountEncoding, FreelistIds};
@@ -31,7 +35,10 @@ pub use page::{
     PageHeader, PageType, key_cmp,
 };
 pub use stats::BucketStats;
-pub use walk::{BoltLayout, FreelistInfo, WalkOptions, freelist_info, walk};
+pub use walk::{
+    BoltLayout, Fetched, FreelistInfo, FromFile, MAX_MISSING, TreePages, WalkOptions,
+    freelist_info, walk, walk_with,
+};
 pub use write::{
     ElementData, WriteError, bucket_header, empty_inline_bucket, freelist_size, node_size,
     write_freelist, write_header, write_node,

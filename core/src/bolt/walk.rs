@@ -17,6 +17,7 @@
 //! once, no reachable page is free, every page below the high-water mark
 //! is reachable or free.
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -25,9 +26,10 @@ use crate::error::{At, Error};
 use crate::layout::{Format, Group, Kind, Layout, Region, display_name};
 use crate::source::PageSource;
 
+use super::digest::{Bound, Digest, Rare};
 use super::file::{BoltFile, MAX_DEPTH};
 use super::freelist::{CountEncoding, FreelistIds};
-use super::page::{BRANCH_PAGE, BUCKET_LEAF_FLAG, BucketHeader, META_PAGE, Page};
+use super::page::{BRANCH_PAGE, BucketHeader, META_PAGE, Page};
 
 /// What to do besides labelling pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +107,79 @@ pub struct BoltLayout {
     pub layout: Layout,
     /// The freelist as found.
     pub freelist: FreelistInfo,
+    /// Tree pages the walk's [`TreePages`] did not have at hand
+    /// ([`Fetched::Missing`]), at most [`MAX_MISSING`] of them, and how many
+    /// in all: the layout leaves them out, so it is of no use until they
+    /// are read. Always empty for [`walk`], which reads every page.
+    pub missing: Vec<u64>,
+    /// All tree pages found missing, counted beyond those listed.
+    pub missing_count: u64,
+}
+
+/// Most missing pages a [`BoltLayout`] lists.
+pub const MAX_MISSING: usize = 4096;
+
+/// Where a walk gets the [`Digest`] of each tree page it enters.
+pub trait TreePages<'s> {
+    /// The digest of tree page `pgid`, which `referrer`'s `field` points
+    /// to, under the bounds `lo` and `hi`, with key checks when
+    /// `check_keys`: read from the file now, or kept from an earlier
+    /// read of the same page under the same [`super::digest::context`].
+    fn fetch(
+        &self,
+        pgid: u64,
+        referrer: At,
+        field: &'static str,
+        lo: Bound<'_>,
+        hi: Bound<'_>,
+        check_keys: bool,
+    ) -> Fetched<'_, 's>;
+
+    /// About how many tree pages a walk will enter (0: no idea): the walk
+    /// sizes its region list by it, so a big file's list is not grown by
+    /// doubling past what it needs.
+    fn pages_hint(&self) -> usize {
+        0
+    }
+}
+
+/// What [`TreePages::fetch`] gives.
+#[derive(Debug)]
+pub enum Fetched<'a, 's> {
+    /// The digest, and the page when it was read just now (its keys are
+    /// then its children's bounds).
+    Page(Cow<'a, Digest>, Option<Page<'s>>),
+    /// The page cannot be used: a problem of the file, as
+    /// [`BoltFile::tree_page`] names it.
+    Fault(Error),
+    /// Not at hand: the walk goes on without it and lists it in
+    /// [`BoltLayout::missing`].
+    Missing,
+}
+
+/// [`TreePages`] over the file itself: every page read and digested when
+/// the walk enters it.
+#[derive(Debug)]
+pub struct FromFile<'f, 's, S: PageSource + ?Sized>(pub &'f BoltFile<'s, S>);
+
+impl<'s, S: PageSource + ?Sized> TreePages<'s> for FromFile<'_, 's, S> {
+    fn fetch(
+        &self,
+        pgid: u64,
+        referrer: At,
+        field: &'static str,
+        lo: Bound<'_>,
+        hi: Bound<'_>,
+        check_keys: bool,
+    ) -> Fetched<'_, 's> {
+        match self.0.tree_page(pgid, referrer, field) {
+            Ok(page) => {
+                let d = Digest::of(&page, lo, hi, check_keys);
+                Fetched::Page(Cow::Owned(d), Some(page))
+            }
+            Err(e) => Fetched::Fault(e),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -127,8 +202,9 @@ impl BitSet {
     }
 }
 
-struct Walker<'a, 's, S: PageSource + ?Sized> {
+struct Walker<'a, 's, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> {
     file: &'a BoltFile<'s, S>,
+    pages_from: &'a P,
     opts: WalkOptions,
     ps: u64,
     pages: u64,
@@ -141,6 +217,8 @@ struct Walker<'a, 's, S: PageSource + ?Sized> {
     /// Part of the tree or the freelist could not be read: pages not
     /// reached may still be in use (or free), so they are `Unknown`.
     incomplete: bool,
+    missing: Vec<u64>,
+    missing_count: u64,
 }
 
 /// Walk `file` and label every page.
@@ -149,10 +227,27 @@ struct Walker<'a, 's, S: PageSource + ?Sized> {
 /// involved are labelled [`Kind::Corrupt`] where they could not be read.
 #[must_use]
 pub fn walk<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, opts: WalkOptions) -> BoltLayout {
+    walk_with(file, &FromFile(file), opts, None)
+}
+
+/// [`walk`], with the tree pages from `pages` (digests kept from earlier
+/// reads, or [`FromFile`]); the meta pages and the freelist run are read
+/// from `file`. `previous`, when given, lists the pages of the previous
+/// snapshot (the other meta page's) that the current one may not use, in
+/// place of walking the previous tree to find them
+/// ([`WalkOptions::previous_snapshot`]).
+#[must_use]
+pub fn walk_with<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized>(
+    file: &BoltFile<'s, S>,
+    pages_from: &P,
+    opts: WalkOptions,
+    previous: Option<&[u64]>,
+) -> BoltLayout {
     let ps = u64::from(file.page_size());
     let pages = file.file_pages();
     let mut w = Walker {
         file,
+        pages_from,
         opts,
         ps,
         pages,
@@ -172,7 +267,11 @@ pub fn walk<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, opts: WalkOptions) -
             warnings: Vec::new(),
         },
         incomplete: false,
+        missing: Vec::new(),
+        missing_count: 0,
     };
+    let hint = pages_from.pages_hint();
+    w.runs.reserve(hint.saturating_add(hint / 16));
     w.metas();
     let freelist = w.freelist();
     w.layout.groups.push(Group {
@@ -194,24 +293,37 @@ pub fn walk<S: PageSource + ?Sized>(file: &BoltFile<'_, S>, opts: WalkOptions) -
         "root",
         0,
         1,
-        None,
-        None,
+        Bound::NONE,
+        Bound::NONE,
         1,
     );
-    if w.opts.previous_snapshot
-        && let Some(prev) = file.previous()
-    {
-        w.previous(&prev, prev.meta().root, 1);
-        w.previous_freelist(&prev);
+    if w.opts.previous_snapshot {
+        match previous {
+            Some(ids) => {
+                for &id in ids {
+                    if id < w.pages {
+                        w.prev.set(id);
+                    }
+                }
+            }
+            None => {
+                if let Some(prev) = file.previous() {
+                    w.previous(&prev, prev.meta().root, 1);
+                    w.previous_freelist(&prev);
+                }
+            }
+        }
     }
     w.finish(freelist);
     BoltLayout {
         layout: w.layout,
         freelist,
+        missing: w.missing,
+        missing_count: w.missing_count,
     }
 }
 
-impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
+impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P> {
     fn problem(&mut self, e: Error) {
         self.layout.push_problem(e);
     }
@@ -286,7 +398,8 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
     #[allow(clippy::too_many_arguments)]
     fn push_run(
         &mut self,
-        page: &Page<'_>,
+        pgid: u64,
+        overflow: u32,
         claimed: u64,
         kind: Kind,
         group: Option<u32>,
@@ -294,9 +407,9 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         items: u32,
         used: u64,
     ) {
-        let ovf = u64::from(page.header.overflow).min(claimed.saturating_sub(1));
+        let ovf = u64::from(overflow).min(claimed.saturating_sub(1));
         let run_len = (ovf + 1).saturating_mul(self.ps);
-        let mut head = self.region(page.pgid, kind, page.pgid, 1);
+        let mut head = self.region(pgid, kind, pgid, 1);
         head.group = group;
         head.depth = depth;
         head.items = items;
@@ -310,7 +423,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             } else {
                 Kind::Overflow
             };
-            let mut cont = self.region(page.pgid + 1, cont_kind, page.pgid, ovf);
+            let mut cont = self.region(pgid + 1, cont_kind, pgid, ovf);
             cont.group = group;
             cont.depth = depth;
             cont.items = items;
@@ -454,7 +567,8 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         }
         let n = ids.len() as u64;
         self.push_run(
-            &page,
+            pgid,
+            page.header.overflow,
             claimed,
             Kind::Freelist,
             None,
@@ -495,7 +609,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
 
     fn new_group(
         &mut self,
-        page: &Page<'_>,
+        host: u64,
         key: &[u8],
         header: BucketHeader,
         parent: u32,
@@ -517,7 +631,7 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             parent: Some(parent),
             level: plevel.saturating_add(1),
             root: header.root,
-            host: inline.then_some(page.pgid),
+            host: inline.then_some(host),
             sequence: header.sequence,
             keys: 0,
             buckets: 0,
@@ -541,8 +655,8 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
         field: &'static str,
         group: u32,
         depth: u16,
-        lo: Option<&[u8]>,
-        hi: Option<&[u8]>,
+        lo: Bound<'_>,
+        hi: Bound<'_>,
         frames: u32,
     ) {
         if self.file.source().interrupted() {
@@ -567,200 +681,177 @@ impl<'s, S: PageSource + ?Sized> Walker<'_, 's, S> {
             });
             return;
         }
-        let page = match self.file.tree_page(pgid, referrer, field) {
-            Ok(p) => p,
-            Err(e) => {
-                self.problem(e);
-                if pgid >= 2 && pgid < self.hwm {
-                    self.corrupt(pgid);
+        let (digest, page) =
+            match self
+                .pages_from
+                .fetch(pgid, referrer, field, lo, hi, self.opts.check_keys)
+            {
+                Fetched::Page(d, p) => (d, p),
+                Fetched::Fault(e) => {
+                    self.problem(e);
+                    if pgid >= 2 && pgid < self.hwm {
+                        self.corrupt(pgid);
+                    }
+                    self.incomplete = true;
+                    return;
                 }
-                self.incomplete = true;
-                return;
-            }
-        };
-        let claimed = self.claim(pgid, u64::from(page.header.overflow) + 1, referrer, field);
+                Fetched::Missing => {
+                    self.missing_count += 1;
+                    if self.missing.len() < MAX_MISSING {
+                        self.missing.push(pgid);
+                    }
+                    self.incomplete = true;
+                    return;
+                }
+            };
+        let claimed = self.claim(pgid, u64::from(digest.overflow) + 1, referrer, field);
         if claimed == 0 {
             return;
         }
         if self.free.get(pgid) {
             self.problem(Error::ReachableFree { pgid });
         }
-        let is_branch = page.header.flags == BRANCH_PAGE;
+        let is_branch = digest.is_branch();
         let kind = if is_branch { Kind::Branch } else { Kind::Leaf };
-        let items = u32::from(page.header.count);
         self.push_run(
-            &page,
+            pgid,
+            digest.overflow,
             claimed,
             kind,
             Some(group),
             depth,
-            items,
-            page.used_bytes(),
+            u32::from(digest.count),
+            digest.used,
         );
         if let Some(g) = self.layout.groups.get_mut(group as usize) {
             g.pages += 1;
             g.height = g.height.max(depth);
         }
-        self.check_keys(&page, lo, hi);
         if is_branch {
-            for i in 0..page.count() {
-                let e = match page.branch(i) {
-                    Ok(e) => e,
-                    Err(err) => {
-                        self.problem(err);
-                        self.incomplete = true;
-                        continue;
-                    }
-                };
-                if e.child == pgid {
-                    self.problem(Error::Reused {
-                        at: page.element_at_loc(i),
-                        field: "pgid",
-                        pgid,
-                    });
-                    continue;
-                }
-                let key = page.bytes().get(e.key.clone()).unwrap_or_default();
-                let next = if i + 1 < page.count() {
-                    page.branch(i + 1)
-                        .ok()
-                        .and_then(|n| page.bytes().get(n.key))
-                } else {
-                    hi
-                };
-                self.tree(
-                    e.child,
-                    page.element_at_loc(i),
-                    "pgid",
-                    group,
-                    depth.saturating_add(1),
-                    Some(key),
-                    next,
-                    frames + 1,
-                );
-            }
+            self.branch(pgid, &digest, page.as_ref(), group, depth, hi, frames);
         } else {
-            self.leaf_entries(&page, group, frames);
+            let pre = digest.pre();
+            self.rare_items(
+                digest.rare().get(..pre).unwrap_or_default(),
+                pgid,
+                group,
+                frames,
+            );
+            self.leaf_entries(&digest, pgid, group, frames);
         }
     }
 
-    /// Count keys, and walk the sub-buckets of a leaf (or inline) page.
-    fn leaf_entries(&mut self, page: &Page<'s>, group: u32, frames: u32) {
-        let inline = matches!(page.at, At::Inline { .. });
-        for i in 0..page.count() {
-            let e = match page.leaf(i) {
-                Ok(e) => e,
-                Err(err) => {
-                    // Maybe a bucket entry: its tree would be lost.
-                    self.problem(err);
-                    self.incomplete = true;
-                    continue;
-                }
-            };
-            if e.flags & !BUCKET_LEAF_FLAG != 0 {
-                self.problem(Error::Invalid {
-                    at: page.element_at_loc(i),
-                    field: "flags",
-                    value: u64::from(e.flags),
-                    expected: "0 (key/value) or 0x01 (bucket)",
-                });
+    /// Descend into the children of a branch page, meeting its problems
+    /// where the walk over its elements meets them. `page`, when the
+    /// page was read just now, gives the children's bounds as keys;
+    /// otherwise they are hashes only.
+    #[allow(clippy::too_many_arguments)]
+    fn branch(
+        &mut self,
+        pgid: u64,
+        d: &Digest,
+        page: Option<&Page<'_>>,
+        group: u32,
+        depth: u16,
+        hi: Bound<'_>,
+        frames: u32,
+    ) {
+        let rare = d.rare();
+        let mut next_rare = 0;
+        let children = d.children();
+        let key_of = |i: usize| -> Option<&[u8]> {
+            let p = page?;
+            let e = p.branch(i).ok()?;
+            p.bytes().get(e.key)
+        };
+        for (i, c) in children.iter().enumerate() {
+            while let Some((at, item)) = rare.get(next_rare)
+                && *at as usize <= i
+            {
+                self.rare_item(item, pgid, group, frames);
+                next_rare += 1;
             }
-            if !e.is_bucket() {
-                if let Some(g) = self.layout.groups.get_mut(group as usize) {
-                    g.keys += 1;
-                }
+            if !d.descends(i) {
                 continue;
             }
-            if inline {
-                self.problem(Error::Invalid {
-                    at: page.at,
-                    field: "flags",
-                    value: u64::from(e.flags),
-                    expected: "no sub-buckets in an inline bucket (bbolt never writes one)",
-                });
-            }
-            let key = page.bytes().get(e.key.clone()).unwrap_or_default();
-            let value = page.bytes().get(e.value.clone()).unwrap_or_default();
-            let header = match BucketHeader::parse(value, page.element_at_loc(i)) {
-                Ok(h) => h,
-                Err(err) => {
-                    self.problem(err);
-                    self.incomplete = true;
-                    continue;
-                }
+            let lo = Bound {
+                hash: c.key,
+                key: key_of(i),
             };
-            let g = self.new_group(page, key, header, group, header.root == 0);
-            if header.root == 0 {
-                match page.inline_page(i, &e) {
-                    Ok(ip) => {
-                        if let Some(gr) = self.layout.groups.get_mut(g as usize) {
-                            gr.pages = 0;
-                        }
-                        self.check_keys(&ip, None, None);
-                        if frames < MAX_DEPTH * 4 {
-                            self.leaf_entries(&ip, g, frames + 1);
-                        }
-                    }
-                    Err(err) => {
-                        self.problem(err);
-                        self.incomplete = true;
-                    }
-                }
-            } else {
-                self.tree(
-                    header.root,
-                    page.element_at_loc(i),
-                    "root",
-                    g,
-                    1,
-                    None,
-                    None,
-                    frames + 1,
-                );
-            }
+            let next = match children.get(i + 1) {
+                Some(n) => Bound {
+                    hash: n.key,
+                    key: key_of(i + 1),
+                },
+                None => hi,
+            };
+            self.tree(
+                c.pgid,
+                At::Element {
+                    pgid,
+                    index: u32::try_from(i).unwrap_or(u32::MAX),
+                },
+                "pgid",
+                group,
+                depth.saturating_add(1),
+                lo,
+                next,
+                frames + 1,
+            );
+        }
+        for (_, item) in rare.get(next_rare..).unwrap_or_default() {
+            self.rare_item(item, pgid, group, frames);
         }
     }
 
-    fn check_keys(&mut self, page: &Page<'_>, lo: Option<&[u8]>, hi: Option<&[u8]>) {
-        if !self.opts.check_keys {
-            return;
+    /// Count the keys of a leaf (or inline) page and walk its sub-buckets,
+    /// meeting its problems in element order (the key-order check's
+    /// problems come first, from the caller).
+    fn leaf_entries(&mut self, d: &Digest, host: u64, group: u32, frames: u32) {
+        if let Some(g) = self.layout.groups.get_mut(group as usize) {
+            g.keys += u64::from(d.keys);
         }
-        let mut prev: Option<&[u8]> = None;
-        for i in 0..page.count() {
-            let Ok(key) = page.key(i) else { continue };
-            let at = page.element_at_loc(i);
-            if key.is_empty() {
-                self.problem(Error::Invalid {
-                    at,
-                    field: "ksize",
-                    value: 0,
-                    expected: "a non-empty key",
-                });
+        let rest = d.rare().get(d.pre()..).unwrap_or_default();
+        self.rare_items(rest, host, group, frames);
+    }
+
+    fn rare_items(&mut self, items: &[(u32, Rare)], host: u64, group: u32, frames: u32) {
+        for (_, item) in items {
+            self.rare_item(item, host, group, frames);
+        }
+    }
+
+    fn rare_item(&mut self, item: &Rare, host: u64, group: u32, frames: u32) {
+        match item {
+            Rare::Problem { error, incomplete } => {
+                self.problem(error.clone());
+                self.incomplete |= *incomplete;
             }
-            if let Some(p) = prev {
-                if key <= p {
-                    self.problem(Error::KeyOrder {
-                        at,
-                        why: if key == p {
-                            "duplicates the previous key"
-                        } else {
-                            "smaller than the previous key"
-                        },
-                    });
+            Rare::Bucket(b) => {
+                let header: BucketHeader = b.header;
+                let g = self.new_group(host, &b.key, header, group, header.root == 0);
+                if header.root != 0 {
+                    self.tree(
+                        header.root,
+                        b.at,
+                        "root",
+                        g,
+                        1,
+                        Bound::NONE,
+                        Bound::NONE,
+                        frames + 1,
+                    );
+                } else if let Some(ip) = &b.inline {
+                    if let Some(gr) = self.layout.groups.get_mut(g as usize) {
+                        gr.pages = 0;
+                    }
+                    let pre = ip.pre();
+                    self.rare_items(ip.rare().get(..pre).unwrap_or_default(), host, g, frames);
+                    if frames < MAX_DEPTH * 4 {
+                        self.leaf_entries(ip, host, g, frames + 1);
+                    }
                 }
-            } else if lo.is_some_and(|lo| key < lo) {
-                self.problem(Error::KeyOrder {
-                    at,
-                    why: "smaller than the parent branch element's key",
-                });
             }
-            if hi.is_some_and(|hi| key >= hi) {
-                self.problem(Error::KeyOrder {
-                    at,
-                    why: "not below the next parent branch element's key",
-                });
-            }
-            prev = Some(key);
         }
     }
 
