@@ -453,8 +453,11 @@ impl Span {
     }
 }
 
-/// A read-only shared mapping that we own and never read through.
-struct Window {
+/// A read-only shared mapping that we own and never read through: its
+/// bytes are only handed to syscalls (mincore, madvise, mlock, and
+/// `process_vm_readv`, which turns a fault past the end of the file into
+/// `EFAULT` instead of `SIGBUS`).
+pub(crate) struct Window {
     ptr: *mut libc::c_void,
     len: usize,
 }
@@ -469,7 +472,7 @@ unsafe impl Sync for Window {}
 impl Window {
     /// Maps `len` (> 0) bytes of `file` from the page-aligned `offset`,
     /// `PROT_READ`, `MAP_SHARED`, without populating.
-    fn map(file: &File, offset: u64, len: u64) -> Result<Window, Error> {
+    pub(crate) fn map(file: &File, offset: u64, len: u64) -> Result<Window, Error> {
         let mmap_err = |source| Error::Mmap {
             offset,
             len,
@@ -497,6 +500,152 @@ impl Window {
         }
         .map_err(|e| mmap_err(e.into()))?;
         Ok(Window { ptr, len: bytes })
+    }
+}
+
+impl Window {
+    /// Unmap from this process the pages around the window's bytes
+    /// `offset..offset + len` that a copy mapped (`madvise(MADV_DONTNEED)`:
+    /// of a shared file mapping it drops only our page-table entries; the
+    /// pages stay in the page cache, and with [`Window::advise_random`] the
+    /// kernel takes no note of our accesses). Keeps copied pages out of
+    /// this process's resident set.
+    pub(crate) fn unmap_pages(&self, offset: u64, len: u64) {
+        // A fault may map a whole large folio (up to a 2 MiB PMD) around
+        // the page asked for: drop whole 2 MiB blocks.
+        const BLOCK: u64 = 2 << 20;
+        let start = offset - offset % BLOCK;
+        let end = offset
+            .saturating_add(len)
+            .saturating_add(BLOCK - 1)
+            .min(self.len as u64);
+        if end <= start {
+            return;
+        }
+        let (Ok(at), Ok(n)) = (usize::try_from(start), usize::try_from(end - start)) else {
+            return;
+        };
+        // SAFETY: start is page aligned and start..end lies inside this
+        // window's mapping, which nothing dereferences; MADV_DONTNEED on a
+        // shared file mapping only zaps our page-table entries for it.
+        let _ = unsafe {
+            rustix::mm::madvise(
+                self.ptr.cast::<u8>().add(at).cast(),
+                n,
+                rustix::mm::Advice::LinuxDontNeed,
+            )
+        };
+    }
+
+    /// `madvise(MADV_RANDOM)` on the whole window: a fault through it then
+    /// reads only the page it needs, starts no read-ahead, and the kernel
+    /// takes no note of its accesses when it ages the page cache
+    /// (`VM_RAND_READ`, `vma_has_recency`).
+    pub(crate) fn advise_random(&self) -> io::Result<()> {
+        // SAFETY: ptr/len are exactly this window's mapping; MADV_RANDOM
+        // only sets a flag on the mapping and changes no memory.
+        unsafe { rustix::mm::madvise(self.ptr, self.len, rustix::mm::Advice::Random) }
+            .map_err(io::Error::from)
+    }
+
+    /// `mincore(2)` of the window's bytes `offset..offset + len` (clipped
+    /// to the window) into `vec`, one byte per OS page from the page
+    /// holding `offset`; returns the pages written.
+    pub(crate) fn mincore_range(
+        &self,
+        offset: u64,
+        len: u64,
+        vec: &mut Vec<u8>,
+    ) -> io::Result<usize> {
+        let page = os_page_size();
+        let start = offset - offset % page;
+        let end = offset.saturating_add(len).min(self.len as u64);
+        if end <= start {
+            vec.clear();
+            return Ok(0);
+        }
+        let bytes =
+            usize::try_from(end - start).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let pages = usize::try_from((end - start).div_ceil(page)).unwrap_or(usize::MAX);
+        vec.clear();
+        vec.resize(pages, 0);
+        let at = usize::try_from(start).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: start is page aligned and start..end lies inside this
+        // window's mapping (end clipped to its length); vec holds one byte
+        // per page of that range. mincore writes only vec and never faults
+        // the file's pages in.
+        let rc = unsafe {
+            libc::mincore(
+                self.ptr.cast::<u8>().add(at).cast(),
+                bytes,
+                vec.as_mut_ptr().cast(),
+            )
+        };
+        if rc == 0 {
+            Ok(pages)
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Copy the window's bytes at each `(offset, buffer)` into the buffer
+    /// with one `process_vm_readv(2)` of this process (at most 1024 parts;
+    /// more are left for the caller): the kernel reads the mapping for us,
+    /// so a page past the end of a truncated file ends the copy with
+    /// `EFAULT` instead of `SIGBUS`. Returns the bytes copied, in order: a
+    /// short count means the part holding that byte and those after it
+    /// were not copied whole.
+    ///
+    /// Only pages in the page cache should be asked for: a page that is
+    /// not would be read from the disk (one page: the window is
+    /// [`Window::advise_random`]'d) and stay cached.
+    pub(crate) fn copy_out(&self, parts: &mut [(u64, &mut [u8])]) -> io::Result<usize> {
+        let parts = parts.get_mut(..parts.len().min(1024)).unwrap_or_default();
+        let mut local = Vec::with_capacity(parts.len());
+        let mut remote = Vec::with_capacity(parts.len());
+        for (offset, buf) in parts.iter_mut() {
+            let end = offset.saturating_add(buf.len() as u64);
+            if end > self.len as u64 {
+                break;
+            }
+            let at =
+                usize::try_from(*offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+            local.push(libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            });
+            // SAFETY: pointer arithmetic only: at + len <= self.len, so the
+            // address stays inside this window's mapping.
+            let base = unsafe { self.ptr.cast::<u8>().add(at) };
+            remote.push(libc::iovec {
+                iov_base: base.cast(),
+                iov_len: buf.len(),
+            });
+        }
+        if local.is_empty() {
+            return Ok(0);
+        }
+        let n = u64::try_from(local.len()).unwrap_or(0);
+        // SAFETY: every local iovec is a live &mut [u8] we borrow for the
+        // call; every remote iovec lies inside this window's mapping in our
+        // own address space (checked above), which the kernel reads on our
+        // behalf: a fault there (a page past the end of the file) is an
+        // EFAULT result, not a signal. Nothing else aliases the buffers.
+        let rc = unsafe {
+            libc::process_vm_readv(
+                libc::getpid(),
+                local.as_ptr(),
+                n as libc::c_ulong,
+                remote.as_ptr(),
+                n as libc::c_ulong,
+                0,
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(usize::try_from(rc).unwrap_or(0))
+        }
     }
 }
 
