@@ -95,6 +95,15 @@ pub trait Target {
     fn clock(&self) -> Option<String> {
         None
     }
+    /// How current the structure shown is (a followed bbolt file: "as of
+    /// txid N, 0.8 s ago").
+    fn structure_age(&self) -> Option<String> {
+        None
+    }
+    /// Why no structure newer than the one shown settled, when none could.
+    fn live_note(&self) -> Option<String> {
+        None
+    }
     /// `true` while a replay plays (a live view never does).
     fn is_playing(&self) -> bool {
         false
@@ -155,6 +164,12 @@ impl Target for Watch {
     }
     fn toggle_lock(&mut self) -> Result<bool, String> {
         Watch::toggle_lock(self)
+    }
+    fn structure_age(&self) -> Option<String> {
+        Watch::structure_age(self)
+    }
+    fn live_note(&self) -> Option<String> {
+        Watch::live_note(self).map(str::to_owned)
     }
 }
 
@@ -323,6 +338,10 @@ pub struct Data {
     pub locked: bool,
     /// Playback position of a replayed trace (`None`: live).
     pub clock: Option<String>,
+    /// How current the structure is ([`Target::structure_age`]).
+    pub age: Option<String>,
+    /// Why no newer structure settled ([`Target::live_note`]).
+    pub live_note: Option<String>,
 }
 
 impl Data {
@@ -336,6 +355,8 @@ impl Data {
             rereading: false,
             locked: false,
             clock: None,
+            age: None,
+            live_note: None,
         }
     }
 
@@ -349,6 +370,8 @@ impl Data {
             rereading: target.rereading(),
             locked: target.is_locked(),
             clock: target.clock(),
+            age: target.structure_age(),
+            live_note: target.live_note(),
         }
     }
 
@@ -1301,6 +1324,8 @@ impl App {
         self.data.rereading = target.rereading();
         self.data.locked = target.is_locked();
         self.data.clock = target.clock();
+        self.data.age = target.structure_age();
+        self.data.live_note = target.live_note();
         if new_snapshot {
             self.on_new_snapshot();
         }

@@ -76,7 +76,7 @@ impl Replay {
                     mtime_ns: 0,
                 },
                 format: Format::Unknown,
-                layout: Layout::unknown(longest),
+                layout: std::sync::Arc::new(Layout::unknown(longest)),
                 bolt: None,
                 revlog: None,
                 rrd: None,
@@ -88,6 +88,7 @@ impl Replay {
                 expected_len: 0,
                 quiet: true,
                 took: Duration::ZERO,
+                as_of: None,
             },
         };
         // The file read for the structure should be the one traced: its

@@ -552,7 +552,7 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
             };
             assert!(
                 r.code == Some(0)
-                    || (r.code == Some(2) && r.stderr.contains("a writer is committing")),
+                    || (r.code == Some(2) && r.stderr.contains("no read was of one snapshot")),
                 "{cmd} run {i}: {:?}\n{}{}",
                 r.code,
                 r.stdout,

@@ -581,19 +581,21 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
     assert!(text.contains("× past end of file"), "legend: {text}");
 }
 
-/// A file that changes all the time (a busy etcd) is not re-read back to
-/// back: after a structure read that took `t`, the next waits until
-/// `REREAD_PAUSE × t` has passed, the status saying "re-reading…" the
-/// while; `r` (refresh_now) reads at once.
+/// A bbolt file a writer commits to every 20 ms (a busy etcd) is
+/// followed commit by commit: each structure the watch shows is of one
+/// snapshot (one key added per commit, so the bucket holds exactly what
+/// the snapshot's txid says), says how old it is, and layouts are made at
+/// a bounded pace however often the writer commits. Once the writer
+/// stops, the last commit is shown.
 #[test]
-fn a_busy_file_is_reread_after_a_pause() {
+fn a_busy_bolt_file_is_followed_commit_by_commit() {
     use mapwise_core::bolt::WalkOptions;
     use mapwise_native::bolt::{Db, Options};
-    use mapwise_native::watch::{REREAD_PAUSE, Watch};
-    use std::time::{Duration, Instant, SystemTime};
+    use mapwise_native::watch::Watch;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
     let dir = tmpdir();
     let path = dir.path().join("busy.db");
-    // Big enough for its structure read to take measurable time.
     let db = Db::open(
         &path,
         &Options {
@@ -602,49 +604,88 @@ fn a_busy_file_is_reread_after_a_pause() {
         },
     )
     .expect("create");
+    let base = 20_000u64;
     db.update(|tx| {
         let mut b = tx.create_bucket(b"b")?;
-        for i in 0..20_000u32 {
-            b.put(&i.to_be_bytes(), &[7u8; 1000])?;
+        for i in 0..base {
+            b.put(&i.to_be_bytes(), &[7u8; 200])?;
         }
         Ok::<_, mapwise_native::bolt::Error>(())
     })
     .expect("fill");
-    drop(db);
-    let bump = |n: u64| {
-        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
-        f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(n))
-            .unwrap();
+    let txid0 = db.begin().expect("tx").id();
+    let stop = AtomicBool::new(false);
+    let keys_of = |w: &Watch| {
+        let s = w.snapshot();
+        let keys = s
+            .layout
+            .groups
+            .iter()
+            .find(|g| g.path == "b")
+            .map(|g| g.keys);
+        (
+            s.bolt.as_ref().map(|b| b.txid),
+            keys,
+            s.unsettled.clone(),
+            s.as_of,
+        )
     };
     let mut watch = Watch::open(&path, WalkOptions::default()).expect("watch");
-    let opened = Instant::now();
-    let took = watch.snapshot().took;
-    assert!(took >= Duration::from_millis(5), "read took {took:?}");
-    bump(1);
-    let r = watch.refresh();
-    assert!(opened.elapsed() < took * REREAD_PAUSE, "test too slow");
-    assert!(!r.reread_started, "re-read right after the first read");
-    assert!(watch.rereading(), "the structure is out of date");
-    // The user's refresh does not wait.
-    assert!(watch.refresh_now().reread_started);
-    watch.settle(Duration::from_secs(10));
-    assert!(!watch.rereading());
-    let done = Instant::now();
-    let took = watch.snapshot().took;
-    bump(2);
-    assert!(!watch.refresh().reread_started);
-    assert!(done.elapsed() < took * REREAD_PAUSE, "test too slow");
-    // Once the pause has passed, the change is read.
-    std::thread::sleep(
-        (took * REREAD_PAUSE).saturating_sub(done.elapsed()) + Duration::from_millis(5),
-    );
-    assert!(watch.refresh().reread_started);
-    watch.settle(Duration::from_secs(10));
-    assert_eq!(
-        watch.snapshot().stamp.mtime_ns,
-        2_000_000_000,
-        "the last change was read"
-    );
+    let mut seen = Vec::new();
+    let last = std::thread::scope(|sc| {
+        let writer = sc.spawn(|| {
+            let mut n = base;
+            while !stop.load(Ordering::Relaxed) {
+                db.update(|tx| {
+                    let mut b = tx.bucket(b"b")?.expect("b");
+                    b.put(&n.to_be_bytes(), b"appended")
+                })
+                .expect("commit");
+                n += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            db.begin().expect("tx").id()
+        });
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(4) {
+            if watch.refresh().new_snapshot {
+                seen.push(keys_of(&watch));
+                assert!(
+                    watch
+                        .structure_age()
+                        .is_some_and(|a| a.starts_with("as of txid ")),
+                    "{:?}",
+                    watch.structure_age()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().expect("writer")
+    });
+    assert!(seen.len() >= 2, "newer structures arrived: {seen:?}");
+    assert!(seen.len() <= 12, "layouts are paced: {} in 4 s", seen.len());
+    for (txid, keys, unsettled, as_of) in &seen {
+        let txid = txid.expect("bbolt");
+        assert_eq!(unsettled, &None);
+        assert!(as_of.is_some());
+        assert_eq!(
+            *keys,
+            Some(base + (txid - txid0)),
+            "txid {txid} (first {txid0})"
+        );
+    }
+    let start = Instant::now();
+    while watch.snapshot().bolt.as_ref().map(|b| b.txid) != Some(last) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "last commit {last} never shown"
+        );
+        watch.refresh();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(keys_of(&watch).1, Some(base + (last - txid0)));
+    assert!(watch.snapshot().layout.problems.is_empty());
 }
 
 #[test]

@@ -17,6 +17,7 @@
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
@@ -61,8 +62,8 @@ pub struct Snapshot {
     /// Detected format.
     pub format: Format,
     /// Labelled regions (a single `data` region when the format is
-    /// unknown or unreadable).
-    pub layout: Layout,
+    /// unknown or unreadable); shared, so front ends hold it without a copy.
+    pub layout: Arc<Layout>,
     /// bbolt facts, when the file opened as bbolt.
     pub bolt: Option<BoltInfo>,
     /// revlog facts, when the file is a readable revlog index.
@@ -85,6 +86,10 @@ pub struct Snapshot {
     pub quiet: bool,
     /// How long reading the structure took.
     pub took: Duration,
+    /// When the structure was of the file as it was on disk (a bbolt
+    /// file a writer changes: the moment its snapshot was whole in
+    /// memory); `None` when not known.
+    pub as_of: Option<Instant>,
 }
 
 /// Read the structure of the file at `path` once, quietly.
@@ -99,7 +104,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
     let mut snap = Snapshot {
         stamp,
         format: Format::Unknown,
-        layout: Layout::unknown(src.len()),
+        layout: Arc::new(Layout::unknown(src.len())),
         bolt: None,
         revlog: None,
         rrd: None,
@@ -108,6 +113,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         expected_len: 0,
         quiet: src.is_direct(),
         took: Duration::ZERO,
+        as_of: None,
     };
     match detect(&src) {
         Format::Bolt if is_foreign_endian_bolt(&src) => {
@@ -126,13 +132,14 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                     let (info, layout) = s.value;
                     if !s.settled {
                         snap.unsettled = Some(crate::settle::unsettled_message(
-                            s.attempts,
+                            &s.struggle,
                             layout.problem_count(),
                         ));
                     }
                     snap.expected_len = info.hwm.saturating_mul(u64::from(info.page_size));
                     snap.bolt = Some(info);
-                    snap.layout = layout;
+                    snap.layout = Arc::new(layout);
+                    snap.as_of = s.settled.then(Instant::now);
                 }
                 Err(crate::settle::Error::NotBolt { reason, .. }) => {
                     snap.error = Some(reason.to_string());
@@ -170,7 +177,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                     hot: walked.hot.clone(),
                 });
             }
-            snap.layout = walked.layout;
+            snap.layout = Arc::new(walked.layout);
         }
         Format::Revlog => {
             snap.format = Format::Revlog;
@@ -189,7 +196,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                 revisions: walked.revisions,
                 data_bytes: walked.data_bytes,
             });
-            snap.layout = walked.layout;
+            snap.layout = Arc::new(walked.layout);
             snap.error = walked.fatal.map(|e| e.to_string());
         }
         _ => {
@@ -275,6 +282,24 @@ fn release_freed_memory() {
     }
 }
 
+/// The first structure of the file at `path`, and for a bbolt file the
+/// follower that keeps it current (waited for until its first layout).
+fn first_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<(Snapshot, Option<Live>)> {
+    let is_bolt = {
+        let src = QuietSource::open(path)?;
+        detect(&src) == Format::Bolt && !is_foreign_endian_bolt(&src)
+    };
+    if !is_bolt {
+        return Ok((read_snapshot(path, opts)?, None));
+    }
+    let live = Live::start(path, opts);
+    match live.rx.recv() {
+        Ok(Ok(snap)) => Ok((snap, Some(live))),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Ok((read_snapshot(path, opts)?, None)),
+    }
+}
+
 /// When the next re-read may start after one that took `took` ended now.
 fn after_pause(took: Duration) -> Instant {
     Instant::now() + took.saturating_mul(REREAD_PAUSE).min(REREAD_PAUSE_MAX)
@@ -297,6 +322,168 @@ pub struct Watch {
     residency: Option<Residency>,
     problem: Option<String>,
     locked: Option<Locked>,
+    /// The follower of a bbolt file ([`Live`]), which replaces re-reads.
+    live: Option<Live>,
+    /// Why the follower last could not keep up, while the structure shown
+    /// is an older settled one.
+    live_note: Option<String>,
+    /// A new follower was started (the file was replaced or resized) and
+    /// has not sent its first structure yet.
+    restarting: bool,
+}
+
+/// Pause between two looks at the meta pages of a followed bbolt file
+/// once every page is held: a commit is noticed within it (etcd commits
+/// every 100 ms at most; a writer committing twice between two looks
+/// makes the follower start over).
+const LOOK_EVERY: Duration = Duration::from_millis(4);
+
+/// After a layout of a followed file that took `t`, the next is made no
+/// sooner than `LAYOUT_PAUSE × t` later (and [`LAYOUT_MIN`]): replaying a
+/// 2 GiB file's walk takes ~0.1–0.2 s of one core, so the live view
+/// spends at most ~5 % of a core on it, however often the writer commits.
+const LAYOUT_PAUSE: u32 = 19;
+
+/// The shortest time between two layouts of a followed file.
+const LAYOUT_MIN: Duration = Duration::from_millis(400);
+
+/// A bbolt file followed on two background threads: one follows the
+/// writer's commits ([`crate::settle::Follower`]) and never stops to
+/// replay the walk; the other replays it from what the first held at a
+/// moment ([`crate::settle::Frozen`]) and sends each layout as a
+/// [`Snapshot`] of one snapshot of the file (settled), or, when the
+/// follower cannot keep up, one that says so.
+#[derive(Debug)]
+struct Live {
+    rx: Receiver<std::io::Result<Snapshot>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// The txid the follower is at.
+    txid: Arc<std::sync::atomic::AtomicU64>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Live {
+    fn start(path: &Path, opts: WalkOptions) -> Live {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let (tx, rx) = mpsc::channel::<std::io::Result<Snapshot>>();
+        let (job_tx, job_rx) = mpsc::sync_channel::<(crate::settle::Frozen, Option<String>)>(0);
+        let stop = Arc::new(AtomicBool::new(false));
+        let took_ns = Arc::new(AtomicU64::new(0));
+        let txid = Arc::new(AtomicU64::new(u64::MAX));
+        let follow = {
+            let (path, stop, tx, took_ns) = (
+                path.to_owned(),
+                Arc::clone(&stop),
+                tx.clone(),
+                Arc::clone(&took_ns),
+            );
+            let txid = Arc::clone(&txid);
+            std::thread::spawn(move || {
+                let budget = crate::settle::LIVE_CARRY_BUDGET;
+                let mut f = match crate::settle::Follower::open(&path, opts, budget) {
+                    Ok(f) => f,
+                    Err(crate::settle::Error::Open { source, .. }) => {
+                        let _ = tx.send(Err(source));
+                        return;
+                    }
+                    Err(_) => {
+                        // Not (or no longer) bbolt: read as what it is.
+                        let _ = tx.send(read_snapshot(&path, opts));
+                        return;
+                    }
+                };
+                let mut sent = None;
+                let mut next_layout = Instant::now();
+                let mut reported = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let whole = f.advance(Duration::from_millis(50));
+                    txid.store(f.txid(), Ordering::Relaxed);
+                    if whole {
+                        let due = Instant::now() >= next_layout;
+                        if sent != Some(f.txid())
+                            && due
+                            && job_tx.try_send((f.freeze(), None)).is_ok()
+                        {
+                            sent = Some(f.txid());
+                            let took = Duration::from_nanos(took_ns.load(Ordering::Relaxed));
+                            next_layout =
+                                Instant::now() + took.saturating_mul(LAYOUT_PAUSE).max(LAYOUT_MIN);
+                        }
+                        std::thread::sleep(LOOK_EVERY);
+                    } else if f.restarts() >= reported + crate::settle::MAX_RESTARTS {
+                        reported = f.restarts();
+                        let note = crate::settle::unsettled_message(&f.struggle(), 0);
+                        let _ = job_tx.try_send((f.freeze(), Some(note)));
+                    }
+                }
+            })
+        };
+        let layout = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while let Ok((frozen, note)) = job_rx.recv() {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let start = Instant::now();
+                    let snap = live_snapshot(&frozen, note);
+                    took_ns.store(
+                        u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+                        Ordering::Relaxed,
+                    );
+                    drop(frozen);
+                    release_freed_memory();
+                    if tx.send(Ok(snap)).is_err() {
+                        break;
+                    }
+                }
+            })
+        };
+        Live {
+            rx,
+            stop,
+            txid,
+            threads: vec![follow, layout],
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The [`Snapshot`] of what a follower held: settled when every page
+/// was held (`note` is then `None`), else an incomplete one saying why.
+fn live_snapshot(frozen: &crate::settle::Frozen, note: Option<String>) -> Snapshot {
+    let start = Instant::now();
+    let (info, layout) =
+        frozen.layout(|file, walked| (BoltInfo::of(file, walked.freelist), walked.layout));
+    let stamp = frozen.metadata().map(|m| Stamp::of(&m));
+    let quiet = frozen.is_direct();
+    Snapshot {
+        stamp: stamp.unwrap_or(Stamp {
+            dev: 0,
+            ino: 0,
+            size: layout.source_len,
+            mtime_ns: 0,
+        }),
+        format: Format::Bolt,
+        expected_len: info.hwm.saturating_mul(u64::from(info.page_size)),
+        bolt: Some(info),
+        layout: Arc::new(layout),
+        revlog: None,
+        rrd: None,
+        error: None,
+        as_of: note.is_none().then(|| frozen.taken()),
+        unsettled: note,
+        quiet,
+        took: start.elapsed(),
+    }
 }
 
 /// What a refresh found.
@@ -316,7 +503,7 @@ impl Watch {
     /// When the file cannot be opened.
     pub fn open(path: impl AsRef<Path>, opts: WalkOptions) -> std::io::Result<Watch> {
         let path = path.as_ref().to_owned();
-        let snapshot = read_snapshot(&path, opts)?;
+        let (snapshot, live) = first_snapshot(&path, opts)?;
         let source = QuietSource::open(&path).ok();
         let next_reread = after_pause(snapshot.took);
         let mut w = Watch {
@@ -330,6 +517,9 @@ impl Watch {
             residency: None,
             problem: None,
             locked: None,
+            live,
+            live_note: None,
+            restarting: false,
         };
         w.sample();
         Ok(w)
@@ -364,6 +554,9 @@ impl Watch {
     /// runs, or waits its turn ([`REREAD_PAUSE`]).
     #[must_use]
     pub fn rereading(&self) -> bool {
+        if self.live.is_some() {
+            return self.restarting;
+        }
         self.pending.is_some() || self.waiting
     }
 
@@ -385,6 +578,9 @@ impl Watch {
     /// structure when it changed, collect a finished re-read, and sample
     /// residency again. Call once per interval.
     pub fn refresh(&mut self) -> Refreshed {
+        if self.live.is_some() {
+            return self.refresh_live();
+        }
         let mut out = Refreshed::default();
         if let Some(rx) = &self.pending {
             match rx.try_recv() {
@@ -436,6 +632,98 @@ impl Watch {
         out
     }
 
+    /// [`Watch::refresh`] of a followed bbolt file: take the newest layout
+    /// the follower made, follow a replacement file.
+    fn refresh_live(&mut self) -> Refreshed {
+        let mut out = Refreshed::default();
+        let mut gone = false;
+        if let Some(live) = &self.live {
+            loop {
+                match live.rx.try_recv() {
+                    Ok(Ok(snap)) => {
+                        self.restarting = false;
+                        if snap.format != Format::Bolt {
+                            // Replaced by a file of another kind.
+                            self.snapshot = snap;
+                            out.new_snapshot = true;
+                            gone = true;
+                            break;
+                        }
+                        if snap.unsettled.is_none() || self.snapshot.as_of.is_none() {
+                            self.live_note = None;
+                            self.snapshot = snap;
+                            out.new_snapshot = true;
+                        } else {
+                            // Keep the settled structure; say why no newer one.
+                            self.live_note = snap.unsettled;
+                        }
+                    }
+                    Ok(Err(e)) => {
+                        self.problem = Some(format!("{}: {e}", self.path.display()));
+                        gone = true;
+                        break;
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        gone = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if gone {
+            self.live = None;
+            self.sample();
+            return out;
+        }
+        match std::fs::metadata(&self.path) {
+            Ok(meta) => {
+                self.problem = None;
+                let now = Stamp::of(&meta);
+                let replaced =
+                    now.dev != self.snapshot.stamp.dev || now.ino != self.snapshot.stamp.ino;
+                // A size change no commit explains (a commit that grows
+                // the file brings a newer structure by itself): someone
+                // truncated or extended the file behind bbolt's back.
+                let shown = self.snapshot.bolt.as_ref().map(|b| b.txid);
+                let followed = self
+                    .live
+                    .as_ref()
+                    .map(|l| l.txid.load(std::sync::atomic::Ordering::Relaxed));
+                let resized = now.size != self.snapshot.stamp.size && shown == followed;
+                if (replaced || resized) && !self.restarting {
+                    if replaced {
+                        self.source = QuietSource::open(&self.path).ok();
+                    }
+                    self.live = Some(Live::start(&self.path, self.opts));
+                    self.restarting = true;
+                    out.reread_started = true;
+                }
+            }
+            Err(e) => self.problem = Some(format!("{}: {e}", self.path.display())),
+        }
+        self.sample();
+        out
+    }
+
+    /// How current the structure shown is, for a followed bbolt file:
+    /// "as of txid N, 0.8 s ago", and why no newer one settled when the
+    /// writer outruns the follower.
+    #[must_use]
+    pub fn structure_age(&self) -> Option<String> {
+        self.live.as_ref()?;
+        let txid = self.snapshot.bolt.as_ref()?.txid;
+        let age = self.snapshot.as_of?.elapsed().as_secs_f64();
+        Some(format!("as of txid {txid}, {age:.1} s ago"))
+    }
+
+    /// Why the follower of a bbolt file could not settle a newer structure
+    /// than the one shown, if it could not.
+    #[must_use]
+    pub fn live_note(&self) -> Option<&str> {
+        self.live_note.as_deref()
+    }
+
     /// [`Watch::refresh`], starting a re-read of a changed file at once
     /// instead of after its [`REREAD_PAUSE`] (the user asked for it).
     pub fn refresh_now(&mut self) -> Refreshed {
@@ -446,7 +734,7 @@ impl Watch {
     /// Wait (up to `timeout`) for a running re-read to finish.
     pub fn settle(&mut self, timeout: Duration) {
         let start = Instant::now();
-        while self.pending.is_some() && start.elapsed() < timeout {
+        while self.rereading() && start.elapsed() < timeout {
             std::thread::sleep(Duration::from_millis(5));
             self.refresh();
         }

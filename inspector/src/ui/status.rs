@@ -154,6 +154,9 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
             Style::new().fg(Color::Black).bg(Color::Yellow),
         )]);
     }
+    if let Some(age) = &data.age {
+        chunks.push(vec![Span::styled(age.clone(), dim)]);
+    }
     let unit = app.unit().max(1);
     if data.residency.as_ref().is_some_and(|r| r.page_size != unit) {
         chunks.push(vec![Span::styled(
@@ -235,6 +238,8 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
         out.push((format!("structure: {e}"), err, 2));
     } else if let Some(u) = &data.snapshot.unsettled {
         out.push((format!("structure: {u}"), warn, 2));
+    } else if let Some(u) = &data.live_note {
+        out.push((format!("structure shown is older: {u}"), warn, 2));
     } else if data.snapshot.format == Format::Unknown {
         out.push((
             format!(
