@@ -5,6 +5,7 @@ mod crash;
 mod fuzz;
 mod limits;
 mod wasm;
+mod writer;
 
 use std::process::ExitCode;
 
@@ -47,6 +48,9 @@ enum Command {
     /// Build the browser viewer and serve it on 127.0.0.1.
     #[command(after_long_help = wasm::SERVE_HELP)]
     Serve(wasm::ServeArgs),
+    /// Write to a bbolt file the way etcd does (a commit per interval),
+    /// for trying readers against a busy file.
+    Writer(writer::WriterArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Limits(args) => limits::run(&args),
         Command::Wasm(args) => wasm::build(&args).map(|_| ExitCode::SUCCESS),
         Command::Serve(args) => wasm::serve(&args).map(|()| ExitCode::SUCCESS),
+        Command::Writer(args) => writer::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
