@@ -679,6 +679,63 @@ fn empty_repo_is_read_as_hg_reads_it() {
     assert!(refused(&["revlog", "log", "-l", "0", r]).contains("limit must be positive"));
 }
 
+/// `-R REPO` before the subcommand, where hg's global option goes, reads
+/// the repository hg reads there, and with a `-R` on each side (or two
+/// before it) the last one wins, as in hg: every output is hg's own on
+/// the same command line.
+#[test]
+fn repository_before_the_subcommand_reads_what_hg_reads() {
+    let dir = tempdir();
+    let (ra, rb) = (dir.path().join("a"), dir.path().join("b"));
+    revlog_oracle_out(&["gen-repo", s(&ra), "--revs", "3"]);
+    revlog_oracle_out(&["gen-repo", s(&rb), "--revs", "5"]);
+    let (a, b) = (s(&ra), s(&rb));
+    // hg's arguments after `hg`; ours are the same after `mapwise revlog`.
+    let debugindex: [&[&str]; 6] = [
+        &["-R", a, "debugindex", "of"],
+        &["-R", a, "debugindex", "-c"],
+        &["-R", a, "debugindex", "-m", "--debug"],
+        &["-R", a, "debugindex", "-R", b, "of"],
+        &["-R", a, "-R", b, "debugindex", "-c"],
+        &["debugindex", "-R", b, "-R", a, "-m"],
+    ];
+    for args in debugindex {
+        let mut ours = vec!["revlog"];
+        ours.extend_from_slice(args);
+        assert_same_text(&format!("{args:?}"), &ok(&ours), &hg_ok(args));
+    }
+    // The two repositories differ, so "the last one wins" is seen.
+    assert_ne!(
+        hg_ok(&["-R", a, "debugindex", "of"]),
+        hg_ok(&["-R", b, "debugindex", "of"])
+    );
+    // `log`: hg's `-T '{rev}\n'` is what ours prints.
+    let log: [&[&str]; 4] = [
+        &["-R", a, "log", "-l", "2"],
+        &["-R", b, "log"],
+        &["-R", a, "log", "-R", b, "-l", "4"],
+        &["-R", b, "-R", a, "log"],
+    ];
+    for args in log {
+        let mut theirs = args.to_vec();
+        theirs.extend(["-T", "{rev}\n"]);
+        let mut ours = vec!["revlog"];
+        ours.extend_from_slice(args);
+        assert_same_text(&format!("{args:?}"), &ok(&ours), &hg_ok(&theirs));
+    }
+    // Two repositories where the command cannot take both: refused, as
+    // clap refuses them when both come after the subcommand.
+    let index = format!("{b}/.hg/store/00changelog.i");
+    for args in [
+        ["revlog", "-R", a, "log", b].as_slice(),
+        &["revlog", "log", "-R", a, b],
+        &["revlog", "-R", a, "debugindex", "--index", &index],
+        &["revlog", "debugindex", "-R", a, "--index", &index],
+    ] {
+        refused(args);
+    }
+}
+
 /// A damaged copy of a corpus index: hg must refuse it too (when `hg_too`),
 /// we must refuse it with `message`, and its layout must still cover it.
 fn damaged(name: &str, bytes: &[u8], message: &str, hg_too: bool) {

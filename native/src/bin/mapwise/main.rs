@@ -34,9 +34,9 @@ enum Command {
     /// Data to stdout (redirect it to /dev/null), one result line per mode
     /// on stderr.
     Mmaptest(mmaptest::MmaptestArgs),
-    /// Mercurial revlog indexes (`hg log -l N`, `hg debugindex`).
-    #[command(subcommand)]
-    Revlog(revlog::RevlogCommand),
+    /// Mercurial revlog indexes (`hg log -l N`, `hg debugindex`); `-R
+    /// REPO` before or after the subcommand, as hg takes it.
+    Revlog(revlog::RevlogArgs),
     /// RRDtool round-robin databases, with rrdtool's syntax and output
     /// (`create`, `update`, `updatev`, `fetch`, `dump`, `info`, `last`,
     /// `first`, `lastupdate`).

@@ -14,6 +14,25 @@ use serde::Serialize;
 
 use crate::out::Out;
 
+/// `mapwise revlog [-R REPO] COMMAND …`: the repository may be given
+/// before the subcommand, where hg's global option goes (`hg -R REPO
+/// debugindex FILE`), as well as after it.
+#[derive(Debug, Args)]
+pub struct RevlogArgs {
+    /// The repository root or store directory, for any subcommand (hg's
+    /// global `-R`/`--repository`, `mercurial/commands.py` `globalopts`).
+    /// A `-R` after the subcommand wins, as hg takes the last one given.
+    #[arg(
+        short = 'R',
+        long = "repository",
+        value_name = "REPO",
+        overrides_with = "repository"
+    )]
+    repository: Option<PathBuf>,
+    #[command(subcommand)]
+    command: RevlogCommand,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum RevlogCommand {
     /// List the newest revisions as `hg log -l N -T '{rev}\n'` does
@@ -53,8 +72,13 @@ pub struct LogArgs {
     /// Repository root (holding `.hg`) or a store directory; default: the
     /// repository holding the current directory.
     repo: Option<PathBuf>,
-    /// The repository (as hg's `-R`).
-    #[arg(short = 'R', long = "repository", conflicts_with = "repo")]
+    /// The repository (as hg's `-R`; the last one given wins).
+    #[arg(
+        short = 'R',
+        long = "repository",
+        conflicts_with = "repo",
+        overrides_with = "repository"
+    )]
     repository: Option<PathBuf>,
     /// Show hidden (obsolete) changesets too, as `hg log --hidden`.
     /// Without it the list is hg's `visible` view: obsolete changesets
@@ -83,8 +107,8 @@ pub struct DebugindexArgs {
     /// `--index` for those.
     file: Option<String>,
     /// The repository (or store directory); default: the one holding the
-    /// current directory.
-    #[arg(short = 'R', long = "repository")]
+    /// current directory. The last one given wins, as in hg.
+    #[arg(short = 'R', long = "repository", overrides_with = "repository")]
     repository: Option<PathBuf>,
     /// Read this index file (`.i`) directly, inside a repository or not
     /// (what `hg debugrevlogindex PATH` accepts).
@@ -106,12 +130,24 @@ pub struct DebugindexArgs {
     common: Common,
 }
 
-pub fn run(cmd: RevlogCommand) -> Result<ExitCode> {
-    let (json, result) = match cmd {
-        RevlogCommand::Log(a) => (a.common.json, log(&a)),
-        RevlogCommand::Debugindex(a) => (a.common.json, debugindex(&a)),
+/// Run one `mapwise revlog` subcommand; returns its exit status, or an
+/// error for `main` to print (exit 2).
+pub fn run(args: RevlogArgs) -> Result<ExitCode> {
+    let global = args.repository.as_deref();
+    let (json, result) = match args.command {
+        RevlogCommand::Log(a) => (a.common.json, log(&a, global)),
+        RevlogCommand::Debugindex(a) => (a.common.json, debugindex(&a, global)),
     };
     crate::out::json_errors(json, result)
+}
+
+/// Open the repository at `path`, or the one holding the current
+/// directory (hg's `-R`, else its discovery from the working directory).
+fn open_repo(path: Option<&Path>) -> Result<Repo> {
+    Ok(match path {
+        Some(p) => Repo::open(p)?,
+        None => Repo::discover(std::env::current_dir()?)?,
+    })
 }
 
 fn hex(node: &Node) -> String {
@@ -214,7 +250,7 @@ impl From<&LogRow> for LogEntry {
     }
 }
 
-fn log(a: &LogArgs) -> Result<ExitCode> {
+fn log(a: &LogArgs, global: Option<&Path>) -> Result<ExitCode> {
     let limit = match a.limit.as_deref().map(python_int) {
         None => None,
         Some(None) => bail!("limit must be a positive integer"),
@@ -222,10 +258,21 @@ fn log(a: &LogArgs) -> Result<ExitCode> {
         Some(Some(n)) => Some(n.unsigned_abs()),
     };
     let opts = load_options(&a.common, Some(Advice::Random))?;
-    let repo = match a.repository.as_ref().or(a.repo.as_ref()) {
-        Some(p) => Repo::open(p)?,
-        None => Repo::discover(std::env::current_dir()?)?,
+    // A `-R` after the subcommand comes last on the command line: it wins
+    // over one before it, as in hg. The positional REPO is ours (hg's
+    // `log` takes file patterns there), so with a `-R` before the
+    // subcommand it is as ambiguous as with one after it (a clap
+    // conflict).
+    let path = match (&a.repository, &a.repo, global) {
+        (Some(r), _, _) => Some(r.as_path()),
+        (None, Some(p), Some(g)) => bail!(
+            "the repository is given twice: -R {} and REPO {} (give one)",
+            g.display(),
+            p.display()
+        ),
+        (None, p, g) => p.as_deref().or(g),
     };
+    let repo = open_repo(path)?;
     let file = repo.open_index(&Revlog::Changelog, &opts)?;
     let index = file.index()?;
     let hidden = if a.hidden {
@@ -349,7 +396,15 @@ fn which(a: &DebugindexArgs) -> Result<Option<Revlog>> {
     }))
 }
 
-fn debugindex(a: &DebugindexArgs) -> Result<ExitCode> {
+fn debugindex(a: &DebugindexArgs, global: Option<&Path>) -> Result<ExitCode> {
+    if let (Some(index), Some(g)) = (&a.index, global) {
+        // As clap refuses `--index` with a `-R` after the subcommand.
+        bail!(
+            "--index {} reads a file by its path: it takes no repository (-R {})",
+            index.display(),
+            g.display()
+        );
+    }
     let configured = load_options(&a.common, None)?;
     // hg maps only the changelog and the manifest (`mmaplargeindex`).
     let (file, opts) = match which(a)? {
@@ -359,10 +414,8 @@ fn debugindex(a: &DebugindexArgs) -> Result<ExitCode> {
             } else {
                 Options::default()
             };
-            let repo = match &a.repository {
-                Some(p) => Repo::open(p)?,
-                None => Repo::discover(std::env::current_dir()?)?,
-            };
+            // The `-R` after the subcommand is the later one: it wins.
+            let repo = open_repo(a.repository.as_deref().or(global))?;
             let file = repo.open_index(&w, &opts)?;
             if file.index()?.is_empty() {
                 // `openstorage`: an empty or missing revlog is no revlog.
