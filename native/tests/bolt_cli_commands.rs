@@ -830,6 +830,103 @@ fn missing_buckets_and_keys_exit_1_with_bbolts_message() {
     }
 }
 
+/// A key (or bucket name) stored as bytes and asked for by its hex text
+/// without `--parse-format hex` (`--bucket-format hex`): bbolt's "not
+/// found" line and exit 1 as before, then one line naming the flag; with
+/// the flag, the value the oracle reads. Hex that reads as nothing there
+/// gets no hint.
+#[test]
+fn hex_text_taken_as_bytes_gets_a_hint() {
+    let f = testdata("small.db");
+    let p = s(&f);
+    let (key, bucket) = (hex(b"key-000"), hex(b"alpha"));
+    let value = oracle(&["get", p, "alpha", &key]);
+    // The oracle holds no key spelled as the hex text, nor such a bucket.
+    assert!(!oracle_run(&["get", p, "alpha", &hex(key.as_bytes())]).0);
+    assert!(!oracle_run(&["keys", p, &bucket]).0);
+    let key_line = |k: &str| {
+        format!(
+            "mapwise: key not found for key: \"{k}\" hex: \"{}\"",
+            hex(k.as_bytes())
+        )
+    };
+    let bucket_line = format!("mapwise: bucket not found: \"{bucket}\"");
+    let key_hint = format!("hint: the key whose hex is {key} exists: add --parse-format hex");
+    let bucket_hint =
+        format!("hint: the bucket path whose hex is {bucket} exists: add --bucket-format hex");
+    let prefixed = format!("0x{key}");
+    let cases: [(&[&str], Vec<String>); 5] = [
+        (
+            &["get", p, "alpha", &key],
+            vec![key_line(&key), key_hint.clone()],
+        ),
+        (
+            &["get", p, "alpha", &prefixed],
+            vec![
+                key_line(&prefixed),
+                format!(
+                    "hint: the key whose hex is {key} exists: add --parse-format hex \
+                     and drop the 0x (bbolt's hex reading refuses it)"
+                ),
+            ],
+        ),
+        (
+            &["get", p, &bucket, &key, "--parse-format", "hex"],
+            vec![bucket_line.clone(), bucket_hint.clone()],
+        ),
+        (&["keys", p, &bucket], vec![bucket_line, bucket_hint]),
+        // `cafe` is hex, but no key holds the bytes ca fe either.
+        (&["get", p, "alpha", "cafe"], vec![key_line("cafe")]),
+    ];
+    assert!(!oracle_run(&["get", p, "alpha", "cafe"]).0);
+    for (args, lines) in &cases {
+        let mut full = vec!["bolt"];
+        full.extend_from_slice(args);
+        let o = run_mapwise(&full);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().collect::<Vec<_>>(), *lines, "{args:?}");
+        full.push("--json");
+        let o = run_mapwise(&full);
+        assert_eq!(o.status.code(), Some(1), "{args:?} --json");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json error");
+        assert_eq!(
+            v["hint"].as_str().map(|h| format!("hint: {h}")).as_ref(),
+            lines.get(1),
+            "{v}"
+        );
+    }
+    // With the flags, the value the oracle reads (both print it as hex).
+    for args in [
+        [
+            "bolt",
+            "get",
+            p,
+            "alpha",
+            &key,
+            "--parse-format",
+            "hex",
+            "-f",
+            "hex",
+        ]
+        .as_slice(),
+        &[
+            "bolt",
+            "get",
+            p,
+            &bucket,
+            "key-000",
+            "--bucket-format",
+            "hex",
+            "-f",
+            "hex",
+        ],
+    ] {
+        assert_eq!(ok(args), value, "{args:?}");
+    }
+}
+
 #[test]
 fn read_commands_leave_the_file_alone() {
     let dir = tempdir();

@@ -72,11 +72,14 @@ pub enum BoltCommand {
     Buckets(kv::BucketsArgs),
     /// Print the keys of a bucket, one per line, sub-bucket names
     /// included (bbolt `keys FILE BUCKET…`; nested buckets as further
-    /// arguments).
+    /// arguments). A bucket not found gets `get`'s hint about hex names.
     #[command(override_usage = "mapwise bolt keys [OPTIONS] FILE BUCKET…")]
     Keys(kv::KeysArgs),
     /// Print the value of one key (bbolt `get FILE BUCKET… KEY`). Exit 1
-    /// with "bucket not found" or "key not found".
+    /// with "bucket not found" or "key not found"; when the KEY (or the
+    /// bucket names) given as text are hex for a key (bucket) that exists,
+    /// a `hint:` line after it names `--parse-format hex`
+    /// (`--bucket-format hex`).
     #[command(override_usage = "mapwise bolt get [OPTIONS] FILE BUCKET… KEY")]
     Get(kv::GetArgs),
     /// Set one key: `put FILE BUCKET… KEY VALUE` (bbolt's CLI has no

@@ -70,28 +70,56 @@ impl std::fmt::Display for Problem {
 
 impl std::error::Error for Problem {}
 
+/// A [`Problem`] (exit status 1) with a hint: what the user most likely
+/// meant. [`json_errors`] prints the problem's message, then `hint: …`
+/// on a line of its own; with `--json`, `{"error": …, "hint": …}`.
+#[derive(Debug)]
+pub struct Hinted {
+    /// The failure, printed as it is without a hint.
+    pub problem: Problem,
+    /// One line of advice, without the `hint: ` prefix.
+    pub hint: String,
+}
+
+impl std::fmt::Display for Hinted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.problem.fmt(f)
+    }
+}
+
+impl std::error::Error for Hinted {}
+
 /// The README's promise for exit statuses and `--json`: a failure that
-/// is a [`Problem`] exits 1 (its message on stderr), any other exits 2;
-/// when the subcommand asked for JSON either prints `{"error": "..."}` on
-/// stdout instead. A closed pipe passes through (it is not a failure).
+/// is a [`Problem`] (or [`Hinted`]) exits 1 (its message on stderr, then
+/// the hint's line), any other exits 2; when the subcommand asked for
+/// JSON either prints `{"error": "..."}` (and `"hint"`) on stdout
+/// instead. A closed pipe passes through (it is not a failure).
 pub fn json_errors(json: bool, result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
     use std::fmt::Write as _;
     match result {
         Err(e) if is_broken_pipe(&e) => Err(e),
         Err(e) => {
-            let problem = e.downcast_ref::<Problem>().is_some();
+            let hint = e.downcast_ref::<Hinted>().map(|h| h.hint.as_str());
+            let problem = hint.is_some() || e.downcast_ref::<Problem>().is_some();
             let code = if problem {
                 ExitCode::FAILURE
             } else {
                 ExitCode::from(2)
             };
             if json {
+                let mut v = serde_json::json!({ "error": format!("{e:#}") });
+                if let Some(h) = hint {
+                    v["hint"] = h.into();
+                }
                 let mut out = Out::new();
-                let _ = writeln!(out, "{}", serde_json::json!({ "error": format!("{e:#}") }));
+                let _ = writeln!(out, "{v}");
                 out.finish()?;
                 Ok(code)
             } else if problem {
                 eprintln!("mapwise: {e:#}");
+                if let Some(h) = hint {
+                    eprintln!("hint: {h}");
+                }
                 Ok(code)
             } else {
                 Err(e)

@@ -53,6 +53,22 @@ pub fn parse(arg: &OsString, how: Parse, what: &str) -> Result<Vec<u8>> {
     }
 }
 
+/// A text argument that is hex: the bytes `--parse-format hex` would read
+/// from it, the hex digits to give there, and whether it had a `0x` /
+/// `0X` prefix, dropped here. Hex as bbolt reads it (`parseBytes`, Go's
+/// `hex.DecodeString`): an even number of hex digits of either case; Go
+/// refuses the prefix, so the digits are given without it. `None` when
+/// `arg` is not hex (or empty).
+pub fn hex_reading(arg: &OsString) -> Option<(Vec<u8>, &str, bool)> {
+    let b = arg.as_bytes();
+    let (digits, prefixed) = match b.strip_prefix(b"0x").or_else(|| b.strip_prefix(b"0X")) {
+        Some(rest) => (rest, true),
+        None => (b, false),
+    };
+    let bytes = unhex(digits).filter(|v| !v.is_empty())?;
+    Some((bytes, std::str::from_utf8(digits).ok()?, prefixed))
+}
+
 fn unhex(s: &[u8]) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
@@ -246,5 +262,19 @@ mod tests {
             parse(&OsString::from("k"), Parse::AsciiEncoded, "key").expect("bytes"),
             b"k"
         );
+    }
+
+    #[test]
+    fn hex_readings_are_what_parse_hex_reads() {
+        let r = |s: &str| hex_reading(&OsString::from(s)).map(|(b, d, p)| (b, d.to_owned(), p));
+        assert_eq!(r("6b6579"), Some((b"key".to_vec(), "6b6579".into(), false)));
+        assert_eq!(r("0X6B"), Some((b"k".to_vec(), "6B".into(), true)));
+        for not in ["", "0x", "key", "6b6", "0x6g", "x6b"] {
+            assert_eq!(r(not), None, "{not:?}");
+        }
+        // Without a prefix the reading is exactly `--parse-format hex`'s.
+        let (bytes, ..) = r("00fFaB").expect("hex");
+        let parsed = parse(&OsString::from("00fFaB"), Parse::Hex, "key").expect("hex");
+        assert_eq!(bytes, parsed);
     }
 }

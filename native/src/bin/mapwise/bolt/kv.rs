@@ -14,7 +14,7 @@ use mapwise_native::io::QuietSource;
 
 use super::bytefmt::{self, Format, Parse};
 use super::{Problem, engine_error, lock_timeout};
-use crate::out::Out;
+use crate::out::{Hinted, Out};
 
 /// Where the bucket names come from and how long to wait for the lock:
 /// the arguments every key/value command shares.
@@ -200,32 +200,87 @@ fn key_arg(arg: &OsString, how: Parse) -> Result<Vec<u8>> {
     Ok(key)
 }
 
-fn bucket_not_found(path: &[Vec<u8>]) -> anyhow::Error {
-    anyhow::Error::new(Problem(format!("bucket not found: {}", show_path(path))))
+fn bucket_not_found(path: &[Vec<u8>]) -> Problem {
+    Problem(format!("bucket not found: {}", show_path(path)))
 }
 
-/// The bucket at `path` of a read transaction, or bbolt's errors.
+/// The bucket at `path` of a read transaction, or bbolt's errors. `args`
+/// are the names as given and `how` how they were read: a path not found
+/// that exists when the names are read as hex gets a hint to say
+/// `--bucket-format hex` ([`hex_hint`]).
 fn read_bucket<'t>(
     tx: &'t mapwise_native::bolt::Tx<'_>,
     path: &[Vec<u8>],
+    args: &[OsString],
+    how: Parse,
 ) -> Result<mapwise_native::bolt::Bucket<'t>> {
     // bbolt's `Bucket.Bucket` returns nil for a name that holds a value,
     // so its CLI says "bucket not found" for both (`findLastBucket`).
     tx.bucket_path(path).map_err(|e| match e {
         mapwise_native::bolt::Error::Format(
             mapwise_core::Error::BucketNotFound | mapwise_core::Error::IncompatibleValue,
-        ) => bucket_not_found(path),
+        ) => {
+            let hint = hex_hint(args, how, "the bucket path", "--bucket-format", |p| {
+                tx.bucket_path(p).is_ok()
+            });
+            with_hint(bucket_not_found(path), hint)
+        }
         e => engine_error(e).context(format!("bucket {}", show_path(path))),
     })
 }
 
-/// bbolt's key-not-found message (`command_get.go`, `getFunc`).
-fn key_not_found(key: &[u8]) -> anyhow::Error {
-    anyhow::Error::new(Problem(format!(
+/// bbolt's key-not-found message (1.3.7 and later: `cmd/bbolt/main.go`
+/// `getCommand.Run`, later `command/command_get.go` `getFunc`, which
+/// prefix it with "Error ").
+fn key_not_found(key: &[u8]) -> Problem {
+    Problem(format!(
         "key not found for key: {} hex: \"{}\"",
         bytefmt::go_quote(key),
         bytefmt::hex(key)
-    )))
+    ))
+}
+
+/// For arguments read as text (`how` = ascii-encoded, the default) that
+/// found nothing: when every one is hex ([`bytefmt::hex_reading`]) and
+/// `exists` says the bytes they spell are there, the advice to read
+/// them with `flag hex`. `what` names them ("the key"). A wrong guess
+/// costs one more lookup and prints nothing.
+fn hex_hint(
+    args: &[OsString],
+    how: Parse,
+    what: &str,
+    flag: &str,
+    exists: impl FnOnce(&[Vec<u8>]) -> bool,
+) -> Option<String> {
+    if how != Parse::AsciiEncoded {
+        return None;
+    }
+    let readings: Vec<_> = args
+        .iter()
+        .map(bytefmt::hex_reading)
+        .collect::<Option<_>>()?;
+    let bytes: Vec<Vec<u8>> = readings.iter().map(|(b, ..)| b.clone()).collect();
+    if !exists(&bytes) {
+        return None;
+    }
+    let digits: Vec<&str> = readings.iter().map(|(_, d, _)| *d).collect();
+    let digits = digits.join(" ");
+    Some(if readings.iter().any(|(.., prefixed)| *prefixed) {
+        format!(
+            "{what} whose hex is {digits} exists: add {flag} hex and drop the 0x \
+             (bbolt's hex reading refuses it)"
+        )
+    } else {
+        format!("{what} whose hex is {digits} exists: add {flag} hex")
+    })
+}
+
+/// `problem` with `hint`, when there is one.
+fn with_hint(problem: Problem, hint: Option<String>) -> anyhow::Error {
+    match hint {
+        Some(hint) => anyhow::Error::new(Hinted { problem, hint }),
+        None => anyhow::Error::new(problem),
+    }
 }
 
 /// `buckets`: every top-level bucket name, one per line (bbolt
@@ -259,7 +314,7 @@ pub fn keys(a: &KeysArgs) -> Result<ExitCode> {
     let path = parse_path(&a.buckets, a.common.bucket_format)?;
     let db = open_read(&a.common.file, a.common.timeout)?;
     let tx = db.begin().map_err(engine_error)?;
-    let b = read_bucket(&tx, &path)?;
+    let b = read_bucket(&tx, &path, &a.buckets, a.common.bucket_format)?;
     let mut out = Out::new();
     let mut c = b.cursor();
     let mut item = c.first().map_err(|e| engine_error(e.into()))?;
@@ -292,11 +347,18 @@ pub fn get(a: &GetArgs) -> Result<ExitCode> {
     let key = key_arg(&rest[0], a.parse_format)?;
     let db = open_read(&a.common.file, a.common.timeout)?;
     let tx = db.begin().map_err(engine_error)?;
-    let b = read_bucket(&tx, &path)?;
-    let value = b
-        .get(&key)
-        .map_err(|e| engine_error(e.into()))?
-        .ok_or_else(|| key_not_found(&key))?;
+    let b = read_bucket(&tx, &path, buckets, a.common.bucket_format)?;
+    let Some(value) = b.get(&key).map_err(|e| engine_error(e.into()))? else {
+        // A sub-bucket's name has no value either: no hint for it.
+        let hint = hex_hint(
+            &rest[..1],
+            a.parse_format,
+            "the key",
+            "--parse-format",
+            |k| matches!(b.get(&k[0]), Ok(Some(_))),
+        );
+        return Err(with_hint(key_not_found(&key), hint));
+    };
     let mut out = Out::new();
     if a.common.json {
         let v = serde_json::json!({
@@ -336,7 +398,7 @@ fn write_bucket<'t>(
     }
     tx.bucket_path(path).map_err(|e| match e {
         mapwise_native::bolt::Error::BucketNotFound
-        | mapwise_native::bolt::Error::IncompatibleValue => bucket_not_found(path),
+        | mapwise_native::bolt::Error::IncompatibleValue => bucket_not_found(path).into(),
         e => engine_error(e).context(format!("bucket {}", show_path(path))),
     })
 }
@@ -396,7 +458,7 @@ pub fn del(a: &DelArgs) -> Result<ExitCode> {
         // of an absent key it does nothing, and the update rolls back.
         b.delete(&key).map_err(engine_error)?;
         if !present {
-            return Err(key_not_found(&key));
+            return Err(key_not_found(&key).into());
         }
         Ok(txid)
     })?;
