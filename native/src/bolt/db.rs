@@ -841,31 +841,12 @@ fn load_freelist(path: &Path, file: &BoltFile<'_, [u8]>) -> Result<Freelist> {
     let m = file.meta();
     let bad = |detail: String| Error::Corrupt(format!("{}: {detail}", path.display()));
     if m.has_freelist() {
-        let page = file.read_page(m.freelist)?;
-        if page.header.overflow as u64 + m.freelist >= m.hwm {
-            return Err(bad(format!(
-                "freelist run {}+{} passes the high-water mark {}",
-                m.freelist, page.header.overflow, m.hwm
-            )));
-        }
-        let ids = FreelistIds::parse(&page)?;
-        let mut v: Vec<u64> = ids.iter().collect();
-        v.sort_unstable();
-        for w in v.windows(2) {
-            if w[0] == w[1] {
-                return Err(bad(format!(
-                    "page {} is listed twice on the freelist",
-                    w[0]
-                )));
-            }
-        }
-        if let Some(&id) = v.iter().find(|&&id| id < 2 || id >= m.hwm) {
-            return Err(bad(format!(
-                "freelist id {id} outside [2, high-water mark {})",
-                m.hwm
-            )));
-        }
-        return Ok(Freelist::from_sorted(v));
+        return stored_freelist(file)
+            .map(Freelist::from_sorted)
+            .map_err(|e| match e {
+                Error::Corrupt(detail) => bad(detail),
+                e => e,
+            });
     }
     let walked = walk(
         file,
@@ -889,6 +870,43 @@ fn load_freelist(path: &Path, file: &BoltFile<'_, [u8]>) -> Result<Freelist> {
         }
     }
     Ok(Freelist::from_sorted(free))
+}
+
+/// The ids of the freelist page `file`'s meta names (the file must store
+/// one, [`Meta::has_freelist`]), sorted, after the checks a writer needs:
+/// the page reads and is a freelist page whose count fits its run (bbolt
+/// `freelist.read` panics otherwise), the run ends below the high-water
+/// mark, and every id is in [2, high-water mark) and listed once.
+///
+/// # Errors
+/// [`Error::Format`] when the page does not read or decode;
+/// [`Error::Corrupt`] for the run or an id out of range or an id listed
+/// twice (its text names no file: callers add it).
+fn stored_freelist(file: &BoltFile<'_, [u8]>) -> Result<Vec<u64>> {
+    let m = file.meta();
+    let page = file.read_page(m.freelist)?;
+    if page.header.overflow as u64 + m.freelist >= m.hwm {
+        return Err(Error::Corrupt(format!(
+            "freelist run {}+{} passes the high-water mark {}",
+            m.freelist, page.header.overflow, m.hwm
+        )));
+    }
+    let ids = FreelistIds::parse(&page)?;
+    let mut v: Vec<u64> = ids.iter().collect();
+    v.sort_unstable();
+    if let Some(w) = v.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::Corrupt(format!(
+            "page {} is listed twice on the freelist",
+            w[0]
+        )));
+    }
+    if let Some(&id) = v.iter().find(|&&id| id < 2 || id >= m.hwm) {
+        return Err(Error::Corrupt(format!(
+            "freelist id {id} outside [2, high-water mark {})",
+            m.hwm
+        )));
+    }
+    Ok(v)
 }
 
 /// A read transaction (bbolt `Tx` opened with `Begin(false)`): a stable
@@ -1028,6 +1046,28 @@ impl Tx<'_> {
     /// A damaged page.
     pub fn tree_stats(&self) -> Result<BucketStats> {
         Ok(mapwise_core::bolt::Bucket::root_of(&self.file()).stats()?)
+    }
+
+    /// The checks a read-write [`Db::open`] makes of the stored freelist,
+    /// for this snapshot (the freelist page reads, has the freelist type
+    /// and a count that fits its run, the run ends below the high-water
+    /// mark, ids are in [2, high-water mark) and listed once), reading
+    /// that one page run. A read-only open skips them, as bbolt's does:
+    /// readers never use the freelist (bbolt 1.3.6 `db.go`: `Open`
+    /// returns before `loadFreelist` when `ReadOnly`), so its damage
+    /// shows only when a writer opens the file. `Ok` for a file that
+    /// stores no freelist (`NoFreelistSync`).
+    ///
+    /// # Errors
+    /// [`Error::Format`] when the freelist page does not read or decode
+    /// (the error names the page and field); [`Error::Corrupt`] for the
+    /// run past the high-water mark, an id out of range or listed twice
+    /// (its text names no file).
+    pub fn check_freelist(&self) -> Result<()> {
+        if self.snap.meta.has_freelist() {
+            stored_freelist(&self.file())?;
+        }
+        Ok(())
     }
 
     /// Check this snapshot as bbolt's `Tx.Check` does, and more (the
