@@ -60,19 +60,34 @@ pub fn engine_error(e: mapwise_native::bolt::Error) -> anyhow::Error {
 }
 
 /// `mapwise bolt` subcommands: bbolt's CLI names and output shapes
-/// (etcd-io/bbolt `cmd/bbolt/command/command_*.go`), with `--json`
-/// everywhere.
+/// (etcd-io/bbolt `cmd/bbolt`: `main.go` up to 1.4,
+/// `command/command_*.go` after), with `--json` everywhere. Each one's
+/// help says which bbolt CLI versions print what it prints, by bbolt's
+/// sources at the release tags and their binaries run on the same files;
+/// where that is not Debian's bbolt 1.3.6 (the oracle's library, whose
+/// CLI Debian does not ship) it says what 1.3.6 prints instead.
 #[derive(Debug, Subcommand)]
 pub enum BoltCommand {
     /// Print `Page Size: N` (bbolt `info`), then mapwise's detail: both
     /// meta pages, the current one and the freelist. Reads only those
     /// pages, quietly (O_DIRECT, no lock).
+    ///
+    /// bbolt versions: the first line is what every bbolt CLI from 1.3.6
+    /// on prints; the lines after it are mapwise's.
     Info(QuietArgs),
     /// Print the top-level bucket names, one per line (bbolt `buckets`).
+    ///
+    /// bbolt versions: the raw names, as every bbolt CLI from 1.3.6 on
+    /// prints them; `--format` is mapwise's.
     Buckets(kv::BucketsArgs),
     /// Print the keys of a bucket, one per line, sub-bucket names
     /// included (bbolt `keys FILE BUCKET…`; nested buckets as further
     /// arguments). A bucket not found gets `get`'s hint about hex names.
+    ///
+    /// bbolt versions: as bbolt 1.4 and later print them (`--format
+    /// auto` by default). bbolt 1.3.7 to 1.3.12 print the raw bytes by
+    /// default (`--format bytes` here); 1.3.6 (Debian's) takes one bucket
+    /// only (it ignores further names) and prints the raw bytes.
     #[command(override_usage = "mapwise bolt keys [OPTIONS] FILE BUCKET…")]
     Keys(kv::KeysArgs),
     /// Print the value of one key (bbolt `get FILE BUCKET… KEY`). Exit 1
@@ -80,50 +95,90 @@ pub enum BoltCommand {
     /// bucket names) given as text are hex for a key (bucket) that exists,
     /// a `hint:` line after it names `--parse-format hex`
     /// (`--bucket-format hex`).
+    ///
+    /// bbolt versions: the value as bbolt 1.4 and later print it
+    /// (`--format auto` by default; 1.3.7 to 1.3.12 print the raw bytes
+    /// by default, `--format bytes` here); nested buckets and
+    /// `--parse-format` as in 1.3.7 and later; "key not found for key: …
+    /// hex: …" is 1.3.7's and later's message without their "Error "
+    /// prefix. bbolt 1.3.6 (Debian's) takes one bucket, prints the raw
+    /// bytes and says only "key not found".
     #[command(override_usage = "mapwise bolt get [OPTIONS] FILE BUCKET… KEY")]
     Get(kv::GetArgs),
-    /// Set one key: `put FILE BUCKET… KEY VALUE` (bbolt's CLI has no
+    /// Set one key: `put FILE BUCKET… KEY VALUE` (no bbolt CLI has
     /// `put`; same argument style as `get`). Opens read-write (exclusive
     /// lock), commits and syncs.
     #[command(override_usage = "mapwise bolt put [OPTIONS] FILE BUCKET… KEY VALUE")]
     Put(kv::PutArgs),
-    /// Remove one key: `del FILE BUCKET… KEY` (not in bbolt's CLI). Exit
-    /// 1 with "key not found" when it is not there (nothing written).
+    /// Remove one key: `del FILE BUCKET… KEY` (no bbolt CLI has it).
+    /// Exit 1 with "key not found" when it is not there (nothing written).
     #[command(override_usage = "mapwise bolt del [OPTIONS] FILE BUCKET… KEY")]
     Del(kv::DelArgs),
     /// Without page ids: every bucket and key/value in the canonical text
     /// form (`bucket <path> seq=<n>` / `kv <path> <key-hex>
     /// <value-hex|->`), opening the file as bbolt does (shared lock,
     /// mapping); a damaged freelist page is a `warning:` line on stderr
-    /// after it (exit 0: readers never load the freelist). With page ids: those pages as hex, as bbolt's `dump
-    /// FILE PGID…` prints them (read quietly). With --json, JSON Lines.
+    /// after it (exit 0: readers never load the freelist). With page ids:
+    /// those pages as hex, as bbolt's `dump FILE PGID…` prints them (read
+    /// quietly). With --json, JSON Lines.
+    ///
+    /// bbolt versions: with page ids, what every bbolt CLI from 1.3.6 on
+    /// prints; without, the bolt oracle's `dump` text (no bbolt CLI
+    /// prints the whole content).
     Dump(DumpArgs),
     /// Check the structure (reachability, free pages, key order, meta
     /// pages); print one line per problem, then `OK` or `N errors found`
     /// (bbolt `check`), exit 1 on problems. Reads quietly (O_DIRECT,
     /// no lock, page cache untouched).
+    ///
+    /// bbolt versions: `OK` and `N errors found` as every bbolt CLI from
+    /// 1.3.6 on prints them; the problem lines are mapwise's words, not
+    /// those of bbolt's `Tx.Check`, which makes fewer checks.
     Check(QuietArgs),
     /// Print bbolt's aggregate statistics of the top-level buckets
     /// (bbolt `stats FILE [PREFIX]`).
+    ///
+    /// bbolt versions: the text every bbolt CLI from 1.3.6 on prints.
     #[command(override_usage = "mapwise bolt stats [OPTIONS] FILE [PREFIX]")]
     Stats(tools::StatsArgs),
     /// Print the page table as `bbolt pages` does (ID TYPE ITEMS OVRFLW).
     /// Reads quietly (O_DIRECT, no lock, page cache untouched).
+    ///
+    /// bbolt versions: the table every bbolt CLI from 1.3.6 on prints.
     Pages(QuietArgs),
     /// Print pages decoded as `bbolt page FILE PGID…` does: header, then
     /// meta fields, elements or freelist ids. Reads quietly.
+    ///
+    /// bbolt versions: as bbolt 1.3.7 and later print them (the
+    /// `Overflow pages: N` line, `--all`, `--format-value`, printable
+    /// values unquoted). A page that does not decode is reported in the
+    /// words of bbolt's main branch after 1.5.0 ("Printing page N failed:
+    /// … Continuing..."; the releases spell it "Prining"), with mapwise's
+    /// reason, and one asked for by id makes the exit status 1 (bbolt's
+    /// is 0). bbolt 1.3.6 (Debian's) prints no `Overflow pages:` line,
+    /// quotes printable values (`%q`), has neither option and stops at
+    /// the first page it cannot read.
     Page(PageArgs),
     /// Copy the database into a new compact file (bbolt `compact -o DST
     /// SRC`) and print `SRC_BYTES -> DST_BYTES bytes (gain=X.XXx)`.
+    ///
+    /// bbolt versions: the line every bbolt CLI from 1.3.6 on prints.
     #[command(override_usage = "mapwise bolt compact [OPTIONS] -o DST SRC")]
     Compact(tools::CompactArgs),
     // `bench` (bbolt's benchmark) belongs here, in bbolt's order; it is
     // added with its own change.
     /// Open read-only and walk every key of one bucket with a cursor,
-    /// timing open + scan (the MAP_POPULATE experiment of bbolt#455).
+    /// timing open + scan (the MAP_POPULATE experiment: bbolt's read-only
+    /// scan with and without `MmapFlags = MAP_POPULATE`).
+    ///
+    /// bbolt versions: no bbolt CLI has it; the lines are the bolt
+    /// oracle's `traverse` lines.
     Traverse(TraverseArgs),
     /// The oracle's seeded write-then-read workload (`oracle.sh bench`):
     /// batched puts, then a cursor scan or random gets, timed.
+    ///
+    /// bbolt versions: not bbolt's `bench` (its workload is unseeded and
+    /// its lines differ); the bolt oracle's lines and JSON keys.
     Bench(crate::bolt_bench::BenchArgs),
 }
 

@@ -1,5 +1,5 @@
-//! `mapwise bolt page` (one page decoded, bbolt
-//! `cmd/bbolt/command/command_page.go`) and `mapwise bolt dump FILE
+//! `mapwise bolt page` (one page decoded, bbolt 1.3.7 and later:
+//! `cmd/bbolt/page_command.go`, later `command/command_page.go`) and `mapwise bolt dump FILE
 //! PGID…` (pages as hex, bbolt `command_dump.go`). Both read quietly:
 //! `O_DIRECT`, no lock, nothing mapped, as `pages` and `check` do.
 
@@ -159,10 +159,13 @@ fn header_lines(out: &mut Out, pgid: u64, ty: PageType, total: impl std::fmt::Di
 }
 
 /// `page FILE PGID…` / `page FILE --all`: each page decoded as bbolt
-/// prints it, separated by a line of `=`. A page that cannot be read is
-/// reported as bbolt does ("Printing page N failed: … Continuing...");
-/// a page asked for by id makes the exit status 1, while `--all` exits 0
-/// as bbolt does (free pages keep stale bytes, and a stale continuation
+/// 1.3.7 and later print it (`cmd/bbolt/page_command.go`, later
+/// `command/command_page.go`; 1.3.6's `main.go` has no `Overflow pages:`
+/// line and quotes values), separated by a line of `=`. A page that
+/// cannot be read is reported as bbolt does, in its main branch's words
+/// after 1.5.0 ("Printing page N failed: … Continuing..."; the releases
+/// print "Prining page"); a page asked for by id makes the exit status 1
+/// (bbolt's is 0), while `--all` exits 0 as bbolt does (free pages keep stale bytes, and a stale continuation
 /// page of an old overflow run does not decode: that is no damage).
 pub fn page(
     file: &BoltFile<'_, QuietSource>,
