@@ -1,7 +1,8 @@
 //! `mapwise bolt page` (one page decoded, bbolt 1.3.7 and later:
-//! `cmd/bbolt/page_command.go`, later `command/command_page.go`) and `mapwise bolt dump FILE
-//! PGID…` (pages as hex, bbolt `command_dump.go`). Both read quietly:
-//! `O_DIRECT`, no lock, nothing mapped, as `pages` and `check` do.
+//! `cmd/bbolt/page_command.go`, later `command/command_page.go`) and
+//! `mapwise bolt dump FILE PGID…` (pages as hex, bbolt `command_dump.go`).
+//! Both read quietly: `O_DIRECT`, no lock, nothing mapped, as `pages` and
+//! `check` do.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
