@@ -19,9 +19,20 @@ use crate::out::Out;
 /// debugindex FILE`), as well as after it.
 #[derive(Debug, Args)]
 pub struct RevlogArgs {
-    /// The repository root or store directory, for any subcommand (hg's
-    /// global `-R`/`--repository`, `mercurial/commands.py` `globalopts`).
-    /// A `-R` after the subcommand wins, as hg takes the last one given.
+    #[command(flatten)]
+    repo: RepoArg,
+    #[command(subcommand)]
+    command: RevlogCommand,
+}
+
+/// `-R REPO`, before the subcommand (for any of them) or after it.
+#[derive(Debug, Args)]
+pub struct RepoArg {
+    /// The repository root (holding `.hg`) or a store directory, as hg's
+    /// global `-R`/`--repository` (`mercurial/commands.py`
+    /// `globalopts`), before or after the subcommand; the last one given
+    /// wins, as in hg. Default: the repository holding the current
+    /// directory.
     #[arg(
         short = 'R',
         long = "repository",
@@ -29,8 +40,6 @@ pub struct RevlogArgs {
         overrides_with = "repository"
     )]
     repository: Option<PathBuf>,
-    #[command(subcommand)]
-    command: RevlogCommand,
 }
 
 #[derive(Debug, Subcommand)]
@@ -71,15 +80,10 @@ pub struct Common {
 pub struct LogArgs {
     /// Repository root (holding `.hg`) or a store directory; default: the
     /// repository holding the current directory.
+    #[arg(conflicts_with = "repository")]
     repo: Option<PathBuf>,
-    /// The repository (as hg's `-R`; the last one given wins).
-    #[arg(
-        short = 'R',
-        long = "repository",
-        conflicts_with = "repo",
-        overrides_with = "repository"
-    )]
-    repository: Option<PathBuf>,
+    #[command(flatten)]
+    repository: RepoArg,
     /// Show hidden (obsolete) changesets too, as `hg log --hidden`.
     /// Without it the list is hg's `visible` view: obsolete changesets
     /// (from `.hg/store/obsstore`) and archived ones are left out unless
@@ -106,10 +110,8 @@ pub struct DebugindexArgs {
     /// file: hg (and mapwise) say "cannot give path to non-revlog"; use
     /// `--index` for those.
     file: Option<String>,
-    /// The repository (or store directory); default: the one holding the
-    /// current directory. The last one given wins, as in hg.
-    #[arg(short = 'R', long = "repository", overrides_with = "repository")]
-    repository: Option<PathBuf>,
+    #[command(flatten)]
+    repository: RepoArg,
     /// Read this index file (`.i`) directly, inside a repository or not
     /// (what `hg debugrevlogindex PATH` accepts).
     #[arg(long, value_name = "PATH", conflicts_with_all = ["file", "changelog", "manifest", "repository"])]
@@ -133,7 +135,7 @@ pub struct DebugindexArgs {
 /// Run one `mapwise revlog` subcommand; returns its exit status, or an
 /// error for `main` to print (exit 2).
 pub fn run(args: RevlogArgs) -> Result<ExitCode> {
-    let global = args.repository.as_deref();
+    let global = args.repo.repository.as_deref();
     let (json, result) = match args.command {
         RevlogCommand::Log(a) => (a.common.json, log(&a, global)),
         RevlogCommand::Debugindex(a) => (a.common.json, debugindex(&a, global)),
@@ -263,7 +265,7 @@ fn log(a: &LogArgs, global: Option<&Path>) -> Result<ExitCode> {
     // `log` takes file patterns there), so with a `-R` before the
     // subcommand it is as ambiguous as with one after it (a clap
     // conflict).
-    let path = match (&a.repository, &a.repo, global) {
+    let path = match (&a.repository.repository, &a.repo, global) {
         (Some(r), _, _) => Some(r.as_path()),
         (None, Some(p), Some(g)) => bail!(
             "the repository is given twice: -R {} and REPO {} (give one)",
@@ -415,7 +417,7 @@ fn debugindex(a: &DebugindexArgs, global: Option<&Path>) -> Result<ExitCode> {
                 Options::default()
             };
             // The `-R` after the subcommand is the later one: it wins.
-            let repo = open_repo(a.repository.as_deref().or(global))?;
+            let repo = open_repo(a.repository.repository.as_deref().or(global))?;
             let file = repo.open_index(&w, &opts)?;
             if file.index()?.is_empty() {
                 // `openstorage`: an empty or missing revlog is no revlog.
