@@ -885,7 +885,7 @@ fn load_freelist(path: &Path, file: &BoltFile<'_, [u8]>) -> Result<Freelist> {
 fn stored_freelist(file: &BoltFile<'_, [u8]>) -> Result<Vec<u64>> {
     let m = file.meta();
     let page = file.read_page(m.freelist)?;
-    if page.header.overflow as u64 + m.freelist >= m.hwm {
+    if u64::from(page.header.overflow).saturating_add(m.freelist) >= m.hwm {
         return Err(Error::Corrupt(format!(
             "freelist run {}+{} passes the high-water mark {}",
             m.freelist, page.header.overflow, m.hwm
