@@ -361,6 +361,8 @@ pub struct Updater<'a> {
     row: Vec<f64>,
     /// Every value written, when asked for (`updatev`).
     pub written: Option<Vec<Written>>,
+    /// The data source `update_pdp_prep` is at; `None` once it is done.
+    prep_at: Option<usize>,
 }
 
 impl<'a> Updater<'a> {
@@ -399,6 +401,7 @@ impl<'a> Updater<'a> {
             open_share: Vec::new(),
             row: Vec::new(),
             written: None,
+            prep_at: None,
         })
     }
 
@@ -415,8 +418,11 @@ impl<'a> Updater<'a> {
     }
 
     /// Apply one argument (`process_arg`). On error the header is as it
-    /// was before the argument (rrdtool may already have changed
-    /// `last_ds` of earlier data sources; mapwise changes nothing).
+    /// was before the argument, except where rrdtool has already changed
+    /// it: a value refused by `update_pdp_prep` leaves the data sources
+    /// before it with their new `last_ds` (rrdtool copies each input into
+    /// `pdp_prep[ds].last_ds` as it goes, through its mapping, and stops at
+    /// the refused one), so the file ends byte-identical to rrdtool's.
     ///
     /// # Errors
     /// rrdtool's refusal of a value, or a failed row read/write.
@@ -425,9 +431,16 @@ impl<'a> Updater<'a> {
         self.h.state_into(&mut saved);
         let schedule = self.schedule_smooth;
         let written = self.written.as_ref().map(Vec::len);
+        self.prep_at = None;
         let r = self.process(s);
         if r.is_err() {
             self.h.restore_state(&saved);
+            if let Some(failed) = self.prep_at.take() {
+                for ds in 0..failed {
+                    let input: &[u8] = s.values.get(ds).map_or(b"U", Vec::as_slice);
+                    self.h.set_last_ds(ds, input);
+                }
+            }
             self.schedule_smooth = schedule;
             if let (Some(w), Some(n)) = (self.written.as_mut(), written) {
                 w.truncate(n);
@@ -529,6 +542,7 @@ impl<'a> Updater<'a> {
         pdp_new: &mut [f64],
     ) -> Result<(), UpdateError> {
         for (ds, slot) in pdp_new.iter_mut().enumerate() {
+            self.prep_at = Some(ds);
             let kind = self.h.ds(ds).kind;
             let hb = self.h.heartbeat(ds) as f64;
             if hb < interval {
@@ -618,6 +632,7 @@ impl<'a> Updater<'a> {
             *slot = new;
             self.h.set_last_ds(ds, input);
         }
+        self.prep_at = None;
         Ok(())
     }
 

@@ -4,9 +4,10 @@
 //! Arguments are applied one by one as rrdtool does; an argument that is
 //! refused stops the call with the earlier arguments kept (rrdtool keeps
 //! them too, having written them through its mapping), without the
-//! Holt-Winters smoothing of the call. Unlike rrdtool, a refused argument
-//! changes nothing at all (rrdtool may already have stored `last_ds` of
-//! the data sources before the bad value).
+//! Holt-Winters smoothing of the call. A refused value leaves what rrdtool
+//! leaves: the data sources before it keep their new `last_ds`, the rest
+//! of the header is as before the argument (see
+//! [`mapwise_core::rrd::update::Updater::apply`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;

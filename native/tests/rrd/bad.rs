@@ -14,7 +14,8 @@ use crate::support::tempdir;
 /// Run `args` (with `FILE` replaced by the file name) in two directories
 /// holding the same file, mapwise in `a`, rrdtool in `b`; both must fail
 /// with the same stderr (or ours must start with `prefix` when given),
-/// and both files must end as they were (or as each other when `same`).
+/// and ours must end byte for byte as rrdtool's (which may have written
+/// the `last_ds` of data sources before a refused value).
 fn refused_like_rrdtool(corpus: &str, args: &[&str], exact: bool) {
     let dir = tempdir();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
@@ -58,11 +59,12 @@ fn refused_like_rrdtool(corpus: &str, args: &[&str], exact: bool) {
             "{args:?}: ours {oe:?}, rrdtool {te:?}"
         );
     }
-    assert_eq!(
+    let (ours, theirs) = (
         std::fs::read(a.join("f.rrd")).expect("read"),
-        before,
-        "{args:?}: mapwise changed the file"
+        std::fs::read(b.join("f.rrd")).expect("read"),
     );
+    assert_eq!(ours.len(), before.len(), "{args:?}: the length changed");
+    super::assert_same_bytes(&format!("{args:?}: the file"), &ours, &theirs);
 }
 
 #[test]
@@ -595,6 +597,95 @@ fn rrdcached_options() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("RRDCACHED_ADDRESS"));
     assert_eq!(std::fs::read(&p).expect("read"), before, "file untouched");
+}
+
+/// A value refused part-way through the data sources leaves the file as
+/// rrdtool leaves it: rrdtool has already copied the inputs of the data
+/// sources before the refused one into their `last_ds` (through its
+/// mapping) and keeps them. Every failing position, after good arguments
+/// and alone, `update` and `updatev`, in every I/O mode: the same bytes,
+/// output and error as rrdtool's.
+#[test]
+fn a_refused_value_leaves_the_last_ds_rrdtool_leaves() {
+    let dir = tempdir();
+    let create = [
+        "create",
+        "f.rrd",
+        "-s",
+        "300",
+        "-b",
+        "1600000000",
+        "DS:g1:GAUGE:600:U:U",
+        "DS:g2:GAUGE:600:U:U",
+        "DS:c:COUNTER:600:U:U",
+        "DS:d:DERIVE:600:U:U",
+        "DS:a:ABSOLUTE:600:U:U",
+        "RRA:AVERAGE:0.5:1:20",
+        "RRA:MAX:0.5:4:10",
+    ];
+    let seed = dir.path().join("seed");
+    std::fs::create_dir_all(&seed).expect("mkdir");
+    ok("create", &rt(&seed, &create));
+    ok(
+        "seed update",
+        &rt(&seed, &["update", "f.rrd", "1600000300:1:2:100:5:7"]),
+    );
+    let bad_at = [
+        "1600000600:x:2:100:5:7",
+        "1600000600:1:2x:100:5:7",
+        "1600000600:1:2:1e5:5:7",
+        "1600000600:1:2:100:5.5:7",
+        "1600000600:1:2:100:5:seven",
+    ];
+    let mut cases: Vec<Vec<String>> = Vec::new();
+    for (i, bad) in bad_at.iter().enumerate() {
+        cases.push(vec![(*bad).to_owned()]);
+        let bad_later = bad.replace("1600000600", "1600001200");
+        cases.push(vec!["1600000600:3:4:200:9:1".to_owned(), bad_later]);
+        if i % 2 == 0 {
+            cases.push(vec![
+                "-t".into(),
+                "c:g2:d".into(),
+                "1600000600:300:5:zz".into(),
+            ]);
+        }
+    }
+    for (n, case) in cases.iter().enumerate() {
+        for cmd in ["update", "updatev"] {
+            for io in ["mmap", "fd", "direct", "mmap-2pages"] {
+                let (a, b) = (
+                    dir.path().join(format!("a{n}{cmd}{io}")),
+                    dir.path().join(format!("b{n}{cmd}{io}")),
+                );
+                for d in [&a, &b] {
+                    std::fs::create_dir_all(d).expect("mkdir");
+                    std::fs::copy(seed.join("f.rrd"), d.join("f.rrd")).expect("copy");
+                }
+                let mut args: Vec<&str> = vec![cmd, "f.rrd"];
+                args.extend(case.iter().map(String::as_str));
+                let theirs = rt(&b, &args);
+                args.extend(["--io", io]);
+                let ours = mw(&a, &args);
+                assert_eq!(theirs.status.code(), Some(1), "{args:?}");
+                assert_eq!(ours.status.code(), Some(1), "{args:?}");
+                assert_eq!(
+                    String::from_utf8_lossy(&ours.stderr),
+                    String::from_utf8_lossy(&theirs.stderr),
+                    "{args:?}"
+                );
+                assert_eq!(
+                    String::from_utf8_lossy(&ours.stdout),
+                    String::from_utf8_lossy(&theirs.stdout),
+                    "{args:?}"
+                );
+                super::assert_same_bytes(
+                    &format!("{args:?}"),
+                    &std::fs::read(a.join("f.rrd")).expect("a"),
+                    &std::fs::read(b.join("f.rrd")).expect("b"),
+                );
+            }
+        }
+    }
 }
 
 /// A command line rrdtool refuses before touching the file (missing
