@@ -163,25 +163,44 @@ pub fn values<S: PageSource + ?Sized>(
 /// # Errors
 /// When `out` refuses a write.
 pub fn write_fetch(out: &mut impl Write, h: &Header<'_>, p: &Plan, values: &[f64]) -> fmt::Result {
+    let names: Vec<&str> = h.dss().iter().map(|d| d.name.as_str()).collect();
+    write_fetch_rows(out, &names, p.start, p.end, p.step, values)
+}
+
+/// [`write_fetch`] of any window and names (`rrd_tool.c`'s printing of
+/// what `rrd_fetch` returned, from the file or from rrdcached): `values`
+/// row after row, `names.len()` per row, a missing one printed as
+/// rrdtool's NaN.
+///
+/// # Errors
+/// When `out` refuses a write.
+pub fn write_fetch_rows(
+    out: &mut impl Write,
+    names: &[&str],
+    start: i64,
+    end: i64,
+    step: u64,
+    values: &[f64],
+) -> fmt::Result {
     out.write_str("           ")?;
-    for d in h.dss() {
-        write!(out, "{:>20}", d.name)?;
+    for d in names {
+        write!(out, "{d:>20}")?;
     }
     out.write_str("\n\n")?;
-    let ds = h.ds_cnt().max(1);
+    let ds = names.len().max(1);
     let mut it = values.chunks(ds);
     // The rows end where time would pass `i64::MAX` (a damaged file's
     // last update near the limit): wrapping round would never end.
-    let Ok(step) = i64::try_from(p.step) else {
+    let Ok(step @ 1..) = i64::try_from(step) else {
         return Ok(());
     };
-    let mut t = p.start.checked_add(step);
+    let mut t = start.checked_add(step);
     while let Some(now) = t
-        && now <= p.end
+        && now <= end
     {
         write!(out, "{:>10}:", now as u64)?;
         let row = it.next().unwrap_or_default();
-        for k in 0..h.ds_cnt() {
+        for k in 0..names.len() {
             write!(out, " {}", c_e10(row.get(k).copied().unwrap_or(DNAN)))?;
         }
         out.write_str("\n")?;

@@ -36,6 +36,48 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// `-b/--start` as `rrd_create` reads it: `None` when not given, else the
+/// time (at-style specs resolved in local time).
+///
+/// # Errors
+/// rrdtool's message for a bad time, a time relative to start or end, or
+/// one before 1980.
+pub fn start_time(o: &CreateOptions) -> Result<Option<i64>, Error> {
+    let rr = Error::Rrdtool;
+    let Some(s) = &o.start else {
+        return Ok(None);
+    };
+    let tv = time::parse(s).map_err(|e| rr(format!("start time: {e}")))?;
+    if matches!(
+        tv.kind,
+        time::TimeKind::RelativeToEnd | time::TimeKind::RelativeToStart
+    ) {
+        return Err(rr(
+            "specifying time relative to the 'start' or 'end' makes no sense here".into(),
+        ));
+    }
+    let t = tv.resolve();
+    if t < 3600 * 24 * 365 * 10 {
+        return Err(rr("the first entry to the RRD should be after 1980".into()));
+    }
+    Ok(Some(t))
+}
+
+/// What rrdtool sends rrdcached for `create` (`rrd_create`, then
+/// `rrd_client_create_r2`): the start when given and the step, 0 when
+/// `-s` is not given (the daemon's librrd then takes 300 s).
+///
+/// # Errors
+/// As [`start_time`]; `step size: …` for a bad `-s`.
+pub fn daemon_options(o: &CreateOptions) -> Result<(Option<i64>, u64), Error> {
+    let start = start_time(o)?;
+    let step = match o.step.as_deref() {
+        None => 0,
+        Some(s) => create::parse_step(Some(s)).map_err(Error::Rrdtool)?,
+    };
+    Ok((start, step))
+}
+
 /// Resolve the options and definitions into a plan (`rrd_create`'s
 /// checks, in its order). `name` is the file name as given: its FNV-1
 /// hash places the seasonal smoothing.
@@ -43,29 +85,13 @@ fn splitmix(state: &mut u64) -> u64 {
 /// # Errors
 /// rrdtool's message.
 pub fn plan(name: &str, o: &CreateOptions, defs: &[String]) -> Result<Plan, Error> {
-    let rr = Error::Rrdtool;
-    let last_up = match &o.start {
-        Some(s) => {
-            let tv = time::parse(s).map_err(|e| rr(format!("start time: {e}")))?;
-            if matches!(
-                tv.kind,
-                time::TimeKind::RelativeToEnd | time::TimeKind::RelativeToStart
-            ) {
-                return Err(rr(
-                    "specifying time relative to the 'start' or 'end' makes no sense here".into(),
-                ));
-            }
-            let t = tv.resolve();
-            if t < 3600 * 24 * 365 * 10 {
-                return Err(rr("the first entry to the RRD should be after 1980".into()));
-            }
-            t
-        }
+    let last_up = match start_time(o)? {
+        Some(t) => t,
         None => time::now().0 - 10,
     };
-    let step = create::parse_step(o.step.as_deref()).map_err(rr)?;
+    let step = create::parse_step(o.step.as_deref()).map_err(Error::Rrdtool)?;
     let defs: Vec<&str> = defs.iter().map(String::as_str).collect();
-    create::plan(step, last_up, num::fnv_hash(name.as_bytes()), &defs).map_err(rr)
+    create::plan(step, last_up, num::fnv_hash(name.as_bytes()), &defs).map_err(Error::Rrdtool)
 }
 
 fn temp_name(path: &Path, salt: u64) -> PathBuf {

@@ -6,6 +6,7 @@
 //! the lock, the clock, local time, the C math library and the four I/O
 //! modes ([`io::IoMode`]).
 
+pub mod cached;
 pub mod create;
 pub mod io;
 pub mod time;
@@ -114,7 +115,7 @@ pub enum Error {
 }
 
 /// `strerror` text of an I/O error (without Rust's "(os error N)").
-fn strerror(e: &std::io::Error) -> String {
+pub(crate) fn strerror(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.rfind(" (os error ") {
         Some(i) => s.get(..i).unwrap_or(&s).to_owned(),
@@ -235,6 +236,18 @@ pub fn info(path: &Path, mode: IoMode, filename: &str) -> Result<Vec<(String, In
     with_header(path, mode, Access::Read, |h, _| Ok(info::info(h, filename)))
 }
 
+/// The data source names of `path`, in file order (`rrd_update.c:
+/// rrd_get_file_template`, which `update --template` through rrdcached
+/// reads with a read lock to map the template's values).
+///
+/// # Errors
+/// Opening or parsing the file.
+pub fn ds_names(path: &Path, mode: IoMode) -> Result<Vec<String>, Error> {
+    with_header(path, mode, Access::Read, |h, _| {
+        Ok(h.dss().iter().map(|d| d.name.clone()).collect())
+    })
+}
+
 /// `rrdtool last`: the time of the last update.
 ///
 /// # Errors
@@ -321,13 +334,18 @@ pub struct Fetched {
     pub text: String,
 }
 
-/// `rrdtool fetch FILE CF [-s] [-e] [-r] [-a]`, with rrdtool's checks in
-/// its order.
+/// The window of `rrdtool fetch` (`rrd_fetch`'s checks of its options,
+/// in its order): start and end after `-s`, `-e`, `-r` and `-a`, before
+/// the file or a daemon is asked.
 ///
 /// # Errors
-/// rrdtool's message for a bad time, CF or window; opening or reading the
-/// file.
-pub fn fetch(path: &Path, cf: &str, o: &FetchOptions) -> Result<Fetched, Error> {
+/// rrdtool's message for a bad time or resolution, a start before 1980,
+/// or an end before the start.
+pub fn fetch_window(o: &FetchOptions) -> Result<(i64, i64), Error> {
+    Ok(fetch_window_step(o)?.0)
+}
+
+fn fetch_window_step(o: &FetchOptions) -> Result<((i64, i64), u64), Error> {
     let rr = |s: String| Error::Rrdtool(s);
     let start_tv = time::parse(o.start.as_deref().unwrap_or("end-24h"))
         .map_err(|e| rr(format!("start time: {e}")))?;
@@ -351,6 +369,18 @@ pub fn fetch(path: &Path, cf: &str, o: &FetchOptions) -> Result<Fetched, Error> 
             "start ({start}) should be less than end ({end})"
         )));
     }
+    Ok(((start, end), step))
+}
+
+/// `rrdtool fetch FILE CF [-s] [-e] [-r] [-a]`, with rrdtool's checks in
+/// its order.
+///
+/// # Errors
+/// rrdtool's message for a bad time, CF or window; opening or reading the
+/// file.
+pub fn fetch(path: &Path, cf: &str, o: &FetchOptions) -> Result<Fetched, Error> {
+    let rr = |s: String| Error::Rrdtool(s);
+    let ((start, end), step) = fetch_window_step(o)?;
     let cf = Cf::from_name(cf.as_bytes())
         .ok_or_else(|| rr(format!("unknown consolidation function '{cf}'")))?;
     let name = path.display().to_string();
