@@ -13,11 +13,14 @@
 //!   rrdtool and by mapwise to the same file.
 //! * [`bad`]: malformed input, past times, truncated, foreign and locked
 //!   files: rrdtool's error, a non-zero exit and an unchanged file.
+//! * [`cached`]: every command through a real rrdcached, against rrdtool
+//!   through the same daemon; a daemon that is down or misbehaves.
 
 // Offsets and counts of small test files are cast freely.
 #![allow(clippy::cast_possible_truncation)]
 
 mod bad;
+mod cached;
 mod corpus;
 mod create;
 mod prop;

@@ -558,45 +558,62 @@ fn hold_lock(p: &Path, kind: &str) -> (std::process::Child, ()) {
     (child, ())
 }
 
-/// rrdtool's rrdcached options: `--noflush` changes nothing without a
-/// daemon (output equal to rrdtool's with the same flag); `--daemon` and
-/// `RRDCACHED_ADDRESS` are refused with exit 1, the file untouched, since
-/// writing behind a daemon's back would lose what it holds.
+/// rrdtool's rrdcached options without a daemon: `info --noflush` is
+/// accepted and changes nothing (the same output as rrdtool's); the other
+/// commands do not take `-F/--noflush` and refuse it as rrdtool's getopt
+/// does; `updatev` takes no `--daemon`. (Through a real daemon:
+/// `rrd::cached`.)
 #[test]
 fn rrdcached_options() {
-    let dir = tempdir();
-    let d = dir.path();
-    let p = copy("gauge.rrd", d, "c.rrd");
-    let before = std::fs::read(&p).expect("read");
-    let ours = mw(d, &["info", "--noflush", "c.rrd"]);
-    let theirs = rt(d, &["info", "--noflush", "c.rrd"]);
-    assert!(
-        ours.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ours.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&ours.stdout),
-        String::from_utf8_lossy(&theirs.stdout)
-    );
     for args in [
-        &["update", "c.rrd", "--daemon", "unix:/nonexistent", "N:1:2"][..],
-        &["fetch", "c.rrd", "AVERAGE", "-d", "unix:/nonexistent"][..],
+        &["info", "--noflush", "FILE"][..],
+        &["info", "-F", "FILE"],
+        &["info", "--daemon", "", "FILE"],
     ] {
-        let o = mw(d, args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
-        let e = String::from_utf8_lossy(&o.stderr);
-        assert!(e.starts_with("ERROR: ") && e.contains("rrdcached"), "{e}");
+        let dir = tempdir();
+        copy("gauge.rrd", dir.path(), "f.rrd");
+        let args: Vec<&str> = args
+            .iter()
+            .map(|s| if *s == "FILE" { "f.rrd" } else { s })
+            .collect();
+        let ours = ok("mapwise", &mw(dir.path(), &args));
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&ok("rrdtool", &rt(dir.path(), &args))),
+            "{args:?}"
+        );
     }
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mapwise"))
-        .current_dir(d)
-        .env("RRDCACHED_ADDRESS", "unix:/nonexistent")
-        .args(["rrd", "update", "c.rrd", "N:1:2"])
-        .output()
-        .expect("run mapwise");
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("RRDCACHED_ADDRESS"));
-    assert_eq!(std::fs::read(&p).expect("read"), before, "file untouched");
+    for args in [
+        &["lastupdate", "-F", "FILE"][..],
+        &["last", "--noflush", "FILE"],
+        &["fetch", "FILE", "AVERAGE", "-F"],
+        &["update", "FILE", "-F", "N:1:2"],
+        &["updatev", "FILE", "--daemon", "unix:/nonexistent", "N:1:2"],
+        &["updatev", "FILE", "-d", "unix:/nonexistent", "N:1:2"],
+    ] {
+        refused_like_rrdtool("gauge.rrd", args, true);
+    }
+}
+
+/// The one-file commands given two files: rrdtool's usage line (`last`
+/// prints its -1 first; `first` ignores the extra words).
+#[test]
+fn extra_files_get_rrdtools_usage() {
+    for args in [
+        &["lastupdate", "FILE", "FILE"][..],
+        &["info", "FILE", "FILE"],
+        &["last", "FILE", "FILE"],
+        &["info", "--noflush"],
+    ] {
+        refused_like_rrdtool("gauge.rrd", args, true);
+    }
+    let dir = tempdir();
+    copy("gauge.rrd", dir.path(), "f.rrd");
+    let args = ["first", "f.rrd", "f.rrd", "extra"];
+    assert_eq!(
+        ok("mapwise", &mw(dir.path(), &args)),
+        ok("rrdtool", &rt(dir.path(), &args))
+    );
 }
 
 /// A value refused part-way through the data sources leaves the file as
@@ -685,6 +702,85 @@ fn a_refused_value_leaves_the_last_ds_rrdtool_leaves() {
                 );
             }
         }
+    }
+}
+
+/// Run `args` with stdout and stderr in one pipe (`2>&1`), as a script
+/// capturing both would.
+fn merged(dir: &Path, program: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>) {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("exec \"$0\" \"$@\" 2>&1")
+        .arg(program)
+        .args(args)
+        .current_dir(dir)
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .env_remove("RRDCACHED_ADDRESS");
+    let o = crate::support::run_limited(&mut c, std::time::Duration::from_secs(60));
+    (o.status.code(), o.stdout)
+}
+
+/// stdout and stderr in one pipe come in rrdtool's order: rrdtool's
+/// results go through stdio's buffer (a pipe's: 4096 bytes, written out as
+/// it fills) and its error line straight to stderr, so a short result
+/// comes after the error and a long one is cut by it at a 4096-byte
+/// boundary.
+#[test]
+fn merged_streams_come_in_rrdtools_order() {
+    let rrdtool = std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("rrdtool"))
+                .find(|f| f.is_file())
+        })
+        .expect("rrdtool on PATH");
+    let ours = Path::new(env!("CARGO_BIN_EXE_mapwise"));
+    let cases: &[&[&str]] = &[
+        &["updatev", "f.rrd", "1600166700:1:2", "1600167000:x:2"],
+        &["updatev", "f.rrd", "1600266700:1:2", "1600267000:x:2"],
+        &[
+            "updatev",
+            "f.rrd",
+            "1600366700:1:2",
+            "1600366800:3:4",
+            "1600100000:1:1",
+        ],
+        &["info", "junk.rrd"],
+        &["last", "junk.rrd"],
+        &["first", "junk.rrd"],
+        &["last", "f.rrd", "--bogus"],
+        &["info", "--daemon", "unix:/nonexistent/sock", "f.rrd"],
+        &[
+            "fetch",
+            "--daemon",
+            "unix:/nonexistent/sock",
+            "f.rrd",
+            "AVERAGE",
+            "-s",
+            "1600000000",
+            "-e",
+            "1600166414",
+        ],
+        &["dump", "--daemon", "unix:/nonexistent/sock", "f.rrd"],
+    ];
+    let dir = tempdir();
+    for (i, args) in cases.iter().enumerate() {
+        let (a, b) = (
+            dir.path().join(format!("a{i}")),
+            dir.path().join(format!("b{i}")),
+        );
+        for d in [&a, &b] {
+            std::fs::create_dir_all(d).expect("mkdir");
+            copy("gauge.rrd", d, "f.rrd");
+            std::fs::write(d.join("junk.rrd"), b"junk").expect("write");
+        }
+        let mut full = vec!["rrd"];
+        full.extend_from_slice(args);
+        let (oc, ot) = merged(&a, ours, &full);
+        let (tc, tt) = merged(&b, &rrdtool, args);
+        assert_eq!(oc, tc, "{args:?}");
+        crate::support::assert_same_text(&format!("{args:?} (2>&1)"), &ot, &tt);
     }
 }
 

@@ -141,6 +141,9 @@ pub mod peers;
 #[path = "../../../testkit/churn.rs"]
 pub mod churn;
 
+#[path = "../../../testkit/rrdcached.rs"]
+pub mod rrdcached;
+
 /// `shared/oracles/revlog/oracle.sh` (Debian's Mercurial 6.3).
 pub fn revlog_oracle() -> PathBuf {
     shared().join("oracles/revlog/oracle.sh")

@@ -111,9 +111,13 @@ fn usage_failure(e: &clap::Error) -> ExitCode {
                 ),
                 // rrd_tool.c prints the (failed) result of last and first,
                 // -1, before the error.
+                // stdout is buffered as rrdtool's stdio buffers it, so the
+                // error comes first in a shared pipe, as rrdtool's does.
                 Some("last" | "first") => {
-                    println!("-1");
+                    let mut out = out::StdioOut::new();
+                    out.write_bytes(b"-1\n");
                     eprintln!("ERROR: invalid option -- '{name}'");
+                    let _ = out.finish();
                 }
                 _ => eprintln!("ERROR: invalid option -- '{name}'"),
             }

@@ -128,3 +128,88 @@ pub fn json_errors(json: bool, result: anyhow::Result<ExitCode>) -> anyhow::Resu
         r => r,
     }
 }
+
+/// Standard output buffered as C's stdio buffers it, so that lines on
+/// stdout and stderr interleave as rrdtool's do when both go to one pipe
+/// or file (`2>&1`): rrdtool prints its results with `printf` (a pipe or
+/// file is fully buffered, a terminal line-buffered; the buffer is
+/// `st_blksize` bytes, 4096 on a Linux pipe) and its `ERROR:` line with an
+/// unbuffered `fprintf(stderr, …)` just before exiting. glibc writes the
+/// buffer out only when a write would overfill it (then every whole
+/// buffer's worth), at a newline on a terminal, and at exit; this does the
+/// same, so an error printed after a short result comes before it in a
+/// shared pipe, as rrdtool's does.
+pub struct StdioOut {
+    buf: Vec<u8>,
+    cap: usize,
+    line_buffered: bool,
+    /// The first write error, reported by [`StdioOut::finish`].
+    pub error: Option<io::Error>,
+}
+
+impl StdioOut {
+    /// A buffer shaped after what stdout is (`_IO_file_doallocate`).
+    pub fn new() -> StdioOut {
+        use std::io::IsTerminal as _;
+        let tty = io::stdout().is_terminal();
+        let blk = rustix::fs::fstat(io::stdout())
+            .ok()
+            .and_then(|st| usize::try_from(st.st_blksize).ok())
+            .filter(|&b| b > 0)
+            .unwrap_or(8192);
+        StdioOut {
+            buf: Vec::with_capacity(blk),
+            cap: if tty { 1024 } else { blk },
+            line_buffered: tty,
+            error: None,
+        }
+    }
+
+    fn emit(&mut self, n: usize) {
+        let head: Vec<u8> = self.buf.drain(..n).collect();
+        if self.error.is_none() {
+            let mut out = io::stdout().lock();
+            if let Err(e) = out.write_all(&head).and_then(|()| out.flush()) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Buffer `b`, writing out what stdio would write out now.
+    pub fn write_bytes(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+        if self.line_buffered && b.contains(&b'\n') {
+            let n = self.buf.len();
+            self.emit(n);
+        } else if self.buf.len() > self.cap {
+            let n = self.buf.len() / self.cap * self.cap;
+            self.emit(n);
+        }
+    }
+
+    /// Write out what is buffered now (`fflush(stdout)`).
+    pub fn flush(&mut self) {
+        let n = self.buf.len();
+        self.emit(n);
+    }
+
+    /// Write out the rest (as `exit` does), returning the first error.
+    pub fn finish(mut self) -> io::Result<()> {
+        let n = self.buf.len();
+        self.emit(n);
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Write for StdioOut {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.write_bytes(s.as_bytes());
+        if self.error.is_some() {
+            return Err(fmt::Error);
+        }
+        Ok(())
+    }
+}

@@ -1,41 +1,63 @@
 //! `mapwise rrd …`: rrdtool's commands with rrdtool's syntax and output,
 //! so a script switches by changing the binary name. Errors are printed
-//! as rrdtool prints them (`ERROR: …` on stderr, exit status 1).
+//! as rrdtool prints them (`ERROR: …` on stderr, exit status 1), and
+//! stdout is buffered as rrdtool's stdio buffers it, so both streams
+//! interleave as rrdtool's do in one pipe ([`StdioOut`]).
+//!
+//! With rrdcached (`--daemon ADDRESS`, else a non-empty
+//! `RRDCACHED_ADDRESS`) every command does what rrdtool 1.7.2 does
+//! (`src/rrd_*.c`, through `src/rrd_client.c`; [`rrd::cached`]):
+//! `update` queues the values in the daemon (`UPDATE`); `info`, `last`,
+//! `first` and `fetch` ask the daemon (`INFO`, `LAST`, `FIRST`, `FETCH`),
+//! `info` after a `FLUSH` unless `--noflush`; `dump` and `lastupdate` read
+//! the file after a `FLUSH`; `create` has the daemon create the file;
+//! `flushcached` flushes. A daemon that cannot be reached fails `update`
+//! and `flushcached` (nothing is written); the read commands then read the
+//! file and still fail with the connection error, and `create` creates
+//! the file itself, as rrdtool does. `updatev` refuses to run while a
+//! daemon is named in the environment (it would write behind the daemon's
+//! back: rrdtool 1.7.2 means to refuse too, but tests the variable the
+//! wrong way round and refuses only when it is empty).
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{ArgAction, Args, Subcommand};
 use mapwise_core::rrd::dump::DumpHeader;
+use mapwise_core::rrd::fetch::write_fetch_rows;
 use mapwise_core::rrd::info::{InfoValue, write_info};
+use mapwise_native::rrd::cached::{self, Client};
 use mapwise_native::rrd::{self, CreateOptions, FetchOptions, IoMode, UpdateOptions};
 
-use crate::out::Out;
+use crate::out::{Out, StdioOut};
 
 #[derive(Debug, Subcommand)]
 pub enum RrdCommand {
-    /// Create a new RRD: `create FILE [-s STEP] [-b START] [-O] DS:… RRA:…`.
+    /// Create a new RRD: `create FILE [-s STEP] [-b START] [-O] [-d ADDR] DS:… RRA:…`.
     Create(CreateArgs),
-    /// Feed samples: `update FILE [-t DS:DS…] [-s] TIME:V:V…`.
+    /// Feed samples: `update FILE [-t DS:DS…] [-s] [-d ADDR] TIME:V:V…`.
     Update(UpdateArgs),
     /// `update`, then print every value written (`return_value = 0`, then
-    /// `[T]RRA[CF][PDPs]DS[name] = value`).
-    Updatev(UpdateArgs),
+    /// `[T]RRA[CF][PDPs]DS[name] = value`); never through rrdcached.
+    Updatev(UpdateCore),
     /// Print the values of one consolidation function:
-    /// `fetch FILE CF [-r RES] [-s START] [-e END] [-a]`.
+    /// `fetch FILE CF [-r RES] [-s START] [-e END] [-a] [-d ADDR]`.
     Fetch(FetchArgs),
-    /// Print the whole file as XML: `dump FILE [OUT.xml] [-h none|xsd|dtd] [-n]`.
+    /// Print the whole file as XML: `dump FILE [OUT.xml] [-h none|xsd|dtd] [-n] [-d ADDR]`.
     Dump(DumpArgs),
-    /// Print the header as `key = value` lines.
-    Info(FileArgs),
+    /// Print the header as `key = value` lines: `info FILE [-d ADDR [-F]]`.
+    Info(InfoArgs),
     /// Print the time of the last update.
     Last(FileArgs),
     /// Print the time of the oldest row of an archive.
     First(FirstArgs),
     /// Print the last input of each data source.
     Lastupdate(FileArgs),
+    /// Have rrdcached write the updates it holds for each FILE:
+    /// `flushcached [-d ADDR] FILE…`.
+    Flushcached(FlushcachedArgs),
     /// Time update calls in this process (for `cargo xtask bench rrd`; not
     /// an rrdtool command).
     #[command(hide = true)]
@@ -49,49 +71,24 @@ pub struct IoArg {
     /// mmap-2pages, fd (pread/pwrite), direct (O_DIRECT).
     #[arg(long = "io", value_name = "MODE", default_value = "mmap", value_parser = parse_io)]
     io: IoMode,
-    /// rrdtool's `-d/--daemon ADDRESS` (go through rrdcached): refused,
-    /// since mapwise reads and writes the file itself and would bypass
-    /// what the daemon holds. `RRDCACHED_ADDRESS` is refused alike.
+}
+
+/// rrdtool's `-d/--daemon ADDRESS`.
+#[derive(Debug, Args)]
+pub struct DaemonArg {
+    /// Go through rrdcached at ADDRESS (`unix:/path`, `/path`, `host`,
+    /// `host:port`, `[v6]:port`; TCP port 42217 by default); without it,
+    /// `RRDCACHED_ADDRESS` if set and not empty. `--daemon ""` means no
+    /// daemon. Each exchange gives up after MAPWISE_RRDCACHED_TIMEOUT
+    /// seconds (default 60).
     #[arg(short = 'd', long = "daemon", value_name = "ADDRESS")]
     daemon: Option<String>,
-    /// rrdtool's `-F/--noflush` (do not ask rrdcached to flush first):
-    /// accepted; without a daemon there is nothing to flush.
-    #[arg(short = 'F', long = "noflush")]
-    noflush: bool,
 }
 
-impl IoArg {
-    /// rrdtool would hand this command to rrdcached (`--daemon`, or a
-    /// non-empty `RRDCACHED_ADDRESS` in the environment, as
-    /// `rrdc_connect` reads it); mapwise refuses instead of writing
-    /// behind the daemon's back.
-    fn daemon_refusal(&self) -> Option<String> {
-        let env = std::env::var("RRDCACHED_ADDRESS")
-            .ok()
-            .filter(|a| !a.is_empty());
-        let (how, addr) = match (&self.daemon, env) {
-            (Some(a), _) => ("--daemon", a.clone()),
-            (None, Some(a)) => ("RRDCACHED_ADDRESS", a),
-            (None, None) => return None,
-        };
-        Some(format!(
-            "mapwise does not talk to rrdcached ({how} {addr}): flush the daemon \
-             (rrdtool flushcached) and run without it, so the file holds every update"
-        ))
-    }
-}
-
-impl RrdCommand {
-    fn io(&self) -> Option<&IoArg> {
-        match self {
-            RrdCommand::Create(_) => None,
-            RrdCommand::Update(a) | RrdCommand::Updatev(a) => Some(&a.io),
-            RrdCommand::Fetch(a) => Some(&a.io),
-            RrdCommand::Dump(a) => Some(&a.io),
-            RrdCommand::Info(a) | RrdCommand::Last(a) | RrdCommand::Lastupdate(a) => Some(&a.io),
-            RrdCommand::First(a) => Some(&a.io),
-            RrdCommand::BenchInproc(a) => Some(&a.io),
-        }
+impl DaemonArg {
+    /// No daemon, a connection, or rrdtool's error for the failed connect.
+    fn connect(&self) -> Option<Result<Client, rrd::Error>> {
+        cached::daemon_address(self.daemon.as_deref()).map(|a| Client::connect(&a))
     }
 }
 
@@ -116,19 +113,22 @@ pub struct CreateArgs {
     #[arg(short = 'O', long = "no-overwrite")]
     no_overwrite: bool,
     /// Seed of the random initial row pointers (not an rrdtool option;
-    /// for reproducible files).
+    /// for reproducible files; not with a daemon, which creates the file).
     #[arg(long)]
     seed: Option<u64>,
+    #[command(flatten)]
+    daemon: DaemonArg,
     /// `DS:name:TYPE:heartbeat:min:max`, `DS:name:COMPUTE:rpn`,
     /// `RRA:CF:xff:steps:rows`, `RRA:HWPREDICT:rows:alpha:beta:period`, …
     #[arg(num_args = 0..)]
     defs: Vec<String>,
 }
 
+/// What `update` and `updatev` take.
 #[derive(Debug, Args)]
 // A repeated option: the last one wins, as with rrdtool's getopt.
 #[command(args_override_self = true)]
-pub struct UpdateArgs {
+pub struct UpdateCore {
     /// The RRD.
     file: PathBuf,
     /// The data sources the values are for, `name:name…`.
@@ -147,13 +147,24 @@ pub struct UpdateArgs {
 #[derive(Debug, Args)]
 // A repeated option: the last one wins, as with rrdtool's getopt.
 #[command(args_override_self = true)]
+pub struct UpdateArgs {
+    #[command(flatten)]
+    core: UpdateCore,
+    #[command(flatten)]
+    daemon: DaemonArg,
+}
+
+#[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
 pub struct FetchArgs {
     /// The RRD.
     file: PathBuf,
     /// AVERAGE, MIN, MAX, LAST, HWPREDICT, …
     #[arg(required = false)]
     cf: Option<String>,
-    /// Wished seconds per row (the closest archive is used).
+    /// Wished seconds per row (the closest archive is used; a daemon
+    /// chooses by itself, as rrdtool sends it no resolution).
     #[arg(short = 'r', long = "resolution", allow_hyphen_values = true)]
     resolution: Option<String>,
     /// Start (default `end-24h`).
@@ -170,6 +181,8 @@ pub struct FetchArgs {
     json: bool,
     #[command(flatten)]
     io: IoArg,
+    #[command(flatten)]
+    daemon: DaemonArg,
     /// Words after FILE and CF: ignored, as rrdtool's fetch ignores them.
     #[arg(hide = true, num_args = 0..)]
     ignored: Vec<String>,
@@ -190,29 +203,57 @@ pub struct DumpArgs {
     no_header: bool,
     #[command(flatten)]
     io: IoArg,
+    #[command(flatten)]
+    daemon: DaemonArg,
     /// Print help.
     #[arg(long, action = ArgAction::Help)]
     help: Option<bool>,
 }
 
+/// `info`: one file, `--noflush` (the one command here that takes it, as
+/// in rrdtool).
+#[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
+pub struct InfoArgs {
+    /// The RRD (exactly one, as rrdtool wants).
+    #[arg(num_args = 0..)]
+    files: Vec<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// rrdtool's `-F/--noflush`: do not ask rrdcached to flush the file
+    /// first (the daemon reads the file as it is on disk).
+    #[arg(short = 'F', long = "noflush")]
+    noflush: bool,
+    #[command(flatten)]
+    io: IoArg,
+    #[command(flatten)]
+    daemon: DaemonArg,
+}
+
+/// `last`, `lastupdate`: one file.
 #[derive(Debug, Args)]
 // A repeated option: the last one wins, as with rrdtool's getopt.
 #[command(args_override_self = true)]
 pub struct FileArgs {
-    /// The RRD.
-    file: PathBuf,
+    /// The RRD (exactly one, as rrdtool wants).
+    #[arg(num_args = 0..)]
+    files: Vec<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     io: IoArg,
+    #[command(flatten)]
+    daemon: DaemonArg,
 }
 
 #[derive(Debug, Args)]
 // A repeated option: the last one wins, as with rrdtool's getopt.
 #[command(args_override_self = true)]
 pub struct FirstArgs {
-    /// The RRD.
+    /// The RRD (words after it are ignored, as by rrdtool).
     file: PathBuf,
     /// The archive (0-based).
     #[arg(long = "rraindex", default_value_t = 0, allow_negative_numbers = true)]
@@ -222,6 +263,21 @@ pub struct FirstArgs {
     json: bool,
     #[command(flatten)]
     io: IoArg,
+    #[command(flatten)]
+    daemon: DaemonArg,
+    #[arg(hide = true, num_args = 0..)]
+    ignored: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+// A repeated option: the last one wins, as with rrdtool's getopt.
+#[command(args_override_self = true)]
+pub struct FlushcachedArgs {
+    #[command(flatten)]
+    daemon: DaemonArg,
+    /// The RRDs whose queued updates the daemon is to write.
+    #[arg(num_args = 0..)]
+    files: Vec<PathBuf>,
 }
 
 /// `bench-inproc FILE --calls CALLS [--io MODE] [--cold]`: the workload of
@@ -258,15 +314,23 @@ fn fail(e: &rrd::Error) -> ExitCode {
     ExitCode::from(1)
 }
 
-fn print(text: &str) -> Result<()> {
-    let mut out = Out::new();
-    let _ = out.write_str(text);
-    out.finish()?;
-    Ok(())
+/// The exit of a command whose result was printed: rrdtool's error line
+/// for a failure that did not stop the output (a daemon that could not be
+/// reached before the file was read).
+fn done(late: Option<rrd::Error>) -> ExitCode {
+    late.map_or(ExitCode::SUCCESS, |e| fail(&e))
 }
 
-fn json_line(v: &serde_json::Value) -> Result<()> {
-    print(&format!("{}\n", serde_json::to_string_pretty(v)?))
+fn json_text(v: &serde_json::Value) -> Result<String> {
+    Ok(format!("{}\n", serde_json::to_string_pretty(v)?))
+}
+
+/// The one-file commands' usage line when not given exactly one file.
+fn one_file<'a>(files: &'a [PathBuf], usage: &str) -> Result<&'a Path, rrd::Error> {
+    match files {
+        [f] => Ok(f),
+        _ => Err(rrd::Error::Rrdtool(usage.into())),
+    }
 }
 
 fn info_json(pairs: &[(String, InfoValue)]) -> serde_json::Value {
@@ -289,161 +353,398 @@ fn info_json(pairs: &[(String, InfoValue)]) -> serde_json::Value {
     serde_json::Value::Object(map)
 }
 
-pub fn run(cmd: RrdCommand) -> Result<ExitCode> {
-    if let Some(why) = cmd.io().and_then(IoArg::daemon_refusal) {
-        eprintln!("ERROR: {why}");
-        return Ok(ExitCode::from(1));
+/// A fetch result from the file or from the daemon.
+struct Rows {
+    names: Vec<String>,
+    start: i64,
+    end: i64,
+    step: u64,
+    /// The archive read (`None`: chosen by the daemon).
+    rra: Option<usize>,
+    values: Vec<f64>,
+}
+
+impl Rows {
+    fn text(&self) -> String {
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        let mut s = String::new();
+        let _ = write_fetch_rows(
+            &mut s,
+            &names,
+            self.start,
+            self.end,
+            self.step,
+            &self.values,
+        );
+        s
     }
-    match cmd {
-        RrdCommand::Create(a) => {
-            let o = CreateOptions {
-                step: a.step,
-                start: a.start,
-                no_overwrite: a.no_overwrite,
-                seed: a.seed,
-            };
-            Ok(match rrd::create(&a.file, &o, &a.defs) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(&e),
+
+    fn json(&self) -> serde_json::Value {
+        let rows: Vec<serde_json::Value> = self
+            .values
+            .chunks(self.names.len().max(1))
+            .enumerate()
+            .map(|(i, r)| {
+                let t = self.start + (i as i64 + 1) * self.step as i64;
+                let vals: Vec<serde_json::Value> = r
+                    .iter()
+                    .map(|v| {
+                        if v.is_finite() {
+                            serde_json::json!(v)
+                        } else {
+                            serde_json::Value::Null
+                        }
+                    })
+                    .collect();
+                serde_json::json!({"time": t, "values": vals})
             })
+            .collect();
+        serde_json::json!({
+            "start": self.start, "end": self.end, "step": self.step,
+            "rra": self.rra, "ds": self.names, "rows": rows,
+        })
+    }
+}
+
+pub fn run(cmd: RrdCommand) -> Result<ExitCode> {
+    if let RrdCommand::BenchInproc(a) = &cmd {
+        return bench_inproc(a);
+    }
+    let mut out = StdioOut::new();
+    let code = command(cmd, &mut out)?;
+    out.finish()?;
+    Ok(code)
+}
+
+fn command(cmd: RrdCommand, out: &mut StdioOut) -> Result<ExitCode> {
+    match cmd {
+        RrdCommand::Create(a) => Ok(create(&a)),
+        RrdCommand::Update(a) => update(&a.core, Some(&a.daemon), out),
+        RrdCommand::Updatev(a) => update(&a, None, out),
+        RrdCommand::Fetch(a) => fetch(a, out),
+        RrdCommand::Dump(a) => dump(&a, out),
+        RrdCommand::Info(a) => info(&a, out),
+        RrdCommand::Last(a) => {
+            let usage = "Usage: rrdtool last [--daemon|-d <addr>] <file>";
+            let r = one_file(&a.files, usage).map(|file| match a.daemon.connect() {
+                None => (rrd::last(file, a.io.io), None),
+                Some(Err(e)) => (rrd::last(file, a.io.io), Some(e)),
+                Some(Ok(mut c)) => (c.last(file), None),
+            });
+            time_result(r, a.json, out)
         }
-        RrdCommand::Update(a) | RrdCommand::Updatev(a) if a.values.is_empty() => {
-            Ok(fail(&rrd::Error::Rrdtool("Not enough arguments".into())))
-        }
-        RrdCommand::Update(a) => update(a, false),
-        RrdCommand::Updatev(a) => update(a, true),
-        RrdCommand::Fetch(a) => {
-            let Some(cf) = a.cf else {
-                // rrd_fetch.c's words for a missing CF.
-                eprintln!("ERROR: Usage: rrdtool fetch <file> <CF> [options]");
-                return Ok(ExitCode::from(1));
+        RrdCommand::First(a) => {
+            let r = if a.rraindex < 0 {
+                Err(rrd::Error::Rrdtool("invalid rraindex number".into()))
+            } else {
+                Ok(match a.daemon.connect() {
+                    None => (rrd::first(&a.file, a.io.io, a.rraindex), None),
+                    Some(Err(e)) => (rrd::first(&a.file, a.io.io, a.rraindex), Some(e)),
+                    Some(Ok(mut c)) => (c.first(&a.file, a.rraindex as u64), None),
+                })
             };
-            let o = FetchOptions {
-                start: a.start,
-                end: a.end,
-                resolution: a.resolution,
-                align_start: a.align_start,
-                io: a.io.io,
-            };
-            match rrd::fetch(&a.file, &cf, &o) {
-                Ok(f) if a.json => {
-                    let rows: Vec<serde_json::Value> = f
-                        .values
-                        .chunks(f.names.len().max(1))
-                        .enumerate()
-                        .map(|(i, r)| {
-                            let t = f.plan.start + (i as i64 + 1) * f.plan.step as i64;
-                            let vals: Vec<serde_json::Value> = r
-                                .iter()
-                                .map(|v| {
-                                    if v.is_finite() {
-                                        serde_json::json!(v)
-                                    } else {
-                                        serde_json::Value::Null
-                                    }
-                                })
-                                .collect();
-                            serde_json::json!({"time": t, "values": vals})
-                        })
-                        .collect();
-                    json_line(&serde_json::json!({
-                        "start": f.plan.start, "end": f.plan.end, "step": f.plan.step,
-                        "rra": f.plan.rra, "ds": f.names, "rows": rows,
-                    }))?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                Ok(f) => {
-                    print(&f.text)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => Ok(fail(&e)),
-            }
+            time_result(r, a.json, out)
         }
-        RrdCommand::Dump(a) => dump(&a),
-        RrdCommand::Info(a) => {
-            let name = a.file.display().to_string();
-            match rrd::info(&a.file, a.io.io, &name) {
-                Ok(pairs) if a.json => {
-                    json_line(&info_json(&pairs))?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                Ok(pairs) => {
-                    let mut s = String::new();
-                    let _ = write_info(&mut s, &pairs);
-                    print(&s)?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => Ok(fail(&e)),
-            }
-        }
-        RrdCommand::Last(a) => time_result(rrd::last(&a.file, a.io.io), a.json),
-        RrdCommand::First(a) => time_result(rrd::first(&a.file, a.io.io, a.rraindex), a.json),
+        RrdCommand::Lastupdate(a) => lastupdate(&a, out),
+        RrdCommand::Flushcached(a) => Ok(flushcached(&a)),
         RrdCommand::BenchInproc(a) => bench_inproc(&a),
-        RrdCommand::Lastupdate(a) => match rrd::lastupdate(&a.file, a.io.io) {
-            Ok(l) if a.json => {
-                let ds: serde_json::Map<String, serde_json::Value> =
-                    l.ds.iter()
-                        .map(|(k, v)| (k.clone(), serde_json::json!(v)))
-                        .collect();
-                json_line(&serde_json::json!({"time": l.time, "last_ds": ds}))?;
-                Ok(ExitCode::SUCCESS)
-            }
-            Ok(l) => {
-                print(&l.text)?;
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(e) => Ok(fail(&e)),
+    }
+}
+
+fn create(a: &CreateArgs) -> ExitCode {
+    let o = CreateOptions {
+        step: a.step.clone(),
+        start: a.start.clone(),
+        no_overwrite: a.no_overwrite,
+        seed: a.seed,
+    };
+    let local = || match rrd::create(&a.file, &o, &a.defs) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    };
+    // rrd_create reads every option before it connects.
+    let (start, step) = match rrd::create::daemon_options(&o) {
+        Ok(v) => v,
+        Err(e) => return fail(&e),
+    };
+    match a.daemon.connect() {
+        None => local(),
+        // rrdtool creates the file itself when the daemon cannot be
+        // reached (and the connection error is forgotten).
+        Some(Err(_)) => local(),
+        Some(Ok(_)) if a.seed.is_some() => fail(&rrd::Error::Rrdtool(
+            "--seed cannot be used with rrdcached: the daemon creates the file".into(),
+        )),
+        Some(Ok(mut c)) => match c.create(&a.file, start, step, a.no_overwrite, &a.defs) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e),
         },
     }
 }
 
-/// `last` and `first`: rrdtool prints the time, or `-1` and the error.
-fn time_result(r: Result<i64, rrd::Error>, json: bool) -> Result<ExitCode> {
+fn info(a: &InfoArgs, out: &mut StdioOut) -> Result<ExitCode> {
+    let usage = "Usage: rrdtool info [--daemon |-d <addr> [--noflush|-F]] <file>";
+    let file = match one_file(&a.files, usage) {
+        Ok(f) => f,
+        Err(e) => return Ok(fail(&e)),
+    };
+    let name = file.display().to_string();
+    let (r, late) = match a.daemon.connect() {
+        None => (rrd::info(file, a.io.io, &name), None),
+        Some(Err(e)) => (rrd::info(file, a.io.io, &name), Some(e)),
+        Some(Ok(mut c)) => {
+            let r = if a.noflush {
+                Ok(())
+            } else {
+                c.flush_for_read(file)
+            };
+            (r.and_then(|()| c.info(file)), None)
+        }
+    };
     match r {
+        Ok(pairs) if a.json => {
+            let _ = out.write_str(&json_text(&info_json(&pairs))?);
+            Ok(done(late))
+        }
+        Ok(pairs) => {
+            let _ = write_info(out, &pairs);
+            Ok(done(late))
+        }
+        Err(e) => Ok(fail(&e)),
+    }
+}
+
+/// `last` and `first`: rrdtool prints the time, or `-1` and the error.
+fn time_result(
+    r: Result<(Result<i64, rrd::Error>, Option<rrd::Error>), rrd::Error>,
+    json: bool,
+    out: &mut StdioOut,
+) -> Result<ExitCode> {
+    let (t, late) = match r {
+        Ok(v) => v,
+        Err(e) => (Err(e), None),
+    };
+    match t {
         Ok(t) if json => {
-            json_line(&serde_json::json!({ "time": t }))?;
-            Ok(ExitCode::SUCCESS)
+            let _ = out.write_str(&json_text(&serde_json::json!({ "time": t }))?);
+            Ok(done(late))
         }
         Ok(t) => {
-            print(&format!("{t}\n"))?;
-            Ok(ExitCode::SUCCESS)
+            let _ = writeln!(out, "{t}");
+            Ok(done(late))
         }
         Err(e) => {
             if !json {
-                print("-1\n")?;
+                let _ = out.write_str("-1\n");
             }
             Ok(fail(&e))
         }
     }
 }
 
-fn update(a: UpdateArgs, verbose: bool) -> Result<ExitCode> {
+/// `dump` and `lastupdate` with a daemon: flush the file first
+/// (`rrdc_flush_if_daemon`), then read it. The error of a daemon that
+/// could not be reached comes after the output.
+fn flush_first(daemon: &DaemonArg, file: &Path) -> Result<Option<rrd::Error>, rrd::Error> {
+    match daemon.connect() {
+        None => Ok(None),
+        Some(Err(e)) => Ok(Some(e)),
+        Some(Ok(mut c)) => c.flush_for_read(file).map(|()| None),
+    }
+}
+
+fn lastupdate(a: &FileArgs, out: &mut StdioOut) -> Result<ExitCode> {
+    let usage = "Usage: rrdtool lastupdate [--daemon|-d <addr>] <file>";
+    let file = match one_file(&a.files, usage) {
+        Ok(f) => f,
+        Err(e) => return Ok(fail(&e)),
+    };
+    let late = match flush_first(&a.daemon, file) {
+        Ok(l) => l,
+        Err(e) => return Ok(fail(&e)),
+    };
+    match rrd::lastupdate(file, a.io.io) {
+        Ok(l) if a.json => {
+            let ds: serde_json::Map<String, serde_json::Value> =
+                l.ds.iter()
+                    .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+                    .collect();
+            let _ = out.write_str(&json_text(
+                &serde_json::json!({"time": l.time, "last_ds": ds}),
+            )?);
+            Ok(done(late))
+        }
+        Ok(l) => {
+            let _ = out.write_str(&l.text);
+            Ok(done(late))
+        }
+        Err(e) => Ok(fail(&e)),
+    }
+}
+
+fn fetch(a: FetchArgs, out: &mut StdioOut) -> Result<ExitCode> {
+    let Some(cf) = a.cf else {
+        // rrd_fetch.c's words for a missing CF.
+        eprintln!("ERROR: Usage: rrdtool fetch <file> <CF> [options]");
+        return Ok(ExitCode::from(1));
+    };
+    let o = FetchOptions {
+        start: a.start,
+        end: a.end,
+        resolution: a.resolution,
+        align_start: a.align_start,
+        io: a.io.io,
+    };
+    let local = |o: &FetchOptions| {
+        rrd::fetch(&a.file, &cf, o).map(|f| Rows {
+            names: f.names,
+            start: f.plan.start,
+            end: f.plan.end,
+            step: f.plan.step,
+            rra: Some(f.plan.rra),
+            values: f.values,
+        })
+    };
+    let (r, late) = match a.daemon.connect() {
+        None => (local(&o), None),
+        Some(Err(e)) => (local(&o), Some(e)),
+        Some(Ok(mut c)) => {
+            let r = rrd::fetch_window(&o).and_then(|(start, end)| {
+                c.fetch(&a.file, &cf, start, end).map(|f| Rows {
+                    names: f.names,
+                    start: f.start,
+                    end: f.end,
+                    step: f.step,
+                    rra: None,
+                    values: f.values,
+                })
+            });
+            (r, None)
+        }
+    };
+    match r {
+        Ok(rows) if a.json => {
+            let _ = out.write_str(&json_text(&rows.json())?);
+            Ok(done(late))
+        }
+        Ok(rows) => {
+            let _ = out.write_str(&rows.text());
+            Ok(done(late))
+        }
+        Err(e) => Ok(fail(&e)),
+    }
+}
+
+fn update(a: &UpdateCore, daemon: Option<&DaemonArg>, out: &mut StdioOut) -> Result<ExitCode> {
+    let verbose = daemon.is_none();
+    if verbose && std::env::var_os(cached::ENV_ADDRESS).is_some() {
+        // rrd_update_v refuses before counting its arguments. rrdtool
+        // 1.7.2 refuses only an empty variable (its test is inverted) and
+        // with a daemon named writes behind the daemon's back, which loses
+        // what the daemon has queued: mapwise refuses both.
+        return Ok(fail(&rrd::Error::Rrdtool(format!(
+            "The \"{}\" environment variable is defined, but \"updatev\" cannot work \
+             with rrdcached. Either unset the environment variable or use \"update\" instead.",
+            cached::ENV_ADDRESS
+        ))));
+    }
+    if a.values.is_empty() {
+        return Ok(fail(&rrd::Error::Rrdtool("Not enough arguments".into())));
+    }
+    if let Some(d) = daemon {
+        match d.connect() {
+            None => {}
+            Some(Err(e)) => return Ok(fail(&e)),
+            Some(Ok(mut c)) => return Ok(update_through(&mut c, a)),
+        }
+    }
     let o = UpdateOptions {
-        template: a.template,
+        template: a.template.clone(),
         skip_past: a.skip_past,
         verbose,
         io: a.io.io,
     };
     match rrd::update(&a.file, &o, &a.values) {
-        Ok(out) => {
+        Ok(res) => {
             if verbose {
-                print(&rrd::update::updatev_text(&out))?;
+                let _ = out.write_str(&rrd::update::updatev_text(&res));
             }
-            Ok(match &out.error {
+            Ok(match &res.error {
                 Some(e) => fail(e),
                 None => ExitCode::SUCCESS,
             })
         }
         Err(e) => {
             if verbose {
-                print("return_value = -1\n")?;
+                let _ = out.write_str("return_value = -1\n");
             }
             Ok(fail(&e))
         }
     }
 }
 
-fn dump(a: &DumpArgs) -> Result<ExitCode> {
+/// `update` through rrdcached (`rrd_update`'s connected branch): the
+/// values are queued by the daemon, a template mapped onto the file's data
+/// sources first (`rrd_template_update`).
+fn update_through(c: &mut Client, a: &UpdateCore) -> ExitCode {
+    let values = match &a.template {
+        None => Ok(a.values.clone()),
+        Some(_) if a.skip_past => Err(rrd::Error::Rrdtool(
+            "The caching daemon cannot be used together with templates and \
+             skip-past-updates yet."
+                .into(),
+        )),
+        Some(t) => rrd::ds_names(&a.file, a.io.io).and_then(|names| {
+            a.values
+                .iter()
+                .map(|v| cached::map_template(t, &names, v))
+                .collect()
+        }),
+    };
+    match values.and_then(|v| c.update(&a.file, &v)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+fn flushcached(a: &FlushcachedArgs) -> ExitCode {
+    if a.files.is_empty() {
+        return fail(&rrd::Error::Rrdtool(
+            "Usage: rrdtool flushcached [--daemon|-d <addr>] <file> [<file> ...]".into(),
+        ));
+    }
+    let mut c = match a.daemon.connect() {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => return fail(&e),
+        None => {
+            return fail(&rrd::Error::Rrdtool(format!(
+                "Daemon address \"{}\" unknown. Please use the \"--daemon\" option to set an \
+                 address on the command line or set the \"{}\" environment variable.",
+                a.daemon.daemon.as_deref().unwrap_or("(null)"),
+                cached::ENV_ADDRESS
+            )));
+        }
+    };
+    // rrdtool counts every file but the first as skipped, wherever it
+    // stops.
+    let remaining = a.files.len() - 1;
+    for f in &a.files {
+        let cause = match c.flush(f) {
+            Ok(0) => continue,
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        };
+        let name = f.display().to_string();
+        return fail(&rrd::Error::Rrdtool(cached::flushcached_failure(
+            &name,
+            cause.as_deref(),
+            remaining,
+        )));
+    }
+    ExitCode::SUCCESS
+}
+
+fn dump(a: &DumpArgs, out: &mut StdioOut) -> Result<ExitCode> {
     let header = if a.no_header {
         DumpHeader::None
     } else {
@@ -453,28 +754,31 @@ fn dump(a: &DumpArgs) -> Result<ExitCode> {
             _ => DumpHeader::Dtd,
         }
     };
+    let late = match flush_first(&a.daemon, &a.file) {
+        Ok(l) => l,
+        Err(e) => return Ok(fail(&e)),
+    };
     match &a.out {
-        None => {
-            let mut out = Out::new();
-            let r = rrd::dump_to(&a.file, a.io.io, header, &mut out);
-            let flushed = out.finish();
-            match r {
-                Err(rrd::Error::Output) => {
-                    flushed?;
-                    Ok(fail(&rrd::Error::Output))
+        None => match rrd::dump_to(&a.file, a.io.io, header, out) {
+            Err(rrd::Error::Output) => {
+                if let Some(e) = out.error.take() {
+                    return Err(e.into());
                 }
-                Err(e) => Ok(fail(&e)),
-                Ok(()) => {
-                    flushed?;
-                    Ok(ExitCode::SUCCESS)
-                }
+                Ok(fail(&rrd::Error::Output))
             }
-        }
+            Err(e) => Ok(fail(&e)),
+            // rrd_dump_opt_r flushes stdout before the command's error
+            // is printed.
+            Ok(()) => {
+                out.flush();
+                Ok(done(late))
+            }
+        },
         Some(path) => {
             let mut s = String::new();
             match rrd::dump_to(&a.file, a.io.io, header, &mut s) {
                 Ok(()) => match std::fs::write(path, s) {
-                    Ok(()) => Ok(ExitCode::SUCCESS),
+                    Ok(()) => Ok(done(late)),
                     Err(e) => {
                         let _ = std::fs::remove_file(path);
                         Ok(fail(&rrd::Error::Rrdtool(format!(
@@ -486,6 +790,13 @@ fn dump(a: &DumpArgs) -> Result<ExitCode> {
             }
         }
     }
+}
+
+fn json_line(v: &serde_json::Value) -> Result<()> {
+    let mut out = Out::new();
+    let _ = out.write_str(&json_text(v)?);
+    out.finish()?;
+    Ok(())
 }
 
 /// fsync + `POSIX_FADV_DONTNEED` over the whole file (what the oracle's
