@@ -5,7 +5,7 @@
 //! data in tests.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mapwise_core::bolt::{BoltFile, PageDetail, page_detail};
 use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
@@ -529,6 +529,9 @@ pub struct App {
     details: HashMap<u64, Result<PageDetail, String>>,
     /// Described structures by map page (formats other than bbolt).
     items: HashMap<u64, Result<Vec<Item>, String>>,
+    /// An RRD file asked about in rrdcached (`RRDCACHED_ADDRESS`): its
+    /// path, when it was last asked, and the answer for the status line.
+    rrdcached: Option<(std::path::PathBuf, Instant, Option<String>)>,
 }
 
 impl App {
@@ -559,6 +562,7 @@ impl App {
             detail_scroll: 0,
             details: HashMap::new(),
             items: HashMap::new(),
+            rrdcached: None,
         };
         app.on_new_snapshot();
         app.totals = stats::kind_totals(app.layout(), app.data.residency.as_ref());
@@ -1308,9 +1312,42 @@ impl App {
         let was_playing = target.is_playing();
         let r = target.refresh();
         self.sync(target, r.new_snapshot);
+        self.ask_rrdcached(false);
         if was_playing && !target.is_playing() {
             self.message = Message::info("at the last frame; Space plays it again from the start");
         }
+    }
+
+    /// Show on the status line what rrdcached holds for the RRD file at
+    /// `path` ("N updates pending in rrdcached"), asked now and then at
+    /// most once a second while the file is an RRD and `RRDCACHED_ADDRESS`
+    /// names a daemon. Only `PENDING` is sent: nothing is flushed.
+    pub fn watch_rrdcached(&mut self, path: std::path::PathBuf) {
+        self.rrdcached = Some((path, Instant::now(), None));
+        self.ask_rrdcached(true);
+    }
+
+    /// The status line's rrdcached fact, when there is one.
+    #[must_use]
+    pub fn rrdcached(&self) -> Option<&str> {
+        self.rrdcached.as_ref().and_then(|(_, _, s)| s.as_deref())
+    }
+
+    fn ask_rrdcached(&mut self, now: bool) {
+        let rrd = self.data.snapshot.format == Format::Rrd;
+        let Some((path, at, shown)) = self.rrdcached.as_mut() else {
+            return;
+        };
+        if !now && at.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        *at = Instant::now();
+        *shown = if rrd {
+            let p = mapwise_native::rrd::cached::pending_in_env(path, Duration::from_millis(500));
+            mapwise_native::report::rrdcached_line(&p)
+        } else {
+            None
+        };
     }
 
     /// Copy what `target` holds now; the structure too when

@@ -670,6 +670,9 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
     Ok(Output { text: s, code })
 }
 
+/// How long `layout` waits for rrdcached's `PENDING` reply.
+pub const RRDCACHED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// `inspector layout FILE`: kinds and buckets (text), or the whole layout
 /// report (JSON), with resident bytes per kind.
 ///
@@ -700,13 +703,23 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     let res = std::fs::File::open(path)
         .ok()
         .and_then(|f| residency::sample(&f).ok());
-    let rep = report::layout_report(
+    let mut rep = report::layout_report(
         &snap.layout,
         snap.bolt.as_ref(),
         snap.revlog.as_ref(),
         snap.rrd.as_ref(),
         res.as_ref(),
     );
+    // What rrdcached holds for the file (PENDING: read-only, no flush).
+    let pending = (snap.format == Format::Rrd)
+        .then(|| mapwise_native::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
+        .flatten();
+    if let Some((_, n)) = &pending {
+        match n {
+            Ok(n) => rep.rrdcached_pending = Some(*n as u64),
+            Err(e) => rep.rrdcached_error = Some(e.to_string()),
+        }
+    }
     let problems = snap.layout.problem_count();
     if as_json {
         // Same exit status as the text form: 1 when the file has problems.
@@ -752,6 +765,9 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
             r.last_update,
             r.ds.join(",")
         );
+        if let Some(line) = report::rrdcached_line(&pending) {
+            let _ = writeln!(s, "{line}");
+        }
         s.push('\n');
         s.push_str(&kinds_table(&rep.kinds));
         let _ = writeln!(

@@ -238,6 +238,7 @@ fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
     let mut watch = Watch::open(&path, WalkOptions::default())
         .with_context(|| format!("cannot open {}", path.display()))?;
     let mut app = App::new(label, Data::from_target(&watch), interval);
+    app.watch_rrdcached(path);
     run_tui(&mut app, &mut watch)
 }
 

@@ -11,12 +11,16 @@ mod peers;
 #[path = "../../testkit/churn.rs"]
 mod churn;
 
+#[path = "../../testkit/rrdcached.rs"]
+mod rrdcached;
+
 mod cli;
 mod common;
 mod hostile;
 mod live;
 mod readonly;
 mod replay;
+mod rrdcached_pending;
 mod tmux;
 mod update;
 mod views;

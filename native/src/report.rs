@@ -601,6 +601,15 @@ pub struct LayoutReport {
     pub revlog: Option<RevlogInfo>,
     /// RRD facts: step, data sources, archives, hot pages.
     pub rrd: Option<RrdInfo>,
+    /// RRD with `RRDCACHED_ADDRESS` set: the updates the daemon holds for
+    /// the file, not yet written (the lines of its `PENDING` reply; see
+    /// [`crate::rrd::cached::pending_in_env`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rrdcached_pending: Option<u64>,
+    /// Why the daemon named by `RRDCACHED_ADDRESS` could not say (rrdtool's
+    /// words), when it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rrdcached_error: Option<String>,
     /// Totals per kind.
     pub kinds: Vec<KindTotal>,
     /// Every bucket, depth first (bbolt).
@@ -752,6 +761,20 @@ pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
         .collect()
 }
 
+/// How an RRD's pending updates in rrdcached read in a report and on the
+/// inspector's status line: `N updates pending in rrdcached` (`ADDRESS`
+/// named), or the daemon's error; `None` unless `RRDCACHED_ADDRESS` is set.
+#[must_use]
+pub fn rrdcached_line(
+    pending: &Option<(String, Result<usize, crate::rrd::Error>)>,
+) -> Option<String> {
+    let (addr, n) = pending.as_ref()?;
+    Some(match n {
+        Ok(n) => format!("{n} updates pending in rrdcached ({addr})"),
+        Err(e) => format!("rrdcached ({addr}): {e}"),
+    })
+}
+
 /// The layout report of a file: its layout, its format's facts, and
 /// resident bytes per kind when `res` is given and trusted.
 #[must_use]
@@ -769,6 +792,8 @@ pub fn layout_report(
         bolt: bolt.cloned(),
         revlog: revlog.copied(),
         rrd: rrd.cloned(),
+        rrdcached_pending: None,
+        rrdcached_error: None,
         kinds: kind_totals(layout, res),
         // Group 0 of a bbolt layout is the root bucket; other formats'
         // groups are not buckets.

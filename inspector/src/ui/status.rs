@@ -148,6 +148,12 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
             Span::styled("not sampled", Style::new().fg(Color::Yellow)),
         ]),
     }
+    if let Some(line) = app.rrdcached() {
+        chunks.push(vec![Span::styled(
+            line.to_owned(),
+            Style::new().fg(Color::Magenta),
+        )]);
+    }
     if data.rereading || widest {
         chunks.push(vec![Span::styled(
             "re-reading…",

@@ -346,7 +346,15 @@ impl Client {
     /// `failed to resolve address 'HOST' (port PORT): TEXT (CODE)`,
     /// `malformed address: ADDR`, `garbage after address: REST`.
     pub fn connect(addr: &str) -> Result<Client, Error> {
-        let limit = timeout();
+        Client::connect_within(addr, timeout())
+    }
+
+    /// [`Client::connect`] with `limit` for the connection and each later
+    /// exchange instead of [`timeout`].
+    ///
+    /// # Errors
+    /// As [`Client::connect`].
+    pub fn connect_within(addr: &str, limit: Duration) -> Result<Client, Error> {
         let refused =
             |why: String| Error::Rrdtool(format!("Unable to connect to rrdcached: {why}"));
         let stream = if let Some(path) = addr
@@ -446,11 +454,13 @@ impl Client {
             .and_then(|()| self.stream.write_all(&line));
         if sent.is_err() {
             // rrdtool reconnects once and sends again.
-            let again = Client::connect(&self.addr).ok().and_then(|c| {
-                self.stream = c.stream;
-                self.inbuf.clear();
-                self.stream.write_all(&line).ok()
-            });
+            let again = Client::connect_within(&self.addr, self.limit)
+                .ok()
+                .and_then(|c| {
+                    self.stream = c.stream;
+                    self.inbuf.clear();
+                    self.stream.write_all(&line).ok()
+                });
             if again.is_none() {
                 return Err(Fail::Error(Error::Rrdtool(SEND_FAILED.into())));
             }
@@ -764,6 +774,18 @@ impl Client {
             Err(Fail::Error(e)) => Err(e),
         }
     }
+}
+
+/// The updates rrdcached holds for `file` when `RRDCACHED_ADDRESS` names
+/// a daemon: `None` when it is unset or empty, else the address and the
+/// number of lines of the daemon's `PENDING` reply (or why it could not
+/// be had), each exchange bounded by `limit`. Read-only: nothing is
+/// flushed or written.
+#[must_use]
+pub fn pending_in_env(file: &Path, limit: Duration) -> Option<(String, Result<usize, Error>)> {
+    let addr = daemon_address(None)?;
+    let n = Client::connect_within(&addr, limit).and_then(|mut c| c.pending(file).map(|p| p.len()));
+    Some((addr, n))
 }
 
 /// What a daemon's `FETCH` reply holds.
