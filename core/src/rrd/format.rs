@@ -476,33 +476,11 @@ fn invalid(
     }
 }
 
-/// `atoi` of a C string: optional blanks and sign, then digits; 0 when
-/// there are none. Saturates instead of overflowing.
+/// `atoi` of a C string as glibc's (`strtol` base 10, saturating at the
+/// `long` limits): optional blanks and sign, then digits; 0 when there are
+/// none.
 pub(crate) fn c_atoi(s: &[u8]) -> i64 {
-    let mut i = 0;
-    while s
-        .get(i)
-        .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
-    {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let mut v: i64 = 0;
-    while let Some(c) = s.get(i).filter(|c| c.is_ascii_digit()) {
-        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
-        i += 1;
-    }
-    if neg { -v } else { v }
+    super::num::strtol(s, 10).0
 }
 
 impl<'a> Header<'a> {

@@ -11,6 +11,56 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+/// C's `strtol(s, &end, base)` (glibc) for base 10 or 0 (`0x` hex, `0` octal):
+/// the value (saturated at the `long` limits) and the bytes used (0 when
+/// no number was read).
+#[must_use]
+pub fn strtol(s: &[u8], base: u32) -> (i64, usize) {
+    let mut i = 0;
+    while s
+        .get(i)
+        .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+    {
+        i += 1;
+    }
+    let neg = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut radix = if base == 0 { 10 } else { base };
+    if base == 0 && s.get(i) == Some(&b'0') {
+        if matches!(s.get(i + 1), Some(b'x' | b'X'))
+            && s.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+        {
+            radix = 16;
+            i += 2;
+        } else {
+            radix = 8;
+        }
+    }
+    let begin = i;
+    let mut v: i128 = 0;
+    while let Some(d) = s.get(i).and_then(|&c| char::from(c).to_digit(radix)) {
+        v = (v * i128::from(radix) + i128::from(d)).min(i128::from(i64::MAX) + 1);
+        i += 1;
+    }
+    if i == begin {
+        return (0, 0);
+    }
+    let v = if neg { -v } else { v };
+    (
+        v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
+        i,
+    )
+}
+
 /// rrdtool's NaN (`DNAN`): the x86 default NaN of a run-time `0.0/0.0`,
 /// sign bit set, bytes `00 00 00 00 00 00 f8 ff` (`rrd_nan_inf.c`).
 pub const DNAN: f64 = f64::from_bits(0xFFF8_0000_0000_0000);
@@ -378,6 +428,13 @@ mod tests {
     #[test]
     fn special_words() {
         assert!(matches!(strtodbl(b"nan"), Parsed::Whole(v) if v.is_nan() && v.is_sign_positive()));
+        assert_eq!(strtol(b"  5 updates", 0), (5, 3));
+        assert_eq!(strtol(b"-1 err", 0), (-1, 2));
+        assert_eq!(strtol(b"0x10", 0), (16, 4));
+        assert_eq!(strtol(b"010", 0), (8, 3));
+        assert_eq!(strtol(b"x", 0), (0, 0));
+        assert_eq!(strtol(b"99999999999999999999999", 10).0, i64::MAX);
+        assert_eq!(strtol(b"-99999999999999999999999", 10).0, i64::MIN);
         assert!(matches!(strtodbl(b"-NaN"), Parsed::Whole(v) if v.to_bits() == DNAN.to_bits()));
         assert_eq!(strtodbl(b"infinity"), Parsed::Whole(f64::INFINITY));
         assert_eq!(strtodbl(b"-inf"), Parsed::Whole(f64::NEG_INFINITY));

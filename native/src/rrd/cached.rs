@@ -31,7 +31,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mapwise_core::rrd::info::InfoValue;
-use mapwise_core::rrd::num::{self, DNAN, Parsed};
+use mapwise_core::rrd::num::{self, DNAN, Parsed, strtol as c_strtol};
 
 use super::{Error, strerror};
 
@@ -917,56 +917,6 @@ fn parse_fetch(lines: &[String]) -> Result<Fetched, String> {
     })
 }
 
-/// C's `strtol(s, &end, base)` for base 10 or 0 (`0x` hex, `0` octal):
-/// the value (saturated at the `long` limits) and the bytes used (0 when
-/// no number was read).
-#[must_use]
-pub fn c_strtol(s: &[u8], base: u32) -> (i64, usize) {
-    let mut i = 0;
-    while s
-        .get(i)
-        .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
-    {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let mut radix = if base == 0 { 10 } else { base };
-    if base == 0 && s.get(i) == Some(&b'0') {
-        if matches!(s.get(i + 1), Some(b'x' | b'X'))
-            && s.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
-        {
-            radix = 16;
-            i += 2;
-        } else {
-            radix = 8;
-        }
-    }
-    let begin = i;
-    let mut v: i128 = 0;
-    while let Some(d) = s.get(i).and_then(|&c| char::from(c).to_digit(radix)) {
-        v = (v * i128::from(radix) + i128::from(d)).min(i128::from(i64::MAX) + 1);
-        i += 1;
-    }
-    if i == begin {
-        return (0, 0);
-    }
-    let v = if neg { -v } else { v };
-    (
-        v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
-        i,
-    )
-}
-
 /// glibc's `atof`: the longest decimal number (or `inf`, `nan`) at the
 /// start of `s`, correctly rounded; 0 when there is none.
 #[must_use]
@@ -1092,16 +1042,6 @@ pub fn flushcached_failure(file: &str, cause: Option<&str>, remaining: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strtol_reads_as_c_does() {
-        assert_eq!(c_strtol(b"  5 updates", 0), (5, 3));
-        assert_eq!(c_strtol(b"-1 err", 0), (-1, 2));
-        assert_eq!(c_strtol(b"0x10", 0), (16, 4));
-        assert_eq!(c_strtol(b"010", 0), (8, 3));
-        assert_eq!(c_strtol(b"x", 0), (0, 0));
-        assert_eq!(c_strtol(b"99999999999999999999999", 10).0, i64::MAX);
-    }
 
     #[test]
     fn atof_takes_the_number_at_the_start() {

@@ -728,13 +728,7 @@ fn merged(dir: &Path, program: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>) {
 /// boundary.
 #[test]
 fn merged_streams_come_in_rrdtools_order() {
-    let rrdtool = std::env::var_os("PATH")
-        .and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("rrdtool"))
-                .find(|f| f.is_file())
-        })
-        .expect("rrdtool on PATH");
+    let rrdtool = crate::support::which("rrdtool").expect("rrdtool on PATH");
     let ours = Path::new(env!("CARGO_BIN_EXE_mapwise"));
     let cases: &[&[&str]] = &[
         &["updatev", "f.rrd", "1600166700:1:2", "1600167000:x:2"],

@@ -26,6 +26,16 @@ fn daemon(tcp: bool) -> Daemon {
     if tcp { Daemon::tcp() } else { Daemon::unix() }
 }
 
+/// A daemon of the test's own, its base directory, and two copies of
+/// gauge.rrd in it: `ours.rrd` for mapwise, `peer.rrd` for rrdtool.
+fn twins(tcp: bool) -> (Daemon, PathBuf, PathBuf, PathBuf) {
+    let d = daemon(tcp);
+    let base = d.base.clone();
+    let ours = put(&d, "gauge.rrd", "ours.rrd");
+    let peer = put(&d, "gauge.rrd", "peer.rrd");
+    (d, base, ours, peer)
+}
+
 /// Copy a corpus file into the daemon's base directory.
 fn put(d: &Daemon, corpus: &str, name: &str) -> PathBuf {
     copy(corpus, &d.base, name)
@@ -75,6 +85,44 @@ fn same(what: &str, ours: &Output, theirs: &Output) {
     );
 }
 
+/// The files at `a` and `b` hold the same bytes.
+fn same_files(what: &str, a: &Path, b: &Path) {
+    assert_same_bytes(
+        what,
+        &std::fs::read(a).expect("read"),
+        &std::fs::read(b).expect("read"),
+    );
+}
+
+/// Who runs a command.
+#[derive(Clone, Copy)]
+enum Peer {
+    Mapwise,
+    Rrdtool,
+}
+
+/// `update --daemon addr file updates…` by `who`, which must succeed.
+fn queue(who: Peer, dir: &Path, addr: &str, file: &str, updates: &[String]) {
+    let cmd = args(&["update", "--daemon", addr, file], updates);
+    must(match who {
+        Peer::Mapwise => mw_env(dir, &cmd, &[]),
+        Peer::Rrdtool => rt_env(dir, &cmd, &[]),
+    });
+}
+
+/// `o` (a run that must succeed).
+fn must(o: Output) -> Output {
+    assert!(o.status.success(), "{o:?}");
+    o
+}
+
+/// Each of `cmds` gives rrdtool's output (see [`both`]).
+fn each_like_rrdtool(dir: &Path, cmds: &[&[&str]]) {
+    for cmd in cmds {
+        both(dir, cmd, &[]);
+    }
+}
+
 /// Run the same command with mapwise and rrdtool, check they agree, and
 /// return rrdtool's output.
 fn both(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -109,10 +157,7 @@ fn args<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
 /// either, templates included.
 #[test]
 fn updates_queue_behind_rrdtools_and_flush_to_rrdtools_bytes() {
-    let d = daemon(false);
-    let base = d.base.clone();
-    let ours = put(&d, "gauge.rrd", "ours.rrd");
-    let peer = put(&d, "gauge.rrd", "peer.rrd");
+    let (d, base, ours, peer) = twins(false);
     let before = std::fs::read(&ours).expect("read");
     let first = gauge_updates(1, 5);
     let second = gauge_updates(6, 5);
@@ -120,38 +165,21 @@ fn updates_queue_behind_rrdtools_and_flush_to_rrdtools_bytes() {
         .map(|k| format!("{}:{}", GAUGE_LAST + 300 * k, 3 * k))
         .collect();
     for f in ["ours.rrd", "peer.rrd"] {
-        let o = rt_env(
-            &base,
-            &args(&["update", "--daemon", &d.addr, f], &first),
-            &[],
-        );
-        assert!(o.status.success(), "{o:?}");
+        queue(Peer::Rrdtool, &base, &d.addr, f, &first);
     }
-    let o = mw_env(
-        &base,
-        &args(&["update", "--daemon", &d.addr, "ours.rrd"], &second),
-        &[],
-    );
-    assert!(o.status.success(), "{o:?}");
-    let o = rt_env(
-        &base,
-        &args(&["update", "--daemon", &d.addr, "peer.rrd"], &second),
-        &[],
-    );
-    assert!(o.status.success(), "{o:?}");
+    queue(Peer::Mapwise, &base, &d.addr, "ours.rrd", &second);
+    queue(Peer::Rrdtool, &base, &d.addr, "peer.rrd", &second);
     let tpl = ["update", "--daemon", &d.addr, "-t", "load"];
-    let o = mw_env(
+    must(mw_env(
         &base,
         &args(&[&tpl[..], &["ours.rrd"]].concat(), &templated),
         &[],
-    );
-    assert!(o.status.success(), "{o:?}");
-    let o = rt_env(
+    ));
+    must(rt_env(
         &base,
         &args(&[&tpl[..], &["peer.rrd"]].concat(), &templated),
         &[],
-    );
-    assert!(o.status.success(), "{o:?}");
+    ));
     // Queued, not written: the file is as it was; the daemon holds every
     // update, rrdtool's first.
     assert_eq!(std::fs::read(&ours).expect("read"), before);
@@ -165,18 +193,16 @@ fn updates_queue_behind_rrdtools_and_flush_to_rrdtools_bytes() {
         &["update", "--daemon", &d.addr, "ours.rrd", &first[0]],
         &[],
     );
-    let o = mw_env(
+    must(mw_env(
         &base,
         &["flushcached", "--daemon", &d.addr, "ours.rrd"],
         &[],
-    );
-    assert!(o.status.success(), "{o:?}");
-    let o = rt_env(
+    ));
+    must(rt_env(
         &base,
         &["flushcached", "--daemon", &d.addr, "peer.rrd"],
         &[],
-    );
-    assert!(o.status.success(), "{o:?}");
+    ));
     assert!(d.pending("ours.rrd").is_empty());
     let (a, b) = (
         std::fs::read(&ours).expect("read"),
@@ -198,8 +224,7 @@ fn reads_through_the_daemon_answer_as_rrdtools() {
     put(&d, "gauge.rrd", "f.rrd");
     let a = d.addr.as_str();
     let ups = gauge_updates(1, 4);
-    let o = rt_env(&base, &args(&["update", "--daemon", a, "f.rrd"], &ups), &[]);
-    assert!(o.status.success(), "{o:?}");
+    queue(Peer::Rrdtool, &base, a, "f.rrd", &ups);
     let stale = both(&base, &["info", "--daemon", a, "--noflush", "f.rrd"], &[]);
     both(&base, &["info", "-d", a, "-F", "f.rrd"], &[]);
     both(&base, &["last", "--daemon", a, "f.rrd"], &[]);
@@ -245,12 +270,7 @@ fn reads_through_the_daemon_answer_as_rrdtools() {
         .collect()
     };
     let more = gauge_updates(5, 4);
-    let o = rt_env(
-        &base,
-        &args(&["update", "--daemon", a, "f.rrd"], &more),
-        &[],
-    );
-    assert!(o.status.success(), "{o:?}");
+    queue(Peer::Rrdtool, &base, a, "f.rrd", &more);
     for extra in ["", "-a"] {
         let w = window(extra);
         let w: Vec<&str> = w.iter().map(String::as_str).collect();
@@ -276,20 +296,10 @@ fn reads_through_the_daemon_answer_as_rrdtools() {
     );
     both(&base, &["fetch", "--daemon", a, "f.rrd", "BOGUS"], &[]);
     let more = gauge_updates(9, 3);
-    let o = rt_env(
-        &base,
-        &args(&["update", "--daemon", a, "f.rrd"], &more),
-        &[],
-    );
-    assert!(o.status.success(), "{o:?}");
+    queue(Peer::Rrdtool, &base, a, "f.rrd", &more);
     both(&base, &["lastupdate", "--daemon", a, "f.rrd"], &[]);
     let more = gauge_updates(12, 3);
-    let o = rt_env(
-        &base,
-        &args(&["update", "--daemon", a, "f.rrd"], &more),
-        &[],
-    );
-    assert!(o.status.success(), "{o:?}");
+    queue(Peer::Rrdtool, &base, a, "f.rrd", &more);
     both(&base, &["dump", "--daemon", a, "f.rrd"], &[]);
     // Options rrdtool's commands do not take with a daemon.
     both(&base, &["lastupdate", "--daemon", a, "-F", "f.rrd"], &[]);
@@ -301,20 +311,21 @@ fn reads_through_the_daemon_answer_as_rrdtools() {
     );
     // The daemon's refusals, as rrdtool reports them.
     std::fs::write(base.join("junk.rrd"), b"not an rrd").expect("write");
-    for cmd in [
-        &["info", "--daemon", a, "junk.rrd"][..],
-        &["info", "--daemon", a, "-F", "nothere.rrd"],
-        &["last", "--daemon", a, "junk.rrd"],
-        &["first", "--daemon", a, "junk.rrd"],
-        &["fetch", "--daemon", a, "junk.rrd", "AVERAGE"],
-        &["lastupdate", "--daemon", a, "junk.rrd"],
-        &["dump", "--daemon", a, "nothere.rrd"],
-        &["info", "--daemon", a, "../outside.rrd"],
-        &["info", "--daemon", a, "nodir/x.rrd"],
-        &["update", "--daemon", a, "nothere.rrd", "N:1:2"],
-    ] {
-        both(&base, cmd, &[]);
-    }
+    each_like_rrdtool(
+        &base,
+        &[
+            &["info", "--daemon", a, "junk.rrd"][..],
+            &["info", "--daemon", a, "-F", "nothere.rrd"],
+            &["last", "--daemon", a, "junk.rrd"],
+            &["first", "--daemon", a, "junk.rrd"],
+            &["fetch", "--daemon", a, "junk.rrd", "AVERAGE"],
+            &["lastupdate", "--daemon", a, "junk.rrd"],
+            &["dump", "--daemon", a, "nothere.rrd"],
+            &["info", "--daemon", a, "../outside.rrd"],
+            &["info", "--daemon", a, "nodir/x.rrd"],
+            &["update", "--daemon", a, "nothere.rrd", "N:1:2"],
+        ],
+    );
 }
 
 /// `RRDCACHED_ADDRESS` is used when no `--daemon` is given; `--daemon`
@@ -329,8 +340,7 @@ fn the_environment_names_the_daemon_as_for_rrdtool() {
     let before = std::fs::read(&f).expect("read");
     let env = [("RRDCACHED_ADDRESS", d.addr.as_str())];
     let ups = gauge_updates(1, 3);
-    let o = mw_env(&base, &args(&["update", "f.rrd"], &ups), &env);
-    assert!(o.status.success(), "{o:?}");
+    must(mw_env(&base, &args(&["update", "f.rrd"], &ups), &env));
     assert_eq!(
         std::fs::read(&f).expect("read"),
         before,
@@ -366,16 +376,10 @@ fn the_environment_names_the_daemon_as_for_rrdtool() {
     );
     assert_eq!(o.stderr, want.stderr);
     assert_eq!(std::fs::read(&f).expect("read"), before);
-    let o = mw_env(&base, &["flushcached", "f.rrd"], &env);
-    assert!(o.status.success(), "{o:?}");
+    must(mw_env(&base, &["flushcached", "f.rrd"], &env));
     let peer = put(&d, "gauge.rrd", "peer.rrd");
-    let o = rt_env(&base, &args(&["update", "peer.rrd"], &ups), &[]);
-    assert!(o.status.success(), "{o:?}");
-    assert_same_bytes(
-        "queued through RRDCACHED_ADDRESS",
-        &std::fs::read(&f).expect("read"),
-        &std::fs::read(&peer).expect("read"),
-    );
+    must(rt_env(&base, &args(&["update", "peer.rrd"], &ups), &[]));
+    same_files("queued through RRDCACHED_ADDRESS", &f, &peer);
 }
 
 /// A daemon on loopback TCP: relative names go as given (the daemon
@@ -384,24 +388,11 @@ fn the_environment_names_the_daemon_as_for_rrdtool() {
 /// rrdtool's, default port included.
 #[test]
 fn a_loopback_tcp_daemon_answers_as_for_rrdtool() {
-    let d = daemon(true);
-    let base = d.base.clone();
-    let ours = put(&d, "gauge.rrd", "ours.rrd");
-    let peer = put(&d, "gauge.rrd", "peer.rrd");
+    let (d, base, ours, peer) = twins(true);
     let a = d.addr.as_str();
     let ups = gauge_updates(1, 4);
-    let o = mw_env(
-        &base,
-        &args(&["update", "--daemon", a, "ours.rrd"], &ups),
-        &[],
-    );
-    assert!(o.status.success(), "{o:?}");
-    let o = rt_env(
-        &base,
-        &args(&["update", "--daemon", a, "peer.rrd"], &ups),
-        &[],
-    );
-    assert!(o.status.success(), "{o:?}");
+    queue(Peer::Mapwise, &base, a, "ours.rrd", &ups);
+    queue(Peer::Rrdtool, &base, a, "peer.rrd", &ups);
     assert_eq!(d.pending("ours.rrd").len(), 4);
     let abs = ours.display().to_string();
     both(&base, &["info", "--daemon", a, "-F", &abs], &[]);
@@ -429,13 +420,12 @@ fn a_loopback_tcp_daemon_answers_as_for_rrdtool() {
         &["update", "--daemon", host, "ours.rrd", "N:1:2"],
         &[],
     );
-    let o = rt_env(&base, &["flushcached", "--daemon", a, "peer.rrd"], &[]);
-    assert!(o.status.success(), "{o:?}");
-    assert_same_bytes(
-        "flushed over TCP",
-        &std::fs::read(&ours).expect("read"),
-        &std::fs::read(&peer).expect("read"),
-    );
+    must(rt_env(
+        &base,
+        &["flushcached", "--daemon", a, "peer.rrd"],
+        &[],
+    ));
+    same_files("flushed over TCP", &ours, &peer);
 }
 
 /// A UNIX socket with nobody listening, a missing socket, and a refused
@@ -495,24 +485,22 @@ fn a_daemon_that_is_down_fails_as_for_rrdtool() {
     // create: rrdtool creates the file itself and succeeds.
     let dead = &addrs[0];
     let def = ["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"];
-    let o = mw_env(
+    must(mw_env(
         d,
         &args(
             &["create", "--daemon", dead, "new.rrd", "-b", "1600000000"],
             &def.map(String::from),
         ),
         &[],
-    );
-    assert!(o.status.success(), "{o:?}");
-    let o = rt_env(
+    ));
+    must(rt_env(
         d,
         &args(
             &["create", "--daemon", dead, "new2.rrd", "-b", "1600000000"],
             &def.map(String::from),
         ),
         &[],
-    );
-    assert!(o.status.success(), "{o:?}");
+    ));
     assert!(d.join("new.rrd").is_file() && d.join("new2.rrd").is_file());
 }
 
@@ -668,44 +656,43 @@ fn a_daemon_that_misbehaves_gets_rrdtools_errors_and_never_a_hang() {
 /// know, with rrdtool's odd message and its count of skipped files).
 #[test]
 fn flushcached_flushes_as_rrdtools() {
-    let d = daemon(false);
-    let base = d.base.clone();
+    let (d, base, ours, peer) = twins(false);
     let a = d.addr.as_str();
-    let ours = put(&d, "gauge.rrd", "ours.rrd");
-    let peer = put(&d, "gauge.rrd", "peer.rrd");
     let ups = gauge_updates(1, 6);
     for f in ["ours.rrd", "peer.rrd"] {
-        let o = rt_env(&base, &args(&["update", "--daemon", a, f], &ups), &[]);
-        assert!(o.status.success(), "{o:?}");
+        queue(Peer::Rrdtool, &base, a, f, &ups);
     }
-    let o = mw_env(&base, &["flushcached", "--daemon", a, "ours.rrd"], &[]);
-    assert!(o.status.success(), "{o:?}");
+    must(mw_env(
+        &base,
+        &["flushcached", "--daemon", a, "ours.rrd"],
+        &[],
+    ));
     assert!(d.pending("ours.rrd").is_empty());
     assert_eq!(d.pending("peer.rrd").len(), 6);
-    let o = rt_env(&base, &["flushcached", "--daemon", a, "peer.rrd"], &[]);
-    assert!(o.status.success(), "{o:?}");
-    assert_same_bytes(
-        "flushcached",
-        &std::fs::read(&ours).expect("read"),
-        &std::fs::read(&peer).expect("read"),
-    );
-    for cmd in [
-        &["flushcached", "ours.rrd"][..],
-        &["flushcached", "--daemon", "", "ours.rrd"],
-        &["flushcached", "--daemon", a],
+    must(rt_env(
+        &base,
+        &["flushcached", "--daemon", a, "peer.rrd"],
+        &[],
+    ));
+    same_files("flushcached", &ours, &peer);
+    each_like_rrdtool(
+        &base,
         &[
-            "flushcached",
-            "--daemon",
-            a,
-            "ours.rrd",
-            "missing.rrd",
-            "peer.rrd",
+            &["flushcached", "ours.rrd"][..],
+            &["flushcached", "--daemon", "", "ours.rrd"],
+            &["flushcached", "--daemon", a],
+            &[
+                "flushcached",
+                "--daemon",
+                a,
+                "ours.rrd",
+                "missing.rrd",
+                "peer.rrd",
+            ],
+            &["flushcached", "--daemon", a, "nodir/x.rrd", "ours.rrd"],
+            &["flushcached", "--daemon", a, "ours.rrd", "peer.rrd"],
         ],
-        &["flushcached", "--daemon", a, "nodir/x.rrd", "ours.rrd"],
-        &["flushcached", "--daemon", a, "ours.rrd", "peer.rrd"],
-    ] {
-        both(&base, cmd, &[]);
-    }
+    );
 }
 
 /// `create` through the daemon: the daemon creates the file (rrdtool

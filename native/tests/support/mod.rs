@@ -186,13 +186,7 @@ pub fn hg() -> Command {
 /// The Python interpreter that runs `hg` (it can import `mercurial`).
 pub fn hg_python() -> Command {
     peers::ensure("hg", "mercurial");
-    let hg = std::env::var_os("PATH")
-        .and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("hg"))
-                .find(|f| f.is_file())
-        })
-        .expect("hg on PATH");
+    let hg = which("hg").expect("hg on PATH");
     let first = std::fs::read_to_string(&hg)
         .ok()
         .and_then(|s| s.lines().next().map(str::to_owned))
@@ -207,6 +201,15 @@ pub fn hg_python() -> Command {
     let mut c = Command::new(interp);
     c.env("HGRCPATH", "");
     c
+}
+
+/// The first `tool` on `PATH`.
+pub fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(tool))
+            .find(|f| f.is_file())
+    })
 }
 
 /// `shared/oracles/rrd/oracle.sh` (Debian's rrdtool 1.7.2).
