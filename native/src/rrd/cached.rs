@@ -1130,11 +1130,12 @@ mod tests {
 
     #[test]
     fn flushcached_message_overlaps_as_in_rrdtool() {
-        let e = "rrdcached@unix:/tmp/rc/sock: No such file: /tmp/rc/base/nofile.rrd.";
+        // What rrdtool 1.7.2 printed for the same cause.
+        let e = "rrdcached@unix:/run/rd/sock: No such file: /srv/rrd/base/nofile.rrd.";
         assert_eq!(
             flushcached_failure("nofile.rrd", Some(e), 2),
             "Flushing of file \"nofile.rrd\" failed: Flushing of file \"nofile.rrd\" \
-             failed: ile: /tmp/rc/base/nofile.rrd.. Skipping remaining 2 files."
+             failed: ile: /srv/rrd/base/nofile.rrd.. Skipping remaining 2 files."
         );
     }
 }

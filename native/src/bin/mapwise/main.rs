@@ -39,7 +39,8 @@ enum Command {
     Revlog(revlog::RevlogArgs),
     /// RRDtool round-robin databases, with rrdtool's syntax and output
     /// (`create`, `update`, `updatev`, `fetch`, `dump`, `info`, `last`,
-    /// `first`, `lastupdate`).
+    /// `first`, `lastupdate`, `flushcached`), through rrdcached as rrdtool
+    /// goes through it (`--daemon`, `RRDCACHED_ADDRESS`).
     #[command(subcommand)]
     Rrd(rrd::RrdCommand),
 }
