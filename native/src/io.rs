@@ -379,8 +379,48 @@ const DIRECT_SPAN: u64 = 1 << 20;
 /// Runs of [`QuietPages::read_runs`] at most this far apart are read with
 /// one direct read (the bytes between are read and dropped).
 const DIRECT_GAP: u64 = 64 << 10;
+/// A copy out of the page cache maps a whole large folio around each page
+/// it reads (up to a 2 MiB PMD): runs are copied a few such blocks at a
+/// time and the blocks unmapped again, so scattered runs never hold more
+/// than [`COPY_BLOCKS`] blocks in this process's resident set.
+const COPY_BLOCK: u64 = 2 << 20;
+/// Blocks of [`COPY_BLOCK`] one copy of [`QuietPages::read_runs`] touches
+/// at most.
+const COPY_BLOCKS: usize = 8;
+
+/// The runs `sorted` (indices into `runs`, by offset) in groups that
+/// touch at most [`COPY_BLOCKS`] blocks and hold at most 1024 runs.
+fn copy_groups<'a>(sorted: &'a [usize], runs: &[(u64, usize)]) -> Vec<&'a [usize]> {
+    let mut groups = Vec::new();
+    let (mut start, mut blocks, mut last) = (0, 0u64, None);
+    for (k, &i) in sorted.iter().enumerate() {
+        let (o, l) = runs[i];
+        let (first, end) = (
+            o / COPY_BLOCK,
+            (o + l as u64).saturating_sub(1) / COPY_BLOCK,
+        );
+        let all = end - first + 1;
+        let add = if last == Some(first) { all - 1 } else { all };
+        if k > start && (blocks + add > COPY_BLOCKS as u64 || k - start >= 1024) {
+            groups.push(&sorted[start..k]);
+            start = k;
+            blocks = all;
+        } else {
+            blocks += add;
+        }
+        last = Some(end);
+    }
+    if start < sorted.len() {
+        groups.push(&sorted[start..]);
+    }
+    groups
+}
+
 /// Bytes one `mincore(2)` of [`QuietPages::read_runs`] spans at most.
 const MINCORE_SPAN: u64 = 16 << 20;
+/// Runs further apart than this get a `mincore(2)` each (it costs ~50 ns
+/// a page of the range, the call itself ~0.3 µs).
+const MINCORE_GAP: u64 = 64 << 10;
 /// Direct reads in flight at most: this machine's device gives ~21k
 /// reads/s one at a time and ~53k sixteen at a time.
 const DIRECT_THREADS: usize = 8;
@@ -540,52 +580,89 @@ impl QuietPages {
     /// order given; cached runs are copied, the others read directly (see
     /// the type's documentation).
     pub fn read_runs(&self, runs: &[(u64, usize)]) -> Vec<Result<Vec<u8>, Error>> {
+        self.read_runs_ahead(runs, None)
+    }
+
+    /// Of the runs `which` (indices into `runs`), those the page cache
+    /// holds whole and that can be copied out of it, and the others.
+    fn split_cached(&self, runs: &[(u64, usize)], which: &[usize]) -> (Vec<usize>, Vec<usize>) {
+        let mut direct: Vec<usize> = Vec::new();
+        let mut cached: Vec<usize> = Vec::new();
+        let Some(map) = &self.map else {
+            return (cached, which.to_vec());
+        };
+        // One mincore(2) per stretch of nearby runs.
+        let mut order = which.to_vec();
+        order.sort_unstable_by_key(|&i| runs[i].0);
+        let page = crate::residency::os_page_size();
+        let mut vec = Vec::new();
+        let mut k = 0;
+        while k < order.len() {
+            let first = runs[order[k]].0 - runs[order[k]].0 % page;
+            let mut j = k;
+            let mut end = first;
+            while let Some(&i) = order.get(j) {
+                let (o, l) = runs[i];
+                let e = o.saturating_add(l as u64);
+                // Nearby runs share a call; mincore of the gap between
+                // far ones would cost more than a call of their own.
+                if j > k
+                    && (e.saturating_sub(first) > MINCORE_SPAN
+                        || o > end.saturating_add(MINCORE_GAP))
+                {
+                    break;
+                }
+                end = end.max(e);
+                j += 1;
+            }
+            let ok = map.mincore_range(first, end - first, &mut vec).is_ok();
+            for &i in &order[k..j] {
+                let (o, l) = runs[i];
+                let a = usize::try_from((o - first) / page).unwrap_or(usize::MAX);
+                let b =
+                    usize::try_from((o + l as u64 - first).div_ceil(page)).unwrap_or(usize::MAX);
+                let all =
+                    ok && l > 0 && vec.get(a..b).is_some_and(|v| v.iter().all(|b| b & 1 != 0));
+                if all { cached.push(i) } else { direct.push(i) }
+            }
+            k = j;
+        }
+        (cached, direct)
+    }
+
+    /// The runs of `runs` that [`QuietPages::read_runs`] would read with
+    /// `O_DIRECT` (not all in the page cache).
+    #[must_use]
+    pub fn uncached(&self, runs: &[(u64, usize)]) -> Vec<(u64, usize)> {
+        let which: Vec<usize> = (0..runs.len())
+            .filter(|&i| check(runs[i].0, runs[i].1, self.len).is_ok())
+            .collect();
+        self.split_cached(runs, &which)
+            .1
+            .into_iter()
+            .map(|i| runs[i])
+            .collect()
+    }
+
+    /// [`QuietPages::read_runs`], taking runs that `ahead` has read
+    /// already (started ahead of need, [`Ahead`]) instead of reading them
+    /// again.
+    pub fn read_runs_ahead(
+        &self,
+        runs: &[(u64, usize)],
+        ahead: Option<(&Ahead, u64)>,
+    ) -> Vec<Result<Vec<u8>, Error>> {
         let mut out: Vec<Result<Vec<u8>, Error>> = runs
             .iter()
             .map(|&(offset, len)| check(offset, len, self.len).map(|()| Vec::new()))
             .collect();
         let mut stats = self.stats.get();
-        let mut direct: Vec<usize> = Vec::new();
-        let mut cached: Vec<usize> = Vec::new();
-        match &self.map {
-            Some(map) => {
-                // One mincore(2) per stretch of nearby runs.
-                let mut order: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ok()).collect();
-                order.sort_unstable_by_key(|&i| runs[i].0);
-                let page = crate::residency::os_page_size();
-                let mut vec = Vec::new();
-                let mut k = 0;
-                while k < order.len() {
-                    let first = runs[order[k]].0 - runs[order[k]].0 % page;
-                    let mut j = k;
-                    let mut end = first;
-                    while let Some(&i) = order.get(j) {
-                        let (o, l) = runs[i];
-                        let e = o.saturating_add(l as u64);
-                        if e.saturating_sub(first) > MINCORE_SPAN && j > k {
-                            break;
-                        }
-                        end = end.max(e);
-                        j += 1;
-                    }
-                    let ok = map.mincore_range(first, end - first, &mut vec).is_ok();
-                    for &i in &order[k..j] {
-                        let (o, l) = runs[i];
-                        let a = usize::try_from((o - first) / page).unwrap_or(usize::MAX);
-                        let b = usize::try_from((o + l as u64 - first).div_ceil(page))
-                            .unwrap_or(usize::MAX);
-                        let all = ok
-                            && l > 0
-                            && vec.get(a..b).is_some_and(|v| v.iter().all(|b| b & 1 != 0));
-                        if all { cached.push(i) } else { direct.push(i) }
-                    }
-                    k = j;
-                }
-            }
-            None => direct = (0..out.len()).filter(|&i| out[i].is_ok()).collect(),
-        }
+        let ok: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ok()).collect();
+        let (cached, mut direct) = self.split_cached(runs, &ok);
         if let Some(map) = &self.map {
-            for chunk in cached.chunks(1024) {
+            let mut cached = cached;
+            cached.sort_unstable_by_key(|&i| runs[i].0);
+            for chunk in copy_groups(&cached, runs) {
                 let mut parts: Vec<(u64, &mut [u8])> = Vec::with_capacity(chunk.len());
                 // Borrow each chosen buffer once (indices are distinct).
                 let mut slots: Vec<Option<&mut Result<Vec<u8>, Error>>> =
@@ -596,14 +673,17 @@ impl QuietPages {
                         parts.push((runs[i].0, buf.as_mut_slice()));
                     }
                 }
-                let span = parts
-                    .first()
-                    .map(|p| p.0)
-                    .zip(parts.iter().map(|p| p.0 + p.1.len() as u64).max());
                 let copied = map.copy_out(&mut parts).unwrap_or(0);
-                if let Some((first, end)) = span {
-                    let lo = parts.iter().map(|p| p.0).min().unwrap_or(first);
-                    map.unmap_pages(lo, end.saturating_sub(lo));
+                let mut last_block = None;
+                for p in &parts {
+                    let block = p.0 / COPY_BLOCK;
+                    let end_block = (p.0 + p.1.len() as u64).saturating_sub(1) / COPY_BLOCK;
+                    for b in block..=end_block {
+                        if last_block != Some(b) {
+                            map.unmap_pages(b * COPY_BLOCK, COPY_BLOCK);
+                            last_block = Some(b);
+                        }
+                    }
                 }
                 let mut seen = 0usize;
                 for &i in chunk {
@@ -616,6 +696,16 @@ impl QuietPages {
                     seen += len;
                 }
             }
+        }
+        if let Some((ahead, epoch)) = ahead {
+            direct.retain(|&i| match ahead.take(epoch, runs[i].0, runs[i].1) {
+                Some(Ok(b)) => {
+                    stats.direct_bytes += b.len() as u64;
+                    out[i] = Ok(b);
+                    false
+                }
+                _ => true,
+            });
         }
         direct.sort_unstable_by_key(|&i| runs[i].0);
         let spans = direct_spans(&direct, runs);
@@ -836,4 +926,184 @@ fn direct_spans(order: &[usize], runs: &[(u64, usize)]) -> Vec<Span> {
         });
     }
     spans
+}
+
+/// Bytes [`Ahead`] holds at most, read or being read.
+const AHEAD_BYTES: usize = 16 << 20;
+
+/// Direct reads started ahead of need: page runs a reader will want soon
+/// and the page cache does not hold, read with `O_DIRECT` on background
+/// threads (several in flight: one at a time the device gives a third of
+/// its speed), each tagged with the caller's epoch. A run is handed out
+/// only to a caller at the same epoch: the caller bumps the epoch whenever
+/// what it read before may no longer be what the file holds (for
+/// [`crate::settle`]: at each commit it follows).
+pub struct Ahead {
+    jobs: Option<std::sync::mpsc::Sender<AheadJob>>,
+    shared: std::sync::Arc<(std::sync::Mutex<AheadState>, std::sync::Condvar)>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// One read of [`Ahead`]: the epoch, the span read, the runs in it.
+type AheadJob = (u64, Span, Vec<(u64, usize)>);
+
+#[derive(Default)]
+struct AheadState {
+    /// Runs read, by offset: epoch and bytes.
+    done: HashMap<u64, (u64, Result<Vec<u8>, Error>)>,
+    /// Runs being read, by offset: epoch.
+    busy: HashMap<u64, u64>,
+    bytes: usize,
+    epoch: u64,
+}
+
+impl std::fmt::Debug for Ahead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ahead").finish_non_exhaustive()
+    }
+}
+
+impl Ahead {
+    /// Background readers of `reader`'s file (its own descriptors).
+    ///
+    /// # Errors
+    /// `dup` failures.
+    pub fn new(reader: &QuietPages) -> std::io::Result<Ahead> {
+        let (tx, rx) = std::sync::mpsc::channel::<AheadJob>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let shared = std::sync::Arc::new((
+            std::sync::Mutex::new(AheadState::default()),
+            std::sync::Condvar::new(),
+        ));
+        let mut threads = Vec::new();
+        for _ in 0..DIRECT_THREADS / 2 {
+            let file = reader.direct.try_clone()?;
+            let direct = reader.is_direct;
+            let (rx, shared) = (std::sync::Arc::clone(&rx), std::sync::Arc::clone(&shared));
+            threads.push(std::thread::spawn(move || {
+                loop {
+                    let job = rx.lock().ok().and_then(|r| r.recv().ok());
+                    let Some((epoch, span, runs)) = job else {
+                        break;
+                    };
+                    let stale = shared.0.lock().is_ok_and(|s| s.epoch != epoch);
+                    let data = if stale {
+                        None
+                    } else {
+                        let mut buf = DirectBuf::new(span.offset, span.len, direct);
+                        Some(buf.fill(&file).map(|()| buf))
+                    };
+                    let Ok(mut st) = shared.0.lock() else { break };
+                    for (offset, len) in runs {
+                        st.busy.remove(&offset);
+                        let Some(d) = &data else { continue };
+                        if st.epoch != epoch {
+                            continue;
+                        }
+                        let at = usize::try_from(offset - span.offset).unwrap_or(usize::MAX);
+                        let r = match d {
+                            Ok(d) => d
+                                .bytes()
+                                .get(at..at.saturating_add(len))
+                                .map(<[u8]>::to_vec)
+                                .ok_or(Error::Read {
+                                    offset,
+                                    len: len as u64,
+                                    code: libc::ENODATA,
+                                }),
+                            Err(e) => Err(e.clone()),
+                        };
+                        st.bytes += len;
+                        st.done.insert(offset, (epoch, r));
+                    }
+                    shared.1.notify_all();
+                }
+            }));
+        }
+        Ok(Ahead {
+            jobs: Some(tx),
+            shared,
+            threads,
+        })
+    }
+
+    /// Forget everything read or being read at other epochs than `epoch`.
+    pub fn set_epoch(&self, epoch: u64) {
+        if let Ok(mut st) = self.shared.0.lock()
+            && st.epoch != epoch
+        {
+            st.epoch = epoch;
+            st.done.clear();
+            st.busy.clear();
+            st.bytes = 0;
+        }
+    }
+
+    /// Start reading `runs` (those not read or being read already), at
+    /// `epoch`, while fewer than [`AHEAD_BYTES`] are held.
+    pub fn submit(&self, epoch: u64, runs: &[(u64, usize)]) {
+        let Some(jobs) = &self.jobs else { return };
+        let Ok(mut st) = self.shared.0.lock() else {
+            return;
+        };
+        if st.epoch != epoch {
+            return;
+        }
+        let mut fresh: Vec<(u64, usize)> = Vec::new();
+        for &(offset, len) in runs {
+            if st.bytes + len > AHEAD_BYTES {
+                break;
+            }
+            if st.done.contains_key(&offset) || st.busy.contains_key(&offset) {
+                continue;
+            }
+            st.busy.insert(offset, epoch);
+            st.bytes += len;
+            fresh.push((offset, len));
+        }
+        drop(st);
+        fresh.sort_unstable_by_key(|r| r.0);
+        let order: Vec<usize> = (0..fresh.len()).collect();
+        for span in direct_spans(&order, &fresh) {
+            let runs: Vec<(u64, usize)> = span.runs.iter().map(|&i| fresh[i]).collect();
+            let _ = jobs.send((epoch, span, runs));
+        }
+    }
+
+    /// The run `(offset, len)` read at `epoch`, waiting for it when it is
+    /// being read; `None` when it was not asked for at that epoch.
+    pub fn take(&self, epoch: u64, offset: u64, len: usize) -> Option<Result<Vec<u8>, Error>> {
+        let (lock, cv) = &*self.shared;
+        let mut st = lock.lock().ok()?;
+        loop {
+            if st.epoch != epoch {
+                return None;
+            }
+            if let Some((e, _)) = st.done.get(&offset)
+                && *e == epoch
+            {
+                let (_, r) = st.done.remove(&offset)?;
+                st.bytes = st.bytes.saturating_sub(len * 2);
+                return match r {
+                    Ok(b) if b.len() >= len => Some(Ok(b)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                };
+            }
+            if st.busy.get(&offset) != Some(&epoch) {
+                return None;
+            }
+            st = cv.wait(st).ok()?;
+        }
+    }
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.jobs = None;
+        self.set_epoch(u64::MAX);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }

@@ -504,21 +504,16 @@ impl Window {
 }
 
 impl Window {
-    /// Unmap from this process the pages around the window's bytes
+    /// Unmap from this process the pages of the window's bytes
     /// `offset..offset + len` that a copy mapped (`madvise(MADV_DONTNEED)`:
     /// of a shared file mapping it drops only our page-table entries; the
     /// pages stay in the page cache, and with [`Window::advise_random`] the
     /// kernel takes no note of our accesses). Keeps copied pages out of
     /// this process's resident set.
     pub(crate) fn unmap_pages(&self, offset: u64, len: u64) {
-        // A fault may map a whole large folio (up to a 2 MiB PMD) around
-        // the page asked for: drop whole 2 MiB blocks.
-        const BLOCK: u64 = 2 << 20;
-        let start = offset - offset % BLOCK;
-        let end = offset
-            .saturating_add(len)
-            .saturating_add(BLOCK - 1)
-            .min(self.len as u64);
+        let page = os_page_size();
+        let start = offset - offset % page;
+        let end = offset.saturating_add(len).min(self.len as u64);
         if end <= start {
             return;
         }

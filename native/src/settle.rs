@@ -291,6 +291,9 @@ pub const MAX_RESTARTS: u32 = 8;
 /// starts over from what they say then.
 const MOVING_LIMIT: Duration = Duration::from_secs(1);
 
+/// Open branch pages whose uncached children are read ahead of need.
+const AHEAD_PARENTS: usize = 12;
+
 /// Page runs read in one batch at most (bounds the time between the two
 /// looks at the meta pages that bracket it).
 const BATCH_RUNS: usize = 256;
@@ -459,6 +462,13 @@ pub struct Follower {
     hook_reads: u64,
     /// Since when the looks have found a commit half written.
     moving_since: Option<Instant>,
+    /// Direct reads of pages to read next, started ahead of need.
+    ahead: Option<crate::io::Ahead>,
+    /// Bumped at every commit followed and every start: reads started
+    /// ahead at an older epoch are not used.
+    epoch: u64,
+    /// Open pages whose children were read ahead at this epoch.
+    asked_ahead: std::cell::RefCell<HashSet<u64>>,
     /// Pages read by batches and by follows, and batches thrown away
     /// (a commit landed while they read).
     counts: [u64; 3],
@@ -525,7 +535,11 @@ impl Follower {
             hook_reads: 0,
             counts: [0; 3],
             moving_since: None,
+            ahead: None,
+            epoch: 0,
+            asked_ahead: std::cell::RefCell::new(HashSet::new()),
         };
+        f.ahead = crate::io::Ahead::new(&f.reader).ok();
         f.begin();
         Ok(f)
     }
@@ -582,6 +596,7 @@ impl Follower {
 
     /// Forget every page and start reading the current snapshot afresh.
     fn begin(&mut self) {
+        self.bump_epoch();
         self.slots.clear();
         self.frontier = 0;
         self.heap = 0;
@@ -607,6 +622,46 @@ impl Follower {
         let _ = self.reader.refresh();
         self.cur.len = self.reader.len();
         self.begin();
+    }
+
+    fn bump_epoch(&mut self) {
+        self.epoch += 1;
+        self.asked_ahead.get_mut().clear();
+        if let Some(a) = &self.ahead {
+            a.set_epoch(self.epoch);
+        }
+    }
+
+    /// Start reading, ahead of need, the uncached children of the next
+    /// open branch pages (those the next batches read).
+    fn read_ahead(&self) {
+        let Some(ahead) = &self.ahead else { return };
+        let ps = self.ps();
+        let psz = usize::try_from(ps).unwrap_or(0);
+        let mut runs: Vec<(u64, usize)> = Vec::new();
+        let mut asked = self.asked_ahead.borrow_mut();
+        for p in self.order.iter().rev().take(AHEAD_PARENTS) {
+            let Some(Slot::Known(d)) = self.slots.get(p) else {
+                continue;
+            };
+            if !self.open.contains_key(p) || !asked.insert(*p) {
+                continue;
+            }
+            for (i, c) in d.children().iter().enumerate() {
+                if d.descends(i)
+                    && matches!(self.slots.get(&c.pgid), Some(Slot::Frontier))
+                    && let Some(o) = c.pgid.checked_mul(ps)
+                    && o.saturating_add(ps) <= self.cur.len
+                {
+                    runs.push((o, psz));
+                }
+            }
+        }
+        drop(asked);
+        let uncached = self.reader.uncached(&runs);
+        if !uncached.is_empty() {
+            ahead.submit(self.epoch, &uncached);
+        }
     }
 
     /// Mark `pgid`, which `referrer`'s `field` names, as reached: `true`
@@ -778,7 +833,8 @@ impl Follower {
     /// Read pages, bracketed by two looks; `None` when a commit landed
     /// (or the meta pages could not be read) meanwhile.
     fn bracketed(&mut self, pgids: &[u64]) -> Option<Batch> {
-        let batch = read_pages(&self.reader, self.ps(), self.cur.len, pgids);
+        let ahead = self.ahead.as_ref().map(|a| (a, self.epoch));
+        let batch = read_pages(&self.reader, ahead, self.ps(), self.cur.len, pgids);
         let ps = self.ps();
         let same = read_metas(&self.reader, ps).is_some_and(|m| m == self.cur.metas);
         self.hook_reads += pgids.len() as u64;
@@ -845,6 +901,7 @@ impl Follower {
         }
         let pgids: Vec<u64> = want.iter().map(|w| w.0).collect();
         self.counts[0] += pgids.len() as u64;
+        self.read_ahead();
         let Some(batch) = self.bracketed(&pgids) else {
             for (p, open) in parents {
                 self.order.push(p);
@@ -1129,6 +1186,7 @@ impl Follower {
             self.freelist = Some((meta.freelist, None));
         }
         self.previous = was_complete.then_some(freed);
+        self.bump_epoch();
         self.struggle.followed += 1;
         self.struggle.txids.1 = self.cur.txid();
         if self.held_bytes() > self.budget {
@@ -1367,7 +1425,13 @@ impl PageSource for Batch {
 }
 
 /// Read pages `pgids` (page size `ps`, file length `len`) for a batch.
-fn read_pages(reader: &QuietPages, ps: u64, len: u64, pgids: &[u64]) -> Batch {
+fn read_pages(
+    reader: &QuietPages,
+    ahead: Option<(&crate::io::Ahead, u64)>,
+    ps: u64,
+    len: u64,
+    pgids: &[u64],
+) -> Batch {
     let mut runs: Vec<(u64, Vec<u8>)> = Vec::with_capacity(pgids.len());
     let psz = usize::try_from(ps).unwrap_or(0);
     let firsts: Vec<(u64, usize)> = pgids
@@ -1377,7 +1441,7 @@ fn read_pages(reader: &QuietPages, ps: u64, len: u64, pgids: &[u64]) -> Batch {
         .map(|o| (o, psz))
         .collect();
     let mut longer: Vec<(u64, usize)> = Vec::new();
-    for ((offset, _), r) in firsts.iter().zip(reader.read_runs(&firsts)) {
+    for ((offset, _), r) in firsts.iter().zip(reader.read_runs_ahead(&firsts, ahead)) {
         let Ok(b) = r else { continue };
         if let Some(h) = mapwise_core::bolt::PageHeader::parse(&b)
             && h.overflow > 0
@@ -1405,7 +1469,7 @@ fn read_pages(reader: &QuietPages, ps: u64, len: u64, pgids: &[u64]) -> Batch {
 
 /// The freelist run at `pgid`, read as [`read_pages`] reads a page.
 fn read_run(reader: &QuietPages, pgid: u64, ps: u64, len: u64, _first: usize) -> Option<Vec<u8>> {
-    let b = read_pages(reader, ps, len, &[pgid]);
+    let b = read_pages(reader, None, ps, len, &[pgid]);
     b.runs.into_iter().map(|r| r.1).max_by_key(Vec::len)
 }
 
