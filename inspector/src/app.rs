@@ -1162,7 +1162,11 @@ impl App {
         let phrase = if region.is_none() && page.saturating_mul(unit) >= self.file_len() {
             "past the end of the file (the header says it is longer: truncated?)"
         } else {
-            kind_phrase(kind)
+            let stored = !matches!(
+                self.data.snapshot.bolt.as_ref().map(|b| &b.freelist),
+                Some(mapwise_native::report::FreelistReport::NotStored)
+            );
+            kind_phrase(kind, stored)
         };
         let head = Line::of(Tone::Head, format!("page {page}"))
             .and(Tone::Dim, format!(" of {pages}"))
@@ -1832,10 +1836,18 @@ pub fn group_name(group: Option<&Group>) -> String {
     }
 }
 
-/// What a kind of page is, in a few words.
+/// What a kind of page is, in a few words; `stored_freelist` is `false`
+/// for a bbolt file that stores no freelist (etcd's `NoFreelistSync`),
+/// whose free pages are those no tree reaches.
 #[must_use]
-pub fn kind_phrase(kind: Kind) -> &'static str {
+pub fn kind_phrase(kind: Kind, stored_freelist: bool) -> &'static str {
     match kind {
+        Kind::Free if !stored_freelist => {
+            "free (no tree reaches it; no freelist is stored: NoFreelistSync)"
+        }
+        Kind::Pending if !stored_freelist => {
+            "pending (the previous snapshot's tree reaches it, the current one does not)"
+        }
         Kind::Meta => "meta page",
         Kind::Freelist => "freelist page",
         Kind::Branch => "branch page",

@@ -107,6 +107,13 @@ pub struct ResidencyReport {
     pub kinds: Vec<KindTotal>,
     /// Why the structure could not be read, when it could not.
     pub structure_error: Option<String>,
+    /// `true` when `kinds` comes from a read of one snapshot of the file;
+    /// `false` when a writer committed faster than the read could follow
+    /// (a bbolt file): the split is of an incomplete read, its pages not
+    /// read counted as `unknown`.
+    pub settled: bool,
+    /// Why the read did not settle, when it did not.
+    pub unsettled: Option<String>,
 }
 
 /// `inspector residency FILE`.
@@ -150,6 +157,8 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
         cachestat: res.cachestat.map(Into::into),
         kinds,
         structure_error: snap.error.clone(),
+        settled: snap.unsettled.is_none(),
+        unsettled: snap.unsettled.clone(),
     };
     if as_json {
         return Ok(Output::ok(json(&rep)?));
@@ -201,6 +210,12 @@ fn residency_text(rep: &ResidencyReport, res: &Residency, format_page: u32) -> S
     }
     if let Some(e) = &rep.structure_error {
         let _ = writeln!(s, "      Structure: unreadable: {e}");
+    }
+    if let Some(u) = &rep.unsettled {
+        let _ = writeln!(
+            s,
+            "      Structure: unsettled (the split below is of an incomplete read): {u}"
+        );
     }
     if !rep.kinds.is_empty() {
         s.push('\n');
@@ -624,7 +639,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
     let snap = read_snapshot(path, WalkOptions::default())
         .with_context(|| format!("cannot open {}", path.display()))?;
     if let Some(u) = &snap.unsettled {
-        bail!("{}: {u}", path.display());
+        bail!("{u}");
     }
     let rep = if let Some(e) = &snap.error {
         report::CheckReport {
@@ -687,7 +702,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         return Err(problem(format!("{}: {e}", path.display())));
     }
     if let Some(u) = &snap.unsettled {
-        bail!("{}: {u}", path.display());
+        bail!("{u}");
     }
     if snap.format == Format::Unknown {
         return Err(problem(format!(

@@ -22,7 +22,8 @@ use mapwise_native::trace::Recorder;
 use mapwise_native::watch::Watch;
 use ratatui::DefaultTerminal;
 
-/// Which pages of a bbolt file are in the page cache, on its B+tree.
+/// Which pages of a storage file (bbolt, RRDtool, Mercurial revlog) are
+/// in the page cache, on its structure.
 #[derive(Debug, Parser)]
 #[command(name = "inspector", version, about)]
 struct Cli {
@@ -32,22 +33,24 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Watch a file live in the terminal (default: a bundled etcd file).
+    /// Watch a file live in the terminal: a bbolt, RRD or revlog file's
+    /// structure, any file's residency (default: a bundled etcd file).
     Open {
-        /// The bbolt file; without it, a bundled etcd database.
+        /// The file; without it, a bundled etcd database.
         file: Option<PathBuf>,
         /// Milliseconds between residency samples.
         #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
         interval: u64,
     },
-    /// Resident pages of any file (vmtouch's numbers) and, for bbolt
-    /// files, resident bytes per page kind.
+    /// Resident pages of any file (vmtouch's numbers) and, for bbolt, RRD
+    /// and revlog files, resident bytes per page kind.
     Residency(FileArgs),
-    /// The page table, as `bbolt pages` prints it.
+    /// The page table of a bbolt file, as `bbolt pages` prints it.
     Pages(FileArgs),
-    /// Decode pages, as the detail pane shows them.
+    /// Decode pages (bbolt pages by page id; OS pages of RRD and revlog
+    /// files), as the detail pane shows them.
     Page {
-        /// The bbolt file.
+        /// The bbolt, RRD or revlog file.
         file: PathBuf,
         /// Page ids.
         #[arg(required = true)]
@@ -56,9 +59,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Check the structure: one line per problem (exit 1), or `OK`.
+    /// Check the structure of a bbolt, RRD or revlog file: one line per
+    /// problem (exit 1), or `OK`.
     Check(FileArgs),
-    /// Page kinds and buckets (text), or the whole layout (JSON).
+    /// Page kinds and buckets (bbolt), sections and archives (RRD),
+    /// entries (revlog), as text, or the whole layout (JSON).
     Layout(FileArgs),
     /// Record a file's residency every interval into a trace file, while
     /// a command runs (`-- CMD ARGS…`), for `--duration` seconds, or
