@@ -652,26 +652,84 @@ impl QuietPages {
         runs: &[(u64, usize)],
         ahead: Option<(&Ahead, u64)>,
     ) -> Vec<Result<Vec<u8>, Error>> {
-        let mut out: Vec<Result<Vec<u8>, Error>> = runs
+        let mut arena = Vec::new();
+        self.read_into(runs, ahead, &mut arena)
+            .into_iter()
+            .map(|r| r.map(|range| arena.get(range).unwrap_or_default().to_vec()))
+            .collect()
+    }
+
+    /// Read the runs into `arena`, one after the other (it grows as needed
+    /// and is reused as it is: nothing is zeroed that was long enough),
+    /// returning where each run's bytes are; otherwise as
+    /// [`QuietPages::read_runs_ahead`].
+    pub fn read_into(
+        &self,
+        runs: &[(u64, usize)],
+        ahead: Option<(&Ahead, u64)>,
+        arena: &mut Vec<u8>,
+    ) -> Vec<Result<std::ops::Range<usize>, Error>> {
+        // Runs start page-aligned in memory: the kernel's copy into a
+        // buffer that straddles page boundaries ran at a fraction of the
+        // speed.
+        let total: usize = runs.iter().map(|r| r.1).sum::<usize>() + DIRECT_ALIGN;
+        if arena.len() < total {
+            arena.resize(total, 0);
+        }
+        let mut at = arena.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
+        let mut out: Vec<Result<std::ops::Range<usize>, Error>> = runs
             .iter()
-            .map(|&(offset, len)| check(offset, len, self.len).map(|()| Vec::new()))
+            .map(|&(offset, len)| {
+                check(offset, len, self.len)?;
+                let r = at..at + len;
+                at += len;
+                Ok(r)
+            })
             .collect();
         let mut stats = self.stats.get();
-        let ok: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ok()).collect();
-        let (cached, mut direct) = self.split_cached(runs, &ok);
+        let mut ok: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ok()).collect();
+        if let Some((ahead, epoch)) = ahead {
+            ok.retain(|&i| {
+                let Some(Ok(b)) = ahead.take(epoch, runs[i].0, runs[i].1) else {
+                    return true;
+                };
+                match &out[i] {
+                    Ok(r) => match arena.get_mut(r.clone()) {
+                        Some(dst) if b.len() >= dst.len() => {
+                            let n = dst.len();
+                            dst.copy_from_slice(&b[..n]);
+                            false
+                        }
+                        _ => true,
+                    },
+                    Err(_) => true,
+                }
+            });
+        }
+        let (mut cached, mut direct) = self.split_cached(runs, &ok);
         if let Some(map) = &self.map {
-            let mut cached = cached;
             cached.sort_unstable_by_key(|&i| runs[i].0);
             for chunk in copy_groups(&cached, runs) {
                 let mut parts: Vec<(u64, &mut [u8])> = Vec::with_capacity(chunk.len());
-                // Borrow each chosen buffer once (indices are distinct).
-                let mut slots: Vec<Option<&mut Result<Vec<u8>, Error>>> =
-                    out.iter_mut().map(Some).collect();
-                for &i in chunk {
-                    if let Some(Some(Ok(buf))) = slots.get_mut(i).map(Option::take) {
-                        buf.resize(runs[i].1, 0);
-                        parts.push((runs[i].0, buf.as_mut_slice()));
-                    }
+                // Each run's range in the arena, in arena order, split off
+                // one by one (ranges are disjoint and ascending by index).
+                let mut order: Vec<usize> = chunk.to_vec();
+                order.sort_unstable();
+                let mut rest: &mut [u8] = arena.as_mut_slice();
+                let mut base = 0usize;
+                let mut slices: Vec<(usize, &mut [u8])> = Vec::with_capacity(order.len());
+                for &i in &order {
+                    let Ok(r) = &out[i] else { continue };
+                    let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - base);
+                    let (mine, tail) = tail.split_at_mut(r.len());
+                    slices.push((i, mine));
+                    rest = tail;
+                    base = r.end;
+                }
+                // Back into offset order for the copy.
+                slices.sort_unstable_by_key(|(i, _)| runs[*i].0);
+                for (i, buf) in slices {
+                    parts.push((runs[i].0, buf));
                 }
                 let copied = map.copy_out(&mut parts).unwrap_or(0);
                 let mut last_block = None;
@@ -697,16 +755,17 @@ impl QuietPages {
                 }
             }
         }
-        if let Some((ahead, epoch)) = ahead {
-            direct.retain(|&i| match ahead.take(epoch, runs[i].0, runs[i].1) {
-                Some(Ok(b)) => {
-                    stats.direct_bytes += b.len() as u64;
-                    out[i] = Ok(b);
-                    false
-                }
-                _ => true,
-            });
-        }
+        let mut put = |out: &[Result<std::ops::Range<usize>, Error>], i: usize, b: &[u8]| {
+            if let Ok(r) = &out[i]
+                && let Some(dst) = arena.get_mut(r.clone())
+                && b.len() >= dst.len()
+            {
+                let n = dst.len();
+                dst.copy_from_slice(&b[..n]);
+                return true;
+            }
+            false
+        };
         direct.sort_unstable_by_key(|&i| runs[i].0);
         let spans = direct_spans(&direct, runs);
         stats.direct_reads += spans.len() as u64;
@@ -714,23 +773,26 @@ impl QuietPages {
         for (span, data) in spans.iter().zip(results) {
             for &i in &span.runs {
                 let (offset, len) = runs[i];
-                out[i] = match &data {
+                let fault = match &data {
                     Ok(d) => {
                         let at = usize::try_from(offset - span.offset).unwrap_or(usize::MAX);
                         match d.bytes().get(at..at.saturating_add(len)) {
-                            Some(b) => {
+                            Some(b) if put(&out, i, b) => {
                                 stats.direct_bytes += len as u64;
-                                Ok(b.to_vec())
+                                None
                             }
-                            None => Err(Error::Read {
+                            _ => Some(Error::Read {
                                 offset,
                                 len: len as u64,
                                 code: libc::ENODATA,
                             }),
                         }
                     }
-                    Err(e) => Err(e.clone()),
+                    Err(e) => Some(e.clone()),
                 };
+                if let Some(e) = fault {
+                    out[i] = Err(e);
+                }
             }
         }
         self.stats.set(stats);
@@ -928,13 +990,30 @@ fn direct_spans(order: &[usize], runs: &[(u64, usize)]) -> Vec<Span> {
     spans
 }
 
+/// Make the calling thread yield the CPU to the others of the system
+/// (`setpriority(2)` of this thread to nice 19): for the background work
+/// of a reader that follows a writer (reading ahead, replaying a walk),
+/// which must not starve the thread that looks for the writer's commits.
+/// Best effort: a refusal changes nothing.
+pub fn lower_priority() {
+    // SAFETY: gettid takes no argument and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    let Ok(tid) = libc::id_t::try_from(tid) else {
+        return;
+    };
+    // SAFETY: setpriority only reads its integer arguments; raising the
+    // niceness of our own thread needs no privilege and touches no memory.
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 19) };
+}
+
 /// Bytes [`Ahead`] holds at most, read or being read.
 const AHEAD_BYTES: usize = 16 << 20;
 
-/// Direct reads started ahead of need: page runs a reader will want soon
-/// and the page cache does not hold, read with `O_DIRECT` on background
-/// threads (several in flight: one at a time the device gives a third of
-/// its speed), each tagged with the caller's epoch. A run is handed out
+/// Reads started ahead of need: page runs a reader will want soon, read
+/// on background threads as [`QuietPages::read_runs`] reads them (copied
+/// from the page cache, or with `O_DIRECT`: several in flight, as one at
+/// a time the device gives a third of its speed), while the caller works
+/// on what it read before; each tagged with the caller's epoch. A run is handed out
 /// only to a caller at the same epoch: the caller bumps the epoch whenever
 /// what it read before may no longer be what the file holds (for
 /// [`crate::settle`]: at each commit it follows).
@@ -944,8 +1023,14 @@ pub struct Ahead {
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
-/// One read of [`Ahead`]: the epoch, the span read, the runs in it.
-type AheadJob = (u64, Span, Vec<(u64, usize)>);
+/// One read of [`Ahead`]: the epoch, the runs.
+type AheadJob = (u64, Vec<(u64, usize)>);
+
+/// Threads of [`Ahead`].
+const AHEAD_THREADS: usize = 4;
+
+/// Runs per job of [`Ahead`] at most.
+const AHEAD_JOB: usize = 128;
 
 #[derive(Default)]
 struct AheadState {
@@ -976,41 +1061,34 @@ impl Ahead {
             std::sync::Condvar::new(),
         ));
         let mut threads = Vec::new();
-        for _ in 0..DIRECT_THREADS / 2 {
-            let file = reader.direct.try_clone()?;
-            let direct = reader.is_direct;
+        for _ in 0..AHEAD_THREADS {
+            let q = reader.try_clone()?;
             let (rx, shared) = (std::sync::Arc::clone(&rx), std::sync::Arc::clone(&shared));
             threads.push(std::thread::spawn(move || {
+                lower_priority();
+                let mut arena = Vec::new();
                 loop {
                     let job = rx.lock().ok().and_then(|r| r.recv().ok());
-                    let Some((epoch, span, runs)) = job else {
+                    let Some((epoch, runs)) = job else {
                         break;
                     };
                     let stale = shared.0.lock().is_ok_and(|s| s.epoch != epoch);
-                    let data = if stale {
-                        None
-                    } else {
-                        let mut buf = DirectBuf::new(span.offset, span.len, direct);
-                        Some(buf.fill(&file).map(|()| buf))
-                    };
+                    let data = (!stale).then(|| q.read_into(&runs, None, &mut arena));
                     let Ok(mut st) = shared.0.lock() else { break };
-                    for (offset, len) in runs {
+                    for (k, &(offset, len)) in runs.iter().enumerate() {
                         st.busy.remove(&offset);
-                        let Some(d) = &data else { continue };
+                        let Some(d) = data.as_ref().and_then(|d| d.get(k)) else {
+                            continue;
+                        };
                         if st.epoch != epoch {
                             continue;
                         }
-                        let at = usize::try_from(offset - span.offset).unwrap_or(usize::MAX);
                         let r = match d {
-                            Ok(d) => d
-                                .bytes()
-                                .get(at..at.saturating_add(len))
-                                .map(<[u8]>::to_vec)
-                                .ok_or(Error::Read {
-                                    offset,
-                                    len: len as u64,
-                                    code: libc::ENODATA,
-                                }),
+                            Ok(r) => arena.get(r.clone()).map(<[u8]>::to_vec).ok_or(Error::Read {
+                                offset,
+                                len: len as u64,
+                                code: libc::ENODATA,
+                            }),
                             Err(e) => Err(e.clone()),
                         };
                         st.bytes += len;
@@ -1024,6 +1102,15 @@ impl Ahead {
             jobs: Some(tx),
             shared,
             threads,
+        })
+    }
+
+    /// `true` when none of the runs at `offsets` is being read at `epoch`
+    /// (each is read, or was not asked for).
+    #[must_use]
+    pub fn ready(&self, epoch: u64, offsets: &[u64]) -> bool {
+        self.shared.0.lock().is_ok_and(|st| {
+            st.epoch != epoch || offsets.iter().all(|o| st.busy.get(o) != Some(&epoch))
         })
     }
 
@@ -1062,11 +1149,8 @@ impl Ahead {
             fresh.push((offset, len));
         }
         drop(st);
-        fresh.sort_unstable_by_key(|r| r.0);
-        let order: Vec<usize> = (0..fresh.len()).collect();
-        for span in direct_spans(&order, &fresh) {
-            let runs: Vec<(u64, usize)> = span.runs.iter().map(|&i| fresh[i]).collect();
-            let _ = jobs.send((epoch, span, runs));
+        for job in fresh.chunks(AHEAD_JOB) {
+            let _ = jobs.send((epoch, job.to_vec()));
         }
     }
 

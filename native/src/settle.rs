@@ -291,6 +291,9 @@ pub const MAX_RESTARTS: u32 = 8;
 /// starts over from what they say then.
 const MOVING_LIMIT: Duration = Duration::from_secs(1);
 
+/// Bytes of a batch buffer kept for the next batch at most.
+const ARENA_MAX: usize = 8 << 20;
+
 /// Open branch pages whose uncached children are read ahead of need.
 const AHEAD_PARENTS: usize = 12;
 
@@ -467,6 +470,8 @@ pub struct Follower {
     /// Bumped at every commit followed and every start: reads started
     /// ahead at an older epoch are not used.
     epoch: u64,
+    /// The last batch's buffer, reused by the next.
+    arena: Vec<u8>,
     /// Open pages whose children were read ahead at this epoch.
     asked_ahead: std::cell::RefCell<HashSet<u64>>,
     /// Pages read by batches and by follows, and batches thrown away
@@ -538,6 +543,7 @@ impl Follower {
             ahead: None,
             epoch: 0,
             asked_ahead: std::cell::RefCell::new(HashSet::new()),
+            arena: Vec::new(),
         };
         f.ahead = crate::io::Ahead::new(&f.reader).ok();
         f.begin();
@@ -632,8 +638,42 @@ impl Follower {
         }
     }
 
-    /// Start reading, ahead of need, the uncached children of the next
-    /// open branch pages (those the next batches read).
+    /// Have `pgids` read ahead (those not asked for already) and wait for
+    /// them, looking at the meta pages meanwhile, so a slow read (behind a
+    /// writer's fsync) never keeps the follower from seeing a commit:
+    /// `false` when a look found the meta pages changed (the caller then
+    /// puts the batch back; the next look follows the commit).
+    fn wait_ahead(&mut self, pgids: &[u64]) -> bool {
+        let Some(ahead) = &self.ahead else {
+            return true;
+        };
+        let ps = self.ps();
+        let psz = usize::try_from(ps).unwrap_or(0);
+        let runs: Vec<(u64, usize)> = pgids
+            .iter()
+            .filter_map(|p| p.checked_mul(ps))
+            .filter(|o| o.saturating_add(ps) <= self.cur.len)
+            .map(|o| (o, psz))
+            .collect();
+        ahead.submit(self.epoch, &runs);
+        let offsets: Vec<u64> = runs.iter().map(|r| r.0).collect();
+        loop {
+            let Some(ahead) = &self.ahead else {
+                return true;
+            };
+            if ahead.ready(self.epoch, &offsets) {
+                return true;
+            }
+            let same = read_metas(&self.reader, ps).is_some_and(|m| m == self.cur.metas);
+            if !same {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Start reading, ahead of need, the children of the next open branch
+    /// pages (those the next batches read).
     fn read_ahead(&self) {
         let Some(ahead) = &self.ahead else { return };
         let ps = self.ps();
@@ -658,9 +698,8 @@ impl Follower {
             }
         }
         drop(asked);
-        let uncached = self.reader.uncached(&runs);
-        if !uncached.is_empty() {
-            ahead.submit(self.epoch, &uncached);
+        if !runs.is_empty() {
+            ahead.submit(self.epoch, &runs);
         }
     }
 
@@ -777,8 +816,7 @@ impl Follower {
             match look {
                 Look::Same => {}
                 Look::Next(next) => {
-                    let r = self.follow(next.clone());
-                    if let Err(why) = r {
+                    if let Err(why) = self.follow(next.clone()) {
                         self.restart(why, Some(next));
                     }
                     continue;
@@ -834,7 +872,8 @@ impl Follower {
     /// (or the meta pages could not be read) meanwhile.
     fn bracketed(&mut self, pgids: &[u64]) -> Option<Batch> {
         let ahead = self.ahead.as_ref().map(|a| (a, self.epoch));
-        let batch = read_pages(&self.reader, ahead, self.ps(), self.cur.len, pgids);
+        let buf = std::mem::take(&mut self.arena);
+        let batch = read_pages(&self.reader, ahead, self.ps(), self.cur.len, pgids, buf);
         let ps = self.ps();
         let same = read_metas(&self.reader, ps).is_some_and(|m| m == self.cur.metas);
         self.hook_reads += pgids.len() as u64;
@@ -843,8 +882,18 @@ impl Follower {
         }
         if same {
             testing::after_reads(&mut self.hook_reads);
+            Some(batch)
+        } else {
+            self.recycle(batch);
+            None
         }
-        same.then_some(batch)
+    }
+
+    /// Keep a batch's buffer for the next one.
+    fn recycle(&mut self, batch: Batch) {
+        if batch.buf.capacity() <= ARENA_MAX {
+            self.arena = batch.buf;
+        }
     }
 
     /// One batch of reads of pages not held yet.
@@ -864,6 +913,7 @@ impl Follower {
             for (pgid, at, field) in items {
                 self.take_page(&batch, pgid, at, field, Bound::NONE, Bound::NONE, None);
             }
+            self.recycle(batch);
             return;
         }
         if let Some((pgid, None)) = self.freelist {
@@ -902,7 +952,9 @@ impl Follower {
         let pgids: Vec<u64> = want.iter().map(|w| w.0).collect();
         self.counts[0] += pgids.len() as u64;
         self.read_ahead();
-        let Some(batch) = self.bracketed(&pgids) else {
+        let ready = self.wait_ahead(&pgids);
+        let batch = if ready { self.bracketed(&pgids) } else { None };
+        let Some(batch) = batch else {
             for (p, open) in parents {
                 self.order.push(p);
                 self.open.insert(p, open);
@@ -926,6 +978,7 @@ impl Follower {
             };
             self.take_page(&batch, child, referrer, "pgid", lo, hi, hi_key(hi));
         }
+        self.recycle(batch);
     }
 
     /// Hold page `pgid` as read in `batch` (bounds `lo`, `hi`), and mark
@@ -1001,7 +1054,7 @@ impl Follower {
         // Pages to reach in the new tree, each with the page it took the
         // place of in the old one, when known (the old root; the old
         // child with the same key; the old bucket of the same name).
-        let mut stack: Vec<Reach> = vec![Reach {
+        let mut level: Vec<Reach> = vec![Reach {
             pgid: meta.root,
             referrer: At::Meta(self.cur.snapshot.current),
             field: "root",
@@ -1009,141 +1062,163 @@ impl Follower {
             hi: None,
             was: Some(old.snapshot.meta.root),
         }];
-        while let Some(r) = stack.pop() {
-            let Reach {
-                pgid,
-                referrer,
-                field,
-                lo,
-                hi,
-                was,
-            } = r;
-            if fresh.contains_key(&pgid) && !kept.contains(&pgid) {
-                continue;
-            }
-            let lo_b = lo.as_deref().map_or(Bound::NONE, Bound::of);
-            let hi_b = hi.as_deref().map_or(Bound::NONE, Bound::of);
-            let want_ctx = context(lo_b.hash, hi_b.hash, ck);
-            // The page it replaced, when that one was read: then this is
-            // its new copy (a changed path), read now to keep what lies
-            // below both.
-            let was_known = was.and_then(|w| match self.slots.get(&w) {
-                Some(Slot::Known(d)) => Some(w).filter(|_| !d.is_branch() || d.count > 0),
-                _ => None,
-            });
-            match self.slots.get(&pgid) {
-                Some(Slot::Frontier | Slot::Fault(_)) => {
-                    kept.insert(pgid);
+        // Level by level, each level's pages read in one batch.
+        while !level.is_empty() {
+            let mut next: Vec<Reach> = Vec::new();
+            let mut to_read: Vec<Reach> = Vec::new();
+            for r in std::mem::take(&mut level) {
+                let pgid = r.pgid;
+                if to_read.iter().any(|t| t.pgid == pgid) {
                     continue;
                 }
-                Some(Slot::Known(d)) if d.context == want_ctx => {
-                    kept.insert(pgid);
+                if fresh.contains_key(&pgid) && !kept.contains(&pgid) {
                     continue;
                 }
-                Some(Slot::Known(_)) => {
-                    // Kept, but under new bounds: read it again (same
-                    // bytes, rule 2) to check it under them.
-                    kept.insert(pgid);
-                }
-                None => {
-                    let src = Empty(self.cur.len);
-                    if self
-                        .file_of(&src)
-                        .tree_page_id(pgid, referrer, field)
-                        .is_err()
-                    {
+                let lo_b = r.lo.as_deref().map_or(Bound::NONE, Bound::of);
+                let hi_b = r.hi.as_deref().map_or(Bound::NONE, Bound::of);
+                let want_ctx = context(lo_b.hash, hi_b.hash, ck);
+                // The page it replaced, when that one was read: then this is
+                // its new copy (a changed path), read now to keep what lies
+                // below both.
+                let was_known = r.was.and_then(|w| match self.slots.get(&w) {
+                    Some(Slot::Known(d)) => Some(w).filter(|_| !d.is_branch() || d.count > 0),
+                    _ => None,
+                });
+                match self.slots.get(&pgid) {
+                    Some(Slot::Frontier | Slot::Fault(_)) => {
+                        kept.insert(pgid);
                         continue;
                     }
-                    if was_known.is_none() {
-                        // New to us below a page we had not read: reached,
-                        // read later (the page above keeps its bounds).
-                        fresh.insert(pgid, Slot::Frontier);
-                        if field == "root" {
-                            new_roots.push((pgid, referrer, field));
+                    Some(Slot::Known(d)) if d.context == want_ctx => {
+                        kept.insert(pgid);
+                        continue;
+                    }
+                    Some(Slot::Known(_)) => {
+                        // Kept, but under new bounds: read it again (same
+                        // bytes, rule 2) to check it under them.
+                        kept.insert(pgid);
+                    }
+                    None => {
+                        let src = Empty(self.cur.len);
+                        if self
+                            .file_of(&src)
+                            .tree_page_id(pgid, r.referrer, r.field)
+                            .is_err()
+                        {
+                            continue;
                         }
-                        continue;
+                        if was_known.is_none() {
+                            // New to us below a page we had not read: reached,
+                            // read later (the page above keeps its bounds).
+                            fresh.insert(pgid, Slot::Frontier);
+                            if r.field == "root" {
+                                new_roots.push((pgid, r.referrer, r.field));
+                            }
+                            continue;
+                        }
                     }
                 }
+                to_read.push(r);
             }
-            self.counts[1] += 1;
-            let batch = self.bracketed(&[pgid]).ok_or_else(|| {
+            if to_read.is_empty() {
+                break;
+            }
+            self.counts[1] += to_read.len() as u64;
+            let pgids: Vec<u64> = to_read.iter().map(|r| r.pgid).collect();
+            let batch = self.bracketed(&pgids).ok_or_else(|| {
                 Restart("a commit landed while a commit's pages were read".into())
             })?;
-            let file = self.file_of(&batch);
-            let page = match file.tree_page(pgid, referrer, field) {
-                Ok(p) => p,
-                Err(e) => {
-                    fresh.insert(pgid, Slot::Fault(Box::new(e)));
-                    continue;
-                }
-            };
-            let d = Digest::of(&page, lo_b, hi_b, ck);
-            let refreshed = kept.contains(&pgid);
-            let old_d = was_known.and_then(|w| match self.slots.get(&w) {
-                Some(Slot::Known(d)) => Some(d),
-                _ => None,
-            });
-            if d.is_branch() {
-                let n = d.children().len();
-                for (i, c) in d.children().iter().enumerate() {
-                    if !d.descends(i) {
-                        continue;
-                    }
-                    if refreshed
-                        && (i + 1 != n || !matches!(self.slots.get(&c.pgid), Some(Slot::Known(_))))
-                    {
-                        // Only the last child inherits the new bound.
-                        continue;
-                    }
-                    let was = old_d.and_then(|o| {
-                        o.children()
-                            .iter()
-                            .enumerate()
-                            .find(|(j, oc)| o.descends(*j) && oc.key == c.key)
-                            .map(|(_, oc)| oc.pgid)
-                    });
-                    let (clo, chi) = child_bounds(&page, i, hi.as_deref());
-                    stack.push(Reach {
-                        pgid: c.pgid,
-                        referrer: At::Element {
-                            pgid,
-                            index: u32::try_from(i).unwrap_or(u32::MAX),
-                        },
-                        field: "pgid",
-                        lo: clo.key.map(Into::into),
-                        hi: hi_key(chi),
-                        was,
-                    });
-                }
-                opened.push((
+            for r in to_read {
+                let Reach {
                     pgid,
-                    Open {
-                        bytes: page.bytes().into(),
-                        hi: hi.clone(),
-                    },
-                ));
-            } else {
-                let mut refs = Vec::new();
-                d.bucket_refs(&mut refs);
-                let old_buckets: Vec<(&[u8], u64)> =
-                    old_d.map(|o| bucket_roots(o)).unwrap_or_default();
-                for (root, at) in refs {
-                    let name = bucket_name(&d, at);
-                    let was = old_buckets
-                        .iter()
-                        .find(|(n, _)| Some(*n) == name)
-                        .map(|(_, r)| *r);
-                    stack.push(Reach {
-                        pgid: root,
-                        referrer: at,
-                        field: "root",
-                        lo: None,
-                        hi: None,
-                        was,
-                    });
+                    referrer,
+                    field,
+                    lo,
+                    hi,
+                    was,
+                } = r;
+                let lo_b = lo.as_deref().map_or(Bound::NONE, Bound::of);
+                let hi_b = hi.as_deref().map_or(Bound::NONE, Bound::of);
+                let was_known = was.filter(|w| matches!(self.slots.get(w), Some(Slot::Known(_))));
+                let file = self.file_of(&batch);
+                let page = match file.tree_page(pgid, referrer, field) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        fresh.insert(pgid, Slot::Fault(Box::new(e)));
+                        continue;
+                    }
+                };
+                let d = Digest::of(&page, lo_b, hi_b, ck);
+                let refreshed = kept.contains(&pgid);
+                let old_d = was_known.and_then(|w| match self.slots.get(&w) {
+                    Some(Slot::Known(d)) => Some(d),
+                    _ => None,
+                });
+                if d.is_branch() {
+                    let n = d.children().len();
+                    for (i, c) in d.children().iter().enumerate() {
+                        if !d.descends(i) {
+                            continue;
+                        }
+                        if refreshed
+                            && (i + 1 != n
+                                || !matches!(self.slots.get(&c.pgid), Some(Slot::Known(_))))
+                        {
+                            // Only the last child inherits the new bound.
+                            continue;
+                        }
+                        let was = old_d.and_then(|o| {
+                            o.children()
+                                .iter()
+                                .enumerate()
+                                .find(|(j, oc)| o.descends(*j) && oc.key == c.key)
+                                .map(|(_, oc)| oc.pgid)
+                        });
+                        let (clo, chi) = child_bounds(&page, i, hi.as_deref());
+                        next.push(Reach {
+                            pgid: c.pgid,
+                            referrer: At::Element {
+                                pgid,
+                                index: u32::try_from(i).unwrap_or(u32::MAX),
+                            },
+                            field: "pgid",
+                            lo: clo.key.map(Into::into),
+                            hi: hi_key(chi),
+                            was,
+                        });
+                    }
+                    opened.push((
+                        pgid,
+                        Open {
+                            bytes: page.bytes().into(),
+                            hi: hi.clone(),
+                        },
+                    ));
+                } else {
+                    let mut refs = Vec::new();
+                    d.bucket_refs(&mut refs);
+                    let old_buckets: Vec<(&[u8], u64)> =
+                        old_d.map(|o| bucket_roots(o)).unwrap_or_default();
+                    for (root, at) in refs {
+                        let name = bucket_name(&d, at);
+                        let was = old_buckets
+                            .iter()
+                            .find(|(n, _)| Some(*n) == name)
+                            .map(|(_, r)| *r);
+                        next.push(Reach {
+                            pgid: root,
+                            referrer: at,
+                            field: "root",
+                            lo: None,
+                            hi: None,
+                            was,
+                        });
+                    }
                 }
+                fresh.insert(pgid, Slot::Known(d));
             }
-            fresh.insert(pgid, Slot::Known(d));
+            self.recycle(batch);
+            level = next;
         }
         // Drop what the new tree no longer reaches: walk the old tree from
         // its root, through pages not kept.
@@ -1394,11 +1469,13 @@ fn read_metas(reader: &QuietPages, ps: u64) -> Option<MetaBytes> {
 }
 
 /// Page runs read for a batch: each page's first page, then the whole
-/// run of those with `overflow > 0`, by file offset.
+/// run of those with `overflow > 0`, by file offset, in one buffer.
 #[derive(Debug, Default)]
 struct Batch {
-    /// By offset, sorted.
-    runs: Vec<(u64, Vec<u8>)>,
+    /// The bytes read.
+    buf: Vec<u8>,
+    /// Offset of each run and where its bytes are in `buf`, by offset.
+    runs: Vec<(u64, std::ops::Range<usize>)>,
     len: u64,
 }
 
@@ -1413,8 +1490,8 @@ impl PageSource for Batch {
             .binary_search_by_key(&offset, |r| r.0)
             .ok()
             .and_then(|i| self.runs.get(i));
-        match run {
-            Some((_, b)) if b.len() >= len => Ok(Cow::Borrowed(&b[..len])),
+        match run.and_then(|(_, r)| self.buf.get(r.start..r.end)) {
+            Some(b) if b.len() >= len => Ok(Cow::Borrowed(&b[..len])),
             _ => Err(mapwise_core::Error::Read {
                 offset,
                 len: len as u64,
@@ -1424,26 +1501,35 @@ impl PageSource for Batch {
     }
 }
 
-/// Read pages `pgids` (page size `ps`, file length `len`) for a batch.
+/// Read pages `pgids` (page size `ps`, file length `len`) for a batch,
+/// into `buf` (reused).
 fn read_pages(
     reader: &QuietPages,
     ahead: Option<(&crate::io::Ahead, u64)>,
     ps: u64,
     len: u64,
     pgids: &[u64],
+    mut buf: Vec<u8>,
 ) -> Batch {
-    let mut runs: Vec<(u64, Vec<u8>)> = Vec::with_capacity(pgids.len());
     let psz = usize::try_from(ps).unwrap_or(0);
-    let firsts: Vec<(u64, usize)> = pgids
+    let mut firsts: Vec<(u64, usize)> = pgids
         .iter()
         .filter_map(|p| p.checked_mul(ps))
         .filter(|o| o.saturating_add(ps) <= len)
         .map(|o| (o, psz))
         .collect();
+    firsts.sort_unstable_by_key(|r| r.0);
+    firsts.dedup_by_key(|r| r.0);
+    let mut runs: Vec<(u64, std::ops::Range<usize>)> = Vec::with_capacity(firsts.len());
     let mut longer: Vec<(u64, usize)> = Vec::new();
-    for ((offset, _), r) in firsts.iter().zip(reader.read_runs_ahead(&firsts, ahead)) {
-        let Ok(b) = r else { continue };
-        if let Some(h) = mapwise_core::bolt::PageHeader::parse(&b)
+    for ((offset, _), r) in firsts
+        .iter()
+        .zip(reader.read_into(&firsts, ahead, &mut buf))
+    {
+        let Ok(r) = r else { continue };
+        if let Some(h) = buf
+            .get(r.clone())
+            .and_then(mapwise_core::bolt::PageHeader::parse)
             && h.overflow > 0
         {
             let run = (u64::from(h.overflow) + 1).saturating_mul(ps);
@@ -1453,24 +1539,30 @@ fn read_pages(
                 longer.push((*offset, run));
             }
         }
-        runs.push((*offset, b));
+        runs.push((*offset, r));
     }
-    runs.sort_unstable_by_key(|r| r.0);
-    for ((offset, _), r) in longer.iter().zip(reader.read_runs(&longer)) {
-        if let Ok(b) = r
-            && let Ok(i) = runs.binary_search_by_key(offset, |r| r.0)
-        {
-            runs[i].1 = b;
+    if !longer.is_empty() {
+        // Whole runs of the few pages with overflow, after the rest.
+        let mut extra = Vec::new();
+        let got = reader.read_into(&longer, None, &mut extra);
+        let base = buf.len();
+        buf.extend_from_slice(&extra);
+        for ((offset, _), r) in longer.iter().zip(got) {
+            if let Ok(r) = r
+                && let Ok(i) = runs.binary_search_by_key(offset, |r| r.0)
+            {
+                runs[i].1 = base + r.start..base + r.end;
+            }
         }
     }
-    runs.dedup_by_key(|r| r.0);
-    Batch { runs, len }
+    Batch { buf, runs, len }
 }
 
 /// The freelist run at `pgid`, read as [`read_pages`] reads a page.
 fn read_run(reader: &QuietPages, pgid: u64, ps: u64, len: u64, _first: usize) -> Option<Vec<u8>> {
-    let b = read_pages(reader, None, ps, len, &[pgid]);
-    b.runs.into_iter().map(|r| r.1).max_by_key(Vec::len)
+    let b = read_pages(reader, None, ps, len, &[pgid], Vec::new());
+    let (_, r) = b.runs.first()?;
+    b.buf.get(r.clone()).map(<[u8]>::to_vec)
 }
 
 /// A source of nothing but a length (for the checks of page ids).

@@ -421,6 +421,7 @@ impl Live {
         let layout = {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
+                crate::io::lower_priority();
                 while let Ok((frozen, note)) = job_rx.recv() {
                     if stop.load(Ordering::Relaxed) {
                         break;
