@@ -538,7 +538,12 @@ impl QuietPages {
                         let cached = w.mincore_range(0, 4096, &mut v).is_ok()
                             && v.first().is_some_and(|b| b & 1 != 0);
                         let mut b = [0u8; 1];
-                        !cached || w.copy_out(&mut [(0, &mut b[..])]).is_ok_and(|n| n == 1)
+                        let ok =
+                            !cached || w.copy_out(&mut [(0, &mut b[..])]).is_ok_and(|n| n == 1);
+                        // The copy mapped the page (and its fault-around
+                        // neighbours): a page we map cannot be evicted.
+                        w.unmap_pages(0, COPY_BLOCK);
+                        ok
                     });
             }
         }
@@ -990,12 +995,14 @@ fn direct_spans(order: &[usize], runs: &[(u64, usize)]) -> Vec<Span> {
     spans
 }
 
-/// Make the calling thread yield the CPU to the others of the system
-/// (`setpriority(2)` of this thread to nice 19): for the background work
-/// of a reader that follows a writer (reading ahead, replaying a walk),
-/// which must not starve the thread that looks for the writer's commits.
-/// Best effort: a refusal changes nothing.
-pub fn lower_priority() {
+/// Lower the calling thread's priority to niceness `nice` (0 to 19;
+/// `setpriority(2)` of this thread): for the background work of a reader
+/// that follows a writer (reading ahead, replaying a walk), which must
+/// leave the thread that looks for the writer's commits the CPU it needs,
+/// without being starved itself on a busy host (at nice 19 a thread gets
+/// about 1.5 % of a core beside one at nice 0). Best effort: a refusal
+/// changes nothing.
+pub fn lower_priority(nice: i32) {
     // SAFETY: gettid takes no argument and cannot fail.
     let tid = unsafe { libc::gettid() };
     let Ok(tid) = libc::id_t::try_from(tid) else {
@@ -1003,8 +1010,13 @@ pub fn lower_priority() {
     };
     // SAFETY: setpriority only reads its integer arguments; raising the
     // niceness of our own thread needs no privilege and touches no memory.
-    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, 19) };
+    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice.clamp(0, 19)) };
 }
+
+/// Niceness of [`Ahead`]'s threads: the follower waits for their reads,
+/// so they must run on a busy host, but below the thread that looks for
+/// commits (weight 335 against 1024 at nice 0).
+pub const AHEAD_NICE: i32 = 5;
 
 /// Bytes [`Ahead`] holds at most, read or being read.
 const AHEAD_BYTES: usize = 16 << 20;
@@ -1065,7 +1077,7 @@ impl Ahead {
             let q = reader.try_clone()?;
             let (rx, shared) = (std::sync::Arc::clone(&rx), std::sync::Arc::clone(&shared));
             threads.push(std::thread::spawn(move || {
-                lower_priority();
+                lower_priority(AHEAD_NICE);
                 let mut arena = Vec::new();
                 loop {
                     let job = rx.lock().ok().and_then(|r| r.recv().ok());
