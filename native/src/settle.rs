@@ -50,7 +50,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use mapwise_core::bolt::{
     BoltFile, BoltLayout, Bound, Digest, Fetched, META_END, Snapshot, TreePages, WalkOptions,
@@ -67,6 +67,30 @@ pub const ATTEMPTS: u32 = 5;
 /// Pause before the second attempt of [`read_bolt`]; it doubles before
 /// each further one (20, 40, 80, 160 ms: 300 ms in all before giving up).
 pub const FIRST_PAUSE: Duration = Duration::from_millis(20);
+
+/// How long a file must have gone unwritten (its modification time) for
+/// the previous snapshot's own pages to be read from it, when the reader
+/// saw no commit land and some of the file's cached pages are dirty.
+///
+/// Those pages are the ones the current snapshot's commit freed, and the
+/// next commit may write them before its meta page lands (rule 1 protects
+/// only the current snapshot's pages), so no look at the meta pages can
+/// tell whether they still hold the previous tree. On a file a writer is
+/// seen committing to, the follower instead follows one more commit with
+/// every page held: the pages it drops are exactly the new snapshot's
+/// pending pages. On a file where it saw no commit, a commit under way
+/// would show as written pages not yet synced (bbolt syncs a commit's
+/// pages before it writes the meta page), or as a write within this long;
+/// with neither, and the modification time unchanged after the read, no
+/// commit touched the previous tree while it was read.
+pub const QUIET_FOR: Duration = Duration::from_millis(100);
+
+/// How long a follower holding every page waits for a commit that tells
+/// it the pending pages before it reads the previous tree anyway (a
+/// writer that stopped, a clock behind the file's times); the read is
+/// still kept only when the file's modification time did not change
+/// during it.
+const PENDING_WAIT: Duration = Duration::from_secs(2);
 
 /// What a settling read gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -459,6 +483,11 @@ pub struct Follower {
     /// The previous snapshot's pages the current one does not use, when
     /// the last commit was followed with every page held.
     previous: Option<Vec<u64>>,
+    /// Without `previous`: the file's modification time when it was found
+    /// quiet enough to read the previous tree from ([`QUIET_FOR`]).
+    quiet: Option<SystemTime>,
+    /// Since when every page has been held without `previous` known.
+    waiting: Option<Instant>,
     struggle: Struggle,
     start: Instant,
     /// Pages read since the test hook last ran.
@@ -531,6 +560,8 @@ impl Follower {
             roots: Vec::new(),
             freelist: None,
             previous: None,
+            quiet: None,
+            waiting: None,
             struggle: Struggle {
                 path: path.to_owned(),
                 txids: (txid, txid),
@@ -562,6 +593,47 @@ impl Follower {
         self.frontier == 0
             && self.roots.is_empty()
             && self.freelist.as_ref().is_none_or(|(_, b)| b.is_some())
+    }
+
+    /// `true` when the pending pages of the snapshot followed can be told
+    /// from the free ones: the last commit was followed with every page
+    /// held, or the file is quiet enough to read the previous tree from
+    /// ([`QUIET_FOR`], [`PENDING_WAIT`]; its modification time is then
+    /// noted, for [`Follower::stands`]).
+    fn pending_known(&mut self) -> bool {
+        if self.previous.is_some() || !self.opts.previous_snapshot {
+            self.waiting = None;
+            return true;
+        }
+        let waited = self.waiting.get_or_insert_with(Instant::now).elapsed();
+        let Some(mtime) = file_mtime(&self.reader) else {
+            return false;
+        };
+        let busy = self.struggle.followed > 0 || self.struggle.restarts > 0;
+        let quiet = !busy
+            && (SystemTime::now()
+                .duration_since(mtime)
+                .is_ok_and(|d| d >= QUIET_FOR)
+                || crate::residency::cachestat(self.reader.file(), 0, crate::residency::TO_EOF)
+                    .is_ok_and(|c| c.dirty == 0 && c.writeback == 0));
+        if quiet || waited >= PENDING_WAIT {
+            self.quiet = Some(mtime);
+            return true;
+        }
+        false
+    }
+
+    /// `true` when a layout made now still describes the snapshot
+    /// followed: the pending pages came from a followed commit, or the
+    /// file was not written since it was found quiet.
+    #[must_use]
+    pub fn stands(&self) -> bool {
+        stands(
+            self.previous.as_deref(),
+            self.opts,
+            self.quiet,
+            Some(&self.reader),
+        )
     }
 
     /// What has been seen of the writer so far.
@@ -610,6 +682,8 @@ impl Follower {
         self.order.clear();
         self.roots.clear();
         self.previous = None;
+        self.quiet = None;
+        self.waiting = None;
         let meta = self.cur.snapshot.meta;
         self.freelist = meta.has_freelist().then_some((meta.freelist, None));
         let at = At::Meta(self.cur.snapshot.current);
@@ -853,7 +927,15 @@ impl Follower {
                 }
             }
             if self.complete() {
-                return true;
+                if self.pending_known() {
+                    return true;
+                }
+                // Every page is held; the next commit tells the pending ones.
+                if Instant::now() >= until {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_micros(500));
+                continue;
             }
             if Instant::now() >= until {
                 return false;
@@ -1261,6 +1343,7 @@ impl Follower {
             self.freelist = Some((meta.freelist, None));
         }
         self.previous = was_complete.then_some(freed);
+        self.quiet = None;
         self.bump_epoch();
         self.struggle.followed += 1;
         self.struggle.txids.1 = self.cur.txid();
@@ -1296,6 +1379,7 @@ impl Follower {
             slots: self.slots.clone(),
             freelist: self.freelist.clone(),
             previous: self.previous.clone(),
+            quiet: self.quiet,
             taken: Instant::now(),
         }
     }
@@ -1312,6 +1396,7 @@ pub struct Frozen {
     slots: Table,
     freelist: Option<(u64, Option<Vec<u8>>)>,
     previous: Option<Vec<u64>>,
+    quiet: Option<SystemTime>,
     taken: Instant,
 }
 
@@ -1338,6 +1423,18 @@ impl Frozen {
     #[must_use]
     pub fn txid(&self) -> u64 {
         self.cur.txid()
+    }
+
+    /// `true` when a layout made now describes the snapshot held (see
+    /// [`Follower::stands`]).
+    #[must_use]
+    pub fn stands(&self) -> bool {
+        stands(
+            self.previous.as_deref(),
+            self.opts,
+            self.quiet,
+            self.reader.as_ref(),
+        )
     }
 
     /// `true` when every page of the snapshot is held.
@@ -1371,6 +1468,24 @@ impl Frozen {
             mapwise_core::bolt::walk_with(&file, &held, self.opts, self.previous.as_deref());
         read(&file, walked)
     }
+}
+
+/// The file's modification time.
+fn file_mtime(reader: &QuietPages) -> Option<SystemTime> {
+    reader.file().metadata().ok()?.modified().ok()
+}
+
+/// Whether a layout with these pending pages (`previous`), or read from a
+/// file found quiet at modification time `quiet`, describes its snapshot.
+fn stands(
+    previous: Option<&[u64]>,
+    opts: WalkOptions,
+    quiet: Option<SystemTime>,
+    reader: Option<&QuietPages>,
+) -> bool {
+    previous.is_some()
+        || !opts.previous_snapshot
+        || quiet.is_some_and(|m| reader.and_then(file_mtime) == Some(m))
 }
 
 /// A page [`Follower::follow`] reaches in the new tree.
@@ -1722,6 +1837,11 @@ pub fn read_bolt_walked<T>(
         if done {
             let settled =
                 f.layout(|file, walked| (walked.missing_count == 0).then(|| read(file, walked)));
+            if !f.stands() {
+                let why = "the file was written while the previous snapshot's pages were read";
+                f.restart(Restart(why.into()), None);
+                continue;
+            }
             if let Some(value) = settled {
                 return Ok(Settled {
                     value,

@@ -344,6 +344,14 @@ const LOOK_EVERY: Duration = Duration::from_millis(4);
 /// spends at most ~5 % of a core on it, however often the writer commits.
 const LAYOUT_PAUSE: u32 = 19;
 
+/// Niceness of the live view's layout thread: below the follower and its
+/// readers, which must not miss a commit, but not so low that a busy host
+/// starves it (weight 110 against 1024 at nice 0).
+const LAYOUT_NICE: i32 = 10;
+
+/// Txids whose first sighting [`Live`] keeps, to age the structure shown.
+const SEEN_KEPT: usize = 256;
+
 /// The shortest time between two layouts of a followed file.
 const LAYOUT_MIN: Duration = Duration::from_millis(400);
 
@@ -359,6 +367,9 @@ struct Live {
     stop: Arc<std::sync::atomic::AtomicBool>,
     /// The txid the follower is at.
     txid: Arc<std::sync::atomic::AtomicU64>,
+    /// When the follower first saw each of the last [`SEEN_KEPT`] txids:
+    /// a structure of txid N is current until N + 1 lands.
+    seen: Arc<std::sync::Mutex<std::collections::VecDeque<(u64, Instant)>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -370,6 +381,7 @@ impl Live {
         let stop = Arc::new(AtomicBool::new(false));
         let took_ns = Arc::new(AtomicU64::new(0));
         let txid = Arc::new(AtomicU64::new(u64::MAX));
+        let seen = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
         let follow = {
             let (path, stop, tx, took_ns) = (
                 path.to_owned(),
@@ -378,6 +390,7 @@ impl Live {
                 Arc::clone(&took_ns),
             );
             let txid = Arc::clone(&txid);
+            let seen = Arc::clone(&seen);
             std::thread::spawn(move || {
                 let budget = crate::settle::LIVE_CARRY_BUDGET;
                 let mut f = match crate::settle::Follower::open(&path, opts, budget) {
@@ -397,7 +410,14 @@ impl Live {
                 let mut reported = 0;
                 while !stop.load(Ordering::Relaxed) {
                     let whole = f.advance(Duration::from_millis(50));
-                    txid.store(f.txid(), Ordering::Relaxed);
+                    if txid.swap(f.txid(), Ordering::Relaxed) != f.txid()
+                        && let Ok(mut seen) = seen.lock()
+                    {
+                        if seen.len() >= SEEN_KEPT {
+                            seen.pop_front();
+                        }
+                        seen.push_back((f.txid(), Instant::now()));
+                    }
                     if whole {
                         let due = Instant::now() >= next_layout;
                         if sent != Some(f.txid())
@@ -421,13 +441,19 @@ impl Live {
         let layout = {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
-                crate::io::lower_priority();
+                crate::io::lower_priority(LAYOUT_NICE);
                 while let Ok((frozen, note)) = job_rx.recv() {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
                     let start = Instant::now();
+                    let settled = note.is_none();
                     let snap = live_snapshot(&frozen, note);
+                    if settled && !frozen.stands() {
+                        // Written while the previous tree was read: the
+                        // follower's next commit tells the pending pages.
+                        continue;
+                    }
                     took_ns.store(
                         u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
                         Ordering::Relaxed,
@@ -444,6 +470,7 @@ impl Live {
             rx,
             stop,
             txid,
+            seen,
             threads: vec![follow, layout],
         }
     }
@@ -708,13 +735,25 @@ impl Watch {
     }
 
     /// How current the structure shown is, for a followed bbolt file:
-    /// "as of txid N, 0.8 s ago", and why no newer one settled when the
-    /// writer outruns the follower.
+    /// "as of txid N, now" while N is the file's newest commit the follower
+    /// has seen, else "as of txid N, 0.8 s ago", the time since the next
+    /// commit landed (when the follower first saw it).
     #[must_use]
     pub fn structure_age(&self) -> Option<String> {
-        self.live.as_ref()?;
+        let live = self.live.as_ref()?;
         let txid = self.snapshot.bolt.as_ref()?.txid;
-        let age = self.snapshot.as_of?.elapsed().as_secs_f64();
+        let as_of = self.snapshot.as_of?;
+        let newest = live.txid.load(std::sync::atomic::Ordering::Relaxed);
+        if newest == txid || newest == u64::MAX {
+            return Some(format!("as of txid {txid}, now"));
+        }
+        let superseded = live.seen.lock().ok().and_then(|seen| {
+            seen.iter()
+                .find(|(t, _)| *t > txid)
+                .map(|(_, at)| *at)
+                .filter(|at| *at >= as_of)
+        });
+        let age = superseded.unwrap_or(as_of).elapsed().as_secs_f64();
         Some(format!("as of txid {txid}, {age:.1} s ago"))
     }
 
