@@ -715,17 +715,66 @@ fn resident_pages_in(res: &Residency, unit: u64, first: u64, last: u64) -> u64 {
 /// distinct pages from [`Layout::kind_counts`], the one count every front
 /// end shows; with resident bytes ([`resident_bytes`], a popcount per
 /// region) and wholly resident pages when `res` is given and trusted.
+///
+/// When `res` reaches past the end of the file the layout was read from
+/// (the file grew since), the bytes past it count as `unused`: no page of
+/// the layout's snapshot is there (bbolt grows a file before the commit
+/// that uses the new pages), so every page `res` covers counts once.
 #[must_use]
 pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
-    let res = res.filter(|r| r.trust.is_known());
     let unit = unit(layout).max(1);
-    let counts = layout.kind_counts(unit);
+    let mut counts = layout.kind_counts(unit);
+    let grown = res.map_or(0, |r| {
+        r.offset
+            .saturating_add(r.len)
+            .saturating_sub(layout.source_len.max(r.offset))
+    });
+    let res = res.filter(|r| r.trust.is_known());
     let mut resident = [0u64; Kind::ALL.len()];
     let mut resident_pages = [0u64; Kind::ALL.len()];
     let mut last_page: [Option<u64>; Kind::ALL.len()] = [None; Kind::ALL.len()];
+    if grown > 0 {
+        let i = Kind::Unused.index();
+        let first = layout.source_len.div_ceil(unit);
+        let last = (layout.source_len + grown - 1) / unit;
+        if let (Some(b), Some(p)) = (counts.bytes.get_mut(i), counts.pages.get_mut(i)) {
+            *b = b.saturating_add(grown);
+            *p = p.saturating_add((last + 1).saturating_sub(first));
+        }
+        if let Some(r) = res
+            && let (Some(b), Some(p)) = (resident.get_mut(i), resident_pages.get_mut(i))
+        {
+            *b = resident_bytes(r, layout.source_len, grown);
+            if first <= last {
+                *p = resident_pages_in(r, unit, first, last);
+            }
+        }
+    }
     if let Some(r) = res {
         for region in layout.regions.iter().filter(|g| g.len > 0) {
             let i = region.kind.index();
+            // One whole OS page that is one map page (most regions of a
+            // bbolt file): one bit.
+            if unit == r.page_size
+                && region.len == unit
+                && region.offset >= r.offset
+                && (region.offset - r.offset) % unit == 0
+            {
+                let page = region.offset / unit;
+                let shared = last_page.get(i).copied().flatten() == Some(page);
+                if let Some(prev) = last_page.get_mut(i) {
+                    *prev = Some(page);
+                }
+                if r.is_resident((region.offset - r.offset) / unit) {
+                    if let Some(slot) = resident.get_mut(i) {
+                        *slot = slot.saturating_add(unit);
+                    }
+                    if !shared && let Some(slot) = resident_pages.get_mut(i) {
+                        *slot = slot.saturating_add(1);
+                    }
+                }
+                continue;
+            }
             if let Some(slot) = resident.get_mut(i) {
                 *slot = slot.saturating_add(resident_bytes(r, region.offset, region.len));
             }

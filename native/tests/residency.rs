@@ -777,3 +777,48 @@ fn residency_changes_in_folio_sized_steps() {
         );
     }
 }
+
+/// A file that grew after its structure was read: the per-kind totals of
+/// the old layout and a new residency sample cover every page vmtouch
+/// counts, once (the grown part as `unused`), resident ones included.
+#[test]
+fn kind_totals_of_a_grown_file_cover_what_vmtouch_counts() {
+    let dir = scratch_dir();
+    let path = dir.path().join("grown.db");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/bolt/etcd-small.db"),
+        &path,
+    )
+    .expect("copy etcd-small.db");
+    let snap = mapwise_native::watch::read_snapshot(&path, Default::default()).expect("read");
+    assert!(snap.error.is_none(), "{:?}", snap.error);
+    let grown = 40 * os_page_size();
+    {
+        let f = OpenOptions::new().append(true).open(&path).expect("open");
+        f.write_all_at(
+            &vec![7u8; usize::try_from(grown).unwrap()],
+            snap.layout.source_len,
+        )
+        .expect("grow");
+        f.sync_all().expect("sync");
+    }
+    let file = File::open(&path).expect("open");
+    evict(&file, 0, TO_EOF).expect("evict");
+    // Part of the old pages and part of the grown ones cached.
+    let mut buf = vec![0u8; 12 * 4096];
+    file.read_exact_at(&mut buf, 0).expect("read head");
+    file.read_exact_at(&mut buf, snap.layout.source_len + 8 * 4096)
+        .expect("read tail");
+    let res = sample(&file).expect("sample");
+    let (resident, total) = vmtouch(&[], &path);
+    let totals = mapwise_native::report::kind_totals(&snap.layout, Some(&res));
+    let pages: u64 = totals.iter().map(|k| k.pages).sum();
+    let resident_pages: u64 = totals.iter().filter_map(|k| k.resident_pages).sum();
+    assert_eq!(pages, total, "kind pages vs vmtouch's total: {totals:?}");
+    assert_eq!(
+        resident_pages, resident,
+        "kind resident pages vs vmtouch's: {totals:?}"
+    );
+    let unused = totals.iter().find(|k| k.kind == "unused").expect("unused");
+    assert!(unused.pages >= grown / 4096, "{unused:?}");
+}
