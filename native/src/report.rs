@@ -591,7 +591,9 @@ pub struct RegionReport {
 pub struct LayoutReport {
     /// `bolt`, `revlog`, `rrd` or `unknown`.
     pub format: &'static str,
-    /// File size in bytes.
+    /// File size in bytes: when the layout was read, or when residency
+    /// was sampled if the file grew in between (`kinds` counts the growth
+    /// as `unused`).
     pub file_size: u64,
     /// Format page size in bytes (0 when the format has no pages).
     pub page_size: u32,
@@ -724,10 +726,16 @@ fn resident_pages_in(res: &Residency, unit: u64, first: u64, last: u64) -> u64 {
 pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
     let unit = unit(layout).max(1);
     let mut counts = layout.kind_counts(unit);
+    // Regions may run past `source_len` (pages a truncated file lost).
+    let covered = layout
+        .regions
+        .last()
+        .map_or(0, mapwise_core::Region::end)
+        .max(layout.source_len);
     let grown = res.map_or(0, |r| {
         r.offset
             .saturating_add(r.len)
-            .saturating_sub(layout.source_len.max(r.offset))
+            .saturating_sub(covered.max(r.offset))
     });
     let res = res.filter(|r| r.trust.is_known());
     let mut resident = [0u64; Kind::ALL.len()];
@@ -735,8 +743,8 @@ pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
     let mut last_page: [Option<u64>; Kind::ALL.len()] = [None; Kind::ALL.len()];
     if grown > 0 {
         let i = Kind::Unused.index();
-        let first = layout.source_len.div_ceil(unit);
-        let last = (layout.source_len + grown - 1) / unit;
+        let first = covered.div_ceil(unit);
+        let last = (covered + grown - 1) / unit;
         if let (Some(b), Some(p)) = (counts.bytes.get_mut(i), counts.pages.get_mut(i)) {
             *b = b.saturating_add(grown);
             *p = p.saturating_add((last + 1).saturating_sub(first));
@@ -744,7 +752,7 @@ pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
         if let Some(r) = res
             && let (Some(b), Some(p)) = (resident.get_mut(i), resident_pages.get_mut(i))
         {
-            *b = resident_bytes(r, layout.source_len, grown);
+            *b = resident_bytes(r, covered, grown);
             if first <= last {
                 *p = resident_pages_in(r, unit, first, last);
             }
@@ -836,7 +844,9 @@ pub fn layout_report(
 ) -> LayoutReport {
     LayoutReport {
         format: layout.format.name(),
-        file_size: layout.source_len,
+        file_size: res.map_or(layout.source_len, |r| {
+            r.offset.saturating_add(r.len).max(layout.source_len)
+        }),
         page_size: layout.page_size,
         bolt: bolt.cloned(),
         revlog: revlog.copied(),
