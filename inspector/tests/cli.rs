@@ -25,7 +25,7 @@ fn evict(path: &Path) {
 }
 
 /// vmtouch's "Resident Pages: R/T" for `path`.
-fn vmtouch(path: &Path) -> (u64, u64) {
+pub(crate) fn vmtouch(path: &Path) -> (u64, u64) {
     let out = Command::new("vmtouch").arg(path).output().expect("vmtouch");
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text

@@ -2,8 +2,9 @@
 //! cores): views (TestBackend snapshots and colours), app behaviour on
 //! fixed data, the subcommands (against vmtouch and on corrupt files),
 //! tmux-driven end-to-end runs of the real binary, files changing under
-//! it (`live`), and readers that must leave files as they found them
-//! (`readonly`).
+//! it (`live`), readers that must leave files as they found them
+//! (`readonly`), and the quiet readers against a real etcd under load
+//! (`etcd_load`).
 
 #[path = "../../testkit/peers.rs"]
 mod peers;
@@ -14,8 +15,15 @@ mod churn;
 #[path = "../../testkit/rrdcached.rs"]
 mod rrdcached;
 
+#[path = "../../testkit/etcd.rs"]
+mod etcd;
+
+#[path = "../../testkit/writer.rs"]
+mod writer;
+
 mod cli;
 mod common;
+mod etcd_load;
 mod hostile;
 mod live;
 mod readonly;
