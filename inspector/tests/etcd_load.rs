@@ -1195,11 +1195,15 @@ fn screen_totals(screen: &str) -> (Option<u64>, BTreeMap<String, u64>) {
     (total, per)
 }
 
-/// `as of txid N, X s ago` on the screen: (N, X).
+/// `as of txid N, X s ago` (or `as of txid N, now`: X = 0) on the screen: (N, X).
 fn screen_age(screen: &str) -> Option<(u64, f64)> {
     let at = screen.find("as of txid ")?;
     let rest = &screen[at + "as of txid ".len()..];
     let (n, rest) = rest.split_once(", ")?;
+    if rest.starts_with("now") {
+        // The structure is of the newest commit the follower has seen.
+        return Some((n.parse().ok()?, 0.0));
+    }
     let x = rest.split_once(" s ago")?.0;
     Some((n.parse().ok()?, x.parse().ok()?))
 }
