@@ -378,7 +378,7 @@ impl Etcd {
     /// overwrite and delete. Returns the first and the last revision
     /// written.
     pub fn preload(&self, db_size: u64, seed: u64) -> (i64, i64) {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let (mut first, mut last) = (0, 0);
         let mut n = 0u64;
         let started = Instant::now();
@@ -485,21 +485,17 @@ fn pick_kind(rng: &mut Rng) -> &'static str {
     KINDS[0].0
 }
 
-/// A splitmix64 stream (deterministic per seed).
+/// The load's draws, from the project's one random stream.
 #[derive(Debug, Clone)]
-struct Rng(u64);
+struct Rng(mapwise_native::rng::SplitMix64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    fn new(seed: u64) -> Rng {
+        Rng(mapwise_native::rng::SplitMix64::new(seed))
     }
 
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.next_u64() % n.max(1)
     }
 
     /// A value of 256 B–2 KiB of pseudo-random bytes (incompressible, as
@@ -508,7 +504,7 @@ impl Rng {
         let len = 256 + usize::try_from(self.below(2048 - 256 + 1)).expect("small");
         let mut v = Vec::with_capacity(len + 8);
         while v.len() < len {
-            v.extend_from_slice(&self.next().to_le_bytes());
+            v.extend_from_slice(&self.0.next_u64().to_le_bytes());
         }
         v.truncate(len);
         v
@@ -711,7 +707,7 @@ impl Shared {
             if self.over() {
                 return;
             }
-            let mut rng = Rng(self.cfg.seed ^ i.wrapping_mul(0x2545_F491_4F6C_DD1D));
+            let mut rng = Rng::new(self.cfg.seed ^ i.wrapping_mul(0x2545_F491_4F6C_DD1D));
             let r = self.one(i, &mut rng);
             self.count(r);
         }

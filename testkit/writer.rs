@@ -13,6 +13,8 @@
 use std::time::{Duration, Instant};
 
 use mapwise_native::bolt::{Db, Error};
+/// The writer's random stream (keys to rewrite).
+pub use mapwise_native::rng::SplitMix64 as Rng;
 
 /// What each commit of [`Writer`] does.
 #[derive(Debug, Clone)]
@@ -57,26 +59,6 @@ fn next_key(k: &[u8]) -> Vec<u8> {
     k
 }
 
-/// A splitmix64 stream (deterministic per seed).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A stream seeded with `seed`.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    /// The next number.
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 /// One commit of `shape` on `db`, round `round`: returns the keys put.
 ///
 /// # Errors
@@ -89,7 +71,7 @@ pub fn commit(db: &Db, shape: &Shape, rng: &mut Rng, round: u64) -> Result<u32, 
             let mut c = b.cursor();
             last = c.last()?.map(|i| i.key.to_vec());
             for _ in 0..shape.rewrites {
-                let probe = rng.next().to_be_bytes();
+                let probe = rng.next_u64().to_be_bytes();
                 if let Some(i) = c.seek(&probe)?
                     && i.flags == 0
                 {

@@ -12,6 +12,7 @@ pub mod mmaptest;
 pub mod report;
 pub mod residency;
 pub mod revlog;
+pub mod rng;
 pub mod rrd;
 pub mod settle;
 pub mod trace;

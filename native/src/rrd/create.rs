@@ -27,15 +27,6 @@ pub struct CreateOptions {
     pub seed: Option<u64>,
 }
 
-/// splitmix64: the random initial row of each archive.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// `-b/--start` as `rrd_create` reads it: `None` when not given, else the
 /// time (at-style specs resolved in local time).
 ///
@@ -97,12 +88,12 @@ pub fn plan(name: &str, o: &CreateOptions, defs: &[String]) -> Result<Plan, Erro
 fn temp_name(path: &Path, salt: u64) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut st = salt;
+    let mut st = crate::rng::SplitMix64::new(salt);
     let suffix: String = (0..6)
         .map(|_| {
             char::from(
                 CHARS
-                    .get(usize::try_from(splitmix(&mut st) % CHARS.len() as u64).unwrap_or(0))
+                    .get(usize::try_from(st.next_u64() % CHARS.len() as u64).unwrap_or(0))
                     .copied()
                     .unwrap_or(b'X'),
             )
@@ -125,13 +116,14 @@ pub fn create(path: &Path, o: &CreateOptions, defs: &[String]) -> Result<(), Err
     }
     let plan = plan(&name, o, defs)?;
     let (secs, usec) = time::now();
-    let mut state = o.seed.unwrap_or_else(|| {
+    // The random initial row of each archive.
+    let mut state = crate::rng::SplitMix64::new(o.seed.unwrap_or_else(|| {
         (secs as u64).wrapping_add(u64::from(std::process::id())) ^ (usec as u64) << 32
-    });
+    }));
     let rows: Vec<u64> = plan
         .rra
         .iter()
-        .map(|r| splitmix(&mut state) % r.rows.max(1))
+        .map(|r| state.next_u64() % r.rows.max(1))
         .collect();
     let header = plan.header(&rows);
     let geo = plan.geometry();
@@ -139,9 +131,10 @@ pub fn create(path: &Path, o: &CreateOptions, defs: &[String]) -> Result<(), Err
         Error::Rrdtool(format!("{what} '{name}': {}", super::strerror(&e)))
     };
 
+    let salt = state.next_u64();
     let mut attempt = 0u64;
     let (tmp, file) = loop {
-        let tmp = temp_name(path, state ^ attempt);
+        let tmp = temp_name(path, salt ^ attempt);
         match OpenOptions::new()
             .write(true)
             .create_new(true)

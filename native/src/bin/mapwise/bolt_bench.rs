@@ -13,6 +13,7 @@ use clap::Args;
 use mapwise_core::bolt::BUCKET_LEAF_FLAG;
 use mapwise_native::bolt::{Bucket, CursorOptions, Db, MAX_VALUE_SIZE, Options, Tx};
 use mapwise_native::residency;
+use mapwise_native::rng::SplitMix64;
 
 /// The bucket every put goes to (or below, in `-nest` modes).
 const BUCKET: &[u8] = b"bench";
@@ -114,19 +115,6 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size {s:?} too large"))
 }
 
-/// splitmix64 (Steele, Lea, Flood 2014), as the oracle runs it.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 /// The generated workload: the key stream and which item each put uses.
 struct Work {
     nest: bool,
@@ -161,10 +149,10 @@ impl Work {
                 it[..width].copy_from_slice(&be[8 - width..]);
             }
         } else {
-            let mut rng = SplitMix64(a.seed);
+            let mut rng = SplitMix64::new(a.seed);
             for it in items.chunks_exact_mut(k) {
                 for chunk in it.chunks_mut(8) {
-                    let be = rng.next().to_be_bytes();
+                    let be = rng.next_u64().to_be_bytes();
                     chunk.copy_from_slice(&be[..chunk.len()]);
                 }
             }
@@ -216,10 +204,10 @@ fn fill_value(v: &mut [u8], p: usize) {
 fn read_order(n: usize, seed: u64) -> Vec<u32> {
     // n < 2^31 (checked by `run`).
     let mut order: Vec<u32> = (0..u32::try_from(n).unwrap_or(u32::MAX)).collect();
-    let mut rng = SplitMix64(seed ^ SHUFFLE_SEED_XOR);
+    let mut rng = SplitMix64::new(seed ^ SHUFFLE_SEED_XOR);
     for i in (1..n).rev() {
         // The remainder is at most i, a usize.
-        let j = usize::try_from(rng.next() % (i as u64 + 1)).unwrap_or(0);
+        let j = usize::try_from(rng.next_u64() % (i as u64 + 1)).unwrap_or(0);
         order.swap(i, j);
     }
     order
@@ -753,14 +741,6 @@ pub fn scan(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splitmix64_reference_values() {
-        // Reference outputs of splitmix64 seeded with 0 (Vigna's C code).
-        let mut r = SplitMix64(0);
-        assert_eq!(r.next(), 0xE220_A839_7B1D_CDAF);
-        assert_eq!(r.next(), 0x6E78_9E6A_A1B9_65F4);
-    }
 
     #[test]
     fn values_repeat_the_put_number() {
