@@ -1,9 +1,10 @@
-//! Child processes: run, capture, time, and print exactly what ran.
+//! Child processes: run, capture, time, meter, and print exactly what ran.
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -23,29 +24,49 @@ pub struct Cmd {
     /// directory); `None`: the program as run.
     shown: Option<String>,
     args: Vec<String>,
+    /// Peak RSS through GNU time ([`Cmd::metered`]) instead of our own
+    /// `wait4`.
+    metered: bool,
+    /// Standard output counted and dropped ([`Cmd::counting_stdout`]).
+    count_only: bool,
 }
+
+/// GNU time (Debian package `time`): the peak-RSS meter of
+/// [`Cmd::metered`].
+pub const GNU_TIME: &str = "/usr/bin/time";
 
 /// What a finished child left.
 #[derive(Debug)]
 pub struct Output {
     /// Standard output, lossily decoded.
+    /// (empty with [`Cmd::counting_stdout`]: see `stdout_bytes`).
     pub stdout: String,
+    /// Bytes written to standard output.
+    pub stdout_bytes: u64,
     /// Standard error, lossily decoded.
     pub stderr: String,
     /// Spawn to exit, as seen from here (includes process start-up).
     pub wall_s: f64,
     /// Exit status zero.
     pub success: bool,
-    /// Exit status as printed (`exit status: 1`, `signal: 9`).
+    /// Exit status as printed (`exit status: 1`, `signal: 9`; `Command
+    /// terminated by signal 9` when metered).
     pub status: String,
+    /// Exit code, when the child exited (was not killed by a signal).
+    pub code: Option<i32>,
     /// Peak resident set size of the child in KiB (`ru_maxrss` from
     /// `wait4`; not its children). Never below xtask's own peak RSS at
     /// spawn time: Linux counts in `ru_maxrss` the RSS of the image a
     /// process replaced at `exec`, and std spawns with vfork semantics, so
     /// that image is xtask's (measured 7 MiB by `cargo xtask limits`,
     /// which therefore meters through GNU time instead). Fine for the
-    /// hundreds of MiB the benches compare; not for small processes.
+    /// hundreds of MiB the benches compare; not for small processes: those
+    /// are [`Cmd::metered`], which reads the child's own peak.
     pub max_rss_kib: Option<u64>,
+    /// Bytes the child wrote to files (`ru_oublock` × 512: what it
+    /// dirtied in the page cache or wrote with `O_DIRECT`, whether or not
+    /// it reached the disk yet; pipes and sockets not counted).
+    pub written_bytes: Option<u64>,
 }
 
 impl Cmd {
@@ -56,7 +77,41 @@ impl Cmd {
             program: program.into(),
             shown: None,
             args: Vec::new(),
+            metered: false,
+            count_only: false,
         }
+    }
+
+    /// Meters the child's peak RSS and file writes with GNU time
+    /// ([`GNU_TIME`] `-f '%M %O'`, which reads them with its own `wait4`),
+    /// not with ours: Linux counts in a process's `ru_maxrss` the image it
+    /// replaced at `exec`, so our `wait4` never reports less than xtask's
+    /// own peak (see [`Output::max_rss_kib`]); GNU time is a small C
+    /// program whose children start from about 1 MiB. [`Cmd::shell`]
+    /// still shows the command alone.
+    #[must_use]
+    pub fn metered(mut self) -> Self {
+        self.metered = true;
+        self
+    }
+
+    /// Drops the child's standard output as it comes, counting its bytes
+    /// ([`Output::stdout_bytes`]), for commands that print more than is
+    /// worth keeping.
+    #[must_use]
+    pub fn counting_stdout(mut self) -> Self {
+        self.count_only = true;
+        self
+    }
+
+    /// The program, as run.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The arguments, as run.
+    pub fn arguments(&self) -> &[String] {
+        &self.args
     }
 
     /// Show the program as `text` in [`Cmd::shell`] (written as is, not
@@ -139,23 +194,54 @@ impl Cmd {
     /// [`Cmd::run`]); a signal that reached xtask meanwhile is.
     pub fn output(&self, cwd: &Path) -> Result<Output> {
         interrupt::check()?;
+        let meter = self.metered.then(MeterFile::new);
         let start = Instant::now();
-        let mut child = std::process::Command::new(&self.program)
-            .args(&self.args)
+        let mut command = match &meter {
+            Some(m) => {
+                let mut c = std::process::Command::new(GNU_TIME);
+                c.args(["-q", "-f", "%M %O", "-o"])
+                    .arg(&m.0)
+                    .arg(&self.program)
+                    .args(&self.args);
+                c
+            }
+            None => {
+                let mut c = std::process::Command::new(&self.program);
+                c.args(&self.args);
+                c
+            }
+        };
+        let mut child = command
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .with_context(|| format!("cannot start {}", self.program))?;
-        let drain = |r: Option<Box<dyn Read + Send>>| {
+            .with_context(|| {
+                if self.metered {
+                    format!("cannot start {GNU_TIME} (apt-get install time)")
+                } else {
+                    format!("cannot start {}", self.program)
+                }
+            })?;
+        let drain = |r: Option<Box<dyn Read + Send>>, keep: bool| {
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
+                let mut n = 0u64;
                 if let Some(mut r) = r {
-                    let _ = r.read_to_end(&mut buf);
+                    let mut chunk = vec![0u8; 1 << 16];
+                    while let Ok(k) = r.read(&mut chunk) {
+                        if k == 0 {
+                            break;
+                        }
+                        n += k as u64;
+                        if keep {
+                            buf.extend_from_slice(&chunk[..k]);
+                        }
+                    }
                 }
-                buf
+                (buf, n)
             })
         };
         let err_reader = drain(
@@ -163,25 +249,42 @@ impl Cmd {
                 .stderr
                 .take()
                 .map(|r| Box::new(r) as Box<dyn Read + Send>),
+            true,
         );
         let out_reader = drain(
             child
                 .stdout
                 .take()
                 .map(|r| Box::new(r) as Box<dyn Read + Send>),
+            !self.count_only,
         );
-        let stdout = out_reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        let (status, max_rss_kib) = wait_rusage(&mut child)?;
+        let (stdout, stdout_bytes) = out_reader.join().unwrap_or_default();
+        let (stderr, _) = err_reader.join().unwrap_or_default();
+        let (status, mut usage) = wait_rusage(&mut child)?;
         let wall_s = start.elapsed().as_secs_f64();
+        let mut shown = status.to_string();
+        let mut code = status.code();
+        if let Some(m) = &meter {
+            let text = std::fs::read_to_string(&m.0).unwrap_or_default();
+            usage = parse_gnu_time(&text);
+            // GNU time writes "Command terminated by signal N" before its
+            // numbers when the child was killed.
+            if let Some(l) = text.lines().find(|l| l.starts_with("Command terminated")) {
+                l.clone_into(&mut shown);
+                code = None;
+            }
+        }
         interrupt::check()?;
         Ok(Output {
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stdout_bytes,
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
             wall_s,
-            success: status.success(),
-            status: status.to_string(),
-            max_rss_kib,
+            success: code == Some(0),
+            status: shown,
+            code,
+            max_rss_kib: usage.max_rss_kib,
+            written_bytes: usage.written_bytes,
         })
     }
 
@@ -201,10 +304,50 @@ impl Cmd {
     }
 }
 
+/// What `wait4` (ours or GNU time's) says a child used.
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    /// `ru_maxrss`, KiB.
+    max_rss_kib: Option<u64>,
+    /// `ru_oublock` × 512.
+    written_bytes: Option<u64>,
+}
+
+/// GNU time's `-f '%M %O'` line (the last line of its output file).
+fn parse_gnu_time(text: &str) -> Usage {
+    let mut words = text
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|w| w.parse::<u64>().ok());
+    Usage {
+        max_rss_kib: words.next().flatten().filter(|&k| k > 0),
+        written_bytes: words.next().flatten().map(|b| b * 512),
+    }
+}
+
+/// A file GNU time writes its numbers to, removed on drop.
+struct MeterFile(PathBuf);
+
+impl MeterFile {
+    fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        Self(std::env::temp_dir().join(format!("xtask-meter-{}-{n}.txt", std::process::id())))
+    }
+}
+
+impl Drop for MeterFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Waits for `child` with `wait4(2)`, which also returns its resource
-/// usage: the exit status and the peak RSS in KiB (Linux reports
-/// `ru_maxrss` in KiB).
-fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Option<u64>)> {
+/// usage: the exit status, the peak RSS in KiB (Linux reports `ru_maxrss`
+/// in KiB) and the blocks it wrote.
+fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Usage)> {
     let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
@@ -221,8 +364,11 @@ fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Option<u6
             return Err(e).context("wait4");
         }
     }
-    let rss = u64::try_from(ru.ru_maxrss).ok().filter(|&k| k > 0);
-    Ok((ExitStatus::from_raw(status), rss))
+    let usage = Usage {
+        max_rss_kib: u64::try_from(ru.ru_maxrss).ok().filter(|&k| k > 0),
+        written_bytes: u64::try_from(ru.ru_oublock).ok().map(|b| b * 512),
+    };
+    Ok((ExitStatus::from_raw(status), usage))
 }
 
 /// The last `lines` lines of a text.
@@ -293,6 +439,50 @@ mod tests {
             .run(Path::new("."))
             .unwrap();
         assert_eq!(out.stdout, "seen");
+    }
+
+    #[test]
+    fn a_metered_child_reports_its_own_peak_and_writes() {
+        if !Path::new(GNU_TIME).is_file() {
+            eprintln!("skipped: no {GNU_TIME}");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("xtask-proc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("w.bin");
+        let out = Cmd::new("sh")
+            .args([
+                "-c",
+                &format!(
+                    "head -c 1048576 /dev/zero > {} && sync && printf abc && exit 3",
+                    f.display()
+                ),
+            ])
+            .metered()
+            .counting_stdout()
+            .output(Path::new("."))
+            .unwrap();
+        assert_eq!(out.code, Some(3));
+        assert!(!out.success);
+        assert_eq!(out.stdout, "");
+        assert_eq!(out.stdout_bytes, 3);
+        // sh and head: a few MiB at most, well below xtask's own image.
+        let rss = out.max_rss_kib.unwrap();
+        assert!(rss > 0 && rss < 64 * 1024, "{rss} KiB");
+        assert!(
+            out.written_bytes.unwrap() >= 1 << 20,
+            "{:?}",
+            out.written_bytes
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn gnu_time_lines_parse() {
+        let u = parse_gnu_time("Command terminated by signal 9\n1234 16\n");
+        assert_eq!((u.max_rss_kib, u.written_bytes), (Some(1234), Some(8192)));
+        let u = parse_gnu_time("");
+        assert_eq!((u.max_rss_kib, u.written_bytes), (None, None));
     }
 
     #[test]
