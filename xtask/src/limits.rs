@@ -1,23 +1,28 @@
 //! `cargo xtask limits`: resource limits of the inspector on huge files
-//! (issue 8 item 5). Memory must stay bounded by what is shown, not by the
-//! file: the page map is aggregated into cells, and structure is walked
-//! with a few bits per page, never a copy of the file.
+//! and under a busy writer. Memory must stay bounded by what is shown, not
+//! by the file: the page map is aggregated into cells, and structure is
+//! walked with a few bits per page, never a copy of the file; and the live
+//! view must stay cheap while a writer commits.
 //!
 //! (Not to be confused with `bench/limits.rs`, the device and memory-copy
-//! limits each benchmark prints beside its times.)
+//! limits each benchmark prints beside its times.) The processes are
+//! metered as the benches meter them (`bench::proc`, GNU time) and the
+//! TUI driven as `bench live` drives it (`bench::tui`).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use mapwise_core::bolt::Meta;
 
-use crate::bench::proc::{shell_quote, tail};
+use crate::bench::proc::{Cmd, GNU_TIME, shell_quote, tail};
+use crate::bench::tui::{self, Tmux, WatchOptions};
+use crate::bench::{Progress, Workspace, bolt_scan, pagecache};
+use crate::writer::Running;
 
 /// Long help of `cargo xtask limits`.
 pub const HELP: &str = "\
@@ -46,6 +51,23 @@ before it quits) and fails when one exceeds its bound:
           chunk cache of the O_DIRECT reader, which had been 64 MiB)
   30 MiB  the TUI at 200 x 50 cells (measured: 13.1 to 14.9 MiB)
 
+Then, unless --no-writer, the same readers on a busy file: Go bbolt's
+`oracle.sh gen FILE --shape big --seed 1 --size 2GiB` (--writer-size;
+cached in target/bench/files/ as `bench live` caches it), copied to
+target/limits/live.db and written by `cargo xtask writer` (etcd's shape:
+a fdatasync'd commit per interval) every 100 ms and then every 20 ms. Under
+each writer, the file read whole first: `inspector check|layout
+--json|pages|residency` and `mapwise bolt check|pages|info` (peak RSS
+through GNU time), then the live view (`inspector open`, its default
+500 ms refresh, 200 x 50) for --view-seconds after its first screen: its
+VmHWM and its CPU over that window (utime+stime from /proc/PID/stat, % of
+one core). Bounds:
+
+  128 MiB  each command under the writer (a walk that settles while the
+           writer commits keeps the pages of the commits it follows)
+   64 MiB  the live view under the writer
+   10 %    of a core: the live view's CPU under the writer
+
 Why these: one byte per page of a 64 GiB file is 16 MiB, so each bound sits
 below the measured peak plus 16 MiB (a structure of a byte per page, let
 alone a row or a region per page, fails it) and about twice the measured
@@ -57,9 +79,14 @@ pages holding bits it sets become resident; the residency bitmap is one bit per 
 default --size 64.
 
 Prints a table: file, command, exit status, peak RSS, wall time, output
-bytes. Output goes to /dev/null but is counted. Times are printed, never
-judged. Not part of `cargo test`: it needs a release build, tmux and GNU
-time (Debian packages tmux and time).";
+bytes (and, under the writer, the bound and the live view's CPU). Output
+goes to /dev/null but is counted. Times are printed, never judged. PASS or
+FAIL at the end, exit status 1 on FAIL. Not part of `cargo test`: it
+needs a release build, tmux, GNU time (Debian packages tmux and time)
+and, for the writer part, the bbolt oracle.
+
+  cargo xtask limits [--size 64] [--keep] [--no-writer]
+                     [--writer-size 2GiB] [--view-seconds 20]";
 
 /// Arguments of `cargo xtask limits`.
 #[derive(Debug, Args)]
@@ -70,6 +97,15 @@ pub struct LimitsArgs {
     /// Keep the files in target/limits/ afterwards.
     #[arg(long)]
     keep: bool,
+    /// Skip the measurements under a writer.
+    #[arg(long)]
+    no_writer: bool,
+    /// Size of the bbolt file the writer commits to (oracle `gen --size`).
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::bench::units::parse_size)]
+    writer_size: u64,
+    /// Seconds the live view is watched under each writer.
+    #[arg(long, value_name = "S", default_value_t = 20.0)]
+    view_seconds: f64,
 }
 
 /// One measured process.
@@ -84,6 +120,10 @@ struct Measured {
     wall: Duration,
     out_bytes: u64,
     err_tail: String,
+    /// Peak RSS allowed, KiB.
+    bound_kib: u64,
+    /// CPU of the live view over its window, % of a core, and the bound.
+    cpu: Option<(Option<f64>, f64)>,
 }
 
 fn root() -> PathBuf {
@@ -100,182 +140,64 @@ fn target_dir(root: &Path) -> PathBuf {
     }
 }
 
-/// GNU time, the peak-RSS meter (Debian package `time`).
-const GNU_TIME: &str = "/usr/bin/time";
-
 /// Runs `program args` with stdout counted and discarded, and returns
-/// what it did with its peak RSS.
+/// what it did with its peak RSS, allowed `bound_kib`.
 ///
-/// The peak comes from GNU time (`/usr/bin/time -f %M`), which reads its
-/// child's `ru_maxrss` with `wait4`, not from our own `wait4`: Linux
-/// counts in a process's `ru_maxrss` the RSS of the image it replaced at
-/// `exec`, and std spawns children sharing xtask's memory until the
-/// `exec`, so our own `wait4` never reports less than xtask's peak (7 MiB
-/// here, above most of the values measured). GNU time is a small C
-/// program: its children start from about 1 MiB.
+/// The peak comes from GNU time ([`Cmd::metered`]), not from our own
+/// `wait4`: Linux counts in a process's `ru_maxrss` the RSS of the image
+/// it replaced at `exec`, and std spawns children sharing xtask's memory
+/// until the `exec`, so our own `wait4` never reports less than xtask's
+/// peak (7 MiB here, above most of the values measured).
 fn measure(
     file: &str,
     what: &str,
-    program: &Path,
-    args: &[&str],
-    rss_out: &Path,
+    (program, args): (&Path, &[&str]),
+    bound_kib: u64,
 ) -> Result<Measured> {
     let start = Instant::now();
-    let _ = fs::remove_file(rss_out);
-    let mut child = Command::new(GNU_TIME)
-        .arg("-q")
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(rss_out)
-        .arg(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {GNU_TIME} (apt-get install time)"))?;
-    let mut out = child.stdout.take().context("stdout")?;
-    let mut err = child.stderr.take().context("stderr")?;
-    let counter = std::thread::spawn(move || {
-        let mut buf = vec![0u8; 1 << 16];
-        let mut n = 0u64;
-        while let Ok(k) = out.read(&mut buf) {
-            if k == 0 {
-                break;
-            }
-            n += k as u64;
-        }
-        n
-    });
-    let errs = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
-        String::from_utf8_lossy(&s).into_owned()
-    });
-    let out_bytes = counter.join().unwrap_or(0);
-    let stderr = errs.join().unwrap_or_default();
-    let status = child.wait().context("wait for GNU time")?;
-    // GNU time writes "Command terminated by signal N" before the number
-    // when the child was killed; the number is always the last line.
-    let meter = fs::read_to_string(rss_out).unwrap_or_default();
-    let rss_kib = meter.lines().last().and_then(|l| l.trim().parse().ok());
-    let signalled = meter.lines().find(|l| l.starts_with("Command terminated"));
+    let out = Cmd::new(program.to_string_lossy().into_owned())
+        .args(args.iter().copied())
+        .metered()
+        .counting_stdout()
+        .output(Path::new("."))?;
     Ok(Measured {
         file: file.into(),
         what: what.into(),
-        status: signalled.map_or_else(|| status.to_string(), str::to_owned),
-        code: if signalled.is_some() {
-            None
-        } else {
-            status.code()
-        },
-        rss_kib,
+        status: out.status,
+        code: out.code,
+        rss_kib: out.max_rss_kib,
         wall: start.elapsed(),
-        out_bytes,
-        err_tail: tail(&stderr, 3),
+        out_bytes: out.stdout_bytes,
+        err_tail: tail(&out.stderr, 3),
+        bound_kib,
+        cpu: None,
     })
-}
-
-/// A tmux server of our own, killed when dropped.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> Result<std::process::Output> {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .context("cannot run tmux (apt-get install tmux)")
-    }
-
-    fn screen(&self) -> String {
-        self.cmd(&["capture-pane", "-p", "-t", "limits"])
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
-    }
-}
-
-/// `VmHWM` (peak RSS) of a live process, in KiB.
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let s = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The TUI on `path` in a 200 x 50 tmux pane: wait (up to 5 minutes) for
 /// the first screen, go to the end of the map, zoom in and out, read the
 /// peak RSS, quit.
 fn tui(file: &str, inspector: &Path, path: &Path) -> Result<Measured> {
-    let t = Tmux {
-        socket: format!("mapwise-limits-{}", std::process::id()),
-    };
     let start = Instant::now();
     let line = format!(
         "exec {} open {} --interval 200",
         shell_quote(&inspector.to_string_lossy()),
         shell_quote(&path.to_string_lossy())
     );
-    let o = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "limits",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        &line,
-    ])?;
-    if !o.status.success() {
-        bail!("tmux: {}", String::from_utf8_lossy(&o.stderr));
-    }
-    let pid: u32 = String::from_utf8_lossy(
-        &t.cmd(&["display-message", "-p", "-t", "limits", "#{pane_pid}"])?
-            .stdout,
-    )
-    .trim()
-    .parse()
-    .context("no pane pid")?;
-    let wait = |text: &str| -> Result<String> {
-        let deadline = Instant::now() + Duration::from_secs(300);
-        loop {
-            let s = t.screen();
-            if s.contains(text) {
-                return Ok(s);
-            }
-            if Instant::now() > deadline {
-                bail!("the TUI on {file} did not show {text:?} within 5 minutes:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    };
-    wait("Resident ")?;
+    let t = Tmux::start("limits", (200, 50), &line)?;
+    let pid = t.pane_pid()?;
+    let first = Duration::from_secs(300);
+    t.wait_for("Resident ", first)
+        .with_context(|| format!("the TUI on {file}"))?;
     for keys in [&["End"][..], &["+"], &["+"], &["-"], &["Home"], &["Tab"]] {
-        let mut a = vec!["send-keys", "-t", "limits"];
-        a.extend_from_slice(keys);
-        t.cmd(&a)?;
+        t.send_keys(keys)?;
         std::thread::sleep(Duration::from_millis(300));
     }
-    let screen = wait("Resident ")?;
-    let rss_kib = vm_hwm_kib(pid);
-    t.cmd(&["send-keys", "-t", "limits", "q"])?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Path::new(&format!("/proc/{pid}")).exists() {
-        if Instant::now() > deadline {
-            bail!("the TUI on {file} did not quit");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let screen = t
+        .wait_for("Resident ", first)
+        .with_context(|| format!("the TUI on {file}"))?;
+    let rss_kib = tui::vm_hwm_kib(pid);
+    t.quit(pid)?;
     let status = screen
         .lines()
         .find(|l| l.contains("Resident "))
@@ -291,6 +213,8 @@ fn tui(file: &str, inspector: &Path, path: &Path) -> Result<Measured> {
         wall: start.elapsed(),
         out_bytes: 0,
         err_tail: status,
+        bound_kib: TUI_BOUND_KIB,
+        cpu: None,
     })
 }
 
@@ -331,6 +255,126 @@ const COMMAND_BOUND_KIB: u64 = 24 * 1024;
 /// Peak RSS allowed for the TUI at 200 x 50 cells, in KiB.
 const TUI_BOUND_KIB: u64 = 30 * 1024;
 
+/// Peak RSS allowed for each command under the writer, in KiB.
+const WRITER_COMMAND_BOUND_KIB: u64 = 128 * 1024;
+
+/// Peak RSS allowed for the live view under the writer, in KiB.
+const WRITER_TUI_BOUND_KIB: u64 = 64 * 1024;
+
+/// CPU allowed for the live view under the writer, % of a core.
+const WRITER_TUI_CPU_PCT: f64 = 10.0;
+
+/// The writer's commit intervals, in ms.
+const WRITER_INTERVALS_MS: [u64; 2] = [100, 20];
+
+/// The readers, one-shot and live, on a bbolt file `copy` (made from
+/// Go bbolt's `gen --shape big`, `args.writer_size`) while the etcd-shaped
+/// writer commits to it, at each of [`WRITER_INTERVALS_MS`].
+fn under_writer(
+    root: &Path,
+    (inspector, mapwise): (&Path, &Path),
+    args: &LimitsArgs,
+    dir: &Path,
+) -> Result<Vec<Measured>> {
+    let ws = Workspace {
+        root: root.to_path_buf(),
+        target: target_dir(root),
+    };
+    std::env::set_current_dir(root).with_context(|| format!("cannot enter {}", root.display()))?;
+    let oracle = ws.oracle("bolt")?;
+    let progress = Progress::new(0);
+    let made = bolt_scan::ensure_file(&ws, &oracle, (args.writer_size, None), 1, &progress)?;
+    drop(progress);
+    let copy = dir.join("live.db");
+    let _ = fs::remove_file(&copy);
+    fs::copy(&made.path, &copy)
+        .with_context(|| format!("cannot copy {} to {}", made.path, copy.display()))?;
+    let name = format!(
+        "{} (Go bbolt's, {})",
+        copy.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        crate::bench::units::format_size(args.writer_size)
+    );
+    let p = copy.to_str().context("non-UTF-8 path")?;
+    let mut rows = Vec::new();
+    for ms in WRITER_INTERVALS_MS {
+        eprintln!("xtask limits: {name} under a writer every {ms} ms");
+        let writer = Running::start(&copy, Duration::from_millis(ms), "fake-bucket")?;
+        pagecache::read_whole(&copy, false)?;
+        let file = format!("{name}, writer every {ms} ms");
+        let runs: [(&str, &Path, Vec<&str>); 7] = [
+            ("inspector check", inspector, vec!["check", p]),
+            (
+                "inspector layout --json",
+                inspector,
+                vec!["layout", p, "--json"],
+            ),
+            ("inspector pages", inspector, vec!["pages", p]),
+            ("inspector residency", inspector, vec!["residency", p]),
+            ("mapwise bolt check", mapwise, vec!["bolt", "check", p]),
+            ("mapwise bolt pages", mapwise, vec!["bolt", "pages", p]),
+            ("mapwise bolt info", mapwise, vec!["bolt", "info", p]),
+        ];
+        for (what, program, a) in runs {
+            let m = measure(&file, what, (program, &a), WRITER_COMMAND_BOUND_KIB)?;
+            eprintln!(
+                "  {what}: {} {} KiB {:.1} s",
+                m.status,
+                m.rss_kib.unwrap_or(0),
+                m.wall.as_secs_f64()
+            );
+            rows.push(m);
+        }
+        pagecache::read_whole(&copy, false)?;
+        let w = tui::watch(
+            inspector,
+            &copy,
+            &WatchOptions {
+                size: (200, 50),
+                interval_ms: None,
+                window: Duration::from_secs_f64(args.view_seconds.max(1.0)),
+                sample_every: Duration::from_millis(250),
+                first_timeout: Duration::from_secs(300),
+            },
+        )?;
+        let commits = writer.stop()?;
+        let unaged = w.samples.iter().filter(|s| s.age_s.is_none()).count();
+        let m = Measured {
+            file,
+            what: format!(
+                "inspector open (TUI), {:.0} s, default interval",
+                w.window_s
+            ),
+            status: "quit".into(),
+            code: Some(0),
+            rss_kib: w.vm_hwm_kib,
+            wall: Duration::from_secs_f64(w.window_s),
+            out_bytes: 0,
+            err_tail: format!(
+                "first settled structure after {}; {unaged} of {} samples without one; writer: {} commits",
+                w.first_settled_s
+                    .map_or_else(|| "never".to_owned(), |s| format!("{s:.1} s")),
+                w.samples.len(),
+                commits.map_or_else(|| "?".to_owned(), |c| c.to_string())
+            ),
+            bound_kib: WRITER_TUI_BOUND_KIB,
+            cpu: Some((w.cpu_pct_window, WRITER_TUI_CPU_PCT)),
+        };
+        eprintln!(
+            "  TUI: {} KiB, CPU {}; {}",
+            m.rss_kib.unwrap_or(0),
+            w.cpu_pct_window
+                .map_or_else(|| "?".to_owned(), |c| format!("{c:.1} %")),
+            m.err_tail
+        );
+        rows.push(m);
+    }
+    if !args.keep {
+        let _ = fs::remove_file(&copy);
+    }
+    Ok(rows)
+}
+
 /// Runs `cargo xtask limits`.
 pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
     let root = root();
@@ -363,7 +407,6 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
     let hwm = dir.join("bolt-hwm.db");
     bolt_file(&root, &hwm, size, true)?;
     let trace = dir.join("record.trace");
-    let rss_out = dir.join("peak-rss.txt");
     if !Path::new(GNU_TIME).is_file() {
         bail!("{GNU_TIME} is missing: apt-get install time (it measures each child's peak RSS)");
     }
@@ -421,7 +464,7 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
             ));
         }
         for (what, program, a) in runs {
-            let m = measure(name, what, program, &a, &rss_out)?;
+            let m = measure(name, what, (program, &a), COMMAND_BOUND_KIB)?;
             eprintln!(
                 "  {name}: {what}: {} {} KiB {:.1} s",
                 m.status,
@@ -439,60 +482,112 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
         rows.push(m);
     }
     if !args.keep {
-        for f in [&zeros, &long, &hwm, &trace, &rss_out] {
+        for f in [&zeros, &long, &hwm, &trace] {
             let _ = fs::remove_file(f);
         }
     }
+    let busy = if args.no_writer {
+        Vec::new()
+    } else {
+        under_writer(&root, (&inspector, &mapwise), args, &dir)?
+    };
 
+    let mut fails = Vec::new();
     println!(
         "\n| file ({} GiB, sparse) | command | status | peak RSS | wall | stdout |",
         args.size
     );
     println!("|---|---|---|---:|---:|---:|");
-    let mut fails = Vec::new();
     for m in &rows {
         println!(
             "| {} | {} | {} | {} | {:.2} s | {} B |",
             m.file,
             m.what,
             m.status,
-            m.rss_kib
-                .map_or_else(|| "?".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
+            mib(m.rss_kib),
             m.wall.as_secs_f64(),
             m.out_bytes
         );
-        let bound_kib = if m.what.contains("TUI") {
-            TUI_BOUND_KIB
-        } else {
-            COMMAND_BOUND_KIB
-        };
-        match m.rss_kib {
-            Some(k) if k <= bound_kib => {}
-            Some(k) => fails.push(format!(
-                "{} on {}: peak RSS {k} KiB > {bound_kib} KiB",
-                m.what, m.file
-            )),
-            None => fails.push(format!("{} on {}: no peak RSS measured", m.what, m.file)),
-        }
-        // 0 fine, 1 problems found, 2 could not run (pages of a file that
-        // is not bbolt); a signal or a panic is a failure.
-        if !matches!(m.code, Some(0..=2)) || m.err_tail.contains("panicked") {
-            fails.push(format!(
-                "{} on {}: {} {}",
-                m.what, m.file, m.status, m.err_tail
-            ));
-        }
+        judge(m, &mut fails);
     }
     println!(
         "\nbounds: {} MiB peak RSS per command, {} MiB for the TUI",
         COMMAND_BOUND_KIB / 1024,
         TUI_BOUND_KIB / 1024
     );
+    if !busy.is_empty() {
+        println!("\n| file | command | status | peak RSS | bound | CPU | wall | stdout |");
+        println!("|---|---|---|---:|---:|---:|---:|---:|");
+        for m in &busy {
+            println!(
+                "| {} | {} | {} | {} | {} MiB | {} | {:.2} s | {} B |",
+                m.file,
+                m.what,
+                m.status,
+                mib(m.rss_kib),
+                m.bound_kib / 1024,
+                m.cpu.map_or_else(
+                    || "—".to_owned(),
+                    |(c, b)| format!(
+                        "{} (≤ {b:.0} %)",
+                        c.map_or_else(|| "?".to_owned(), |c| format!("{c:.1} %"))
+                    )
+                ),
+                m.wall.as_secs_f64(),
+                m.out_bytes
+            );
+            judge(m, &mut fails);
+        }
+        for m in busy.iter().filter(|m| m.cpu.is_some()) {
+            println!("{}: {}", m.file, m.err_tail);
+        }
+        println!(
+            "\nbounds under the writer: {} MiB peak RSS per command, {} MiB and {WRITER_TUI_CPU_PCT:.0} % of a core for the live view",
+            WRITER_COMMAND_BOUND_KIB / 1024,
+            WRITER_TUI_BOUND_KIB / 1024
+        );
+    }
     if fails.is_empty() {
         println!("PASS: every process stayed under the bound");
         Ok(ExitCode::SUCCESS)
     } else {
         println!("FAIL:\n  {}", fails.join("\n  "));
         Ok(ExitCode::FAILURE)
+    }
+}
+
+/// KiB as MiB with one decimal, `?` when unknown.
+fn mib(kib: Option<u64>) -> String {
+    kib.map_or_else(|| "?".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+}
+
+/// Adds to `fails` what is wrong with `m`: a peak RSS over its bound or
+/// unmeasured, CPU over its bound, a signal or a panic.
+fn judge(m: &Measured, fails: &mut Vec<String>) {
+    let bound_kib = m.bound_kib;
+    match m.rss_kib {
+        Some(k) if k <= bound_kib => {}
+        Some(k) => fails.push(format!(
+            "{} on {}: peak RSS {k} KiB > {bound_kib} KiB",
+            m.what, m.file
+        )),
+        None => fails.push(format!("{} on {}: no peak RSS measured", m.what, m.file)),
+    }
+    match m.cpu {
+        Some((Some(c), b)) if c > b => fails.push(format!(
+            "{} on {}: CPU {c:.1} % of a core > {b:.0} %",
+            m.what, m.file
+        )),
+        Some((None, _)) => fails.push(format!("{} on {}: no CPU time measured", m.what, m.file)),
+        _ => {}
+    }
+    // 0 fine, 1 problems found, 2 could not run (pages of a file that
+    // is not bbolt; a writer that outran every read); a signal or a panic
+    // is a failure.
+    if !matches!(m.code, Some(0..=2)) || m.err_tail.contains("panicked") {
+        fails.push(format!(
+            "{} on {}: {} {}",
+            m.what, m.file, m.status, m.err_tail
+        ));
     }
 }

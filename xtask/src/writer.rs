@@ -1,10 +1,17 @@
 //! `cargo xtask writer`: an etcd-shaped bbolt writer (`testkit/writer.rs`)
-//! on a file, for trying the quiet readers against a busy file by hand.
+//! on a file, for trying the quiet readers against a busy file by hand,
+//! and [`Running`], the same writer as a child process of a bench or of
+//! `cargo xtask limits`.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
+
+use crate::bench::proc::Cmd;
 
 #[path = "../../testkit/writer.rs"]
 mod shape;
@@ -34,11 +41,14 @@ pub struct WriterArgs {
     seconds: f64,
 }
 
-/// Run the writer.
+/// Run the writer until `--seconds` pass or a SIGINT, SIGTERM or SIGHUP
+/// arrives (then after the commit under way: the file is left as a
+/// finished commit left it).
 ///
 /// # Errors
 /// Opening or committing.
 pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
+    crate::bench::interrupt::install();
     let opts = mapwise_native::bolt::Options::read_write();
     let db = mapwise_native::bolt::Db::open(&a.file, &opts)
         .with_context(|| format!("open {}", a.file.display()))?;
@@ -49,7 +59,131 @@ pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
         value_size: a.value_size,
         interval: Duration::from_millis(a.interval_ms),
     };
-    let n = shape::run(&db, &s, Duration::from_secs_f64(a.seconds), || false)?;
+    let n = shape::run(
+        &db,
+        &s,
+        Duration::from_secs_f64(a.seconds),
+        crate::bench::interrupt::raised,
+    )?;
     eprintln!("writer: {n} commits");
     Ok(())
+}
+
+/// The writer as a child process (`xtask writer FILE --interval-ms N
+/// --bucket B`), stopped with SIGTERM when dropped or [`Running::stop`]ped.
+#[derive(Debug)]
+pub struct Running {
+    child: Option<Child>,
+    /// The command as a report shows it (`cargo xtask writer …`).
+    shown: String,
+}
+
+/// The longest a writer may take to open its file and commit once.
+const FIRST_COMMIT: Duration = Duration::from_secs(120);
+
+impl Running {
+    /// Starts the writer on the bbolt file `file`, committing every
+    /// `interval` into `bucket` (etcd's shape otherwise: two appends and
+    /// one rewrite of 512 bytes per commit, a `meta` key), and waits until
+    /// its first commit is on disk.
+    ///
+    /// # Errors
+    /// When it cannot start, or dies or makes no commit within two
+    /// minutes.
+    pub fn start(file: &Path, interval: Duration, bucket: &str) -> anyhow::Result<Running> {
+        let exe = std::env::current_exe().context("cannot find the xtask binary")?;
+        let cmd = Cmd::new(exe.to_string_lossy().into_owned())
+            .shown_as("cargo xtask")
+            .arg("writer")
+            .arg(file.to_string_lossy().into_owned())
+            .arg("--interval-ms")
+            .arg(interval.as_millis().to_string())
+            .arg("--bucket")
+            .arg(bucket)
+            .arg("--seconds")
+            .arg("86400");
+        let f = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+        let before = crate::bench::tui::file_txid(&f);
+        let child = Command::new(cmd.program())
+            .args(cmd.arguments())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start `{}`", cmd.shell()))?;
+        let mut w = Running {
+            child: Some(child),
+            shown: cmd.shell(),
+        };
+        let deadline = Instant::now() + FIRST_COMMIT;
+        while crate::bench::tui::file_txid(&f) == before {
+            if let Some(c) = w.child.as_mut()
+                && let Some(st) = c.try_wait()?
+            {
+                let err = w.stderr_text();
+                bail!("`{}` exited ({st}) before its first commit: {err}", w.shown);
+            }
+            if Instant::now() > deadline {
+                bail!("`{}` made no commit within {FIRST_COMMIT:?}", w.shown);
+            }
+            crate::bench::interrupt::check()?;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(w)
+    }
+
+    /// The command, as a report shows it.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    fn stderr_text(&mut self) -> String {
+        let mut s = String::new();
+        if let Some(e) = self.child.as_mut().and_then(|c| c.stderr.as_mut()) {
+            let _ = e.read_to_string(&mut s);
+        }
+        s.trim().to_owned()
+    }
+
+    /// Stops the writer (SIGTERM: it finishes the commit under way) and
+    /// returns how many commits it made (its last line, `writer: N
+    /// commits`), when it said.
+    ///
+    /// # Errors
+    /// When it cannot be signalled or waited for.
+    pub fn stop(mut self) -> anyhow::Result<Option<u64>> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(None);
+        };
+        terminate(&child);
+        child.wait().context("wait for the writer")?;
+        let mut s = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut s);
+        }
+        Ok(s.lines().rev().find_map(|l| {
+            l.strip_prefix("writer: ")?
+                .strip_suffix(" commits")?
+                .parse()
+                .ok()
+        }))
+    }
+}
+
+/// SIGTERM to our own child (by its pid, nothing else).
+fn terminate(child: &Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: a plain kill(2) of a child we spawned and have not
+        // reaped, so its pid is still ours.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            terminate(&c);
+            let _ = c.wait();
+        }
+    }
 }

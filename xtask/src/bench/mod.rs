@@ -6,7 +6,8 @@
 //! O_DIRECT), [`stats`], [`machine`] (the report header), [`proc`] (child
 //! processes and their exact command lines), [`output`] (atomic report
 //! files, markdown tables), [`traces`] (residency traces of timed runs),
-//! [`charts`] (SVG ratio and residency charts), [`interrupt`] (Ctrl-C) and
+//! [`charts`] (SVG ratio and residency charts), [`interrupt`] (Ctrl-C),
+//! [`tui`] (the live view under tmux, peak RSS and CPU from /proc) and
 //! [`units`]. [`check`] is the harness's own test: it checks a report
 //! directory after the fact.
 
@@ -27,6 +28,7 @@ pub mod revlog;
 pub mod rrd;
 pub mod stats;
 pub mod traces;
+pub mod tui;
 pub mod units;
 
 use std::borrow::Cow;

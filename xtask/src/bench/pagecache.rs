@@ -41,6 +41,81 @@ pub fn evict(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What [`evict_random_until`] did.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct PartialEviction {
+    /// Resident fraction before.
+    pub before: f64,
+    /// Resident fraction after.
+    pub after: f64,
+    /// Blocks dropped (a block may be drawn twice).
+    pub blocks: usize,
+}
+
+/// Drops random `block`-byte, block-aligned ranges of the file from the
+/// page cache (`posix_fadvise(DONTNEED)` on each, blocks drawn from
+/// splitmix64(`seed`)) until at most `target` (0–1) of its pages are
+/// resident, measuring with mincore between rounds; fsyncs first (dirty
+/// pages cannot be dropped). Each round drops as many blocks as the excess
+/// would fill if every one were wholly resident; after 64 rounds it stops
+/// wherever it is (pages another process maps or locks stay).
+///
+/// # Errors
+/// When the file cannot be opened, synced or measured.
+pub fn evict_random_until(
+    path: &Path,
+    target: f64,
+    block: u64,
+    seed: u64,
+) -> Result<PartialEviction> {
+    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    f.sync_all()
+        .with_context(|| format!("{}: fsync", path.display()))?;
+    let len = f.metadata()?.len();
+    let block = block.max(4096);
+    let blocks_in_file = len.div_ceil(block).max(1);
+    let mut rng = super::rrd::SplitMix64::new(seed);
+    let before = resident_fraction(path)?;
+    let (mut now, mut dropped) = (before, 0usize);
+    for _ in 0..64 {
+        if now <= target {
+            break;
+        }
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let want = (((now - target) * len as f64) / block as f64)
+            .ceil()
+            .max(1.0) as u64;
+        for _ in 0..want {
+            let at = rng.next_u64() % blocks_in_file * block;
+            let (off, n) = (
+                libc::off_t::try_from(at).context("offset too large")?,
+                libc::off_t::try_from(block).context("block too large")?,
+            );
+            // SAFETY: plain syscall on a descriptor we own for the duration.
+            let rc =
+                unsafe { libc::posix_fadvise(f.as_raw_fd(), off, n, libc::POSIX_FADV_DONTNEED) };
+            if rc != 0 {
+                bail!(
+                    "{}: posix_fadvise(DONTNEED): {}",
+                    path.display(),
+                    std::io::Error::from_raw_os_error(rc)
+                );
+            }
+            dropped += 1;
+        }
+        now = resident_fraction(path)?;
+    }
+    Ok(PartialEviction {
+        before,
+        after: now,
+        blocks: dropped,
+    })
+}
+
 /// Fraction (0–1) of the file's pages in the page cache, from `mincore` on a
 /// fresh read-only mapping (mapping alone faults nothing in, so measuring
 /// does not change what is measured).

@@ -54,6 +54,25 @@ impl Summary {
     }
 }
 
+/// The `q`-quantile (0–1) of `samples` by the nearest-rank rule: the
+/// smallest sample with at least `q` of them at or below it (p95 of 5
+/// samples is the largest; of 20, the 19th). `None` for no samples or a
+/// NaN among them.
+pub fn nearest_rank(samples: &[f64], q: f64) -> Option<f64> {
+    if samples.is_empty() || samples.iter().any(|x| x.is_nan()) {
+        return None;
+    }
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let rank = ((q.clamp(0.0, 1.0) * v.len() as f64).ceil() as usize).max(1);
+    Some(v[rank.min(v.len()) - 1])
+}
+
 /// `a / b` for each pair whose `b` is positive. A pair with `b == 0` (a
 /// time below the printing resolution of the other tool) has no ratio;
 /// the second value counts those.
@@ -175,6 +194,17 @@ mod tests {
     fn empty_or_nan_has_no_summary() {
         assert_eq!(Summary::of(&[]), None);
         assert_eq!(Summary::of(&[1.0, f64::NAN]), None);
+    }
+
+    #[test]
+    fn nearest_rank_quantiles() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(nearest_rank(&v, 0.95), Some(19.0));
+        assert_eq!(nearest_rank(&v, 0.5), Some(10.0));
+        assert_eq!(nearest_rank(&[3.0, 1.0, 2.0, 5.0, 4.0], 0.95), Some(5.0));
+        assert_eq!(nearest_rank(&[7.0], 0.0), Some(7.0));
+        assert_eq!(nearest_rank(&[], 0.5), None);
+        assert_eq!(nearest_rank(&[f64::NAN], 0.5), None);
     }
 
     #[test]
