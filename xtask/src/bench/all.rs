@@ -24,7 +24,7 @@ use super::{Workspace, interrupt};
 
 /// Long help of `cargo xtask bench all`.
 pub const HELP: &str = "\
-Runs bolt-scan, bolt, rrd, revlog and mmaptest (or the ones named with
+Runs bolt-scan, bolt, rrd, revlog, mmaptest and live (or the ones named with
 --only), one after the other, each as `xtask bench NAME` with the options
 below translated to it, into DIR/NAME/ (REPORT.md, results.json, charts,
 traces). Then writes DIR/REPORT.md: the machine, one row per bench (exit
@@ -34,7 +34,8 @@ target/bench/<UTC timestamp>-all.
 
   --quick (default) / --full   passed to each bench (bolt-scan: --full
                                means --size 2GiB, the seed's file; bolt:
-                               --full means its default sizes)
+                               --full means its default sizes; live:
+                               --full means 256 MiB and 2 GiB)
   --tiny                       passed to every bench: tiny inputs, a
                                smoke run of the harness (CI); its times
                                mean nothing
@@ -47,7 +48,7 @@ A bench that fails is reported and the rest still run; the exit status is 1
 when any bench failed.";
 
 /// The benches `all` runs, in order.
-const BENCHES: [&str; 5] = ["bolt-scan", "bolt", "rrd", "revlog", "mmaptest"];
+const BENCHES: [&str; 6] = ["bolt-scan", "bolt", "rrd", "revlog", "mmaptest", "live"];
 
 /// Arguments of `cargo xtask bench all`.
 #[derive(Debug, ClapArgs)]
@@ -135,8 +136,8 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
                 v.extend(["--size".into(), "2GiB".into()]);
             }
         }
-        // bench bolt runs the issue's sizes unless told --quick.
-        "bolt" => {
+        // bench bolt and bench live run their full sizes unless told --quick.
+        "bolt" | "live" => {
             if !a.full {
                 v.push("--quick".into());
             }
@@ -390,6 +391,13 @@ mod tests {
         assert_eq!(n.len(), 1);
         let (v, _) = child_args("bolt", &args(&["--full"]), out);
         assert_eq!(v, ["bench", "bolt", "--out", "/o"]);
+        let (v, _) = child_args("live", &args(&["--tiny", "--runs", "1"]), out);
+        assert_eq!(
+            v,
+            [
+                "bench", "live", "--quick", "--runs", "1", "--tiny", "--out", "/o"
+            ]
+        );
         let (v, _) = child_args("mmaptest", &args(&["--warm"]), out);
         assert_eq!(v, ["bench", "mmaptest", "--quick", "--warm", "--out", "/o"]);
         assert!(Cli::try_parse_from(["all", "--quick", "--full"]).is_err());

@@ -12,7 +12,8 @@
 //! * **column-wise**: a column whose header starts with the word `ours`
 //!   (`ours`, `ours took`, `ours, ratio to mmap once`, `ours − start-up`)
 //!   is ours'; one starting with a peer's name ([`PEERS`]: `Go bbolt`,
-//!   `Go took`, `rrdtool`, `librrd`, `hg`, `C wall`) is the peer's. A
+//!   `Go took`, `rrdtool`, `librrd`, `hg`, `C wall`, `etcdctl snapshot
+//!   save`) is the peer's. A
 //!   table with at least one of each compares them, and every cell in
 //!   those columns must hold a value. Ratio columns (`ours/Go (per
 //!   pair)`) and shared columns (`peak RSS ours / Go`) belong to neither:
@@ -45,9 +46,10 @@ Checks a report directory written by `cargo xtask bench NAME` or `bench all`
     header, a separator line (| --- | ---: |) and rows of as many cells as
     the header, each line starting and ending with `|`;
   - every table comparing ours with a peer (columns or rows named `ours …`
-    and `Go …`, `bbolt`, `rrdtool`, `librrd`, `hg`, `C …`) has a value in
-    every cell of ours' and the peer's columns (row-wise tables: in the
-    first value column of those rows): not empty, `—`, `?`, `n/a` or NaN;
+    and `Go …`, `bbolt`, `rrdtool`, `librrd`, `hg`, `C …`, `etcdctl …`) has
+    a value in every cell of ours' and the peer's columns (row-wise tables:
+    in the first value column of those rows): not empty, `—`, `?`, `n/a`
+    or NaN;
   - `unavailable: <reason>` only in limits tables (under a heading that
     mentions limits), where it stands for a row that could not be measured;
   - results.json exists and parses; every chart and trace it lists
@@ -61,7 +63,17 @@ when there is any; prints a summary on stderr and exits 0 otherwise.
   cargo xtask bench check DIR";
 
 /// Names that mark a peer's column or row (first word, case-insensitive).
-pub const PEERS: [&str; 7] = ["go", "bbolt", "rrdtool", "librrd", "hg", "mercurial", "c"];
+pub const PEERS: [&str; 9] = [
+    "go",
+    "bbolt",
+    "rrdtool",
+    "librrd",
+    "hg",
+    "mercurial",
+    "c",
+    "etcd",
+    "etcdctl",
+];
 
 /// `bench check` arguments.
 #[derive(Debug, clap::Args)]

@@ -7,9 +7,9 @@
 //! processes and their exact command lines), [`output`] (atomic report
 //! files, markdown tables), [`traces`] (residency traces of timed runs),
 //! [`charts`] (SVG ratio and residency charts), [`interrupt`] (Ctrl-C),
-//! [`tui`] (the live view under tmux, peak RSS and CPU from /proc) and
-//! [`units`]. [`check`] is the harness's own test: it checks a report
-//! directory after the fact.
+//! [`tui`] (the live view under tmux, peak RSS and CPU from /proc),
+//! [`etcd`] (a real etcd to compare with) and [`units`]. [`check`] is the
+//! harness's own test: it checks a report directory after the fact.
 
 pub mod all;
 pub mod alternate;
@@ -17,8 +17,10 @@ pub mod bolt;
 pub mod bolt_scan;
 pub mod charts;
 pub mod check;
+pub mod etcd;
 pub mod interrupt;
 pub mod limits;
+pub mod live;
 pub mod machine;
 pub mod mmaptest;
 pub mod output;
@@ -180,6 +182,19 @@ rrd: issue 4, the seed experiment re-run: the seed's `create` (ours vs
   --quick (default): 200 calls per loop, a few minutes; --full: 1000;
   --tiny: shape gauge (9 KB), 5 calls per loop, 1 in-process round.
 
+live: the quiet readers on a bbolt file an etcd-shaped writer commits to
+  (every 20, 50, 100 and 200 ms), on Go-made files of 256 MiB and 2 GiB
+  (--quick 256 MiB): settle time p50/p95, exit-2 runs and peak RSS of
+  `inspector check|layout --json|pages` and `mapwise bolt check`, fully
+  and ~90 % cached; the live view `inspector open` under tmux: time to the
+  first settled structure, the age it shows (staleness), peak RSS and CPU;
+  beside `etcdctl snapshot save` from a real etcd of the same size and an
+  offline check of the copy, side by side. Verdicts: p95 <= 2 s and no
+  exit 2 at 2 GiB ~90 % cached; p95 <= 0.25x the alternative's time.
+
+  cargo xtask bench live [--quick | --tiny] [--runs 5] [--view-seconds 20]
+                         [--seed 1] [--out DIR]
+
 check: the harness's own test of a report directory (one bench's, or `all`'s
   with every sub-directory): well-formed tables, ours' and the peer's
   columns filled, results.json parses, the charts and traces it names are
@@ -219,6 +234,11 @@ enum BenchCommand {
     /// in-process update throughput vs librrd.
     #[command(after_long_help = rrd::HELP)]
     Rrd(rrd::Args),
+    /// The quiet readers under an etcd-shaped writer: settle time of the
+    /// one-shot readers, staleness, RSS and CPU of the live view, beside
+    /// `etcdctl snapshot save` and an offline check.
+    #[command(after_long_help = live::HELP)]
+    Live(live::Args),
     /// Every bench above, one after the other, and an index report of
     /// their verdicts.
     #[command(after_long_help = all::HELP)]
@@ -380,6 +400,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
                 .with_context(|| format!("cannot enter {}", ws.root.display()))?;
             rrd::run(&ws, &a)
         }
+        BenchCommand::Live(mut a) => {
+            fix_out(&mut a.common)?;
+            std::env::set_current_dir(&ws.root)
+                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
+            live::run(&ws, &a)
+        }
         BenchCommand::All(mut a) => {
             a.fix_out()?;
             std::env::set_current_dir(&ws.root)
@@ -460,6 +486,7 @@ mod tests {
             &["revlog", "--tiny", "--full"],
             &["mmaptest", "--tiny", "--iterations", "100000"],
             &["all", "--tiny", "--full"],
+            &["live", "--tiny", "--quick", "--view-seconds"],
         ] {
             assert!(!parses(refused), "{refused:?} was accepted");
         }
