@@ -337,7 +337,7 @@ fn under_writer(
                 first_timeout: Duration::from_secs(300),
             },
         )?;
-        let commits = writer.stop()?;
+        let commits = writer.stop()?.commits;
         let unaged = w.samples.iter().filter(|s| s.age_s.is_none()).count();
         let m = Measured {
             file,

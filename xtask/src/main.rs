@@ -37,8 +37,9 @@ enum Command {
     /// The full hostile-file sweep (damaged corpus files through every reader).
     #[command(after_long_help = fuzz::HOSTILE_HELP)]
     Hostile,
-    /// Peak memory of the inspector on 64 GiB sparse files, against a
-    /// bound (resource limits).
+    /// Peak memory of the inspector on 64 GiB sparse files, and memory and
+    /// CPU of the readers and the live view under a busy writer, against
+    /// bounds (resource limits).
     #[command(after_long_help = limits::HELP)]
     Limits(limits::LimitsArgs),
     /// Build the browser viewer (wasm module + static page) into

@@ -74,8 +74,20 @@ pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
 #[derive(Debug)]
 pub struct Running {
     child: Option<Child>,
+    /// Its stderr, read as it comes (so that a chatty writer never blocks
+    /// on a full pipe) and returned when it ends.
+    stderr: Option<std::thread::JoinHandle<String>>,
     /// The command as a report shows it (`cargo xtask writer …`).
     shown: String,
+}
+
+/// What a stopped writer said.
+#[derive(Debug, Clone, Default)]
+pub struct Stopped {
+    /// Commits made (its last line, `writer: N commits`), when it said.
+    pub commits: Option<u64>,
+    /// Its other stderr lines (the last 20).
+    pub notes: String,
 }
 
 /// The longest a writer may take to open its file and commit once.
@@ -104,15 +116,23 @@ impl Running {
             .arg("86400");
         let f = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
         let before = crate::bench::tui::file_txid(&f);
-        let child = Command::new(cmd.program())
+        let mut child = Command::new(cmd.program())
             .args(cmd.arguments())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .with_context(|| format!("cannot start `{}`", cmd.shell()))?;
+        let stderr = child.stderr.take().map(|mut e| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = e.read_to_string(&mut s);
+                s
+            })
+        });
         let mut w = Running {
             child: Some(child),
+            stderr,
             shown: cmd.shell(),
         };
         let deadline = Instant::now() + FIRST_COMMIT;
@@ -121,7 +141,11 @@ impl Running {
                 && let Some(st) = c.try_wait()?
             {
                 let err = w.stderr_text();
-                bail!("`{}` exited ({st}) before its first commit: {err}", w.shown);
+                bail!(
+                    "`{}` exited ({st}) before its first commit: {}",
+                    w.shown,
+                    err.trim()
+                );
             }
             if Instant::now() > deadline {
                 bail!("`{}` made no commit within {FIRST_COMMIT:?}", w.shown);
@@ -137,36 +161,40 @@ impl Running {
         &self.shown
     }
 
+    /// Its stderr so far, once it has exited.
     fn stderr_text(&mut self) -> String {
-        let mut s = String::new();
-        if let Some(e) = self.child.as_mut().and_then(|c| c.stderr.as_mut()) {
-            let _ = e.read_to_string(&mut s);
-        }
-        s.trim().to_owned()
+        self.stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
     }
 
     /// Stops the writer (SIGTERM: it finishes the commit under way) and
-    /// returns how many commits it made (its last line, `writer: N
-    /// commits`), when it said.
+    /// returns what it said.
     ///
     /// # Errors
-    /// When it cannot be signalled or waited for.
-    pub fn stop(mut self) -> anyhow::Result<Option<u64>> {
+    /// When it cannot be waited for.
+    pub fn stop(mut self) -> anyhow::Result<Stopped> {
         let Some(mut child) = self.child.take() else {
-            return Ok(None);
+            return Ok(Stopped::default());
         };
         terminate(&child);
         child.wait().context("wait for the writer")?;
-        let mut s = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut s);
-        }
-        Ok(s.lines().rev().find_map(|l| {
+        let text = self.stderr_text();
+        let commits = text.lines().rev().find_map(|l| {
             l.strip_prefix("writer: ")?
                 .strip_suffix(" commits")?
                 .parse()
                 .ok()
-        }))
+        });
+        let notes: Vec<&str> = text
+            .lines()
+            .filter(|l| !(l.starts_with("writer: ") && l.ends_with(" commits")))
+            .collect();
+        Ok(Stopped {
+            commits,
+            notes: notes[notes.len().saturating_sub(20)..].join("\n"),
+        })
     }
 }
 

@@ -225,6 +225,9 @@ struct View {
     unaged: usize,
     /// Samples showing a warning about the structure.
     warned: usize,
+    /// Commits the file took during the window (its txid at the last
+    /// sample minus at the first).
+    window_commits: Option<u64>,
 }
 
 /// One writer's life.
@@ -237,6 +240,8 @@ struct WriterRun {
     command: String,
     commits: Option<u64>,
     seconds: f64,
+    /// What else it printed on stderr.
+    notes: String,
 }
 
 /// Ours' side of a side-by-side pair.
@@ -471,14 +476,15 @@ fn measure_size(
         let watched = tui::watch(&ws.release_bin("inspector"), file, view)?;
         out.views.push(view_of(size, ms, resident_before, watched));
         progress.inc();
-        let commits = writer.stop()?;
+        let stopped = writer.stop()?;
         out.writers.push(WriterRun {
             size: size.to_owned(),
             during: "settle runs, then the live view",
             interval_ms: ms,
             command,
-            commits,
+            commits: stopped.commits,
             seconds: started.elapsed().as_secs_f64(),
+            notes: stopped.notes,
         });
     }
     Ok(out)
@@ -501,6 +507,12 @@ fn view_of(size: &str, ms: u64, resident_before: f64, watched: Watched) -> View 
         behind_p95: nearest_rank(&behind, 0.95),
         unaged: watched.samples.iter().filter(|s| s.age_s.is_none()).count(),
         warned: watched.samples.iter().filter(|s| s.warned).count(),
+        window_commits: watched
+            .samples
+            .first()
+            .and_then(|a| a.file_txid)
+            .zip(watched.samples.last().and_then(|b| b.file_txid))
+            .map(|(a, b)| b.saturating_sub(a)),
         watched,
     }
 }
@@ -581,7 +593,8 @@ fn alt_cell(
         }))
     };
     let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut alt)?;
-    let commits = writer.stop()?;
+    let stopped = writer.stop()?;
+    let commits = stopped.commits;
     writers.push(WriterRun {
         size: size.to_owned(),
         during: "side by side with the alternative",
@@ -589,6 +602,7 @@ fn alt_cell(
         command: writer_shown,
         commits,
         seconds: started.elapsed().as_secs_f64(),
+        notes: stopped.notes,
     });
     drop(snap_guard);
     let ours_side = |p: &Pair<Side>| match &p.a {
@@ -998,6 +1012,7 @@ fn render(r: &Results) -> String {
         ">age p95",
         ">commits behind p50 / p95",
         ">samples without a settled age",
+        ">file's commits in the window",
         ">peak RSS",
         ">CPU, window",
         ">CPU, from start",
@@ -1019,6 +1034,8 @@ fn render(r: &Results) -> String {
                     .map_or_else(|| "—".to_owned(), |b| format!("{b:.0}"))
             ),
             format!("{} of {}", v.unaged, w.samples.len()),
+            v.window_commits
+                .map_or_else(|| "?".to_owned(), |c| c.to_string()),
             kib(w.vm_hwm_kib.map(|k| k as f64)),
             w.cpu_pct_window
                 .map_or_else(|| "—".to_owned(), |c| format!("{c:.1} %")),
