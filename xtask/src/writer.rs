@@ -161,6 +161,37 @@ impl Running {
         &self.shown
     }
 
+    /// Where the writer is now, as the kernel says (`/proc/PID/stat`'s
+    /// state, `wchan`, and the kernel stack where it may be read), for a
+    /// report to say where a writer that stopped committing waits.
+    pub fn kernel_state(&self) -> String {
+        let Some(pid) = self.child.as_ref().map(Child::id) else {
+            return "exited".to_owned();
+        };
+        let read =
+            |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
+        let stat = read("stat");
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .unwrap_or("?")
+            .to_owned();
+        let stack: Vec<String> = read("stack")
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
+            .take(8)
+            .collect();
+        format!(
+            "state {state}, wchan {}{}",
+            read("wchan").trim(),
+            if stack.is_empty() {
+                String::new()
+            } else {
+                format!(", stack {}", stack.join(" < "))
+            }
+        )
+    }
+
     /// Its stderr so far, once it has exited.
     fn stderr_text(&mut self) -> String {
         self.stderr

@@ -782,6 +782,7 @@ mod tests {
     const RRD: &str = include_str!("../../../testdata/bench/rrd.REPORT.md");
     const REVLOG: &str = include_str!("../../../testdata/bench/revlog.REPORT.md");
     const MMAPTEST: &str = include_str!("../../../testdata/bench/mmaptest.REPORT.md");
+    const LIVE: &str = include_str!("../../../testdata/bench/live.REPORT.md");
 
     fn problems(text: &str) -> Vec<String> {
         check_markdown("REPORT.md", text)
@@ -806,6 +807,7 @@ mod tests {
             ("rrd", RRD),
             ("revlog", REVLOG),
             ("mmaptest", MMAPTEST),
+            ("live", LIVE),
         ] {
             assert_eq!(problems(text), Vec::<String>::new(), "{name}");
         }
@@ -826,6 +828,14 @@ mod tests {
         let mm = kinds(MMAPTEST);
         assert_eq!(mm.last(), Some(&Limits));
         assert_eq!(mm.iter().filter(|k| **k == Columns).count(), 6, "{mm:?}");
+        // bench live: ours beside etcdctl in the last table only.
+        let live = kinds(LIVE);
+        assert_eq!(live.last(), Some(&Columns), "{live:?}");
+        assert_eq!(
+            live.iter().filter(|k| **k == Columns).count(),
+            1,
+            "{live:?}"
+        );
         // The links of a real report: its two charts.
         let md = check_markdown("", BOLT_SCAN);
         let links: Vec<&str> = md.links.iter().map(|(_, l)| l.as_str()).collect();

@@ -228,6 +228,9 @@ struct View {
     /// Commits the file took during the window (its txid at the last
     /// sample minus at the first).
     window_commits: Option<u64>,
+    /// Where the writer was in the kernel right after the window, when
+    /// the file took no commit during it.
+    writer_state: Option<String>,
 }
 
 /// One writer's life.
@@ -474,7 +477,11 @@ fn measure_size(
         progress.set(format!("{size}: the live view, writer every {ms} ms"));
         let resident_before = prepare(file, Cache::Full, 0)?;
         let watched = tui::watch(&ws.release_bin("inspector"), file, view)?;
-        out.views.push(view_of(size, ms, resident_before, watched));
+        let mut v = view_of(size, ms, resident_before, watched);
+        if v.window_commits == Some(0) {
+            v.writer_state = Some(writer.kernel_state());
+        }
+        out.views.push(v);
         progress.inc();
         let stopped = writer.stop()?;
         out.writers.push(WriterRun {
@@ -513,6 +520,7 @@ fn view_of(size: &str, ms: u64, resident_before: f64, watched: Watched) -> View 
             .and_then(|a| a.file_txid)
             .zip(watched.samples.last().and_then(|b| b.file_txid))
             .map(|(a, b)| b.saturating_sub(a)),
+        writer_state: None,
         watched,
     }
 }
@@ -861,6 +869,40 @@ fn targets(cells: &[Cell], alts: &[Alt], largest: u64) -> Vec<Target> {
     t
 }
 
+/// The writers that fell short of their interval, and what they said.
+fn writer_notes(o: &mut String, writers: &[WriterRun]) {
+    let short: Vec<String> = writers
+        .iter()
+        .filter_map(|w| {
+            let want = 1000.0 / w.interval_ms as f64;
+            let got = w.commits? as f64 / w.seconds;
+            (got < 0.8 * want).then(|| {
+                format!(
+                    "{} every {} ms ({}): {got:.1} commits/s of {want:.0}",
+                    w.size, w.interval_ms, w.during
+                )
+            })
+        })
+        .collect();
+    if !short.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nThe writer fell short of its interval (below 80 % of its rate) at: {}. The cells under such a \
+             writer saw fewer commits than their label says; see the live view's notes for where it was stuck.",
+            short.join("; ")
+        );
+    }
+    for w in writers.iter().filter(|w| !w.notes.is_empty()) {
+        let _ = writeln!(
+            o,
+            "\nThe writer on {} every {} ms also said: `{}`",
+            w.size,
+            w.interval_ms,
+            w.notes.replace('\n', " / ")
+        );
+    }
+}
+
 fn opt(x: Option<f64>) -> String {
     x.map_or_else(|| "—".to_owned(), fmt_secs)
 }
@@ -952,6 +994,7 @@ fn render(r: &Results) -> String {
         ]);
     }
     o.push_str(&t.render());
+    writer_notes(&mut o, &r.writers);
 
     let mut sizes: Vec<&str> = Vec::new();
     for c in &r.cells {
@@ -1060,6 +1103,16 @@ fn render(r: &Results) -> String {
         VIEW_SIZE.1,
         r.view_seconds
     );
+    for v in r.views.iter().filter(|v| v.window_commits == Some(0)) {
+        let _ = writeln!(
+            o,
+            "- {} under a writer every {} ms: the file took no commit during the window (the writer was \
+             stuck: `{}`), so the age shown is the time since its last commit, not staleness.",
+            v.size,
+            v.interval_ms,
+            v.writer_state.as_deref().unwrap_or("state unknown")
+        );
+    }
     let warned: Vec<&View> = r
         .views
         .iter()
