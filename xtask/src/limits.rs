@@ -271,16 +271,15 @@ const WRITER_INTERVALS_MS: [u64; 2] = [100, 20];
 /// Go bbolt's `gen --shape big`, `args.writer_size`) while the etcd-shaped
 /// writer commits to it, at each of [`WRITER_INTERVALS_MS`].
 fn under_writer(
-    root: &Path,
     (inspector, mapwise): (&Path, &Path),
     args: &LimitsArgs,
     dir: &Path,
 ) -> Result<Vec<Measured>> {
-    let ws = Workspace {
-        root: root.to_path_buf(),
-        target: target_dir(root),
-    };
-    std::env::set_current_dir(root).with_context(|| format!("cannot enter {}", root.display()))?;
+    // Entered, as the benches enter it: the cached file's record then
+    // names it relative to the root.
+    let ws = Workspace::here()?;
+    std::env::set_current_dir(&ws.root)
+        .with_context(|| format!("cannot enter {}", ws.root.display()))?;
     let oracle = ws.oracle("bolt")?;
     let progress = Progress::new(0);
     let made = bolt_scan::ensure_file(&ws, &oracle, (args.writer_size, None), 1, &progress)?;
@@ -489,7 +488,7 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
     let busy = if args.no_writer {
         Vec::new()
     } else {
-        under_writer(&root, (&inspector, &mapwise), args, &dir)?
+        under_writer((&inspector, &mapwise), args, &dir)?
     };
 
     let mut fails = Vec::new();

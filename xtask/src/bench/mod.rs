@@ -281,6 +281,23 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// This workspace: its root (where xtask's manifest's parent is) and
+    /// its target directory, `target` or `$CARGO_TARGET_DIR` (relative to
+    /// the root unless absolute: whoever runs benches enters the root
+    /// first, so no report names this machine's directories).
+    ///
+    /// # Errors
+    /// When xtask's manifest has no parent directory.
+    pub fn here() -> Result<Workspace> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .context("xtask has no parent directory")?
+            .to_path_buf();
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| PathBuf::from("target"), PathBuf::from);
+        Ok(Workspace { root, target })
+    }
+
     /// `target/release/<name>`.
     pub fn release_bin(&self, name: &str) -> PathBuf {
         self.target.join("release").join(name)
@@ -362,13 +379,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         }
         Ok(())
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("xtask has no parent directory")?
-        .to_path_buf();
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
-    let ws = Workspace { root, target };
+    let ws = Workspace::here()?;
     match args.bench {
         BenchCommand::Bolt(mut a) => {
             fix_out(&mut a.common)?;
