@@ -903,6 +903,19 @@ mod tests {
             "| ours mmap        | ? |",
         );
         assert!(problems(&bad)[0].contains("ours' row"));
+        // etcdctl is a peer: bench live's alternative.
+        let bad = edit(
+            LIVE,
+            "|   370 ms | 2.05 s [1.73 s–2.62 s] |",
+            "|   370 ms | — |",
+        );
+        let p = problems(&bad);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].contains("the peer's column \"etcdctl snapshot save\""),
+            "{}",
+            p[0]
+        );
         // A ratio may be missing: Go printed 0 ms.
         let ok = edit(
             BOLT_SCAN,
