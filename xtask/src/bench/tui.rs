@@ -237,11 +237,15 @@ pub struct Watched {
     pub first_warning: Option<String>,
 }
 
-/// `as of txid N, X s ago` in a status line.
+/// `as of txid N, X s ago` in a status line (`as of txid N, now`, the
+/// newest commit the view has seen, is age 0).
 pub fn parse_age(screen: &str) -> Option<(u64, f64)> {
     let at = screen.find("as of txid ")?;
     let rest = &screen[at + "as of txid ".len()..];
     let (txid, rest) = rest.split_once(", ")?;
+    if rest.starts_with("now") {
+        return Some((txid.trim().parse().ok()?, 0.0));
+    }
     let age = rest.split_once(" s ago")?.0;
     Some((txid.trim().parse().ok()?, age.trim().parse().ok()?))
 }
@@ -382,6 +386,10 @@ mod tests {
     fn ages_parse_from_the_status_line() {
         let s = "Resident 1971/76547 pages 3%  as of txid 39, 0.4 s ago  meta 2/2 100%";
         assert_eq!(parse_age(s), Some((39, 0.4)));
+        assert_eq!(
+            parse_age("Resident 1/2  as of txid 40, now  meta"),
+            Some((40, 0.0))
+        );
         assert_eq!(parse_age("Resident 1/2 pages  re-reading…"), None);
         assert_eq!(parse_age("as of txid x, 1 s ago"), None);
     }
