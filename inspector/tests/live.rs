@@ -1,4 +1,4 @@
-//! Files that change under the reader (issue 8 item 3): a writer process
+//! Files that change under the reader: a writer process
 //! shrinks a file to smaller sizes, grows it back and replaces it (rename
 //! over) in a loop while the real `inspector open` watches it in tmux,
 //! while `inspector record` samples it, and while the non-interactive

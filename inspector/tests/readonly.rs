@@ -1,4 +1,4 @@
-//! Readers never write (issue 8 item 3): every read-only front end — the
+//! Readers never write: every read-only front end — the
 //! `mapwise` readers of bbolt, RRD and revlog files, `mapwise mmaptest`,
 //! the inspector's subcommands, `inspector record`, and the TUI with its
 //! touch, evict, advise and lock keys — runs on copies of real files, and

@@ -1,4 +1,4 @@
-//! Hostile and damaged files (issue 8, item 2), table-driven: every case
+//! Hostile and damaged files, table-driven: every case
 //! of `hostile_cases.rs` (truncations at page boundaries and mid-page, bit
 //! flips and 0 / 0xFFFF / max in every header field, page ids pointing at
 //! themselves, at meta pages, past the end and into cycles, overflow runs

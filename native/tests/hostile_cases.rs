@@ -1,4 +1,4 @@
-//! The hostile-file table (issue 8, item 2): damaged variants of real
+//! The hostile-file table: damaged variants of real
 //! corpus files, one [`Case`] each, built from `testdata/`. Shared by the
 //! `native` suite (core parsers, the `mapwise` command line, the writers)
 //! and the `inspector` suite (its subcommands), which includes this file

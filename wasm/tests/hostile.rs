@@ -1,5 +1,5 @@
-//! The hostile-file table (`native/tests/hostile_cases.rs`, issue 8 item
-//! 2) through the browser viewer's exports, called natively on the same
+//! The hostile-file table (`native/tests/hostile_cases.rs`) through the
+//! browser viewer's exports, called natively on the same
 //! `Viewer` the wasm bindings wrap (a bindings error is the same text in
 //! a `JsError`): open, summary, the map, every page's cell and detail,
 //! hex, every bucket or archive with its first keys or rows, the revlog

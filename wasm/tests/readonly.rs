@@ -1,4 +1,4 @@
-//! Readers never write (issue 8 item 3), for the browser viewer's view
+//! Readers never write, for the browser viewer's view
 //! layer: every call the page makes (`Viewer::open`, the summary, the map,
 //! cells, buckets and keys, decoded pages, hex, revlog entries, RRD rows)
 //! runs natively over a `pread` source on copies of real files, and every
