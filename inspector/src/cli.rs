@@ -26,17 +26,25 @@ use crate::describe::{Widths, page_lines};
 use crate::stats::{self, human_size, percent};
 
 /// What a subcommand prints and its exit status.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Output {
     /// Text for standard output (ends with a newline when not empty).
     pub text: String,
     /// Exit status: 0 fine, 1 problems found.
     pub code: u8,
+    /// A layout report to print after `text` as JSON (pretty, then a
+    /// newline), written straight to the output: as one string, a 2 GiB
+    /// bbolt file's half a million regions took about 110 MB more.
+    pub layout_json: Option<Box<report::LayoutReport>>,
 }
 
 impl Output {
     fn ok(text: String) -> Output {
-        Output { text, code: 0 }
+        Output {
+            text,
+            code: 0,
+            layout_json: None,
+        }
     }
 }
 
@@ -552,7 +560,11 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
         }
         s
     };
-    Ok(Output { text, code })
+    Ok(Output {
+        text,
+        code,
+        layout_json: None,
+    })
 }
 
 /// One OS page of the file and the structures on it, described.
@@ -602,6 +614,7 @@ fn described_pages(path: &Path, src: &QuietSource, ids: &[u64], as_json: bool) -
         return Ok(Output {
             text: json(&pages)?,
             code,
+            layout_json: None,
         });
     }
     let mut s = String::new();
@@ -624,7 +637,11 @@ fn described_pages(path: &Path, src: &QuietSource, ids: &[u64], as_json: bool) -
             s.push('\n');
         }
     }
-    Ok(Output { text: s, code })
+    Ok(Output {
+        text: s,
+        code,
+        layout_json: None,
+    })
 }
 
 /// `inspector check FILE`: one line per problem and exit status 1, or
@@ -667,6 +684,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
         return Ok(Output {
             text: json(&rep)?,
             code,
+            layout_json: None,
         });
     }
     let mut s = String::new();
@@ -682,7 +700,11 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
     if rep.ok {
         s.push_str("OK\n");
     }
-    Ok(Output { text: s, code })
+    Ok(Output {
+        text: s,
+        code,
+        layout_json: None,
+    })
 }
 
 /// How long `layout` waits for rrdcached's `PENDING` reply.
@@ -739,8 +761,9 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     if as_json {
         // Same exit status as the text form: 1 when the file has problems.
         return Ok(Output {
-            text: json(&rep)?,
+            text: String::new(),
             code: u8::from(problems > 0),
+            layout_json: Some(Box::new(rep)),
         });
     }
     let mut s = String::new();
@@ -767,6 +790,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         return Ok(Output {
             text: s,
             code: u8::from(problems > 0),
+            layout_json: None,
         });
     }
     if let Some(r) = &rep.rrd {
@@ -812,6 +836,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         return Ok(Output {
             text: s,
             code: u8::from(problems > 0),
+            layout_json: None,
         });
     }
     let Some(bolt) = rep.bolt.as_ref() else {
@@ -868,5 +893,6 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     Ok(Output {
         text: s,
         code: u8::from(n > 0),
+        layout_json: None,
     })
 }

@@ -198,11 +198,15 @@ fn stream(f: impl FnOnce(&mut Stdout) -> Result<()>) -> Result<ExitCode> {
 /// Print a report; a closed pipe (`| head`) is not an error.
 fn print(out: Result<cli::Output>) -> Result<ExitCode> {
     let out = out?;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(out.text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = stdout.write_all(out.text.as_bytes()).and_then(|()| {
+        if let Some(rep) = &out.layout_json {
+            serde_json::to_writer_pretty(&mut stdout, rep)?;
+            stdout.write_all(b"\n")?;
+        }
+        stdout.flush()
+    });
+    match written {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
