@@ -635,20 +635,6 @@ impl QuietPages {
         (cached, direct)
     }
 
-    /// The runs of `runs` that [`QuietPages::read_runs`] would read with
-    /// `O_DIRECT` (not all in the page cache).
-    #[must_use]
-    pub fn uncached(&self, runs: &[(u64, usize)]) -> Vec<(u64, usize)> {
-        let which: Vec<usize> = (0..runs.len())
-            .filter(|&i| check(runs[i].0, runs[i].1, self.len).is_ok())
-            .collect();
-        self.split_cached(runs, &which)
-            .1
-            .into_iter()
-            .map(|i| runs[i])
-            .collect()
-    }
-
     /// [`QuietPages::read_runs`], taking runs that `ahead` has read
     /// already (started ahead of need, [`Ahead`]) instead of reading them
     /// again.

@@ -503,9 +503,6 @@ pub struct Follower {
     arena: Vec<u8>,
     /// Open pages whose children were read ahead at this epoch.
     asked_ahead: std::cell::RefCell<HashSet<u64>>,
-    /// Pages read by batches and by follows, and batches thrown away
-    /// (a commit landed while they read).
-    counts: [u64; 3],
 }
 
 impl Follower {
@@ -569,7 +566,6 @@ impl Follower {
             },
             start: Instant::now(),
             hook_reads: 0,
-            counts: [0; 3],
             moving_since: None,
             ahead: None,
             epoch: 0,
@@ -654,13 +650,6 @@ impl Follower {
     #[must_use]
     pub fn read_stats(&self) -> crate::io::ReadStats {
         self.reader.stats()
-    }
-
-    /// Pages read by batches, pages read following commits, and batches
-    /// thrown away because a commit landed while they read.
-    #[must_use]
-    pub fn counts(&self) -> [u64; 3] {
-        self.counts
     }
 
     /// The snapshot's file: its page size, meta pages and length.
@@ -959,9 +948,6 @@ impl Follower {
         let ps = self.ps();
         let same = read_metas(&self.reader, ps).is_some_and(|m| m == self.cur.metas);
         self.hook_reads += pgids.len() as u64;
-        if !same {
-            self.counts[2] += 1;
-        }
         if same {
             testing::after_reads(&mut self.hook_reads);
             Some(batch)
@@ -1032,7 +1018,6 @@ impl Follower {
             return;
         }
         let pgids: Vec<u64> = want.iter().map(|w| w.0).collect();
-        self.counts[0] += pgids.len() as u64;
         self.read_ahead();
         let ready = self.wait_ahead(&pgids);
         let batch = if ready { self.bracketed(&pgids) } else { None };
@@ -1205,7 +1190,6 @@ impl Follower {
             if to_read.is_empty() {
                 break;
             }
-            self.counts[1] += to_read.len() as u64;
             let pgids: Vec<u64> = to_read.iter().map(|r| r.pgid).collect();
             let batch = self.bracketed(&pgids).ok_or_else(|| {
                 Restart("a commit landed while a commit's pages were read".into())
