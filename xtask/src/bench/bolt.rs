@@ -1,4 +1,4 @@
-//! `cargo xtask bench bolt` (issue 3 item 7): our bbolt engine beside Go
+//! `cargo xtask bench bolt`: our bbolt engine beside Go
 //! bbolt 1.3.6 — batched puts and gets on the oracle's seeded `bench`
 //! workload, full scans of a large file cold and warm, with and without
 //! MAP_POPULATE, and our prefetching cursor against bbolt's plain cold

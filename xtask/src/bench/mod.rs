@@ -62,7 +62,7 @@ both sides.
 Ratios are ours/reference computed pair by pair: median [min–max].
 Nothing here asserts a time: a verdict is a line in the report.
 
-bolt: issue 3 item 7, our bbolt engine beside Go bbolt 1.3.6: the oracle's
+bolt: our bbolt engine beside Go bbolt 1.3.6: the oracle's
   seeded `bench` workload (1M batched puts, seq and rnd, then seq and rnd
   gets; --quick 100k) and full scans of a 2 GiB Go-made file (--quick
   256 MiB) cold/warm, with and without MAP_POPULATE, plus our prefetching
@@ -130,7 +130,7 @@ mmaptest: the read()-vs-mmap microbenchmark of the 2003 PostgreSQL-list
   cargo xtask bench mmaptest [--quick | --full | --tiny] [--runs 5]
                              [--warmup 1] [--warm | --cold] [--out DIR]
 
-revlog: issue 5, `log -l 5` over a Mercurial changelog whose index is read
+revlog: `log -l 5` over a Mercurial changelog whose index is read
   whole or mapped, ours (`mapwise revlog log -l 5 REPO --config …`) vs
   `hg log -l 5 -T '{rev}\\n'` (HGRCPATH= HGPLAIN=1, the same --config:
   storage.revlog.mmap.index=no for read, experimental.mmapindexthreshold=0
@@ -157,7 +157,7 @@ revlog: issue 5, `log -l 5` over a Mercurial changelog whose index is read
   cargo xtask bench revlog [--quick | --full | --tiny] [--runs 5]
                            [--warmup 1] [--sweep-runs N] [--out DIR]
 
-rrd: issue 4, the seed experiment re-run: the seed's `create` (ours vs
+rrd: the seed experiment re-run: the seed's `create` (ours vs
   rrdtool, dumps compared), then N separate `updatev` processes (3 samples
   each, `oracle.sh bench-updatev`'s stream) into a fresh copy of a 1.7 MB
   2-DS file (`oracle.sh gen --shape big --seed 1`, cached in
@@ -212,7 +212,7 @@ pub struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
-    /// Issue 3 item 7: our bbolt engine vs Go bbolt — batched puts, gets,
+    /// Our bbolt engine vs Go bbolt — batched puts, gets,
     /// cold/warm scans with and without MAP_POPULATE, the prefetching
     /// cursor, peak RSS.
     #[command(after_long_help = bolt::HELP)]
@@ -225,11 +225,11 @@ enum BenchCommand {
     /// reconstruction, warm and cold, untouched and touching.
     #[command(after_long_help = mmaptest::HELP)]
     Mmaptest(mmaptest::Args),
-    /// `log -l 5` over a changelog index read vs mapped (issue 5), ours vs
+    /// `log -l 5` over a changelog index read vs mapped, ours vs
     /// hg, warm and cold, 1k/100k/1M revisions, and the mmap threshold.
     #[command(after_long_help = revlog::HELP)]
     Revlog(revlog::Args),
-    /// The seed experiment (issue 4): N separate `updatev` processes into
+    /// The seed experiment: N separate `updatev` processes into
     /// a 1.7 MB RRD, ours in each I/O mode vs rrdtool, warm and cold, and
     /// in-process update throughput vs librrd.
     #[command(after_long_help = rrd::HELP)]

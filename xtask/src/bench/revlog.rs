@@ -1,4 +1,4 @@
-//! `cargo xtask bench revlog`: issue 5, `log -l 5` over a changelog index
+//! `cargo xtask bench revlog`: `log -l 5` over a changelog index
 //! read whole vs mapped, warm and cold, on indexes of 1k, 100k and 1M
 //! revisions, ours (`mapwise revlog log`) beside `hg log -l 5` with the
 //! matching `--config`; then ours read vs mmap across index sizes, to find
@@ -2562,7 +2562,7 @@ fn render(r: &Results) -> String {
     }
     let _ = writeln!(
         o,
-        "Issue 5: `log -l 5` over a Mercurial changelog whose index is read whole or mapped, warm and cold, \
+        "`log -l 5` over a Mercurial changelog whose index is read whole or mapped, warm and cold, \
          on indexes of {} revisions, **ours** (`mapwise revlog log`) beside **{}** \
          (`hg log -l 5 -T '{{rev}}\\n'`) with the same `--config`, alternating ours and hg, the order turning every pair (ours, hg; hg, ours; …); then \
          ours mapped vs read across index sizes to find where mapping starts to win. Preset {}: {} pair{} per \
