@@ -510,13 +510,18 @@ pub struct App {
     message: Option<Message>,
     size: (u16, u16),
     totals: Vec<KindTotal>,
+    /// What the totals need of the layout shown, made once per snapshot.
+    kind_index: stats::KindIndex,
     // Page map.
     selected: u64,
     zoom: Option<u64>,
     scroll_row: u64,
     // Structure tree.
     expanded: HashSet<String>,
+    /// Page runs of the expanded buckets ([`App::runs_of`]).
     runs: HashMap<u32, Vec<usize>>,
+    /// Whether each bucket (by group index) has a branch or leaf run.
+    has_runs: Vec<bool>,
     rows: Vec<TreeRow>,
     tree_cursor: usize,
     tree_offset: usize,
@@ -549,11 +554,13 @@ impl App {
             message: None,
             size: (80, 24),
             totals: Vec::new(),
+            kind_index: stats::KindIndex::default(),
             selected: 0,
             zoom: None,
             scroll_row: 0,
             expanded: HashSet::new(),
             runs: HashMap::new(),
+            has_runs: Vec::new(),
             rows: Vec::new(),
             tree_cursor: 0,
             tree_offset: 0,
@@ -565,7 +572,9 @@ impl App {
             rrdcached: None,
         };
         app.on_new_snapshot();
-        app.totals = stats::kind_totals(app.layout(), app.data.residency.as_ref());
+        app.totals = app
+            .kind_index
+            .totals(app.layout(), app.data.residency.as_ref());
         app
     }
 
@@ -663,11 +672,59 @@ impl App {
             .is_some_and(|g| self.expanded.contains(&g.path))
     }
 
-    /// Branch/leaf page runs of a bucket (indices into the regions), by
-    /// depth then offset.
+    /// Branch/leaf page runs of an expanded bucket (indices into the
+    /// regions), by depth then offset; empty for a bucket not expanded.
     #[must_use]
     pub fn runs_of(&self, group: u32) -> &[usize] {
         self.runs.get(&group).map_or(&[], Vec::as_slice)
+    }
+
+    /// `true` when the bucket has branch or leaf page runs to list.
+    #[must_use]
+    pub fn has_runs(&self, group: u32) -> bool {
+        usize::try_from(group)
+            .ok()
+            .and_then(|g| self.has_runs.get(g))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// The page runs of the expanded buckets, each by depth then offset: one
+    /// pass over the regions (already in offset order), then a counting
+    /// sort by depth. Buckets not expanded cost nothing, so a new snapshot
+    /// of a 2 GiB file with its main bucket folded sorts no 500k-run list.
+    fn expanded_runs(&self) -> HashMap<u32, Vec<usize>> {
+        let layout = self.layout();
+        let mut runs: HashMap<u32, Vec<usize>> = layout
+            .groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| self.expanded.contains(&g.path))
+            .filter_map(|(i, _)| Some((u32::try_from(i).ok()?, Vec::new())))
+            .collect();
+        if runs.is_empty() {
+            return runs;
+        }
+        for (i, r) in layout.regions.iter().enumerate() {
+            if let (Some(g), Kind::Branch | Kind::Leaf) = (r.group, r.kind)
+                && let Some(list) = runs.get_mut(&g)
+            {
+                list.push(i);
+            }
+        }
+        let depth = |i: usize| layout.regions.get(i).map_or(0, |r| usize::from(r.depth));
+        for list in runs.values_mut() {
+            let mut by_depth: Vec<Vec<usize>> = Vec::new();
+            for &i in list.iter() {
+                let d = depth(i);
+                if by_depth.len() <= d {
+                    by_depth.resize_with(d + 1, Vec::new);
+                }
+                by_depth[d].push(i);
+            }
+            *list = by_depth.concat();
+        }
+        runs
     }
 
     /// First line of the detail pane on screen.
@@ -1084,6 +1141,7 @@ impl App {
         } else {
             self.expanded.remove(&path);
         }
+        self.runs = self.expanded_runs();
         self.rebuild_rows();
     }
 
@@ -1370,7 +1428,9 @@ impl App {
         if new_snapshot {
             self.on_new_snapshot();
         }
-        self.totals = stats::kind_totals(self.layout(), self.data.residency.as_ref());
+        self.totals = self
+            .kind_index
+            .totals(self.layout(), self.data.residency.as_ref());
         let last = self.pages().saturating_sub(1);
         if self.selected > last {
             self.select_page(last, Origin::Other);
@@ -1380,17 +1440,17 @@ impl App {
     fn on_new_snapshot(&mut self) {
         self.details.clear();
         self.items.clear();
-        let mut runs: HashMap<u32, Vec<usize>> = HashMap::new();
-        for (i, r) in self.layout().regions.iter().enumerate() {
-            if let (Some(g), Kind::Branch | Kind::Leaf) = (r.group, r.kind) {
-                runs.entry(g).or_default().push(i);
+        self.kind_index = stats::KindIndex::of(self.layout());
+        let mut has_runs = vec![false; self.layout().groups.len()];
+        for r in &self.layout().regions {
+            if let (Some(g), Kind::Branch | Kind::Leaf) = (r.group, r.kind)
+                && let Some(has) = usize::try_from(g).ok().and_then(|g| has_runs.get_mut(g))
+            {
+                *has = true;
             }
         }
-        let regions = &self.data.snapshot.layout.regions;
-        for list in runs.values_mut() {
-            list.sort_by_key(|&i| regions.get(i).map(|r| (r.depth, r.offset)));
-        }
-        self.runs = runs;
+        self.has_runs = has_runs;
+        self.runs = self.expanded_runs();
         self.rebuild_rows();
         let last = self.pages().saturating_sub(1);
         self.selected = self.selected.min(last);

@@ -4,7 +4,7 @@
 //! Everything here is pure arithmetic over a [`Layout`] and a
 //! [`Residency`]; nothing reads the file.
 
-pub use mapwise_native::report::{kind_totals, resident_bytes, unit};
+pub use mapwise_native::report::{KindIndex, kind_totals, resident_bytes, unit};
 use mapwise_native::residency::Residency;
 
 /// A size the way vmtouch prints it: bytes below 1 KiB, else whole

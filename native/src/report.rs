@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use mapwise_core::bolt::{BoltFile, FreelistInfo, Meta, PagesRow, pages};
-use mapwise_core::layout::{Kind, Layout};
+use mapwise_core::layout::{Kind, KindCounts, Layout};
 use mapwise_core::{MetaFault, PageSource};
 use serde::Serialize;
 
@@ -722,100 +722,171 @@ fn resident_pages_in(res: &Residency, unit: u64, first: u64, last: u64) -> u64 {
 /// (the file grew since), the bytes past it count as `unused`: no page of
 /// the layout's snapshot is there (bbolt grows a file before the commit
 /// that uses the new pages), so every page `res` covers counts once.
+///
+/// One call walks the layout; a front end that counts a new residency
+/// sample of the same layout again and again keeps a [`KindIndex`].
 #[must_use]
 pub fn kind_totals(layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
-    let unit = unit(layout).max(1);
-    let mut counts = layout.kind_counts(unit);
-    // Regions may run past `source_len` (pages a truncated file lost).
-    let covered = layout
-        .regions
-        .last()
-        .map_or(0, mapwise_core::Region::end)
-        .max(layout.source_len);
-    let grown = res.map_or(0, |r| {
-        r.offset
-            .saturating_add(r.len)
-            .saturating_sub(covered.max(r.offset))
-    });
-    let res = res.filter(|r| r.trust.is_known());
-    let mut resident = [0u64; Kind::ALL.len()];
-    let mut resident_pages = [0u64; Kind::ALL.len()];
-    let mut last_page: [Option<u64>; Kind::ALL.len()] = [None; Kind::ALL.len()];
-    if grown > 0 {
-        let i = Kind::Unused.index();
-        let first = covered.div_ceil(unit);
-        let last = (covered + grown - 1) / unit;
-        if let (Some(b), Some(p)) = (counts.bytes.get_mut(i), counts.pages.get_mut(i)) {
-            *b = b.saturating_add(grown);
-            *p = p.saturating_add((last + 1).saturating_sub(first));
-        }
-        if let Some(r) = res
-            && let (Some(b), Some(p)) = (resident.get_mut(i), resident_pages.get_mut(i))
-        {
-            *b = resident_bytes(r, covered, grown);
-            if first <= last {
-                *p = resident_pages_in(r, unit, first, last);
-            }
-        }
-    }
-    if let Some(r) = res {
-        for region in layout.regions.iter().filter(|g| g.len > 0) {
-            let i = region.kind.index();
-            // One whole OS page that is one map page (most regions of a
-            // bbolt file): one bit.
-            if unit == r.page_size
-                && region.len == unit
-                && region.offset >= r.offset
-                && (region.offset - r.offset) % unit == 0
-            {
-                let page = region.offset / unit;
-                let shared = last_page.get(i).copied().flatten() == Some(page);
-                if let Some(prev) = last_page.get_mut(i) {
-                    *prev = Some(page);
-                }
-                if r.is_resident((region.offset - r.offset) / unit) {
-                    if let Some(slot) = resident.get_mut(i) {
-                        *slot = slot.saturating_add(unit);
-                    }
-                    if !shared && let Some(slot) = resident_pages.get_mut(i) {
-                        *slot = slot.saturating_add(1);
-                    }
-                }
+    KindIndex::of(layout).totals(layout, res)
+}
+
+/// What [`kind_totals`] needs of a layout, made once so that each new
+/// residency sample costs a popcount per kind instead of a walk of every
+/// region: the per-kind counts, and for the regions that are exactly one
+/// OS page at an OS page boundary (most of a bbolt file) one bitmap per
+/// kind of the pages they sit on. Two such regions never share a page, and
+/// no other region overlaps them, so a kind's resident pages and bytes
+/// among them are `popcount(mask & residency)` pages of `unit` bytes.
+#[derive(Debug, Clone, Default)]
+pub struct KindIndex {
+    unit: u64,
+    counts: KindCounts,
+    /// End of the layout's last region or its source length, whichever
+    /// is further: bytes of a sample past it are a grown file's tail.
+    covered: u64,
+    /// Kind index and bitmap (LSB first, page `i` = bit `i % 64` of word
+    /// `i / 64`) of its one-page regions; kinds with none are absent.
+    masks: Vec<(usize, Vec<u64>)>,
+    /// Indices of the other regions, in layout order.
+    rest: Vec<usize>,
+}
+
+impl KindIndex {
+    /// The index of `layout`.
+    #[must_use]
+    pub fn of(layout: &Layout) -> KindIndex {
+        let unit = unit(layout).max(1);
+        let one_page = |r: &mapwise_core::Region| {
+            unit == os_page_size() && r.len == unit && r.offset.is_multiple_of(unit)
+        };
+        let mut masks: Vec<(usize, Vec<u64>)> = Vec::new();
+        let mut rest = Vec::new();
+        for (i, r) in layout.regions.iter().enumerate().filter(|(_, r)| r.len > 0) {
+            if !one_page(r) {
+                rest.push(i);
                 continue;
             }
-            if let Some(slot) = resident.get_mut(i) {
-                *slot = slot.saturating_add(resident_bytes(r, region.offset, region.len));
-            }
-            // The same distinct pages as `kind_counts`: a region shares
-            // at most its first page with the kind's previous region.
-            let mut first = region.offset / unit;
-            let last = (region.end() - 1) / unit;
-            if let Some(prev) = last_page.get_mut(i) {
-                if *prev == Some(first) {
-                    first += 1;
+            let kind = r.kind.index();
+            let page = r.offset / unit;
+            let Ok(word) = usize::try_from(page / 64) else {
+                rest.push(i);
+                continue;
+            };
+            let mask = match masks.iter().position(|(k, _)| *k == kind) {
+                Some(m) => &mut masks[m].1,
+                None => {
+                    masks.push((kind, Vec::new()));
+                    &mut masks.last_mut().expect("just pushed").1
                 }
-                *prev = Some(last);
+            };
+            if mask.len() <= word {
+                mask.resize(word + 1, 0);
             }
-            if first <= last
-                && let Some(slot) = resident_pages.get_mut(i)
-            {
-                *slot = slot.saturating_add(resident_pages_in(r, unit, first, last));
-            }
+            mask[word] |= 1 << (page % 64);
+        }
+        KindIndex {
+            unit,
+            counts: layout.kind_counts(unit),
+            covered: layout
+                .regions
+                .last()
+                .map_or(0, mapwise_core::Region::end)
+                .max(layout.source_len),
+            masks,
+            rest,
         }
     }
-    Kind::ALL
-        .iter()
-        .filter_map(|k| {
-            let bytes = counts.bytes.get(k.index()).copied().unwrap_or(0);
-            (bytes > 0).then(|| KindTotal {
-                kind: k.name(),
-                bytes,
-                pages: counts.pages.get(k.index()).copied().unwrap_or(0),
-                resident_bytes: res.map(|_| resident.get(k.index()).copied().unwrap_or(0)),
-                resident_pages: res.map(|_| resident_pages.get(k.index()).copied().unwrap_or(0)),
+
+    /// [`kind_totals`] of `layout` (the layout this index was made of) and
+    /// `res`.
+    #[must_use]
+    pub fn totals(&self, layout: &Layout, res: Option<&Residency>) -> Vec<KindTotal> {
+        let unit = self.unit;
+        let mut counts = self.counts.clone();
+        let covered = self.covered;
+        let grown = res.map_or(0, |r| {
+            r.offset
+                .saturating_add(r.len)
+                .saturating_sub(covered.max(r.offset))
+        });
+        let res = res.filter(|r| r.trust.is_known());
+        let mut resident = [0u64; Kind::ALL.len()];
+        let mut resident_pages = [0u64; Kind::ALL.len()];
+        let mut last_page: [Option<u64>; Kind::ALL.len()] = [None; Kind::ALL.len()];
+        if grown > 0 {
+            let i = Kind::Unused.index();
+            let first = covered.div_ceil(unit);
+            let last = (covered + grown - 1) / unit;
+            if let (Some(b), Some(p)) = (counts.bytes.get_mut(i), counts.pages.get_mut(i)) {
+                *b = b.saturating_add(grown);
+                *p = p.saturating_add((last + 1).saturating_sub(first));
+            }
+            if let Some(r) = res
+                && let (Some(b), Some(p)) = (resident.get_mut(i), resident_pages.get_mut(i))
+            {
+                *b = resident_bytes(r, covered, grown);
+                if first <= last {
+                    *p = resident_pages_in(r, unit, first, last);
+                }
+            }
+        }
+        if let Some(r) = res {
+            let others: Box<dyn Iterator<Item = &mapwise_core::Region>> =
+                if r.offset == 0 && r.page_size == unit {
+                    for (kind, mask) in &self.masks {
+                        let n: u64 = mask
+                            .iter()
+                            .zip(&r.bitmap)
+                            .map(|(m, b)| u64::from((m & b).count_ones()))
+                            .sum();
+                        if let (Some(b), Some(p)) =
+                            (resident.get_mut(*kind), resident_pages.get_mut(*kind))
+                        {
+                            *b = b.saturating_add(n.saturating_mul(unit));
+                            *p = p.saturating_add(n);
+                        }
+                    }
+                    Box::new(self.rest.iter().filter_map(|&i| layout.regions.get(i)))
+                } else {
+                    Box::new(layout.regions.iter().filter(|g| g.len > 0))
+                };
+            for region in others {
+                let i = region.kind.index();
+                if let Some(slot) = resident.get_mut(i) {
+                    *slot = slot.saturating_add(resident_bytes(r, region.offset, region.len));
+                }
+                // The same distinct pages as `kind_counts`: a region shares
+                // at most its first page with the kind's previous region.
+                let mut first = region.offset / unit;
+                let last = (region.end() - 1) / unit;
+                if let Some(prev) = last_page.get_mut(i) {
+                    if *prev == Some(first) {
+                        first += 1;
+                    }
+                    *prev = Some(last);
+                }
+                if first <= last
+                    && let Some(slot) = resident_pages.get_mut(i)
+                {
+                    *slot = slot.saturating_add(resident_pages_in(r, unit, first, last));
+                }
+            }
+        }
+        Kind::ALL
+            .iter()
+            .filter_map(|k| {
+                let bytes = counts.bytes.get(k.index()).copied().unwrap_or(0);
+                (bytes > 0).then(|| KindTotal {
+                    kind: k.name(),
+                    bytes,
+                    pages: counts.pages.get(k.index()).copied().unwrap_or(0),
+                    resident_bytes: res.map(|_| resident.get(k.index()).copied().unwrap_or(0)),
+                    resident_pages: res
+                        .map(|_| resident_pages.get(k.index()).copied().unwrap_or(0)),
+                })
             })
-        })
-        .collect()
+            .collect()
+    }
 }
 
 /// How an RRD's pending updates in rrdcached read in a report and on the

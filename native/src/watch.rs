@@ -594,9 +594,22 @@ impl Watch {
         self.locked.is_some()
     }
 
+    /// Open the path again (a replaced or re-read file): samples of the
+    /// old inode say nothing of the new one.
+    fn reopen(&mut self) {
+        self.source = QuietSource::open(&self.path).ok();
+        self.residency = None;
+    }
+
+    /// Sample residency, asking `mincore(2)` only about what may have
+    /// changed since the last sample ([`residency::resample`]).
     fn sample(&mut self) {
         let Some(src) = &self.source else { return };
-        match residency::sample(src.file()) {
+        let sampled = match &self.residency {
+            Some(prev) => residency::resample(src.file(), prev),
+            None => residency::sample(src.file()),
+        };
+        match sampled {
             Ok(r) => self.residency = Some(r),
             Err(e) => self.problem = Some(chain(&e)),
         }
@@ -615,7 +628,7 @@ impl Watch {
                 Ok(Ok(snap)) => {
                     self.next_reread = after_pause(snap.took);
                     self.snapshot = snap;
-                    self.source = QuietSource::open(&self.path).ok();
+                    self.reopen();
                     self.pending = None;
                     out.new_snapshot = true;
                 }
@@ -640,7 +653,7 @@ impl Watch {
                 if changed && !self.waiting {
                     if replaced {
                         // Replaced: sample the new inode from now on.
-                        self.source = QuietSource::open(&self.path).ok();
+                        self.reopen();
                     }
                     let (tx, rx) = mpsc::channel();
                     let path = self.path.clone();
@@ -721,7 +734,7 @@ impl Watch {
                 let resized = now.size != self.snapshot.stamp.size && shown == followed;
                 if (replaced || resized) && !self.restarting {
                     if replaced {
-                        self.source = QuietSource::open(&self.path).ok();
+                        self.reopen();
                     }
                     self.live = Some(Live::start(&self.path, self.opts));
                     self.restarting = true;

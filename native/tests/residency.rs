@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use mapwise_native::residency::{
     self, Error, Residency, TO_EOF, TouchMethod, Trust, UnknownReason, cachestat, evict, lock,
-    os_page_size, release_mapping, sample, sample_range, touch, touch_with,
+    os_page_size, release_mapping, resample, sample, sample_range, touch, touch_with,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -776,6 +776,76 @@ fn residency_changes_in_folio_sized_steps() {
              in this file's page cache); nothing to show"
         );
     }
+}
+
+/// `resample` asks mincore only about blocks that may have changed; after
+/// each of a run of evictions, locks and reads it gives the same bits as a
+/// fresh sample and the counts vmtouch gives.
+#[test]
+fn a_resample_equals_a_fresh_sample() {
+    let dir = scratch_dir();
+    let path = dir.path().join("data");
+    let page = os_page_size();
+    let len = 10 * MIB + 5 * page;
+    let file = write_file(&path, len);
+    read_span(&file, 0, len);
+    let mut prev = quiesce(&file);
+    assert_eq!(
+        prev.resident_pages, prev.total_pages,
+        "a whole read leaves it resident"
+    );
+    let mut locked = None;
+    type Step<'a> = (&'a str, &'a dyn Fn(&File) -> Option<residency::Locked>);
+    let steps: [Step; 7] = [
+        ("nothing", &|_| None),
+        ("evict one page", &|f| {
+            evict(f, 3 * MIB + 7 * page, page).unwrap();
+            None
+        }),
+        ("evict the tail", &|f| {
+            evict(f, 10 * MIB, TO_EOF).unwrap();
+            None
+        }),
+        ("read it back", &|f| {
+            read_span(f, 0, 10 * MIB + 5 * os_page_size());
+            None
+        }),
+        ("lock 1 MiB in the middle", &|f| {
+            Some(lock(f, 4 * MIB + 8 * page, MIB).unwrap())
+        }),
+        ("evict all around the lock", &|f| {
+            evict(f, 0, TO_EOF).unwrap();
+            None
+        }),
+        ("read a stretch", &|f| {
+            read_span(f, MIB, 2 * MIB);
+            None
+        }),
+    ];
+    for (what, step) in steps {
+        if let Some(l) = step(&file) {
+            locked = Some(l);
+        }
+        let fresh = quiesce(&file);
+        let again = resample(&file, &prev).unwrap();
+        assert_eq!(bits(&again), bits(&fresh), "after {what}");
+        assert_eq!(again.resident_pages, fresh.resident_pages, "after {what}");
+        assert_eq!(
+            vmtouch(&[], &path),
+            (again.resident_pages, again.total_pages),
+            "vmtouch after {what}"
+        );
+        prev = again;
+    }
+    drop(locked);
+    // A sample of another size is not used.
+    let longer = OpenOptions::new().append(true).open(&path).unwrap();
+    longer.write_all_at(&[1; 4096], len).unwrap();
+    longer.sync_all().unwrap();
+    evict(&file, 0, TO_EOF).unwrap();
+    let r = resample(&file, &prev).unwrap();
+    assert_eq!(r.total_pages, prev.total_pages + 1);
+    assert_eq!(bits(&r), bits(&quiesce(&file)), "after growing");
 }
 
 /// A file that grew after its structure was read: the per-kind totals of

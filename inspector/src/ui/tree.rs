@@ -199,7 +199,7 @@ fn row_line(app: &App, row: TreeRow, width: usize) -> Line<'static> {
                 return Line::from("?");
             };
             let indent = " ".repeat(usize::from(g.level) * 2);
-            let has_runs = !app.runs_of(gi).is_empty();
+            let has_runs = app.has_runs(gi);
             let marker = match (has_runs, app.is_expanded(gi)) {
                 (false, _) => "·",
                 (true, true) => "▾",
