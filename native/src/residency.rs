@@ -844,7 +844,6 @@ fn sample_since(
             && p.offset == span.start
             && p.len == span.len()
             && p.page_size == page
-            && p.total_pages == total_pages
     });
     let mut resident_pages = 0u64;
     let mut done = 0u64;
