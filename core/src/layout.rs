@@ -14,6 +14,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::error::Error;
+use crate::regions::Regions;
 
 /// Which format a [`Layout`] describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -171,7 +172,7 @@ impl Kind {
 }
 
 /// One labelled byte range of the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Region {
     /// First byte of the region.
     pub offset: u64,
@@ -265,6 +266,82 @@ pub struct KindCounts {
     pub regions: [u64; Kind::ALL.len()],
 }
 
+/// [`Layout::kind_counts`] as an accumulator, for a caller that makes
+/// other figures in the same pass over the regions: feed it every region
+/// in layout order.
+#[derive(Debug, Clone)]
+pub struct KindCounter {
+    unit: u64,
+    counts: KindCounts,
+    last_page: [Option<u64>; Kind::ALL.len()],
+}
+
+impl KindCounter {
+    /// Counting map pages of `unit` bytes (0 is taken as 1).
+    #[must_use]
+    pub fn new(unit: u64) -> KindCounter {
+        KindCounter {
+            unit: unit.max(1),
+            counts: KindCounts::default(),
+            last_page: [None; Kind::ALL.len()],
+        }
+    }
+
+    /// Count `r`, the region after the last one added. Regions are sorted
+    /// and do not overlap, so a region can share only its first page with
+    /// an earlier region of its kind.
+    pub fn add(&mut self, r: &Region) {
+        if r.len == 0 {
+            return;
+        }
+        let i = r.kind.index();
+        let first = r.offset / self.unit;
+        let last = (r.end() - 1) / self.unit;
+        let mut pages = last - first + 1;
+        if let Some(prev) = self.last_page.get_mut(i) {
+            if *prev == Some(first) {
+                pages -= 1;
+            }
+            *prev = Some(last);
+        }
+        let c = &mut self.counts;
+        if let (Some(b), Some(p), Some(n)) =
+            (c.bytes.get_mut(i), c.pages.get_mut(i), c.regions.get_mut(i))
+        {
+            *b = b.saturating_add(r.len);
+            *p = p.saturating_add(pages);
+            *n = n.saturating_add(1);
+        }
+    }
+
+    /// The counts of the regions added.
+    #[must_use]
+    pub fn counts(self) -> KindCounts {
+        self.counts
+    }
+}
+
+/// The kind a cell with `bytes` of each kind (by [`Kind::index`]) is
+/// drawn in: the rule of [`Layout::cell_kind`], for a caller that counts
+/// the bytes its own way.
+#[must_use]
+pub fn kind_of_cell(bytes: &[u64; Kind::ALL.len()]) -> Kind {
+    let has = |k: Kind| bytes.get(k.index()).is_some_and(|&b| b > 0);
+    if let Some(k) = Kind::MARKERS.iter().copied().find(|&k| has(k)) {
+        return k;
+    }
+    let mut best = Kind::Data;
+    let mut most = 0;
+    for k in Kind::ALL {
+        let b = bytes.get(k.index()).copied().unwrap_or(0);
+        if b > most {
+            most = b;
+            best = k;
+        }
+    }
+    best
+}
+
 /// A whole file described as regions, plus the structures that own them
 /// and every problem found on the way.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -276,8 +353,9 @@ pub struct Layout {
     /// The format's page size in bytes (bbolt: the meta's `pageSize`);
     /// 0 when the format has no pages.
     pub page_size: u32,
-    /// Sorted, non-overlapping regions covering `[0, source_len)`.
-    pub regions: Vec<Region>,
+    /// Sorted, non-overlapping regions covering `[0, source_len)`,
+    /// stored compactly.
+    pub regions: Regions,
     /// Structures that own regions (bbolt buckets; index 0 is the root
     /// bucket).
     pub groups: Vec<Group>,
@@ -298,7 +376,7 @@ impl Layout {
     /// A layout of a source no parser recognised: one `Data` region.
     #[must_use]
     pub fn unknown(source_len: u64) -> Layout {
-        let mut regions = Vec::new();
+        let mut regions = Regions::new();
         if source_len > 0 {
             regions.push(Region {
                 offset: 0,
@@ -328,7 +406,7 @@ impl Layout {
     /// Index of the region containing byte `offset`, if any.
     #[must_use]
     pub fn region_index_at(&self, offset: u64) -> Option<usize> {
-        let i = self.regions.partition_point(|r| r.end() <= offset);
+        let i = self.regions.first_ending_after(offset);
         self.regions
             .get(i)
             .filter(|r| r.offset <= offset && offset < r.end())
@@ -337,19 +415,19 @@ impl Layout {
 
     /// The region containing byte `offset`, if any.
     #[must_use]
-    pub fn region_at(&self, offset: u64) -> Option<&Region> {
-        self.region_index_at(offset)
-            .and_then(|i| self.regions.get(i))
+    pub fn region_at(&self, offset: u64) -> Option<Region> {
+        let i = self.regions.first_ending_after(offset);
+        self.regions
+            .get(i)
+            .filter(|r| r.offset <= offset && offset < r.end())
     }
 
     /// Regions overlapping `[offset, offset + len)`, in order.
-    pub fn regions_in(&self, offset: u64, len: u64) -> impl Iterator<Item = &Region> {
+    pub fn regions_in(&self, offset: u64, len: u64) -> impl Iterator<Item = Region> + '_ {
         let end = offset.saturating_add(len);
-        let first = self.regions.partition_point(|r| r.end() <= offset);
+        let first = self.regions.first_ending_after(offset);
         self.regions
-            .get(first..)
-            .unwrap_or_default()
-            .iter()
+            .iter_from(first)
             .take_while(move |r| r.offset < end)
     }
 
@@ -360,29 +438,11 @@ impl Layout {
     /// of its kind.
     #[must_use]
     pub fn kind_counts(&self, unit: u64) -> KindCounts {
-        let unit = unit.max(1);
-        let mut c = KindCounts::default();
-        let mut last_page: [Option<u64>; Kind::ALL.len()] = [None; Kind::ALL.len()];
-        for r in self.regions.iter().filter(|r| r.len > 0) {
-            let i = r.kind.index();
-            let first = r.offset / unit;
-            let last = (r.end() - 1) / unit;
-            let mut pages = last - first + 1;
-            if let Some(prev) = last_page.get_mut(i) {
-                if *prev == Some(first) {
-                    pages -= 1;
-                }
-                *prev = Some(last);
-            }
-            if let (Some(b), Some(p), Some(n)) =
-                (c.bytes.get_mut(i), c.pages.get_mut(i), c.regions.get_mut(i))
-            {
-                *b = b.saturating_add(r.len);
-                *p = p.saturating_add(pages);
-                *n = n.saturating_add(1);
-            }
+        let mut c = KindCounter::new(unit);
+        for r in &self.regions {
+            c.add(&r);
         }
-        c
+        c.counts()
     }
 
     /// The kind a map cell covering bytes `[start, end)` is drawn in —
@@ -398,27 +458,44 @@ impl Layout {
     /// 4. `data` for an empty cell.
     #[must_use]
     pub fn cell_kind(&self, start: u64, end: u64) -> Kind {
-        let mut bytes = [0u64; Kind::ALL.len()];
-        for r in self.regions_in(start, end.saturating_sub(start)) {
-            let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
-            if let Some(b) = bytes.get_mut(r.kind.index()) {
-                *b = b.saturating_add(overlap);
+        self.cell_kinds(&[(start, end)]).pop().unwrap_or(Kind::Data)
+    }
+
+    /// [`Layout::cell_kind`] of each cell `[start, end)` of `cells`, in
+    /// one pass over the regions when the cells come in ascending order
+    /// (a map's row, a screen); cells out of order start a new pass.
+    #[must_use]
+    pub fn cell_kinds(&self, cells: &[(u64, u64)]) -> Vec<Kind> {
+        let mut out = Vec::with_capacity(cells.len());
+        let mut regions = self.regions.iter_from(0).peekable();
+        let mut at = u64::MAX;
+        for &(start, end) in cells {
+            if start < at {
+                // (Also the first cell.)
+                regions = self
+                    .regions
+                    .iter_from(self.regions.first_ending_after(start))
+                    .peekable();
             }
-        }
-        let has = |k: Kind| bytes.get(k.index()).is_some_and(|&b| b > 0);
-        if let Some(k) = Kind::MARKERS.iter().copied().find(|&k| has(k)) {
-            return k;
-        }
-        let mut best = Kind::Data;
-        let mut most = 0;
-        for k in Kind::ALL {
-            let b = bytes.get(k.index()).copied().unwrap_or(0);
-            if b > most {
-                most = b;
-                best = k;
+            at = start;
+            let mut bytes = [0u64; Kind::ALL.len()];
+            while let Some(r) = regions.peek() {
+                if r.offset >= end {
+                    break;
+                }
+                let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
+                if let Some(b) = bytes.get_mut(r.kind.index()) {
+                    *b = b.saturating_add(overlap);
+                }
+                if r.end() > end {
+                    // It goes on into the next cell.
+                    break;
+                }
+                regions.next();
             }
+            out.push(kind_of_cell(&bytes));
         }
-        best
+        out
     }
 
     /// The group at `index`, if any.
@@ -499,7 +576,8 @@ mod tests {
             region(0, 10, Kind::Meta),
             region(10, 20, Kind::Leaf),
             region(30, 10, Kind::Free)
-        ];
+        ]
+        .into();
         assert_eq!(l.region_at(0).map(|r| r.kind), Some(Kind::Meta));
         assert_eq!(l.region_at(29).map(|r| r.kind), Some(Kind::Leaf));
         assert_eq!(l.region_at(30).map(|r| r.kind), Some(Kind::Free));
@@ -524,7 +602,8 @@ mod tests {
             region(15, 10, Kind::Rows),
             region(25, 3, Kind::CurRow),
             region(28, 12, Kind::Rows),
-        ];
+        ]
+        .into();
         let c = l.kind_counts(10);
         assert_eq!(c.pages[Kind::CurRow.index()], 2);
         assert_eq!(c.pages[Kind::Rows.index()], 4);
@@ -533,7 +612,21 @@ mod tests {
         // Markers win their cell however small; corrupt wins over them.
         assert_eq!(l.cell_kind(10, 20), Kind::CurRow);
         assert_eq!(l.cell_kind(30, 40), Kind::Rows);
-        l.regions[4].kind = Kind::Corrupt;
+        let cells = [(0, 10), (10, 20), (20, 30), (30, 40)];
+        let want = [Kind::Rows, Kind::CurRow, Kind::CurRow, Kind::Rows];
+        assert_eq!(l.cell_kinds(&cells), want);
+        // Out of order, and cells that do not meet, give the same kinds.
+        assert_eq!(
+            l.cell_kinds(&[(30, 40), (0, 10), (20, 30)]),
+            [Kind::Rows, Kind::Rows, Kind::CurRow]
+        );
+        assert_eq!(
+            l.cell_kinds(&[(0, 5), (12, 14), (35, 40)]),
+            [Kind::Rows, Kind::CurRow, Kind::Rows]
+        );
+        let mut v = l.regions.to_vec();
+        v[4].kind = Kind::Corrupt;
+        l.regions = v.into();
         assert_eq!(l.cell_kind(20, 30), Kind::Corrupt);
     }
 

@@ -25,6 +25,8 @@ pub mod detect;
 #[cfg(feature = "alloc")]
 pub mod layout;
 #[cfg(feature = "alloc")]
+pub mod regions;
+#[cfg(feature = "alloc")]
 pub mod revlog;
 #[cfg(feature = "alloc")]
 pub mod rrd;
@@ -36,5 +38,7 @@ pub mod trace;
 pub use error::{At, Error, MetaFault, Result};
 #[cfg(feature = "alloc")]
 pub use layout::{Format, Group, Kind, Layout, Region};
+#[cfg(feature = "alloc")]
+pub use regions::Regions;
 #[cfg(feature = "alloc")]
 pub use source::PageSource;

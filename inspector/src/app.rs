@@ -498,6 +498,9 @@ enum Origin {
     Other,
 }
 
+/// Byte ranges of map cells, and the kind of each.
+type CellKinds = (Vec<(u64, u64)>, Vec<Kind>);
+
 /// All state of the inspector.
 #[derive(Debug)]
 pub struct App {
@@ -512,6 +515,10 @@ pub struct App {
     totals: Vec<KindTotal>,
     /// What the totals need of the layout shown, made once per snapshot.
     kind_index: stats::KindIndex,
+    /// The kinds of the cells last drawn (their byte ranges, and each
+    /// one's kind), until the layout or the cells change: the map is
+    /// drawn at every sample, its kinds change only with the structure.
+    cell_kinds: std::cell::RefCell<CellKinds>,
     // Page map.
     selected: u64,
     zoom: Option<u64>,
@@ -555,6 +562,7 @@ impl App {
             size: (80, 24),
             totals: Vec::new(),
             kind_index: stats::KindIndex::default(),
+            cell_kinds: std::cell::RefCell::default(),
             selected: 0,
             zoom: None,
             scroll_row: 0,
@@ -869,7 +877,7 @@ impl App {
         let pages = self.pages();
         let unit = self.unit();
         let map_len = self.map_len();
-        let mut out = Vec::new();
+        let mut bounds = Vec::new();
         for index in first..first.saturating_add(count) {
             let Some(first_page) = index.checked_mul(ppc).filter(|p| *p < pages) else {
                 break;
@@ -877,7 +885,29 @@ impl App {
             let n = ppc.min(pages - first_page);
             let start = first_page.saturating_mul(unit);
             let end = start.saturating_add(n.saturating_mul(unit)).min(map_len);
-            let kind = self.kind_in(start, end);
+            bounds.push((first_page, n, start, end));
+        }
+        let ranges: Vec<(u64, u64)> = bounds.iter().map(|b| (b.2, b.3)).collect();
+        let kinds = {
+            let mut cache = self.cell_kinds.borrow_mut();
+            if cache.0 == ranges {
+                cache.1.clone()
+            } else if let [one] = ranges[..] {
+                // One cell (the selected one): from the screen's, if there.
+                let known = cache.0.binary_search(&one).ok();
+                vec![
+                    known
+                        .and_then(|i| cache.1.get(i).copied())
+                        .unwrap_or_else(|| self.layout().cell_kind(one.0, one.1)),
+                ]
+            } else {
+                cache.1 = self.kind_index.cell_kinds(self.layout(), &ranges);
+                cache.0 = ranges;
+                cache.1.clone()
+            }
+        };
+        let mut out = Vec::with_capacity(bounds.len());
+        for ((first_page, n, start, end), kind) in bounds.into_iter().zip(kinds) {
             let (residence, resident, os_pages) = self.residence_in(start, end);
             out.push(Cell {
                 first: first_page,
@@ -889,12 +919,6 @@ impl App {
             });
         }
         out
-    }
-
-    /// The kind a map cell is drawn in: [`Layout::cell_kind`], the rule
-    /// the browser map shares.
-    fn kind_in(&self, start: u64, end: u64) -> Kind {
-        self.layout().cell_kind(start, end)
     }
 
     /// Residency of file bytes `[start, end)`: how much, resident OS
@@ -956,7 +980,7 @@ impl App {
 
     /// The region holding the selected page.
     #[must_use]
-    pub fn selected_region(&self) -> Option<&Region> {
+    pub fn selected_region(&self) -> Option<Region> {
         self.selected_region_index()
             .and_then(|i| self.layout().regions.get(i))
     }
@@ -978,7 +1002,7 @@ impl App {
         r.group.and_then(|g| self.layout().group(g))
     }
 
-    fn region_of_page(&self, page: u64) -> Option<&Region> {
+    fn region_of_page(&self, page: u64) -> Option<Region> {
         self.layout().region_at(page.saturating_mul(self.unit()))
     }
 
@@ -1231,7 +1255,7 @@ impl App {
             .and(Tone::Text, format!(" · {phrase}"));
         out.push(head);
         if let Some(r) = region {
-            out.extend(self.region_lines(r));
+            out.extend(self.region_lines(&r));
         }
         let start = page.saturating_mul(unit);
         let (res, resident, os) = self.residence_in(start, start.saturating_add(unit));
@@ -1439,16 +1463,18 @@ impl App {
 
     fn on_new_snapshot(&mut self) {
         self.details.clear();
+        *self.cell_kinds.get_mut() = Default::default();
         self.items.clear();
-        self.kind_index = stats::KindIndex::of(self.layout());
+        // One pass over the regions for the totals' index and the tree's
+        // "has pages" marks.
         let mut has_runs = vec![false; self.layout().groups.len()];
-        for r in &self.layout().regions {
+        self.kind_index = stats::KindIndex::of_visiting(self.layout(), |r| {
             if let (Some(g), Kind::Branch | Kind::Leaf) = (r.group, r.kind)
                 && let Some(has) = usize::try_from(g).ok().and_then(|g| has_runs.get_mut(g))
             {
                 *has = true;
             }
-        }
+        });
         self.has_runs = has_runs;
         self.runs = self.expanded_runs();
         self.rebuild_rows();

@@ -747,29 +747,42 @@ pub struct KindIndex {
     /// Kind index and bitmap (LSB first, page `i` = bit `i % 64` of word
     /// `i / 64`) of its one-page regions; kinds with none are absent.
     masks: Vec<(usize, Vec<u64>)>,
-    /// Indices of the other regions, in layout order.
-    rest: Vec<usize>,
+    /// The other regions, in layout order.
+    rest: mapwise_core::Regions,
 }
 
 impl KindIndex {
     /// The index of `layout`.
     #[must_use]
     pub fn of(layout: &Layout) -> KindIndex {
+        KindIndex::of_visiting(layout, |_| {})
+    }
+
+    /// [`KindIndex::of`], handing `visit` every region on the way, so a
+    /// caller needing its own figures of the regions makes them in the
+    /// same pass.
+    pub fn of_visiting(layout: &Layout, mut visit: impl FnMut(&mapwise_core::Region)) -> KindIndex {
         let unit = unit(layout).max(1);
         let one_page = |r: &mapwise_core::Region| {
             unit == os_page_size() && r.len == unit && r.offset.is_multiple_of(unit)
         };
         let mut masks: Vec<(usize, Vec<u64>)> = Vec::new();
-        let mut rest = Vec::new();
-        for (i, r) in layout.regions.iter().enumerate().filter(|(_, r)| r.len > 0) {
-            if !one_page(r) {
-                rest.push(i);
+        let mut rest = mapwise_core::Regions::new();
+        let mut counts = mapwise_core::layout::KindCounter::new(unit);
+        for r in &layout.regions {
+            visit(&r);
+            counts.add(&r);
+            if r.len == 0 {
+                continue;
+            }
+            if !one_page(&r) {
+                rest.push(r);
                 continue;
             }
             let kind = r.kind.index();
             let page = r.offset / unit;
             let Ok(word) = usize::try_from(page / 64) else {
-                rest.push(i);
+                rest.push(r);
                 continue;
             };
             let mask = match masks.iter().position(|(k, _)| *k == kind) {
@@ -786,15 +799,87 @@ impl KindIndex {
         }
         KindIndex {
             unit,
-            counts: layout.kind_counts(unit),
+            counts: counts.counts(),
             covered: layout
                 .regions
                 .last()
-                .map_or(0, mapwise_core::Region::end)
+                .map_or(0, |r| r.end())
                 .max(layout.source_len),
             masks,
             rest,
         }
+    }
+
+    /// [`Layout::cell_kinds`] of `layout` (the layout this index was made
+    /// of), from the index: the one-page regions' kinds by their page
+    /// bitmaps, only the other regions read, so a new structure's map
+    /// costs no pass over half a million page runs. Falls back to
+    /// [`Layout::cell_kinds`] for an empty index.
+    #[must_use]
+    pub fn cell_kinds(&self, layout: &Layout, cells: &[(u64, u64)]) -> Vec<Kind> {
+        if self.unit == 0 || (self.masks.is_empty() && self.rest.is_empty()) {
+            return layout.cell_kinds(cells);
+        }
+        let unit = self.unit;
+        let mut out = Vec::with_capacity(cells.len());
+        let mut rest = self.rest.iter_from(0).peekable();
+        let mut at = u64::MAX;
+        for &(start, end) in cells {
+            if start < at {
+                rest = self
+                    .rest
+                    .iter_from(self.rest.first_ending_after(start))
+                    .peekable();
+            }
+            at = start;
+            let mut bytes = [0u64; Kind::ALL.len()];
+            if start < end {
+                // Pages wholly inside the cell, then the partial ones at
+                // its edges with the bytes they share with it.
+                let (full_lo, full_hi) = (start.div_ceil(unit), end / unit);
+                let edges = [start / unit, (end - 1) / unit];
+                for (kind, mask) in &self.masks {
+                    let bit = |p: u64| {
+                        usize::try_from(p / 64)
+                            .ok()
+                            .and_then(|w| mask.get(w))
+                            .is_some_and(|w| w & (1 << (p % 64)) != 0)
+                    };
+                    let mut n = if full_lo < full_hi {
+                        crate::residency::count_bits(mask, full_lo, full_hi - 1)
+                            .saturating_mul(unit)
+                    } else {
+                        0
+                    };
+                    for (i, &p) in edges.iter().enumerate() {
+                        let inside = full_lo <= p && p < full_hi;
+                        if inside || (i == 1 && p == edges[0]) || !bit(p) {
+                            continue;
+                        }
+                        let page = p.saturating_mul(unit);
+                        n += end.min(page.saturating_add(unit)) - start.max(page);
+                    }
+                    if let Some(b) = bytes.get_mut(*kind) {
+                        *b = b.saturating_add(n);
+                    }
+                }
+            }
+            while let Some(r) = rest.peek() {
+                if r.offset >= end {
+                    break;
+                }
+                let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
+                if let Some(b) = bytes.get_mut(r.kind.index()) {
+                    *b = b.saturating_add(overlap);
+                }
+                if r.end() > end {
+                    break;
+                }
+                rest.next();
+            }
+            out.push(mapwise_core::layout::kind_of_cell(&bytes));
+        }
+        out
     }
 
     /// [`kind_totals`] of `layout` (the layout this index was made of) and
@@ -831,7 +916,7 @@ impl KindIndex {
             }
         }
         if let Some(r) = res {
-            let others: Box<dyn Iterator<Item = &mapwise_core::Region>> =
+            let others: Box<dyn Iterator<Item = mapwise_core::Region>> =
                 if r.offset == 0 && r.page_size == unit {
                     for (kind, mask) in &self.masks {
                         let n: u64 = mask
@@ -846,7 +931,7 @@ impl KindIndex {
                             *p = p.saturating_add(n);
                         }
                     }
-                    Box::new(self.rest.iter().filter_map(|&i| layout.regions.get(i)))
+                    Box::new(self.rest.iter())
                 } else {
                     Box::new(layout.regions.iter().filter(|g| g.len > 0))
                 };
@@ -1001,6 +1086,80 @@ mod tests {
             },
             "the table prints the same from runs"
         );
+    }
+
+    #[test]
+    fn cell_kinds_from_the_index_are_the_layouts() {
+        let ps = os_page_size();
+        let mut l = Layout::unknown(0);
+        l.format = mapwise_core::Format::Bolt;
+        l.page_size = u32::try_from(ps).unwrap();
+        let kinds = [
+            Kind::Leaf,
+            Kind::Branch,
+            Kind::Leaf,
+            Kind::Corrupt,
+            Kind::Free,
+        ];
+        let mut regions = Vec::new();
+        let mut at = 0u64;
+        for i in 0..300u64 {
+            // Mostly one-page runs, now and then a longer run or a span.
+            let pages = if i % 17 == 0 { 1 + i % 5 } else { 1 };
+            let kind = if i % 17 == 0 {
+                Kind::Overflow
+            } else {
+                kinds[(i % 5) as usize]
+            };
+            regions.push(mapwise_core::Region {
+                offset: at,
+                len: pages * ps,
+                kind,
+                id: at / ps,
+                head: at / ps,
+                group: None,
+                depth: 1,
+                items: 0,
+                used: 0,
+                run_len: pages * ps,
+            });
+            at += pages * ps;
+        }
+        // A partial page at the end.
+        regions.push(mapwise_core::Region {
+            offset: at,
+            len: ps / 2,
+            kind: Kind::Unused,
+            id: at / ps,
+            head: at / ps,
+            group: None,
+            depth: 0,
+            items: 0,
+            used: 0,
+            run_len: 0,
+        });
+        l.source_len = at + ps / 2;
+        l.regions = regions.into();
+        let index = KindIndex::of(&l);
+        for per in [1, 2, 3, 7, 64, 1000] {
+            let cells: Vec<(u64, u64)> = (0..)
+                .map(|c: u64| (c * per * ps, ((c + 1) * per * ps).min(l.source_len)))
+                .take_while(|c| c.0 < l.source_len)
+                .collect();
+            assert_eq!(
+                index.cell_kinds(&l, &cells),
+                l.cell_kinds(&cells),
+                "{per} pages a cell"
+            );
+        }
+        // Cells not on page boundaries, and out of order.
+        let odd = [
+            (ps / 3, 5 * ps + 7),
+            (7 * ps + 1, 7 * ps + 2),
+            (0, 1),
+            (9 * ps, 40 * ps - 1),
+        ];
+        assert_eq!(index.cell_kinds(&l, &odd), l.cell_kinds(&odd));
     }
 
     fn res(len: u64, bits: &[u64]) -> Residency {

@@ -375,7 +375,7 @@ impl Residency {
 
 /// Set bits of `bitmap` in the bit index range `first..=last` (bits past
 /// its end count 0).
-fn count_bits(bitmap: &[u64], first: u64, last: u64) -> u64 {
+pub(crate) fn count_bits(bitmap: &[u64], first: u64, last: u64) -> u64 {
     let Some(end) = bitmap.len().checked_sub(1) else {
         return 0;
     };
@@ -687,6 +687,13 @@ enum Block {
 /// start on bitmap words.
 const BLOCK_PAGES: u64 = 512;
 
+/// Pages per part a block that is neither cold nor kept is asked about
+/// again (a multiple of 64): a reclaimer that evicts a few stretches of a
+/// mostly cached file leaves most parts whole, and a part costs
+/// `cachestat(2)` 64 cache entries where `mincore(2)` of it would look up
+/// each page.
+const PART_PAGES: u64 = 64;
+
 /// `mincore(2)` of the window's bytes from `at` (page aligned), one byte
 /// per page into `vec` (as many pages as it holds); `offset` is the
 /// window's offset in the file, for the error.
@@ -847,7 +854,7 @@ fn sample_since(
     });
     let mut resident_pages = 0u64;
     let mut done = 0u64;
-    let mut blocks: Vec<Block> = Vec::new();
+    let mut blocks: Vec<(u64, u64, Block)> = Vec::new(); // (first page in the window, pages, state)
     while done < total_pages {
         let pages = window_pages.min(total_pages - done);
         let window_offset = span.start + done * page;
@@ -870,31 +877,34 @@ fn sample_since(
                     (Some(total), Ok(c)) => Some(total.plus(c)),
                     _ => None,
                 };
-                let state = match counted {
-                    Ok(c) if c.cache == 0 => Block::Cold,
-                    Ok(c) if c.cache == n && prev.is_some_and(|p| all_set(p, done + at, n)) => {
-                        Block::Kept
+                let state = classify(&counted, n, prev, done + at);
+                if state == Block::Mixed && n > PART_PAGES && counted.is_ok() {
+                    // Ask again part by part: only the mixed parts need
+                    // mincore(2).
+                    let mut p = at;
+                    while p < at + n {
+                        let m = PART_PAGES.min(at + n - p);
+                        let part = cachestat(file, window_offset + p * page, m * page);
+                        blocks.push((p, m, classify(&part, m, prev, done + p)));
+                        p += m;
                     }
-                    _ => Block::Mixed,
-                };
-                blocks.push(state);
+                } else {
+                    blocks.push((at, n, state));
+                }
                 at += n;
             }
         } else {
-            blocks.push(Block::Mixed);
+            blocks.push((0, pages, Block::Mixed));
         }
-        let block_pages = if skip_whole { BLOCK_PAGES } else { pages };
         // Mapped even when no block needs mincore(2) (as long as one holds
         // a cached page): the mapping is what refuses a file not open for
         // reading.
-        let window = if blocks.iter().any(|b| *b != Block::Cold) {
+        let window = if blocks.iter().any(|b| b.2 != Block::Cold) {
             Some(Window::map(file, window_offset, pages * page)?)
         } else {
             None
         };
-        for (b, state) in blocks.iter().enumerate() {
-            let at = b as u64 * block_pages;
-            let n = block_pages.min(pages - at);
+        for &(at, n, state) in &blocks {
             let word = first_word.saturating_add(usize::try_from(at / 64).unwrap_or(usize::MAX));
             let words = usize::try_from(n.div_ceil(64)).unwrap_or(0);
             let Some(words) = bitmap.get_mut(word..word.saturating_add(words)) else {
@@ -931,6 +941,22 @@ fn sample_since(
         trust,
         cachestat: stat,
     })
+}
+
+/// What `counted` (cachestat(2) of `n` pages from page `first` of the
+/// range) says of a block: cold, kept as `prev` had it (wholly cached
+/// then and now), or mixed.
+fn classify(
+    counted: &Result<CacheStat, Error>,
+    n: u64,
+    prev: Option<&Residency>,
+    first: u64,
+) -> Block {
+    match counted {
+        Ok(c) if c.cache == 0 => Block::Cold,
+        Ok(c) if c.cache == n && prev.is_some_and(|p| all_set(p, first, n)) => Block::Kept,
+        _ => Block::Mixed,
+    }
 }
 
 /// Whether every one of the `n` pages from page `first` of `r`'s range is

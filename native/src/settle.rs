@@ -42,7 +42,7 @@
 //! The follower cannot keep up with a writer that commits twice between
 //! two of its looks (it then cannot tell which pages the missed commit
 //! freed), or that commits while the follower reads a commit's pages;
-//! it then starts over, and after [`MAX_RESTARTS`] restarts the result says
+//! it then starts over, and after [`MAX_RESTARTS`] restarts and [`TRY_FOR`] the result says
 //! it did not settle ([`Settled::settled`]), with what was seen
 //! ([`Struggle`]); `check` then exits 2 (could not run), never 1.
 
@@ -308,8 +308,15 @@ pub const CARRY_BUDGET: usize = 256 << 20;
 /// 4 KiB pages. A bigger file shows an unsettled structure, said so.
 pub const LIVE_CARRY_BUDGET: usize = 64 << 20;
 
-/// Times a [`Follower`] starts over before [`read_bolt_walked`] gives up.
+/// Times a [`Follower`] starts over before [`read_bolt_walked`] gives up
+/// (once it has also tried for [`TRY_FOR`]).
 pub const MAX_RESTARTS: u32 = 8;
+
+/// How long [`read_bolt_walked`] keeps starting over before it gives up,
+/// however many restarts that takes: a reader starved of CPU (a busy
+/// host, a test suite beside it) misses commits it would follow on an
+/// idle one, and a later attempt usually settles.
+pub const TRY_FOR: Duration = Duration::from_secs(10);
 
 /// How long the meta pages may look half written before the follower
 /// starts over from what they say then.
@@ -1802,8 +1809,8 @@ impl<'s> TreePages<'s> for Held<'_> {
 /// one snapshot (see the module documentation). `budget` bounds the bytes
 /// it holds ([`CARRY_BUDGET`], [`LIVE_CARRY_BUDGET`]).
 ///
-/// When the follower starts over more than [`MAX_RESTARTS`] times, the
-/// result is not settled: `read` gets the incomplete walk of the last
+/// When the follower starts over more than [`MAX_RESTARTS`] times and for
+/// at least [`TRY_FOR`], the result is not settled: `read` gets the incomplete walk of the last
 /// snapshot (pages not read are `unknown`).
 ///
 /// # Errors
@@ -1839,7 +1846,7 @@ pub fn read_bolt_walked<T>(
                 None,
             );
         }
-        if f.restarts() > MAX_RESTARTS {
+        if f.restarts() > MAX_RESTARTS && f.start.elapsed() >= TRY_FOR {
             let value = f.layout(&mut read);
             return Ok(Settled {
                 value,

@@ -783,15 +783,10 @@ impl<S: PageSource> Viewer<S> {
         (start, end)
     }
 
-    /// The kind a cell covering `[start, end)` is drawn in: the rule the
-    /// inspector's map shares, [`Layout::cell_kind`] (corrupt, then the
-    /// marker kinds, then most bytes).
-    fn cell_kind(&self, start: u64, end: u64) -> Kind {
-        self.layout.cell_kind(start, end)
-    }
-
     /// The map: `cells` cells of `per_cell` map pages each from page
-    /// `first` on, each the index of its kind in [`Kind::ALL`] (see
+    /// `first` on, each the index of the kind it is drawn in
+    /// ([`Layout::cell_kinds`], the rule the inspector's map shares) in
+    /// [`Kind::ALL`] (see
     /// [`kinds`]), [`NO_KIND`] past the end of the file. At most
     /// [`MAX_CELLS`] cells.
     #[must_use]
@@ -799,17 +794,19 @@ impl<S: PageSource> Viewer<S> {
         let per_cell = per_cell.max(1);
         let pages = self.pages();
         let cells = cells.min(MAX_CELLS);
-        let mut out = Vec::with_capacity(cells as usize);
-        for c in 0..u64::from(cells) {
-            let p = first.saturating_add(c.saturating_mul(per_cell));
-            if p >= pages {
-                out.push(NO_KIND);
-                continue;
-            }
-            let (start, end) = self.span(p, per_cell);
-            let k = self.cell_kind(start, end);
-            out.push(u8::try_from(k.index()).unwrap_or(NO_KIND));
-        }
+        // The cells inside the file, their kinds in one pass.
+        let spans: Vec<(u64, u64)> = (0..u64::from(cells))
+            .map(|c| first.saturating_add(c.saturating_mul(per_cell)))
+            .take_while(|&p| p < pages)
+            .map(|p| self.span(p, per_cell))
+            .collect();
+        let mut out: Vec<u8> = self
+            .layout
+            .cell_kinds(&spans)
+            .into_iter()
+            .map(|k| u8::try_from(k.index()).unwrap_or(NO_KIND))
+            .collect();
+        out.resize(cells as usize, NO_KIND);
         out
     }
 
@@ -845,7 +842,7 @@ impl<S: PageSource> Viewer<S> {
             .layout
             .regions_in(start, end - start)
             .map(|r| {
-                let mut r = r.clone();
+                let mut r = r;
                 let s = r.offset.max(start);
                 r.len = r.end().min(end).saturating_sub(s);
                 r.offset = s;
@@ -872,7 +869,7 @@ impl<S: PageSource> Viewer<S> {
             offset: start,
             len: end - start,
             kinds,
-            region: self.layout.region_at(start).map(|r| self.region_info(r)),
+            region: self.layout.region_at(start).map(|r| self.region_info(&r)),
         }
     }
 

@@ -24,6 +24,7 @@ use alloc::vec::Vec;
 
 use crate::error::{At, Error};
 use crate::layout::{Format, Group, Kind, Layout, Region, display_name};
+use crate::regions::Regions;
 use crate::source::PageSource;
 
 use super::digest::{Bound, Digest, Rare};
@@ -202,6 +203,24 @@ impl BitSet {
     }
 }
 
+/// A page run the walk labelled, kept small (32 bytes) until
+/// [`Walker::finish`] writes the regions in page order.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    pgid: u64,
+    used: u64,
+    /// Owning group plus one; 0 for none.
+    group: u32,
+    items: u32,
+    /// Pages after the first (the continuation region's length).
+    ovf: u32,
+    depth: u16,
+    kind: Kind,
+    /// `run_len` is the run's pages (else 0: a page that could not be
+    /// read).
+    sized: bool,
+}
+
 struct Walker<'a, 's, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> {
     file: &'a BoltFile<'s, S>,
     pages_from: &'a P,
@@ -212,7 +231,7 @@ struct Walker<'a, 's, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> {
     claimed: BitSet,
     free: BitSet,
     prev: BitSet,
-    runs: Vec<Region>,
+    runs: Vec<Run>,
     layout: Layout,
     /// Part of the tree or the freelist could not be read: pages not
     /// reached may still be in use (or free), so they are `Unknown`.
@@ -260,7 +279,7 @@ pub fn walk_with<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized>(
             format: Format::Bolt,
             source_len: file.len(),
             page_size: file.page_size(),
-            regions: Vec::new(),
+            regions: crate::Regions::new(),
             groups: Vec::new(),
             problems: Vec::new(),
             problems_dropped: 0,
@@ -387,8 +406,16 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     fn corrupt(&mut self, pgid: u64) {
         if pgid < self.pages && !self.claimed.get(pgid) {
             self.claimed.set(pgid);
-            let r = self.region(pgid, Kind::Corrupt, pgid, 1);
-            self.runs.push(r);
+            self.runs.push(Run {
+                pgid,
+                used: 0,
+                group: 0,
+                items: 0,
+                ovf: 0,
+                depth: 0,
+                kind: Kind::Corrupt,
+                sized: false,
+            });
         }
     }
 
@@ -408,31 +435,47 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         used: u64,
     ) {
         let ovf = u64::from(overflow).min(claimed.saturating_sub(1));
-        let run_len = (ovf + 1).saturating_mul(self.ps);
-        let mut head = self.region(pgid, kind, pgid, 1);
-        head.group = group;
-        head.depth = depth;
-        head.items = items;
-        head.used = used;
-        head.run_len = run_len;
+        self.runs.push(Run {
+            pgid,
+            used,
+            group: group.map_or(0, |g| g.saturating_add(1)),
+            items,
+            ovf: u32::try_from(ovf).unwrap_or(u32::MAX),
+            depth,
+            kind,
+            sized: true,
+        });
+    }
+
+    /// Append the head region (and continuation region) of `run`.
+    fn run_regions(&self, run: &Run, out: &mut Regions) {
+        let ovf = u64::from(run.ovf);
+        let mut head = self.region(run.pgid, run.kind, run.pgid, 1);
+        head.group = run.group.checked_sub(1);
+        head.depth = run.depth;
+        head.items = run.items;
+        head.used = run.used;
+        if run.sized {
+            head.run_len = (ovf + 1).saturating_mul(self.ps);
+        }
+        out.push(head);
         if ovf > 0 {
             // A freelist run stays `freelist` throughout; tree runs continue
             // as `overflow`.
-            let cont_kind = if kind == Kind::Freelist {
+            let cont_kind = if run.kind == Kind::Freelist {
                 Kind::Freelist
             } else {
                 Kind::Overflow
             };
-            let mut cont = self.region(pgid + 1, cont_kind, pgid, ovf);
-            cont.group = group;
-            cont.depth = depth;
-            cont.items = items;
-            cont.used = used;
-            cont.run_len = run_len;
-            self.runs.push(head);
-            self.runs.push(cont);
-        } else {
-            self.runs.push(head);
+            let cont = self.region(run.pgid + 1, cont_kind, run.pgid, ovf);
+            out.push(Region {
+                offset: cont.offset,
+                len: cont.len,
+                kind: cont_kind,
+                id: cont.id,
+                head: run.pgid,
+                ..head
+            });
         }
     }
 
@@ -462,10 +505,16 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
                 continue;
             }
             self.claimed.set(pgid);
-            let mut r = self.region(pgid, Kind::Meta, pgid, 1);
-            r.used = super::meta::META_END as u64;
-            r.run_len = self.ps;
-            self.runs.push(r);
+            self.runs.push(Run {
+                pgid,
+                used: super::meta::META_END as u64,
+                group: 0,
+                items: 0,
+                ovf: 0,
+                depth: 0,
+                kind: Kind::Meta,
+                sized: true,
+            });
             let Ok(m) = m else { continue };
             if m.header_id != pgid {
                 self.problem(Error::Invalid {
@@ -917,12 +966,28 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         }
     }
 
-    /// Label every page nobody claimed, merge runs of equal kinds, sort.
+    /// Label every page nobody claimed, merging runs of equal kinds, and
+    /// write every region in page order.
     fn finish(&mut self, freelist: FreelistInfo) {
         let stored = !matches!(freelist, FreelistInfo::NotStored);
-        let mut spans: Vec<Region> = Vec::new();
+        let runs = core::mem::take(&mut self.runs);
+        let order = page_order(&runs, self.pages);
+        let mut order = order
+            .iter()
+            .filter_map(|&i| runs.get(i as usize))
+            .peekable();
+        let mut out = Regions::new();
+        // The span of unclaimed pages being merged.
+        let mut span: Option<Region> = None;
         let mut p = 0;
         while p < self.pages {
+            if let Some(run) = order.next_if(|r| r.pgid <= p) {
+                if let Some(s) = span.take() {
+                    out.push(s);
+                }
+                self.run_regions(run, &mut out);
+                continue;
+            }
             if self.claimed.get(p) {
                 p += 1;
                 continue;
@@ -943,19 +1008,54 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
                 self.problem(Error::Unreachable { pgid: p });
                 Kind::Unreachable
             };
-            match spans.last_mut() {
-                Some(last) if last.kind == kind && last.end() == p.saturating_mul(self.ps) => {
-                    let r = self.region(p, kind, p, 1);
-                    last.len += r.len;
+            let r = self.region(p, kind, p, 1);
+            match &mut span {
+                Some(last) if last.kind == kind && last.end() == r.offset => last.len += r.len,
+                _ => {
+                    if let Some(s) = span.replace(r) {
+                        out.push(s);
+                    }
                 }
-                _ => spans.push(self.region(p, kind, p, 1)),
             }
             p += 1;
         }
-        self.runs.append(&mut spans);
-        self.runs.sort_unstable_by_key(|r| r.offset);
-        self.layout.regions = core::mem::take(&mut self.runs);
+        if let Some(s) = span {
+            out.push(s);
+        }
+        // Runs past the last page (none: every run starts at a page of
+        // the file), kept rather than lost.
+        for run in order {
+            self.run_regions(run, &mut out);
+        }
+        out.shrink_to_fit();
+        self.layout.regions = out;
     }
+}
+
+/// Indices of `runs` in order of their first page, each run starting at
+/// a distinct page below `pages`: placed by page when a page-indexed table
+/// of `u32` fits (no sort), else sorted.
+fn page_order(runs: &[Run], pages: u64) -> Vec<u32> {
+    let n = u32::try_from(runs.len()).ok();
+    let table = usize::try_from(pages).ok().filter(|&p| p < (1 << 32));
+    if let (Some(_), Some(pages)) = (n, table) {
+        let mut at = vec![0u32; pages];
+        let mut all = true;
+        for (i, r) in runs.iter().enumerate() {
+            match usize::try_from(r.pgid).ok().and_then(|p| at.get_mut(p)) {
+                Some(slot) if *slot == 0 => *slot = u32::try_from(i + 1).unwrap_or(0),
+                _ => all = false,
+            }
+        }
+        if all {
+            return at.into_iter().filter_map(|i| i.checked_sub(1)).collect();
+        }
+    }
+    let mut order: Vec<u32> = (0..runs.len())
+        .filter_map(|i| u32::try_from(i).ok())
+        .collect();
+    order.sort_unstable_by_key(|&i| runs.get(i as usize).map(|r| r.pgid));
+    order
 }
 
 #[cfg(test)]

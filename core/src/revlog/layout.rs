@@ -124,7 +124,7 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, opts: LayoutOptions) -> RevlogLay
         Ok(h) => h,
         Err(e) => {
             regions.push(region(0, len, Kind::Corrupt, 0, 0));
-            out.layout.regions = regions;
+            out.layout.regions = regions.into();
             out.layout.push_problem(e.clone());
             out.fatal = Some(e);
             return out;
@@ -242,7 +242,7 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, opts: LayoutOptions) -> RevlogLay
             });
         }
     }
-    out.layout.regions = regions;
+    out.layout.regions = regions.into();
     out
 }
 
@@ -330,6 +330,6 @@ mod tests {
         let l = layout(&data[..], LayoutOptions::default());
         covers(&l.layout);
         assert!(matches!(l.fatal, Some(Error::Unsupported { .. })));
-        assert_eq!(l.layout.regions[0].kind, Kind::Corrupt);
+        assert_eq!(l.layout.regions.get(0).map(|r| r.kind), Some(Kind::Corrupt));
     }
 }

@@ -342,7 +342,7 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, page: u64) -> RrdLayout {
         end = r.start + area_len;
     }
     if end > len {
-        let have = out.layout.regions.last().map_or(0, Region::end);
+        let have = out.layout.regions.last().map_or(0, |r| r.end());
         if have < len {
             out.layout
                 .regions

@@ -91,7 +91,7 @@ fn revlog_page(frame: &mut Frame, area: Rect, app: &App, head: String) {
     let unit = app.unit().max(1);
     let page = app.selected();
     let start = page.saturating_mul(unit);
-    let entries: Vec<&mapwise_core::layout::Region> = layout
+    let entries: Vec<mapwise_core::layout::Region> = layout
         .regions_in(start, unit)
         .filter(|r| matches!(r.kind, Kind::Entry | Kind::Corrupt))
         .collect();
