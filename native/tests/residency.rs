@@ -643,14 +643,32 @@ fn a_trace_records_reads_evictions_and_replacement() {
     quiesce(&file);
     let page = os_page_size();
     let rec = Recorder::start(&path, &out, "test run", Duration::from_millis(5)).unwrap();
+    let read_pages = 2 * MIB / page;
+    // Until the recorder has taken a frame that `seen` accepts (frames are
+    // written as they are taken): a fixed pause is not enough when the
+    // test suite leaves the recorder thread little CPU.
+    let wait_for = |seen: &dyn Fn(&mapwise_core::trace::Trace) -> bool| {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if read(&out).is_ok_and(|t| seen(&t)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
     std::thread::sleep(Duration::from_millis(40));
     // With POSIX_FADV_RANDOM a read brings in just what it reads.
     read_span(&open_random(&path), 0, 2 * MIB);
     quiesce(&file);
-    std::thread::sleep(Duration::from_millis(40));
+    wait_for(&|t| t.frames.iter().any(|f| f.resident_pages() == read_pages));
     evict(&file, 0, TO_EOF).unwrap();
     quiesce(&file);
-    std::thread::sleep(Duration::from_millis(40));
+    wait_for(&|t| {
+        t.frames
+            .iter()
+            .skip_while(|f| f.resident_pages() == 0)
+            .any(|f| f.file_len == 8 * MIB && f.resident_pages() == 0)
+    });
     let other = dir.path().join("other.bin");
     drop(write_file(&other, MIB));
     std::fs::rename(&other, &path).unwrap();
@@ -665,7 +683,6 @@ fn a_trace_records_reads_evictions_and_replacement() {
     assert_eq!(sum.frames, trace.frames.len() as u64);
     assert_eq!(sum.bytes, std::fs::metadata(&out).unwrap().len());
     assert!(trace.frames.len() >= 6, "{} frames", trace.frames.len());
-    let read_pages = 2 * MIB / page;
     let first = &trace.frames[0];
     assert_eq!((first.file_len, first.resident_pages()), (8 * MIB, 0));
     // Some frame shows exactly the pages read, and only those.

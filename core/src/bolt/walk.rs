@@ -1037,7 +1037,9 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
 /// of `u32` fits (no sort), else sorted.
 fn page_order(runs: &[Run], pages: u64) -> Vec<u32> {
     let n = u32::try_from(runs.len()).ok();
-    let table = usize::try_from(pages).ok().filter(|&p| p < (1 << 32));
+    let table = u32::try_from(pages)
+        .ok()
+        .and_then(|p| usize::try_from(p).ok());
     if let (Some(_), Some(pages)) = (n, table) {
         let mut at = vec![0u32; pages];
         let mut all = true;
