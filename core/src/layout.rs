@@ -321,6 +321,55 @@ impl KindCounter {
     }
 }
 
+/// Adds up the bytes of each kind that regions hold inside cells, for
+/// cells asked in ascending order in one pass over the regions (cells out
+/// of order start a new pass): [`Layout::cell_kinds`] and the live view's
+/// index of the regions it has no page bitmap for.
+#[derive(Clone)]
+pub struct CellBytes<'a> {
+    regions: &'a Regions,
+    next: core::iter::Peekable<crate::regions::Iter<'a>>,
+    /// Start of the last cell asked; `u64::MAX` before the first.
+    at: u64,
+}
+
+impl<'a> CellBytes<'a> {
+    /// Over `regions` (sorted, not overlapping).
+    #[must_use]
+    pub fn new(regions: &'a Regions) -> CellBytes<'a> {
+        CellBytes {
+            regions,
+            next: regions.iter_from(0).peekable(),
+            at: u64::MAX,
+        }
+    }
+
+    /// Add to `bytes` (by [`Kind::index`]) the bytes of each region inside
+    /// `[start, end)`.
+    pub fn add(&mut self, start: u64, end: u64, bytes: &mut [u64; Kind::ALL.len()]) {
+        if start < self.at {
+            // (Also the first cell.)
+            let from = self.regions.first_ending_after(start);
+            self.next = self.regions.iter_from(from).peekable();
+        }
+        self.at = start;
+        while let Some(r) = self.next.peek() {
+            if r.offset >= end {
+                break;
+            }
+            let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
+            if let Some(b) = bytes.get_mut(r.kind.index()) {
+                *b = b.saturating_add(overlap);
+            }
+            if r.end() > end {
+                // It goes on into the next cell.
+                break;
+            }
+            self.next.next();
+        }
+    }
+}
+
 /// The kind a cell with `bytes` of each kind (by [`Kind::index`]) is
 /// drawn in: the rule of [`Layout::cell_kind`], for a caller that counts
 /// the bytes its own way.
@@ -466,36 +515,15 @@ impl Layout {
     /// (a map's row, a screen); cells out of order start a new pass.
     #[must_use]
     pub fn cell_kinds(&self, cells: &[(u64, u64)]) -> Vec<Kind> {
-        let mut out = Vec::with_capacity(cells.len());
-        let mut regions = self.regions.iter_from(0).peekable();
-        let mut at = u64::MAX;
-        for &(start, end) in cells {
-            if start < at {
-                // (Also the first cell.)
-                regions = self
-                    .regions
-                    .iter_from(self.regions.first_ending_after(start))
-                    .peekable();
-            }
-            at = start;
-            let mut bytes = [0u64; Kind::ALL.len()];
-            while let Some(r) = regions.peek() {
-                if r.offset >= end {
-                    break;
-                }
-                let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
-                if let Some(b) = bytes.get_mut(r.kind.index()) {
-                    *b = b.saturating_add(overlap);
-                }
-                if r.end() > end {
-                    // It goes on into the next cell.
-                    break;
-                }
-                regions.next();
-            }
-            out.push(kind_of_cell(&bytes));
-        }
-        out
+        let mut cursor = CellBytes::new(&self.regions);
+        cells
+            .iter()
+            .map(|&(start, end)| {
+                let mut bytes = [0u64; Kind::ALL.len()];
+                cursor.add(start, end, &mut bytes);
+                kind_of_cell(&bytes)
+            })
+            .collect()
     }
 
     /// The group at `index`, if any.

@@ -822,16 +822,8 @@ impl KindIndex {
         }
         let unit = self.unit;
         let mut out = Vec::with_capacity(cells.len());
-        let mut rest = self.rest.iter_from(0).peekable();
-        let mut at = u64::MAX;
+        let mut rest = mapwise_core::layout::CellBytes::new(&self.rest);
         for &(start, end) in cells {
-            if start < at {
-                rest = self
-                    .rest
-                    .iter_from(self.rest.first_ending_after(start))
-                    .peekable();
-            }
-            at = start;
             let mut bytes = [0u64; Kind::ALL.len()];
             if start < end {
                 // Pages wholly inside the cell, then the partial ones at
@@ -864,19 +856,7 @@ impl KindIndex {
                     }
                 }
             }
-            while let Some(r) = rest.peek() {
-                if r.offset >= end {
-                    break;
-                }
-                let overlap = r.end().min(end).saturating_sub(r.offset.max(start));
-                if let Some(b) = bytes.get_mut(r.kind.index()) {
-                    *b = b.saturating_add(overlap);
-                }
-                if r.end() > end {
-                    break;
-                }
-                rest.next();
-            }
+            rest.add(start, end, &mut bytes);
             out.push(mapwise_core::layout::kind_of_cell(&bytes));
         }
         out
