@@ -170,6 +170,18 @@ impl Regions {
         Regions::default()
     }
 
+    /// No regions, with room for about `n` of them (12 bytes each, a
+    /// bbolt page run's usual cost), so a walk that knows how many it
+    /// will write does not grow the buffer by doubling.
+    #[must_use]
+    pub fn with_capacity(n: usize) -> Regions {
+        Regions {
+            bytes: Vec::with_capacity(n.saturating_mul(12)),
+            marks: Vec::with_capacity(n / BLOCK + 1),
+            ..Regions::default()
+        }
+    }
+
     /// Append `r` after the last region.
     pub fn push(&mut self, r: Region) {
         if self.len.is_multiple_of(BLOCK) {

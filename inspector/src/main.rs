@@ -115,6 +115,7 @@ struct FileArgs {
 }
 
 fn main() -> ExitCode {
+    mapwise_native::watch::bound_heap_peaks();
     let args = Cli::parse();
     let json = match &args.command {
         Command::Open { .. } | Command::Record { .. } | Command::Replay { .. } => false,

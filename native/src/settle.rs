@@ -300,12 +300,12 @@ fn unchanged(src: &QuietSource, before: &Snapshot) -> bool {
 }
 
 /// Bytes of digests a [`Follower`] of a one-shot command (`check`,
-/// `pages`, `layout`) holds at most: about 48 bytes a page, so files of
-/// up to ~4 GiB of 4 KiB pages.
+/// `pages`, `layout`) holds at most: 32 bytes a page, 16 a branch element
+/// and a page's rarer facts, so files of 4 GiB of 4 KiB pages and more.
 pub const CARRY_BUDGET: usize = 256 << 20;
 
-/// The same for the live view, which stays running: about 1.3 GiB of
-/// 4 KiB pages. A bigger file shows an unsettled structure, said so.
+/// The same for the live view, which stays running: 1.3 GiB of 4 KiB
+/// pages and more. A bigger file shows an unsettled structure, said so.
 pub const LIVE_CARRY_BUDGET: usize = 64 << 20;
 
 /// Times a [`Follower`] starts over before [`read_bolt_walked`] gives up
@@ -378,7 +378,7 @@ enum Slot {
 
 /// Page ids to slots, in chunks of [`CHUNK`] consecutive ids, each
 /// allocated when one of its pages is first held: dense where a tree is
-/// (48 bytes a page), nothing where none is (the 16 Mi pages a damaged
+/// (32 bytes a page), nothing where none is (the 16 Mi pages a damaged
 /// meta page may claim cost 8 bytes per chunk).
 #[derive(Debug, Default, Clone)]
 struct Table {
@@ -1897,6 +1897,14 @@ pub mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A held page costs its digest and nothing more: the slot's variants
+    /// and the table's empty slots fit in the digest's spare values.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_held_page_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<Option<Slot>>(), 32);
+    }
 
     #[test]
     fn message_names_the_file_and_what_to_do() {

@@ -282,6 +282,29 @@ fn release_freed_memory() {
     }
 }
 
+/// Allocations of at least this many bytes get their own mapping, returned
+/// to the kernel when freed ([`bound_heap_peaks`]).
+const MMAP_THRESHOLD: i32 = 128 << 10;
+
+/// Have glibc map every allocation of [`MMAP_THRESHOLD`] bytes or more on
+/// its own and unmap it when freed. By default glibc raises that
+/// threshold to the size of each mapped block freed (up to 32 MiB), so
+/// the readers' large, short-lived buffers (a walk's runs, read batches,
+/// a layout being written) come from the thread arenas afterwards and
+/// their freed bytes stay resident: the live view of a 2 GiB bbolt file
+/// peaked at 95 MB with the default and at 68 MB with this (its heap
+/// peak is about 60 MB). Call once, at the start of `main`, before
+/// threads start; a no-op elsewhere than glibc.
+pub fn bound_heap_peaks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it takes no
+    // pointer, and a fixed threshold changes where later blocks are
+    // placed, never a live one.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
+}
+
 /// The first structure of the file at `path`, and for a bbolt file the
 /// follower that keeps it current (waited for until its first layout).
 fn first_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<(Snapshot, Option<Live>)> {

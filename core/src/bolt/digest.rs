@@ -150,6 +150,9 @@ struct Body {
     /// walk makes before the element loop, even of an inline page nested
     /// too deep for the loop.
     pre: u32,
+    /// Bytes in use when they do not fit the digest's `u32` (a run of
+    /// over 4 GiB, only in a damaged file).
+    used: u64,
 }
 
 /// What the walk takes from one branch or leaf page (or an inline bucket's
@@ -162,10 +165,14 @@ pub struct Digest {
     pub count: u16,
     /// The header's `overflow` (pages after the first in the run).
     pub overflow: u32,
-    /// Plain key/value elements (leaf pages).
-    pub keys: u32,
-    /// Bytes in use ([`Page::used_bytes`]).
-    pub used: u64,
+    /// Plain key/value elements (leaf pages; at most `count`).
+    pub keys: u16,
+    /// Bytes in use ([`Page::used_bytes`], see [`Digest::used`]), when
+    /// they fit; else in the body.
+    used: u32,
+    /// `used` is in the body. (Also what lets a `Digest` in an enum need
+    /// no separate tag: the settling reader holds half a million.)
+    used_big: bool,
     /// The [`context`] it was made under.
     pub context: u64,
     body: Option<Box<Body>>,
@@ -206,15 +213,35 @@ impl Digest {
         } else {
             keys = leaf_elements(page, &mut body, check_keys, level);
         }
-        let plain = body.children.is_empty() && body.rare.is_empty() && body.skipped.is_empty();
+        let used = page.used_bytes();
+        let used32 = u32::try_from(used).ok();
+        if used32.is_none() {
+            body.used = used;
+        }
+        let plain = body.children.is_empty()
+            && body.rare.is_empty()
+            && body.skipped.is_empty()
+            && used32.is_some();
         Digest {
             flags: page.header.flags,
             count: page.header.count,
             overflow: page.header.overflow,
-            used: page.used_bytes(),
+            used: used32.unwrap_or(u32::MAX),
+            used_big: used32.is_none(),
             context: context(lo.hash, hi.hash, check_keys),
-            keys,
+            // Plain elements are some of the page's `count`.
+            keys: u16::try_from(keys).unwrap_or(u16::MAX),
             body: (!plain).then(|| Box::new(body)),
+        }
+    }
+
+    /// Bytes in use ([`Page::used_bytes`]).
+    #[must_use]
+    pub fn used(&self) -> u64 {
+        if self.used_big {
+            self.body.as_ref().map_or(u64::from(self.used), |b| b.used)
+        } else {
+            u64::from(self.used)
         }
     }
 
@@ -523,6 +550,6 @@ mod tests {
             context(NO_BOUND, NO_BOUND, true),
             context(a, NO_BOUND, true)
         );
-        assert_eq!(core::mem::size_of::<Digest>(), 40);
+        assert_eq!(core::mem::size_of::<Digest>(), 32);
     }
 }

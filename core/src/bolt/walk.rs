@@ -203,12 +203,14 @@ impl BitSet {
     }
 }
 
-/// A page run the walk labelled, kept small (32 bytes) until
-/// [`Walker::finish`] writes the regions in page order.
+/// A page run the walk labelled, kept small (20 bytes; its first page is
+/// where [`Runs`] files it) until [`Walker::finish`] writes the regions
+/// in page order.
 #[derive(Debug, Clone, Copy)]
 struct Run {
-    pgid: u64,
-    used: u64,
+    /// Bytes in use; `u32::MAX` when they do not fit (then in
+    /// [`Runs::big`]).
+    used: u32,
     /// Owning group plus one; 0 for none.
     group: u32,
     items: u32,
@@ -221,6 +223,71 @@ struct Run {
     sized: bool,
 }
 
+/// The runs of a walk, each filed under its first page: by a table of a
+/// `u32` per page of the file (nothing to sort: the pages come out in
+/// order), and for a first page the table cannot hold (a file of 2^32
+/// pages or more) in a list sorted at the end.
+struct Runs {
+    runs: Vec<Run>,
+    /// Per page, 1 + the index of the run starting there; 0 for none.
+    at: Vec<u32>,
+    /// First page and index of runs not in `at`.
+    stray: Vec<(u64, u32)>,
+    /// Index and bytes in use of runs whose `used` does not fit a `u32`.
+    big: Vec<(u32, u64)>,
+}
+
+impl Runs {
+    fn new(pages: u64, hint: usize) -> Runs {
+        let table = u32::try_from(pages)
+            .ok()
+            .and_then(|p| usize::try_from(p).ok())
+            .unwrap_or(0);
+        Runs {
+            runs: Vec::with_capacity(hint.saturating_add(hint / 16)),
+            at: vec![0; table],
+            stray: Vec::new(),
+            big: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    fn push(&mut self, pgid: u64, used: u64, mut run: Run) {
+        let Ok(i) = u32::try_from(self.runs.len()) else {
+            return;
+        };
+        run.used = u32::try_from(used).unwrap_or(u32::MAX);
+        if run.used == u32::MAX {
+            self.big.push((i, used));
+        }
+        self.runs.push(run);
+        match usize::try_from(pgid).ok().and_then(|p| self.at.get_mut(p)) {
+            Some(slot) if *slot == 0 => *slot = i.saturating_add(1),
+            _ => self.stray.push((pgid, i)),
+        }
+    }
+
+    /// First page and index of every run, by first page.
+    fn in_page_order(&mut self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.stray.sort_unstable();
+        let table = self
+            .at
+            .iter()
+            .enumerate()
+            .filter_map(|(p, &i)| Some((p as u64, i.checked_sub(1)?)));
+        let mut stray = self.stray.iter().copied().peekable();
+        let mut table = table.peekable();
+        core::iter::from_fn(move || match (table.peek(), stray.peek()) {
+            (Some(t), Some(s)) if s < t => stray.next(),
+            (Some(_), _) => table.next(),
+            (None, _) => stray.next(),
+        })
+    }
+}
+
 struct Walker<'a, 's, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> {
     file: &'a BoltFile<'s, S>,
     pages_from: &'a P,
@@ -231,7 +298,7 @@ struct Walker<'a, 's, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> {
     claimed: BitSet,
     free: BitSet,
     prev: BitSet,
-    runs: Vec<Run>,
+    runs: Runs,
     layout: Layout,
     /// Part of the tree or the freelist could not be read: pages not
     /// reached may still be in use (or free), so they are `Unknown`.
@@ -274,7 +341,7 @@ pub fn walk_with<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized>(
         claimed: BitSet::new(pages),
         free: BitSet::new(pages),
         prev: BitSet::new(pages),
-        runs: Vec::new(),
+        runs: Runs::new(pages, pages_from.pages_hint()),
         layout: Layout {
             format: Format::Bolt,
             source_len: file.len(),
@@ -289,8 +356,6 @@ pub fn walk_with<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized>(
         missing: Vec::new(),
         missing_count: 0,
     };
-    let hint = pages_from.pages_hint();
-    w.runs.reserve(hint.saturating_add(hint / 16));
     w.metas();
     let freelist = w.freelist();
     w.layout.groups.push(Group {
@@ -406,16 +471,19 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     fn corrupt(&mut self, pgid: u64) {
         if pgid < self.pages && !self.claimed.get(pgid) {
             self.claimed.set(pgid);
-            self.runs.push(Run {
+            self.runs.push(
                 pgid,
-                used: 0,
-                group: 0,
-                items: 0,
-                ovf: 0,
-                depth: 0,
-                kind: Kind::Corrupt,
-                sized: false,
-            });
+                0,
+                Run {
+                    used: 0,
+                    group: 0,
+                    items: 0,
+                    ovf: 0,
+                    depth: 0,
+                    kind: Kind::Corrupt,
+                    sized: false,
+                },
+            );
         }
     }
 
@@ -435,26 +503,30 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         used: u64,
     ) {
         let ovf = u64::from(overflow).min(claimed.saturating_sub(1));
-        self.runs.push(Run {
+        self.runs.push(
             pgid,
             used,
-            group: group.map_or(0, |g| g.saturating_add(1)),
-            items,
-            ovf: u32::try_from(ovf).unwrap_or(u32::MAX),
-            depth,
-            kind,
-            sized: true,
-        });
+            Run {
+                used: 0,
+                group: group.map_or(0, |g| g.saturating_add(1)),
+                items,
+                ovf: u32::try_from(ovf).unwrap_or(u32::MAX),
+                depth,
+                kind,
+                sized: true,
+            },
+        );
     }
 
     /// Append the head region (and continuation region) of `run`.
-    fn run_regions(&self, run: &Run, out: &mut Regions) {
+    /// `run` starts at page `pgid` and has `used` bytes in use.
+    fn run_regions(&self, pgid: u64, used: u64, run: &Run, out: &mut Regions) {
         let ovf = u64::from(run.ovf);
-        let mut head = self.region(run.pgid, run.kind, run.pgid, 1);
+        let mut head = self.region(pgid, run.kind, pgid, 1);
         head.group = run.group.checked_sub(1);
         head.depth = run.depth;
         head.items = run.items;
-        head.used = run.used;
+        head.used = used;
         if run.sized {
             head.run_len = (ovf + 1).saturating_mul(self.ps);
         }
@@ -467,13 +539,13 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             } else {
                 Kind::Overflow
             };
-            let cont = self.region(run.pgid + 1, cont_kind, run.pgid, ovf);
+            let cont = self.region(pgid + 1, cont_kind, pgid, ovf);
             out.push(Region {
                 offset: cont.offset,
                 len: cont.len,
                 kind: cont_kind,
                 id: cont.id,
-                head: run.pgid,
+                head: pgid,
                 ..head
             });
         }
@@ -505,16 +577,19 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
                 continue;
             }
             self.claimed.set(pgid);
-            self.runs.push(Run {
+            self.runs.push(
                 pgid,
-                used: super::meta::META_END as u64,
-                group: 0,
-                items: 0,
-                ovf: 0,
-                depth: 0,
-                kind: Kind::Meta,
-                sized: true,
-            });
+                super::meta::META_END as u64,
+                Run {
+                    used: 0,
+                    group: 0,
+                    items: 0,
+                    ovf: 0,
+                    depth: 0,
+                    kind: Kind::Meta,
+                    sized: true,
+                },
+            );
             let Ok(m) = m else { continue };
             if m.header_id != pgid {
                 self.problem(Error::Invalid {
@@ -770,7 +845,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             Some(group),
             depth,
             u32::from(digest.count),
-            digest.used,
+            digest.used(),
         );
         if let Some(g) = self.layout.groups.get_mut(group as usize) {
             g.pages += 1;
@@ -970,22 +1045,34 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     /// write every region in page order.
     fn finish(&mut self, freelist: FreelistInfo) {
         let stored = !matches!(freelist, FreelistInfo::NotStored);
-        let runs = core::mem::take(&mut self.runs);
-        let order = page_order(&runs, self.pages);
-        let mut order = order
-            .iter()
-            .filter_map(|&i| runs.get(i as usize))
-            .peekable();
-        let mut out = Regions::new();
+        let mut runs = core::mem::replace(&mut self.runs, Runs::new(0, 0));
+        // About one region per run, and a few for the spans between them.
+        let mut out = Regions::with_capacity(runs.len() + runs.len() / 8 + 16);
+        let (records, big) = (
+            core::mem::take(&mut runs.runs),
+            core::mem::take(&mut runs.big),
+        );
+        let used = |i: u32, r: &Run| {
+            if r.used == u32::MAX
+                && let Some(&(_, u)) = big.iter().find(|(j, _)| *j == i)
+            {
+                u
+            } else {
+                u64::from(r.used)
+            }
+        };
+        let mut order = runs.in_page_order().peekable();
         // The span of unclaimed pages being merged.
         let mut span: Option<Region> = None;
         let mut p = 0;
         while p < self.pages {
-            if let Some(run) = order.next_if(|r| r.pgid <= p) {
+            if let Some((pgid, i)) = order.next_if(|(pgid, _)| *pgid <= p) {
                 if let Some(s) = span.take() {
                     out.push(s);
                 }
-                self.run_regions(run, &mut out);
+                if let Some(run) = records.get(i as usize) {
+                    self.run_regions(pgid, used(i, run), run, &mut out);
+                }
                 continue;
             }
             if self.claimed.get(p) {
@@ -1024,40 +1111,14 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         }
         // Runs past the last page (none: every run starts at a page of
         // the file), kept rather than lost.
-        for run in order {
-            self.run_regions(run, &mut out);
+        for (pgid, i) in order {
+            if let Some(run) = records.get(i as usize) {
+                self.run_regions(pgid, used(i, run), run, &mut out);
+            }
         }
         out.shrink_to_fit();
         self.layout.regions = out;
     }
-}
-
-/// Indices of `runs` in order of their first page, each run starting at
-/// a distinct page below `pages`: placed by page when a page-indexed table
-/// of `u32` fits (no sort), else sorted.
-fn page_order(runs: &[Run], pages: u64) -> Vec<u32> {
-    let n = u32::try_from(runs.len()).ok();
-    let table = u32::try_from(pages)
-        .ok()
-        .and_then(|p| usize::try_from(p).ok());
-    if let (Some(_), Some(pages)) = (n, table) {
-        let mut at = vec![0u32; pages];
-        let mut all = true;
-        for (i, r) in runs.iter().enumerate() {
-            match usize::try_from(r.pgid).ok().and_then(|p| at.get_mut(p)) {
-                Some(slot) if *slot == 0 => *slot = u32::try_from(i + 1).unwrap_or(0),
-                _ => all = false,
-            }
-        }
-        if all {
-            return at.into_iter().filter_map(|i| i.checked_sub(1)).collect();
-        }
-    }
-    let mut order: Vec<u32> = (0..runs.len())
-        .filter_map(|i| u32::try_from(i).ok())
-        .collect();
-    order.sort_unstable_by_key(|&i| runs.get(i as usize).map(|r| r.pgid));
-    order
 }
 
 #[cfg(test)]
