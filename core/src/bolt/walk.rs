@@ -223,6 +223,22 @@ struct Run {
     sized: bool,
 }
 
+impl Run {
+    /// A one-page run outside every tree (a meta page, a page that could
+    /// not be read); `sized` as the field.
+    fn page(kind: Kind, sized: bool) -> Run {
+        Run {
+            used: 0,
+            group: 0,
+            items: 0,
+            ovf: 0,
+            depth: 0,
+            kind,
+            sized,
+        }
+    }
+}
+
 /// The runs of a walk, each filed under its first page: by a table of a
 /// `u32` per page of the file (nothing to sort: the pages come out in
 /// order), and for a first page the table cannot hold (a file of 2^32
@@ -471,19 +487,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     fn corrupt(&mut self, pgid: u64) {
         if pgid < self.pages && !self.claimed.get(pgid) {
             self.claimed.set(pgid);
-            self.runs.push(
-                pgid,
-                0,
-                Run {
-                    used: 0,
-                    group: 0,
-                    items: 0,
-                    ovf: 0,
-                    depth: 0,
-                    kind: Kind::Corrupt,
-                    sized: false,
-                },
-            );
+            self.runs.push(pgid, 0, Run::page(Kind::Corrupt, false));
         }
     }
 
@@ -580,15 +584,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             self.runs.push(
                 pgid,
                 super::meta::META_END as u64,
-                Run {
-                    used: 0,
-                    group: 0,
-                    items: 0,
-                    ovf: 0,
-                    depth: 0,
-                    kind: Kind::Meta,
-                    sized: true,
-                },
+                Run::page(Kind::Meta, true),
             );
             let Ok(m) = m else { continue };
             if m.header_id != pgid {
