@@ -362,10 +362,12 @@ pub struct Watch {
 const LOOK_EVERY: Duration = Duration::from_millis(4);
 
 /// After a layout of a followed file that took `t`, the next is made no
-/// sooner than `LAYOUT_PAUSE × t` later (and [`LAYOUT_MIN`]): replaying a
-/// 2 GiB file's walk takes ~0.1–0.2 s of one core, so the live view
-/// spends at most ~5 % of a core on it, however often the writer commits.
-const LAYOUT_PAUSE: u32 = 19;
+/// sooner than `LAYOUT_PAUSE × t` later (and [`LAYOUT_MIN`]): the replay,
+/// and the main thread's index of each new layout, then cost at most
+/// ~2.5 % of a core however often the writer commits, within the live
+/// view's 10 % with residency sampled at every interval; a 2 GiB file's
+/// structure is then about a second old.
+const LAYOUT_PAUSE: u32 = 39;
 
 /// Niceness of the live view's layout thread: below the follower and its
 /// readers, which must not miss a commit, but not so low that a busy host
