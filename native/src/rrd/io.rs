@@ -213,7 +213,7 @@ impl MmapIo {
             (IoMode::Mmap2Pages, _) => {
                 // The 2007 TWO_PAGES variant: "keep 2 pages worth of data,
                 // likely headers" (its MADV_WILLNEED|MADV_SEQUENTIAL is the
-                // value MADV_WILLNEED; issue #224). Its MADV_DONTNEED of
+                // value MADV_WILLNEED, as rrdtool's tracker later noted). Its MADV_DONTNEED of
                 // the rest is left out: on a fresh mapping there is no page
                 // table entry for it to drop, and it never touched the page
                 // cache; MADV_RANDOM stands for its posix_fadvise(RANDOM).

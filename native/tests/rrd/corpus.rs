@@ -249,10 +249,10 @@ fn corpus_updates_are_byte_identical_in_every_io_mode() {
     }
 }
 
-/// The seed: its create command's file, the nine updates of rrdtool-1.x
-/// issue #8 as one `updatev` call, through the command line: the same
-/// output and the same file as rrdtool's (HWPREDICT/SEASONAL values the
-/// issue gives as correct).
+/// The seed: its create command's file, the nine updates of an rrdtool-1.x
+/// bug report on HWPREDICT as one `updatev` call, through the command
+/// line: the same output and the same file as rrdtool's (HWPREDICT/SEASONAL
+/// values the report gives as correct).
 #[test]
 fn seed_updatev_through_the_command_line() {
     let dir = tempdir();

@@ -1,5 +1,5 @@
-//! `cargo xtask bench bolt-scan`: the MAP_POPULATE experiment of
-//! boltdb/bolt issue 455, ours (`mapwise bolt traverse`) vs Go bbolt (the
+//! `cargo xtask bench bolt-scan`: the MAP_POPULATE experiment boltdb/bolt's
+//! maintainers reported, ours (`mapwise bolt traverse`) vs Go bbolt (the
 //! oracle's `traverse`), cold/warm × with/without MAP_POPULATE.
 
 use std::fmt::Write as _;
@@ -1057,7 +1057,7 @@ fn render(r: &Results) -> String {
     let _ = writeln!(o, "# bench bolt-scan — {}\n", r.started_utc);
     let _ = writeln!(
         o,
-        "The MAP_POPULATE experiment of boltdb/bolt issue 455, re-run: read-only cursor scan over every key of \
+        "The MAP_POPULATE experiment boltdb/bolt's maintainers reported, re-run: read-only cursor scan over every key of \
          bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
          (the oracle's `traverse`), {} run{} each per cell ({} in a warm cell), alternating ours and Go, the order turning every pair (ours, Go; Go, ours; …). \
          Finished {}.\n",

@@ -76,7 +76,7 @@ bolt: our bbolt engine beside Go bbolt 1.3.6: the oracle's
                          [--prefetch BYTES] [--runs 5] [--warmup 1]
                          [--no-puts] [--no-scans] [--out DIR]
 
-bolt-scan: the MAP_POPULATE experiment of boltdb/bolt issue 455, ours vs Go
+bolt-scan: the MAP_POPULATE experiment boltdb/bolt's maintainers reported, ours vs Go
   bbolt 1.3.6 (the oracle in ../shared/oracles/bolt). A bbolt file made by
   Go bbolt (`oracle.sh gen FILE --shape big --seed 1 --size 256MiB`, cached
   in target/bench/files/ by size and seed, made again only when missing),
