@@ -203,6 +203,25 @@ pub struct Region {
 }
 
 impl Region {
+    /// `len` bytes from `offset` of `kind`, with format id `id` heading
+    /// itself, in no group, and every other field 0: what a parser
+    /// starts from before it sets the fields its format has.
+    #[must_use]
+    pub fn of(offset: u64, len: u64, kind: Kind, id: u64) -> Region {
+        Region {
+            offset,
+            len,
+            kind,
+            id,
+            head: id,
+            group: None,
+            depth: 0,
+            items: 0,
+            used: 0,
+            run_len: 0,
+        }
+    }
+
     /// Fill of the page run in `[0, 1]`; 0 when the run is empty.
     #[must_use]
     #[allow(clippy::cast_precision_loss)]
@@ -427,18 +446,7 @@ impl Layout {
     pub fn unknown(source_len: u64) -> Layout {
         let mut regions = Regions::new();
         if source_len > 0 {
-            regions.push(Region {
-                offset: 0,
-                len: source_len,
-                kind: Kind::Data,
-                id: 0,
-                head: 0,
-                group: None,
-                depth: 0,
-                items: 0,
-                used: 0,
-                run_len: 0,
-            });
+            regions.push(Region::of(0, source_len, Kind::Data, 0));
         }
         Layout {
             format: Format::Unknown,
@@ -455,20 +463,22 @@ impl Layout {
     /// Index of the region containing byte `offset`, if any.
     #[must_use]
     pub fn region_index_at(&self, offset: u64) -> Option<usize> {
-        let i = self.regions.first_ending_after(offset);
-        self.regions
-            .get(i)
-            .filter(|r| r.offset <= offset && offset < r.end())
-            .map(|_| i)
+        self.locate(offset).map(|(i, _)| i)
     }
 
     /// The region containing byte `offset`, if any.
     #[must_use]
     pub fn region_at(&self, offset: u64) -> Option<Region> {
+        self.locate(offset).map(|(_, r)| r)
+    }
+
+    /// Index and value of the region containing byte `offset`.
+    fn locate(&self, offset: u64) -> Option<(usize, Region)> {
         let i = self.regions.first_ending_after(offset);
         self.regions
             .get(i)
             .filter(|r| r.offset <= offset && offset < r.end())
+            .map(|r| (i, r))
     }
 
     /// Regions overlapping `[offset, offset + len)`, in order.
@@ -583,16 +593,8 @@ mod tests {
 
     fn region(offset: u64, len: u64, kind: Kind) -> Region {
         Region {
-            offset,
-            len,
-            kind,
-            id: offset / 10,
-            head: offset / 10,
-            group: None,
-            depth: 0,
-            items: 0,
-            used: 0,
             run_len: len,
+            ..Region::of(offset, len, kind, offset / 10)
         }
     }
 

@@ -270,12 +270,6 @@ impl Regions {
         self.iter_from(i).next()
     }
 
-    /// The first region.
-    #[must_use]
-    pub fn first(&self) -> Option<Region> {
-        self.get(0)
-    }
-
     /// The last region.
     #[must_use]
     pub fn last(&self) -> Option<Region> {
@@ -302,36 +296,6 @@ impl Regions {
             it.step();
         }
         it
-    }
-
-    /// Index of the first region for which `pred` is false, when `pred`
-    /// is true of a prefix of the regions and false of the rest (as
-    /// `slice::partition_point`).
-    pub fn partition_point(&self, mut pred: impl FnMut(&Region) -> bool) -> usize {
-        // The last block whose first region satisfies `pred`.
-        let blocks = self.marks.len();
-        let first_of = |b: usize| self.iter_from(b * BLOCK).next();
-        let (mut lo, mut hi) = (0usize, blocks);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if first_of(mid).is_some_and(|r| pred(&r)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        // Blocks before `lo` start true; block `lo - 1` holds the change.
-        let Some(start) = lo.checked_sub(1) else {
-            return 0;
-        };
-        let mut i = start * BLOCK;
-        for r in self.iter_from(i) {
-            if !pred(&r) {
-                return i;
-            }
-            i += 1;
-        }
-        i
     }
 
     /// Index of the first region ending after byte `offset`: with regions
@@ -440,16 +404,12 @@ mod tests {
 
     fn region(offset: u64, len: u64, kind: Kind, id: u64) -> Region {
         Region {
-            offset,
-            len,
-            kind,
-            id,
-            head: id,
             group: Some(1),
             depth: 2,
             items: 10,
             used: 3000,
             run_len: len,
+            ..Region::of(offset, len, kind, id)
         }
     }
 
@@ -507,7 +467,6 @@ mod tests {
         let r: Regions = v.iter().collect();
         for off in [0, 1, 99, 100, 4950, 4999, 5000, 5001, 9899, 9900, 20000] {
             let want = v.partition_point(|x| x.end() <= off);
-            assert_eq!(r.partition_point(|x| x.end() <= off), want, "{off}");
             assert_eq!(r.first_ending_after(off), want, "{off}");
         }
         assert!(r.heap_bytes() < v.len() * 16);

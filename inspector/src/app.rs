@@ -898,7 +898,8 @@ impl App {
                 vec![
                     known
                         .and_then(|i| cache.1.get(i).copied())
-                        .unwrap_or_else(|| self.layout().cell_kind(one.0, one.1)),
+                        .or_else(|| self.kind_index.cell_kinds(self.layout(), &[one]).pop())
+                        .unwrap_or(Kind::Data),
                 ]
             } else {
                 cache.1 = self.kind_index.cell_kinds(self.layout(), &ranges);

@@ -115,7 +115,7 @@ struct FileArgs {
 }
 
 fn main() -> ExitCode {
-    mapwise_native::watch::bound_heap_peaks();
+    mapwise_native::heap::bound_peaks();
     let args = Cli::parse();
     let json = match &args.command {
         Command::Open { .. } | Command::Record { .. } | Command::Replay { .. } => false,

@@ -6,6 +6,7 @@
 
 pub mod bolt;
 pub mod describe;
+pub mod heap;
 pub mod io;
 pub mod map;
 pub mod mmaptest;

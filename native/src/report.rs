@@ -831,12 +831,7 @@ impl KindIndex {
                 let (full_lo, full_hi) = (start.div_ceil(unit), end / unit);
                 let edges = [start / unit, (end - 1) / unit];
                 for (kind, mask) in &self.masks {
-                    let bit = |p: u64| {
-                        usize::try_from(p / 64)
-                            .ok()
-                            .and_then(|w| mask.get(w))
-                            .is_some_and(|w| w & (1 << (p % 64)) != 0)
-                    };
+                    let bit = |p: u64| crate::residency::count_bits(mask, p, p) > 0;
                     let mut n = if full_lo < full_hi {
                         crate::residency::count_bits(mask, full_lo, full_hi - 1)
                             .saturating_mul(unit)

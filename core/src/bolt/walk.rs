@@ -286,20 +286,33 @@ impl Runs {
         }
     }
 
-    /// First page and index of every run, by first page.
-    fn in_page_order(&mut self) -> impl Iterator<Item = (u64, u32)> + '_ {
+    /// Every run by first page: its first page, bytes in use, and run.
+    fn into_page_order(mut self) -> impl Iterator<Item = (u64, u64, Run)> {
         self.stray.sort_unstable();
-        let table = self
-            .at
-            .iter()
+        let Runs {
+            runs,
+            at,
+            stray,
+            big,
+        } = self;
+        let mut table = at
+            .into_iter()
             .enumerate()
-            .filter_map(|(p, &i)| Some((p as u64, i.checked_sub(1)?)));
-        let mut stray = self.stray.iter().copied().peekable();
-        let mut table = table.peekable();
+            .filter_map(|(p, i)| Some((p as u64, i.checked_sub(1)?)))
+            .peekable();
+        let mut stray = stray.into_iter().peekable();
         core::iter::from_fn(move || match (table.peek(), stray.peek()) {
             (Some(t), Some(s)) if s < t => stray.next(),
             (Some(_), _) => table.next(),
             (None, _) => stray.next(),
+        })
+        .filter_map(move |(pgid, i)| {
+            let run = *runs.get(i as usize)?;
+            let used = match big.iter().find(|(j, _)| *j == i) {
+                Some(&(_, u)) if run.used == u32::MAX => u,
+                _ => u64::from(run.used),
+            };
+            Some((pgid, used, run))
         })
     }
 }
@@ -434,16 +447,8 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             .saturating_add(run_pages.saturating_mul(self.ps))
             .min(self.file.len());
         Region {
-            offset,
-            len: end.saturating_sub(offset),
-            kind,
-            id: pgid,
             head,
-            group: None,
-            depth: 0,
-            items: 0,
-            used: 0,
-            run_len: 0,
+            ..Region::of(offset, end.saturating_sub(offset), kind, pgid)
         }
     }
 
@@ -1041,34 +1046,19 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     /// write every region in page order.
     fn finish(&mut self, freelist: FreelistInfo) {
         let stored = !matches!(freelist, FreelistInfo::NotStored);
-        let mut runs = core::mem::replace(&mut self.runs, Runs::new(0, 0));
+        let runs = core::mem::replace(&mut self.runs, Runs::new(0, 0));
         // About one region per run, and a few for the spans between them.
         let mut out = Regions::with_capacity(runs.len() + runs.len() / 8 + 16);
-        let (records, big) = (
-            core::mem::take(&mut runs.runs),
-            core::mem::take(&mut runs.big),
-        );
-        let used = |i: u32, r: &Run| {
-            if r.used == u32::MAX
-                && let Some(&(_, u)) = big.iter().find(|(j, _)| *j == i)
-            {
-                u
-            } else {
-                u64::from(r.used)
-            }
-        };
-        let mut order = runs.in_page_order().peekable();
+        let mut order = runs.into_page_order().peekable();
         // The span of unclaimed pages being merged.
         let mut span: Option<Region> = None;
         let mut p = 0;
         while p < self.pages {
-            if let Some((pgid, i)) = order.next_if(|(pgid, _)| *pgid <= p) {
+            if let Some((pgid, used, run)) = order.next_if(|(pgid, ..)| *pgid <= p) {
                 if let Some(s) = span.take() {
                     out.push(s);
                 }
-                if let Some(run) = records.get(i as usize) {
-                    self.run_regions(pgid, used(i, run), run, &mut out);
-                }
+                self.run_regions(pgid, used, &run, &mut out);
                 continue;
             }
             if self.claimed.get(p) {
@@ -1107,10 +1097,8 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         }
         // Runs past the last page (none: every run starts at a page of
         // the file), kept rather than lost.
-        for (pgid, i) in order {
-            if let Some(run) = records.get(i as usize) {
-                self.run_regions(pgid, used(i, run), run, &mut out);
-            }
+        for (pgid, used, run) in order {
+            self.run_regions(pgid, used, &run, &mut out);
         }
         out.shrink_to_fit();
         self.layout.regions = out;

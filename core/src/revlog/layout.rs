@@ -42,16 +42,10 @@ pub struct RevlogLayout {
 
 fn region(offset: u64, len: u64, kind: Kind, rev: u64, items: u32) -> Region {
     Region {
-        offset,
-        len,
-        kind,
-        id: rev,
-        head: rev,
-        group: None,
-        depth: 0,
         items,
         used: len,
         run_len: len,
+        ..Region::of(offset, len, kind, rev)
     }
 }
 

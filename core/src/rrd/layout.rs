@@ -68,16 +68,11 @@ pub struct RrdLayout {
 
 fn region(offset: u64, len: u64, kind: Kind, id: u64, group: Option<u32>, items: u32) -> Region {
     Region {
-        offset,
-        len,
-        kind,
-        id,
-        head: id,
         group,
-        depth: 0,
         items,
         used: len,
         run_len: len,
+        ..Region::of(offset, len, kind, id)
     }
 }
 

@@ -47,7 +47,7 @@ enum Command {
 
 fn main() -> ExitCode {
     mapwise_native::map::exit_cleanly_on_sigbus();
-    mapwise_native::watch::bound_heap_peaks();
+    mapwise_native::heap::bound_peaks();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_failure(&e),
