@@ -24,6 +24,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::rc::Rc;
+use std::time::Duration;
 
 use mapwise_core::{Error, PageSource};
 
@@ -585,7 +586,11 @@ impl QuietPages {
     /// order given; cached runs are copied, the others read directly (see
     /// the type's documentation).
     pub fn read_runs(&self, runs: &[(u64, usize)]) -> Vec<Result<Vec<u8>, Error>> {
-        self.read_runs_ahead(runs, None)
+        let mut arena = Vec::new();
+        self.read_into(runs, None, &mut arena)
+            .into_iter()
+            .map(|r| r.map(|range| arena.get(range).unwrap_or_default().to_vec()))
+            .collect()
     }
 
     /// Of the runs `which` (indices into `runs`), those the page cache
@@ -635,25 +640,12 @@ impl QuietPages {
         (cached, direct)
     }
 
-    /// [`QuietPages::read_runs`], taking runs that `ahead` has read
-    /// already (started ahead of need, [`Ahead`]) instead of reading them
-    /// again.
-    pub fn read_runs_ahead(
-        &self,
-        runs: &[(u64, usize)],
-        ahead: Option<(&Ahead, u64)>,
-    ) -> Vec<Result<Vec<u8>, Error>> {
-        let mut arena = Vec::new();
-        self.read_into(runs, ahead, &mut arena)
-            .into_iter()
-            .map(|r| r.map(|range| arena.get(range).unwrap_or_default().to_vec()))
-            .collect()
-    }
-
     /// Read the runs into `arena`, one after the other (it grows as needed
     /// and is reused as it is: nothing is zeroed that was long enough),
     /// returning where each run's bytes are; otherwise as
-    /// [`QuietPages::read_runs_ahead`].
+    /// [`QuietPages::read_runs`], taking the runs that `ahead` has read
+    /// already (started ahead of need, [`Ahead`]) at the epoch given
+    /// instead of reading them again.
     pub fn read_into(
         &self,
         runs: &[(u64, usize)],
@@ -680,21 +672,13 @@ impl QuietPages {
         let mut stats = self.stats.get();
         let mut ok: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ok()).collect();
         if let Some((ahead, epoch)) = ahead {
-            ok.retain(|&i| {
-                let Some(Ok(b)) = ahead.take(epoch, runs[i].0, runs[i].1) else {
-                    return true;
-                };
-                match &out[i] {
-                    Ok(r) => match arena.get_mut(r.clone()) {
-                        Some(dst) if b.len() >= dst.len() => {
-                            let n = dst.len();
-                            dst.copy_from_slice(&b[..n]);
-                            false
-                        }
-                        _ => true,
-                    },
-                    Err(_) => true,
-                }
+            // A run read ahead is copied into place; one it failed to
+            // read, or did not read at this epoch, is read here.
+            ok.retain(|&i| match &out[i] {
+                Ok(r) => !arena
+                    .get_mut(r.clone())
+                    .is_some_and(|dst| ahead.take_into(epoch, runs[i].0, dst)),
+                Err(_) => true,
             });
         }
         let (mut cached, mut direct) = self.split_cached(runs, &ok);
@@ -723,16 +707,24 @@ impl QuietPages {
                     parts.push((runs[i].0, buf));
                 }
                 let copied = map.copy_out(&mut parts).unwrap_or(0);
-                let mut last_block = None;
+                // Unmap the blocks the copy touched, adjacent blocks in one
+                // call: each call flushes the TLB of every CPU this
+                // process's threads ran on (an IPI each), whatever its length.
+                let mut blocks: Option<(u64, u64)> = None;
                 for p in &parts {
-                    let block = p.0 / COPY_BLOCK;
-                    let end_block = (p.0 + p.1.len() as u64).saturating_sub(1) / COPY_BLOCK;
-                    for b in block..=end_block {
-                        if last_block != Some(b) {
-                            map.unmap_pages(b * COPY_BLOCK, COPY_BLOCK);
-                            last_block = Some(b);
+                    let first = p.0 / COPY_BLOCK;
+                    let last = (p.0 + p.1.len() as u64).saturating_sub(1) / COPY_BLOCK;
+                    blocks = match blocks {
+                        Some((a, b)) if first <= b + 1 => Some((a, b.max(last))),
+                        Some((a, b)) => {
+                            map.unmap_pages(a * COPY_BLOCK, (b - a + 1) * COPY_BLOCK);
+                            Some((first, last))
                         }
-                    }
+                        None => Some((first, last)),
+                    };
+                }
+                if let Some((a, b)) = blocks {
+                    map.unmap_pages(a * COPY_BLOCK, (b - a + 1) * COPY_BLOCK);
                 }
                 let mut seen = 0usize;
                 for &i in chunk {
@@ -1004,17 +996,22 @@ pub fn lower_priority(nice: i32) {
 /// commits (weight 335 against 1024 at nice 0).
 pub const AHEAD_NICE: i32 = 5;
 
-/// Bytes [`Ahead`] holds at most, read or being read.
+/// Bytes [`Ahead`] holds at most: runs being read, and the buffers of
+/// jobs with runs not taken yet.
 const AHEAD_BYTES: usize = 16 << 20;
 
 /// Reads started ahead of need: page runs a reader will want soon, read
-/// on background threads as [`QuietPages::read_runs`] reads them (copied
+/// on background threads as [`QuietPages::read_into`] reads them (copied
 /// from the page cache, or with `O_DIRECT`: several in flight, as one at
 /// a time the device gives a third of its speed), while the caller works
 /// on what it read before; each tagged with the caller's epoch. A run is handed out
 /// only to a caller at the same epoch: the caller bumps the epoch whenever
 /// what it read before may no longer be what the file holds (for
 /// [`crate::settle`]: at each commit it follows).
+///
+/// A job's runs stay in the one buffer they were read into until each is
+/// taken ([`Ahead::take_into`] copies it out), and the buffer then goes
+/// back to the threads: nothing is allocated per run.
 pub struct Ahead {
     jobs: Option<std::sync::mpsc::Sender<AheadJob>>,
     shared: std::sync::Arc<(std::sync::Mutex<AheadState>, std::sync::Condvar)>,
@@ -1030,14 +1027,57 @@ const AHEAD_THREADS: usize = 4;
 /// Runs per job of [`Ahead`] at most.
 const AHEAD_JOB: usize = 128;
 
+/// Buffers of finished jobs kept for reuse at most.
+const AHEAD_SPARE: usize = 2 * AHEAD_THREADS;
+
 #[derive(Default)]
 struct AheadState {
-    /// Runs read, by offset: epoch and bytes.
-    done: HashMap<u64, (u64, Result<Vec<u8>, Error>)>,
+    /// Runs read, by offset: epoch, and the buffer (an index into `bufs`)
+    /// and range holding the run's bytes, or why it could not be read.
+    done: HashMap<u64, (u64, Result<(usize, std::ops::Range<usize>), Error>)>,
     /// Runs being read, by offset: epoch.
     busy: HashMap<u64, u64>,
+    /// Finished jobs' buffers, each with the number of its runs not taken
+    /// yet (0: the slot is free).
+    bufs: Vec<(Vec<u8>, usize)>,
+    /// Buffers no run refers to, for the next jobs.
+    spare: Vec<Vec<u8>>,
+    /// Bytes of runs being read, plus the capacity of `bufs` in use.
     bytes: usize,
     epoch: u64,
+}
+
+impl AheadState {
+    /// Store a finished job's buffer holding `runs` runs; its slot.
+    fn keep(&mut self, buf: Vec<u8>, runs: usize) -> usize {
+        self.bytes += buf.capacity();
+        if let Some(i) = self.bufs.iter().position(|b| b.1 == 0) {
+            self.bufs[i] = (buf, runs);
+            i
+        } else {
+            self.bufs.push((buf, runs));
+            self.bufs.len() - 1
+        }
+    }
+
+    /// One run of slot `i` taken: the buffer is spare once all are.
+    fn taken(&mut self, i: usize) {
+        let Some(b) = self.bufs.get_mut(i) else {
+            return;
+        };
+        b.1 = b.1.saturating_sub(1);
+        if b.1 == 0 {
+            let buf = std::mem::take(&mut b.0);
+            self.bytes = self.bytes.saturating_sub(buf.capacity());
+            self.spare(buf);
+        }
+    }
+
+    fn spare(&mut self, buf: Vec<u8>) {
+        if self.spare.len() < AHEAD_SPARE {
+            self.spare.push(buf);
+        }
+    }
 }
 
 impl std::fmt::Debug for Ahead {
@@ -1064,33 +1104,37 @@ impl Ahead {
             let (rx, shared) = (std::sync::Arc::clone(&rx), std::sync::Arc::clone(&shared));
             threads.push(std::thread::spawn(move || {
                 lower_priority(AHEAD_NICE);
-                let mut arena = Vec::new();
                 loop {
                     let job = rx.lock().ok().and_then(|r| r.recv().ok());
                     let Some((epoch, runs)) = job else {
                         break;
                     };
-                    let stale = shared.0.lock().is_ok_and(|s| s.epoch != epoch);
-                    let data = (!stale).then(|| q.read_into(&runs, None, &mut arena));
+                    let (stale, mut buf) = match shared.0.lock() {
+                        Ok(mut st) => (st.epoch != epoch, st.spare.pop().unwrap_or_default()),
+                        Err(_) => break,
+                    };
+                    let data = (!stale).then(|| q.read_into(&runs, None, &mut buf));
                     let Ok(mut st) = shared.0.lock() else { break };
-                    for (k, &(offset, len)) in runs.iter().enumerate() {
+                    let st = &mut *st;
+                    let read: usize = runs.iter().map(|r| r.1).sum();
+                    for &(offset, _) in &runs {
                         st.busy.remove(&offset);
-                        let Some(d) = data.as_ref().and_then(|d| d.get(k)) else {
-                            continue;
-                        };
-                        if st.epoch != epoch {
-                            continue;
+                    }
+                    match data {
+                        Some(data) if st.epoch == epoch => {
+                            st.bytes = st.bytes.saturating_sub(read);
+                            let held = data.iter().filter(|d| d.is_ok()).count();
+                            let slot = if held > 0 {
+                                st.keep(buf, held)
+                            } else {
+                                st.spare(buf);
+                                usize::MAX
+                            };
+                            for (&(offset, _), d) in runs.iter().zip(data) {
+                                st.done.insert(offset, (epoch, d.map(|r| (slot, r))));
+                            }
                         }
-                        let r = match d {
-                            Ok(r) => arena.get(r.clone()).map(<[u8]>::to_vec).ok_or(Error::Read {
-                                offset,
-                                len: len as u64,
-                                code: libc::ENODATA,
-                            }),
-                            Err(e) => Err(e.clone()),
-                        };
-                        st.bytes += len;
-                        st.done.insert(offset, (epoch, r));
+                        _ => st.spare(buf),
                     }
                     shared.1.notify_all();
                 }
@@ -1107,9 +1151,31 @@ impl Ahead {
     /// (each is read, or was not asked for).
     #[must_use]
     pub fn ready(&self, epoch: u64, offsets: &[u64]) -> bool {
-        self.shared.0.lock().is_ok_and(|st| {
-            st.epoch != epoch || offsets.iter().all(|o| st.busy.get(o) != Some(&epoch))
-        })
+        self.wait_ready(epoch, offsets, Duration::ZERO)
+    }
+
+    /// [`Ahead::ready`], waiting up to `timeout` for the runs still being
+    /// read (woken as each job finishes, not by polling).
+    #[must_use]
+    pub fn wait_ready(&self, epoch: u64, offsets: &[u64], timeout: Duration) -> bool {
+        let (lock, cv) = &*self.shared;
+        let until = std::time::Instant::now() + timeout;
+        let Ok(mut st) = lock.lock() else {
+            return false;
+        };
+        loop {
+            if st.epoch != epoch || offsets.iter().all(|o| st.busy.get(o) != Some(&epoch)) {
+                return true;
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            match cv.wait_timeout(st, left) {
+                Ok((g, _)) => st = g,
+                Err(_) => return false,
+            }
+        }
     }
 
     /// Forget everything read or being read at other epochs than `epoch`.
@@ -1117,9 +1183,13 @@ impl Ahead {
         if let Ok(mut st) = self.shared.0.lock()
             && st.epoch != epoch
         {
+            let st = &mut *st;
             st.epoch = epoch;
             st.done.clear();
             st.busy.clear();
+            for (buf, _) in std::mem::take(&mut st.bufs) {
+                st.spare(buf);
+            }
             st.bytes = 0;
         }
     }
@@ -1152,30 +1222,45 @@ impl Ahead {
         }
     }
 
-    /// The run `(offset, len)` read at `epoch`, waiting for it when it is
-    /// being read; `None` when it was not asked for at that epoch.
-    pub fn take(&self, epoch: u64, offset: u64, len: usize) -> Option<Result<Vec<u8>, Error>> {
+    /// Copy the run at `offset` read at `epoch` into `dst` (its first
+    /// `dst.len()` bytes), waiting for it when it is being read: `false`
+    /// when it was not asked for at that epoch, could not be read, or is
+    /// shorter than `dst`.
+    pub fn take_into(&self, epoch: u64, offset: u64, dst: &mut [u8]) -> bool {
         let (lock, cv) = &*self.shared;
-        let mut st = lock.lock().ok()?;
+        let Ok(mut st) = lock.lock() else {
+            return false;
+        };
         loop {
             if st.epoch != epoch {
-                return None;
+                return false;
             }
-            if let Some((e, _)) = st.done.get(&offset)
-                && *e == epoch
-            {
-                let (_, r) = st.done.remove(&offset)?;
-                st.bytes = st.bytes.saturating_sub(len * 2);
-                return match r {
-                    Ok(b) if b.len() >= len => Some(Ok(b)),
-                    Ok(_) => None,
-                    Err(e) => Some(Err(e)),
+            if st.done.get(&offset).is_some_and(|(e, _)| *e == epoch) {
+                let Some((_, r)) = st.done.remove(&offset) else {
+                    return false;
                 };
+                let Ok((slot, range)) = r else {
+                    return false;
+                };
+                let bytes = st
+                    .bufs
+                    .get(slot)
+                    .and_then(|b| b.0.get(range))
+                    .and_then(|b| b.get(..dst.len()));
+                let copied = bytes.is_some_and(|b| {
+                    dst.copy_from_slice(b);
+                    true
+                });
+                st.taken(slot);
+                return copied;
             }
             if st.busy.get(&offset) != Some(&epoch) {
-                return None;
+                return false;
             }
-            st = cv.wait(st).ok()?;
+            st = match cv.wait(st) {
+                Ok(g) => g,
+                Err(_) => return false,
+            };
         }
     }
 }

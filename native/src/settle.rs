@@ -325,12 +325,20 @@ const MOVING_LIMIT: Duration = Duration::from_secs(1);
 /// Bytes of a batch buffer kept for the next batch at most.
 const ARENA_MAX: usize = 8 << 20;
 
-/// Open branch pages whose uncached children are read ahead of need.
-const AHEAD_PARENTS: usize = 12;
+/// Open branch pages whose children are read ahead of need (with 12, a
+/// 2 GiB file's walk waited for its reads a third of the time).
+const AHEAD_PARENTS: usize = 48;
 
 /// Page runs read in one batch at most (bounds the time between the two
 /// looks at the meta pages that bracket it).
 const BATCH_RUNS: usize = 256;
+
+/// While the follower waits for reads started ahead, it looks at the meta
+/// pages this often: often enough to follow a commit long before the next
+/// one lands (etcd commits at most every 100 ms, the bench's writer every
+/// 20), rarely enough that the looks cost little (each maps, copies and
+/// unmaps the meta pages).
+const WAIT_LOOK: Duration = Duration::from_millis(2);
 
 /// Raw bytes of both meta pages, as a look compares them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -510,6 +518,9 @@ pub struct Follower {
     arena: Vec<u8>,
     /// Open pages whose children were read ahead at this epoch.
     asked_ahead: std::cell::RefCell<HashSet<u64>>,
+    /// The last look found the snapshot followed, and nothing was read
+    /// since: the next batch's opening look.
+    looked: bool,
 }
 
 impl Follower {
@@ -577,6 +588,7 @@ impl Follower {
             ahead: None,
             epoch: 0,
             asked_ahead: std::cell::RefCell::new(HashSet::new()),
+            looked: false,
             arena: Vec::new(),
         };
         f.ahead = crate::io::Ahead::new(&f.reader).ok();
@@ -671,6 +683,7 @@ impl Follower {
     /// Forget every page and start reading the current snapshot afresh.
     fn begin(&mut self) {
         self.bump_epoch();
+        self.looked = false;
         self.slots.clear();
         self.frontier = 0;
         self.heap = 0;
@@ -731,14 +744,13 @@ impl Follower {
             let Some(ahead) = &self.ahead else {
                 return true;
             };
-            if ahead.ready(self.epoch, &offsets) {
+            if ahead.wait_ready(self.epoch, &offsets, WAIT_LOOK) {
                 return true;
             }
             let same = read_metas(&self.reader, ps).is_some_and(|m| m == self.cur.metas);
             if !same {
                 return false;
             }
-            std::thread::sleep(Duration::from_micros(200));
         }
     }
 
@@ -879,7 +891,13 @@ impl Follower {
     pub fn advance(&mut self, slice: Duration) -> bool {
         let until = Instant::now() + slice;
         loop {
-            let look = self.look();
+            // The look that closed the last batch opens this one, when
+            // nothing was read since.
+            let look = if std::mem::take(&mut self.looked) {
+                Look::Same
+            } else {
+                self.look()
+            };
             if !matches!(look, Look::Moving) {
                 self.moving_since = None;
             }
@@ -956,7 +974,8 @@ impl Follower {
         let same = read_metas(&self.reader, ps).is_some_and(|m| m == self.cur.metas);
         self.hook_reads += pgids.len() as u64;
         if same {
-            testing::after_reads(&mut self.hook_reads);
+            // A test's commit after the look makes it stale.
+            self.looked = !testing::after_reads(&mut self.hook_reads);
             Some(batch)
         } else {
             self.recycle(batch);
@@ -1881,7 +1900,8 @@ pub mod testing {
         HOOK.with(|h| *h.borrow_mut() = None);
     }
 
-    pub(super) fn after_reads(reads: &mut u64) {
+    /// Run the hook when it is due; `true` when it ran.
+    pub(super) fn after_reads(reads: &mut u64) -> bool {
         HOOK.with(|h| {
             let mut h = h.borrow_mut();
             if let Some((every, f)) = h.as_mut()
@@ -1889,8 +1909,10 @@ pub mod testing {
             {
                 *reads = 0;
                 f();
+                return true;
             }
-        });
+            false
+        })
     }
 }
 
