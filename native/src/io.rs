@@ -1030,11 +1030,14 @@ const AHEAD_JOB: usize = 128;
 /// Buffers of finished jobs kept for reuse at most.
 const AHEAD_SPARE: usize = 2 * AHEAD_THREADS;
 
+/// Where a run read ahead is: a slot of [`AheadState::bufs`], a range of it.
+type Held = (usize, std::ops::Range<usize>);
+
 #[derive(Default)]
 struct AheadState {
     /// Runs read, by offset: epoch, and the buffer (an index into `bufs`)
     /// and range holding the run's bytes, or why it could not be read.
-    done: HashMap<u64, (u64, Result<(usize, std::ops::Range<usize>), Error>)>,
+    done: HashMap<u64, (u64, Result<Held, Error>)>,
     /// Runs being read, by offset: epoch.
     busy: HashMap<u64, u64>,
     /// Finished jobs' buffers, each with the number of its runs not taken
