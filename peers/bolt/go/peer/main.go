@@ -30,9 +30,12 @@ type command struct {
 
 // commands in help-text order.
 var commands = []command{
+	{"dump", cmdDump, "dump FILE.db [--no-precheck]"},
 	{"check", cmdCheck, "check FILE.db [--raw-only|--lib-only] [-v]"},
 	{"info", cmdInfo, "info FILE.db"},
 	{"pages", cmdPages, "pages FILE.db"},
+	{"get", cmdGet, "get FILE.db BUCKET[/SUB...] KEYHEX [--hex-path] [--no-precheck]"},
+	{"keys", cmdKeys, "keys FILE.db BUCKET[/SUB...] [--hex-path] [--no-precheck]"},
 	// The library half of check, which check runs in a child process.
 	{libCheckCmd, cmdLibCheck, ""},
 }
