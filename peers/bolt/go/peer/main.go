@@ -30,6 +30,7 @@ type command struct {
 
 // commands in help-text order.
 var commands = []command{
+	{"gen", cmdGen, "gen OUT.db --shape SHAPE --seed N [--size BYTES] [--page-size N] [--force] ..."},
 	{"dump", cmdDump, "dump FILE.db [--no-precheck]"},
 	{"check", cmdCheck, "check FILE.db [--raw-only|--lib-only] [-v]"},
 	{"info", cmdInfo, "info FILE.db"},
