@@ -33,6 +33,7 @@ var commands = []command{
 	{"gen", cmdGen, "gen OUT.db --shape SHAPE --seed N [--size BYTES] [--page-size N] [--force] ..."},
 	{"dump", cmdDump, "dump FILE.db [--no-precheck]"},
 	{"check", cmdCheck, "check FILE.db [--raw-only|--lib-only] [-v]"},
+	{"traverse", cmdTraverse, "traverse FILE.db [--populate] [--cold] [--residency] [--touch] [--mlock] [--bucket NAME]"},
 	{"info", cmdInfo, "info FILE.db"},
 	{"pages", cmdPages, "pages FILE.db"},
 	{"get", cmdGet, "get FILE.db BUCKET[/SUB...] KEYHEX [--hex-path] [--no-precheck]"},
