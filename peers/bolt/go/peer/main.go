@@ -36,6 +36,7 @@ var commands = []command{
 	{"traverse", cmdTraverse, "traverse FILE.db [--populate] [--cold] [--residency] [--touch] [--mlock] [--bucket NAME]"},
 	{"info", cmdInfo, "info FILE.db"},
 	{"pages", cmdPages, "pages FILE.db"},
+	{"bench", cmdBench, "bench FILE.db --write-mode seq|rnd|seq-nest|rnd-nest --read-mode seq|rnd --count N ..."},
 	{"get", cmdGet, "get FILE.db BUCKET[/SUB...] KEYHEX [--hex-path] [--no-precheck]"},
 	{"keys", cmdKeys, "keys FILE.db BUCKET[/SUB...] [--hex-path] [--no-precheck]"},
 	// The library half of check, which check runs in a child process.
