@@ -383,6 +383,9 @@ pub struct PageReport {
     pub freelist_ids: Option<Vec<u64>>,
     /// Freelist ids in total.
     pub freelist_total: Option<usize>,
+    /// For an overflow page (the continuation of a page run, not a page
+    /// of its own): the run's first page, which decodes it.
+    pub overflow_of: Option<u64>,
     /// The lines `inspector page` prints for it.
     pub text: Vec<String>,
 }
@@ -439,6 +442,18 @@ fn element_report(e: &Element) -> ElementReport {
     }
 }
 
+/// Page `id`, an overflow page of the run headed by page `head`.
+fn overflow_report(id: u64, head: u64) -> PageReport {
+    let mut rep = page_report(id, &Err(String::new()));
+    rep.error = None;
+    rep.overflow_of = Some(head);
+    rep.text = vec![format!(
+        "page {id} is an overflow page: a continuation of the run headed by page {head}, \
+         decoded with it (inspector page FILE {head})"
+    )];
+    rep
+}
+
 fn page_report(id: u64, d: &Result<PageDetail, String>) -> PageReport {
     let mut rep = PageReport {
         id,
@@ -453,6 +468,7 @@ fn page_report(id: u64, d: &Result<PageDetail, String>) -> PageReport {
         elements: Vec::new(),
         freelist_ids: None,
         freelist_total: None,
+        overflow_of: None,
         text: Vec::new(),
     };
     let d = match d {
@@ -507,43 +523,75 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
     open_bolt(path, &src)?;
     drop(src);
     // Every page from one snapshot, even while a writer commits.
-    let reports: Vec<PageReport> = mapwise_native::settle::read_bolt(path, |file| {
-        let hwm = file.meta().hwm;
-        // The walk (what the detail pane reads) is taken only when a page
-        // does not decode on its own, to say what the page is instead.
-        let mut layout = None;
-        ids.iter()
-            .map(|&id| {
-                let detail = page_detail(file, id, DETAIL_LIMIT).map_err(|e| {
-                    if id >= file.file_pages() {
-                        return format!(
-                            "{e} (page {id} is past the end of the file: {} pages)",
-                            file.file_pages()
-                        );
+    let decoded: Vec<(u64, Result<PageDetail, String>, bool)> =
+        mapwise_native::settle::read_bolt(path, |file| {
+            let hwm = file.meta().hwm;
+            ids.iter()
+                .map(|&id| match page_detail(file, id, DETAIL_LIMIT) {
+                    Ok(d) => (id, Ok(d), false),
+                    Err(e) if id >= file.file_pages() => {
+                        let n = file.file_pages();
+                        let why = format!("{e} (page {id} is past the end of the file: {n} pages)");
+                        (id, Err(why), false)
                     }
-                    if id >= hwm {
-                        // bbolt has not used the page (`layout` calls it
-                        // unused): say so beside the fault.
-                        return format!("{e} (page {id} is past the high-water mark {hwm}: unused)");
+                    // bbolt has not used the page (`layout` calls it
+                    // unused): say so beside the fault.
+                    Err(e) if id >= hwm => {
+                        let why =
+                            format!("{e} (page {id} is past the high-water mark {hwm}: unused)");
+                        (id, Err(why), false)
                     }
-                    let layout = layout.get_or_insert_with(|| {
-                        mapwise_core::bolt::walk(file, WalkOptions::default()).layout
-                    });
-                    let at = id.saturating_mul(u64::from(file.page_size()));
-                    match layout.region_at(at) {
-                        Some(r) if r.kind == mapwise_core::layout::Kind::Overflow => format!(
-                            "page {id} is an overflow page: a continuation of the run headed by page {}, \
-                             decoded with it (inspector page FILE {})",
-                            r.head, r.head
-                        ),
-                        _ => e.to_string(),
-                    }
-                });
-                page_report(id, &detail)
-            })
-            .collect::<Vec<_>>()
-    })?
-    .or_unsettled(|r| r.iter().filter(|p| p.error.is_some()).count() as u64)?;
+                    // What the page is, the walk tells (below).
+                    Err(e) => (id, Err(e.to_string()), true),
+                })
+                .collect()
+        })?
+        .or_unsettled(|r: &Vec<(u64, Result<PageDetail, String>, bool)>| {
+            r.iter().filter(|p| p.1.is_err()).count() as u64
+        })?;
+    // A page that does not decode on its own may be an overflow page, a
+    // continuation of a run decoded with its head: the structure says,
+    // read as every quiet reader reads it (of one snapshot, following a
+    // writer's commits; unsure, it says nothing).
+    let unknown: Vec<u64> = decoded.iter().filter(|d| d.2).map(|d| d.0).collect();
+    let heads: Vec<Option<u64>> = if unknown.is_empty() {
+        Vec::new()
+    } else {
+        mapwise_native::settle::read_bolt_walked(
+            path,
+            WalkOptions::default(),
+            mapwise_native::settle::CARRY_BUDGET,
+            |file, walked| {
+                let ps = u64::from(file.page_size());
+                unknown
+                    .iter()
+                    .map(|&id| {
+                        walked
+                            .layout
+                            .region_at(id.saturating_mul(ps))
+                            .filter(|r| r.kind == mapwise_core::layout::Kind::Overflow)
+                            .map(|r| r.head)
+                    })
+                    .collect()
+            },
+        )
+        .ok()
+        .filter(|s| s.settled)
+        .map_or_else(|| vec![None; unknown.len()], |s| s.value)
+    };
+    let reports: Vec<PageReport> = decoded
+        .iter()
+        .map(|(id, detail, _)| {
+            let head = unknown
+                .iter()
+                .position(|u| u == id)
+                .and_then(|i| heads.get(i).copied().flatten());
+            match head {
+                Some(head) => overflow_report(*id, head),
+                None => page_report(*id, detail),
+            }
+        })
+        .collect();
     let code = u8::from(reports.iter().any(|r| r.error.is_some()));
     let text = if as_json {
         json(&reports)?

@@ -652,14 +652,29 @@ impl QuietPages {
         ahead: Option<(&Ahead, u64)>,
         arena: &mut Vec<u8>,
     ) -> Vec<Result<std::ops::Range<usize>, Error>> {
+        self.read_into_from(runs, ahead, arena, 0)
+    }
+
+    /// [`QuietPages::read_into`], leaving the arena's first `from` bytes
+    /// as they are: the runs go after them.
+    pub fn read_into_from(
+        &self,
+        runs: &[(u64, usize)],
+        ahead: Option<(&Ahead, u64)>,
+        arena: &mut Vec<u8>,
+        from: usize,
+    ) -> Vec<Result<std::ops::Range<usize>, Error>> {
         // Runs start page-aligned in memory: the kernel's copy into a
         // buffer that straddles page boundaries ran at a fraction of the
         // speed.
-        let total: usize = runs.iter().map(|r| r.1).sum::<usize>() + DIRECT_ALIGN;
+        let total: usize = from + runs.iter().map(|r| r.1).sum::<usize>() + DIRECT_ALIGN;
         if arena.len() < total {
+            // Exactly what is needed, not twice: arenas are kept and reused.
+            arena.reserve_exact(total - arena.len());
             arena.resize(total, 0);
         }
-        let mut at = arena.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
+        let start = arena.as_ptr().wrapping_add(from);
+        let mut at = from + start.align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
         let mut out: Vec<Result<std::ops::Range<usize>, Error>> = runs
             .iter()
             .map(|&(offset, len)| {
@@ -1030,14 +1045,32 @@ const AHEAD_JOB: usize = 128;
 /// Buffers of finished jobs kept for reuse at most.
 const AHEAD_SPARE: usize = 2 * AHEAD_THREADS;
 
-/// Where a run read ahead is: a slot of [`AheadState::bufs`], a range of it.
-type Held = (usize, std::ops::Range<usize>);
+/// Where a run read ahead is.
+enum Piece {
+    /// In a job's buffer: a slot of [`AheadState::bufs`], a range of it.
+    Job(usize, std::ops::Range<usize>),
+    /// A run extended past what was asked ([`Extend`]), on its own.
+    Own(Vec<u8>),
+}
+
+/// How far a run read ahead really reaches, from its first bytes: its
+/// whole length (a bbolt page's overflow pages, from its header), or the
+/// length asked for. [`Ahead`] reads the rest of the run in the same job,
+/// so a reader that wants the whole run next takes it without waiting.
+pub type Extend = Box<dyn Fn(&[u8], usize) -> usize + Send + Sync>;
+
+/// Bytes one run is extended by at most ([`Extend`]); a longer run is
+/// left for its reader to read.
+const EXTEND_RUN: usize = 256 << 10;
+
+/// Bytes the runs of one job are extended by at most.
+const EXTEND_JOB: usize = 1 << 20;
 
 #[derive(Default)]
 struct AheadState {
     /// Runs read, by offset: epoch, and the buffer (an index into `bufs`)
     /// and range holding the run's bytes, or why it could not be read.
-    done: HashMap<u64, (u64, Result<Held, Error>)>,
+    done: HashMap<u64, (u64, Result<Piece, Error>)>,
     /// Runs being read, by offset: epoch.
     busy: HashMap<u64, u64>,
     /// Finished jobs' buffers, each with the number of its runs not taken
@@ -1090,11 +1123,13 @@ impl std::fmt::Debug for Ahead {
 }
 
 impl Ahead {
-    /// Background readers of `reader`'s file (its own descriptors).
+    /// Background readers of `reader`'s file (its own descriptors), which
+    /// read each run as far as `extend` says it reaches.
     ///
     /// # Errors
     /// `dup` failures.
-    pub fn new(reader: &QuietPages) -> std::io::Result<Ahead> {
+    pub fn new(reader: &QuietPages, extend: Extend) -> std::io::Result<Ahead> {
+        let extend = std::sync::Arc::new(extend);
         let (tx, rx) = std::sync::mpsc::channel::<AheadJob>();
         let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         let shared = std::sync::Arc::new((
@@ -1105,8 +1140,11 @@ impl Ahead {
         for _ in 0..AHEAD_THREADS {
             let q = reader.try_clone()?;
             let (rx, shared) = (std::sync::Arc::clone(&rx), std::sync::Arc::clone(&shared));
+            let extend = std::sync::Arc::clone(&extend);
             threads.push(std::thread::spawn(move || {
                 lower_priority(AHEAD_NICE);
+                // Where a job's extended runs are read (reused).
+                let mut more = Vec::new();
                 loop {
                     let job = rx.lock().ok().and_then(|r| r.recv().ok());
                     let Some((epoch, runs)) = job else {
@@ -1117,6 +1155,10 @@ impl Ahead {
                         Err(_) => break,
                     };
                     let data = (!stale).then(|| q.read_into(&runs, None, &mut buf));
+                    let longer = data
+                        .as_ref()
+                        .map(|d| extended(&q, &runs, d, &buf, &**extend, &mut more))
+                        .unwrap_or_default();
                     let Ok(mut st) = shared.0.lock() else { break };
                     let st = &mut *st;
                     let read: usize = runs.iter().map(|r| r.1).sum();
@@ -1126,15 +1168,32 @@ impl Ahead {
                     match data {
                         Some(data) if st.epoch == epoch => {
                             st.bytes = st.bytes.saturating_sub(read);
-                            let held = data.iter().filter(|d| d.is_ok()).count();
+                            let mut longer = longer.into_iter().peekable();
+                            let mut pieces: Vec<Result<Piece, Error>> = Vec::new();
+                            for (k, d) in data.into_iter().enumerate() {
+                                pieces.push(match longer.next_if(|(i, _)| *i == k) {
+                                    Some((_, whole)) => {
+                                        st.bytes += whole.len();
+                                        Ok(Piece::Own(whole))
+                                    }
+                                    None => d.map(|r| Piece::Job(usize::MAX, r)),
+                                });
+                            }
+                            let held = pieces
+                                .iter()
+                                .filter(|p| matches!(p, Ok(Piece::Job(..))))
+                                .count();
                             let slot = if held > 0 {
                                 st.keep(buf, held)
                             } else {
                                 st.spare(buf);
                                 usize::MAX
                             };
-                            for (&(offset, _), d) in runs.iter().zip(data) {
-                                st.done.insert(offset, (epoch, d.map(|r| (slot, r))));
+                            for (&(offset, _), mut p) in runs.iter().zip(pieces) {
+                                if let Ok(Piece::Job(s, _)) = &mut p {
+                                    *s = slot;
+                                }
+                                st.done.insert(offset, (epoch, p));
                             }
                         }
                         _ => st.spare(buf),
@@ -1239,23 +1298,40 @@ impl Ahead {
                 return false;
             }
             if st.done.get(&offset).is_some_and(|(e, _)| *e == epoch) {
+                // A run read further than asked stays for the reader that
+                // wants all of it.
+                if let Some((_, Ok(Piece::Own(whole)))) = st.done.get(&offset)
+                    && whole.len() > dst.len()
+                {
+                    dst.copy_from_slice(&whole[..dst.len()]);
+                    return true;
+                }
                 let Some((_, r)) = st.done.remove(&offset) else {
                     return false;
                 };
-                let Ok((slot, range)) = r else {
-                    return false;
+                return match r {
+                    Ok(Piece::Job(slot, range)) => {
+                        let bytes = st
+                            .bufs
+                            .get(slot)
+                            .and_then(|b| b.0.get(range))
+                            .and_then(|b| b.get(..dst.len()));
+                        let copied = bytes.is_some_and(|b| {
+                            dst.copy_from_slice(b);
+                            true
+                        });
+                        st.taken(slot);
+                        copied
+                    }
+                    Ok(Piece::Own(whole)) => {
+                        st.bytes = st.bytes.saturating_sub(whole.len());
+                        whole.get(..dst.len()).is_some_and(|b| {
+                            dst.copy_from_slice(b);
+                            true
+                        })
+                    }
+                    Err(_) => false,
                 };
-                let bytes = st
-                    .bufs
-                    .get(slot)
-                    .and_then(|b| b.0.get(range))
-                    .and_then(|b| b.get(..dst.len()));
-                let copied = bytes.is_some_and(|b| {
-                    dst.copy_from_slice(b);
-                    true
-                });
-                st.taken(slot);
-                return copied;
             }
             if st.busy.get(&offset) != Some(&epoch) {
                 return false;
@@ -1266,6 +1342,50 @@ impl Ahead {
             };
         }
     }
+}
+
+/// The runs of a job that `extend` says reach further than they were read
+/// (within [`EXTEND_RUN`] each and [`EXTEND_JOB`] in all), read whole:
+/// index into `runs` and the run's bytes, by index.
+fn extended(
+    q: &QuietPages,
+    runs: &[(u64, usize)],
+    data: &[Result<std::ops::Range<usize>, Error>],
+    buf: &[u8],
+    extend: &(dyn Fn(&[u8], usize) -> usize + Send + Sync),
+    more: &mut Vec<u8>,
+) -> Vec<(usize, Vec<u8>)> {
+    let mut rest: Vec<(usize, (u64, usize))> = Vec::new();
+    let mut budget = EXTEND_JOB;
+    for (i, (&(offset, len), d)) in runs.iter().zip(data).enumerate() {
+        let Some(first) = d.as_ref().ok().and_then(|r| buf.get(r.clone())) else {
+            continue;
+        };
+        let more = extend(first, len).saturating_sub(len);
+        let fits = (offset + len as u64)
+            .checked_add(more as u64)
+            .is_some_and(|end| end <= q.len());
+        if more > 0 && more <= EXTEND_RUN && more <= budget && fits {
+            budget -= more;
+            rest.push((i, (offset + len as u64, more)));
+        }
+    }
+    if rest.is_empty() {
+        return Vec::new();
+    }
+    let tails: Vec<(u64, usize)> = rest.iter().map(|r| r.1).collect();
+    let got = q.read_into(&tails, None, more);
+    rest.iter()
+        .zip(got)
+        .filter_map(|(&(i, _), tail)| {
+            let tail = more.get(tail.ok()?)?;
+            let first = buf.get(data[i].as_ref().ok()?.clone())?;
+            let mut whole = Vec::with_capacity(first.len() + tail.len());
+            whole.extend_from_slice(first);
+            whole.extend_from_slice(tail);
+            Some((i, whole))
+        })
+        .collect()
 }
 
 impl Drop for Ahead {

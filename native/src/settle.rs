@@ -333,6 +333,12 @@ const AHEAD_PARENTS: usize = 48;
 /// looks at the meta pages that bracket it).
 const BATCH_RUNS: usize = 256;
 
+/// Bytes one batch reads at most, as far as the follower can tell before
+/// it reads (it knows a page's overflow only from its header): the batch
+/// takes fewer pages when the last ones had overflow pages, so a batch of
+/// an etcd db holding 40 KiB values still ends long before the next commit.
+const BATCH_BYTES: usize = 2 << 20;
+
 /// While the follower waits for reads started ahead, it looks at the meta
 /// pages this often: often enough to follow a commit long before the next
 /// one lands (etcd commits at most every 100 ms, the bench's writer every
@@ -461,7 +467,7 @@ impl Table {
 }
 
 /// A held branch page whose children are not all read yet.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Open {
     /// The page run's bytes (its keys bound the children).
     bytes: Box<[u8]>,
@@ -521,6 +527,9 @@ pub struct Follower {
     /// The last look found the snapshot followed, and nothing was read
     /// since: the next batch's opening look.
     looked: bool,
+    /// Bytes a page run of the last batches took, on average (a page and
+    /// its overflow pages): sizes the next batch ([`BATCH_BYTES`]).
+    run_bytes: usize,
 }
 
 impl Follower {
@@ -589,9 +598,18 @@ impl Follower {
             epoch: 0,
             asked_ahead: std::cell::RefCell::new(HashSet::new()),
             looked: false,
+            run_bytes: 0,
             arena: Vec::new(),
         };
-        f.ahead = crate::io::Ahead::new(&f.reader).ok();
+        // A page's overflow pages are read with it, ahead of need.
+        let ps = f.ps();
+        let extend: crate::io::Extend = Box::new(move |first, len| {
+            mapwise_core::bolt::PageHeader::parse(first)
+                .and_then(|h| (u64::from(h.overflow) + 1).checked_mul(ps))
+                .and_then(|run| usize::try_from(run).ok())
+                .map_or(len, |run| run.max(len))
+        });
+        f.ahead = crate::io::Ahead::new(&f.reader, extend).ok();
         f.begin();
         Ok(f)
     }
@@ -970,6 +988,15 @@ impl Follower {
         let ahead = self.ahead.as_ref().map(|a| (a, self.epoch));
         let buf = std::mem::take(&mut self.arena);
         let batch = read_pages(&self.reader, ahead, self.ps(), self.cur.len, pgids, buf);
+        if !batch.runs.is_empty() {
+            let read: usize = batch.runs.iter().map(|r| r.1.len()).sum();
+            let now = read / batch.runs.len();
+            self.run_bytes = if self.run_bytes == 0 {
+                now
+            } else {
+                usize::midpoint(self.run_bytes, now)
+            };
+        }
         let ps = self.ps();
         let same = read_metas(&self.reader, ps).is_some_and(|m| m == self.cur.metas);
         self.hook_reads += pgids.len() as u64;
@@ -1022,7 +1049,11 @@ impl Follower {
         // Children of open branch pages, newest first.
         let mut parents: Vec<(u64, Open)> = Vec::new();
         let mut want: Vec<(u64, usize, usize)> = Vec::new(); // (child, parent index, element)
-        while want.len() < BATCH_RUNS {
+        let run = self
+            .run_bytes
+            .max(usize::try_from(self.ps()).unwrap_or(4096));
+        let most = (BATCH_BYTES / run).clamp(8, BATCH_RUNS);
+        while want.len() < most {
             let Some(p) = self.order.pop() else { break };
             let Some(open) = self.open.remove(&p) else {
                 continue;
@@ -1031,10 +1062,20 @@ impl Follower {
                 continue;
             };
             let before = want.len();
+            let mut more = false;
             for (i, c) in d.children().iter().enumerate() {
                 if d.descends(i) && matches!(self.slots.get(&c.pgid), Some(Slot::Frontier)) {
+                    if want.len() >= most {
+                        // The rest of its children go in the next batch.
+                        more = true;
+                        break;
+                    }
                     want.push((c.pgid, parents.len(), i));
                 }
+            }
+            if more {
+                self.order.push(p);
+                self.open.insert(p, open.clone());
             }
             if want.len() > before {
                 parents.push((p, open));
@@ -1667,16 +1708,14 @@ fn read_pages(
         runs.push((*offset, r));
     }
     if !longer.is_empty() {
-        // Whole runs of the few pages with overflow, after the rest.
-        let mut extra = Vec::new();
-        let got = reader.read_into(&longer, None, &mut extra);
-        let base = buf.len();
-        buf.extend_from_slice(&extra);
+        // Whole runs of the pages with overflow, after the first pages.
+        let from = runs.iter().map(|r| r.1.end).max().unwrap_or(0);
+        let got = reader.read_into_from(&longer, ahead, &mut buf, from);
         for ((offset, _), r) in longer.iter().zip(got) {
             if let Ok(r) = r
                 && let Ok(i) = runs.binary_search_by_key(offset, |r| r.0)
             {
-                runs[i].1 = base + r.start..base + r.end;
+                runs[i].1 = r;
             }
         }
     }
