@@ -100,3 +100,47 @@ fn lost_subtrees_leave_unreached_pages_unknown() {
         );
     }
 }
+
+#[test]
+fn an_unsure_layout_has_no_verdicts() {
+    use mapwise_core::bolt::FreelistInfo;
+    use mapwise_core::layout::Kind;
+    let mut bytes = std::fs::read(testdata("small.db")).unwrap();
+    let (root, ps, freelist) = {
+        let file = BoltFile::open(bytes.as_slice()).unwrap();
+        let m = file.meta();
+        (m.root, u64::from(file.page_size()), m.freelist)
+    };
+    // The root page and the freelist page no longer say who they are.
+    for pgid in [root, freelist] {
+        bytes[usize::try_from(pgid * ps).unwrap()] ^= 0xff;
+    }
+    let file = BoltFile::open(bytes.as_slice()).unwrap();
+    let w = walk(&file, WalkOptions::default());
+    let counts = |l: &mapwise_core::layout::Layout| l.kind_counts(u64::from(l.page_size));
+    let before = counts(&w.layout);
+    assert!(before.bytes[Kind::Corrupt.index()] > 0, "{before:?}");
+    assert!(!w.layout.problems.is_empty());
+    assert!(matches!(w.freelist, FreelistInfo::Unreadable { .. }));
+    let u = w.clone().unsure();
+    let after = counts(&u.layout);
+    assert_eq!(after.bytes[Kind::Corrupt.index()], 0, "{after:?}");
+    assert_eq!(
+        after.bytes[Kind::Unknown.index()],
+        before.bytes[Kind::Unknown.index()] + before.bytes[Kind::Corrupt.index()]
+    );
+    assert!(u.layout.problems.is_empty());
+    assert_eq!(
+        u.freelist,
+        FreelistInfo::NotRead { pgid: freelist },
+        "{:?}",
+        u.freelist
+    );
+    // Every other region stays as the walk found it.
+    for (a, b) in w.layout.regions.iter().zip(u.layout.regions.iter()) {
+        assert_eq!((a.offset, a.len), (b.offset, b.len));
+        if a.kind != Kind::Corrupt {
+            assert_eq!(a.kind, b.kind);
+        }
+    }
+}

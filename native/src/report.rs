@@ -521,6 +521,11 @@ pub enum FreelistReport {
         /// The meta's `freelist` field.
         page: u64,
     },
+    /// Not read: the read did not settle.
+    NotRead {
+        /// The meta's `freelist` field.
+        page: u64,
+    },
 }
 
 impl From<FreelistInfo> for FreelistReport {
@@ -539,6 +544,7 @@ impl From<FreelistInfo> for FreelistReport {
                 encoding: encoding.name(),
             },
             FreelistInfo::Unreadable { pgid } => FreelistReport::Unreadable { page: pgid },
+            FreelistInfo::NotRead { pgid } => FreelistReport::NotRead { page: pgid },
         }
     }
 }

@@ -212,13 +212,15 @@ pub fn unsettled_message(s: &Struggle, problems: u64) -> String {
         .unwrap_or_default();
     format!(
         "{}: no read was of one snapshot: a writer made {pace}, faster than this reader can \
-         follow (it started over {} times{why}); {seen}. Read a copy instead: `etcdctl \
-         snapshot save COPY` for etcd, or copy the file while its writer is stopped, then \
-         inspect COPY",
+         follow (it started over {} times{why}); {seen}. {READ_A_COPY}",
         s.path.display(),
         s.restarts
     )
 }
+
+/// What [`unsettled_message`] ends with: what to do instead.
+pub const READ_A_COPY: &str = "Read a copy instead: `etcdctl snapshot save COPY` for etcd, or \
+     copy the file while its writer is stopped, then inspect COPY";
 
 /// Read the bbolt file at `path` quietly (`O_DIRECT`, no lock, through a
 /// fresh [`QuietSource`] each attempt) with `read`, retrying while a
@@ -1517,6 +1519,12 @@ impl Frozen {
         let file = self.file_of(&held);
         let walked =
             mapwise_core::bolt::walk_with(&file, &held, self.opts, self.previous.as_deref());
+        // Pages not held are not of this snapshot for sure: no verdicts.
+        let walked = if self.complete() {
+            walked
+        } else {
+            walked.unsure()
+        };
         read(&file, walked)
     }
 }

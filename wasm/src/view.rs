@@ -1444,6 +1444,7 @@ fn bolt_facts<S: PageSource + ?Sized>(
             format!("page {pgid}{run}, {ids} ids, {}", encoding.name())
         }
         FreelistInfo::Unreadable { pgid } => format!("page {pgid}, unreadable"),
+        FreelistInfo::NotRead { pgid } => format!("page {pgid}, not read"),
     };
     let metas = file
         .metas()

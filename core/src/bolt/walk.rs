@@ -74,6 +74,12 @@ pub enum FreelistInfo {
         /// The meta's `freelist` field.
         pgid: u64,
     },
+    /// The freelist was not read: the read did not settle
+    /// ([`BoltLayout::unsure`]).
+    NotRead {
+        /// The meta's `freelist` field.
+        pgid: u64,
+    },
 }
 
 /// The freelist as stored, read without walking the file: the meta's
@@ -115,6 +121,33 @@ pub struct BoltLayout {
     pub missing: Vec<u64>,
     /// All tree pages found missing, counted beyond those listed.
     pub missing_count: u64,
+}
+
+impl BoltLayout {
+    /// The layout of a read that did not settle (a writer committed while
+    /// it read, so some pages may be of another snapshot than the meta
+    /// page's): nothing in it is a verdict. Corrupt regions become
+    /// `unknown`, the problems go (they may be transient), and a freelist
+    /// that could not be read is one not read.
+    #[must_use]
+    pub fn unsure(mut self) -> BoltLayout {
+        if self.layout.regions.iter().any(|r| r.kind == Kind::Corrupt) {
+            let mut regions = Regions::new();
+            for mut r in &self.layout.regions {
+                if r.kind == Kind::Corrupt {
+                    r.kind = Kind::Unknown;
+                }
+                regions.push(r);
+            }
+            self.layout.regions = regions;
+        }
+        self.layout.problems.clear();
+        self.layout.problems_dropped = 0;
+        if let FreelistInfo::Unreadable { pgid } = self.freelist {
+            self.freelist = FreelistInfo::NotRead { pgid };
+        }
+        self
+    }
 }
 
 /// Most missing pages a [`BoltLayout`] lists.

@@ -294,5 +294,6 @@ pub fn freelist_text(f: &FreelistReport) -> String {
             }
         }
         FreelistReport::Unreadable { page } => format!("freelist p{page} UNREADABLE"),
+        FreelistReport::NotRead { page } => format!("freelist p{page}: not read yet"),
     }
 }

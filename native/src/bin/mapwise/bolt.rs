@@ -552,6 +552,9 @@ fn info(a: &QuietArgs) -> Result<ExitCode> {
         report::FreelistReport::Unreadable { page } => {
             outln!(out, "freelist: page={page} unreadable")
         }
+        report::FreelistReport::NotRead { page } => {
+            outln!(out, "freelist: page={page} not read")
+        }
     }
     out.finish()?;
     Ok(ExitCode::SUCCESS)
