@@ -166,7 +166,17 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
         kinds,
         structure_error: snap.error.clone(),
         settled: snap.unsettled.is_none(),
-        unsettled: snap.unsettled.clone(),
+        // A copy's residency says nothing of the file's: no advice to read
+        // one, but what the numbers are.
+        unsettled: snap.unsettled.as_deref().map(|u| {
+            let why = u
+                .strip_suffix(mapwise_native::settle::READ_A_COPY)
+                .unwrap_or(u);
+            format!(
+                "{} The totals are the file's own; only the split by kind needs its structure.",
+                why.trim_end()
+            )
+        }),
     };
     if as_json {
         return Ok(Output::ok(json(&rep)?));
@@ -442,6 +452,10 @@ fn element_report(e: &Element) -> ElementReport {
     }
 }
 
+/// How far back `inspector page` looks for the first page of an overflow
+/// page's run (pages; 16 MiB at 4 KiB).
+const OVERFLOW_BACK: u64 = 4096;
+
 /// Page `id`, an overflow page of the run headed by page `head`.
 fn overflow_report(id: u64, head: u64) -> PageReport {
     let mut rep = page_report(id, &Err(String::new()));
@@ -523,75 +537,32 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
     open_bolt(path, &src)?;
     drop(src);
     // Every page from one snapshot, even while a writer commits.
-    let decoded: Vec<(u64, Result<PageDetail, String>, bool)> =
-        mapwise_native::settle::read_bolt(path, |file| {
-            let hwm = file.meta().hwm;
-            ids.iter()
-                .map(|&id| match page_detail(file, id, DETAIL_LIMIT) {
-                    Ok(d) => (id, Ok(d), false),
-                    Err(e) if id >= file.file_pages() => {
-                        let n = file.file_pages();
-                        let why = format!("{e} (page {id} is past the end of the file: {n} pages)");
-                        (id, Err(why), false)
-                    }
-                    // bbolt has not used the page (`layout` calls it
-                    // unused): say so beside the fault.
-                    Err(e) if id >= hwm => {
-                        let why =
-                            format!("{e} (page {id} is past the high-water mark {hwm}: unused)");
-                        (id, Err(why), false)
-                    }
-                    // What the page is, the walk tells (below).
-                    Err(e) => (id, Err(e.to_string()), true),
-                })
-                .collect()
-        })?
-        .or_unsettled(|r: &Vec<(u64, Result<PageDetail, String>, bool)>| {
-            r.iter().filter(|p| p.1.is_err()).count() as u64
-        })?;
-    // A page that does not decode on its own may be an overflow page, a
-    // continuation of a run decoded with its head: the structure says,
-    // read as every quiet reader reads it (of one snapshot, following a
-    // writer's commits; unsure, it says nothing).
-    let unknown: Vec<u64> = decoded.iter().filter(|d| d.2).map(|d| d.0).collect();
-    let heads: Vec<Option<u64>> = if unknown.is_empty() {
-        Vec::new()
-    } else {
-        mapwise_native::settle::read_bolt_walked(
-            path,
-            WalkOptions::default(),
-            mapwise_native::settle::CARRY_BUDGET,
-            |file, walked| {
-                let ps = u64::from(file.page_size());
-                unknown
-                    .iter()
-                    .map(|&id| {
-                        walked
-                            .layout
-                            .region_at(id.saturating_mul(ps))
-                            .filter(|r| r.kind == mapwise_core::layout::Kind::Overflow)
-                            .map(|r| r.head)
-                    })
-                    .collect()
-            },
-        )
-        .ok()
-        .filter(|s| s.settled)
-        .map_or_else(|| vec![None; unknown.len()], |s| s.value)
-    };
-    let reports: Vec<PageReport> = decoded
-        .iter()
-        .map(|(id, detail, _)| {
-            let head = unknown
-                .iter()
-                .position(|u| u == id)
-                .and_then(|i| heads.get(i).copied().flatten());
-            match head {
-                Some(head) => overflow_report(*id, head),
-                None => page_report(*id, detail),
-            }
-        })
-        .collect();
+    let reports: Vec<PageReport> = mapwise_native::settle::read_bolt(path, |file| {
+        let hwm = file.meta().hwm;
+        ids.iter()
+            .map(|&id| match page_detail(file, id, DETAIL_LIMIT) {
+                Ok(d) => page_report(id, &Ok(d)),
+                Err(e) if id >= file.file_pages() => {
+                    let n = file.file_pages();
+                    let why = format!("{e} (page {id} is past the end of the file: {n} pages)");
+                    page_report(id, &Err(why))
+                }
+                // bbolt has not used the page (`layout` calls it unused):
+                // say so beside the fault.
+                Err(e) if id >= hwm => {
+                    let why = format!("{e} (page {id} is past the high-water mark {hwm}: unused)");
+                    page_report(id, &Err(why))
+                }
+                // An overflow page is decoded with the first page of its
+                // run, which its header bytes do not name.
+                Err(e) => match file.run_holding(id, OVERFLOW_BACK) {
+                    Some(head) => overflow_report(id, head),
+                    None => page_report(id, &Err(e.to_string())),
+                },
+            })
+            .collect::<Vec<_>>()
+    })?
+    .or_unsettled(|r| r.iter().filter(|p| p.error.is_some()).count() as u64)?;
     let code = u8::from(reports.iter().any(|r| r.error.is_some()));
     let text = if as_json {
         json(&reports)?

@@ -6,7 +6,9 @@ use crate::source::PageSource;
 use super::cursor::Prefetch;
 
 use super::meta::{META_END, Meta};
-use super::page::{BRANCH_PAGE, ELEMENT_SIZE, LEAF_PAGE, PAGE_HEADER_SIZE, Page, PageHeader};
+use super::page::{
+    BRANCH_PAGE, ELEMENT_SIZE, LEAF_PAGE, PAGE_HEADER_SIZE, Page, PageHeader, PageType,
+};
 
 /// Deepest tree mapwise follows (cycle guard; bbolt trees of a 2^48-page
 /// file are far shallower).
@@ -290,6 +292,25 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
                 value: pgid,
                 expected: "a page id inside the file",
             })
+    }
+
+    /// The first page of the run page `pgid` lies inside, when it is an
+    /// overflow page (a continuation, not a page of its own): the nearest
+    /// page before it, at most `max_back` pages back, whose header names
+    /// itself (bbolt writes each page's id into its header, `page.go`
+    /// `page.id`) with a known type, and whose `overflow` reaches `pgid`.
+    /// `None` when no such page is found. Reads only page headers.
+    #[must_use]
+    pub fn run_holding(&self, pgid: u64, max_back: u64) -> Option<u64> {
+        let first = pgid.saturating_sub(max_back);
+        (first..pgid).rev().find_map(|p| {
+            let h = self.page_header(p).ok()?;
+            let known = !matches!(PageType::from_flags(h.flags), PageType::Unknown(_));
+            if h.id != p || !known {
+                return None;
+            }
+            Some((p + u64::from(h.overflow) >= pgid).then_some(p))
+        })?
     }
 
     /// Read the 16-byte header of page `pgid`: only those bytes need be in
