@@ -1619,7 +1619,10 @@ impl App {
 
     fn after_zoom(&mut self) {
         let ppc = self.pages_per_cell();
-        self.message = Message::info(if ppc == 1 {
+        self.message = Message::info(if self.zoom.is_none() {
+            // Fitted to the file, which may grow: no count to go stale.
+            "zoom: the whole file".to_string()
+        } else if ppc == 1 {
             "zoom: 1 page per cell".to_string()
         } else {
             format!("zoom: {ppc} pages per cell")

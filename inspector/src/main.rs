@@ -245,7 +245,7 @@ fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
         }
         None => demo::demo_file().context("cannot write the bundled demo file")?,
     };
-    let mut watch = Watch::open(&path, WalkOptions::default())
+    let mut watch = Watch::start(&path, WalkOptions::default())
         .with_context(|| format!("cannot open {}", path.display()))?;
     let mut app = App::new(label, Data::from_target(&watch), interval);
     app.watch_rrdcached(path);
@@ -361,6 +361,19 @@ fn record(
         out.display(),
         sum.max_resident_pages
     );
+    if sum.stretched > 0 && sum.frames > 1 {
+        #[allow(clippy::cast_precision_loss)]
+        let (every, one) = (
+            sum.span.as_secs_f64() * 1e3 / (sum.frames - 1) as f64,
+            sum.sampling.as_secs_f64() * 1e3 / sum.frames as f64,
+        );
+        eprintln!(
+            "inspector: sampled every {every:.0} ms on average, not every {} ms: one sample of \
+             this file took {one:.1} ms, and sampling is kept under {:.0} % of a core",
+            interval.as_millis(),
+            mapwise_native::trace::MAX_DUTY * 100.0
+        );
+    }
     Ok(code)
 }
 

@@ -89,6 +89,7 @@ impl Replay {
                 quiet: true,
                 took: Duration::ZERO,
                 as_of: None,
+                reading: false,
             },
         };
         // The file read for the structure should be the one traced: its

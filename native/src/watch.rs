@@ -90,6 +90,9 @@ pub struct Snapshot {
     /// file a writer changes: the moment its snapshot was whole in
     /// memory); `None` when not known.
     pub as_of: Option<Instant>,
+    /// No structure has been read yet ([`Watch::start`]): the layout is
+    /// the whole file as one `data` region while the first read runs.
+    pub reading: bool,
 }
 
 /// Read the structure of the file at `path` once, quietly.
@@ -114,6 +117,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         quiet: src.is_direct(),
         took: Duration::ZERO,
         as_of: None,
+        reading: false,
     };
     match detect(&src) {
         Format::Bolt if is_foreign_endian_bolt(&src) => {
@@ -269,21 +273,63 @@ pub const REREAD_PAUSE_MAX: Duration = Duration::from_secs(60);
 
 /// The first structure of the file at `path`, and for a bbolt file the
 /// follower that keeps it current (waited for until its first layout).
-fn first_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<(Snapshot, Option<Live>)> {
-    let is_bolt = {
+fn first_snapshot(
+    path: &Path,
+    opts: WalkOptions,
+    wait: Option<Duration>,
+) -> std::io::Result<(Snapshot, Option<Live>)> {
+    let (is_bolt, stamp) = {
         let src = QuietSource::open(path)?;
-        detect(&src) == Format::Bolt && !is_foreign_endian_bolt(&src)
+        let stamp = Stamp::of(&src.file().metadata()?);
+        (
+            detect(&src) == Format::Bolt && !is_foreign_endian_bolt(&src),
+            stamp,
+        )
     };
     if !is_bolt {
         return Ok((read_snapshot(path, opts)?, None));
     }
     let live = Live::start(path, opts);
-    match live.rx.recv() {
+    let first = match wait {
+        Some(wait) => live.rx.recv_timeout(wait).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => None,
+            mpsc::RecvTimeoutError::Disconnected => Some(()),
+        }),
+        None => live.rx.recv().map_err(|_| Some(())),
+    };
+    match first {
         Ok(Ok(snap)) => Ok((snap, Some(live))),
         Ok(Err(e)) => Err(e),
-        Err(_) => Ok((read_snapshot(path, opts)?, None)),
+        Err(None) => Ok((reading_snapshot(stamp), Some(live))),
+        Err(Some(())) => Ok((read_snapshot(path, opts)?, None)),
     }
 }
+
+/// The snapshot of a bbolt file whose first structure is still being read
+/// ([`Snapshot::reading`]).
+fn reading_snapshot(stamp: Stamp) -> Snapshot {
+    let mut layout = Layout::unknown(stamp.size);
+    layout.format = Format::Bolt;
+    Snapshot {
+        stamp,
+        format: Format::Bolt,
+        layout: Arc::new(layout),
+        bolt: None,
+        revlog: None,
+        rrd: None,
+        error: None,
+        unsettled: None,
+        expected_len: 0,
+        quiet: true,
+        took: Duration::ZERO,
+        as_of: None,
+        reading: true,
+    }
+}
+
+/// How long [`Watch::start`] waits for a bbolt file's first structure
+/// before it shows the file as being read.
+const FIRST_WAIT: Duration = Duration::from_millis(250);
 
 /// When the next re-read may start after one that took `took` ended now.
 fn after_pause(took: Duration) -> Instant {
@@ -524,6 +570,7 @@ fn live_snapshot(frozen: &crate::settle::Frozen, note: Option<String>) -> Snapsh
         unsettled: note,
         quiet,
         took: start.elapsed(),
+        reading: false,
     }
 }
 
@@ -543,8 +590,29 @@ impl Watch {
     /// # Errors
     /// When the file cannot be opened.
     pub fn open(path: impl AsRef<Path>, opts: WalkOptions) -> std::io::Result<Watch> {
-        let path = path.as_ref().to_owned();
-        let (snapshot, live) = first_snapshot(&path, opts)?;
+        Watch::with_first(path.as_ref(), opts, None)
+    }
+
+    /// [`Watch::open`], returning at once: a bbolt file whose first
+    /// structure takes longer than a moment (a large file, a busy writer)
+    /// is shown as being read ([`Snapshot::reading`], and
+    /// [`Watch::rereading`] until it arrives), with its residency sampled
+    /// from the start.
+    ///
+    /// # Errors
+    /// As [`Watch::open`].
+    pub fn start(path: impl AsRef<Path>, opts: WalkOptions) -> std::io::Result<Watch> {
+        Watch::with_first(path.as_ref(), opts, Some(FIRST_WAIT))
+    }
+
+    fn with_first(
+        path: &Path,
+        opts: WalkOptions,
+        wait: Option<Duration>,
+    ) -> std::io::Result<Watch> {
+        let path = path.to_owned();
+        let (snapshot, live) = first_snapshot(&path, opts, wait)?;
+        let reading = snapshot.reading;
         let source = QuietSource::open(&path).ok();
         let next_reread = after_pause(snapshot.took);
         let mut w = Watch {
@@ -560,7 +628,7 @@ impl Watch {
             locked: None,
             live,
             live_note: None,
-            restarting: false,
+            restarting: reading,
         };
         w.sample();
         Ok(w)

@@ -156,7 +156,11 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
     }
     if data.rereading || widest {
         chunks.push(vec![Span::styled(
-            "re-reading…",
+            if data.snapshot.reading {
+                "reading the structure…"
+            } else {
+                "re-reading…"
+            },
             Style::new().fg(Color::Black).bg(Color::Yellow),
         )]);
     }
@@ -243,9 +247,10 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
     if let Some(e) = &data.snapshot.error {
         out.push((format!("structure: {e}"), err, 2));
     } else if let Some(u) = &data.snapshot.unsettled {
-        out.push((format!("structure: {u}"), warn, 2));
+        // Three lines: what to do comes last, and must not be cut off.
+        out.push((format!("structure: {u}"), warn, 3));
     } else if let Some(u) = &data.live_note {
-        out.push((format!("structure shown is older: {u}"), warn, 2));
+        out.push((format!("structure shown is older: {u}"), warn, 3));
     } else if data.snapshot.format == Format::Unknown {
         out.push((
             format!(

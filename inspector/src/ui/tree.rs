@@ -19,7 +19,9 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let layout = app.layout();
     let buckets = layout.groups.len().saturating_sub(1);
     let format = app.data().snapshot.format;
-    let title = if format == mapwise_core::layout::Format::Bolt {
+    let title = if app.data().snapshot.reading {
+        " structure · reading… ".to_string()
+    } else if format == mapwise_core::layout::Format::Bolt {
         format!(
             " structure · {buckets} bucket{} ",
             if buckets == 1 { "" } else { "s" }
@@ -32,6 +34,9 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     if app.tree_rows().is_empty() {
         let snap = &app.data().snapshot;
         let why = match (&snap.error, snap.format, &snap.revlog) {
+            (None, _, _) if snap.reading => "reading the structure… (a large file or a busy \
+                 writer takes a moment; the residency map is live meanwhile)"
+                .to_string(),
             (Some(e), _, _) => format!("structure unreadable: {e}"),
             (None, mapwise_core::layout::Format::Bolt, _) => "no buckets".to_string(),
             (None, mapwise_core::layout::Format::Revlog, Some(r)) => {
