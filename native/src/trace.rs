@@ -44,6 +44,13 @@ pub struct Summary {
     pub bytes: u64,
     /// The most resident OS pages seen in one frame.
     pub max_resident_pages: u64,
+    /// Waits the [`MAX_DUTY`] cap made longer than the interval asked
+    /// for: the file took too long to sample that often.
+    pub stretched: u64,
+    /// Time spent sampling, all frames together.
+    pub sampling: Duration,
+    /// From the first sample to the last.
+    pub span: Duration,
 }
 
 /// A running recording; [`stop`](Self::stop) it to take the last sample
@@ -176,7 +183,11 @@ fn sample_loop(
             break;
         }
         let now = Instant::now();
+        sum.sampling += now - began;
         let idle = (now - began).mul_f64(1.0 / MAX_DUTY - 1.0);
+        if now + idle > next + interval {
+            sum.stretched += 1;
+        }
         next = (next + interval).max(now + idle);
         if next <= now {
             // Sampling took longer than the interval: skip ahead instead
@@ -193,6 +204,7 @@ fn sample_loop(
     }
     trace.flush()?;
     sum.bytes = bytes;
+    sum.span = start.elapsed();
     Ok(sum)
 }
 

@@ -465,7 +465,20 @@ impl Client {
                 return Err(Fail::Error(Error::Rrdtool(SEND_FAILED.into())));
             }
         }
-        let read_failed = || Fail::Error(Error::Rrdtool(READ_FAILED.into()));
+        // rrdtool's words; ours added when it was our timeout (rrdtool
+        // waits for ever).
+        let limit = self.limit;
+        let read_failed = || {
+            let text = if Instant::now() >= deadline {
+                format!(
+                    "{READ_FAILED} (no answer within {} s; {ENV_TIMEOUT} sets how long to wait)",
+                    limit.as_secs_f64()
+                )
+            } else {
+                READ_FAILED.to_owned()
+            };
+            Fail::Error(Error::Rrdtool(text))
+        };
         let mut budget = MAX_REPLY_BYTES;
         let first = self
             .recv_line(deadline, &mut budget)

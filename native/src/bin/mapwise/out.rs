@@ -92,8 +92,9 @@ impl std::error::Error for Hinted {}
 /// The README's promise for exit statuses and `--json`: a failure that
 /// is a [`Problem`] (or [`Hinted`]) exits 1 (its message on stderr, then
 /// the hint's line), any other exits 2; when the subcommand asked for
-/// JSON either prints `{"error": "..."}` (and `"hint"`) on stdout
-/// instead. A closed pipe passes through (it is not a failure).
+/// JSON either also prints `{"error": "..."}` (and `"hint"`) on stdout,
+/// as `inspector` does. A closed pipe passes through (it is not a
+/// failure).
 pub fn json_errors(json: bool, result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
     use std::fmt::Write as _;
     match result {
@@ -114,6 +115,10 @@ pub fn json_errors(json: bool, result: anyhow::Result<ExitCode>) -> anyhow::Resu
                 let mut out = Out::new();
                 let _ = writeln!(out, "{v}");
                 out.finish()?;
+                eprintln!("mapwise: {e:#}");
+                if let Some(h) = hint {
+                    eprintln!("hint: {h}");
+                }
                 Ok(code)
             } else if problem {
                 eprintln!("mapwise: {e:#}");
