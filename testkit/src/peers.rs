@@ -1,65 +1,150 @@
-//! Installing the peer tools tests compare against (vmtouch, tmux), so
-//! `cargo test --workspace` works on a fresh Debian machine, and reading
-//! what a peer says of a file ([`rrdtool_info`]). Included by the test
-//! crates with `#[path]`; not part of any library.
-//!
-//! Installs with `apt-get` as root (or `sudo -n`), serialised by a lock
-//! file so parallel tests do not fight over dpkg, refreshing the package
-//! lists once if the first attempt fails. Panics with the command to run
-//! when it cannot install.
+//! The peers the tests compare against, as commands: the repository's
+//! peer scripts (`peers/bolt/peer`, `peers/rrd/peer`, `peers/revlog/peer`,
+//! each with a README beside it), the mmaptest peer's C source, and `hg`
+//! and `rrdtool` in the peers' environment. Each installs what it needs
+//! through [`crate::install`] first, so the peers' own fallback installs
+//! never run under the tests.
 
-#![allow(dead_code)]
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use crate::install::{Need, ensure};
 
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| Path::new(&d).join(tool).is_file()))
+/// Run `peer args…` (5 minutes at most); its stdout.
+///
+/// # Panics
+/// Unless it exits 0 (the message quotes its stderr).
+fn out(peer: &Path, args: &[&str]) -> Vec<u8> {
+    let out = crate::run_limited(Command::new(peer).args(args), Duration::from_secs(300));
+    assert!(
+        out.status.success(),
+        "{} {args:?} failed: {}",
+        rel(peer),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
 }
 
-/// Make sure `tool` (from the Debian package `package`) is installed.
-pub fn ensure(tool: &str, package: &str) {
-    if on_path(tool) {
-        return;
-    }
-    let is_root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    let apt = |args: &[&str]| {
-        let mut c = if is_root {
-            Command::new("apt-get")
-        } else {
-            let mut c = Command::new("sudo");
-            c.args(["-n", "apt-get"]);
-            c
-        };
-        c.args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    // An exclusive lock serialises concurrent installs from parallel tests.
-    let lock = std::env::temp_dir().join("mapwise-apt.lock");
-    let _guard = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock)
+/// `p` relative to the repository, for messages.
+fn rel(p: &Path) -> String {
+    p.strip_prefix(crate::repo())
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
+
+/// `peers/bolt/peer`: Go bbolt 1.3.6 from Debian (dump, pages, keys, get,
+/// check, gen, …; `build` prints the directory of its binaries), its
+/// packages installed first.
+#[must_use]
+pub fn bolt() -> PathBuf {
+    ensure(&[Need::GoBbolt]);
+    // Until `peers/bolt` lands: the shared oracle above the repository.
+    let repo = crate::repo();
+    repo.ancestors()
+        .map(|a| a.join("shared/oracles/bolt/oracle.sh"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no shared/oracles/bolt above {}", repo.display()))
+}
+
+/// Run the bbolt peer with `args`; its stdout.
+///
+/// # Panics
+/// Unless it exits 0.
+pub fn bolt_out(args: &[&str]) -> Vec<u8> {
+    out(&bolt(), args)
+}
+
+/// `peers/rrd/peer`: Debian's rrdtool 1.7.2 and its librrd, installed
+/// first.
+#[must_use]
+pub fn rrd() -> PathBuf {
+    ensure(&[Need::Rrdtool, Need::Python]);
+    crate::peer("rrd/peer")
+}
+
+/// Run the rrd peer with `args`; its stdout.
+///
+/// # Panics
+/// Unless it exits 0.
+pub fn rrd_out(args: &[&str]) -> Vec<u8> {
+    out(&rrd(), args)
+}
+
+/// `peers/revlog/peer`: Debian's Mercurial 6.3, installed first.
+#[must_use]
+pub fn revlog() -> PathBuf {
+    ensure(&[Need::Mercurial, Need::Python]);
+    crate::peer("revlog/peer")
+}
+
+/// Run the revlog peer with `args`; its stdout.
+///
+/// # Panics
+/// Unless it exits 0.
+pub fn revlog_out(args: &[&str]) -> Vec<u8> {
+    out(&revlog(), args)
+}
+
+/// `peers/mmaptest/mmaptest.c`, the C reconstruction of the 2003
+/// "mmap-test" (its README gives the `-D` flags of each mode), with a C
+/// compiler installed.
+#[must_use]
+pub fn mmaptest_c() -> PathBuf {
+    ensure(&[Need::Cc]);
+    crate::peer("mmaptest/mmaptest.c")
+}
+
+/// `hg` in the revlog peer's clean environment (no user configuration,
+/// plain output, its user and time zone), Mercurial installed first.
+#[must_use]
+pub fn hg() -> Command {
+    ensure(&[Need::Mercurial]);
+    let mut c = Command::new("hg");
+    c.env("HGRCPATH", "")
+        .env("HGPLAIN", "1")
+        .env("HGUSER", "oracle <oracle@example.invalid>")
+        .env("HGENCODING", "utf-8")
+        .env("TZ", "UTC");
+    c
+}
+
+/// The Python interpreter that runs `hg` (it can import `mercurial`).
+///
+/// # Panics
+/// When `hg` is not on `PATH` after installing it.
+#[must_use]
+pub fn hg_python() -> Command {
+    ensure(&[Need::Mercurial]);
+    let hg = crate::which("hg").expect("hg on PATH");
+    let first = std::fs::read_to_string(&hg)
         .ok()
-        .filter(|f| f.lock().is_ok());
-    if on_path(tool) {
-        return;
-    }
-    let ok = apt(&["install", "-y", "--no-install-recommends", package])
-        || (apt(&["update"]) && apt(&["install", "-y", "--no-install-recommends", package]));
-    assert!(
-        ok && on_path(tool),
-        "this test needs {tool}; install it with: sudo apt-get install -y {package}"
-    );
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_default();
+    let interp = first
+        .strip_prefix("#!")
+        .map_or("python3", str::trim)
+        .split_whitespace()
+        .next()
+        .unwrap_or("python3")
+        .to_owned();
+    let mut c = Command::new(interp);
+    c.env("HGRCPATH", "");
+    c
+}
+
+/// `rrdtool` in the rrd peer's environment (TZ=UTC, LC_ALL=C, no
+/// rrdcached), installed first.
+#[must_use]
+pub fn rrdtool() -> Command {
+    ensure(&[Need::Rrdtool]);
+    let mut c = Command::new("rrdtool");
+    c.env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .env("LANG", "C")
+        .env_remove("RRDCACHED_ADDRESS");
+    c
 }
 
 /// What `rrdtool info` says of an RRD's layout: header size in bytes, the
@@ -67,7 +152,8 @@ pub fn ensure(tool: &str, package: &str) {
 pub type RrdInfo = (u64, u64, Vec<(u64, u64)>);
 
 /// `rrdtool info PATH` parsed into an [`RrdInfo`]; `None` when rrdtool
-/// cannot be run or prints no `header_size`.
+/// cannot be run or prints no `header_size` (nothing is installed here).
+#[must_use]
 pub fn rrdtool_info(path: &Path) -> Option<RrdInfo> {
     let out = Command::new("rrdtool")
         .arg("info")

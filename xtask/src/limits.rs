@@ -280,7 +280,7 @@ fn under_writer(
     let ws = Workspace::here()?;
     std::env::set_current_dir(&ws.root)
         .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-    let oracle = ws.oracle("bolt")?;
+    let oracle = ws.peer("bolt")?;
     let progress = Progress::new(0);
     let made = bolt_scan::ensure_file(&ws, &oracle, (args.writer_size, None), 1, &progress)?;
     drop(progress);

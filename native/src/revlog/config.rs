@@ -1,6 +1,6 @@
 //! hg's configuration values for index loading, parsed as hg parses them.
 //!
-//! Two spellings exist (see `shared/notes/revlog.md` §3):
+//! Two spellings exist (see `docs/format/revlog.md` §7):
 //!
 //! * up to hg 6.8: `experimental.mmapindexthreshold = SIZE` (unset by
 //!   default: never map). Read in `mercurial/localrepo.py`

@@ -206,7 +206,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         2 << 30
     });
     let batch = tiny.then_some(bolt_scan::TINY_BATCH);
-    let oracle = ws.oracle("bolt")?;
+    let oracle = ws.peer("bolt")?;
     let scan_cells = if args.no_scans { 0 } else { 5 };
     let work_cells = if args.no_puts { 0 } else { 2 };
     let limit_steps = if args.no_scans {

@@ -475,7 +475,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .iter()
         .flat_map(|&cache| [false, true].map(|populate| CellSpec { cache, populate }))
         .collect();
-    let oracle = ws.oracle("bolt")?;
+    let oracle = ws.peer("bolt")?;
     let cell_steps: usize = cells
         .iter()
         .map(|c| (warmup + cell_runs(c.cache, runs)) * 2)

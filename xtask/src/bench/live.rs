@@ -689,7 +689,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         sample_every: Duration::from_millis(250),
         first_timeout: Duration::from_secs(300),
     };
-    let oracle = ws.oracle("bolt")?;
+    let oracle = ws.peer("bolt")?;
     let per_size = INTERVALS_MS.len() * (2 * runs * 4 + 1) + 1 + 2 * runs;
     let progress = Progress::new((3 + sizes.len() * (2 + per_size)) as u64);
 

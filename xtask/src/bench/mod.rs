@@ -41,6 +41,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mapwise_testkit::install::{self, Need};
 
 /// Long help of `cargo xtask bench`.
 pub const HELP: &str = "\
@@ -322,41 +323,53 @@ impl Workspace {
         self.target.join("bench")
     }
 
-    /// `shared/oracles/<name>/oracle.sh` (see [`Workspace::shared`]).
-    pub fn oracle(&self, name: &str) -> Result<String> {
-        self.shared(&Path::new("oracles").join(name).join("oracle.sh"))
+    /// The peer `name` (`bolt`, `rrd`, `revlog`) as a command run from the
+    /// root, `peers/<name>/peer`, with what it needs installed first
+    /// (`mapwise_testkit::install`, as the tests install it).
+    ///
+    /// # Errors
+    /// When there is no such peer, or what it needs cannot be installed.
+    pub fn peer(&self, name: &str) -> Result<String> {
+        let needs: &[Need] = match name {
+            "bolt" => &[Need::GoBbolt],
+            "rrd" => &[Need::Rrdtool, Need::Python],
+            "revlog" => &[Need::Mercurial, Need::Python],
+            _ => &[],
+        };
+        install::try_ensure(needs).map_err(anyhow::Error::msg)?;
+        if name == "bolt" {
+            // Until `peers/bolt` lands: the shared oracle above the root.
+            let mut up = PathBuf::new();
+            for dir in self.root.ancestors() {
+                let tail = Path::new("shared/oracles/bolt/oracle.sh");
+                if dir.join(tail).is_file() {
+                    return Ok(path_arg(&up.join(tail)));
+                }
+                up.push("..");
+            }
+            anyhow::bail!("no shared/oracles/bolt above {}", self.root.display());
+        }
+        self.peer_file(&format!("{name}/peer"))
     }
 
-    /// The file `shared/<tail>`, found as the tests and .ci/run find the
-    /// oracles: under `$MAPWISE_SHARED`, else in the first `shared/` beside
-    /// the workspace or one of its ancestors (then named relative to the
-    /// root, e.g. `../shared/oracles/bolt/oracle.sh`).
+    /// `peers/<tail>`, named relative to the root (benches run from it).
     ///
     /// # Errors
     /// When there is no such file.
-    pub fn shared(&self, tail: &Path) -> Result<String> {
-        if let Some(shared) = std::env::var_os("MAPWISE_SHARED") {
-            let p = PathBuf::from(shared).join(tail);
-            anyhow::ensure!(p.is_file(), "no {} ($MAPWISE_SHARED)", p.display());
-            return Ok(path_arg(&p));
-        }
-        let mut up = PathBuf::new();
-        for dir in self.root.ancestors() {
-            if dir.join("shared").join(tail).is_file() {
-                return Ok(path_arg(&up.join("shared").join(tail)));
-            }
-            up.push("..");
-        }
-        anyhow::bail!(
-            "no shared/{} above {}; set MAPWISE_SHARED",
-            tail.display(),
+    pub fn peer_file(&self, tail: &str) -> Result<String> {
+        let rel = Path::new("peers").join(tail);
+        anyhow::ensure!(
+            self.root.join(&rel).is_file(),
+            "no {} in {}",
+            rel.display(),
             self.root.display()
-        )
+        );
+        Ok(path_arg(&rel))
     }
 }
 
 /// Relative paths as strings for command lines (benches keep their paths
-/// in target/ and ../shared, which are UTF-8 in any sane checkout).
+/// in target/ and peers/, which are UTF-8 in any sane checkout).
 pub fn path_arg(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
