@@ -225,7 +225,7 @@ impl HgConfig {
     ///   as 6.9 ignores it.
     /// * else `experimental.mmapindexthreshold`: the 2017 rule of hg 4.4 to
     ///   6.8, a plain mapping (no populate) at or above the threshold.
-    /// * else: read whole, hg ≤ 6.8's default (our oracle runs 6.3).
+    /// * else: read whole, hg ≤ 6.8's default (our peer runs 6.3).
     ///
     /// A negative threshold maps every file (hg compares `size >= t`).
     ///

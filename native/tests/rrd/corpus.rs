@@ -1,4 +1,4 @@
-//! The corpus rrdtool made: headers against the oracle's independent
+//! The corpus rrdtool made: headers against the rrd peer's independent
 //! decoder, every read command against rrdtool's stored and live output,
 //! every update sequence replayed in every I/O mode.
 
@@ -22,8 +22,8 @@ fn files() -> Vec<String> {
     v
 }
 
-/// Our header and layout give the offsets, counts and state the oracle's
-/// own decoder (`oracle.sh header`, written independently in Python)
+/// Our header and layout give the offsets, counts and state the rrd peer's
+/// own decoder (`peers/rrd/peer header`, written independently in Python)
 /// reads from every corpus file.
 #[test]
 fn headers_and_layouts_match_the_oracles_decoder() {

@@ -55,8 +55,9 @@ end (temporary names renamed into place), so Ctrl-C leaves no half-written
 report; it also removes temporary files. Progress goes to stderr.
 
 Benches run from the workspace root, build what they measure in release
-mode first, find the oracles in shared/ beside the workspace (or in
-$MAPWISE_SHARED, as the tests do), and compare ours with the reference implementation alternately
+mode first, take the peers from peers/ in the workspace (installing what
+they need as the tests do, through mapwise-testkit), and compare ours with
+the reference implementation alternately
 in the same loop (A B, B A, A B, …: the order turns every pair, so what a
 run leaves behind lands on both sides), so drift on a shared machine hits
 both sides.
@@ -114,7 +115,7 @@ bolt-scan: the MAP_POPULATE experiment boltdb/bolt's maintainers reported, ours 
 
 mmaptest: the read()-vs-mmap microbenchmark of the 2003 PostgreSQL-list
   \"mmap-test\", ours (`mapwise mmaptest`) vs the C reconstruction in
-  ../shared/oracles/mmaptest (built with cc into target/bench/mmaptest-c/),
+  peers/mmaptest (built with cc into target/bench/mmaptest-c/),
   stdout to /dev/null as in the original. Modes read() 64 KiB, read() whole
   file, mmap+munmap per iteration (plain and MAP_POPULATE), mmap once; each
   untouched (faithful) and touching every byte (fair). Cells: warm (a
@@ -137,7 +138,7 @@ revlog: `log -l 5` over a Mercurial changelog whose index is read
   storage.revlog.mmap.index=no for read, experimental.mmapindexthreshold=0
   for mmap, or 6.9's keys with hg >= 6.9), warm and cold (xtask reads or
   evicts the changelog files before every run; index residency after each
-  run is reported), on 1k and 100k revisions made by the revlog oracle's
+  run is reported), on 1k and 100k revisions made by the revlog peer's
   gen-repo and 1M revisions synthesised by xtask in the v1 format (checked
   with hg debugindex/debugdata/log/verify), all cached in
   target/bench/files/. Process wall times; hg's are mostly Python start-up
@@ -160,14 +161,14 @@ revlog: `log -l 5` over a Mercurial changelog whose index is read
 
 rrd: the seed experiment re-run: the seed's `create` (ours vs
   rrdtool, dumps compared), then N separate `updatev` processes (3 samples
-  each, `oracle.sh bench-updatev`'s stream) into a fresh copy of a 1.7 MB
-  2-DS file (`oracle.sh gen --shape big --seed 1`, cached in
+  each, `peers/rrd/peer bench-updatev`'s stream) into a fresh copy of a 1.7 MB
+  2-DS file (`peers/rrd/peer gen --shape big --seed 1`, cached in
   target/bench/files/), rrdtool 1.7.2 and `mapwise rrd updatev --io M` for
   M = mmap, mmap-2pages, fd, direct, rotated round by round; warm, and cold
   (xtask fsyncs and posix_fadvise(DONTNEED)s the file before every call and
   counts the pages each call pulled in). Then the same N×3 updates in one
   process: ours (hidden `mapwise rrd bench-inproc`) vs librrd
-  (`oracle.sh bench-inproc`), warm and cold. Every final file must be
+  (`peers/rrd/peer bench-inproc`), warm and cold. Every final file must be
   byte-identical to rrdtool's and every updatev output equal. Verdicts:
   process level ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
   updates/s warm and ≤ 1.0× its time cold by one mode (which ones do, and
