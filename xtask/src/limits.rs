@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use mapwise_core::bolt::Meta;
+use mapwise_testkit::install::{self, Need};
 
 use crate::bench::proc::{Cmd, GNU_TIME, shell_quote, tail};
 use crate::bench::tui::{self, Tmux, WatchOptions};
@@ -406,6 +407,9 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
     let hwm = dir.join("bolt-hwm.db");
     bolt_file(&root, &hwm, size, true)?;
     let trace = dir.join("record.trace");
+    // GNU time meters each child's peak RSS, tmux drives the TUI: the
+    // workspace's installer puts in what is missing, as for the tests.
+    install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
     if !Path::new(GNU_TIME).is_file() {
         bail!("{GNU_TIME} is missing: apt-get install time (it measures each child's peak RSS)");
     }

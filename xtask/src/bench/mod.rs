@@ -394,6 +394,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         Ok(())
     };
     let ws = Workspace::here()?;
+    // What every bench runs besides its peer (which `Workspace::peer`
+    // installs): GNU time for peak RSS, tmux for the live view; etcd for
+    // `live`'s alternative (`etcd::ensure_installed`).
+    if !matches!(args.bench, BenchCommand::Check(_)) {
+        install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
+    }
     match args.bench {
         BenchCommand::Bolt(mut a) => {
             fix_out(&mut a.common)?;
