@@ -373,6 +373,15 @@ pub struct Iter<'a> {
     len: usize,
 }
 
+impl fmt::Debug for Iter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter")
+            .field("next", &self.next)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Iter<'_> {
     fn step(&mut self) -> Region {
         if self.next.is_multiple_of(BLOCK) {

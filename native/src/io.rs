@@ -998,7 +998,7 @@ pub const AHEAD_NICE: i32 = 5;
 
 /// Bytes [`Ahead`] holds at most: runs being read, and the buffers of
 /// jobs with runs not taken yet.
-const AHEAD_BYTES: usize = 16 << 20;
+const AHEAD_BYTES: usize = 8 << 20;
 
 /// Reads started ahead of need: page runs a reader will want soon, read
 /// on background threads as [`QuietPages::read_into`] reads them (copied

@@ -152,13 +152,17 @@ pub struct Mapping {
 impl Mapping {
     /// Map `file` with `opts`.
     ///
-    /// See the module docs for the SIGBUS contract: the caller must keep
-    /// other processes from truncating the file while the mapping lives
-    /// (bbolt uses `flock`).
+    /// # Safety
+    /// The SIGBUS contract of the module docs: until the mapping is
+    /// dropped, no process may truncate the file below the length it has
+    /// now, nor write bytes that a slice from [`Mapping::bytes`] covers
+    /// while that slice lives. bbolt keeps both with `flock` (one writer
+    /// process or many readers) and its freelist (a page a read
+    /// transaction can reach is never rewritten before it ends).
     ///
     /// # Errors
     /// [`MapError`] naming the failing step.
-    pub fn map(file: &File, opts: &MapOptions) -> Result<Mapping, MapError> {
+    pub unsafe fn map(file: &File, opts: &MapOptions) -> Result<Mapping, MapError> {
         let known = libc::MAP_POPULATE | libc::MAP_NORESERVE | libc::MAP_HUGETLB | libc::MAP_STACK;
         if opts.flags & !known != 0 {
             return Err(MapError::UnsupportedFlags(opts.flags & !known));
@@ -191,10 +195,9 @@ impl Mapping {
         }
         // SAFETY: the mapping is read-only and shared. memmap2 requires
         // that the file is not modified or truncated behind our back while
-        // slices into the mapping are alive; `Mapping::bytes` never hands
-        // out bytes past the length seen here, and the module contract
-        // (documented on this function) makes the caller keep truncating
-        // writers out, as bbolt does with flock.
+        // slices into the mapping are alive: this function's own contract,
+        // which its caller keeps; `Mapping::bytes` never hands out bytes
+        // past the length seen here.
         let map = unsafe { mo.map(file) }.map_err(|source| MapError::Sys {
             call: "mmap",
             source,
@@ -451,17 +454,16 @@ mod tests {
     #[test]
     fn refuses_unknown_flags_and_empty_files() {
         let f = tempfile::tempfile().unwrap();
-        assert!(matches!(
-            Mapping::map(&f, &MapOptions::default()),
-            Err(MapError::Empty)
-        ));
+        // SAFETY: an anonymous temporary file nobody else can open, so
+        // nobody truncates or writes it (and an empty file is not mapped).
+        let empty = unsafe { Mapping::map(&f, &MapOptions::default()) };
+        assert!(matches!(empty, Err(MapError::Empty)));
         let opts = MapOptions {
             flags: libc::MAP_FIXED,
             ..MapOptions::default()
         };
-        assert!(matches!(
-            Mapping::map(&f, &opts),
-            Err(MapError::UnsupportedFlags(_))
-        ));
+        // SAFETY: as above; unknown flags are refused before any mapping.
+        let refused = unsafe { Mapping::map(&f, &opts) };
+        assert!(matches!(refused, Err(MapError::UnsupportedFlags(_))));
     }
 }

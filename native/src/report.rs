@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use mapwise_core::bolt::{BoltFile, FreelistInfo, Meta, PagesRow, pages};
+use mapwise_core::bolt::{BoltFile, FreelistInfo, Meta, PageType, PagesRow, pages};
 use mapwise_core::layout::{Kind, KindCounts, Layout};
 use mapwise_core::{MetaFault, PageSource};
 use serde::Serialize;
@@ -35,7 +35,12 @@ pub fn page_rows<'a, S: PageSource + ?Sized>(
     file: &'a BoltFile<'_, S>,
     layout: &'a Layout,
 ) -> impl Iterator<Item = PageRow> + 'a {
-    pages(file, layout).map(|r| match r {
+    pages(file, layout).map(page_row)
+}
+
+/// One row of core's pages table as the report prints it.
+fn page_row(r: PagesRow) -> PageRow {
+    match r {
         PagesRow::Page {
             id,
             page_type,
@@ -59,15 +64,15 @@ pub fn page_rows<'a, S: PageSource + ?Sized>(
             items: None,
             overflow: None,
         },
-    })
+    }
 }
 
-/// The rows of a pages table, held compactly: a run of consecutive `free`
-/// pages, or of pages `beyond-eof`, is one entry, so the table of a file
-/// whose meta claims 16 Mi mostly free pages (a 64 GiB file) costs a few
-/// entries instead of a row per page (about 80 bytes each: 1.3 GiB). Every
-/// other row costs what a [`PageRow`] does, like the walk's layout, one
-/// region per page run read. [`PageRows::iter`] gives the rows back.
+/// The rows of a pages table, held compactly: a page's row is its
+/// header's fields (24 bytes, its type name made only when printed), and
+/// a run of consecutive `free` pages, or of pages `beyond-eof`, is one
+/// entry, so the table of a file whose meta claims 16 Mi mostly free
+/// pages (a 64 GiB file) costs a few entries instead of a row per page.
+/// [`PageRows::iter`] gives the rows back as [`PageRow`]s.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageRows {
     runs: Vec<RowRun>,
@@ -75,48 +80,56 @@ pub struct PageRows {
 }
 
 /// One entry of [`PageRows`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RowRun {
-    /// A row as it is.
-    One(PageRow),
-    /// `count` rows of type `page_type` (`free` or `beyond-eof`, no items
-    /// or overflow) with ids `first..first + count`.
-    Run {
-        first: u64,
-        count: u64,
-        page_type: &'static str,
+    /// A page's row.
+    Page {
+        id: u64,
+        page_type: PageType,
+        items: u16,
+        overflow: u32,
     },
+    /// `count` free pages from `first` on.
+    Free { first: u64, count: u64 },
+    /// `count` pages past the end of the file from `first` on.
+    BeyondEof { first: u64, count: u64 },
 }
 
 impl PageRows {
     /// Appends one row, merging it into the last run when it continues it.
-    pub fn push(&mut self, r: PageRow) {
+    pub fn push(&mut self, r: PagesRow) {
         self.rows += 1;
-        let runnable = match (r.page_type.as_str(), r.items, r.overflow) {
-            ("free", None, None) => Some("free"),
-            ("beyond-eof", None, None) => Some("beyond-eof"),
-            _ => None,
-        };
-        let Some(kind) = runnable else {
-            self.runs.push(RowRun::One(r));
-            return;
-        };
-        if let Some(RowRun::Run {
-            first,
-            count,
-            page_type,
-        }) = self.runs.last_mut()
-            && *page_type == kind
-            && first.checked_add(*count) == Some(r.id)
-        {
-            *count += 1;
-            return;
+        let last = self.runs.last_mut();
+        match (r, last) {
+            (PagesRow::Free { id }, Some(RowRun::Free { first, count }))
+            | (PagesRow::BeyondEof { id }, Some(RowRun::BeyondEof { first, count }))
+                if first.checked_add(*count) == Some(id) =>
+            {
+                *count += 1;
+            }
+            (PagesRow::Free { id }, _) => self.runs.push(RowRun::Free {
+                first: id,
+                count: 1,
+            }),
+            (PagesRow::BeyondEof { id }, _) => self.runs.push(RowRun::BeyondEof {
+                first: id,
+                count: 1,
+            }),
+            (
+                PagesRow::Page {
+                    id,
+                    page_type,
+                    items,
+                    overflow,
+                },
+                _,
+            ) => self.runs.push(RowRun::Page {
+                id,
+                page_type,
+                items,
+                overflow,
+            }),
         }
-        self.runs.push(RowRun::Run {
-            first: r.id,
-            count: 1,
-            page_type: kind,
-        });
     }
 
     /// Rows held.
@@ -140,26 +153,42 @@ impl PageRows {
     /// The rows, in order, runs expanded as they are reached.
     pub fn iter(&self) -> impl Iterator<Item = PageRow> + '_ {
         self.runs.iter().flat_map(|run| {
-            let (one, range, kind) = match run {
-                RowRun::One(r) => (Some(r.clone()), 0..0, ""),
-                RowRun::Run {
-                    first,
-                    count,
+            let (one, ids, free) = match *run {
+                RowRun::Page {
+                    id,
                     page_type,
-                } => (None, *first..first.saturating_add(*count), *page_type),
+                    items,
+                    overflow,
+                } => (
+                    Some(PagesRow::Page {
+                        id,
+                        page_type,
+                        items,
+                        overflow,
+                    }),
+                    0..0,
+                    true,
+                ),
+                RowRun::Free { first, count } => (None, first..first.saturating_add(count), true),
+                RowRun::BeyondEof { first, count } => {
+                    (None, first..first.saturating_add(count), false)
+                }
             };
-            one.into_iter().chain(range.map(move |id| PageRow {
-                id,
-                page_type: kind.to_owned(),
-                items: None,
-                overflow: None,
-            }))
+            one.into_iter()
+                .chain(ids.map(move |id| {
+                    if free {
+                        PagesRow::Free { id }
+                    } else {
+                        PagesRow::BeyondEof { id }
+                    }
+                }))
+                .map(page_row)
         })
     }
 }
 
-impl FromIterator<PageRow> for PageRows {
-    fn from_iter<I: IntoIterator<Item = PageRow>>(iter: I) -> Self {
+impl FromIterator<PagesRow> for PageRows {
+    fn from_iter<I: IntoIterator<Item = PagesRow>>(iter: I) -> Self {
         let mut rows = PageRows::default();
         for r in iter {
             rows.push(r);
@@ -183,7 +212,7 @@ pub fn settled_page_rows(path: &std::path::Path) -> Result<PageRows, settle::Err
         mapwise_core::bolt::WalkOptions::default(),
         settle::CARRY_BUDGET,
         |file, walked| {
-            let rows: PageRows = page_rows(file, &walked.layout).collect();
+            let rows: PageRows = pages(file, &walked.layout).collect();
             (rows, walked.layout.problem_count())
         },
     )?
@@ -1046,7 +1075,18 @@ mod tests {
         want.push(row(1_000_002, "leaf", Some(3)));
         want.push(row(1_000_003, "free", None));
         want.extend((1_000_004..1_000_010).map(|id| row(id, "beyond-eof", None)));
-        let rows: PageRows = want.iter().cloned().collect();
+        let page = |id, page_type, items| PagesRow::Page {
+            id,
+            page_type,
+            items,
+            overflow: 0,
+        };
+        let mut core_rows = vec![page(0, PageType::Meta, 0), page(1, PageType::Meta, 0)];
+        core_rows.extend((2..1_000_002).map(|id| PagesRow::Free { id }));
+        core_rows.push(page(1_000_002, PageType::Leaf, 3));
+        core_rows.push(PagesRow::Free { id: 1_000_003 });
+        core_rows.extend((1_000_004..1_000_010).map(|id| PagesRow::BeyondEof { id }));
+        let rows: PageRows = core_rows.into_iter().collect();
         assert_eq!(rows.len(), want.len() as u64);
         // meta, meta, a run of a million free pages, leaf, one free page,
         // a run beyond the end.

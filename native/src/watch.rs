@@ -336,6 +336,15 @@ const LAYOUT_PAUSE: u32 = 39;
 /// starves it (weight 110 against 1024 at nice 0).
 const LAYOUT_NICE: i32 = 10;
 
+/// After an attempt of the live view's follower is lost (it started
+/// over), it rests this many times as long as the attempt took before the
+/// next: a writer it cannot follow, or a host too busy for it to look in
+/// time, then costs a quarter of a core at most, not all of one.
+const RETRY_REST: u32 = 3;
+
+/// The longest rest of [`RETRY_REST`].
+const RETRY_REST_MAX: Duration = Duration::from_secs(10);
+
 /// Txids whose first sighting [`Live`] keeps, to age the structure shown.
 const SEEN_KEPT: usize = 256;
 
@@ -395,8 +404,25 @@ impl Live {
                 let mut sent = None;
                 let mut next_layout = Instant::now();
                 let mut reported = 0;
+                let mut attempt = (f.restarts(), Instant::now());
                 while !stop.load(Ordering::Relaxed) {
                     let whole = f.advance(Duration::from_millis(50));
+                    if f.restarts() != attempt.0 {
+                        // An attempt was lost (a writer too fast, or a host
+                        // too busy to look in time): rest before the next,
+                        // so that retrying takes at most a share of a core.
+                        let lost = attempt.1.elapsed();
+                        let until =
+                            Instant::now() + lost.saturating_mul(RETRY_REST).min(RETRY_REST_MAX);
+                        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        attempt = (f.restarts(), Instant::now());
+                    }
+                    if whole {
+                        // Nothing read so far is lost by a later restart.
+                        attempt.1 = Instant::now();
+                    }
                     if txid.swap(f.txid(), Ordering::Relaxed) != f.txid()
                         && let Ok(mut seen) = seen.lock()
                     {

@@ -169,7 +169,9 @@ fn matches_vmtouch_after_partial_reads() {
     assert_eq!(r.resident_in(2 * MIB, MIB), MIB / page);
     // The one-page probe of a mapping (a prefetching cursor's "already
     // cached?") says the same, page for page, and `false` past the end.
-    let map = mapwise_native::map::Mapping::map(&file, &Default::default()).unwrap();
+    // SAFETY: the test's own temporary file; nothing truncates or writes
+    // it while the mapping lives.
+    let map = unsafe { mapwise_native::map::Mapping::map(&file, &Default::default()) }.unwrap();
     for p in 0..total {
         assert_eq!(map.is_resident(p * page + 7), r.is_resident(p), "page {p}");
     }

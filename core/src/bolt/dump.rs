@@ -276,7 +276,8 @@ pub fn pages<'a, 's, S: PageSource + ?Sized>(
 ) -> Pages<'a, 's, S> {
     Pages {
         file,
-        layout,
+        regions: layout.regions.iter(),
+        region: None,
         id: 0,
         done: false,
     }
@@ -286,9 +287,24 @@ pub fn pages<'a, 's, S: PageSource + ?Sized>(
 #[derive(Debug)]
 pub struct Pages<'a, 's, S: PageSource + ?Sized> {
     file: &'a BoltFile<'s, S>,
-    layout: &'a Layout,
+    /// The layout's regions from the one after `region` on: pages come in
+    /// increasing order, so each region is decoded once.
+    regions: crate::regions::Iter<'a>,
+    /// The first region not ending before the last page asked about.
+    region: Option<crate::layout::Region>,
     id: u64,
     done: bool,
+}
+
+impl<S: PageSource + ?Sized> Pages<'_, '_, S> {
+    /// The kind of the region holding byte `offset`, none in a gap; for
+    /// offsets that never decrease from one call to the next.
+    fn kind_at(&mut self, offset: u64) -> Option<Kind> {
+        while self.region.is_none_or(|r| r.end() <= offset) {
+            self.region = Some(self.regions.next()?);
+        }
+        self.region.filter(|r| r.offset <= offset).map(|r| r.kind)
+    }
 }
 
 impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
@@ -307,8 +323,7 @@ impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
         };
         let kind = id
             .checked_mul(u64::from(self.file.page_size()))
-            .and_then(|off| self.layout.region_at(off))
-            .map(|r| r.kind);
+            .and_then(|off| self.kind_at(off));
         // Without a stored freelist every page the tree does not reach is
         // free (bbolt rebuilds the freelist that way), including pages the
         // walk could not place because the tree is damaged, a page whose

@@ -358,15 +358,22 @@ impl Db {
             size = image.len() as u64;
             grown_to = size;
         }
-        let map = Mapping::map(
-            &file,
-            &MapOptions {
-                flags: opts.mmap_flags,
-                advice: opts.advice,
-                min_len: bolt_mmap_size(size.max(opts.initial_mmap_size), 0),
-                mlock: opts.mlock,
-            },
-        )
+        // SAFETY: the file is flock'ed for as long as the Db lives (shared
+        // for a reader, exclusive for a writer, as bbolt does), so no
+        // cooperating process truncates or writes it under a reader; this
+        // process's own writer only grows it and writes pages no open read
+        // transaction reaches (the freelist keeps them pending until then).
+        let map = unsafe {
+            Mapping::map(
+                &file,
+                &MapOptions {
+                    flags: opts.mmap_flags,
+                    advice: opts.advice,
+                    min_len: bolt_mmap_size(size.max(opts.initial_mmap_size), 0),
+                    mlock: opts.mlock,
+                },
+            )
+        }
         .map_err(|source| Error::Map {
             path: path.to_owned(),
             source,
@@ -723,15 +730,20 @@ impl Db {
         let current = st.mapping();
         let new_map = if need >= current.mapped_len() {
             let len = bolt_mmap_size(ws.file_size.max(need), ps);
-            let m = Mapping::map(
-                &self.file,
-                &MapOptions {
-                    flags: self.opts.mmap_flags,
-                    advice: self.opts.advice,
-                    min_len: len,
-                    mlock: self.opts.mlock,
-                },
-            )
+            // SAFETY: as at open: this writer holds the exclusive flock,
+            // grows the file only, and writes only pages no open read
+            // transaction reaches.
+            let m = unsafe {
+                Mapping::map(
+                    &self.file,
+                    &MapOptions {
+                        flags: self.opts.mmap_flags,
+                        advice: self.opts.advice,
+                        min_len: len,
+                        mlock: self.opts.mlock,
+                    },
+                )
+            }
             .map_err(|source| Error::Map {
                 path: self.path.clone(),
                 source,

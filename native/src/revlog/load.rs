@@ -140,11 +140,16 @@ impl IndexFile {
             // hg's `mmapread` returns an empty buffer for an empty file.
             Loaded::Mmap if size == 0 => Data::Bytes(Vec::new()),
             Loaded::Mmap => {
-                Data::Map(Mapping::map(&file, &opts.map_options()).map_err(|source| {
-                    Error::Map {
-                        path: path.to_owned(),
-                        source,
-                    }
+                // SAFETY: as hg maps it (`util.mmapread`): a revlog index is
+                // only appended to, and the bytes a slice covers (below the
+                // length seen here) are never rewritten; only `hg strip`
+                // or a rollback truncates one, under the repository lock,
+                // and a truncation under us is the SIGBUS the `mapwise`
+                // binary turns into exit 3 before any byte is used.
+                let map = unsafe { Mapping::map(&file, &opts.map_options()) };
+                Data::Map(map.map_err(|source| Error::Map {
+                    path: path.to_owned(),
+                    source,
                 })?)
             }
             Loaded::Read => {
