@@ -16,7 +16,7 @@
 //! * Serialised: each kind of install holds an exclusive lock while it
 //!   looks again and installs, so parallel tests neither fight over dpkg nor
 //!   install twice: `$TMPDIR/mapwise-apt.lock` for apt-get (the lock the
-//!   peers' own fallback installs take too), `$TMPDIR/mapwise-rust.lock`
+//!   rrd, revlog and mmaptest peers' own fallback installs take too), `$TMPDIR/mapwise-rust.lock`
 //!   for rustup and `cargo install`, `NPM_DIR/.install.lock` for npm.
 //! * Says what it installs, on stderr (`mapwise-testkit: installing …`),
 //!   unbuffered so the test harness does not swallow it.

@@ -40,12 +40,7 @@ fn rel(p: &Path) -> String {
 #[must_use]
 pub fn bolt() -> PathBuf {
     ensure(&[Need::GoBbolt]);
-    // Until `peers/bolt` lands: the shared oracle above the repository.
-    let repo = crate::repo();
-    repo.ancestors()
-        .map(|a| a.join("shared/oracles/bolt/oracle.sh"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("no shared/oracles/bolt above {}", repo.display()))
+    crate::peer("bolt/peer")
 }
 
 /// Run the bbolt peer with `args`; its stdout.

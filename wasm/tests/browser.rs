@@ -167,11 +167,11 @@ fn build_site() -> Result<(PathBuf, PathBuf), String> {
 /// The test files: a corrupt copy of `small.db` (both meta pages' txids
 /// flipped, so both checksums fail) and the 2 GiB bbolt file.
 ///
-/// The 2 GiB file is Go bbolt's own (`oracle.sh gen --shape big --size
+/// The 2 GiB file is Go bbolt's own (`peers/bolt/peer gen --shape big --size
 /// 64MiB`: 60 000 keys, a 4-level tree) made 2 GiB long with
 /// `set_len` (sparse). bbolt files are routinely longer than their
 /// high-water mark (bbolt grows files ahead in `AllocSize` steps and never
-/// shrinks them), bbolt reads nothing past the mark, and `oracle.sh check`
+/// shrinks them), bbolt reads nothing past the mark, and `peers/bolt/peer check`
 /// (bbolt's `Tx.Check` plus the raw walk, which checks hwm × page size ≤
 /// file size) accepts it: a valid file that costs 80 MiB of disk, not
 /// 2 GiB, and whose tail is `unused` on the map.
@@ -206,12 +206,14 @@ fn files() -> Result<BTreeMap<&'static str, PathBuf>, String> {
         let check = oracle(&["check", tmp_s])?;
         let text = String::from_utf8_lossy(&check.stdout);
         if !text.lines().any(|l| l.trim() == "OK") {
-            return Err(format!("oracle.sh check rejects the 2 GiB file:\n{text}"));
+            return Err(format!(
+                "peers/bolt/peer check rejects the 2 GiB file:\n{text}"
+            ));
         }
         std::fs::rename(&tmp, &big).map_err(|e| e.to_string())?;
         std::fs::write(&ok, text.as_bytes()).map_err(|e| e.to_string())?;
         say(&format!(
-            "made the 2 GiB bbolt file in {:.1} s (Go bbolt, checked by oracle.sh check)",
+            "made the 2 GiB bbolt file in {:.1} s (Go bbolt, checked by peers/bolt/peer check)",
             t.elapsed().as_secs_f64()
         ));
     }
@@ -408,7 +410,7 @@ fn report() -> &'static Value {
 
 // ------------------------------------------------------------- peers
 
-/// Go bbolt's dump (`oracle.sh dump`), per bucket: plain keys, sub-buckets,
+/// Go bbolt's dump (`peers/bolt/peer dump`), per bucket: plain keys, sub-buckets,
 /// sequence, and its key/value pairs in order.
 #[derive(Debug, Default, Clone)]
 struct DumpBucket {
@@ -492,7 +494,7 @@ fn with_commas(n: u64) -> String {
     out
 }
 
-/// `key=value` fields of the line of `oracle.sh info` that starts with
+/// `key=value` fields of the line of `peers/bolt/peer info` that starts with
 /// `prefix`.
 fn info_fields(info: &str, prefix: &str) -> BTreeMap<String, String> {
     info.lines()
@@ -994,7 +996,7 @@ fn two_gib_bbolt_file_opens_in_under_64_mib_of_wasm_memory() {
     assert_eq!(
         count(&bucket["keys"]),
         n,
-        "keys of fake-bucket (oracle.sh keys)"
+        "keys of fake-bucket (peers/bolt/peer keys)"
     );
     let first_keys: Vec<String> = String::from_utf8_lossy(&keys.stdout)
         .lines()

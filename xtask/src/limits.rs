@@ -53,7 +53,7 @@ before it quits) and fails when one exceeds its bound:
   30 MiB  the TUI at 200 x 50 cells (measured: 13.1 to 14.9 MiB)
 
 Then, unless --no-writer, the same readers on a busy file: Go bbolt's
-`oracle.sh gen FILE --shape big --seed 1 --size 2GiB` (--writer-size;
+`peers/bolt/peer gen FILE --shape big --seed 1 --size 2GiB` (--writer-size;
 cached in target/bench/files/ as `bench live` caches it), copied to
 target/limits/live.db and written by `cargo xtask writer` (etcd's shape:
 a fdatasync'd commit per interval) every 100 ms and then every 20 ms. Under

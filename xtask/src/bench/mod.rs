@@ -64,7 +64,7 @@ both sides.
 Ratios are ours/reference computed pair by pair: median [min–max].
 Nothing here asserts a time: a verdict is a line in the report.
 
-bolt: our bbolt engine beside Go bbolt 1.3.6: the oracle's
+bolt: our bbolt engine beside Go bbolt 1.3.6: the bbolt peer's
   seeded `bench` workload (1M batched puts, seq and rnd, then seq and rnd
   gets; --quick 100k) and full scans of a 2 GiB Go-made file (--quick
   256 MiB) cold/warm, with and without MAP_POPULATE, plus our prefetching
@@ -79,8 +79,8 @@ bolt: our bbolt engine beside Go bbolt 1.3.6: the oracle's
                          [--no-puts] [--no-scans] [--out DIR]
 
 bolt-scan: the MAP_POPULATE experiment boltdb/bolt's maintainers reported, ours vs Go
-  bbolt 1.3.6 (the oracle in ../shared/oracles/bolt). A bbolt file made by
-  Go bbolt (`oracle.sh gen FILE --shape big --seed 1 --size 256MiB`, cached
+  bbolt 1.3.6 (the bbolt peer, peers/bolt). A bbolt file made by
+  Go bbolt (`peers/bolt/peer gen FILE --shape big --seed 1 --size 256MiB`, cached
   in target/bench/files/ by size and seed, made again only when missing),
   bucket `fake-bucket`, read-only cursor scan over every key. Four cells:
     cold  before every single run xtask itself fsyncs the file and calls
@@ -91,7 +91,7 @@ bolt-scan: the MAP_POPULATE experiment boltdb/bolt's maintainers reported, ours 
           page cache, folio sizes and host backing included
   each with and without MAP_POPULATE. Commands timed:
     ours  target/release/mapwise bolt traverse FILE [--populate] --json
-    Go    ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
+    Go    peers/bolt/peer traverse FILE [--populate]
   Headline: `took` = open + scan as each tool times it (Go prints ms);
   the open/scan split and process wall times are shown too, and the key
   counts of both must agree (exit status 1 otherwise). Beside the table,
@@ -338,18 +338,6 @@ impl Workspace {
             _ => &[],
         };
         install::try_ensure(needs).map_err(anyhow::Error::msg)?;
-        if name == "bolt" {
-            // Until `peers/bolt` lands: the shared oracle above the root.
-            let mut up = PathBuf::new();
-            for dir in self.root.ancestors() {
-                let tail = Path::new("shared/oracles/bolt/oracle.sh");
-                if dir.join(tail).is_file() {
-                    return Ok(path_arg(&up.join(tail)));
-                }
-                up.push("..");
-            }
-            anyhow::bail!("no shared/oracles/bolt above {}", self.root.display());
-        }
         self.peer_file(&format!("{name}/peer"))
     }
 
