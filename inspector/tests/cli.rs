@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use mapwise_native::residency;
 
-use crate::common::{bolt_oracle, copy_to, need, run, testdata, tmpdir};
+use crate::common::{Need, bolt_oracle, copy_to, need, run, testdata, tmpdir};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -45,7 +45,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn residency_matches_vmtouch() {
-    need("vmtouch", "vmtouch");
+    need(&[Need::Vmtouch]);
     let dir = tmpdir();
     let path = dir.path().join("data.bin");
     {
@@ -409,7 +409,7 @@ fn pages_match_the_bbolt_oracle() {
 /// `rrdtool info` reports them, and `check` finds the corpus clean.
 #[test]
 fn rrd_layout_agrees_with_rrdtool_info() {
-    need("rrdtool", "rrdtool");
+    need(&[Need::Rrdtool]);
     for name in ["gauge.rrd", "hw.rrd", "mhw.rrd", "dtypes.rrd"] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../testdata/rrd")
@@ -635,25 +635,19 @@ fn rrd_info(path: &Path) -> crate::peers::RrdInfo {
     crate::peers::rrdtool_info(path).expect("rrdtool info")
 }
 
-/// The shared corpus's big.rrd (`oracle.sh gen --shape big`) when present.
-fn shared_big_rrd() -> Option<std::path::PathBuf> {
-    let oracle = bolt_oracle();
-    let shared = oracle.ancestors().nth(3)?;
-    Some(shared.join("corpus/rrd/big.rrd")).filter(|p| p.is_file())
-}
-
 /// PAGES per kind is the number of distinct OS pages the kind's regions
 /// touch: each archive's current row, where `rrdtool info` puts it, and
 /// the rows around them.
 #[test]
 fn rrd_kind_pages_are_pages_touched() {
-    need("rrdtool", "rrdtool");
+    need(&[Need::Rrdtool]);
     let ps = residency::os_page_size();
-    let mut files = vec![
+    let files = [
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/gauge.rrd"),
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/hw.rrd"),
+        // The corpus's 1.7 MiB `big` shape (`peers/rrd/peer gen --shape big`).
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/big.rrd"),
     ];
-    files.extend(shared_big_rrd());
     for path in files {
         let (header, ds, rras) = rrd_info(&path);
         let row = ds * 8;
@@ -692,7 +686,7 @@ fn rrd_kind_pages_are_pages_touched() {
 /// every byte after vmtouch -t.
 #[test]
 fn residency_per_kind_for_rrd_and_revlog() {
-    need("vmtouch", "vmtouch");
+    need(&[Need::Vmtouch]);
     let dir = tmpdir();
     for (from, name) in [
         (revlog_testdata("00changelog.i"), "00changelog.i"),

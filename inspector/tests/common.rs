@@ -12,11 +12,12 @@ use mapwise_native::watch::read_snapshot;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-/// A read-only corpus file.
+pub use mapwise_testkit::install::{Need, ensure as need};
+pub use mapwise_testkit::peers::bolt as bolt_oracle;
+
+/// A read-only corpus file under testdata/bolt.
 pub fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/bolt")
-        .join(name)
+    mapwise_testkit::testdata("bolt").join(name)
 }
 
 /// A fresh directory under the target's temporary directory.
@@ -142,31 +143,4 @@ pub fn run(args: &[&str], timeout: Duration) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-/// Install `tool` (Debian package `package`) when missing; the tests that
-/// compare against a peer tool fail, never skip, without it.
-pub fn need(tool: &str, package: &str) {
-    crate::peers::ensure(tool, package);
-}
-
-/// `shared/oracles/bolt/oracle.sh`: `$MAPWISE_SHARED`, else the first
-/// `shared/` beside the repository or one of its ancestors.
-pub fn bolt_oracle() -> PathBuf {
-    if let Some(p) = std::env::var_os("MAPWISE_SHARED") {
-        return PathBuf::from(p).join("oracles/bolt/oracle.sh");
-    }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()
-        .expect("repo");
-    repo.ancestors()
-        .map(|a| a.join("shared/oracles/bolt/oracle.sh"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "no shared/oracles above {}; set MAPWISE_SHARED",
-                repo.display()
-            )
-        })
 }

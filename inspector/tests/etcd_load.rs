@@ -24,7 +24,7 @@ use mapwise_native::residency;
 use serde_json::Value;
 
 use crate::cli::vmtouch;
-use crate::common::{Run, bin, bolt_oracle, mapwise, need, run, tmpdir};
+use crate::common::{Need, Run, bin, bolt_oracle, mapwise, need, run, tmpdir};
 use crate::etcd::{Config, Etcd, LoadConfig};
 use crate::tmux::{Tmux, shell_quote, wait_file};
 
@@ -53,9 +53,8 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// An etcd of this test's own, on a disk file system (the target's
 /// temporary directory), committing every `batch`.
 fn start_etcd(batch: Duration) -> Etcd {
-    need("etcd", "etcd-server");
-    need("etcdctl", "etcd-client");
-    need("vmtouch", "vmtouch");
+    need(&[Need::Etcd]);
+    need(&[Need::Vmtouch]);
     Etcd::start_with(&Config {
         batch_interval: batch,
         parent: Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
@@ -1215,7 +1214,7 @@ fn screen_age(screen: &str) -> Option<(u64, f64)> {
 #[test]
 fn tui_follows_a_live_etcd_for_20_s() {
     let _serial = serial();
-    need("tmux", "tmux");
+    need(&[Need::Tmux]);
     let (mut etcd, _) = loaded_etcd(Duration::from_millis(100), Duration::from_secs(90));
     let db = etcd.db();
     let dir = tmpdir();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{bin, mapwise, need, run, tmpdir};
+use crate::common::{Need, bin, mapwise, need, run, tmpdir};
 use crate::tmux::{Tmux, shell_quote, wait_file};
 
 /// The writer: `sh -c WRITER sh FILE ORIGINAL OTHER ROUNDS SIZES [FINAL]`.
@@ -170,7 +170,7 @@ fn past_end_cells(screen: &str) -> usize {
 
 #[test]
 fn tui_follows_a_bbolt_file_shrunk_grown_and_replaced() {
-    need("tmux", "tmux");
+    need(&[Need::Tmux]);
     let dir = tmpdir();
     let file = copy(dir.path(), "bolt", "etcd-small.db", "live.db");
     let original = copy(dir.path(), "bolt", "etcd-small.db", "original.db");
@@ -268,7 +268,7 @@ fn tui_follows_a_bbolt_file_shrunk_grown_and_replaced() {
 
 #[test]
 fn tui_follows_an_rrd_file_shrunk_grown_and_replaced() {
-    need("tmux", "tmux");
+    need(&[Need::Tmux]);
     let dir = tmpdir();
     // hw.rrd: rrdtool's file of 33440 bytes (9 OS pages); gauge.rrd: 9152
     // bytes (3 pages).

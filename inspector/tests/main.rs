@@ -6,20 +6,7 @@
 //! (`readonly`), and the quiet readers against a real etcd under load
 //! (`etcd_load`).
 
-#[path = "../../testkit/peers.rs"]
-mod peers;
-
-#[path = "../../testkit/churn.rs"]
-mod churn;
-
-#[path = "../../testkit/rrdcached.rs"]
-mod rrdcached;
-
-#[path = "../../testkit/etcd.rs"]
-mod etcd;
-
-#[path = "../../testkit/writer.rs"]
-mod writer;
+use mapwise_testkit::{churn, etcd, peers, rrdcached, writer};
 
 mod cli;
 mod common;

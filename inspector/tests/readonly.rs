@@ -15,12 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{bin, mapwise, need, tmpdir};
+use crate::common::{Need, bin, mapwise, need, tmpdir};
 use crate::tmux::{Tmux, shell_quote, wait_file};
 
-#[path = "../../testkit/fileprint.rs"]
-mod fileprint;
-use fileprint::{copy_tree, differences, prints};
+use mapwise_testkit::fileprint::{copy_tree, differences, prints};
 
 fn testdata(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -89,7 +87,7 @@ fn tui_session(file: &Path, rc: &Path) {
 
 #[test]
 fn readers_never_write() {
-    need("tmux", "tmux");
+    need(&[Need::Tmux]);
     let dir = tmpdir();
     let files = dir.path().join("files");
     let out = dir.path().join("out");

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{bin, need};
+use crate::common::{Need, bin, need};
 use crate::rrdcached::Daemon;
 use crate::tmux::{Tmux, shell_quote, wait_file};
 
@@ -28,8 +28,8 @@ fn inspector(args: &[&str], addr: &str) -> (String, Option<i32>) {
 /// A daemon holding `n` updates of gauge.rrd queued by rrdtool, and the
 /// file's path.
 fn queued(n: i64) -> (Daemon, std::path::PathBuf) {
-    need("rrdcached", "rrdcached");
-    need("rrdtool", "rrdtool");
+    need(&[Need::Rrdcached]);
+    need(&[Need::Rrdtool]);
     let d = Daemon::unix();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/gauge.rrd");
     let f = d.put(&src, "g.rrd");
@@ -89,7 +89,7 @@ fn layout_reports_the_updates_rrdcached_holds() {
 
 #[test]
 fn the_live_view_shows_the_updates_rrdcached_holds() {
-    need("tmux", "tmux");
+    need(&[Need::Tmux]);
     let (d, f) = queued(4);
     let before = std::fs::read(&f).expect("read");
     let rc = d.base.join("rc");

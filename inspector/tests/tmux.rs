@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::common::{bin, copy_to, need, tmpdir};
+use crate::common::{Need, bin, copy_to, need, tmpdir};
 
 /// A tmux server of our own (`-L socket`), killed when dropped, so a
 /// failing test never leaves a session behind or touches the user's tmux.
@@ -116,7 +116,7 @@ pub fn shell_quote(p: &Path) -> String {
 
 #[test]
 fn evict_then_read_from_outside_updates_live() {
-    need("tmux", "tmux");
+    need(&[Need::Tmux]);
     let dir = tmpdir();
     let file: PathBuf = copy_to(dir.path(), "etcd-small.db");
     let rc = dir.path().join("rc");

@@ -360,7 +360,7 @@ fn live(path: &std::path::Path) -> (mapwise_native::watch::Watch, mapwise_inspec
 
 #[test]
 fn evict_of_a_file_another_process_locks_says_nothing_was_evicted() {
-    crate::common::need("vmtouch", "vmtouch");
+    crate::common::need(&[crate::common::Need::Vmtouch]);
     let dir = crate::common::tmpdir();
     let path = crate::common::copy_to(dir.path(), "etcd-small.db");
     // `vmtouch -l`: another process maps, touches and locks every page.
@@ -422,7 +422,7 @@ fn evict_on_tmpfs_keeps_every_page_and_says_so() {
 
 #[test]
 fn willneed_makes_an_evicted_range_resident() {
-    crate::common::need("vmtouch", "vmtouch");
+    crate::common::need(&[crate::common::Need::Vmtouch]);
     let dir = crate::common::tmpdir();
     let path = crate::common::copy_to(dir.path(), "etcd-small.db");
     let (mut w, mut a) = live(&path);

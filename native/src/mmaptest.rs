@@ -2,7 +2,7 @@
 //! "mmap-test", reconstructed faithfully and then fairly.
 //!
 //! The original (a small C program; our reconstruction is
-//! `shared/oracles/mmaptest/mmaptest.c`) read one file, or a list of
+//! `peers/mmaptest/mmaptest.c`) read one file, or a list of
 //! files cycled in order, many times and wrote every byte to stdout,
 //! which was redirected to `/dev/null`. Its modes were `read()` into a
 //! buffer of a compile-time size (or of the whole file), one `mmap` made

@@ -1,6 +1,7 @@
 //! splitmix64 (Steele, Lea and Flood, 2014; Vigna's reference C code): the
-//! one pseudo-random stream of the project. The bbolt and rrd oracles'
-//! workloads are specified with it (`oracle.sh bench`, `bench-updatev`),
+//! one pseudo-random stream of the project. The bbolt and rrd peers'
+//! workloads are specified with it (`peers/bolt/peer bench`,
+//! `peers/rrd/peer bench-updatev`),
 //! so a workload replayed here matches the peer's draw for draw; the RRD
 //! engine draws each archive's initial `cur_row` from it, and the test
 //! writers their keys and values.

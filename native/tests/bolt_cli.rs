@@ -8,7 +8,8 @@ use std::process::Command;
 use mapwise_core::bolt::fnv1a64;
 
 use crate::support::churn::rewrite;
-use crate::support::{oracle, peers, run_mapwise, tempdir, testdata};
+use crate::support::install::{Need, ensure};
+use crate::support::{oracle, run_mapwise, tempdir, testdata};
 
 fn text(o: &std::process::Output) -> String {
     format!(
@@ -29,7 +30,7 @@ fn copy(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
 
 /// Resident pages of `path` as vmtouch counts them.
 fn vmtouch_resident(path: &std::path::Path) -> u64 {
-    peers::ensure("vmtouch", "vmtouch");
+    ensure(&[Need::Vmtouch]);
     let out = Command::new("vmtouch").arg(path).output().expect("vmtouch");
     let s = String::from_utf8_lossy(&out.stdout);
     let line = s

@@ -206,7 +206,7 @@ enum Call {
 /// `writeMeta`).
 #[test]
 fn commits_write_pages_then_sync_then_meta_then_sync() {
-    crate::support::peers::ensure("strace", "strace");
+    crate::support::install::ensure(&[crate::support::install::Need::Strace]);
     let dir = tempdir();
     let path = dir.path().join("order.db");
     drop(Db::open(&path, &rw(4096)).expect("create"));

@@ -1,6 +1,7 @@
 //! The read API (Db, Tx, Bucket, Cursor) moves as bbolt's cursor does:
-//! forward order equals `oracle.sh keys`, backward is its reverse, `seek`
-//! lands on the first key `>=` the probe, `get` returns `oracle.sh get`.
+//! forward order equals `peers/bolt/peer keys`, backward is its reverse,
+//! `seek` lands on the first key `>=` the probe, `get` returns
+//! `peers/bolt/peer get`.
 
 use std::collections::BTreeMap;
 

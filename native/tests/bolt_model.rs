@@ -1,15 +1,15 @@
 //! A model of a bbolt database's logical content (nested buckets of
-//! key/value pairs) and its canonical dump text, as the oracle prints it
-//! (`shared/oracles/bolt/README.md`, "Dump format"). Tests compare the
-//! oracle's dump of a file against the model's text.
+//! key/value pairs) and its canonical dump text, as the bbolt peer prints
+//! it (`peers/bolt/README.md`, "Dump format"). Tests compare the peer's
+//! dump of a file against the model's text.
 
 #![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// The oracle's binary (`oracle.sh build` prints its directory; the
-/// script execs this same binary for `check` and `dump`). Calling it
+/// The bbolt peer's binary (`peers/bolt/peer build` prints its directory;
+/// the script execs this same binary for `check` and `dump`). Calling it
 /// directly saves the script's start-up, so thousands of files can be
 /// judged in seconds.
 pub fn oracle_binary() -> std::path::PathBuf {
@@ -36,7 +36,7 @@ pub fn oracle_run(args: &[&str]) -> (bool, String, String) {
 }
 
 /// Run the oracle binary with `args`; panics unless it exits 0 (the
-/// `oracle.sh` wrapper's contract, without its start-up cost).
+/// `peers/bolt/peer` script's contract, without its start-up cost).
 pub fn oracle_fast(args: &[&str]) -> Vec<u8> {
     let out = crate::support::run_limited(
         std::process::Command::new(oracle_binary()).args(args),

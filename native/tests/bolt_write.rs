@@ -119,7 +119,7 @@ fn one_bucket_put_get_delete_commit_and_rollback() {
     oracle_agrees(&path, &model);
 }
 
-/// `raw: stats:` fields of `oracle.sh check -v` (the oracle's own walk).
+/// `raw: stats:` fields of `peers/bolt/peer check -v` (the peer's own walk).
 fn oracle_stats(path: &Path) -> std::collections::HashMap<String, String> {
     let p = path.to_str().expect("utf-8");
     let out = String::from_utf8(oracle(&["check", p, "-v"])).expect("utf-8");

@@ -1,6 +1,6 @@
 //! Integration tests of `mapwise-native` and the `mapwise` command line,
-//! against the real Go bbolt (through the oracle scripts in
-//! `shared/oracles`).
+//! against the real peers (Go bbolt, rrdtool, Mercurial, the mmaptest C
+//! reconstruction: the repository's `peers/`, through `mapwise-testkit`).
 
 mod support;
 

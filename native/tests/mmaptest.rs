@@ -1,5 +1,5 @@
 //! `mapwise mmaptest` against its peers: the C reconstruction of the 2003
-//! "mmap-test" (`shared/oracles/mmaptest/mmaptest.c`, built here with cc
+//! "mmap-test" (`peers/mmaptest/mmaptest.c`, built here with cc
 //! and the README's -D flags) for the data stream, od(1) for the byte sum,
 //! vmtouch for what a cold run leaves in the page cache.
 //!
@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::peers;
-
-use crate::support::{mapwise, run_limited, run_mapwise, shared, tempdir};
+use crate::support::install::{Need, ensure};
+use crate::support::{mapwise, run_limited, run_mapwise, tempdir};
 
 /// The C variants this file compares against: name and -D flags.
 const C_VARIANTS: &[(&str, &[&str])] = &[
@@ -47,10 +46,9 @@ const MODES: &[(&[&str], &str)] = &[
 fn c_bin(name: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        peers::ensure("cc", "gcc");
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mmaptest-c");
         std::fs::create_dir_all(&dir).expect("create the C build directory");
-        let src = shared().join("oracles/mmaptest/mmaptest.c");
+        let src = mapwise_testkit::peers::mmaptest_c();
         for (name, flags) in C_VARIANTS {
             let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
             let out = run_limited(
@@ -285,7 +283,7 @@ fn ours_to_dev_null(args: &[&str], file: &Path) -> Output {
 
 /// vmtouch's "Resident Pages: R/T" for `path`.
 fn vmtouch(path: &Path) -> (u64, u64) {
-    peers::ensure("vmtouch", "vmtouch");
+    ensure(&[Need::Vmtouch]);
     let out = run_limited(Command::new("vmtouch").arg(path), Duration::from_secs(60));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "vmtouch: {text}");

@@ -6,9 +6,6 @@
 //! Linux only: cachestat, setpriv and vmtouch's Linux behaviour are the subject.
 #![cfg(target_os = "linux")]
 
-#[path = "../../testkit/peers.rs"]
-mod peers;
-
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, PermissionsExt};
@@ -17,6 +14,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use mapwise_testkit::install::Need;
 
 use mapwise_native::residency::{
     self, Error, Residency, TO_EOF, TouchMethod, Trust, UnknownReason, cachestat, evict, lock,
@@ -77,7 +76,7 @@ fn read_span(file: &File, offset: u64, len: u64) {
 
 /// Runs vmtouch and returns its "Resident Pages: R/T".
 fn vmtouch(args: &[&str], path: &Path) -> (u64, u64) {
-    peers::ensure("vmtouch", "vmtouch");
+    mapwise_testkit::install::ensure(&[Need::Vmtouch]);
     let out = Command::new("vmtouch")
         .args(args)
         .arg(path)

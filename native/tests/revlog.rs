@@ -1,6 +1,6 @@
 //! `mapwise revlog` and `mapwise_native::revlog` against Mercurial 6.3:
 //! the corpus hg made (`testdata/revlog`, hg's own outputs beside each
-//! index), repositories the oracle generates fresh and reads back with hg,
+//! index), repositories the revlog peer generates fresh and reads back with hg,
 //! hg's own store-name and size parsers (through its Python), and the
 //! kernel (mincore) for what a mapped `log -l 5` touches.
 

@@ -1,7 +1,7 @@
 //! `mapwise rrd` and `mapwise_native::rrd` against rrdtool 1.7.2, the
 //! judge: the corpus rrdtool made (`testdata/rrd`, rrdtool's own outputs
 //! beside each file), rrdtool run live on the same inputs (through the
-//! oracle in `shared/oracles/rrd` or the `rrdtool` binary it installs),
+//! rrd peer, `peers/rrd/peer`, or the `rrdtool` binary),
 //! with TZ=UTC so that dump comments agree.
 //!
 //! * [`corpus`]: headers, layouts and every read command on the corpus;

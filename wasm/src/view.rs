@@ -1523,11 +1523,6 @@ fn rrd_facts(h: &rrd::Header<'_>, l: &rrd::RrdLayout) -> RrdFacts {
     }
 }
 
-// The test crates' peer helpers, for the unit tests below.
-#[cfg(test)]
-#[path = "../../testkit/peers.rs"]
-mod peers;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1624,9 +1619,10 @@ mod tests {
         assert_eq!(c.len, 8192);
     }
 
-    /// `rrdtool info` of `testdata/rrd/NAME` ([`super::peers::rrdtool_info`]).
-    fn rrdtool_info(name: &str) -> Option<super::peers::RrdInfo> {
-        super::peers::rrdtool_info(
+    /// `rrdtool info` of `testdata/rrd/NAME`
+    /// ([`mapwise_testkit::peers::rrdtool_info`]).
+    fn rrdtool_info(name: &str) -> Option<mapwise_testkit::peers::RrdInfo> {
+        mapwise_testkit::peers::rrdtool_info(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../testdata/rrd")
                 .join(name),

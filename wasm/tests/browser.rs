@@ -2,7 +2,9 @@
 //! playwright-core (`browser.mjs`), against the peers' own outputs.
 //!
 //! Once per test run (shared by the tests below): install what is missing
-//! (Debian's `chromium`; `playwright-core` from npm into `<target>/npm`),
+//! through `mapwise-testkit`'s installer (Debian's `chromium`, the wasm32
+//! target, the pinned wasm-bindgen CLI; `playwright-core` from npm into
+//! `<target>/npm`),
 //! build the site with `cargo xtask wasm` in its own target directory
 //! (`<target>/wasm-test/cargo`, so the nested cargo never waits for the
 //! outer one's lock; an up-to-date build is a no-op), make the test files
@@ -10,7 +12,7 @@
 //! with `xtask serve` on a free loopback port, and run `browser.mjs`, which
 //! opens each file in the page and reports what the page shows as JSON.
 //! The tests then compare that with Go bbolt's dumps, `hg log`, `rrdtool
-//! dump` and the bbolt oracle run live. When any of it cannot run, every
+//! dump` and the bbolt peer (`peers/bolt/peer`) run live. When any of it cannot run, every
 //! test fails (never skips) with the reason.
 //!
 //! Artifacts: screenshots in `<target>/wasm-test/screens/` (the 2 GiB
@@ -25,22 +27,14 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use mapwise_core::layout::display_name;
+use mapwise_testkit::install::{self, Need};
+use mapwise_testkit::{repo, testdata};
 use serde_json::{Value, json};
-
-#[path = "../../testkit/peers.rs"]
-mod peers;
 
 /// Wasm memory the 2 GiB file must open in.
 const MEMORY_LIMIT: u64 = 64 << 20;
 /// The big file: a real bbolt file whose data fills 64 MiB, in 2 GiB.
 const BIG_SIZE: u64 = 2 << 30;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()
-        .expect("repository")
-}
 
 /// The workspace's target directory (this test's is `<target>/tmp`).
 fn target() -> PathBuf {
@@ -52,25 +46,6 @@ fn target() -> PathBuf {
 
 fn work() -> PathBuf {
     target().join("wasm-test")
-}
-
-/// The `shared` folder with the oracles: `$MAPWISE_SHARED`, else the
-/// first `shared/` beside the repository or one of its ancestors.
-fn shared() -> PathBuf {
-    if let Some(p) = std::env::var_os("MAPWISE_SHARED") {
-        return PathBuf::from(p);
-    }
-    repo()
-        .ancestors()
-        .map(|a| a.join("shared"))
-        .find(|s| s.join("oracles/bolt/oracle.sh").is_file())
-        .unwrap_or_else(|| {
-            panic!("no shared/oracles found above the repository; set MAPWISE_SHARED")
-        })
-}
-
-fn testdata(rel: &str) -> PathBuf {
-    repo().join("testdata").join(rel)
 }
 
 fn read(path: &Path) -> String {
@@ -140,9 +115,10 @@ fn say(msg: &str) {
     let _ = writeln!(std::io::stderr(), "browser test: {msg}");
 }
 
+/// The bbolt peer with `args`.
 fn oracle(args: &[&str]) -> Result<Output, String> {
     run(
-        Command::new(shared().join("oracles/bolt/oracle.sh")).args(args),
+        Command::new(mapwise_testkit::peers::bolt()).args(args),
         Duration::from_secs(600),
     )
 }
@@ -162,37 +138,9 @@ fn lock(name: &str) -> std::fs::File {
 }
 
 /// playwright-core (the version `wasm/tests/package.json` pins) in
-/// `<target>/npm`.
+/// `<target>/npm`, installed when missing.
 fn npm_deps() -> Result<PathBuf, String> {
-    peers::ensure("node", "nodejs");
-    peers::ensure("npm", "npm");
-    let dir = target().join("npm");
-    let _l = lock("npm");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let want = read(&repo().join("wasm/tests/package.json"));
-    let pinned: Value = serde_json::from_str(&want).map_err(|e| e.to_string())?;
-    let version = pinned["dependencies"]["playwright-core"]
-        .as_str()
-        .ok_or("package.json pins no playwright-core")?
-        .to_string();
-    let installed = std::fs::read_to_string(dir.join("node_modules/playwright-core/package.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|v| v["version"].as_str().map(str::to_string));
-    if installed.as_deref() != Some(version.as_str()) {
-        say(&format!(
-            "installing playwright-core {version} into {}",
-            dir.display()
-        ));
-        std::fs::write(dir.join("package.json"), &want).map_err(|e| e.to_string())?;
-        run(
-            Command::new("npm")
-                .args(["install", "--no-audit", "--no-fund", "--no-update-notifier"])
-                .current_dir(&dir),
-            Duration::from_secs(600),
-        )?;
-    }
-    Ok(dir)
+    install::playwright_in(&target().join("npm"))
 }
 
 /// `cargo xtask wasm` into `<work>/site`, with its own target directory.
@@ -208,8 +156,8 @@ fn build_site() -> Result<(PathBuf, PathBuf), String> {
             .env("CARGO_TARGET_DIR", &cargo_dir)
             .args(["run", "--quiet", "-p", "xtask", "--", "wasm", "--out"])
             .arg(&site),
-        // A fresh machine also installs the wasm32 target and the
-        // wasm-bindgen CLI (~10 minutes).
+        // The wasm32 target and the wasm-bindgen CLI are installed before
+        // (`run_browser`); this is the build alone.
         Duration::from_secs(40 * 60),
     )?;
     say(&format!("site built in {:.1} s", t.elapsed().as_secs_f64()));
@@ -219,11 +167,11 @@ fn build_site() -> Result<(PathBuf, PathBuf), String> {
 /// The test files: a corrupt copy of `small.db` (both meta pages' txids
 /// flipped, so both checksums fail) and the 2 GiB bbolt file.
 ///
-/// The 2 GiB file is Go bbolt's own (`oracle.sh gen --shape big --size
+/// The 2 GiB file is Go bbolt's own (`peers/bolt/peer gen --shape big --size
 /// 64MiB`: 60 000 keys, a 4-level tree) made 2 GiB long with
 /// `set_len` (sparse). bbolt files are routinely longer than their
 /// high-water mark (bbolt grows files ahead in `AllocSize` steps and never
-/// shrinks them), bbolt reads nothing past the mark, and `oracle.sh check`
+/// shrinks them), bbolt reads nothing past the mark, and `peers/bolt/peer check`
 /// (bbolt's `Tx.Check` plus the raw walk, which checks hwm × page size ≤
 /// file size) accepts it: a valid file that costs 80 MiB of disk, not
 /// 2 GiB, and whose tail is `unused` on the map.
@@ -258,12 +206,14 @@ fn files() -> Result<BTreeMap<&'static str, PathBuf>, String> {
         let check = oracle(&["check", tmp_s])?;
         let text = String::from_utf8_lossy(&check.stdout);
         if !text.lines().any(|l| l.trim() == "OK") {
-            return Err(format!("oracle.sh check rejects the 2 GiB file:\n{text}"));
+            return Err(format!(
+                "peers/bolt/peer check rejects the 2 GiB file:\n{text}"
+            ));
         }
         std::fs::rename(&tmp, &big).map_err(|e| e.to_string())?;
         std::fs::write(&ok, text.as_bytes()).map_err(|e| e.to_string())?;
         say(&format!(
-            "made the 2 GiB bbolt file in {:.1} s (Go bbolt, checked by oracle.sh check)",
+            "made the 2 GiB bbolt file in {:.1} s (Go bbolt, checked by peers/bolt/peer check)",
             t.elapsed().as_secs_f64()
         ));
     }
@@ -374,12 +324,14 @@ impl Drop for Server {
 }
 
 fn chromium() -> PathBuf {
-    peers::ensure("chromium", "chromium");
+    install::ensure(&[Need::Chromium]);
     PathBuf::from("/usr/bin/chromium")
 }
 
 fn run_browser() -> Result<Value, String> {
     let chromium = chromium();
+    // What `cargo xtask wasm` builds with (a fresh machine: ~10 minutes).
+    install::try_ensure(&[Need::WasmTarget, Need::WasmBindgen])?;
     let npm = npm_deps()?;
     let (site, xtask) = build_site()?;
     let files = files()?;
@@ -458,7 +410,7 @@ fn report() -> &'static Value {
 
 // ------------------------------------------------------------- peers
 
-/// Go bbolt's dump (`oracle.sh dump`), per bucket: plain keys, sub-buckets,
+/// Go bbolt's dump (`peers/bolt/peer dump`), per bucket: plain keys, sub-buckets,
 /// sequence, and its key/value pairs in order.
 #[derive(Debug, Default, Clone)]
 struct DumpBucket {
@@ -542,7 +494,7 @@ fn with_commas(n: u64) -> String {
     out
 }
 
-/// `key=value` fields of the line of `oracle.sh info` that starts with
+/// `key=value` fields of the line of `peers/bolt/peer info` that starts with
 /// `prefix`.
 fn info_fields(info: &str, prefix: &str) -> BTreeMap<String, String> {
     info.lines()
@@ -902,7 +854,7 @@ fn corrupt_file_shows_the_error_and_the_next_file_opens() {
     // checksums: the page names the same two values.
     let file = work().join("files/corrupt.db");
     let peer = run(
-        Command::new(shared().join("oracles/bolt/oracle.sh"))
+        Command::new(mapwise_testkit::peers::bolt())
             .arg("check")
             .arg(&file),
         Duration::from_secs(120),
@@ -1044,7 +996,7 @@ fn two_gib_bbolt_file_opens_in_under_64_mib_of_wasm_memory() {
     assert_eq!(
         count(&bucket["keys"]),
         n,
-        "keys of fake-bucket (oracle.sh keys)"
+        "keys of fake-bucket (peers/bolt/peer keys)"
     );
     let first_keys: Vec<String> = String::from_utf8_lossy(&keys.stdout)
         .lines()

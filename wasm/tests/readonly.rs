@@ -13,9 +13,7 @@ use std::path::Path;
 use mapwise_native::io::PreadSource;
 use mapwise_wasm::view::Viewer;
 
-#[path = "../../testkit/fileprint.rs"]
-mod fileprint;
-use fileprint::{copy_tree, differences, prints};
+use mapwise_testkit::fileprint::{copy_tree, differences, prints};
 
 #[test]
 fn the_view_layer_never_writes() {

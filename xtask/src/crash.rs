@@ -12,8 +12,8 @@ pub const HELP: &str = "\
 Runs the bbolt engine's crash harness (native/tests/bolt_crash.rs) in
 release mode with --kills SIGKILLs: a child process commits numbered
 transactions and is killed at random moments; after each kill the file must
-open, pass our check and Go bbolt's check (the oracle in
-../shared/oracles/bolt), and hold exactly the transactions acknowledged
+open, pass our check and Go bbolt's check (the bbolt peer,
+peers/bolt/peer), and hold exactly the transactions acknowledged
 before the kill, or one more, never part of one. It prints
 `crash harness: K kills, T acknowledged transactions, 0 failures` and exits
 non-zero on the first inconsistency (the failing files stay in the test's

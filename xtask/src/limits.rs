@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use mapwise_core::bolt::Meta;
+use mapwise_testkit::install::{self, Need};
 
 use crate::bench::proc::{Cmd, GNU_TIME, shell_quote, tail};
 use crate::bench::tui::{self, Tmux, WatchOptions};
@@ -52,7 +53,7 @@ before it quits) and fails when one exceeds its bound:
   30 MiB  the TUI at 200 x 50 cells (measured: 13.1 to 14.9 MiB)
 
 Then, unless --no-writer, the same readers on a busy file: Go bbolt's
-`oracle.sh gen FILE --shape big --seed 1 --size 2GiB` (--writer-size;
+`peers/bolt/peer gen FILE --shape big --seed 1 --size 2GiB` (--writer-size;
 cached in target/bench/files/ as `bench live` caches it), copied to
 target/limits/live.db and written by `cargo xtask writer` (etcd's shape:
 a fdatasync'd commit per interval) every 100 ms and then every 20 ms. Under
@@ -280,7 +281,7 @@ fn under_writer(
     let ws = Workspace::here()?;
     std::env::set_current_dir(&ws.root)
         .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-    let oracle = ws.oracle("bolt")?;
+    let oracle = ws.peer("bolt")?;
     let progress = Progress::new(0);
     let made = bolt_scan::ensure_file(&ws, &oracle, (args.writer_size, None), 1, &progress)?;
     drop(progress);
@@ -406,6 +407,9 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
     let hwm = dir.join("bolt-hwm.db");
     bolt_file(&root, &hwm, size, true)?;
     let trace = dir.join("record.trace");
+    // GNU time meters each child's peak RSS, tmux drives the TUI: the
+    // workspace's installer puts in what is missing, as for the tests.
+    install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
     if !Path::new(GNU_TIME).is_file() {
         bail!("{GNU_TIME} is missing: apt-get install time (it measures each child's peak RSS)");
     }

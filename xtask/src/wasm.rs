@@ -3,9 +3,10 @@
 //!
 //! The build: `cargo build --target wasm32-unknown-unknown --release -p
 //! mapwise-wasm`; then the wasm-bindgen CLI at exactly the version
-//! `wasm/Cargo.toml` pins (`--target web`, installed with `cargo install
-//! wasm-bindgen-cli --version =X` when missing: the CLI and the crate must
-//! match); then `wasm-opt` when npm's `binaryen` is there (never Debian's
+//! `wasm/Cargo.toml` pins (`--target web`; the CLI and the crate must
+//! match), both the target and the CLI installed when missing by
+//! `mapwise_testkit::install` (`cargo install wasm-bindgen-cli --version
+//! =X`); then `wasm-opt` when npm's `binaryen` is there (never Debian's
 //! binaryen 108, whose modules Chromium rejects); then the static files of
 //! `wasm/www` beside the generated `pkg/`: one directory that any static
 //! server can serve.
@@ -19,9 +20,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use mapwise_testkit::install::{self, Need};
 
 /// The wasm target.
-pub const TARGET: &str = "wasm32-unknown-unknown";
+pub const TARGET: &str = install::WASM_TARGET;
 
 /// Long help of `cargo xtask wasm`.
 pub const WASM_HELP: &str = "\
@@ -106,56 +108,6 @@ fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// The wasm-bindgen version `wasm/Cargo.toml` pins with `=`.
-pub fn pinned_bindgen(root: &Path) -> Result<String> {
-    let manifest = root.join("wasm/Cargo.toml");
-    let text = fs::read_to_string(&manifest)
-        .with_context(|| format!("cannot read {}", manifest.display()))?;
-    text.lines()
-        .filter_map(|l| l.trim().strip_prefix("wasm-bindgen"))
-        .filter_map(|rest| rest.trim_start().strip_prefix('='))
-        .filter_map(|rest| rest.trim().strip_prefix("\"="))
-        .filter_map(|rest| rest.split('"').next())
-        .map(str::to_string)
-        .next()
-        .with_context(|| {
-            format!(
-                "{} does not pin wasm-bindgen with `=` (wasm-bindgen = \"=X.Y.Z\")",
-                manifest.display()
-            )
-        })
-}
-
-/// Install the wasm32 target when this toolchain lacks it.
-fn ensure_target() -> Result<()> {
-    let libdir = Command::new("rustc")
-        .args(["--print", "target-libdir", "--target", TARGET])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    if libdir.is_some_and(|d| d.is_dir()) {
-        return Ok(());
-    }
-    eprintln!("xtask: adding the {TARGET} target (rustup target add {TARGET})");
-    run(Command::new("rustup").args(["target", "add", TARGET])).with_context(|| {
-        format!("the {TARGET} target is missing; install it with `rustup target add {TARGET}`")
-    })
-}
-
-/// The version `wasm-bindgen --version` prints, if it runs.
-fn bindgen_version(exe: &Path) -> Option<String> {
-    let out = Command::new(exe).arg("--version").output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split_whitespace().nth(1).map(str::to_string)
-}
-
-fn cargo_home() -> Option<PathBuf> {
-    std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-}
-
 fn on_path(tool: &str) -> Vec<PathBuf> {
     std::env::var_os("PATH")
         .map(|p| {
@@ -165,37 +117,6 @@ fn on_path(tool: &str) -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// A wasm-bindgen CLI of exactly `version`, installing it when missing.
-pub fn ensure_bindgen(version: &str) -> Result<PathBuf> {
-    let candidates = || {
-        let mut v = on_path("wasm-bindgen");
-        if let Some(h) = cargo_home() {
-            v.push(h.join("bin/wasm-bindgen"));
-        }
-        v
-    };
-    let found = || {
-        candidates()
-            .into_iter()
-            .find(|c| bindgen_version(c).as_deref() == Some(version))
-    };
-    if let Some(exe) = found() {
-        return Ok(exe);
-    }
-    eprintln!(
-        "xtask: installing wasm-bindgen-cli {version} (the version wasm/Cargo.toml pins; about 10 minutes, once)"
-    );
-    run(Command::new(cargo()).args([
-        "install",
-        "wasm-bindgen-cli",
-        "--version",
-        &format!("={version}"),
-    ]))?;
-    found().with_context(|| {
-        format!("wasm-bindgen {version} is still not found after `cargo install wasm-bindgen-cli --version ={version}`")
-    })
 }
 
 /// npm's wasm-opt, if there is one (never Debian's).
@@ -221,9 +142,12 @@ fn find_wasm_opt(root: &Path) -> Option<PathBuf> {
 pub fn build(args: &WasmArgs) -> Result<PathBuf> {
     let root = workspace_root();
     let target = target_dir(&root);
-    ensure_target()?;
-    let version = pinned_bindgen(&root)?;
-    let bindgen = ensure_bindgen(&version)?;
+    // The wasm32 target and the pinned wasm-bindgen CLI, through the
+    // workspace's one installer (mapwise-testkit), as the tests and
+    // `.ci/run` install them.
+    install::try_ensure(&[Need::WasmTarget]).map_err(anyhow::Error::msg)?;
+    let version = install::pinned_bindgen().map_err(anyhow::Error::msg)?;
+    let bindgen = install::wasm_bindgen().map_err(anyhow::Error::msg)?;
     run(Command::new(cargo()).current_dir(&root).args([
         "build",
         "--release",
@@ -460,7 +384,7 @@ mod tests {
 
     #[test]
     fn the_pin_is_read_from_the_manifest() {
-        let v = pinned_bindgen(&workspace_root()).expect("pinned");
+        let v = mapwise_testkit::install::pinned_bindgen().expect("pinned");
         assert!(v.starts_with("0.2."), "{v}");
     }
 }

@@ -1,4 +1,5 @@
-//! `cargo xtask writer`: an etcd-shaped bbolt writer (`testkit/writer.rs`)
+//! `cargo xtask writer`: an etcd-shaped bbolt writer
+//! (`mapwise_testkit::writer`, `testkit/src/writer.rs`)
 //! on a file, for trying the quiet readers against a busy file by hand,
 //! and [`Running`], the same writer as a child process of a bench or of
 //! `cargo xtask limits`.
@@ -11,10 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::bench::proc::Cmd;
+use mapwise_testkit::writer as shape;
 
-#[path = "../../testkit/writer.rs"]
-mod shape;
+use crate::bench::proc::Cmd;
 
 /// `cargo xtask writer FILE`.
 #[derive(Debug, clap::Args)]

@@ -1,7 +1,7 @@
 //! Canonical text dump and the `bbolt pages` table.
 //!
-//! The dump format is the one our bbolt oracle prints
-//! (`shared/oracles/bolt/README.md`, "Dump format"), so a file can be
+//! The dump format is the one our bbolt peer prints
+//! (`peers/bolt/README.md`, "Dump format"), so a file can be
 //! compared with what Go bbolt reads from it, line for line:
 //!
 //! ```text

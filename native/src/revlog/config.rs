@@ -1,6 +1,6 @@
 //! hg's configuration values for index loading, parsed as hg parses them.
 //!
-//! Two spellings exist (see `shared/notes/revlog.md` §3):
+//! Two spellings exist (see `docs/format/revlog.md` §7):
 //!
 //! * up to hg 6.8: `experimental.mmapindexthreshold = SIZE` (unset by
 //!   default: never map). Read in `mercurial/localrepo.py`
@@ -225,7 +225,7 @@ impl HgConfig {
     ///   as 6.9 ignores it.
     /// * else `experimental.mmapindexthreshold`: the 2017 rule of hg 4.4 to
     ///   6.8, a plain mapping (no populate) at or above the threshold.
-    /// * else: read whole, hg ≤ 6.8's default (our oracle runs 6.3).
+    /// * else: read whole, hg ≤ 6.8's default (our peer runs 6.3).
     ///
     /// A negative threshold maps every file (hg compares `size >= t`).
     ///

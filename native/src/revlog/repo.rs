@@ -146,7 +146,7 @@ fn read_requires(path: &Path) -> Result<BTreeSet<String>, Error> {
 impl Repo {
     /// Open the repository at `path` (the directory holding `.hg`), or a
     /// bare store directory (holding `00changelog.i` or `requires` and no
-    /// `.hg`, like `shared/corpus/revlog`), whose `requires` lists the
+    /// `.hg`, like `testdata/revlog`), whose `requires` lists the
     /// store requirements.
     ///
     /// # Errors

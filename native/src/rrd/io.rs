@@ -12,7 +12,7 @@
 //! `MADV_RANDOM` on the mapping, then `MADV_NORMAL` and `MADV_WILLNEED`
 //! on the first page only, after it has read the header) or, built
 //! `--disable-mmap`, the third; `O_DIRECT` existed only in a 2007
-//! experiment (see `shared/notes/rrd.md` §3.5).
+//! experiment (see `docs/format/rrd.md` §15).
 //!
 //! Every mode opens the file once, takes the lock on that descriptor and
 //! learns the length with one `fstat` (rrdtool's order: `open`, `fcntl`,

@@ -537,7 +537,7 @@ fn a_locked_file_fails_at_once() {
 
 /// Hold an fcntl lock on `p` in a python3 child (lockf is fcntl F_SETLK).
 fn hold_lock(p: &Path, kind: &str) -> (std::process::Child, ()) {
-    crate::support::peers::ensure("python3", "python3");
+    crate::support::install::ensure(&[crate::support::install::Need::Python]);
     let mode = if kind == "LOCK_EX" { "r+" } else { "r" };
     let script = format!(
         "import fcntl,sys,time\nf=open(sys.argv[1],'{mode}')\nfcntl.lockf(f, fcntl.{kind})\nprint('locked', flush=True)\ntime.sleep(60)\n"

@@ -17,12 +17,13 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use super::{assert_same_bytes, copy};
+use crate::support::install::{Need, ensure};
 use crate::support::rrdcached::Daemon;
-use crate::support::{mapwise, peers, rrdtool, run_limited};
+use crate::support::{mapwise, rrdtool, run_limited};
 
 /// A daemon of the test's own ([`Daemon`]), rrdcached installed first.
 fn daemon(tcp: bool) -> Daemon {
-    peers::ensure("rrdcached", "rrdcached");
+    ensure(&[Need::Rrdcached]);
     if tcp { Daemon::tcp() } else { Daemon::unix() }
 }
 

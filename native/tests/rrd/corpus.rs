@@ -1,4 +1,4 @@
-//! The corpus rrdtool made: headers against the oracle's independent
+//! The corpus rrdtool made: headers against the rrd peer's independent
 //! decoder, every read command against rrdtool's stored and live output,
 //! every update sequence replayed in every I/O mode.
 
@@ -11,7 +11,7 @@ use mapwise_native::rrd::IoMode;
 use serde_json::Value;
 
 use super::{SHAPES, apply, assert_same_bytes, copy, gunzip, mw, ok, rt, spec};
-use crate::support::{assert_same_text, rrd_oracle_out, rrd_testdata, shared, tempdir};
+use crate::support::{assert_same_text, rrd_oracle_out, rrd_testdata, tempdir};
 
 fn files() -> Vec<String> {
     let mut v = Vec::new();
@@ -22,8 +22,8 @@ fn files() -> Vec<String> {
     v
 }
 
-/// Our header and layout give the offsets, counts and state the oracle's
-/// own decoder (`oracle.sh header`, written independently in Python)
+/// Our header and layout give the offsets, counts and state the rrd peer's
+/// own decoder (`peers/rrd/peer header`, written independently in Python)
 /// reads from every corpus file.
 #[test]
 fn headers_and_layouts_match_the_oracles_decoder() {
@@ -276,7 +276,7 @@ fn seed_updatev_through_the_command_line() {
 
 /// The 1.7 MiB `big` shape (5 archives, 100000 rows in the first):
 /// replayed from its empty file, the bytes, dump and fetch rrdtool made
-/// (the stored `shared/corpus/rrd/big.rrd` and `big.dump.xml.gz`).
+/// (the stored `testdata/rrd/big.rrd` and `big.dump.xml.gz`).
 #[test]
 fn big_corpus_file() {
     let dir = tempdir();
@@ -284,13 +284,12 @@ fn big_corpus_file() {
     let p = d.join("big.rrd");
     gunzip(&rrd_testdata("big.empty.rrd.gz"), &p);
     apply(&p, &spec("big"), IoMode::Mmap);
-    let corpus = shared().join("corpus/rrd");
     assert_same_bytes(
         "big.rrd",
         &std::fs::read(&p).expect("read"),
-        &std::fs::read(corpus.join("big.rrd")).expect("shared big.rrd"),
+        &std::fs::read(rrd_testdata("big.rrd")).expect("big.rrd"),
     );
-    gunzip(&corpus.join("big.dump.xml.gz"), &d.join("want.xml"));
+    gunzip(&rrd_testdata("big.dump.xml.gz"), &d.join("want.xml"));
     let got = ok("dump", &mw(d, &["dump", "big.rrd"]));
     assert_same_text(
         "big dump",

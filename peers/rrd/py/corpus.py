@@ -15,8 +15,8 @@ the commands and the sha256 of every file (of the content, for .gz).
 
 `verify-corpus` replays each spec on a copy of its empty file and compares
 dump, fetch and bytes with what the corpus holds. A corpus may leave out
-large results (the repository's testdata/rrd has no big.rrd or
-big.dump.xml): those are compared with their sha256 in MANIFEST.txt.
+large results (big.rrd, big.dump.xml): those are compared with their sha256
+in MANIFEST.txt.
 """
 
 import gzip

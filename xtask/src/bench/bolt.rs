@@ -27,11 +27,11 @@ use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt`.
 pub const HELP: &str = "\
-Puts and gets: the oracle's seeded `bench` workload (shared/oracles/bolt/
+Puts and gets: the bbolt peer's seeded `bench` workload (peers/bolt/
 README.md), the same puts and reads in both engines:
   target/release/mapwise bolt bench FILE --write-mode M --read-mode M \\
       --count N --batch-size 1000 --key-size 16 --value-size 100 --json --force
-  <oracle binary> bench FILE …the same flags…
+  <peer binary> bench FILE …the same flags…
 for M = seq and rnd (N = 1000000, --quick 100000), alternating ours and Go
 (A B, B A, …). Each run writes a new file (one fsync'd commit per batch) and
 then reads it back in one read transaction (seq: cursor over everything;
@@ -206,7 +206,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         2 << 30
     });
     let batch = tiny.then_some(bolt_scan::TINY_BATCH);
-    let oracle = ws.oracle("bolt")?;
+    let oracle = ws.peer("bolt")?;
     let scan_cells = if args.no_scans { 0 } else { 5 };
     let work_cells = if args.no_puts { 0 } else { 2 };
     let limit_steps = if args.no_scans {
@@ -457,10 +457,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The oracle's Go binary, run from its build directory (a cache
+/// The bbolt peer's Go binary, run from its build directory (a cache
 /// directory of this machine), shown in the report as
 /// `"$BOLT_ORACLE"/boltoracle`, the commands section setting `BOLT_ORACLE`
-/// from `oracle.sh build`.
+/// from `peers/bolt/peer build`.
 fn oracle_cmd(go_bin: &str) -> Cmd {
     Cmd::new(go_bin).shown_as("\"$BOLT_ORACLE\"/boltoracle")
 }

@@ -28,18 +28,18 @@ use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 /// Long help of `cargo xtask bench bolt-scan`.
 pub const HELP: &str = "\
 Generates (once, cached in target/bench/files/) a bbolt file with Go bbolt:
-  ../shared/oracles/bolt/oracle.sh gen FILE --shape big --seed SEED --size SIZE
+  peers/bolt/peer gen FILE --shape big --seed SEED --size SIZE
 then, in each cell, after --warmup untimed pairs, runs ours and Go
 alternately (A B, B A, A B, …, --runs pairs):
   target/release/mapwise bolt traverse FILE [--populate] --json
-  ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
+  peers/bolt/peer traverse FILE [--populate]
 Cells: cold (xtask fsyncs and posix_fadvise(DONTNEED)s the whole file before
 every single run) and warm (xtask evicts it, then reads it whole once before
 every pair: both runs of a pair scan the same page cache), each with and
 without MAP_POPULATE. Then the limits: a cold O_DIRECT
 sequential read and a cached read() of the file (1 MiB buffer), and
-`inspector residency` on a 64 GiB sparse file. The oracle comes from the
-first shared/ beside the workspace or above it, or from $MAPWISE_SHARED.
+`inspector residency` on a 64 GiB sparse file. Go bbolt is the bbolt
+peer, peers/bolt/peer (its Debian packages installed first).
 --tiny (a smoke run of the harness, e.g. in CI; its times mean nothing)
 generates a 4MiB file in transactions of 1000 puts (`gen … --batch 1000`:
 about 4000 keys, 8 MiB) unless --size is given.
@@ -226,7 +226,7 @@ pub(super) struct Sample {
     #[serde(flatten)]
     pub(super) timing: Timing,
     /// Spawn to exit as seen by xtask (process start-up included; for Go
-    /// also oracle.sh's own checks before it execs the binary).
+    /// also the peer script's own checks before it execs the binary).
     pub(super) wall_s: f64,
     /// The cache reset before this run.
     pub(super) prep: Prepared,
@@ -475,7 +475,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .iter()
         .flat_map(|&cache| [false, true].map(|populate| CellSpec { cache, populate }))
         .collect();
-    let oracle = ws.oracle("bolt")?;
+    let oracle = ws.peer("bolt")?;
     let cell_steps: usize = cells
         .iter()
         .map(|c| (warmup + cell_runs(c.cache, runs)) * 2)
@@ -1229,8 +1229,8 @@ fn render(r: &Results) -> String {
     o.push_str(&t.render());
     let _ = writeln!(
         o,
-        "\n*wall* = spawn to exit as seen by xtask: process start-up and exit for both, plus for Go the oracle.sh \
-         wrapper's checks (dpkg-query, source hash) before it execs the binary; not part of `took`. \
+        "\n*wall* = spawn to exit as seen by xtask: process start-up and exit for both, plus for Go the peer \
+         script's checks (dpkg-query, source hash) before it execs the binary; not part of `took`. \
          *resident after*: fraction of the file in the page cache right after the run (median), i.e. what the \
          tool read in (cold) or left in place (warm).\n"
     );

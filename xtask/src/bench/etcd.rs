@@ -62,46 +62,14 @@ fn free_port() -> Result<u16> {
 }
 
 /// Installs Debian's etcd-server and etcd-client when `etcd` or `etcdctl`
-/// is missing (as root, or with passwordless sudo).
+/// is missing (as root, or with passwordless sudo), through the
+/// workspace's installer (`mapwise_testkit::install`), as the tests do.
 ///
 /// # Errors
 /// When the install fails.
 pub fn ensure_installed() -> Result<()> {
-    let have = |p: &str, a: &str| {
-        Command::new(p)
-            .arg(a)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if have("etcd", "--version") && have("etcdctl", "version") {
-        return Ok(());
-    }
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let mut c = if root {
-        Command::new("apt-get")
-    } else {
-        let mut c = Command::new("sudo");
-        c.args(["-n", "apt-get"]);
-        c
-    };
-    let st = c
-        .args([
-            "install",
-            "-y",
-            "--no-install-recommends",
-            "etcd-server",
-            "etcd-client",
-        ])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .context("cannot run apt-get")?;
-    if !st.success() {
-        bail!("apt-get install etcd-server etcd-client failed ({st})");
-    }
-    Ok(())
+    mapwise_testkit::install::try_ensure(&[mapwise_testkit::install::Need::Etcd])
+        .map_err(anyhow::Error::msg)
 }
 
 /// `etcd --version`'s first line (`etcd Version: 3.4.23`).

@@ -29,11 +29,11 @@ use crate::writer::Running;
 /// Long help of `cargo xtask bench live`.
 pub const HELP: &str = "\
 The quiet readers on a bbolt file while a writer commits to it. Files:
-Go bbolt's `oracle.sh gen FILE --shape big --seed 1 --size 256MiB` and
+Go bbolt's `peers/bolt/peer gen FILE --shape big --seed 1 --size 256MiB` and
 `--size 2GiB` (cached in target/bench/files/), each copied to
 target/bench/tmp/ and written by the etcd-shaped writer
   cargo xtask writer COPY --interval-ms N --bucket fake-bucket
-(testkit/writer.rs: one fdatasync'd commit per interval, two appends at
+(testkit/src/writer.rs: one fdatasync'd commit per interval, two appends at
 the right edge of the big bucket, one rewrite of a random key, a `meta`
 key) at N = 20, 50, 100 and 200 ms, one writer per interval.
 
@@ -689,7 +689,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         sample_every: Duration::from_millis(250),
         first_timeout: Duration::from_secs(300),
     };
-    let oracle = ws.oracle("bolt")?;
+    let oracle = ws.peer("bolt")?;
     let per_size = INTERVALS_MS.len() * (2 * runs * 4 + 1) + 1 + 2 * runs;
     let progress = Progress::new((3 + sizes.len() * (2 + per_size)) as u64);
 

@@ -1,6 +1,6 @@
 //! `cargo xtask bench mmaptest`: the read()-vs-mmap microbenchmark of the
 //! 2003 PostgreSQL-list "mmap-test", ours (`mapwise mmaptest`) beside the
-//! C reconstruction (`shared/oracles/mmaptest/mmaptest.c`, built here with
+//! C reconstruction (`peers/mmaptest/mmaptest.c`, built here with
 //! the README's -D flags), warm (one 72 KiB file, many iterations) and cold
 //! (a list of files, one evicted pass), with and without touching the data.
 
@@ -556,7 +556,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             })
         })
         .collect();
-    let source = ws.shared(&Path::new("oracles").join("mmaptest").join("mmaptest.c"))?;
+    mapwise_testkit::install::try_ensure(&[mapwise_testkit::install::Need::Cc])
+        .map_err(anyhow::Error::msg)?;
+    let source = ws.peer_file("mmaptest/mmaptest.c")?;
     let limit_passes = runs.max(3);
     let steps = 3 + cells.len() * (warmup + runs) * 2 + 1 + limits::steps(limit_passes);
     let progress = Progress::new(steps as u64);
@@ -1153,7 +1155,7 @@ fn seed_section(o: &mut String, r: &Results, warm: &[(Variant, &CellResult)]) {
         o,
         "The seed quotes these totals for 72 KiB × 100 000 iterations (2003, machine unknown). The message \
          that posted the program and its table was **not found** in any archive we could search \
-         (shared/notes/mmaptest.md; searched again for this report), so they are hearsay, quoted for their \
+         (pgsql-performance and pgsql-hackers, March 2003; searched again for this report), so they are hearsay, quoted for their \
          ratios only. Beside them, this run's untouched warm cells ({} iterations, the faithful \
          reconstruction), each as a ratio to mmap once (ratios of medians):\n",
         r.iterations
@@ -1331,7 +1333,7 @@ fn render(r: &Results) -> String {
          measured with mincore after each reset.\n\
          - Runs alternate ours and C, the order turning every pair (ours, C; C, ours; …); ratio = ours/C loop time **pair by pair**, median [min–max]; \
          times are median [min–max]. Each cell starts with {} untimed warm-up pair(s) (raw in results.json).\n\
-         - Not done here (see shared/notes/mmaptest.md): pinning to one CPU (`taskset`), a memory cgroup for a \
+         - Not done here (each part of a fair run of this benchmark): pinning to one CPU (`taskset`), a memory cgroup for a \
          data set larger than RAM, perf fault counts.\n",
         r.iterations, r.warmup
     );

@@ -41,6 +41,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mapwise_testkit::install::{self, Need};
 
 /// Long help of `cargo xtask bench`.
 pub const HELP: &str = "\
@@ -54,15 +55,16 @@ end (temporary names renamed into place), so Ctrl-C leaves no half-written
 report; it also removes temporary files. Progress goes to stderr.
 
 Benches run from the workspace root, build what they measure in release
-mode first, find the oracles in shared/ beside the workspace (or in
-$MAPWISE_SHARED, as the tests do), and compare ours with the reference implementation alternately
+mode first, take the peers from peers/ in the workspace (installing what
+they need as the tests do, through mapwise-testkit), and compare ours with
+the reference implementation alternately
 in the same loop (A B, B A, A B, …: the order turns every pair, so what a
 run leaves behind lands on both sides), so drift on a shared machine hits
 both sides.
 Ratios are ours/reference computed pair by pair: median [min–max].
 Nothing here asserts a time: a verdict is a line in the report.
 
-bolt: our bbolt engine beside Go bbolt 1.3.6: the oracle's
+bolt: our bbolt engine beside Go bbolt 1.3.6: the bbolt peer's
   seeded `bench` workload (1M batched puts, seq and rnd, then seq and rnd
   gets; --quick 100k) and full scans of a 2 GiB Go-made file (--quick
   256 MiB) cold/warm, with and without MAP_POPULATE, plus our prefetching
@@ -77,8 +79,8 @@ bolt: our bbolt engine beside Go bbolt 1.3.6: the oracle's
                          [--no-puts] [--no-scans] [--out DIR]
 
 bolt-scan: the MAP_POPULATE experiment boltdb/bolt's maintainers reported, ours vs Go
-  bbolt 1.3.6 (the oracle in ../shared/oracles/bolt). A bbolt file made by
-  Go bbolt (`oracle.sh gen FILE --shape big --seed 1 --size 256MiB`, cached
+  bbolt 1.3.6 (the bbolt peer, peers/bolt). A bbolt file made by
+  Go bbolt (`peers/bolt/peer gen FILE --shape big --seed 1 --size 256MiB`, cached
   in target/bench/files/ by size and seed, made again only when missing),
   bucket `fake-bucket`, read-only cursor scan over every key. Four cells:
     cold  before every single run xtask itself fsyncs the file and calls
@@ -89,7 +91,7 @@ bolt-scan: the MAP_POPULATE experiment boltdb/bolt's maintainers reported, ours 
           page cache, folio sizes and host backing included
   each with and without MAP_POPULATE. Commands timed:
     ours  target/release/mapwise bolt traverse FILE [--populate] --json
-    Go    ../shared/oracles/bolt/oracle.sh traverse FILE [--populate]
+    Go    peers/bolt/peer traverse FILE [--populate]
   Headline: `took` = open + scan as each tool times it (Go prints ms);
   the open/scan split and process wall times are shown too, and the key
   counts of both must agree (exit status 1 otherwise). Beside the table,
@@ -113,7 +115,7 @@ bolt-scan: the MAP_POPULATE experiment boltdb/bolt's maintainers reported, ours 
 
 mmaptest: the read()-vs-mmap microbenchmark of the 2003 PostgreSQL-list
   \"mmap-test\", ours (`mapwise mmaptest`) vs the C reconstruction in
-  ../shared/oracles/mmaptest (built with cc into target/bench/mmaptest-c/),
+  peers/mmaptest (built with cc into target/bench/mmaptest-c/),
   stdout to /dev/null as in the original. Modes read() 64 KiB, read() whole
   file, mmap+munmap per iteration (plain and MAP_POPULATE), mmap once; each
   untouched (faithful) and touching every byte (fair). Cells: warm (a
@@ -136,7 +138,7 @@ revlog: `log -l 5` over a Mercurial changelog whose index is read
   storage.revlog.mmap.index=no for read, experimental.mmapindexthreshold=0
   for mmap, or 6.9's keys with hg >= 6.9), warm and cold (xtask reads or
   evicts the changelog files before every run; index residency after each
-  run is reported), on 1k and 100k revisions made by the revlog oracle's
+  run is reported), on 1k and 100k revisions made by the revlog peer's
   gen-repo and 1M revisions synthesised by xtask in the v1 format (checked
   with hg debugindex/debugdata/log/verify), all cached in
   target/bench/files/. Process wall times; hg's are mostly Python start-up
@@ -159,14 +161,14 @@ revlog: `log -l 5` over a Mercurial changelog whose index is read
 
 rrd: the seed experiment re-run: the seed's `create` (ours vs
   rrdtool, dumps compared), then N separate `updatev` processes (3 samples
-  each, `oracle.sh bench-updatev`'s stream) into a fresh copy of a 1.7 MB
-  2-DS file (`oracle.sh gen --shape big --seed 1`, cached in
+  each, `peers/rrd/peer bench-updatev`'s stream) into a fresh copy of a 1.7 MB
+  2-DS file (`peers/rrd/peer gen --shape big --seed 1`, cached in
   target/bench/files/), rrdtool 1.7.2 and `mapwise rrd updatev --io M` for
   M = mmap, mmap-2pages, fd, direct, rotated round by round; warm, and cold
   (xtask fsyncs and posix_fadvise(DONTNEED)s the file before every call and
   counts the pages each call pulled in). Then the same N×3 updates in one
   process: ours (hidden `mapwise rrd bench-inproc`) vs librrd
-  (`oracle.sh bench-inproc`), warm and cold. Every final file must be
+  (`peers/rrd/peer bench-inproc`), warm and cold. Every final file must be
   byte-identical to rrdtool's and every updatev output equal. Verdicts:
   process level ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
   updates/s warm and ≤ 1.0× its time cold by one mode (which ones do, and
@@ -322,41 +324,41 @@ impl Workspace {
         self.target.join("bench")
     }
 
-    /// `shared/oracles/<name>/oracle.sh` (see [`Workspace::shared`]).
-    pub fn oracle(&self, name: &str) -> Result<String> {
-        self.shared(&Path::new("oracles").join(name).join("oracle.sh"))
+    /// The peer `name` (`bolt`, `rrd`, `revlog`) as a command run from the
+    /// root, `peers/<name>/peer`, with what it needs installed first
+    /// (`mapwise_testkit::install`, as the tests install it).
+    ///
+    /// # Errors
+    /// When there is no such peer, or what it needs cannot be installed.
+    pub fn peer(&self, name: &str) -> Result<String> {
+        let needs: &[Need] = match name {
+            "bolt" => &[Need::GoBbolt],
+            "rrd" => &[Need::Rrdtool, Need::Python],
+            "revlog" => &[Need::Mercurial, Need::Python],
+            _ => &[],
+        };
+        install::try_ensure(needs).map_err(anyhow::Error::msg)?;
+        self.peer_file(&format!("{name}/peer"))
     }
 
-    /// The file `shared/<tail>`, found as the tests and .ci/run find the
-    /// oracles: under `$MAPWISE_SHARED`, else in the first `shared/` beside
-    /// the workspace or one of its ancestors (then named relative to the
-    /// root, e.g. `../shared/oracles/bolt/oracle.sh`).
+    /// `peers/<tail>`, named relative to the root (benches run from it).
     ///
     /// # Errors
     /// When there is no such file.
-    pub fn shared(&self, tail: &Path) -> Result<String> {
-        if let Some(shared) = std::env::var_os("MAPWISE_SHARED") {
-            let p = PathBuf::from(shared).join(tail);
-            anyhow::ensure!(p.is_file(), "no {} ($MAPWISE_SHARED)", p.display());
-            return Ok(path_arg(&p));
-        }
-        let mut up = PathBuf::new();
-        for dir in self.root.ancestors() {
-            if dir.join("shared").join(tail).is_file() {
-                return Ok(path_arg(&up.join("shared").join(tail)));
-            }
-            up.push("..");
-        }
-        anyhow::bail!(
-            "no shared/{} above {}; set MAPWISE_SHARED",
-            tail.display(),
+    pub fn peer_file(&self, tail: &str) -> Result<String> {
+        let rel = Path::new("peers").join(tail);
+        anyhow::ensure!(
+            self.root.join(&rel).is_file(),
+            "no {} in {}",
+            rel.display(),
             self.root.display()
-        )
+        );
+        Ok(path_arg(&rel))
     }
 }
 
 /// Relative paths as strings for command lines (benches keep their paths
-/// in target/ and ../shared, which are UTF-8 in any sane checkout).
+/// in target/ and peers/, which are UTF-8 in any sane checkout).
 pub fn path_arg(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -380,6 +382,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         Ok(())
     };
     let ws = Workspace::here()?;
+    // What every bench runs besides its peer (which `Workspace::peer`
+    // installs): GNU time for peak RSS, tmux for the live view; etcd for
+    // `live`'s alternative (`etcd::ensure_installed`).
+    if !matches!(args.bench, BenchCommand::Check(_)) {
+        install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
+    }
     match args.bench {
         BenchCommand::Bolt(mut a) => {
             fix_out(&mut a.common)?;

@@ -4,7 +4,7 @@
 //! matching `--config`; then ours read vs mmap across index sizes, to find
 //! where mapping starts to win (the recommended `mmapindexthreshold`).
 //!
-//! The 1k and 100k repositories are made by hg (the revlog oracle's
+//! The 1k and 100k repositories are made by hg (the revlog peer's
 //! `gen-repo`); the 1M one cannot be (hg needs hours), so its changelog is
 //! synthesised here in the v1 format ([`SynthChangelog`]) inside a
 //! repository made by `hg init`, and checked with hg itself (`debugindex`
@@ -38,8 +38,8 @@ use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 /// Long help of `cargo xtask bench revlog`.
 pub const HELP: &str = "\
 Makes the repositories once (cached in target/bench/files/, keyed by
-size): 1k and 100k revisions with the revlog oracle
-  ../shared/oracles/revlog/oracle.sh gen-repo DIR --revs N
+size): 1k and 100k revisions with the revlog peer
+  peers/revlog/peer gen-repo DIR --revs N
 (100k takes 2–6 min the first time), and 1M revisions synthesised by
 xtask: `hg init`, then a v1 changelog (00changelog.i + .d) of empty
 changesets with consistent nodes (SHA-1 of parents and text), parents,
@@ -559,7 +559,7 @@ pub fn combine(
 // ---------------------------------------------------------------------
 // Commands.
 
-/// `hg` as the oracle runs it: no user configuration, plain output.
+/// `hg` as the peer runs it: no user configuration, plain output.
 fn hg() -> Cmd {
     Cmd::new("hg").env("HGRCPATH", "").env("HGPLAIN", "1")
 }
@@ -597,7 +597,7 @@ impl Drop for TempDir {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum Origin {
-    /// The oracle's `gen-repo` (hg's own API, commit by commit).
+    /// The peer's `gen-repo` (hg's own API, commit by commit).
     Hg,
     /// `hg init` + a changelog written by xtask.
     Synthetic,
@@ -720,7 +720,7 @@ fn write_made(dir: &Path, made: &Made) -> Result<()> {
 }
 
 /// The hg-made repository of `revs` revisions,
-/// `target/bench/files/revlog-hg-<revs>`, made by the oracle when missing.
+/// `target/bench/files/revlog-hg-<revs>`, made by the peer when missing.
 fn ensure_hg_repo(
     ws: &Workspace,
     oracle: &str,
@@ -1635,7 +1635,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let preset = plan.preset;
     let sweep_runs = usize::try_from(plan.sweep_runs).context("--sweep-runs too large")?;
     let sweep_sizes = plan.sweep.clone();
-    let oracle = ws.oracle("revlog")?;
+    let oracle = ws.peer("revlog")?;
     let caches = [CacheState::Warm, CacheState::Cold];
     let modes = [Mode::Read, Mode::Mmap];
     // Planned runs, for the progress bar.
@@ -1664,7 +1664,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         bail!("{} missing after the build", mapwise.display());
     }
 
-    // Repositories. The oracle installs hg when it makes one.
+    // Repositories. The peer installs hg when it makes one.
     let mut hg_version = machine::first_line_of("hg", &["--version", "-q"]);
     let mut repos: Vec<RepoInfo> = Vec::new();
     for &revs in &plan.hg_sizes {
@@ -2601,7 +2601,7 @@ fn render(r: &Results) -> String {
             format!(
                 "{}{}",
                 match repo.origin {
-                    Origin::Hg => "hg (oracle gen-repo)",
+                    Origin::Hg => "hg (peer gen-repo)",
                     Origin::Synthetic => "synthesised",
                 },
                 if repo.generated_now {

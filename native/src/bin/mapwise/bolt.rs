@@ -174,7 +174,7 @@ pub enum BoltCommand {
     /// bbolt versions: no bbolt CLI has it; the lines are the bolt
     /// oracle's `traverse` lines.
     Traverse(TraverseArgs),
-    /// The oracle's seeded write-then-read workload (`oracle.sh bench`):
+    /// The bbolt peer's seeded write-then-read workload (`peers/bolt/peer bench`):
     /// batched puts, then a cursor scan or random gets, timed.
     ///
     /// bbolt versions: not bbolt's `bench` (its workload is unseeded and

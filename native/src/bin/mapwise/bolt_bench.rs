@@ -1,5 +1,5 @@
-//! `mapwise bolt bench`: the bbolt oracle's seeded write-then-read
-//! workload (`shared/oracles/bolt/README.md`, "bench workload"), replayed
+//! `mapwise bolt bench`: the bbolt peer's seeded write-then-read
+//! workload (`peers/bolt/README.md`, "bench workload"), replayed
 //! byte for byte in our engine, with the same printed lines and JSON keys
 //! so the two can be compared line by line.
 

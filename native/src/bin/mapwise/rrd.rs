@@ -281,7 +281,7 @@ pub struct FlushcachedArgs {
 }
 
 /// `bench-inproc FILE --calls CALLS [--io MODE] [--cold]`: the workload of
-/// `oracle.sh bench-inproc` (librrd's `rrd_update_r` timed call by call)
+/// `peers/rrd/peer bench-inproc` (librrd's `rrd_update_r` timed call by call)
 /// through our engine, without process start-up.
 #[derive(Debug, Args)]
 // A repeated option: the last one wins, as with rrdtool's getopt.
@@ -294,7 +294,7 @@ pub struct BenchInprocArgs {
     #[arg(long, value_name = "FILE")]
     calls: PathBuf,
     /// Before every call (untimed): fsync the file and drop it from the
-    /// page cache (POSIX_FADV_DONTNEED), as `oracle.sh bench-inproc --cold`;
+    /// page cache (POSIX_FADV_DONTNEED), as `peers/rrd/peer bench-inproc --cold`;
     /// the resident pages after each call are reported.
     #[arg(long)]
     cold: bool,
@@ -799,7 +799,7 @@ fn json_line(v: &serde_json::Value) -> Result<()> {
     Ok(())
 }
 
-/// fsync + `POSIX_FADV_DONTNEED` over the whole file (what the oracle's
+/// fsync + `POSIX_FADV_DONTNEED` over the whole file (what the peer's
 /// `--cold` does before every call).
 fn evict(path: &std::path::Path) -> Result<()> {
     use anyhow::Context as _;

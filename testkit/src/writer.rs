@@ -5,10 +5,8 @@
 //! (etcd's `key` bucket takes revisions in ascending order), rewriting a
 //! few random existing keys of it (so pages all over the tree are freed
 //! and, a commit later, reused), and updating one key of a small `meta`
-//! bucket (etcd's `consistent_index`). Included with `#[path]`; not part
-//! of any library.
-
-#![allow(dead_code)]
+//! bucket (etcd's `consistent_index`). Used by the tests and by
+//! `cargo xtask writer`.
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,5 @@
 //! A bbolt writer's churn for the tests that race readers against a
-//! live writer (the inspector's and `mapwise bolt`'s). Included by the
-//! test crates with `#[path]`; not part of any library.
-
-#![allow(dead_code)]
+//! live writer (the inspector's and `mapwise bolt`'s).
 
 /// Rewrite every key of bucket `w` with a value that depends on `round`
 /// (sizes vary, so every leaf is rewritten: the commit frees the old

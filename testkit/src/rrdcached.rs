@@ -1,11 +1,8 @@
 //! rrdcached for tests: a daemon of the test's own ([`Daemon`]), started
 //! in a temporary directory and killed and reaped on drop whatever the
 //! test's outcome, and the daemon's own answers (`PENDING`) read with a
-//! raw socket. Included by the test crates with `#[path]`; not part of any
-//! library. Install the Debian package `rrdcached` before starting one
-//! (`peers::ensure("rrdcached", "rrdcached")`).
-
-#![allow(dead_code)]
+//! raw socket. Install the Debian package `rrdcached` before starting one
+//! (`install::ensure(&[Need::Rrdcached])`).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -4,15 +4,11 @@
 //! outcome; a small client of its v3 JSON gateway (put, delete, leases,
 //! compaction, status), `etcdctl` for defrag and snapshots, a preload to a
 //! chosen db size, and a bounded load generator of Kubernetes-like traffic
-//! ([`Load`]). Included by the test crates with `#[path]`; not part of any
-//! library. Install the Debian packages before starting one
-//! (`peers::ensure("etcd", "etcd-server")`, `peers::ensure("etcdctl",
-//! "etcd-client")`).
+//! ([`Load`]). Install the Debian packages before starting one
+//! (`install::ensure(&[Need::Etcd])`).
 //!
 //! The db file is `DATA_DIR/member/snap/db` ([`Etcd::db`]), a bbolt file
 //! etcd commits to every `--backend-batch-interval` while writes come in.
-
-#![allow(dead_code)]
 
 use std::fs::File;
 use std::io::Read as _;

@@ -1,9 +1,7 @@
 //! What a reader must leave unchanged about the files it reads: bytes,
 //! length, inode, modification and change times (nanoseconds), and the
 //! set of files in a directory tree. Shared by the "readers never write"
-//! tests of the inspector and the browser viewer; included with `#[path]`.
-
-#![allow(dead_code)]
+//! tests of the inspector and the browser viewer.
 
 use std::collections::BTreeMap;
 use std::fs;
