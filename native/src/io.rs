@@ -593,6 +593,19 @@ impl QuietPages {
             .collect()
     }
 
+    /// The runs the page cache does not hold whole: those a read must
+    /// take from the disk (`O_DIRECT`), worth starting ahead of need on
+    /// another thread; a cached run is copied faster where it is needed
+    /// than handed over from another thread.
+    #[must_use]
+    pub fn uncached(&self, runs: &[(u64, usize)]) -> Vec<(u64, usize)> {
+        let all: Vec<usize> = (0..runs.len()).collect();
+        let (_, direct) = self.split_cached(runs, &all);
+        let mut out: Vec<(u64, usize)> = direct.iter().map(|&i| runs[i]).collect();
+        out.sort_unstable_by_key(|r| r.0);
+        out
+    }
+
     /// Of the runs `which` (indices into `runs`), those the page cache
     /// holds whole and that can be copied out of it, and the others.
     fn split_cached(&self, runs: &[(u64, usize)], which: &[usize]) -> (Vec<usize>, Vec<usize>) {
@@ -1259,6 +1272,18 @@ impl Ahead {
     /// Start reading `runs` (those not read or being read already), at
     /// `epoch`, while fewer than [`AHEAD_BYTES`] are held.
     pub fn submit(&self, epoch: u64, runs: &[(u64, usize)]) {
+        self.submit_within(epoch, runs, AHEAD_BYTES);
+    }
+
+    /// [`Ahead::submit`] for runs the caller waits for next: all of them,
+    /// however much is held (the runs read further ahead must not keep
+    /// out the ones needed now, or the caller reads them itself, on its
+    /// own thread).
+    pub fn submit_now(&self, epoch: u64, runs: &[(u64, usize)]) {
+        self.submit_within(epoch, runs, usize::MAX);
+    }
+
+    fn submit_within(&self, epoch: u64, runs: &[(u64, usize)], most: usize) {
         let Some(jobs) = &self.jobs else { return };
         let Ok(mut st) = self.shared.0.lock() else {
             return;
@@ -1268,7 +1293,7 @@ impl Ahead {
         }
         let mut fresh: Vec<(u64, usize)> = Vec::new();
         for &(offset, len) in runs {
-            if st.bytes + len > AHEAD_BYTES {
+            if st.bytes.saturating_add(len) > most {
                 break;
             }
             if st.done.contains_key(&offset) || st.busy.contains_key(&offset) {

@@ -758,7 +758,13 @@ impl Follower {
             .filter(|o| o.saturating_add(ps) <= self.cur.len)
             .map(|o| (o, psz))
             .collect();
-        ahead.submit(self.epoch, &runs);
+        // Cached pages are copied where they are needed; only those the
+        // disk must give are read on the background threads.
+        let runs = self.reader.uncached(&runs);
+        if runs.is_empty() {
+            return true;
+        }
+        ahead.submit_now(self.epoch, &runs);
         let offsets: Vec<u64> = runs.iter().map(|r| r.0).collect();
         loop {
             let Some(ahead) = &self.ahead else {
@@ -800,6 +806,7 @@ impl Follower {
             }
         }
         drop(asked);
+        let runs = self.reader.uncached(&runs);
         if !runs.is_empty() {
             ahead.submit(self.epoch, &runs);
         }
