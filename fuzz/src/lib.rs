@@ -83,10 +83,11 @@ pub fn bolt_file(data: &[u8]) {
         );
     }
     let _ = mapwise_native::report::check_report(&w.layout);
-    let _ = mapwise_native::report::layout_report(&w.layout, None, None, None, None);
-    let rows = mapwise_native::report::page_rows(&file, &w.layout).count() as u64;
+    let layout = std::sync::Arc::new(w.layout);
+    let _ = mapwise_native::report::layout_report(&layout, None, None, None, None);
+    let rows = mapwise_native::report::page_rows(&file, &layout).count() as u64;
     assert!(rows <= file_pages + 1, "more page rows than pages");
-    let _ = pages(&file, &w.layout).count();
+    let _ = pages(&file, &layout).count();
     let mut out = String::new();
     let _ = dump(&file, &mut out);
     for pgid in (0..file_pages.min(32)).chain([file_pages, u64::MAX]) {

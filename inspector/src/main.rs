@@ -202,7 +202,8 @@ fn print(out: Result<cli::Output>) -> Result<ExitCode> {
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let written = stdout.write_all(out.text.as_bytes()).and_then(|()| {
         if let Some(rep) = &out.layout_json {
-            serde_json::to_writer_pretty(&mut stdout, rep)?;
+            let mut ser = serde_json::Serializer::with_formatter(&mut stdout, Lines::new());
+            serde::Serialize::serialize(rep, &mut ser)?;
             stdout.write_all(b"\n")?;
         }
         stdout.flush()
@@ -212,6 +213,134 @@ fn print(out: Result<cli::Output>) -> Result<ExitCode> {
         _ => {}
     }
     Ok(ExitCode::from(out.code))
+}
+
+/// JSON indented as `serde_json`'s pretty printer indents it, but every
+/// object from the third level of nesting on (and every array from the
+/// fourth) on one line: each region of `layout --json` (a 2 GiB file has
+/// half a million) is one line, in half the bytes.
+struct Lines {
+    pretty: serde_json::ser::PrettyFormatter<'static>,
+    depth: usize,
+    /// The depth of the container written on one line, while one is.
+    flat_at: Option<usize>,
+}
+
+impl Lines {
+    fn new() -> Lines {
+        Lines {
+            pretty: serde_json::ser::PrettyFormatter::new(),
+            depth: 0,
+            flat_at: None,
+        }
+    }
+
+    /// Enter a container, flat from `from` levels down.
+    fn open<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        from: usize,
+        bracket: &[u8],
+        pretty: impl FnOnce(
+            &mut serde_json::ser::PrettyFormatter<'static>,
+            &mut W,
+        ) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.depth += 1;
+        if self.flat_at.is_none() && self.depth >= from {
+            self.flat_at = Some(self.depth);
+        }
+        if self.flat_at.is_some() {
+            w.write_all(bracket)
+        } else {
+            pretty(&mut self.pretty, w)
+        }
+    }
+
+    /// Leave a container.
+    fn close<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        bracket: &[u8],
+        pretty: impl FnOnce(
+            &mut serde_json::ser::PrettyFormatter<'static>,
+            &mut W,
+        ) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let done = if self.flat_at.is_some() {
+            w.write_all(bracket)
+        } else {
+            pretty(&mut self.pretty, w)
+        };
+        if self.flat_at == Some(self.depth) {
+            self.flat_at = None;
+        }
+        self.depth -= 1;
+        done
+    }
+}
+
+impl serde_json::ser::Formatter for Lines {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open(w, 4, b"[", |p, w| p.begin_array(w))
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.close(w, b"]", |p, w| p.end_array(w))
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        match (self.flat_at, first) {
+            (Some(_), true) => Ok(()),
+            (Some(_), false) => w.write_all(b","),
+            (None, _) => self.pretty.begin_array_value(w, first),
+        }
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        match self.flat_at {
+            Some(_) => Ok(()),
+            None => self.pretty.end_array_value(w),
+        }
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open(w, 3, b"{", |p, w| p.begin_object(w))
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.close(w, b"}", |p, w| p.end_object(w))
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        match (self.flat_at, first) {
+            (Some(_), true) => Ok(()),
+            (Some(_), false) => w.write_all(b","),
+            (None, _) => self.pretty.begin_object_key(w, first),
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        match self.flat_at {
+            Some(_) => w.write_all(b":"),
+            None => self.pretty.begin_object_value(w),
+        }
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        match self.flat_at {
+            Some(_) => Ok(()),
+            None => self.pretty.end_object_value(w),
+        }
+    }
 }
 
 /// Refuse to start the TUI unless standard input and output are both
