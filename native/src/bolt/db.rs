@@ -1,7 +1,7 @@
 //! [`Db`]: a bbolt file opened with bbolt's options; read transactions.
 //!
-//! Concurrency (ARCHITECTURE.md, "bbolt engine"): `Db` is `Sync`. Each
-//! transaction holds an `Arc` of the mapping it began with plus the
+//! Concurrency (ARCHITECTURE.md, "The bbolt engine keeps bbolt's
+//! promises"): `Db` is `Sync`. Each transaction holds an `Arc` of the mapping it began with plus the
 //! snapshot (meta pages) it began at, and registers its txid so the
 //! writer knows the oldest reader. Keys and values borrow the
 //! transaction, so no slice outlives it. A commit that needs a longer
