@@ -1140,7 +1140,7 @@ impl Ahead {
     /// read each run as far as `extend` says it reaches.
     ///
     /// # Errors
-    /// `dup` failures.
+    /// `dup` failures, and a thread that cannot be started.
     pub fn new(reader: &QuietPages, extend: Extend) -> std::io::Result<Ahead> {
         let extend = std::sync::Arc::new(extend);
         let (tx, rx) = std::sync::mpsc::channel::<AheadJob>();
@@ -1154,66 +1154,68 @@ impl Ahead {
             let q = reader.try_clone()?;
             let (rx, shared) = (std::sync::Arc::clone(&rx), std::sync::Arc::clone(&shared));
             let extend = std::sync::Arc::clone(&extend);
-            threads.push(std::thread::spawn(move || {
-                lower_priority(AHEAD_NICE);
-                // Where a job's extended runs are read (reused).
-                let mut more = Vec::new();
-                loop {
-                    let job = rx.lock().ok().and_then(|r| r.recv().ok());
-                    let Some((epoch, runs)) = job else {
-                        break;
-                    };
-                    let (stale, mut buf) = match shared.0.lock() {
-                        Ok(mut st) => (st.epoch != epoch, st.spare.pop().unwrap_or_default()),
-                        Err(_) => break,
-                    };
-                    let data = (!stale).then(|| q.read_into(&runs, None, &mut buf));
-                    let longer = data
-                        .as_ref()
-                        .map(|d| extended(&q, &runs, d, &buf, &**extend, &mut more))
-                        .unwrap_or_default();
-                    let Ok(mut st) = shared.0.lock() else { break };
-                    let st = &mut *st;
-                    let read: usize = runs.iter().map(|r| r.1).sum();
-                    for &(offset, _) in &runs {
-                        st.busy.remove(&offset);
-                    }
-                    match data {
-                        Some(data) if st.epoch == epoch => {
-                            st.bytes = st.bytes.saturating_sub(read);
-                            let mut longer = longer.into_iter().peekable();
-                            let mut pieces: Vec<Result<Piece, Error>> = Vec::new();
-                            for (k, d) in data.into_iter().enumerate() {
-                                pieces.push(match longer.next_if(|(i, _)| *i == k) {
-                                    Some((_, whole)) => {
-                                        st.bytes += whole.len();
-                                        Ok(Piece::Own(whole))
-                                    }
-                                    None => d.map(|r| Piece::Job(usize::MAX, r)),
-                                });
-                            }
-                            let held = pieces
-                                .iter()
-                                .filter(|p| matches!(p, Ok(Piece::Job(..))))
-                                .count();
-                            let slot = if held > 0 {
-                                st.keep(buf, held)
-                            } else {
-                                st.spare(buf);
-                                usize::MAX
-                            };
-                            for (&(offset, _), mut p) in runs.iter().zip(pieces) {
-                                if let Ok(Piece::Job(s, _)) = &mut p {
-                                    *s = slot;
-                                }
-                                st.done.insert(offset, (epoch, p));
-                            }
+            threads.push(std::thread::Builder::new().name("ahead".to_owned()).spawn(
+                move || {
+                    lower_priority(AHEAD_NICE);
+                    // Where a job's extended runs are read (reused).
+                    let mut more = Vec::new();
+                    loop {
+                        let job = rx.lock().ok().and_then(|r| r.recv().ok());
+                        let Some((epoch, runs)) = job else {
+                            break;
+                        };
+                        let (stale, mut buf) = match shared.0.lock() {
+                            Ok(mut st) => (st.epoch != epoch, st.spare.pop().unwrap_or_default()),
+                            Err(_) => break,
+                        };
+                        let data = (!stale).then(|| q.read_into(&runs, None, &mut buf));
+                        let longer = data
+                            .as_ref()
+                            .map(|d| extended(&q, &runs, d, &buf, &**extend, &mut more))
+                            .unwrap_or_default();
+                        let Ok(mut st) = shared.0.lock() else { break };
+                        let st = &mut *st;
+                        let read: usize = runs.iter().map(|r| r.1).sum();
+                        for &(offset, _) in &runs {
+                            st.busy.remove(&offset);
                         }
-                        _ => st.spare(buf),
+                        match data {
+                            Some(data) if st.epoch == epoch => {
+                                st.bytes = st.bytes.saturating_sub(read);
+                                let mut longer = longer.into_iter().peekable();
+                                let mut pieces: Vec<Result<Piece, Error>> = Vec::new();
+                                for (k, d) in data.into_iter().enumerate() {
+                                    pieces.push(match longer.next_if(|(i, _)| *i == k) {
+                                        Some((_, whole)) => {
+                                            st.bytes += whole.len();
+                                            Ok(Piece::Own(whole))
+                                        }
+                                        None => d.map(|r| Piece::Job(usize::MAX, r)),
+                                    });
+                                }
+                                let held = pieces
+                                    .iter()
+                                    .filter(|p| matches!(p, Ok(Piece::Job(..))))
+                                    .count();
+                                let slot = if held > 0 {
+                                    st.keep(buf, held)
+                                } else {
+                                    st.spare(buf);
+                                    usize::MAX
+                                };
+                                for (&(offset, _), mut p) in runs.iter().zip(pieces) {
+                                    if let Ok(Piece::Job(s, _)) = &mut p {
+                                        *s = slot;
+                                    }
+                                    st.done.insert(offset, (epoch, p));
+                                }
+                            }
+                            _ => st.spare(buf),
+                        }
+                        shared.1.notify_all();
                     }
-                    shared.1.notify_all();
-                }
-            }));
+                },
+            )?);
         }
         Ok(Ahead {
             jobs: Some(tx),

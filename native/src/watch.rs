@@ -367,7 +367,7 @@ pub struct Watch {
 /// once every page is held: a commit is noticed within it (etcd commits
 /// every 100 ms at most; a writer committing twice between two looks
 /// makes the follower start over).
-const LOOK_EVERY: Duration = Duration::from_millis(4);
+const LOOK_EVERY: Duration = Duration::from_millis(8);
 
 /// After a layout of a followed file that took `t`, the next is made no
 /// sooner than `LAYOUT_PAUSE × t` later (and [`LAYOUT_MIN`]): the replay,
@@ -433,7 +433,7 @@ impl Live {
             );
             let txid = Arc::clone(&txid);
             let seen = Arc::clone(&seen);
-            std::thread::spawn(move || {
+            named("follow", move || {
                 let budget = crate::settle::LIVE_CARRY_BUDGET;
                 let mut f = match crate::settle::Follower::open(&path, opts, budget) {
                     Ok(f) => f,
@@ -499,7 +499,7 @@ impl Live {
         };
         let layout = {
             let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
+            named("layout", move || {
                 crate::io::lower_priority(LAYOUT_NICE);
                 while let Ok((frozen, note)) = job_rx.recv() {
                     if stop.load(Ordering::Relaxed) {
@@ -542,6 +542,18 @@ impl Drop for Live {
             let _ = t.join();
         }
     }
+}
+
+/// A thread named `name` (what `ps -L` and `top -H` show), as
+/// [`std::thread::spawn`] starts one.
+fn named<F>(name: &str, f: F) -> std::thread::JoinHandle<()>
+where
+    F: FnOnce() + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(f)
+        .expect("failed to spawn thread")
 }
 
 /// The [`Snapshot`] of what a follower held: settled when every page
@@ -739,7 +751,7 @@ impl Watch {
                     let (tx, rx) = mpsc::channel();
                     let path = self.path.clone();
                     let opts = self.opts;
-                    std::thread::spawn(move || {
+                    named("reread", move || {
                         let snap = read_snapshot(&path, opts);
                         crate::heap::release_freed();
                         let _ = tx.send(snap);

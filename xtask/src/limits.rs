@@ -60,7 +60,8 @@ a fdatasync'd commit per interval) every 100 ms and then every 20 ms. Under
 each writer, the file read whole first: `inspector check|layout
 --json|pages|residency` and `mapwise bolt check|pages|info` (peak RSS
 through GNU time), then the live view (`inspector open`, its default
-500 ms refresh, 200 x 50) for --view-seconds after its first screen: its
+500 ms refresh, 200 x 50) for --view-seconds after its first settled
+structure (its steady state; the first whole read is measured above): its
 VmHWM and its CPU over that window (utime+stime from /proc/PID/stat, % of
 one core). Bounds:
 

@@ -52,11 +52,12 @@ p50 and p95 (nearest rank: of 5 runs, the largest) of the runs that exited
 
 The live view: `inspector open COPY` (default 500 ms refresh) in a
 200 x 50 tmux pane, fully cached first, under each writer for
---view-seconds after its first screen: the time to the first screen and to
+--view-seconds after its first settled structure: the time to the first screen and to
 the first settled structure (`as of txid N` on the status line), the age
 it shows (`X s ago`, read every 250 ms: p50/p95 = staleness), how many
 commits the file was ahead of it, peak RSS (VmHWM) and CPU (utime+stime of
-/proc/PID/stat over the window, % of a core).
+/proc/PID/stat over the window, % of a core; and from start, which adds
+the first whole read).
 
 The alternative: a real etcd (Debian's etcd 3.4, loopback, temporary data
 dir, --quota-backend-bytes above the size, --max-request-bytes 8 MiB)
@@ -113,7 +114,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
     /// Seconds the live view is watched under each writer, after its
-    /// first screen [default: 20; --tiny 3].
+    /// first settled structure [default: 20; --tiny 3].
     #[arg(long, value_name = "S")]
     view_seconds: Option<f64>,
     #[command(flatten)]
@@ -1090,7 +1091,7 @@ fn render(r: &Results) -> String {
     let _ = writeln!(
         o,
         "\n`{}` in a {}×{} tmux pane at its default 500 ms refresh, the file read whole first, for {:.0} s after \
-         the first screen. *first settled*: from start until the status line shows `as of txid N` (a structure \
+         the first settled structure. *first settled*: from start until the status line shows `as of txid N` (a structure \
          of one snapshot). *age*: the `X s ago` it shows, read every 250 ms (the view redraws every 500 ms, so \
          what a user sees can be up to 0.5 s older). *commits behind*: the file's txid (its newer meta page, \
          read by xtask at the same moment) minus the one shown. *CPU, window*: utime+stime of the process over \

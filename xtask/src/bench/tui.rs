@@ -180,7 +180,7 @@ pub struct WatchOptions {
     pub size: (u16, u16),
     /// `inspector open --interval MS`; `None`: its default (500 ms).
     pub interval_ms: Option<u64>,
-    /// How long to watch once the first structure is on screen.
+    /// How long to watch once the first settled structure is on screen.
     pub window: Duration,
     /// Time between two reads of the screen.
     pub sample_every: Duration,
@@ -223,8 +223,8 @@ pub struct Watched {
     pub samples: Vec<Sample>,
     /// Peak RSS (`VmHWM`) at the end of the window, KiB.
     pub vm_hwm_kib: Option<u64>,
-    /// CPU over the window (from the first screen to its end), % of a
-    /// core.
+    /// CPU over the window (from the first settled structure to its
+    /// end: the steady state), % of a core.
     pub cpu_pct_window: Option<f64>,
     /// CPU from start to the end of the window (the first read
     /// included), % of a core.
@@ -287,7 +287,7 @@ fn warning(screen: &str) -> Option<String> {
 }
 
 /// Runs `inspector open FILE` in a tmux pane for `opts.window` after its
-/// first screen, reading the status line every `opts.sample_every`, then
+/// first settled structure, reading the status line every `opts.sample_every`, then
 /// reads its peak RSS and CPU time and quits it.
 ///
 /// # Errors
@@ -319,12 +319,19 @@ pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watch
         let shown = screen.contains("Resident ");
         if shown && first_screen.is_none() {
             first_screen = Some(now);
-            window_start = Some(Instant::now());
-            cpu_at_window = cpu_time(pid);
         }
         let age = parse_age(&screen);
         if age.is_some() && first_settled.is_none() {
             first_settled = Some(now);
+        }
+        // The window is the view's steady state: it opens at the first
+        // settled structure (the first whole read is behind it), or, for a
+        // view that shows none, a first timeout after its first screen.
+        let steady = first_settled.is_some()
+            || first_screen.is_some_and(|s| now.saturating_sub(s) > opts.first_timeout);
+        if steady && window_start.is_none() {
+            window_start = Some(Instant::now());
+            cpu_at_window = cpu_time(pid);
         }
         if shown {
             let w = warning(&screen);
