@@ -1,10 +1,10 @@
 //! [`Db`]: a bbolt file opened with bbolt's options; read transactions.
 //!
 //! Concurrency (ARCHITECTURE.md, "The bbolt engine keeps bbolt's
-//! promises"): `Db` is `Sync`. Each transaction holds an `Arc` of the mapping it began with plus the
-//! snapshot (meta pages) it began at, and registers its txid so the
-//! writer knows the oldest reader. Keys and values borrow the
-//! transaction, so no slice outlives it. A commit that needs a longer
+//! promises"): `Db` is `Sync`. Each transaction holds an `Arc` of the
+//! mapping it began with plus the snapshot (meta pages) it began at, and
+//! registers its txid so the writer knows the oldest reader. Keys and
+//! values borrow the transaction, so no slice outlives it. A commit that needs a longer
 //! mapping makes a new one and swaps it in for later transactions; the
 //! old one stays mapped until its last reader ends, so remapping never
 //! waits for readers (bbolt's `mmaplock` makes it wait, and a reader on
