@@ -1,7 +1,8 @@
 //! Numbers about residency, shaped for people: resident bytes per page
 //! kind, vmtouch's totals line, sizes and percentages.
 //!
-//! Everything here is pure arithmetic over a [`Layout`] and a
+//! Everything here is pure arithmetic over a
+//! [`Layout`](mapwise_core::layout::Layout) and a
 //! [`Residency`]; nothing reads the file.
 
 pub use mapwise_native::report::{KindIndex, kind_totals, resident_bytes, unit};

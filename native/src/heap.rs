@@ -5,7 +5,7 @@
 /// to the kernel when freed ([`bound_peaks`]).
 const MMAP_THRESHOLD: i32 = 128 << 10;
 
-/// Have glibc map every allocation of [`MMAP_THRESHOLD`] bytes or more on
+/// Have glibc map every allocation of `MMAP_THRESHOLD` (128 KiB) or more on
 /// its own and unmap it when freed. By default glibc raises that
 /// threshold to the size of each mapped block freed (up to 32 MiB), so
 /// the readers' large, short-lived buffers (a walk's runs, read batches,

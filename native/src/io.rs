@@ -1272,7 +1272,7 @@ impl Ahead {
     }
 
     /// Start reading `runs` (those not read or being read already), at
-    /// `epoch`, while fewer than [`AHEAD_BYTES`] are held.
+    /// `epoch`, while fewer than `AHEAD_BYTES` (8 MiB) are held.
     pub fn submit(&self, epoch: u64, runs: &[(u64, usize)]) {
         self.submit_within(epoch, runs, AHEAD_BYTES);
     }

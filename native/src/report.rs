@@ -556,7 +556,7 @@ pub struct KindTotal {
     pub kind: &'static str,
     /// Bytes of the file of this kind.
     pub bytes: u64,
-    /// Distinct map pages (of [`unit`] bytes) that this kind's regions
+    /// Distinct map pages (of [`unit()`] bytes) that this kind's regions
     /// overlap ([`mapwise_core::layout::KindCounts::pages`]): a page
     /// holding two kinds counts for both, so the column may sum to more
     /// than the file's pages.

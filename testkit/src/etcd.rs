@@ -4,7 +4,7 @@
 //! outcome; a small client of its v3 JSON gateway (put, delete, leases,
 //! compaction, status), `etcdctl` for defrag and snapshots, a preload to a
 //! chosen db size, and a bounded load generator of Kubernetes-like traffic
-//! ([`Load`]). Install the Debian packages before starting one
+//! (`Load`). Install the Debian packages before starting one
 //! (`install::ensure(&[Need::Etcd])`).
 //!
 //! The db file is `DATA_DIR/member/snap/db` ([`Etcd::db`]), a bbolt file

@@ -3,7 +3,7 @@
 //! (rustup).
 //!
 //! Each [`Need`] is one thing a test uses: a peer's Debian packages, a
-//! tool, the wasm32 target, the wasm-bindgen CLI at the version
+//! tool, the wasm32 and no-std targets, the wasm-bindgen CLI at the version
 //! `wasm/Cargo.toml` pins, playwright-core at the version
 //! `wasm/tests/package.json` pins. [`ensure`] installs what is missing of
 //! the needs given and panics with the reason when it cannot (tests fail,
@@ -75,6 +75,9 @@ pub enum Need {
     Node,
     /// The `wasm32-unknown-unknown` target (`rustup target add`).
     WasmTarget,
+    /// A target without `std` ([`NO_STD_TARGET`]): CI builds core on it,
+    /// which proves core `no_std`.
+    NoStdTarget,
     /// The wasm-bindgen CLI at exactly the version `wasm/Cargo.toml` pins
     /// (`cargo install wasm-bindgen-cli --version =X`, ~10 minutes once).
     WasmBindgen,
@@ -89,7 +92,7 @@ type Package = (&'static str, Option<&'static str>);
 
 impl Need {
     /// Every need, in the order `install` with no arguments installs them.
-    pub const ALL: [Need; 18] = [
+    pub const ALL: [Need; 19] = [
         Need::GoBbolt,
         Need::Mercurial,
         Need::Python,
@@ -106,6 +109,7 @@ impl Need {
         Need::Chromium,
         Need::Node,
         Need::WasmTarget,
+        Need::NoStdTarget,
         Need::WasmBindgen,
         Need::Playwright,
     ];
@@ -130,6 +134,7 @@ impl Need {
             Need::Chromium => "chromium",
             Need::Node => "node",
             Need::WasmTarget => "wasm-target",
+            Need::NoStdTarget => "no-std-target",
             Need::WasmBindgen => "wasm-bindgen",
             Need::Playwright => "playwright",
         }
@@ -168,7 +173,7 @@ impl Need {
             Need::UtilLinux => &[("util-linux", Some("flock"))],
             Need::Chromium => &[("chromium", Some("chromium")), ("fonts-liberation", None)],
             Need::Node => &[("nodejs", Some("node")), ("npm", Some("npm"))],
-            Need::WasmTarget | Need::WasmBindgen => &[],
+            Need::WasmTarget | Need::NoStdTarget | Need::WasmBindgen => &[],
             // npm installs it: Node first.
             Need::Playwright => &[("nodejs", Some("node")), ("npm", Some("npm"))],
         }
@@ -179,6 +184,7 @@ impl Need {
     pub fn what(self) -> String {
         match self {
             Need::WasmTarget => format!("rustup target {WASM_TARGET}"),
+            Need::NoStdTarget => format!("rustup target {NO_STD_TARGET}"),
             Need::WasmBindgen => {
                 let v = pinned_bindgen().unwrap_or_else(|e| format!("? ({e})"));
                 format!("cargo install wasm-bindgen-cli --version ={v}")
@@ -197,6 +203,9 @@ impl Need {
 
 /// The wasm target the browser viewer is built for.
 pub const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+/// A target with no `std` at all, on which `mapwise-core` must build.
+pub const NO_STD_TARGET: &str = "x86_64-unknown-none";
 
 /// Needs already found met by this process.
 static MET: Mutex<BTreeSet<Need>> = Mutex::new(BTreeSet::new());
@@ -233,7 +242,8 @@ pub fn try_ensure(needs: &[Need]) -> Result<(), String> {
     debian(&packages, &todo)?;
     for &n in &todo {
         match n {
-            Need::WasmTarget => wasm_target()?,
+            Need::WasmTarget => rust_target(WASM_TARGET)?,
+            Need::NoStdTarget => rust_target(NO_STD_TARGET)?,
             Need::WasmBindgen => {
                 wasm_bindgen()?;
             }
@@ -384,9 +394,9 @@ fn rustc() -> Command {
     c
 }
 
-fn has_wasm_target() -> bool {
+fn has_rust_target(target: &str) -> bool {
     rustc()
-        .args(["--print", "target-libdir", "--target", WASM_TARGET])
+        .args(["--print", "target-libdir", "--target", target])
         .stderr(Stdio::null())
         .output()
         .ok()
@@ -398,22 +408,22 @@ fn rust_lock() -> Result<File, String> {
     lock(&std::env::temp_dir().join("mapwise-rust.lock"))
 }
 
-/// Add the wasm32 target when this toolchain lacks it.
-fn wasm_target() -> Result<(), String> {
-    if has_wasm_target() {
+/// Add `target` when this toolchain lacks it.
+fn rust_target(target: &str) -> Result<(), String> {
+    if has_rust_target(target) {
         return Ok(());
     }
     let _l = rust_lock()?;
-    if has_wasm_target() {
+    if has_rust_target(target) {
         return Ok(());
     }
     say(&format!(
-        "installing the {WASM_TARGET} target (rustup target add {WASM_TARGET})"
+        "installing the {target} target (rustup target add {target})"
     ));
     run(Command::new("rustup")
         .current_dir(crate::repo())
-        .args(["target", "add", WASM_TARGET]))
-    .map_err(|e| format!("{e}; run: rustup target add {WASM_TARGET}"))
+        .args(["target", "add", target]))
+    .map_err(|e| format!("{e}; run: rustup target add {target}"))
 }
 
 /// The wasm-bindgen version `wasm/Cargo.toml` pins with `=`.

@@ -14,7 +14,7 @@ use mapwise_native::bolt::{Db, Error};
 /// The writer's random stream (keys to rewrite).
 pub use mapwise_native::rng::SplitMix64 as Rng;
 
-/// What each commit of [`Writer`] does.
+/// What each commit of [`run`] does.
 #[derive(Debug, Clone)]
 pub struct Shape {
     /// The bucket written (created when missing).

@@ -55,7 +55,7 @@ Files are read by the browser from your disk; nothing is uploaded.";
 /// `cargo xtask wasm` options.
 #[derive(Debug, Default, Args)]
 pub struct WasmArgs {
-    /// Directory for the site (default: <target dir>/wasm/site).
+    /// Directory for the site (default: `<target dir>/wasm/site`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Skip wasm-opt even when npm's binaryen is installed.

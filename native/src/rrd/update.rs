@@ -30,7 +30,7 @@ pub struct UpdateOptions {
     pub skip_past: bool,
     /// Collect every written value (`updatev`).
     pub verbose: bool,
-    /// The I/O mode of [`update`] (an open [`Rrd`] keeps the mode it was
+    /// The I/O mode of [`update()`] (an open [`Rrd`] keeps the mode it was
     /// opened with).
     pub io: IoMode,
 }
@@ -161,7 +161,7 @@ const MAX_PREPARED: usize = 64;
 /// An RRD open for updates: rrdtool's write lock, the I/O of one mode,
 /// and the header parsed once.
 ///
-/// [`update`] opens one for a single call and closes it, as librrd's
+/// [`update()`] opens one for a single call and closes it, as librrd's
 /// `rrd_update_r` does (`rrd_open` … `rrd_close` per call). Keeping one
 /// open across calls is the in-process form (what a collector that owns
 /// its files would do): the header is parsed once and kept in memory, the

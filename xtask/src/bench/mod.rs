@@ -265,8 +265,8 @@ pub struct CommonArgs {
     /// or count (--size, --count, --calls, --iterations, …).
     #[arg(long)]
     pub tiny: bool,
-    /// Directory for REPORT.md and results.json [default:
-    /// target/bench/<UTC timestamp>].
+    /// Directory for REPORT.md and results.json (default:
+    /// `target/bench/<UTC timestamp>`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }

@@ -818,7 +818,7 @@ fn resident_pages(path: &std::path::Path) -> Result<u64> {
 }
 
 /// The in-process driver of `cargo xtask bench rrd`: every call of
-/// `--calls` through [`rrd::update`] (as `rrd_update_r`: no `updatev`
+/// `--calls` through [`rrd::update()`] (as `rrd_update_r`: no `updatev`
 /// text), timed one by one; one JSON object on stdout. Exit status 1 when
 /// a call failed.
 fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {

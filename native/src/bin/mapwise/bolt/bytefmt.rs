@@ -113,7 +113,7 @@ pub fn format(b: &[u8], how: Format) -> Vec<u8> {
     }
 }
 
-/// `b` as text for JSON: [`format`] for every format but
+/// `b` as text for JSON: [`format()`] for every format but
 /// [`Format::Bytes`], whose bytes are shown lossily as UTF-8.
 pub fn format_text(b: &[u8], how: Format) -> String {
     String::from_utf8_lossy(&format(b, how)).into_owned()
@@ -138,7 +138,7 @@ pub fn printable(b: &[u8]) -> Option<&str> {
 }
 
 /// Go 1.19's `unicode.IsPrint(c)` (and `strconv.IsPrint`, the same set):
-/// ASCII `' '..='~'`, and above ASCII the ranges of [`go_print::RANGES`],
+/// ASCII `' '..='~'`, and above ASCII the ranges of `go_print::RANGES`,
 /// generated from Go itself. Code points Unicode assigned after 13.0, and
 /// unassigned ones, are not printable, as for Go.
 fn is_print(c: char) -> bool {
