@@ -2,8 +2,9 @@
 //! shrinks a file to smaller sizes, grows it back and replaces it (rename
 //! over) in a loop while the real `inspector open` watches it in tmux,
 //! while `inspector record` samples it, and while the non-interactive
-//! subcommands and the quiet `mapwise bolt` readers read it. Nothing may die of SIGBUS (the shell running the
-//! TUI would record exit status 135), every run ends with a status it
+//! subcommands and the quiet `mapwise bolt` readers read it. Nothing may
+//! die of SIGBUS (the shell running the TUI would record exit status
+//! 135), every run ends with a status it
 //! documents, and the view follows the file: each state the test sets is
 //! waited for on screen (polling, generous limits; nothing is timed).
 

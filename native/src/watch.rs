@@ -79,8 +79,9 @@ pub struct Snapshot {
     /// Bytes the format's own header says the file spans (bbolt: the
     /// current meta page's high-water mark times the page size; RRD: the
     /// header, then every archive's rows, as rrdtool lays them out); 0 when
-    /// it claims nothing (revlog, unknown, a header that cannot be read). A file shorter than this was truncated: front ends
-    /// draw the missing part as past the end of the file.
+    /// it claims nothing (revlog, unknown, a header that cannot be read).
+    /// A file shorter than this was truncated: front ends draw the
+    /// missing part as past the end of the file.
     pub expected_len: u64,
     /// `true` when reads bypassed the page cache (`O_DIRECT`).
     pub quiet: bool,

@@ -4,6 +4,8 @@ mod bench;
 mod crash;
 mod fuzz;
 mod limits;
+#[cfg(test)]
+mod tidy;
 mod wasm;
 mod writer;
 

@@ -166,8 +166,9 @@ fn header_lines(out: &mut Out, pgid: u64, ty: PageType, total: impl std::fmt::Di
 /// cannot be read is reported as bbolt does, in its main branch's words
 /// after 1.5.0 ("Printing page N failed: … Continuing..."; the releases
 /// print "Prining page"); a page asked for by id makes the exit status 1
-/// (bbolt's is 0), while `--all` exits 0 as bbolt does (free pages keep stale bytes, and a stale continuation
-/// page of an old overflow run does not decode: that is no damage).
+/// (bbolt's is 0), while `--all` exits 0 as bbolt does (free pages keep
+/// stale bytes, and a stale continuation page of an old overflow run does
+/// not decode: that is no damage).
 pub fn page(
     file: &BoltFile<'_, QuietSource>,
     ids: &[u64],

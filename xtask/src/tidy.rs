@@ -1,0 +1,158 @@
+//! The repository's house rules as tests, run by `cargo test --workspace`
+//! (rust-analyzer's `tidy` is the model): what review would otherwise have
+//! to remember.
+//!
+//! Each rule reads the tracked source tree as text and names every line
+//! that breaks it, with the fix.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The longest doc comment line, in characters, `///` or `//!` included
+/// (rustfmt keeps code at 100 columns but never rewraps comments).
+const DOC_WIDTH: usize = 100;
+
+/// Directories never searched: build output, installed packages, fuzzing
+/// state and git itself.
+const SKIP_DIRS: [&str; 6] = [
+    "target",
+    ".git",
+    "node_modules",
+    "corpus",
+    "artifacts",
+    "coverage",
+];
+
+/// Every file under the repository with one of `exts`, but none under
+/// [`SKIP_DIRS`] and none of the corpus (`testdata/`, real files from
+/// elsewhere), sorted, as paths relative to the repository.
+fn files(exts: &[&str]) -> Vec<PathBuf> {
+    fn walk(root: &Path, dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let Ok(kind) = e.file_type() else { continue };
+            if kind.is_dir() {
+                let top = dir == root && name == "testdata";
+                if !top && !SKIP_DIRS.contains(&name.as_ref()) {
+                    walk(root, &path, exts, out);
+                }
+            } else if kind.is_file()
+                && exts.iter().any(|x| name.ends_with(&format!(".{x}")))
+                && let Ok(rel) = path.strip_prefix(root)
+            {
+                out.push(rel.to_path_buf());
+            }
+        }
+    }
+    let root = mapwise_testkit::repo();
+    let mut out = Vec::new();
+    walk(&root, &root, exts, &mut out);
+    out.sort();
+    out
+}
+
+/// `(file, line number, line)` of every line of `files` for which `bad`
+/// says so.
+fn offending(
+    files: &[PathBuf],
+    bad: impl Fn(&Path, &str) -> bool,
+) -> Vec<(PathBuf, usize, String)> {
+    let root = mapwise_testkit::repo();
+    let mut out = Vec::new();
+    for f in files {
+        let Ok(text) = fs::read_to_string(root.join(f)) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            if bad(f, line) {
+                out.push((f.clone(), i + 1, line.trim().to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// Fail with every offending line and what to do about it.
+fn report(rule: &str, fix: &str, found: &[(PathBuf, usize, String)]) {
+    if found.is_empty() {
+        return;
+    }
+    let mut msg = format!("{rule}: {} line(s); {fix}\n", found.len());
+    for (f, n, line) in found {
+        let shown: String = line.chars().take(120).collect();
+        msg.push_str(&format!("  {}:{n}: {shown}\n", f.display()));
+    }
+    panic!("{msg}");
+}
+
+#[test]
+fn doc_comments_fit_in_100_columns() {
+    let found = offending(&files(&["rs"]), |_, line| {
+        let t = line.trim_start();
+        let doc = t.starts_with("///") || t.starts_with("//!");
+        // A Markdown table row cannot be wrapped.
+        let table = t
+            .trim_start_matches(['/', '!'])
+            .trim_start()
+            .starts_with('|');
+        doc && !table && line.chars().count() > DOC_WIDTH
+    });
+    report(
+        "doc comment lines longer than 100 characters",
+        "rewrap them (rustfmt does not)",
+        &found,
+    );
+}
+
+/// Whether `line` cites an issue by number ("issue N", "issue #N",
+/// "issues N and M"): the repository has no tracker, so such a reference
+/// points nowhere.
+fn cites_issue(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.match_indices("issue").any(|(i, _)| {
+        let word_start = !lower[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
+        let rest = lower[i + "issue".len()..].trim_start_matches('s');
+        let rest = rest.trim_start().trim_start_matches('#').trim_start();
+        word_start && rest.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+#[test]
+fn no_tracker_references() {
+    let exts = ["rs", "md", "toml", "sh", "js", "mjs", "go", "c", "py"];
+    let found = offending(&files(&exts), |_, line| cites_issue(line));
+    report(
+        "references to issues of a tracker this repository does not have",
+        "say what the code does and why, without the issue",
+        &found,
+    );
+}
+
+#[test]
+fn the_rules_catch_what_they_are_for() {
+    // The walker finds this very file and the README.
+    let rs = files(&["rs"]);
+    assert!(rs.iter().any(|p| p.ends_with("xtask/src/tidy.rs")));
+    assert!(!rs.iter().any(|p| p.starts_with("target")));
+    assert!(files(&["md"]).iter().any(|p| p == Path::new("README.md")));
+    // Built at run time, so that this file passes its own rule.
+    for n in ["9", "#9", " 10"] {
+        assert!(cites_issue(&format!(
+            "see issue{}{n} item 2",
+            if n.starts_with(' ') { "s" } else { " " }
+        )));
+        assert!(cites_issue(&format!("After: Issue {n}.")));
+    }
+    assert!(!cites_issue(
+        "tissue 9, the issue's targets, issues with 2 GiB files"
+    ));
+    assert!(!cites_issue("etcd-io/etcd #9222"));
+}
