@@ -224,7 +224,7 @@ impl Region {
 
     /// Fill of the page run in `[0, 1]`; 0 when the run is empty.
     #[must_use]
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     pub fn fill(&self) -> f64 {
         if self.run_len == 0 {
             0.0

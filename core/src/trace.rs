@@ -475,7 +475,7 @@ impl Trace {
 }
 
 #[cfg(test)]
-#[allow(clippy::cast_possible_truncation)] // test sizes are small
+#[expect(clippy::cast_possible_truncation)] // test sizes are small
 mod tests {
     use super::*;
     use alloc::vec;

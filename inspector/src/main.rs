@@ -491,7 +491,7 @@ fn record(
         sum.max_resident_pages
     );
     if sum.stretched > 0 && sum.frames > 1 {
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let (every, one) = (
             sum.span.as_secs_f64() * 1e3 / (sum.frames - 1) as f64,
             sum.sampling.as_secs_f64() * 1e3 / sum.frames as f64,

@@ -170,7 +170,7 @@ impl Target for Replay {
     fn refresh(&mut self) -> Refreshed {
         if self.playing && !self.trace.frames.is_empty() {
             let step = self.tick.as_secs_f64() * 1e6 * SPEEDS[self.speed];
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let step = step as u64;
             self.clock_us = self.clock_us.saturating_add(step.max(1));
             let i = self
@@ -264,7 +264,7 @@ impl Target for Replay {
     }
     fn clock(&self) -> Option<String> {
         let frames = self.trace.frames.len();
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let secs = |us: u64| us as f64 / 1e6;
         Some(format!(
             "{} frame {}/{frames} · {:.2}/{:.2} s · {}× · sampled every {} ms",

@@ -28,7 +28,7 @@ pub fn vmtouch_size(bytes: u64) -> String {
 
 /// A size for people: `512 B`, `220 KiB`, `1.5 MiB`, `64 GiB`.
 #[must_use]
-#[allow(clippy::cast_precision_loss)]
+#[expect(clippy::cast_precision_loss)]
 pub fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if bytes < 1024 {
@@ -74,7 +74,7 @@ pub fn g3(value: f64) -> String {
         let sign = if exp < 0.0 { '-' } else { '+' };
         return format!("{m}e{sign}{:02}", exp.abs());
     }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let decimals = (2.0 - exp).max(0.0) as usize;
     strip_zeros(&format!("{value:.decimals$}"))
 }
@@ -91,7 +91,7 @@ fn strip_zeros(s: &str) -> String {
 /// `Resident Pages: 27/55  108K/220K  49.1%`; `None` when the residency
 /// is not trusted.
 #[must_use]
-#[allow(clippy::cast_precision_loss)]
+#[expect(clippy::cast_precision_loss)]
 pub fn vmtouch_line(res: &Residency) -> Option<String> {
     let resident = res.known_resident_pages()?;
     let total = res.total_pages;
@@ -110,7 +110,7 @@ pub fn vmtouch_line(res: &Residency) -> Option<String> {
 
 /// `part` of `whole` in percent, 0 when `whole` is 0.
 #[must_use]
-#[allow(clippy::cast_precision_loss)]
+#[expect(clippy::cast_precision_loss)]
 pub fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0

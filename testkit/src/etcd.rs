@@ -692,7 +692,7 @@ impl Shared {
     fn work(&self) {
         while !self.over() {
             let i = self.slot.fetch_add(1, Ordering::Relaxed);
-            #[allow(clippy::cast_precision_loss)]
+            #[expect(clippy::cast_precision_loss)]
             let due = self.start + Duration::from_secs_f64(i as f64 / self.cfg.rate.max(0.001));
             while Instant::now() < due {
                 if self.over() {

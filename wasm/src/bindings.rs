@@ -38,7 +38,7 @@ fn position(v: f64, what: &str) -> Result<u64, JsError> {
     const MAX: f64 = 9_007_199_254_740_992.0;
     if (0.0..MAX).contains(&v) && v.fract() == 0.0 {
         // Checked just above: whole and inside u64.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         Ok(v as u64)
     } else {
         Err(JsError::new(&format!(
@@ -234,7 +234,7 @@ impl Viewer {
             )));
         }
         // Checked just above: whole and inside i32.
-        #[allow(clippy::cast_possible_truncation)]
+        #[expect(clippy::cast_possible_truncation)]
         let from = from as i64;
         self.js(self.inner.entries(from, count, newest_first))
     }
@@ -266,7 +266,7 @@ impl Viewer {
             distinct: f64,
         }
         let (reads, bytes, distinct) = self.blob.stats();
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         to_js(&Reads {
             reads: reads as f64,
             bytes: bytes as f64,

@@ -60,7 +60,7 @@ fn add_range(v: &mut Vec<(u64, u64)>, start: u64, end: u64) {
 
 /// A `Blob` offset or length as JavaScript wants it. File sizes are below
 /// 2^53, where `f64` is exact.
-#[allow(clippy::cast_precision_loss)]
+#[expect(clippy::cast_precision_loss)]
 fn js_num(v: u64) -> f64 {
     v as f64
 }
@@ -74,7 +74,7 @@ impl BlobSource {
         let reader = FileReaderSync::new()?;
         let size = blob.size();
         // `Blob.size` is a whole number of bytes below 2^53.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let len = if size.is_finite() && size > 0.0 {
             size as u64
         } else {

@@ -216,7 +216,7 @@ fn finish_run(r: &Run<'_>, rows: &mut Vec<String>, failed: &mut Vec<String>) {
     let (t, st) = (r.target, r.status);
     let mut o = parse_log(&std::fs::read_to_string(r.log_path).unwrap_or_default());
     o.seconds = r.started.elapsed().as_secs_f64();
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let rate = o.execs as f64 / o.seconds.max(1e-9);
     // An interrupted run (Ctrl-C, or SIGINT to stop a long run early)
     // exits non-zero without having found anything.

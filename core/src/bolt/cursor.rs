@@ -730,7 +730,6 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     ///
     /// # Errors
     /// Any fault met on the way (bad page, cycle, depth).
-    #[allow(clippy::should_implement_trait)]
     pub fn first(&mut self) -> Result<Option<Item<'s>>> {
         self.reset();
         self.enter_root()?;
@@ -764,7 +763,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     ///
     /// # Errors
     /// Any fault met on the way.
-    #[allow(clippy::should_implement_trait)]
+    #[expect(clippy::should_implement_trait)]
     #[inline]
     pub fn next(&mut self) -> Result<Option<Item<'s>>> {
         // Fast path: the next element is in the same leaf.

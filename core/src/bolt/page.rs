@@ -390,7 +390,7 @@ impl<'s> Page<'s> {
             });
         }
         // end <= bytes.len(), a usize, so neither cast truncates.
-        #[allow(clippy::cast_possible_truncation)]
+        #[expect(clippy::cast_possible_truncation)]
         Ok(start as usize..end as usize)
     }
 
@@ -609,7 +609,7 @@ pub fn key_cmp(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
 }
 
 #[cfg(test)]
-#[allow(clippy::cast_possible_truncation)]
+#[expect(clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use alloc::vec;

@@ -106,7 +106,7 @@ impl<S: PageSource + ?Sized> Bucket<'_, S> {
         Ok(s)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn tree_stats(
         &self,
         pgid: u64,

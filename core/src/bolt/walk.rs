@@ -532,7 +532,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     /// Push the head region (and continuation region) of a page run of
     /// `claimed` pages (what [`Self::claim`] gave it, never more than the
     /// header's `overflow + 1`).
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn push_run(
         &mut self,
         pgid: u64,
@@ -805,7 +805,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     /// Walk the tree rooted at `pgid` for bucket `group`. `frames` counts
     /// every level of nesting (tree depth and bucket nesting) so the
     /// recursion is bounded.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn tree(
         &mut self,
         pgid: u64,
@@ -903,7 +903,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     /// where the walk over its elements meets them. `page`, when the
     /// page was read just now, gives the children's bounds as keys;
     /// otherwise they are hashes only.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn branch(
         &mut self,
         pgid: u64,

@@ -848,7 +848,7 @@ pub(crate) mod tests {
     use alloc::vec;
 
     /// A v1 entry with the given fields (big-endian, as hg packs it).
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     pub(crate) fn v1_entry(
         offset: u64,
         flags: u16,

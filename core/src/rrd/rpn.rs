@@ -9,7 +9,7 @@
 
 // rrdtool's C conversions (double to unsigned long, unsigned long to int,
 // …) are reproduced on purpose: they decide the bytes of the result.
-#![allow(clippy::cast_possible_truncation)]
+#![expect(clippy::cast_possible_truncation)]
 
 use alloc::format;
 use alloc::string::String;

@@ -14,7 +14,7 @@
 
 // rrdtool's C conversions (double to unsigned long, unsigned long to int,
 // …) are reproduced on purpose: they decide the bytes of the result.
-#![allow(clippy::cast_possible_truncation)]
+#![expect(clippy::cast_possible_truncation)]
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -818,7 +818,7 @@ impl<'a> Updater<'a> {
     }
 
     /// `update_cdp`: consolidate for an archive of several PDPs per row.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn update_cdp(
         &mut self,
         rra: usize,

@@ -185,7 +185,7 @@ struct Results {
 }
 
 /// Runs the bench.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
@@ -622,12 +622,12 @@ fn kops(x: f64) -> String {
 
 fn mib(s: Option<&Summary>) -> String {
     // A median of byte counts: non-negative and far below 2^53.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     s.map_or_else(|| "—".to_owned(), |s| human_size(s.median as u64))
 }
 
 /// The markdown report.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 fn render(r: &Results) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# bench bolt — {}\n", r.started_utc);

@@ -611,7 +611,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 
 /// Runs one cell: `warmup` untimed pairs, then `runs` timed pairs of
 /// `cmds` (ours, Go) alternately, each after the cell's cache reset.
-#[allow(clippy::too_many_arguments)] // one cell's whole context, each used
+#[expect(clippy::too_many_arguments)] // one cell's whole context, each used
 pub(super) fn run_cell(
     ws: &Workspace,
     progress: &Progress,
@@ -1049,7 +1049,7 @@ pub(super) fn seed_section(o: &mut String, cells: &[&CellResult], size: &str) {
 }
 
 /// The markdown report.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 fn render(r: &Results) -> String {
     let m = &r.machine;
     let mut o = String::new();

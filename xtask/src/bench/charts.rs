@@ -138,7 +138,7 @@ fn log_ticks(from: f64, to: f64) -> Vec<f64> {
         return Vec::new();
     }
     // Decades of a ratio axis: a few, far inside i32.
-    #[allow(clippy::cast_possible_truncation)]
+    #[expect(clippy::cast_possible_truncation)]
     let (lo, hi) = (from.log10().floor() as i32, to.log10().ceil() as i32);
     (lo..=hi)
         .flat_map(|k| {
@@ -170,7 +170,7 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let y_max = rows as f64;
         let mut builder = ChartBuilder::on(&root);
         builder
@@ -232,7 +232,7 @@ where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     let rows = bars.len().max(1);
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let y_max = rows as f64;
     // A value the axis cannot show (NaN, or at or below its start) sits
     // at the start.
@@ -252,7 +252,7 @@ where
             // Label the bar centres (k + 0.5) only.
             let k = y - 0.5;
             if (k - k.round()).abs() < 1e-6 && k >= 0.0 {
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 let i = rows - 1 - k.round() as usize;
                 labels.get(i).cloned().unwrap_or_default()
             } else {
@@ -267,7 +267,7 @@ where
         .draw()
         .map_err(err)?;
     for (i, b) in bars.iter().enumerate() {
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let y = (rows - 1 - i) as f64;
         let color = PALETTE[i % PALETTE.len()];
         chart
@@ -353,13 +353,13 @@ fn residency_points(t: &Trace, scale: Scale) -> Vec<(f64, f64)> {
     t.frames
         .iter()
         .map(|f| {
-            #[allow(clippy::cast_precision_loss)]
+            #[expect(clippy::cast_precision_loss)]
             let secs = f.t_us.saturating_sub(base) as f64 / 1e6;
-            #[allow(clippy::cast_precision_loss)]
+            #[expect(clippy::cast_precision_loss)]
             let resident = f.resident_pages() as f64;
             let y = match scale {
                 Scale::Percent => {
-                    #[allow(clippy::cast_precision_loss)]
+                    #[expect(clippy::cast_precision_loss)]
                     let total = f.total_pages(ps).max(1) as f64;
                     100.0 * resident / total
                 }

@@ -99,7 +99,7 @@ pub fn steps(runs: usize) -> usize {
     2 * runs
 }
 
-#[allow(clippy::too_many_arguments)] // one limit's whole description, each used
+#[expect(clippy::too_many_arguments)] // one limit's whole description, each used
 fn measure<P: AsRef<Path>>(
     files: &[P],
     shown: &str,

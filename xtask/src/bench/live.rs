@@ -411,7 +411,6 @@ struct SizeResult {
 }
 
 /// The settle cells and live views of one file under every writer.
-#[allow(clippy::too_many_arguments)] // one size's whole context, each used
 fn measure_size(
     ws: &Workspace,
     progress: &Progress,
@@ -528,7 +527,7 @@ fn view_of(size: &str, ms: u64, resident_before: f64, watched: Watched) -> View 
 
 /// The side-by-side cell of one size: ours' check under a writer against
 /// `etcdctl snapshot save` + an offline check of the copy.
-#[allow(clippy::too_many_arguments)] // one cell's whole context, each used
+#[expect(clippy::too_many_arguments)] // one cell's whole context, each used
 fn alt_cell(
     ws: &Workspace,
     progress: &Progress,
@@ -669,7 +668,7 @@ fn alt_cell(
 }
 
 /// Runs the bench.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
@@ -910,7 +909,7 @@ fn opt(x: Option<f64>) -> String {
 
 fn bytes(b: Option<f64>) -> String {
     // Byte counts: non-negative and far below 2^53.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     b.map_or_else(|| "—".to_owned(), |b| human_size(b as u64))
 }
 
@@ -919,7 +918,7 @@ fn kib(k: Option<f64>) -> String {
 }
 
 /// The markdown report.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 fn render(r: &Results) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# bench live — {}\n", r.started_utc);

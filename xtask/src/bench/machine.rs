@@ -227,7 +227,7 @@ pub fn damon_summary(admin: &Path) -> Option<String> {
                 let age = num(&sd.join("access_pattern/age/min"));
                 let acc = num(&sd.join("access_pattern/nr_accesses/max"));
                 if let (Some(age), Some(aggr)) = (age, aggr_us) {
-                    #[allow(clippy::cast_precision_loss)]
+                    #[expect(clippy::cast_precision_loss)]
                     let secs = |us: u64| us as f64 / 1e6;
                     clause.push_str(&format!(
                         " of regions idle ≥ {} s",

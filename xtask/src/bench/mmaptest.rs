@@ -303,7 +303,7 @@ pub fn parse_c(stderr: &str) -> Result<Timing, String> {
         .and_then(|w| w.parse::<f64>().ok())
         .filter(|x| x.is_finite() && *x >= 0.0)
         .ok_or_else(|| format!("no `U us/iter` in {line:?}"))?;
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let secs = us * iters as f64 / 1e6;
     Ok(Timing {
         secs,
@@ -436,7 +436,7 @@ fn resident(files: &[PathBuf]) -> Result<f64> {
     for f in files {
         sum += pagecache::resident_fraction(f)?;
     }
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     Ok(sum / files.len().max(1) as f64)
 }
 
@@ -528,7 +528,7 @@ struct Results {
 }
 
 /// Runs the bench.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
@@ -1071,7 +1071,7 @@ fn gbs(bytes: u64, s: Option<&Summary>) -> String {
 
 /// µs per iteration of a median time.
 fn us_per_iter(iterations: u64, s: Option<&Summary>) -> String {
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     s.map_or_else(
         || "—".to_owned(),
         |s| format!("{:.2}", s.median * 1e6 / iterations.max(1) as f64),
@@ -1088,7 +1088,7 @@ fn touch_costs(o: &mut String, cs: &[&CellResult], iterations: u64) {
          in a scalar loop, so the read() rows mostly compare the two summing loops.\n"
     );
     let mut t = Table::new(&["mode", ">ours", ">C"]);
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let per_iter = |x: Option<&Summary>| x.map(|x| x.median * 1e6 / iterations.max(1) as f64);
     for v in Variant::ALL {
         let find = |touch: bool| {
@@ -1230,14 +1230,14 @@ fn seed_section(o: &mut String, r: &Results, warm: &[(Variant, &CellResult)]) {
                 .passes
                 .iter()
                 .map(|p| {
-                    #[allow(clippy::cast_precision_loss)]
+                    #[expect(clippy::cast_precision_loss)]
                     let copies = p.bytes as f64 / WARM_BYTES as f64;
                     p.secs / copies.max(1.0) * 1e6
                 })
                 .collect();
             Summary::of(&per).map(|s| s.median)
         });
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let per_iter =
         |v: Variant, ours: bool| median(v, ours).map(|s| s * 1e6 / r.iterations.max(1) as f64);
     let us = |x: Option<f64>| x.map_or_else(|| "?".to_owned(), |x| format!("{x:.2} µs"));
@@ -1263,7 +1263,7 @@ fn seed_section(o: &mut String, r: &Results, warm: &[(Variant, &CellResult)]) {
 }
 
 /// The markdown report.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 fn render(r: &Results) -> String {
     let m = &r.machine;
     let mut o = String::new();
@@ -1515,7 +1515,7 @@ fn render(r: &Results) -> String {
             .map(|p| mb_per_s(p.bytes, p.secs) / 1e3)
             .collect();
         let rate = Summary::of(&rates);
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let per72 = rate.as_ref().map_or_else(
             || "—".to_owned(),
             |s| format!("{:.2}", WARM_BYTES as f64 / (s.median * 1e3)),

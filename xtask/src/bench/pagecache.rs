@@ -81,7 +81,7 @@ pub fn evict_random_until(
         if now <= target {
             break;
         }
-        #[allow(
+        #[expect(
             clippy::cast_precision_loss,
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss
@@ -160,7 +160,7 @@ pub fn resident_fraction(path: &Path) -> Result<f64> {
         bail!("{}: mincore: {err}", path.display());
     }
     let resident = vec.iter().filter(|&&b| b & 1 != 0).count();
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     Ok(resident as f64 / pages as f64)
 }
 

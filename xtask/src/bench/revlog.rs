@@ -235,7 +235,7 @@ pub fn synth_text(rev: u32) -> Vec<u8> {
 
 /// One revlog v1 index entry (`>Qiiiiii20s12x`). For rev 0 the first four
 /// bytes are the version header (the offset of rev 0 is always 0).
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 pub fn v1_entry(
     rev: u32,
     offset: u64,
@@ -518,7 +518,7 @@ pub fn crossover(points: &[(u64, f64)]) -> Option<Crossover> {
         },
         Some(i) => {
             let (lo, hi) = (p[i], p[i + 1]);
-            #[allow(clippy::cast_precision_loss)]
+            #[expect(clippy::cast_precision_loss)]
             let (x0, x1) = ((lo.0 as f64).ln(), (hi.0 as f64).ln());
             let (y0, y1) = (lo.1.ln(), hi.1.ln());
             let t = if y0 > y1 { y0 / (y0 - y1) } else { 0.0 };
@@ -1151,7 +1151,7 @@ fn measure(side: &SideSpec<'_>, cwd: &Path, prep: Prepared) -> Result<Sample> {
         }
     };
     let resident_after = pagecache::resident_fraction(&side.repo.index())?;
-    #[allow(
+    #[expect(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         clippy::cast_precision_loss
@@ -1276,7 +1276,7 @@ fn summarize(pairs: &[Pair<Sample>]) -> CellSummary {
         .iter()
         .flat_map(|p| [p.a.prep.resident, p.b.prep.resident])
         .collect();
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let pages = |s: &Sample| s.resident_pages_after as f64;
     CellSummary {
         a: col(&|s| s.secs, true),
@@ -1352,7 +1352,7 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn cell(
         &self,
         kind: Kind,
@@ -1489,7 +1489,6 @@ pub fn split_mmap_report(stdout: &str) -> (bool, String) {
     (mapped, rest)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn load_check(
     ws: &Workspace,
     mapwise: &Path,
@@ -1626,7 +1625,7 @@ struct Results {
 }
 
 /// Runs the bench.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
@@ -2126,7 +2125,7 @@ fn recommend(crossovers: &[CrossoverResult]) -> Recommendation {
                                 " (read wins or ties at {}; interpolated crossing ≈ {})",
                                 x.below_bytes.map_or_else(String::new, human_size),
                                 x.estimate_bytes.map_or_else(String::new, |e| {
-                                    #[allow(
+                                    #[expect(
                                         clippy::cast_possible_truncation,
                                         clippy::cast_sign_loss
                                     )]
@@ -2297,7 +2296,7 @@ fn here_row(
 }
 
 /// The seed's figures beside this run's, and what matches.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 fn seed_section(o: &mut String, r: &Results) {
     let _ = writeln!(o, "## The seed's published figures\n");
     let _ = writeln!(
@@ -2473,7 +2472,7 @@ fn seed_section(o: &mut String, r: &Results) {
         let seed = 0.196 / 32.023;
         let ratio = mmap / read.max(1e-12);
         let (s, h) = (Winner::of(seed, TIE), Winner::of(ratio, TIE));
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let rate = big.index_bytes as f64 / read.max(1e-12) / 1e9;
         lines.push(format!(
             "- **loading the index in-process** (the 2018 `perfindex`, 60 MB: read {} vs mapped {}, {:.3}×): the \
@@ -2535,7 +2534,7 @@ pub fn size_verdict(ratio: Option<&Summary>) -> String {
     )
 }
 
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 fn render(r: &Results) -> String {
     let m = &r.machine;
     let na = || "unknown".to_owned();
@@ -2921,7 +2920,7 @@ fn render(r: &Results) -> String {
                 x.below_bytes.map_or_else(String::new, human_size),
                 x.from_bytes.map_or_else(String::new, human_size),
                 x.estimate_bytes.map_or_else(String::new, |e| {
-                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                     human_size(e as u64)
                 })
             ),

@@ -64,7 +64,7 @@ pub fn nearest_rank(samples: &[f64], q: f64) -> Option<f64> {
     }
     let mut v = samples.to_vec();
     v.sort_by(f64::total_cmp);
-    #[allow(
+    #[expect(
         clippy::cast_precision_loss,
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss

@@ -34,12 +34,12 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         return n.checked_mul(mult).filter(|&b| b > 0).ok_or_else(bad);
     }
     let n: f64 = number.parse().map_err(|_| bad())?;
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let bytes = (n * mult as f64).round();
     if !(bytes.is_finite() && bytes >= 1.0 && bytes < 2f64.powi(63)) {
         return Err(bad());
     }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     Ok(bytes as u64)
 }
 
@@ -63,7 +63,7 @@ pub fn pct(x: f64) -> String {
 
 /// A size for people: `272.0 MiB`.
 pub fn human_size(bytes: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let b = bytes as f64;
     for (suffix, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
         let unit = 2f64.powi(shift);
@@ -76,7 +76,7 @@ pub fn human_size(bytes: u64) -> String {
 
 /// MB/s with MB = 10^6 bytes (what `dd` and disk vendors print).
 pub fn mb_per_s(bytes: u64, seconds: f64) -> f64 {
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let b = bytes as f64;
     if seconds > 0.0 {
         b / 1e6 / seconds
