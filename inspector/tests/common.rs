@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use mapwise_core::bolt::WalkOptions;
 use mapwise_inspector::app::{App, Data, Fixed};
-use mapwise_native::residency::{Residency, Trust, os_page_size};
-use mapwise_native::watch::read_snapshot;
+use mapwise_native::observe::watch::read_snapshot;
+use mapwise_native::os::residency::{Residency, Trust, os_page_size};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

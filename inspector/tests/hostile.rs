@@ -67,7 +67,7 @@ fn hostile_files_in_the_tui() {
     use mapwise_core::bolt::WalkOptions;
     use mapwise_inspector::app::{App, Data};
     use mapwise_inspector::event::Action;
-    use mapwise_native::watch::Watch;
+    use mapwise_native::observe::watch::Watch;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

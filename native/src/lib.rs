@@ -1,20 +1,15 @@
 //! Files, mappings, page-cache residency and the storage engines of mapwise.
 //!
-//! `mapwise-core` knows formats; this crate knows files and syscalls. It is
-//! the only crate of the workspace with `unsafe` code (mmap, mincore,
-//! cachestat), and every `unsafe` block says why it is sound.
+//! `mapwise-core` knows formats; this crate knows files and syscalls, in three layers.
+//! [`os`] is the operating system: mappings, reads, page-cache residency, locks, local time and the allocator, each a small safe function where it can be.
+//! [`engine`] is the storage engines over it: bbolt, RRDtool, Mercurial revlogs and the read()-vs-mmap benchmark.
+//! [`observe`] watches files other processes own: the quiet, settled reads of a live bbolt file, the live view's snapshots and residency traces.
+//! [`describe`] and [`report`] are what the command lines print; `os` and `engine` never depend on them.
+//!
+//! This is the only crate of the workspace with `unsafe` code, and every `unsafe` block says why it is sound.
 
-pub mod bolt;
 pub mod describe;
-pub mod heap;
-pub mod io;
-pub mod map;
-pub mod mmaptest;
+pub mod engine;
+pub mod observe;
+pub mod os;
 pub mod report;
-pub mod residency;
-pub mod revlog;
-pub mod rng;
-pub mod rrd;
-pub mod settle;
-pub mod trace;
-pub mod watch;

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use mapwise_core::bolt::{BoltFile, fnv1a64};
-use mapwise_native::bolt::{Db, Error, Options};
+use mapwise_native::engine::bolt::{Db, Error, Options};
 
 use crate::bolt_write::rw;
 use crate::support::{oracle, tempdir, testdata};

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::path::Path;
 
-use mapwise_native::bolt::{CursorOptions, Db, Options, Prefetch};
+use mapwise_native::engine::bolt::{CursorOptions, Db, Options, Prefetch};
 
 use crate::bolt_model::{oracle_fast, oracle_run};
 use crate::support::{assert_same_text, run_mapwise, tempdir};
@@ -163,7 +163,7 @@ impl Prefetch for Hints {
 /// ~120 bytes in hashed order at FillPercent 0.5; opened read-only.
 fn three_level_file(path: &Path) -> Db {
     let db = Db::open(path, &Options::read_write()).unwrap();
-    db.update(|tx| -> mapwise_native::bolt::Result<()> {
+    db.update(|tx| -> mapwise_native::engine::bolt::Result<()> {
         let mut b = tx.create_bucket(b"b")?;
         for i in 0u32..40_000 {
             let k = (i.wrapping_mul(2_654_435_761)).to_be_bytes();
@@ -331,22 +331,23 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     let db = three_level_file(&path);
     let tx = db.begin().unwrap();
     let bucket = tx.bucket(b"b").unwrap().unwrap();
-    let collect =
-        |c: &mut mapwise_native::bolt::Cursor<'_>, from: Option<&[u8]>, to: Option<&[u8]>| {
-            let mut keys = Vec::new();
-            let mut it = match from {
-                Some(k) => c.seek(k).unwrap(),
-                None => c.first().unwrap(),
-            };
-            while let Some(i) = it {
-                if to.is_some_and(|t| *i.key >= *t) {
-                    break;
-                }
-                keys.push((i.key.into_owned(), i.value.into_owned()));
-                it = c.next().unwrap();
-            }
-            keys
+    let collect = |c: &mut mapwise_native::engine::bolt::Cursor<'_>,
+                   from: Option<&[u8]>,
+                   to: Option<&[u8]>| {
+        let mut keys = Vec::new();
+        let mut it = match from {
+            Some(k) => c.seek(k).unwrap(),
+            None => c.first().unwrap(),
         };
+        while let Some(i) = it {
+            if to.is_some_and(|t| *i.key >= *t) {
+                break;
+            }
+            keys.push((i.key.into_owned(), i.value.into_owned()));
+            it = c.next().unwrap();
+        }
+        keys
+    };
     let plain = collect(&mut bucket.cursor(), None, None);
     assert_eq!(plain.len(), 40_000);
     for window in [1u64, 4096, 3 * 4096, 1 << 20, 1 << 30] {

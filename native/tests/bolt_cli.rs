@@ -190,12 +190,12 @@ fn traverse_counts_what_bbolts_cursor_returns() {
     }
 }
 
-fn writer_db(path: &std::path::Path, keys: u64) -> mapwise_native::bolt::Db {
-    let opts = mapwise_native::bolt::Options {
+fn writer_db(path: &std::path::Path, keys: u64) -> mapwise_native::engine::bolt::Db {
+    let opts = mapwise_native::engine::bolt::Options {
         no_sync: true,
         ..crate::bolt_write::rw(4096)
     };
-    let db = mapwise_native::bolt::Db::open(path, &opts).expect("create");
+    let db = mapwise_native::engine::bolt::Db::open(path, &opts).expect("create");
     rewrite(&db, keys, 0);
     db
 }
@@ -213,7 +213,7 @@ fn a_walk_overlapped_by_commits_is_read_again() {
     // reader caches when it reads the meta pages.
     let db = writer_db(&path, 20_000);
     let mut seen = Vec::new();
-    let read = mapwise_native::settle::read_bolt(&path, |file| {
+    let read = mapwise_native::observe::settle::read_bolt(&path, |file| {
         if seen.is_empty() {
             for round in 1..=3 {
                 rewrite(&db, 20_000, round);
@@ -254,9 +254,9 @@ fn a_long_walk_settles_under_a_steady_writer() {
     let commits = Rc::new(std::cell::Cell::new(0u64));
     {
         let (db, commits) = (Rc::clone(&db), Rc::clone(&commits));
-        mapwise_native::settle::testing::after_every(150, move || {
+        mapwise_native::observe::settle::testing::after_every(150, move || {
             let n = base + commits.get();
-            db.update(|tx| -> Result<(), mapwise_native::bolt::Error> {
+            db.update(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {
                 let mut b = tx.bucket(b"w")?.expect("w");
                 b.put(&n.to_be_bytes(), b"appended")
             })
@@ -264,10 +264,10 @@ fn a_long_walk_settles_under_a_steady_writer() {
             commits.set(commits.get() + 1);
         });
     }
-    let walked = mapwise_native::settle::read_bolt_walked(
+    let walked = mapwise_native::observe::settle::read_bolt_walked(
         &path,
         WalkOptions::default(),
-        mapwise_native::settle::CARRY_BUDGET,
+        mapwise_native::observe::settle::CARRY_BUDGET,
         |file, w| {
             let keys = w
                 .layout
@@ -283,7 +283,7 @@ fn a_long_walk_settles_under_a_steady_writer() {
             )
         },
     );
-    mapwise_native::settle::testing::clear();
+    mapwise_native::observe::settle::testing::clear();
     let walked = walked.expect("walked read");
     assert!(walked.settled, "{walked:?}");
     assert!(commits.get() >= 3, "{} commits landed", commits.get());

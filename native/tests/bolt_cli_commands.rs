@@ -988,7 +988,7 @@ fn read_commands_leave_the_file_alone() {
 
 #[test]
 fn writers_take_the_exclusive_lock_and_readers_share() {
-    use mapwise_native::bolt::{Db, Options};
+    use mapwise_native::engine::bolt::{Db, Options};
     let dir = tempdir();
     let f = copy(dir.path(), "small.db");
     let p = s(&f);

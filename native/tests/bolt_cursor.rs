@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use mapwise_native::bolt::{Db, Options};
+use mapwise_native::engine::bolt::{Db, Options};
 
 use crate::support::{oracle, testdata};
 
@@ -117,7 +117,7 @@ fn get_returns_what_bbolt_returns() {
             (),
         );
     }
-    db.view(|tx| -> Result<(), mapwise_native::bolt::Error> {
+    db.view(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {
         for (bucket, key) in kv.keys() {
             let want =
                 String::from_utf8(oracle(&["get", p, bucket, key, "--hex-path"])).expect("utf-8");

@@ -6,7 +6,7 @@
 #![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use mapwise_core::bolt::{BoltFile, CountEncoding, FreelistInfo, NO_FREELIST, freelist_info};
-use mapwise_native::bolt::{Db, Error, Options};
+use mapwise_native::engine::bolt::{Db, Error, Options};
 
 use crate::bolt_model::oracle_fast as oracle;
 use crate::bolt_model::{self, Bucket, Entry};

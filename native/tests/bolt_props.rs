@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mapwise_native::bolt::{BucketMut, Db, Error, Options, WriteTx};
+use mapwise_native::engine::bolt::{BucketMut, Db, Error, Options, WriteTx};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use mapwise_native::bolt::{Db, Error, Options, WriteTx};
+use mapwise_native::engine::bolt::{Db, Error, Options, WriteTx};
 
 use crate::bolt_model::oracle_fast as oracle;
 use crate::bolt_model::{self, Bucket, Entry};
@@ -21,7 +21,10 @@ fn sized(i: u32, len: usize) -> Vec<u8> {
 }
 
 /// A bucket handle at `path` inside `tx`.
-fn at<'t>(tx: &'t mut WriteTx<'_>, path: &[Vec<u8>]) -> mapwise_native::bolt::BucketMut<'t> {
+fn at<'t>(
+    tx: &'t mut WriteTx<'_>,
+    path: &[Vec<u8>],
+) -> mapwise_native::engine::bolt::BucketMut<'t> {
     tx.bucket_path(path).expect("bucket")
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use mapwise_core::bolt::BoltFile;
-use mapwise_native::bolt::{Db, Options};
+use mapwise_native::engine::bolt::{Db, Options};
 
 use crate::bolt_model::oracle_fast as oracle;
 use crate::bolt_write::oracle_check;

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use mapwise_native::bolt::{Db, Error, Options};
+use mapwise_native::engine::bolt::{Db, Error, Options};
 
 use crate::bolt_model::oracle_fast as oracle;
 use crate::bolt_model::{self, Bucket, Entry};

@@ -182,11 +182,11 @@ fn cli_case(dir: &Path, c: &Case, fails: &mut Vec<String>) {
         // An empty file is a new database to bbolt (and to us): opening it
         // read-write writes the first four pages.
         Fmt::Bolt if !c.bytes.is_empty() => {
-            let opts = mapwise_native::bolt::Options {
+            let opts = mapwise_native::engine::bolt::Options {
                 timeout: Some(Duration::from_secs(5)),
-                ..mapwise_native::bolt::Options::read_write()
+                ..mapwise_native::engine::bolt::Options::read_write()
             };
-            let r = mapwise_native::bolt::Db::open(&path, &opts);
+            let r = mapwise_native::engine::bolt::Db::open(&path, &opts);
             drop(r);
             let after = std::fs::read(&path).expect("read");
             if after != c.bytes {
@@ -195,9 +195,9 @@ fn cli_case(dir: &Path, c: &Case, fails: &mut Vec<String>) {
         }
         Fmt::Rrd => {
             if mapwise_core::rrd::Header::parse(c.bytes.as_slice()).is_err() {
-                let r = mapwise_native::rrd::update(
+                let r = mapwise_native::engine::rrd::update(
                     &path,
-                    &mapwise_native::rrd::UpdateOptions::default(),
+                    &mapwise_native::engine::rrd::UpdateOptions::default(),
                     &["N:1:2".to_owned()],
                 );
                 assert!(

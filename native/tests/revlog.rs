@@ -1,4 +1,4 @@
-//! `mapwise revlog` and `mapwise_native::revlog` against Mercurial 6.3:
+//! `mapwise revlog` and `mapwise_native::engine::revlog` against Mercurial 6.3:
 //! the corpus hg made (`testdata/revlog`, hg's own outputs beside each
 //! index), repositories the revlog peer generates fresh and reads back with hg,
 //! hg's own store-name and size parsers (through its Python), and the
@@ -12,11 +12,11 @@ use std::process::{Output, Stdio};
 use mapwise_core::detect::detect;
 use mapwise_core::layout::{Format, Kind};
 use mapwise_core::revlog::{Index, LayoutOptions, layout};
-use mapwise_native::map::Advice;
-use mapwise_native::residency;
-use mapwise_native::revlog::{
+use mapwise_native::engine::revlog::{
     Hidden, IndexFile, Load, Loaded, Options, StoreEncoding, log, sha1_hex, size_to_int,
 };
+use mapwise_native::os::map::Advice;
+use mapwise_native::os::residency;
 
 use crate::support::{
     assert_same_text, hg, hg_python, revlog_oracle_out, revlog_testdata, run_mapwise, tempdir,
@@ -247,7 +247,7 @@ fn corpus_offsets_and_layout_are_hgs() {
         assert_eq!(detect(&bytes[..]), Format::Revlog, "{name}");
         // The layout covers the file: entries, and inline chunks where
         // hg's offsets put them (data offset + one entry per revision).
-        let data_len = mapwise_native::revlog::data_path(&revlog_testdata(name))
+        let data_len = mapwise_native::engine::revlog::data_path(&revlog_testdata(name))
             .and_then(|d| std::fs::metadata(d).ok())
             .map(|m| m.len());
         let l = layout(&bytes[..], LayoutOptions { data_len });
@@ -994,7 +994,7 @@ fn unknown_requirements_are_refused_as_hg_refuses_them() {
     assert!(supported.lines().count() > 10, "{supported}");
     for r in supported.lines() {
         assert!(
-            mapwise_native::revlog::KNOWN_REQUIREMENTS.contains(&r),
+            mapwise_native::engine::revlog::KNOWN_REQUIREMENTS.contains(&r),
             "hg supports {r:?}, mapwise refuses it"
         );
     }

@@ -1,4 +1,4 @@
-//! `mapwise rrd` and `mapwise_native::rrd` against rrdtool 1.7.2, the
+//! `mapwise rrd` and `mapwise_native::engine::rrd` against rrdtool 1.7.2, the
 //! judge: the corpus rrdtool made (`testdata/rrd`, rrdtool's own outputs
 //! beside each file), rrdtool run live on the same inputs (through the
 //! rrd peer, `peers/rrd/peer`, or the `rrdtool` binary),
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use mapwise_native::rrd::{IoMode, UpdateOptions};
+use mapwise_native::engine::rrd::{IoMode, UpdateOptions};
 
 use crate::support::{mapwise, rrd_testdata, rrdtool, run_limited};
 
@@ -118,7 +118,7 @@ pub fn apply(path: &Path, lines: &[String], io: IoMode) {
         ..UpdateOptions::default()
     };
     for (n, l) in lines.iter().enumerate() {
-        let out = mapwise_native::rrd::update(path, &o, std::slice::from_ref(l))
+        let out = mapwise_native::engine::rrd::update(path, &o, std::slice::from_ref(l))
             .unwrap_or_else(|e| panic!("{}: line {}: {e}", path.display(), n + 1));
         if let Some(e) = out.error {
             panic!("{}: line {} ({l}): {e}", path.display(), n + 1);

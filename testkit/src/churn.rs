@@ -4,8 +4,8 @@
 /// Rewrite every key of bucket `w` with a value that depends on `round`
 /// (sizes vary, so every leaf is rewritten: the commit frees the old
 /// pages and, one commit later, reuses them).
-pub fn rewrite(db: &mapwise_native::bolt::Db, keys: u64, round: u64) {
-    db.update(|tx| -> Result<(), mapwise_native::bolt::Error> {
+pub fn rewrite(db: &mapwise_native::engine::bolt::Db, keys: u64, round: u64) {
+    db.update(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {
         let mut b = tx.create_bucket_if_not_exists(b"w")?;
         for k in 0..keys {
             let len = 100 + usize::try_from((k ^ round) % 97).unwrap();

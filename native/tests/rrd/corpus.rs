@@ -7,7 +7,7 @@ use std::path::Path;
 use mapwise_core::detect::detect;
 use mapwise_core::layout::{Format, Kind};
 use mapwise_core::rrd::{Header, layout};
-use mapwise_native::rrd::IoMode;
+use mapwise_native::engine::rrd::IoMode;
 use serde_json::Value;
 
 use super::{SHAPES, apply, assert_same_bytes, copy, gunzip, mw, ok, rt, spec};
@@ -321,8 +321,9 @@ fn big_corpus_file() {
 /// The inspector's engine reads an RRD as an RRD: its layout, no error.
 #[test]
 fn watch_reads_an_rrd_layout() {
-    let snap = mapwise_native::watch::read_snapshot(&rrd_testdata("hw.rrd"), Default::default())
-        .expect("snapshot");
+    let snap =
+        mapwise_native::observe::watch::read_snapshot(&rrd_testdata("hw.rrd"), Default::default())
+            .expect("snapshot");
     assert_eq!(snap.format, Format::Rrd);
     assert!(snap.error.is_none(), "{:?}", snap.error);
     assert!(snap.layout.regions.iter().any(|r| r.kind == Kind::CurRow));
@@ -538,7 +539,7 @@ fn version_1_files_keep_their_layout() {
 #[test]
 fn planned_pages_are_the_rows_written_and_a_kept_handle_matches() {
     use mapwise_core::rrd::{Cf, call_hot_ranges};
-    use mapwise_native::rrd::{Rrd, UpdateOptions};
+    use mapwise_native::engine::rrd::{Rrd, UpdateOptions};
     use std::collections::BTreeSet;
     let dir = tempdir();
     let d = dir.path();

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mapwise_native::rrd::{CreateOptions, IoMode};
+use mapwise_native::engine::rrd::{CreateOptions, IoMode};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
@@ -228,7 +228,7 @@ fn run_case(dir: &Path, d: &Defs, steps: &[Step]) -> Result<(), TestCaseError> {
         seed: Some(n as u64),
         ..CreateOptions::default()
     };
-    mapwise_native::rrd::create(&ours, &o, &d.args())
+    mapwise_native::engine::rrd::create(&ours, &o, &d.args())
         .map_err(|e| TestCaseError::fail(format!("create {:?}: {e}", d.args())))?;
     std::fs::copy(&ours, &theirs).expect("copy");
     set_writable(&theirs);
@@ -247,12 +247,12 @@ fn run_case(dir: &Path, d: &Defs, steps: &[Step]) -> Result<(), TestCaseError> {
         how,
     ]);
     if batch {
-        let o = mapwise_native::rrd::UpdateOptions {
+        let o = mapwise_native::engine::rrd::UpdateOptions {
             io: mode,
-            ..mapwise_native::rrd::UpdateOptions::default()
+            ..mapwise_native::engine::rrd::UpdateOptions::default()
         };
         for chunk in spec.chunks(5) {
-            let out = mapwise_native::rrd::update(&ours, &o, chunk)
+            let out = mapwise_native::engine::rrd::update(&ours, &o, chunk)
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             if let Some(e) = out.error {
                 return Err(TestCaseError::fail(e.to_string()));

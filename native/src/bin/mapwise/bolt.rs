@@ -17,8 +17,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mapwise_core::bolt::{BoltFile, DumpError, Record, visit, write_hex, write_record};
-use mapwise_native::bolt::{Db, Options};
-use mapwise_native::io::QuietSource;
+use mapwise_native::engine::bolt::{Db, Options};
+use mapwise_native::os::io::QuietSource;
 use mapwise_native::report;
 
 use crate::out::Out;
@@ -44,8 +44,8 @@ pub use crate::out::Problem;
 /// (invalid database, checksum, version, a bad page) are a [`Problem`]
 /// (exit 1) with the engine's message; I/O, mapping and lock timeouts are
 /// failures to run (exit 2).
-pub fn engine_error(e: mapwise_native::bolt::Error) -> anyhow::Error {
-    use mapwise_native::bolt::Error as E;
+pub fn engine_error(e: mapwise_native::engine::bolt::Error) -> anyhow::Error {
+    use mapwise_native::engine::bolt::Error as E;
     match e {
         E::BucketNotFound
         | E::IncompatibleValue
@@ -295,7 +295,7 @@ fn open(args: &FileArgs) -> Result<Db> {
         timeout: lock_timeout(args.timeout),
         // A dump reads every page: let the kernel read ahead (bbolt's
         // MADV_RANDOM would make each page of a cold file its own read).
-        advice: Some(mapwise_native::map::Advice::Sequential),
+        advice: Some(mapwise_native::os::map::Advice::Sequential),
         ..Options::default()
     };
     Db::open(&args.file, &opts)
@@ -307,9 +307,9 @@ fn open(args: &FileArgs) -> Result<Db> {
 /// not bbolt is a [`Problem`] (exit 1, as every other subcommand says of
 /// it); failing to open or a writer that never settles are failures to
 /// run (exit 2).
-fn settle_error(e: mapwise_native::settle::Error) -> anyhow::Error {
+fn settle_error(e: mapwise_native::observe::settle::Error) -> anyhow::Error {
     match e {
-        e @ mapwise_native::settle::Error::NotBolt { .. } => {
+        e @ mapwise_native::observe::settle::Error::NotBolt { .. } => {
             anyhow::Error::new(Problem(e.to_string()))
         }
         e => anyhow::Error::new(e),
@@ -432,8 +432,8 @@ fn dump(a: &FileArgs) -> Result<ExitCode> {
 /// id listed twice or past the high-water mark). The warning names the
 /// page and the fault, in `mapwise revlog debugindex`'s style for a short
 /// data file.
-fn warn_damaged_freelist(tx: &mapwise_native::bolt::Tx<'_>, path: &std::path::Path) {
-    use mapwise_native::bolt::Error;
+fn warn_damaged_freelist(tx: &mapwise_native::engine::bolt::Tx<'_>, path: &std::path::Path) {
+    use mapwise_native::engine::bolt::Error;
     let Err(e) = tx.check_freelist() else {
         return;
     };
@@ -451,7 +451,7 @@ fn warn_damaged_freelist(tx: &mapwise_native::bolt::Tx<'_>, path: &std::path::Pa
 }
 
 fn pages(a: &QuietArgs) -> Result<ExitCode> {
-    // Settled: retried while a writer commits (see mapwise_native::settle).
+    // Settled: retried while a writer commits (see mapwise_native::observe::settle).
     let rows = report::settled_page_rows(&a.file).map_err(settle_error)?;
     let mut out = Out::new();
     let _ = if a.json {
@@ -561,8 +561,8 @@ fn info(a: &QuietArgs) -> Result<ExitCode> {
 }
 
 fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
-    use mapwise_native::map::Advice;
-    use mapwise_native::residency;
+    use mapwise_native::os::map::Advice;
+    use mapwise_native::os::residency;
     let advice = Advice::from_name(&a.advice).with_context(|| {
         format!(
             "unknown advice {:?} (normal, random, sequential, willneed, hugepage)",
@@ -588,7 +588,7 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     let db = Db::open(&a.file, &opts).map_err(engine_error)?;
     let opened = start.elapsed();
     let range = crate::bolt_bench::ScanRange::parse(a.from.as_deref(), a.to.as_deref())?;
-    let copts = mapwise_native::bolt::CursorOptions {
+    let copts = mapwise_native::engine::bolt::CursorOptions {
         prefetch: a.prefetch,
         prefetch_end: range.to.clone(),
     };

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use clap::Args;
 use mapwise_core::bolt::BUCKET_LEAF_FLAG;
-use mapwise_native::bolt::{Bucket, CursorOptions, Db, MAX_VALUE_SIZE, Options, Tx};
-use mapwise_native::residency;
-use mapwise_native::rng::SplitMix64;
+use mapwise_native::engine::bolt::{Bucket, CursorOptions, Db, MAX_VALUE_SIZE, Options, Tx};
+use mapwise_native::engine::rng::SplitMix64;
+use mapwise_native::os::residency;
 
 /// The bucket every put goes to (or below, in `-nest` modes).
 const BUCKET: &[u8] = b"bench";

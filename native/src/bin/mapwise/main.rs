@@ -46,8 +46,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    mapwise_native::map::exit_cleanly_on_sigbus();
-    mapwise_native::heap::bound_peaks();
+    mapwise_native::os::map::exit_cleanly_on_sigbus();
+    mapwise_native::os::heap::bound_peaks();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_failure(&e),

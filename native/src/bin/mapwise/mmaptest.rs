@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
-use mapwise_native::mmaptest::{self, DEFAULT_ITERATIONS, Files, Mode, ModeResult, ReadSize};
+use mapwise_native::engine::mmaptest::{
+    self, DEFAULT_ITERATIONS, Files, Mode, ModeResult, ReadSize,
+};
 
 /// Long help: where the streams go, and what the numbers mean.
 const AFTER_HELP: &str = "\

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use mapwise_core::revlog::{DebugRow, DebugStyle, Index, Node, PrintError, debug_row};
-use mapwise_native::map::Advice;
-use mapwise_native::revlog::{
+use mapwise_native::engine::revlog::{
     self, HgConfig, IndexFile, Load, LogRow, Options, Repo, Revlog, check_data_file,
 };
+use mapwise_native::os::map::Advice;
 use serde::Serialize;
 
 use crate::out::Out;

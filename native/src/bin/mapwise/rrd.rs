@@ -28,8 +28,8 @@ use clap::{ArgAction, Args, Subcommand};
 use mapwise_core::rrd::dump::DumpHeader;
 use mapwise_core::rrd::fetch::write_fetch_rows;
 use mapwise_core::rrd::info::{InfoValue, write_info};
-use mapwise_native::rrd::cached::{self, Client};
-use mapwise_native::rrd::{self, CreateOptions, FetchOptions, IoMode, UpdateOptions};
+use mapwise_native::engine::rrd::cached::{self, Client};
+use mapwise_native::engine::rrd::{self, CreateOptions, FetchOptions, IoMode, UpdateOptions};
 
 use crate::out::{Out, StdioOut};
 
@@ -803,7 +803,7 @@ fn json_line(v: &serde_json::Value) -> Result<()> {
 /// `--cold` does before every call).
 fn evict(path: &std::path::Path) -> Result<()> {
     use anyhow::Context as _;
-    use mapwise_native::residency;
+    use mapwise_native::os::residency;
     let f = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
     f.sync_all()
         .with_context(|| format!("{}: fsync", path.display()))?;
@@ -814,7 +814,7 @@ fn evict(path: &std::path::Path) -> Result<()> {
 /// Resident OS pages of the file (mincore; touches nothing).
 fn resident_pages(path: &std::path::Path) -> Result<u64> {
     let f = std::fs::File::open(path)?;
-    Ok(mapwise_native::residency::sample(&f)?.resident_pages)
+    Ok(mapwise_native::os::residency::sample(&f)?.resident_pages)
 }
 
 /// The in-process driver of `cargo xtask bench rrd`: every call of
@@ -894,7 +894,7 @@ fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
         "first_error": first_error,
         "total_s": times_s.iter().sum::<f64>(),
         "times_s": times_s,
-        "file_pages": file_bytes.div_ceil(mapwise_native::residency::os_page_size()),
+        "file_pages": file_bytes.div_ceil(mapwise_native::os::residency::os_page_size()),
         "resident_pages_after": resident_after,
         "user_s": usage.user_s,
         "sys_s": usage.sys_s,

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use mapwise_native::bolt::{Db, Options, WriteTx, check_summary};
-use mapwise_native::io::QuietSource;
+use mapwise_native::engine::bolt::{Db, Options, WriteTx, check_summary};
+use mapwise_native::os::io::QuietSource;
 
 use super::bytefmt::{self, Format, Parse};
 use super::{Problem, engine_error, lock_timeout};
@@ -209,15 +209,15 @@ fn bucket_not_found(path: &[Vec<u8>]) -> Problem {
 /// that exists when the names are read as hex gets a hint to say
 /// `--bucket-format hex` ([`hex_hint`]).
 fn read_bucket<'t>(
-    tx: &'t mapwise_native::bolt::Tx<'_>,
+    tx: &'t mapwise_native::engine::bolt::Tx<'_>,
     path: &[Vec<u8>],
     args: &[OsString],
     how: Parse,
-) -> Result<mapwise_native::bolt::Bucket<'t>> {
+) -> Result<mapwise_native::engine::bolt::Bucket<'t>> {
     // bbolt's `Bucket.Bucket` returns nil for a name that holds a value,
     // so its CLI says "bucket not found" for both (`findLastBucket`).
     tx.bucket_path(path).map_err(|e| match e {
-        mapwise_native::bolt::Error::Format(
+        mapwise_native::engine::bolt::Error::Format(
             mapwise_core::Error::BucketNotFound | mapwise_core::Error::IncompatibleValue,
         ) => {
             let hint = hex_hint(args, how, "the bucket path", "--bucket-format", |p| {
@@ -301,7 +301,7 @@ pub fn buckets(a: &BucketsArgs) -> Result<ExitCode> {
             out.write_bytes(&bytefmt::format(name, a.format));
             out.write_bytes(b"\n");
         }
-        Ok::<(), mapwise_native::bolt::Error>(())
+        Ok::<(), mapwise_native::engine::bolt::Error>(())
     })
     .map_err(engine_error)?;
     out.finish()?;
@@ -380,7 +380,7 @@ fn write_bucket<'t>(
     tx: &'t mut WriteTx<'_>,
     path: &[Vec<u8>],
     create: bool,
-) -> Result<mapwise_native::bolt::BucketMut<'t>> {
+) -> Result<mapwise_native::engine::bolt::BucketMut<'t>> {
     if create {
         for i in 0..path.len() {
             if i == 0 {
@@ -397,8 +397,8 @@ fn write_bucket<'t>(
         }
     }
     tx.bucket_path(path).map_err(|e| match e {
-        mapwise_native::bolt::Error::BucketNotFound
-        | mapwise_native::bolt::Error::IncompatibleValue => bucket_not_found(path).into(),
+        mapwise_native::engine::bolt::Error::BucketNotFound
+        | mapwise_native::engine::bolt::Error::IncompatibleValue => bucket_not_found(path).into(),
         e => engine_error(e).context(format!("bucket {}", show_path(path))),
     })
 }

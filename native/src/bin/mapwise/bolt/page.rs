@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use mapwise_core::bolt::{Body, BoltFile, BucketHeader, FreelistIds, Page, PageType, page_detail};
 use mapwise_core::source::PageSource;
-use mapwise_native::io::QuietSource;
+use mapwise_native::os::io::QuietSource;
 
 use super::bytefmt::{self, Format};
 use crate::out::Out;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use mapwise_native::bolt::{BucketStats, Options};
+use mapwise_native::engine::bolt::{BucketStats, Options};
 
 use super::kv::open_read;
 use super::{engine_error, lock_timeout};
@@ -87,7 +87,7 @@ pub fn stats(a: &StatsArgs) -> Result<ExitCode> {
             s.add(&b.stats()?);
             count += 1;
         }
-        Ok::<(), mapwise_native::bolt::Error>(())
+        Ok::<(), mapwise_native::engine::bolt::Error>(())
     })
     .map_err(engine_error)?;
     let mut out = Out::new();

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use mapwise_core::MetaFault;
 
-use crate::map::MapError;
+use crate::os::map::MapError;
 
 /// Errors of the bbolt engine. Where bbolt has a named error
 /// (`ErrKeyRequired`, `ErrBucketExists`, ...) the variant carries its

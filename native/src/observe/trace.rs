@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mapwise_core::trace::{Frame, Header, Trace, encode_frame, encode_header};
 
-use crate::residency::{self, os_page_size};
+use crate::os::residency::{self, os_page_size};
 
 /// The largest share of one CPU a recording takes: after a sample that
 /// took `t`, the next one waits at least `t × (1 / MAX_DUTY − 1)` even when

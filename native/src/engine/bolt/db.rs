@@ -28,7 +28,7 @@ use rustix::fs::FlockOperation;
 use super::error::{Error, Result, no_valid_meta};
 use super::freelist::Freelist;
 use super::wtx::{TxState, WriteTx};
-use crate::map::{Advice, MapOptions, Mapping, bolt_mmap_size};
+use crate::os::map::{Advice, MapOptions, Mapping, bolt_mmap_size};
 
 /// A bucket read inside a [`Tx`]; keys and values borrow the transaction.
 pub type Bucket<'tx> = mapwise_core::bolt::Bucket<'tx, [u8]>;
@@ -278,7 +278,7 @@ fn open_rw(path: &Path, mode: u32) -> std::io::Result<File> {
 }
 
 fn os_page_size() -> u32 {
-    u32::try_from(crate::residency::os_page_size()).unwrap_or(4096)
+    u32::try_from(crate::os::residency::os_page_size()).unwrap_or(4096)
 }
 
 /// The four pages of a new file (bbolt `DB.init`): metas 0 and 1 (txid 0
@@ -327,7 +327,7 @@ impl Db {
             move |source| Error::Io { path, what, source }
         };
         let file = if opts.read_only {
-            crate::io::open_regular(path, false).map_err(io("open"))?
+            crate::os::io::open_regular(path, false).map_err(io("open"))?
         } else {
             open_rw(path, opts.file_mode).map_err(io("open"))?
         };
@@ -670,7 +670,7 @@ impl Db {
     /// tree is spilled and the CPU while the pages go to disk. Here the
     /// pages are written while the tree is still being spilled, and every
     /// [`WRITEBACK_BATCH`] bytes their writeback is started
-    /// ([`crate::io::start_writeback`]), so the device is busy during the
+    /// ([`crate::os::io::start_writeback`]), so the device is busy during the
     /// spill and the fdatasync that follows waits for less. Nothing
     /// changes for crash safety: every page goes to a page that is free in
     /// this commit's snapshot, the commit joins this thread before its
@@ -694,7 +694,7 @@ impl Db {
             // Only synced commits get this thread (`WriteTx::commit`).
             if unstarted >= WRITEBACK_BATCH {
                 unstarted = 0;
-                crate::io::start_writeback(&self.file);
+                crate::os::io::start_writeback(&self.file);
             }
             written.push(buf);
         }
@@ -927,7 +927,7 @@ fn stored_freelist(file: &BoltFile<'_, [u8]>) -> Result<Vec<u64>> {
 /// survives the transaction that keeps the mapping alive:
 ///
 /// ```compile_fail
-/// # use mapwise_native::bolt::{Db, Options};
+/// # use mapwise_native::engine::bolt::{Db, Options};
 /// # fn f(db: &Db) {
 /// let value = {
 ///     let tx = db.begin().unwrap();
@@ -958,7 +958,7 @@ impl Drop for Tx<'_> {
 /// CPU to cache the leaves a forward move reaches next (offsets are file
 /// offsets, all clipped to this snapshot's length). Where mincore hides
 /// residency (a file the caller neither owns nor may write, see
-/// [`crate::residency::mincore_trust`]) every page looks cached, so the
+/// [`crate::os::residency::mincore_trust`]) every page looks cached, so the
 /// cursor announces nothing and reads as bbolt's does.
 impl Prefetch for Tx<'_> {
     fn will_need(&self, offset: u64, len: u64) {

@@ -90,7 +90,7 @@ fn read_file(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Error> {
         path: path.to_owned(),
         source,
     };
-    let f = match crate::io::open_regular(path, false) {
+    let f = match crate::os::io::open_regular(path, false) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io(e)),
@@ -162,7 +162,7 @@ pub fn dirstate_parents(dot_hg: &Path, v2: bool) -> Result<[Node; 2], Error> {
         path: path.clone(),
         source,
     };
-    let f = match crate::io::open_regular(&path, false) {
+    let f = match crate::os::io::open_regular(&path, false) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok([NULL_NODE; 2]),
         Err(e) => return Err(io(e)),

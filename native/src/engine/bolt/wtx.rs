@@ -23,7 +23,7 @@ use super::error::{Error, Result};
 use super::freelist::Freelist;
 use super::node::{Arena, BucketId, BucketState, Bytes, Ctx, Freed, Spilled};
 use super::wcursor::{Entry, View, WCursor};
-use crate::map::Mapping;
+use crate::os::map::Mapping;
 
 /// Longest value bbolt stores (`MaxValueSize`, 2^31 - 2 bytes).
 pub const MAX_VALUE_SIZE: usize = (1 << 31) - 2;
@@ -576,7 +576,7 @@ impl Drop for WriteTx<'_> {
 /// borrow the handle, so none outlives a change:
 ///
 /// ```compile_fail
-/// # use mapwise_native::bolt::{Db, Error};
+/// # use mapwise_native::engine::bolt::{Db, Error};
 /// # fn f(db: &Db) -> Result<(), Error> {
 /// db.update(|tx| {
 ///     let mut b = tx.create_bucket(b"b")?;

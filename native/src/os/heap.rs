@@ -26,7 +26,7 @@ pub fn bound_peaks() {
 
 /// Give the memory a structure read freed back to the system. Under a
 /// busy writer a read carries pages between attempts (up to
-/// [`crate::settle::LIVE_CARRY_BUDGET`]) and frees them at its end; each
+/// [`crate::observe::settle::LIVE_CARRY_BUDGET`]) and frees them at its end; each
 /// re-read runs on a new thread, which glibc gives its own arena, so
 /// without this the live view's resident memory kept the freed pages of
 /// every arena (285 MB after 20 s on a 272 MiB file, 21 MB when quiet).

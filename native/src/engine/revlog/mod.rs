@@ -46,7 +46,7 @@ pub enum Error {
         path: PathBuf,
         /// Why.
         #[source]
-        source: crate::map::MapError,
+        source: crate::os::map::MapError,
     },
     /// The index is damaged or of an unsupported version.
     #[error("{}", path.display())]

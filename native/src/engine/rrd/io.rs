@@ -91,7 +91,7 @@ fn usz(v: u64) -> usize {
 /// The OS page size.
 #[must_use]
 pub fn page_size() -> u64 {
-    crate::residency::os_page_size()
+    crate::os::residency::os_page_size()
 }
 
 /// Bytes, reads and writes of an open RRD file: a [`PageSource`] plus
@@ -194,7 +194,7 @@ impl MmapIo {
         let map = match access {
             // SAFETY: the mapping is only valid while nobody truncates the
             // file; every user holds rrdtool's fcntl lock for the life of
-            // the mapping (the SIGBUS contract of crate::map), and reads
+            // the mapping (the SIGBUS contract of crate::os::map), and reads
             // never go past the length seen here.
             Access::Write => MapKind::Rw(unsafe { o.map_mut(&file)? }),
             // SAFETY: as above; a private read-only mapping.

@@ -26,9 +26,9 @@ use mapwise_core::bolt::{BoltFile, PageDetail, WalkOptions, page_detail};
 use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::{Format, Layout};
 
-use crate::io::QuietSource;
+use crate::os::io::QuietSource;
+use crate::os::residency::{self, FileAdvice, Locked, Residency, TO_EOF};
 use crate::report::{BoltInfo, RevlogInfo, RraSummary, RrdInfo};
-use crate::residency::{self, FileAdvice, Locked, Residency, TO_EOF};
 
 /// Identity of one version of the file on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ pub struct Snapshot {
     /// Why the structure could not be read, when it could not.
     pub error: Option<String>,
     /// Set when a writer committed during every attempt to read the
-    /// structure ([`crate::settle`]): the layout may mix two snapshots and
+    /// structure ([`crate::observe::settle`]): the layout may mix two snapshots and
     /// its problems may be transient. Says so in one sentence.
     pub unsettled: Option<String>,
     /// Bytes the format's own header says the file spans (bbolt: the
@@ -127,15 +127,16 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         Format::Bolt => {
             snap.format = Format::Bolt;
             // Walked through `settle`: retried while a writer commits.
-            let budget = crate::settle::LIVE_CARRY_BUDGET;
-            let read = crate::settle::read_bolt_walked(path, opts, budget, |file, walked| {
-                (BoltInfo::of(file, walked.freelist), walked.layout)
-            });
+            let budget = crate::observe::settle::LIVE_CARRY_BUDGET;
+            let read =
+                crate::observe::settle::read_bolt_walked(path, opts, budget, |file, walked| {
+                    (BoltInfo::of(file, walked.freelist), walked.layout)
+                });
             match read {
                 Ok(s) => {
                     let (info, layout) = s.value;
                     if !s.settled {
-                        snap.unsettled = Some(crate::settle::unsettled_message(
+                        snap.unsettled = Some(crate::observe::settle::unsettled_message(
                             &s.struggle,
                             layout.problem_count(),
                         ));
@@ -145,16 +146,16 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
                     snap.layout = Arc::new(layout);
                     snap.as_of = s.settled.then(Instant::now);
                 }
-                Err(crate::settle::Error::NotBolt { reason, .. }) => {
+                Err(crate::observe::settle::Error::NotBolt { reason, .. }) => {
                     snap.error = Some(reason.to_string());
                 }
-                Err(crate::settle::Error::Open { source, .. }) => return Err(source),
+                Err(crate::observe::settle::Error::Open { source, .. }) => return Err(source),
                 Err(e) => snap.error = Some(e.to_string()),
             }
         }
         Format::Rrd => {
             snap.format = Format::Rrd;
-            let walked = mapwise_core::rrd::layout(&src, crate::residency::os_page_size());
+            let walked = mapwise_core::rrd::layout(&src, crate::os::residency::os_page_size());
             snap.error = match (walked.arch, &walked.fatal) {
                 (Some(a), Some(_)) if a != mapwise_core::rrd::Arch::Native => {
                     Some(a.refusal().into())
@@ -186,7 +187,7 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         Format::Revlog => {
             snap.format = Format::Revlog;
             // A non-inline index's chunks are checked against its `.d`.
-            let data_len = crate::revlog::data_path(path)
+            let data_len = crate::engine::revlog::data_path(path)
                 .and_then(|d| std::fs::metadata(d).ok())
                 .map(|m| m.len());
             let walked = mapwise_core::revlog::layout(
@@ -398,9 +399,9 @@ const SEEN_KEPT: usize = 256;
 const LAYOUT_MIN: Duration = Duration::from_millis(400);
 
 /// A bbolt file followed on two background threads: one follows the
-/// writer's commits ([`crate::settle::Follower`]) and never stops to
+/// writer's commits ([`crate::observe::settle::Follower`]) and never stops to
 /// replay the walk; the other replays it from what the first held at a
-/// moment ([`crate::settle::Frozen`]) and sends each layout as a
+/// moment ([`crate::observe::settle::Frozen`]) and sends each layout as a
 /// [`Snapshot`] of one snapshot of the file (settled), or, when the
 /// follower cannot keep up, one that says so.
 #[derive(Debug)]
@@ -419,7 +420,8 @@ impl Live {
     fn start(path: &Path, opts: WalkOptions) -> Live {
         use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
         let (tx, rx) = mpsc::channel::<std::io::Result<Snapshot>>();
-        let (job_tx, job_rx) = mpsc::sync_channel::<(crate::settle::Frozen, Option<String>)>(0);
+        let (job_tx, job_rx) =
+            mpsc::sync_channel::<(crate::observe::settle::Frozen, Option<String>)>(0);
         let stop = Arc::new(AtomicBool::new(false));
         let took_ns = Arc::new(AtomicU64::new(0));
         let txid = Arc::new(AtomicU64::new(u64::MAX));
@@ -434,10 +436,10 @@ impl Live {
             let txid = Arc::clone(&txid);
             let seen = Arc::clone(&seen);
             named("follow", move || {
-                let budget = crate::settle::LIVE_CARRY_BUDGET;
-                let mut f = match crate::settle::Follower::open(&path, opts, budget) {
+                let budget = crate::observe::settle::LIVE_CARRY_BUDGET;
+                let mut f = match crate::observe::settle::Follower::open(&path, opts, budget) {
                     Ok(f) => f,
-                    Err(crate::settle::Error::Open { source, .. }) => {
+                    Err(crate::observe::settle::Error::Open { source, .. }) => {
                         let _ = tx.send(Err(source));
                         return;
                     }
@@ -489,9 +491,9 @@ impl Live {
                                 Instant::now() + took.saturating_mul(LAYOUT_PAUSE).max(LAYOUT_MIN);
                         }
                         std::thread::sleep(LOOK_EVERY);
-                    } else if f.restarts() >= reported + crate::settle::MAX_RESTARTS {
+                    } else if f.restarts() >= reported + crate::observe::settle::MAX_RESTARTS {
                         reported = f.restarts();
-                        let note = crate::settle::unsettled_message(&f.struggle(), 0);
+                        let note = crate::observe::settle::unsettled_message(&f.struggle(), 0);
                         let _ = job_tx.try_send((f.freeze(), Some(note)));
                     }
                 }
@@ -500,7 +502,7 @@ impl Live {
         let layout = {
             let stop = Arc::clone(&stop);
             named("layout", move || {
-                crate::io::lower_priority(LAYOUT_NICE);
+                crate::os::io::lower_priority(LAYOUT_NICE);
                 while let Ok((frozen, note)) = job_rx.recv() {
                     if stop.load(Ordering::Relaxed) {
                         break;
@@ -518,7 +520,7 @@ impl Live {
                         Ordering::Relaxed,
                     );
                     drop(frozen);
-                    crate::heap::release_freed();
+                    crate::os::heap::release_freed();
                     if tx.send(Ok(snap)).is_err() {
                         break;
                     }
@@ -558,7 +560,7 @@ where
 
 /// The [`Snapshot`] of what a follower held: settled when every page
 /// was held (`note` is then `None`), else an incomplete one saying why.
-fn live_snapshot(frozen: &crate::settle::Frozen, note: Option<String>) -> Snapshot {
+fn live_snapshot(frozen: &crate::observe::settle::Frozen, note: Option<String>) -> Snapshot {
     let start = Instant::now();
     let (info, layout) =
         frozen.layout(|file, walked| (BoltInfo::of(file, walked.freelist), walked.layout));
@@ -753,7 +755,7 @@ impl Watch {
                     let opts = self.opts;
                     named("reread", move || {
                         let snap = read_snapshot(&path, opts);
-                        crate::heap::release_freed();
+                        crate::os::heap::release_freed();
                         let _ = tx.send(snap);
                     });
                     self.pending = Some(rx);

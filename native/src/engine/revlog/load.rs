@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use mapwise_core::revlog::Index;
 
 use super::Error;
-use crate::map::{Advice, MapOptions, Mapping};
+use crate::os::map::{Advice, MapOptions, Mapping};
 
 /// How to bring an index into memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +108,7 @@ enum Data {
 
 /// An index file in memory, read or mapped.
 ///
-/// A mapped index is subject to the SIGBUS contract of [`crate::map`]:
+/// A mapped index is subject to the SIGBUS contract of [`crate::os::map`]:
 /// hg appends to index files in place, and truncates them only on strip
 /// or rollback while holding the repository lock; mapwise takes no lock,
 /// so keep writers out while a mapped [`IndexFile`] lives (hg's own

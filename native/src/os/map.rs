@@ -12,7 +12,7 @@
 //! at mapping time; bbolt relies on the same rule and on `flock` to keep
 //! cooperating processes out. Tools that watch files owned by someone else
 //! (the inspector) must not read through a mapping: they use
-//! [`crate::io::QuietSource`] and mincore, which cannot fault.
+//! [`crate::os::io::QuietSource`] and mincore, which cannot fault.
 
 use std::fs::File;
 
@@ -311,7 +311,7 @@ impl Mapping {
         if at >= bytes.len() {
             return false;
         }
-        let page = usize::try_from(crate::residency::os_page_size()).unwrap_or(4096);
+        let page = usize::try_from(crate::os::residency::os_page_size()).unwrap_or(4096);
         let start = at - at % page;
         let mut vec = [0u8; 1];
         // SAFETY: the mapping starts page aligned (mmap's address) and

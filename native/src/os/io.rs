@@ -2,7 +2,7 @@
 //!
 //! Which one to use is an explicit choice:
 //! * [`Mapping`] (via its bytes) — zero-copy; the engines' choice, as in
-//!   bbolt. Subject to the SIGBUS contract of [`crate::map`].
+//!   bbolt. Subject to the SIGBUS contract of [`crate::os::map`].
 //! * [`PreadSource`] — `pread(2)` into owned buffers; goes through the
 //!   page cache like `read()`.
 //! * [`QuietSource`] — reads with `O_DIRECT` in aligned chunks, so reading
@@ -14,7 +14,7 @@
 //! * [`QuietPages`] — the same promise, faster: page runs the page cache
 //!   holds are copied out of it, the rest are read with `O_DIRECT`, many
 //!   at a time. The settling reader of a live bbolt file
-//!   ([`crate::settle`]) reads through it.
+//!   ([`crate::observe::settle`]) reads through it.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use mapwise_core::{Error, PageSource};
 
-use crate::map::Mapping;
+use crate::os::map::Mapping;
 
 impl PageSource for Mapping {
     fn len(&self) -> u64 {
@@ -214,7 +214,7 @@ impl QuietSource {
     }
 
     /// Stamp the chunks read from the file from now on with `epoch`
-    /// (the caller's clock: [`crate::settle`] counts its checks of the meta
+    /// (the caller's clock: [`crate::observe::settle`] counts its checks of the meta
     /// pages), so [`QuietSource::read_at_epoch`] can tell when bytes served
     /// from memory were read.
     pub fn set_epoch(&self, epoch: u64) {
@@ -442,7 +442,7 @@ const DIRECT_THREADS: usize = 8;
 ///
 /// One race is left: a page evicted between the `mincore` and the copy
 /// (microseconds) is read back from the disk, one page. Where residency
-/// cannot be trusted ([`crate::residency::Trust::Unknown`]: `mincore`
+/// cannot be trusted ([`crate::os::residency::Trust::Unknown`]: `mincore`
 /// then says every page is cached) or `process_vm_readv` is refused (some
 /// seccomp profiles), every run is read with `O_DIRECT`.
 ///
@@ -452,7 +452,7 @@ const DIRECT_THREADS: usize = 8;
 pub struct QuietPages {
     direct: File,
     is_direct: bool,
-    map: Option<crate::residency::Window>,
+    map: Option<crate::os::residency::Window>,
     len: u64,
     stats: std::cell::Cell<ReadStats>,
 }
@@ -527,9 +527,9 @@ impl QuietPages {
         if len != self.len || (self.map.is_none() && len > 0) {
             self.len = len;
             self.map = None;
-            let trusted = crate::residency::mincore_trust(&self.direct).is_known();
+            let trusted = crate::os::residency::mincore_trust(&self.direct).is_known();
             if trusted && len > 0 {
-                self.map = crate::residency::Window::map(&self.direct, 0, len)
+                self.map = crate::os::residency::Window::map(&self.direct, 0, len)
                     .ok()
                     .filter(|w| w.advise_random().is_ok())
                     .filter(|w| {
@@ -617,7 +617,7 @@ impl QuietPages {
         // One mincore(2) per stretch of nearby runs.
         let mut order = which.to_vec();
         order.sort_unstable_by_key(|&i| runs[i].0);
-        let page = crate::residency::os_page_size();
+        let page = crate::os::residency::os_page_size();
         let mut vec = Vec::new();
         let mut k = 0;
         while k < order.len() {
@@ -1035,7 +1035,7 @@ const AHEAD_BYTES: usize = 8 << 20;
 /// on what it read before; each tagged with the caller's epoch. A run is handed out
 /// only to a caller at the same epoch: the caller bumps the epoch whenever
 /// what it read before may no longer be what the file holds (for
-/// [`crate::settle`]: at each commit it follows).
+/// [`crate::observe::settle`]: at each commit it follows).
 ///
 /// A job's runs stay in the one buffer they were read into until each is
 /// taken ([`Ahead::take_into`] copies it out), and the buffer then goes

@@ -58,7 +58,7 @@ use mapwise_core::bolt::{
 };
 use mapwise_core::{At, PageSource};
 
-use crate::io::{QuietPages, QuietSource};
+use crate::os::io::{QuietPages, QuietSource};
 
 /// Reads of the file [`read_bolt`] makes before giving up on a writer
 /// that commits during every one of them.
@@ -518,7 +518,7 @@ pub struct Follower {
     /// Since when the looks have found a commit half written.
     moving_since: Option<Instant>,
     /// Direct reads of pages to read next, started ahead of need.
-    ahead: Option<crate::io::Ahead>,
+    ahead: Option<crate::os::io::Ahead>,
     /// Bumped at every commit followed and every start: reads started
     /// ahead at an older epoch are not used.
     epoch: u64,
@@ -605,13 +605,13 @@ impl Follower {
         };
         // A page's overflow pages are read with it, ahead of need.
         let ps = f.ps();
-        let extend: crate::io::Extend = Box::new(move |first, len| {
+        let extend: crate::os::io::Extend = Box::new(move |first, len| {
             mapwise_core::bolt::PageHeader::parse(first)
                 .and_then(|h| (u64::from(h.overflow) + 1).checked_mul(ps))
                 .and_then(|run| usize::try_from(run).ok())
                 .map_or(len, |run| run.max(len))
         });
-        f.ahead = crate::io::Ahead::new(&f.reader, extend).ok();
+        f.ahead = crate::os::io::Ahead::new(&f.reader, extend).ok();
         f.begin();
         Ok(f)
     }
@@ -649,8 +649,12 @@ impl Follower {
             && (SystemTime::now()
                 .duration_since(mtime)
                 .is_ok_and(|d| d >= QUIET_FOR)
-                || crate::residency::cachestat(self.reader.file(), 0, crate::residency::TO_EOF)
-                    .is_ok_and(|c| c.dirty == 0 && c.writeback == 0));
+                || crate::os::residency::cachestat(
+                    self.reader.file(),
+                    0,
+                    crate::os::residency::TO_EOF,
+                )
+                .is_ok_and(|c| c.dirty == 0 && c.writeback == 0));
         if quiet || waited >= PENDING_WAIT {
             self.quiet = Some(mtime);
             return true;
@@ -687,7 +691,7 @@ impl Follower {
 
     /// The reader's counts.
     #[must_use]
-    pub fn read_stats(&self) -> crate::io::ReadStats {
+    pub fn read_stats(&self) -> crate::os::io::ReadStats {
         self.reader.stats()
     }
 
@@ -1686,7 +1690,7 @@ impl PageSource for Batch {
 /// into `buf` (reused).
 fn read_pages(
     reader: &QuietPages,
-    ahead: Option<(&crate::io::Ahead, u64)>,
+    ahead: Option<(&crate::os::io::Ahead, u64)>,
     ps: u64,
     len: u64,
     pgids: &[u64],

@@ -39,7 +39,7 @@
 //! a cold untouched mmap pass over 16 files measures. The page cache is not
 //! changed by it (nothing is read or faulted from the files).
 //!
-//! **The SIGBUS contract** (see [`crate::map`]): the mmap modes read
+//! **The SIGBUS contract** (see [`crate::os::map`]): the mmap modes read
 //! through mappings, so nobody may truncate a file below its size at
 //! [`Files::open`] while a run lasts. The benchmark and the tests run on
 //! files of their own; a user pointing `mapwise mmaptest` at a file that
@@ -61,7 +61,7 @@ use std::time::Instant;
 use memmap2::{Mmap, MmapOptions};
 use serde::Serialize;
 
-use crate::residency;
+use crate::os::residency;
 
 /// The original's default: 100 000 passes over the file list.
 pub const DEFAULT_ITERATIONS: u64 = 100_000;
@@ -384,7 +384,7 @@ pub struct Files {
 impl Files {
     /// Opens every path read-only and notes its size; refuses anything
     /// but a regular file (FIFO, socket, directory, device) without
-    /// blocking, as the inspector does ([`crate::io::open_regular`]). The same path may
+    /// blocking, as the inspector does ([`crate::os::io::open_regular`]). The same path may
     /// appear more than once (it is then read that often per iteration).
     ///
     /// # Errors
@@ -399,7 +399,7 @@ impl Files {
             let path = p.as_ref().to_path_buf();
             // Regular files only: a FIFO would block the open (and then
             // the loop) forever, a directory or device has no length.
-            let file = match crate::io::open_regular(&path, false) {
+            let file = match crate::os::io::open_regular(&path, false) {
                 Ok(f) => f,
                 Err(source) => return Err(Error::Open { path, source }),
             };

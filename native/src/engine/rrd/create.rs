@@ -88,7 +88,7 @@ pub fn plan(name: &str, o: &CreateOptions, defs: &[String]) -> Result<Plan, Erro
 fn temp_name(path: &Path, salt: u64) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut st = crate::rng::SplitMix64::new(salt);
+    let mut st = crate::engine::rng::SplitMix64::new(salt);
     let suffix: String = (0..6)
         .map(|_| {
             char::from(
@@ -117,7 +117,7 @@ pub fn create(path: &Path, o: &CreateOptions, defs: &[String]) -> Result<(), Err
     let plan = plan(&name, o, defs)?;
     let (secs, usec) = time::now();
     // The random initial row of each archive.
-    let mut state = crate::rng::SplitMix64::new(o.seed.unwrap_or_else(|| {
+    let mut state = crate::engine::rng::SplitMix64::new(o.seed.unwrap_or_else(|| {
         (secs as u64).wrapping_add(u64::from(std::process::id())) ^ (usec as u64) << 32
     }));
     let rows: Vec<u64> = plan
