@@ -6,7 +6,8 @@
 //! [`observe`] watches files other processes own: the quiet, settled reads of a live bbolt file, the live view's snapshots and residency traces.
 //! [`describe`] and [`report`] are what the command lines print; `os` and `engine` never depend on them.
 //!
-//! This is the only crate of the workspace with `unsafe` code, and every `unsafe` block says why it is sound.
+//! Of the crates mapwise ships, this is the only one with `unsafe` code, and it lives in [`os`], each block with a `SAFETY:` comment saying why it is sound.
+//! Outside [`os`], `unsafe` only calls a function whose soundness rests on its caller, with a `SAFETY:` comment saying how the caller keeps it: an `unsafe fn` of [`os`] that maps a file, or mmaptest's SSE2 byte sum (a `#[target_feature]` function).
 
 pub mod describe;
 pub mod engine;

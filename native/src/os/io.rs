@@ -140,7 +140,42 @@ impl PageSource for PreadSource {
 
 /// Alignment of `O_DIRECT` offsets, lengths and buffers. 4 KiB covers
 /// every logical block size in common use (512 and 4096 bytes).
-const DIRECT_ALIGN: usize = 4096;
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// One [`DIRECT_ALIGN`]-aligned block of bytes, as `O_DIRECT` reads and
+/// writes want their buffers: an engine that reads, patches and writes
+/// back whole blocks keeps them in these, and a run of consecutive blocks
+/// is one aligned buffer for one `pread` or `pwrite`.
+#[derive(Clone, Copy)]
+#[repr(C, align(4096))]
+pub struct DirectBlock(pub [u8; DIRECT_ALIGN]);
+
+const _: () = assert!(size_of::<DirectBlock>() == DIRECT_ALIGN);
+
+impl DirectBlock {
+    /// A block of zeros.
+    pub const ZERO: DirectBlock = DirectBlock([0; DIRECT_ALIGN]);
+
+    /// The bytes of a run of consecutive blocks, as one aligned slice.
+    #[must_use]
+    pub fn run_bytes(run: &[DirectBlock]) -> &[u8] {
+        // SAFETY: `DirectBlock` is `repr(C)` around a byte array whose
+        // size is its alignment (asserted above), so a slice of blocks is
+        // `run.len() * DIRECT_ALIGN` contiguous, initialised bytes with no
+        // padding; the result borrows `run`.
+        unsafe { std::slice::from_raw_parts(run.as_ptr().cast::<u8>(), run.len() * DIRECT_ALIGN) }
+    }
+
+    /// [`DirectBlock::run_bytes`], writable.
+    #[must_use]
+    pub fn run_bytes_mut(run: &mut [DirectBlock]) -> &mut [u8] {
+        // SAFETY: as in `run_bytes`; every byte value is a valid block,
+        // and the result borrows `run` exclusively.
+        unsafe {
+            std::slice::from_raw_parts_mut(run.as_mut_ptr().cast::<u8>(), run.len() * DIRECT_ALIGN)
+        }
+    }
+}
 /// Bytes per direct read.
 const CHUNK: usize = 1 << 20;
 /// Chunks kept in memory (8 MiB), within `cargo xtask limits`' 24 MiB per

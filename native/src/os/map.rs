@@ -6,6 +6,11 @@
 //! the length up to a power of two), but [`Mapping::bytes`] only ever
 //! hands out the bytes below the file's length at mapping time.
 //!
+//! A [`FileMap`] is a mapping of a length the caller knows, made with one
+//! `mmap(2)` and no other call: shared and writable for an engine that
+//! updates a file in place (rrdtool's `update`), private and read-only for
+//! its reads, shared and read-only for the mmaptest benchmark.
+//!
 //! **The SIGBUS contract.** Touching a mapped page past the *current* end
 //! of the file kills the process with SIGBUS. A mapping is therefore only
 //! safe while no other process truncates the file below the length seen
@@ -15,8 +20,9 @@
 //! [`crate::os::io::QuietSource`] and mincore, which cannot fault.
 
 use std::fs::File;
+use std::io;
 
-use memmap2::{Mmap, MmapOptions};
+use memmap2::{Mmap, MmapMut, MmapOptions};
 use thiserror::Error;
 
 /// madvise advice applied to a whole mapping after it is made.
@@ -388,6 +394,173 @@ impl Mapping {
         &self.map
     }
 }
+
+/// A whole-file mapping of a length the caller gives (see the module
+/// docs): no `fstat`, no advice and no populate unless asked, so one
+/// [`FileMap`] is one `mmap(2)`, as the C tools the engines reproduce
+/// make it. Unmapped when dropped.
+#[derive(Debug)]
+pub struct FileMap {
+    map: FileMapKind,
+}
+
+#[derive(Debug)]
+enum FileMapKind {
+    Writable(MmapMut),
+    ReadOnly(Mmap),
+}
+
+impl FileMap {
+    /// `PROT_READ | PROT_WRITE`, `MAP_SHARED`: `len` bytes of `file` from
+    /// offset 0, written in place through [`FileMap::bytes_mut`].
+    ///
+    /// # Safety
+    /// The SIGBUS contract of the module docs for `len` bytes, and no
+    /// other process or mapping writes the bytes while a slice from
+    /// [`FileMap::bytes`] covers them (rrdtool's `fcntl` write lock keeps
+    /// both for a cooperating process).
+    ///
+    /// # Errors
+    /// The `mmap` failure.
+    pub unsafe fn shared_writable(file: &File, len: usize) -> io::Result<FileMap> {
+        // SAFETY: this function's own contract, which its caller keeps.
+        let map = unsafe { MmapOptions::new().len(len).map_mut(file)? };
+        Ok(FileMap {
+            map: FileMapKind::Writable(map),
+        })
+    }
+
+    /// `PROT_READ`, `MAP_PRIVATE` (with `MAP_POPULATE` when `populate`):
+    /// `len` bytes of `file` from offset 0, for reading only.
+    ///
+    /// # Safety
+    /// As [`FileMap::shared_writable`]: nobody truncates the file below
+    /// `len` bytes nor writes the bytes a live slice covers.
+    ///
+    /// # Errors
+    /// The `mmap` failure.
+    pub unsafe fn private_read_only(
+        file: &File,
+        len: usize,
+        populate: bool,
+    ) -> io::Result<FileMap> {
+        let mut o = MmapOptions::new();
+        o.len(len);
+        if populate {
+            o.populate();
+        }
+        // SAFETY: this function's own contract, which its caller keeps.
+        let map = unsafe { o.map_copy_read_only(file)? };
+        Ok(FileMap {
+            map: FileMapKind::ReadOnly(map),
+        })
+    }
+
+    /// `PROT_READ`, `MAP_SHARED` (with `MAP_POPULATE` when `populate`):
+    /// `len` bytes of `file` from offset 0, for reading only.
+    ///
+    /// # Safety
+    /// As [`FileMap::private_read_only`].
+    ///
+    /// # Errors
+    /// The `mmap` failure.
+    pub unsafe fn shared_read_only(file: &File, len: usize, populate: bool) -> io::Result<FileMap> {
+        let mut o = MmapOptions::new();
+        o.len(len);
+        if populate {
+            o.populate();
+        }
+        // SAFETY: this function's own contract, which its caller keeps.
+        let map = unsafe { o.map(file)? };
+        Ok(FileMap {
+            map: FileMapKind::ReadOnly(map),
+        })
+    }
+
+    /// The mapped bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        match &self.map {
+            FileMapKind::Writable(m) => m,
+            FileMapKind::ReadOnly(m) => m,
+        }
+    }
+
+    /// The mapped bytes, writable: `None` for a read-only mapping.
+    pub fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        match &mut self.map {
+            FileMapKind::Writable(m) => Some(m),
+            FileMapKind::ReadOnly(_) => None,
+        }
+    }
+
+    /// `true` for [`FileMap::shared_writable`].
+    #[must_use]
+    pub fn is_writable(&self) -> bool {
+        matches!(self.map, FileMapKind::Writable(_))
+    }
+
+    /// `madvise(advice)` of the bytes `[offset, offset + len)` (the start
+    /// aligned down to its page).
+    ///
+    /// # Errors
+    /// The `madvise` failure, or a range outside the mapping.
+    pub fn advise(&self, advice: Advice, offset: usize, len: usize) -> io::Result<()> {
+        match &self.map {
+            FileMapKind::Writable(m) => m.advise_range(advice.to_memmap(), offset, len),
+            FileMapKind::ReadOnly(m) => m.advise_range(advice.to_memmap(), offset, len),
+        }
+    }
+
+    /// `MADV_WILLNEED` on every range `(offset, len)` of the mapping: one
+    /// `process_madvise(PIDFD_SELF, …)` for all of them (Linux 6.14: any
+    /// advice on the calling process, one `mmap_lock` round), or, where
+    /// that call is refused (older kernels) or there is one range, one
+    /// `madvise` per range.
+    ///
+    /// # Errors
+    /// A failed `madvise`, or a range outside the mapping.
+    pub fn will_need_all(&self, ranges: &[(usize, usize)]) -> io::Result<()> {
+        let bytes = self.bytes();
+        let inside = ranges
+            .iter()
+            .all(|&(off, len)| off.checked_add(len).is_some_and(|end| end <= bytes.len()));
+        if ranges.len() > 1 && inside {
+            let base = bytes.as_ptr();
+            let iov: Vec<libc::iovec> = ranges
+                .iter()
+                .map(|&(off, len)| libc::iovec {
+                    iov_base: base.wrapping_add(off).cast_mut().cast(),
+                    iov_len: len,
+                })
+                .collect();
+            let total: usize = ranges.iter().map(|r| r.1).sum();
+            // SAFETY: every iovec lies inside this live mapping (checked
+            // above); the kernel only reads the vector, and MADV_WILLNEED
+            // neither frees, moves nor changes memory.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_process_madvise,
+                    PIDFD_SELF,
+                    iov.as_ptr(),
+                    iov.len(),
+                    libc::MADV_WILLNEED,
+                    0u32,
+                )
+            };
+            if usize::try_from(r).is_ok_and(|n| n == total) {
+                return Ok(());
+            }
+        }
+        for &(off, len) in ranges {
+            self.advise(Advice::WillNeed, off, len)?;
+        }
+        Ok(())
+    }
+}
+
+/// `PIDFD_SELF` (Linux 6.14): "the calling process" for `pidfd` calls.
+const PIDFD_SELF: libc::c_int = -10000;
 
 /// bbolt's mapping length for a file of `size` bytes (`db.go`,
 /// `mmapSize`): powers of two from 32 KiB up to 1 GiB, then multiples of

@@ -30,6 +30,7 @@ use mapwise_core::rrd::fetch::write_fetch_rows;
 use mapwise_core::rrd::info::{InfoValue, write_info};
 use mapwise_native::engine::rrd::cached::{self, Client};
 use mapwise_native::engine::rrd::{self, CreateOptions, FetchOptions, IoMode, UpdateOptions};
+use mapwise_native::os::usage::Usage;
 
 use crate::out::{Out, StdioOut};
 
@@ -836,7 +837,7 @@ fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
         verbose: false,
         io: a.io.io,
     };
-    let usage_start = rusage();
+    let usage_start = Usage::now();
     let mut times_s = Vec::with_capacity(calls.len());
     let mut resident_after = Vec::new();
     let mut failures = 0u64;
@@ -879,7 +880,7 @@ fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let usage = rusage().delta(&usage_start);
+    let usage = Usage::now().since(&usage_start);
     let file_bytes = std::fs::metadata(&a.file)?.len();
     json_line(&serde_json::json!({
         "file": a.file.display().to_string(),
@@ -906,43 +907,4 @@ fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// CPU time and page faults of this process so far (`getrusage`).
-#[derive(Debug, Clone, Copy, Default)]
-struct Usage {
-    user_s: f64,
-    sys_s: f64,
-    minflt: i64,
-    majflt: i64,
-}
-
-impl Usage {
-    fn delta(&self, from: &Usage) -> Usage {
-        Usage {
-            user_s: self.user_s - from.user_s,
-            sys_s: self.sys_s - from.sys_s,
-            minflt: self.minflt - from.minflt,
-            majflt: self.majflt - from.majflt,
-        }
-    }
-}
-
-// `i64::from` keeps this building where `c_long` is 32 bits.
-#[allow(clippy::useless_conversion)]
-fn rusage() -> Usage {
-    // SAFETY: `rusage` is plain data; zero is a valid value of every field.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable `struct rusage`.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return Usage::default();
-    }
-    #[allow(clippy::cast_precision_loss)]
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    Usage {
-        user_s: secs(ru.ru_utime),
-        sys_s: secs(ru.ru_stime),
-        minflt: i64::from(ru.ru_minflt),
-        majflt: i64::from(ru.ru_majflt),
-    }
 }

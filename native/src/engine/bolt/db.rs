@@ -23,11 +23,11 @@ use mapwise_core::bolt::{
     NO_FREELIST, Prefetch, Snapshot, WalkOptions, walk, write_freelist, write_node,
 };
 use mapwise_core::layout::Kind;
-use rustix::fs::FlockOperation;
 
 use super::error::{Error, Result, no_valid_meta};
 use super::freelist::Freelist;
 use super::wtx::{TxState, WriteTx};
+use crate::os::lock;
 use crate::os::map::{Advice, MapOptions, Mapping, bolt_mmap_size};
 
 /// A bucket read inside a [`Tx`]; keys and values borrow the transaction.
@@ -232,16 +232,11 @@ fn lock_shared(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 }
 
 fn flock(file: &File, path: &Path, exclusive: bool, timeout: Option<Duration>) -> Result<()> {
-    let op = if exclusive {
-        FlockOperation::NonBlockingLockExclusive
-    } else {
-        FlockOperation::NonBlockingLockShared
-    };
     let start = Instant::now();
     loop {
-        match rustix::fs::flock(file, op) {
-            Ok(()) => return Ok(()),
-            Err(rustix::io::Errno::WOULDBLOCK) => {
+        match lock::try_flock(file, exclusive) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {
                 if timeout.is_some_and(|t| start.elapsed() >= t) {
                     return Err(Error::Timeout {
                         path: path.to_owned(),
@@ -249,11 +244,11 @@ fn flock(file: &File, path: &Path, exclusive: bool, timeout: Option<Duration>) -
                 }
                 std::thread::sleep(FLOCK_RETRY);
             }
-            Err(e) => {
+            Err(source) => {
                 return Err(Error::Io {
                     path: path.to_owned(),
                     what: "flock",
-                    source: e.into(),
+                    source,
                 });
             }
         }
@@ -572,10 +567,10 @@ impl Db {
             return Ok(());
         }
         sh.open = false;
-        rustix::fs::flock(&self.file, FlockOperation::Unlock).map_err(|e| Error::Io {
+        lock::unflock(&self.file).map_err(|source| Error::Io {
             path: self.path.clone(),
             what: "flock",
-            source: e.into(),
+            source,
         })
     }
 

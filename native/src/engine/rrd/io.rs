@@ -26,12 +26,14 @@
 use std::borrow::Cow;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use mapwise_core::PageSource;
-use memmap2::{Advice, Mmap, MmapMut, MmapOptions};
+
+use crate::os::io::{DIRECT_ALIGN, DirectBlock};
+use crate::os::lock;
+use crate::os::map::{Advice, FileMap};
 
 /// How the engine reads and writes a file; chosen per call (`--io`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -155,30 +157,10 @@ fn file_len(file: &File) -> io::Result<u64> {
 /// The whole-file mapping modes.
 pub struct MmapIo {
     // Field order is drop order: unmap first, then close (rrd_close).
-    map: MapKind,
+    map: FileMap,
     len: u64,
     mode: IoMode,
     _file: File,
-}
-
-enum MapKind {
-    Rw(MmapMut),
-    Ro(Mmap),
-}
-
-impl MapKind {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            MapKind::Rw(m) => m,
-            MapKind::Ro(m) => m,
-        }
-    }
-    fn advise_range(&self, a: Advice, off: usize, len: usize) -> io::Result<()> {
-        match self {
-            MapKind::Rw(m) => m.advise_range(a, off, len),
-            MapKind::Ro(m) => m.advise_range(a, off, len),
-        }
-    }
 }
 
 impl MmapIo {
@@ -188,19 +170,18 @@ impl MmapIo {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let whole = usize::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
-        let mut o = MmapOptions::new();
-        // The length is known: memmap2 would otherwise fstat again.
-        o.len(whole);
+        // The length is known, so mapping makes no second fstat.
         let map = match access {
             // SAFETY: the mapping is only valid while nobody truncates the
-            // file; every user holds rrdtool's fcntl lock for the life of
-            // the mapping (the SIGBUS contract of crate::os::map), and reads
-            // never go past the length seen here.
-            Access::Write => MapKind::Rw(unsafe { o.map_mut(&file)? }),
+            // file or writes it behind our back; every user holds
+            // rrdtool's fcntl lock for the life of the mapping (the SIGBUS
+            // contract of crate::os::map), and reads never go past the
+            // length seen here.
+            Access::Write => unsafe { FileMap::shared_writable(&file, whole)? },
             // SAFETY: as above; a private read-only mapping.
-            Access::ReadAll => MapKind::Ro(unsafe { o.populate().map_copy_read_only(&file)? }),
+            Access::ReadAll => unsafe { FileMap::private_read_only(&file, whole, true)? },
             // SAFETY: as above.
-            Access::Read => MapKind::Ro(unsafe { o.map_copy_read_only(&file)? }),
+            Access::Read => unsafe { FileMap::private_read_only(&file, whole, false)? },
         };
         let io = MmapIo {
             map,
@@ -209,7 +190,7 @@ impl MmapIo {
             _file: file,
         };
         match (mode, access) {
-            (_, Access::ReadAll) => io.map.advise_range(Advice::Sequential, 0, whole)?,
+            (_, Access::ReadAll) => io.map.advise(Advice::Sequential, 0, whole)?,
             (IoMode::Mmap2Pages, _) => {
                 // The 2007 TWO_PAGES variant: "keep 2 pages worth of data,
                 // likely headers" (its MADV_WILLNEED|MADV_SEQUENTIAL is the
@@ -217,57 +198,13 @@ impl MmapIo {
                 // the rest is left out: on a fresh mapping there is no page
                 // table entry for it to drop, and it never touched the page
                 // cache; MADV_RANDOM stands for its posix_fadvise(RANDOM).
-                io.map.advise_range(Advice::Random, 0, whole)?;
+                io.map.advise(Advice::Random, 0, whole)?;
                 let two = usz((2 * page_size()).min(len));
-                io.map.advise_range(Advice::WillNeed, 0, two)?;
+                io.map.advise(Advice::WillNeed, 0, two)?;
             }
-            _ => io.map.advise_range(Advice::Random, 0, whole)?,
+            _ => io.map.advise(Advice::Random, 0, whole)?,
         }
         Ok(io)
-    }
-}
-
-/// `PIDFD_SELF` (Linux 6.14): "the calling process" for `pidfd` calls.
-const PIDFD_SELF: libc::c_int = -10000;
-
-impl MmapIo {
-    /// `advice` on every range `(offset, len)` of the mapping: one
-    /// `process_madvise(PIDFD_SELF, …)` for all of them (Linux 6.14: any
-    /// advice on the calling process, one `mmap_lock` round), or, where
-    /// that call is refused (older kernels), one `madvise` per range.
-    fn advise_all(&self, ranges: &[(usize, usize)], advice: Advice) -> io::Result<()> {
-        if ranges.len() > 1 {
-            let base = self.map.bytes().as_ptr();
-            let iov: Vec<libc::iovec> = ranges
-                .iter()
-                .map(|&(off, len)| libc::iovec {
-                    iov_base: base.wrapping_add(off).cast_mut().cast(),
-                    iov_len: len,
-                })
-                .collect();
-            let total: usize = ranges.iter().map(|r| r.1).sum();
-            // SAFETY: every iovec lies inside this live mapping (the ranges
-            // were clipped to its length); the kernel only reads the
-            // vector, and the advice (WILLNEED) neither
-            // frees nor moves memory.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_process_madvise,
-                    PIDFD_SELF,
-                    iov.as_ptr(),
-                    iov.len(),
-                    advice as libc::c_int,
-                    0u32,
-                )
-            };
-            if usize::try_from(r).is_ok_and(|n| n == total) {
-                return Ok(());
-            }
-        }
-        for &(off, len) in ranges {
-            self.map.advise_range(advice, off, len)?;
-        }
-        Ok(())
     }
 }
 
@@ -287,7 +224,7 @@ impl RrdIo for MmapIo {
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        let MapKind::Rw(m) = &mut self.map else {
+        let Some(m) = self.map.bytes_mut() else {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         };
         let start =
@@ -305,19 +242,19 @@ impl RrdIo for MmapIo {
             return Ok(());
         }
         for &(off, len) in hot {
-            // memmap2 aligns the start down itself; the range must stay
+            // madvise aligns the start down itself; the range must stay
             // inside the mapping.
             let end = off.saturating_add(len).min(self.len);
             if end > off {
                 self.map
-                    .advise_range(Advice::WillNeed, usz(off), usz(end - off))?;
+                    .advise(Advice::WillNeed, usz(off), usz(end - off))?;
             }
         }
         Ok(())
     }
 
     fn writes_in_place(&self) -> bool {
-        matches!(self.map, MapKind::Rw(_))
+        self.map.is_writable()
     }
 
     fn prepare_write(&mut self, ranges: &[(u64, u64)]) -> io::Result<()> {
@@ -329,8 +266,7 @@ impl RrdIo for MmapIo {
             (end > off).then(|| (usz(off), usz(end - off)))
         };
         let v: Vec<(usize, usize)> = ranges.iter().filter_map(clip).collect();
-        self.advise_all(&v, Advice::WillNeed)?;
-        Ok(())
+        self.map.will_need_all(&v)
     }
 }
 
@@ -414,17 +350,9 @@ impl RrdIo for FdIo {
     }
 }
 
-/// Alignment of `O_DIRECT` offsets, lengths and buffers (bytes).
-const ALIGN: usize = 4096;
-
-/// One 4 KiB-aligned page of the file, as `O_DIRECT` wants it.
-#[derive(Clone, Copy)]
-#[repr(C, align(4096))]
-struct Page([u8; ALIGN]);
-
 /// A page read during the call, and whether it was changed.
 struct Cached {
-    page: Box<Page>,
+    page: Box<DirectBlock>,
     dirty: bool,
 }
 
@@ -477,15 +405,12 @@ impl DirectIo {
                 end += 1;
             }
             let n = usz(end - p + 1);
-            let mut run: Vec<Page> = vec![Page([0; ALIGN]); n];
-            // SAFETY: `Page` is plain bytes with no padding; the run is
-            // `n` contiguous, 4096-aligned pages.
-            let bytes: &mut [u8] =
-                unsafe { std::slice::from_raw_parts_mut(run.as_mut_ptr().cast::<u8>(), n * ALIGN) };
-            let start = p * ALIGN as u64;
+            let mut run: Vec<DirectBlock> = vec![DirectBlock::ZERO; n];
+            let bytes = DirectBlock::run_bytes_mut(&mut run);
+            let start = p * DIRECT_ALIGN as u64;
             let want = usz(self
                 .len
-                .min(start + (n * ALIGN) as u64)
+                .min(start + (n * DIRECT_ALIGN) as u64)
                 .saturating_sub(start));
             let mut done = 0usize;
             while done < want {
@@ -517,12 +442,10 @@ impl DirectIo {
     /// Write `pages` (consecutive indices) at page `first`: whole pages
     /// inside the file through `O_DIRECT`, a last page the file ends inside
     /// through the buffered descriptor, only up to the end of the file.
-    fn write_run(&self, first: u64, run: &[Page]) -> io::Result<()> {
-        let a = ALIGN as u64;
+    fn write_run(&self, first: u64, run: &[DirectBlock]) -> io::Result<()> {
+        let a = DIRECT_ALIGN as u64;
         let start = first * a;
-        // SAFETY: as in `load`.
-        let bytes: &[u8] =
-            unsafe { std::slice::from_raw_parts(run.as_ptr().cast::<u8>(), run.len() * ALIGN) };
+        let bytes = DirectBlock::run_bytes(run);
         let end = start + bytes.len() as u64;
         let full_end = end.min(self.len - self.len % a).max(start);
         if full_end > start {
@@ -551,7 +474,7 @@ impl PageSource for DirectIo {
         if len == 0 {
             return Ok(Cow::Owned(Vec::new()));
         }
-        let a = ALIGN as u64;
+        let a = DIRECT_ALIGN as u64;
         let end = offset + len as u64;
         self.load(offset / a, (end - 1) / a)
             .map_err(|e| read_error(offset, len, &e))?;
@@ -582,7 +505,7 @@ impl RrdIo for DirectIo {
         if data.is_empty() {
             return Ok(());
         }
-        let a = ALIGN as u64;
+        let a = DIRECT_ALIGN as u64;
         let end = offset + data.len() as u64;
         self.load(offset / a, (end - 1) / a)?;
         let pages = self.pages.get_mut();
@@ -611,7 +534,7 @@ impl RrdIo for DirectIo {
 
     fn flush(&mut self) -> io::Result<()> {
         let pages = std::mem::take(self.pages.get_mut());
-        let mut run: Vec<Page> = Vec::new();
+        let mut run: Vec<DirectBlock> = Vec::new();
         let mut first = 0u64;
         for (idx, c) in pages.into_iter().filter(|(_, c)| c.dirty) {
             if !run.is_empty() && idx != first + run.len() as u64 {
@@ -650,33 +573,6 @@ pub enum OpenError {
     Other(io::Error),
 }
 
-/// `fcntl(F_SETLK)` of the whole file: `true` when taken, `false` when
-/// another process holds a conflicting lock.
-///
-/// # Errors
-/// Any other `fcntl` failure.
-pub fn lock(file: &File, write: bool) -> io::Result<bool> {
-    // SAFETY: `flock` is a plain C struct; zero is a valid value of every
-    // field, and the fields rrdtool sets are set below.
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type =
-        libc::c_short::try_from(if write { libc::F_WRLCK } else { libc::F_RDLCK }).unwrap_or(0);
-    fl.l_whence = libc::c_short::try_from(libc::SEEK_SET).unwrap_or(0);
-    fl.l_start = 0;
-    fl.l_len = 0;
-    // SAFETY: the descriptor is open for the life of `file` and `fl` is a
-    // valid `struct flock` that fcntl only reads.
-    let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &fl) };
-    if r == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EAGAIN | libc::EACCES) => Ok(false),
-        _ => Err(e),
-    }
-}
-
 /// Open `path` for `access` in `mode`, taking rrdtool's lock first
 /// (`open`, `fcntl(F_SETLK)`, one `fstat`, then the mode's own calls).
 ///
@@ -689,7 +585,7 @@ pub fn open(path: &Path, access: Access, mode: IoMode) -> Result<Opened, OpenErr
         .write(write)
         .open(path)
         .map_err(OpenError::Open)?;
-    match lock(&file, write) {
+    match lock::try_record_lock(&file, write) {
         Ok(true) => {}
         Ok(false) => return Err(OpenError::Locked),
         Err(e) => return Err(OpenError::Other(e)),

@@ -10,6 +10,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::os::time::{localtime, localtime_into, mktime, strftime};
+
 /// The wall clock: seconds and microseconds since the epoch.
 #[must_use]
 pub fn now() -> (i64, i64) {
@@ -22,51 +24,11 @@ pub fn now() -> (i64, i64) {
     )
 }
 
-fn zero_tm() -> libc::tm {
-    // SAFETY: `libc::tm` is a plain C struct of integers and a pointer
-    // (`tm_zone`); all-zero bytes are a valid value of it.
-    unsafe { std::mem::zeroed() }
-}
-
-/// `localtime_r(t)`.
-fn localtime(t: i64) -> libc::tm {
-    let mut tm = zero_tm();
-    localtime_into(t, &mut tm);
-    tm
-}
-
-/// `localtime_r(t, tm)` into a `tm` that already holds a time, as
-/// parsetime.c does for a bare number of seconds: when `t` is past what a
-/// `struct tm` can hold, glibc fails part-way and leaves the fields it had
-/// not reached (year, month, day) as they were, and rrdtool goes on with
-/// that mixture. Doing the same keeps our answer equal to rrdtool's.
-fn localtime_into(t: i64, tm: &mut libc::tm) {
-    let tt: libc::time_t = t;
-    // SAFETY: `tt` is a live local and `tm` an exclusively borrowed, valid
-    // struct tm; localtime_r writes only into `tm`.
-    unsafe {
-        libc::localtime_r(&tt, tm);
-    }
-}
-
-/// `mktime(tm)` (normalises `tm`); -1 when the time cannot be represented.
-fn mktime(tm: &mut libc::tm) -> i64 {
-    // SAFETY: `tm` is a valid, exclusively borrowed `struct tm`.
-    unsafe { libc::mktime(tm) }
-}
-
 /// `strftime("%Y-%m-%d %H:%M:%S %Z")` of `localtime_r(t)`: the comments of
 /// `rrdtool dump`.
 #[must_use]
 pub fn local_string(t: i64) -> String {
-    let tm = localtime(t);
-    let mut buf = [0u8; 255];
-    let fmt = c"%Y-%m-%d %H:%M:%S %Z";
-    // SAFETY: `buf` is writable for its length, `fmt` is NUL-terminated and
-    // `tm` a valid struct tm; strftime writes at most `buf.len()` bytes and
-    // returns how many (0 on overflow).
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
-    String::from_utf8_lossy(buf.get(..n).unwrap_or_default()).into_owned()
+    strftime(c"%Y-%m-%d %H:%M:%S %Z", &localtime(t))
 }
 
 /// What a time specification is relative to (`rrd_time_value_t.type`).
