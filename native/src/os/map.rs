@@ -444,11 +444,7 @@ impl FileMap {
         len: usize,
         populate: bool,
     ) -> io::Result<FileMap> {
-        let mut o = MmapOptions::new();
-        o.len(len);
-        if populate {
-            o.populate();
-        }
+        let o = read_only_options(len, populate);
         // SAFETY: this function's own contract, which its caller keeps.
         let map = unsafe { o.map_copy_read_only(file)? };
         Ok(FileMap {
@@ -465,11 +461,7 @@ impl FileMap {
     /// # Errors
     /// The `mmap` failure.
     pub unsafe fn shared_read_only(file: &File, len: usize, populate: bool) -> io::Result<FileMap> {
-        let mut o = MmapOptions::new();
-        o.len(len);
-        if populate {
-            o.populate();
-        }
+        let o = read_only_options(len, populate);
         // SAFETY: this function's own contract, which its caller keeps.
         let map = unsafe { o.map(file)? };
         Ok(FileMap {
@@ -557,6 +549,16 @@ impl FileMap {
         }
         Ok(())
     }
+}
+
+/// `len` bytes from offset 0, with `MAP_POPULATE` when `populate`.
+fn read_only_options(len: usize, populate: bool) -> MmapOptions {
+    let mut o = MmapOptions::new();
+    o.len(len);
+    if populate {
+        o.populate();
+    }
+    o
 }
 
 /// `PIDFD_SELF` (Linux 6.14): "the calling process" for `pidfd` calls.
