@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mapwise_native::engine::bolt::{Db, Error, Options};
 
-use crate::bolt_write::{oracle_check, rw};
 use crate::support::tempdir;
+use mapwise_testkit::bolt_model::{oracle_check, rw};
 
 /// Commit `n`: bucket `c` holds keys 0..width(n), each with value
 /// `n` repeated to a size that varies with the key and `n`; key `n`

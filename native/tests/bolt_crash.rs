@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use mapwise_native::engine::bolt::{Db, Error, Options, WriteTx};
 
-use crate::bolt_model::{self, Bucket, Entry, oracle_fast};
 use crate::bolt_props::oracle_judge;
-use crate::bolt_write::rw;
 use crate::support::tempdir;
+use mapwise_testkit::bolt_model::rw;
+use mapwise_testkit::bolt_model::{self, Bucket, Entry, oracle_fast};
 
 const CHILD_ENV: &str = "MAPWISE_BOLT_CRASH_CHILD";
 

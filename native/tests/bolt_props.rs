@@ -19,8 +19,8 @@ use mapwise_native::engine::bolt::{BucketMut, Db, Error, Options, WriteTx};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use crate::bolt_model::{self, Bucket, Entry, oracle_run};
 use crate::support::tempdir;
+use mapwise_testkit::bolt_model::{self, Bucket, Entry, oracle_run};
 
 /// Judge `files` (path, expected dump) with the oracle on two threads;
 /// returns one message per disagreement.

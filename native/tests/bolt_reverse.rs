@@ -11,10 +11,10 @@ use std::path::Path;
 
 use mapwise_native::engine::bolt::{Db, Error, Options, WriteTx};
 
-use crate::bolt_model::oracle_fast as oracle;
-use crate::bolt_model::{self, Bucket, Entry};
-use crate::bolt_write::oracle_agrees;
 use crate::support::{tempdir, testdata};
+use mapwise_testkit::bolt_model::oracle_agrees;
+use mapwise_testkit::bolt_model::oracle_fast as oracle;
+use mapwise_testkit::bolt_model::{self, Bucket, Entry};
 
 fn sized(i: u32, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i as usize * 13 + j * 7) as u8).collect()

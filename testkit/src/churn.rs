@@ -22,3 +22,20 @@ pub fn rewrite(db: &mapwise_native::engine::bolt::Db, keys: u64, round: u64) {
     })
     .expect("commit");
 }
+
+/// A bbolt file at `path` opened read-write without syncs (4 KiB pages),
+/// its bucket `w` holding `keys` keys of [`rewrite`]'s round 0: the
+/// writer the race tests commit through.
+///
+/// # Panics
+/// When it cannot be created.
+#[must_use]
+pub fn writer_db(path: &std::path::Path, keys: u64) -> mapwise_native::engine::bolt::Db {
+    let opts = mapwise_native::engine::bolt::Options {
+        no_sync: true,
+        ..crate::bolt_model::rw(4096)
+    };
+    let db = mapwise_native::engine::bolt::Db::open(path, &opts).expect("create");
+    rewrite(&db, keys, 0);
+    db
+}

@@ -53,6 +53,16 @@ pub(crate) fn start_writeback(file: &File) {
     let _ = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
 }
 
+/// The preferred I/O size of what `fd` refers to (`st_blksize` of
+/// `fstat`), by which stdio sizes its buffers; `None` when `fstat` fails
+/// or says 0.
+pub fn block_size(fd: impl std::os::fd::AsFd) -> Option<usize> {
+    rustix::fs::fstat(fd)
+        .ok()
+        .and_then(|st| usize::try_from(st.st_blksize).ok())
+        .filter(|&b| b > 0)
+}
+
 /// Open `path` read-only (with `O_DIRECT` when `direct`), refusing
 /// anything but a regular file: opening a FIFO would block forever, and a
 /// directory or device has no pages to show. The open itself does not

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::bolt_model::{Bucket, Entry, dump, oracle_fast as oracle, oracle_run, parse_dump};
-use crate::bolt_write::oracle_check;
 use crate::support::{run_mapwise, tempdir, testdata};
+use mapwise_testkit::bolt_model::oracle_check;
+use mapwise_testkit::bolt_model::{
+    Bucket, Entry, dump, oracle_fast as oracle, oracle_run, parse_dump,
+};
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()

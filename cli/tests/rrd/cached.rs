@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use super::{assert_same_bytes, copy};
+use mapwise_testkit::assert_same_bytes;
+use mapwise_testkit::rrd::copy;
+
 use crate::support::install::{Need, ensure};
 use crate::support::rrdcached::Daemon;
 use crate::support::{mapwise, rrdtool, run_limited};

@@ -15,10 +15,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mapwise_native::engine::rrd::{CreateOptions, IoMode};
+use mapwise_testkit::assert_same_bytes;
+use mapwise_testkit::rrd::{apply, set_writable};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
-use super::{apply, assert_same_bytes, mw, ok, rt, set_writable};
+use super::{mw, ok, rt};
 use crate::support::{assert_same_text, rrd_oracle_out, tempdir};
 
 const TYPES: [&str; 6] = [

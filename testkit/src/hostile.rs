@@ -1,17 +1,18 @@
 //! The hostile-file table: damaged variants of real
 //! corpus files, one [`Case`] each, built from `testdata/`. Shared by the
-//! `native` suite (core parsers, the `mapwise` command line, the writers)
-//! and the `inspector` suite (its subcommands), which includes this file
-//! with `#[path]`.
+//! `native` suite (core parsers, the writers), the `cli` suite (the
+//! `mapwise` command line), the `inspector` suite (its subcommands) and
+//! the `wasm` suite (the viewer's exports).
 //!
 //! `full = false` gives the normal run's table (a few hundred cases, every
 //! kind of damage); `full = true` adds the exhaustive sweeps (every page
 //! boundary and mid-page cut of every corpus file, every byte of every
 //! header), run by `cargo xtask hostile`.
 
-#![allow(dead_code, clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Which parser a case is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,25 @@ pub struct Case {
     pub fmt: Fmt,
     /// The damaged bytes.
     pub bytes: Vec<u8>,
+}
+
+impl Case {
+    /// Write the damaged bytes to `dir/case.EXT`, the format's usual
+    /// extension (`db`, `rrd`, `i`); the file's path.
+    ///
+    /// # Panics
+    /// When the file cannot be written.
+    #[must_use]
+    pub fn write_to(&self, dir: &Path) -> PathBuf {
+        let ext = match self.fmt {
+            Fmt::Bolt => "db",
+            Fmt::Rrd => "rrd",
+            Fmt::Revlog => "i",
+        };
+        let path = dir.join(format!("case.{ext}"));
+        std::fs::write(&path, &self.bytes).expect("write case");
+        path
+    }
 }
 
 fn read(root: &Path, rel: &str) -> Vec<u8> {
@@ -511,6 +531,30 @@ pub fn cases(root: &Path, full: bool) -> Vec<Case> {
     rrd(root, full, &mut out);
     revlog(root, full, &mut out);
     out
+}
+
+/// Every case of the table (`full`: the whole sweep) through `each`,
+/// which gets the case's index and pushes what it finds wrong; then the
+/// number of cases per format and the time on stderr, and a failure
+/// listing what was found, under `what`.
+pub fn sweep(what: &str, full: bool, mut each: impl FnMut(usize, &Case, &mut Vec<String>)) {
+    let started = Instant::now();
+    let all = cases(&crate::repo(), full);
+    let mut counts = [0usize; 3];
+    let mut fails = Vec::new();
+    for (i, c) in all.iter().enumerate() {
+        counts[c.fmt as usize] += 1;
+        each(i, c, &mut fails);
+    }
+    eprintln!(
+        "{what}: {} cases (bolt {}, rrd {}, revlog {}), {:.1} s",
+        all.len(),
+        counts[0],
+        counts[1],
+        counts[2],
+        started.elapsed().as_secs_f64()
+    );
+    assert_no_failures(what, &fails);
 }
 
 /// Whether an error text names where the fault is: a page, element, meta

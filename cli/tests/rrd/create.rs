@@ -4,8 +4,9 @@
 //! at random, as rrdtool does).
 
 use mapwise_core::rrd::Header;
+use mapwise_testkit::assert_same_bytes;
 
-use super::{assert_same_bytes, mw, ok, rt};
+use super::{mw, ok, rt};
 use crate::support::tempdir;
 
 /// Create arguments after the file name.

@@ -7,8 +7,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use mapwise_core::rrd::Header;
+use mapwise_testkit::rrd::copy;
 
-use super::{copy, mw, ok, rt};
+use super::{mw, ok, rt};
 use crate::support::tempdir;
 
 /// Run `args` (with `FILE` replaced by the file name) in two directories
@@ -64,7 +65,7 @@ fn refused_like_rrdtool(corpus: &str, args: &[&str], exact: bool) {
         std::fs::read(b.join("f.rrd")).expect("read"),
     );
     assert_eq!(ours.len(), before.len(), "{args:?}: the length changed");
-    super::assert_same_bytes(&format!("{args:?}: the file"), &ours, &theirs);
+    mapwise_testkit::assert_same_bytes(&format!("{args:?}: the file"), &ours, &theirs);
 }
 
 #[test]
@@ -695,7 +696,7 @@ fn a_refused_value_leaves_the_last_ds_rrdtool_leaves() {
                     String::from_utf8_lossy(&theirs.stdout),
                     "{args:?}"
                 );
-                super::assert_same_bytes(
+                mapwise_testkit::assert_same_bytes(
                     &format!("{args:?}"),
                     &std::fs::read(a.join("f.rrd")).expect("a"),
                     &std::fs::read(b.join("f.rrd")).expect("b"),

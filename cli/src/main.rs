@@ -5,6 +5,8 @@
 //! `del`, `dump`, `check`, `stats`, `pages`, `page`, `compact`); every
 //! subcommand takes `--json`.
 
+#![forbid(unsafe_code)]
+
 mod bolt;
 mod bolt_bench;
 mod mmaptest;

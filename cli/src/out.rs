@@ -157,11 +157,7 @@ impl StdioOut {
     pub fn new() -> StdioOut {
         use std::io::IsTerminal as _;
         let tty = io::stdout().is_terminal();
-        let blk = rustix::fs::fstat(io::stdout())
-            .ok()
-            .and_then(|st| usize::try_from(st.st_blksize).ok())
-            .filter(|&b| b > 0)
-            .unwrap_or(8192);
+        let blk = mapwise_native::os::io::block_size(io::stdout()).unwrap_or(8192);
         StdioOut {
             buf: Vec::with_capacity(blk),
             cap: if tty { 1024 } else { blk },

@@ -1,12 +1,16 @@
 //! A model of a bbolt database's logical content (nested buckets of
 //! key/value pairs) and its canonical dump text, as the bbolt peer prints
 //! it (`peers/bolt/README.md`, "Dump format"). Tests compare the peer's
-//! dump of a file against the model's text.
+//! dump of a file against the model's text; [`oracle_check`] and
+//! [`oracle_agrees`] judge a file our engine wrote.
 
 #![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
+
+use mapwise_native::engine::bolt::{Db, Options};
 
 /// The bbolt peer's binary (`peers/bolt/peer build` prints its directory;
 /// the script execs this same binary for `check` and `dump`). Calling it
@@ -15,7 +19,7 @@ use std::fmt::Write as _;
 pub fn oracle_binary() -> std::path::PathBuf {
     static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
-        let out = crate::support::oracle(&["build"]);
+        let out = crate::peers::bolt_out(&["build"]);
         let dir = String::from_utf8(out).expect("utf-8");
         std::path::PathBuf::from(dir.trim()).join("boltoracle")
     })
@@ -24,7 +28,7 @@ pub fn oracle_binary() -> std::path::PathBuf {
 
 /// Run the oracle binary: `(exit ok, stdout, stderr)`.
 pub fn oracle_run(args: &[&str]) -> (bool, String, String) {
-    let out = crate::support::run_limited(
+    let out = crate::run_limited(
         std::process::Command::new(oracle_binary()).args(args),
         std::time::Duration::from_secs(120),
     );
@@ -38,7 +42,7 @@ pub fn oracle_run(args: &[&str]) -> (bool, String, String) {
 /// Run the oracle binary with `args`; panics unless it exits 0 (the
 /// `peers/bolt/peer` script's contract, without its start-up cost).
 pub fn oracle_fast(args: &[&str]) -> Vec<u8> {
-    let out = crate::support::run_limited(
+    let out = crate::run_limited(
         std::process::Command::new(oracle_binary()).args(args),
         std::time::Duration::from_secs(300),
     );
@@ -63,7 +67,9 @@ pub enum Entry {
 /// A bucket: its sequence and entries in key order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Bucket {
+    /// The bucket's sequence (`NextSequence`).
     pub seq: u64,
+    /// Its keys, each a value or a nested bucket.
     pub kv: BTreeMap<Vec<u8>, Entry>,
 }
 
@@ -216,4 +222,38 @@ pub fn parse_dump(text: &str) -> Bucket {
         }
     }
     root
+}
+
+/// Read-write options with page size `ps`.
+pub fn rw(ps: u32) -> Options {
+    Options {
+        page_size: ps,
+        ..Options::read_write()
+    }
+}
+
+/// The oracle's check passes on `path`.
+pub fn oracle_check(path: &Path) {
+    let p = path.to_str().expect("utf-8");
+    let out = String::from_utf8(oracle_fast(&["check", p])).expect("utf-8");
+    assert_eq!(out.trim_end(), "OK", "oracle check {p}:\n{out}");
+}
+
+/// The oracle's check passes and its dump equals `model`.
+pub fn oracle_agrees(path: &Path, model: &Bucket) {
+    oracle_check(path);
+    let p = path.to_str().expect("utf-8");
+    crate::assert_same_text(
+        &format!("oracle dump of {p}"),
+        &oracle_fast(&["dump", p]),
+        dump(model).as_bytes(),
+    );
+}
+
+/// Our own dump of the current snapshot.
+pub fn our_dump(db: &Db) -> String {
+    let tx = db.begin().expect("read tx");
+    let mut s = String::new();
+    mapwise_core::bolt::dump(&tx.file(), &mut s).expect("dump");
+    s
 }
