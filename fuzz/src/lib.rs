@@ -234,7 +234,7 @@ pub fn detect_layout(data: &[u8]) {
     let dir = scratch_dir();
     let path = dir.path().join("file");
     std::fs::write(&path, data).expect("scratch write");
-    let snap = mapwise_native::watch::read_snapshot(&path, WalkOptions::default())
+    let snap = mapwise_native::observe::watch::read_snapshot(&path, WalkOptions::default())
         .expect("a readable file always gives a snapshot");
     assert_covers(&snap.layout, data.len() as u64);
     if snap.format == Format::Unknown {
@@ -354,7 +354,7 @@ fn read_model(path: &Path) -> Model {
 /// and commits interrupted by a simulated crash, checked against a model.
 ///
 /// A crash is the engine's own test hook
-/// (`mapwise_native::bolt::failpoint`): the commit stops after any of its
+/// (`mapwise_native::engine::bolt::failpoint`): the commit stops after any of its
 /// page writes, with any number of bytes of the next one written, and the
 /// process "dies" (the handle is dropped). Reopened, the file must hold
 /// exactly the previous commit (or the new one when the crash came after
@@ -365,7 +365,7 @@ fn read_model(path: &Path) -> Model {
 /// `NoFreelistSync`), then one opcode byte and its operands per
 /// operation, at most 48 operations.
 pub fn bolt_ops(data: &[u8]) {
-    use mapwise_native::bolt::{Db, Options};
+    use mapwise_native::engine::bolt::{Db, Options};
 
     let mut inp = Input(data);
     let o = inp.byte();
@@ -458,7 +458,7 @@ pub fn bolt_ops(data: &[u8]) {
                         assert_eq!(read_model(&path), committed, "reopen");
                         continue 'session;
                     }
-                    use mapwise_native::bolt::failpoint;
+                    use mapwise_native::engine::bolt::failpoint;
                     let torn = u16::from_le_bytes([torn_lo, torn_hi]);
                     failpoint::arm(u32::from(cut & 0x7f), usize::from(torn));
                     let r = tx.commit();
@@ -514,7 +514,7 @@ const RRD_OPS_MAX_FILE: u64 = 4 << 20;
 /// (`DS:…`, `RRA:…`) up to a line `--`, then update arguments (a line
 /// starting `-t ` is the template, `-s` skips past updates).
 pub fn rrd_ops(data: &[u8]) {
-    use mapwise_native::rrd::{CreateOptions, UpdateOptions, create, update};
+    use mapwise_native::engine::rrd::{CreateOptions, UpdateOptions, create, update};
 
     let text = String::from_utf8_lossy(data);
     let mut lines = text.lines();
@@ -546,7 +546,8 @@ pub fn rrd_ops(data: &[u8]) {
     };
     let dir = scratch_dir();
     let path = dir.path().join("f.rrd");
-    let Ok(plan) = mapwise_native::rrd::create::plan(&path.display().to_string(), &co, &defs)
+    let Ok(plan) =
+        mapwise_native::engine::rrd::create::plan(&path.display().to_string(), &co, &defs)
     else {
         return;
     };
@@ -562,16 +563,16 @@ pub fn rrd_ops(data: &[u8]) {
         let _ = update(&path, &uo, &args);
         uo.verbose = true;
         if let Ok(out) = update(&path, &uo, &args) {
-            let _ = mapwise_native::rrd::update::updatev_text(&out);
+            let _ = mapwise_native::engine::rrd::update::updatev_text(&out);
         }
     }
     let bytes = std::fs::read(&path).expect("read back");
     assert_eq!(bytes.len() as u64, len, "update changed the length");
     rrd_file(&bytes);
     let mut s = String::new();
-    let _ = mapwise_native::rrd::dump_to(
+    let _ = mapwise_native::engine::rrd::dump_to(
         &path,
-        mapwise_native::rrd::IoMode::Fd,
+        mapwise_native::engine::rrd::IoMode::Fd,
         rrd::dump::DumpHeader::Dtd,
         &mut s,
     );

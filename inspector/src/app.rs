@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use mapwise_core::bolt::{BoltFile, PageDetail, page_detail};
 use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
 use mapwise_native::describe::Item;
+use mapwise_native::observe::watch::{Effect, Refreshed, Snapshot, Watch};
+use mapwise_native::os::residency::{FileAdvice, Residency, TO_EOF};
 use mapwise_native::report::KindTotal;
-use mapwise_native::residency::{FileAdvice, Residency, TO_EOF};
-use mapwise_native::watch::{Effect, Refreshed, Snapshot, Watch};
 use ratatui::layout::{Position, Rect};
 
 use crate::describe::{self, Line, Tone, Widths};
@@ -1430,7 +1430,10 @@ impl App {
         }
         *at = Instant::now();
         *shown = if rrd {
-            let p = mapwise_native::rrd::cached::pending_in_env(path, Duration::from_millis(500));
+            let p = mapwise_native::engine::rrd::cached::pending_in_env(
+                path,
+                Duration::from_millis(500),
+            );
             mapwise_native::report::rrdcached_line(&p)
         } else {
             None

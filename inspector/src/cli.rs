@@ -15,10 +15,10 @@ use mapwise_core::PageSource;
 use mapwise_core::bolt::{Body, BoltFile, Element, PageDetail, WalkOptions, page_detail};
 use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::Format;
-use mapwise_native::io::QuietSource;
+use mapwise_native::observe::watch::read_snapshot;
+use mapwise_native::os::io::QuietSource;
+use mapwise_native::os::residency::{self, CacheStat, Residency, Trust};
 use mapwise_native::report::{self, KindTotal};
-use mapwise_native::residency::{self, CacheStat, Residency, Trust};
-use mapwise_native::watch::read_snapshot;
 use serde::Serialize;
 
 use crate::app::{DETAIL_LIMIT, group_name};
@@ -170,7 +170,7 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
         // one, but what the numbers are.
         unsettled: snap.unsettled.as_deref().map(|u| {
             let why = u
-                .strip_suffix(mapwise_native::settle::READ_A_COPY)
+                .strip_suffix(mapwise_native::observe::settle::READ_A_COPY)
                 .unwrap_or(u);
             format!(
                 "{} The totals are the file's own; only the split by kind needs its structure.",
@@ -287,8 +287,8 @@ impl std::error::Error for FileProblem {}
 pub fn is_file_problem(e: &anyhow::Error) -> bool {
     e.downcast_ref::<FileProblem>().is_some()
         || matches!(
-            e.downcast_ref::<mapwise_native::settle::Error>(),
-            Some(mapwise_native::settle::Error::NotBolt { .. })
+            e.downcast_ref::<mapwise_native::observe::settle::Error>(),
+            Some(mapwise_native::observe::settle::Error::NotBolt { .. })
         )
 }
 
@@ -537,7 +537,7 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
     open_bolt(path, &src)?;
     drop(src);
     // Every page from one snapshot, even while a writer commits.
-    let reports: Vec<PageReport> = mapwise_native::settle::read_bolt(path, |file| {
+    let reports: Vec<PageReport> = mapwise_native::observe::settle::read_bolt(path, |file| {
         let hwm = file.meta().hwm;
         ids.iter()
             .map(|&id| match page_detail(file, id, DETAIL_LIMIT) {
@@ -668,7 +668,7 @@ fn described_pages(path: &Path, src: &QuietSource, ids: &[u64], as_json: bool) -
 ///
 /// # Errors
 /// When the file cannot be opened, or when a writer committed during every
-/// attempt to read it (`mapwise_native::settle`): the problems such a read
+/// attempt to read it (`mapwise_native::observe::settle`): the problems such a read
 /// sees may be transient, so the check could not run (exit 2), rather
 /// than failed.
 pub fn check(path: &Path, as_json: bool) -> Result<Output> {
@@ -768,7 +768,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     );
     // What rrdcached holds for the file (PENDING: read-only, no flush).
     let pending = (snap.format == Format::Rrd)
-        .then(|| mapwise_native::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
+        .then(|| mapwise_native::engine::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
         .flatten();
     if let Some((_, n)) = &pending {
         match n {

@@ -18,8 +18,8 @@ use mapwise_core::bolt::WalkOptions;
 use mapwise_inspector::app::{App, Data, Target};
 use mapwise_inspector::replay::Replay;
 use mapwise_inspector::{cli, demo, event, ui};
-use mapwise_native::trace::Recorder;
-use mapwise_native::watch::Watch;
+use mapwise_native::observe::trace::Recorder;
+use mapwise_native::observe::watch::Watch;
 use ratatui::DefaultTerminal;
 
 /// Which pages of a storage file (bbolt, RRDtool, Mercurial revlog) are
@@ -115,7 +115,7 @@ struct FileArgs {
 }
 
 fn main() -> ExitCode {
-    mapwise_native::heap::bound_peaks();
+    mapwise_native::os::heap::bound_peaks();
     let args = Cli::parse();
     let json = match &args.command {
         Command::Open { .. } | Command::Record { .. } | Command::Replay { .. } => false,
@@ -402,7 +402,7 @@ fn run_tui(app: &mut App, target: &mut dyn Target) -> Result<ExitCode> {
 
 /// `inspector replay`: play a trace in the TUI.
 fn replay(trace: &Path, file: Option<&Path>, tick: Option<u64>) -> Result<ExitCode> {
-    let t = mapwise_native::trace::read(trace)
+    let t = mapwise_native::observe::trace::read(trace)
         .with_context(|| format!("cannot read the trace {}", trace.display()))?;
     let tick = tick.map_or_else(
         || Duration::from_micros(t.header.interval_us).max(Duration::from_millis(20)),
@@ -500,7 +500,7 @@ fn record(
             "inspector: sampled every {every:.0} ms on average, not every {} ms: one sample of \
              this file took {one:.1} ms, and sampling is kept under {:.0} % of a core",
             interval.as_millis(),
-            mapwise_native::trace::MAX_DUTY * 100.0
+            mapwise_native::observe::trace::MAX_DUTY * 100.0
         );
     }
     Ok(code)

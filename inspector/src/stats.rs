@@ -5,8 +5,8 @@
 //! [`Layout`](mapwise_core::layout::Layout) and a
 //! [`Residency`]; nothing reads the file.
 
+use mapwise_native::os::residency::Residency;
 pub use mapwise_native::report::{KindIndex, kind_totals, resident_bytes, unit};
-use mapwise_native::residency::Residency;
 
 /// A size the way vmtouch prints it: bytes below 1 KiB, else whole
 /// `K`, `M` or `G` (truncated, powers of 1024).
@@ -175,7 +175,7 @@ mod tests {
             bitmap: vec![(1 << 27) - 1],
             resident_pages: 27,
             total_pages: 55,
-            trust: mapwise_native::residency::Trust::Known,
+            trust: mapwise_native::os::residency::Trust::Known,
             cachestat: None,
         };
         assert_eq!(

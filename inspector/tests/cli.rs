@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mapwise_native::residency;
+use mapwise_native::os::residency;
 
 use crate::common::{Need, bolt_oracle, copy_to, need, run, testdata, tmpdir};
 
@@ -506,7 +506,7 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
     // The user's report: `inspector check` in a loop while a writer
     // commits said 'page N is already in use' on a healthy file. A read
     // that a commit overlaps is retried; one that never settles exits 2.
-    use mapwise_native::bolt::{Db, Options};
+    use mapwise_native::engine::bolt::{Db, Options};
     use std::sync::atomic::{AtomicBool, Ordering};
     let dir = tmpdir();
     let path = dir.path().join("w3.db");

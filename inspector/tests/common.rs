@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use mapwise_core::bolt::WalkOptions;
 use mapwise_inspector::app::{App, Data, Fixed};
-use mapwise_native::residency::{Residency, Trust, os_page_size};
-use mapwise_native::watch::read_snapshot;
+use mapwise_native::observe::watch::read_snapshot;
+use mapwise_native::os::residency::{Residency, Trust, os_page_size};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -96,13 +96,13 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_inspector")
 }
 
-/// `mapwise` (`mapwise-native`'s binary), from beside the inspector's:
+/// `mapwise` (`mapwise-cli`'s binary), from beside the inspector's:
 /// `cargo test --workspace` builds both into one directory.
 pub fn mapwise() -> PathBuf {
     let p = Path::new(bin()).with_file_name("mapwise");
     assert!(
         p.is_file(),
-        "{} is missing: build it with `cargo build -p mapwise-native --bin mapwise` \
+        "{} is missing: build it with `cargo build -p mapwise-cli --bin mapwise` \
          (`cargo test --workspace` builds it)",
         p.display()
     );

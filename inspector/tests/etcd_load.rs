@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mapwise_native::residency;
+use mapwise_native::os::residency;
 use serde_json::Value;
 
 use crate::cli::vmtouch;
@@ -567,7 +567,7 @@ impl Drop for StopOnDrop<'_> {
 /// `ctl.interval_ms` unless paused; while recording, a byte copy of the file
 /// after every commit (and of the state it starts from), made between
 /// commits, so each copy is the file at exactly its txid.
-fn writer_loop(db: &mapwise_native::bolt::Db, ctl: &Ctl, copies: &Path) {
+fn writer_loop(db: &mapwise_native::engine::bolt::Db, ctl: &Ctl, copies: &Path) {
     let shape = crate::writer::Shape {
         appends: 2,
         rewrites: 6,
@@ -755,7 +755,7 @@ struct LiveRun {
 /// so the read follows commits and settles on the txid the writer stopped
 /// at or on one it committed meanwhile, every one of which was copied.
 fn layout_matches_copies(no_freelist_sync: bool) {
-    use mapwise_native::bolt::{Db, Options};
+    use mapwise_native::engine::bolt::{Db, Options};
     let dir = tmpdir();
     let path = dir.path().join("w.db");
     // The copies go to memory (tmpfs) where there is one: a copy per

@@ -1,16 +1,16 @@
-//! The hostile-file table (`native/tests/hostile_cases.rs`) through the
+//! The hostile-file table (`mapwise_testkit::hostile`) through the
 //! inspector's subcommands: `layout`, `check` and `pages` on a sample of
 //! the cases end within a time limit with exit 0, 1 or 2, never a panic,
 //! and a failure names the structure and where it is. (The native suite
-//! runs every case through core, `mapwise` and the writers.)
+//! runs every case through core and the writers, the cli suite through
+//! `mapwise`.)
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::run;
+use mapwise_testkit::hostile as cases;
 
-#[path = "../../native/tests/hostile_cases.rs"]
-mod cases;
+use crate::common::run;
 
 #[test]
 fn hostile_files_through_inspector_subcommands() {
@@ -67,7 +67,7 @@ fn hostile_files_in_the_tui() {
     use mapwise_core::bolt::WalkOptions;
     use mapwise_inspector::app::{App, Data};
     use mapwise_inspector::event::Action;
-    use mapwise_native::watch::Watch;
+    use mapwise_native::observe::watch::Watch;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

@@ -450,7 +450,7 @@ fn record_and_subcommands_survive_a_shrinking_writer() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "inspector record: {stderr}");
 
-    let t = mapwise_native::trace::read(&trace).expect("the trace reads back");
+    let t = mapwise_native::observe::trace::read(&trace).expect("the trace reads back");
     assert!(!t.truncated_tail, "the trace ends with a whole frame");
     let lens: std::collections::BTreeSet<u64> = t.frames.iter().map(|f| f.file_len).collect();
     eprintln!("{} frames; file lengths seen: {lens:?}", t.frames.len());

@@ -7,7 +7,7 @@
 //! or vanished beside them. (The browser viewer's view layer is checked the
 //! same way in `wasm/tests/readonly.rs`.)
 //!
-//! `mapwise` is `mapwise-native`'s binary: it is taken from beside the
+//! `mapwise` is `mapwise-cli`'s binary: it is taken from beside the
 //! inspector's (`cargo test --workspace` builds both into one directory).
 
 use std::fs;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use mapwise_inspector::app::{App, Data, Playback, Target};
 use mapwise_inspector::event::Action;
 use mapwise_inspector::replay::Replay;
-use mapwise_native::residency::{TO_EOF, evict};
+use mapwise_native::os::residency::{TO_EOF, evict};
 
 use crate::common::{copy_to, draw, run, tmpdir};
 
@@ -86,7 +86,7 @@ fn a_recorded_read_plays_back_frame_by_frame() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stderr.contains("frames"), "{}", r.stderr);
 
-    let t = mapwise_native::trace::read(&trace).unwrap();
+    let t = mapwise_native::observe::trace::read(&trace).unwrap();
     let pages = t.frames[0].total_pages(t.header.os_page_size);
     assert!(t.frames.len() >= 5, "{} frames", t.frames.len());
     assert_eq!(t.frames[0].resident_pages(), 0, "evicted before the read");

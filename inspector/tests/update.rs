@@ -218,7 +218,7 @@ fn resize_keeps_selection_visible() {
 fn cells_clip_to_a_shrunken_file() {
     // The structure says 16 pages; the file now has 10 (truncated under
     // the watch): cells past the end are drawn as past-EOF, never resident.
-    use mapwise_native::residency::Trust;
+    use mapwise_native::os::residency::Trust;
     let mut t = fixed(&testdata("small.db"));
     t.residency = Some(crate::common::synthetic(10 * 4096, Trust::Known, |_| true));
     let a = app("small.db", &t, 120, 40);
@@ -345,10 +345,16 @@ fn vmtouch(path: &std::path::Path) -> u64 {
         .unwrap_or_else(|| panic!("no totals in {text}"))
 }
 
-fn live(path: &std::path::Path) -> (mapwise_native::watch::Watch, mapwise_inspector::app::App) {
+fn live(
+    path: &std::path::Path,
+) -> (
+    mapwise_native::observe::watch::Watch,
+    mapwise_inspector::app::App,
+) {
     use mapwise_core::bolt::WalkOptions;
     use mapwise_inspector::app::{App, Data};
-    let w = mapwise_native::watch::Watch::open(path, WalkOptions::default()).expect("watch");
+    let w =
+        mapwise_native::observe::watch::Watch::open(path, WalkOptions::default()).expect("watch");
     let mut a = App::new(
         "live",
         Data::from_target(&w),

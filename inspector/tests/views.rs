@@ -8,7 +8,7 @@ use mapwise_core::layout::Kind;
 use mapwise_inspector::app::{App, Focus, Overlay};
 use mapwise_inspector::event::Action;
 use mapwise_inspector::ui::{self, kind_color};
-use mapwise_native::residency::{Trust, UnknownReason};
+use mapwise_native::os::residency::{Trust, UnknownReason};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -538,7 +538,7 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
     // still say hwm 55, root p54, so pages 2–54 are drawn past the end.
     use mapwise_core::bolt::WalkOptions;
     use mapwise_inspector::app::{Data, Residence};
-    use mapwise_native::watch::Watch;
+    use mapwise_native::observe::watch::Watch;
     let dir = tmpdir();
     let path = crate::common::copy_to(dir.path(), "etcd-small.db");
     let mut watch = Watch::open(&path, WalkOptions::default()).expect("watch");
@@ -590,8 +590,8 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
 #[test]
 fn a_busy_bolt_file_is_followed_commit_by_commit() {
     use mapwise_core::bolt::WalkOptions;
-    use mapwise_native::bolt::{Db, Options};
-    use mapwise_native::watch::Watch;
+    use mapwise_native::engine::bolt::{Db, Options};
+    use mapwise_native::observe::watch::Watch;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
     let dir = tmpdir();
@@ -610,7 +610,7 @@ fn a_busy_bolt_file_is_followed_commit_by_commit() {
         for i in 0..base {
             b.put(&i.to_be_bytes(), &[7u8; 200])?;
         }
-        Ok::<_, mapwise_native::bolt::Error>(())
+        Ok::<_, mapwise_native::engine::bolt::Error>(())
     })
     .expect("fill");
     let txid0 = db.begin().expect("tx").id();
@@ -695,7 +695,7 @@ fn a_truncated_rrd_file_shows_its_lost_pages_past_the_end() {
     // created it with), so OS pages 3–8 are drawn past the end.
     use mapwise_core::bolt::WalkOptions;
     use mapwise_inspector::app::{Data, Residence};
-    use mapwise_native::watch::Watch;
+    use mapwise_native::observe::watch::Watch;
     let dir = tmpdir();
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/hw.rrd");
     let path = dir.path().join("copy.rrd");

@@ -1,20 +1,20 @@
 //! Files, mappings, page-cache residency and the storage engines of mapwise.
 //!
-//! `mapwise-core` knows formats; this crate knows files and syscalls. It is
-//! the only crate of the workspace with `unsafe` code (mmap, mincore,
-//! cachestat), and every `unsafe` block says why it is sound.
+//! `mapwise-core` knows formats; this crate knows files and syscalls, in three layers.
+//! [`os`] is the operating system: mappings, reads, residency, locks, local time, the heap.
+//! [`engine`] is the storage engines over it: bbolt, RRDtool, revlogs and mmaptest.
+//! [`observe`] watches files other processes own: settled reads, live snapshots, traces.
+//! [`describe`] and [`report`] are what the command lines print.
+//! Neither [`os`] nor [`engine`] depends on them.
+//!
+//! Of the crates mapwise ships, only this one has `unsafe` code, and it lives in [`os`].
+//! Every `unsafe` block there has a `SAFETY:` comment saying why it is sound.
+//! Outside [`os`], `unsafe` only calls a function whose soundness rests on its caller.
+//! Those are the `unsafe fn`s of [`os`] that map a file, and mmaptest's SSE2 byte sum.
+//! Each such call has a `SAFETY:` comment saying how the caller keeps the contract.
 
-pub mod bolt;
 pub mod describe;
-pub mod heap;
-pub mod io;
-pub mod map;
-pub mod mmaptest;
+pub mod engine;
+pub mod observe;
+pub mod os;
 pub mod report;
-pub mod residency;
-pub mod revlog;
-pub mod rng;
-pub mod rrd;
-pub mod settle;
-pub mod trace;
-pub mod watch;

@@ -12,8 +12,8 @@ use mapwise_core::layout::{Kind, KindCounts, Layout};
 use mapwise_core::{MetaFault, PageSource};
 use serde::Serialize;
 
-use crate::residency::{Residency, os_page_size};
-use crate::settle;
+use crate::observe::settle;
+use crate::os::residency::{Residency, os_page_size};
 
 /// One row of the pages table.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -198,7 +198,7 @@ impl FromIterator<PagesRow> for PageRows {
 }
 
 /// The rows of `bbolt pages` for the bbolt file at `path`, read quietly
-/// and settled ([`crate::settle`]): every row from one snapshot, even
+/// and settled ([`crate::observe::settle`]): every row from one snapshot, even
 /// while a writer commits. Collected before anything is printed, so a
 /// retry never prints twice; held as [`PageRows`], so runs of free pages
 /// cost nothing per page.
@@ -221,7 +221,7 @@ pub fn settled_page_rows(path: &std::path::Path) -> Result<PageRows, settle::Err
 }
 
 /// The structural check of the bbolt file at `path`, read quietly and
-/// settled ([`crate::settle`]). A file that does not open as bbolt is a
+/// settled ([`crate::observe::settle`]). A file that does not open as bbolt is a
 /// report with that one problem (a failed check, not a failure to check).
 ///
 /// # Errors
@@ -252,7 +252,7 @@ pub fn settled_check(path: &std::path::Path) -> Result<CheckReport, settle::Erro
 
 /// The meta pages and freelist of the bbolt file at `path` (reading only
 /// those pages), with the file's length in bytes, settled
-/// ([`crate::settle`]).
+/// ([`crate::observe::settle`]).
 ///
 /// # Errors
 /// [`settle::Error`]: not openable, not bbolt, or never settled.
@@ -672,7 +672,7 @@ pub struct LayoutReport {
     pub rrd: Option<RrdInfo>,
     /// RRD with `RRDCACHED_ADDRESS` set: the updates the daemon holds for
     /// the file, not yet written (the lines of its `PENDING` reply; see
-    /// [`crate::rrd::cached::pending_in_env`]).
+    /// [`crate::engine::rrd::cached::pending_in_env`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rrdcached_pending: Option<u64>,
     /// Why the daemon named by `RRDCACHED_ADDRESS` could not say (rrdtool's
@@ -898,9 +898,9 @@ impl KindIndex {
                 let (full_lo, full_hi) = (start.div_ceil(unit), end / unit);
                 let edges = [start / unit, (end - 1) / unit];
                 for (kind, mask) in &self.masks {
-                    let bit = |p: u64| crate::residency::count_bits(mask, p, p) > 0;
+                    let bit = |p: u64| crate::os::residency::count_bits(mask, p, p) > 0;
                     let mut n = if full_lo < full_hi {
-                        crate::residency::count_bits(mask, full_lo, full_hi - 1)
+                        crate::os::residency::count_bits(mask, full_lo, full_hi - 1)
                             .saturating_mul(unit)
                     } else {
                         0
@@ -1021,7 +1021,7 @@ impl KindIndex {
 /// named), or the daemon's error; `None` unless `RRDCACHED_ADDRESS` is set.
 #[must_use]
 pub fn rrdcached_line(
-    pending: &Option<(String, Result<usize, crate::rrd::Error>)>,
+    pending: &Option<(String, Result<usize, crate::engine::rrd::Error>)>,
 ) -> Option<String> {
     let (addr, n) = pending.as_ref()?;
     Some(match n {
@@ -1081,7 +1081,7 @@ pub fn layout_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::residency::Trust;
+    use crate::os::residency::Trust;
 
     #[test]
     fn page_rows_hold_runs_of_free_pages_as_one_entry() {

@@ -7,10 +7,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use mapwise_native::bolt::{Db, Error, Options};
+use mapwise_native::engine::bolt::{Db, Error, Options};
 
-use crate::bolt_write::{oracle_check, rw};
 use crate::support::tempdir;
+use mapwise_testkit::bolt_model::{oracle_check, rw};
 
 /// Commit `n`: bucket `c` holds keys 0..width(n), each with value
 /// `n` repeated to a size that varies with the key and `n`; key `n`
@@ -47,7 +47,7 @@ fn commit(db: &Db, n: u64) {
 }
 
 /// Check one snapshot; returns its commit number.
-fn verify(tx: &mapwise_native::bolt::Tx<'_>) -> u64 {
+fn verify(tx: &mapwise_native::engine::bolt::Tx<'_>) -> u64 {
     let Some(b) = tx.bucket(b"c").expect("bucket") else {
         return 0;
     };

@@ -17,12 +17,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use mapwise_native::bolt::{Db, Error, Options, WriteTx};
+use mapwise_native::engine::bolt::{Db, Error, Options, WriteTx};
 
-use crate::bolt_model::{self, Bucket, Entry, oracle_fast};
 use crate::bolt_props::oracle_judge;
-use crate::bolt_write::rw;
 use crate::support::tempdir;
+use mapwise_testkit::bolt_model::rw;
+use mapwise_testkit::bolt_model::{self, Bucket, Entry, oracle_fast};
 
 const CHILD_ENV: &str = "MAPWISE_BOLT_CRASH_CHILD";
 
@@ -155,7 +155,7 @@ fn apply_engine(tx: &mut WriteTx<'_>, n: u64) -> Result<(), Error> {
 }
 
 /// The counter in a snapshot: the last transaction it holds.
-fn counter(tx: &mapwise_native::bolt::Tx<'_>) -> u64 {
+fn counter(tx: &mapwise_native::engine::bolt::Tx<'_>) -> u64 {
     let Some(b) = tx.bucket(b"meta").expect("meta bucket") else {
         return 0;
     };
@@ -571,7 +571,7 @@ fn torn_meta_writes_fall_back_to_the_previous_snapshot() {
 /// workload's large one (growth and overflow runs), 11 reuses its pages.
 #[test]
 fn a_commit_stopped_after_any_write_keeps_the_previous_or_the_new_state() {
-    use mapwise_native::bolt::failpoint;
+    use mapwise_native::engine::bolt::failpoint;
     let dir = tempdir();
     let base = dir.path().join("base.db");
     let mut model = Bucket::default();

@@ -6,12 +6,12 @@
 #![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use mapwise_core::bolt::{BoltFile, CountEncoding, FreelistInfo, NO_FREELIST, freelist_info};
-use mapwise_native::bolt::{Db, Error, Options};
+use mapwise_native::engine::bolt::{Db, Error, Options};
 
-use crate::bolt_model::oracle_fast as oracle;
-use crate::bolt_model::{self, Bucket, Entry};
-use crate::bolt_write::{oracle_agrees, oracle_check, our_dump, rw};
 use crate::support::tempdir;
+use mapwise_testkit::bolt_model::oracle_fast as oracle;
+use mapwise_testkit::bolt_model::{self, Bucket, Entry};
+use mapwise_testkit::bolt_model::{oracle_agrees, oracle_check, our_dump, rw};
 
 fn fill(db: &Db, bucket: &[u8], from: u32, to: u32, len: usize) {
     db.update(|tx| -> Result<(), Error> {

@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mapwise_native::bolt::{BucketMut, Db, Error, Options, WriteTx};
+use mapwise_native::engine::bolt::{BucketMut, Db, Error, Options, WriteTx};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use crate::bolt_model::{self, Bucket, Entry, oracle_run};
 use crate::support::tempdir;
+use mapwise_testkit::bolt_model::{self, Bucket, Entry, oracle_run};
 
 /// Judge `files` (path, expected dump) with the oracle on two threads;
 /// returns one message per disagreement.

@@ -9,19 +9,22 @@
 
 use std::path::Path;
 
-use mapwise_native::bolt::{Db, Error, Options, WriteTx};
+use mapwise_native::engine::bolt::{Db, Error, Options, WriteTx};
 
-use crate::bolt_model::oracle_fast as oracle;
-use crate::bolt_model::{self, Bucket, Entry};
-use crate::bolt_write::oracle_agrees;
 use crate::support::{tempdir, testdata};
+use mapwise_testkit::bolt_model::oracle_agrees;
+use mapwise_testkit::bolt_model::oracle_fast as oracle;
+use mapwise_testkit::bolt_model::{self, Bucket, Entry};
 
 fn sized(i: u32, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i as usize * 13 + j * 7) as u8).collect()
 }
 
 /// A bucket handle at `path` inside `tx`.
-fn at<'t>(tx: &'t mut WriteTx<'_>, path: &[Vec<u8>]) -> mapwise_native::bolt::BucketMut<'t> {
+fn at<'t>(
+    tx: &'t mut WriteTx<'_>,
+    path: &[Vec<u8>],
+) -> mapwise_native::engine::bolt::BucketMut<'t> {
     tx.bucket_path(path).expect("bucket")
 }
 

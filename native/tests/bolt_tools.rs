@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use mapwise_core::bolt::BoltFile;
-use mapwise_native::bolt::{Db, Options};
+use mapwise_native::engine::bolt::{Db, Options};
 
-use crate::bolt_model::oracle_fast as oracle;
-use crate::bolt_write::oracle_check;
 use crate::support::{tempdir, testdata};
+use mapwise_testkit::bolt_model::oracle_check;
+use mapwise_testkit::bolt_model::oracle_fast as oracle;
 
 fn generate(dir: &Path, shape: &str, extra: &[&str]) -> std::path::PathBuf {
     let path = dir.join(format!("{shape}{}.db", extra.join("")));
@@ -178,7 +178,7 @@ fn our_check_rejects_what_go_rejects() {
         let db = Db::open(&p, &Options::default()).expect("open");
         let ours = db.begin().expect("tx").check();
         let out = crate::support::run_limited(
-            std::process::Command::new(crate::bolt_model::oracle_binary())
+            std::process::Command::new(mapwise_testkit::bolt_model::oracle_binary())
                 .args(["check", p.to_str().expect("utf-8")]),
             std::time::Duration::from_secs(60),
         );

@@ -6,45 +6,11 @@
 
 use std::path::Path;
 
-use mapwise_native::bolt::{Db, Error, Options};
+use mapwise_native::engine::bolt::{Db, Error};
+use mapwise_testkit::bolt_model::oracle_fast as oracle;
+use mapwise_testkit::bolt_model::{self, Bucket, Entry, oracle_agrees, oracle_check, our_dump, rw};
 
-use crate::bolt_model::oracle_fast as oracle;
-use crate::bolt_model::{self, Bucket, Entry};
-use crate::support::{assert_same_text, tempdir};
-
-/// Read-write options with page size `ps`.
-pub fn rw(ps: u32) -> Options {
-    Options {
-        page_size: ps,
-        ..Options::read_write()
-    }
-}
-
-/// The oracle's check passes on `path`.
-pub fn oracle_check(path: &Path) {
-    let p = path.to_str().expect("utf-8");
-    let out = String::from_utf8(oracle(&["check", p])).expect("utf-8");
-    assert_eq!(out.trim_end(), "OK", "oracle check {p}:\n{out}");
-}
-
-/// The oracle's check passes and its dump equals `model`.
-pub fn oracle_agrees(path: &Path, model: &Bucket) {
-    oracle_check(path);
-    let p = path.to_str().expect("utf-8");
-    assert_same_text(
-        &format!("oracle dump of {p}"),
-        &oracle(&["dump", p]),
-        bolt_model::dump(model).as_bytes(),
-    );
-}
-
-/// Our own dump of the current snapshot.
-pub fn our_dump(db: &Db) -> String {
-    let tx = db.begin().expect("read tx");
-    let mut s = String::new();
-    mapwise_core::bolt::dump(&tx.file(), &mut s).expect("dump");
-    s
-}
+use crate::support::tempdir;
 
 fn key(i: u32) -> Vec<u8> {
     format!("key-{i:06}").into_bytes()

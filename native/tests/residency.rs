@@ -1,4 +1,4 @@
-//! Integration tests of `mapwise_native::residency` against the kernel and
+//! Integration tests of `mapwise_native::os::residency` against the kernel and
 //! against vmtouch (the peer tool; `apt-get install -y vmtouch`).
 //!
 //! The trust test needs root (it re-runs this binary as uid 65534 with
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use mapwise_testkit::install::Need;
 
-use mapwise_native::residency::{
+use mapwise_native::os::residency::{
     self, Error, Residency, TO_EOF, TouchMethod, Trust, UnknownReason, cachestat, evict, lock,
     os_page_size, release_mapping, resample, sample, sample_range, touch, touch_with,
 };
@@ -171,7 +171,7 @@ fn matches_vmtouch_after_partial_reads() {
     // cached?") says the same, page for page, and `false` past the end.
     // SAFETY: the test's own temporary file; nothing truncates or writes
     // it while the mapping lives.
-    let map = unsafe { mapwise_native::map::Mapping::map(&file, &Default::default()) }.unwrap();
+    let map = unsafe { mapwise_native::os::map::Mapping::map(&file, &Default::default()) }.unwrap();
     for p in 0..total {
         assert_eq!(map.is_resident(p * page + 7), r.is_resident(p), "page {p}");
     }
@@ -635,7 +635,7 @@ fn child_reports_residency() {
 /// frame, and follows the path when another file is renamed over it.
 #[test]
 fn a_trace_records_reads_evictions_and_replacement() {
-    use mapwise_native::trace::{Recorder, read};
+    use mapwise_native::observe::trace::{Recorder, read};
     let dir = scratch_dir();
     let path = dir.path().join("traced.bin");
     let out = dir.path().join("run.trace");
@@ -878,7 +878,8 @@ fn kind_totals_of_a_grown_file_cover_what_vmtouch_counts() {
         &path,
     )
     .expect("copy etcd-small.db");
-    let snap = mapwise_native::watch::read_snapshot(&path, Default::default()).expect("read");
+    let snap =
+        mapwise_native::observe::watch::read_snapshot(&path, Default::default()).expect("read");
     assert!(snap.error.is_none(), "{:?}", snap.error);
     let grown = 40 * os_page_size();
     {

@@ -483,11 +483,11 @@ fn pick_kind(rng: &mut Rng) -> &'static str {
 
 /// The load's draws, from the project's one random stream.
 #[derive(Debug, Clone)]
-struct Rng(mapwise_native::rng::SplitMix64);
+struct Rng(mapwise_native::engine::rng::SplitMix64);
 
 impl Rng {
     fn new(seed: u64) -> Rng {
-        Rng(mapwise_native::rng::SplitMix64::new(seed))
+        Rng(mapwise_native::engine::rng::SplitMix64::new(seed))
     }
 
     fn below(&mut self, n: u64) -> u64 {

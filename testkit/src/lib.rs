@@ -13,8 +13,13 @@
 //! * [`peers`]: the peers' command lines (`peers/bolt/peer`,
 //!   `peers/rrd/peer`, `peers/revlog/peer`, the mmaptest C source, `hg`,
 //!   `rrdtool`), each installing what it needs first.
-//! * [`run_limited`], [`assert_same_text`], [`which`]: running commands
-//!   with a time limit and comparing outputs.
+//! * [`run_limited`], [`run_with_stdin`], [`assert_same_text`],
+//!   [`assert_same_bytes`], [`which`]: running commands with a time limit
+//!   and comparing outputs.
+//! * [`corpus`], [`hostile`]: the corpus files by format, and the table of
+//!   damaged variants of them every reader is run on.
+//! * [`bolt_model`], [`rrd`]: the bbolt model the oracle's dumps are
+//!   compared with, and the RRD suites' corpus copies and replays.
 //! * [`churn`], [`writer`], [`etcd`], [`rrdcached`], [`fileprint`]: bbolt
 //!   writers, a real etcd and rrdcached of a test's own, and what a reader
 //!   must leave unchanged about a file.
@@ -25,11 +30,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod bolt_model;
 pub mod churn;
+pub mod corpus;
 pub mod etcd;
 pub mod fileprint;
+pub mod hostile;
 pub mod install;
 pub mod peers;
+pub mod rrd;
 pub mod rrdcached;
 pub mod writer;
 
@@ -116,6 +125,39 @@ pub fn run_limited(cmd: &mut Command, limit: Duration) -> Output {
     }
 }
 
+/// Run `cmd` with `input` on its stdin; its output (not checked).
+///
+/// # Panics
+/// When it cannot start or be waited for.
+pub fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    use std::io::Write as _;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+/// The bytes a hex string spells (two digits a byte).
+///
+/// # Panics
+/// On a digit that is not hex.
+#[must_use]
+pub fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
 /// Panic with both texts when `ours` and `want` differ (first differing
 /// line shown).
 ///
@@ -145,4 +187,23 @@ pub fn assert_same_text(what: &str, ours: &[u8], want: &[u8]) {
         o.lines().count(),
         w.lines().count()
     );
+}
+
+/// Panic with the first differing byte when two files differ.
+///
+/// # Panics
+/// When they differ.
+pub fn assert_same_bytes(what: &str, ours: &[u8], want: &[u8]) {
+    if ours != want {
+        let at = ours
+            .iter()
+            .zip(want)
+            .position(|(a, b)| a != b)
+            .unwrap_or(ours.len().min(want.len()));
+        panic!(
+            "{what}: files differ at byte {at} ({} vs {} bytes)",
+            ours.len(),
+            want.len()
+        );
+    }
 }

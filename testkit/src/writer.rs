@@ -10,9 +10,9 @@
 
 use std::time::{Duration, Instant};
 
-use mapwise_native::bolt::{Db, Error};
+use mapwise_native::engine::bolt::{Db, Error};
 /// The writer's random stream (keys to rewrite).
-pub use mapwise_native::rng::SplitMix64 as Rng;
+pub use mapwise_native::engine::rng::SplitMix64 as Rng;
 
 /// What each commit of [`run`] does.
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! The hostile-file table (`native/tests/hostile_cases.rs`) through the
+//! The hostile-file table (`mapwise_testkit::hostile`) through the
 //! browser viewer's exports, called natively on the same
 //! `Viewer` the wasm bindings wrap (a bindings error is the same text in
 //! a `JsError`): open, summary, the map, every page's cell and detail,
@@ -8,10 +8,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use mapwise_testkit::hostile as cases;
 use mapwise_wasm::view::Viewer;
-
-#[path = "../../native/tests/hostile_cases.rs"]
-mod cases;
 
 #[test]
 fn hostile_files_through_the_viewer() {

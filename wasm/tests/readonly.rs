@@ -10,7 +10,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use mapwise_native::io::PreadSource;
+use mapwise_native::os::io::PreadSource;
 use mapwise_wasm::view::Viewer;
 
 use mapwise_testkit::fileprint::{copy_tree, differences, prints};

@@ -6,7 +6,7 @@
 // bbolt's isPrintable decides with unicode.IsPrint whether `bbolt dump`,
 // `keys`, `get` and `page` print a key or value as text or as hex; Go
 // 1.19 (the toolchain of the bolt oracle) ships Unicode 13.0.0.
-// native/src/bin/mapwise/bolt/go_print.rs is this program's output as a
+// cli/src/bolt/go_print.rs is this program's output as a
 // Rust table; the bytefmt unit test runs it and compares.
 //
 //	GO111MODULE=off go run xtask/gen/go_isprint.go

@@ -409,11 +409,11 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
 
 /// Long help of `cargo xtask hostile`.
 pub const HOSTILE_HELP: &str = "\
-Runs the full hostile-file sweep (native/tests/hostile.rs, ignored in the
-normal test run): every truncation at a page boundary and mid-page of the
-corpus files, every header byte inverted, every page's header and elements
-damaged; each case through core's parsers, the mapwise command line and the
-writers, in release mode.";
+Runs the full hostile-file sweep (native/tests/hostile.rs and
+cli/tests/hostile.rs, ignored in the normal test run): every truncation at a
+page boundary and mid-page of the corpus files, every header byte inverted,
+every page's header and elements damaged; each case through core's parsers
+and the writers, and through the mapwise command line, in release mode.";
 
 /// Run the full hostile-file sweep.
 ///
@@ -427,6 +427,8 @@ pub fn hostile() -> Result<ExitCode> {
         "--release",
         "-p",
         "mapwise-native",
+        "-p",
+        "mapwise-cli",
         "--test",
         "main",
         "--",

@@ -382,7 +382,7 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     for (package, bin) in [
         ("mapwise-inspector", "inspector"),
-        ("mapwise-native", "mapwise"),
+        ("mapwise-cli", "mapwise"),
     ] {
         let st = Command::new(&cargo)
             .current_dir(&root)

@@ -49,8 +49,8 @@ pub struct WriterArgs {
 /// Opening or committing.
 pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
     crate::bench::interrupt::install();
-    let opts = mapwise_native::bolt::Options::read_write();
-    let db = mapwise_native::bolt::Db::open(&a.file, &opts)
+    let opts = mapwise_native::engine::bolt::Options::read_write();
+    let db = mapwise_native::engine::bolt::Db::open(&a.file, &opts)
         .with_context(|| format!("open {}", a.file.display()))?;
     let s = shape::Shape {
         bucket: a.bucket.as_bytes().to_vec(),

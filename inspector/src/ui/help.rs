@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 
-use mapwise_native::residency::FileAdvice;
+use mapwise_native::os::residency::FileAdvice;
 
 use crate::app::{App, Overlay, Residence};
 use crate::event::BINDINGS;

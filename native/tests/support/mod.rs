@@ -1,46 +1,14 @@
-//! The native tests' helpers: what needs this crate's build (the `mapwise`
-//! binary, its target's temporary directory) and the names the tests use,
-//! over `mapwise-testkit` (repository and peer paths, the installer,
-//! running commands with a timeout).
+//! The library tests' helpers: this crate's target's temporary directory
+//! and the names the tests use, over `mapwise-testkit` (repository and
+//! peer paths, the installer, running commands with a timeout).
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::time::Duration;
-
-pub use mapwise_testkit::peers::{
-    bolt as bolt_oracle, bolt_out as oracle, hg, hg_python, revlog_out as revlog_oracle_out,
-    rrd_out as rrd_oracle_out, rrdtool,
+pub use mapwise_testkit::corpus::{
+    bolt as testdata, revlog as revlog_testdata, rrd as rrd_testdata,
 };
-pub use mapwise_testkit::{assert_same_text, churn, install, rrdcached, run_limited, which};
-
-/// A read-only corpus file under testdata/bolt.
-pub fn testdata(name: &str) -> PathBuf {
-    mapwise_testkit::testdata("bolt").join(name)
-}
+pub use mapwise_testkit::peers::{bolt_out as oracle, hg_python, rrd_out as rrd_oracle_out};
+pub use mapwise_testkit::{assert_same_text, churn, install, run_limited};
 
 /// A fresh temporary directory under the target dir (on disk, not tmpfs).
 pub fn tempdir() -> tempfile::TempDir {
     mapwise_testkit::tempdir_in(env!("CARGO_TARGET_TMPDIR").as_ref())
-}
-
-/// The `mapwise` binary under test.
-pub fn mapwise() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mapwise"))
-}
-
-/// Run `mapwise args…` with a 60 s limit.
-pub fn run_mapwise(args: &[&str]) -> Output {
-    run_limited(mapwise().args(args), Duration::from_secs(60))
-}
-
-/// A read-only corpus file under testdata/revlog (made by Mercurial 6.3.2
-/// through `peers/revlog/peer make-corpus`).
-pub fn revlog_testdata(name: &str) -> PathBuf {
-    mapwise_testkit::testdata("revlog").join(name)
-}
-
-/// A read-only corpus file under testdata/rrd (made by rrdtool 1.7.2
-/// through `peers/rrd/peer corpus`).
-pub fn rrd_testdata(name: &str) -> PathBuf {
-    mapwise_testkit::testdata("rrd").join(name)
 }

@@ -227,7 +227,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         + limit_steps;
     let progress = Progress::new(steps as u64);
 
-    let build_ours = Cmd::cargo_release("mapwise-native", Some("mapwise"));
+    let build_ours = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
     let build_oracle = Cmd::new(oracle.clone()).arg("build");
     progress.set("building mapwise (release)");
     build_ours.run(&ws.root).context("cannot build ours")?;

@@ -484,7 +484,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let progress = Progress::new(steps as u64);
 
     // Builds: ours (required), the inspector (optional), the oracle.
-    let build_ours = Cmd::cargo_release("mapwise-native", Some("mapwise"));
+    let build_ours = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
     let build_inspector = Cmd::cargo_release("mapwise-inspector", None);
     let build_oracle = Cmd::new(oracle.clone()).arg("build");
     progress.set("building mapwise (release)");

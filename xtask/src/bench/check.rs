@@ -323,7 +323,7 @@ fn check_results(dir: &Path, json_path: &Path, v: &serde_json::Value, c: &mut Di
         if !p.exists() {
             c.problems
                 .push(problem(json_path, format!("trace {trace} is missing")));
-        } else if let Err(e) = mapwise_native::trace::read(&p) {
+        } else if let Err(e) = mapwise_native::observe::trace::read(&p) {
             c.problems.push(problem(
                 json_path,
                 format!("trace {trace} does not read back: {e}"),

@@ -694,7 +694,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let progress = Progress::new((3 + sizes.len() * (2 + per_size)) as u64);
 
     let build_inspector = Cmd::cargo_release("mapwise-inspector", Some("inspector"));
-    let build_mapwise = Cmd::cargo_release("mapwise-native", Some("mapwise"));
+    let build_mapwise = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
     let build_oracle = Cmd::new(oracle.clone()).arg("build");
     for (what, c) in [
         ("inspector", &build_inspector),

@@ -564,7 +564,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let progress = Progress::new(steps as u64);
 
     // Builds.
-    let build_ours = Cmd::cargo_release("mapwise-native", Some("mapwise"));
+    let build_ours = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
     progress.set("building mapwise (release)");
     build_ours.run(&ws.root).context("cannot build ours")?;
     let mapwise = ws.release_bin("mapwise");

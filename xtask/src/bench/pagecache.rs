@@ -74,7 +74,7 @@ pub fn evict_random_until(
     let len = f.metadata()?.len();
     let block = block.max(4096);
     let blocks_in_file = len.div_ceil(block).max(1);
-    let mut rng = mapwise_native::rng::SplitMix64::new(seed);
+    let mut rng = mapwise_native::engine::rng::SplitMix64::new(seed);
     let before = resident_fraction(path)?;
     let (mut now, mut dropped) = (before, 0usize);
     for _ in 0..64 {

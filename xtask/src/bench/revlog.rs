@@ -1167,7 +1167,7 @@ fn measure(side: &SideSpec<'_>, cwd: &Path, prep: Prepared) -> Result<Sample> {
     })
 }
 
-/// xtask's model of ours' load (native/src/revlog/load.rs + log.rs): open,
+/// xtask's model of ours' load (native/src/engine/revlog/load.rs + log.rs): open,
 /// fstat, then read(2) the whole file into an exactly reserved buffer, or
 /// map it `PROT_READ, MAP_SHARED` without advice; then read the header and
 /// the 5 tip entries with their first parents' nodes; free or unmap; close.
@@ -1655,7 +1655,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let progress = Progress::new(steps as u64);
 
     // Build ours.
-    let build = Cmd::cargo_release("mapwise-native", Some("mapwise"));
+    let build = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
     progress.set("building mapwise (release)");
     build.run(&ws.root).context("cannot build ours")?;
     let mapwise = ws.release_bin("mapwise");

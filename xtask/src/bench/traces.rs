@@ -4,7 +4,7 @@
 //! behind the cursor, `MAP_POPULATE` before the first key, a prefetching
 //! cursor just ahead).
 //!
-//! Each run's trace is recorded by [`mapwise_native::trace::Recorder`]
+//! Each run's trace is recorded by [`mapwise_native::observe::trace::Recorder`]
 //! into a temporary file, read back into memory, and written into the
 //! report directory with the report (`traces/<name>.trace`, all at once at
 //! the end, like every report file). `inspector replay` plays them; the
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use mapwise_core::trace::{Frame, Header, Run, Trace};
-use mapwise_native::trace::{MAX_DUTY, Recorder};
+use mapwise_native::observe::trace::{MAX_DUTY, Recorder};
 use serde::Serialize;
 
 use super::output::TempPath;
