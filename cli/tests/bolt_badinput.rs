@@ -4,7 +4,7 @@
 //! modified; foreign page sizes and versions are named as such; every
 //! subcommand says the same of a file that is not bbolt.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![expect(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::path::Path;
 use std::process::Command;

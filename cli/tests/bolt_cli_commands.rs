@@ -402,7 +402,7 @@ fn compact_writes_a_file_go_reads_back_the_same() {
             std::fs::metadata(&src).expect("stat").len(),
             std::fs::metadata(&dst).expect("stat").len(),
         );
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let gain = a as f64 / b as f64;
         assert_eq!(out, format!("{a} -> {b} bytes (gain={gain:.2}x)\n"));
         oracle_check(&dst);

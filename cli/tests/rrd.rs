@@ -17,7 +17,7 @@
 //!   through the same daemon; a daemon that is down or misbehaves.
 
 // Offsets and counts of small test files are cast freely.
-#![allow(clippy::cast_possible_truncation)]
+#![expect(clippy::cast_possible_truncation)]
 
 mod bad;
 mod cached;

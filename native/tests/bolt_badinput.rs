@@ -5,8 +5,6 @@
 //! open, in the engine's and the command line's words, are in
 //! `cli/tests/bolt_badinput.rs`.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -3,8 +3,6 @@
 //! mix), whatever the writer does meanwhile (page reuse, growth, remaps);
 //! and the file Go bbolt reads at the end is consistent.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
-
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use mapwise_native::engine::bolt::{Db, Error, Options};

@@ -10,7 +10,7 @@
 //! `MAPWISE_CRASH_KILLS` sets the number of kills (default 100);
 //! `cargo xtask crash --kills N` runs the long version.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![expect(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

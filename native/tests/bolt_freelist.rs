@@ -3,7 +3,7 @@
 //! in both count encodings or not at all (`no_freelist_sync`, rebuilt at
 //! open), and the file and mapping grow in bbolt's steps.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![expect(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use mapwise_core::bolt::{BoltFile, CountEncoding, FreelistInfo, NO_FREELIST, freelist_info};
 use mapwise_native::engine::bolt::{Db, Error, Options};

@@ -9,7 +9,7 @@
 //! `MAPWISE_PROPTEST_CASES` sets the number of sequences (default 200);
 //! `cargo xtask crash --proptest-cases N` runs more in release mode.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![expect(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -243,7 +243,7 @@ fn open<'t>(tx: &'t mut WriteTx<'_>, path: &[Vec<u8>]) -> Result<BucketMut<'t>, 
 }
 
 /// Apply `op` to the transaction and the model; compare outcomes.
-#[allow(clippy::too_many_lines)]
+#[expect(clippy::too_many_lines)]
 fn apply(
     tx: &mut WriteTx<'_>,
     model: &mut Bucket,

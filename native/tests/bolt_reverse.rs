@@ -5,7 +5,7 @@
 //! `check` passes and its `dump` equals the model: the oracle's own dump
 //! of the original file, with our changes applied.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![expect(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! rejects; our statistics count the pages, buckets and keys the oracle's
 //! walk counts.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![expect(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! oracle's `check` (bbolt 1.3.6 `Tx.Check` plus the raw structural walk)
 //! and the oracle's `dump` equals the model of what was written.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![expect(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@ mod support;
 
 /// The fuzz harness (`fuzz/src/lib.rs`), shared by the fuzz regressions
 /// and the hostile-file suite.
-#[allow(dead_code, clippy::pedantic)]
+#[expect(clippy::pedantic)]
 #[path = "../../fuzz/src/lib.rs"]
 mod harness;
 

@@ -5,7 +5,7 @@
 //! rrdtool in `cli/tests/rrd.rs`.
 
 // Offsets and counts of small test files are cast freely.
-#![allow(clippy::cast_possible_truncation)]
+#![expect(clippy::cast_possible_truncation)]
 
 use std::path::Path;
 

@@ -4,8 +4,6 @@
 //! dump of a file against the model's text; [`oracle_check`] and
 //! [`oracle_agrees`] judge a file our engine wrote.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;

@@ -12,7 +12,6 @@
 
 use std::fs::File;
 use std::io::Read as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -216,16 +215,7 @@ impl Etcd {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(File::create(&log).expect("etcd log"));
-        // SAFETY: the closure runs in the forked child before exec and
-        // only makes one async-signal-safe system call (prctl).
-        unsafe {
-            cmd.pre_exec(|| {
-                rustix::process::set_parent_process_death_signal(Some(
-                    rustix::process::Signal::KILL,
-                ))
-                .map_err(std::io::Error::from)
-            });
-        }
+        mapwise_native::os::process::die_with_parent(&mut cmd);
         let child = cmd.spawn().expect("spawn etcd");
         let mut e = Etcd {
             child,

@@ -9,7 +9,7 @@
 //! boundary and mid-page cut of every corpus file, every byte of every
 //! header), run by `cargo xtask hostile`.
 
-#![allow(clippy::cast_possible_truncation)] // test data: wrapping on purpose
+#![expect(clippy::cast_possible_truncation)] // test data: wrapping on purpose
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -136,6 +136,90 @@ fn no_tracker_references() {
     );
 }
 
+/// Files outside native's OS layer that may say `unsafe`: each only to
+/// call an OS-layer `unsafe fn` whose contract it keeps (a mapping nobody
+/// truncates) or a `#[target_feature]` function, with a `SAFETY:` comment
+/// (clippy's `undocumented_unsafe_blocks` checks the comment).
+const UNSAFE_CALLERS: [&str; 6] = [
+    "native/src/engine/bolt/db.rs",
+    "native/src/engine/mmaptest.rs",
+    "native/src/engine/revlog/load.rs",
+    "native/src/engine/rrd/io.rs",
+    "native/tests/residency.rs",
+    "xtask/src/bench/revlog.rs",
+];
+
+/// `line` with its line comment and string literals cut out (roughly:
+/// enough for the keywords the rules look for).
+fn code_of(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_str = false;
+    let mut prev = ' ';
+    for (i, c) in line.char_indices() {
+        if !in_str && line[i..].starts_with("//") {
+            break;
+        }
+        if c == '"' && prev != '\\' {
+            in_str = !in_str;
+        } else if !in_str {
+            out.push(c);
+        }
+        prev = c;
+    }
+    out
+}
+
+/// Whether `code` uses the keyword `word` (not as part of a longer name).
+fn has_word(code: &str, word: &str) -> bool {
+    code.match_indices(word).any(|(i, _)| {
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let before = code[..i].chars().next_back().is_some_and(ident);
+        let after = code[i + word.len()..].chars().next().is_some_and(ident);
+        !before && !after
+    })
+}
+
+#[test]
+fn unsafe_lives_in_the_os_layer() {
+    let found = offending(&files(&["rs"]), |f, line| {
+        let code = code_of(line);
+        if !has_word(&code, "unsafe") || f.starts_with("native/src/os") {
+            return false;
+        }
+        let declares = ["unsafe fn", "unsafe impl", "unsafe extern", "unsafe trait"]
+            .iter()
+            .any(|d| code.contains(d));
+        let caller = UNSAFE_CALLERS.iter().any(|c| f == Path::new(c));
+        declares || !caller
+    });
+    report(
+        "unsafe outside native's OS layer (native/src/os/)",
+        "put the system call behind a safe function in native/src/os/ (a file that calls an OS-layer \
+         function marked so goes in UNSAFE_CALLERS, with a SAFETY: comment at the call)",
+        &found,
+    );
+}
+
+#[test]
+fn lint_allows_are_expectations() {
+    // Spelled in two pieces, so that this file passes its own rule.
+    let allow = ["#[al", "low("].concat();
+    let inner = ["#![al", "low("].concat();
+    let in_cfg = [", al", "low("].concat();
+    let found = offending(&files(&["rs"]), |_, line| {
+        let code = code_of(line);
+        code.contains(&allow)
+            || code.contains(&inner)
+            || (code.contains("cfg_attr") && code.contains(&in_cfg))
+    });
+    report(
+        "lint allows",
+        "write #[expect(lint)] instead: an expectation nothing fulfils is an error, so it \
+         cannot outlive its reason",
+        &found,
+    );
+}
+
 #[test]
 fn the_rules_catch_what_they_are_for() {
     // The walker finds this very file and the README.
@@ -155,4 +239,15 @@ fn the_rules_catch_what_they_are_for() {
         "tissue 9, the issue's targets, issues with 2 GiB files"
     ));
     assert!(!cites_issue("etcd-io/etcd #9222"));
+    let word = ["un", "safe"].concat();
+    assert!(has_word(
+        &code_of(&format!("let m = {word} {{ map() }}; // x")),
+        &word
+    ));
+    assert!(!has_word(
+        &code_of(&format!("#![forbid({word}_code)]")),
+        &word
+    ));
+    assert!(!has_word(&code_of(&format!("// {word} here")), &word));
+    assert!(!has_word(&code_of(&format!("say(\"{word}\")")), &word));
 }

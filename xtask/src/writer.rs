@@ -231,11 +231,7 @@ impl Running {
 
 /// SIGTERM to our own child (by its pid, nothing else).
 fn terminate(child: &Child) {
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: a plain kill(2) of a child we spawned and have not
-        // reaped, so its pid is still ours.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-    }
+    let _ = mapwise_native::os::process::terminate(child);
 }
 
 impl Drop for Running {

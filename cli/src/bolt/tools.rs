@@ -63,7 +63,7 @@ pub struct CompactArgs {
 
 /// Go's `int(float32(part) * 100.0 / float32(whole))`, 0 when `whole`
 /// is 0 (bbolt's percentages are computed in float32 and truncated).
-#[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+#[expect(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 fn percent(part: u64, whole: u64) -> i64 {
     if whole == 0 {
         return 0;
@@ -216,7 +216,7 @@ pub fn compact(a: &CompactArgs) -> Result<ExitCode> {
     if size == 0 {
         bail!("zero db size");
     }
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let gain = initial as f64 / size as f64;
     let mut out = Out::new();
     if a.json {

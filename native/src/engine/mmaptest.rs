@@ -570,7 +570,7 @@ pub fn run<W: Write + ?Sized>(
             (setup, start.elapsed().as_secs_f64(), None)
         }
     };
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let gb_per_s = if secs > 0.0 {
         sink.bytes as f64 / secs / 1e9
     } else {
@@ -696,7 +696,10 @@ pub fn byte_sum(data: &[u8]) -> u64 {
 
 /// Portable [`byte_sum`]: 64 lanes of u16, widened before they can
 /// overflow (256 × 255 < 2^16). Vectorises to whatever the target has.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
+#[cfg_attr(
+    all(target_arch = "x86_64", target_feature = "sse2", not(test)),
+    expect(dead_code)
+)]
 fn byte_sum_portable(data: &[u8]) -> u64 {
     const LANES: usize = 64;
     let mut total = 0u64;

@@ -28,7 +28,7 @@ impl SplitMix64 {
 
     /// Uniform in `[0, 1)`: the top 53 bits of [`SplitMix64::next_u64`].
     pub fn unit(&mut self) -> f64 {
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let v = (self.next_u64() >> 11) as f64;
         v / 9_007_199_254_740_992.0
     }

@@ -1130,7 +1130,7 @@ impl Follower {
 
     /// Hold page `pgid` as read in `batch` (bounds `lo`, `hi`), and mark
     /// what it points to as reached.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn take_page(
         &mut self,
         batch: &Batch,

@@ -1056,7 +1056,7 @@ fn fits_in_memory(file: Option<&File>, divisor: u64, why: &str) -> Result<(), St
 }
 
 fn human_size(bytes: u64) -> String {
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss)]
     let b = bytes as f64;
     match bytes {
         0..1024 => format!("{bytes} B"),

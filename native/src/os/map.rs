@@ -320,6 +320,10 @@ impl Mapping {
         let page = usize::try_from(crate::os::residency::os_page_size()).unwrap_or(4096);
         let start = at - at % page;
         let mut vec = [0u8; 1];
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "one page of an engine's own mapping, for its prefetch sink"
+        )]
         // SAFETY: the mapping starts page aligned (mmap's address) and
         // `start` is a page-aligned offset below the file length seen at
         // mapping time, so `[ptr + start, ptr + start + 1)` lies in one

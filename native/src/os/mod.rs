@@ -3,7 +3,8 @@
 //! [`map`] (mappings), [`io`] (page sources over files, `O_DIRECT`),
 //! [`residency`] (mincore, cachestat and the vmtouch verbs), [`lock`]
 //! (`flock` and `fcntl` locks), [`time`] (local time), [`usage`] (this
-//! process's CPU time and faults) and [`heap`] (the allocator).
+//! process's CPU time and faults), [`process`] (children: stop, reap with
+//! their usage, die with us) and [`heap`] (the allocator).
 //!
 //! Each `unsafe` block here has a `SAFETY:` comment saying why it is
 //! sound; a function whose soundness rests on its caller (a mapping that
@@ -13,6 +14,7 @@ pub mod heap;
 pub mod io;
 pub mod lock;
 pub mod map;
+pub mod process;
 pub mod residency;
 pub mod time;
 pub mod usage;

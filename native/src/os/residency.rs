@@ -584,6 +584,7 @@ impl Window {
         vec.clear();
         vec.resize(pages, 0);
         let at = usize::try_from(start).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        #[expect(clippy::disallowed_methods, reason = "this is os::residency")]
         // SAFETY: start is page aligned and start..end lies inside this
         // window's mapping (end clipped to its length); vec holds one byte
         // per page of that range. mincore writes only vec and never faults
@@ -716,6 +717,7 @@ fn mincore_at(window: &Window, at: u64, vec: &mut [u8], offset: u64) -> Result<(
     {
         return Err(err(io::Error::from_raw_os_error(libc::EINVAL)));
     }
+    #[expect(clippy::disallowed_methods, reason = "this is os::residency")]
     // SAFETY: window.ptr is page aligned (returned by mmap) and start is a
     // multiple of the page size, so ptr + start is page aligned; the
     // start..start + bytes range lies within the window's mapping (checked

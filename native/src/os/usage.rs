@@ -18,7 +18,7 @@ impl Usage {
     /// What this process has used so far; all zero when `getrusage`
     /// fails.
     // `i64::from` keeps this building where `c_long` is 32 bits.
-    #[allow(clippy::useless_conversion)]
+    #[expect(clippy::useless_conversion)]
     #[must_use]
     pub fn now() -> Usage {
         // SAFETY: `rusage` is plain data; zero is a valid value of every field.
@@ -27,7 +27,7 @@ impl Usage {
         if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
             return Usage::default();
         }
-        #[allow(clippy::cast_precision_loss)]
+        #[expect(clippy::cast_precision_loss)]
         let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
         Usage {
             user_s: secs(ru.ru_utime),

@@ -266,10 +266,7 @@ fn post(agent: &ureq::Agent, endpoint: &str, path: &str, body: &str) -> Result<S
 impl Drop for Etcd {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            if let Ok(pid) = libc::pid_t::try_from(c.id()) {
-                // SAFETY: kill(2) of our own child, not yet reaped.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
+            let _ = mapwise_native::os::process::terminate(&c);
             let deadline = Instant::now() + Duration::from_secs(10);
             while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(50));

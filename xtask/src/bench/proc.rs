@@ -1,13 +1,13 @@
 //! Child processes: run, capture, time, meter, and print exactly what ran.
 
 use std::io::Read;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use mapwise_native::os::process::{ChildUsage, wait_with_usage};
 
 use super::interrupt;
 
@@ -260,7 +260,7 @@ impl Cmd {
         );
         let (stdout, stdout_bytes) = out_reader.join().unwrap_or_default();
         let (stderr, _) = err_reader.join().unwrap_or_default();
-        let (status, mut usage) = wait_rusage(&mut child)?;
+        let (status, mut usage) = wait_with_usage(&mut child).context("wait4")?;
         let wall_s = start.elapsed().as_secs_f64();
         let mut shown = status.to_string();
         let mut code = status.code();
@@ -305,13 +305,7 @@ impl Cmd {
 }
 
 /// What `wait4` (ours or GNU time's) says a child used.
-#[derive(Debug, Default, Clone, Copy)]
-struct Usage {
-    /// `ru_maxrss`, KiB.
-    max_rss_kib: Option<u64>,
-    /// `ru_oublock` × 512.
-    written_bytes: Option<u64>,
-}
+type Usage = ChildUsage;
 
 /// GNU time's `-f '%M %O'` line (the last line of its output file).
 fn parse_gnu_time(text: &str) -> Usage {
@@ -342,33 +336,6 @@ impl Drop for MeterFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
-}
-
-/// Waits for `child` with `wait4(2)`, which also returns its resource
-/// usage: the exit status, the peak RSS in KiB (Linux reports `ru_maxrss`
-/// in KiB) and the blocks it wrote.
-fn wait_rusage(child: &mut std::process::Child) -> Result<(ExitStatus, Usage)> {
-    let pid = libc::pid_t::try_from(child.id()).context("pid out of range")?;
-    let mut status: libc::c_int = 0;
-    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `pid` is our own child, not yet reaped (std has not
-        // waited for it); `status` and `ru` are valid for writes.
-        let r = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut ru) };
-        if r == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e).context("wait4");
-        }
-    }
-    let usage = Usage {
-        max_rss_kib: u64::try_from(ru.ru_maxrss).ok().filter(|&k| k > 0),
-        written_bytes: u64::try_from(ru.ru_oublock).ok().map(|b| b * 512),
-    };
-    Ok((ExitStatus::from_raw(status), usage))
 }
 
 /// The last `lines` lines of a text.

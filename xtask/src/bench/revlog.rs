@@ -15,12 +15,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::{BufWriter, Read};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
+use mapwise_native::os::map::{Advice, FileMap};
 use serde::{Deserialize, Serialize};
 
 use super::alternate::{self, CacheState, Pair, Prepared, Side};
@@ -1202,43 +1202,15 @@ fn model_load(path: &Path, mode: Mode, random: bool) -> Result<f64> {
         }
         Mode::Mmap if len == 0 => 0,
         Mode::Mmap => {
-            // SAFETY: a fresh read-only shared mapping of a file we hold
-            // open; the result is checked before use.
-            let addr = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ,
-                    libc::MAP_SHARED,
-                    f.as_raw_fd(),
-                    0,
-                )
-            };
-            if addr == libc::MAP_FAILED {
-                bail!(
-                    "{}: mmap: {}",
-                    path.display(),
-                    std::io::Error::last_os_error()
-                );
-            }
+            // SAFETY: a bench file of our own, which nothing truncates
+            // while the bench runs, so no access past its end can fault.
+            let map = unsafe { FileMap::shared_read_only(&f, len, false) }
+                .with_context(|| format!("{}: mmap", path.display()))?;
             if random {
-                // SAFETY: advice on exactly the mapping made above.
-                let rc = unsafe { libc::madvise(addr, len, libc::MADV_RANDOM) };
-                if rc != 0 {
-                    let err = std::io::Error::last_os_error();
-                    // SAFETY: unmapping the mapping made above, unused after.
-                    unsafe { libc::munmap(addr, len) };
-                    bail!("{}: madvise: {err}", path.display());
-                }
+                map.advise(Advice::Random, 0, len)
+                    .with_context(|| format!("{}: madvise", path.display()))?;
             }
-            // SAFETY: `addr..addr+len` is the mapping made above, of a
-            // cached bench file nobody truncates while the bench runs.
-            let bytes = unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), len) };
-            let sum = touch(bytes);
-            // SAFETY: unmapping exactly the mapping made above; `bytes` is
-            // not used after this.
-            unsafe { libc::munmap(addr, len) };
-            sum
+            touch(map.bytes())
         }
     };
     std::hint::black_box(sum);

@@ -157,10 +157,7 @@ fn cpu_time_of_stat(stat: &str) -> Option<Duration> {
     let mut f = rest.split_whitespace().skip(11);
     let utime: u64 = f.next()?.parse().ok()?;
     let stime: u64 = f.next()?.parse().ok()?;
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
-        .ok()
-        .filter(|&h| h > 0)?;
+    let hz = Some(mapwise_native::os::process::clock_ticks_per_second()).filter(|&h| h > 0)?;
     Some(Duration::from_secs_f64((utime + stime) as f64 / hz as f64))
 }
 
@@ -403,8 +400,7 @@ mod tests {
 
     #[test]
     fn cpu_time_counts_user_and_system() {
-        // SAFETY: sysconf has no memory-safety preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let hz = mapwise_native::os::process::clock_ticks_per_second() as f64;
         // A command name with spaces and a parenthesis.
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 5 0 0";
         let t = cpu_time_of_stat(stat).unwrap();

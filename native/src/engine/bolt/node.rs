@@ -557,7 +557,7 @@ impl Ctx<'_> {
         self.arena.nodes[n].unbalanced = false;
         let b = self.arena.nodes[n].bucket;
         let fill = self.arena.buckets[b].fill_percent;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let threshold = ((self.ps as f64) * fill) as usize / 2;
         let node = &self.arena.nodes[n];
         if node.size() > threshold && node.inodes.len() > node.min_keys() {
@@ -669,7 +669,7 @@ impl Ctx<'_> {
         let node = &self.arena.nodes[n];
         let b = node.bucket;
         let fill = self.arena.buckets[b].fill_percent.clamp(MIN_FILL, MAX_FILL);
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let threshold = ((self.ps as f64) * fill) as usize;
         // Where each piece after the first starts (computed on slices,
         // then cut from the back: no quadratic copying).

@@ -793,7 +793,6 @@ impl<'a> WriteCursor<'a> {
     ///
     /// # Errors
     /// A damaged page.
-    #[allow(clippy::should_implement_trait)]
     pub fn first(&mut self) -> Result<Option<Item<'a>>> {
         Ok(self.cur.first()?.map(item))
     }
@@ -810,7 +809,7 @@ impl<'a> WriteCursor<'a> {
     ///
     /// # Errors
     /// A damaged page.
-    #[allow(clippy::should_implement_trait)]
+    #[expect(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Item<'a>>> {
         Ok(self.cur.next()?.map(item))
     }
@@ -874,7 +873,6 @@ impl CursorMut<'_> {
     ///
     /// # Errors
     /// A damaged page.
-    #[allow(clippy::should_implement_trait)]
     pub fn first(&mut self) -> Result<Option<Item<'_>>> {
         let k = {
             let mut c = WCursor::new(self.st.view(), self.id);
@@ -914,7 +912,7 @@ impl CursorMut<'_> {
     ///
     /// # Errors
     /// A damaged page.
-    #[allow(clippy::should_implement_trait)]
+    #[expect(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Item<'_>>> {
         let k = {
             let mut c = WCursor::new(self.st.view(), self.id);

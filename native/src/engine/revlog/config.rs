@@ -120,12 +120,12 @@ pub fn size_to_int(s: &str) -> Option<i64> {
     let t = s.trim().to_ascii_lowercase();
     for (unit, mult) in SIZE_UNITS {
         if let Some(num) = t.strip_suffix(unit) {
-            #[allow(clippy::cast_precision_loss)]
+            #[expect(clippy::cast_precision_loss)]
             let v = py_float(num)? * mult as f64;
             if !(-9.2e18..9.2e18).contains(&v) {
                 return None;
             }
-            #[allow(clippy::cast_possible_truncation)]
+            #[expect(clippy::cast_possible_truncation)]
             return Some(v.trunc() as i64);
         }
     }

@@ -22,7 +22,7 @@
 
 // rrdtool's C conversions (`long` to `int` for a reply's status and an
 // info value, …) are reproduced on purpose: they decide what is printed.
-#![allow(clippy::cast_possible_truncation)]
+#![expect(clippy::cast_possible_truncation)]
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};

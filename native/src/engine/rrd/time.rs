@@ -6,7 +6,7 @@
 
 // rrd_parsetime keeps numbers in C `int`s (`struct tm` fields, deltas);
 // the truncating conversions below reproduce that on purpose.
-#![allow(clippy::cast_possible_truncation)]
+#![expect(clippy::cast_possible_truncation)]
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
