@@ -221,6 +221,18 @@ fn lint_allows_are_expectations() {
 }
 
 #[test]
+fn architecture_stays_a_map() {
+    // A map a new maintainer reads in one sitting: measurements go to
+    // docs/bench/, test suites to docs/testing.md, history to commits.
+    let text = fs::read_to_string(mapwise_testkit::repo().join("ARCHITECTURE.md")).unwrap();
+    let chars = text.chars().count();
+    assert!(
+        chars <= 15_000,
+        "ARCHITECTURE.md has {chars} characters, more than 15,000"
+    );
+}
+
+#[test]
 fn the_rules_catch_what_they_are_for() {
     // The walker finds this very file and the README.
     let rs = files(&["rs"]);
