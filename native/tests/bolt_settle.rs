@@ -107,3 +107,87 @@ fn a_long_walk_settles_under_a_steady_writer() {
     drop(db);
     mapwise_testkit::bolt_model::oracle_check(&path);
 }
+
+/// A batch of reads between two looks at the meta pages stays within
+/// `BATCH_BYTES` (one run at least) when the pages it takes turn out to
+/// be long runs, as the leaves of an etcd db holding big values are: read
+/// whole, 120 runs of 64–200 KiB would keep the reader from looking for
+/// a commit for as long as a cold disk takes to read 16 MiB. And the walk
+/// still settles on one snapshot while a commit that rewrites a big value
+/// lands after every 10 pages read.
+#[test]
+fn batches_of_long_runs_stay_small_and_settle() {
+    use mapwise_core::bolt::WalkOptions;
+    use mapwise_native::observe::settle::{self, BATCH_BYTES};
+    use std::rc::Rc;
+    let dir = tempdir();
+    let path = dir.path().join("big-values.db");
+    let opts = mapwise_native::engine::bolt::Options {
+        no_sync: true,
+        ..mapwise_testkit::bolt_model::rw(4096)
+    };
+    let db = Rc::new(mapwise_native::engine::bolt::Db::open(&path, &opts).expect("create"));
+    let value = |k: u64| -> Vec<u8> {
+        let len = 64 * 1024 + (k * 7919 % 136) as usize * 1024;
+        (0..len).map(|i| (i as u64 ^ k) as u8).collect()
+    };
+    let keys: u64 = 120;
+    db.update(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {
+        let mut b = tx.create_bucket(b"v")?;
+        for k in 0..keys {
+            b.put(&k.to_be_bytes(), &value(k))?;
+        }
+        Ok(())
+    })
+    .expect("fill");
+    let txid0 = db.begin().expect("tx").id();
+    let commits = Rc::new(std::cell::Cell::new(0u64));
+    {
+        let (db, commits) = (Rc::clone(&db), Rc::clone(&commits));
+        settle::testing::after_every(10, move || {
+            let n = commits.get();
+            db.update(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {
+                let mut b = tx.bucket(b"v")?.expect("v");
+                // One big value rewritten, one key added.
+                b.put(&(n * 13 % keys).to_be_bytes(), &value(n + keys))?;
+                b.put(&(keys + n).to_be_bytes(), b"added")
+            })
+            .expect("commit");
+            commits.set(n + 1);
+        });
+    }
+    let walked = settle::read_bolt_walked(
+        &path,
+        WalkOptions::default(),
+        settle::CARRY_BUDGET,
+        |file, w| {
+            let keys = w
+                .layout
+                .groups
+                .iter()
+                .find(|g| g.path == "v")
+                .map(|g| g.keys);
+            (file.meta().txid, keys, w.layout.problem_count())
+        },
+    );
+    settle::testing::clear();
+    let walked = walked.expect("walked read");
+    assert!(walked.settled, "{walked:?}");
+    assert!(commits.get() >= 3, "{} commits landed", commits.get());
+    let (txid, got, problems) = walked.value;
+    assert_eq!(problems, 0, "{walked:?}");
+    assert_eq!(
+        got,
+        Some(keys + (txid - txid0)),
+        "txid {txid} (first {txid0})"
+    );
+    let longest_run = 256 * 1024;
+    assert!(
+        walked.struggle.largest_batch <= BATCH_BYTES + longest_run,
+        "a batch read {} bytes between two looks",
+        walked.struggle.largest_batch
+    );
+    assert!(walked.struggle.largest_batch > 0, "{walked:?}");
+    drop(db);
+    mapwise_testkit::bolt_model::oracle_check(&path);
+}

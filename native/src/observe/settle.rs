@@ -124,6 +124,10 @@ pub struct Struggle {
     pub last_reason: Option<String>,
     /// How long the read took.
     pub took: Duration,
+    /// Bytes of the largest batch of reads between two looks at the meta
+    /// pages, past the pages a commit followed replaced (those are read in
+    /// one batch each, however long).
+    pub largest_batch: usize,
 }
 
 impl Struggle {
@@ -276,6 +280,7 @@ pub fn read_bolt<T>(
                     restarts: attempts - 1,
                     last_reason: (!settled).then(|| "a commit landed during every read".into()),
                     took: start.elapsed(),
+                    largest_batch: 0,
                 },
             });
         }
@@ -335,11 +340,12 @@ const AHEAD_PARENTS: usize = 48;
 /// looks at the meta pages that bracket it).
 const BATCH_RUNS: usize = 256;
 
-/// Bytes one batch reads at most, as far as the follower can tell before
-/// it reads (it knows a page's overflow only from its header): the batch
-/// takes fewer pages when the last ones had overflow pages, so a batch of
-/// an etcd db holding 40 KiB values still ends long before the next commit.
-const BATCH_BYTES: usize = 2 << 20;
+/// Bytes one batch reads at most (one run at least): the batch takes fewer
+/// pages when the last ones had overflow pages, and of the pages it took,
+/// reads whole only the runs that fit (it knows a page's overflow only from
+/// its first page), so that a batch of an etcd db holding 1 MiB values
+/// still ends long before the next commit.
+pub const BATCH_BYTES: usize = 2 << 20;
 
 /// While the follower waits for reads started ahead, it looks at the meta
 /// pages this often: often enough to follow a commit long before the next
@@ -737,6 +743,26 @@ impl Follower {
         self.begin();
     }
 
+    /// After following a commit: keep the reads started ahead of pages
+    /// the new snapshot still reaches and has not read (by rules 1 and 2,
+    /// a page reachable in both snapshots has the same bytes in both and
+    /// no commit before the next but one writes it), and forget the rest,
+    /// among them pages the commit freed, which a later commit may reuse.
+    fn keep_reached_ahead(&mut self) {
+        let ps = self.ps();
+        let slots = &self.slots;
+        self.asked_ahead
+            .get_mut()
+            .retain(|p| matches!(slots.get(p), Some(Slot::Known(_))));
+        if let Some(a) = &self.ahead {
+            a.retain(|offset| {
+                ps > 0
+                    && offset % ps == 0
+                    && matches!(slots.get(&(offset / ps)), Some(Slot::Frontier))
+            });
+        }
+    }
+
     fn bump_epoch(&mut self) {
         self.epoch += 1;
         self.asked_ahead.get_mut().clear();
@@ -997,10 +1023,22 @@ impl Follower {
 
     /// Read pages, bracketed by two looks; `None` when a commit landed
     /// (or the meta pages could not be read) meanwhile.
-    fn bracketed(&mut self, pgids: &[u64]) -> Option<Batch> {
+    fn bracketed(&mut self, pgids: &[u64], most: usize) -> Option<Batch> {
         let ahead = self.ahead.as_ref().map(|a| (a, self.epoch));
         let buf = std::mem::take(&mut self.arena);
-        let batch = read_pages(&self.reader, ahead, self.ps(), self.cur.len, pgids, buf);
+        let batch = read_pages(
+            &self.reader,
+            ahead,
+            self.ps(),
+            self.cur.len,
+            pgids,
+            most,
+            buf,
+        );
+        if most < usize::MAX {
+            let bytes = batch.runs.iter().map(|r| r.1.len()).sum::<usize>();
+            self.struggle.largest_batch = self.struggle.largest_batch.max(bytes);
+        }
         if !batch.runs.is_empty() {
             let read: usize = batch.runs.iter().map(|r| r.1.len()).sum();
             let now = read / batch.runs.len();
@@ -1040,11 +1078,15 @@ impl Follower {
                 .filter(|(p, ..)| matches!(self.slots.get(p), Some(Slot::Frontier)))
                 .collect();
             let pgids: Vec<u64> = items.iter().map(|(p, ..)| *p).collect();
-            let Some(batch) = self.bracketed(&pgids) else {
+            let Some(batch) = self.bracketed(&pgids, BATCH_BYTES) else {
                 self.roots.extend(items);
                 return;
             };
             for (pgid, at, field) in items {
+                if batch.deferred(pgid.saturating_mul(self.ps())) {
+                    self.roots.push((pgid, at, field));
+                    continue;
+                }
                 self.take_page(&batch, pgid, at, field, Bound::NONE, Bound::NONE, None);
             }
             self.recycle(batch);
@@ -1100,7 +1142,11 @@ impl Follower {
         let pgids: Vec<u64> = want.iter().map(|w| w.0).collect();
         self.read_ahead();
         let ready = self.wait_ahead(&pgids);
-        let batch = if ready { self.bracketed(&pgids) } else { None };
+        let batch = if ready {
+            self.bracketed(&pgids, BATCH_BYTES)
+        } else {
+            None
+        };
         let Some(batch) = batch else {
             for (p, open) in parents {
                 self.order.push(p);
@@ -1108,10 +1154,18 @@ impl Follower {
             }
             return;
         };
+        // Parents of children the batch left for later (over its bytes).
+        let mut again: Vec<usize> = Vec::new();
         for (child, pi, i) in want {
             let Some((ppgid, open)) = parents.get(pi) else {
                 continue;
             };
+            if batch.deferred(child.saturating_mul(self.ps())) {
+                if !again.contains(&pi) {
+                    again.push(pi);
+                }
+                continue;
+            }
             let page = mapwise_core::bolt::Page::new(
                 At::Page(*ppgid),
                 *ppgid,
@@ -1124,6 +1178,15 @@ impl Follower {
                 index: u32::try_from(i).unwrap_or(u32::MAX),
             };
             self.take_page(&batch, child, referrer, "pgid", lo, hi, hi_key(hi));
+        }
+        // Their children still reached and not read, read from them next.
+        for pi in again {
+            if let Some((p, open)) = parents.get(pi)
+                && !self.open.contains_key(p)
+            {
+                self.open.insert(*p, open.clone());
+                self.order.push(*p);
+            }
         }
         self.recycle(batch);
     }
@@ -1271,7 +1334,7 @@ impl Follower {
                 break;
             }
             let pgids: Vec<u64> = to_read.iter().map(|r| r.pgid).collect();
-            let batch = self.bracketed(&pgids).ok_or_else(|| {
+            let batch = self.bracketed(&pgids, usize::MAX).ok_or_else(|| {
                 Restart("a commit landed while a commit's pages were read".into())
             })?;
             for r in to_read {
@@ -1408,7 +1471,7 @@ impl Follower {
         }
         self.previous = was_complete.then_some(freed);
         self.quiet = None;
-        self.bump_epoch();
+        self.keep_reached_ahead();
         self.struggle.followed += 1;
         self.struggle.txids.1 = self.cur.txid();
         if self.held_bytes() > self.budget {
@@ -1661,7 +1724,17 @@ struct Batch {
     buf: Vec<u8>,
     /// Offset of each run and where its bytes are in `buf`, by offset.
     runs: Vec<(u64, std::ops::Range<usize>)>,
+    /// Offsets of runs left unread to keep the batch within its bytes, by
+    /// offset: their pages are read by a later batch.
+    later: Vec<u64>,
     len: u64,
+}
+
+impl Batch {
+    /// `true` when the run at `offset` was left for a later batch.
+    fn deferred(&self, offset: u64) -> bool {
+        self.later.binary_search(&offset).is_ok()
+    }
 }
 
 impl PageSource for Batch {
@@ -1687,13 +1760,17 @@ impl PageSource for Batch {
 }
 
 /// Read pages `pgids` (page size `ps`, file length `len`) for a batch,
-/// into `buf` (reused).
+/// into `buf` (reused): every first page, then whole runs while they come
+/// to at most `most` bytes (one at least); the runs left out are
+/// [`Batch::deferred`], so that a batch of long runs still ends long
+/// before the next commit.
 fn read_pages(
     reader: &QuietPages,
     ahead: Option<(&crate::os::io::Ahead, u64)>,
     ps: u64,
     len: u64,
     pgids: &[u64],
+    most: usize,
     mut buf: Vec<u8>,
 ) -> Batch {
     let psz = usize::try_from(ps).unwrap_or(0);
@@ -1726,6 +1803,19 @@ fn read_pages(
         }
         runs.push((*offset, r));
     }
+    let mut later: Vec<u64> = Vec::new();
+    let mut bytes = runs.iter().map(|r| r.1.len()).sum::<usize>();
+    let mut first = true;
+    longer.retain(|&(offset, run)| {
+        bytes = bytes.saturating_add(run.saturating_sub(psz));
+        let keep = later.is_empty() && (bytes <= most || std::mem::take(&mut first));
+        first = false;
+        if !keep {
+            later.push(offset);
+        }
+        keep
+    });
+    runs.retain(|r| later.binary_search(&r.0).is_err());
     if !longer.is_empty() {
         // Whole runs of the pages with overflow, after the first pages.
         let from = runs.iter().map(|r| r.1.end).max().unwrap_or(0);
@@ -1738,12 +1828,17 @@ fn read_pages(
             }
         }
     }
-    Batch { buf, runs, len }
+    Batch {
+        buf,
+        runs,
+        later,
+        len,
+    }
 }
 
 /// The freelist run at `pgid`, read as [`read_pages`] reads a page.
 fn read_run(reader: &QuietPages, pgid: u64, ps: u64, len: u64, _first: usize) -> Option<Vec<u8>> {
-    let b = read_pages(reader, None, ps, len, &[pgid], Vec::new());
+    let b = read_pages(reader, None, ps, len, &[pgid], usize::MAX, Vec::new());
     let (_, r) = b.runs.first()?;
     b.buf.get(r.clone()).map(<[u8]>::to_vec)
 }
@@ -1995,6 +2090,7 @@ mod tests {
             restarts: 9,
             last_reason: Some("a commit landed while a commit's pages were read".into()),
             took: Duration::from_secs(2),
+            largest_batch: 0,
         };
         let m = unsettled_message(&s, 1);
         assert!(m.starts_with("/x/db: no read was of one snapshot"), "{m}");

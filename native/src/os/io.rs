@@ -18,7 +18,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
@@ -497,6 +497,9 @@ const DIRECT_THREADS: usize = 8;
 pub struct QuietPages {
     direct: File,
     is_direct: bool,
+    /// The threads of direct reads, shared with clones, started at the
+    /// first read of several spans.
+    pool: std::sync::Arc<std::sync::OnceLock<Option<SpanPool>>>,
     map: Option<crate::os::residency::Window>,
     len: u64,
     stats: std::cell::Cell<ReadStats>,
@@ -537,6 +540,7 @@ impl QuietPages {
         let mut q = QuietPages {
             direct,
             is_direct,
+            pool: std::sync::Arc::default(),
             map: None,
             len: 0,
             stats: std::cell::Cell::new(ReadStats::default()),
@@ -554,6 +558,7 @@ impl QuietPages {
         let mut q = QuietPages {
             direct: self.direct.try_clone()?,
             is_direct: self.is_direct,
+            pool: std::sync::Arc::clone(&self.pool),
             map: None,
             len: 0,
             stats: std::cell::Cell::new(ReadStats::default()),
@@ -870,55 +875,98 @@ impl QuietPages {
     }
 
     /// Read each span with one direct read, up to [`DIRECT_THREADS`] at a
-    /// time (buffers allocated here, filled on the threads).
+    /// time (buffers allocated here, filled by the [`SpanPool`]).
     fn read_spans(&self, spans: &[Span]) -> Vec<Result<DirectBuf, Error>> {
-        let (file, is_direct) = (&self.direct, self.is_direct);
-        let mut bufs: Vec<DirectBuf> = spans
+        let is_direct = self.is_direct;
+        let bufs = spans
             .iter()
-            .map(|s| DirectBuf::new(s.offset, s.len, is_direct))
-            .collect();
-        let mut done: Vec<Result<(), Error>> = Vec::with_capacity(spans.len());
-        if spans.len() <= 1 {
-            done.extend(bufs.iter_mut().map(|b| b.fill(file)));
+            .map(|s| DirectBuf::new(s.offset, s.len, is_direct));
+        let pool = if spans.len() > 1 {
+            self.pool
+                .get_or_init(|| SpanPool::start(&self.direct).ok())
+                .as_ref()
         } else {
-            let work = std::sync::Mutex::new(bufs.iter_mut().enumerate());
-            let slots: Vec<std::sync::Mutex<Result<(), Error>>> = spans
-                .iter()
-                .map(|s| {
-                    std::sync::Mutex::new(Err(Error::Read {
-                        offset: s.offset,
-                        len: s.len as u64,
-                        code: libc::EIO,
-                    }))
-                })
-                .collect();
-            std::thread::scope(|scope| {
-                for _ in 0..DIRECT_THREADS.min(spans.len()) {
-                    scope.spawn(|| {
-                        loop {
-                            let next = work.lock().ok().and_then(|mut w| w.next());
-                            let Some((i, buf)) = next else { break };
-                            let r = buf.fill(file);
-                            if let Some(slot) = slots.get(i)
-                                && let Ok(mut g) = slot.lock()
-                            {
-                                *g = r;
-                            }
-                        }
-                    });
-                }
-            });
-            done.extend(slots.into_iter().map(|m| {
-                m.into_inner().unwrap_or(Err(Error::Read {
+            None
+        };
+        let Some(pool) = pool else {
+            return bufs.map(|mut b| b.fill(&self.direct).map(|()| b)).collect();
+        };
+        pool.fill(bufs, &self.direct)
+    }
+}
+
+/// A direct read the [`SpanPool`] makes: the span's index, its buffer, and
+/// where the filled buffer goes.
+type SpanJob = (usize, DirectBuf, SpanReply);
+type SpanReply = std::sync::mpsc::Sender<(usize, DirectBuf, Result<(), Error>)>;
+
+/// [`DIRECT_THREADS`] threads, each with its own descriptor of the file,
+/// that make the direct reads of one [`QuietPages`] and its clones. They
+/// live as long as the readers: a walk makes thousands of reads of several
+/// spans, and a thread started for each cost a `clone3(2)` each and, under
+/// a busy writer, most of a core. They end when the last reader is dropped.
+struct SpanPool {
+    jobs: std::sync::Mutex<std::sync::mpsc::Sender<SpanJob>>,
+}
+
+impl SpanPool {
+    fn start(file: &File) -> std::io::Result<SpanPool> {
+        let (tx, rx) = std::sync::mpsc::channel::<SpanJob>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        for _ in 0..DIRECT_THREADS {
+            let (file, rx) = (file.try_clone()?, std::sync::Arc::clone(&rx));
+            std::thread::Builder::new()
+                .name("direct".to_owned())
+                .spawn(move || {
+                    loop {
+                        let job = rx.lock().ok().and_then(|r| r.recv().ok());
+                        let Some((i, mut buf, reply)) = job else {
+                            break;
+                        };
+                        let r = buf.fill(&file);
+                        // The asker may have gone: nothing waits for it then.
+                        let _ = reply.send((i, buf, r));
+                    }
+                })?;
+        }
+        Ok(SpanPool {
+            jobs: std::sync::Mutex::new(tx),
+        })
+    }
+
+    /// Fill `bufs` on the pool's threads, in their order; a buffer the pool
+    /// could not take is filled here, from `file`.
+    fn fill(
+        &self,
+        bufs: impl Iterator<Item = DirectBuf>,
+        file: &File,
+    ) -> Vec<Result<DirectBuf, Error>> {
+        let (reply, replies) = std::sync::mpsc::channel();
+        let mut out: Vec<Option<Result<DirectBuf, Error>>> = Vec::new();
+        for (i, buf) in bufs.enumerate() {
+            out.push(None);
+            let sent = match self.jobs.lock() {
+                Ok(jobs) => jobs.send((i, buf, reply.clone())).map_err(|e| e.0.1),
+                Err(_) => Err(buf),
+            };
+            if let Err(mut buf) = sent {
+                out[i] = Some(buf.fill(file).map(|()| buf));
+            }
+        }
+        drop(reply);
+        for (i, buf, r) in replies {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(r.map(|()| buf));
+            }
+        }
+        out.into_iter()
+            .map(|r| {
+                r.unwrap_or(Err(Error::Read {
                     offset: 0,
                     len: 0,
                     code: libc::EIO,
                 }))
-            }));
-        }
-        bufs.into_iter()
-            .zip(done)
-            .map(|(b, r)| r.map(|()| b))
+            })
             .collect()
     }
 }
@@ -1131,6 +1179,9 @@ struct AheadState {
     done: HashMap<u64, (u64, Result<Piece, Error>)>,
     /// Runs being read, by offset: epoch.
     busy: HashMap<u64, u64>,
+    /// Runs forgotten while being read ([`Ahead::retain`]): what their
+    /// jobs bring back is dropped.
+    cancelled: HashSet<u64>,
     /// Finished jobs' buffers, each with the number of its runs not taken
     /// yet (0: the slot is free).
     bufs: Vec<(Vec<u8>, usize)>,
@@ -1221,26 +1272,36 @@ impl Ahead {
                         let Ok(mut st) = shared.0.lock() else { break };
                         let st = &mut *st;
                         let read: usize = runs.iter().map(|r| r.1).sum();
-                        for &(offset, _) in &runs {
-                            st.busy.remove(&offset);
+                        // Runs forgotten while they were read ([`Ahead::retain`]).
+                        let dropped: Vec<bool> =
+                            runs.iter().map(|(o, _)| st.cancelled.remove(o)).collect();
+                        for (&(offset, _), &gone) in runs.iter().zip(&dropped) {
+                            if !gone {
+                                st.busy.remove(&offset);
+                            }
                         }
                         match data {
                             Some(data) if st.epoch == epoch => {
                                 st.bytes = st.bytes.saturating_sub(read);
                                 let mut longer = longer.into_iter().peekable();
-                                let mut pieces: Vec<Result<Piece, Error>> = Vec::new();
+                                let mut pieces: Vec<Option<Result<Piece, Error>>> = Vec::new();
                                 for (k, d) in data.into_iter().enumerate() {
-                                    pieces.push(match longer.next_if(|(i, _)| *i == k) {
+                                    let whole = longer.next_if(|(i, _)| *i == k);
+                                    if dropped[k] {
+                                        pieces.push(None);
+                                        continue;
+                                    }
+                                    pieces.push(Some(match whole {
                                         Some((_, whole)) => {
                                             st.bytes += whole.len();
                                             Ok(Piece::Own(whole))
                                         }
                                         None => d.map(|r| Piece::Job(usize::MAX, r)),
-                                    });
+                                    }));
                                 }
                                 let held = pieces
                                     .iter()
-                                    .filter(|p| matches!(p, Ok(Piece::Job(..))))
+                                    .filter(|p| matches!(p, Some(Ok(Piece::Job(..)))))
                                     .count();
                                 let slot = if held > 0 {
                                     st.keep(buf, held)
@@ -1248,7 +1309,8 @@ impl Ahead {
                                     st.spare(buf);
                                     usize::MAX
                                 };
-                                for (&(offset, _), mut p) in runs.iter().zip(pieces) {
+                                for (&(offset, _), p) in runs.iter().zip(pieces) {
+                                    let Some(mut p) = p else { continue };
                                     if let Ok(Piece::Job(s, _)) = &mut p {
                                         *s = slot;
                                     }
@@ -1309,10 +1371,38 @@ impl Ahead {
             st.epoch = epoch;
             st.done.clear();
             st.busy.clear();
+            st.cancelled.clear();
             for (buf, _) in std::mem::take(&mut st.bufs) {
                 st.spare(buf);
             }
             st.bytes = 0;
+        }
+    }
+
+    /// Keep, at the same epoch, only what was read or is being read for
+    /// runs at offsets `keep` accepts, and forget the rest: a follower that
+    /// followed a commit keeps the reads of pages the new snapshot still
+    /// reaches (their bytes are its bytes too) instead of reading them all
+    /// again.
+    pub fn retain(&self, keep: impl Fn(u64) -> bool) {
+        let Ok(mut st) = self.shared.0.lock() else {
+            return;
+        };
+        let st = &mut *st;
+        let gone: Vec<u64> = st.done.keys().copied().filter(|&o| !keep(o)).collect();
+        for o in gone {
+            match st.done.remove(&o) {
+                Some((_, Ok(Piece::Job(slot, _)))) => st.taken(slot),
+                Some((_, Ok(Piece::Own(whole)))) => {
+                    st.bytes = st.bytes.saturating_sub(whole.len());
+                }
+                _ => {}
+            }
+        }
+        let stopped: Vec<u64> = st.busy.keys().copied().filter(|&o| !keep(o)).collect();
+        for o in stopped {
+            st.busy.remove(&o);
+            st.cancelled.insert(o);
         }
     }
 
