@@ -1399,6 +1399,12 @@ impl App {
         let was_playing = target.is_playing();
         let r = target.refresh();
         self.sync(target, r.new_snapshot);
+        if r.replaced {
+            self.message = Message::info(
+                "the file was replaced (a new file renamed over it, as etcd's defrag does); \
+                 reading the new one",
+            );
+        }
         self.ask_rrdcached(false);
         if was_playing && !target.is_playing() {
             self.message = Message::info("at the last frame; Space plays it again from the start");

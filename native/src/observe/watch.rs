@@ -476,7 +476,11 @@ impl Live {
                         && let Ok(mut seen) = seen.lock()
                     {
                         if seen.len() >= SEEN_KEPT {
-                            seen.pop_front();
+                            // Keep the oldest: the view prunes what it no
+                            // longer needs, so the oldest is the commit that
+                            // superseded the structure shown, whose time is
+                            // that structure's age however far behind it is.
+                            seen.remove(1);
                         }
                         seen.push_back((f.txid(), Instant::now()));
                     }
@@ -596,6 +600,9 @@ pub struct Refreshed {
     pub new_snapshot: bool,
     /// The file changed and a re-read started.
     pub reread_started: bool,
+    /// The path now names another file (another inode: etcd's defrag and
+    /// a restore rename a new file over the old), which is read afresh.
+    pub replaced: bool,
 }
 
 impl Watch {
@@ -750,6 +757,7 @@ impl Watch {
                     if replaced {
                         // Replaced: sample the new inode from now on.
                         self.reopen();
+                        out.replaced = true;
                     }
                     let (tx, rx) = mpsc::channel();
                     let path = self.path.clone();
@@ -831,6 +839,7 @@ impl Watch {
                 if (replaced || resized) && !self.restarting {
                     if replaced {
                         self.reopen();
+                        out.replaced = true;
                     }
                     self.live = Some(Live::start(&self.path, self.opts));
                     self.restarting = true;
@@ -856,11 +865,12 @@ impl Watch {
         if newest == txid || newest == u64::MAX {
             return Some(format!("as of txid {txid}, now"));
         }
-        let superseded = live.seen.lock().ok().and_then(|seen| {
-            seen.iter()
-                .find(|(t, _)| *t > txid)
-                .map(|(_, at)| *at)
-                .filter(|at| *at >= as_of)
+        let superseded = live.seen.lock().ok().and_then(|mut seen| {
+            // Commits up to the one shown tell nothing any more.
+            while seen.front().is_some_and(|(t, _)| *t <= txid) {
+                seen.pop_front();
+            }
+            seen.front().map(|(_, at)| *at).filter(|at| *at >= as_of)
         });
         let age = superseded.unwrap_or(as_of).elapsed().as_secs_f64();
         Some(format!("as of txid {txid}, {age:.1} s ago"))
@@ -896,8 +906,10 @@ impl Watch {
     /// When the file is not an openable bbolt file or the page is
     /// unreadable.
     pub fn page_detail(&self, pgid: u64, limit: usize) -> Result<PageDetail, String> {
-        let src = self.source.as_ref().ok_or("file not open")?;
-        let file = BoltFile::open(src).map_err(|e| e.to_string())?;
+        // Opened afresh: a writer grows the file, and a page it added since
+        // the file was opened is past the length a source fixed then.
+        let src = QuietSource::open(&self.path).map_err(|e| e.to_string())?;
+        let file = BoltFile::open(&src).map_err(|e| e.to_string())?;
         page_detail(&file, pgid, limit).map_err(|e| e.to_string())
     }
 
