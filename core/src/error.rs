@@ -285,6 +285,15 @@ pub enum Error {
         /// The txid of the meta page in use.
         txid: u64,
     },
+    /// A warning, not a fault: the file is an etcd snapshot, whose last
+    /// 32 bytes, past the last page, are the SHA-256 of the db before them
+    /// (etcd's `Maintenance.Snapshot` in `etcdserver/api/v3rpc/maintenance.go`
+    /// appends it; restore expects it when `size % 512 == 32`, `hasHash` in
+    /// `clientv3/snapshot/v3_snapshot.go`). bbolt never reads them.
+    SnapshotHash {
+        /// Where the 32 bytes start (bytes).
+        offset: u64,
+    },
     /// A lookup path names a bucket that does not exist.
     BucketNotFound,
     /// A lookup path names a key that holds a plain value, not a bucket
@@ -369,6 +378,11 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "meta page {meta} is invalid ({fault}); readers use meta page {used} (txid {txid})"
+            ),
+            Error::SnapshotHash { offset } => write!(
+                f,
+                "the 32 bytes at offset {offset}, past the last page, are likely the SHA-256 \
+                 `etcdctl snapshot save` appends: a snapshot, not a live db; bbolt ignores them"
             ),
             Error::BucketNotFound => f.write_str("bucket not found"),
             Error::IncompatibleValue => f.write_str("incompatible value (a key, not a bucket)"),

@@ -612,6 +612,11 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             });
         }
         self.meta_faults();
+        let len = self.file.len();
+        if len % 512 == 32 && len >= 32 && len - 32 == self.hwm.saturating_mul(self.ps) {
+            self.layout
+                .push_warning(Error::SnapshotHash { offset: len - 32 });
+        }
         for (i, m) in self.file.metas().iter().enumerate() {
             let idx = u8::try_from(i).unwrap_or(0);
             let pgid = i as u64;
