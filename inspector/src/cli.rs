@@ -122,6 +122,17 @@ pub struct ResidencyReport {
     pub settled: bool,
     /// Why the read did not settle, when it did not.
     pub unsettled: Option<String>,
+    /// RRD with `RRDCACHED_ADDRESS` set: the updates the daemon holds for
+    /// the file, not yet written (its `PENDING` reply's lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rrdcached_pending: Option<u64>,
+    /// Why the daemon named by `RRDCACHED_ADDRESS` could not say, when it
+    /// could not (rrdtool's words).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rrdcached_error: Option<String>,
+    /// The line the text output shows for the daemon.
+    #[serde(skip)]
+    rrdcached_line: Option<String>,
 }
 
 /// `inspector residency FILE`.
@@ -144,6 +155,9 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
         Vec::new()
     };
     let known = res.known_resident_pages();
+    let pending = (snap.format == Format::Rrd)
+        .then(|| mapwise_native::engine::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
+        .flatten();
     let rep = ResidencyReport {
         file: path.display().to_string(),
         size: res.offset.saturating_add(res.len),
@@ -177,6 +191,15 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
                 why.trim_end()
             )
         }),
+        rrdcached_pending: pending
+            .as_ref()
+            .and_then(|(_, n)| n.as_ref().ok())
+            .map(|&n| n as u64),
+        rrdcached_error: pending
+            .as_ref()
+            .and_then(|(_, n)| n.as_ref().err())
+            .map(ToString::to_string),
+        rrdcached_line: report::rrdcached_line(&pending),
     };
     if as_json {
         return Ok(Output::ok(json(&rep)?));
@@ -225,6 +248,9 @@ fn residency_text(rep: &ResidencyReport, res: &Residency, format_page: u32) -> S
             "      Cachestat: cache {}, dirty {}, writeback {}, evicted {}, recently evicted {}",
             c.cache, c.dirty, c.writeback, c.evicted, c.recently_evicted
         );
+    }
+    if let Some(line) = &rep.rrdcached_line {
+        let _ = writeln!(s, "      Rrdcached: {line}");
     }
     if let Some(e) = &rep.structure_error {
         let _ = writeln!(s, "      Structure: unreadable: {e}");

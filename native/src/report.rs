@@ -1018,13 +1018,14 @@ impl KindIndex {
 
 /// How an RRD's pending updates in rrdcached read in a report and on the
 /// inspector's status line: `N updates pending in rrdcached` (`ADDRESS`
-/// named), or the daemon's error; `None` unless `RRDCACHED_ADDRESS` is set.
+/// named; `1 update` for one), or the daemon's error; `None` unless `RRDCACHED_ADDRESS` is set.
 #[must_use]
 pub fn rrdcached_line(
     pending: &Option<(String, Result<usize, crate::engine::rrd::Error>)>,
 ) -> Option<String> {
     let (addr, n) = pending.as_ref()?;
     Some(match n {
+        Ok(1) => format!("1 update pending in rrdcached ({addr})"),
         Ok(n) => format!("{n} updates pending in rrdcached ({addr})"),
         Err(e) => format!("rrdcached ({addr}): {e}"),
     })
