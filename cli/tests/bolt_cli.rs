@@ -47,6 +47,7 @@ fn vmtouch_resident(path: &std::path::Path) -> u64 {
 
 #[test]
 fn pages_check_and_info_leave_the_page_cache_alone() {
+    ensure(&[Need::Vmtouch]);
     let dir = tempdir();
     let p = copy(dir.path(), "overflow.db");
     let ps = p.to_str().expect("utf-8");

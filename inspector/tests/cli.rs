@@ -26,6 +26,7 @@ fn evict(path: &Path) {
 
 /// vmtouch's "Resident Pages: R/T" for `path`.
 pub(crate) fn vmtouch(path: &Path) -> (u64, u64) {
+    crate::common::need(&[crate::common::Need::Vmtouch]);
     let out = Command::new("vmtouch").arg(path).output().expect("vmtouch");
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text

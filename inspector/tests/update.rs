@@ -332,6 +332,7 @@ fn dontneed_on_a_cell_names_large_folios_among_the_reasons() {
 
 /// vmtouch's resident page count of `path`.
 fn vmtouch(path: &std::path::Path) -> u64 {
+    crate::common::need(&[crate::common::Need::Vmtouch]);
     let out = std::process::Command::new("vmtouch")
         .arg(path)
         .output()

@@ -428,6 +428,7 @@ fn rrd_archives_and_current_rows() {
     assert_eq!(app.focus(), Focus::Tree);
     // Every current row is drawn in its colour, though rows fill most of
     // its page (positions from `rrdtool info`, `header_size` and rows).
+    crate::common::need(&[crate::common::Need::Rrdtool]);
     let info = std::process::Command::new("rrdtool")
         .arg("info")
         .arg(rrd_testdata("gauge.rrd"))

@@ -200,6 +200,7 @@ mod tests {
     /// uses.
     #[test]
     fn is_print_is_gos_for_every_code_point() {
+        mapwise_testkit::install::ensure(&[mapwise_testkit::install::Need::GoBbolt]);
         let gen_src = concat!(env!("CARGO_MANIFEST_DIR"), "/../xtask/gen/go_isprint.go");
         let out = std::process::Command::new("go")
             .args(["run", gen_src])
