@@ -45,7 +45,8 @@ Settle time: under each writer, --runs rounds of
 each run after a cache reset: fully cached (xtask reads the file whole
 first) or ~90 % cached (then drops random 2 MiB blocks with
 posix_fadvise(DONTNEED) until at most 91 % is resident; blocks of 1/64 of
-the file below 128 MiB). Wall time of the process, exit status (0 settled,
+the file below 128 MiB), and, under the writers every 20 and 100 ms, half
+cached (the same, to at most 51 %; measured, not judged). Wall time of the process, exit status (0 settled,
 2 no read could be of one snapshot), peak RSS from GNU time (wait4).
 p50 and p95 (nearest rank: of 5 runs, the largest) of the runs that exited
 0; exit-2 runs counted.
@@ -91,6 +92,11 @@ const ALT_INTERVAL_MS: u64 = 100;
 const BUCKET: &str = "fake-bucket";
 /// At most this much of the file stays resident in a ~90 % cell.
 const PARTIAL_TARGET: f64 = 0.91;
+/// At most this much of the file stays resident in a half-cached cell.
+const HALF_TARGET: f64 = 0.51;
+/// The writer intervals with a half-cached cell too (etcd's default batch
+/// interval and the shortest).
+const HALF_INTERVALS_MS: [u64; 2] = [20, 100];
 /// Eviction block of a ~90 % cell.
 const BLOCK: u64 = 2 << 20;
 /// Pane of the live view.
@@ -129,6 +135,8 @@ enum Cache {
     Full,
     /// Read whole, then random blocks dropped to ~90 %.
     Partial,
+    /// Read whole, then random blocks dropped to ~50 %.
+    Half,
 }
 
 impl Cache {
@@ -136,6 +144,16 @@ impl Cache {
         match self {
             Cache::Full => "fully cached",
             Cache::Partial => "~90 % cached",
+            Cache::Half => "~50 % cached",
+        }
+    }
+
+    /// The states measured under a writer every `ms`.
+    fn under(ms: u64) -> &'static [Cache] {
+        if HALF_INTERVALS_MS.contains(&ms) {
+            &[Cache::Full, Cache::Partial, Cache::Half]
+        } else {
+            &[Cache::Full, Cache::Partial]
         }
     }
 }
@@ -380,9 +398,14 @@ fn prepare(file: &Path, cache: Cache, n: u64) -> Result<f64> {
     }
     match cache {
         Cache::Full => pagecache::resident_fraction(file),
-        Cache::Partial => {
+        Cache::Partial | Cache::Half => {
+            let target = if cache == Cache::Half {
+                HALF_TARGET
+            } else {
+                PARTIAL_TARGET
+            };
             let len = fs::metadata(file)?.len();
-            Ok(pagecache::evict_random_until(file, PARTIAL_TARGET, block_for(len), n)?.after)
+            Ok(pagecache::evict_random_until(file, target, block_for(len), n)?.after)
         }
     }
 }
@@ -432,7 +455,7 @@ fn measure_size(
         let started = std::time::Instant::now();
         let writer = Running::start(file, Duration::from_millis(ms), BUCKET)?;
         let command = writer.shown().to_owned();
-        for cache in [Cache::Full, Cache::Partial] {
+        for &cache in Cache::under(ms) {
             let mut cells: Vec<Cell> = cmds
                 .iter()
                 .map(|(label, c)| Cell {
@@ -690,7 +713,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         first_timeout: Duration::from_secs(300),
     };
     let oracle = ws.peer("bolt")?;
-    let per_size = INTERVALS_MS.len() * (2 * runs * 4 + 1) + 1 + 2 * runs;
+    let cells: usize = INTERVALS_MS.iter().map(|&ms| Cache::under(ms).len()).sum();
+    let per_size = cells * runs * 4 + INTERVALS_MS.len() + 1 + 2 * runs;
     let progress = Progress::new((3 + sizes.len() * (2 + per_size)) as u64);
 
     let build_inspector = Cmd::cargo_release("mapwise-inspector", Some("inspector"));
@@ -1040,9 +1064,10 @@ fn render(r: &Results) -> String {
         "\nWall time from spawn to exit, as xtask sees it (process start-up included); p50/p95 of the runs \
          that exited 0 (a settled result); exit 2 = no read could be of one snapshot (the writer outran the \
          reader). Peak RSS from GNU time. Before each run xtask reads the file whole (fully cached) and then, \
-         for ~90 %, drops random blocks until at most {:.0} % is resident; the VM's DAMON reclaimer (see \
-         Machine) may drop more on its own. The writer keeps committing throughout.\n",
-        PARTIAL_TARGET * 100.0
+         for ~90 % (or ~50 %), drops random blocks until at most {:.0} % (or {:.0} %) is resident; the VM's \
+         DAMON reclaimer (see Machine) may drop more on its own. The writer keeps committing throughout.\n",
+        PARTIAL_TARGET * 100.0,
+        HALF_TARGET * 100.0
     );
 
     let _ = writeln!(o, "## The live view\n");
