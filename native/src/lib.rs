@@ -4,7 +4,8 @@
 //! [`os`] is the operating system: mappings, reads, residency, locks, local time, the heap.
 //! [`engine`] is the storage engines over it: bbolt, RRDtool, revlogs and mmaptest.
 //! [`observe`] watches files other processes own: settled reads, live snapshots, traces.
-//! [`report`] is what the command lines print, and [`describe`] (from `mapwise-view`) what they describe.
+//! [`report`] is what the command lines print.
+//! [`describe`] is `mapwise-view`'s describer of byte ranges, which they print too.
 //! Neither [`os`] nor [`engine`] depends on them.
 //!
 //! Of the crates mapwise ships, only this one has `unsafe` code, and it lives in [`os`].

@@ -37,23 +37,29 @@ pub fn unhex(text: &str) -> Option<Vec<u8>> {
 /// Binary units above bytes, in order (powers of 1024).
 const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
 
-/// A size in bytes for people, as the inspector's title and status lines
-/// show it: bytes below 1 KiB (`512 B`), else powers of 1024 up to PiB
-/// with one decimal only where it says something (`220 KiB`, `1.5 MiB`,
-/// `272 MiB`: none from 100 up, or within 0.05 of a whole number).
-#[must_use]
+/// `bytes` (at least 1 KiB) in the largest unit of [`UNITS`] that keeps
+/// the figure at 1 or more: the figure and the unit.
 #[expect(clippy::cast_precision_loss)]
-pub fn human_size(bytes: u64) -> String {
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
+fn scaled(bytes: u64) -> (f64, &'static str) {
     let mut v = bytes as f64 / 1024.0;
     let mut i = 0;
     while v >= 1024.0 && i + 1 < UNITS.len() {
         v /= 1024.0;
         i += 1;
     }
-    let unit = UNITS.get(i).copied().unwrap_or("PiB");
+    (v, UNITS.get(i).copied().unwrap_or("PiB"))
+}
+
+/// A size in bytes for people, as the inspector's title and status lines
+/// show it: bytes below 1 KiB (`512 B`), else powers of 1024 up to PiB
+/// with one decimal only where it says something (`220 KiB`, `1.5 MiB`,
+/// `272 MiB`: none from 100 up, or within 0.05 of a whole number).
+#[must_use]
+pub fn human_size(bytes: u64) -> String {
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let (v, unit) = scaled(bytes);
     if v >= 100.0 || (v - v.round()).abs() < 0.05 {
         format!("{v:.0} {unit}")
     } else {
@@ -65,18 +71,12 @@ pub fn human_size(bytes: u64) -> String {
 /// 1 KiB as `512 B`), powers of 1024 up to PiB: for report tables, whose
 /// columns line up when every figure has its decimal.
 #[must_use]
-#[expect(clippy::cast_precision_loss)]
 pub fn human_size_fixed(bytes: u64) -> String {
     if bytes < 1024 {
         return format!("{bytes} B");
     }
-    let mut v = bytes as f64 / 1024.0;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    format!("{v:.1} {}", UNITS.get(i).copied().unwrap_or("PiB"))
+    let (v, unit) = scaled(bytes);
+    format!("{v:.1} {unit}")
 }
 
 /// An RRD value (an `f64` of a row, a minimum or a PDP value) as
@@ -102,6 +102,7 @@ mod tests {
         assert_eq!(hex(&[0, 0xff]), "00ff");
         assert_eq!(hex(&[]), "");
         assert_eq!(unhex("0x6b6579"), Some(b"key".to_vec()));
+        assert_eq!(unhex("6B"), Some(vec![0x6b]));
         assert_eq!(unhex(" 6B "), Some(vec![0x6b]));
         assert_eq!(unhex("6"), None);
         assert_eq!(unhex("zz"), None);
