@@ -16,10 +16,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use mapwise_core::bolt::{BoltFile, DumpError, Record, visit, write_hex, write_record};
+use mapwise_core::bolt::{BoltFile, DumpError, Record, visit, write_record};
 use mapwise_native::engine::bolt::{Db, Options};
 use mapwise_native::os::io::QuietSource;
 use mapwise_native::report;
+use mapwise_view::fmt::hex;
 
 use crate::out::Out;
 
@@ -371,12 +372,6 @@ fn with_quiet_file(
         )))
     })?;
     f(&file)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    let _ = write_hex(&mut s, bytes);
-    s
 }
 
 fn dump(a: &FileArgs) -> Result<ExitCode> {

@@ -5,11 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
-use mapwise_core::revlog::{DebugRow, DebugStyle, Index, Node, PrintError, debug_row};
+use mapwise_core::revlog::{DebugRow, DebugStyle, Index, PrintError, debug_row};
 use mapwise_native::engine::revlog::{
     self, HgConfig, IndexFile, Load, LogRow, Options, Repo, Revlog, check_data_file,
 };
 use mapwise_native::os::map::Advice;
+use mapwise_view::fmt::hex;
 use serde::Serialize;
 
 use crate::out::Out;
@@ -152,10 +153,6 @@ fn open_repo(path: Option<&Path>) -> Result<Repo> {
     })
 }
 
-fn hex(node: &Node) -> String {
-    node.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Pretty JSON and a newline on stdout; a closed pipe is an error the
 /// caller (`main`) treats as success.
 fn print_json(v: &impl Serialize) -> Result<()> {
@@ -247,7 +244,7 @@ impl From<&LogRow> for LogEntry {
             linkrev: r.linkrev,
             p1: r.p1,
             p2: r.p2,
-            parents: r.parents.iter().map(hex).collect(),
+            parents: r.parents.iter().map(|p| hex(p)).collect(),
         }
     }
 }

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use mapwise_core::bolt::{BoltFile, PageDetail, page_detail};
 use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
-use mapwise_native::describe::Item;
 use mapwise_native::observe::watch::{Effect, Refreshed, Snapshot, Watch};
 use mapwise_native::os::residency::{FileAdvice, Residency, TO_EOF};
-use mapwise_native::report::KindTotal;
+use mapwise_view::describe::Item;
+pub use mapwise_view::residency::Residence;
+use mapwise_view::totals::KindTotal;
 use ratatui::layout::{Position, Rect};
 
 use crate::describe::{self, Line, Tone, Widths};
@@ -278,7 +279,7 @@ impl Target for Fixed {
         page_detail(&file, pgid, DETAIL_LIMIT).map_err(|e| e.to_string())
     }
     fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String> {
-        mapwise_native::describe::describe(&self.snapshot.layout, &self.bytes, offset, len)
+        mapwise_view::describe::describe(&self.snapshot.layout, &self.bytes, offset, len)
     }
     fn touch(&mut self) -> Result<Effect, String> {
         Ok(self.set(0, TO_EOF, true, false))
@@ -404,23 +405,6 @@ pub enum Overlay {
     ConfirmEvict,
     /// The advise menu: an advice and a range ([`App::advise_menu`]).
     Advise,
-}
-
-/// How much of a map cell is in the page cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Residence {
-    /// Every OS page of the cell.
-    All,
-    /// More than half.
-    Most,
-    /// Some, at most half.
-    Some,
-    /// None.
-    None,
-    /// The kernel does not tell (or there is no sample).
-    Unknown,
-    /// The cell lies past the current end of the file.
-    PastEof,
 }
 
 /// One cell of the page map.
@@ -940,16 +924,7 @@ impl App {
             return (Residence::Unknown, 0, os_pages);
         }
         let resident = r.resident_in(s, e - s);
-        let residence = if resident >= os_pages {
-            Residence::All
-        } else if resident == 0 {
-            Residence::None
-        } else if resident.saturating_mul(2) > os_pages {
-            Residence::Most
-        } else {
-            Residence::Some
-        };
-        (residence, resident, os_pages)
+        (Residence::of(resident, os_pages), resident, os_pages)
     }
 
     /// Where the cell holding `page` is drawn, when it is on screen.

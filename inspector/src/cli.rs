@@ -18,12 +18,14 @@ use mapwise_core::layout::Format;
 use mapwise_native::observe::watch::read_snapshot;
 use mapwise_native::os::io::QuietSource;
 use mapwise_native::os::residency::{self, CacheStat, Residency, Trust};
-use mapwise_native::report::{self, KindTotal};
+use mapwise_native::report;
+use mapwise_view::fmt::{hex, human_size};
+use mapwise_view::totals::KindTotal;
 use serde::Serialize;
 
 use crate::app::{DETAIL_LIMIT, group_name};
 use crate::describe::{Widths, page_lines};
-use crate::stats::{self, human_size, percent};
+use crate::stats::{self, percent};
 
 /// What a subcommand prints and its exit status.
 #[derive(Debug, Clone)]
@@ -426,14 +428,6 @@ pub struct PageReport {
     pub text: Vec<String>,
 }
 
-fn hex(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
-    }
-    s
-}
-
 fn element_report(e: &Element) -> ElementReport {
     let empty = ElementReport {
         kind: "bad",
@@ -620,7 +614,7 @@ struct DescribedPage {
     /// Byte offset of the page.
     offset: u64,
     /// The structures overlapping it.
-    items: Vec<mapwise_native::describe::Item>,
+    items: Vec<mapwise_view::describe::Item>,
     /// Why they could not be described.
     error: Option<String>,
 }
@@ -636,7 +630,7 @@ fn described_pages(path: &Path, src: &QuietSource, ids: &[u64], as_json: bool) -
             let r = if offset >= snap.layout.source_len {
                 Err(format!("page {page} is past the end of the file"))
             } else {
-                mapwise_native::describe::describe(&snap.layout, src, offset, unit)
+                mapwise_view::describe::describe(&snap.layout, src, offset, unit)
             };
             match r {
                 Ok(items) => DescribedPage {

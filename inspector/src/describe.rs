@@ -354,7 +354,7 @@ fn element_line(i: usize, e: &Element, w: Widths) -> Line {
 /// Described structures (revlog entries, ...) as lines: each title, then
 /// its fields aligned under it.
 #[must_use]
-pub fn item_lines(items: &[mapwise_native::describe::Item]) -> Vec<Line> {
+pub fn item_lines(items: &[mapwise_view::describe::Item]) -> Vec<Line> {
     let mut out = Vec::new();
     if items.is_empty() {
         out.push(Line::of(Tone::Dim, "nothing here"));

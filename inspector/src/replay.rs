@@ -12,9 +12,9 @@ use std::time::Duration;
 use mapwise_core::bolt::{PageDetail, WalkOptions};
 use mapwise_core::layout::{Format, Layout};
 use mapwise_core::trace::Trace;
-use mapwise_native::describe::Item;
 use mapwise_native::observe::watch::{Effect, Refreshed, Snapshot, Stamp, Watch};
 use mapwise_native::os::residency::{FileAdvice, Residency, Trust, UnknownReason};
+use mapwise_view::describe::Item;
 
 use crate::app::{DETAIL_LIMIT, Playback, Target};
 

@@ -1,5 +1,6 @@
 //! Numbers about residency, shaped for people: resident bytes per page
-//! kind, vmtouch's totals line, sizes and percentages.
+//! kind, vmtouch's totals line and percentages (sizes for people are
+//! [`mapwise_view::fmt::human_size`]).
 //!
 //! Everything here is pure arithmetic over a
 //! [`Layout`](mapwise_core::layout::Layout) and a
@@ -24,28 +25,6 @@ pub fn vmtouch_size(bytes: u64) -> String {
         return format!("{m}M");
     }
     format!("{}G", m / 1024)
-}
-
-/// A size for people: `512 B`, `220 KiB`, `1.5 MiB`, `64 GiB`.
-#[must_use]
-#[expect(clippy::cast_precision_loss)]
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut v = bytes as f64 / 1024.0;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    let unit = UNITS.get(i).copied().unwrap_or("PiB");
-    if v >= 100.0 || (v - v.round()).abs() < 0.05 {
-        format!("{v:.0} {unit}")
-    } else {
-        format!("{v:.1} {unit}")
-    }
 }
 
 /// `value` formatted like C's `%.3g` (three significant digits, trailing
@@ -157,10 +136,6 @@ mod tests {
         assert_eq!(g3(99.96), "100");
         assert_eq!(g3(9.996), "10");
         assert_eq!(g3(0.000_061_035), "6.1e-05");
-        assert_eq!(human_size(225_280), "220 KiB");
-        assert_eq!(human_size(285_548_544), "272 MiB");
-        assert_eq!(human_size(1536), "1.5 KiB");
-        assert_eq!(human_size(12), "12 B");
         assert_eq!(short_percent(1, 1000), "<1%");
         assert_eq!(short_percent(999, 1000), ">99%");
         assert_eq!(short_percent(27, 55), "49%");

@@ -5,11 +5,11 @@
 //! Field names are part of the scripting interface: add fields, never
 //! rename them.
 
-use std::fmt::Write as _;
-
 use mapwise_core::bolt::{BoltFile, FreelistInfo, Meta, PageType, PagesRow, pages};
 use mapwise_core::layout::{Kind, KindCounts, Layout};
 use mapwise_core::{MetaFault, PageSource};
+use mapwise_view::fmt::hex;
+pub use mapwise_view::totals::KindTotal;
 use serde::Serialize;
 
 use crate::observe::settle;
@@ -549,30 +549,6 @@ impl From<FreelistInfo> for FreelistReport {
     }
 }
 
-/// Totals of one page kind.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct KindTotal {
-    /// The kind (`meta`, `branch`, `leaf`, ...).
-    pub kind: &'static str,
-    /// Bytes of the file of this kind.
-    pub bytes: u64,
-    /// Distinct map pages (of [`unit()`] bytes) that this kind's regions
-    /// overlap ([`mapwise_core::layout::KindCounts::pages`]): a page
-    /// holding two kinds counts for both, so the column may sum to more
-    /// than the file's pages.
-    pub pages: u64,
-    /// Bytes of this kind in the page cache: for every region of the
-    /// kind, its bytes that lie in resident OS pages (a popcount over the
-    /// residency bitmap, [`resident_bytes`]); `None` when residency is
-    /// unknown or was not sampled. Every format: bbolt page kinds, RRD
-    /// sections and rows, revlog entries and chunks.
-    pub resident_bytes: Option<u64>,
-    /// Of the `pages` this kind touches, those wholly in the page cache
-    /// (every OS page of the map page inside the sampled range resident);
-    /// `None` when residency is unknown or was not sampled.
-    pub resident_pages: Option<u64>,
-}
-
 /// One bucket of the file.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct BucketReport {
@@ -689,14 +665,6 @@ pub struct LayoutReport {
     pub problems: Vec<String>,
     /// Warnings (not faults).
     pub warnings: Vec<String>,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// Bytes of the file range `[offset, offset + len)` that lie in resident
@@ -999,18 +967,15 @@ impl KindIndex {
                 }
             }
         }
-        Kind::ALL
-            .iter()
-            .filter_map(|k| {
-                let bytes = counts.bytes.get(k.index()).copied().unwrap_or(0);
-                (bytes > 0).then(|| KindTotal {
-                    kind: k.name(),
-                    bytes,
-                    pages: counts.pages.get(k.index()).copied().unwrap_or(0),
-                    resident_bytes: res.map(|_| resident.get(k.index()).copied().unwrap_or(0)),
-                    resident_pages: res
-                        .map(|_| resident_pages.get(k.index()).copied().unwrap_or(0)),
-                })
+        mapwise_view::totals::kind_totals(&counts)
+            .into_iter()
+            .map(|t| {
+                let i = usize::from(t.index);
+                KindTotal {
+                    resident_bytes: res.map(|_| resident.get(i).copied().unwrap_or(0)),
+                    resident_pages: res.map(|_| resident_pages.get(i).copied().unwrap_or(0)),
+                    ..t
+                }
             })
             .collect()
     }

@@ -193,9 +193,10 @@ impl Viewer {
         count: u32,
     ) -> Result<JsValue, JsError> {
         let from = match from_hex.as_deref() {
-            Some(h) => {
-                Some(view::unhex(h).ok_or_else(|| JsError::new(&format!("not hex: {h:?}")))?)
-            }
+            Some(h) => Some(
+                mapwise_view::fmt::unhex(h)
+                    .ok_or_else(|| JsError::new(&format!("not hex: {h:?}")))?,
+            ),
             None => None,
         };
         self.js(self.inner.keys(group, from.as_deref(), count))

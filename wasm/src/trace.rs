@@ -4,20 +4,24 @@
 //! replay` plays it.
 
 use mapwise_core::trace::Trace;
+use mapwise_view::residency::Residence;
 use serde::Serialize;
 
-/// A map cell's residency in one frame: the inspector's four glyphs.
+/// A map cell's residency in one frame: the inspector's four glyphs, as
+/// the numbers of [`Residence::level`] (the one rule, [`Residence::of`]).
 pub mod level {
+    use mapwise_view::residency::Residence;
+
     /// No OS page of the cell resident (`░`).
-    pub const NONE: u8 = 0;
+    pub const NONE: u8 = Residence::None.level();
     /// Some, at most half, resident (`▒`).
-    pub const SOME: u8 = 1;
+    pub const SOME: u8 = Residence::Some.level();
     /// More than half resident (`▓`).
-    pub const MOST: u8 = 2;
+    pub const MOST: u8 = Residence::Most.level();
     /// Every OS page resident (`█`).
-    pub const ALL: u8 = 3;
+    pub const ALL: u8 = Residence::All.level();
     /// The cell lies past the file's length at that moment.
-    pub const PAST_END: u8 = 255;
+    pub const PAST_END: u8 = Residence::PastEof.level();
 }
 
 /// What a trace holds, for the page's header line.
@@ -155,16 +159,7 @@ impl TraceView {
             let end = start.saturating_add(cell_bytes).min(f.file_len);
             let (p0, p1) = (start / ps, end.div_ceil(ps));
             let n = p1 - p0;
-            let r = f.resident_between(p0, p1);
-            out.push(if r == 0 {
-                level::NONE
-            } else if r >= n {
-                level::ALL
-            } else if r * 2 > n {
-                level::MOST
-            } else {
-                level::SOME
-            });
+            out.push(Residence::of(f.resident_between(p0, p1), n).level());
         }
         out
     }

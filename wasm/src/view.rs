@@ -24,6 +24,10 @@ use mapwise_core::layout::display_name;
 use mapwise_core::revlog::{self, Index, LayoutOptions};
 use mapwise_core::rrd;
 use mapwise_core::{Format, Kind, Layout, PageSource};
+use mapwise_view::describe::{self, Item};
+use mapwise_view::fmt::{hex, rrd_value};
+use mapwise_view::palette;
+use mapwise_view::totals::{KindTotal, kind_totals};
 use serde::Serialize;
 
 /// Bytes per map page for formats without pages of their own (revlog,
@@ -49,34 +53,6 @@ pub const MAX_LISTED_PROBLEMS: usize = 200;
 /// The map cell value for "past the end of the file".
 pub const NO_KIND: u8 = 255;
 
-/// CSS colour of each kind on the map, in the legend and the structure
-/// pane: the inspector's terminal colours (`inspector/src/ui/mod.rs`,
-/// `kind_color`) in xterm's default palette, so the page and the TUI
-/// agree (a host test checks every kind).
-#[must_use]
-pub fn kind_css_color(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Meta => "#ff00ff",        // LightMagenta (xterm 13)
-        Kind::Freelist => "#cdcd00",    // Yellow (3)
-        Kind::Branch => "#5c5cff",      // LightBlue (12)
-        Kind::Leaf => "#00cd00",        // Green (2)
-        Kind::Overflow => "#00cdcd",    // Cyan (6)
-        Kind::Free => "#e5e5e5",        // Gray (7)
-        Kind::Pending => "#ff8700",     // 208
-        Kind::Unreachable => "#ff0000", // LightRed (9)
-        Kind::Unused => "#7f7f7f",      // DarkGray (8)
-        Kind::Corrupt => "#cd0000",     // Red (1)
-        Kind::Unknown => "#af87af",     // 139
-        Kind::Header => "#875fff",      // 99
-        Kind::Prep => "#ffaf00",        // 214
-        Kind::Rows => "#5faf5f",        // 71
-        Kind::CurRow => "#ffff00",      // 226
-        Kind::Entry => "#00ffff",       // LightCyan (14)
-        Kind::Chunk => "#d7af87",       // 180
-        _ => "#ffffff",                 // White (15)
-    }
-}
-
 /// One kind of the legend.
 #[derive(Debug, Clone, Serialize)]
 pub struct KindInfo {
@@ -84,8 +60,9 @@ pub struct KindInfo {
     pub index: u8,
     /// Lower-case name (`leaf`, `cur_row`, ...).
     pub name: &'static str,
-    /// CSS colour.
-    pub color: &'static str,
+    /// CSS colour (`#rrggbb`): the inspector's terminal colour in xterm's
+    /// default palette ([`mapwise_view::palette::kind_css`]).
+    pub color: String,
 }
 
 /// Every kind in legend order, with its colour.
@@ -96,7 +73,7 @@ pub fn kinds() -> Vec<KindInfo> {
         .map(|&k| KindInfo {
             index: u8::try_from(k.index()).unwrap_or(NO_KIND),
             name: k.name(),
-            color: kind_css_color(k),
+            color: palette::kind_css(k),
         })
         .collect()
 }
@@ -165,47 +142,6 @@ impl Shown {
             complete,
         }
     }
-}
-
-/// Lower-case hex of `bytes`.
-#[must_use]
-pub fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-/// Bytes of lower-case or upper-case hex text; `None` for anything else.
-#[must_use]
-pub fn unhex(text: &str) -> Option<Vec<u8>> {
-    let t = text.trim();
-    let t = t.strip_prefix("0x").unwrap_or(t);
-    if !t.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..t.len())
-        .step_by(2)
-        .map(|i| t.get(i..i + 2).and_then(|p| u8::from_str_radix(p, 16).ok()))
-        .collect()
-}
-
-/// Bytes of one kind.
-#[derive(Debug, Clone, Serialize)]
-pub struct KindTotal {
-    /// Kind name.
-    pub kind: &'static str,
-    /// Index in [`Kind::ALL`].
-    pub index: u8,
-    /// Bytes of this kind.
-    pub bytes: u64,
-    /// Regions of this kind.
-    pub regions: u64,
-    /// Distinct map pages ([`MAP_UNIT`] or the format's page) that this
-    /// kind's regions overlap; a page holding two kinds counts for both
-    /// ([`mapwise_core::layout::KindCounts::pages`]).
-    pub pages: u64,
 }
 
 /// A bbolt meta page as validated.
@@ -507,15 +443,6 @@ pub struct BoltPage {
     pub free_total: Option<u64>,
 }
 
-/// A structure in a page, described as named fields (revlog, RRD).
-#[derive(Debug, Clone, Serialize)]
-pub struct Item {
-    /// What it is (`rev 17`).
-    pub title: String,
-    /// Its fields in file order.
-    pub fields: Vec<(String, String)>,
-}
-
 /// One map page decoded.
 #[derive(Debug, Clone, Serialize)]
 pub struct PageView {
@@ -734,14 +661,8 @@ impl<S: PageSource> Viewer<S> {
         let counts = self.layout.kind_counts(self.unit);
         let kinds = Kind::ALL
             .iter()
-            .filter(|k| counts.regions.get(k.index()).is_some_and(|&n| n > 0))
-            .map(|&k| KindTotal {
-                kind: k.name(),
-                index: u8::try_from(k.index()).unwrap_or(NO_KIND),
-                bytes: counts.bytes.get(k.index()).copied().unwrap_or(0),
-                regions: counts.regions.get(k.index()).copied().unwrap_or(0),
-                pages: counts.pages.get(k.index()).copied().unwrap_or(0),
-            })
+            .map(|&k| KindTotal::of(k, &counts))
+            .filter(|t| t.regions > 0)
             .collect();
         Summary {
             name: self.name.clone(),
@@ -849,19 +770,7 @@ impl<S: PageSource> Viewer<S> {
                 r
             })
             .collect();
-        let counts = cell.kind_counts(self.unit);
-        let (bytes, regions, pages) = (counts.bytes, counts.regions, counts.pages);
-        let mut kinds: Vec<KindTotal> = Kind::ALL
-            .iter()
-            .filter(|k| bytes.get(k.index()).is_some_and(|&b| b > 0))
-            .map(|&k| KindTotal {
-                kind: k.name(),
-                index: u8::try_from(k.index()).unwrap_or(NO_KIND),
-                bytes: bytes.get(k.index()).copied().unwrap_or(0),
-                regions: regions.get(k.index()).copied().unwrap_or(0),
-                pages: pages.get(k.index()).copied().unwrap_or(0),
-            })
-            .collect();
+        let mut kinds = kind_totals(&cell.kind_counts(self.unit));
         kinds.sort_by_key(|k| std::cmp::Reverse(k.bytes));
         CellInfo {
             first_page: first,
@@ -1019,11 +928,12 @@ impl<S: PageSource> Viewer<S> {
                     Err(e) => view.error = Some(e),
                 }
             }
-            Format::Revlog => match self.describe_revlog(start, end) {
-                Ok(items) => view.items = items,
-                Err(e) => view.error = Some(e),
-            },
-            Format::Rrd => view.items = self.describe_rrd(start, end),
+            Format::Revlog | Format::Rrd => {
+                match describe::describe(&self.layout, &self.src, start, end - start) {
+                    Ok(items) => view.items = items,
+                    Err(e) => view.error = Some(e),
+                }
+            }
             _ => {}
         }
         view
@@ -1087,122 +997,6 @@ impl<S: PageSource> Viewer<S> {
             Body::Other => {}
         }
         Ok(out)
-    }
-
-    fn describe_revlog(&self, start: u64, end: u64) -> Result<Vec<Item>, String> {
-        let index = Index::open(&self.src).map_err(err)?;
-        let mut items = Vec::new();
-        for r in self.layout.regions_in(start, end - start).take(256) {
-            let rev = i32::try_from(r.id).unwrap_or(i32::MAX);
-            let item = match r.kind {
-                Kind::Entry => match index.entry(rev) {
-                    Ok(e) => {
-                        let (p1, p2) = index.parent_revs(&e);
-                        Item {
-                            title: format!("rev {rev}"),
-                            fields: vec![
-                                field("entry at", format!("{} ({} bytes)", r.offset, r.len)),
-                                field("data offset", e.data_offset()),
-                                field("flags", format!("{:#06x}", e.flags())),
-                                field("compressed", format!("{} bytes", e.compressed_len())),
-                                field("uncompressed", format!("{} bytes", e.uncompressed_len())),
-                                field("delta base", e.base_rev()),
-                                field("linkrev", e.link_rev()),
-                                field("p1", p1),
-                                field("p2", p2),
-                                field("nodeid", hex(e.node())),
-                            ],
-                        }
-                    }
-                    Err(e) => Item {
-                        title: format!("rev {rev}"),
-                        fields: vec![field("cannot decode", e)],
-                    },
-                },
-                Kind::Chunk => {
-                    // The first byte says how hg stored the chunk
-                    // (`mercurial/revlog.py`): 'u' plain, 'x' zlib, '('
-                    // zstd, NUL raw.
-                    let first = self
-                        .src
-                        .read_at(r.offset, 1)
-                        .ok()
-                        .and_then(|b| b.first().copied());
-                    let how = match first {
-                        Some(b'u') => "uncompressed ('u')",
-                        Some(b'x') => "zlib",
-                        Some(b'(') => "zstd",
-                        Some(0) => "raw (starts with NUL)",
-                        None => "empty",
-                        Some(_) => "unknown marker",
-                    };
-                    Item {
-                        title: format!("rev {rev} data (inline)"),
-                        fields: vec![
-                            field("at", r.offset),
-                            field("length", format!("{} bytes", r.len)),
-                            field("stored", how),
-                        ],
-                    }
-                }
-                other => Item {
-                    title: other.name().to_string(),
-                    fields: vec![field("bytes", format!("{}..{}", r.offset, r.end()))],
-                },
-            };
-            items.push(item);
-        }
-        Ok(items)
-    }
-
-    fn describe_rrd(&self, start: u64, end: u64) -> Vec<Item> {
-        const SECTIONS: [&str; 7] = [
-            "stat_head",
-            "ds_def",
-            "rra_def",
-            "live_head",
-            "pdp_prep",
-            "cdp_prep",
-            "rra_ptr",
-        ];
-        let mut items = Vec::new();
-        for r in self.layout.regions_in(start, end - start).take(256) {
-            let bytes = field(
-                "bytes",
-                format!("{}..{} ({} bytes)", r.offset, r.end(), r.len),
-            );
-            let item = match r.kind {
-                Kind::Header | Kind::Prep => Item {
-                    title: SECTIONS
-                        .get(usize::try_from(r.id).unwrap_or(usize::MAX))
-                        .copied()
-                        .unwrap_or("section")
-                        .to_string(),
-                    fields: vec![bytes, field("structures", r.items)],
-                },
-                Kind::Rows | Kind::CurRow => {
-                    let group = r
-                        .group
-                        .and_then(|g| self.layout.group(g))
-                        .map_or_else(|| "rra".to_string(), |g| g.path.clone());
-                    let last = r.id.saturating_add(u64::from(r.items)).saturating_sub(1);
-                    Item {
-                        title: if r.kind == Kind::CurRow {
-                            format!("{group}: current row {}", r.id)
-                        } else {
-                            format!("{group}: rows {}–{last}", r.id)
-                        },
-                        fields: vec![bytes, field("rows", r.items)],
-                    }
-                }
-                other => Item {
-                    title: other.name().to_string(),
-                    fields: vec![bytes],
-                },
-            };
-            items.push(item);
-        }
-        items
     }
 
     /// The bytes `[offset, offset + len)` as hex dump lines (at most
@@ -1335,14 +1129,7 @@ impl<S: PageSource> Viewer<S> {
                 .read_at(h.row_offset(i, row), row_len)
                 .map_err(err)?;
             let values = (0..h.ds_cnt())
-                .map(|k| {
-                    let v = rrd::format::le::f64_at(&bytes, k as u64 * 8);
-                    if v.is_nan() {
-                        "NaN".to_string()
-                    } else {
-                        rrd::cfmt::rrd_e10(v)
-                    }
-                })
+                .map(|k| rrd_value(rrd::format::le::f64_at(&bytes, k as u64 * 8)))
                 .collect();
             let back = i64::try_from(age.wrapping_mul(span)).unwrap_or(i64::MAX);
             items.push(RowView {
@@ -1357,10 +1144,6 @@ impl<S: PageSource> Viewer<S> {
             items,
         })
     }
-}
-
-fn field(name: &str, value: impl ToString) -> (String, String) {
-    (name.to_string(), value.to_string())
 }
 
 fn element_view(i: usize, e: &Element) -> ElementView {
@@ -1473,13 +1256,6 @@ fn bolt_facts<S: PageSource + ?Sized>(
 }
 
 fn rrd_facts(h: &rrd::Header<'_>, l: &rrd::RrdLayout) -> RrdFacts {
-    let num = |v: f64| {
-        if v.is_nan() {
-            "NaN".to_string()
-        } else {
-            rrd::cfmt::rrd_e10(v)
-        }
-    };
     let step = h.pdp_step();
     let ds = h
         .dss()
@@ -1489,8 +1265,8 @@ fn rrd_facts(h: &rrd::Header<'_>, l: &rrd::RrdLayout) -> RrdFacts {
             name: d.name.clone(),
             kind: d.kind.name(),
             heartbeat: h.heartbeat(i),
-            min: num(h.ds_min(i)),
-            max: num(h.ds_max(i)),
+            min: rrd_value(h.ds_min(i)),
+            max: rrd_value(h.ds_max(i)),
             last_ds: String::from_utf8_lossy(h.last_ds(i)).into_owned(),
         })
         .collect();
@@ -1509,7 +1285,7 @@ fn rrd_facts(h: &rrd::Header<'_>, l: &rrd::RrdLayout) -> RrdFacts {
                 a.cf,
                 rrd::Cf::Average | rrd::Cf::Min | rrd::Cf::Max | rrd::Cf::Last
             )
-            .then(|| num(h.rra_par_f64(i, rrd::format::rra_par::XFF))),
+            .then(|| rrd_value(h.rra_par_f64(i, rrd::format::rra_par::XFF))),
             offset: a.offset,
             bytes: a.len,
         })
@@ -1546,10 +1322,6 @@ mod tests {
         assert!(!s.complete);
         assert_eq!(s.hex.len(), 2 * bolt::PREVIEW);
         assert!(s.text.ends_with('…'));
-        assert_eq!(unhex("0x6b6579"), Some(b"key".to_vec()));
-        assert_eq!(unhex("6B"), Some(vec![0x6b]));
-        assert_eq!(unhex("6"), None);
-        assert_eq!(unhex("zz"), None);
     }
 
     #[test]
@@ -1579,7 +1351,9 @@ mod tests {
         assert_eq!(first.items.len(), 50);
         assert_eq!(first.items[0].key.hex, "7730303030");
         let next = first.next.expect("more keys");
-        let second = v.keys(wide, unhex(&next).as_deref(), 50).expect("keys");
+        let second = v
+            .keys(wide, mapwise_view::fmt::unhex(&next).as_deref(), 50)
+            .expect("keys");
         assert_eq!(second.items.len(), 10);
         assert!(second.next.is_none());
         // Sub-bucket entries come back as buckets, with no value.

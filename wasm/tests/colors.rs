@@ -64,7 +64,7 @@ fn xterm(c: Color) -> String {
 fn every_kind_has_the_inspectors_colour() {
     for k in Kind::ALL {
         assert_eq!(
-            mapwise_wasm::view::kind_css_color(k),
+            mapwise_view::palette::kind_css(k),
             xterm(mapwise_inspector::ui::kind_color(k)),
             "colour of {}",
             k.name()

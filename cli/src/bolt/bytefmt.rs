@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt as _;
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
+use mapwise_view::fmt::hex;
 use sha2::{Digest, Sha256};
 
 /// How a key or value is printed (bbolt's `--format`, `FORMAT_MODES`).
@@ -82,15 +83,6 @@ fn unhex(s: &[u8]) -> Option<Vec<u8>> {
     s.chunks_exact(2)
         .map(|p| Some((nibble(p[0])? << 4) | nibble(p[1])?))
         .collect()
-}
-
-/// Lower-case hex of `b`.
-pub fn hex(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
-    }
-    s
 }
 
 /// `b` printed as `how` says (without a newline). [`Format::Bytes`] can

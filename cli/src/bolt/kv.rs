@@ -15,6 +15,7 @@ use mapwise_native::os::io::QuietSource;
 use super::bytefmt::{self, Format, Parse};
 use super::{Problem, engine_error, lock_timeout};
 use crate::out::{Hinted, Out};
+use mapwise_view::fmt::hex;
 
 /// Where the bucket names come from and how long to wait for the lock:
 /// the arguments every key/value command shares.
@@ -236,7 +237,7 @@ fn key_not_found(key: &[u8]) -> Problem {
     Problem(format!(
         "key not found for key: {} hex: \"{}\"",
         bytefmt::go_quote(key),
-        bytefmt::hex(key)
+        hex(key)
     ))
 }
 
@@ -292,7 +293,7 @@ pub fn buckets(a: &BucketsArgs) -> Result<ExitCode> {
     tx.for_each(|name, b| {
         if a.json {
             let v = serde_json::json!({
-                "name": bytefmt::hex(name),
+                "name": hex(name),
                 "text": bytefmt::format_text(name, a.format),
                 "sequence": b.sequence(),
             });
@@ -321,7 +322,7 @@ pub fn keys(a: &KeysArgs) -> Result<ExitCode> {
     while let Some(it) = item {
         if a.common.json {
             let v = serde_json::json!({
-                "key": bytefmt::hex(&it.key),
+                "key": hex(&it.key),
                 "text": bytefmt::format_text(&it.key, a.format),
                 "bucket": it.is_bucket(),
             });
@@ -362,8 +363,8 @@ pub fn get(a: &GetArgs) -> Result<ExitCode> {
     let mut out = Out::new();
     if a.common.json {
         let v = serde_json::json!({
-            "key": bytefmt::hex(&key),
-            "value": bytefmt::hex(&value),
+            "key": hex(&key),
+            "value": hex(&value),
             "text": bytefmt::format_text(&value, a.format),
         });
         let _ = writeln!(out, "{v}");
@@ -407,11 +408,11 @@ fn write_bucket<'t>(
 fn write_report(out: &mut Out, txid: u64, path: &[Vec<u8>], key: &[u8], value: Option<&[u8]>) {
     let mut v = serde_json::json!({
         "txid": txid,
-        "bucket": path.iter().map(|p| bytefmt::hex(p)).collect::<Vec<_>>(),
-        "key": bytefmt::hex(key),
+        "bucket": path.iter().map(|p| hex(p)).collect::<Vec<_>>(),
+        "key": hex(key),
     });
     if let Some(value) = value {
-        v["value"] = bytefmt::hex(value).into();
+        v["value"] = hex(value).into();
     }
     let _ = writeln!(out, "{v}");
 }

@@ -11,6 +11,7 @@ use anyhow::Result;
 use mapwise_core::bolt::{Body, BoltFile, BucketHeader, FreelistIds, Page, PageType, page_detail};
 use mapwise_core::source::PageSource;
 use mapwise_native::os::io::QuietSource;
+use mapwise_view::fmt::hex;
 
 use super::bytefmt::{self, Format};
 use crate::out::Out;
@@ -103,14 +104,14 @@ fn print_page(
                 v["items"] = items
                     .iter()
                     .map(|(k, val, b, child)| {
-                        let mut o = serde_json::json!({ "key": bytefmt::hex(k) });
+                        let mut o = serde_json::json!({ "key": hex(k) });
                         if let Some(c) = child {
                             o["child"] = (*c).into();
                         } else if let Some(b) = b {
                             o["bucket"] =
                                 serde_json::json!({ "root": b.root, "sequence": b.sequence });
                         } else {
-                            o["value"] = bytefmt::hex(val).into();
+                            o["value"] = hex(val).into();
                         }
                         o
                     })
@@ -263,7 +264,7 @@ pub fn hexdump(file: &BoltFile<'_, QuietSource>, ids: &[u64], json: bool) -> Res
             })?;
         let buf = file.source().read_at(addr, usize::try_from(ps)?)?;
         if json {
-            let v = serde_json::json!({ "pgid": pgid, "offset": addr, "hex": bytefmt::hex(&buf) });
+            let v = serde_json::json!({ "pgid": pgid, "offset": addr, "hex": hex(&buf) });
             let _ = writeln!(out, "{v}");
             continue;
         }

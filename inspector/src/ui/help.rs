@@ -12,7 +12,7 @@ use mapwise_native::os::residency::FileAdvice;
 use crate::app::{App, Overlay, Residence};
 use crate::event::BINDINGS;
 
-use super::{glyph, selected_glyph, tail};
+use super::tail;
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [v] = Layout::vertical([Constraint::Length(height.min(area.height))])
@@ -116,21 +116,21 @@ pub fn help_lines() -> Vec<Line<'static>> {
         Span::styled("map cells     ", key),
         Span::raw(format!(
             "{} all cached  {} >half  {} some  {} none",
-            glyph(Residence::All),
-            glyph(Residence::Most),
-            glyph(Residence::Some),
-            glyph(Residence::None)
+            Residence::All.glyph(),
+            Residence::Most.glyph(),
+            Residence::Some.glyph(),
+            Residence::None.glyph()
         )),
     ]));
     lines.push(Line::from(vec![
         Span::raw("              "),
         Span::raw(format!(
             "{} unknown  {} past end of file  {}{}{} selected",
-            glyph(Residence::Unknown),
-            glyph(Residence::PastEof),
-            selected_glyph(Residence::All),
-            selected_glyph(Residence::Some),
-            selected_glyph(Residence::None)
+            Residence::Unknown.glyph(),
+            Residence::PastEof.glyph(),
+            Residence::All.selected_glyph(),
+            Residence::Some.selected_glyph(),
+            Residence::None.selected_glyph()
         )),
     ]));
     lines.push(Line::styled(

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use crate::app::{App, Focus};
 
-use super::{glyph, inner, kind_style, pane, selected_glyph, selected_style};
+use super::{inner, kind_style, pane, selected_style};
 
 /// Draw the page map into `area` (border included).
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
@@ -59,9 +59,9 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         for (col, cell) in (0u64..).zip(&cells) {
             let index = first_cell.saturating_add(col);
             let (ch, style) = if index == selected_cell {
-                (selected_glyph(cell.residence), selected_style(cell.kind))
+                (cell.residence.selected_glyph(), selected_style(cell.kind))
             } else {
-                (glyph(cell.residence), kind_style(cell.kind))
+                (cell.residence.glyph(), kind_style(cell.kind))
             };
             let Ok(dx) = u16::try_from(col.saturating_mul(u64::from(g.cell_width))) else {
                 break;

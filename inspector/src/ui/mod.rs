@@ -20,14 +20,15 @@ pub mod tree;
 
 use mapwise_core::layout::Kind;
 use mapwise_native::report::FreelistReport;
+use mapwise_view::fmt::human_size;
+use mapwise_view::palette;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Margin, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph};
 
-use crate::app::{App, Residence};
-use crate::stats::human_size;
+use crate::app::App;
 
 /// Smallest terminal the inspector draws in.
 pub const MIN_WIDTH: u16 = 40;
@@ -87,28 +88,29 @@ pub fn inner(pane: Rect) -> Rect {
     pane.inner(Margin::new(1, 1))
 }
 
-/// Colour of a page kind on the map, in the legend and in the tree.
+/// Colour of a page kind on the map, in the legend and in the tree: the
+/// palette index `mapwise-view` gives it ([`palette::kind_colour`]), the
+/// system colours by their names.
 #[must_use]
 pub fn kind_color(kind: Kind) -> Color {
-    match kind {
-        Kind::Meta => Color::LightMagenta,
-        Kind::Freelist => Color::Yellow,
-        Kind::Branch => Color::LightBlue,
-        Kind::Leaf => Color::Green,
-        Kind::Overflow => Color::Cyan,
-        Kind::Free => Color::Gray,
-        Kind::Pending => Color::Indexed(208),
-        Kind::Unreachable => Color::LightRed,
-        Kind::Unused => Color::DarkGray,
-        Kind::Corrupt => Color::Red,
-        Kind::Unknown => Color::Indexed(139),
-        Kind::Header => Color::Indexed(99),
-        Kind::Prep => Color::Indexed(214),
-        Kind::Rows => Color::Indexed(71),
-        Kind::CurRow => Color::Indexed(226),
-        Kind::Entry => Color::LightCyan,
-        Kind::Chunk => Color::Indexed(180),
-        _ => Color::White,
+    match palette::kind_colour(kind) {
+        0 => Color::Black,
+        1 => Color::Red,
+        2 => Color::Green,
+        3 => Color::Yellow,
+        4 => Color::Blue,
+        5 => Color::Magenta,
+        6 => Color::Cyan,
+        7 => Color::Gray,
+        8 => Color::DarkGray,
+        9 => Color::LightRed,
+        10 => Color::LightGreen,
+        11 => Color::LightYellow,
+        12 => Color::LightBlue,
+        13 => Color::LightMagenta,
+        14 => Color::LightCyan,
+        15 => Color::White,
+        i => Color::Indexed(i),
     }
 }
 
@@ -129,33 +131,6 @@ pub fn selected_style(kind: Kind) -> Style {
         .fg(Color::Black)
         .bg(kind_color(kind))
         .add_modifier(Modifier::BOLD)
-}
-
-/// The map glyph for a cell's residency: `█` all resident, `▓` most,
-/// `▒` some, `░` none, `?` unknown, `×` past the end of the file.
-#[must_use]
-pub fn glyph(res: Residence) -> char {
-    match res {
-        Residence::All => '█',
-        Residence::Most => '▓',
-        Residence::Some => '▒',
-        Residence::None => '░',
-        Residence::Unknown => '?',
-        Residence::PastEof => '×',
-    }
-}
-
-/// The glyph of the selected cell: `●` all resident, `◐` partly, `○`
-/// none, `?` unknown, `×` past the end.
-#[must_use]
-pub fn selected_glyph(res: Residence) -> char {
-    match res {
-        Residence::All => '●',
-        Residence::Most | Residence::Some => '◐',
-        Residence::None => '○',
-        Residence::Unknown => '?',
-        Residence::PastEof => '×',
-    }
 }
 
 /// A pane's frame; the focused pane's border is bright.

@@ -10,9 +10,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::app::{App, Residence};
-use crate::stats::{human_size, short_percent};
+use mapwise_view::fmt::human_size;
 
-use super::{glyph, kind_color, selected_glyph};
+use crate::stats::short_percent;
+
+use super::kind_color;
 
 type Chunk = Vec<Span<'static>>;
 
@@ -69,7 +71,7 @@ pub fn legend_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         }
         chunks.push(vec![
             Span::styled(
-                glyph(res).to_string(),
+                res.glyph().to_string(),
                 Style::new().add_modifier(Modifier::BOLD),
             ),
             Span::styled(format!(" {what}"), dim),
@@ -79,8 +81,8 @@ pub fn legend_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         Span::styled(
             format!(
                 "{}{}",
-                selected_glyph(Residence::All),
-                selected_glyph(Residence::None)
+                Residence::All.selected_glyph(),
+                Residence::None.selected_glyph()
             ),
             Style::new().add_modifier(Modifier::BOLD),
         ),

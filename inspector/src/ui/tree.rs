@@ -11,7 +11,7 @@ use ratatui::widgets::Paragraph;
 use crate::app::{App, Focus, TreeRow};
 use crate::describe::{key_range, range_text};
 
-use super::{glyph, inner, kind_color, pane};
+use super::{inner, kind_color, pane};
 
 /// Draw the structure pane into `area` (border included).
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
@@ -140,7 +140,7 @@ fn revlog_page(frame: &mut Frame, area: Rect, app: &App, head: String) {
             " corrupt".to_string()
         };
         lines.push(Line::from(vec![
-            Span::styled(glyph(res).to_string(), Style::new().fg(kind_color(r.kind))),
+            Span::styled(res.glyph().to_string(), Style::new().fg(kind_color(r.kind))),
             Span::styled(what, Style::new().fg(kind_color(r.kind))),
             Span::styled(format!(" @{}{chunk}", r.offset), dim),
         ]));
@@ -180,7 +180,7 @@ fn rra_line(app: &App, gi: u32, g: &Group, width: usize) -> Line<'static> {
         let unit = app.unit().max(1);
         let (res, _, _) = app.residence_in(c.offset, c.end());
         spans.push(Span::styled(
-            glyph(res).to_string(),
+            res.glyph().to_string(),
             Style::new().fg(kind_color(Kind::CurRow)),
         ));
         facts.push_str(&format!(" · cur_row {} · page {}", c.id, c.offset / unit));
@@ -253,7 +253,7 @@ fn row_line(app: &App, row: TreeRow, width: usize) -> Line<'static> {
             let facts = format!(" d{} {}it {:.0}%", r.depth, r.items, r.fill() * 100.0);
             let mut spans = vec![
                 Span::raw(indent.clone()),
-                Span::styled(glyph(res).to_string(), Style::new().fg(kind_color(r.kind))),
+                Span::styled(res.glyph().to_string(), Style::new().fg(kind_color(r.kind))),
                 Span::styled(
                     format!(" {kind_char} {id:<id_width$}"),
                     Style::new().fg(kind_color(r.kind)),

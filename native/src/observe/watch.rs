@@ -25,6 +25,7 @@ use mapwise_core::PageSource;
 use mapwise_core::bolt::{BoltFile, PageDetail, WalkOptions, page_detail};
 use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::{Format, Layout};
+use mapwise_view::fmt::human_size;
 
 use crate::os::io::QuietSource;
 use crate::os::residency::{self, FileAdvice, Locked, Residency, TO_EOF};
@@ -1064,17 +1065,6 @@ fn fits_in_memory(file: Option<&File>, divisor: u64, why: &str) -> Result<(), St
             human_size(avail)
         )),
         _ => Ok(()),
-    }
-}
-
-fn human_size(bytes: u64) -> String {
-    #[expect(clippy::cast_precision_loss)]
-    let b = bytes as f64;
-    match bytes {
-        0..1024 => format!("{bytes} B"),
-        1024..1_048_576 => format!("{:.1} KiB", b / 1024.0),
-        1_048_576..1_073_741_824 => format!("{:.1} MiB", b / 1_048_576.0),
-        _ => format!("{:.1} GiB", b / 1_073_741_824.0),
     }
 }
 

@@ -215,15 +215,7 @@ pub fn revlog_node(p1: &Node, p2: &Node, text: &[u8]) -> Node {
     s.finalize().into()
 }
 
-/// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-}
+pub use mapwise_view::fmt::hex;
 
 /// The text of synthetic changeset `rev`: hg's changelog format
 /// (`changelog.add`) for a changeset without files: manifest (the null

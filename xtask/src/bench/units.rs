@@ -61,18 +61,9 @@ pub fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
-/// A size for people: `272.0 MiB`.
-pub fn human_size(bytes: u64) -> String {
-    #[expect(clippy::cast_precision_loss)]
-    let b = bytes as f64;
-    for (suffix, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        let unit = 2f64.powi(shift);
-        if b >= unit {
-            return format!("{:.1} {suffix}", b / unit);
-        }
-    }
-    format!("{bytes} B")
-}
+/// A size for people with one decimal always (`272.0 MiB`), so report
+/// columns line up.
+pub use mapwise_view::fmt::human_size_fixed as human_size;
 
 /// MB/s with MB = 10^6 bytes (what `dd` and disk vendors print).
 pub fn mb_per_s(bytes: u64, seconds: f64) -> f64 {

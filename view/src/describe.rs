@@ -1,14 +1,18 @@
 //! What the structures in a byte range are, as titled lists of named
-//! fields: the detail pane of the inspector and `inspector page` for
-//! formats other than bbolt (whose pages have their own richer decoder,
-//! [`mapwise_core::bolt::page_detail`]).
-
-use std::fmt::Write as _;
+//! fields: the inspector's detail pane, `inspector page` and the
+//! browser's page panel for formats other than bbolt (whose pages have
+//! their own richer decoder, [`mapwise_core::bolt::page_detail`]).
+//!
+//! Fields are named as the format's own tools name them: `hg debugindex
+//! --debug` for revlog entries, `rrd_format.h` and `rrdtool info` for RRD
+//! sections. Values are read through `mapwise-core`'s decoders only.
 
 use mapwise_core::PageSource;
 use mapwise_core::layout::{Format, Kind, Layout};
 use mapwise_core::revlog::Index;
 use serde::Serialize;
+
+use crate::fmt::{hex, rrd_value};
 
 /// One structure of the file, described for a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -37,19 +41,14 @@ impl Item {
 /// index holds 64 entries).
 pub const MAX_ITEMS: usize = 256;
 
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 /// The structures of `layout` that overlap `[offset, offset + len)` of
-/// `src`, described. Formats without a describer give an empty list.
+/// `src` (`layout` is `src`'s), described: at most [`MAX_ITEMS`], in file
+/// order. Formats without a describer (bbolt, unknown) give an empty list.
 ///
 /// # Errors
-/// When the structures cannot be decoded, as text.
+/// When the file's header cannot be decoded (a revlog index's first entry,
+/// an RRD's header), the decoder's message as text. A structure that
+/// cannot be decoded on its own is an item with a `cannot decode` field.
 pub fn describe<S: PageSource + ?Sized>(
     layout: &Layout,
     src: &S,
@@ -123,29 +122,14 @@ fn revlog<S: PageSource + ?Sized>(
 /// Rows of an archive shown per region (the rest are counted).
 const ROWS_SHOWN: u64 = 8;
 
-/// A value as `rrdtool dump` prints one: `%.10e` (`1.2345678900e+01`).
-fn value_text(v: f64) -> String {
-    if v.is_nan() {
-        return "NaN".into();
-    }
-    let s = format!("{v:.10e}");
-    match s.split_once('e') {
-        Some((m, e)) => {
-            let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
-            format!("{m}e{sign}{digits:0>2}")
-        }
-        None => s,
-    }
-}
-
 /// The values of one row, `ds_cnt` f64s at `off`.
 fn row_values<S: PageSource + ?Sized>(src: &S, off: u64, ds_cnt: usize) -> String {
     (0..ds_cnt as u64)
         .map(|d| {
-            src.read_at(off + d * 8, 8)
+            src.read_at(off.saturating_add(d * 8), 8)
                 .ok()
                 .and_then(|b| <[u8; 8]>::try_from(&b[..]).ok())
-                .map_or_else(|| "?".into(), |b| value_text(f64::from_le_bytes(b)))
+                .map_or_else(|| "?".into(), |b| rrd_value(f64::from_le_bytes(b)))
         })
         .collect::<Vec<_>>()
         .join("  ")
@@ -162,7 +146,7 @@ fn rrd<S: PageSource + ?Sized>(
     use mapwise_core::rrd::Header;
     let h = Header::parse_header(src).map_err(|e| e.to_string())?;
     let ds_cnt = h.ds_cnt();
-    let row_len = ds_cnt as u64 * 8;
+    let row_len = (ds_cnt as u64).saturating_mul(8);
     let mut items = Vec::new();
     for r in layout.regions_in(offset, len) {
         if items.len() >= MAX_ITEMS {
@@ -182,8 +166,8 @@ fn rrd<S: PageSource + ?Sized>(
                         Item::new(format!("ds[{}]", d.name))
                             .field("type", d.kind.name())
                             .field("minimal_heartbeat", format!("{} s", h.heartbeat(i)))
-                            .field("min", value_text(h.ds_min(i)))
-                            .field("max", value_text(h.ds_max(i))),
+                            .field("min", rrd_value(h.ds_min(i)))
+                            .field("max", rrd_value(h.ds_max(i))),
                     );
                 }
             }
@@ -208,14 +192,17 @@ fn rrd<S: PageSource + ?Sized>(
                     items.push(
                         Item::new(format!("pdp_prep[{}]", d.name))
                             .field("last_ds", String::from_utf8_lossy(h.last_ds(i)))
-                            .field("value", value_text(h.pdp_value(i)))
+                            .field("value", rrd_value(h.pdp_value(i)))
                             .field("unknown_sec", h.pdp_unknown_sec(i)),
                     );
                 }
             }
             (Kind::Prep, 5) => items.push(
                 Item::new("cdp_prep")
-                    .field("structures", format!("{} (rra × ds)", h.rra_cnt() * ds_cnt))
+                    .field(
+                        "structures",
+                        format!("{} (rra × ds)", h.rra_cnt().saturating_mul(ds_cnt)),
+                    )
                     .field("bytes", r.len),
             ),
             (Kind::Prep, 6) => {
@@ -231,8 +218,8 @@ fn rrd<S: PageSource + ?Sized>(
                 // The rows of this region inside the range asked for.
                 let lo = offset.max(r.offset);
                 let hi = offset.saturating_add(len).min(r.end());
-                let a = first_row + (lo - r.offset) / row_len;
-                let b = first_row + (hi.saturating_sub(r.offset)).div_ceil(row_len);
+                let a = first_row.saturating_add((lo - r.offset) / row_len);
+                let b = first_row.saturating_add(hi.saturating_sub(r.offset).div_ceil(row_len));
                 let title = if r.kind == Kind::CurRow {
                     format!(
                         "rra[{rra}] {cf} cur_row {first_row} (last written; the next update writes the row after)"
@@ -241,11 +228,13 @@ fn rrd<S: PageSource + ?Sized>(
                     format!("rra[{rra}] {cf} rows {a}..{}", b.saturating_sub(1))
                 };
                 let mut it = Item::new(title);
-                for row in a..b.min(a + ROWS_SHOWN) {
-                    let off = r.offset + (row - first_row) * row_len;
+                for row in a..b.min(a.saturating_add(ROWS_SHOWN)) {
+                    let off = r
+                        .offset
+                        .saturating_add((row - first_row).saturating_mul(row_len));
                     it = it.field(&format!("row {row}"), row_values(src, off, ds_cnt));
                 }
-                if b > a + ROWS_SHOWN {
+                if b > a.saturating_add(ROWS_SHOWN) {
                     it = it.field("…", format!("{} more rows", b - a - ROWS_SHOWN));
                 }
                 items.push(it);
@@ -255,4 +244,56 @@ fn rrd<S: PageSource + ?Sized>(
         }
     }
     Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn testdata(path: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata")
+            .join(path);
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn revlog_entries_as_hg_names_them() {
+        let bytes = testdata("revlog/00changelog.i");
+        let src = bytes.as_slice();
+        let l = mapwise_core::revlog::layout(&src, mapwise_core::revlog::LayoutOptions::default());
+        let items = describe(&l.layout, &src, 0, 4096).expect("describe");
+        let rev0 = items.iter().find(|i| i.title == "rev 0").expect("rev 0");
+        assert_eq!(rev0.fields[0].0, "entry at");
+        assert!(
+            rev0.fields
+                .iter()
+                .any(|(n, v)| n == "nodeid" && v.len() == 40)
+        );
+        assert!(items.len() <= MAX_ITEMS);
+    }
+
+    #[test]
+    fn rrd_sections_and_rows() {
+        let bytes = testdata("rrd/gauge.rrd");
+        let src = bytes.as_slice();
+        let l = mapwise_core::rrd::layout(&src, 4096);
+        let items = describe(&l.layout, &src, 0, 4096).expect("describe");
+        assert_eq!(items[0].title, "stat_head");
+        assert!(items[0].fields.contains(&("step".into(), "300 s".into())));
+        let len = l.layout.source_len;
+        let all = describe(&l.layout, &src, 0, len).expect("describe");
+        assert!(all.iter().any(|i| i.title.contains("cur_row")), "{all:?}");
+    }
+
+    #[test]
+    fn damage_is_an_error_not_a_panic() {
+        let mut bytes = testdata("rrd/gauge.rrd");
+        let src = bytes.as_slice();
+        let l = mapwise_core::rrd::layout(&src, 4096).layout;
+        bytes.truncate(10);
+        let short = bytes.as_slice();
+        assert!(describe(&l, &short, 0, u64::MAX).is_err());
+        assert!(describe(&l, &short, u64::MAX, u64::MAX).is_err());
+    }
 }
