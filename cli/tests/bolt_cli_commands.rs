@@ -16,9 +16,7 @@ use mapwise_testkit::bolt_model::{
     Bucket, Entry, dump, oracle_fast as oracle, oracle_run, parse_dump,
 };
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+use mapwise_view::fmt::hex;
 
 fn text(o: &Output) -> String {
     format!(

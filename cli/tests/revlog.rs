@@ -58,9 +58,7 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&ok(args)).expect("mapwise JSON")
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+use mapwise_view::fmt::hex;
 
 fn hg_ok(args: &[&str]) -> Vec<u8> {
     let out = hg().args(args).output().expect("run hg");

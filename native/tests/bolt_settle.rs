@@ -129,7 +129,9 @@ fn batches_of_long_runs_stay_small_and_settle() {
     let db = Rc::new(mapwise_native::engine::bolt::Db::open(&path, &opts).expect("create"));
     let value = |k: u64| -> Vec<u8> {
         let len = 64 * 1024 + (k * 7919 % 136) as usize * 1024;
-        (0..len).map(|i| ((i as u64 ^ k) & 0xff).to_le_bytes()[0]).collect()
+        (0..len)
+            .map(|i| ((i as u64 ^ k) & 0xff).to_le_bytes()[0])
+            .collect()
     };
     let keys: u64 = 120;
     db.update(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {

@@ -29,9 +29,7 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+use mapwise_view::fmt::hex;
 
 /// Our values in the layout of `hg debugrevlogindex -v` (`debugcommands.py`,
 /// `debugrevlogindex`, format 0, verbose), which prints each revision's

@@ -102,15 +102,7 @@ impl Bucket {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut v = Vec::with_capacity(b.len() * 2);
-    for x in b {
-        v.push(DIGITS[usize::from(x >> 4)]);
-        v.push(DIGITS[usize::from(x & 15)]);
-    }
-    String::from_utf8(v).expect("hex digits are ASCII")
-}
+use mapwise_view::fmt::hex;
 
 /// The oracle's dump text of a database whose root bucket is `root`.
 pub fn dump(root: &Bucket) -> String {

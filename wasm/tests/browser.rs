@@ -430,10 +430,7 @@ fn display_path(hex_path: &str) -> String {
 }
 
 fn unhex(h: &str) -> Vec<u8> {
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex"))
-        .collect()
+    mapwise_view::fmt::unhex(h).expect("hex")
 }
 
 fn dump(text: &str) -> BTreeMap<String, DumpBucket> {
