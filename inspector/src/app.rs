@@ -1,13 +1,13 @@
 //! The inspector's state: what is shown ([`Data`]), where the user is
 //! (selection, focus, scroll, zoom, expanded buckets) and what happened
 //! last. No drawing here, and no I/O except through a [`Target`] that the
-//! caller passes in: the live [`Watch`] in `inspector open`, or [`Fixed`]
-//! data in tests.
+//! caller passes in: the live [`Watch`] in `inspector open`, a replayed
+//! trace, or fixed data in the tests.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use mapwise_core::bolt::{BoltFile, PageDetail, page_detail};
+use mapwise_core::bolt::PageDetail;
 use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
 use mapwise_native::observe::watch::{Effect, Refreshed, Snapshot, Watch};
 use mapwise_native::os::residency::{FileAdvice, Residency, TO_EOF};
@@ -30,7 +30,8 @@ const DETAIL_CACHE: usize = 1024;
 
 /// Where the app's data comes from and where its actions go.
 ///
-/// [`Watch`] is the real one; [`Fixed`] serves fixed data for tests.
+/// [`Watch`] is the real one, [`crate::replay::Replay`] plays a recorded trace,
+/// and the tests implement it over fixed data.
 pub trait Target {
     /// Check the file, collect a finished re-read, sample residency again.
     fn refresh(&mut self) -> Refreshed;
@@ -171,153 +172,6 @@ impl Target for Watch {
     }
     fn live_note(&self) -> Option<String> {
         Watch::live_note(self).map(str::to_owned)
-    }
-}
-
-/// A [`Target`] over fixed data: a snapshot, a residency sample and the
-/// file's bytes (for decoding pages). Touch, evict, advise and lock change
-/// the sample the way the real calls would; nothing touches a file.
-#[derive(Debug, Clone)]
-pub struct Fixed {
-    /// The structure.
-    pub snapshot: Snapshot,
-    /// The residency sample.
-    pub residency: Option<Residency>,
-    /// The file's bytes.
-    pub bytes: Vec<u8>,
-    /// A problem to report.
-    pub problem: Option<String>,
-    /// Whether "locked".
-    pub locked: bool,
-    /// OS pages that evict and DONTNEED leave resident, as the kernel
-    /// leaves pages another process maps or locks, dirty pages and tmpfs.
-    pub held: Vec<u64>,
-}
-
-impl Fixed {
-    /// Fixed data.
-    #[must_use]
-    pub fn new(snapshot: Snapshot, residency: Option<Residency>, bytes: Vec<u8>) -> Fixed {
-        Fixed {
-            snapshot,
-            residency,
-            bytes,
-            problem: None,
-            locked: false,
-            held: Vec::new(),
-        }
-    }
-
-    /// Make the OS pages of `[offset, offset + len)` resident (or not,
-    /// except the held ones), and say what changed as the real target does.
-    fn set(&mut self, offset: u64, len: u64, resident: bool, released_lock: bool) -> Effect {
-        let held = self.held.clone();
-        let Some(r) = &mut self.residency else {
-            return Effect {
-                offset,
-                len,
-                pages: 0,
-                before: None,
-                after: None,
-                released_lock,
-            };
-        };
-        let (pages, before) = Effect::count(r, offset, len);
-        let ps = r.page_size.max(1);
-        let first = offset.saturating_sub(r.offset) / ps;
-        let end = offset
-            .saturating_add(len)
-            .min(r.offset.saturating_add(r.len))
-            .saturating_sub(r.offset)
-            .div_ceil(ps);
-        for page in first..end {
-            let (Ok(w), bit) = (usize::try_from(page / 64), page % 64) else {
-                break;
-            };
-            if let Some(word) = r.bitmap.get_mut(w) {
-                if resident {
-                    *word |= 1 << bit;
-                } else if !held.contains(&page) {
-                    *word &= !(1 << bit);
-                }
-            }
-        }
-        r.resident_pages = r.bitmap.iter().map(|w| u64::from(w.count_ones())).sum();
-        let (_, after) = Effect::count(r, offset, len);
-        Effect {
-            offset,
-            len,
-            pages,
-            before,
-            after,
-            released_lock,
-        }
-    }
-}
-
-impl Target for Fixed {
-    fn refresh(&mut self) -> Refreshed {
-        Refreshed::default()
-    }
-    fn snapshot(&self) -> &Snapshot {
-        &self.snapshot
-    }
-    fn residency(&self) -> Option<&Residency> {
-        self.residency.as_ref()
-    }
-    fn problem(&self) -> Option<&str> {
-        self.problem.as_deref()
-    }
-    fn rereading(&self) -> bool {
-        false
-    }
-    fn is_locked(&self) -> bool {
-        self.locked
-    }
-    fn page_detail(&self, pgid: u64) -> Result<PageDetail, String> {
-        let file = BoltFile::open(&self.bytes).map_err(|e| e.to_string())?;
-        page_detail(&file, pgid, DETAIL_LIMIT).map_err(|e| e.to_string())
-    }
-    fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String> {
-        mapwise_view::describe::describe(&self.snapshot.layout, &self.bytes, offset, len)
-    }
-    fn touch(&mut self) -> Result<Effect, String> {
-        Ok(self.set(0, TO_EOF, true, false))
-    }
-    fn evict(&mut self) -> Result<Effect, String> {
-        let released = std::mem::take(&mut self.locked);
-        Ok(self.set(0, TO_EOF, false, released))
-    }
-    fn advise(&mut self, advice: FileAdvice, offset: u64, len: u64) -> Result<Effect, String> {
-        Ok(match advice {
-            FileAdvice::WillNeed => self.set(offset, len, true, false),
-            FileAdvice::DontNeed => {
-                let released = std::mem::take(&mut self.locked);
-                self.set(offset, len, false, released)
-            }
-            // Read-ahead hints change no residency by themselves.
-            _ => {
-                let (pages, now) = self
-                    .residency
-                    .as_ref()
-                    .map_or((0, None), |r| Effect::count(r, offset, len));
-                Effect {
-                    offset,
-                    len,
-                    pages,
-                    before: now,
-                    after: now,
-                    released_lock: false,
-                }
-            }
-        })
-    }
-    fn toggle_lock(&mut self) -> Result<bool, String> {
-        self.locked = !self.locked;
-        if self.locked {
-            self.set(0, TO_EOF, true, false);
-        }
-        Ok(self.locked)
     }
 }
 

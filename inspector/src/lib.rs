@@ -7,7 +7,7 @@
 //!
 //! * [`app`] — all state ([`app::App`]), updated by [`event::Action`]s;
 //!   file I/O only through a [`app::Target`] (the live
-//!   [`mapwise_native::observe::watch::Watch`], or fixed data in tests).
+//!   [`mapwise_native::observe::watch::Watch`], a replay, or the tests' fixed data).
 //! * [`event`] — terminal events to actions, pure.
 //! * [`ui`] — drawing from `&App`, one module per screen region.
 //! * [`describe`] — a decoded page as lines of text (detail pane and
