@@ -5,11 +5,12 @@
 //! trace, or fixed data in the tests.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 use mapwise_core::bolt::PageDetail;
 use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
-use mapwise_native::observe::watch::{Effect, Refreshed, Snapshot, Watch};
+use mapwise_native::observe::watch::{Done, Effect, Job, JobKind, Refreshed, Snapshot, Watch};
 use mapwise_native::os::residency::{FileAdvice, Residency, TO_EOF};
 use mapwise_view::describe::Item;
 pub use mapwise_view::residency::Residence;
@@ -86,6 +87,20 @@ pub trait Target {
     /// # Errors
     /// The failure, as text.
     fn toggle_lock(&mut self) -> Result<bool, String>;
+    /// Touch, evict or advise `[offset, offset + len)` as a [`Job`] that runs
+    /// on a worker thread while the screen keeps drawing ([`Target::finish`]
+    /// takes its result back). `None`: this target acts at once, through
+    /// [`Target::touch`], [`Target::evict`] and [`Target::advise`].
+    fn job(&mut self, _kind: JobKind, _offset: u64, _len: u64) -> Option<Result<Job, String>> {
+        None
+    }
+    /// Take back a finished [`Job`]'s residency sample; returns its effect.
+    ///
+    /// # Errors
+    /// The job's failure, as text.
+    fn finish(&mut self, done: Done) -> Result<Effect, String> {
+        done.effect
+    }
     /// Steer playback (replays only): returns what happened, as text.
     ///
     /// # Errors
@@ -166,6 +181,12 @@ impl Target for Watch {
     }
     fn toggle_lock(&mut self) -> Result<bool, String> {
         Watch::toggle_lock(self)
+    }
+    fn job(&mut self, kind: JobKind, offset: u64, len: u64) -> Option<Result<Job, String>> {
+        Some(Watch::job(self, kind, offset, len))
+    }
+    fn finish(&mut self, done: Done) -> Result<Effect, String> {
+        Watch::finish(self, done)
     }
     fn structure_age(&self) -> Option<String> {
         Watch::structure_age(self)
@@ -329,6 +350,42 @@ impl Message {
     }
 }
 
+/// A touch, evict or advise under way, and how its result is worded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Deed {
+    Touch,
+    Evict,
+    /// The advice, and the range it covers in words.
+    Advise(FileAdvice, String),
+}
+
+impl Deed {
+    /// The status line while it runs.
+    fn doing(&self) -> String {
+        match self {
+            Deed::Touch => "touching…".into(),
+            Deed::Evict => "evicting…".into(),
+            // Without the scope: "DONTNEED on page 1 …" begins the result, which
+            // whoever waits for it must not mistake this for.
+            Deed::Advise(a, _) => format!("advising {}…", a.name()),
+        }
+    }
+
+    /// The status line once it finished.
+    fn done(&self, result: Result<Effect, String>) -> Option<Message> {
+        match (self, result) {
+            (Deed::Touch, Ok(e)) => Message::info(touch_text(&e)),
+            (Deed::Touch, Err(e)) => Message::error(format!("touch failed: {e}")),
+            (Deed::Evict, Ok(e)) => Message::info(evict_text(&e)),
+            (Deed::Evict, Err(e)) => Message::error(format!("evict failed: {e}")),
+            (Deed::Advise(a, scope), Ok(e)) => Message::info(advise_text(*a, scope, &e)),
+            (Deed::Advise(a, _), Err(e)) => {
+                Message::error(format!("advise {} failed: {e}", a.name()))
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
     Map,
@@ -382,6 +439,9 @@ pub struct App {
     /// An RRD file asked about in rrdcached (`RRDCACHED_ADDRESS`): its
     /// path, when it was last asked, and the answer for the status line.
     rrdcached: Option<(std::path::PathBuf, Instant, Option<String>)>,
+    /// The touch, evict or advise running on a worker, and where its
+    /// result will come.
+    job: Option<(Deed, Receiver<Done>)>,
 }
 
 impl App {
@@ -416,6 +476,7 @@ impl App {
             details: HashMap::new(),
             items: HashMap::new(),
             rrdcached: None,
+            job: None,
         };
         app.on_new_snapshot();
         app.totals = app
@@ -1225,6 +1286,7 @@ impl App {
 
     /// One interval passed: refresh from `target`.
     pub fn tick(&mut self, target: &mut dyn Target) {
+        self.poll_jobs(target);
         let was_playing = target.is_playing();
         let r = target.refresh();
         self.sync(target, r.new_snapshot);
@@ -1402,13 +1464,7 @@ impl App {
                 Focus::Tree => self.tree_key(action),
                 Focus::Detail => self.detail_key(action),
             },
-            Action::Touch => {
-                self.message = match target.touch() {
-                    Ok(e) => Message::info(touch_text(&e)),
-                    Err(e) => Message::error(format!("touch failed: {e}")),
-                };
-                self.sync(target, false);
-            }
+            Action::Touch => self.act(target, JobKind::Touch, (0, TO_EOF), Deed::Touch),
             Action::Evict => self.overlay = Overlay::ConfirmEvict,
             Action::Advise => self.overlay = Overlay::Advise,
             Action::Lock => {
@@ -1473,11 +1529,76 @@ impl App {
     }
 
     fn evict(&mut self, target: &mut dyn Target) {
-        self.message = match target.evict() {
-            Ok(e) => Message::info(evict_text(&e)),
-            Err(e) => Message::error(format!("evict failed: {e}")),
-        };
+        self.act(target, JobKind::Evict, (0, TO_EOF), Deed::Evict);
+    }
+
+    /// Start `kind` on `[offset, offset + len)`: on a worker when `target`
+    /// hands out a [`Job`] (the status line says it is under way until
+    /// [`App::poll_jobs`] applies its result), else at once.
+    fn act(
+        &mut self,
+        target: &mut dyn Target,
+        kind: JobKind,
+        (offset, len): (u64, u64),
+        deed: Deed,
+    ) {
+        if let Some((running, _)) = &self.job {
+            self.message = Message::info(format!("still {}", running.doing()));
+            return;
+        }
+        match target.job(kind, offset, len) {
+            None => {
+                let result = match kind {
+                    JobKind::Touch => target.touch(),
+                    JobKind::Evict => target.evict(),
+                    JobKind::Advise(advice) => target.advise(advice, offset, len),
+                };
+                self.message = deed.done(result);
+            }
+            Some(Err(e)) => self.message = deed.done(Err(e)),
+            Some(Ok(job)) => {
+                let (tx, rx) = mpsc::channel();
+                let spawned = std::thread::Builder::new()
+                    .name("inspector-act".into())
+                    .spawn(move || {
+                        // The app may have quit meanwhile; nobody to tell.
+                        let _ = tx.send(job.run());
+                    });
+                match spawned {
+                    Ok(_) => {
+                        self.message = Message::info(deed.doing());
+                        self.job = Some((deed, rx));
+                    }
+                    Err(e) => self.message = deed.done(Err(format!("no worker thread: {e}"))),
+                }
+            }
+        }
+        // Our lock may be released already (evict, DONTNEED).
         self.sync(target, false);
+    }
+
+    /// `true` while a touch, evict or advise runs on a worker.
+    #[must_use]
+    pub fn busy(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Apply the result of the touch, evict or advise running on a worker,
+    /// when it has come; returns `true` when it had.
+    pub fn poll_jobs(&mut self, target: &mut dyn Target) -> bool {
+        let result = match &self.job {
+            None => return false,
+            Some((_, rx)) => match rx.try_recv() {
+                Ok(done) => target.finish(done),
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => Err("its worker thread died".into()),
+            },
+        };
+        if let Some((deed, _)) = self.job.take() {
+            self.message = deed.done(result);
+        }
+        self.sync(target, false);
+        true
     }
 
     /// The advise menu's state: the advice chosen and whether it applies to
@@ -1534,18 +1655,16 @@ impl App {
             self.selected_cell_range().1
         };
         let scope = self.advise_scope(whole);
-        self.message = if len == 0 {
-            Message::error(format!(
+        if len == 0 {
+            self.message = Message::error(format!(
                 "{} not given: {scope} lies past the end of the file",
                 advice.name()
-            ))
+            ));
+            self.sync(target, false);
         } else {
-            match target.advise(advice, offset, len) {
-                Ok(e) => Message::info(advise_text(advice, &scope, &e)),
-                Err(e) => Message::error(format!("advise {} failed: {e}", advice.name())),
-            }
-        };
-        self.sync(target, false);
+            let kind = JobKind::Advise(advice);
+            self.act(target, kind, (offset, len), Deed::Advise(advice, scope));
+        }
     }
 
     fn map_key(&mut self, action: Action) {
