@@ -355,6 +355,7 @@ impl Message {
 enum Deed {
     Touch,
     Evict,
+    Lock,
     /// The advice, and the range it covers in words.
     Advise(FileAdvice, String),
 }
@@ -365,6 +366,7 @@ impl Deed {
         match self {
             Deed::Touch => "touching…".into(),
             Deed::Evict => "evicting…".into(),
+            Deed::Lock => "locking…".into(),
             // Without the scope: "DONTNEED on page 1 …" begins the result, which
             // whoever waits for it must not mistake this for.
             Deed::Advise(a, _) => format!("advising {}…", a.name()),
@@ -378,6 +380,12 @@ impl Deed {
             (Deed::Touch, Err(e)) => Message::error(format!("touch failed: {e}")),
             (Deed::Evict, Ok(e)) => Message::info(evict_text(&e)),
             (Deed::Evict, Err(e)) => Message::error(format!("evict failed: {e}")),
+            // The whole file's OS pages, as counted in the sample it took.
+            (Deed::Lock, Ok(e)) => Message::info(format!(
+                "locked {} pages in memory (mlock); L again to unlock",
+                e.pages
+            )),
+            (Deed::Lock, Err(e)) => Message::error(format!("lock failed: {e}")),
             (Deed::Advise(a, scope), Ok(e)) => Message::info(advise_text(*a, scope, &e)),
             (Deed::Advise(a, _), Err(e)) => {
                 Message::error(format!("advise {} failed: {e}", a.name()))
@@ -1467,6 +1475,9 @@ impl App {
             Action::Touch => self.act(target, JobKind::Touch, (0, TO_EOF), Deed::Touch),
             Action::Evict => self.overlay = Overlay::ConfirmEvict,
             Action::Advise => self.overlay = Overlay::Advise,
+            Action::Lock if !target.is_locked() => {
+                self.act(target, JobKind::Lock, (0, TO_EOF), Deed::Lock);
+            }
             Action::Lock => {
                 self.message = match target.toggle_lock() {
                     Ok(true) => Message::info(format!(
@@ -1552,6 +1563,14 @@ impl App {
                     JobKind::Touch => target.touch(),
                     JobKind::Evict => target.evict(),
                     JobKind::Advise(advice) => target.advise(advice, offset, len),
+                    JobKind::Lock => target.toggle_lock().map(|_| Effect {
+                        offset,
+                        len,
+                        pages: target.residency().map_or(0, |r| r.total_pages),
+                        before: None,
+                        after: None,
+                        released_lock: false,
+                    }),
                 };
                 self.message = deed.done(result);
             }

@@ -489,3 +489,25 @@ fn willneed_makes_an_evicted_range_resident() {
     );
     assert_eq!(vmtouch(&path), 55);
 }
+
+#[test]
+fn lock_runs_on_a_worker_and_unlock_at_once() {
+    let dir = crate::common::tmpdir();
+    let path = crate::common::copy_to(dir.path(), "etcd-small.db");
+    let (mut w, mut a) = live(&path);
+    a.update(Action::Lock, &mut w);
+    assert_eq!(a.message().unwrap().text, "locking…");
+    finish(&mut a, &mut w);
+    assert_eq!(
+        a.message().unwrap().text,
+        "locked 55 pages in memory (mlock); L again to unlock"
+    );
+    assert!(a.data().locked);
+    a.update(Action::Lock, &mut w);
+    assert!(!a.busy());
+    assert_eq!(
+        a.message().unwrap().text,
+        "unlocked (pages stay cached until evicted)"
+    );
+    assert!(!a.data().locked);
+}

@@ -961,21 +961,27 @@ impl Watch {
         self.finish(job.run())
     }
 
-    /// A touch, evict or advise of `[offset, offset + len)` that can run on
+    /// A touch, evict, advise or lock of `[offset, offset + len)` that can run on
     /// another thread ([`Job::run`]; [`Watch::finish`] takes its result
     /// back). What must happen here happens now: the memory check of a
-    /// touch, and the release of our own lock before an evict or DONTNEED.
+    /// touch or lock, and the release of our own lock before an evict or
+    /// DONTNEED.
     ///
     /// # Errors
     /// The file is not open, or too large to touch.
     pub fn job(&mut self, kind: JobKind, offset: u64, len: u64) -> Result<Job, String> {
         let file = self.source.as_ref().ok_or("file not open")?.file();
-        if kind == JobKind::Touch {
-            fits_in_memory(
+        match kind {
+            JobKind::Touch => fits_in_memory(
                 Some(file),
                 1,
                 "reading it in would only churn the page cache",
-            )?;
+            )?,
+            JobKind::Lock if self.locked.is_some() => return Err("already locked".into()),
+            JobKind::Lock => {
+                fits_in_memory(Some(file), 2, "locking it could starve the system")?;
+            }
+            JobKind::Evict | JobKind::Advise(_) => {}
         }
         let file = file.try_clone().map_err(|e| e.to_string())?;
         let releases = matches!(kind, JobKind::Evict | JobKind::Advise(FileAdvice::DontNeed));
@@ -1003,6 +1009,9 @@ impl Watch {
         if let Some(p) = done.problem {
             self.problem = Some(p);
         }
+        if let Some(l) = done.locked {
+            self.locked = Some(l);
+        }
         done.effect
     }
 
@@ -1018,11 +1027,8 @@ impl Watch {
             self.sample();
             return Ok(false);
         }
-        let src = self.source.as_ref().ok_or("file not open")?;
-        fits_in_memory(Some(src.file()), 2, "locking it could starve the system")?;
-        self.locked = Some(residency::lock(src.file(), 0, TO_EOF).map_err(|e| chain(&e))?);
-        self.sample();
-        Ok(true)
+        let job = self.job(JobKind::Lock, 0, TO_EOF)?;
+        self.finish(job.run()).map(|_| true)
     }
 
     /// The open file (fstat and residency calls on the watched inode).
@@ -1041,9 +1047,11 @@ pub enum JobKind {
     Evict,
     /// Give the kernel this advice about it (`posix_fadvise(2)`).
     Advise(FileAdvice),
+    /// Lock the whole file in memory (vmtouch -l); the range is ignored.
+    Lock,
 }
 
-/// A touch, evict or advise of a watched file, made by [`Watch::job`] and
+/// A touch, evict, advise or lock of a watched file, made by [`Watch::job`] and
 /// free to run on another thread: it holds its own handle of the file and
 /// the last residency sample, and measures its effect as the watch would.
 #[derive(Debug)]
@@ -1066,6 +1074,8 @@ pub struct Done {
     pub residency: Option<Residency>,
     /// Why sampling failed, when it did.
     pub problem: Option<String>,
+    /// The lock a [`JobKind::Lock`] took, for the watch to hold.
+    pub locked: Option<Locked>,
 }
 
 impl Job {
@@ -1080,16 +1090,21 @@ impl Job {
     /// takes (seconds for gigabytes).
     #[must_use]
     pub fn run(mut self) -> Done {
+        if self.kind == JobKind::Lock {
+            (self.offset, self.len) = (0, TO_EOF);
+        }
         let (offset, len) = (self.offset, self.len);
         self.sample();
         let before = self
             .residency
             .as_ref()
             .map(|r| Effect::count(r, offset, len));
+        let mut locked = None;
         let result = match self.kind {
             JobKind::Touch => residency::touch(&self.file, offset, len).map(|_| ()),
             JobKind::Evict => residency::evict(&self.file, offset, len),
             JobKind::Advise(advice) => residency::advise(&self.file, offset, len, advice),
+            JobKind::Lock => residency::lock(&self.file, offset, len).map(|l| locked = Some(l)),
         }
         .map_err(|e| chain(&e));
         self.settle();
@@ -1112,6 +1127,7 @@ impl Job {
             effect,
             residency: self.residency,
             problem: self.problem,
+            locked,
         }
     }
 
