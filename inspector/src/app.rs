@@ -22,6 +22,10 @@ use crate::event::Action;
 use crate::stats;
 use crate::ui;
 
+mod map;
+
+use map::{MapKey, MapPane};
+
 /// Most elements decoded per page (a page's `count` is a `u16`, so this
 /// is all of them).
 pub const DETAIL_LIMIT: usize = u16::MAX as usize;
@@ -401,9 +405,6 @@ enum Origin {
     Other,
 }
 
-/// Byte ranges of map cells, and the kind of each.
-type CellKinds = (Vec<(u64, u64)>, Vec<Kind>);
-
 /// All state of the inspector.
 #[derive(Debug)]
 pub struct App {
@@ -418,14 +419,10 @@ pub struct App {
     totals: Vec<KindTotal>,
     /// What the totals need of the layout shown, made once per snapshot.
     kind_index: stats::KindIndex,
-    /// The kinds of the cells last drawn (their byte ranges, and each
-    /// one's kind), until the layout or the cells change: the map is
-    /// drawn at every sample, its kinds change only with the structure.
-    cell_kinds: std::cell::RefCell<CellKinds>,
-    // Page map.
+    /// The selected page: the map's, which the tree and detail follow.
     selected: u64,
-    zoom: Option<u64>,
-    scroll_row: u64,
+    /// The page map pane.
+    map: MapPane,
     // Structure tree.
     expanded: HashSet<String>,
     /// Page runs of the expanded buckets ([`App::runs_of`]).
@@ -468,10 +465,8 @@ impl App {
             size: (80, 24),
             totals: Vec::new(),
             kind_index: stats::KindIndex::default(),
-            cell_kinds: std::cell::RefCell::default(),
             selected: 0,
-            zoom: None,
-            scroll_row: 0,
+            map: MapPane::default(),
             expanded: HashSet::new(),
             runs: HashMap::new(),
             has_runs: Vec::new(),
@@ -753,8 +748,7 @@ impl App {
     /// Pages per map cell now.
     #[must_use]
     pub fn pages_per_cell(&self) -> u64 {
-        let fit = self.fit_pages_per_cell();
-        self.zoom.map_or(fit, |z| z.clamp(1, fit))
+        self.map.pages_per_cell(self.fit_pages_per_cell())
     }
 
     /// Cells the whole file takes at the current zoom.
@@ -766,7 +760,7 @@ impl App {
     /// First map row on screen.
     #[must_use]
     pub fn scroll_row(&self) -> u64 {
-        self.scroll_row
+        self.map.scroll_row
     }
 
     /// Cell `index` of the map (counting from the file's start), or
@@ -796,7 +790,7 @@ impl App {
         }
         let ranges: Vec<(u64, u64)> = bounds.iter().map(|b| (b.2, b.3)).collect();
         let kinds = {
-            let mut cache = self.cell_kinds.borrow_mut();
+            let mut cache = self.map.cell_kinds.borrow_mut();
             if cache.0 == ranges {
                 cache.1.clone()
             } else if let [one] = ranges[..] {
@@ -857,11 +851,12 @@ impl App {
         let cell = page / self.pages_per_cell();
         let row = cell / g.cols.max(1);
         let col = cell % g.cols.max(1);
-        if row < self.scroll_row || row >= self.scroll_row.saturating_add(g.rows) {
+        let top = self.map.scroll_row;
+        if row < top || row >= top.saturating_add(g.rows) {
             return None;
         }
         let x = u16::try_from(col.saturating_mul(u64::from(g.cell_width))).ok()?;
-        let y = u16::try_from(row - self.scroll_row).ok()?;
+        let y = u16::try_from(row - top).ok()?;
         Some(Position::new(
             g.origin.x.checked_add(x)?,
             g.origin.y.checked_add(y)?,
@@ -920,12 +915,7 @@ impl App {
         let cols = g.cols.max(1);
         let row = self.selected / self.pages_per_cell() / cols;
         let total_rows = self.cell_count().div_ceil(cols);
-        if row < self.scroll_row {
-            self.scroll_row = row;
-        } else if row >= self.scroll_row.saturating_add(g.rows) {
-            self.scroll_row = row + 1 - g.rows;
-        }
-        self.scroll_row = self.scroll_row.min(total_rows.saturating_sub(g.rows));
+        self.map.show_row(row, g.rows, total_rows);
     }
 
     fn move_cells(&mut self, delta: i64) {
@@ -934,12 +924,7 @@ impl App {
         if cells == 0 {
             return;
         }
-        let cur = self.selected / ppc;
-        let next = if delta < 0 {
-            cur.saturating_sub(delta.unsigned_abs())
-        } else {
-            cur.saturating_add(delta.unsigned_abs()).min(cells - 1)
-        };
+        let next = MapPane::step(self.selected / ppc, delta, cells);
         self.select_page(next.saturating_mul(ppc), Origin::Map);
     }
 
@@ -1372,7 +1357,7 @@ impl App {
 
     fn on_new_snapshot(&mut self) {
         self.details.clear();
-        *self.cell_kinds.get_mut() = Default::default();
+        self.map.forget_kinds();
         self.items.clear();
         // One pass over the regions for the totals' index and the tree's
         // "has pages" marks.
@@ -1499,15 +1484,12 @@ impl App {
                 });
             }
             Action::ZoomIn => {
-                let p = self.pages_per_cell();
-                if p > 1 {
-                    self.zoom = Some((p / 2).max(1));
-                }
+                self.map.zoom_in(self.pages_per_cell());
                 self.after_zoom();
             }
             Action::ZoomOut => {
-                let p = self.pages_per_cell().saturating_mul(2);
-                self.zoom = (p < self.fit_pages_per_cell()).then_some(p);
+                let (ppc, fit) = (self.pages_per_cell(), self.fit_pages_per_cell());
+                self.map.zoom_out(ppc, fit);
                 self.after_zoom();
             }
             Action::Help => self.overlay = Overlay::Help,
@@ -1524,7 +1506,7 @@ impl App {
 
     fn after_zoom(&mut self) {
         let ppc = self.pages_per_cell();
-        self.message = Message::info(if self.zoom.is_none() {
+        self.message = Message::info(if self.map.zoom.is_none() {
             // Fitted to the file, which may grow: no count to go stale.
             "zoom: the whole file".to_string()
         } else if ppc == 1 {
@@ -1535,7 +1517,7 @@ impl App {
         // Centre the selection after a zoom.
         let g = self.grid();
         let row = self.selected / ppc / g.cols.max(1);
-        self.scroll_row = row.saturating_sub(g.rows / 2);
+        self.map.centre_row(row, g.rows);
         self.ensure_map_visible();
     }
 
@@ -1688,18 +1670,10 @@ impl App {
 
     fn map_key(&mut self, action: Action) {
         let g = self.grid();
-        let cols = i64::try_from(g.cols).unwrap_or(i64::MAX);
-        let screen = cols.saturating_mul(i64::try_from(g.rows).unwrap_or(1));
-        match action {
-            Action::Up => self.move_cells(-cols),
-            Action::Down => self.move_cells(cols),
-            Action::Left => self.move_cells(-1),
-            Action::Right => self.move_cells(1),
-            Action::PageUp => self.move_cells(-screen),
-            Action::PageDown => self.move_cells(screen),
-            Action::Home => self.select_page(0, Origin::Map),
-            Action::End => self.select_page(u64::MAX, Origin::Map),
-            Action::Enter => {
+        match MapPane::key(action, g.cols, g.rows) {
+            Some(MapKey::Cells(delta)) => self.move_cells(delta),
+            Some(MapKey::Page(page)) => self.select_page(page, Origin::Map),
+            Some(MapKey::Open) => {
                 let group = self.region_of_page(self.detail_page()).and_then(|r| {
                     matches!(r.kind, Kind::Branch | Kind::Leaf).then_some(r.group)?
                 });
@@ -1711,7 +1685,7 @@ impl App {
                     self.message = Message::info("this page belongs to no bucket tree");
                 }
             }
-            _ => {}
+            None => {}
         }
     }
 
