@@ -4,7 +4,7 @@
 //! caller passes in: the live [`Watch`] in `inspector open`, a replayed
 //! trace, or fixed data in the tests.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
@@ -23,8 +23,10 @@ use crate::stats;
 use crate::ui;
 
 mod map;
+mod tree;
 
 use map::{MapKey, MapPane};
+use tree::TreePane;
 
 /// Most elements decoded per page (a page's `count` is a `u16`, so this
 /// is all of them).
@@ -423,15 +425,8 @@ pub struct App {
     selected: u64,
     /// The page map pane.
     map: MapPane,
-    // Structure tree.
-    expanded: HashSet<String>,
-    /// Page runs of the expanded buckets ([`App::runs_of`]).
-    runs: HashMap<u32, Vec<usize>>,
-    /// Whether each bucket (by group index) has a branch or leaf run.
-    has_runs: Vec<bool>,
-    rows: Vec<TreeRow>,
-    tree_cursor: usize,
-    tree_offset: usize,
+    /// The structure tree pane.
+    tree: TreePane,
     // Advise menu: the advice chosen (index into `FileAdvice::ALL`) and
     // whether it applies to the whole file rather than the selected cell.
     advice: usize,
@@ -467,12 +462,7 @@ impl App {
             kind_index: stats::KindIndex::default(),
             selected: 0,
             map: MapPane::default(),
-            expanded: HashSet::new(),
-            runs: HashMap::new(),
-            has_runs: Vec::new(),
-            rows: Vec::new(),
-            tree_cursor: 0,
-            tree_offset: 0,
+            tree: TreePane::default(),
             advice: 0,
             advise_whole: false,
             detail_scroll: 0,
@@ -559,19 +549,19 @@ impl App {
     /// Rows of the structure tree.
     #[must_use]
     pub fn tree_rows(&self) -> &[TreeRow] {
-        &self.rows
+        &self.tree.rows
     }
 
     /// Index of the tree row under the cursor.
     #[must_use]
     pub fn tree_cursor(&self) -> usize {
-        self.tree_cursor
+        self.tree.cursor
     }
 
     /// Index of the first tree row on screen.
     #[must_use]
     pub fn tree_offset(&self) -> usize {
-        self.tree_offset
+        self.tree.offset
     }
 
     /// `true` when the bucket's page runs are listed.
@@ -579,14 +569,14 @@ impl App {
     pub fn is_expanded(&self, group: u32) -> bool {
         self.layout()
             .group(group)
-            .is_some_and(|g| self.expanded.contains(&g.path))
+            .is_some_and(|g| self.tree.expanded.contains(&g.path))
     }
 
     /// Branch/leaf page runs of an expanded bucket (indices into the
     /// regions), by depth then offset; empty for a bucket not expanded.
     #[must_use]
     pub fn runs_of(&self, group: u32) -> &[usize] {
-        self.runs.get(&group).map_or(&[], Vec::as_slice)
+        self.tree.runs_of(group)
     }
 
     /// `true` when the bucket has branch or leaf page runs to list.
@@ -594,47 +584,9 @@ impl App {
     pub fn has_runs(&self, group: u32) -> bool {
         usize::try_from(group)
             .ok()
-            .and_then(|g| self.has_runs.get(g))
+            .and_then(|g| self.tree.has_runs.get(g))
             .copied()
             .unwrap_or(false)
-    }
-
-    /// The page runs of the expanded buckets, each by depth then offset: one
-    /// pass over the regions (already in offset order), then a counting
-    /// sort by depth. Buckets not expanded cost nothing, so a new snapshot
-    /// of a 2 GiB file with its main bucket folded sorts no 500k-run list.
-    fn expanded_runs(&self) -> HashMap<u32, Vec<usize>> {
-        let layout = self.layout();
-        let mut runs: HashMap<u32, Vec<usize>> = layout
-            .groups
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| self.expanded.contains(&g.path))
-            .filter_map(|(i, _)| Some((u32::try_from(i).ok()?, Vec::new())))
-            .collect();
-        if runs.is_empty() {
-            return runs;
-        }
-        for (i, r) in layout.regions.iter().enumerate() {
-            if let (Some(g), Kind::Branch | Kind::Leaf) = (r.group, r.kind)
-                && let Some(list) = runs.get_mut(&g)
-            {
-                list.push(i);
-            }
-        }
-        let depth = |i: usize| layout.regions.get(i).map_or(0, |r| usize::from(r.depth));
-        for list in runs.values_mut() {
-            let mut by_depth: Vec<Vec<usize>> = Vec::new();
-            for &i in list.iter() {
-                let d = depth(i);
-                if by_depth.len() <= d {
-                    by_depth.resize_with(d + 1, Vec::new);
-                }
-                by_depth[d].push(i);
-            }
-            *list = by_depth.concat();
-        }
-        runs
     }
 
     /// First line of the detail pane on screen.
@@ -936,30 +888,13 @@ impl App {
     }
 
     fn rebuild_rows(&mut self) {
-        let keep = self.rows.get(self.tree_cursor).copied();
-        let mut rows = Vec::new();
-        for (i, g) in self.layout().groups.iter().enumerate() {
-            let Ok(gi) = u32::try_from(i) else { break };
-            rows.push(TreeRow::Group(gi));
-            if self.expanded.contains(&g.path) {
-                rows.extend(self.runs_of(gi).iter().map(|&r| TreeRow::Run(r)));
-            }
-        }
-        self.rows = rows;
-        self.tree_cursor = keep
-            .and_then(|k| self.rows.iter().position(|r| *r == k))
-            .unwrap_or_else(|| self.tree_cursor.min(self.rows.len().saturating_sub(1)));
+        self.tree.rebuild(&self.data.snapshot.layout);
         self.ensure_tree_visible();
     }
 
     fn ensure_tree_visible(&mut self) {
         let h = self.tree_height();
-        if self.tree_cursor < self.tree_offset {
-            self.tree_offset = self.tree_cursor;
-        } else if self.tree_cursor >= self.tree_offset + h {
-            self.tree_offset = self.tree_cursor + 1 - h;
-        }
-        self.tree_offset = self.tree_offset.min(self.rows.len().saturating_sub(h));
+        self.tree.show_cursor(h);
     }
 
     /// The page a tree row stands for.
@@ -984,14 +919,15 @@ impl App {
     }
 
     fn set_tree_cursor(&mut self, cursor: usize) {
-        if self.rows.is_empty() {
+        if self.tree.rows.is_empty() {
             return;
         }
-        self.tree_cursor = cursor.min(self.rows.len() - 1);
+        self.tree.cursor = cursor.min(self.tree.rows.len() - 1);
         self.ensure_tree_visible();
         if let Some(page) = self
+            .tree
             .rows
-            .get(self.tree_cursor)
+            .get(self.tree.cursor)
             .and_then(|r| self.row_page(*r))
         {
             self.select_page(page, Origin::Tree);
@@ -1023,12 +959,13 @@ impl App {
         }
         let Some(g) = region.group else { return };
         let found = self
+            .tree
             .rows
             .iter()
             .position(|r| *r == TreeRow::Run(idx))
-            .or_else(|| self.rows.iter().position(|r| *r == TreeRow::Group(g)));
+            .or_else(|| self.tree.rows.iter().position(|r| *r == TreeRow::Group(g)));
         if let Some(c) = found {
-            self.tree_cursor = c;
+            self.tree.cursor = c;
             self.ensure_tree_visible();
         }
     }
@@ -1045,11 +982,11 @@ impl App {
             return;
         };
         if on {
-            self.expanded.insert(path);
+            self.tree.expanded.insert(path);
         } else {
-            self.expanded.remove(&path);
+            self.tree.expanded.remove(&path);
         }
-        self.runs = self.expanded_runs();
+        self.tree.runs = self.tree.expanded_runs(&self.data.snapshot.layout);
         self.rebuild_rows();
     }
 
@@ -1231,7 +1168,7 @@ impl App {
         }
         let mut want = vec![self.detail_page()];
         let h = self.tree_height();
-        for row in self.rows.iter().skip(self.tree_offset).take(h) {
+        for row in self.tree.rows.iter().skip(self.tree.offset).take(h) {
             if let TreeRow::Run(i) = row
                 && let Some(r) = self.layout().regions.get(*i)
             {
@@ -1369,8 +1306,8 @@ impl App {
                 *has = true;
             }
         });
-        self.has_runs = has_runs;
-        self.runs = self.expanded_runs();
+        self.tree.has_runs = has_runs;
+        self.tree.runs = self.tree.expanded_runs(&self.data.snapshot.layout);
         self.rebuild_rows();
         let last = self.pages().saturating_sub(1);
         self.selected = self.selected.min(last);
@@ -1691,8 +1628,8 @@ impl App {
 
     fn tree_key(&mut self, action: Action) {
         let h = self.tree_height();
-        let cur = self.tree_cursor;
-        let row = self.rows.get(cur).copied();
+        let cur = self.tree.cursor;
+        let row = self.tree.rows.get(cur).copied();
         match action {
             Action::Up => self.set_tree_cursor(cur.saturating_sub(1)),
             Action::Down => self.set_tree_cursor(cur.saturating_add(1)),
@@ -1717,7 +1654,7 @@ impl App {
                 Some(TreeRow::Group(g)) if self.is_expanded(g) => self.set_expanded(g, false),
                 Some(r @ TreeRow::Run(_)) => {
                     if let Some(g) = self.group_of_row(r)
-                        && let Some(c) = self.rows.iter().position(|x| *x == TreeRow::Group(g))
+                        && let Some(c) = self.tree.rows.iter().position(|x| *x == TreeRow::Group(g))
                     {
                         self.set_tree_cursor(c);
                     }
