@@ -22,9 +22,11 @@ use crate::event::Action;
 use crate::stats;
 use crate::ui;
 
+mod advise;
 mod map;
 mod tree;
 
+use advise::{AdviseKey, AdvisePane};
 use map::{MapKey, MapPane};
 use tree::TreePane;
 
@@ -427,10 +429,8 @@ pub struct App {
     map: MapPane,
     /// The structure tree pane.
     tree: TreePane,
-    // Advise menu: the advice chosen (index into `FileAdvice::ALL`) and
-    // whether it applies to the whole file rather than the selected cell.
-    advice: usize,
-    advise_whole: bool,
+    /// The advise menu.
+    advise: AdvisePane,
     // Detail.
     detail_scroll: usize,
     details: HashMap<u64, Result<PageDetail, String>>,
@@ -463,8 +463,7 @@ impl App {
             selected: 0,
             map: MapPane::default(),
             tree: TreePane::default(),
-            advice: 0,
-            advise_whole: false,
+            advise: AdvisePane::default(),
             detail_scroll: 0,
             details: HashMap::new(),
             items: HashMap::new(),
@@ -1343,23 +1342,17 @@ impl App {
                 return;
             }
             Overlay::Advise => {
-                let n = FileAdvice::ALL.len();
-                match action {
-                    Action::Quit => self.running = false,
-                    Action::Up => self.advice = (self.advice + n - 1) % n,
-                    Action::Down => self.advice = (self.advice + 1) % n,
-                    Action::Left | Action::Right | Action::FocusNext | Action::FocusPrev => {
-                        self.advise_whole = !self.advise_whole;
-                    }
-                    Action::Enter | Action::Yes => {
+                match self.advise.key(action) {
+                    AdviseKey::Quit => self.running = false,
+                    AdviseKey::Apply => {
                         self.overlay = Overlay::None;
                         self.advise(target);
                     }
-                    Action::Back | Action::No | Action::Advise => {
+                    AdviseKey::Cancel => {
                         self.overlay = Overlay::None;
                         self.message = Message::info("advise cancelled");
                     }
-                    _ => {}
+                    AdviseKey::Stay => {}
                 }
                 return;
             }
@@ -1543,11 +1536,7 @@ impl App {
     /// the whole file (else to the selected map cell).
     #[must_use]
     pub fn advise_menu(&self) -> (FileAdvice, bool) {
-        let a = FileAdvice::ALL
-            .get(self.advice)
-            .copied()
-            .unwrap_or(FileAdvice::WillNeed);
-        (a, self.advise_whole)
+        self.advise.choice()
     }
 
     /// The selected map cell's pages (first, last) and file bytes
