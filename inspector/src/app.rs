@@ -4,7 +4,6 @@
 //! caller passes in: the live [`Watch`] in `inspector open`, a replayed
 //! trace, or fixed data in the tests.
 
-use std::collections::HashMap;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
@@ -23,10 +22,12 @@ use crate::stats;
 use crate::ui;
 
 mod advise;
+mod detail;
 mod map;
 mod tree;
 
 use advise::{AdviseKey, AdvisePane};
+use detail::DetailPane;
 use map::{MapKey, MapPane};
 use tree::TreePane;
 
@@ -431,11 +432,8 @@ pub struct App {
     tree: TreePane,
     /// The advise menu.
     advise: AdvisePane,
-    // Detail.
-    detail_scroll: usize,
-    details: HashMap<u64, Result<PageDetail, String>>,
-    /// Described structures by map page (formats other than bbolt).
-    items: HashMap<u64, Result<Vec<Item>, String>>,
+    /// The detail pane.
+    detail: DetailPane,
     /// An RRD file asked about in rrdcached (`RRDCACHED_ADDRESS`): its
     /// path, when it was last asked, and the answer for the status line.
     rrdcached: Option<(std::path::PathBuf, Instant, Option<String>)>,
@@ -464,9 +462,7 @@ impl App {
             map: MapPane::default(),
             tree: TreePane::default(),
             advise: AdvisePane::default(),
-            detail_scroll: 0,
-            details: HashMap::new(),
-            items: HashMap::new(),
+            detail: DetailPane::default(),
             rrdcached: None,
             job: None,
         };
@@ -591,13 +587,13 @@ impl App {
     /// First line of the detail pane on screen.
     #[must_use]
     pub fn detail_scroll(&self) -> usize {
-        self.detail_scroll
+        self.detail.scroll
     }
 
     /// A decoded page, when fetched.
     #[must_use]
     pub fn detail(&self, pgid: u64) -> Option<&Result<PageDetail, String>> {
-        self.details.get(&pgid)
+        self.detail.details.get(&pgid)
     }
 
     /// `true` when pages can be decoded (a bbolt file whose metas open).
@@ -854,7 +850,7 @@ impl App {
     fn select_page(&mut self, page: u64, origin: Origin) {
         let last = self.pages().saturating_sub(1);
         self.selected = page.min(last);
-        self.detail_scroll = 0;
+        self.detail.scroll = 0;
         self.ensure_map_visible();
         if origin != Origin::Tree {
             self.reveal_in_tree();
@@ -1016,7 +1012,7 @@ impl App {
         let mut out = self.selection_lines();
         if self.describable() {
             out.push(Line::default());
-            match self.items.get(&self.selected) {
+            match self.detail.items.get(&self.selected) {
                 None => out.push(Line::of(Tone::Dim, "decoding…")),
                 Some(Err(e)) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
                 Some(Ok(items)) => out.extend(describe::item_lines(items)),
@@ -1039,7 +1035,7 @@ impl App {
             ));
             return out;
         }
-        match self.details.get(&self.detail_page()) {
+        match self.detail.details.get(&self.detail_page()) {
             None => out.push(Line::of(Tone::Dim, "decoding…")),
             Some(Err(e)) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
             Some(Ok(d)) => out.extend(describe::page_lines(d, self.detail_widths())),
@@ -1174,7 +1170,7 @@ impl App {
                 want.push(r.id);
             }
         }
-        want.retain(|p| !self.details.contains_key(p));
+        want.retain(|p| !self.detail.details.contains_key(p));
         want.dedup();
         want
     }
@@ -1182,25 +1178,14 @@ impl App {
     /// Decode the pages the screen needs ([`App::wanted_details`]) and
     /// keep them until the structure changes.
     pub fn fetch_details(&mut self, target: &dyn Target) {
-        if self.describable() && !self.items.contains_key(&self.selected) {
-            if self.items.len() >= DETAIL_CACHE {
-                self.items.clear();
-            }
+        if self.describable() {
             let unit = self.unit();
-            let d = target.describe(self.selected.saturating_mul(unit), unit);
-            self.items.insert(self.selected, d);
+            let offset = self.selected.saturating_mul(unit);
+            self.detail
+                .keep_items(self.selected, || target.describe(offset, unit));
         }
         let want = self.wanted_details();
-        if want.is_empty() {
-            return;
-        }
-        if self.details.len() + want.len() > DETAIL_CACHE {
-            self.details.clear();
-        }
-        for p in want {
-            let d = target.page_detail(p);
-            self.details.insert(p, d);
-        }
+        self.detail.keep_details(want, |p| target.page_detail(p));
     }
 
     // ----- updates -----
@@ -1292,9 +1277,8 @@ impl App {
     }
 
     fn on_new_snapshot(&mut self) {
-        self.details.clear();
+        self.detail.forget();
         self.map.forget_kinds();
-        self.items.clear();
         // One pass over the regions for the totals' index and the tree's
         // "has pages" marks.
         let mut has_runs = vec![false; self.layout().groups.len()];
@@ -1655,22 +1639,17 @@ impl App {
     }
 
     fn clamp_detail_scroll(&mut self) {
-        let max = self
-            .detail_lines()
-            .len()
-            .saturating_sub(self.detail_height());
-        self.detail_scroll = self.detail_scroll.min(max);
+        let (lines, height) = (self.detail_lines().len(), self.detail_height());
+        self.detail.clamp(lines, height);
     }
 
     fn detail_key(&mut self, action: Action) {
         let h = self.detail_height();
+        if self.detail.scroll_key(action, h) {
+            self.clamp_detail_scroll();
+            return;
+        }
         match action {
-            Action::Up => self.detail_scroll = self.detail_scroll.saturating_sub(1),
-            Action::Down => self.detail_scroll = self.detail_scroll.saturating_add(1),
-            Action::PageUp => self.detail_scroll = self.detail_scroll.saturating_sub(h),
-            Action::PageDown => self.detail_scroll = self.detail_scroll.saturating_add(h),
-            Action::Home => self.detail_scroll = 0,
-            Action::End => self.detail_scroll = usize::MAX,
             Action::Left | Action::Right => {
                 let Some(i) = self.selected_region_index() else {
                     return;
