@@ -1,15 +1,15 @@
 //! The inspector's state: what is shown ([`Data`]), where the user is
 //! (selection, focus, scroll, zoom, expanded buckets) and what happened
 //! last. No drawing here, and no I/O except through a [`Target`] that the
-//! caller passes in: the live [`Watch`] in `inspector open`, or [`Fixed`]
-//! data in tests.
+//! caller passes in: the live [`Watch`] in `inspector open`, a replayed
+//! trace, or fixed data in the tests.
 
-use std::collections::{HashMap, HashSet};
+use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
-use mapwise_core::bolt::{BoltFile, PageDetail, page_detail};
+use mapwise_core::bolt::PageDetail;
 use mapwise_core::layout::{Format, Group, Kind, Layout, Region};
-use mapwise_native::observe::watch::{Effect, Refreshed, Snapshot, Watch};
+use mapwise_native::observe::watch::{Done, Effect, Job, JobKind, Refreshed, Snapshot, Watch};
 use mapwise_native::os::residency::{FileAdvice, Residency, TO_EOF};
 use mapwise_view::describe::Item;
 pub use mapwise_view::residency::Residence;
@@ -21,6 +21,16 @@ use crate::event::Action;
 use crate::stats;
 use crate::ui;
 
+mod advise;
+mod detail;
+mod map;
+mod tree;
+
+use advise::{AdviseKey, AdvisePane};
+use detail::DetailPane;
+use map::{MapKey, MapPane};
+use tree::TreePane;
+
 /// Most elements decoded per page (a page's `count` is a `u16`, so this
 /// is all of them).
 pub const DETAIL_LIMIT: usize = u16::MAX as usize;
@@ -30,7 +40,8 @@ const DETAIL_CACHE: usize = 1024;
 
 /// Where the app's data comes from and where its actions go.
 ///
-/// [`Watch`] is the real one; [`Fixed`] serves fixed data for tests.
+/// [`Watch`] is the real one, [`crate::replay::Replay`] plays a recorded trace,
+/// and the tests implement it over fixed data.
 pub trait Target {
     /// Check the file, collect a finished re-read, sample residency again.
     fn refresh(&mut self) -> Refreshed;
@@ -85,6 +96,20 @@ pub trait Target {
     /// # Errors
     /// The failure, as text.
     fn toggle_lock(&mut self) -> Result<bool, String>;
+    /// Touch, evict or advise `[offset, offset + len)` as a [`Job`] that runs
+    /// on a worker thread while the screen keeps drawing ([`Target::finish`]
+    /// takes its result back). `None`: this target acts at once, through
+    /// [`Target::touch`], [`Target::evict`] and [`Target::advise`].
+    fn job(&mut self, _kind: JobKind, _offset: u64, _len: u64) -> Option<Result<Job, String>> {
+        None
+    }
+    /// Take back a finished [`Job`]'s residency sample; returns its effect.
+    ///
+    /// # Errors
+    /// The job's failure, as text.
+    fn finish(&mut self, done: Done) -> Result<Effect, String> {
+        done.effect
+    }
     /// Steer playback (replays only): returns what happened, as text.
     ///
     /// # Errors
@@ -166,158 +191,17 @@ impl Target for Watch {
     fn toggle_lock(&mut self) -> Result<bool, String> {
         Watch::toggle_lock(self)
     }
+    fn job(&mut self, kind: JobKind, offset: u64, len: u64) -> Option<Result<Job, String>> {
+        Some(Watch::job(self, kind, offset, len))
+    }
+    fn finish(&mut self, done: Done) -> Result<Effect, String> {
+        Watch::finish(self, done)
+    }
     fn structure_age(&self) -> Option<String> {
         Watch::structure_age(self)
     }
     fn live_note(&self) -> Option<String> {
         Watch::live_note(self).map(str::to_owned)
-    }
-}
-
-/// A [`Target`] over fixed data: a snapshot, a residency sample and the
-/// file's bytes (for decoding pages). Touch, evict, advise and lock change
-/// the sample the way the real calls would; nothing touches a file.
-#[derive(Debug, Clone)]
-pub struct Fixed {
-    /// The structure.
-    pub snapshot: Snapshot,
-    /// The residency sample.
-    pub residency: Option<Residency>,
-    /// The file's bytes.
-    pub bytes: Vec<u8>,
-    /// A problem to report.
-    pub problem: Option<String>,
-    /// Whether "locked".
-    pub locked: bool,
-    /// OS pages that evict and DONTNEED leave resident, as the kernel
-    /// leaves pages another process maps or locks, dirty pages and tmpfs.
-    pub held: Vec<u64>,
-}
-
-impl Fixed {
-    /// Fixed data.
-    #[must_use]
-    pub fn new(snapshot: Snapshot, residency: Option<Residency>, bytes: Vec<u8>) -> Fixed {
-        Fixed {
-            snapshot,
-            residency,
-            bytes,
-            problem: None,
-            locked: false,
-            held: Vec::new(),
-        }
-    }
-
-    /// Make the OS pages of `[offset, offset + len)` resident (or not,
-    /// except the held ones), and say what changed as the real target does.
-    fn set(&mut self, offset: u64, len: u64, resident: bool, released_lock: bool) -> Effect {
-        let held = self.held.clone();
-        let Some(r) = &mut self.residency else {
-            return Effect {
-                offset,
-                len,
-                pages: 0,
-                before: None,
-                after: None,
-                released_lock,
-            };
-        };
-        let (pages, before) = Effect::count(r, offset, len);
-        let ps = r.page_size.max(1);
-        let first = offset.saturating_sub(r.offset) / ps;
-        let end = offset
-            .saturating_add(len)
-            .min(r.offset.saturating_add(r.len))
-            .saturating_sub(r.offset)
-            .div_ceil(ps);
-        for page in first..end {
-            let (Ok(w), bit) = (usize::try_from(page / 64), page % 64) else {
-                break;
-            };
-            if let Some(word) = r.bitmap.get_mut(w) {
-                if resident {
-                    *word |= 1 << bit;
-                } else if !held.contains(&page) {
-                    *word &= !(1 << bit);
-                }
-            }
-        }
-        r.resident_pages = r.bitmap.iter().map(|w| u64::from(w.count_ones())).sum();
-        let (_, after) = Effect::count(r, offset, len);
-        Effect {
-            offset,
-            len,
-            pages,
-            before,
-            after,
-            released_lock,
-        }
-    }
-}
-
-impl Target for Fixed {
-    fn refresh(&mut self) -> Refreshed {
-        Refreshed::default()
-    }
-    fn snapshot(&self) -> &Snapshot {
-        &self.snapshot
-    }
-    fn residency(&self) -> Option<&Residency> {
-        self.residency.as_ref()
-    }
-    fn problem(&self) -> Option<&str> {
-        self.problem.as_deref()
-    }
-    fn rereading(&self) -> bool {
-        false
-    }
-    fn is_locked(&self) -> bool {
-        self.locked
-    }
-    fn page_detail(&self, pgid: u64) -> Result<PageDetail, String> {
-        let file = BoltFile::open(&self.bytes).map_err(|e| e.to_string())?;
-        page_detail(&file, pgid, DETAIL_LIMIT).map_err(|e| e.to_string())
-    }
-    fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String> {
-        mapwise_view::describe::describe(&self.snapshot.layout, &self.bytes, offset, len)
-    }
-    fn touch(&mut self) -> Result<Effect, String> {
-        Ok(self.set(0, TO_EOF, true, false))
-    }
-    fn evict(&mut self) -> Result<Effect, String> {
-        let released = std::mem::take(&mut self.locked);
-        Ok(self.set(0, TO_EOF, false, released))
-    }
-    fn advise(&mut self, advice: FileAdvice, offset: u64, len: u64) -> Result<Effect, String> {
-        Ok(match advice {
-            FileAdvice::WillNeed => self.set(offset, len, true, false),
-            FileAdvice::DontNeed => {
-                let released = std::mem::take(&mut self.locked);
-                self.set(offset, len, false, released)
-            }
-            // Read-ahead hints change no residency by themselves.
-            _ => {
-                let (pages, now) = self
-                    .residency
-                    .as_ref()
-                    .map_or((0, None), |r| Effect::count(r, offset, len));
-                Effect {
-                    offset,
-                    len,
-                    pages,
-                    before: now,
-                    after: now,
-                    released_lock: false,
-                }
-            }
-        })
-    }
-    fn toggle_lock(&mut self) -> Result<bool, String> {
-        self.locked = !self.locked;
-        if self.locked {
-            self.set(0, TO_EOF, true, false);
-        }
-        Ok(self.locked)
     }
 }
 
@@ -475,15 +359,56 @@ impl Message {
     }
 }
 
+/// A touch, evict or advise under way, and how its result is worded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Deed {
+    Touch,
+    Evict,
+    Lock,
+    /// The advice, and the range it covers in words.
+    Advise(FileAdvice, String),
+}
+
+impl Deed {
+    /// The status line while it runs.
+    fn doing(&self) -> String {
+        match self {
+            Deed::Touch => "touching…".into(),
+            Deed::Evict => "evicting…".into(),
+            Deed::Lock => "locking…".into(),
+            // Without the scope: "DONTNEED on page 1 …" begins the result, which
+            // whoever waits for it must not mistake this for.
+            Deed::Advise(a, _) => format!("advising {}…", a.name()),
+        }
+    }
+
+    /// The status line once it finished.
+    fn done(&self, result: Result<Effect, String>) -> Option<Message> {
+        match (self, result) {
+            (Deed::Touch, Ok(e)) => Message::info(touch_text(&e)),
+            (Deed::Touch, Err(e)) => Message::error(format!("touch failed: {e}")),
+            (Deed::Evict, Ok(e)) => Message::info(evict_text(&e)),
+            (Deed::Evict, Err(e)) => Message::error(format!("evict failed: {e}")),
+            // The whole file's OS pages, as counted in the sample it took.
+            (Deed::Lock, Ok(e)) => Message::info(format!(
+                "locked {} pages in memory (mlock); L again to unlock",
+                e.pages
+            )),
+            (Deed::Lock, Err(e)) => Message::error(format!("lock failed: {e}")),
+            (Deed::Advise(a, scope), Ok(e)) => Message::info(advise_text(*a, scope, &e)),
+            (Deed::Advise(a, _), Err(e)) => {
+                Message::error(format!("advise {} failed: {e}", a.name()))
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
     Map,
     Tree,
     Other,
 }
-
-/// Byte ranges of map cells, and the kind of each.
-type CellKinds = (Vec<(u64, u64)>, Vec<Kind>);
 
 /// All state of the inspector.
 #[derive(Debug)]
@@ -499,35 +424,22 @@ pub struct App {
     totals: Vec<KindTotal>,
     /// What the totals need of the layout shown, made once per snapshot.
     kind_index: stats::KindIndex,
-    /// The kinds of the cells last drawn (their byte ranges, and each
-    /// one's kind), until the layout or the cells change: the map is
-    /// drawn at every sample, its kinds change only with the structure.
-    cell_kinds: std::cell::RefCell<CellKinds>,
-    // Page map.
+    /// The selected page: the map's, which the tree and detail follow.
     selected: u64,
-    zoom: Option<u64>,
-    scroll_row: u64,
-    // Structure tree.
-    expanded: HashSet<String>,
-    /// Page runs of the expanded buckets ([`App::runs_of`]).
-    runs: HashMap<u32, Vec<usize>>,
-    /// Whether each bucket (by group index) has a branch or leaf run.
-    has_runs: Vec<bool>,
-    rows: Vec<TreeRow>,
-    tree_cursor: usize,
-    tree_offset: usize,
-    // Advise menu: the advice chosen (index into `FileAdvice::ALL`) and
-    // whether it applies to the whole file rather than the selected cell.
-    advice: usize,
-    advise_whole: bool,
-    // Detail.
-    detail_scroll: usize,
-    details: HashMap<u64, Result<PageDetail, String>>,
-    /// Described structures by map page (formats other than bbolt).
-    items: HashMap<u64, Result<Vec<Item>, String>>,
+    /// The page map pane.
+    map: MapPane,
+    /// The structure tree pane.
+    tree: TreePane,
+    /// The advise menu.
+    advise: AdvisePane,
+    /// The detail pane.
+    detail: DetailPane,
     /// An RRD file asked about in rrdcached (`RRDCACHED_ADDRESS`): its
     /// path, when it was last asked, and the answer for the status line.
     rrdcached: Option<(std::path::PathBuf, Instant, Option<String>)>,
+    /// The touch, evict or advise running on a worker, and where its
+    /// result will come.
+    job: Option<(Deed, Receiver<Done>)>,
 }
 
 impl App {
@@ -546,22 +458,13 @@ impl App {
             size: (80, 24),
             totals: Vec::new(),
             kind_index: stats::KindIndex::default(),
-            cell_kinds: std::cell::RefCell::default(),
             selected: 0,
-            zoom: None,
-            scroll_row: 0,
-            expanded: HashSet::new(),
-            runs: HashMap::new(),
-            has_runs: Vec::new(),
-            rows: Vec::new(),
-            tree_cursor: 0,
-            tree_offset: 0,
-            advice: 0,
-            advise_whole: false,
-            detail_scroll: 0,
-            details: HashMap::new(),
-            items: HashMap::new(),
+            map: MapPane::default(),
+            tree: TreePane::default(),
+            advise: AdvisePane::default(),
+            detail: DetailPane::default(),
             rrdcached: None,
+            job: None,
         };
         app.on_new_snapshot();
         app.totals = app
@@ -641,19 +544,19 @@ impl App {
     /// Rows of the structure tree.
     #[must_use]
     pub fn tree_rows(&self) -> &[TreeRow] {
-        &self.rows
+        &self.tree.rows
     }
 
     /// Index of the tree row under the cursor.
     #[must_use]
     pub fn tree_cursor(&self) -> usize {
-        self.tree_cursor
+        self.tree.cursor
     }
 
     /// Index of the first tree row on screen.
     #[must_use]
     pub fn tree_offset(&self) -> usize {
-        self.tree_offset
+        self.tree.offset
     }
 
     /// `true` when the bucket's page runs are listed.
@@ -661,14 +564,14 @@ impl App {
     pub fn is_expanded(&self, group: u32) -> bool {
         self.layout()
             .group(group)
-            .is_some_and(|g| self.expanded.contains(&g.path))
+            .is_some_and(|g| self.tree.expanded.contains(&g.path))
     }
 
     /// Branch/leaf page runs of an expanded bucket (indices into the
     /// regions), by depth then offset; empty for a bucket not expanded.
     #[must_use]
     pub fn runs_of(&self, group: u32) -> &[usize] {
-        self.runs.get(&group).map_or(&[], Vec::as_slice)
+        self.tree.runs_of(group)
     }
 
     /// `true` when the bucket has branch or leaf page runs to list.
@@ -676,59 +579,21 @@ impl App {
     pub fn has_runs(&self, group: u32) -> bool {
         usize::try_from(group)
             .ok()
-            .and_then(|g| self.has_runs.get(g))
+            .and_then(|g| self.tree.has_runs.get(g))
             .copied()
             .unwrap_or(false)
-    }
-
-    /// The page runs of the expanded buckets, each by depth then offset: one
-    /// pass over the regions (already in offset order), then a counting
-    /// sort by depth. Buckets not expanded cost nothing, so a new snapshot
-    /// of a 2 GiB file with its main bucket folded sorts no 500k-run list.
-    fn expanded_runs(&self) -> HashMap<u32, Vec<usize>> {
-        let layout = self.layout();
-        let mut runs: HashMap<u32, Vec<usize>> = layout
-            .groups
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| self.expanded.contains(&g.path))
-            .filter_map(|(i, _)| Some((u32::try_from(i).ok()?, Vec::new())))
-            .collect();
-        if runs.is_empty() {
-            return runs;
-        }
-        for (i, r) in layout.regions.iter().enumerate() {
-            if let (Some(g), Kind::Branch | Kind::Leaf) = (r.group, r.kind)
-                && let Some(list) = runs.get_mut(&g)
-            {
-                list.push(i);
-            }
-        }
-        let depth = |i: usize| layout.regions.get(i).map_or(0, |r| usize::from(r.depth));
-        for list in runs.values_mut() {
-            let mut by_depth: Vec<Vec<usize>> = Vec::new();
-            for &i in list.iter() {
-                let d = depth(i);
-                if by_depth.len() <= d {
-                    by_depth.resize_with(d + 1, Vec::new);
-                }
-                by_depth[d].push(i);
-            }
-            *list = by_depth.concat();
-        }
-        runs
     }
 
     /// First line of the detail pane on screen.
     #[must_use]
     pub fn detail_scroll(&self) -> usize {
-        self.detail_scroll
+        self.detail.scroll
     }
 
     /// A decoded page, when fetched.
     #[must_use]
     pub fn detail(&self, pgid: u64) -> Option<&Result<PageDetail, String>> {
-        self.details.get(&pgid)
+        self.detail.details.get(&pgid)
     }
 
     /// `true` when pages can be decoded (a bbolt file whose metas open).
@@ -830,8 +695,7 @@ impl App {
     /// Pages per map cell now.
     #[must_use]
     pub fn pages_per_cell(&self) -> u64 {
-        let fit = self.fit_pages_per_cell();
-        self.zoom.map_or(fit, |z| z.clamp(1, fit))
+        self.map.pages_per_cell(self.fit_pages_per_cell())
     }
 
     /// Cells the whole file takes at the current zoom.
@@ -843,7 +707,7 @@ impl App {
     /// First map row on screen.
     #[must_use]
     pub fn scroll_row(&self) -> u64 {
-        self.scroll_row
+        self.map.scroll_row
     }
 
     /// Cell `index` of the map (counting from the file's start), or
@@ -873,7 +737,7 @@ impl App {
         }
         let ranges: Vec<(u64, u64)> = bounds.iter().map(|b| (b.2, b.3)).collect();
         let kinds = {
-            let mut cache = self.cell_kinds.borrow_mut();
+            let mut cache = self.map.cell_kinds.borrow_mut();
             if cache.0 == ranges {
                 cache.1.clone()
             } else if let [one] = ranges[..] {
@@ -934,11 +798,12 @@ impl App {
         let cell = page / self.pages_per_cell();
         let row = cell / g.cols.max(1);
         let col = cell % g.cols.max(1);
-        if row < self.scroll_row || row >= self.scroll_row.saturating_add(g.rows) {
+        let top = self.map.scroll_row;
+        if row < top || row >= top.saturating_add(g.rows) {
             return None;
         }
         let x = u16::try_from(col.saturating_mul(u64::from(g.cell_width))).ok()?;
-        let y = u16::try_from(row - self.scroll_row).ok()?;
+        let y = u16::try_from(row - top).ok()?;
         Some(Position::new(
             g.origin.x.checked_add(x)?,
             g.origin.y.checked_add(y)?,
@@ -985,7 +850,7 @@ impl App {
     fn select_page(&mut self, page: u64, origin: Origin) {
         let last = self.pages().saturating_sub(1);
         self.selected = page.min(last);
-        self.detail_scroll = 0;
+        self.detail.scroll = 0;
         self.ensure_map_visible();
         if origin != Origin::Tree {
             self.reveal_in_tree();
@@ -997,12 +862,7 @@ impl App {
         let cols = g.cols.max(1);
         let row = self.selected / self.pages_per_cell() / cols;
         let total_rows = self.cell_count().div_ceil(cols);
-        if row < self.scroll_row {
-            self.scroll_row = row;
-        } else if row >= self.scroll_row.saturating_add(g.rows) {
-            self.scroll_row = row + 1 - g.rows;
-        }
-        self.scroll_row = self.scroll_row.min(total_rows.saturating_sub(g.rows));
+        self.map.show_row(row, g.rows, total_rows);
     }
 
     fn move_cells(&mut self, delta: i64) {
@@ -1011,12 +871,7 @@ impl App {
         if cells == 0 {
             return;
         }
-        let cur = self.selected / ppc;
-        let next = if delta < 0 {
-            cur.saturating_sub(delta.unsigned_abs())
-        } else {
-            cur.saturating_add(delta.unsigned_abs()).min(cells - 1)
-        };
+        let next = MapPane::step(self.selected / ppc, delta, cells);
         self.select_page(next.saturating_mul(ppc), Origin::Map);
     }
 
@@ -1028,30 +883,13 @@ impl App {
     }
 
     fn rebuild_rows(&mut self) {
-        let keep = self.rows.get(self.tree_cursor).copied();
-        let mut rows = Vec::new();
-        for (i, g) in self.layout().groups.iter().enumerate() {
-            let Ok(gi) = u32::try_from(i) else { break };
-            rows.push(TreeRow::Group(gi));
-            if self.expanded.contains(&g.path) {
-                rows.extend(self.runs_of(gi).iter().map(|&r| TreeRow::Run(r)));
-            }
-        }
-        self.rows = rows;
-        self.tree_cursor = keep
-            .and_then(|k| self.rows.iter().position(|r| *r == k))
-            .unwrap_or_else(|| self.tree_cursor.min(self.rows.len().saturating_sub(1)));
+        self.tree.rebuild(&self.data.snapshot.layout);
         self.ensure_tree_visible();
     }
 
     fn ensure_tree_visible(&mut self) {
         let h = self.tree_height();
-        if self.tree_cursor < self.tree_offset {
-            self.tree_offset = self.tree_cursor;
-        } else if self.tree_cursor >= self.tree_offset + h {
-            self.tree_offset = self.tree_cursor + 1 - h;
-        }
-        self.tree_offset = self.tree_offset.min(self.rows.len().saturating_sub(h));
+        self.tree.show_cursor(h);
     }
 
     /// The page a tree row stands for.
@@ -1076,14 +914,15 @@ impl App {
     }
 
     fn set_tree_cursor(&mut self, cursor: usize) {
-        if self.rows.is_empty() {
+        if self.tree.rows.is_empty() {
             return;
         }
-        self.tree_cursor = cursor.min(self.rows.len() - 1);
+        self.tree.cursor = cursor.min(self.tree.rows.len() - 1);
         self.ensure_tree_visible();
         if let Some(page) = self
+            .tree
             .rows
-            .get(self.tree_cursor)
+            .get(self.tree.cursor)
             .and_then(|r| self.row_page(*r))
         {
             self.select_page(page, Origin::Tree);
@@ -1115,12 +954,13 @@ impl App {
         }
         let Some(g) = region.group else { return };
         let found = self
+            .tree
             .rows
             .iter()
             .position(|r| *r == TreeRow::Run(idx))
-            .or_else(|| self.rows.iter().position(|r| *r == TreeRow::Group(g)));
+            .or_else(|| self.tree.rows.iter().position(|r| *r == TreeRow::Group(g)));
         if let Some(c) = found {
-            self.tree_cursor = c;
+            self.tree.cursor = c;
             self.ensure_tree_visible();
         }
     }
@@ -1137,11 +977,11 @@ impl App {
             return;
         };
         if on {
-            self.expanded.insert(path);
+            self.tree.expanded.insert(path);
         } else {
-            self.expanded.remove(&path);
+            self.tree.expanded.remove(&path);
         }
-        self.runs = self.expanded_runs();
+        self.tree.runs = self.tree.expanded_runs(&self.data.snapshot.layout);
         self.rebuild_rows();
     }
 
@@ -1172,7 +1012,7 @@ impl App {
         let mut out = self.selection_lines();
         if self.describable() {
             out.push(Line::default());
-            match self.items.get(&self.selected) {
+            match self.detail.items.get(&self.selected) {
                 None => out.push(Line::of(Tone::Dim, "decoding…")),
                 Some(Err(e)) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
                 Some(Ok(items)) => out.extend(describe::item_lines(items)),
@@ -1195,7 +1035,7 @@ impl App {
             ));
             return out;
         }
-        match self.details.get(&self.detail_page()) {
+        match self.detail.details.get(&self.detail_page()) {
             None => out.push(Line::of(Tone::Dim, "decoding…")),
             Some(Err(e)) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
             Some(Ok(d)) => out.extend(describe::page_lines(d, self.detail_widths())),
@@ -1323,14 +1163,14 @@ impl App {
         }
         let mut want = vec![self.detail_page()];
         let h = self.tree_height();
-        for row in self.rows.iter().skip(self.tree_offset).take(h) {
+        for row in self.tree.rows.iter().skip(self.tree.offset).take(h) {
             if let TreeRow::Run(i) = row
                 && let Some(r) = self.layout().regions.get(*i)
             {
                 want.push(r.id);
             }
         }
-        want.retain(|p| !self.details.contains_key(p));
+        want.retain(|p| !self.detail.details.contains_key(p));
         want.dedup();
         want
     }
@@ -1338,25 +1178,14 @@ impl App {
     /// Decode the pages the screen needs ([`App::wanted_details`]) and
     /// keep them until the structure changes.
     pub fn fetch_details(&mut self, target: &dyn Target) {
-        if self.describable() && !self.items.contains_key(&self.selected) {
-            if self.items.len() >= DETAIL_CACHE {
-                self.items.clear();
-            }
+        if self.describable() {
             let unit = self.unit();
-            let d = target.describe(self.selected.saturating_mul(unit), unit);
-            self.items.insert(self.selected, d);
+            let offset = self.selected.saturating_mul(unit);
+            self.detail
+                .keep_items(self.selected, || target.describe(offset, unit));
         }
         let want = self.wanted_details();
-        if want.is_empty() {
-            return;
-        }
-        if self.details.len() + want.len() > DETAIL_CACHE {
-            self.details.clear();
-        }
-        for p in want {
-            let d = target.page_detail(p);
-            self.details.insert(p, d);
-        }
+        self.detail.keep_details(want, |p| target.page_detail(p));
     }
 
     // ----- updates -----
@@ -1371,6 +1200,7 @@ impl App {
 
     /// One interval passed: refresh from `target`.
     pub fn tick(&mut self, target: &mut dyn Target) {
+        self.poll_jobs(target);
         let was_playing = target.is_playing();
         let r = target.refresh();
         self.sync(target, r.new_snapshot);
@@ -1447,9 +1277,8 @@ impl App {
     }
 
     fn on_new_snapshot(&mut self) {
-        self.details.clear();
-        *self.cell_kinds.get_mut() = Default::default();
-        self.items.clear();
+        self.detail.forget();
+        self.map.forget_kinds();
         // One pass over the regions for the totals' index and the tree's
         // "has pages" marks.
         let mut has_runs = vec![false; self.layout().groups.len()];
@@ -1460,8 +1289,8 @@ impl App {
                 *has = true;
             }
         });
-        self.has_runs = has_runs;
-        self.runs = self.expanded_runs();
+        self.tree.has_runs = has_runs;
+        self.tree.runs = self.tree.expanded_runs(&self.data.snapshot.layout);
         self.rebuild_rows();
         let last = self.pages().saturating_sub(1);
         self.selected = self.selected.min(last);
@@ -1497,23 +1326,17 @@ impl App {
                 return;
             }
             Overlay::Advise => {
-                let n = FileAdvice::ALL.len();
-                match action {
-                    Action::Quit => self.running = false,
-                    Action::Up => self.advice = (self.advice + n - 1) % n,
-                    Action::Down => self.advice = (self.advice + 1) % n,
-                    Action::Left | Action::Right | Action::FocusNext | Action::FocusPrev => {
-                        self.advise_whole = !self.advise_whole;
-                    }
-                    Action::Enter | Action::Yes => {
+                match self.advise.key(action) {
+                    AdviseKey::Quit => self.running = false,
+                    AdviseKey::Apply => {
                         self.overlay = Overlay::None;
                         self.advise(target);
                     }
-                    Action::Back | Action::No | Action::Advise => {
+                    AdviseKey::Cancel => {
                         self.overlay = Overlay::None;
                         self.message = Message::info("advise cancelled");
                     }
-                    _ => {}
+                    AdviseKey::Stay => {}
                 }
                 return;
             }
@@ -1548,15 +1371,12 @@ impl App {
                 Focus::Tree => self.tree_key(action),
                 Focus::Detail => self.detail_key(action),
             },
-            Action::Touch => {
-                self.message = match target.touch() {
-                    Ok(e) => Message::info(touch_text(&e)),
-                    Err(e) => Message::error(format!("touch failed: {e}")),
-                };
-                self.sync(target, false);
-            }
+            Action::Touch => self.act(target, JobKind::Touch, (0, TO_EOF), Deed::Touch),
             Action::Evict => self.overlay = Overlay::ConfirmEvict,
             Action::Advise => self.overlay = Overlay::Advise,
+            Action::Lock if !target.is_locked() => {
+                self.act(target, JobKind::Lock, (0, TO_EOF), Deed::Lock);
+            }
             Action::Lock => {
                 self.message = match target.toggle_lock() {
                     Ok(true) => Message::info(format!(
@@ -1578,15 +1398,12 @@ impl App {
                 });
             }
             Action::ZoomIn => {
-                let p = self.pages_per_cell();
-                if p > 1 {
-                    self.zoom = Some((p / 2).max(1));
-                }
+                self.map.zoom_in(self.pages_per_cell());
                 self.after_zoom();
             }
             Action::ZoomOut => {
-                let p = self.pages_per_cell().saturating_mul(2);
-                self.zoom = (p < self.fit_pages_per_cell()).then_some(p);
+                let (ppc, fit) = (self.pages_per_cell(), self.fit_pages_per_cell());
+                self.map.zoom_out(ppc, fit);
                 self.after_zoom();
             }
             Action::Help => self.overlay = Overlay::Help,
@@ -1603,7 +1420,7 @@ impl App {
 
     fn after_zoom(&mut self) {
         let ppc = self.pages_per_cell();
-        self.message = Message::info(if self.zoom.is_none() {
+        self.message = Message::info(if self.map.zoom.is_none() {
             // Fitted to the file, which may grow: no count to go stale.
             "zoom: the whole file".to_string()
         } else if ppc == 1 {
@@ -1614,27 +1431,96 @@ impl App {
         // Centre the selection after a zoom.
         let g = self.grid();
         let row = self.selected / ppc / g.cols.max(1);
-        self.scroll_row = row.saturating_sub(g.rows / 2);
+        self.map.centre_row(row, g.rows);
         self.ensure_map_visible();
     }
 
     fn evict(&mut self, target: &mut dyn Target) {
-        self.message = match target.evict() {
-            Ok(e) => Message::info(evict_text(&e)),
-            Err(e) => Message::error(format!("evict failed: {e}")),
-        };
+        self.act(target, JobKind::Evict, (0, TO_EOF), Deed::Evict);
+    }
+
+    /// Start `kind` on `[offset, offset + len)`: on a worker when `target`
+    /// hands out a [`Job`] (the status line says it is under way until
+    /// [`App::poll_jobs`] applies its result), else at once.
+    fn act(
+        &mut self,
+        target: &mut dyn Target,
+        kind: JobKind,
+        (offset, len): (u64, u64),
+        deed: Deed,
+    ) {
+        if let Some((running, _)) = &self.job {
+            self.message = Message::info(format!("still {}", running.doing()));
+            return;
+        }
+        match target.job(kind, offset, len) {
+            None => {
+                let result = match kind {
+                    JobKind::Touch => target.touch(),
+                    JobKind::Evict => target.evict(),
+                    JobKind::Advise(advice) => target.advise(advice, offset, len),
+                    JobKind::Lock => target.toggle_lock().map(|_| Effect {
+                        offset,
+                        len,
+                        pages: target.residency().map_or(0, |r| r.total_pages),
+                        before: None,
+                        after: None,
+                        released_lock: false,
+                    }),
+                };
+                self.message = deed.done(result);
+            }
+            Some(Err(e)) => self.message = deed.done(Err(e)),
+            Some(Ok(job)) => {
+                let (tx, rx) = mpsc::channel();
+                let spawned = std::thread::Builder::new()
+                    .name("inspector-act".into())
+                    .spawn(move || {
+                        // The app may have quit meanwhile; nobody to tell.
+                        let _ = tx.send(job.run());
+                    });
+                match spawned {
+                    Ok(_) => {
+                        self.message = Message::info(deed.doing());
+                        self.job = Some((deed, rx));
+                    }
+                    Err(e) => self.message = deed.done(Err(format!("no worker thread: {e}"))),
+                }
+            }
+        }
+        // Our lock may be released already (evict, DONTNEED).
         self.sync(target, false);
+    }
+
+    /// `true` while a touch, evict or advise runs on a worker.
+    #[must_use]
+    pub fn busy(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Apply the result of the touch, evict or advise running on a worker,
+    /// when it has come; returns `true` when it had.
+    pub fn poll_jobs(&mut self, target: &mut dyn Target) -> bool {
+        let result = match &self.job {
+            None => return false,
+            Some((_, rx)) => match rx.try_recv() {
+                Ok(done) => target.finish(done),
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => Err("its worker thread died".into()),
+            },
+        };
+        if let Some((deed, _)) = self.job.take() {
+            self.message = deed.done(result);
+        }
+        self.sync(target, false);
+        true
     }
 
     /// The advise menu's state: the advice chosen and whether it applies to
     /// the whole file (else to the selected map cell).
     #[must_use]
     pub fn advise_menu(&self) -> (FileAdvice, bool) {
-        let a = FileAdvice::ALL
-            .get(self.advice)
-            .copied()
-            .unwrap_or(FileAdvice::WillNeed);
-        (a, self.advise_whole)
+        self.advise.choice()
     }
 
     /// The selected map cell's pages (first, last) and file bytes
@@ -1680,34 +1566,24 @@ impl App {
             self.selected_cell_range().1
         };
         let scope = self.advise_scope(whole);
-        self.message = if len == 0 {
-            Message::error(format!(
+        if len == 0 {
+            self.message = Message::error(format!(
                 "{} not given: {scope} lies past the end of the file",
                 advice.name()
-            ))
+            ));
+            self.sync(target, false);
         } else {
-            match target.advise(advice, offset, len) {
-                Ok(e) => Message::info(advise_text(advice, &scope, &e)),
-                Err(e) => Message::error(format!("advise {} failed: {e}", advice.name())),
-            }
-        };
-        self.sync(target, false);
+            let kind = JobKind::Advise(advice);
+            self.act(target, kind, (offset, len), Deed::Advise(advice, scope));
+        }
     }
 
     fn map_key(&mut self, action: Action) {
         let g = self.grid();
-        let cols = i64::try_from(g.cols).unwrap_or(i64::MAX);
-        let screen = cols.saturating_mul(i64::try_from(g.rows).unwrap_or(1));
-        match action {
-            Action::Up => self.move_cells(-cols),
-            Action::Down => self.move_cells(cols),
-            Action::Left => self.move_cells(-1),
-            Action::Right => self.move_cells(1),
-            Action::PageUp => self.move_cells(-screen),
-            Action::PageDown => self.move_cells(screen),
-            Action::Home => self.select_page(0, Origin::Map),
-            Action::End => self.select_page(u64::MAX, Origin::Map),
-            Action::Enter => {
+        match MapPane::key(action, g.cols, g.rows) {
+            Some(MapKey::Cells(delta)) => self.move_cells(delta),
+            Some(MapKey::Page(page)) => self.select_page(page, Origin::Map),
+            Some(MapKey::Open) => {
                 let group = self.region_of_page(self.detail_page()).and_then(|r| {
                     matches!(r.kind, Kind::Branch | Kind::Leaf).then_some(r.group)?
                 });
@@ -1719,14 +1595,14 @@ impl App {
                     self.message = Message::info("this page belongs to no bucket tree");
                 }
             }
-            _ => {}
+            None => {}
         }
     }
 
     fn tree_key(&mut self, action: Action) {
         let h = self.tree_height();
-        let cur = self.tree_cursor;
-        let row = self.rows.get(cur).copied();
+        let cur = self.tree.cursor;
+        let row = self.tree.rows.get(cur).copied();
         match action {
             Action::Up => self.set_tree_cursor(cur.saturating_sub(1)),
             Action::Down => self.set_tree_cursor(cur.saturating_add(1)),
@@ -1751,7 +1627,7 @@ impl App {
                 Some(TreeRow::Group(g)) if self.is_expanded(g) => self.set_expanded(g, false),
                 Some(r @ TreeRow::Run(_)) => {
                     if let Some(g) = self.group_of_row(r)
-                        && let Some(c) = self.rows.iter().position(|x| *x == TreeRow::Group(g))
+                        && let Some(c) = self.tree.rows.iter().position(|x| *x == TreeRow::Group(g))
                     {
                         self.set_tree_cursor(c);
                     }
@@ -1763,22 +1639,17 @@ impl App {
     }
 
     fn clamp_detail_scroll(&mut self) {
-        let max = self
-            .detail_lines()
-            .len()
-            .saturating_sub(self.detail_height());
-        self.detail_scroll = self.detail_scroll.min(max);
+        let (lines, height) = (self.detail_lines().len(), self.detail_height());
+        self.detail.clamp(lines, height);
     }
 
     fn detail_key(&mut self, action: Action) {
         let h = self.detail_height();
+        if self.detail.scroll_key(action, h) {
+            self.clamp_detail_scroll();
+            return;
+        }
         match action {
-            Action::Up => self.detail_scroll = self.detail_scroll.saturating_sub(1),
-            Action::Down => self.detail_scroll = self.detail_scroll.saturating_add(1),
-            Action::PageUp => self.detail_scroll = self.detail_scroll.saturating_sub(h),
-            Action::PageDown => self.detail_scroll = self.detail_scroll.saturating_add(h),
-            Action::Home => self.detail_scroll = 0,
-            Action::End => self.detail_scroll = usize::MAX,
             Action::Left | Action::Right => {
                 let Some(i) = self.selected_region_index() else {
                     return;

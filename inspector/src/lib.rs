@@ -5,9 +5,11 @@
 //! up and runs the loop; this library holds everything that can be tested
 //! without a terminal:
 //!
-//! * [`app`] — all state ([`app::App`]), updated by [`event::Action`]s;
+//! * [`app`] — all state ([`app::App`], each pane's own in a module of
+//!   its own), updated by [`event::Action`]s; touch, evict, advise and lock
+//!   run on a worker thread;
 //!   file I/O only through a [`app::Target`] (the live
-//!   [`mapwise_native::observe::watch::Watch`], or fixed data in tests).
+//!   [`mapwise_native::observe::watch::Watch`], a replay, or the tests' fixed data).
 //! * [`event`] — terminal events to actions, pure.
 //! * [`ui`] — drawing from `&App`, one module per screen region.
 //! * [`describe`] — a decoded page as lines of text (detail pane and

@@ -518,7 +518,8 @@ fn passed_on(status: std::process::ExitStatus) -> u8 {
     }
 }
 
-/// The loop: draw, wait for a key until the next tick, refresh on ticks.
+/// The loop: draw, wait for a key until the next tick, take in what a worker finished,
+/// refresh on ticks.
 fn run(terminal: &mut DefaultTerminal, app: &mut App, watch: &mut dyn Target) -> Result<()> {
     let size = terminal.size()?;
     app.resize(size.width, size.height);
@@ -526,13 +527,19 @@ fn run(terminal: &mut DefaultTerminal, app: &mut App, watch: &mut dyn Target) ->
     while app.running() {
         app.fetch_details(watch);
         terminal.draw(|frame| ui::draw(frame, app))?;
-        let timeout = next_tick.saturating_duration_since(Instant::now());
+        let mut timeout = next_tick.saturating_duration_since(Instant::now());
+        if app.busy() {
+            // A touch, evict or advise runs on a worker: show its result
+            // soon after it comes, not at the next tick.
+            timeout = timeout.min(Duration::from_millis(50));
+        }
         if crossterm::event::poll(timeout)? {
             let ev = crossterm::event::read()?;
             if let Some(action) = event::from_event(&ev) {
                 app.update(action, watch);
             }
         }
+        app.poll_jobs(watch);
         if Instant::now() >= next_tick {
             app.tick(watch);
             // While a re-read runs, look for its result more often.

@@ -6,11 +6,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mapwise_core::bolt::WalkOptions;
-use mapwise_inspector::app::{App, Data, Fixed};
+use mapwise_inspector::app::{App, Data};
 use mapwise_native::observe::watch::read_snapshot;
 use mapwise_native::os::residency::{Residency, Trust, os_page_size};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+
+pub use crate::fixed::Fixed;
 
 pub use mapwise_testkit::install::{Need, ensure as need};
 pub use mapwise_testkit::peers::bolt as bolt_oracle;

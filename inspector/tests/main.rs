@@ -11,6 +11,7 @@ use mapwise_testkit::{churn, etcd, peers, rrdcached, writer};
 mod cli;
 mod common;
 mod etcd_load;
+mod fixed;
 mod hostile;
 mod live;
 mod readonly;

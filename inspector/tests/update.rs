@@ -346,6 +346,20 @@ fn vmtouch(path: &std::path::Path) -> u64 {
         .unwrap_or_else(|| panic!("no totals in {text}"))
 }
 
+/// Let the touch, evict or advise that the live target runs on a worker
+/// finish, and apply its result as the next tick would.
+fn finish(a: &mut mapwise_inspector::app::App, w: &mut mapwise_native::observe::watch::Watch) {
+    let start = std::time::Instant::now();
+    while a.busy() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the worker did not finish"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        a.poll_jobs(w);
+    }
+}
+
 fn live(
     path: &std::path::Path,
 ) -> (
@@ -386,6 +400,7 @@ fn evict_of_a_file_another_process_locks_says_nothing_was_evicted() {
     let (mut w, mut a) = live(&path);
     a.update(Action::Evict, &mut w);
     a.update(Action::Yes, &mut w);
+    finish(&mut a, &mut w);
     let text = a.message().unwrap().text.clone();
     let still = vmtouch(&path);
     let _ = locker.kill();
@@ -402,6 +417,7 @@ fn evict_of_a_file_another_process_locks_says_nothing_was_evicted() {
     // pressure may have taken some pages meanwhile: n of n).
     a.update(Action::Evict, &mut w);
     a.update(Action::Yes, &mut w);
+    finish(&mut a, &mut w);
     let m = a.message().unwrap().text.clone();
     assert!(
         m.starts_with("evicted ") && m.ends_with(" resident pages; none left"),
@@ -420,6 +436,13 @@ fn evict_on_tmpfs_keeps_every_page_and_says_so() {
     let (mut w, mut a) = live(&path);
     a.update(Action::Evict, &mut w);
     a.update(Action::Yes, &mut w);
+    // The evict runs on a worker; until its result is applied the status
+    // line says it is under way, and a second one waits its turn.
+    assert!(a.busy());
+    assert_eq!(a.message().unwrap().text, "evicting…");
+    a.update(Action::Touch, &mut w);
+    assert_eq!(a.message().unwrap().text, "still evicting…");
+    finish(&mut a, &mut w);
     assert_eq!(
         a.message().unwrap().text,
         "evicted 0 of 55 resident pages; 55 still resident \
@@ -435,6 +458,7 @@ fn willneed_makes_an_evicted_range_resident() {
     let (mut w, mut a) = live(&path);
     a.update(Action::Evict, &mut w);
     a.update(Action::Yes, &mut w);
+    finish(&mut a, &mut w);
     assert_eq!(vmtouch(&path), 0);
     // WILLNEED on the selected cell: page 20 (one OS page; the file's
     // pages are 4 KiB).
@@ -444,6 +468,7 @@ fn willneed_makes_an_evicted_range_resident() {
     }
     a.update(Action::Advise, &mut w);
     a.update(Action::Enter, &mut w);
+    finish(&mut a, &mut w);
     assert_eq!(
         a.message().unwrap().text,
         "WILLNEED on page 20 (bytes 81920..86016): resident 0 → 1 of 1 OS pages"
@@ -455,6 +480,7 @@ fn willneed_makes_an_evicted_range_resident() {
     a.update(Action::Advise, &mut w);
     a.update(Action::Right, &mut w);
     a.update(Action::Enter, &mut w);
+    finish(&mut a, &mut w);
     let m = a.message().unwrap().text.clone();
     assert!(
         m.starts_with("WILLNEED on the whole file: resident ")
@@ -462,4 +488,26 @@ fn willneed_makes_an_evicted_range_resident() {
         "{m}"
     );
     assert_eq!(vmtouch(&path), 55);
+}
+
+#[test]
+fn lock_runs_on_a_worker_and_unlock_at_once() {
+    let dir = crate::common::tmpdir();
+    let path = crate::common::copy_to(dir.path(), "etcd-small.db");
+    let (mut w, mut a) = live(&path);
+    a.update(Action::Lock, &mut w);
+    assert_eq!(a.message().unwrap().text, "locking…");
+    finish(&mut a, &mut w);
+    assert_eq!(
+        a.message().unwrap().text,
+        "locked 55 pages in memory (mlock); L again to unlock"
+    );
+    assert!(a.data().locked);
+    a.update(Action::Lock, &mut w);
+    assert!(!a.busy());
+    assert_eq!(
+        a.message().unwrap().text,
+        "unlocked (pages stay cached until evicted)"
+    );
+    assert!(!a.data().locked);
 }

@@ -43,7 +43,7 @@ fn cell_at(app: &App, t: &Terminal<TestBackend>, page: u64) -> (String, Color, C
     (c.symbol().to_string(), c.fg, c.bg)
 }
 
-fn press(app: &mut App, target: &mut mapwise_inspector::app::Fixed, actions: &[Action]) {
+fn press(app: &mut App, target: &mut crate::fixed::Fixed, actions: &[Action]) {
     for a in actions {
         app.update(*a, target);
         app.fetch_details(target);
@@ -273,7 +273,7 @@ fn too_small_terminal() {
     }
 }
 
-fn app_sized(target: &mapwise_inspector::app::Fixed, w: u16, h: u16) -> App {
+fn app_sized(target: &crate::fixed::Fixed, w: u16, h: u16) -> App {
     app("etcd-small.db", target, w, h)
 }
 

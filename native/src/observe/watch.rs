@@ -932,15 +932,8 @@ impl Watch {
     /// # Errors
     /// The residency layer's error, as text.
     pub fn touch(&mut self, offset: u64, len: u64) -> Result<Effect, String> {
-        let file = self.source.as_ref().ok_or("file not open")?.file();
-        fits_in_memory(
-            Some(file),
-            1,
-            "reading it in would only churn the page cache",
-        )?;
-        self.act(offset, len, false, |f| {
-            residency::touch(f, offset, len).map(|_| ())
-        })
+        let job = self.job(JobKind::Touch, offset, len)?;
+        self.finish(job.run())
     }
 
     /// Drop `[offset, offset + len)` from the page cache (vmtouch -e), after
@@ -951,10 +944,8 @@ impl Watch {
     /// # Errors
     /// The residency layer's error, as text.
     pub fn evict(&mut self, offset: u64, len: u64) -> Result<Effect, String> {
-        let released_lock = self.locked.take().is_some();
-        self.act(offset, len, released_lock, |f| {
-            residency::evict(f, offset, len)
-        })
+        let job = self.job(JobKind::Evict, offset, len)?;
+        self.finish(job.run())
     }
 
     /// Give the kernel `advice` about `[offset, offset + len)`
@@ -966,58 +957,62 @@ impl Watch {
     /// # Errors
     /// The residency layer's error, as text.
     pub fn advise(&mut self, offset: u64, len: u64, advice: FileAdvice) -> Result<Effect, String> {
-        let released_lock = advice == FileAdvice::DontNeed && self.locked.take().is_some();
-        self.act(offset, len, released_lock, |f| {
-            residency::advise(f, offset, len, advice)
-        })
+        let job = self.job(JobKind::Advise(advice), offset, len)?;
+        self.finish(job.run())
     }
 
-    /// Sample, run `action` on the file, sample again until the count
-    /// settles, and say what changed in `[offset, offset + len)`.
-    fn act(
-        &mut self,
-        offset: u64,
-        len: u64,
-        released_lock: bool,
-        action: impl FnOnce(&File) -> Result<(), residency::Error>,
-    ) -> Result<Effect, String> {
-        self.sample();
-        let before = self
-            .residency
-            .as_ref()
-            .map(|r| Effect::count(r, offset, len));
+    /// A touch, evict, advise or lock of `[offset, offset + len)` that can run on
+    /// another thread ([`Job::run`]; [`Watch::finish`] takes its result
+    /// back). What must happen here happens now: the memory check of a
+    /// touch or lock, and the release of our own lock before an evict or
+    /// DONTNEED.
+    ///
+    /// # Errors
+    /// The file is not open, or too large to touch.
+    pub fn job(&mut self, kind: JobKind, offset: u64, len: u64) -> Result<Job, String> {
         let file = self.source.as_ref().ok_or("file not open")?.file();
-        let result = action(file).map_err(|e| chain(&e));
-        self.settle_residency();
-        result?;
-        let after = self
-            .residency
-            .as_ref()
-            .map(|r| Effect::count(r, offset, len));
-        let (pages, after) = after.unwrap_or((0, None));
-        Ok(Effect {
+        match kind {
+            JobKind::Touch => fits_in_memory(
+                Some(file),
+                1,
+                "reading it in would only churn the page cache",
+            )?,
+            JobKind::Lock if self.locked.is_some() => return Err("already locked".into()),
+            JobKind::Lock => {
+                fits_in_memory(Some(file), 2, "locking it could starve the system")?;
+            }
+            JobKind::Evict | JobKind::Advise(_) => {}
+        }
+        let file = file.try_clone().map_err(|e| e.to_string())?;
+        let releases = matches!(kind, JobKind::Evict | JobKind::Advise(FileAdvice::DontNeed));
+        let released_lock = releases && self.locked.take().is_some();
+        Ok(Job {
+            file,
+            residency: self.residency.clone(),
+            problem: None,
+            kind,
             offset,
             len,
-            pages,
-            before: before.and_then(|(_, b)| b),
-            after,
             released_lock,
         })
     }
 
-    /// Sample until two samples a short pause apart count the same
-    /// resident pages (at most about half a second): read-ahead started by
-    /// an action lands after it returns.
-    fn settle_residency(&mut self) {
-        self.sample();
-        for _ in 0..SETTLE_SAMPLES {
-            let last = self.residency.as_ref().map(|r| r.resident_pages);
-            std::thread::sleep(SETTLE_PAUSE);
-            self.sample();
-            if self.residency.as_ref().map(|r| r.resident_pages) == last {
-                break;
-            }
+    /// Take back a finished [`Job`]: its last residency sample (or the
+    /// sampling problem) becomes the watch's; returns its effect.
+    ///
+    /// # Errors
+    /// The job's failure, as text.
+    pub fn finish(&mut self, done: Done) -> Result<Effect, String> {
+        if let Some(r) = done.residency {
+            self.residency = Some(r);
         }
+        if let Some(p) = done.problem {
+            self.problem = Some(p);
+        }
+        if let Some(l) = done.locked {
+            self.locked = Some(l);
+        }
+        done.effect
     }
 
     /// Lock the whole file in memory (vmtouch -l) until unlocked or the
@@ -1032,17 +1027,134 @@ impl Watch {
             self.sample();
             return Ok(false);
         }
-        let src = self.source.as_ref().ok_or("file not open")?;
-        fits_in_memory(Some(src.file()), 2, "locking it could starve the system")?;
-        self.locked = Some(residency::lock(src.file(), 0, TO_EOF).map_err(|e| chain(&e))?);
-        self.sample();
-        Ok(true)
+        let job = self.job(JobKind::Lock, 0, TO_EOF)?;
+        self.finish(job.run()).map(|_| true)
     }
 
     /// The open file (fstat and residency calls on the watched inode).
     #[must_use]
     pub fn file(&self) -> Option<&File> {
         self.source.as_ref().map(QuietSource::file)
+    }
+}
+
+/// What a [`Job`] does to its range of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    /// Read it into the page cache (vmtouch -t).
+    Touch,
+    /// Drop it from the page cache (vmtouch -e).
+    Evict,
+    /// Give the kernel this advice about it (`posix_fadvise(2)`).
+    Advise(FileAdvice),
+    /// Lock the whole file in memory (vmtouch -l); the range is ignored.
+    Lock,
+}
+
+/// A touch, evict, advise or lock of a watched file, made by [`Watch::job`] and
+/// free to run on another thread: it holds its own handle of the file and
+/// the last residency sample, and measures its effect as the watch would.
+#[derive(Debug)]
+pub struct Job {
+    file: File,
+    residency: Option<Residency>,
+    problem: Option<String>,
+    kind: JobKind,
+    offset: u64,
+    len: u64,
+    released_lock: bool,
+}
+
+/// A finished [`Job`], for [`Watch::finish`].
+#[derive(Debug)]
+pub struct Done {
+    /// What the job did, re-sampled; or its failure, as text.
+    pub effect: Result<Effect, String>,
+    /// The residency sample it settled on.
+    pub residency: Option<Residency>,
+    /// Why sampling failed, when it did.
+    pub problem: Option<String>,
+    /// The lock a [`JobKind::Lock`] took, for the watch to hold.
+    pub locked: Option<Locked>,
+}
+
+impl Job {
+    /// What this job does.
+    #[must_use]
+    pub fn kind(&self) -> JobKind {
+        self.kind
+    }
+
+    /// Sample, act on the file, sample again until the count settles, and
+    /// say what changed in the range. Blocks for as long as the kernel
+    /// takes (seconds for gigabytes).
+    #[must_use]
+    pub fn run(mut self) -> Done {
+        if self.kind == JobKind::Lock {
+            (self.offset, self.len) = (0, TO_EOF);
+        }
+        let (offset, len) = (self.offset, self.len);
+        self.sample();
+        let before = self
+            .residency
+            .as_ref()
+            .map(|r| Effect::count(r, offset, len));
+        let mut locked = None;
+        let result = match self.kind {
+            JobKind::Touch => residency::touch(&self.file, offset, len).map(|_| ()),
+            JobKind::Evict => residency::evict(&self.file, offset, len),
+            JobKind::Advise(advice) => residency::advise(&self.file, offset, len, advice),
+            JobKind::Lock => residency::lock(&self.file, offset, len).map(|l| locked = Some(l)),
+        }
+        .map_err(|e| chain(&e));
+        self.settle();
+        let effect = result.map(|()| {
+            let after = self
+                .residency
+                .as_ref()
+                .map(|r| Effect::count(r, offset, len));
+            let (pages, after) = after.unwrap_or((0, None));
+            Effect {
+                offset,
+                len,
+                pages,
+                before: before.and_then(|(_, b)| b),
+                after,
+                released_lock: self.released_lock,
+            }
+        });
+        Done {
+            effect,
+            residency: self.residency,
+            problem: self.problem,
+            locked,
+        }
+    }
+
+    fn sample(&mut self) {
+        let sampled = match &self.residency {
+            Some(prev) => residency::resample(&self.file, prev),
+            None => residency::sample(&self.file),
+        };
+        match sampled {
+            Ok(r) => self.residency = Some(r),
+            Err(e) => self.problem = Some(chain(&e)),
+        }
+    }
+
+    /// Sample until two samples a short pause apart count the same
+    /// resident pages (at most about half a second): read-ahead started by
+    /// an action lands after it returns.
+    fn settle(&mut self) {
+        self.sample();
+        for _ in 0..SETTLE_SAMPLES {
+            let last = self.residency.as_ref().map(|r| r.resident_pages);
+            std::thread::sleep(SETTLE_PAUSE);
+            self.sample();
+            if self.residency.as_ref().map(|r| r.resident_pages) == last {
+                break;
+            }
+        }
     }
 }
 
