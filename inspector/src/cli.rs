@@ -137,6 +137,35 @@ pub struct ResidencyReport {
     rrdcached_line: Option<String>,
 }
 
+/// What rrdcached holds for an RRD file (the daemon `RRDCACHED_ADDRESS`
+/// names; `PENDING` only, so read-only: nothing is flushed), as the
+/// reports show it; all `None` for another format or with no daemon named.
+struct RrdcachedPending {
+    /// Updates the daemon holds for the file.
+    count: Option<u64>,
+    /// Why the daemon could not say.
+    error: Option<String>,
+    /// The text reports' line ([`report::rrdcached_line`]).
+    line: Option<String>,
+}
+
+fn rrdcached_pending(path: &Path, format: Format) -> RrdcachedPending {
+    let p = (format == Format::Rrd)
+        .then(|| mapwise_native::engine::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
+        .flatten();
+    RrdcachedPending {
+        count: p
+            .as_ref()
+            .and_then(|(_, n)| n.as_ref().ok())
+            .map(|&n| n as u64),
+        error: p
+            .as_ref()
+            .and_then(|(_, n)| n.as_ref().err())
+            .map(ToString::to_string),
+        line: report::rrdcached_line(&p),
+    }
+}
+
 /// `inspector residency FILE`.
 ///
 /// # Errors
@@ -157,9 +186,7 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
         Vec::new()
     };
     let known = res.known_resident_pages();
-    let pending = (snap.format == Format::Rrd)
-        .then(|| mapwise_native::engine::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
-        .flatten();
+    let pending = rrdcached_pending(path, snap.format);
     let rep = ResidencyReport {
         file: path.display().to_string(),
         size: res.offset.saturating_add(res.len),
@@ -193,15 +220,9 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
                 why.trim_end()
             )
         }),
-        rrdcached_pending: pending
-            .as_ref()
-            .and_then(|(_, n)| n.as_ref().ok())
-            .map(|&n| n as u64),
-        rrdcached_error: pending
-            .as_ref()
-            .and_then(|(_, n)| n.as_ref().err())
-            .map(ToString::to_string),
-        rrdcached_line: report::rrdcached_line(&pending),
+        rrdcached_pending: pending.count,
+        rrdcached_error: pending.error,
+        rrdcached_line: pending.line,
     };
     if as_json {
         return Ok(Output::ok(json(&rep)?));
@@ -786,16 +807,9 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         snap.rrd.as_ref(),
         res.as_ref(),
     );
-    // What rrdcached holds for the file (PENDING: read-only, no flush).
-    let pending = (snap.format == Format::Rrd)
-        .then(|| mapwise_native::engine::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
-        .flatten();
-    if let Some((_, n)) = &pending {
-        match n {
-            Ok(n) => rep.rrdcached_pending = Some(*n as u64),
-            Err(e) => rep.rrdcached_error = Some(e.to_string()),
-        }
-    }
+    let pending = rrdcached_pending(path, snap.format);
+    rep.rrdcached_pending = pending.count;
+    rep.rrdcached_error = pending.error;
     let problems = snap.layout.problem_count();
     if as_json {
         // Same exit status as the text form: 1 when the file has problems.
@@ -843,7 +857,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
             r.last_update,
             r.ds.join(",")
         );
-        if let Some(line) = report::rrdcached_line(&pending) {
+        if let Some(line) = &pending.line {
             let _ = writeln!(s, "{line}");
         }
         s.push('\n');

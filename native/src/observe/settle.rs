@@ -1803,18 +1803,17 @@ fn read_pages(
         }
         runs.push((*offset, r));
     }
-    let mut later: Vec<u64> = Vec::new();
+    // The longer runs (by offset) that fit in `most` with the first pages,
+    // one at least; the rest are left for a later batch.
     let mut bytes = runs.iter().map(|r| r.1.len()).sum::<usize>();
-    let mut first = true;
-    longer.retain(|&(offset, run)| {
-        bytes = bytes.saturating_add(run.saturating_sub(psz));
-        let keep = later.is_empty() && (bytes <= most || std::mem::take(&mut first));
-        first = false;
-        if !keep {
-            later.push(offset);
-        }
-        keep
-    });
+    let fit = longer
+        .iter()
+        .position(|&(_, run)| {
+            bytes = bytes.saturating_add(run.saturating_sub(psz));
+            bytes > most
+        })
+        .map_or(longer.len(), |i| i.max(1));
+    let later: Vec<u64> = longer.split_off(fit).into_iter().map(|r| r.0).collect();
     runs.retain(|r| later.binary_search(&r.0).is_err());
     if !longer.is_empty() {
         // Whole runs of the pages with overflow, after the first pages.

@@ -709,14 +709,7 @@ impl Watch {
     /// changed since the last sample ([`residency::resample`]).
     fn sample(&mut self) {
         let Some(src) = &self.source else { return };
-        let sampled = match &self.residency {
-            Some(prev) => residency::resample(src.file(), prev),
-            None => residency::sample(src.file()),
-        };
-        match sampled {
-            Ok(r) => self.residency = Some(r),
-            Err(e) => self.problem = Some(chain(&e)),
-        }
+        sample_into(src.file(), &mut self.residency, &mut self.problem);
     }
 
     /// Check the file's identity, start a background re-read of its
@@ -1132,14 +1125,7 @@ impl Job {
     }
 
     fn sample(&mut self) {
-        let sampled = match &self.residency {
-            Some(prev) => residency::resample(&self.file, prev),
-            None => residency::sample(&self.file),
-        };
-        match sampled {
-            Ok(r) => self.residency = Some(r),
-            Err(e) => self.problem = Some(chain(&e)),
-        }
+        sample_into(&self.file, &mut self.residency, &mut self.problem);
     }
 
     /// Sample until two samples a short pause apart count the same
@@ -1155,6 +1141,20 @@ impl Job {
                 break;
             }
         }
+    }
+}
+
+/// Sample `file`'s residency into `last` (resampling from the last sample
+/// when there is one), or say why it failed in `problem`: the one sampling
+/// step of a [`Watch`] and of a [`Job`].
+fn sample_into(file: &File, last: &mut Option<Residency>, problem: &mut Option<String>) {
+    let sampled = match last.as_ref() {
+        Some(prev) => residency::resample(file, prev),
+        None => residency::sample(file),
+    };
+    match sampled {
+        Ok(r) => *last = Some(r),
+        Err(e) => *problem = Some(chain(&e)),
     }
 }
 
