@@ -20,9 +20,9 @@ use clap::Args;
 use mapwise_core::bolt::Meta;
 use mapwise_testkit::install::{self, Need};
 
-use crate::bench::proc::{Cmd, GNU_TIME, shell_quote, tail};
-use crate::bench::tui::{self, Tmux, WatchOptions};
-use crate::bench::{Progress, Workspace, bolt_scan, pagecache};
+use mapwise_bench::proc::{Cmd, GNU_TIME, shell_quote, tail};
+use mapwise_bench::tui::{self, Tmux, WatchOptions};
+use mapwise_bench::{Progress, Workspace, bolt_scan, pagecache};
 use crate::writer::Running;
 
 /// Long help of `cargo xtask limits`.
@@ -103,7 +103,7 @@ pub struct LimitsArgs {
     #[arg(long)]
     no_writer: bool,
     /// Size of the bbolt file the writer commits to (oracle `gen --size`).
-    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::bench::units::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = mapwise_bench::units::parse_size)]
     writer_size: u64,
     /// Seconds the live view is watched under each writer.
     #[arg(long, value_name = "S", default_value_t = 20.0)]
@@ -294,7 +294,7 @@ fn under_writer(
         "{} (Go bbolt's, {})",
         copy.file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        crate::bench::units::format_size(args.writer_size)
+        mapwise_bench::units::format_size(args.writer_size)
     );
     let p = copy.to_str().context("non-UTF-8 path")?;
     let mut rows = Vec::new();

@@ -1,17 +1,17 @@
 //! `cargo xtask`: chores for the mapwise workspace.
 
-mod bench;
 mod crash;
 mod fuzz;
 mod limits;
 #[cfg(test)]
 mod tidy;
 mod wasm;
-mod writer;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use mapwise_bench as bench;
+use mapwise_bench::writer;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -14,7 +14,7 @@ use anyhow::{Context, bail};
 
 use mapwise_testkit::writer as shape;
 
-use crate::bench::proc::Cmd;
+use crate::proc::Cmd;
 
 /// `cargo xtask writer FILE`.
 #[derive(Debug, clap::Args)]
@@ -48,7 +48,7 @@ pub struct WriterArgs {
 /// # Errors
 /// Opening or committing.
 pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
-    crate::bench::interrupt::install();
+    crate::interrupt::install();
     let opts = mapwise_native::engine::bolt::Options::read_write();
     let db = mapwise_native::engine::bolt::Db::open(&a.file, &opts)
         .with_context(|| format!("open {}", a.file.display()))?;
@@ -63,7 +63,7 @@ pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
         &db,
         &s,
         Duration::from_secs_f64(a.seconds),
-        crate::bench::interrupt::raised,
+        crate::interrupt::raised,
     )?;
     eprintln!("writer: {n} commits");
     Ok(())
@@ -115,7 +115,7 @@ impl Running {
             .arg("--seconds")
             .arg("86400");
         let f = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
-        let before = crate::bench::tui::file_txid(&f);
+        let before = crate::tui::file_txid(&f);
         let mut child = Command::new(cmd.program())
             .args(cmd.arguments())
             .stdin(Stdio::null())
@@ -136,7 +136,7 @@ impl Running {
             shown: cmd.shell(),
         };
         let deadline = Instant::now() + FIRST_COMMIT;
-        while crate::bench::tui::file_txid(&f) == before {
+        while crate::tui::file_txid(&f) == before {
             if let Some(c) = w.child.as_mut()
                 && let Some(st) = c.try_wait()?
             {
@@ -150,7 +150,7 @@ impl Running {
             if Instant::now() > deadline {
                 bail!("`{}` made no commit within {FIRST_COMMIT:?}", w.shown);
             }
-            crate::bench::interrupt::check()?;
+            crate::interrupt::check()?;
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(w)

@@ -777,12 +777,12 @@ mod tests {
 
     /// Real reports, copied from runs of each bench on the project's
     /// machine (testdata/bench/README.md says which).
-    const BOLT_SCAN: &str = include_str!("../../../testdata/bench/bolt-scan.REPORT.md");
-    const BOLT: &str = include_str!("../../../testdata/bench/bolt.REPORT.md");
-    const RRD: &str = include_str!("../../../testdata/bench/rrd.REPORT.md");
-    const REVLOG: &str = include_str!("../../../testdata/bench/revlog.REPORT.md");
-    const MMAPTEST: &str = include_str!("../../../testdata/bench/mmaptest.REPORT.md");
-    const LIVE: &str = include_str!("../../../testdata/bench/live.REPORT.md");
+    const BOLT_SCAN: &str = include_str!("../../testdata/bench/bolt-scan.REPORT.md");
+    const BOLT: &str = include_str!("../../testdata/bench/bolt.REPORT.md");
+    const RRD: &str = include_str!("../../testdata/bench/rrd.REPORT.md");
+    const REVLOG: &str = include_str!("../../testdata/bench/revlog.REPORT.md");
+    const MMAPTEST: &str = include_str!("../../testdata/bench/mmaptest.REPORT.md");
+    const LIVE: &str = include_str!("../../testdata/bench/live.REPORT.md");
 
     fn problems(text: &str) -> Vec<String> {
         check_markdown("REPORT.md", text)
@@ -1141,8 +1141,8 @@ mod tests {
         // The index as `bench all` writes it: the count cell and every
         // verdict line of the bolt-scan report.
         let sub = fs::read_to_string(root.join("bolt-scan/REPORT.md")).unwrap();
-        let verdicts = crate::bench::all::verdicts(&sub);
-        let (pass, fail) = crate::bench::all::verdict_counts(&verdicts);
+        let verdicts = crate::all::verdicts(&sub);
+        let (pass, fail) = crate::all::verdict_counts(&verdicts);
         assert!(pass + fail >= 2, "the fixture has verdicts");
         let index = format!(
             "# all\n\n| bench | status | report | verdicts |\n| --- | --- | --- | --- |\n\

@@ -32,6 +32,7 @@ pub mod stats;
 pub mod traces;
 pub mod tui;
 pub mod units;
+pub mod writer;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -283,7 +284,7 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// This workspace: its root (where xtask's manifest's parent is) and
+    /// This workspace: its root (the parent of this crate's directory) and
     /// its target directory, `target` or `$CARGO_TARGET_DIR` (relative to
     /// the root unless absolute: whoever runs benches enters the root
     /// first, so no report names this machine's directories).
@@ -293,7 +294,7 @@ impl Workspace {
     pub fn here() -> Result<Workspace> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
-            .context("xtask has no parent directory")?
+            .context("the bench crate has no parent directory")?
             .to_path_buf();
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map_or_else(|| PathBuf::from("target"), PathBuf::from);
