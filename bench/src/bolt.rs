@@ -14,12 +14,12 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::alternate::{self, CacheState, Pair};
 use super::bolt_scan::{self, CellResult, CellSpec, FileInfo, Versions};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, Table};
 use super::proc::Cmd;
+use super::schedule::{self, CacheState, Pair};
 use super::stats::{Summary, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, utc_human};
@@ -329,7 +329,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             let (k1, k2) = (all[all.len() * 45 / 100], all[all.len() / 2]);
             range_keys = Some((k1.to_owned(), k2.to_owned()));
             for prefetch in [false, true] {
-                alternate::prepare(&path, CacheState::Cold)?;
+                schedule::prepare(&path, CacheState::Cold)?;
                 let cmd = Cmd::new(mapwise.clone())
                     .arg("bolt")
                     .arg("traverse")
@@ -498,7 +498,7 @@ fn work_cell(
     let go_cmd = cmd(oracle_cmd(go_bin).arg("bench"), &go_file);
     let phase = std::cell::Cell::new("warm-up");
     let mut before = |side, run| {
-        let who = if side == alternate::Side::A {
+        let who = if side == schedule::Side::A {
             "ours"
         } else {
             "Go"
@@ -524,9 +524,9 @@ fn work_cell(
     };
     let mut ours = |_, ()| measure(&ours_cmd);
     let mut go = |_, ()| measure(&go_cmd);
-    let warm = alternate::alternate(warmup, &mut before, &mut ours, &mut go)?;
+    let warm = schedule::alternate(warmup, &mut before, &mut ours, &mut go)?;
     phase.set("run");
-    let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut go)?;
+    let pairs = schedule::alternate(runs, &mut before, &mut ours, &mut go)?;
     for f in [&ours_file, &go_file] {
         let _ = fs::remove_file(ws.root.join(f));
     }

@@ -11,13 +11,13 @@ use std::time::SystemTime;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::alternate::{self, CacheState, Pair, Prepared};
 use super::charts::{self, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, Table, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
+use super::schedule::{self, CacheState, Pair, Prepared};
 use super::stats::{
     Summary, at_most_verdict, fmt_secs, opt_median, opt_ratio, opt_secs, pair_ratios,
 };
@@ -628,7 +628,7 @@ pub(super) fn run_cell(
         .then_some(COLD_SETTLE);
     let phase = std::cell::Cell::new("warm-up");
     let mut before = |side, run| {
-        let who = if side == alternate::Side::A {
+        let who = if side == schedule::Side::A {
             "ours"
         } else {
             "Go"
@@ -636,10 +636,10 @@ pub(super) fn run_cell(
         let of = if phase.get() == "run" { runs } else { warmup };
         progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
         // A warm pair shares one reset: see `WARM_MIN_RUNS`.
-        let prep = if spec.cache == CacheState::Warm && side != alternate::first_in_pair(run) {
-            alternate::recheck(file_path, spec.cache)?
+        let prep = if spec.cache == CacheState::Warm && side != schedule::first_in_pair(run) {
+            schedule::recheck(file_path, spec.cache)?
         } else {
-            alternate::prepare(file_path, spec.cache)?
+            schedule::prepare(file_path, spec.cache)?
         };
         if let Some(wait) = settle {
             std::thread::sleep(wait);
@@ -647,7 +647,7 @@ pub(super) fn run_cell(
         // Every warm run follows an untimed run of the same command: see
         // `WARM_MIN_RUNS`.
         if spec.cache == CacheState::Warm {
-            let cmd = if side == alternate::Side::A {
+            let cmd = if side == schedule::Side::A {
                 &ours_cmd
             } else {
                 &go_cmd
@@ -682,9 +682,9 @@ pub(super) fn run_cell(
     };
     let mut ours = |run, prep| timed("ours", run, &ours_cmd, prep, parse_ours);
     let mut go = |run, prep| timed("Go", run, &go_cmd, prep, parse_go);
-    let warmup_pairs = alternate::alternate(warmup, &mut before, &mut ours, &mut go)?;
+    let warmup_pairs = schedule::alternate(warmup, &mut before, &mut ours, &mut go)?;
     phase.set("run");
-    let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut go)?;
+    let pairs = schedule::alternate(runs, &mut before, &mut ours, &mut go)?;
     let summary = summarize(&pairs);
     Ok(CellResult {
         label,

@@ -44,6 +44,13 @@ pub fn links(o: &mut String, charts: &[ChartFile]) {
     }
 }
 
+/// The image of each of `charts` into `report`.
+pub fn add_images(report: &mut crate::report::Report, charts: &[ChartFile]) {
+    for c in charts {
+        report.image(&c.what, &c.file);
+    }
+}
+
 /// One bar of a ratio chart.
 #[derive(Debug, Clone)]
 pub struct RatioBar {

@@ -37,6 +37,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
+use serde::Deserialize as _;
+
+use crate::report::Report;
 
 /// Long help of `cargo xtask bench check`.
 pub const HELP: &str = "\
@@ -219,38 +222,6 @@ fn problem(file: &Path, what: impl Into<String>) -> Problem {
 
 fn check_one(dir: &Path, c: &mut DirCheck) {
     let report_path = dir.join("REPORT.md");
-    match fs::read_to_string(&report_path) {
-        Ok(text) => {
-            c.reports += 1;
-            let md = check_markdown(&report_path.display().to_string(), &text);
-            c.tables += md.tables;
-            c.problems.extend(md.problems);
-            for (line, target) in &md.links {
-                c.files += 1;
-                if !dir.join(target).exists() {
-                    c.problems.push(Problem {
-                        line: Some(*line),
-                        ..problem(&report_path, format!("links to {target}, which is missing"))
-                    });
-                }
-            }
-            for (line, n, tdir) in &md.trace_claims {
-                let found = count_traces(&dir.join(tdir));
-                if found != *n {
-                    c.problems.push(Problem {
-                        line: Some(*line),
-                        ..problem(
-                            &report_path,
-                            format!("says {n} traces in {tdir}, which holds {found}"),
-                        )
-                    });
-                }
-            }
-        }
-        Err(e) => c
-            .problems
-            .push(problem(&report_path, format!("cannot read: {e}"))),
-    }
     let json_path = dir.join("results.json");
     let json = match fs::read_to_string(&json_path) {
         Ok(t) => match serde_json::from_str::<serde_json::Value>(&t) {
@@ -269,6 +240,20 @@ fn check_one(dir: &Path, c: &mut DirCheck) {
             None
         }
     };
+    let model = json.as_ref().and_then(|v| v.get("report"));
+    match (fs::read_to_string(&report_path), model) {
+        (Ok(text), Some(model)) => {
+            c.reports += 1;
+            check_model(dir, &report_path, &json_path, &text, model, c);
+        }
+        (Ok(text), None) => {
+            c.reports += 1;
+            check_text(dir, &report_path, &text, c);
+        }
+        (Err(e), _) => c
+            .problems
+            .push(problem(&report_path, format!("cannot read: {e}"))),
+    }
     if let Some(v) = &json {
         check_results(dir, &json_path, v, c);
     }
@@ -283,6 +268,82 @@ fn check_one(dir: &Path, c: &mut DirCheck) {
     subs.sort();
     for s in subs {
         check_one(&s, c);
+    }
+}
+
+/// A report written from the model: results.json's `"report"` reads back
+/// as a [`Report`], its tables keep their declared roles
+/// ([`Report::problems`]), REPORT.md is exactly its rendering, and every
+/// image it shows exists.
+fn check_model(
+    dir: &Path,
+    report_path: &Path,
+    json_path: &Path,
+    text: &str,
+    model: &serde_json::Value,
+    c: &mut DirCheck,
+) {
+    let report = match Report::deserialize(model) {
+        Ok(r) => r,
+        Err(e) => {
+            c.problems.push(problem(
+                json_path,
+                format!("its report does not read back: {e}"),
+            ));
+            return;
+        }
+    };
+    c.tables += report.tables().count();
+    for p in report.problems() {
+        c.problems.push(problem(json_path, p));
+    }
+    if report.markdown() != text {
+        let line = report
+            .markdown()
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .map(|i| i + 1);
+        c.problems.push(Problem {
+            line,
+            ..problem(report_path, "is not the rendering of results.json's report")
+        });
+    }
+    for f in report.files() {
+        c.files += 1;
+        if !dir.join(f).exists() {
+            c.problems
+                .push(problem(report_path, format!("shows {f}, which is missing")));
+        }
+    }
+}
+
+/// A report without a model (older runs): its Markdown tables, links and
+/// trace counts, read back from the text.
+fn check_text(dir: &Path, report_path: &Path, text: &str, c: &mut DirCheck) {
+    let md = check_markdown(&report_path.display().to_string(), text);
+    c.tables += md.tables;
+    c.problems.extend(md.problems);
+    for (line, target) in &md.links {
+        c.files += 1;
+        if !dir.join(target).exists() {
+            c.problems.push(Problem {
+                line: Some(*line),
+                ..problem(report_path, format!("links to {target}, which is missing"))
+            });
+        }
+    }
+    for (line, n, tdir) in &md.trace_claims {
+        let found = count_traces(&dir.join(tdir));
+        if found != *n {
+            c.problems.push(Problem {
+                line: Some(*line),
+                ..problem(
+                    report_path,
+                    format!("says {n} traces in {tdir}, which holds {found}"),
+                )
+            });
+        }
     }
 }
 

@@ -12,7 +12,6 @@
 //! harness's own test: it checks a report directory after the fact.
 
 pub mod all;
-pub mod alternate;
 pub mod bolt;
 pub mod bolt_scan;
 pub mod charts;
@@ -26,8 +25,10 @@ pub mod mmaptest;
 pub mod output;
 pub mod pagecache;
 pub mod proc;
+pub mod report;
 pub mod revlog;
 pub mod rrd;
+pub mod schedule;
 pub mod stats;
 pub mod traces;
 pub mod tui;

@@ -4,17 +4,16 @@
 //! reader can tell how far ours and the peer are from what the hardware
 //! allows.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
 use serde::Serialize;
 
 use super::Progress;
-use super::alternate::{self, CacheState};
 use super::interrupt;
 use super::output::Table;
 use super::pagecache::{self, ReadPass};
+use super::schedule::{self, CacheState};
 use super::stats::Summary;
 use super::units::mb_per_s;
 
@@ -119,7 +118,7 @@ fn measure<P: AsRef<Path>>(
             continue;
         }
         for f in files {
-            alternate::prepare(f.as_ref(), state)?;
+            schedule::prepare(f.as_ref(), state)?;
         }
         let mut total = ReadPass {
             bytes: 0,
@@ -154,11 +153,25 @@ fn measure<P: AsRef<Path>>(
 /// The limits as a markdown table (what, time, bandwidth, how) under a
 /// `## Physical limits` heading, naming the file read.
 pub fn section(o: &mut String, limits: &[Limit]) {
-    let _ = writeln!(o, "## Physical limits\n");
+    let mut r = crate::report::Report::default();
+    add_to(&mut r, limits);
+    o.push_str(&r.markdown());
+}
+
+/// The `## Physical limits` section ([`section`]) into `report`.
+pub fn add_to(report: &mut crate::report::Report, limits: &[Limit]) {
+    report.section("Physical limits");
     if let Some(l) = limits.first() {
-        let _ = writeln!(o, "Whole-file reads of `{}`.\n", l.file);
+        report.text(format!("Whole-file reads of `{}`.", l.file));
     }
-    let mut t = Table::new(&["what", ">time", ">bandwidth (MB/s = 10^6 B/s)", "notes"]);
+    report.table(table(limits));
+}
+
+/// The limits table: what, time, bandwidth, how; a row that could not be
+/// measured says `unavailable: <reason>`.
+#[must_use]
+pub fn table(limits: &[Limit]) -> Table {
+    let mut t = Table::new(&["what", ">time", ">bandwidth (MB/s = 10^6 B/s)", "notes"]).limits();
     for l in limits {
         if let Some(e) = &l.error {
             t.row([
@@ -178,7 +191,7 @@ pub fn section(o: &mut String, limits: &[Limit]) {
         );
         t.row([l.what.clone(), time, rate, l.how.clone()]);
     }
-    let _ = writeln!(o, "{}", t.render());
+    t
 }
 
 #[cfg(test)]

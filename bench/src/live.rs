@@ -13,13 +13,13 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::alternate::{self, Pair};
 use super::bolt_scan::{self, FileInfo};
 use super::etcd::{self, Etcd, Fill};
 use super::machine::{self, Machine};
 use super::output::{self, Table, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
+use super::schedule::{self, Pair};
 use super::stats::{Summary, fmt_secs, nearest_rank, pair_ratios};
 use super::tui::{self, WatchOptions, Watched};
 use super::units::{format_size, human_size, pct, utc_human};
@@ -581,14 +581,14 @@ fn alt_cell(
     let mut before = |side, run| -> Result<f64> {
         progress.set(format!(
             "{size}: side by side {run}/{runs}, {}",
-            if side == alternate::Side::A {
+            if side == schedule::Side::A {
                 "ours"
             } else {
                 "etcdctl snapshot save + check"
             }
         ));
         *resets += 1;
-        if side == alternate::Side::A {
+        if side == schedule::Side::A {
             prepare(file, Cache::Partial, *resets)
         } else {
             let _ = fs::remove_file(&snap);
@@ -623,7 +623,7 @@ fn alt_cell(
             db_resident_before,
         }))
     };
-    let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut alt)?;
+    let pairs = schedule::alternate(runs, &mut before, &mut ours, &mut alt)?;
     let stopped = writer.stop()?;
     let commits = stopped.commits;
     writers.push(WriterRun {

@@ -126,6 +126,33 @@ impl Machine {
         tools: &[(&str, Option<String>)],
         loadavg_end: Option<&str>,
     ) -> String {
+        format!(
+            "## Machine\n\n{}",
+            self.table(files, tools, loadavg_end).render()
+        )
+    }
+
+    /// The `## Machine` section ([`Machine::section`]) into `report`.
+    pub fn add_to(
+        &self,
+        report: &mut crate::report::Report,
+        files: &str,
+        tools: &[(&str, Option<String>)],
+        loadavg_end: Option<&str>,
+    ) {
+        report
+            .section("Machine")
+            .table(self.table(files, tools, loadavg_end));
+    }
+
+    /// The table of [`Machine::section`].
+    #[must_use]
+    pub fn table(
+        &self,
+        files: &str,
+        tools: &[(&str, Option<String>)],
+        loadavg_end: Option<&str>,
+    ) -> Table {
         let m = self;
         let na = || "unknown".to_owned();
         let mut t = Table::new(&["", "this machine"]);
@@ -191,7 +218,7 @@ impl Machine {
                 loadavg_end.map_or_else(na, ToOwned::to_owned)
             ),
         ]);
-        format!("## Machine\n\n{}", t.render())
+        t
     }
 }
 

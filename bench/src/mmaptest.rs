@@ -14,13 +14,13 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::alternate::{self, CacheState, Pair, Side};
 use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, Table, TempPath};
 use super::pagecache::{self, ReadPass};
 use super::proc::{Cmd, shell_quote, tail};
+use super::schedule::{self, CacheState, Pair, Side};
 use super::stats::{Summary, at_most_verdict, opt_median, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, mb_per_s, pct, utc_human};
@@ -668,9 +668,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         };
         let mut ours = |run, prep| timed("ours", run, &ours_cmd, prep, parse_ours);
         let mut c = |run, prep| timed("C", run, &c_cmd, prep, parse_c);
-        let warmup_pairs = alternate::alternate(warmup, &mut before, &mut ours, &mut c)?;
+        let warmup_pairs = schedule::alternate(warmup, &mut before, &mut ours, &mut c)?;
         phase.set("run");
-        let pairs = alternate::alternate(runs, &mut before, &mut ours, &mut c)?;
+        let pairs = schedule::alternate(runs, &mut before, &mut ours, &mut c)?;
         let summary = summarize(&pairs);
         cell_results.push(CellResult {
             label: spec.label(),

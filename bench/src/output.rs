@@ -1,6 +1,5 @@
 //! Report files, written all at once at the end (temporary names renamed
-//! into place, so an interrupted bench leaves no half-written report), and
-//! a small markdown table builder.
+//! into place, so an interrupted bench leaves no half-written report).
 
 use std::fs;
 use std::io::Write as _;
@@ -97,6 +96,26 @@ pub fn publish(
     Ok(())
 }
 
+/// The end of every bench: `report` rendered as REPORT.md and stored in
+/// results.json (under `"report"`, beside every field of `results`),
+/// with `extra` files, as [`publish`] writes them.
+///
+/// # Errors
+/// When `results` is not a JSON object, or a file cannot be written.
+pub fn publish_report(
+    dir: &Path,
+    report: &crate::report::Report,
+    results: &impl serde::Serialize,
+    extra: &[(&str, &[u8])],
+) -> Result<()> {
+    let mut json = serde_json::to_value(results)?;
+    let obj = json
+        .as_object_mut()
+        .context("results are not a JSON object")?;
+    obj.insert("report".to_owned(), serde_json::to_value(report)?);
+    publish(dir, &report.markdown(), &json, extra)
+}
+
 /// [`publish`] with every trace of `traces` (`traces/…`) and every chart
 /// of `charts` beside the report.
 pub fn publish_traced(
@@ -114,102 +133,25 @@ pub fn publish_traced(
     publish(dir, report, results, &extra)
 }
 
-/// A markdown table.
-#[derive(Debug, Default)]
-pub struct Table {
-    header: Vec<String>,
-    right: Vec<bool>,
-    rows: Vec<Vec<String>>,
+/// [`publish_report`] with every trace of `traces` (`traces/…`) and every
+/// chart of `charts` beside the report.
+///
+/// # Errors
+/// As [`publish_report`].
+pub fn publish_traced_report(
+    dir: &Path,
+    report: &crate::report::Report,
+    results: &impl serde::Serialize,
+    traces: &super::traces::Traces,
+    charts: &[super::charts::ChartFile],
+) -> Result<()> {
+    let extra: Vec<(&str, &[u8])> = traces
+        .files()
+        .into_iter()
+        .chain(charts.iter().map(super::charts::ChartFile::output))
+        .collect();
+    publish_report(dir, report, results, &extra)
 }
 
-impl Table {
-    /// Columns named `header`; a leading `>` right-aligns a column.
-    pub fn new(header: &[&str]) -> Self {
-        Self {
-            header: header
-                .iter()
-                .map(|h| h.trim_start_matches('>').to_owned())
-                .collect(),
-            right: header.iter().map(|h| h.starts_with('>')).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    /// Adds a row (missing cells are left empty, extra ones dropped).
-    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
-        let mut r: Vec<String> = cells.into_iter().map(Into::into).collect();
-        r.resize(self.header.len(), String::new());
-        self.rows.push(r);
-    }
-
-    /// The table as markdown, one line per row, columns padded so the
-    /// source reads as a table too.
-    pub fn render(&self) -> String {
-        let esc = |s: &str| s.replace('|', "\\|");
-        let cells: Vec<Vec<String>> = std::iter::once(&self.header)
-            .chain(&self.rows)
-            .map(|r| r.iter().map(|c| esc(c)).collect())
-            .collect();
-        let widths: Vec<usize> = (0..self.header.len())
-            .map(|i| {
-                cells
-                    .iter()
-                    .map(|r| r[i].chars().count())
-                    .max()
-                    .unwrap_or(0)
-                    .max(3)
-            })
-            .collect();
-        let line = |r: &[String]| {
-            let parts: Vec<String> = r
-                .iter()
-                .zip(&widths)
-                .zip(&self.right)
-                .map(|((c, &w), &right)| {
-                    if right {
-                        format!("{c:>w$}")
-                    } else {
-                        format!("{c:<w$}")
-                    }
-                })
-                .collect();
-            format!("| {} |\n", parts.join(" | "))
-        };
-        let mut out = line(&cells[0]);
-        let rule: Vec<String> = widths
-            .iter()
-            .zip(&self.right)
-            .map(|(&w, &right)| {
-                if right {
-                    format!("{}:", "-".repeat(w - 1))
-                } else {
-                    "-".repeat(w)
-                }
-            })
-            .collect();
-        out.push_str(&format!("| {} |\n", rule.join(" | ")));
-        for r in &cells[1..] {
-            out.push_str(&line(r));
-        }
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tables_render_as_markdown() {
-        let mut t = Table::new(&["cell", ">ours", ">ratio"]);
-        t.row(["cold", "4.32 s", "1.05×"]);
-        t.row(["a|b", "1 ms"]);
-        assert_eq!(
-            t.render(),
-            "| cell |   ours | ratio |\n\
-             | ---- | -----: | ----: |\n\
-             | cold | 4.32 s | 1.05× |\n\
-             | a\\|b |   1 ms |       |\n"
-        );
-    }
-}
+/// The table type of every report ([`crate::report::Table`]).
+pub use crate::report::Table;

@@ -23,13 +23,13 @@ use anyhow::{Context, Result, bail};
 use mapwise_native::os::map::{Advice, FileMap};
 use serde::{Deserialize, Serialize};
 
-use super::alternate::{self, CacheState, Pair, Prepared, Side};
 use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, Table, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
+use super::schedule::{self, CacheState, Pair, Prepared, Side};
 use super::stats::{Summary, at_most_verdict, fmt_secs, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{TraceInfo, Traces};
 use super::units::{human_size, pct, utc_human};
@@ -1375,9 +1375,9 @@ impl Runner<'_> {
         };
         let mut run_a = |run, prep| timed(a, run, prep);
         let mut run_b = |run, prep| timed(b, run, prep);
-        let warmup = alternate::alternate(self.warmup, &mut before, &mut run_a, &mut run_b)?;
+        let warmup = schedule::alternate(self.warmup, &mut before, &mut run_a, &mut run_b)?;
         phase.set("run");
-        let pairs = alternate::alternate(runs, &mut before, &mut run_a, &mut run_b)?;
+        let pairs = schedule::alternate(runs, &mut before, &mut run_a, &mut run_b)?;
         let summary = summarize(&pairs);
         Ok(CellResult {
             kind,

@@ -20,10 +20,10 @@ use clap::Args;
 use mapwise_core::bolt::Meta;
 use mapwise_testkit::install::{self, Need};
 
+use crate::writer::Running;
 use mapwise_bench::proc::{Cmd, GNU_TIME, shell_quote, tail};
 use mapwise_bench::tui::{self, Tmux, WatchOptions};
 use mapwise_bench::{Progress, Workspace, bolt_scan, pagecache};
-use crate::writer::Running;
 
 /// Long help of `cargo xtask limits`.
 pub const HELP: &str = "\

@@ -1,4 +1,5 @@
-//! A/B alternation with the page cache reset before every single run.
+//! The one scheduler (any number of contenders, rotated round by round;
+//! ABBA for two) and the page cache reset before every single run.
 //!
 //! Two tools measured in separate blocks see different machines (another
 //! build starts, the host gets busy, the disk cache of the hypervisor
@@ -95,10 +96,66 @@ pub fn recheck(file: &Path, state: CacheState) -> Result<Prepared> {
     })
 }
 
+/// The order of `k` contenders in round `round` (from 1): a rotation, so
+/// each starts a round as often as the others. For two it is A B, B A,
+/// A B, … (ABBA).
+#[must_use]
+pub fn order(k: usize, round: usize) -> Vec<usize> {
+    (0..k)
+        .map(|i| (i + round.saturating_sub(1)) % k.max(1))
+        .collect()
+}
+
 /// The side that runs first in pair `run` (from 1): A in odd pairs, B in
-/// even ones.
+/// even ones ([`order`] of two).
+#[must_use]
 pub fn first_in_pair(run: usize) -> Side {
-    if run % 2 == 1 { Side::A } else { Side::B }
+    if order(2, run)[0] == 0 {
+        Side::A
+    } else {
+        Side::B
+    }
+}
+
+/// One round of every contender.
+#[derive(Debug, Serialize)]
+pub struct Round<T> {
+    /// Round number, from 1.
+    pub round: usize,
+    /// The contenders' indices in the order they ran.
+    pub order: Vec<usize>,
+    /// Each contender's result, indexed like the contenders.
+    pub results: Vec<T>,
+}
+
+/// The one scheduler: `rounds` rounds of `k` contenders in [`order`],
+/// calling `before(contender, round)` right before every single run (the
+/// cache reset) and handing its result to `run(contender, round, prep)`.
+/// An error stops the loop.
+///
+/// # Errors
+/// The first error of `before` or `run`.
+pub fn rotate<P, T>(
+    k: usize,
+    rounds: usize,
+    mut before: impl FnMut(usize, usize) -> Result<P>,
+    mut run: impl FnMut(usize, usize, P) -> Result<T>,
+) -> Result<Vec<Round<T>>> {
+    let mut out = Vec::with_capacity(rounds);
+    for round in 1..=rounds {
+        let order = order(k, round);
+        let mut results: Vec<Option<T>> = (0..k).map(|_| None).collect();
+        for &i in &order {
+            let p = before(i, round)?;
+            results[i] = Some(run(i, round, p)?);
+        }
+        out.push(Round {
+            round,
+            order,
+            results: results.into_iter().flatten().collect(),
+        });
+    }
+    Ok(out)
 }
 
 /// One pair of runs.
@@ -112,32 +169,34 @@ pub struct Pair<T> {
     pub b: T,
 }
 
-/// Runs `a` and `b` alternately, `runs` times each, in the order A B, B A,
-/// A B, … (odd runs A first, even runs B first), calling `before(side,
-/// run)` right before every single run (the cache reset) and handing its
-/// result to that run.
+/// [`rotate`] for two contenders, `a` (ours) and `b` (the reference), as
+/// pairs: A B, B A, A B, …, `before(side, run)` before every run.
+///
+/// # Errors
+/// The first error of `before`, `a` or `b`.
 pub fn alternate<P, T>(
     runs: usize,
     mut before: impl FnMut(Side, usize) -> Result<P>,
     mut a: impl FnMut(usize, P) -> Result<T>,
     mut b: impl FnMut(usize, P) -> Result<T>,
 ) -> Result<Vec<Pair<T>>> {
-    let mut pairs = Vec::with_capacity(runs);
-    for run in 1..=runs {
-        let (ra, rb) = if first_in_pair(run) == Side::A {
-            let p = before(Side::A, run)?;
-            let ra = a(run, p)?;
-            let p = before(Side::B, run)?;
-            (ra, b(run, p)?)
-        } else {
-            let p = before(Side::B, run)?;
-            let rb = b(run, p)?;
-            let p = before(Side::A, run)?;
-            (a(run, p)?, rb)
-        };
-        pairs.push(Pair { run, a: ra, b: rb });
-    }
-    Ok(pairs)
+    let side = |i| if i == 0 { Side::A } else { Side::B };
+    let rounds = rotate(
+        2,
+        runs,
+        |i, run| before(side(i), run),
+        |i, run, p| if i == 0 { a(run, p) } else { b(run, p) },
+    )?;
+    Ok(rounds
+        .into_iter()
+        .map(|r| {
+            let mut it = r.results.into_iter();
+            let (Some(a), Some(b)) = (it.next(), it.next()) else {
+                unreachable!("a round of two has two results")
+            };
+            Pair { run: r.round, a, b }
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -173,6 +232,26 @@ mod tests {
         );
         let got: Vec<_> = pairs.iter().map(|p| (p.run, p.a, p.b)).collect();
         assert_eq!(got, [(1, 11, 12), (2, 21, 22), (3, 31, 32)]);
+    }
+
+    #[test]
+    fn more_contenders_rotate_and_results_keep_their_index() {
+        let mut log = Vec::new();
+        let rounds = rotate(
+            3,
+            4,
+            |_, _| Ok(()),
+            |i, r, ()| {
+                log.push(i);
+                Ok(i * 100 + r)
+            },
+        )
+        .unwrap();
+        assert_eq!(log, [0, 1, 2, 1, 2, 0, 2, 0, 1, 0, 1, 2]);
+        assert_eq!(rounds[1].order, [1, 2, 0]);
+        assert_eq!(rounds[1].results, [2, 102, 202]);
+        assert_eq!(order(2, 1), [0, 1]);
+        assert_eq!(order(2, 2), [1, 0]);
     }
 
     #[test]

@@ -1,0 +1,624 @@
+//! The one report model every bench builds: headings, prose, typed
+//! tables, images, code and verdicts. It renders REPORT.md, is stored in
+//! results.json under `"report"`, and is what `bench check` validates:
+//! the tables' roles are declared here, not guessed back from Markdown.
+//!
+//! Shapes: a [`Report`] is a list of [`Block`]s. A [`Table`]'s columns
+//! each carry a [`Role`] (ours, the peer, a ratio, a label or other), and
+//! a row may carry one too (tables that compare row by row). A table
+//! marked [`Table::limits`] measures the machine, not a tool, and is the
+//! only place a cell may say `unavailable: <reason>`.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+/// What a column or a row holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Anything else: a label, a shared column, notes.
+    #[default]
+    Other,
+    /// Our tool's measurement: never empty.
+    Ours,
+    /// The reference implementation's measurement: never empty.
+    Peer,
+    /// A ratio of the two: may be missing (the peer printed 0 ms).
+    Ratio,
+}
+
+/// One column: its header, its role, and whether it is right-aligned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    /// Header text.
+    pub name: String,
+    /// What its cells hold.
+    #[serde(default)]
+    pub role: Role,
+    /// Right-aligned (numbers).
+    #[serde(default)]
+    pub right: bool,
+}
+
+/// One row: its cells, and its role when the table compares row by row
+/// (then its first value cell, the headline, must be filled).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Cell texts, one per column.
+    pub cells: Vec<String>,
+    /// Whose row it is.
+    #[serde(default)]
+    pub role: Role,
+}
+
+/// A table with declared roles.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    /// The columns.
+    pub columns: Vec<Column>,
+    /// The rows, each as long as `columns`.
+    pub rows: Vec<Row>,
+    /// Physical limits of the machine: a row that could not be measured
+    /// says `unavailable: <reason>`.
+    #[serde(default)]
+    pub limits: bool,
+}
+
+impl Table {
+    /// Columns named `header`; a leading `>` right-aligns a column. Every
+    /// column starts as [`Role::Other`].
+    #[must_use]
+    pub fn new(header: &[&str]) -> Self {
+        Self {
+            columns: header
+                .iter()
+                .map(|h| Column {
+                    name: h.trim_start_matches('>').to_owned(),
+                    role: Role::Other,
+                    right: h.starts_with('>'),
+                })
+                .collect(),
+            rows: Vec::new(),
+            limits: false,
+        }
+    }
+
+    /// Declares the columns at `idx` as `role`.
+    #[must_use]
+    pub fn roles(mut self, role: Role, idx: &[usize]) -> Self {
+        for &i in idx {
+            if let Some(c) = self.columns.get_mut(i) {
+                c.role = role;
+            }
+        }
+        self
+    }
+
+    /// Declares the columns at `ours` ours and those at `peer` the peer's.
+    #[must_use]
+    pub fn compares(self, ours: &[usize], peer: &[usize]) -> Self {
+        self.roles(Role::Ours, ours).roles(Role::Peer, peer)
+    }
+
+    /// Marks the table as physical limits of the machine.
+    #[must_use]
+    pub fn limits(mut self) -> Self {
+        self.limits = true;
+        self
+    }
+
+    /// Adds a row (missing cells are left empty, extra ones dropped).
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        self.row_as(Role::Other, cells);
+    }
+
+    /// Adds a row that is `role`'s (a row-wise comparison).
+    pub fn row_as<S: Into<String>>(&mut self, role: Role, cells: impl IntoIterator<Item = S>) {
+        let mut r: Vec<String> = cells.into_iter().map(Into::into).collect();
+        r.resize(self.columns.len(), String::new());
+        self.rows.push(Row { cells: r, role });
+    }
+
+    /// The table as Markdown, one line per row, columns padded so the
+    /// source reads as a table too.
+    #[must_use]
+    pub fn render(&self) -> String {
+        let esc = |s: &str| s.replace('|', "\\|");
+        let cells: Vec<Vec<String>> =
+            std::iter::once(self.columns.iter().map(|c| esc(&c.name)).collect())
+                .chain(
+                    self.rows
+                        .iter()
+                        .map(|r| r.cells.iter().map(|c| esc(c)).collect()),
+                )
+                .collect();
+        let widths: Vec<usize> = (0..self.columns.len())
+            .map(|i| {
+                cells
+                    .iter()
+                    .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                    .max()
+                    .unwrap_or(0)
+                    .max(3)
+            })
+            .collect();
+        let line = |r: &[String]| {
+            let parts: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .zip(&self.columns)
+                .map(|((c, &w), col)| {
+                    if col.right {
+                        format!("{c:>w$}")
+                    } else {
+                        format!("{c:<w$}")
+                    }
+                })
+                .collect();
+            format!("| {} |\n", parts.join(" | "))
+        };
+        let mut out = line(&cells[0]);
+        let rule: Vec<String> = widths
+            .iter()
+            .zip(&self.columns)
+            .map(|(&w, c)| {
+                if c.right {
+                    format!("{}:", "-".repeat(w - 1))
+                } else {
+                    "-".repeat(w)
+                }
+            })
+            .collect();
+        out.push_str(&format!("| {} |\n", rule.join(" | ")));
+        for r in &cells[1..] {
+            out.push_str(&line(r));
+        }
+        out
+    }
+
+    /// What is wrong with the table's cells, given its roles: one line
+    /// per problem, naming the row by its first cell.
+    #[must_use]
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in &self.rows {
+            let name = r.cells.first().map_or("", String::as_str);
+            if r.cells.len() != self.columns.len() {
+                out.push(format!(
+                    "row {name:?}: {} cells for {} columns",
+                    r.cells.len(),
+                    self.columns.len()
+                ));
+                continue;
+            }
+            let unavailable = r.cells.iter().any(|c| c.starts_with("unavailable"));
+            if unavailable && !self.limits {
+                out.push(format!(
+                    "row {name:?}: `unavailable` outside a limits table"
+                ));
+            }
+            if self.limits {
+                if !unavailable && r.cells.get(1).is_some_and(|c| is_placeholder(c)) {
+                    out.push(format!(
+                        "row {name:?}: no measurement and no `unavailable: <reason>`"
+                    ));
+                }
+                continue;
+            }
+            for (c, col) in r.cells.iter().zip(&self.columns) {
+                if matches!(col.role, Role::Ours | Role::Peer) && is_placeholder(c) {
+                    out.push(format!(
+                        "row {name:?}, column {:?}: {:?} where a value belongs",
+                        col.name, c
+                    ));
+                }
+            }
+            if matches!(r.role, Role::Ours | Role::Peer)
+                && let Some(c) = r.cells.get(1)
+                && is_placeholder(c)
+            {
+                out.push(format!("row {name:?}: its headline {:?} is not a value", c));
+            }
+        }
+        out
+    }
+
+    /// Whether the table compares ours with the peer (a column or a row
+    /// of each).
+    #[must_use]
+    pub fn is_comparison(&self) -> bool {
+        let has = |role| {
+            self.columns.iter().any(|c| c.role == role) || self.rows.iter().any(|r| r.role == role)
+        };
+        has(Role::Ours) && has(Role::Peer)
+    }
+}
+
+/// Whether a cell holds no value: empty, a dash, `?`, `n/a`, or NaN.
+#[must_use]
+pub fn is_placeholder(cell: &str) -> bool {
+    let c = cell.trim().trim_matches('*').trim();
+    matches!(c, "" | "—" | "–" | "-" | "?" | "n/a" | "unknown") || c.contains("NaN")
+}
+
+/// The outcome of a verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The target is met.
+    #[serde(rename = "PASS")]
+    Pass,
+    /// The target is missed.
+    #[serde(rename = "FAIL")]
+    Fail,
+    /// Nothing to judge (no ratio).
+    #[serde(rename = "no verdict")]
+    None,
+}
+
+impl Outcome {
+    /// `PASS` when `pass`, else `FAIL`.
+    #[must_use]
+    pub fn of(pass: bool) -> Self {
+        if pass { Self::Pass } else { Self::Fail }
+    }
+
+    /// `PASS`, `FAIL` or `no verdict`.
+    #[must_use]
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Pass => "PASS",
+            Self::Fail => "FAIL",
+            Self::None => "no verdict",
+        }
+    }
+}
+
+/// One verdict line: `- **name** (target): PASS — detail`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The cell judged.
+    pub name: String,
+    /// A headline verdict (name in bold) rather than a detail under one.
+    pub headline: bool,
+    /// The target, when the line states it (`ours ≤ 0.5× rrdtool's total`).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// PASS, FAIL or none.
+    pub outcome: Outcome,
+    /// The figures behind it (`0.99× (median of 9 per-pair ratios, …)`).
+    pub detail: String,
+}
+
+impl Verdict {
+    /// A headline verdict on `name`.
+    #[must_use]
+    pub fn new(name: impl Into<String>, outcome: Outcome, detail: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            headline: true,
+            target: None,
+            outcome,
+            detail: detail.into(),
+        }
+    }
+
+    /// The same as a detail line under a headline (name not in bold).
+    #[must_use]
+    pub fn sub(mut self) -> Self {
+        self.headline = false;
+        self
+    }
+
+    /// States the target on the line.
+    #[must_use]
+    pub fn target(mut self, target: impl Into<String>) -> Self {
+        self.target = Some(target.into());
+        self
+    }
+
+    /// The Markdown list item.
+    #[must_use]
+    pub fn line(&self) -> String {
+        let name = if self.headline {
+            format!("**{}**", self.name)
+        } else {
+            self.name.clone()
+        };
+        let target = self
+            .target
+            .as_ref()
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default();
+        let detail = if self.detail.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", self.detail)
+        };
+        format!("- {name}{target}: {}{detail}", self.outcome.word())
+    }
+}
+
+/// One piece of a report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Block {
+    /// `#`×level heading.
+    Heading {
+        /// 1 for the title, 2 for a section, 3 below.
+        level: u8,
+        /// Its text.
+        text: String,
+    },
+    /// A paragraph of Markdown prose.
+    Text(String),
+    /// A bulleted list, one item per entry.
+    List(Vec<String>),
+    /// A fenced code block.
+    Code {
+        /// The fence's language (`sh`).
+        lang: String,
+        /// Its lines.
+        text: String,
+    },
+    /// A table.
+    Table(Table),
+    /// An image beside the report (a chart).
+    Image {
+        /// What it shows.
+        alt: String,
+        /// Its file, relative to the report.
+        file: String,
+    },
+    /// Verdict lines.
+    Verdicts(Vec<Verdict>),
+}
+
+/// A whole report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Its blocks in order; the first is the title.
+    pub blocks: Vec<Block>,
+}
+
+impl Report {
+    /// A report titled `title` (the `#` heading).
+    #[must_use]
+    pub fn new(title: impl Into<String>) -> Self {
+        Self {
+            blocks: vec![Block::Heading {
+                level: 1,
+                text: title.into(),
+            }],
+        }
+    }
+
+    /// Adds a `##` section heading.
+    pub fn section(&mut self, text: impl Into<String>) -> &mut Self {
+        self.blocks.push(Block::Heading {
+            level: 2,
+            text: text.into(),
+        });
+        self
+    }
+
+    /// Adds a `###` heading.
+    pub fn subsection(&mut self, text: impl Into<String>) -> &mut Self {
+        self.blocks.push(Block::Heading {
+            level: 3,
+            text: text.into(),
+        });
+        self
+    }
+
+    /// Adds a paragraph.
+    pub fn text(&mut self, text: impl Into<String>) -> &mut Self {
+        self.blocks.push(Block::Text(text.into()));
+        self
+    }
+
+    /// Adds a bulleted list.
+    pub fn list<S: Into<String>>(&mut self, items: impl IntoIterator<Item = S>) -> &mut Self {
+        self.blocks
+            .push(Block::List(items.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// Adds a fenced code block.
+    pub fn code(&mut self, lang: &str, text: impl Into<String>) -> &mut Self {
+        self.blocks.push(Block::Code {
+            lang: lang.to_owned(),
+            text: text.into(),
+        });
+        self
+    }
+
+    /// Adds a table.
+    pub fn table(&mut self, t: Table) -> &mut Self {
+        self.blocks.push(Block::Table(t));
+        self
+    }
+
+    /// Adds an image.
+    pub fn image(&mut self, alt: impl Into<String>, file: impl Into<String>) -> &mut Self {
+        self.blocks.push(Block::Image {
+            alt: alt.into(),
+            file: file.into(),
+        });
+        self
+    }
+
+    /// Adds verdict lines.
+    pub fn verdicts(&mut self, v: Vec<Verdict>) -> &mut Self {
+        self.blocks.push(Block::Verdicts(v));
+        self
+    }
+
+    /// Every verdict, in order.
+    pub fn all_verdicts(&self) -> impl Iterator<Item = &Verdict> {
+        self.blocks.iter().flat_map(|b| match b {
+            Block::Verdicts(v) => v.as_slice(),
+            _ => &[],
+        })
+    }
+
+    /// Every table, in order, with the heading above it.
+    pub fn tables(&self) -> impl Iterator<Item = (&str, &Table)> {
+        let mut heading = "";
+        self.blocks.iter().filter_map(move |b| match b {
+            Block::Heading { text, .. } => {
+                heading = text;
+                None
+            }
+            Block::Table(t) => Some((heading, t)),
+            _ => None,
+        })
+    }
+
+    /// Every file the report shows (images).
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::Image { file, .. } => Some(file.as_str()),
+            _ => None,
+        })
+    }
+
+    /// REPORT.md: blocks separated by blank lines.
+    #[must_use]
+    pub fn markdown(&self) -> String {
+        let mut o = String::new();
+        for b in &self.blocks {
+            match b {
+                Block::Heading { level, text } => {
+                    let _ = writeln!(o, "{} {text}", "#".repeat(usize::from(*level)));
+                }
+                Block::Text(t) => {
+                    let _ = writeln!(o, "{}", t.trim_end());
+                }
+                Block::List(items) => {
+                    for i in items {
+                        let _ = writeln!(o, "- {i}");
+                    }
+                }
+                Block::Code { lang, text } => {
+                    let _ = writeln!(o, "```{lang}\n{}\n```", text.trim_end());
+                }
+                Block::Table(t) => o.push_str(&t.render()),
+                Block::Image { alt, file } => {
+                    let _ = writeln!(o, "![{alt}]({file})");
+                }
+                Block::Verdicts(v) => {
+                    for l in v {
+                        let _ = writeln!(o, "{}", l.line());
+                    }
+                }
+            }
+            o.push('\n');
+        }
+        o
+    }
+
+    /// What is wrong with the report: its tables' problems (named by
+    /// their heading) and a missing title.
+    #[must_use]
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !matches!(self.blocks.first(), Some(Block::Heading { level: 1, .. })) {
+            out.push("the report does not start with a title".to_owned());
+        }
+        for (n, (heading, t)) in self.tables().enumerate() {
+            for p in t.problems() {
+                out.push(format!("table {} (under {heading:?}): {p}", n + 1));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_render_as_markdown() {
+        let mut t = Table::new(&["cell", ">ours", ">ratio"]);
+        t.row(["cold", "4.32 s", "1.05×"]);
+        t.row(["a|b", "1 ms"]);
+        assert_eq!(
+            t.render(),
+            "| cell |   ours | ratio |\n\
+             | ---- | -----: | ----: |\n\
+             | cold | 4.32 s | 1.05× |\n\
+             | a\\|b |   1 ms |       |\n"
+        );
+    }
+
+    #[test]
+    fn roles_decide_which_cells_must_hold_values() {
+        let mut t = Table::new(&["cell", ">ours", ">Go", ">ours/Go"])
+            .compares(&[1], &[2])
+            .roles(Role::Ratio, &[3]);
+        t.row(["cold", "1 s", "2 s", "—"]);
+        assert!(t.problems().is_empty(), "{:?}", t.problems());
+        t.row(["warm", "1 s", "—", "0.5×"]);
+        t.row(["hot", "", "1 s", "0.5×"]);
+        let p = t.problems();
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(
+            p[0].contains("\"warm\"") && p[0].contains("\"Go\""),
+            "{p:?}"
+        );
+        assert!(
+            p[1].contains("\"hot\"") && p[1].contains("\"ours\""),
+            "{p:?}"
+        );
+        assert!(t.is_comparison());
+    }
+
+    #[test]
+    fn rows_can_compare_and_limits_may_be_unavailable() {
+        let mut t = Table::new(&["tool", ">total", ">per call"]);
+        t.row_as(Role::Ours, ["ours mmap", "1 s", "—"]);
+        t.row_as(Role::Peer, ["rrdtool", "?", "—"]);
+        assert!(t.is_comparison());
+        assert_eq!(t.problems().len(), 1, "{:?}", t.problems());
+        let mut l = Table::new(&["what", ">time", "notes"]).limits();
+        l.row(["O_DIRECT", "—", "unavailable: EINVAL on tmpfs"]);
+        assert!(l.problems().is_empty());
+        l.row(["cached", "—", "no reason"]);
+        assert_eq!(l.problems().len(), 1);
+        let mut u = Table::new(&["what", ">time"]);
+        u.row(["x", "unavailable: no"]);
+        assert_eq!(u.problems().len(), 1);
+    }
+
+    #[test]
+    fn a_report_renders_and_reads_back_from_json() {
+        let mut r = Report::new("bench x — today");
+        r.text("Intro.").section("Results");
+        let mut t = Table::new(&["cell", ">ours", ">peer"]).compares(&[1], &[2]);
+        t.row(["cold", "1 s", "2 s"]);
+        r.table(t)
+            .image("ratios", "ratios.svg")
+            .section("Verdicts")
+            .verdicts(vec![
+                Verdict::new("cold", Outcome::Pass, "0.50×").target("ours ≤ 1.0× peer"),
+                Verdict::new("mode fd", Outcome::Fail, "1.2×").sub(),
+            ]);
+        let md = r.markdown();
+        assert!(
+            md.starts_with("# bench x — today\n\nIntro.\n\n## Results\n\n| cell |"),
+            "{md}"
+        );
+        assert!(md.contains("![ratios](ratios.svg)\n"));
+        assert!(
+            md.ends_with("- **cold** (ours ≤ 1.0× peer): PASS — 0.50×\n- mode fd: FAIL — 1.2×\n\n"),
+            "{md}"
+        );
+        let back: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.all_verdicts().count(), 2);
+        assert_eq!(back.files().collect::<Vec<_>>(), ["ratios.svg"]);
+        assert!(back.problems().is_empty());
+    }
+}
