@@ -5,24 +5,26 @@
 //! scan, with the peak RSS of every process and the residency a
 //! prefetching range scan leaves behind.
 
-use std::fmt::Write as _;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::bolt_scan::{self, CellResult, CellSpec, FileInfo, Versions};
+use super::bolt_scan::{self, BUCKET, FileInfo, Versions, scan_cell, scan_label};
+use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing};
+use super::charts::ChartFile;
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
-use super::output::{self, Table};
+use super::output;
 use super::proc::Cmd;
-use super::schedule::{self, CacheState, Pair};
-use super::stats::{Summary, opt_ratio, opt_secs, pair_ratios};
+use super::report::{Outcome, Report, Role, Table, Verdict};
+use super::schedule::CacheState;
+use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs};
 use super::traces::{TraceInfo, Traces};
-use super::units::{format_size, human_size, utc_human};
+use super::units::{format_size, human_size, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt`.
@@ -62,9 +64,6 @@ in transactions of 1000 puts; it overrides --quick.
                          [--prefetch BYTES] [--runs 5] [--warmup 1]
                          [--no-puts] [--no-scans] [--out DIR]";
 
-/// The bucket the `big` shape fills.
-const BUCKET: &str = "fake-bucket";
-
 /// `bench bolt` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -99,43 +98,33 @@ pub struct Args {
 }
 
 /// The JSON object both `bench` commands print (the keys used here).
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Deserialize)]
 struct BenchJson {
     write_ops: u64,
     write_s: f64,
     read_ops: u64,
     read_s: f64,
-    file_bytes: u64,
-    open_s: f64,
 }
 
-/// One run of one tool on the workload.
-#[derive(Debug, Serialize)]
-struct WorkSample {
-    #[serde(flatten)]
-    out: BenchJson,
-    wall_s: f64,
-    max_rss_kib: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-struct WorkCell {
-    mode: &'static str,
-    ours_cmd: String,
-    go_cmd: String,
-    warmup: Vec<Pair<WorkSample>>,
-    pairs: Vec<Pair<WorkSample>>,
-    ours_write: Option<Summary>,
-    go_write: Option<Summary>,
-    /// ours/Go write ops/s, pair by pair.
-    ratio_write: Option<Summary>,
-    ours_read: Option<Summary>,
-    go_read: Option<Summary>,
-    /// ours/Go read ops/s, pair by pair.
-    ratio_read: Option<Summary>,
-    ours_rss: Option<Summary>,
-    go_rss: Option<Summary>,
-    ops_agree: bool,
+/// Reads either tool's `bench --json` line into `puts_per_s`,
+/// `gets_per_s`, `write_ops` and `read_ops`.
+fn parse_bench(stdout: &str) -> Result<Metrics, String> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .ok_or("no JSON on stdout")?;
+    let j: BenchJson = serde_json::from_str(line).map_err(|e| format!("bad JSON: {e}"))?;
+    #[expect(clippy::cast_precision_loss)]
+    let rate = |ops: u64, s: f64| if s > 0.0 { ops as f64 / s } else { 0.0 };
+    #[expect(clippy::cast_precision_loss)]
+    let m = [
+        ("puts_per_s", rate(j.write_ops, j.write_s)),
+        ("gets_per_s", rate(j.read_ops, j.read_s)),
+        ("write_ops", j.write_ops as f64),
+        ("read_ops", j.read_ops as f64),
+    ];
+    Ok(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 /// The prefetching range scan.
@@ -147,17 +136,8 @@ struct RangeRun {
 }
 
 #[derive(Debug, Serialize)]
-struct Target {
-    what: String,
-    target: String,
-    ratio: Option<Summary>,
-    pass: Option<bool>,
-}
-
-#[derive(Debug, Serialize)]
 struct Results {
     bench: &'static str,
-    sides: [(&'static str, &'static str); 2],
     started_utc: String,
     finished_utc: String,
     runs: usize,
@@ -167,24 +147,27 @@ struct Results {
     loadavg_end: Option<String>,
     versions: Versions,
     build_commands: Vec<String>,
-    work: Vec<WorkCell>,
+    /// Puts and gets, seq and rnd: ours is contender 0, Go 1.
+    work: Vec<CellRuns>,
     file: Option<FileInfo>,
-    scans: Vec<CellResult>,
+    /// Scan cells: ours is contender 0, Go 1.
+    scans: Vec<CellRuns>,
     range: Vec<RangeRun>,
     range_keys: Option<(String, String)>,
     prefetch: u64,
-    targets: Vec<Target>,
+    verdicts: Vec<Verdict>,
     /// Logical size of the scan file, as asked of the generator.
     scan_size: Option<String>,
     /// The physical limits of the scan file.
     limits: Vec<Limit>,
-    /// Residency traces of the timed scan runs (files in `traces/`).
     traces: Vec<TraceInfo>,
-    /// SVG charts beside the report.
-    charts: Vec<String>,
+    charts: Vec<ChartFile>,
 }
 
 /// Runs the bench.
+///
+/// # Errors
+/// When a build, the file, a run or the report fails.
 #[expect(clippy::too_many_lines)]
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
@@ -205,39 +188,34 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     } else {
         2 << 30
     });
-    let batch = tiny.then_some(bolt_scan::TINY_BATCH);
-    let oracle = ws.peer("bolt")?;
-    let scan_cells = if args.no_scans { 0 } else { 5 };
-    let work_cells = if args.no_puts { 0 } else { 2 };
-    let limit_steps = if args.no_scans {
+    let peer = ws.peer("bolt")?;
+    let warm_runs = runs.max(bolt_scan::WARM_MIN_RUNS);
+    let scan_steps = if args.no_scans {
         0
     } else {
-        limits::steps(runs)
+        (5 * warmup + 4 * runs + 2 * warm_runs) * 2 + 2 + limits::steps(runs)
     };
-    // Of the scan cells, the last two are warm.
-    let scan_runs = if args.no_scans {
+    let work_steps = if args.no_puts {
         0
     } else {
-        (scan_cells - 2) * runs + 2 * bolt_scan::cell_runs(CacheState::Warm, runs)
+        2 * (warmup + runs) * 2
     };
-    let steps = 3
-        + (scan_cells + work_cells) * warmup * 2
-        + (work_cells * runs + scan_runs) * 2
-        + 2
-        + limit_steps;
-    let progress = Progress::new(steps as u64);
+    let progress = Progress::new((2 + scan_steps + work_steps) as u64);
 
     let build_ours = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
-    let build_oracle = Cmd::new(oracle.clone()).arg("build");
+    let build_peer = Cmd::new(peer.clone()).arg("build");
     progress.set("building mapwise (release)");
     build_ours.run(&ws.root).context("cannot build ours")?;
     let mapwise = path_arg(&ws.release_bin("mapwise"));
     progress.inc();
-    progress.set("building the bbolt oracle");
-    let dir = build_oracle
+    progress.set("building the bbolt peer");
+    let dir = build_peer
         .run(&ws.root)
-        .context("cannot build the bbolt oracle")?;
+        .context("cannot build the bbolt peer")?;
+    // The peer's Go binary, run from its build directory (a cache
+    // directory of this machine), shown as `"$BOLT_ORACLE"/boltoracle`.
     let go_bin = path_arg(&PathBuf::from(dir.stdout.trim()).join("boltoracle"));
+    let go = || Cmd::new(go_bin.clone()).shown_as("\"$BOLT_ORACLE\"/boltoracle");
     progress.inc();
 
     let tmp = ws.bench_dir().join("tmp");
@@ -245,35 +223,79 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // Described before the runs (the load average "at start"); the bench
     // files all live under target/bench, on one file system.
     let machine = Machine::describe(&tmp);
-    let mut work = Vec::new();
-    if !args.no_puts {
-        for mode in ["seq", "rnd"] {
-            work.push(work_cell(
-                ws,
-                &progress,
-                &tmp,
-                (&mapwise, &go_bin),
-                mode,
-                count,
-                (warmup, runs),
-            )?);
-        }
-    }
-
-    let mut scans = Vec::new();
     let traces = std::cell::RefCell::new(Traces::new());
     let scratch = ws.bench_dir().join("scratch");
-    let mut range = Vec::new();
-    let mut range_keys = None;
-    let mut file = None;
-    let mut limits = Vec::new();
+    let tracing = Tracing {
+        traces: &traces,
+        scratch: &scratch,
+    };
+    let mut work = Vec::new();
+    for mode in if args.no_puts {
+        &[][..]
+    } else {
+        &["seq", "rnd"][..]
+    } {
+        let files = [tmp.join("bolt-bench-ours.db"), tmp.join("bolt-bench-go.db")];
+        let flags = |cmd: Cmd, file: &PathBuf| {
+            cmd.arg(path_arg(file))
+                .args([
+                    "--write-mode",
+                    mode,
+                    "--read-mode",
+                    mode,
+                    "--count",
+                    &count.to_string(),
+                ])
+                .args([
+                    "--batch-size",
+                    "1000",
+                    "--key-size",
+                    "16",
+                    "--value-size",
+                    "100",
+                    "--json",
+                    "--force",
+                ])
+        };
+        let cell = Cell {
+            label: format!("{mode} puts, {mode} gets"),
+            cache: CacheState::Warm,
+            files: Vec::new(),
+            fresh: files.to_vec(),
+            contenders: vec![
+                Contender::new(
+                    "ours",
+                    flags(Cmd::new(mapwise.clone()).args(["bolt", "bench"]), &files[0]),
+                    |o| parse_bench(&o.stdout),
+                ),
+                Contender::new("Go", flags(go().arg("bench"), &files[1]), |o| {
+                    parse_bench(&o.stdout)
+                }),
+            ],
+            warmup,
+            runs,
+            shared_warm_reset: false,
+            untimed_warm_first: false,
+            cold_settle: None,
+        };
+        work.push(cell::run(ws, &progress, &cell, &tracing)?);
+    }
+
+    let (mut scans, mut range, mut range_keys, mut file, mut limits) =
+        (Vec::new(), Vec::new(), None, None, Vec::new());
     if !args.no_scans {
         progress.set(format!(
             "bbolt file, {} seed {}",
             format_size(size),
             args.seed
         ));
-        let f = bolt_scan::ensure_file(ws, &oracle, (size, batch), args.seed, &progress)?;
+        let f = bolt_scan::ensure_file(
+            ws,
+            &peer,
+            (size, tiny.then_some(bolt_scan::TINY_BATCH)),
+            args.seed,
+            &progress,
+        )?;
         let path = PathBuf::from(&f.path);
         let pf = format_size(args.prefetch);
         // Ours' extra options in a cell: none (like for like), the
@@ -289,59 +311,43 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             (CacheState::Warm, false, &[][..]),
             (CacheState::Warm, true, &[][..]),
         ] {
-            let spec = CellSpec { cache, populate };
             let label = if extra.is_empty() {
-                spec.label()
+                scan_label(cache, populate)
             } else {
                 format!("cold, ours {} vs Go plain mmap", extra.join(" "))
             };
             let ours = Cmd::new(mapwise.clone())
-                .arg("bolt")
-                .arg("traverse")
-                .arg(f.path.clone())
+                .args(["bolt", "traverse", &f.path])
                 .arg_if(populate, "--populate")
                 .args(extra.iter().cloned())
                 .arg("--json");
-            let go = oracle_cmd(&go_bin)
-                .arg("traverse")
-                .arg(f.path.clone())
+            let go = go()
+                .args(["traverse", &f.path])
                 .arg_if(populate, "--populate");
-            scans.push(bolt_scan::run_cell(
+            scans.push(cell::run(
                 ws,
                 &progress,
-                &path,
-                spec,
-                label,
-                (ours, go),
-                (warmup, runs),
-                (&traces, &scratch),
+                &scan_cell(label, cache, &path, (ours, go), (warmup, runs)),
+                &tracing,
             )?);
         }
         limits = limits::standard(&path, runs, &progress)?;
         progress.set("range scans with residency");
-        let keys = oracle_cmd(&go_bin)
-            .arg("keys")
-            .arg(f.path.clone())
-            .arg(BUCKET)
-            .run(&ws.root)?;
+        let keys = go().args(["keys", &f.path, BUCKET]).run(&ws.root)?;
         let all: Vec<&str> = keys.stdout.lines().collect();
         if all.len() >= 20 {
             let (k1, k2) = (all[all.len() * 45 / 100], all[all.len() / 2]);
             range_keys = Some((k1.to_owned(), k2.to_owned()));
             for prefetch in [false, true] {
-                schedule::prepare(&path, CacheState::Cold)?;
+                super::schedule::prepare(&[&path], CacheState::Cold)?;
                 let cmd = Cmd::new(mapwise.clone())
-                    .arg("bolt")
-                    .arg("traverse")
-                    .arg(f.path.clone())
-                    .arg("--from")
-                    .arg(k1)
-                    .arg("--to")
-                    .arg(k2)
-                    .arg_if(prefetch, "--prefetch")
-                    .arg_if(prefetch, pf.clone())
-                    .arg("--residency")
-                    .arg("--json");
+                    .args(["bolt", "traverse", &f.path, "--from", k1, "--to", k2])
+                    .args(if prefetch {
+                        vec!["--prefetch".to_owned(), pf.clone()]
+                    } else {
+                        Vec::new()
+                    })
+                    .args(["--residency", "--json"]);
                 let out = cmd.run(&ws.root)?;
                 range.push(RangeRun {
                     label: if prefetch {
@@ -358,12 +364,43 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         }
         file = Some(f);
     }
-
-    let targets = targets(&work, &scans);
-    let versions = Versions::of(&oracle);
-    let mut results = Results {
+    drop(progress);
+    let traced = traces.borrow();
+    let mut charts = Vec::new();
+    let picks: Vec<(String, &str, String)> = scans
+        .iter()
+        .filter(|c| c.cache == CacheState::Cold)
+        .flat_map(|c| {
+            let what = c.label.trim_start_matches("cold, ");
+            let sides: &[&str] = if what.starts_with("ours") {
+                &["ours"]
+            } else {
+                &["ours", "Go"]
+            };
+            sides.iter().map(move |&side| {
+                let legend = if what.starts_with("ours") {
+                    what.split(" vs ").next().unwrap_or(what).to_string()
+                } else {
+                    format!("{side}, {what}")
+                };
+                (c.label.clone(), side, legend)
+            })
+        })
+        .collect();
+    if let Some(svg) = super::traces::residency_chart(
+        &traced,
+        "bench bolt, cold scans: the file in the page cache (plain, populate, prefetching cursor, hugepage advice)",
+        &picks,
+    )? {
+        charts.push(ChartFile {
+            file: "residency-cold.svg".to_owned(),
+            what: "the file in the page cache during the first timed cold scan of each kind"
+                .to_owned(),
+            svg,
+        });
+    }
+    let results = Results {
         bench: "bolt",
-        sides: [("a", "ours"), ("b", "go")],
         started_utc: utc_human(started),
         finished_utc: utc_human(SystemTime::now()),
         runs,
@@ -371,85 +408,35 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         count,
         machine,
         loadavg_end: machine::loadavg(),
-        versions,
+        versions: Versions::of(&peer),
         build_commands: vec![
             build_ours.shell(),
-            format!("BOLT_ORACLE=$({})", build_oracle.shell()),
+            format!("BOLT_ORACLE=$({})", build_peer.shell()),
         ],
+        verdicts: verdicts(&work, &scans),
         work,
         file,
         scans,
         range,
         range_keys,
         prefetch: args.prefetch,
-        targets,
         scan_size: (!args.no_scans).then(|| format_size(size)),
         limits,
-        traces: Vec::new(),
-        charts: Vec::new(),
+        traces: traced.list().to_vec(),
+        charts,
     };
-    drop(progress);
-    let traced = traces.borrow();
-    let picks: Vec<(String, &str, String)> = results
-        .scans
-        .iter()
-        .filter(|c| c.spec.cache == CacheState::Cold)
-        .flat_map(|c| {
-            let sides: &[&str] = if c.label.starts_with("cold, ours") {
-                &["ours"]
-            } else {
-                &["ours", "Go"]
-            };
-            sides
-                .iter()
-                .map(|&side| {
-                    let what = c.label.trim_start_matches("cold, ");
-                    let legend = if what.starts_with("ours") {
-                        what.split(" vs ").next().unwrap_or(what).to_string()
-                    } else {
-                        format!("{side}, {what}")
-                    };
-                    (c.label.clone(), side, legend)
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let chart = super::traces::residency_chart(
-        &traced,
-        "bench bolt, cold scans: the file in the page cache (plain, populate, prefetching cursor, hugepage advice)",
-        &picks,
-    )?;
-    let mut extra: Vec<(&str, &[u8])> = traced.files();
-    if let Some(svg) = &chart {
-        extra.push(("residency-cold.svg", svg.as_bytes()));
-        results.charts.push("residency-cold.svg".to_owned());
-    }
-    results.traces = traced.list().to_vec();
-    let mut report = render(&results);
-    if chart.is_some() || !traced.list().is_empty() {
-        report.push_str(&format!(
-            "\n## Residency traces\n\n{}Every timed scan run was traced (the file's residency {}): {} \
-             traces in `traces/`; `inspector replay traces/<cell>-<tool>-<run>.trace --file FILE` plays one.\n",
-            if chart.is_some() {
-                "![the file in the page cache during the first timed cold scan of each kind](residency-cold.svg)\n\n"
-            } else {
-                ""
-            },
-            super::traces::cadence(),
-            traced.list().len()
-        ));
-    }
-    output::publish(
+    output::publish_traced_report(
         &ws.report_dir(&args.common, started),
-        &report,
+        &render(&results),
         &results,
-        &extra,
+        &traced,
+        &results.charts,
     )?;
-    let agree = results.work.iter().all(|w| w.ops_agree)
-        && results
-            .scans
-            .iter()
-            .all(|c| c.summary.key_counts.len() == 1);
+    let agree = results
+        .work
+        .iter()
+        .all(|w| w.distinct("write_ops").len() == 1 && w.distinct("read_ops").len() == 1)
+        && results.scans.iter().all(|c| c.distinct("keys").len() == 1);
     if !agree {
         eprintln!("xtask: op or key counts differ between ours and Go (see the report)");
         return Ok(ExitCode::FAILURE);
@@ -457,159 +444,51 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The bbolt peer's Go binary, run from its build directory (a cache
-/// directory of this machine), shown in the report as
-/// `"$BOLT_ORACLE"/boltoracle`, the commands section setting `BOLT_ORACLE`
-/// from `peers/bolt/peer build`.
-fn oracle_cmd(go_bin: &str) -> Cmd {
-    Cmd::new(go_bin).shown_as("\"$BOLT_ORACLE\"/boltoracle")
-}
-
-/// One workload mode, ours and Go alternately.
-fn work_cell(
-    ws: &Workspace,
-    progress: &Progress,
-    tmp: &Path,
-    (mapwise, go_bin): (&str, &str),
-    mode: &'static str,
-    count: u64,
-    (warmup, runs): (usize, usize),
-) -> Result<WorkCell> {
-    let cmd = |base: Cmd, file: &str| {
-        base.arg(file)
-            .arg("--write-mode")
-            .arg(mode)
-            .arg("--read-mode")
-            .arg(mode)
-            .arg("--count")
-            .arg(count.to_string())
-            .arg("--batch-size")
-            .arg("1000")
-            .arg("--key-size")
-            .arg("16")
-            .arg("--value-size")
-            .arg("100")
-            .arg("--json")
-            .arg("--force")
-    };
-    let ours_file = path_arg(&tmp.join("bolt-bench-ours.db"));
-    let go_file = path_arg(&tmp.join("bolt-bench-go.db"));
-    let ours_cmd = cmd(Cmd::new(mapwise).arg("bolt").arg("bench"), &ours_file);
-    let go_cmd = cmd(oracle_cmd(go_bin).arg("bench"), &go_file);
-    let phase = std::cell::Cell::new("warm-up");
-    let mut before = |side, run| {
-        let who = if side == schedule::Side::A {
-            "ours"
-        } else {
-            "Go"
-        };
-        progress.set(format!("puts/gets {mode}: {} {run}, {who}", phase.get()));
-        // Neither side's file from the previous run stays around dirty.
-        for f in [&ours_file, &go_file] {
-            let _ = fs::remove_file(ws.root.join(f));
-        }
-        Ok(())
-    };
-    let measure = |c: &Cmd| -> Result<WorkSample> {
-        let out = c.run(&ws.root)?;
-        let line = out.stdout.lines().rev().find(|l| l.starts_with('{'));
-        let parsed: BenchJson = serde_json::from_str(line.unwrap_or_default())
-            .with_context(|| format!("`{}`: no JSON on stdout", c.shell()))?;
-        progress.inc();
-        Ok(WorkSample {
-            out: parsed,
-            wall_s: out.wall_s,
-            max_rss_kib: out.max_rss_kib,
-        })
-    };
-    let mut ours = |_, ()| measure(&ours_cmd);
-    let mut go = |_, ()| measure(&go_cmd);
-    let warm = schedule::alternate(warmup, &mut before, &mut ours, &mut go)?;
-    phase.set("run");
-    let pairs = schedule::alternate(runs, &mut before, &mut ours, &mut go)?;
-    for f in [&ours_file, &go_file] {
-        let _ = fs::remove_file(ws.root.join(f));
-    }
-    let rate = |ops: u64, s: f64| if s > 0.0 { ops as f64 / s } else { 0.0 };
-    let col = |f: &dyn Fn(&WorkSample) -> f64, a: bool| {
-        let v: Vec<f64> = pairs
-            .iter()
-            .map(|p| f(if a { &p.a } else { &p.b }))
-            .collect();
-        Summary::of(&v)
-    };
-    let ratio = |f: &dyn Fn(&WorkSample) -> f64| {
-        let v: Vec<(f64, f64)> = pairs.iter().map(|p| (f(&p.a), f(&p.b))).collect();
-        Summary::of(&pair_ratios(&v).0)
-    };
-    let write = |s: &WorkSample| rate(s.out.write_ops, s.out.write_s);
-    let read = |s: &WorkSample| rate(s.out.read_ops, s.out.read_s);
-    let rss = |s: &WorkSample| s.max_rss_kib.map_or(f64::NAN, |k| k as f64 * 1024.0);
-    let ops_agree = pairs
-        .iter()
-        .chain(&warm)
-        .all(|p| (p.a.out.write_ops, p.a.out.read_ops) == (p.b.out.write_ops, p.b.out.read_ops));
-    Ok(WorkCell {
-        mode,
-        ours_cmd: ours_cmd.shell(),
-        go_cmd: go_cmd.shell(),
-        ours_write: col(&write, true),
-        go_write: col(&write, false),
-        ratio_write: ratio(&write),
-        ours_read: col(&read, true),
-        go_read: col(&read, false),
-        ratio_read: ratio(&read),
-        ours_rss: col(&rss, true),
-        go_rss: col(&rss, false),
-        ops_agree,
-        warmup: warm,
-        pairs,
-    })
-}
-
-/// The issue's targets, from the cells that measured them. Work ratios
-/// are ops/s ours/Go (higher is better); scan ratios are time ours/Go
-/// (lower is better).
-fn targets(work: &[WorkCell], scans: &[CellResult]) -> Vec<Target> {
-    let mut t = Vec::new();
-    let mut at_least = |what: String, min: f64, r: Option<&Summary>| {
-        t.push(Target {
+/// The targets, from the cells that measured them. Work ratios are ops/s
+/// ours/Go (higher is better); scan ratios are time ours/Go (lower is
+/// better).
+fn verdicts(work: &[CellRuns], scans: &[CellRuns]) -> Vec<Verdict> {
+    let judge = |what: String, target: String, r: Option<Summary>, pass: &dyn Fn(f64) -> bool| {
+        Verdict::new(
             what,
-            target: format!("ops/s ours/Go ≥ {min:.1}×"),
-            ratio: r.copied(),
-            pass: r.map(|r| r.median >= min),
-        });
+            r.map_or(Outcome::None, |r| Outcome::of(pass(r.median))),
+            opt_ratio(r.as_ref()),
+        )
+        .target(target)
     };
-    for w in work {
-        at_least(format!("{} puts", w.mode), 1.0, w.ratio_write.as_ref());
-        if w.mode == "rnd" {
-            at_least("random gets".to_owned(), 1.5, w.ratio_read.as_ref());
+    let mut v = Vec::new();
+    for (w, mode) in work.iter().zip(["seq", "rnd"]) {
+        v.push(judge(
+            format!("{mode} puts"),
+            "ops/s ours/Go ≥ 1.0×".to_owned(),
+            w.ratio(0, 1, "puts_per_s").0,
+            &|m| m >= 1.0,
+        ));
+        if mode == "rnd" {
+            v.push(judge(
+                "random gets".to_owned(),
+                "ops/s ours/Go ≥ 1.5×".to_owned(),
+                w.ratio(0, 1, "gets_per_s").0,
+                &|m| m >= 1.5,
+            ));
         }
     }
     for c in scans {
-        let max = if c.spec.cache == CacheState::Warm && !c.spec.populate {
+        let max = if c.label == scan_label(CacheState::Warm, false) {
             0.7
         } else if c.label.contains("--prefetch") {
             0.5
         } else {
             continue;
         };
-        let r = c.summary.ratio_took.as_ref();
-        t.push(Target {
-            what: format!("scan: {}", c.label),
-            target: format!("time ours/Go ≤ {max:.1}×"),
-            ratio: r.copied(),
-            pass: r.map(|r| r.median <= max),
-        });
+        v.push(judge(
+            format!("scan: {}", c.label),
+            format!("time ours/Go ≤ {max:.1}×"),
+            c.ratio(0, 1, "took_s").0,
+            &|m| m <= max,
+        ));
     }
-    t
-}
-
-fn ops(s: Option<&Summary>) -> String {
-    s.map_or_else(
-        || "—".to_owned(),
-        |s| format!("{} [{}–{}]", kops(s.median), kops(s.min), kops(s.max)),
-    )
+    v
 }
 
 fn kops(x: f64) -> String {
@@ -620,58 +499,46 @@ fn kops(x: f64) -> String {
     }
 }
 
-fn mib(s: Option<&Summary>) -> String {
-    // A median of byte counts: non-negative and far below 2^53.
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    s.map_or_else(|| "—".to_owned(), |s| human_size(s.median as u64))
+/// Median and range of ops/s, `—` when none.
+fn ops(s: Option<Summary>) -> String {
+    s.map_or_else(
+        || "—".to_owned(),
+        |s| format!("{} [{}–{}]", kops(s.median), kops(s.min), kops(s.max)),
+    )
 }
 
-/// The markdown report.
+/// The median peak RSS of contender `i` in `c`.
+fn rss(c: &CellRuns, i: usize) -> String {
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    c.summary(i, "rss_kib")
+        .map_or_else(|| "—".to_owned(), |s| human_size(s.median as u64 * 1024))
+}
+
 #[expect(clippy::too_many_lines)]
-fn render(r: &Results) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "# bench bolt — {}\n", r.started_utc);
-    let _ = writeln!(
-        o,
+fn render(r: &Results) -> Report {
+    let mut o = Report::new(format!("bench bolt — {}", r.started_utc));
+    o.text(format!(
         "Our bbolt engine (**ours**, `mapwise bolt bench` / `mapwise bolt traverse`) beside **Go bbolt {}** \
-         (the oracle binary's `bench` / `traverse`), {} run{} per cell ({} in a warm scan cell: they vary up to 5× from \
+         (the peer binary's `bench` / `traverse`), {} run{} per cell ({} in a warm scan cell: they vary up to 5× from \
          one reset to the next in both tools, see bolt-scan's method) after {} warm-up pair(s), alternating \
-         ours and Go with the order turning every pair (ours, Go; Go, ours; …). Ratios are computed pair by pair: median [min–max]. Finished {}.\n",
+         ours and Go with the order turning every pair (ours, Go; Go, ours; …). Ratios are computed pair by pair: \
+         median [min–max]. Finished {}.",
         r.versions.bbolt_readme.clone().unwrap_or_default(),
         r.runs,
         if r.runs == 1 { "" } else { "s" },
-        bolt_scan::cell_runs(CacheState::Warm, r.runs),
+        r.runs.max(bolt_scan::WARM_MIN_RUNS),
         r.warmup,
         r.finished_utc
-    );
-    o.push_str(&bolt_scan::machine_section(
-        &r.machine,
-        &r.versions,
-        r.loadavg_end.as_ref(),
     ));
-
-    let _ = writeln!(o, "\n## Verdicts\n");
-    let mut t = Table::new(&["target", "goal", ">ours/Go (per pair)", "verdict"]);
-    for x in &r.targets {
-        t.row([
-            x.what.clone(),
-            x.target.clone(),
-            opt_ratio(x.ratio.as_ref()),
-            match x.pass {
-                Some(true) => "PASS".to_owned(),
-                Some(false) => "FAIL".to_owned(),
-                None => "no ratio".to_owned(),
-            },
-        ]);
-    }
-    o.push_str(&t.render());
+    r.versions
+        .machine(&mut o, &r.machine, r.loadavg_end.as_deref());
+    o.section("Verdicts").verdicts(r.verdicts.clone());
 
     if !r.work.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n## Puts and gets ({} keys, batches of 1000, 16-byte keys, 100-byte values)\n",
+        o.section(format!(
+            "Puts and gets ({} keys, batches of 1000, 16-byte keys, 100-byte values)",
             r.count
-        );
+        ));
         let mut t = Table::new(&[
             "mode",
             ">ours puts/s",
@@ -682,38 +549,38 @@ fn render(r: &Results) -> String {
             ">gets ours/Go",
             ">peak RSS ours / Go",
             "ops agree",
-        ]);
+        ])
+        .compares(&[1, 4], &[2, 5])
+        .roles(Role::Ratio, &[3, 6]);
         for w in &r.work {
+            let agree = w.distinct("write_ops").len() == 1 && w.distinct("read_ops").len() == 1;
             t.row([
-                format!("{0} puts, {0} gets", w.mode),
-                ops(w.ours_write.as_ref()),
-                ops(w.go_write.as_ref()),
-                opt_ratio(w.ratio_write.as_ref()),
-                ops(w.ours_read.as_ref()),
-                ops(w.go_read.as_ref()),
-                opt_ratio(w.ratio_read.as_ref()),
-                format!("{} / {}", mib(w.ours_rss.as_ref()), mib(w.go_rss.as_ref())),
-                if w.ops_agree { "yes" } else { "**NO**" }.to_owned(),
+                w.label.clone(),
+                ops(w.summary(0, "puts_per_s")),
+                ops(w.summary(1, "puts_per_s")),
+                opt_ratio(w.ratio(0, 1, "puts_per_s").0.as_ref()),
+                ops(w.summary(0, "gets_per_s")),
+                ops(w.summary(1, "gets_per_s")),
+                opt_ratio(w.ratio(0, 1, "gets_per_s").0.as_ref()),
+                format!("{} / {}", rss(w, 0), rss(w, 1)),
+                if agree { "yes" } else { "**NO**" }.to_owned(),
             ]);
         }
-        o.push_str(&t.render());
-        let _ = writeln!(
-            o,
-            "\nputs/s = count / write time (all write transactions, one fdatasync'd commit each, as each tool \
+        o.table(t).text(
+            "puts/s = count / write time (all write transactions, one fdatasync'd commit each, as each tool \
              times itself); gets/s = reads / read time (seq: one cursor pass; rnd: Get of every key in the \
-             seeded shuffled order), on the file just written (warm). Peak RSS: `ru_maxrss` from wait4, median.\n"
+             seeded shuffled order), on the file just written (warm). Peak RSS: `ru_maxrss` from wait4, median.",
         );
     }
 
     if let Some(f) = &r.file {
-        let _ = writeln!(
-            o,
-            "## Scans of `{}` ({}, {} keys)\n",
+        o.section(format!(
+            "Scans of `{}` ({}, {} keys)",
             f.path,
             human_size(f.bytes),
             f.expected_keys
                 .map_or_else(|| "?".to_owned(), |k| k.to_string())
-        );
+        ));
         let mut t = Table::new(&[
             "cell",
             ">ours took",
@@ -722,62 +589,66 @@ fn render(r: &Results) -> String {
             ">peak RSS ours / Go",
             ">resident after ours / Go",
             ">keys",
-        ]);
+        ])
+        .compares(&[1], &[2])
+        .roles(Role::Ratio, &[3]);
         for c in &r.scans {
-            let s = &c.summary;
-            let rss = |a: bool| {
-                let v: Vec<f64> = c
-                    .pairs
-                    .iter()
-                    .filter_map(|p| (if a { &p.a } else { &p.b }).max_rss_kib)
-                    .map(|k| k as f64 * 1024.0)
-                    .collect();
-                mib(Summary::of(&v).as_ref())
+            let after = |i| {
+                c.summary(i, "resident_after")
+                    .map_or_else(|| "—".to_owned(), |x| pct(x.median))
             };
             t.row([
                 c.label.clone(),
-                opt_secs(s.ours_took.as_ref()),
-                opt_secs(s.go_took.as_ref()),
-                opt_ratio(s.ratio_took.as_ref()),
-                format!("{} / {}", rss(true), rss(false)),
-                s.resident_after_text(),
-                s.keys_text(),
+                opt_secs(c.summary(0, "took_s").as_ref()),
+                opt_secs(c.summary(1, "took_s").as_ref()),
+                opt_ratio(c.ratio(0, 1, "took_s").0.as_ref()),
+                format!("{} / {}", rss(c, 0), rss(c, 1)),
+                format!("{} / {}", after(0), after(1)),
+                c.distinct("keys")
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" / "),
             ]);
         }
-        o.push_str(&t.render());
-        let _ = writeln!(
-            o,
-            "\ntook = open + scan as each tool times itself. cold: xtask fsyncs and evicts the file \
-             (posix_fadvise DONTNEED) before every run, then, on a machine that reports free pages to a VM host, waits 5 s (see bolt-scan's method); warm: xtask evicts it, then reads it whole first, once per pair: both runs of a pair scan the same page cache, and each timed warm run follows an untimed run of the same command, so that neither tool is the first to run after a pause (see bolt-scan's method). Both tools map with \
-             MADV_RANDOM, as bbolt does. The prefetch cell runs ours with `--prefetch` (madvise(MADV_WILLNEED) \
-             of the next leaves, known from the branch pages above the current leaf) against Go's plain cold scan; \
-             the hugepage cell runs ours with `--advice hugepage` (MADV_HUGEPAGE instead of MADV_RANDOM: where the \
-             page cache has large folios, a cold fault reads the whole 2 MiB block around it and maps it with one \
-             entry) against the same. Neither is like for like: they are what ours offers beyond bbolt.\n"
+        o.table(t).text(
+            "took = open + scan as each tool times itself. cold: the harness fsyncs and evicts the file \
+             (posix_fadvise DONTNEED) before every run, then, on a machine that reports free pages to a VM host, \
+             waits 5 s (see bolt-scan's method); warm: it evicts it, then reads it whole first, once per pair: both \
+             runs of a pair scan the same page cache, and each timed warm run follows an untimed run of the same \
+             command, so that neither tool is the first to run after a pause (see bolt-scan's method). Both tools \
+             map with MADV_RANDOM, as bbolt does. The prefetch cell runs ours with `--prefetch` \
+             (madvise(MADV_WILLNEED) of the next leaves, known from the branch pages above the current leaf) \
+             against Go's plain cold scan; the hugepage cell runs ours with `--advice hugepage` (MADV_HUGEPAGE \
+             instead of MADV_RANDOM: where the page cache has large folios, a cold fault reads the whole 2 MiB \
+             block around it and maps it with one entry) against the same. Neither is like for like: they are \
+             what ours offers beyond bbolt.",
         );
-        // The seed's figures set beside the plain and populate cells (not
-        // the prefetching one, which the seed did not have).
-        let plain: Vec<&CellResult> = r
-            .scans
-            .iter()
-            .filter(|c| !c.label.starts_with("cold, ours"))
-            .collect();
-        bolt_scan::seed_section(&mut o, &plain, r.scan_size.as_deref().unwrap_or_default());
-        limits::section(&mut o, &r.limits);
+        // The seed's figures beside the plain and populate cells (not the
+        // prefetching one, which the seed did not have).
+        let cold = |populate| {
+            r.scans
+                .iter()
+                .find(|c| c.label == scan_label(CacheState::Cold, populate))
+        };
+        bolt_scan::seed_section(
+            &mut o,
+            cold(false),
+            cold(true),
+            r.scan_size.as_deref().unwrap_or_default(),
+        );
+        limits::add_to(&mut o, &r.limits);
     }
 
     if !r.range.is_empty() {
         let (k1, k2) = r.range_keys.clone().unwrap_or_default();
-        let _ = writeln!(
-            o,
-            "## Prefetch reads only its range\n\nCold range scan from key `{k1}` to `{k2}` (45 % to 50 % of \
-             the key list), ours, evicted first; residency sampled with mincore right after the scan, in OS \
-             pages. read_ahead_kb of the device = {} (bbolt's MADV_RANDOM turns fault read-around off; \
-             MADV_WILLNEED reads exactly the ranges asked, up to read_ahead_kb per call).\n",
-            r.machine
-                .read_ahead_kb
-                .map_or_else(|| "unknown".to_owned(), |k| k.to_string())
-        );
+        o.section("Prefetch reads only its range").text(format!(
+            "Cold range scan from key `{k1}` to `{k2}` (45 % to 50 % of the key list), ours, evicted first; \
+             residency sampled with mincore right after the scan, in OS pages. read_ahead_kb of the device = {} \
+             (bbolt's MADV_RANDOM turns fault read-around off; MADV_WILLNEED reads exactly the ranges asked, up \
+             to read_ahead_kb per call).",
+            r.machine.read_ahead_kb.map_or_else(|| "unknown".to_owned(), |k| k.to_string())
+        ));
         let mut t = Table::new(&[
             "scan",
             ">keys",
@@ -789,7 +660,6 @@ fn render(r: &Results) -> String {
         ]);
         for x in &r.range {
             let j = &x.json;
-            let g = |k: &str| j.get(k).cloned().unwrap_or_default();
             let rs = |k: &str| {
                 j.get("residency")
                     .and_then(|v| v.get(k))
@@ -797,43 +667,50 @@ fn render(r: &Results) -> String {
             };
             t.row([
                 x.label.clone(),
-                g("keys").to_string(),
-                g("took_s")
-                    .as_f64()
-                    .map_or_else(|| "—".to_owned(), super::stats::fmt_secs),
+                j.get("keys").cloned().unwrap_or_default().to_string(),
+                j.get("took_s")
+                    .and_then(serde_json::Value::as_f64)
+                    .map_or_else(|| "—".to_owned(), fmt_secs),
                 rs("file_pages"),
                 rs("visited_pages"),
                 rs("resident_visited"),
                 rs("resident_outside"),
             ]);
         }
-        o.push_str(&t.render());
-        let _ = writeln!(
-            o,
-            "\n*pages read by the scan* = OS pages holding the keys and values it returned; *resident elsewhere* \
+        o.table(t).text(
+            "*pages read by the scan* = OS pages holding the keys and values it returned; *resident elsewhere* \
              = every other resident page of the file (meta, freelist and branch pages, and leaf headers on \
              other pages, included). Equal counts with and without prefetch mean the prefetch brought in \
-             nothing outside the range.\n"
+             nothing outside the range.",
         );
     }
 
-    let _ = writeln!(o, "## Commands\n\nRun from the workspace root.\n\n```sh");
-    for c in &r.build_commands {
-        let _ = writeln!(o, "{c}");
+    let mut commands = r.build_commands.clone();
+    commands.extend(
+        r.work
+            .iter()
+            .flat_map(|w| w.contenders.iter().map(|c| c.1.clone())),
+    );
+    commands.extend(r.file.as_ref().map(|f| f.gen_cmd.clone()));
+    commands.extend(
+        r.scans
+            .iter()
+            .flat_map(|c| c.contenders.iter().map(|c| c.1.clone())),
+    );
+    commands.extend(r.range.iter().map(|x| x.cmd.clone()));
+    o.section("Commands")
+        .text("Run from the workspace root.")
+        .code("sh", commands.join("\n"));
+    if !r.charts.is_empty() || !r.traces.is_empty() {
+        o.section("Residency traces");
+        super::charts::add_images(&mut o, &r.charts);
+        o.text(format!(
+            "Every timed scan run was traced (the file's residency {}): {} traces in `traces/`; \
+             `inspector replay traces/<cell>-<tool>-<run>.trace --file FILE` plays one.",
+            super::traces::cadence(),
+            r.traces.len()
+        ));
     }
-    for w in &r.work {
-        let _ = writeln!(o, "{}\n{}", w.ours_cmd, w.go_cmd);
-    }
-    if let Some(f) = &r.file {
-        let _ = writeln!(o, "{}", f.gen_cmd);
-    }
-    for c in &r.scans {
-        let _ = writeln!(o, "{}\n{}", c.ours_cmd, c.go_cmd);
-    }
-    for x in &r.range {
-        let _ = writeln!(o, "{}", x.cmd);
-    }
-    let _ = writeln!(o, "```");
     o
 }
 
@@ -848,33 +725,12 @@ mod tests {
     }
 
     #[test]
-    fn targets_read_the_right_cells() {
-        let s = |m| Some(Summary::of(&[m]).unwrap());
-        let cell = |mode, w, rd| WorkCell {
-            mode,
-            ours_cmd: String::new(),
-            go_cmd: String::new(),
-            warmup: Vec::new(),
-            pairs: Vec::new(),
-            ours_write: None,
-            go_write: None,
-            ratio_write: s(w),
-            ours_read: None,
-            go_read: None,
-            ratio_read: s(rd),
-            ours_rss: None,
-            go_rss: None,
-            ops_agree: true,
-        };
-        let t = targets(&[cell("seq", 1.1, 0.5), cell("rnd", 0.9, 1.6)], &[]);
-        let got: Vec<_> = t.iter().map(|x| (x.what.as_str(), x.pass)).collect();
+    fn bench_json_reads_as_rates() {
+        let m = parse_bench("note\n{\"write_ops\":1000,\"write_s\":0.5,\"read_ops\":1000,\"read_s\":0.25,\"file_bytes\":1}\n").unwrap();
         assert_eq!(
-            got,
-            [
-                ("seq puts", Some(true)),
-                ("rnd puts", Some(false)),
-                ("random gets", Some(true))
-            ]
+            (m["puts_per_s"], m["gets_per_s"], m["write_ops"]),
+            (2000.0, 4000.0, 1000.0)
         );
+        assert!(parse_bench("no json").is_err());
     }
 }

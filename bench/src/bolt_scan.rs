@@ -1,27 +1,25 @@
 //! `cargo xtask bench bolt-scan`: the MAP_POPULATE experiment boltdb/bolt's
 //! maintainers reported, ours (`mapwise bolt traverse`) vs Go bbolt (the
-//! oracle's `traverse`), cold/warm × with/without MAP_POPULATE.
+//! peer's `traverse`), cold/warm × with/without MAP_POPULATE.
 
-use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::charts::{self, RatioBar};
+use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing};
+use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
-use super::output::{self, Table, TempPath};
-use super::pagecache;
+use super::output::{self, TempPath};
 use super::proc::{Cmd, tail};
-use super::schedule::{self, CacheState, Pair, Prepared};
-use super::stats::{
-    Summary, at_most_verdict, fmt_secs, opt_median, opt_ratio, opt_secs, pair_ratios,
-};
-use super::traces::{TraceInfo, Traces};
+use super::report::{Outcome, Report, Role, Table, Verdict, fill};
+use super::schedule::CacheState;
+use super::stats::{Summary, at_most_verdict, fmt_secs, opt_median, opt_ratio, opt_secs};
+use super::traces::Traces;
 use super::units::{format_size, human_size, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
@@ -33,13 +31,13 @@ then, in each cell, after --warmup untimed pairs, runs ours and Go
 alternately (A B, B A, A B, …, --runs pairs):
   target/release/mapwise bolt traverse FILE [--populate] --json
   peers/bolt/peer traverse FILE [--populate]
-Cells: cold (xtask fsyncs and posix_fadvise(DONTNEED)s the whole file before
-every single run) and warm (xtask evicts it, then reads it whole once before
-every pair: both runs of a pair scan the same page cache), each with and
-without MAP_POPULATE. Then the limits: a cold O_DIRECT
-sequential read and a cached read() of the file (1 MiB buffer), and
-`inspector residency` on a 64 GiB sparse file. Go bbolt is the bbolt
-peer, peers/bolt/peer (its Debian packages installed first).
+Cells: cold (the harness fsyncs and posix_fadvise(DONTNEED)s the whole file
+before every single run) and warm (it evicts it, then reads it whole once
+before every pair: both runs of a pair scan the same page cache), each with
+and without MAP_POPULATE. Then the limits: a cold O_DIRECT sequential read
+and a cached read() of the file (1 MiB buffer), and `inspector residency`
+on a 64 GiB sparse file. Go bbolt is the bbolt peer, peers/bolt/peer (its
+Debian packages installed first).
 --tiny (a smoke run of the harness, e.g. in CI; its times mean nothing)
 generates a 4MiB file in transactions of 1000 puts (`gen … --batch 1000`:
 about 4000 keys, 8 MiB) unless --size is given.
@@ -47,81 +45,51 @@ See `cargo xtask bench --help` for the report.";
 
 /// Timed pairs a warm cell runs at least, whatever `--runs` says. A warm
 /// 2 GiB scan takes ~0.05 s but varies up to 15x from one reset to the
-/// next in both tools alike (42-770 ms ours, 69-234 ms Go in one cell at
-/// 152df4f). The slow resets are mostly those whose warming read itself
-/// was slow (4-5 s against 1.3-1.8 s for 2 GiB): on a VM that reports
-/// free pages to its host, the memory the read lands in may have gone
-/// back to the host and be faulted in again there, in small host pages
-/// that make every TLB miss of the scan dearer. So the two runs of a warm
-/// pair share one reset (evict, read whole; the second run only re-checks
-/// residency and shows a prep time of 0): each pair compares both tools
-/// on the same memory, and the ratio, taken pair by pair, no longer mixes
-/// two draws of it (at 152df4f, with a reset per run, the pair ratios
-/// spread 0.21-3.65 around a 0.75 median while the medians of the times
-/// stood at 0.46). Nine pairs cost seconds; a cold pair costs 90 s.
-/// The first run after a shared reset still paid more than the second,
-/// in both tools (a 2 GiB scan at 170-270 ms instead of ~30 ms, about
-/// half the time, and again after any pause of ~2 s): the first process
-/// to allocate memory after a pause gets pages that went back to the VM
-/// host (its page tables, its heap) and pays a host-side fault at each
-/// first touch, while the next process reuses what the first just freed.
-/// That penalty fell on whichever tool ran first in the pair, 5 times in
-/// 9 on ours. A mapping pass by xtask itself (mmap and
-/// `MADV_POPULATE_READ`) took only part of it away (9-pair cells at
-/// dd33989: still 66-152 ms first runs), so now every warm run follows
-/// an untimed run of the same command, which leaves just what that
-/// command needs freed a moment ago: every warm run of either tool is a
-/// repeated scan of a cached file.
-pub(super) const WARM_MIN_RUNS: usize = 9;
+/// next in both tools alike (42-770 ms ours, 69-234 ms Go in one cell),
+/// mostly after a warming read that was itself slow: on a VM that
+/// reports free pages to its host, the memory it lands in may have gone
+/// back to the host and be faulted in again there, in small host pages.
+/// So the two runs of a warm pair share one reset, and every warm run
+/// follows an untimed run of the same command (the first process after a
+/// pause of ~2 s paid 170-270 ms instead of ~30 ms for its page tables
+/// and heap). Nine pairs cost seconds; a cold pair costs 90 s.
+pub const WARM_MIN_RUNS: usize = 9;
 
 /// Wait after a cold reset before the run, on a machine that reports
-/// free pages to its VM host. The eviction frees the file's page cache;
-/// the kernel hands freed blocks back to the host about 2 s later
-/// (`PAGE_REPORTING_DELAY`), and a page the guest then reuses costs a
-/// host-side fault at its first touch. A run started at once got a random
-/// mix of backed and returned memory: the scan after a cold 2 GiB
-/// `MAP_POPULATE` took 0.2 s or 3-4 s, in both tools, by luck (measured
-/// at ba2885f: 5 s waits gave 3.4-4.4 s in both, no wait 0.2-2.8 s). A
-/// fixed wait puts every cold run of both tools in the same state.
-const COLD_SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Timed pairs of a cell: `runs`, at least [`WARM_MIN_RUNS`] when warm.
-pub(super) fn cell_runs(cache: CacheState, runs: usize) -> usize {
-    match cache {
-        CacheState::Warm => runs.max(WARM_MIN_RUNS),
-        CacheState::Cold => runs,
-    }
-}
+/// free pages to its VM host: the kernel hands freed blocks back about
+/// 2 s after the eviction (`PAGE_REPORTING_DELAY`), and a page the guest
+/// then reuses costs a host-side fault at its first touch. Without it a
+/// cold 2 GiB `MAP_POPULATE` scan took 0.2 s or 3-4 s, in both tools, by
+/// luck; with 5 s every cold run starts from the same state.
+pub const COLD_SETTLE: Duration = Duration::from_secs(5);
 
 /// The bucket the `big` shape fills and both tools scan.
-const BUCKET: &str = "fake-bucket";
+pub const BUCKET: &str = "fake-bucket";
 /// Size of the sparse file for the residency row.
 const SPARSE_BYTES: u64 = 64 << 30;
 /// Target for `inspector residency` on it.
 const RESIDENCY_TARGET_S: f64 = 0.5;
-/// `--tiny`: logical size of the generated file. The oracle writes the
-/// `big` shape in transactions of 10000 puts unless told otherwise, which
-/// makes at least 20000 keys (30 MiB); with [`TINY_BATCH`] it stops at
-/// about 4000 keys in an 8 MiB file.
-pub(super) const TINY_SIZE: u64 = 4 << 20;
+/// `--tiny`: logical size of the generated file (with [`TINY_BATCH`],
+/// about 4000 keys in an 8 MiB file).
+pub const TINY_SIZE: u64 = 4 << 20;
 /// `--tiny`: puts per transaction of the generator (`gen --batch`).
-pub(super) const TINY_BATCH: u64 = 1000;
+pub const TINY_BATCH: u64 = 1000;
 
 /// `bench bolt-scan` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Logical size of the generated file (oracle `gen --size`; binary
+    /// Logical size of the generated file (peer `gen --size`; binary
     /// units: 256MiB, 2GiB, 1.5G, bytes). The file comes out a little
     /// larger [default: 256MiB; --tiny: 4MiB in puts of 1000 per
     /// transaction, about 4000 keys in an 8 MiB file].
     #[arg(long, value_name = "SIZE", value_parser = super::units::parse_size, conflicts_with = "tiny")]
     size: Option<u64>,
-    /// Seed of the generated file (oracle `gen --seed`).
+    /// Seed of the generated file (peer `gen --seed`).
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
     /// Untimed pairs at the start of each cell (same reset before each
     /// run), kept in results.json only: the first run after a change of
-    /// cell pays for the previous cell's leftovers (see the report).
+    /// cell pays for the previous cell's leftovers.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=100))]
     warmup: u64,
     /// Only the cold cells.
@@ -137,19 +105,6 @@ pub struct Args {
     pub(super) common: CommonArgs,
 }
 
-/// One tool's timings of one run, as the tool itself reports them.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Timing {
-    /// Opening the database (mmap, with MAP_POPULATE the prefault too).
-    pub open_s: f64,
-    /// Cursor scan of the bucket.
-    pub scan_s: f64,
-    /// open + scan.
-    pub took_s: f64,
-    /// Keys the cursor saw.
-    pub keys: u64,
-}
-
 /// The JSON object `mapwise bolt traverse --json` prints.
 #[derive(Deserialize)]
 struct OursJson {
@@ -159,9 +114,13 @@ struct OursJson {
     keys: u64,
 }
 
-/// Parses ours: one JSON object with `open_s`, `traverse_s`, `took_s`,
-/// `keys` (other fields ignored); the last line that looks like one.
-pub fn parse_ours(stdout: &str) -> Result<Timing, String> {
+/// Parses ours: the last line that is a JSON object with `open_s`,
+/// `traverse_s`, `took_s` and `keys`, into `open_s`, `scan_s`, `took_s`
+/// and `keys`.
+///
+/// # Errors
+/// When there is no such line.
+pub fn parse_ours(stdout: &str) -> Result<Metrics, String> {
     let line = stdout
         .lines()
         .rev()
@@ -170,28 +129,38 @@ pub fn parse_ours(stdout: &str) -> Result<Timing, String> {
         .ok_or_else(|| format!("no JSON object in output {:?}", tail(stdout, 3)))?;
     let j: OursJson =
         serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))?;
-    Ok(Timing {
-        open_s: j.open_s,
-        scan_s: j.traverse_s,
-        took_s: j.took_s,
-        keys: j.keys,
-    })
+    #[expect(clippy::cast_precision_loss)]
+    let keys = j.keys as f64;
+    Ok(metrics(j.open_s, j.traverse_s, j.took_s, keys))
 }
 
-/// Parses the oracle's text: `open: 0.003s`, `traverse: 0.001s keys=N …`,
-/// `took: 0.004s` (other lines ignored).
-pub fn parse_go(stdout: &str) -> Result<Timing, String> {
-    fn secs(word: Option<&str>) -> Option<f64> {
-        word?
-            .trim()
+fn metrics(open_s: f64, scan_s: f64, took_s: f64, keys: f64) -> Metrics {
+    [
+        ("open_s", open_s),
+        ("scan_s", scan_s),
+        ("took_s", took_s),
+        ("keys", keys),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// Parses the peer's text: `open: 0.003s`, `traverse: 0.001s keys=N …`,
+/// `took: 0.004s` (other lines, in any order, ignored).
+///
+/// # Errors
+/// When one of the three lines or `keys=` is missing or malformed.
+pub fn parse_go(stdout: &str) -> Result<Metrics, String> {
+    let secs = |w: Option<&str>| -> Option<f64> {
+        w?.trim()
             .strip_suffix('s')?
             .parse()
             .ok()
             .filter(|x: &f64| x.is_finite() && *x >= 0.0)
-    }
+    };
     let (mut open, mut scan, mut took, mut keys) = (None, None, None, None);
-    for line in stdout.lines() {
-        let line = line.trim();
+    for line in stdout.lines().map(str::trim) {
         if let Some(rest) = line.strip_prefix("open:") {
             open = secs(rest.split_whitespace().next());
         } else if let Some(rest) = line.strip_prefix("traverse:") {
@@ -199,144 +168,85 @@ pub fn parse_go(stdout: &str) -> Result<Timing, String> {
             scan = secs(words.next());
             keys = words
                 .find_map(|w| w.strip_prefix("keys="))
-                .and_then(|k| k.parse().ok());
+                .and_then(|k| k.parse::<f64>().ok());
         } else if let Some(rest) = line.strip_prefix("took:") {
             took = secs(rest.split_whitespace().next());
         }
     }
-    let missing = |what: &str| format!("no `{what}` in oracle output {:?}", tail(stdout, 6));
-    Ok(Timing {
-        open_s: open.ok_or_else(|| missing("open: Xs"))?,
-        scan_s: scan.ok_or_else(|| missing("traverse: Xs"))?,
-        took_s: took.ok_or_else(|| missing("took: Xs"))?,
-        keys: keys.ok_or_else(|| missing("keys=N"))?,
-    })
+    let missing = |what: &str| format!("no `{what}` in peer output {:?}", tail(stdout, 6));
+    Ok(metrics(
+        open.ok_or_else(|| missing("open: Xs"))?,
+        scan.ok_or_else(|| missing("traverse: Xs"))?,
+        took.ok_or_else(|| missing("took: Xs"))?,
+        keys.ok_or_else(|| missing("keys=N"))?,
+    ))
 }
 
-/// `entries=N` from the oracle's `gen big:` line.
+/// `entries=N` from the peer's `gen big:` line.
+#[must_use]
 pub fn parse_gen_entries(text: &str) -> Option<u64> {
     text.split_whitespace()
         .find_map(|w| w.strip_prefix("entries="))
         .and_then(|n| n.parse().ok())
 }
 
-/// One run of one tool.
-#[derive(Debug, Serialize)]
-pub(super) struct Sample {
-    #[serde(flatten)]
-    pub(super) timing: Timing,
-    /// Spawn to exit as seen by xtask (process start-up included; for Go
-    /// also the peer script's own checks before it execs the binary).
-    pub(super) wall_s: f64,
-    /// The cache reset before this run.
-    pub(super) prep: Prepared,
-    /// Fraction of the file resident right after the run (mincore): how
-    /// much of it the tool brought in.
-    pub(super) resident_after: f64,
-    /// Peak RSS of the process, KiB (wait4).
-    pub(super) max_rss_kib: Option<u64>,
-    /// What the tool printed.
-    stdout: String,
+/// The label of a scan cell: `cold, plain mmap`, `warm, MAP_POPULATE`.
+#[must_use]
+pub fn scan_label(cache: CacheState, populate: bool) -> String {
+    format!(
+        "{}, {}",
+        cache.name(),
+        if populate {
+            "MAP_POPULATE"
+        } else {
+            "plain mmap"
+        }
+    )
 }
 
-/// A cell: cache state × populate.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub(super) struct CellSpec {
-    pub(super) cache: CacheState,
-    pub(super) populate: bool,
-}
-
-impl CellSpec {
-    pub(super) fn label(self) -> String {
-        format!(
-            "{}, {}",
-            self.cache.name(),
-            if self.populate {
-                "MAP_POPULATE"
-            } else {
-                "plain mmap"
-            }
-        )
+/// A scan cell of ours against Go on `file`, as this bench and `bench
+/// bolt` run it: a warm pair shares its reset and every warm run follows
+/// an untimed one ([`WARM_MIN_RUNS`] pairs at least), a cold run waits
+/// [`COLD_SETTLE`] on a machine that hands free pages back.
+#[must_use]
+pub fn scan_cell(
+    label: String,
+    cache: CacheState,
+    file: &Path,
+    (ours, go): (Cmd, Cmd),
+    (warmup, runs): (usize, usize),
+) -> Cell {
+    Cell {
+        label,
+        cache,
+        files: vec![file.to_path_buf()],
+        fresh: Vec::new(),
+        contenders: vec![
+            Contender::new("ours", ours, |o| parse_ours(&o.stdout)),
+            Contender::new("Go", go, |o| parse_go(&o.stdout)),
+        ],
+        warmup,
+        runs: if cache == CacheState::Warm {
+            runs.max(WARM_MIN_RUNS)
+        } else {
+            runs
+        },
+        shared_warm_reset: true,
+        untimed_warm_first: true,
+        cold_settle: machine::reports_free_pages().then_some(COLD_SETTLE),
     }
-}
-
-/// Summaries of a cell.
-#[derive(Debug, Serialize)]
-pub(super) struct CellSummary {
-    pub(super) ours_took: Option<Summary>,
-    pub(super) go_took: Option<Summary>,
-    /// ours/Go `took`, pair by pair.
-    pub(super) ratio_took: Option<Summary>,
-    /// Pairs without a ratio (Go printed 0.000 s).
-    pub(super) ratio_skipped: usize,
-    pub(super) ours_open: Option<Summary>,
-    pub(super) ours_scan: Option<Summary>,
-    pub(super) go_open: Option<Summary>,
-    pub(super) go_scan: Option<Summary>,
-    /// ours/Go scan time, pair by pair.
-    pub(super) ratio_scan: Option<Summary>,
-    pub(super) ours_wall: Option<Summary>,
-    pub(super) go_wall: Option<Summary>,
-    /// Resident fraction after the reset, over all runs of the cell.
-    pub(super) resident: Option<Summary>,
-    /// Resident fraction after ours' runs.
-    pub(super) ours_resident_after: Option<Summary>,
-    /// Resident fraction after Go's runs.
-    pub(super) go_resident_after: Option<Summary>,
-    /// Every key count seen (one value when all agree).
-    pub(super) key_counts: Vec<u64>,
-}
-
-impl CellSummary {
-    /// `ours / Go` median resident fractions after the runs.
-    pub(super) fn resident_after_text(&self) -> String {
-        let f = |x: Option<&Summary>| x.map_or_else(|| "—".to_owned(), |x| pct(x.median));
-        format!(
-            "{} / {}",
-            f(self.ours_resident_after.as_ref()),
-            f(self.go_resident_after.as_ref())
-        )
-    }
-
-    /// Every key count seen, `a / b` when they differ.
-    pub(super) fn keys_text(&self) -> String {
-        self.key_counts
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(" / ")
-    }
-}
-
-#[derive(Debug, Serialize)]
-pub(super) struct CellResult {
-    pub(super) label: String,
-    #[serde(flatten)]
-    pub(super) spec: CellSpec,
-    pub(super) ours_cmd: String,
-    pub(super) go_cmd: String,
-    /// Untimed pairs run first (`--warmup`), not in the statistics.
-    warmup: Vec<Pair<Sample>>,
-    /// `a` = ours (first in odd-numbered pairs), `b` = Go.
-    pub(super) pairs: Vec<Pair<Sample>>,
-    pub(super) summary: CellSummary,
-}
-
-#[derive(Debug, Serialize)]
-struct ResidencyRun {
-    wall_s: f64,
-    stdout: String,
 }
 
 #[derive(Debug, Serialize)]
 struct ResidencyBench {
-    /// `ok`, `missing` (no inspector binary or subcommand yet) or `failed`.
+    /// `ok`, `missing` (no inspector binary or subcommand) or `failed`.
     status: String,
     detail: Option<String>,
     commands: Vec<String>,
     sparse_bytes: u64,
-    runs: Vec<ResidencyRun>,
-    wall: Option<Summary>,
+    walls: Vec<f64>,
+    /// The first run's `resident_pages` and `total_pages`.
+    pages: Option<(u64, u64)>,
 }
 
 /// A Go-made bbolt file of the bench cache ([`ensure_file`]).
@@ -344,28 +254,51 @@ struct ResidencyBench {
 pub struct FileInfo {
     /// Its path, relative to the workspace root.
     pub path: String,
-    pub(super) bytes: u64,
+    /// Its length.
+    pub bytes: u64,
     /// Made during this bench (otherwise taken from the cache).
-    generated_now: bool,
-    pub(super) gen_cmd: String,
-    gen_output: String,
+    pub generated_now: bool,
+    /// How it was made.
+    pub gen_cmd: String,
     /// `entries=` from the generator, if known.
-    pub(super) expected_keys: Option<u64>,
+    pub expected_keys: Option<u64>,
 }
 
+impl FileInfo {
+    /// The report's `## File` paragraph.
+    #[must_use]
+    pub fn paragraph(&self) -> String {
+        format!(
+            "`{}`: {} ({} bytes), {} keys; {}.",
+            self.path,
+            human_size(self.bytes),
+            self.bytes,
+            self.expected_keys
+                .map_or_else(|| "unknown number of".to_owned(), |k| k.to_string()),
+            if self.generated_now {
+                "generated by this run"
+            } else {
+                "taken from the cache (generated by an earlier run)"
+            },
+        )
+    }
+}
+
+/// The bbolt versions behind the peer.
 #[derive(Debug, Serialize)]
-pub(super) struct Versions {
-    /// From the oracle README.
-    pub(super) bbolt_readme: Option<String>,
+pub struct Versions {
+    /// From the peer README.
+    pub bbolt_readme: Option<String>,
     /// Installed Debian package version of golang-github-coreos-bbolt-dev.
-    pub(super) bbolt_package: Option<String>,
+    pub bbolt_package: Option<String>,
 }
 
 impl Versions {
-    /// The bbolt versions behind `oracle` (its README and the Debian
+    /// The bbolt versions behind `peer` (its README and the Debian
     /// package).
-    pub(super) fn of(oracle: &str) -> Self {
-        let readme = Path::new(oracle).with_file_name("README.md");
+    #[must_use]
+    pub fn of(peer: &str) -> Self {
+        let readme = Path::new(peer).with_file_name("README.md");
         Versions {
             bbolt_readme: fs::read_to_string(&readme)
                 .ok()
@@ -376,14 +309,28 @@ impl Versions {
             ),
         }
     }
+
+    /// The `## Machine` section with Go's and bbolt's versions.
+    pub fn machine(&self, report: &mut Report, m: &Machine, loadavg_end: Option<&str>) {
+        let na = || "unknown".to_owned();
+        let bbolt = format!(
+            "{} (peer README); Debian package golang-github-coreos-bbolt-dev {}",
+            self.bbolt_readme.clone().unwrap_or_else(na),
+            self.bbolt_package.clone().unwrap_or_else(na)
+        );
+        m.add_to(
+            report,
+            "the file",
+            &[("Go", m.go_version.clone()), ("bbolt", Some(bbolt))],
+            loadavg_end,
+        );
+    }
 }
 
 /// Everything results.json holds; the report is rendered from it.
 #[derive(Debug, Serialize)]
 struct Results {
     bench: &'static str,
-    /// What `a` and `b` of every pair are.
-    sides: [(&'static str, &'static str); 2],
     started_utc: String,
     finished_utc: String,
     size_bytes: u64,
@@ -397,64 +344,18 @@ struct Results {
     versions: Versions,
     file: FileInfo,
     build_commands: Vec<String>,
-    cells: Vec<CellResult>,
+    cells: Vec<CellRuns>,
     limits: Vec<Limit>,
     residency: ResidencyBench,
     keys_agree: bool,
-    /// Residency traces of the timed runs (files in `traces/`).
-    traces: Vec<TraceInfo>,
-    /// SVG charts beside the report.
-    charts: Vec<String>,
-}
-
-/// The charts of this bench: (file, what it shows).
-const CHARTS: [(&str, &str); 2] = [
-    ("ratios.svg", "took, ours / Go bbolt, per cell"),
-    (
-        "residency-cold.svg",
-        "resident share of the file during the first timed cold run of each tool and mode",
-    ),
-];
-
-/// The SVGs named in [`CHARTS`]: the ratio bars of every cell, and the
-/// residency of the first cold run of each (cell, tool).
-fn bolt_scan_charts(r: &Results, traces: &Traces) -> Result<Vec<(String, String)>> {
-    let bars: Vec<RatioBar> = r
-        .cells
-        .iter()
-        .filter_map(|c| {
-            Some(RatioBar::of(
-                c.label.clone(),
-                c.summary.ratio_took.as_ref()?,
-            ))
-        })
-        .collect();
-    let mut out = vec![(
-        CHARTS[0].0.to_string(),
-        charts::ratios("bolt-scan: took, ours / Go bbolt", &bars, None)?,
-    )];
-    let picks: Vec<(String, &str, String)> = r
-        .cells
-        .iter()
-        .filter(|c| c.spec.cache == CacheState::Cold)
-        .flat_map(|c| {
-            ["ours", "Go"].map(|side| {
-                let legend = format!("{side}, {}", c.label.trim_start_matches("cold, "));
-                (c.label.clone(), side, legend)
-            })
-        })
-        .collect();
-    if let Some(svg) = super::traces::residency_chart(
-        traces,
-        "bolt-scan, cold: the file in the page cache during the scan",
-        &picks,
-    )? {
-        out.push((CHARTS[1].0.to_string(), svg));
-    }
-    Ok(out)
+    traces: Vec<super::traces::TraceInfo>,
+    charts: Vec<ChartFile>,
 }
 
 /// Runs the bench.
+///
+/// # Errors
+/// When a build, the file, a run or the report fails.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
@@ -463,7 +364,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let size = args
         .size
         .unwrap_or(if tiny { TINY_SIZE } else { 256 << 20 });
-    let batch = tiny.then_some(TINY_BATCH);
     let caches: &[CacheState] = if args.cold {
         &[CacheState::Cold]
     } else if args.warm {
@@ -471,22 +371,28 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     } else {
         &[CacheState::Cold, CacheState::Warm]
     };
-    let cells: Vec<CellSpec> = caches
+    let peer = ws.peer("bolt")?;
+    let specs: Vec<(CacheState, bool)> = caches
         .iter()
-        .flat_map(|&cache| [false, true].map(|populate| CellSpec { cache, populate }))
+        .flat_map(|&c| [(c, false), (c, true)])
         .collect();
-    let oracle = ws.peer("bolt")?;
-    let cell_steps: usize = cells
+    let cell_steps: usize = specs
         .iter()
-        .map(|c| (warmup + cell_runs(c.cache, runs)) * 2)
+        .map(|&(c, _)| {
+            (warmup
+                + if c == CacheState::Warm {
+                    runs.max(WARM_MIN_RUNS)
+                } else {
+                    runs
+                })
+                * 2
+        })
         .sum();
-    let steps = 4 + cell_steps + limits::steps(runs) + runs;
-    let progress = Progress::new(steps as u64);
+    let progress = Progress::new((4 + cell_steps + limits::steps(runs) + runs) as u64);
 
-    // Builds: ours (required), the inspector (optional), the oracle.
     let build_ours = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
     let build_inspector = Cmd::cargo_release("mapwise-inspector", None);
-    let build_oracle = Cmd::new(oracle.clone()).arg("build");
+    let build_peer = Cmd::new(peer.clone()).arg("build");
     progress.set("building mapwise (release)");
     build_ours.run(&ws.root).context("cannot build ours")?;
     let mapwise = ws.release_bin("mapwise");
@@ -497,75 +403,66 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.set("building inspector (release)");
     let inspector_build = build_inspector.output(&ws.root)?;
     progress.inc();
-    progress.set("building the bbolt oracle");
-    build_oracle
+    progress.set("building the bbolt peer");
+    build_peer
         .run(&ws.root)
-        .context("cannot build the bbolt oracle")?;
+        .context("cannot build the bbolt peer")?;
     progress.inc();
 
-    // The file.
     progress.set(format!(
         "bbolt file, {} seed {}",
         format_size(size),
         args.seed
     ));
-    let file = ensure_file(ws, &oracle, (size, batch), args.seed, &progress)?;
+    let file = ensure_file(
+        ws,
+        &peer,
+        (size, tiny.then_some(TINY_BATCH)),
+        args.seed,
+        &progress,
+    )?;
     progress.inc();
-    let file_path = PathBuf::from(&file.path);
-    let machine = Machine::describe(&file_path);
-    let versions = Versions::of(&oracle);
+    let path = PathBuf::from(&file.path);
+    let machine = Machine::describe(&path);
 
-    // The cells; every timed run is traced (`traces::cadence`).
     let traces = std::cell::RefCell::new(Traces::new());
     let scratch = ws.bench_dir().join("scratch");
-    let mut cell_results = Vec::with_capacity(cells.len());
-    for spec in &cells {
-        let ours_cmd = Cmd::new(path_arg(&mapwise))
-            .arg("bolt")
-            .arg("traverse")
-            .arg(file.path.clone())
-            .arg_if(spec.populate, "--populate")
-            .arg("--json");
-        let go_cmd = Cmd::new(oracle.clone())
-            .arg("traverse")
-            .arg(file.path.clone())
-            .arg_if(spec.populate, "--populate");
-        cell_results.push(run_cell(
-            ws,
-            &progress,
-            &file_path,
-            *spec,
-            spec.label(),
-            (ours_cmd, go_cmd),
-            (warmup, runs),
-            (&traces, &scratch),
-        )?);
-    }
-
-    // The physical limits.
-    let limits = limits::standard(&file_path, runs, &progress)?;
-
-    // inspector residency on a sparse file.
-    let residency = residency_bench(ws, &inspector_build, &build_inspector, runs, &progress)?;
-
-    let keys_agree = {
-        let mut all: Vec<u64> = cell_results
-            .iter()
-            .flat_map(|c| c.summary.key_counts.iter().copied())
-            .collect();
-        all.extend(file.expected_keys);
-        let warmups = cell_results.iter().flat_map(|c| &c.warmup);
-        all.extend(warmups.flat_map(|p| [p.a.timing.keys, p.b.timing.keys]));
-        all.sort_unstable();
-        all.dedup();
-        all.len() == 1
+    let tracing = Tracing {
+        traces: &traces,
+        scratch: &scratch,
     };
-    let finished = SystemTime::now();
-    let mut results = Results {
+    let mut cells = Vec::with_capacity(specs.len());
+    for &(cache, populate) in &specs {
+        let ours = Cmd::new(path_arg(&mapwise))
+            .args(["bolt", "traverse", &file.path])
+            .arg_if(populate, "--populate")
+            .arg("--json");
+        let go = Cmd::new(peer.clone())
+            .args(["traverse", &file.path])
+            .arg_if(populate, "--populate");
+        let cell = scan_cell(
+            scan_label(cache, populate),
+            cache,
+            &path,
+            (ours, go),
+            (warmup, runs),
+        );
+        cells.push(cell::run(ws, &progress, &cell, &tracing)?);
+    }
+    let limits = limits::standard(&path, runs, &progress)?;
+    let residency = residency_bench(ws, &inspector_build, &build_inspector, runs, &progress)?;
+    let mut keys: Vec<u64> = cells
+        .iter()
+        .flat_map(|c| c.distinct("keys"))
+        .chain(file.expected_keys)
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let charts = bolt_scan_charts(&cells, &traces.borrow())?;
+    let results = Results {
         bench: "bolt-scan",
-        sides: [("a", "ours"), ("b", "go")],
         started_utc: utc_human(started),
-        finished_utc: utc_human(finished),
+        finished_utc: utc_human(SystemTime::now()),
         size_bytes: size,
         size: format_size(size),
         seed: args.seed,
@@ -574,33 +471,27 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         bucket: BUCKET,
         machine,
         loadavg_end: machine::loadavg(),
-        versions,
+        versions: Versions::of(&peer),
         file,
         build_commands: vec![
             build_ours.shell(),
             build_inspector.shell(),
-            build_oracle.shell(),
+            build_peer.shell(),
         ],
-        cells: cell_results,
+        cells,
         limits,
         residency,
-        keys_agree,
+        keys_agree: keys.len() == 1,
         traces: traces.borrow().list().to_vec(),
-        charts: Vec::new(),
+        charts,
     };
-    let svgs = bolt_scan_charts(&results, &traces.borrow())?;
-    results.charts = svgs.iter().map(|(n, _)| n.clone()).collect();
     drop(progress);
-    let traced = traces.borrow();
-    output::publish(
+    output::publish_traced_report(
         &ws.report_dir(&args.common, started),
         &render(&results),
         &results,
-        &traced
-            .files()
-            .into_iter()
-            .chain(svgs.iter().map(|(n, s)| (n.as_str(), s.as_bytes())))
-            .collect::<Vec<_>>(),
+        &traces.borrow(),
+        &results.charts,
     )?;
     if !results.keys_agree {
         eprintln!("xtask: key counts differ between runs or tools (see the report)");
@@ -609,124 +500,63 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs one cell: `warmup` untimed pairs, then `runs` timed pairs of
-/// `cmds` (ours, Go) alternately, each after the cell's cache reset.
-#[expect(clippy::too_many_arguments)] // one cell's whole context, each used
-pub(super) fn run_cell(
-    ws: &Workspace,
-    progress: &Progress,
-    file_path: &Path,
-    spec: CellSpec,
-    label: String,
-    cmds: (Cmd, Cmd),
-    (warmup, runs): (usize, usize),
-    (traces, scratch): (&std::cell::RefCell<Traces>, &Path),
-) -> Result<CellResult> {
-    let (ours_cmd, go_cmd) = cmds;
-    let runs = cell_runs(spec.cache, runs);
-    let settle = (spec.cache == CacheState::Cold && super::machine::reports_free_pages())
-        .then_some(COLD_SETTLE);
-    let phase = std::cell::Cell::new("warm-up");
-    let mut before = |side, run| {
-        let who = if side == schedule::Side::A {
-            "ours"
-        } else {
-            "Go"
-        };
-        let of = if phase.get() == "run" { runs } else { warmup };
-        progress.set(format!("{label}: {} {run}/{of}, {who}", phase.get()));
-        // A warm pair shares one reset: see `WARM_MIN_RUNS`.
-        let prep = if spec.cache == CacheState::Warm && side != schedule::first_in_pair(run) {
-            schedule::recheck(file_path, spec.cache)?
-        } else {
-            schedule::prepare(file_path, spec.cache)?
-        };
-        if let Some(wait) = settle {
-            std::thread::sleep(wait);
-        }
-        // Every warm run follows an untimed run of the same command: see
-        // `WARM_MIN_RUNS`.
-        if spec.cache == CacheState::Warm {
-            let cmd = if side == schedule::Side::A {
-                &ours_cmd
-            } else {
-                &go_cmd
-            };
-            cmd.run(&ws.root)?;
-        }
-        let off = match spec.cache {
-            CacheState::Cold => prep.resident > 0.01,
-            CacheState::Warm => prep.resident < 0.99,
-        };
-        if off {
-            progress.note(&format!(
-                "xtask: warning: {label} {} {run} ({who}) starts with {} of the file resident",
-                phase.get(),
-                pct(prep.resident)
-            ));
-        }
-        Ok(prep)
-    };
-    // Every timed run is traced (`traces::cadence`).
-    let timed = |side: &str, run: usize, cmd: &Cmd, prep, parse| {
-        let go = || measure(cmd, &ws.root, file_path, prep, parse);
-        let s = if phase.get() == "run" {
-            traces
-                .borrow_mut()
-                .record(scratch, file_path, &label, side, run, go)
-        } else {
-            go()
-        };
-        progress.inc();
-        s
-    };
-    let mut ours = |run, prep| timed("ours", run, &ours_cmd, prep, parse_ours);
-    let mut go = |run, prep| timed("Go", run, &go_cmd, prep, parse_go);
-    let warmup_pairs = schedule::alternate(warmup, &mut before, &mut ours, &mut go)?;
-    phase.set("run");
-    let pairs = schedule::alternate(runs, &mut before, &mut ours, &mut go)?;
-    let summary = summarize(&pairs);
-    Ok(CellResult {
-        label,
-        spec,
-        ours_cmd: ours_cmd.shell(),
-        go_cmd: go_cmd.shell(),
-        warmup: warmup_pairs,
-        pairs,
-        summary,
-    })
-}
-
-/// Runs one tool once, parses its timings and notes how much of the file
-/// it left resident.
-fn measure(
-    cmd: &Cmd,
-    cwd: &Path,
-    file: &Path,
-    prep: Prepared,
-    parse: fn(&str) -> Result<Timing, String>,
-) -> Result<Sample> {
-    let out = cmd.run(cwd)?;
-    let timing = parse(&out.stdout).map_err(|e| anyhow::anyhow!("`{}`: {e}", cmd.shell()))?;
-    let resident_after = pagecache::resident_fraction(file)?;
-    Ok(Sample {
-        timing,
-        wall_s: out.wall_s,
-        prep,
-        resident_after,
-        max_rss_kib: out.max_rss_kib,
-        stdout: out.stdout,
-    })
+/// The ratio bars of every cell, and the residency of the first cold run
+/// of each (cell, tool).
+fn bolt_scan_charts(cells: &[CellRuns], traces: &Traces) -> Result<Vec<ChartFile>> {
+    let bars: Vec<RatioBar> = cells
+        .iter()
+        .filter_map(|c| {
+            Some(RatioBar::of(
+                c.label.clone(),
+                c.ratio(0, 1, "took_s").0.as_ref()?,
+            ))
+        })
+        .collect();
+    let mut out = vec![ChartFile {
+        file: "ratios.svg".to_owned(),
+        what: "took, ours / Go bbolt, per cell".to_owned(),
+        svg: charts::ratios("bolt-scan: took, ours / Go bbolt", &bars, None)?,
+    }];
+    let picks: Vec<(String, &str, String)> = cells
+        .iter()
+        .filter(|c| c.cache == CacheState::Cold)
+        .flat_map(|c| {
+            ["ours", "Go"].map(|side| {
+                (
+                    c.label.clone(),
+                    side,
+                    format!("{side}, {}", c.label.trim_start_matches("cold, ")),
+                )
+            })
+        })
+        .collect();
+    if let Some(svg) = super::traces::residency_chart(
+        traces,
+        "bolt-scan, cold: the file in the page cache during the scan",
+        &picks,
+    )? {
+        out.push(ChartFile {
+            file: "residency-cold.svg".to_owned(),
+            what:
+                "resident share of the file during the first timed cold run of each tool and mode"
+                    .to_owned(),
+            svg,
+        });
+    }
+    Ok(out)
 }
 
 /// The cached bbolt file: `target/bench/files/bolt-big-seed<S>-<SIZE>.db`
 /// (`…-<SIZE>-batch<B>.db` when `batch` sets the generator's puts per
-/// transaction, `gen --batch`), generated by the oracle under a temporary
+/// transaction, `gen --batch`), generated by the peer under a temporary
 /// name and renamed into place when missing; `<file>.gen.txt` keeps the
 /// command and its output.
+///
+/// # Errors
+/// When the file cannot be made.
 pub fn ensure_file(
     ws: &Workspace,
-    oracle: &str,
+    peer: &str,
     (size, batch): (u64, Option<u64>),
     seed: u64,
     progress: &Progress,
@@ -740,20 +570,26 @@ pub fn ensure_file(
     let path = dir.join(&name);
     let sidecar = dir.join(format!("{name}.gen.txt"));
     let gen_cmd = |p: &Path| {
-        Cmd::new(oracle.to_owned())
-            .arg("gen")
-            .arg(path_arg(p))
-            .arg("--shape")
-            .arg("big")
-            .arg("--seed")
-            .arg(seed.to_string())
-            .arg("--size")
-            .arg(format_size(size))
-            .arg_if(batch.is_some(), "--batch")
-            .arg_if(batch.is_some(), batch.unwrap_or_default().to_string())
+        Cmd::new(peer.to_owned())
+            .args([
+                "gen",
+                &path_arg(p),
+                "--shape",
+                "big",
+                "--seed",
+                &seed.to_string(),
+                "--size",
+                &format_size(size),
+            ])
+            .args(
+                batch
+                    .map(|b| ["--batch".to_owned(), b.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
     };
     let generated_now = !path.is_file();
-    let (cmd_line, gen_output) = if generated_now {
+    let (gen_line, gen_output) = if generated_now {
         progress.note(&format!(
             "xtask: generating {} with Go bbolt (cached for later runs)",
             path.display()
@@ -770,79 +606,28 @@ pub fn ensure_file(
             .with_context(|| format!("cannot rename into {}", path.display()))?;
         let _ = tmp.keep();
         (line, out.stdout)
+    } else if let Ok(text) = fs::read_to_string(&sidecar) {
+        let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+        (first.trim_start_matches("# ").to_owned(), rest.to_owned())
     } else {
-        match fs::read_to_string(&sidecar) {
-            Ok(text) => {
-                let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
-                (first.trim_start_matches("# ").to_owned(), rest.to_owned())
-            }
-            Err(_) => (
-                format!(
-                    "{}  # (cached; no record of how it was made)",
-                    gen_cmd(&path).shell()
-                ),
-                String::new(),
+        (
+            format!(
+                "{}  # (cached; no record of how it was made)",
+                gen_cmd(&path).shell()
             ),
-        }
+            String::new(),
+        )
     };
-    let bytes = fs::metadata(&path)?.len();
     Ok(FileInfo {
+        bytes: fs::metadata(&path)?.len(),
         path: path_arg(&path),
-        bytes,
         generated_now,
-        gen_cmd: cmd_line,
+        gen_cmd: gen_line,
         expected_keys: parse_gen_entries(&gen_output),
-        gen_output,
     })
 }
 
-fn summarize(pairs: &[Pair<Sample>]) -> CellSummary {
-    let col = |f: &dyn Fn(&Sample) -> f64, ours: bool| {
-        let v: Vec<f64> = pairs
-            .iter()
-            .map(|p| f(if ours { &p.a } else { &p.b }))
-            .collect();
-        Summary::of(&v)
-    };
-    let took: Vec<(f64, f64)> = pairs
-        .iter()
-        .map(|p| (p.a.timing.took_s, p.b.timing.took_s))
-        .collect();
-    let (ratios, ratio_skipped) = pair_ratios(&took);
-    let scan: Vec<(f64, f64)> = pairs
-        .iter()
-        .map(|p| (p.a.timing.scan_s, p.b.timing.scan_s))
-        .collect();
-    let (scan_ratios, _) = pair_ratios(&scan);
-    let resident: Vec<f64> = pairs
-        .iter()
-        .flat_map(|p| [p.a.prep.resident, p.b.prep.resident])
-        .collect();
-    let mut key_counts: Vec<u64> = pairs
-        .iter()
-        .flat_map(|p| [p.a.timing.keys, p.b.timing.keys])
-        .collect();
-    key_counts.sort_unstable();
-    key_counts.dedup();
-    CellSummary {
-        ours_took: col(&|s| s.timing.took_s, true),
-        go_took: col(&|s| s.timing.took_s, false),
-        ratio_took: Summary::of(&ratios),
-        ratio_skipped,
-        ours_open: col(&|s| s.timing.open_s, true),
-        ours_scan: col(&|s| s.timing.scan_s, true),
-        go_open: col(&|s| s.timing.open_s, false),
-        go_scan: col(&|s| s.timing.scan_s, false),
-        ratio_scan: Summary::of(&scan_ratios),
-        ours_wall: col(&|s| s.wall_s, true),
-        go_wall: col(&|s| s.wall_s, false),
-        resident: Summary::of(&resident),
-        ours_resident_after: col(&|s| s.resident_after, true),
-        go_resident_after: col(&|s| s.resident_after, false),
-        key_counts,
-    }
-}
-
+/// `inspector residency --json` on a 64 GiB sparse file, `runs` times.
 fn residency_bench(
     ws: &Workspace,
     build: &super::proc::Output,
@@ -851,33 +636,24 @@ fn residency_bench(
     progress: &Progress,
 ) -> Result<ResidencyBench> {
     let inspector = ws.release_bin("inspector");
-    let sparse = ws
-        .bench_dir()
-        .join(format!("sparse-64GiB-{}.img", std::process::id()));
-    let truncate = Cmd::new("truncate")
-        .arg("-s")
-        .arg("64G")
-        .arg(path_arg(&sparse));
-    let cmd = Cmd::new(path_arg(&inspector))
-        .arg("residency")
-        .arg(path_arg(&sparse))
-        .arg("--json");
-    let remove = Cmd::new("rm").arg("-f").arg(path_arg(&sparse));
+    let sparse = path_arg(
+        &ws.bench_dir()
+            .join(format!("sparse-64GiB-{}.img", std::process::id())),
+    );
+    let truncate = Cmd::new("truncate").args(["-s", "64G", &sparse]);
+    let cmd = Cmd::new(path_arg(&inspector)).args(["residency", &sparse, "--json"]);
+    let remove = Cmd::new("rm").args(["-f", &sparse]);
     let mut bench = ResidencyBench {
         status: "missing".to_owned(),
         detail: None,
         commands: vec![truncate.shell(), cmd.shell(), remove.shell()],
         sparse_bytes: SPARSE_BYTES,
-        runs: Vec::new(),
-        wall: None,
+        walls: Vec::new(),
+        pages: None,
     };
-    let skip = |bench: &mut ResidencyBench, detail: String| {
-        bench.detail = Some(detail);
-        for _ in 0..runs {
-            progress.inc();
-        }
-    };
-    if !build.success {
+    let missing = if build.success {
+        (!inspector.is_file()).then(|| format!("no {} after the build", inspector.display()))
+    } else {
         let first_error = build
             .stderr
             .lines()
@@ -885,99 +661,78 @@ fn residency_bench(
             .unwrap_or("")
             .trim()
             .to_owned();
-        skip(
-            &mut bench,
-            format!("`{}` failed: {first_error}", build_cmd.shell()),
-        );
+        Some(format!("`{}` failed: {first_error}", build_cmd.shell()))
+    };
+    if let Some(detail) = missing {
+        bench.detail = Some(detail);
+        (0..runs).for_each(|_| progress.inc());
         return Ok(bench);
     }
-    if !inspector.is_file() {
-        skip(
-            &mut bench,
-            format!("no {} after the build", inspector.display()),
-        );
-        return Ok(bench);
-    }
-    let guard = TempPath::new(sparse.clone());
+    let guard = TempPath::new(PathBuf::from(&sparse));
     truncate.run(&ws.root)?;
-    let mut failure = None;
     for run in 1..=runs {
         progress.set(format!(
             "inspector residency, 64 GiB sparse, run {run}/{runs}"
         ));
         progress.inc();
-        if failure.is_some() {
-            continue;
-        }
         let out = cmd.output(&ws.root)?;
-        if out.success {
-            bench.runs.push(ResidencyRun {
-                wall_s: out.wall_s,
-                stdout: out.stdout.chars().take(4096).collect(),
-            });
-        } else {
+        if !out.success {
             let msg = tail(&out.stderr, 3).replace('\n', " / ");
-            failure = Some(format!("{} ({}): {msg}", cmd.shell(), out.status));
+            // clap's "unrecognized subcommand": the subcommand is not there.
+            bench.status = if msg.contains("unrecognized subcommand") {
+                "missing"
+            } else {
+                "failed"
+            }
+            .to_owned();
+            bench.detail = Some(format!("{} ({}): {msg}", cmd.shell(), out.status));
+            return Ok(bench);
         }
+        bench.walls.push(out.wall_s);
+        bench.pages = bench.pages.or_else(|| {
+            let v: serde_json::Value = serde_json::from_str(&out.stdout).ok()?;
+            Some((
+                v.get("resident_pages")?.as_u64()?,
+                v.get("total_pages")?.as_u64()?,
+            ))
+        });
     }
     drop(guard);
-    if let Some(f) = failure {
-        // clap's "unrecognized subcommand" means the subcommand is not written yet.
-        bench.status = if f.contains("unrecognized subcommand") {
-            "missing"
-        } else {
-            "failed"
-        }
-        .to_owned();
-        bench.detail = Some(f);
-    } else {
-        bench.status = "ok".to_owned();
-        let walls: Vec<f64> = bench.runs.iter().map(|r| r.wall_s).collect();
-        bench.wall = Summary::of(&walls);
-    }
+    bench.status = "ok".to_owned();
     Ok(bench)
 }
 
-/// Median-of-ratios verdict against "ours ≤ 1.0× Go bbolt".
-pub fn verdict(ratio: Option<&Summary>) -> String {
-    ratio.map_or_else(
-        || "no verdict (no ratio: Go's time printed as 0.000 s)".to_owned(),
-        |r| at_most_verdict(r, 1.0, "ours ", " Go bbolt"),
-    )
+/// The verdict on a cell's median ratio against "ours ≤ 1.0× Go bbolt".
+#[must_use]
+pub fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
+    match ratio {
+        None => Verdict::new(
+            name,
+            Outcome::None,
+            "no ratio: Go's time printed as 0.000 s",
+        ),
+        Some(r) => {
+            let line = at_most_verdict(r, 1.0, "ours ", " Go bbolt");
+            let (word, detail) = line.split_once(" — ").unwrap_or((&line, ""));
+            Verdict::new(name, Outcome::of(word == "PASS"), detail)
+        }
+    }
 }
 
-/// The report's `## Machine` section with Go's and bbolt's versions
-/// (shared with `bench bolt`).
-pub(super) fn machine_section(
-    m: &Machine,
-    versions: &Versions,
-    loadavg_end: Option<&String>,
-) -> String {
-    let na = || "unknown".to_owned();
-    let bbolt = format!(
-        "{} (oracle README); Debian package golang-github-coreos-bbolt-dev {}",
-        versions.bbolt_readme.clone().unwrap_or_else(na),
-        versions.bbolt_package.clone().unwrap_or_else(na)
-    );
-    m.section(
-        "the file",
-        &[("Go", m.go_version.clone()), ("bbolt", Some(bbolt))],
-        loadavg_end.map(String::as_str),
-    )
-}
-
-/// The seed's own figures (boltdb/bolt pull request 455, Nov 2015: a 2 GB
+/// The seed's figures (boltdb/bolt pull request 455, Nov 2015: a 2 GB
 /// file read in full after dropping the page cache, without and with
-/// `MAP_POPULATE`) beside this run's cold medians: the first cold cell of
-/// `cells` without and the first with populate, on a file of `size`
-/// (shared with `bench bolt`, which passes its plain scan cells).
-pub(super) fn seed_section(o: &mut String, cells: &[&CellResult], size: &str) {
-    let _ = writeln!(o, "## The seed's published figures\n");
-    let _ = writeln!(
-        o,
+/// `MAP_POPULATE`) beside this run's cold medians of ours (contender 0)
+/// and Go (1) in `plain` and `populate`, on a file of `size`.
+pub fn seed_section(
+    report: &mut Report,
+    plain: Option<&CellRuns>,
+    populate: Option<&CellRuns>,
+    size: &str,
+) {
+    report.section("The seed's published figures").text(
         "boltdb/bolt pull request 455 (2015), which added `MmapFlags`, timed a full read of a 2 GB file after \
          `echo 1 > /proc/sys/vm/drop_caches`, without and with `MAP_POPULATE`. Its figures beside this run's \
-         cold medians (took = open + scan):\n"
+         cold medians (took = open + scan):",
     );
     let mut t = Table::new(&["machine", "file", ">without", ">with", ">without / with"]);
     t.row([
@@ -994,198 +749,64 @@ pub(super) fn seed_section(o: &mut String, cells: &[&CellResult], size: &str) {
         "8 s",
         "16×",
     ]);
-    let cold = |populate: bool| {
-        cells
-            .iter()
-            .find(|c| c.spec.cache == CacheState::Cold && c.spec.populate == populate)
-    };
     let mut speedups = Vec::new();
-    if let (Some(plain), Some(pop)) = (cold(false), cold(true)) {
-        for (who, a, b) in [
-            (
-                "ours",
-                plain.summary.ours_took.as_ref(),
-                pop.summary.ours_took.as_ref(),
-            ),
-            (
-                "Go bbolt",
-                plain.summary.go_took.as_ref(),
-                pop.summary.go_took.as_ref(),
-            ),
-        ] {
-            if let (Some(a), Some(b)) = (a, b) {
+    if let (Some(plain), Some(pop)) = (plain, populate) {
+        for (i, who) in [(0, "ours"), (1, "Go bbolt")] {
+            if let (Some(a), Some(b)) = (plain.summary(i, "took_s"), pop.summary(i, "took_s")) {
                 let x = a.median / b.median.max(1e-9);
                 speedups.push(x);
-                t.row([
-                    format!("this machine, {who}"),
-                    size.to_owned(),
-                    fmt_secs(a.median),
-                    fmt_secs(b.median),
-                    format!("{x:.1}×"),
-                ]);
+                let role = if i == 0 { Role::Ours } else { Role::Peer };
+                t.row_as(
+                    role,
+                    [
+                        format!("this machine, {who}"),
+                        size.to_owned(),
+                        fmt_secs(a.median),
+                        fmt_secs(b.median),
+                        format!("{x:.1}×"),
+                    ],
+                );
             }
         }
     }
-    o.push_str(&t.render());
-    let _ = writeln!(
-        o,
-        "\n{}\n",
-        if speedups.is_empty() {
-            "No cold cells ran, so there is nothing to set beside the seed's figures.".to_owned()
-        } else if speedups.iter().all(|&x| x > 1.0) {
-            "What matches: on a cold cache `MAP_POPULATE` wins for both tools, as in the seed. The size of the \
-             win depends on the device's latency and on read-ahead: bbolt maps with `MADV_RANDOM`, so a plain \
-             scan faults one page at a time (the seed's HDD paid a seek each), while populate reads the file \
-             sequentially with read-ahead. The residency chart below shows it: populate fills the cache before \
-             the scan, the plain scan fills it behind the cursor."
-                .to_owned()
-        } else {
-            "What differs: on this machine `MAP_POPULATE` did not win on a cold cache for every tool; the \
-             device here (see read_ahead_kb and the O_DIRECT limit below) serves single-page faults fast enough \
-             that reading the whole file up front does not pay."
-                .to_owned()
-        }
-    );
+    report.table(t).text(if speedups.is_empty() {
+        "No cold cells ran, so there is nothing to set beside the seed's figures."
+    } else if speedups.iter().all(|&x| x > 1.0) {
+        "What matches: on a cold cache `MAP_POPULATE` wins for both tools, as in the seed. The size of the \
+         win depends on the device's latency and on read-ahead: bbolt maps with `MADV_RANDOM`, so a plain \
+         scan faults one page at a time (the seed's HDD paid a seek each), while populate reads the file \
+         sequentially with read-ahead. The residency chart below shows it: populate fills the cache before \
+         the scan, the plain scan fills it behind the cursor."
+    } else {
+        "What differs: on this machine `MAP_POPULATE` did not win on a cold cache for every tool; the \
+         device here (see read_ahead_kb and the O_DIRECT limit below) serves single-page faults fast enough \
+         that reading the whole file up front does not pay."
+    });
 }
 
-/// The markdown report.
-#[expect(clippy::too_many_lines)]
-fn render(r: &Results) -> String {
-    let m = &r.machine;
-    let mut o = String::new();
-    let na = || "unknown".to_owned();
-    let _ = writeln!(o, "# bench bolt-scan — {}\n", r.started_utc);
-    let _ = writeln!(
-        o,
-        "The MAP_POPULATE experiment boltdb/bolt's maintainers reported, re-run: read-only cursor scan over every key of \
-         bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
-         (the oracle's `traverse`), {} run{} each per cell ({} in a warm cell), alternating ours and Go, the order turning every pair (ours, Go; Go, ours; …). \
-         Finished {}.\n",
-        r.bucket,
-        r.versions.bbolt_readme.clone().unwrap_or_else(na),
-        r.runs,
-        if r.runs == 1 { "" } else { "s" },
-        cell_runs(CacheState::Warm, r.runs),
-        r.finished_utc,
-    );
-
-    o.push_str(&machine_section(m, &r.versions, r.loadavg_end.as_ref()));
-
-    let f = &r.file;
-    let _ = writeln!(
-        o,
-        "\n## File\n\n`{}`: {} ({} bytes), {} keys; {}.\n",
-        f.path,
-        human_size(f.bytes),
-        f.bytes,
-        f.expected_keys
-            .map_or_else(|| "unknown number of".to_owned(), |k| k.to_string()),
-        if f.generated_now {
-            "generated by this run"
-        } else {
-            "taken from the cache (generated by an earlier run)"
-        },
-    );
-
-    let _ = writeln!(o, "## Method\n");
-    let _ = writeln!(
-        o,
-        "- **cold**: before every single run (ours and Go alike) xtask itself opens the file, `fsync`s it and calls \
-         `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` over the whole file; the tools' own `--cold` is not used. \
-         **warm**: before every pair (the two runs of a pair share it) xtask evicts the file as for cold, then reads it whole once with \
-         `read(2)` into a 1 MiB buffer, so every warm run starts from the same page cache: the folios a \
-         sequential read leaves (large ones, with read-ahead), which a mapping maps a folio per fault, not \
-         the single pages a previous `MADV_RANDOM` scan left, mapped 16 per fault (a warm 2 GiB scan: \
-         ~1.4k against ~33k faults, ~60 against ~140 ms). \
-         After each reset xtask measures the resident fraction with `mincore` (column *resident at start*). \
-         {}\
-         A warm cell runs at least {WARM_MIN_RUNS} pairs, and both runs of a pair share one reset (the second \
-         shows a prep time of 0): a warm scan takes a twentieth of a second, but from one reset to the next it \
-         varies up to 15× in both tools alike, mostly after a warming read that was itself slow (the memory it \
-         landed in had gone back to the VM host and was faulted in again there, in small host pages that make \
-         every TLB miss of the scan dearer). A reset per run made each pair ratio a ratio of two draws of that \
-         state; sharing it compares both tools on the same memory. Right before every warm run (both sides, \
-         after the reset or the re-check) xtask runs the same command once untimed: the first process after \
-         a pause of ~2 s gets memory (page tables, heap) that has gone back to the VM host and took \
-         170-270 ms instead of ~30 ms about half the time, a penalty that fell on whichever tool ran first in \
-         the pair; after its own untimed run every warm run of either tool is a repeated scan of a cached file.\n\
-         - **MAP_POPULATE**: `--populate` on both tools (bbolt `Options.MmapFlags = syscall.MAP_POPULATE`); \
-         both map with `madvise(MADV_RANDOM)` after `mmap`, as bbolt does.\n\
-         - **took** = open + scan as each tool times itself (Go: `took:` line, printed in whole ms; ours: `took_s`). \
-         The split is Go's `open:`/`traverse:` and ours' `open_s`/`traverse_s`.\n\
-         - Within a cell, runs alternate ours and Go, the order turning every pair (ours, Go; Go, ours; …), so \
-         what a run leaves behind lands on both tools; ratio = ours/Go computed **pair by pair**, shown as \
-         median [min–max]. Times are median [min–max].\n\
-         - {}: the first run after a change of cell pays for what the previous cell left behind (seen while \
-         this bench was built: the first cold MAP_POPULATE run after the cold plain-mmap cell took up to 6× as long \
-         as the next ones, in both tools, without a single major fault; this run's warm-up pairs are in \
-         results.json), and ours, first in the first pair, would pay it alone.\n",
-        if r.machine
-            .free_page_reporting
-            .as_deref()
-            .is_some_and(|f| f.starts_with("on"))
-        {
-            format!(
-                "This machine reports free pages to its VM host, so after a cold reset xtask waits {} s before \
-                 the run: the evicted page cache goes back to the host about 2 s after it is freed, and memory \
-                 the guest reuses after that costs a host-side fault at its first touch. Started at once, a run \
-                 got a random mix (a cold 2 GiB MAP_POPULATE scan took 0.2 s or 3–4 s after its populate, in \
-                 both tools, by luck); after the wait every cold run of both tools starts from the same state. ",
-                COLD_SETTLE.as_secs()
-            )
-        } else {
-            String::new()
-        },
-        if r.warmup == 0 {
-            "No warm-up pairs (`--warmup 0`)".to_owned()
-        } else {
-            format!(
-                "Each cell starts with {} untimed warm-up pair{} (same reset before each run; listed below the \
-                 split, raw in results.json)",
-                r.warmup,
-                if r.warmup == 1 { "" } else { "s" }
-            )
-        }
-    );
-
-    let _ = writeln!(o, "## Commands\n\nRun from the workspace root.\n\n```sh");
-    for c in &r.build_commands {
-        let _ = writeln!(o, "{c}");
-    }
-    let _ = writeln!(o, "{}", f.gen_cmd);
-    let mut seen = Vec::new();
-    for c in &r.cells {
-        if !seen.contains(&c.ours_cmd) {
-            let _ = writeln!(o, "{}\n{}", c.ours_cmd, c.go_cmd);
-            seen.push(c.ours_cmd.clone());
-        }
-    }
-    for c in &r.residency.commands {
-        let _ = writeln!(o, "{c}");
-    }
-    let _ = writeln!(o, "```\n");
-
-    let _ = writeln!(o, "## Results: took = open + scan\n");
-    let mut t = Table::new(&["cell", ">ours", ">Go bbolt", ">ours/Go (per pair)"]);
-    for c in &r.cells {
-        let s = &c.summary;
-        let mut ratio = opt_ratio(s.ratio_took.as_ref());
-        if s.ratio_skipped > 0 {
-            let _ = write!(ratio, " ({} pair(s) without ratio)", s.ratio_skipped);
+/// The results table of scan cells: took per tool and the ratio.
+pub fn took_table(cells: &[&CellRuns]) -> Table {
+    let mut t = Table::new(&["cell", ">ours", ">Go bbolt", ">ours/Go (per pair)"])
+        .compares(&[1], &[2])
+        .roles(Role::Ratio, &[3]);
+    for c in cells {
+        let (ratio, skipped) = c.ratio(0, 1, "took_s");
+        let mut ratio = opt_ratio(ratio.as_ref());
+        if skipped > 0 {
+            ratio.push_str(&format!(" ({skipped} pair(s) without ratio)"));
         }
         t.row([
             c.label.clone(),
-            opt_secs(s.ours_took.as_ref()),
-            opt_secs(s.go_took.as_ref()),
+            opt_secs(c.summary(0, "took_s").as_ref()),
+            opt_secs(c.summary(1, "took_s").as_ref()),
             ratio,
         ]);
     }
-    o.push_str(&t.render());
+    t
+}
 
-    let _ = writeln!(
-        o,
-        "\n### Open / scan split (medians), process wall time, cache state\n"
-    );
+/// The split table of scan cells: open, scan, wall, residency, keys.
+pub fn split_table(cells: &[&CellRuns]) -> Table {
     let mut t = Table::new(&[
         "cell",
         ">ours open",
@@ -1198,21 +819,31 @@ fn render(r: &Results) -> String {
         ">resident at start",
         ">resident after (ours / Go)",
         ">keys",
-    ]);
-    for c in &r.cells {
-        let s = &c.summary;
+    ])
+    .compares(&[1, 3, 6], &[2, 4, 7])
+    .roles(Role::Ratio, &[5]);
+    for c in cells {
+        let m = |i, metric| opt_median(c.summary(i, metric).as_ref());
+        let at_start: Vec<f64> = [0, 1]
+            .iter()
+            .flat_map(|&i| c.values(i, "resident_before"))
+            .collect();
+        let after = |i| {
+            c.summary(i, "resident_after")
+                .map_or_else(|| "—".to_owned(), |x| pct(x.median))
+        };
         t.row([
             c.label.clone(),
-            opt_median(s.ours_open.as_ref()),
-            opt_median(s.go_open.as_ref()),
-            opt_median(s.ours_scan.as_ref()),
-            opt_median(s.go_scan.as_ref()),
-            s.ratio_scan
-                .as_ref()
+            m(0, "open_s"),
+            m(1, "open_s"),
+            m(0, "scan_s"),
+            m(1, "scan_s"),
+            c.ratio(0, 1, "scan_s")
+                .0
                 .map_or_else(|| "—".to_owned(), |x| format!("{:.2}×", x.median)),
-            opt_median(s.ours_wall.as_ref()),
-            opt_median(s.go_wall.as_ref()),
-            s.resident.as_ref().map_or_else(
+            m(0, "wall_s"),
+            m(1, "wall_s"),
+            Summary::of(&at_start).map_or_else(
                 || "—".to_owned(),
                 |x| {
                     if (x.max - x.min).abs() < 5e-4 {
@@ -1222,87 +853,185 @@ fn render(r: &Results) -> String {
                     }
                 },
             ),
-            s.resident_after_text(),
-            s.keys_text(),
+            format!("{} / {}", after(0), after(1)),
+            c.distinct("keys")
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(" / "),
         ]);
     }
-    o.push_str(&t.render());
-    let _ = writeln!(
-        o,
-        "\n*wall* = spawn to exit as seen by xtask: process start-up and exit for both, plus for Go the peer \
-         script's checks (dpkg-query, source hash) before it execs the binary; not part of `took`. \
-         *resident after*: fraction of the file in the page cache right after the run (median), i.e. what the \
-         tool read in (cold) or left in place (warm).\n"
-    );
-    if r.warmup > 0 {
-        let _ = writeln!(
-            o,
-            "Warm-up pairs (not in the statistics), took ours / Go:\n"
-        );
-        for c in &r.cells {
+    t
+}
+
+/// The note under [`split_table`].
+pub const SPLIT_NOTE: &str = "*wall* = spawn to exit as seen by the harness: process start-up and exit for both, plus \
+    for Go the peer script's checks (dpkg-query, source hash) before it execs the binary; not part of `took`. \
+    *resident after*: fraction of the file in the page cache right after the run (median), i.e. what the tool \
+    read in (cold) or left in place (warm).";
+
+/// The warm-up list of scan cells: took per tool per untimed pair.
+pub fn warmup_list(cells: &[&CellRuns]) -> Vec<String> {
+    cells
+        .iter()
+        .map(|c| {
             let runs: Vec<String> = c
                 .warmup
                 .iter()
-                .map(|p| {
-                    format!(
-                        "{} / {}",
-                        fmt_secs(p.a.timing.took_s),
-                        fmt_secs(p.b.timing.took_s)
-                    )
+                .map(|r| {
+                    let t = |i: usize| {
+                        r.results
+                            .get(i)
+                            .and_then(|x| x.get("took_s"))
+                            .map_or_else(|| "—".to_owned(), fmt_secs)
+                    };
+                    format!("{} / {}", t(0), t(1))
                 })
                 .collect();
-            let _ = writeln!(o, "- {}: {}", c.label, runs.join("; "));
-        }
-        o.push('\n');
-    }
+            format!("{}: {}", c.label, runs.join("; "))
+        })
+        .collect()
+}
 
-    seed_section(&mut o, &r.cells.iter().collect::<Vec<_>>(), &r.size);
-    let _ = writeln!(o, "## Charts and residency traces\n");
-    for (file, what) in CHARTS {
-        if r.charts.iter().any(|c| c == file) {
-            let _ = writeln!(o, "![{what}]({file})\n");
+/// The verdict of a scan cell, with the medians' differences when ours
+/// is slower and a note when Go's whole-ms rounding matters.
+pub fn scan_verdict(c: &CellRuns) -> Verdict {
+    let ratio = c.ratio(0, 1, "took_s").0;
+    let mut v = verdict(&c.label, ratio.as_ref());
+    if ratio.is_some_and(|x| x.median > 1.0) {
+        let d = |metric| match (c.summary(0, metric), c.summary(1, metric)) {
+            (Some(a), Some(b)) => {
+                let v = a.median - b.median;
+                format!("{}{}", if v >= 0.0 { "+" } else { "−" }, fmt_secs(v.abs()))
+            }
+            _ => "?".to_owned(),
+        };
+        v.detail.push_str(&format!(
+            "; ours − Go at the median: took {}, open {}, scan {}",
+            d("took_s"),
+            d("open_s"),
+            d("scan_s")
+        ));
+    }
+    if let Some(go) = c.summary(1, "took_s").filter(|g| g.median < 0.05) {
+        v.detail.push_str(&format!(
+            " (Go prints whole ms: at {} its rounding alone moves the ratio by up to ±{:.0} %)",
+            fmt_secs(go.median),
+            0.05 / go.median.max(1e-3)
+        ));
+    }
+    v
+}
+
+fn render(r: &Results) -> Report {
+    let mut o = Report::new(format!("bench bolt-scan — {}", r.started_utc));
+    let warm_runs = r.runs.max(WARM_MIN_RUNS);
+    o.text(format!(
+        "The MAP_POPULATE experiment boltdb/bolt's maintainers reported, re-run: read-only cursor scan over every key of \
+         bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
+         (the peer's `traverse`), {} run{} each per cell ({warm_runs} in a warm cell), alternating ours and Go, the order \
+         turning every pair (ours, Go; Go, ours; …). Finished {}.",
+        r.bucket,
+        r.versions.bbolt_readme.as_deref().unwrap_or("unknown"),
+        r.runs,
+        if r.runs == 1 { "" } else { "s" },
+        r.finished_utc,
+    ));
+    r.versions
+        .machine(&mut o, &r.machine, r.loadavg_end.as_deref());
+    o.section("File").text(r.file.paragraph());
+    let settle = if r
+        .machine
+        .free_page_reporting
+        .as_deref()
+        .is_some_and(|f| f.starts_with("on"))
+    {
+        format!(
+            "This machine reports free pages to its VM host, so after a cold reset the harness waits {} s before the \
+             run: the evicted page cache goes back to the host about 2 s after it is freed, and memory the guest \
+             reuses after that costs a host-side fault at its first touch. Started at once, a run got a random mix \
+             (a cold 2 GiB MAP_POPULATE scan took 0.2 s or 3–4 s after its populate, in both tools, by luck); after \
+             the wait every cold run of both tools starts from the same state. ",
+            COLD_SETTLE.as_secs()
+        )
+    } else {
+        String::new()
+    };
+    let warmup = if r.warmup == 0 {
+        "No warm-up pairs (`--warmup 0`)".to_owned()
+    } else {
+        format!(
+            "Each cell starts with {} untimed warm-up pair{} (same reset before each run; listed below the split, raw in results.json)",
+            r.warmup,
+            if r.warmup == 1 { "" } else { "s" }
+        )
+    };
+    o.section("Method").text(fill(
+        include_str!("text/bolt-scan-method.md"),
+        &[
+            ("settle", &settle),
+            ("warm_min", &WARM_MIN_RUNS.to_string()),
+            ("warmup", &warmup),
+        ],
+    ));
+    let mut commands = r.build_commands.clone();
+    commands.push(r.file.gen_cmd.clone());
+    for c in &r.cells {
+        for (_, cmd) in &c.contenders {
+            if !commands.contains(cmd) {
+                commands.push(cmd.clone());
+            }
         }
     }
-    let _ = writeln!(
-        o,
-        "Every timed run was traced: the file's residency {}; {} traces in `traces/`. \
-         Play one with `inspector replay traces/<cell>-<tool>-<run>.trace --file {}` \
-         (or load it beside the file in the browser viewer).\n",
+    commands.extend(r.residency.commands.iter().cloned());
+    o.section("Commands")
+        .text("Run from the workspace root.")
+        .code("sh", commands.join("\n"));
+    let cells: Vec<&CellRuns> = r.cells.iter().collect();
+    o.section("Results: took = open + scan")
+        .table(took_table(&cells));
+    o.subsection("Open / scan split (medians), process wall time, cache state")
+        .table(split_table(&cells))
+        .text(SPLIT_NOTE);
+    if r.warmup > 0 {
+        o.text("Warm-up pairs (not in the statistics), took ours / Go:")
+            .list(warmup_list(&cells));
+    }
+    let cold = |populate| {
+        r.cells.iter().find(|c| {
+            c.cache == CacheState::Cold && c.label == scan_label(CacheState::Cold, populate)
+        })
+    };
+    seed_section(&mut o, cold(false), cold(true), &r.size);
+    o.section("Charts and residency traces");
+    charts::add_images(&mut o, &r.charts);
+    o.text(format!(
+        "Every timed run was traced: the file's residency {}; {} traces in `traces/`. Play one with \
+         `inspector replay traces/<cell>-<tool>-<run>.trace --file {}` (or load it beside the file in the browser viewer).",
         super::traces::cadence(),
         r.traces.len(),
         r.file.path
-    );
-    limits::section(&mut o, &r.limits);
+    ));
+    limits::add_to(&mut o, &r.limits);
     let rs = &r.residency;
-    let (time, note) = match rs.status.as_str() {
-        "ok" => {
-            let pass = rs
-                .wall
-                .as_ref()
-                .is_some_and(|w| w.median < RESIDENCY_TARGET_S);
-            let said = rs
-                .runs
-                .first()
-                .and_then(|run| serde_json::from_str::<serde_json::Value>(&run.stdout).ok())
-                .and_then(|v| {
-                    Some((
-                        v.get("resident_pages")?.as_u64()?,
-                        v.get("total_pages")?.as_u64()?,
-                    ))
-                })
-                .map_or_else(String::new, |(res, total)| {
-                    format!("; it reported {res} of {total} pages resident")
-                });
-            (
-                opt_secs(rs.wall.as_ref()),
-                format!(
-                    "target < {RESIDENCY_TARGET_S} s: {} (wall time of the whole process, median of {}){said}",
-                    if pass { "PASS" } else { "FAIL" },
-                    rs.runs.len()
-                ),
-            )
-        }
-        other => (
+    let wall = Summary::of(&rs.walls);
+    let (time, note) = match (rs.status.as_str(), &wall) {
+        ("ok", Some(w)) => (
+            w.secs(),
+            format!(
+                "target < {RESIDENCY_TARGET_S} s: {} (wall time of the whole process, median of {}){}",
+                if w.median < RESIDENCY_TARGET_S {
+                    "PASS"
+                } else {
+                    "FAIL"
+                },
+                rs.walls.len(),
+                rs.pages.map_or_else(String::new, |(res, total)| format!(
+                    "; it reported {res} of {total} pages resident"
+                ))
+            ),
+        ),
+        (other, _) => (
             "—".to_owned(),
             format!("{other}: {}", rs.detail.clone().unwrap_or_default()),
         ),
@@ -1316,49 +1045,18 @@ fn render(r: &Results) -> String {
         time,
         note,
     ]);
-    let _ = writeln!(o, "## Residency of a sparse file\n");
-    o.push_str(&t.render());
-
-    let _ = writeln!(o, "\n## Verdicts (target: ours ≤ 1.0× Go bbolt, took)\n");
-    for c in &r.cells {
-        let s = &c.summary;
-        let mut line = format!("- **{}**: {}", c.label, verdict(s.ratio_took.as_ref()));
-        if s.ratio_took.as_ref().is_some_and(|x| x.median > 1.0) {
-            let d = |a: Option<&Summary>, b: Option<&Summary>| match (a, b) {
-                (Some(a), Some(b)) => {
-                    let v = a.median - b.median;
-                    format!("{}{}", if v >= 0.0 { "+" } else { "−" }, fmt_secs(v.abs()))
-                }
-                _ => "?".to_owned(),
-            };
-            let _ = write!(
-                line,
-                "; ours − Go at the median: took {}, open {}, scan {}",
-                d(s.ours_took.as_ref(), s.go_took.as_ref()),
-                d(s.ours_open.as_ref(), s.go_open.as_ref()),
-                d(s.ours_scan.as_ref(), s.go_scan.as_ref())
-            );
-        }
-        if let Some(go) = s.go_took.as_ref().filter(|g| g.median < 0.05) {
-            let _ = write!(
-                line,
-                " (Go prints whole ms: at {} its rounding alone moves the ratio by up to ±{:.0} %)",
-                fmt_secs(go.median),
-                0.05 / go.median.max(1e-3)
-            );
-        }
-        let _ = writeln!(o, "{line}");
-    }
-    let _ = writeln!(
-        o,
-        "- **key counts**: {}",
+    o.section("Residency of a sparse file").table(t);
+    let mut verdicts: Vec<Verdict> = r.cells.iter().map(scan_verdict).collect();
+    verdicts.push(Verdict::new(
+        "key counts",
+        Outcome::of(r.keys_agree),
         if r.keys_agree {
             format!(
                 "ours and Go agree in every run ({} keys{})",
                 r.cells
                     .first()
-                    .and_then(|c| c.summary.key_counts.first())
-                    .map_or_else(na, u64::to_string),
+                    .and_then(|c| c.distinct("keys").first().copied())
+                    .map_or_else(|| "unknown".to_owned(), |k| k.to_string()),
                 if r.file.expected_keys.is_some() {
                     ", as generated"
                 } else {
@@ -1367,8 +1065,10 @@ fn render(r: &Results) -> String {
             )
         } else {
             "**MISMATCH** — see the keys column and results.json".to_owned()
-        }
-    );
+        },
+    ));
+    o.section("Verdicts (target: ours ≤ 1.0× Go bbolt, took)")
+        .verdicts(verdicts);
     o
 }
 
@@ -1376,18 +1076,16 @@ fn render(r: &Results) -> String {
 mod tests {
     use super::*;
 
+    fn m(open: f64, scan: f64, took: f64, keys: f64) -> Metrics {
+        metrics(open, scan, took, keys)
+    }
+
     #[test]
     fn ours_json_parses() {
         let out = r#"{"advice":"random","cold":false,"file_bytes":30941184,"keys":20000,"mlock":false,"open_s":0.000029289,"populate":false,"took_s":0.002935657,"touch":false,"traverse_s":0.002906368,"value_bytes":10922035}"#;
-        let t = parse_ours(&format!("{out}\n")).unwrap();
         assert_eq!(
-            t,
-            Timing {
-                open_s: 0.000_029_289,
-                scan_s: 0.002_906_368,
-                took_s: 0.002_935_657,
-                keys: 20000
-            }
+            parse_ours(&format!("{out}\n")).unwrap(),
+            m(0.000_029_289, 0.002_906_368, 0.002_935_657, 20000.0)
         );
         assert!(parse_ours("").is_err());
         assert!(parse_ours("{\"open_s\": 1}").is_err());
@@ -1398,32 +1096,11 @@ mod tests {
     }
 
     #[test]
-    fn go_text_parses() {
-        let out = "file: 30941184 bytes populate=true cold=false touch=false mlock=false\n\
-                   open: 0.003s\n\
-                   traverse: 0.001s keys=20000 value_bytes=10922035 xor=00\n\
-                   took: 0.004s\n";
-        let t = parse_go(out).unwrap();
-        assert_eq!(
-            t,
-            Timing {
-                open_s: 0.003,
-                scan_s: 0.001,
-                took_s: 0.004,
-                keys: 20000
-            }
-        );
-        // With --residency there are extra lines; order does not matter.
+    fn go_text_parses_in_any_order() {
+        let out = "file: 30941184 bytes populate=true\nopen: 0.003s\ntraverse: 0.001s keys=20000 value_bytes=1 xor=00\ntook: 0.004s\n";
+        assert_eq!(parse_go(out).unwrap(), m(0.003, 0.001, 0.004, 20000.0));
         let out = "resident-before: 0.0%\ntook: 4.321s\nopen: 0.000s\ntraverse: 4.321s keys=7\nresident-after: 100.0%\n";
-        assert_eq!(
-            parse_go(out).unwrap(),
-            Timing {
-                open_s: 0.0,
-                scan_s: 4.321,
-                took_s: 4.321,
-                keys: 7
-            }
-        );
+        assert_eq!(parse_go(out).unwrap(), m(0.0, 4.321, 4.321, 7.0));
     }
 
     #[test]
@@ -1456,14 +1133,16 @@ mod tests {
     #[test]
     fn verdicts() {
         let s = |v: &[f64]| Summary::of(v).unwrap();
-        assert!(verdict(Some(&s(&[0.8, 0.9, 0.95]))).starts_with("PASS — ours 0.90×"));
+        let v = verdict("c", Some(&s(&[0.8, 0.9, 0.95])));
+        assert_eq!(v.outcome, Outcome::Pass);
+        assert!(v.detail.starts_with("ours 0.90×"), "{v:?}");
         assert_eq!(
-            verdict(Some(&s(&[1.0]))),
-            "PASS — ours 1.00× Go bbolt (median of 1 per-pair ratio, range 1.00–1.00)"
+            verdict("c", Some(&s(&[1.0]))).line(),
+            "- **c**: PASS — ours 1.00× Go bbolt (median of 1 per-pair ratio, range 1.00–1.00)"
         );
-        let v = verdict(Some(&s(&[0.9, 1.2, 1.3])));
-        assert!(v.starts_with("FAIL — ours 1.20×"), "{v}");
-        assert!(v.ends_with("straddles 1.0×"), "{v}");
-        assert!(verdict(None).starts_with("no verdict"));
+        let v = verdict("c", Some(&s(&[0.9, 1.2, 1.3])));
+        assert_eq!(v.outcome, Outcome::Fail);
+        assert!(v.detail.ends_with("straddles 1.0×"), "{v:?}");
+        assert_eq!(verdict("c", None).outcome, Outcome::None);
     }
 }

@@ -14,6 +14,7 @@
 pub mod all;
 pub mod bolt;
 pub mod bolt_scan;
+pub mod cell;
 pub mod charts;
 pub mod check;
 pub mod etcd;

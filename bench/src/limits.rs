@@ -118,7 +118,7 @@ fn measure<P: AsRef<Path>>(
             continue;
         }
         for f in files {
-            schedule::prepare(f.as_ref(), state)?;
+            schedule::prepare(&[f.as_ref()], state)?;
         }
         let mut total = ReadPass {
             bytes: 0,

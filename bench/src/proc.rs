@@ -29,6 +29,8 @@ pub struct Cmd {
     metered: bool,
     /// Standard output counted and dropped ([`Cmd::counting_stdout`]).
     count_only: bool,
+    /// Standard output to /dev/null ([`Cmd::stdout_to_null`]).
+    to_null: bool,
 }
 
 /// GNU time (Debian package `time`): the peak-RSS meter of
@@ -79,6 +81,7 @@ impl Cmd {
             args: Vec::new(),
             metered: false,
             count_only: false,
+            to_null: false,
         }
     }
 
@@ -101,6 +104,15 @@ impl Cmd {
     #[must_use]
     pub fn counting_stdout(mut self) -> Self {
         self.count_only = true;
+        self
+    }
+
+    /// Sends the child's standard output to /dev/null (a data stream
+    /// nobody reads, as the 2003 mmap-test ran); [`Cmd::shell`] shows the
+    /// redirection.
+    #[must_use]
+    pub fn stdout_to_null(mut self) -> Self {
+        self.to_null = true;
         self
     }
 
@@ -185,6 +197,7 @@ impl Cmd {
                     .unwrap_or_else(|| shell_quote(&self.program)),
             ))
             .chain(self.args.iter().map(|a| shell_quote(a)))
+            .chain(self.to_null.then(|| "> /dev/null".to_owned()))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -215,7 +228,11 @@ impl Cmd {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(if self.to_null {
+                Stdio::from(std::fs::File::create("/dev/null").context("cannot open /dev/null")?)
+            } else {
+                Stdio::piped()
+            })
             .stderr(Stdio::piped())
             .spawn()
             .with_context(|| {

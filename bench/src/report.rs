@@ -235,6 +235,17 @@ impl Table {
     }
 }
 
+/// `template` with every `{name}` of `vars` replaced by its value: the
+/// long prose of a report (its method) lives as Markdown beside the bench
+/// (`bench/src/text/`), with the figures of the run filled in.
+#[must_use]
+pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
+    vars.iter()
+        .fold(template.trim_end().to_owned(), |t, (k, v)| {
+            t.replace(&format!("{{{k}}}"), v)
+        })
+}
+
 /// Whether a cell holds no value: empty, a dash, `?`, `n/a`, or NaN.
 #[must_use]
 pub fn is_placeholder(cell: &str) -> bool {

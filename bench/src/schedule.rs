@@ -66,34 +66,52 @@ pub struct Prepared {
     pub resident: f64,
 }
 
-/// Puts `file` into `state` and checks the result with mincore.
-pub fn prepare(file: &Path, state: CacheState) -> Result<Prepared> {
+/// Puts `files` into `state` (each evicted; warm: then read whole once)
+/// and checks the result with mincore.
+///
+/// # Errors
+/// When a file cannot be evicted, read or measured.
+pub fn prepare<P: AsRef<Path>>(files: &[P], state: CacheState) -> Result<Prepared> {
     let start = Instant::now();
-    match state {
-        CacheState::Cold => pagecache::evict(file)?,
-        CacheState::Warm => {
-            pagecache::evict(file)?;
-            pagecache::read_whole(file, false)?;
+    for f in files {
+        pagecache::evict(f.as_ref())?;
+        if state == CacheState::Warm {
+            pagecache::read_whole(f.as_ref(), false)?;
         }
     }
     let prep_s = start.elapsed().as_secs_f64();
-    let resident = pagecache::resident_fraction(file)?;
     Ok(Prepared {
         state,
         prep_s,
-        resident,
+        resident: resident(files)?,
     })
 }
 
 /// Re-measures a cache state another run just prepared, without
-/// resetting it: for the second run of a pair that shares the first one's
+/// resetting it: for a later run of a round that shares the first one's
 /// reset (`prep_s` is 0).
-pub fn recheck(file: &Path, state: CacheState) -> Result<Prepared> {
+///
+/// # Errors
+/// When a file cannot be measured.
+pub fn recheck<P: AsRef<Path>>(files: &[P], state: CacheState) -> Result<Prepared> {
     Ok(Prepared {
         state,
         prep_s: 0.0,
-        resident: pagecache::resident_fraction(file)?,
+        resident: resident(files)?,
     })
+}
+
+/// The mean resident fraction (mincore) of `files`, 0–1.
+///
+/// # Errors
+/// When a file cannot be measured.
+pub fn resident<P: AsRef<Path>>(files: &[P]) -> Result<f64> {
+    let mut sum = 0.0;
+    for f in files {
+        sum += pagecache::resident_fraction(f.as_ref())?;
+    }
+    #[expect(clippy::cast_precision_loss)]
+    Ok(sum / files.len().max(1) as f64)
 }
 
 /// The order of `k` contenders in round `round` (from 1): a rotation, so
