@@ -5,10 +5,9 @@
 //! A bench that fails (its exit status is not 0) is reported as such and
 //! the others still run; Ctrl-C stops the child at once (same process
 //! group), and then nothing of the index is written. The index quotes
-//! every verdict line of every bench report (a list item whose text holds
-//! `PASS —` or `FAIL —`), so the whole outcome is on one page.
+//! every verdict of every bench report (read from the report's model in
+//! its results.json), so the whole outcome is on one page.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Instant, SystemTime};
@@ -18,7 +17,8 @@ use clap::Args as ClapArgs;
 use serde::Serialize;
 
 use super::machine::Machine;
-use super::output::{self, Table};
+use super::output;
+use super::report::{Outcome, Report, Table, Verdict};
 use super::units::{utc_human, utc_stamp};
 use super::{Workspace, interrupt};
 
@@ -77,24 +77,10 @@ pub struct Args {
     runs: Option<u64>,
     /// Directory of the index report and one subdirectory per bench.
     #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
+    pub(super) out: Option<PathBuf>,
     /// Run only these benches (comma-separated names).
     #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(BENCHES))]
     only: Vec<String>,
-}
-
-impl Args {
-    /// Make `--out` absolute against the caller's directory.
-    ///
-    /// # Errors
-    /// When the path cannot be made absolute.
-    pub fn fix_out(&mut self) -> Result<()> {
-        if let Some(o) = &self.out {
-            self.out =
-                Some(std::path::absolute(o).with_context(|| format!("bad --out {}", o.display()))?);
-        }
-        Ok(())
-    }
 }
 
 /// What one bench did.
@@ -107,8 +93,8 @@ struct BenchRun {
     seconds: f64,
     /// Its report directory, relative to the index's.
     dir: String,
-    /// Its verdict lines (PASS/FAIL).
-    verdicts: Vec<String>,
+    /// Its verdicts, from its report's model.
+    verdicts: Vec<Verdict>,
     /// Options that did not apply to it.
     notes: Vec<String>,
 }
@@ -168,60 +154,23 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
     (v, notes)
 }
 
-/// (PASS, FAIL) among verdict lines ([`verdicts`]): the index's count
-/// cell `N PASS, M FAIL`.
-pub(super) fn verdict_counts(lines: &[String]) -> (usize, usize) {
-    let pass = lines.iter().filter(|v| v.contains("PASS —")).count();
-    let fail = lines.iter().filter(|v| v.contains("FAIL —")).count();
-    (pass, fail)
+/// (PASS, FAIL) among `verdicts`: the index's count cell `N PASS, M FAIL`.
+#[must_use]
+pub fn verdict_counts(verdicts: &[Verdict]) -> (usize, usize) {
+    let n = |o| verdicts.iter().filter(|v| v.outcome == o).count();
+    (n(Outcome::Pass), n(Outcome::Fail))
 }
 
-/// The verdict lines of a bench report: list items holding `PASS —` or
-/// `FAIL —`, and rows of verdict tables (a cell `PASS` or `FAIL`, or one
-/// starting `PASS —` / `FAIL —`), which become list items (`- **first
-/// cell**: PASS — the other cells`) so that the index, which lists them
-/// one per line, holds no table without a header.
-pub(super) fn verdicts(report: &str) -> Vec<String> {
-    let is_verdict = |c: &str| {
-        let c = c.trim().trim_matches('*');
-        ["PASS", "FAIL"]
-            .iter()
-            .any(|w| c == *w || c.starts_with(&format!("{w} —")))
-    };
-    report
-        .lines()
-        .map(str::trim)
-        .filter_map(|l| {
-            if l.starts_with("- ") || l.starts_with("* ") {
-                return (l.contains("PASS —") || l.contains("FAIL —")).then(|| l.to_string());
-            }
-            let cells: Vec<&str> = l
-                .strip_prefix('|')?
-                .strip_suffix('|')?
-                .split(" | ")
-                .map(str::trim)
-                .collect();
-            let v = cells.iter().skip(1).position(|c| is_verdict(c))? + 1;
-            let verdict = cells[v].trim_matches('*');
-            let rest: Vec<&str> = cells
-                .iter()
-                .enumerate()
-                .filter(|&(i, c)| i != 0 && i != v && !c.is_empty())
-                .map(|(_, c)| *c)
-                .collect();
-            let mut line = format!("- **{}**: {verdict}", cells[0].trim_matches('*'));
-            if !rest.is_empty() {
-                let sep = if verdict.contains('—') {
-                    "; "
-                } else {
-                    " — "
-                };
-                line.push_str(sep);
-                line.push_str(&rest.join(", "));
-            }
-            Some(line)
-        })
-        .collect()
+/// The verdicts of the bench report in `dir`: its results.json's model
+/// (empty when there is none).
+#[must_use]
+pub fn verdicts(dir: &Path) -> Vec<Verdict> {
+    std::fs::read_to_string(dir.join("results.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| serde_json::from_value::<Report>(v.get("report")?.clone()).ok())
+        .map(|r| r.all_verdicts().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// Runs `cargo xtask bench all`.
@@ -255,14 +204,13 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
             .status()
             .with_context(|| format!("cannot run {command}"))?;
         interrupt::check()?;
-        let report = std::fs::read_to_string(sub.join("REPORT.md")).unwrap_or_default();
         runs.push(BenchRun {
             name: name.to_string(),
             command,
             status: status.code(),
             seconds: t.elapsed().as_secs_f64(),
             dir: format!("{name}/"),
-            verdicts: verdicts(&report),
+            verdicts: verdicts(&sub),
             notes,
         });
     }
@@ -288,17 +236,7 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
         loadavg_end: super::machine::loadavg(),
         benches: runs,
     };
-    let report = render(&index);
-    let json = serde_json::to_string_pretty(&index)? + "\n";
-    output::write_all_atomically(
-        &dir,
-        &[
-            ("results.json", json.as_bytes()),
-            ("REPORT.md", report.as_bytes()),
-        ],
-    )?;
-    print!("{report}");
-    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
+    output::publish_report(&dir, &render(&index), &index, &[])?;
     Ok(if index.benches.iter().all(|b| b.status == Some(0)) {
         ExitCode::SUCCESS
     } else {
@@ -306,19 +244,16 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
     })
 }
 
-fn render(x: &Index) -> String {
-    let m = &x.machine;
-    let mut o = String::new();
-    let _ = writeln!(o, "# cargo xtask bench all — {}\n", x.started_utc);
-    let _ = writeln!(
-        o,
+fn render(x: &Index) -> Report {
+    let mut o = Report::new(format!("cargo xtask bench all — {}", x.started_utc));
+    o.text(format!(
         "Every seed experiment re-run beside its peer ({} mode, {} cache cells), finished {}. \
          Each bench's own report (tables, charts, residency traces, commands, the seed's published \
-         figures) is in its directory; this page gathers their verdicts.\n",
+         figures) is in its directory; this page gathers their verdicts.",
         x.mode, x.cache, x.finished_utc
-    );
-    o.push_str(&m.section("target/bench", &[], x.loadavg_end.as_deref()));
-    let _ = writeln!(o, "\n## Benches\n");
+    ));
+    x.machine
+        .add_to(&mut o, "target/bench", &[], x.loadavg_end.as_deref());
     let mut t = Table::new(&["bench", "status", ">minutes", "report", "verdicts"]);
     for b in &x.benches {
         let (pass, fail) = verdict_counts(&b.verdicts);
@@ -334,17 +269,16 @@ fn render(x: &Index) -> String {
             format!("{pass} PASS, {fail} FAIL"),
         ]);
     }
-    o.push_str(&t.render());
+    o.section("Benches").table(t);
     for b in &x.benches {
-        let _ = writeln!(o, "\n## {}\n\n`{}`\n", b.name, b.command);
+        o.section(&b.name).text(format!("`{}`", b.command));
         for n in &b.notes {
-            let _ = writeln!(o, "Note: {n}.\n");
+            o.text(format!("Note: {n}."));
         }
         if b.verdicts.is_empty() {
-            let _ = writeln!(o, "No verdict lines (see its report).");
-        }
-        for v in &b.verdicts {
-            let _ = writeln!(o, "{v}");
+            o.text("No verdict lines (see its report).");
+        } else {
+            o.verdicts(b.verdicts.clone());
         }
     }
     o
@@ -402,30 +336,5 @@ mod tests {
         assert_eq!(v, ["bench", "mmaptest", "--quick", "--warm", "--out", "/o"]);
         assert!(Cli::try_parse_from(["all", "--quick", "--full"]).is_err());
         assert!(Cli::try_parse_from(["all", "--cold", "--warm"]).is_err());
-    }
-
-    #[test]
-    fn verdict_lines_are_found() {
-        let r = "# x\n- **cold, plain mmap**: PASS — ours 0.9×\ntext PASS — no\n  - **b**: FAIL — 2×\n| c | PASS — 1× |\n";
-        assert_eq!(
-            verdicts(r),
-            [
-                "- **cold, plain mmap**: PASS — ours 0.9×",
-                "- **b**: FAIL — 2×",
-                "- **c**: PASS — 1×"
-            ]
-        );
-        // bench bolt's verdict table (a real row of its report).
-        let t = "| target   | goal                 | ours/Go (per pair) | verdict |\n\
-                 | -------- | -------------------- | -----------------: | ------- |\n\
-                 | rnd puts | ops/s ours/Go ≥ 1.0× |  1.18× [1.15–1.35] | PASS    |\n\
-                 | scan: warm, plain mmap | time ours/Go ≤ 0.7× | 1.05× [0.93–1.10] | FAIL |\n";
-        assert_eq!(
-            verdicts(t),
-            [
-                "- **rnd puts**: PASS — ops/s ours/Go ≥ 1.0×, 1.18× [1.15–1.35]",
-                "- **scan: warm, plain mmap**: FAIL — time ours/Go ≤ 0.7×, 1.05× [0.93–1.10]"
-            ]
-        );
     }
 }

@@ -1,15 +1,20 @@
 //! `cargo xtask bench …`: benchmarks that write a report.
 //!
-//! Each bench is a sibling module (`bolt_scan`; later `rrd`, `revlog`,
-//! `mmaptest`) built from the shared pieces here: [`alternate`] (A/B runs
-//! with a cache reset before each), [`pagecache`] (evict, warm, residency,
-//! O_DIRECT), [`stats`], [`machine`] (the report header), [`proc`] (child
-//! processes and their exact command lines), [`output`] (atomic report
-//! files, markdown tables), [`traces`] (residency traces of timed runs),
-//! [`charts`] (SVG ratio and residency charts), [`interrupt`] (Ctrl-C),
-//! [`tui`] (the live view under tmux, peak RSS and CPU from /proc),
-//! [`etcd`] (a real etcd to compare with) and [`units`]. [`check`] is the
-//! harness's own test: it checks a report directory after the fact.
+//! Each bench is a module (`bolt`, `bolt_scan`, `mmaptest`, `revlog`,
+//! `rrd`, `live`) that declares its cells ([`cell`]: a cache state, the
+//! files it resets and traces, its contenders with a command and an output
+//! parser each) and builds its [`report`] (the typed model REPORT.md is
+//! rendered from and results.json stores). The harness around them:
+//! [`schedule`] (the one scheduler, rotating contenders round by round,
+//! and the cache reset), [`pagecache`] (evict, warm, residency, O_DIRECT),
+//! [`stats`], [`machine`] (the report header), [`proc`] (child processes
+//! and their exact command lines), [`output`] (atomic report files),
+//! [`traces`] (residency traces of timed runs), [`charts`] (SVG ratio and
+//! residency charts), [`limits`] (the physical limits), [`interrupt`]
+//! (Ctrl-C), [`tui`] (the live view under tmux), [`etcd`] (a real etcd to
+//! compare with), [`writer`] (an etcd-shaped writer) and [`units`].
+//! [`check`] validates a report directory against the model; [`all`] runs
+//! every bench and writes the index.
 
 pub mod all;
 pub mod bolt;
@@ -50,162 +55,28 @@ use mapwise_testkit::install::{self, Need};
 pub const HELP: &str = "\
 Every bench prints a markdown report on stdout and writes it to
 target/bench/<UTC timestamp>/REPORT.md (--out DIR overrides the directory),
-with results.json beside it holding every raw sample, the machine
-description and the exact commands. The header describes the machine: CPU,
-cores, memory, kernel, file system and read_ahead_kb of the device under
-the bench file, THP setting, tool versions. Nothing is written before the
-end (temporary names renamed into place), so Ctrl-C leaves no half-written
-report; it also removes temporary files. Progress goes to stderr.
+with results.json beside it holding the report's model, every raw sample,
+the machine description and the exact commands. The header describes the
+machine: CPU, cores, memory, kernel, file system and read_ahead_kb of the
+device under the bench file, THP setting, tool versions. Nothing is
+written before the end (temporary names renamed into place), so Ctrl-C
+leaves no half-written report; it also removes temporary files. Progress
+goes to stderr.
 
 Benches run from the workspace root, build what they measure in release
 mode first, take the peers from peers/ in the workspace (installing what
-they need as the tests do, through mapwise-testkit), and compare ours with
-the reference implementation alternately
-in the same loop (A B, B A, A B, …: the order turns every pair, so what a
-run leaves behind lands on both sides), so drift on a shared machine hits
-both sides.
-Ratios are ours/reference computed pair by pair: median [min–max].
+they need as the tests do, through mapwise-testkit), and run ours and the
+reference implementation in the same loop, the order rotating round by
+round (A B, B A, A B, …), so drift on a shared machine hits both sides.
+Ratios are ours/reference computed round by round: median [min–max].
 Nothing here asserts a time: a verdict is a line in the report.
 
-bolt: our bbolt engine beside Go bbolt 1.3.6: the bbolt peer's
-  seeded `bench` workload (1M batched puts, seq and rnd, then seq and rnd
-  gets; --quick 100k) and full scans of a 2 GiB Go-made file (--quick
-  256 MiB) cold/warm, with and without MAP_POPULATE, plus our prefetching
-  cursor (--prefetch) against Go's plain cold scan, and the residency a
-  prefetching range scan leaves. Peak RSS per process (wait4). Verdicts:
-  puts >= 1.0x bbolt ops/s, random gets >= 1.5x, warm scan <= 0.7x bbolt's
-  time, prefetching cold scan <= 0.5x bbolt's plain cold scan. Beside the
-  scans, the seed's published figures and the scan file's physical limits.
+`cargo xtask bench NAME --help` says what each bench runs, its cells and
+its targets. To publish a run, give --out docs/bench/NAME (or run
+`bench all --out docs/bench`) and commit the directory without traces/.
 
-  cargo xtask bench bolt [--quick | --tiny] [--count N] [--size SIZE]
-                         [--prefetch BYTES] [--runs 5] [--warmup 1]
-                         [--no-puts] [--no-scans] [--out DIR]
-
-bolt-scan: the MAP_POPULATE experiment boltdb/bolt's maintainers reported, ours vs Go
-  bbolt 1.3.6 (the bbolt peer, peers/bolt). A bbolt file made by
-  Go bbolt (`peers/bolt/peer gen FILE --shape big --seed 1 --size 256MiB`, cached
-  in target/bench/files/ by size and seed, made again only when missing),
-  bucket `fake-bucket`, read-only cursor scan over every key. Four cells:
-    cold  before every single run xtask itself fsyncs the file and calls
-          posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) over the whole file
-          (checked with mincore: the resident fraction is reported)
-    warm  before every pair xtask evicts the file, then reads it whole
-          once (read(2), 1 MiB buffer): both runs of a pair scan the same
-          page cache, folio sizes and host backing included
-  each with and without MAP_POPULATE. Commands timed:
-    ours  target/release/mapwise bolt traverse FILE [--populate] --json
-    Go    peers/bolt/peer traverse FILE [--populate]
-  Headline: `took` = open + scan as each tool times it (Go prints ms);
-  the open/scan split and process wall times are shown too, and the key
-  counts of both must agree (exit status 1 otherwise). Beside the table,
-  the physical limits: a cold sequential O_DIRECT read of the file (1 MiB
-  aligned buffer) and a cached read() of it (1 MiB buffer), in seconds and
-  MB/s (10^6 B/s); and `target/release/inspector residency FILE --json` on
-  a 64 GiB sparse file (truncate -s 64G in target/bench/, deleted after;
-  target < 0.5 s; reported as missing while the inspector does not build
-  or has no such subcommand). One verdict line per cell against the target
-  \"ours ≤ 1.0× Go bbolt\" (median of the per-pair ratios).
-
-  Each cell starts with --warmup untimed pairs (default 1): the first run
-  after a change of cell pays for the previous cell's leftovers, and ours,
-  first in the first pair, would pay it alone.
-
-  cargo xtask bench bolt-scan [--size 256MiB | --tiny] [--seed 1] [--runs 5]
-                              [--warmup 1] [--cold | --warm | --both]
-                              [--out DIR]
-  --size 2GiB is the full run (generating takes ~15 s, a cold plain-mmap
-  scan ~30 s per run); --runs 3 on 256MiB takes a few minutes.
-
-mmaptest: the read()-vs-mmap microbenchmark of the 2003 PostgreSQL-list
-  \"mmap-test\", ours (`mapwise mmaptest`) vs the C reconstruction in
-  peers/mmaptest (built with cc into target/bench/mmaptest-c/),
-  stdout to /dev/null as in the original. Modes read() 64 KiB, read() whole
-  file, mmap+munmap per iteration (plain and MAP_POPULATE), mmap once; each
-  untouched (faithful) and touching every byte (fair). Cells: warm (a
-  72 KiB file, 20000 iterations, or the seed's 100000 with --full) and cold
-  (a list of 16 MiB files, evicted by xtask before every run, one pass).
-  Headline: each program's own loop time; the limits are memcpy (in cache
-  and large) and a cached and an O_DIRECT read of the cold list. Every
-  timed run traces each file it reads (traces/); charts: ours/C per cell
-  and the cold list's residency, read() vs mmap; the seed's quoted
-  (unverified) 2003 totals beside this run's ratios. One verdict per cell
-  against \"ours ≤ 1.2× C\", and a data check (bytes = sizes × iterations,
-  checksums equal in every mode); exit status 1 when the data check fails.
-
-  cargo xtask bench mmaptest [--quick | --full | --tiny] [--runs 5]
-                             [--warmup 1] [--warm | --cold] [--out DIR]
-
-revlog: `log -l 5` over a Mercurial changelog whose index is read
-  whole or mapped, ours (`mapwise revlog log -l 5 REPO --config …`) vs
-  `hg log -l 5 -T '{rev}\\n'` (HGRCPATH= HGPLAIN=1, the same --config:
-  storage.revlog.mmap.index=no for read, experimental.mmapindexthreshold=0
-  for mmap, or 6.9's keys with hg >= 6.9), warm and cold (xtask reads or
-  evicts the changelog files before every run; index residency after each
-  run is reported), on 1k and 100k revisions made by the revlog peer's
-  gen-repo and 1M revisions synthesised by xtask in the v1 format (checked
-  with hg debugindex/debugdata/log/verify), all cached in
-  target/bench/files/. Process wall times; hg's are mostly Python start-up
-  (a start-up floor is measured and subtracted). Verdicts: ours mmap at 1M
-  <= 1.2x ours at 1k (alternated pair by pair, warm and cold), and the
-  read-vs-mmap crossover of ours across synthetic index sizes (16 KiB to
-  61 MiB; also modelled in xtask at µs resolution, which decides where
-  ours' process times tie), printed as the recommended
-  `--config experimental.mmapindexthreshold=` beside hg 6.9's 1 MB. Every
-  timed process run traces 00changelog.i (traces/); charts: ours/hg per
-  cell and the index's residency over each cold run, read vs mmap; the
-  seed's published figures (D477's `hg log -l 5` table, the 2018 1 MB
-  proposal's perfindex on a 60 MB index) beside ours and hg's; the
-  physical limits of the largest index. Exit status 1 when an output or
-  check is wrong. --tiny: hg's 1k and a 5000-revision synthetic
-  changelog only (CI smoke run).
-
-  cargo xtask bench revlog [--quick | --full | --tiny] [--runs 5]
-                           [--warmup 1] [--sweep-runs N] [--out DIR]
-
-rrd: the seed experiment re-run: the seed's `create` (ours vs
-  rrdtool, dumps compared), then N separate `updatev` processes (3 samples
-  each, `peers/rrd/peer bench-updatev`'s stream) into a fresh copy of a 1.7 MB
-  2-DS file (`peers/rrd/peer gen --shape big --seed 1`, cached in
-  target/bench/files/), rrdtool 1.7.2 and `mapwise rrd updatev --io M` for
-  M = mmap, mmap-2pages, fd, direct, rotated round by round; warm, and cold
-  (xtask fsyncs and posix_fadvise(DONTNEED)s the file before every call and
-  counts the pages each call pulled in). Then the same N×3 updates in one
-  process: ours (hidden `mapwise rrd bench-inproc`) vs librrd
-  (`peers/rrd/peer bench-inproc`), warm and cold. Every final file must be
-  byte-identical to rrdtool's and every updatev output equal. Verdicts:
-  process level ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
-  updates/s warm and ≤ 1.0× its time cold by one mode (which ones do, and
-  each mode's own verdicts); whether the mode table shows
-  the seed's finding (direct far slower, mmap and fd close), and why not.
-  Every timed loop's residency is traced (traces/, `inspector replay`);
-  charts: ours/rrdtool and ours/librrd ratios per cell and mode, and the
-  file's resident pages over the cold loops; the 2007 figures published
-  for the seed's work beside ours; the physical limits of the file.
-
-  cargo xtask bench rrd [--quick | --full | --tiny] [--calls N] [--runs 5]
-                        [--inproc-runs N] [--warmup 1] [--out DIR]
-  --quick (default): 200 calls per loop, a few minutes; --full: 1000;
-  --tiny: shape gauge (9 KB), 5 calls per loop, 1 in-process round.
-
-live: the quiet readers on a bbolt file an etcd-shaped writer commits to
-  (every 20, 50, 100 and 200 ms), on Go-made files of 256 MiB and 2 GiB
-  (--quick 256 MiB): settle time p50/p95, exit-2 runs and peak RSS of
-  `inspector check|layout --json|pages` and `mapwise bolt check`, fully
-  and ~90 % cached; the live view `inspector open` under tmux: time to the
-  first settled structure, the age it shows (staleness), peak RSS and CPU;
-  beside `etcdctl snapshot save` from a real etcd of the same size and an
-  offline check of the copy, side by side. Verdicts: p95 <= 2 s and no
-  exit 2 at 2 GiB ~90 % cached; p95 <= 0.25x the alternative's time.
-
-  cargo xtask bench live [--quick | --tiny] [--runs 5] [--view-seconds 20]
-                         [--seed 1] [--out DIR]
-
-check: the harness's own test of a report directory (one bench's, or `all`'s
-  with every sub-directory): well-formed tables, ours' and the peer's
-  columns filled, results.json parses, the charts and traces it names are
-  there; one line per problem, exit status 1 when there is any. CI runs
-  `bench all --tiny --runs 1` and then this.
-
+  cargo xtask bench bolt|bolt-scan|mmaptest|revlog|rrd|live [--tiny] [--runs N] [--out DIR]
+  cargo xtask bench all [--quick | --full | --tiny] [--runs N] [--out DIR]
   cargo xtask bench check DIR";
 
 /// `cargo xtask bench` arguments.
@@ -377,10 +248,9 @@ pub fn rel_to(root: &Path, p: &Path) -> String {
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     interrupt::install();
     // Resolve --out against the caller's directory before moving to the root.
-    let fix_out = |c: &mut CommonArgs| -> Result<()> {
-        if let Some(o) = &c.out {
-            c.out =
-                Some(std::path::absolute(o).with_context(|| format!("bad --out {}", o.display()))?);
+    let fix_out = |out: &mut Option<PathBuf>| -> Result<()> {
+        if let Some(o) = out {
+            *o = std::path::absolute(&*o).with_context(|| format!("bad --out {}", o.display()))?;
         }
         Ok(())
     };
@@ -391,49 +261,23 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if !matches!(args.bench, BenchCommand::Check(_)) {
         install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
     }
+    let enter = |out: &mut Option<PathBuf>| -> Result<()> {
+        fix_out(out)?;
+        std::env::set_current_dir(&ws.root)
+            .with_context(|| format!("cannot enter {}", ws.root.display()))
+    };
     match args.bench {
-        BenchCommand::Bolt(mut a) => {
-            fix_out(&mut a.common)?;
-            std::env::set_current_dir(&ws.root)
-                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-            bolt::run(&ws, &a)
-        }
+        BenchCommand::Bolt(mut a) => enter(&mut a.common.out).and_then(|()| bolt::run(&ws, &a)),
         BenchCommand::BoltScan(mut a) => {
-            fix_out(&mut a.common)?;
-            std::env::set_current_dir(&ws.root)
-                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-            bolt_scan::run(&ws, &a)
+            enter(&mut a.common.out).and_then(|()| bolt_scan::run(&ws, &a))
         }
         BenchCommand::Mmaptest(mut a) => {
-            fix_out(&mut a.common)?;
-            std::env::set_current_dir(&ws.root)
-                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-            mmaptest::run(&ws, &a)
+            enter(&mut a.common.out).and_then(|()| mmaptest::run(&ws, &a))
         }
-        BenchCommand::Revlog(mut a) => {
-            fix_out(&mut a.common)?;
-            std::env::set_current_dir(&ws.root)
-                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-            revlog::run(&ws, &a)
-        }
-        BenchCommand::Rrd(mut a) => {
-            fix_out(&mut a.common)?;
-            std::env::set_current_dir(&ws.root)
-                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-            rrd::run(&ws, &a)
-        }
-        BenchCommand::Live(mut a) => {
-            fix_out(&mut a.common)?;
-            std::env::set_current_dir(&ws.root)
-                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-            live::run(&ws, &a)
-        }
-        BenchCommand::All(mut a) => {
-            a.fix_out()?;
-            std::env::set_current_dir(&ws.root)
-                .with_context(|| format!("cannot enter {}", ws.root.display()))?;
-            all::run(&ws, &a)
-        }
+        BenchCommand::Revlog(mut a) => enter(&mut a.common.out).and_then(|()| revlog::run(&ws, &a)),
+        BenchCommand::Rrd(mut a) => enter(&mut a.common.out).and_then(|()| rrd::run(&ws, &a)),
+        BenchCommand::Live(mut a) => enter(&mut a.common.out).and_then(|()| live::run(&ws, &a)),
+        BenchCommand::All(mut a) => enter(&mut a.out).and_then(|()| all::run(&ws, &a)),
         BenchCommand::Check(a) => check::run(&a),
     }
 }
