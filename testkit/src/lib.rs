@@ -55,6 +55,16 @@ pub fn testdata(rel: &str) -> PathBuf {
     repo().join("testdata").join(rel)
 }
 
+/// The bytes of `testdata/REL`.
+///
+/// # Panics
+/// When the file cannot be read (a test's fixture is missing), naming it.
+#[must_use]
+pub fn read_testdata(rel: &str) -> Vec<u8> {
+    let p = testdata(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 /// `peers/REL`: the repository's peers (see `peers/*/README.md`).
 #[must_use]
 pub fn peer(rel: &str) -> PathBuf {

@@ -8,6 +8,7 @@
 //! sections. Values are read through `mapwise-core`'s decoders only.
 
 use mapwise_core::PageSource;
+use mapwise_core::bolt::{Body, Bytes, Element, Meta, PageDetail};
 use mapwise_core::layout::{Format, Kind, Layout};
 use mapwise_core::revlog::Index;
 use serde::Serialize;
@@ -246,20 +247,133 @@ fn rrd<S: PageSource + ?Sized>(
     Ok(items)
 }
 
+/// The fields of a bbolt meta page as both front ends name them, in
+/// file order (`db.go`'s `meta` struct): magic, version, page size,
+/// flags, root (with its sequence), freelist, hwm, txid, and the checksum
+/// with its verdict (`fault`: why the page does not validate).
+#[must_use]
+pub fn meta_fields(m: &Meta, fault: Option<impl std::fmt::Display>) -> Vec<(String, String)> {
+    let f = |n: &str, v: String| (n.to_owned(), v);
+    vec![
+        f("magic", format!("{:#010x}", m.magic)),
+        f("version", m.version.to_string()),
+        f("page size", m.page_size.to_string()),
+        f("flags", format!("{:#x}", m.flags)),
+        f("root", format!("{} (sequence {})", m.root, m.root_sequence)),
+        f(
+            "freelist",
+            if m.has_freelist() {
+                m.freelist.to_string()
+            } else {
+                "none (NoFreelistSync)".into()
+            },
+        ),
+        f("hwm", format!("{} pages", m.hwm)),
+        f("txid", m.txid.to_string()),
+        f(
+            "checksum",
+            match fault {
+                None => format!("{:016x} ok", m.checksum),
+                Some(fault) => format!("{:016x} INVALID: {fault}", m.checksum),
+            },
+        ),
+    ]
+}
+
+/// A key or value preview as shown.
+#[must_use]
+pub fn preview(b: &Bytes, max: usize) -> String {
+    crate::fmt::bytes_text(&b.prefix, b.len, max)
+}
+
+/// A key range `first..last` in at most `max` characters; the last key's
+/// leading part shared with the first is left out (at a space for hex,
+/// marked `…` for text), so what differs stays visible.
+#[must_use]
+pub fn range_text(first: &Bytes, last: &Bytes, max: usize) -> String {
+    let a = preview(first, usize::MAX);
+    let b = preview(last, usize::MAX);
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let tail = if a.starts_with("0x") {
+        // Cut after the last space inside the shared part.
+        let cut = b
+            .chars()
+            .take(common)
+            .collect::<String>()
+            .rfind(' ')
+            .map_or(0, |i| i + 1);
+        b.get(cut..).unwrap_or(&b).to_string()
+    } else if common > 4 {
+        let rest: String = b.chars().skip(common.saturating_sub(1)).collect();
+        format!("…{rest}")
+    } else {
+        b
+    };
+    let s = format!("{a}..{tail}");
+    if s.chars().count() > max {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    } else {
+        s
+    }
+}
+
+/// First and last key of a decoded branch or leaf page, if it has any.
+#[must_use]
+pub fn key_range(d: &PageDetail) -> Option<(&Bytes, &Bytes)> {
+    let Body::Elements(els) = &d.body else {
+        return None;
+    };
+    let first = els.iter().find_map(element_key)?;
+    let last = els.iter().rev().find_map(element_key)?;
+    Some((first, last))
+}
+
+fn element_key(e: &Element) -> Option<&Bytes> {
+    match e {
+        Element::Branch { key, .. } | Element::Leaf { key, .. } => Some(key),
+        Element::Bad(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn testdata(path: &str) -> Vec<u8> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../testdata")
-            .join(path);
-        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    fn b(v: &[u8]) -> Bytes {
+        Bytes {
+            len: v.len(),
+            prefix: v.to_vec(),
+        }
+    }
+
+    #[test]
+    fn ranges_drop_the_shared_start() {
+        let k = |rev: u8| {
+            let mut v = vec![0u8; 17];
+            v[7] = rev;
+            v[8] = b'_';
+            v
+        };
+        assert_eq!(
+            range_text(&b(&k(0x18)), &b(&k(0x2d)), 80),
+            "0x00*7 185f 00*8..2d5f 00*8"
+        );
+        assert_eq!(
+            range_text(&b(&k(0x18)), &b(&k(0x2d)), 20),
+            "0x00*7 185f 00*8..2…"
+        );
+        assert_eq!(
+            range_text(&b(b"/registry/pods/a"), &b(b"/registry/pods/zz"), 80),
+            "\"/registry/pods/a\"..…/zz\""
+        );
+        assert_eq!(range_text(&b(b"a"), &b(b"b"), 80), "\"a\"..\"b\"");
     }
 
     #[test]
     fn revlog_entries_as_hg_names_them() {
-        let bytes = testdata("revlog/00changelog.i");
+        let bytes = mapwise_testkit::read_testdata("revlog/00changelog.i");
         let src = bytes.as_slice();
         let l = mapwise_core::revlog::layout(&src, mapwise_core::revlog::LayoutOptions::default());
         let items = describe(&l.layout, &src, 0, 4096).expect("describe");
@@ -275,7 +389,7 @@ mod tests {
 
     #[test]
     fn rrd_sections_and_rows() {
-        let bytes = testdata("rrd/gauge.rrd");
+        let bytes = mapwise_testkit::read_testdata("rrd/gauge.rrd");
         let src = bytes.as_slice();
         let l = mapwise_core::rrd::layout(&src, 4096);
         let items = describe(&l.layout, &src, 0, 4096).expect("describe");
@@ -288,7 +402,7 @@ mod tests {
 
     #[test]
     fn damage_is_an_error_not_a_panic() {
-        let mut bytes = testdata("rrd/gauge.rrd");
+        let mut bytes = mapwise_testkit::read_testdata("rrd/gauge.rrd");
         let src = bytes.as_slice();
         let l = mapwise_core::rrd::layout(&src, 4096).layout;
         bytes.truncate(10);

@@ -92,9 +92,97 @@ pub fn rrd_value(v: f64) -> String {
     }
 }
 
+/// Bytes as shown: printable ASCII as `"text"`; mostly printable bytes
+/// as a quoted string with escapes (`"\n\x12/key"`); anything else as
+/// hex with runs of four or more equal bytes folded (`0x00*7 045f 00*8`).
+/// `…` marks a cut (at `max` characters, or because only a prefix of
+/// `full_len` bytes is known).
+#[must_use]
+pub fn bytes_text(prefix: &[u8], full_len: usize, max: usize) -> String {
+    let printable = prefix.iter().filter(|b| (0x20..0x7f).contains(*b)).count();
+    let complete = full_len <= prefix.len();
+    let mut s = String::new();
+    if printable == prefix.len() || (prefix.len() >= 4 && printable * 10 >= prefix.len() * 7) {
+        s.push('"');
+        for &b in prefix {
+            match b {
+                b'"' => s.push_str("\\\""),
+                b'\\' => s.push_str("\\\\"),
+                b'\n' => s.push_str("\\n"),
+                b'\t' => s.push_str("\\t"),
+                b'\r' => s.push_str("\\r"),
+                0 => s.push_str("\\0"),
+                0x20..0x7f => s.push(char::from(b)),
+                _ => {
+                    let _ = write!(s, "\\x{b:02x}");
+                }
+            }
+        }
+        if complete {
+            s.push('"');
+        }
+    } else {
+        s.push_str("0x");
+        s.push_str(&folded_hex(prefix));
+    }
+    let mut cut = !complete;
+    if s.chars().count() > max {
+        s = s.chars().take(max.saturating_sub(1)).collect();
+        cut = true;
+    }
+    if cut {
+        s.push('…');
+    }
+    s
+}
+
+/// Hex with runs of four or more equal bytes written `hh*n`, pieces
+/// separated by spaces: `00*7 045f 00*8`.
+fn folded_hex(b: &[u8]) -> String {
+    let mut out = String::new();
+    let mut plain = String::new();
+    let mut rest = b;
+    while let Some((&x, _)) = rest.split_first() {
+        let run = rest.iter().take_while(|&&y| y == x).count();
+        rest = rest
+            .get(if run >= 4 { run } else { 1 }..)
+            .unwrap_or_default();
+        if run >= 4 {
+            if !plain.is_empty() {
+                out.push_str(&plain);
+                out.push(' ');
+                plain.clear();
+            }
+            let _ = write!(out, "{x:02x}*{run} ");
+        } else {
+            let _ = write!(plain, "{x:02x}");
+        }
+    }
+    out.push_str(&plain);
+    out.trim_end().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_and_hex() {
+        assert_eq!(bytes_text(b"key", 3, 20), "\"key\"");
+        assert_eq!(bytes_text(b"", 0, 20), "\"\"");
+        assert_eq!(bytes_text(&[0, 1, 0xff], 3, 20), "0x0001ff");
+        assert_eq!(bytes_text(b"abcdefgh", 8, 5), "\"abc…");
+        assert_eq!(bytes_text(b"abc", 100, 20), "\"abc…");
+        assert_eq!(bytes_text(&[0; 10], 10, 8), "0x00*10");
+        assert_eq!(bytes_text(&[0; 10], 10, 6), "0x00*…");
+        let etcd = [0, 0, 0, 0, 0, 0, 0, 4, b'_', 0, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(bytes_text(&etcd, 17, 40), "0x00*7 045f 00*8");
+        assert_eq!(
+            bytes_text(b"\n\x12/oracle/key", 13, 40),
+            "\"\\n\\x12/oracle/key\""
+        );
+        assert_eq!(bytes_text(b"a\"b\\", 4, 40), "\"a\\\"b\\\\\"");
+    }
 
     #[test]
     fn hex_both_ways() {

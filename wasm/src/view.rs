@@ -25,7 +25,7 @@ use mapwise_core::revlog::{self, Index, LayoutOptions};
 use mapwise_core::rrd;
 use mapwise_core::{Format, Kind, Layout, PageSource};
 use mapwise_view::describe::{self, Item};
-use mapwise_view::fmt::{hex, rrd_value};
+use mapwise_view::fmt::{bytes_text, hex, rrd_value};
 use mapwise_view::palette;
 use mapwise_view::totals::{KindTotal, kind_totals};
 use serde::Serialize;
@@ -89,8 +89,9 @@ pub struct Shown {
     pub len: u64,
     /// Lower-case hex of the first bytes (at most [`bolt::PREVIEW`]).
     pub hex: String,
-    /// The first bytes for people: `"text"` when printable ASCII, else
-    /// `0x…` hex; `…` marks a cut.
+    /// The first bytes for people, as the terminal shows them
+    /// ([`bytes_text`]: quoted text, or hex with runs folded); `…` marks a
+    /// cut.
     pub text: String,
     /// `true` when `hex` holds every byte.
     pub complete: bool,
@@ -111,35 +112,11 @@ impl Shown {
     /// The first bytes `prefix` of a value `len` bytes long.
     #[must_use]
     pub fn prefix(prefix: &[u8], len: usize) -> Shown {
-        let complete = prefix.len() >= len;
-        let hex = hex(prefix);
-        let printable = !prefix.is_empty() && prefix.iter().all(|b| (0x20..0x7f).contains(b));
-        let mut text = if prefix.is_empty() && complete {
-            "\"\"".to_string()
-        } else if printable {
-            let mut s = String::with_capacity(prefix.len() + 2);
-            s.push('"');
-            for &b in prefix {
-                if b == b'"' || b == b'\\' {
-                    s.push('\\');
-                }
-                s.push(char::from(b));
-            }
-            if complete {
-                s.push('"');
-            }
-            s
-        } else {
-            format!("0x{hex}")
-        };
-        if !complete {
-            text.push('…');
-        }
         Shown {
             len: len as u64,
-            hex,
-            text,
-            complete,
+            hex: hex(prefix),
+            text: bytes_text(prefix, len, usize::MAX),
+            complete: prefix.len() >= len,
         }
     }
 }
@@ -956,33 +933,7 @@ impl<S: PageSource> Viewer<S> {
             free_total: None,
         };
         match d.body {
-            Body::Meta { meta: m, fault } => {
-                let f = |n: &str, v: String| (n.to_string(), v);
-                out.meta = vec![
-                    f("magic", format!("{:#010x}", m.magic)),
-                    f("version", m.version.to_string()),
-                    f("page size", m.page_size.to_string()),
-                    f("flags", format!("{:#x}", m.flags)),
-                    f("root", format!("{} (sequence {})", m.root, m.root_sequence)),
-                    f(
-                        "freelist",
-                        if m.has_freelist() {
-                            m.freelist.to_string()
-                        } else {
-                            "none (NoFreelistSync)".into()
-                        },
-                    ),
-                    f("hwm", format!("{} pages", m.hwm)),
-                    f("txid", m.txid.to_string()),
-                    f(
-                        "checksum",
-                        match fault {
-                            None => format!("{:016x} ok", m.checksum),
-                            Some(fault) => format!("{:016x} INVALID: {fault}", m.checksum),
-                        },
-                    ),
-                ];
-            }
+            Body::Meta { meta: m, fault } => out.meta = describe::meta_fields(&m, fault.as_ref()),
             Body::Elements(els) => {
                 out.elements = els
                     .iter()
@@ -1303,13 +1254,6 @@ fn rrd_facts(h: &rrd::Header<'_>, l: &rrd::RrdLayout) -> RrdFacts {
 mod tests {
     use super::*;
 
-    fn testdata(path: &str) -> Vec<u8> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../testdata")
-            .join(path);
-        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-    }
-
     #[test]
     fn shown_bytes() {
         assert_eq!(Shown::of(b"key").text, "\"key\"");
@@ -1326,7 +1270,7 @@ mod tests {
 
     #[test]
     fn bolt_summary_tree_keys_and_pages() {
-        let bytes = testdata("bolt/small.db");
+        let bytes = mapwise_testkit::read_testdata("bolt/small.db");
         let v = Viewer::open(bytes.as_slice(), "small.db").expect("open");
         let s = v.summary();
         assert_eq!(s.format, "bolt");
@@ -1375,7 +1319,7 @@ mod tests {
 
     #[test]
     fn map_cells_follow_the_inspector_rule() {
-        let bytes = testdata("bolt/small.db");
+        let bytes = mapwise_testkit::read_testdata("bolt/small.db");
         let v = Viewer::open(bytes.as_slice(), "small.db").expect("open");
         let cells = v.map(0, 1, 20);
         assert_eq!(cells.len(), 20);
@@ -1414,7 +1358,7 @@ mod tests {
                 eprintln!("rrdtool missing: skipped");
                 return;
             };
-            let bytes = testdata(&format!("rrd/{name}"));
+            let bytes = mapwise_testkit::read_testdata(&format!("rrd/{name}"));
             let v = Viewer::open(bytes.as_slice(), name).expect("open");
             let cells = v.map(0, 1, u32::try_from(v.pages()).expect("pages"));
             let row = ds * 8;
@@ -1448,7 +1392,7 @@ mod tests {
 
     #[test]
     fn revlog_entries_newest_first() {
-        let bytes = testdata("revlog/00changelog.i");
+        let bytes = mapwise_testkit::read_testdata("revlog/00changelog.i");
         let v = Viewer::open(bytes.as_slice(), "00changelog.i").expect("open");
         let s = v.summary();
         assert_eq!(s.format, "revlog");
@@ -1465,7 +1409,7 @@ mod tests {
 
     #[test]
     fn rrd_rows_as_rrdtool_dump_prints_them() {
-        let bytes = testdata("rrd/gauge.rrd");
+        let bytes = mapwise_testkit::read_testdata("rrd/gauge.rrd");
         let v = Viewer::open(bytes.as_slice(), "gauge.rrd").expect("open");
         let s = v.summary();
         assert_eq!(s.format, "rrd");
@@ -1483,7 +1427,7 @@ mod tests {
 
     #[test]
     fn damaged_and_unknown_files() {
-        let mut bytes = testdata("bolt/small.db");
+        let mut bytes = mapwise_testkit::read_testdata("bolt/small.db");
         bytes[64] ^= 0xff;
         bytes[4096 + 64] ^= 0xff;
         let e = Viewer::open(bytes.as_slice(), "bad.db").expect_err("no valid meta");

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::app::{App, Focus, TreeRow};
-use crate::describe::{key_range, range_text};
+use mapwise_view::describe::{key_range, range_text};
 
 use super::{inner, kind_color, pane};
 
