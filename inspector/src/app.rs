@@ -1516,6 +1516,33 @@ impl App {
         true
     }
 
+    /// Wait for the touch, evict or advise running on a worker, then apply
+    /// its result: what quitting does, so that a job the user started is
+    /// never left half done. `false` when none was running.
+    pub fn wait_jobs(&mut self, target: &mut dyn Target) -> bool {
+        let result = match &self.job {
+            None => return false,
+            Some((_, rx)) => match rx.recv() {
+                Ok(done) => target.finish(done),
+                Err(_) => Err("its worker thread died".into()),
+            },
+        };
+        if let Some((deed, _)) = self.job.take() {
+            self.message = deed.done(result);
+        }
+        true
+    }
+
+    /// Before quitting: when a job runs on a worker, say on the status
+    /// line that the view goes once it is done, and return `true`.
+    pub fn finishing(&mut self) -> bool {
+        let Some((deed, _)) = &self.job else {
+            return false;
+        };
+        self.message = Message::info(format!("{} quitting when it is done", deed.doing()));
+        true
+    }
+
     /// The advise menu's state: the advice chosen and whether it applies to
     /// the whole file (else to the selected map cell).
     #[must_use]

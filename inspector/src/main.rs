@@ -551,5 +551,11 @@ fn run(terminal: &mut DefaultTerminal, app: &mut App, watch: &mut dyn Target) ->
             next_tick = Instant::now() + step;
         }
     }
+    // A job the user started finishes before the view goes: quitting
+    // never leaves a touch, evict or advise half done.
+    if app.finishing() {
+        terminal.draw(|frame| ui::draw(frame, app))?;
+        app.wait_jobs(watch);
+    }
     Ok(())
 }

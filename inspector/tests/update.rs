@@ -451,6 +451,33 @@ fn evict_on_tmpfs_keeps_every_page_and_says_so() {
 }
 
 #[test]
+fn quitting_during_an_evict_finishes_it_first() {
+    crate::common::need(&[crate::common::Need::Vmtouch]);
+    let dir = crate::common::tmpdir();
+    let path = crate::common::copy_to(dir.path(), "etcd-small.db");
+    let (mut w, mut a) = live(&path);
+    a.update(Action::Evict, &mut w);
+    a.update(Action::Yes, &mut w);
+    assert!(a.busy());
+    a.update(Action::Quit, &mut w);
+    assert!(!a.running());
+    // What the event loop does once the user has quit.
+    assert!(a.finishing());
+    assert_eq!(
+        a.message().unwrap().text,
+        "evicting… quitting when it is done"
+    );
+    assert!(a.wait_jobs(&mut w));
+    assert!(!a.busy() && !a.finishing());
+    assert!(
+        a.message().unwrap().text.starts_with("evicted "),
+        "{:?}",
+        a.message()
+    );
+    assert_eq!(vmtouch(&path), 0, "the evict went through");
+}
+
+#[test]
 fn willneed_makes_an_evicted_range_resident() {
     crate::common::need(&[crate::common::Need::Vmtouch]);
     let dir = crate::common::tmpdir();
