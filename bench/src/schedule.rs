@@ -124,17 +124,6 @@ pub fn order(k: usize, round: usize) -> Vec<usize> {
         .collect()
 }
 
-/// The side that runs first in pair `run` (from 1): A in odd pairs, B in
-/// even ones ([`order`] of two).
-#[must_use]
-pub fn first_in_pair(run: usize) -> Side {
-    if order(2, run)[0] == 0 {
-        Side::A
-    } else {
-        Side::B
-    }
-}
-
 /// One round of every contender.
 #[derive(Debug, Serialize)]
 pub struct Round<T> {

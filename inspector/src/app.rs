@@ -359,6 +359,19 @@ impl Message {
     }
 }
 
+/// What the status line says of rrdcached, and the question in flight.
+#[derive(Debug)]
+struct Rrdcached {
+    /// The RRD file asked about.
+    path: std::path::PathBuf,
+    /// When the last question went out.
+    at: Instant,
+    /// The reply to the question in flight.
+    reply: Option<Receiver<Option<String>>>,
+    /// The last reply's line.
+    shown: Option<String>,
+}
+
 /// A touch, evict or advise under way, and how its result is worded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Deed {
@@ -434,9 +447,8 @@ pub struct App {
     advise: AdvisePane,
     /// The detail pane.
     detail: DetailPane,
-    /// An RRD file asked about in rrdcached (`RRDCACHED_ADDRESS`): its
-    /// path, when it was last asked, and the answer for the status line.
-    rrdcached: Option<(std::path::PathBuf, Instant, Option<String>)>,
+    /// An RRD file asked about in rrdcached (`RRDCACHED_ADDRESS`).
+    rrdcached: Option<Rrdcached>,
     /// The touch, evict or advise running on a worker, and where its
     /// result will come.
     job: Option<(Deed, Receiver<Done>)>,
@@ -1219,36 +1231,63 @@ impl App {
     /// Show on the status line what rrdcached holds for the RRD file at
     /// `path` ("N updates pending in rrdcached"), asked now and then at
     /// most once a second while the file is an RRD and `RRDCACHED_ADDRESS`
-    /// names a daemon. Only `PENDING` is sent: nothing is flushed.
+    /// names a daemon. Only `PENDING` is sent: nothing is flushed. The
+    /// question goes out on a thread of its own, so a slow daemon never
+    /// holds up the view.
     pub fn watch_rrdcached(&mut self, path: std::path::PathBuf) {
-        self.rrdcached = Some((path, Instant::now(), None));
+        self.rrdcached = Some(Rrdcached {
+            path,
+            at: Instant::now(),
+            reply: None,
+            shown: None,
+        });
         self.ask_rrdcached(true);
     }
 
     /// The status line's rrdcached fact, when there is one.
     #[must_use]
     pub fn rrdcached(&self) -> Option<&str> {
-        self.rrdcached.as_ref().and_then(|(_, _, s)| s.as_deref())
+        self.rrdcached.as_ref().and_then(|r| r.shown.as_deref())
     }
 
     fn ask_rrdcached(&mut self, now: bool) {
         let rrd = self.data.snapshot.format == Format::Rrd;
-        let Some((path, at, shown)) = self.rrdcached.as_mut() else {
+        let Some(r) = self.rrdcached.as_mut() else {
             return;
         };
-        if !now && at.elapsed() < Duration::from_secs(1) {
+        if let Some(rx) = &r.reply {
+            match rx.try_recv() {
+                Ok(line) => {
+                    r.shown = line;
+                    r.reply = None;
+                }
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => r.reply = None,
+            }
+        }
+        if !rrd {
+            r.shown = None;
             return;
         }
-        *at = Instant::now();
-        *shown = if rrd {
-            let p = mapwise_native::engine::rrd::cached::pending_in_env(
-                path,
-                Duration::from_millis(500),
-            );
-            mapwise_native::report::rrdcached_line(&p)
-        } else {
-            None
-        };
+        if !now && r.at.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        r.at = Instant::now();
+        let (tx, rx) = mpsc::channel();
+        let path = r.path.clone();
+        let spawned = std::thread::Builder::new()
+            .name("inspector-rrdcached".into())
+            .spawn(move || {
+                let p = mapwise_native::engine::rrd::cached::pending_in_env(
+                    &path,
+                    Duration::from_millis(500),
+                );
+                // The view may have gone meanwhile; nobody to tell.
+                let _ = tx.send(mapwise_native::report::rrdcached_line(&p));
+            });
+        if spawned.is_ok() {
+            r.reply = Some(rx);
+        }
     }
 
     /// Copy what `target` holds now; the structure too when
