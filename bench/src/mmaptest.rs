@@ -13,7 +13,7 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing};
+use super::cell::{self, Cell, CellRuns, Contender, Metrics, Run, Tracing};
 use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
@@ -21,7 +21,8 @@ use super::output::{self, TempPath};
 use super::pagecache::ReadPass;
 use super::proc::{Cmd, shell_quote, tail};
 use super::report::{Outcome, Report, Role, Table, Verdict, fill};
-use super::schedule::CacheState;
+use super::schedule::CacheState::{self, Cold, Warm};
+use super::schedule::Round;
 use super::stats::{Summary, at_most_verdict, opt_median, opt_ratio, opt_secs};
 use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, mb_per_s, pct, utc_human};
@@ -29,35 +30,18 @@ use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench mmaptest`.
 pub const HELP: &str = "\
-Builds ours (cargo build --release) and ten variants of the C
-reconstruction into target/bench/mmaptest-c/ (cc -O2 -Wall with the
-README's -D flags, each also with -DTOUCH), makes the input files once
-(cached in target/bench/files/: a 72 KiB file and a list of cold files,
-deterministic bytes), then, in each cell, after --warmup untimed pairs,
-runs ours and C alternately (A B, B A, …, --runs pairs), stdout to /dev/null
-as in the original:
+Builds ours and ten variants of the C reconstruction (cc -O2 -Wall with the
+README's -D flags, each also with -DTOUCH, into target/bench/mmaptest-c/),
+makes the input files once (deterministic bytes, cached in
+target/bench/files/), then runs each cell's --warmup untimed pairs and
+--runs timed pairs of ours and C, alternately, stdout to /dev/null:
   target/release/mapwise mmaptest --mode M [--read-size whole] [--populate]
       [--touch] --iterations N --json FILE… > /dev/null
   target/bench/mmaptest-c/VARIANT[+touch] -n N FILE… > /dev/null
-Modes: read 64 KiB, read whole file, mmap+munmap per iteration (plain and
-MAP_POPULATE), mmap once; each untouched (faithful: nothing reads a mapped
-byte) and touching (every byte read). Cells: warm (the 72 KiB file, evicted
-then read once by xtask before every run, --iterations passes) and cold (the
-list, fsynced and posix_fadvise(DONTNEED)ed by xtask before every run, one
-pass). Compared: the loop time each program measures itself
-(CLOCK_MONOTONIC around the loop; files opened and, for mmap-once, mapped
-before it). Then the limits: memcpy of 72 KiB in cache and of large
-buffers, and a cold O_DIRECT and a cached read() of the cold list (the warm
-file with --warm). One verdict per cell against the target \"ours ≤ 1.2× C\"
-(median of per-pair ratios), and data checks: bytes = file sizes ×
-iterations on both sides, and every touching run of ours printing the
-files' byte sum × iterations as its checksum (exit status 1 otherwise).
-
-Every timed run traces each file it reads (traces/; `inspector replay T
---file F`). Charts: ratios.svg (ours/C per cell, the 1.2× target) and
-residency-cold.svg (the cold list during the first touching run of read()
-64 KiB, mmap per iteration and mmap once, ours and C). The seed's quoted
-(unverified) totals stand beside this run's ratios to mmap once.
+Cells: warm (the 72 KiB file, evicted then read once by xtask before every
+run, --iterations passes) and cold (the list, evicted before every run, one
+pass), each mode untouched and touching. Compared: the loop time each
+program measures itself. See `cargo xtask bench --help` for the report.
 
   cargo xtask bench mmaptest [--quick | --full | --tiny] [--iterations N]
                              [--cold-files N] [--cold-size SIZE]
@@ -74,41 +58,35 @@ const WARM_BYTES: u64 = 72 * 1024;
 /// Target: ours ≤ this × C, per cell.
 const TARGET: f64 = 1.2;
 const DASH: &str = "—";
+const READ_64K: &str = "read() 64 KiB";
+const MMAP_EACH: &str = "mmap+munmap each";
+const MMAP_ONCE: &str = "mmap once";
 
-/// The inputs and counts of a preset (`--tiny`, `--quick`, `--full`;
-/// `--iterations`, `--cold-files` and `--cold-size` override them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Preset {
-    /// `tiny`, `quick` or `full`.
-    pub name: &'static str,
-    /// Iterations of the warm cells over the 72 KiB file.
-    pub iterations: u64,
-    /// Files in the cold list.
-    pub cold_files: u64,
-    /// Bytes of each cold file.
-    pub cold_size: u64,
-    /// Buffer size of the large memcpy limit.
-    pub memcpy_bytes: u64,
+/// The modes of the matrix, one a line: label | our flags | the C binary
+/// (as run-matrix.sh names it) | its -D flags.
+const MODES: [&str; 5] = [
+    "read() 64 KiB | --mode read --read-size 65536 | read-64K | -DDEFAULT_READSIZE=65536",
+    "read() whole file | --mode read --read-size whole | read-whole | -DDEFAULT_READSIZE=0",
+    "mmap+munmap each | --mode mmap-each | mmap-per-iter | -DDO_MMAP",
+    "mmap+munmap each, MAP_POPULATE | --mode mmap-each --populate | mmap-per-iter+populate | -DDO_MMAP -DPOPULATE",
+    "mmap once | --mode mmap-once | mmap-once | -DDO_MMAP -DDO_MMAP_ONCE",
+];
+
+/// The four fields of a line of [`MODES`].
+fn mode(line: &'static str) -> [&'static str; 4] {
+    let mut f = line.split(" | ");
+    [(); 4].map(|()| f.next().unwrap_or_default())
 }
 
-impl Preset {
-    /// `--tiny` wins over `--full`; the default is `quick`.
-    #[must_use]
-    pub fn of(tiny: bool, full: bool) -> Preset {
-        let (name, iterations, cold_files, cold_size, memcpy_bytes) = if tiny {
-            ("tiny", 200, 2, 1 << 20, 8 << 20)
-        } else if full {
-            ("full", 100_000, 64, 16 << 20, 64 << 20)
-        } else {
-            ("quick", 20_000, 16, 16 << 20, 64 << 20)
-        };
-        Preset {
-            name,
-            iterations,
-            cold_files,
-            cold_size,
-            memcpy_bytes,
-        }
+/// A preset's name, warm iterations, cold files, cold file size and large
+/// memcpy (`--tiny` wins over `--full`; the default is `quick`).
+fn preset(tiny: bool, full: bool) -> (&'static str, u64, u64, u64, u64) {
+    if tiny {
+        ("tiny", 200, 2, 1 << 20, 8 << 20)
+    } else if full {
+        ("full", 100_000, 64, 16 << 20, 64 << 20)
+    } else {
+        ("quick", 20_000, 16, 16 << 20, 64 << 20)
     }
 }
 
@@ -146,91 +124,32 @@ pub struct Args {
     pub(super) common: CommonArgs,
 }
 
-/// The modes of the matrix, each with its C variant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-enum Variant {
-    Read64K,
-    ReadWhole,
-    MmapEach,
-    MmapEachPopulate,
-    MmapOnce,
-}
-
-impl Variant {
-    const ALL: [Variant; 5] = [
-        Variant::Read64K,
-        Variant::ReadWhole,
-        Variant::MmapEach,
-        Variant::MmapEachPopulate,
-        Variant::MmapOnce,
-    ];
-
-    /// Its label, our flags, the C binary's name (as in run-matrix.sh) and
-    /// its -D flags.
-    fn spec(self) -> [&'static str; 4] {
-        match self {
-            Variant::Read64K => [
-                "read() 64 KiB",
-                "--mode read --read-size 65536",
-                "read-64K",
-                "-DDEFAULT_READSIZE=65536",
-            ],
-            Variant::ReadWhole => [
-                "read() whole file",
-                "--mode read --read-size whole",
-                "read-whole",
-                "-DDEFAULT_READSIZE=0",
-            ],
-            Variant::MmapEach => [
-                "mmap+munmap each",
-                "--mode mmap-each",
-                "mmap-per-iter",
-                "-DDO_MMAP",
-            ],
-            Variant::MmapEachPopulate => [
-                "mmap+munmap each, MAP_POPULATE",
-                "--mode mmap-each --populate",
-                "mmap-per-iter+populate",
-                "-DDO_MMAP -DPOPULATE",
-            ],
-            Variant::MmapOnce => [
-                "mmap once",
-                "--mode mmap-once",
-                "mmap-once",
-                "-DDO_MMAP -DDO_MMAP_ONCE",
-            ],
-        }
-    }
-
-    fn label(self) -> &'static str {
-        self.spec()[0]
-    }
-
-    fn c_name(self, touch: bool) -> String {
-        format!("{}{}", self.spec()[2], if touch { "+touch" } else { "" })
-    }
-}
-
 /// One cell of the matrix: its mode and its runs (contender 0 is ours,
 /// 1 is C).
 #[derive(Debug, Serialize)]
 struct MmapCell {
-    variant: Variant,
+    mode: &'static str,
     touch: bool,
     iterations: u64,
     #[serde(flatten)]
     runs: CellRuns,
 }
 
-/// `read() 64 KiB, touch`: a cell's label without the cache state.
-fn mode(variant: Variant, touch: bool) -> String {
-    format!("{}{}", variant.label(), if touch { ", touch" } else { "" })
-}
-
 impl MmapCell {
-    fn mode(&self) -> String {
-        mode(self.variant, self.touch)
+    /// `read() 64 KiB, touch`: the cell's label without the cache state.
+    fn label(&self) -> String {
+        let (_, mode) = self.runs.label.split_once(", ").unwrap_or_default();
+        mode.to_owned()
+    }
+
+    /// Contender `k`'s median of `metric`.
+    fn median(&self, k: usize, metric: &str) -> Option<f64> {
+        Some(self.runs.summary(k, metric)?.median)
+    }
+
+    /// Contender `k`'s median loop time in µs per iteration.
+    fn us_per_iter(&self, k: usize) -> Option<f64> {
+        Some(self.median(k, "secs")? * 1e6 / self.iterations.max(1) as f64)
     }
 }
 
@@ -243,11 +162,8 @@ struct OursJson {
     checksum: Option<u64>,
 }
 
-#[expect(clippy::cast_precision_loss)]
-fn metrics(pairs: &[(&str, u64)], secs: &[(&str, f64)]) -> Metrics {
-    let ints = pairs.iter().map(|&(k, v)| (k.to_owned(), v as f64));
-    ints.chain(secs.iter().map(|&(k, v)| (k.to_owned(), v)))
-        .collect()
+fn metrics<const N: usize>(kv: [(&str, f64); N]) -> Metrics {
+    kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
 /// Parses ours: the last line of stderr that is a JSON object, into
@@ -256,53 +172,42 @@ fn metrics(pairs: &[(&str, u64)], secs: &[(&str, f64)]) -> Metrics {
 /// # Errors
 /// When there is no such line.
 pub fn parse_ours(stderr: &str) -> Result<Metrics, String> {
-    let line = stderr
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('{'))
-        .ok_or_else(|| format!("no JSON object in output {:?}", tail(stderr, 3)))?;
+    let mut lines = stderr.lines().rev().map(str::trim);
+    let line = lines.find(|l| l.starts_with('{'));
+    let line = line.ok_or_else(|| format!("no JSON object in output {:?}", tail(stderr, 3)))?;
     let j: OursJson =
         serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))?;
-    let mut ints = vec![("bytes", j.bytes)];
-    ints.extend(j.checksum.map(|c| ("checksum", c)));
-    Ok(metrics(
-        &ints,
-        &[("secs", j.secs), ("setup_secs", j.setup_secs)],
-    ))
+    let (secs, setup) = (j.secs, j.setup_secs);
+    let mut m = metrics([
+        ("secs", secs),
+        ("setup_secs", setup),
+        ("bytes", j.bytes as f64),
+    ]);
+    m.extend(j.checksum.map(|c| ("checksum".to_owned(), c as f64)));
+    Ok(m)
 }
 
-/// Parses the C line: `… bytes/iter=B iters=N wall=W s  U us/iter …` into
-/// `secs` and `bytes`. The loop time is U × N (µs with three decimals: far
-/// finer than `wall=`).
+/// Parses the C line, `… bytes/iter=B iters=N wall=W s  U us/iter …`, into
+/// `secs` (U × N: µs with three decimals, far finer than `wall=`) and
+/// `bytes` (B × N).
 ///
 /// # Errors
 /// When the line or one of its fields is missing.
 pub fn parse_c(stderr: &str) -> Result<Metrics, String> {
-    let line = stderr
-        .lines()
-        .find(|l| l.contains(" us/iter"))
-        .ok_or_else(|| format!("no `us/iter` line in {:?}", tail(stderr, 3)))?;
+    let line = stderr.lines().find(|l| l.contains(" us/iter"));
+    let line = line.ok_or_else(|| format!("no `us/iter` line in {:?}", tail(stderr, 3)))?;
     let words: Vec<&str> = line.split_whitespace().collect();
-    let field = |key: &str| {
-        words
-            .iter()
-            .find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok())
-            .ok_or_else(|| format!("no `{key}N` in {line:?}"))
-    };
-    let (per_iter, iters) = (field("bytes/iter=")?, field("iters=")?);
-    let us = words
-        .iter()
-        .position(|&w| w == "us/iter")
-        .and_then(|i| words.get(i.checked_sub(1)?)?.parse::<f64>().ok())
-        .filter(|x| x.is_finite() && *x >= 0.0)
-        .ok_or_else(|| format!("no `U us/iter` in {line:?}"))?;
-    let bytes = per_iter
-        .checked_mul(iters)
-        .ok_or_else(|| format!("byte count overflows in {line:?}"))?;
-    #[expect(clippy::cast_precision_loss)]
-    let secs = us * iters as f64 / 1e6;
-    Ok(metrics(&[("bytes", bytes)], &[("secs", secs)]))
+    let field = |key: &str| words.iter().find_map(|w| w.strip_prefix(key)?.parse().ok());
+    let at = words.iter().position(|&w| w == "us/iter");
+    let us = at.and_then(|i| words.get(i.checked_sub(1)?)?.parse::<f64>().ok());
+    match (field("bytes/iter="), field("iters="), us) {
+        (Some(b), Some(n), Some(us)) if us.is_finite() && us >= 0.0 => {
+            let n: u64 = n;
+            let (secs, bytes) = (us * n as f64 / 1e6, b as f64 * n as f64);
+            Ok(metrics([("secs", secs), ("bytes", bytes)]))
+        }
+        _ => Err(format!("no `bytes/iter=B iters=N … U us/iter` in {line:?}")),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -323,11 +228,11 @@ impl Inputs {
     /// Bytes and byte sum of one pass over the files of `cache`.
     fn per_pass(&self, cache: CacheState) -> (u64, u64) {
         match cache {
-            CacheState::Warm => (self.warm_bytes, self.warm_byte_sum),
-            CacheState::Cold => (
-                self.cold_file_bytes * self.cold_files.len() as u64,
-                self.cold_byte_sum,
-            ),
+            Warm => (self.warm_bytes, self.warm_byte_sum),
+            Cold => {
+                let bytes = self.cold_file_bytes * self.cold_files.len() as u64;
+                (bytes, self.cold_byte_sum)
+            }
         }
     }
 }
@@ -369,44 +274,42 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
-    let preset = Preset::of(args.common.tiny, args.full);
-    let iterations = args.iterations.unwrap_or(preset.iterations);
-    let caches: &[CacheState] = if args.warm {
-        &[CacheState::Warm]
-    } else if args.cold {
-        &[CacheState::Cold]
-    } else {
-        &[CacheState::Warm, CacheState::Cold]
+    let (preset, iterations, cold_n, cold_size, memcpy_bytes) = preset(args.common.tiny, args.full);
+    let iterations = args.iterations.unwrap_or(iterations);
+    let caches: &[CacheState] = match (args.warm, args.cold) {
+        (true, _) => &[Warm],
+        (_, true) => &[Cold],
+        _ => &[Warm, Cold],
     };
     mapwise_testkit::install::try_ensure(&[mapwise_testkit::install::Need::Cc])
         .map_err(anyhow::Error::msg)?;
     let source = ws.peer_file("mmaptest/mmaptest.c")?;
     let limit_passes = runs.max(3);
-    let cells_n = caches.len() * Variant::ALL.len() * 2;
+    let cells_n = caches.len() * MODES.len() * 2;
     let steps = 4 + cells_n * (warmup + runs) * 2 + limits::steps(limit_passes);
     let progress = Progress::new(steps as u64);
 
     let build_ours = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
     progress.set("building mapwise (release)");
     build_ours.run(&ws.root).context("cannot build ours")?;
-    let mapwise = ws.release_bin("mapwise");
-    if !mapwise.is_file() {
-        bail!("{} missing after the build", mapwise.display());
+    let mapwise = path_arg(&ws.release_bin("mapwise"));
+    if !Path::new(&mapwise).is_file() {
+        bail!("{mapwise} missing after the build");
     }
     progress.inc();
     progress.set("building the C reconstruction");
     let c_dir = ws.bench_dir().join("mmaptest-c");
     fs::create_dir_all(&c_dir).with_context(|| format!("cannot create {}", c_dir.display()))?;
+    let c_bin = |name, touch| {
+        let plus = if touch { "+touch" } else { "" };
+        path_arg(&c_dir.join(format!("{name}{plus}")))
+    };
     let mut build_commands = vec![build_ours.shell()];
-    for v in Variant::ALL {
+    for [_, _, name, flags] in MODES.map(mode) {
         for touch in [false, true] {
-            let cmd = Cmd::new("cc")
-                .args(["-O2", "-Wall"])
-                .args(v.spec()[3].split_whitespace())
-                .arg_if(touch, "-DTOUCH")
-                .arg("-o")
-                .arg(path_arg(&c_dir.join(v.c_name(touch))))
-                .arg(source.clone());
+            let cmd = Cmd::new("cc").args(["-O2", "-Wall"]);
+            let cmd = cmd.args(flags.split_whitespace()).arg_if(touch, "-DTOUCH");
+            let cmd = cmd.args(["-o", &c_bin(name, touch), &source]);
             cmd.run(&ws.root).context("cannot build the C variant")?;
             build_commands.push(cmd.shell());
         }
@@ -414,8 +317,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.inc();
 
     progress.set("input files");
-    let cold_n = args.cold_files.unwrap_or(preset.cold_files);
-    let cold_size = args.cold_size.unwrap_or(preset.cold_size);
+    let cold_n = args.cold_files.unwrap_or(cold_n);
+    let cold_size = args.cold_size.unwrap_or(cold_size);
     let inputs = ensure_inputs(ws, cold_n, cold_size, &progress)?;
     progress.inc();
     let warm_files = vec![PathBuf::from(&inputs.warm_file)];
@@ -432,25 +335,22 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut cells = Vec::with_capacity(cells_n);
     for &cache in caches {
         let (files, n) = match cache {
-            CacheState::Warm => (&warm_files, iterations),
-            CacheState::Cold => (&cold_files, 1),
+            Warm => (&warm_files, iterations),
+            Cold => (&cold_files, 1),
         };
         let file_args: Vec<String> = files.iter().map(|p| path_arg(p)).collect();
-        for variant in Variant::ALL {
+        for [mode, flags, name, _] in MODES.map(mode) {
             for touch in [false, true] {
-                let ours = Cmd::new(path_arg(&mapwise))
+                let ours = Cmd::new(&mapwise)
                     .arg("mmaptest")
-                    .args(variant.spec()[1].split_whitespace())
-                    .arg_if(touch, "--touch")
-                    .args(["--iterations", &n.to_string(), "--json"])
-                    .args(file_args.iter().cloned())
-                    .stdout_to_null();
-                let c = Cmd::new(path_arg(&c_dir.join(variant.c_name(touch))))
-                    .args(["-n", &n.to_string()])
-                    .args(file_args.iter().cloned())
-                    .stdout_to_null();
+                    .args(flags.split_whitespace());
+                let ours = ours.arg_if(touch, "--touch");
+                let ours = ours.args(["--iterations", &n.to_string(), "--json"]);
+                let c = Cmd::new(c_bin(name, touch)).args(["-n", &n.to_string()]);
+                let [ours, c] = [ours, c].map(|x| x.args(file_args.clone()).stdout_to_null());
+                let label = if touch { ", touch" } else { "" };
                 let cell = Cell {
-                    label: format!("{}, {}", cache.name(), mode(variant, touch)),
+                    label: format!("{}, {mode}{label}", cache.name()),
                     cache,
                     files: files.clone(),
                     fresh: Vec::new(),
@@ -464,26 +364,27 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                     untimed_warm_first: false,
                     cold_settle: None,
                 };
+                let runs = cell::run(ws, &progress, &cell, &tracing)?;
+                let iterations = n;
                 cells.push(MmapCell {
-                    variant,
+                    mode,
                     touch,
-                    iterations: n,
-                    runs: cell::run(ws, &progress, &cell, &tracing)?,
+                    iterations,
+                    runs,
                 });
             }
         }
     }
 
     // The limits: memcpy, then the device and memory limits of the files
-    // the cells read (the cold list, or the warm file when no cold cell
-    // ran).
+    // the cells read (the cold list, or the warm file when no cold cell ran).
     progress.set("limits: memcpy");
     let mut limits = vec![
         memcpy_limit(WARM_BYTES, iterations, limit_passes),
-        memcpy_limit(preset.memcpy_bytes, 4, limit_passes),
+        memcpy_limit(memcpy_bytes, 4, limit_passes),
     ];
     progress.inc();
-    limits.extend(if caches.contains(&CacheState::Cold) {
+    limits.extend(if caches.contains(&Cold) {
         limits::standard_files(&cold_files, &inputs.cold_glob, limit_passes, &progress)?
     } else {
         limits::standard(&warm_files[0], limit_passes, &progress)?
@@ -491,11 +392,13 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 
     let dir = ws.report_dir(&args.common, started);
     let traces = traces.into_inner();
+    let what = "the file(s) each run reads (the 72 KiB file warm, every file of the list cold, one \
+                trace per file)";
     let mut results = Results {
         bench: "mmaptest",
         started_utc: utc_human(started),
         finished_utc: utc_human(SystemTime::now()),
-        preset: preset.name,
+        preset,
         iterations,
         runs,
         warmup,
@@ -510,11 +413,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         limits,
         traces: traces.list().to_vec(),
         charts: Vec::new(),
-        traces_paragraph: traces.paragraph(
-            "the file(s) each run reads (the 72 KiB file warm, every file of the list cold, one trace per \
-             file)",
-            Path::new(&ws.rel(&dir)),
-        ),
+        traces_paragraph: traces.paragraph(what, Path::new(&ws.rel(&dir))),
     };
     progress.set("charts");
     results.charts = mmaptest_charts(&results.cells, &traces)?;
@@ -533,37 +432,25 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 /// per iteration and mmap once, ours and C (the untouched mmap modes read
 /// nothing, so their lines would stay at 0 %).
 fn mmaptest_charts(cells: &[MmapCell], traces: &Traces) -> Result<Vec<ChartFile>> {
-    let bars: Vec<RatioBar> = cells
-        .iter()
-        .filter_map(|c| Some(RatioBar::of(&c.runs.label, &c.runs.ratio(0, 1, "secs").0?)))
-        .collect();
+    let bar = |c: &MmapCell| Some(RatioBar::of(&c.runs.label, &c.runs.ratio(0, 1, "secs").0?));
+    let bars: Vec<RatioBar> = cells.iter().filter_map(bar).collect();
     let mut out = vec![ChartFile {
         file: "ratios.svg".to_owned(),
         what: "loop time, ours / C per cell".to_owned(),
         svg: charts::ratios("mmaptest: loop time, ours / C", &bars, Some(TARGET))?,
     }];
+    let shown = |c: &&MmapCell| {
+        let mode = [READ_64K, MMAP_EACH, MMAP_ONCE].contains(&c.mode);
+        c.runs.cache == Cold && c.touch && mode
+    };
+    let pick = |c: &MmapCell, side| (c.runs.label.clone(), side, format!("{side}, {}", c.mode));
     let picks: Vec<(String, &str, String)> = cells
         .iter()
-        .filter(|c| {
-            c.runs.cache == CacheState::Cold
-                && c.touch
-                && matches!(
-                    c.variant,
-                    Variant::Read64K | Variant::MmapEach | Variant::MmapOnce
-                )
-        })
-        .flat_map(|c| {
-            ["ours", "C"].map(|side| {
-                let line = format!("{side}, {}", c.variant.label());
-                (c.runs.label.clone(), side, line)
-            })
-        })
+        .filter(shown)
+        .flat_map(|c| ["ours", "C"].map(|side| pick(c, side)))
         .collect();
-    if let Some(svg) = super::traces::residency_chart(
-        traces,
-        "mmaptest, cold, touching: the list in the page cache during one pass",
-        &picks,
-    )? {
+    let title = "mmaptest, cold, touching: the list in the page cache during one pass";
+    if let Some(svg) = super::traces::residency_chart(traces, title, &picks)? {
         out.push(ChartFile {
             file: "residency-cold.svg".to_owned(),
             what: "resident share of the cold list during the first timed touching run, read() vs \
@@ -596,22 +483,21 @@ fn ensure_file(path: &Path, len: u64, seed: u64) -> Result<bool> {
     }
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = TempPath::new(path.with_file_name(format!(".{name}.tmp-{}", std::process::id())));
-    let mut f = File::create(tmp.path())
-        .with_context(|| format!("cannot create {}", tmp.path().display()))?;
+    let what = || format!("cannot write {}", tmp.path().display());
+    let mut f = File::create(tmp.path()).with_context(what)?;
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut buf = vec![0u8; 1 << 20];
     let mut left = len;
     while left > 0 {
-        let n = usize::try_from(left.min(buf.len() as u64)).unwrap_or(buf.len());
+        let n = usize::try_from(left.min(1 << 20)).unwrap_or(1 << 20);
         fill_bytes(&mut buf[..n], &mut state);
-        f.write_all(&buf[..n])
-            .with_context(|| format!("cannot write {}", tmp.path().display()))?;
+        f.write_all(&buf[..n]).with_context(what)?;
         left -= n as u64;
         interrupt::check()?;
     }
-    f.sync_all()?;
-    fs::rename(tmp.path(), path)
-        .with_context(|| format!("cannot rename into {}", path.display()))?;
+    f.sync_all().with_context(what)?;
+    let into = || format!("cannot rename into {}", path.display());
+    fs::rename(tmp.path(), path).with_context(into)?;
     let _ = tmp.keep();
     Ok(true)
 }
@@ -638,40 +524,36 @@ fn file_byte_sum(path: &Path) -> Result<u64> {
     }
 }
 
-fn ensure_inputs(
-    ws: &Workspace,
-    cold_n: u64,
-    cold_size: u64,
-    progress: &Progress,
-) -> Result<Inputs> {
+/// The 72 KiB file and the cold list, made when missing, with their byte
+/// sums.
+fn ensure_inputs(ws: &Workspace, cold_n: u64, size: u64, progress: &Progress) -> Result<Inputs> {
     let dir = ws.bench_dir().join("files");
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let warm = dir.join("mmaptest-72KiB.bin");
     let mut generated_now = usize::from(ensure_file(&warm, WARM_BYTES, 1)?);
-    let size = format_size(cold_size);
-    let mut cold = Vec::new();
-    let mut cold_byte_sum = 0u64;
+    let (mut cold_files, mut cold_byte_sum) = (Vec::new(), 0u64);
+    let name = |i: &str| dir.join(format!("mmaptest-cold-{}-{i}.bin", format_size(size)));
     for i in 0..cold_n {
-        let p = dir.join(format!("mmaptest-cold-{size}-{i:03}.bin"));
+        let p = name(&format!("{i:03}"));
         if !p.is_file() && i == 0 {
-            progress.note(&format!(
-                "xtask: making {cold_n} cold files of {size} in {} (cached for later runs)",
-                dir.display()
-            ));
+            let (at, size) = (dir.display(), format_size(size));
+            let note =
+                format!("making {cold_n} cold files of {size} in {at} (cached for later runs)");
+            progress.note(&format!("xtask: {note}"));
         }
-        generated_now += usize::from(ensure_file(&p, cold_size, 100 + i)?);
+        generated_now += usize::from(ensure_file(&p, size, 100 + i)?);
         cold_byte_sum = cold_byte_sum.wrapping_add(file_byte_sum(&p)?);
-        cold.push(path_arg(&p));
+        cold_files.push(path_arg(&p));
     }
-    let last = cold_n.saturating_sub(1);
+    let glob = name(&format!("{{000..{:03}}}", cold_n.saturating_sub(1)));
     Ok(Inputs {
         warm_byte_sum: file_byte_sum(&warm)?,
         warm_file: path_arg(&warm),
         warm_bytes: WARM_BYTES,
-        cold_files: cold,
-        cold_file_bytes: cold_size,
+        cold_files,
+        cold_file_bytes: size,
         cold_byte_sum,
-        cold_glob: path_arg(&dir.join(format!("mmaptest-cold-{size}-{{000..{last:03}}}.bin"))),
+        cold_glob: path_arg(&glob),
         generated_now,
     })
 }
@@ -691,26 +573,24 @@ fn short_files(line: &str, files: &[String], glob: &str) -> String {
 fn memcpy_limit(bytes: u64, reps: u64, passes: usize) -> Limit {
     let src = vec![0x5Au8; usize::try_from(bytes).unwrap_or(usize::MAX)];
     let mut dst = src.clone();
-    let passes = (0..passes)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..reps {
-                std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
-            }
-            ReadPass {
-                bytes: bytes * reps,
-                secs: start.elapsed().as_secs_f64(),
-            }
-        })
-        .collect();
+    let pass = |_| {
+        let start = Instant::now();
+        for _ in 0..reps {
+            std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
+        }
+        let secs = start.elapsed().as_secs_f64();
+        ReadPass {
+            bytes: bytes * reps,
+            secs,
+        }
+    };
     let size = human_size(bytes);
+    let how = format!("between two {size} buffers, {reps} times per pass, in xtask");
     Limit {
         what: format!("memcpy {size}"),
-        how: format!(
-            "copy_from_slice (libc memcpy) between two {size} buffers, {reps} times per pass, in xtask"
-        ),
+        how: format!("copy_from_slice (libc memcpy) {how}"),
         file: String::new(),
-        passes,
+        passes: (0..passes).map(pass).collect(),
         error: None,
     }
 }
@@ -720,54 +600,48 @@ fn memcpy_limit(bytes: u64, reps: u64, passes: usize) -> Limit {
 /// iterations, and no untouched run has one.
 fn data_checks(cells: &[MmapCell], inputs: &Inputs) -> Vec<Verdict> {
     let mut checks = Vec::new();
-    for cache in [CacheState::Warm, CacheState::Cold] {
+    for cache in [Warm, Cold] {
         let cs: Vec<&MmapCell> = cells.iter().filter(|c| c.runs.cache == cache).collect();
         let Some(n) = cs.first().map(|c| c.iterations) else {
             continue;
         };
         let (pass_bytes, pass_sum) = inputs.per_pass(cache);
         let (want_bytes, want_sum) = (pass_bytes * n, pass_sum.wrapping_mul(n));
-        #[expect(clippy::cast_precision_loss)]
-        let (want_b, want_s) = (want_bytes as f64, want_sum as f64);
         let (mut bad_bytes, mut bad_sums, mut sums, mut rounds) = (vec![], vec![], 0, 0);
         for c in &cs {
-            for round in c.runs.warmup.iter().chain(&c.runs.rounds) {
-                rounds += 1;
-                for (run, who) in round.results.iter().zip(["ours", "C"]) {
-                    let got = run.get("bytes");
-                    if got != Some(want_b) {
-                        bad_bytes.push(format!("{} {who}: {got:?}", c.runs.label));
-                    }
-                }
-                match (
-                    c.touch,
-                    round.results.first().and_then(|r| r.get("checksum")),
-                ) {
-                    (true, Some(s)) if s == want_s => sums += 1,
-                    (false, None) => {}
-                    (_, got) => bad_sums.push(format!("{}: {got:?}", c.runs.label)),
-                }
+            let all = || c.runs.warmup.iter().chain(&c.runs.rounds);
+            rounds += all().count();
+            let bytes = c.runs.distinct("bytes");
+            if bytes != [want_bytes] {
+                bad_bytes.push(format!("{}: {bytes:?}", c.runs.label));
+            }
+            let got = c.runs.distinct("checksum");
+            let ours = |r: &&Round<Run>| r.results.first().and_then(|o| o.get("checksum"));
+            let with = all().filter(|r| ours(r).is_some()).count();
+            sums += with;
+            let want: &[u64] = if c.touch { &[want_sum] } else { &[] };
+            if got != want || (c.touch && with != all().count()) {
+                bad_sums.push(format!("{}: {got:?} in {with} runs", c.runs.label));
             }
         }
-        let check = |what: &str, bad: Vec<String>, want: u64, ok: String| {
+        let mut check = |what: &str, bad: Vec<String>, want: u64, ok: String| {
             let detail = if bad.is_empty() {
                 ok
             } else {
                 format!("**MISMATCH**, want {want}: {}", bad.join("; "))
             };
-            Verdict::new(
-                format!("{} {what}", cache.name()),
-                Outcome::of(bad.is_empty()),
-                detail,
-            )
+            let name = format!("{} {what}", cache.name());
+            checks.push(Verdict::new(name, Outcome::of(bad.is_empty()), detail));
         };
         let s = if n == 1 { "" } else { "s" };
-        checks.push(check("bytes", bad_bytes, want_bytes, format!(
-            "every run of both programs delivered {want_bytes} bytes ({pass_bytes} × {n} iteration{s}), {rounds} runs each"
-        )));
-        checks.push(check("checksums", bad_sums, want_sum, format!(
-            "all {sums} touching runs of ours printed checksum={want_sum} (the files' byte sum, {pass_sum}, × iterations), in every mode"
-        )));
+        let each = format!("{pass_bytes} × {n} iteration{s}), {rounds} runs each");
+        let ok = format!("every run of both programs delivered {want_bytes} bytes ({each}");
+        check("bytes", bad_bytes, want_bytes, ok);
+        let ok = format!(
+            "all {sums} touching runs of ours printed checksum={want_sum} (the files' byte sum, \
+             {pass_sum}, × iterations), in every mode"
+        );
+        check("checksums", bad_sums, want_sum, ok);
     }
     checks
 }
@@ -782,68 +656,20 @@ fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
     Verdict::new(name, Outcome::of(word == "PASS"), detail)
 }
 
-/// GB/s (10^9 B/s) of `bytes` in a median time.
-fn gbs(bytes: u64, s: Option<&Summary>) -> String {
-    s.filter(|s| s.median > 0.0).map_or_else(
-        || DASH.to_owned(),
-        |s| format!("{:.2}", mb_per_s(bytes, s.median) / 1e3),
-    )
-}
-
-/// µs per iteration of a median time.
-#[expect(clippy::cast_precision_loss)]
-fn per_iter(iterations: u64, median: Option<f64>) -> Option<f64> {
-    median.map(|m| m * 1e6 / iterations.max(1) as f64)
-}
-
-fn fixed2(x: Option<f64>) -> String {
-    x.map_or_else(|| DASH.to_owned(), |x| format!("{x:.2}"))
-}
-
-/// The cost of touching the data: touch − untouched, per mode, µs per
-/// iteration (medians), ours and C.
-fn touch_costs(o: &mut Report, cs: &[&MmapCell], iterations: u64) {
-    o.text(
-        "Cost of touching the data (touch − untouched, medians, µs per iteration): the summing loop for read(), \
-         the page faults plus the summing loop for mmap. Ours sums bytes with SSE2 `psadbw`, C sums 8-byte words \
-         in a scalar loop, so the read() rows mostly compare the two summing loops.",
-    );
-    let mut t = Table::new(&["mode", ">ours", ">C"]).compares(&[1], &[2]);
-    for v in Variant::ALL {
-        let find = |touch| cs.iter().find(|c| c.variant == v && c.touch == touch);
-        let (Some(plain), Some(touched)) = (find(false), find(true)) else {
-            continue;
-        };
-        let diff = |k| {
-            let us =
-                |c: &MmapCell| per_iter(iterations, c.runs.summary(k, "secs").map(|s| s.median));
-            fixed2(us(touched).zip(us(plain)).map(|(a, b)| a - b))
-        };
-        t.row([v.label().to_owned(), diff(0), diff(1)]);
-    }
-    o.table(t);
+/// `x` with `digits` decimals and `unit`, `—` for none.
+fn fixed(x: Option<f64>, digits: usize, unit: &str) -> String {
+    x.map_or_else(|| DASH.to_owned(), |x| format!("{x:.digits$}{unit}"))
 }
 
 /// The seed's figures (72 KiB × 100 000), none of them verified: the
-/// mode as the seed names it, the total as quoted, seconds, and our mode.
-const HISTORICAL: [(&str, &str, Option<f64>, Option<Variant>); 4] = [
-    ("mmap once", "1.28 s", Some(1.28), Some(Variant::MmapOnce)),
-    (
-        "mmap+munmap per iteration",
-        "7.49 s",
-        Some(7.49),
-        Some(Variant::MmapEach),
-    ),
-    (
-        "read() 64 KiB",
-        "19.35 s",
-        Some(19.35),
-        Some(Variant::Read64K),
-    ),
+/// mode as the seed names it, the total it quotes in seconds, and our mode.
+const HISTORICAL: [(&str, f64, Option<&str>); 4] = [
+    (MMAP_ONCE, 1.28, Some(MMAP_ONCE)),
+    ("mmap+munmap per iteration", 7.49, Some(MMAP_EACH)),
+    (READ_64K, 19.35, Some(READ_64K)),
     (
         "unattributed (not 1-byte reads: at 100 000 iterations those take ~3 200 s on the notes' machine)",
-        "82.4 s",
-        None,
+        82.4,
         None,
     ),
 ];
@@ -858,12 +684,11 @@ pub fn seed_order_holds(once: f64, each: f64, read64k: f64) -> bool {
 /// The seed's figures beside this run's untouched warm ratios (ours and
 /// C), and what matches.
 fn seed_section(o: &mut Report, r: &Results) {
-    let warm: Vec<&MmapCell> = r
-        .cells
-        .iter()
-        .filter(|c| c.runs.cache == CacheState::Warm && !c.touch)
-        .collect();
-    if warm.is_empty() {
+    let warm = |mode| {
+        let mut cells = r.cells.iter().filter(|c| c.runs.cache == Warm && !c.touch);
+        cells.find(|c| c.mode == mode)
+    };
+    if warm(MMAP_ONCE).is_none() {
         return;
     }
     o.section("The seed's figures (unverified)").text(format!(
@@ -874,12 +699,10 @@ fn seed_section(o: &mut Report, r: &Results) {
          reconstruction), each as a ratio to mmap once (ratios of medians):",
         r.iterations
     ));
-    let median = |v: Variant, k: usize| {
-        let c = warm.iter().find(|c| c.variant == v)?;
-        Some(c.runs.summary(k, "secs")?.median)
-    };
-    let to_once = |v, k| Some(median(v, k)? / median(Variant::MmapOnce, k).filter(|&m| m > 0.0)?);
-    let fmt = |x: Option<f64>| x.map_or_else(|| DASH.to_owned(), |x| format!("{x:.1}×"));
+    let median = |mode, k| warm(mode)?.median(k, "secs");
+    let once = |k| median(MMAP_ONCE, k).filter(|&m| m > 0.0);
+    let ratio = |mode, k| Some(median(mode, k)? / once(k)?);
+    let to_once = |mode, k| fixed(ratio(mode, k), 1, "×");
     let mut t = Table::new(&[
         "mode",
         ">2003 total",
@@ -888,56 +711,46 @@ fn seed_section(o: &mut Report, r: &Results) {
         ">C, ratio to mmap once",
     ])
     .compares(&[3], &[4]);
-    for (mode, text, secs, variant) in HISTORICAL {
+    for (mode, secs, ours) in HISTORICAL {
         // A seed row naming no mode has nothing of this run beside it.
-        let ours_c = |k| {
-            variant.map_or_else(
-                || "not run: the seed names no mode".to_owned(),
-                |v| fmt(to_once(v, k)),
-            )
-        };
-        let seed = fmt(secs.map(|s| s / 1.28));
+        let none = || "not run: the seed names no mode".to_owned();
+        let run = |k| ours.map_or_else(none, |m| to_once(m, k));
+        let seed = fixed(ours.map(|_| secs / 1.28), 1, "×");
         t.row([
             mode.to_owned(),
-            format!("{text} (unverified)"),
+            format!("{secs} s (unverified)"),
             seed,
-            ours_c(0),
-            ours_c(1),
+            run(0),
+            run(1),
         ]);
     }
-    for v in Variant::ALL {
-        if !HISTORICAL.iter().any(|h| h.3 == Some(v)) {
-            let row = [v.label(), DASH, DASH].map(str::to_owned);
+    for [mode, ..] in MODES.map(mode) {
+        if !HISTORICAL.iter().any(|h| h.2 == Some(mode)) {
             t.row(
-                row.into_iter()
-                    .chain([fmt(to_once(v, 0)), fmt(to_once(v, 1))]),
+                [mode, DASH, DASH]
+                    .map(str::to_owned)
+                    .into_iter()
+                    .chain([to_once(mode, 0), to_once(mode, 1)]),
             );
         }
     }
     let said = |k| match (
-        median(Variant::MmapOnce, k),
-        median(Variant::MmapEach, k),
-        median(Variant::Read64K, k),
+        median(MMAP_ONCE, k),
+        median(MMAP_EACH, k),
+        median(READ_64K, k),
     ) {
         (Some(a), Some(b), Some(c)) if seed_order_holds(a, b, c) => "holds",
         (Some(_), Some(_), Some(_)) => "does not hold",
         _ => "cannot be checked (cells missing)",
     };
-    let memcpy72 = r
+    // The first limit is the 72 KiB memcpy, `iterations` copies a pass.
+    let rates = r
         .limits
-        .iter()
-        .find(|l| l.what == format!("memcpy {}", human_size(WARM_BYTES)))
-        .and_then(|l| {
-            #[expect(clippy::cast_precision_loss)]
-            let per: Vec<f64> = l
-                .passes
-                .iter()
-                .map(|p| p.secs / (p.bytes as f64 / WARM_BYTES as f64).max(1.0) * 1e6)
-                .collect();
-            Summary::of(&per).map(|s| s.median)
-        });
-    let us = |x: Option<f64>| x.map_or_else(|| "?".to_owned(), |x| format!("{x:.2} µs"));
-    let c_us = |v| us(per_iter(r.iterations, median(v, 1)));
+        .first()
+        .map(|l| l.passes.iter().map(|p| mb_per_s(p.bytes, p.secs)));
+    let memcpy72 = Summary::of(&rates.into_iter().flatten().collect::<Vec<_>>());
+    let memcpy72 = memcpy72.map(|s| WARM_BYTES as f64 / s.median);
+    let c_us = |mode| fixed(warm(mode).and_then(|c| c.us_per_iter(1)), 2, " µs");
     o.table(t).text(format!(
         "What matches: the seed's order (mmap once fastest, then mmap+munmap per iteration, then read() 64 KiB) \
          {} for ours and {} for C. What does not: the sizes of the ratios, the seed's 5.9× (per iteration) and \
@@ -948,80 +761,125 @@ fn seed_section(o: &mut Report, r: &Results) {
          of mmap+munmap {} (C); the 2003 machine is not known. The touch cells above are the fair comparison.",
         said(0),
         said(1),
-        fmt(to_once(Variant::MmapEach, 0)),
-        fmt(to_once(Variant::Read64K, 0)),
-        fmt(to_once(Variant::MmapEach, 1)),
-        fmt(to_once(Variant::Read64K, 1)),
-        us(memcpy72),
-        c_us(Variant::Read64K),
-        c_us(Variant::MmapEach),
+        to_once(MMAP_EACH, 0),
+        to_once(READ_64K, 0),
+        to_once(MMAP_EACH, 1),
+        to_once(READ_64K, 1),
+        fixed(memcpy72, 2, " µs"),
+        c_us(READ_64K),
+        c_us(MMAP_EACH),
     ));
 }
 
-/// The limits table: memcpy and the reads of the files, with the rate
-/// as µs per 72 KiB beside the warm cells' µs per iteration.
-fn limits_table(limits: &[Limit]) -> Table {
+/// The results tables of a cache state's cells: loop times and ratios,
+/// then ours' setup, process wall times and the cache state at start.
+fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
+    let warm = cs.first().is_some_and(|c| c.runs.cache == Warm);
+    let fourth = if warm {
+        ">µs/iter ours / C"
+    } else {
+        ">resident after ours / C"
+    };
     let header = [
-        "what",
-        ">time per pass",
-        ">GB/s (10^9 B/s)",
-        ">µs per 72 KiB",
-        "how",
+        "mode",
+        ">ours",
+        ">C",
+        ">ours/C (per pair)",
+        fourth,
+        ">GB/s ours / C",
     ];
-    let mut t = Table::new(&header).limits();
-    for l in limits {
-        if let Some(e) = &l.error {
-            t.row([
-                l.what.clone(),
-                DASH.into(),
-                DASH.into(),
-                DASH.into(),
-                format!("unavailable: {e}"),
-            ]);
-            continue;
+    let mut t = Table::new(&header)
+        .compares(&[1], &[2])
+        .roles(Role::Ratio, &[3]);
+    let header = [
+        "mode",
+        ">ours setup",
+        ">ours wall",
+        ">C wall",
+        ">resident at start",
+    ];
+    let mut split = Table::new(&header).compares(&[1, 2], &[3]);
+    for c in cs {
+        let runs = &c.runs;
+        let both = |f: &dyn Fn(usize) -> String| format!("{} / {}", f(0), f(1));
+        let (ratio, skipped) = runs.ratio(0, 1, "secs");
+        let mut ratio = opt_ratio(ratio.as_ref());
+        if skipped > 0 {
+            ratio.push_str(&format!(" ({skipped} pair(s) without ratio)"));
         }
-        let secs: Vec<f64> = l.passes.iter().map(|p| p.secs).collect();
-        let rates: Vec<f64> = l
-            .passes
+        let after = |k| {
+            c.median(k, "resident_after")
+                .map_or_else(|| DASH.to_owned(), pct)
+        };
+        let fourth = if warm {
+            both(&|k| fixed(c.us_per_iter(k), 2, ""))
+        } else {
+            both(&after)
+        };
+        let secs = |k| c.median(k, "secs").filter(|&s| s > 0.0);
+        let gbs = both(&|k| fixed(secs(k).map(|s| mb_per_s(bytes, s) / 1e3), 2, ""));
+        let time = |k| opt_secs(runs.summary(k, "secs").as_ref());
+        t.row([c.label(), time(0), time(1), ratio, fourth, gbs]);
+        let start: Vec<f64> = [0, 1]
             .iter()
-            .map(|p| mb_per_s(p.bytes, p.secs) / 1e3)
+            .flat_map(|&k| runs.values(k, "resident_before"))
             .collect();
-        let rate = Summary::of(&rates);
-        #[expect(clippy::cast_precision_loss)]
-        let per72 = fixed2(rate.map(|s| WARM_BYTES as f64 / (s.median * 1e3)));
-        let rate = rate.map_or_else(
+        let start = Summary::of(&start).map_or_else(
             || DASH.to_owned(),
-            |s| format!("{:.2} [{:.2}–{:.2}]", s.median, s.min, s.max),
+            |x| {
+                if x.max - x.min < 5e-4 {
+                    pct(x.min)
+                } else {
+                    format!("{}–{}", pct(x.min), pct(x.max))
+                }
+            },
         );
-        t.row([
-            l.what.clone(),
-            opt_secs(Summary::of(&secs).as_ref()),
-            rate,
-            per72,
-            l.how.clone(),
+        let m = |k, metric| opt_median(runs.summary(k, metric).as_ref());
+        split.row([
+            c.label(),
+            m(0, "setup_secs"),
+            m(0, "wall_s"),
+            m(1, "wall_s"),
+            start,
         ]);
+    }
+    [t, split]
+}
+
+/// The cost of touching the data: touch − untouched, per mode, µs per
+/// iteration (medians), ours and C.
+fn touch_costs(cs: &[&MmapCell]) -> Table {
+    let mut t = Table::new(&["mode", ">ours", ">C"]).compares(&[1], &[2]);
+    for [mode, ..] in MODES.map(mode) {
+        let find = |touch| cs.iter().find(|c| c.mode == mode && c.touch == touch);
+        if let (Some(plain), Some(touched)) = (find(false), find(true)) {
+            let diff = |k| Some(touched.us_per_iter(k)? - plain.us_per_iter(k)?);
+            t.row([
+                mode.to_owned(),
+                fixed(diff(0), 2, ""),
+                fixed(diff(1), 2, ""),
+            ]);
+        }
     }
     t
 }
 
 /// The report.
-#[expect(clippy::too_many_lines)]
 fn render(r: &Results) -> Report {
     let mut o = Report::new(format!("bench mmaptest — {}", r.started_utc));
     if r.preset == "tiny" {
         o.text("**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**");
     }
+    let (runs, warmup) = (r.runs, r.warmup);
     let s = |n: usize| if n == 1 { "" } else { "s" };
     o.text(format!(
         "The read()-vs-mmap microbenchmark of the 2003 PostgreSQL-list \"mmap-test\", reconstructed: **ours** \
          (`mapwise mmaptest`) beside **the C reconstruction** (`{}`, built with cc -O2 and the README's -D flags), \
-         {} run{} each per cell after {} warm-up pair{}, alternating ours and C, the order turning every pair \
-         (ours, C; C, ours; …). Preset `{}`. Finished {}.",
+         {runs} run{} each per cell after {warmup} warm-up pair{}, alternating ours and C, the order turning every \
+         pair (ours, C; C, ours; …). Preset `{}`. Finished {}.",
         r.c_source,
-        r.runs,
-        s(r.runs),
-        r.warmup,
-        s(r.warmup),
+        s(runs),
+        s(warmup),
         r.preset,
         r.finished_utc,
     ));
@@ -1029,140 +887,57 @@ fn render(r: &Results) -> Report {
     r.machine
         .add_to(&mut o, "the files", &cc, r.loadavg_end.as_deref());
     let i = &r.inputs;
-    let n_cold = i.cold_files.len();
+    let (n_cold, cold_bytes) = (i.cold_files.len(), human_size(i.per_pass(Cold).0));
+    let (warm_size, cold_size) = (human_size(i.warm_bytes), human_size(i.cold_file_bytes));
+    let (warm, first) = (
+        &i.warm_file,
+        i.cold_files.first().map_or("", String::as_str),
+    );
+    let (warm_bytes, warm_sum, cold_sum) = (i.warm_bytes, i.warm_byte_sum, i.cold_byte_sum);
     o.section("Files").list([
-        format!(
-            "warm: `{}`, {} ({} bytes, the seed's size), byte sum {}",
-            i.warm_file,
-            human_size(i.warm_bytes),
-            i.warm_bytes,
-            i.warm_byte_sum
-        ),
-        format!(
-            "cold: {n_cold} files of {} (`{}` …), {} in all, byte sum {}",
-            human_size(i.cold_file_bytes),
-            i.cold_files.first().cloned().unwrap_or_default(),
-            human_size(i.per_pass(CacheState::Cold).0),
-            i.cold_byte_sum
-        ),
+        format!("warm: `{warm}`, {warm_size} ({warm_bytes} bytes, the seed's size), byte sum {warm_sum}"),
+        format!("cold: {n_cold} files of {cold_size} (`{first}` …), {cold_bytes} in all, byte sum {cold_sum}"),
         format!(
             "deterministic contents (xorshift64), cached in target/bench/files/; {} made by this run",
             i.generated_now
         ),
     ]);
-    let vars = [
-        ("iterations", r.iterations.to_string()),
-        ("warmup", r.warmup.to_string()),
-    ];
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (n, w) = (r.iterations.to_string(), warmup.to_string());
+    let method = include_str!("text/mmaptest-method.md");
     o.section("Method")
-        .text(fill(include_str!("text/mmaptest-method.md"), &vars));
+        .text(fill(method, &[("iterations", &n), ("warmup", &w)]));
     let mut commands = r.build_commands.clone();
     let cmds = r.cells.iter().flat_map(|c| &c.runs.contenders);
     commands.extend(cmds.map(|(_, cmd)| short_files(cmd, &i.cold_files, &i.cold_glob)));
+    let commands = commands.join("\n");
     o.section("Commands")
         .text("Run from the workspace root.")
-        .code("sh", commands.join("\n"));
+        .code("sh", commands);
 
-    for cache in [CacheState::Warm, CacheState::Cold] {
+    for cache in [Warm, Cold] {
         let cs: Vec<&MmapCell> = r.cells.iter().filter(|c| c.runs.cache == cache).collect();
         let Some(n) = cs.first().map(|c| c.iterations) else {
             continue;
         };
-        let warm = cache == CacheState::Warm;
         let bytes = i.per_pass(cache).0 * n;
-        o.section(if warm {
-            let each = human_size(i.warm_bytes);
-            format!(
-                "Results: warm, {each} × {n} iterations ({} per run)",
-                human_size(bytes)
-            )
-        } else {
-            let each = human_size(i.cold_file_bytes);
-            format!(
-                "Results: cold, one pass over {n_cold} files of {each} ({})",
-                human_size(bytes)
-            )
+        let run = human_size(bytes);
+        o.section(match cache {
+            Warm => format!("Results: warm, {warm_size} × {n} iterations ({run} per run)"),
+            Cold => format!("Results: cold, one pass over {n_cold} files of {cold_size} ({run})"),
         });
-        let fourth = if warm {
-            ">µs/iter ours / C"
-        } else {
-            ">resident after ours / C"
-        };
-        let mut t = Table::new(&[
-            "mode",
-            ">ours",
-            ">C",
-            ">ours/C (per pair)",
-            fourth,
-            ">GB/s ours / C",
-        ])
-        .compares(&[1], &[2])
-        .roles(Role::Ratio, &[3]);
-        let mut split = Table::new(&[
-            "mode",
-            ">ours setup",
-            ">ours wall",
-            ">C wall",
-            ">resident at start",
-        ])
-        .compares(&[1, 2], &[3]);
-        for c in &cs {
-            let runs = &c.runs;
-            let secs = |k| runs.summary(k, "secs");
-            let both = |f: &dyn Fn(usize) -> String| format!("{} / {}", f(0), f(1));
-            let (ratio, skipped) = runs.ratio(0, 1, "secs");
-            let mut ratio = opt_ratio(ratio.as_ref());
-            if skipped > 0 {
-                ratio.push_str(&format!(" ({skipped} pair(s) without ratio)"));
-            }
-            let fourth = if warm {
-                both(&|k| fixed2(per_iter(n, secs(k).map(|s| s.median))))
-            } else {
-                both(&|k| {
-                    runs.summary(k, "resident_after")
-                        .map_or_else(|| DASH.to_owned(), |x| pct(x.median))
-                })
-            };
-            let gb = both(&|k| gbs(bytes, secs(k).as_ref()));
-            t.row([
-                c.mode(),
-                opt_secs(secs(0).as_ref()),
-                opt_secs(secs(1).as_ref()),
-                ratio,
-                fourth,
-                gb,
-            ]);
-            let start: Vec<f64> = [0, 1]
-                .iter()
-                .flat_map(|&k| runs.values(k, "resident_before"))
-                .collect();
-            let start = Summary::of(&start).map_or_else(
-                || DASH.to_owned(),
-                |x| {
-                    if x.max - x.min < 5e-4 {
-                        pct(x.min)
-                    } else {
-                        format!("{}–{}", pct(x.min), pct(x.max))
-                    }
-                },
-            );
-            let m = |k, metric| opt_median(runs.summary(k, metric).as_ref());
-            split.row([
-                c.mode(),
-                m(0, "setup_secs"),
-                m(0, "wall_s"),
-                m(1, "wall_s"),
-                start,
-            ]);
-        }
+        let [t, split] = results_tables(&cs, bytes);
         o.table(t).table(split).text(
             "*setup*: ours' preparation before the clock (buffer, or mapping every file for mmap once, plus one \
              run of the loop's code path without file data); C does its preparation untimed too and does not print \
              it. *wall*: spawn to exit as seen by xtask (medians).",
         );
-        if warm {
-            touch_costs(&mut o, &cs, n);
+        if cache == Warm {
+            o.text(
+                "Cost of touching the data (touch − untouched, medians, µs per iteration): the summing loop for \
+                 read(), the page faults plus the summing loop for mmap. Ours sums bytes with SSE2 `psadbw`, C \
+                 sums 8-byte words in a scalar loop, so the read() rows mostly compare the two summing loops.",
+            )
+            .table(touch_costs(&cs));
         } else {
             o.text(format!(
                 "*resident after*: fraction of the list in the page cache right after the run (median): untouched \
@@ -1178,25 +953,22 @@ fn render(r: &Results) -> Report {
     if let Some(p) = &r.traces_paragraph {
         o.text(p.clone());
     }
-    o.section("Physical limits").table(limits_table(&r.limits));
-    if let Some(l) = r.limits.iter().find(|l| !l.file.is_empty()) {
-        o.text(format!(
-            "The read rows read `{}` whole, file after file (memcpy runs in xtask's memory).",
-            l.file
-        ));
-    }
-    o.text(
-        "A warm read() is that in-cache copy plus a system call, so it lands near the 72 KiB memcpy (the \
-         kernel's copy routine is not libc's, so it can come out a little faster); a cold pass cannot beat the \
-         O_DIRECT device read by much (read-ahead overlaps I/O with the copy). Untouched mmap modes claim rates \
-         above all of these because they read nothing.",
-    );
-    let verdicts = r
-        .cells
-        .iter()
-        .map(|c| verdict(&c.runs.label, c.runs.ratio(0, 1, "secs").0.as_ref()));
+    o.section("Physical limits").table(limits::table(&r.limits));
+    let read = r.limits.iter().find(|l| !l.file.is_empty());
+    let read = read.map_or_else(String::new, |l| {
+        format!("The read rows read `{}` whole, file after file. ", l.file)
+    });
+    o.text(format!(
+        "{read}memcpy runs in xtask's memory; the 72 KiB one copies it {} times a pass, as a warm cell reads it, \
+         so its time compares with the warm loop times. A warm read() is that in-cache copy plus a system call, \
+         so it lands near the 72 KiB memcpy (the kernel's copy routine is not libc's, so it can come out a little \
+         faster); a cold pass cannot beat the O_DIRECT device read by much (read-ahead overlaps I/O with the \
+         copy). Untouched mmap modes claim rates above all of these because they read nothing.",
+        r.iterations
+    ));
+    let verdict = |c: &MmapCell| verdict(&c.runs.label, c.runs.ratio(0, 1, "secs").0.as_ref());
     o.section(format!("Verdicts (target: ours ≤ {TARGET}× C, loop time)"))
-        .verdicts(verdicts.collect());
+        .verdicts(r.cells.iter().map(verdict).collect());
     o.section("Data checks").verdicts(r.checks.clone());
     o
 }
@@ -1207,11 +979,10 @@ mod tests {
 
     #[test]
     fn c_lines_parse() {
-        let err = "read-chunked readsize=65536 files=1 bytes/iter=73728 iters=100000 wall=0.530 s  5.304 us/iter  13.90 GB/s (data not touched by user space in mmap modes)\n";
-        let t = parse_c(err).unwrap();
-        assert_eq!(t["bytes"], 7_372_800_000.0);
+        let warm = "read-chunked readsize=65536 files=1 bytes/iter=73728 iters=100000 wall=0.530 s  5.304 us/iter  13.90 GB/s (data not touched by user space in mmap modes)\n";
+        let t = parse_c(warm).unwrap();
+        assert_eq!((t.len(), t["bytes"]), (2, 7_372_800_000.0));
         assert!((t["secs"] - 0.5304).abs() < 1e-9, "{t:?}");
-        assert_eq!(t.len(), 2);
         let cold = "mmap-once readsize=65536 files=16 bytes/iter=268435456 iters=1 wall=0.000 s  12.345 us/iter  21745.00 GB/s (touching data)";
         let t = parse_c(cold).unwrap();
         assert_eq!(t["bytes"], 268_435_456.0);
@@ -1222,12 +993,17 @@ mod tests {
 
     #[test]
     fn ours_json_parses() {
-        let err = "{\"mode\":\"read\",\"read_size\":65536,\"whole_file\":false,\"populate\":false,\"touch\":true,\"cold\":false,\"files\":1,\"bytes_per_iteration\":73728,\"iterations\":10,\"bytes\":737280,\"setup_secs\":3e-5,\"secs\":0.0001,\"gb_per_s\":7.3,\"checksum\":93986630}\n";
-        let want = metrics(
-            &[("bytes", 737_280), ("checksum", 93_986_630)],
-            &[("secs", 0.0001), ("setup_secs", 3e-5)],
+        let err = "{\"mode\":\"read\",\"read_size\":65536,\"touch\":true,\"files\":1,\"iterations\":10,\"bytes\":737280,\"setup_secs\":3e-5,\"secs\":0.0001,\"gb_per_s\":7.3,\"checksum\":93986630}\n";
+        let want = [
+            ("secs", 0.0001),
+            ("setup_secs", 3e-5),
+            ("bytes", 737_280.0),
+            ("checksum", 93_986_630.0),
+        ];
+        assert_eq!(
+            parse_ours(&format!("warning: x\n{err}")).unwrap(),
+            metrics(want)
         );
-        assert_eq!(parse_ours(err).unwrap(), want);
         let untouched = err.replace(",\"checksum\":93986630", "");
         assert!(!parse_ours(&untouched).unwrap().contains_key("checksum"));
         assert!(parse_ours("mapwise: boom\n").is_err());
@@ -1235,18 +1011,15 @@ mod tests {
 
     #[test]
     fn generated_contents_are_deterministic() {
-        let (mut a, mut b) = ([0u8; 21], [0u8; 21]);
-        let (mut s1, mut s2) = (7u64, 7u64);
+        let (mut a, mut b, mut s1, mut s2) = ([0u8; 21], [0u8; 21], 7u64, 7u64);
         fill_bytes(&mut a, &mut s1);
         fill_bytes(&mut b, &mut s2);
-        assert_eq!(a, b);
-        assert!(a.iter().any(|&x| x != 0));
+        assert!(a == b && a.iter().any(|&x| x != 0));
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f.bin");
-        assert!(ensure_file(&p, 1000, 3).unwrap());
-        assert!(!ensure_file(&p, 1000, 3).unwrap());
-        let bytes = fs::read(&p).unwrap();
-        let sum: u64 = bytes.iter().map(|&x| u64::from(x)).sum();
+        assert!(ensure_file(&p, 1001, 3).unwrap());
+        assert!(!ensure_file(&p, 1001, 3).unwrap(), "made again");
+        let sum: u64 = fs::read(&p).unwrap().iter().map(|&x| u64::from(x)).sum();
         assert_eq!(file_byte_sum(&p).unwrap(), sum);
     }
 
@@ -1254,37 +1027,36 @@ mod tests {
     fn long_file_lists_show_as_brace_forms() {
         let files: Vec<String> = (0..3).map(|i| format!("d/c-{i:03}.bin")).collect();
         let line = format!("prog -n 1 {} > /dev/null", files.join(" "));
-        assert_eq!(
-            short_files(&line, &files, "d/c-{000..002}.bin"),
-            "prog -n 1 d/c-{000..002}.bin > /dev/null"
-        );
+        let short = short_files(&line, &files, "d/c-{000..002}.bin");
+        assert_eq!(short, "prog -n 1 d/c-{000..002}.bin > /dev/null");
         assert_eq!(short_files("prog a b", &files[..2], "x"), "prog a b");
     }
 
     #[test]
-    fn presets() {
-        let p = |t, f| {
-            let p = Preset::of(t, f);
-            (p.name, p.iterations, p.cold_files, p.cold_size)
-        };
-        assert_eq!(p(true, true), ("tiny", 200, 2, 1 << 20));
-        assert_eq!(p(false, false), ("quick", 20_000, 16, 16 << 20));
-        // The seed's count.
-        assert_eq!(p(false, true), ("full", 100_000, 64, 16 << 20));
-    }
-
-    #[test]
-    fn the_seeds_order() {
-        // The seed's own totals keep it.
+    fn presets_modes_and_the_seeds_order() {
+        assert_eq!(preset(true, true), ("tiny", 200, 2, 1 << 20, 8 << 20));
+        assert_eq!(
+            preset(false, false),
+            ("quick", 20_000, 16, 16 << 20, 64 << 20)
+        );
+        assert_eq!(preset(false, true).1, 100_000, "the seed's count");
+        let populate = mode(MODES[3]);
+        assert_eq!(
+            populate[2..],
+            ["mmap-per-iter+populate", "-DDO_MMAP -DPOPULATE"]
+        );
+        // The seed's own totals keep its order.
         assert!(seed_order_holds(1.28, 7.49, 19.35));
         assert!(!seed_order_holds(1.28, 19.35, 7.49));
         assert!(!seed_order_holds(7.49, 1.28, 19.35));
         assert!(!seed_order_holds(1.0, 1.0, 2.0));
         // Each seed mode names one of ours.
-        let named: Vec<Variant> = HISTORICAL.iter().filter_map(|h| h.3).collect();
-        assert_eq!(
-            named,
-            [Variant::MmapOnce, Variant::MmapEach, Variant::Read64K]
+        let named: Vec<&str> = HISTORICAL.iter().filter_map(|h| h.2).collect();
+        assert_eq!(named, [MMAP_ONCE, MMAP_EACH, READ_64K]);
+        assert!(
+            named
+                .iter()
+                .all(|n| MODES.map(mode).iter().any(|m| m[0] == *n))
         );
     }
 
