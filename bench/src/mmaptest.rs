@@ -30,28 +30,23 @@ use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench mmaptest`.
 pub const HELP: &str = "\
-Builds ours and ten variants of the C reconstruction (cc -O2 -Wall with the
-README's -D flags, each also with -DTOUCH, into target/bench/mmaptest-c/),
-makes the input files once (deterministic bytes, cached in
-target/bench/files/), then runs each cell's --warmup untimed pairs and
---runs timed pairs of ours and C, alternately, stdout to /dev/null:
-  target/release/mapwise mmaptest --mode M [--read-size whole] [--populate]
-      [--touch] --iterations N --json FILE… > /dev/null
-  target/bench/mmaptest-c/VARIANT[+touch] -n N FILE… > /dev/null
-Cells: warm (the 72 KiB file, evicted then read once by xtask before every
-run, --iterations passes) and cold (the list, evicted before every run, one
-pass), each mode untouched and touching. Compared: the loop time each
-program measures itself. See `cargo xtask bench --help` for the report.
+Builds ours and the C reconstruction in ten variants (cc -O2 -Wall, the
+README's -D flags, each also with -DTOUCH), makes the input files once
+(deterministic, cached in target/bench/files/), then runs every cell's
+--warmup untimed and --runs timed pairs, ours and C alternately, stdout to
+/dev/null: `mapwise mmaptest --mode M … --iterations N --json FILE…` and
+`target/bench/mmaptest-c/VARIANT -n N FILE…`. Warm: the 72 KiB file,
+evicted then read once before every run; cold: the list, evicted before
+every run, one pass. See `cargo xtask bench --help` for the report.
 
   cargo xtask bench mmaptest [--quick | --full | --tiny] [--iterations N]
                              [--cold-files N] [--cold-size SIZE]
                              [--runs 5] [--warmup 1] [--warm | --cold]
                              [--out DIR]
   --quick (default): 20000 iterations warm, 16 × 16 MiB cold, about a minute.
-  --full: the seed's 100000 iterations warm, 64 × 16 MiB (1 GiB) cold,
-  a few minutes.
-  --tiny: a smoke run (CI): 200 iterations warm, 2 × 1 MiB cold, an
-  8 MiB memcpy; seconds. Its times mean nothing.";
+  --full: the seed's 100000 iterations warm, 64 × 16 MiB (1 GiB) cold.
+  --tiny: a smoke run (CI): 200 iterations warm, 2 × 1 MiB cold, an 8 MiB
+  memcpy; seconds. Its times mean nothing.";
 
 /// The seed's file: 72 KiB.
 const WARM_BYTES: u64 = 72 * 1024;
@@ -177,10 +172,9 @@ pub fn parse_ours(stderr: &str) -> Result<Metrics, String> {
     let line = line.ok_or_else(|| format!("no JSON object in output {:?}", tail(stderr, 3)))?;
     let j: OursJson =
         serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))?;
-    let (secs, setup) = (j.secs, j.setup_secs);
     let mut m = metrics([
-        ("secs", secs),
-        ("setup_secs", setup),
+        ("secs", j.secs),
+        ("setup_secs", j.setup_secs),
         ("bytes", j.bytes as f64),
     ]);
     m.extend(j.checksum.map(|c| ("checksum".to_owned(), c as f64)));
@@ -197,12 +191,15 @@ pub fn parse_c(stderr: &str) -> Result<Metrics, String> {
     let line = stderr.lines().find(|l| l.contains(" us/iter"));
     let line = line.ok_or_else(|| format!("no `us/iter` line in {:?}", tail(stderr, 3)))?;
     let words: Vec<&str> = line.split_whitespace().collect();
-    let field = |key: &str| words.iter().find_map(|w| w.strip_prefix(key)?.parse().ok());
+    let field = |key: &str| {
+        words
+            .iter()
+            .find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok())
+    };
     let at = words.iter().position(|&w| w == "us/iter");
     let us = at.and_then(|i| words.get(i.checked_sub(1)?)?.parse::<f64>().ok());
     match (field("bytes/iter="), field("iters="), us) {
         (Some(b), Some(n), Some(us)) if us.is_finite() && us >= 0.0 => {
-            let n: u64 = n;
             let (secs, bytes) = (us * n as f64 / 1e6, b as f64 * n as f64);
             Ok(metrics([("secs", secs), ("bytes", bytes)]))
         }
@@ -210,7 +207,7 @@ pub fn parse_c(stderr: &str) -> Result<Metrics, String> {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct Inputs {
     warm_file: String,
     warm_bytes: u64,
@@ -307,9 +304,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut build_commands = vec![build_ours.shell()];
     for [_, _, name, flags] in MODES.map(mode) {
         for touch in [false, true] {
-            let cmd = Cmd::new("cc").args(["-O2", "-Wall"]);
-            let cmd = cmd.args(flags.split_whitespace()).arg_if(touch, "-DTOUCH");
-            let cmd = cmd.args(["-o", &c_bin(name, touch), &source]);
+            let cmd = Cmd::new("cc")
+                .args(["-O2", "-Wall"])
+                .args(flags.split_whitespace())
+                .arg_if(touch, "-DTOUCH")
+                .args(["-o", &c_bin(name, touch), &source]);
             cmd.run(&ws.root).context("cannot build the C variant")?;
             build_commands.push(cmd.shell());
         }
@@ -343,14 +342,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             for touch in [false, true] {
                 let ours = Cmd::new(&mapwise)
                     .arg("mmaptest")
-                    .args(flags.split_whitespace());
-                let ours = ours.arg_if(touch, "--touch");
-                let ours = ours.args(["--iterations", &n.to_string(), "--json"]);
+                    .args(flags.split_whitespace())
+                    .arg_if(touch, "--touch")
+                    .args(["--iterations", &n.to_string(), "--json"]);
                 let c = Cmd::new(c_bin(name, touch)).args(["-n", &n.to_string()]);
                 let [ours, c] = [ours, c].map(|x| x.args(file_args.clone()).stdout_to_null());
-                let label = if touch { ", touch" } else { "" };
+                let touched = if touch { ", touch" } else { "" };
                 let cell = Cell {
-                    label: format!("{}, {mode}{label}", cache.name()),
+                    label: format!("{}, {mode}{touched}", cache.name()),
                     cache,
                     files: files.clone(),
                     fresh: Vec::new(),
@@ -364,13 +363,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                     untimed_warm_first: false,
                     cold_settle: None,
                 };
-                let runs = cell::run(ws, &progress, &cell, &tracing)?;
-                let iterations = n;
                 cells.push(MmapCell {
                     mode,
                     touch,
-                    iterations,
-                    runs,
+                    iterations: n,
+                    runs: cell::run(ws, &progress, &cell, &tracing)?,
                 });
             }
         }
@@ -616,8 +613,8 @@ fn data_checks(cells: &[MmapCell], inputs: &Inputs) -> Vec<Verdict> {
                 bad_bytes.push(format!("{}: {bytes:?}", c.runs.label));
             }
             let got = c.runs.distinct("checksum");
-            let ours = |r: &&Round<Run>| r.results.first().and_then(|o| o.get("checksum"));
-            let with = all().filter(|r| ours(r).is_some()).count();
+            let ours_sum = |r: &&Round<Run>| r.results.first().and_then(|o| o.get("checksum"));
+            let with = all().filter(|r| ours_sum(r).is_some()).count();
             sums += with;
             let want: &[u64] = if c.touch { &[want_sum] } else { &[] };
             if got != want || (c.touch && with != all().count()) {
@@ -726,12 +723,14 @@ fn seed_section(o: &mut Report, r: &Results) {
     }
     for [mode, ..] in MODES.map(mode) {
         if !HISTORICAL.iter().any(|h| h.2 == Some(mode)) {
-            t.row(
-                [mode, DASH, DASH]
-                    .map(str::to_owned)
-                    .into_iter()
-                    .chain([to_once(mode, 0), to_once(mode, 1)]),
-            );
+            let none = DASH.to_owned();
+            t.row([
+                mode.to_owned(),
+                none.clone(),
+                none,
+                to_once(mode, 0),
+                to_once(mode, 1),
+            ]);
         }
     }
     let said = |k| match (
@@ -743,13 +742,13 @@ fn seed_section(o: &mut Report, r: &Results) {
         (Some(_), Some(_), Some(_)) => "does not hold",
         _ => "cannot be checked (cells missing)",
     };
-    // The first limit is the 72 KiB memcpy, `iterations` copies a pass.
-    let rates = r
-        .limits
-        .first()
-        .map(|l| l.passes.iter().map(|p| mb_per_s(p.bytes, p.secs)));
-    let memcpy72 = Summary::of(&rates.into_iter().flatten().collect::<Vec<_>>());
-    let memcpy72 = memcpy72.map(|s| WARM_BYTES as f64 / s.median);
+    // One copy of the 72 KiB memcpy limit at its median rate, µs (bytes
+    // over 10^6 B/s).
+    let memcpy = format!("memcpy {}", human_size(WARM_BYTES));
+    let memcpy72 = r.limits.iter().find(|l| l.what == memcpy).and_then(|l| {
+        let rates: Vec<f64> = l.passes.iter().map(|p| mb_per_s(p.bytes, p.secs)).collect();
+        Some(WARM_BYTES as f64 / Summary::of(&rates)?.median)
+    });
     let c_us = |mode| fixed(warm(mode).and_then(|c| c.us_per_iter(1)), 2, " µs");
     o.table(t).text(format!(
         "What matches: the seed's order (mmap once fastest, then mmap+munmap per iteration, then read() 64 KiB) \
@@ -978,33 +977,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn c_lines_parse() {
-        let warm = "read-chunked readsize=65536 files=1 bytes/iter=73728 iters=100000 wall=0.530 s  5.304 us/iter  13.90 GB/s (data not touched by user space in mmap modes)\n";
-        let t = parse_c(warm).unwrap();
+    fn parsers() {
+        let c = "read-chunked readsize=65536 files=1 bytes/iter=73728 iters=100000 wall=0.530 s  5.304 us/iter  13.90 GB/s (data not touched by user space in mmap modes)\n";
+        let t = parse_c(c).unwrap();
         assert_eq!((t.len(), t["bytes"]), (2, 7_372_800_000.0));
         assert!((t["secs"] - 0.5304).abs() < 1e-9, "{t:?}");
-        let cold = "mmap-once readsize=65536 files=16 bytes/iter=268435456 iters=1 wall=0.000 s  12.345 us/iter  21745.00 GB/s (touching data)";
-        let t = parse_c(cold).unwrap();
-        assert_eq!(t["bytes"], 268_435_456.0);
-        assert!((t["secs"] - 12.345e-6).abs() < 1e-12);
+        let t =
+            parse_c("files=16 bytes/iter=268435456 iters=1 wall=0.000 s  12.345 us/iter").unwrap();
+        assert!((t["secs"] - 12.345e-6).abs() < 1e-12, "{t:?}");
         assert!(parse_c("usage: mmaptest [-n ITERATIONS] FILE...").is_err());
         assert!(parse_c("x bytes/iter=1 wall=1 s 2.0 us/iter").is_err());
-    }
-
-    #[test]
-    fn ours_json_parses() {
-        let err = "{\"mode\":\"read\",\"read_size\":65536,\"touch\":true,\"files\":1,\"iterations\":10,\"bytes\":737280,\"setup_secs\":3e-5,\"secs\":0.0001,\"gb_per_s\":7.3,\"checksum\":93986630}\n";
-        let want = [
-            ("secs", 0.0001),
-            ("setup_secs", 3e-5),
-            ("bytes", 737_280.0),
-            ("checksum", 93_986_630.0),
-        ];
+        let ours =
+            r#"{"mode":"read","bytes":737280,"setup_secs":3e-5,"secs":0.0001,"checksum":93986630}"#;
+        let t = parse_ours(&format!("warning: x\n{ours}\n")).unwrap();
         assert_eq!(
-            parse_ours(&format!("warning: x\n{err}")).unwrap(),
-            metrics(want)
+            t,
+            metrics([
+                ("secs", 1e-4),
+                ("setup_secs", 3e-5),
+                ("bytes", 737_280.0),
+                ("checksum", 93_986_630.0)
+            ])
         );
-        let untouched = err.replace(",\"checksum\":93986630", "");
+        let untouched = ours.replace(r#","checksum":93986630"#, "");
         assert!(!parse_ours(&untouched).unwrap().contains_key("checksum"));
         assert!(parse_ours("mapwise: boom\n").is_err());
     }
@@ -1040,23 +1035,72 @@ mod tests {
             ("quick", 20_000, 16, 16 << 20, 64 << 20)
         );
         assert_eq!(preset(false, true).1, 100_000, "the seed's count");
-        let populate = mode(MODES[3]);
         assert_eq!(
-            populate[2..],
+            mode(MODES[3])[2..],
             ["mmap-per-iter+populate", "-DDO_MMAP -DPOPULATE"]
         );
-        // The seed's own totals keep its order.
+        // The seed's own totals keep its order, and each seed mode names one of ours.
         assert!(seed_order_holds(1.28, 7.49, 19.35));
-        assert!(!seed_order_holds(1.28, 19.35, 7.49));
-        assert!(!seed_order_holds(7.49, 1.28, 19.35));
+        assert!(!seed_order_holds(1.28, 19.35, 7.49) && !seed_order_holds(7.49, 1.28, 19.35));
         assert!(!seed_order_holds(1.0, 1.0, 2.0));
-        // Each seed mode names one of ours.
         let named: Vec<&str> = HISTORICAL.iter().filter_map(|h| h.2).collect();
         assert_eq!(named, [MMAP_ONCE, MMAP_EACH, READ_64K]);
-        assert!(
-            named
+        let ours = MODES.map(|m| mode(m)[0]);
+        assert!(named.iter().all(|n| ours.contains(n)));
+    }
+
+    #[test]
+    fn data_checks_want_every_byte_and_checksum() {
+        let run = |kv: &[(&str, f64)]| Run {
+            metrics: kv.iter().map(|&(k, v)| (k.to_owned(), v)).collect(),
+            wall_s: 0.0,
+            max_rss_kib: None,
+            prep: None,
+            resident_after: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+        let cell = |touch, ours_sum: f64| {
+            let ours = run(&[("bytes", 20.0), ("checksum", ours_sum)][..1 + usize::from(touch)]);
+            let results = vec![ours, run(&[("bytes", 20.0)])];
+            let (label, cache, contenders) = ("warm, m".to_owned(), Warm, Vec::new());
+            let rounds = vec![Round {
+                round: 1,
+                order: vec![0, 1],
+                results,
+            }];
+            let runs = CellRuns {
+                label,
+                cache,
+                contenders,
+                warmup: Vec::new(),
+                rounds,
+            };
+            MmapCell {
+                mode: "m",
+                touch,
+                iterations: 2,
+                runs,
+            }
+        };
+        let inputs = Inputs {
+            warm_bytes: 10,
+            warm_byte_sum: 7,
+            ..Inputs::default()
+        };
+        let outcomes = |cells: Vec<MmapCell>| {
+            data_checks(&cells, &inputs)
                 .iter()
-                .all(|n| MODES.map(mode).iter().any(|m| m[0] == *n))
+                .map(|v| v.outcome)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            outcomes(vec![cell(false, 0.0), cell(true, 14.0)]),
+            [Outcome::Pass; 2]
+        );
+        assert_eq!(
+            outcomes(vec![cell(true, 7.0)]),
+            [Outcome::Pass, Outcome::Fail]
         );
     }
 
