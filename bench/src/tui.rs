@@ -252,11 +252,8 @@ impl Watched {
     /// sample minus at the first).
     #[must_use]
     pub fn window_commits(&self) -> Option<u64> {
-        let (first, last) = (
-            self.samples.first()?.file_txid?,
-            self.samples.last()?.file_txid?,
-        );
-        Some(last.saturating_sub(first))
+        let txid = |s: Option<&Sample>| s?.file_txid;
+        Some(txid(self.samples.last())?.saturating_sub(txid(self.samples.first())?))
     }
 }
 
