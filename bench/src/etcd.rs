@@ -94,28 +94,22 @@ impl Etcd {
         let (client, peer) = (free_port()?, free_port()?);
         let endpoint = format!("http://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
-        let data = dir.join("data");
-        let cmd = Cmd::new("etcd")
-            .arg("--name")
-            .arg("bench")
-            .arg("--data-dir")
-            .arg(data.to_string_lossy().into_owned())
-            .arg("--listen-client-urls")
-            .arg(endpoint.clone())
-            .arg("--advertise-client-urls")
-            .arg(endpoint.clone())
-            .arg("--listen-peer-urls")
-            .arg(peer_url.clone())
-            .arg("--initial-advertise-peer-urls")
-            .arg(peer_url.clone())
-            .arg("--initial-cluster")
-            .arg(format!("bench={peer_url}"))
-            .arg("--quota-backend-bytes")
-            .arg(quota.to_string())
-            .arg("--max-request-bytes")
-            .arg(MAX_REQUEST.to_string())
-            .arg("--log-level")
-            .arg("error");
+        let data = dir.join("data").to_string_lossy().into_owned();
+        let (cluster, quota) = (format!("bench={peer_url}"), quota.to_string());
+        let max_request = MAX_REQUEST.to_string();
+        let flags = [
+            ("--name", "bench"),
+            ("--data-dir", &data),
+            ("--listen-client-urls", &endpoint),
+            ("--advertise-client-urls", &endpoint),
+            ("--listen-peer-urls", &peer_url),
+            ("--initial-advertise-peer-urls", &peer_url),
+            ("--initial-cluster", &cluster),
+            ("--quota-backend-bytes", &quota),
+            ("--max-request-bytes", &max_request),
+            ("--log-level", "error"),
+        ];
+        let cmd = Cmd::new("etcd").args(flags.iter().flat_map(|&(k, v)| [k, v]));
         let log = fs::File::create(dir.join("etcd.log"))?;
         let child = Command::new(cmd.program())
             .args(cmd.arguments())

@@ -4,11 +4,10 @@
 //! what an operator does today (`etcdctl snapshot save`, then an offline
 //! check of the copy).
 
-use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -16,10 +15,11 @@ use serde::Serialize;
 use super::bolt_scan::{self, FileInfo};
 use super::etcd::{self, Etcd, Fill};
 use super::machine::{self, Machine};
-use super::output::{self, Table, TempPath};
+use super::output::{self, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
-use super::schedule::{self, Pair};
+use super::report::{Outcome, Report, Role, Table, Verdict, fill};
+use super::schedule::{self, Pair, Side};
 use super::stats::{Summary, fmt_secs, nearest_rank, pair_ratios};
 use super::tui::{self, WatchOptions, Watched};
 use super::units::{format_size, human_size, pct, utc_human};
@@ -27,88 +27,55 @@ use super::{CommonArgs, Progress, Workspace, path_arg};
 use crate::writer::Running;
 
 /// Long help of `cargo xtask bench live`.
-pub const HELP: &str = "\
-The quiet readers on a bbolt file while a writer commits to it. Files:
-Go bbolt's `peers/bolt/peer gen FILE --shape big --seed 1 --size 256MiB` and
-`--size 2GiB` (cached in target/bench/files/), each copied to
-target/bench/tmp/ and written by the etcd-shaped writer
-  cargo xtask writer COPY --interval-ms N --bucket fake-bucket
-(testkit/src/writer.rs: one fdatasync'd commit per interval, two appends at
-the right edge of the big bucket, one rewrite of a random key, a `meta`
-key) at N = 20, 50, 100 and 200 ms, one writer per interval.
+pub const HELP: &str = include_str!("text/live-help.txt");
 
-Settle time: under each writer, --runs rounds of
-  target/release/inspector check COPY
-  target/release/inspector layout COPY --json
-  target/release/inspector pages COPY
-  target/release/mapwise bolt check COPY
-each run after a cache reset: fully cached (xtask reads the file whole
-first) or ~90 % cached (then drops random 2 MiB blocks with
-posix_fadvise(DONTNEED) until at most 91 % is resident; blocks of 1/64 of
-the file below 128 MiB), and, under the writers every 20 and 100 ms, half
-cached (the same, to at most 51 %; measured, not judged). Wall time of the process, exit status (0 settled,
-2 no read could be of one snapshot), peak RSS from GNU time (wait4).
-p50 and p95 (nearest rank: of 5 runs, the largest) of the runs that exited
-0; exit-2 runs counted.
-
-The live view: `inspector open COPY` (default 500 ms refresh) in a
-200 x 50 tmux pane, fully cached first, under each writer for
---view-seconds after its first settled structure: the time to the first screen and to
-the first settled structure (`as of txid N` on the status line), the age
-it shows (`X s ago`, read every 250 ms: p50/p95 = staleness), how many
-commits the file was ahead of it, peak RSS (VmHWM) and CPU (utime+stime of
-/proc/PID/stat over the window, % of a core; and from start, which adds
-the first whole read).
-
-The alternative: a real etcd (Debian's etcd 3.4, loopback, temporary data
-dir, --quota-backend-bytes above the size, --max-request-bytes 8 MiB)
-filled through the v3 JSON gateway with 1 MiB values, 4 puts at a time,
-until its db is as long as our copy; then, alternating with ours (`inspector
-check COPY`, writer every 100 ms, ~90 % cached) pair by pair:
-  ETCDCTL_API=3 etcdctl --endpoints URL snapshot save SNAP
-  target/release/inspector check SNAP
-(etcd's db ~90 % cached first; time and bytes written). A snapshot streams
-the whole db, so its cost grows with the db's size. etcd is stopped
-whatever happens.
-
-Verdicts, on the largest file (the targets are for 2 GiB): per reader,
-p95 settle <= 2 s and no exit 2 under every writer (>= 20 ms), ~90 %
-cached; and `inspector check`'s p95 <= 0.25x the alternative's median
-time, measured side by side.
-
---quick: 256 MiB only (no 2 GiB verdict). --tiny (a smoke run of the
-harness; its times mean nothing): a 4 MiB file, 3 s views, etcd filled to
-the same size. A full run takes about 25 minutes here.
-
-  cargo xtask bench live [--quick | --tiny] [--runs 5] [--view-seconds 20]
-                         [--seed 1] [--out DIR]";
-
+// The texts in `text/` state the numbers below.
 /// The writer's commit intervals, in ms.
 const INTERVALS_MS: [u64; 4] = [20, 50, 100, 200];
+/// The writer intervals with a half-cached cell too (etcd's default batch
+/// interval and the shortest).
+const HALF_INTERVALS_MS: [u64; 2] = [20, 100];
 /// The writer interval of the side-by-side cell (etcd's default
 /// `--backend-batch-interval`).
 const ALT_INTERVAL_MS: u64 = 100;
 /// The bucket the `big` shape fills, which the writer writes too.
 const BUCKET: &str = "fake-bucket";
-/// At most this much of the file stays resident in a ~90 % cell.
-const PARTIAL_TARGET: f64 = 0.91;
-/// At most this much of the file stays resident in a half-cached cell.
-const HALF_TARGET: f64 = 0.51;
-/// The writer intervals with a half-cached cell too (etcd's default batch
-/// interval and the shortest).
-const HALF_INTERVALS_MS: [u64; 2] = [20, 100];
-/// Eviction block of a ~90 % cell.
+/// Eviction block of a partly cached cell.
 const BLOCK: u64 = 2 << 20;
-/// Pane of the live view.
-const VIEW_SIZE: (u16, u16) = (200, 50);
-/// Targets.
+/// Target: p95 settle time at most this, seconds.
 const SETTLE_P95_MAX_S: f64 = 2.0;
-/// ours p95 / the alternative's median at most this.
+/// Target: ours p95 / the alternative's median at most this.
 const ALT_RATIO_MAX: f64 = 0.25;
-/// etcd's fill: value bytes and requests in flight.
-const FILL_VALUE: usize = 1 << 20;
-/// Requests in flight while filling etcd.
-const FILL_CONCURRENCY: usize = 4;
+/// etcd's fill: value bytes, and requests in flight.
+const FILL: (usize, usize) = (1 << 20, 4);
+
+/// The cache state a run starts from: live's own (the shared
+/// `CacheState` has no partial states), the file read whole, then random
+/// blocks dropped until at most `resident` of it is left.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+struct Cache {
+    label: &'static str,
+    resident: f64,
+}
+
+const FULL: Cache = Cache::new("fully cached", 1.0);
+const PARTIAL: Cache = Cache::new("~90 % cached", 0.91);
+const HALF: Cache = Cache::new("~50 % cached", 0.51);
+
+impl Cache {
+    const fn new(label: &'static str, resident: f64) -> Cache {
+        Cache { label, resident }
+    }
+
+    /// The cache states measured under a writer every `ms`.
+    fn under(ms: u64) -> &'static [Cache] {
+        if HALF_INTERVALS_MS.contains(&ms) {
+            &[FULL, PARTIAL, HALF]
+        } else {
+            &[FULL, PARTIAL]
+        }
+    }
+}
 
 /// `bench live` options.
 #[derive(Debug, clap::Args)]
@@ -127,91 +94,54 @@ pub struct Args {
     pub(super) common: CommonArgs,
 }
 
-/// The cache state a run starts from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Cache {
-    /// Read whole first.
-    Full,
-    /// Read whole, then random blocks dropped to ~90 %.
-    Partial,
-    /// Read whole, then random blocks dropped to ~50 %.
-    Half,
-}
-
-impl Cache {
-    fn label(self) -> &'static str {
-        match self {
-            Cache::Full => "fully cached",
-            Cache::Partial => "~90 % cached",
-            Cache::Half => "~50 % cached",
-        }
-    }
-
-    /// The states measured under a writer every `ms`.
-    fn under(ms: u64) -> &'static [Cache] {
-        if HALF_INTERVALS_MS.contains(&ms) {
-            &[Cache::Full, Cache::Partial, Cache::Half]
-        } else {
-            &[Cache::Full, Cache::Partial]
-        }
-    }
-}
-
-/// One run of one reader.
-#[derive(Debug, Serialize)]
+/// One run of one command.
+#[derive(Debug, Default, Serialize)]
 struct Run {
-    run: usize,
     wall_s: f64,
     code: Option<i32>,
     status: String,
     max_rss_kib: Option<u64>,
-    stdout_bytes: u64,
-    /// Resident fraction right before the run.
+    written_bytes: Option<u64>,
+    /// Resident fraction of its file right before the run.
     resident_before: f64,
     /// The end of stderr, when the run did not exit 0.
     stderr_tail: Option<String>,
 }
 
-/// What a set of runs came to.
+impl Run {
+    fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+/// What a set of runs came to: exits, and times of the settled ones.
 #[derive(Debug, Serialize)]
 struct Settle {
-    /// Runs that exited 0.
     ok: usize,
     exit2: usize,
     /// Runs that exited otherwise (1, a signal).
     other: usize,
-    p50_s: Option<f64>,
+    /// Wall times of the runs that exited 0.
+    wall: Option<Summary>,
     p95_s: Option<f64>,
-    max_s: Option<f64>,
     rss_kib: Option<Summary>,
     resident_before: Option<Summary>,
 }
 
 impl Settle {
-    fn of(runs: &[&Run]) -> Settle {
-        let ok: Vec<f64> = runs
-            .iter()
-            .filter(|r| r.code == Some(0))
-            .map(|r| r.wall_s)
-            .collect();
-        let rss: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| r.max_rss_kib)
-            .map(|k| k as f64)
-            .collect();
+    fn of<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Settle {
+        let runs: Vec<&Run> = runs.into_iter().collect();
+        let ok: Vec<f64> = runs.iter().filter(|r| r.ok()).map(|r| r.wall_s).collect();
+        let rss = runs.iter().filter_map(|r| Some(r.max_rss_kib? as f64));
+        let exit2 = runs.iter().filter(|r| r.code == Some(2)).count();
         let res: Vec<f64> = runs.iter().map(|r| r.resident_before).collect();
         Settle {
             ok: ok.len(),
-            exit2: runs.iter().filter(|r| r.code == Some(2)).count(),
-            other: runs
-                .iter()
-                .filter(|r| !matches!(r.code, Some(0 | 2)))
-                .count(),
-            p50_s: Summary::of(&ok).map(|s| s.median),
+            exit2,
+            other: runs.len() - ok.len() - exit2,
+            wall: Summary::of(&ok),
             p95_s: nearest_rank(&ok, 0.95),
-            max_s: Summary::of(&ok).map(|s| s.max),
-            rss_kib: Summary::of(&rss),
+            rss_kib: Summary::of(&rss.collect::<Vec<_>>()),
             resident_before: Summary::of(&res),
         }
     }
@@ -236,17 +166,6 @@ struct View {
     interval_ms: u64,
     resident_before: f64,
     watched: Watched,
-    age_p50_s: Option<f64>,
-    age_p95_s: Option<f64>,
-    behind_p50: Option<f64>,
-    behind_p95: Option<f64>,
-    /// Samples without a settled age on screen.
-    unaged: usize,
-    /// Samples showing a warning about the structure.
-    warned: usize,
-    /// Commits the file took during the window (its txid at the last
-    /// sample minus at the first).
-    window_commits: Option<u64>,
     /// Where the writer was in the kernel right after the window, when
     /// the file took no commit during it.
     writer_state: Option<String>,
@@ -266,68 +185,47 @@ struct WriterRun {
     notes: String,
 }
 
-/// Ours' side of a side-by-side pair.
-#[derive(Debug, Serialize)]
-struct OursSide {
-    wall_s: f64,
-    code: Option<i32>,
-    max_rss_kib: Option<u64>,
-    resident_before: f64,
-}
-
-/// The alternative's side of a pair.
-#[derive(Debug, Serialize)]
-struct AltSide {
-    snapshot_s: f64,
-    snapshot_code: Option<i32>,
-    snapshot_written_bytes: Option<u64>,
-    snapshot_rss_kib: Option<u64>,
-    snapshot_bytes: u64,
-    check_s: f64,
-    check_code: Option<i32>,
-    total_s: f64,
-    /// etcd's db resident before the snapshot.
-    db_resident_before: f64,
-}
-
-/// The side-by-side cell of one size.
+/// The side-by-side cell of one size: ours' check under a writer (side A,
+/// one run) against `etcdctl snapshot save` and an offline check of the
+/// copy (side B, two runs).
 #[derive(Debug, Serialize)]
 struct Alt {
     size: String,
-    ours_bytes: u64,
-    fill: Vec<Fill>,
-    etcd_db_bytes: u64,
-    ours_cmd: String,
-    snapshot_cmd: String,
-    check_cmd: String,
-    writer_commits: Option<u64>,
-    pairs: Vec<Pair<Side>>,
-    ours_p50_s: Option<f64>,
-    ours_p95_s: Option<f64>,
-    ours_exit_nonzero: usize,
-    alt_total: Option<Summary>,
-    alt_snapshot: Option<Summary>,
-    alt_check: Option<Summary>,
-    alt_written: Option<Summary>,
-    /// ours / alternative, pair by pair.
-    ratio: Option<Summary>,
-    alt_failures: usize,
+    fill: Fill,
+    commands: [String; 3],
+    pairs: Vec<Pair<Vec<Run>>>,
 }
 
-/// Either side of a pair (results.json keeps both in one list).
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-enum Side {
-    Ours(OursSide),
-    Alt(AltSide),
+/// Whether every command of a side-by-side pair exited 0.
+fn pair_ok(p: &Pair<Vec<Run>>) -> bool {
+    p.a.iter().chain(&p.b).all(Run::ok)
 }
 
-#[derive(Debug, Serialize)]
-struct Target {
-    what: String,
-    goal: String,
-    measured: String,
-    pass: bool,
+impl Alt {
+    /// Ours' runs, or the alternative's step `b` (0 snapshot, 1 check).
+    fn settle(&self, b: Option<usize>) -> Settle {
+        Settle::of(self.pairs.iter().map(|p| b.map_or(&p.a[0], |i| &p.b[i])))
+    }
+
+    /// The alternative's total times, and ours / them pair by pair, over
+    /// the pairs whose commands all exited 0.
+    fn totals(&self) -> (Option<Summary>, Option<Summary>) {
+        let total = |runs: &[Run]| runs.iter().map(|r| r.wall_s).sum::<f64>();
+        let ok = self.pairs.iter().filter(|p| pair_ok(p));
+        let pairs: Vec<(f64, f64)> = ok.map(|p| (total(&p.a), total(&p.b))).collect();
+        let alt: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+        (Summary::of(&alt), Summary::of(&pair_ratios(&pairs).0))
+    }
+}
+
+/// What the bench measured, filled as it goes.
+#[derive(Debug, Default, Serialize)]
+struct Measured {
+    files: Vec<FileInfo>,
+    writers: Vec<WriterRun>,
+    cells: Vec<Cell>,
+    views: Vec<View>,
+    alts: Vec<Alt>,
 }
 
 #[derive(Debug, Serialize)]
@@ -341,42 +239,28 @@ struct Results {
     loadavg_end: Option<String>,
     etcd_version: Option<String>,
     build_commands: Vec<String>,
-    files: Vec<FileInfo>,
-    writers: Vec<WriterRun>,
-    cells: Vec<Cell>,
-    views: Vec<View>,
-    etcd_command: Option<String>,
-    alts: Vec<Alt>,
-    targets: Vec<Target>,
-    /// No charts or traces: results.json lists none.
-    charts: Vec<String>,
+    etcd_command: String,
+    #[serde(flatten)]
+    m: Measured,
+    verdicts: Vec<Verdict>,
 }
 
 /// The readers timed, as (label, command) on `file`.
 fn readers(ws: &Workspace, file: &str) -> Vec<(String, Cmd)> {
-    let inspector = path_arg(&ws.release_bin("inspector"));
-    let mapwise = path_arg(&ws.release_bin("mapwise"));
-    let i = |args: &[&str]| {
-        Cmd::new(inspector.clone())
-            .args(args.iter().map(|a| if *a == "FILE" { file } else { a }))
-            .metered()
-            .counting_stdout()
-    };
-    vec![
-        ("inspector check".to_owned(), i(&["check", "FILE"])),
-        (
-            "inspector layout --json".to_owned(),
-            i(&["layout", "FILE", "--json"]),
-        ),
-        ("inspector pages".to_owned(), i(&["pages", "FILE"])),
-        (
-            "mapwise bolt check".to_owned(),
-            Cmd::new(mapwise)
-                .args(["bolt", "check", file])
-                .metered()
-                .counting_stdout(),
-        ),
+    [
+        "inspector check FILE",
+        "inspector layout FILE --json",
+        "inspector pages FILE",
+        "mapwise bolt check FILE",
     ]
+    .map(|spec| {
+        let mut words = spec.split(' ');
+        let bin = ws.release_bin(words.next().unwrap_or_default());
+        let args = words.map(|w| if w == "FILE" { file } else { w });
+        let cmd = Cmd::new(path_arg(&bin)).args(args).metered();
+        (spec.replace(" FILE", ""), cmd.counting_stdout())
+    })
+    .into()
 }
 
 /// The eviction block for a file of `len` bytes: 2 MiB, or 1/64 of a file
@@ -389,412 +273,265 @@ fn block_for(len: u64) -> u64 {
     }
 }
 
-/// Puts `file` into `cache` (the `n`-th reset draws its own blocks) and
-/// returns the resident fraction.
-fn prepare(file: &Path, cache: Cache, n: u64) -> Result<f64> {
-    let r = pagecache::resident_fraction(file)?;
-    if r < 0.999 {
-        pagecache::read_whole(file, false)?;
-    }
-    match cache {
-        Cache::Full => pagecache::resident_fraction(file),
-        Cache::Partial | Cache::Half => {
-            let target = if cache == Cache::Half {
-                HALF_TARGET
-            } else {
-                PARTIAL_TARGET
-            };
-            let len = fs::metadata(file)?.len();
-            Ok(pagecache::evict_random_until(file, target, block_for(len), n)?.after)
-        }
-    }
-}
-
-/// One timed run of `cmd`, after `file` was put into `cache`.
-fn timed(ws: &Workspace, cmd: &Cmd, file: &Path, cache: Cache, n: u64, run: usize) -> Result<Run> {
-    let resident_before = prepare(file, cache, n)?;
-    let out = cmd.output(&ws.root)?;
-    Ok(Run {
-        run,
-        wall_s: out.wall_s,
-        code: out.code,
-        status: out.status,
-        max_rss_kib: out.max_rss_kib,
-        stdout_bytes: out.stdout_bytes,
-        resident_before,
-        stderr_tail: (out.code != Some(0)).then(|| tail(&out.stderr, 3)),
-    })
-}
-
-/// Everything measured on one size.
-struct SizeResult {
-    cells: Vec<Cell>,
-    views: Vec<View>,
-    writers: Vec<WriterRun>,
-}
-
-/// The settle cells and live views of one file under every writer.
-fn measure_size(
-    ws: &Workspace,
-    progress: &Progress,
-    file: &Path,
-    size: &str,
+/// What every measurement shares: the workspace, the progress bar, the
+/// rounds per cell, how the live view is watched, and the count of cache
+/// resets (each draws its own blocks).
+struct Ctx<'a> {
+    ws: &'a Workspace,
+    progress: &'a Progress,
     runs: usize,
-    view: &WatchOptions,
-    resets: &mut u64,
-) -> Result<SizeResult> {
-    let shown = path_arg(file);
-    let cmds = readers(ws, &shown);
-    let mut out = SizeResult {
-        cells: Vec::new(),
-        views: Vec::new(),
-        writers: Vec::new(),
-    };
-    for ms in INTERVALS_MS {
-        progress.set(format!("{size}: starting the writer (every {ms} ms)"));
-        let started = std::time::Instant::now();
-        let writer = Running::start(file, Duration::from_millis(ms), BUCKET)?;
-        let command = writer.shown().to_owned();
-        for &cache in Cache::under(ms) {
-            let mut cells: Vec<Cell> = cmds
-                .iter()
-                .map(|(label, c)| Cell {
-                    size: size.to_owned(),
-                    interval_ms: ms,
-                    cache,
-                    reader: label.clone(),
-                    command: c.shell(),
-                    runs: Vec::new(),
-                    settle: Settle::of(&[]),
-                })
-                .collect();
-            for run in 1..=runs {
-                // The readers' order turns every round.
-                for k in 0..cmds.len() {
-                    let i = (k + run) % cmds.len();
-                    progress.set(format!(
-                        "{size}, writer every {ms} ms, {}: {} {run}/{runs}",
-                        cache.label(),
-                        cmds[i].0
-                    ));
-                    *resets += 1;
-                    let r = timed(ws, &cmds[i].1, file, cache, *resets, run)?;
-                    if r.code != Some(0) {
-                        progress.note(&format!(
-                            "xtask: {} on {size} (writer every {ms} ms, {}): {} in {}",
-                            cmds[i].0,
-                            cache.label(),
-                            r.status,
-                            fmt_secs(r.wall_s)
-                        ));
-                    }
-                    cells[i].runs.push(r);
-                    progress.inc();
-                }
-            }
-            for c in &mut cells {
-                c.settle = Settle::of(&c.runs.iter().collect::<Vec<_>>());
-            }
-            out.cells.extend(cells);
+    view: WatchOptions,
+    resets: std::cell::Cell<u64>,
+}
+
+impl Ctx<'_> {
+    /// Puts `file` into `cache` and returns the resident fraction.
+    fn prepare(&self, file: &Path, cache: Cache) -> Result<f64> {
+        self.resets.set(self.resets.get() + 1);
+        if pagecache::resident_fraction(file)? < 0.999 {
+            pagecache::read_whole(file, false)?;
         }
-        progress.set(format!("{size}: the live view, writer every {ms} ms"));
-        let resident_before = prepare(file, Cache::Full, 0)?;
-        let watched = tui::watch(&ws.release_bin("inspector"), file, view)?;
-        let mut v = view_of(size, ms, resident_before, watched);
-        if v.window_commits == Some(0) {
-            v.writer_state = Some(writer.kernel_state());
+        if cache.resident >= 1.0 {
+            return pagecache::resident_fraction(file);
         }
-        out.views.push(v);
-        progress.inc();
-        let stopped = writer.stop()?;
-        out.writers.push(WriterRun {
-            size: size.to_owned(),
-            during: "settle runs, then the live view",
-            interval_ms: ms,
+        let (block, seed) = (block_for(fs::metadata(file)?.len()), self.resets.get());
+        Ok(pagecache::evict_random_until(file, cache.resident, block, seed)?.after)
+    }
+
+    /// Says what runs now.
+    fn say(&self, what: String) {
+        self.progress.set(what);
+    }
+
+    /// One run of `cmd`, its file `resident_before`.
+    fn run(&self, cmd: &Cmd, resident_before: f64) -> Result<Run> {
+        let out = cmd.output(&self.ws.root)?;
+        Ok(Run {
+            wall_s: out.wall_s,
+            code: out.code,
+            stderr_tail: (out.code != Some(0)).then(|| tail(&out.stderr, 3)),
+            status: out.status,
+            max_rss_kib: out.max_rss_kib,
+            written_bytes: out.written_bytes,
+            resident_before,
+        })
+    }
+
+    /// Starts a writer committing to `file` every `ms`; its row in the
+    /// writers' table will say it ran `during`.
+    fn writer(&self, at: (&Path, &str, u64), during: &'static str) -> Result<Writer> {
+        let (file, size, ms) = at;
+        self.say(format!("{size}: starting the writer (every {ms} ms)"));
+        let started = Instant::now();
+        let running = Running::start(file, Duration::from_millis(ms), BUCKET)?;
+        Ok(Writer(running, started, (size.to_owned(), ms, during)))
+    }
+}
+
+/// A running writer, when it started, and its file's size, interval and
+/// what ran under it.
+struct Writer(Running, Instant, (String, u64, &'static str));
+
+impl Writer {
+    /// Stops the writer and adds its row to `m`.
+    fn stop(self, m: &mut Measured) -> Result<()> {
+        let Writer(running, started, (size, interval_ms, during)) = self;
+        let command = running.shown().to_owned();
+        let stopped = running.stop()?;
+        m.writers.push(WriterRun {
+            size,
+            during,
+            interval_ms,
             command,
             commits: stopped.commits,
             seconds: started.elapsed().as_secs_f64(),
             notes: stopped.notes,
         });
-    }
-    Ok(out)
-}
-
-fn view_of(size: &str, ms: u64, resident_before: f64, watched: Watched) -> View {
-    let ages: Vec<f64> = watched.samples.iter().filter_map(|s| s.age_s).collect();
-    let behind: Vec<f64> = watched
-        .samples
-        .iter()
-        .filter_map(|s| Some(s.file_txid?.saturating_sub(s.txid?) as f64))
-        .collect();
-    View {
-        size: size.to_owned(),
-        interval_ms: ms,
-        resident_before,
-        age_p50_s: nearest_rank(&ages, 0.5),
-        age_p95_s: nearest_rank(&ages, 0.95),
-        behind_p50: nearest_rank(&behind, 0.5),
-        behind_p95: nearest_rank(&behind, 0.95),
-        unaged: watched.samples.iter().filter(|s| s.age_s.is_none()).count(),
-        warned: watched.samples.iter().filter(|s| s.warned).count(),
-        window_commits: watched
-            .samples
-            .first()
-            .and_then(|a| a.file_txid)
-            .zip(watched.samples.last().and_then(|b| b.file_txid))
-            .map(|(a, b)| b.saturating_sub(a)),
-        writer_state: None,
-        watched,
+        Ok(())
     }
 }
 
-/// The side-by-side cell of one size: ours' check under a writer against
-/// `etcdctl snapshot save` + an offline check of the copy.
-#[expect(clippy::too_many_arguments)] // one cell's whole context, each used
-fn alt_cell(
-    ws: &Workspace,
-    progress: &Progress,
-    etcd: &mut Etcd,
-    file: &Path,
-    size: &str,
-    runs: usize,
-    resets: &mut u64,
-    writers: &mut Vec<WriterRun>,
-) -> Result<Alt> {
-    let ours_bytes = fs::metadata(file)?.len();
-    progress.set(format!("etcd: filling to {}", human_size(ours_bytes)));
-    let fill = etcd.fill_to(ours_bytes, FILL_VALUE, FILL_CONCURRENCY)?;
-    progress.inc();
-    let db = etcd.db_path();
-    let snap = etcd.dir().join("snapshot.db");
-    let snap_guard = TempPath::new(snap.clone());
-    let snapshot_cmd = etcd.snapshot_cmd(&snap).metered();
-    let check_cmd = Cmd::new(path_arg(&ws.release_bin("inspector")))
-        .arg("check")
-        .arg(path_arg(&snap))
-        .metered()
-        .counting_stdout();
-    let ours_cmd = readers(ws, &path_arg(file)).swap_remove(0).1;
-    let started = std::time::Instant::now();
-    let writer = Running::start(file, Duration::from_millis(ALT_INTERVAL_MS), BUCKET)?;
-    let writer_shown = writer.shown().to_owned();
-    let mut before = |side, run| -> Result<f64> {
-        progress.set(format!(
-            "{size}: side by side {run}/{runs}, {}",
-            if side == schedule::Side::A {
-                "ours"
-            } else {
-                "etcdctl snapshot save + check"
-            }
-        ));
-        *resets += 1;
-        if side == schedule::Side::A {
-            prepare(file, Cache::Partial, *resets)
-        } else {
-            let _ = fs::remove_file(&snap);
-            prepare(&db, Cache::Partial, *resets)
+/// The settle cells and live views of `file` under every writer.
+fn measure_size(cx: &Ctx, m: &mut Measured, file: &Path, size: &str) -> Result<()> {
+    for ms in INTERVALS_MS {
+        let writer = cx.writer((file, size, ms), "settle runs, then the live view")?;
+        for &cache in Cache::under(ms) {
+            settle_cells(cx, m, (file, size, ms), cache)?;
         }
-    };
-    let mut ours = |_, resident_before| -> Result<Side> {
-        let out = ours_cmd.output(&ws.root)?;
-        progress.inc();
-        Ok(Side::Ours(OursSide {
-            wall_s: out.wall_s,
-            code: out.code,
-            max_rss_kib: out.max_rss_kib,
+        cx.say(format!("{size}: the live view, writer every {ms} ms"));
+        let resident_before = cx.prepare(file, FULL)?;
+        let inspector = cx.ws.release_bin("inspector");
+        let watched = tui::watch(&inspector, file, &cx.view)?;
+        let stuck = watched.window_commits() == Some(0);
+        m.views.push(View {
+            size: size.to_owned(),
+            interval_ms: ms,
             resident_before,
-        }))
-    };
-    let mut alt = |_, db_resident_before| -> Result<Side> {
-        let s = snapshot_cmd.output(&ws.root)?;
-        let snapshot_bytes = fs::metadata(&snap).map_or(0, |m| m.len());
-        let c = check_cmd.output(&ws.root)?;
-        let _ = fs::remove_file(&snap);
-        progress.inc();
-        Ok(Side::Alt(AltSide {
-            snapshot_s: s.wall_s,
-            snapshot_code: s.code,
-            snapshot_written_bytes: s.written_bytes,
-            snapshot_rss_kib: s.max_rss_kib,
-            snapshot_bytes,
-            check_s: c.wall_s,
-            check_code: c.code,
-            total_s: s.wall_s + c.wall_s,
-            db_resident_before,
-        }))
-    };
-    let pairs = schedule::alternate(runs, &mut before, &mut ours, &mut alt)?;
-    let stopped = writer.stop()?;
-    let commits = stopped.commits;
-    writers.push(WriterRun {
-        size: size.to_owned(),
-        during: "side by side with the alternative",
-        interval_ms: ALT_INTERVAL_MS,
-        command: writer_shown,
-        commits,
-        seconds: started.elapsed().as_secs_f64(),
-        notes: stopped.notes,
-    });
-    drop(snap_guard);
-    let ours_side = |p: &Pair<Side>| match &p.a {
-        Side::Ours(o) => Some((o.wall_s, o.code)),
-        Side::Alt(_) => None,
-    };
-    fn alt_side(p: &Pair<Side>) -> Option<&AltSide> {
-        match &p.b {
-            Side::Alt(a) => Some(a),
-            Side::Ours(_) => None,
-        }
+            writer_state: stuck.then(|| writer.0.kernel_state()),
+            watched,
+        });
+        cx.progress.inc();
+        writer.stop(m)?;
     }
-    let ours_ok: Vec<f64> = pairs
-        .iter()
-        .filter_map(ours_side)
-        .filter(|o| o.1 == Some(0))
-        .map(|o| o.0)
-        .collect();
-    let alt_ok: Vec<&AltSide> = pairs
-        .iter()
-        .filter_map(alt_side)
-        .filter(|a| a.snapshot_code == Some(0) && a.check_code == Some(0))
-        .collect();
-    let col =
-        |f: &dyn Fn(&AltSide) -> f64| Summary::of(&alt_ok.iter().map(|a| f(a)).collect::<Vec<_>>());
-    let both: Vec<(f64, f64)> = pairs
-        .iter()
-        .filter_map(|p| {
-            let (o, code) = ours_side(p)?;
-            let a = alt_side(p)?;
-            (code == Some(0) && a.snapshot_code == Some(0) && a.check_code == Some(0))
-                .then_some((o, a.total_s))
-        })
-        .collect();
-    Ok(Alt {
-        size: size.to_owned(),
-        ours_bytes,
-        etcd_db_bytes: fill.db_bytes,
-        fill: vec![fill],
-        ours_cmd: ours_cmd.shell(),
-        snapshot_cmd: snapshot_cmd.shell(),
-        check_cmd: check_cmd.shell(),
-        writer_commits: commits,
-        ours_p50_s: Summary::of(&ours_ok).map(|s| s.median),
-        ours_p95_s: nearest_rank(&ours_ok, 0.95),
-        ours_exit_nonzero: runs - ours_ok.len(),
-        alt_total: col(&|a| a.total_s),
-        alt_snapshot: col(&|a| a.snapshot_s),
-        alt_check: col(&|a| a.check_s),
-        alt_written: col(&|a| a.snapshot_written_bytes.unwrap_or(0) as f64),
-        ratio: Summary::of(&pair_ratios(&both).0),
-        alt_failures: runs - alt_ok.len(),
+    Ok(())
+}
+
+/// The readers on `file` in `cache`, in turn, `cx.runs` rounds.
+fn settle_cells(cx: &Ctx, m: &mut Measured, at: (&Path, &str, u64), cache: Cache) -> Result<()> {
+    let (file, size, ms) = at;
+    let readers = readers(cx.ws, &path_arg(file));
+    let what = format!("{size}, writer every {ms} ms, {}", cache.label);
+    let mut runs: Vec<Vec<Run>> = readers.iter().map(|_| Vec::new()).collect();
+    let before = |i: usize, round| {
+        cx.say(format!("{what}: {} {round}/{}", readers[i].0, cx.runs));
+        cx.prepare(file, cache)
+    };
+    schedule::rotate(readers.len(), cx.runs, before, |i, _, resident| {
+        let run = cx.run(&readers[i].1, resident)?;
+        if !run.ok() {
+            let (who, st, t) = (&readers[i].0, &run.status, fmt_secs(run.wall_s));
+            cx.progress
+                .note(&format!("xtask: {who} ({what}): {st} in {t}"));
+        }
+        cx.progress.inc();
+        runs[i].push(run);
+        Ok(())
+    })?;
+    for ((reader, cmd), runs) in readers.into_iter().zip(runs) {
+        m.cells.push(Cell {
+            size: size.to_owned(),
+            interval_ms: ms,
+            cache,
+            reader,
+            command: cmd.shell(),
+            settle: Settle::of(&runs),
+            runs,
+        });
+    }
+    Ok(())
+}
+
+/// The side-by-side cell of `file`: ours' check under a writer against
+/// `etcdctl snapshot save` from `etcd`, filled to the same size, and an
+/// offline check of the copy.
+fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &mut Etcd, file: &Path, size: &str) -> Result<()> {
+    let bytes = fs::metadata(file)?.len();
+    cx.say(format!("etcd: filling to {}", human_size(bytes)));
+    let fill = etcd.fill_to(bytes, FILL.0, FILL.1)?;
+    cx.progress.inc();
+    let db = etcd.db_path();
+    let snap = TempPath::new(etcd.dir().join("snapshot.db"));
+    let snapshot = etcd.snapshot_cmd(snap.path()).metered();
+    let check = readers(cx.ws, &path_arg(snap.path())).swap_remove(0).1;
+    let ours = readers(cx.ws, &path_arg(file)).swap_remove(0).1;
+    let writer = cx.writer(
+        (file, size, ALT_INTERVAL_MS),
+        "side by side with the alternative",
+    )?;
+    let before = |side, run| {
+        let (f, who) = match side {
+            Side::A => (file, "ours"),
+            Side::B => (db.as_path(), "etcdctl snapshot save + check"),
+        };
+        cx.say(format!("{size}: side by side {run}/{}, {who}", cx.runs));
+        let _ = fs::remove_file(snap.path());
+        cx.prepare(f, PARTIAL)
+    };
+    let alt = |_, resident| {
+        let s = cx.run(&snapshot, resident)?;
+        let cached = pagecache::resident_fraction(snap.path()).unwrap_or(0.0);
+        let c = cx.run(&check, cached)?;
+        let _ = fs::remove_file(snap.path());
+        cx.progress.inc();
+        Ok(vec![s, c])
+    };
+    let ours_run = |_, resident| {
+        let o = cx.run(&ours, resident)?;
+        cx.progress.inc();
+        Ok(vec![o])
+    };
+    let pairs = schedule::alternate(cx.runs, before, ours_run, alt)?;
+    writer.stop(m)?;
+    let commands = [&ours, &snapshot, &check].map(Cmd::shell);
+    let size = size.to_owned();
+    m.alts.push(Alt {
+        size,
+        fill,
+        commands,
         pairs,
-    })
+    });
+    Ok(())
 }
 
 /// Runs the bench.
-#[expect(clippy::too_many_lines)]
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
     let tiny = args.common.tiny;
-    let sizes: Vec<u64> = if tiny {
-        vec![bolt_scan::TINY_SIZE]
-    } else if args.quick {
-        vec![256 << 20]
-    } else {
-        vec![256 << 20, 2 << 30]
+    let sizes: &[u64] = match (tiny, args.quick) {
+        (true, _) => &[bolt_scan::TINY_SIZE],
+        (false, true) => &[256 << 20],
+        (false, false) => &[256 << 20, 2 << 30],
     };
-    let batch = tiny.then_some(bolt_scan::TINY_BATCH);
     let view_seconds = args.view_seconds.unwrap_or(if tiny { 3.0 } else { 20.0 });
+    let oracle = ws.peer("bolt")?;
+    let cells: usize = INTERVALS_MS.iter().map(|&ms| Cache::under(ms).len()).sum();
+    let per_size = 1 + cells * runs * 4 + INTERVALS_MS.len() + 1 + 2 * runs;
+    let progress = Progress::new((3 + sizes.len() * per_size) as u64);
+    let builds = [
+        Cmd::cargo_release("mapwise-inspector", Some("inspector")),
+        Cmd::cargo_release("mapwise-cli", Some("mapwise")),
+        Cmd::new(oracle.clone()).arg("build"),
+    ];
+    for c in &builds {
+        progress.set(format!("`{}`", c.shell()));
+        c.run(&ws.root)?;
+        progress.inc();
+    }
+    etcd::ensure_installed()?;
+    let tmp = ws.bench_dir().join("tmp");
+    fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let machine = Machine::describe(&tmp);
+    let mut m = Measured::default();
+    let mut copies = Vec::new();
+    for &bytes in sizes {
+        let (batch, size) = (tiny.then_some(bolt_scan::TINY_BATCH), format_size(bytes));
+        progress.set(format!("bbolt file, {size}"));
+        let f = bolt_scan::ensure_file(ws, &oracle, (bytes, batch), args.seed, &progress)?;
+        let copy = TempPath::new(tmp.join(format!("live-{size}.db")));
+        fs::copy(&f.path, copy.path()).with_context(|| format!("cannot copy {}", f.path))?;
+        progress.inc();
+        m.files.push(f);
+        copies.push((size, copy));
+    }
     let view = WatchOptions {
-        size: VIEW_SIZE,
+        size: (200, 50),
         interval_ms: None,
         window: Duration::from_secs_f64(view_seconds.max(0.5)),
         sample_every: Duration::from_millis(250),
         first_timeout: Duration::from_secs(300),
     };
-    let oracle = ws.peer("bolt")?;
-    let cells: usize = INTERVALS_MS.iter().map(|&ms| Cache::under(ms).len()).sum();
-    let per_size = cells * runs * 4 + INTERVALS_MS.len() + 1 + 2 * runs;
-    let progress = Progress::new((3 + sizes.len() * (2 + per_size)) as u64);
-
-    let build_inspector = Cmd::cargo_release("mapwise-inspector", Some("inspector"));
-    let build_mapwise = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
-    let build_oracle = Cmd::new(oracle.clone()).arg("build");
-    for (what, c) in [
-        ("inspector", &build_inspector),
-        ("mapwise", &build_mapwise),
-        ("the bbolt oracle", &build_oracle),
-    ] {
-        progress.set(format!("building {what}"));
-        c.run(&ws.root)
-            .with_context(|| format!("cannot build {what}"))?;
-        progress.inc();
+    let cx = Ctx {
+        ws,
+        progress: &progress,
+        runs,
+        view,
+        resets: std::cell::Cell::new(0),
+    };
+    for (size, copy) in &copies {
+        measure_size(&cx, &mut m, copy.path(), size)?;
     }
-    etcd::ensure_installed()?;
-
-    let tmp = ws.bench_dir().join("tmp");
-    fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let machine = Machine::describe(&tmp);
-    let mut files = Vec::new();
-    let mut copies = Vec::new();
-    for &size in &sizes {
-        progress.set(format!("bbolt file, {}", format_size(size)));
-        let f = bolt_scan::ensure_file(ws, &oracle, (size, batch), args.seed, &progress)?;
-        progress.inc();
-        let copy = TempPath::new(tmp.join(format!("live-{}.db", format_size(size))));
-        progress.set(format!("copying {} for the writer", f.path));
-        fs::copy(&f.path, copy.path())
-            .with_context(|| format!("cannot copy {} to {}", f.path, copy.path().display()))?;
-        progress.inc();
-        files.push(f);
-        copies.push(copy);
-    }
-
-    let mut resets = 0u64;
-    let mut cells = Vec::new();
-    let mut views = Vec::new();
-    let mut writers = Vec::new();
-    for (&size, copy) in sizes.iter().zip(&copies) {
-        let r = measure_size(
-            ws,
-            &progress,
-            copy.path(),
-            &format_size(size),
-            runs,
-            &view,
-            &mut resets,
-        )?;
-        cells.extend(r.cells);
-        views.extend(r.views);
-        writers.extend(r.writers);
-    }
-
     // The alternative: one etcd, filled size by size.
-    let largest = copies
-        .last()
-        .map_or(Ok(0), |c| fs::metadata(c.path()).map(|m| m.len()))?;
-    let quota = (largest * 2).max(largest + (1 << 30));
+    let largest = fs::metadata(copies.last().context("no sizes")?.1.path())?.len();
     progress.set("starting etcd");
-    let mut etcd = Etcd::start(&tmp, quota)?;
-    let etcd_command = etcd.command.clone();
-    let mut alts = Vec::new();
-    for (&size, copy) in sizes.iter().zip(&copies) {
-        alts.push(alt_cell(
-            ws,
-            &progress,
-            &mut etcd,
-            copy.path(),
-            &format_size(size),
-            runs,
-            &mut resets,
-            &mut writers,
-        )?);
+    let mut etcd = Etcd::start(&tmp, (largest * 2).max(largest + (1 << 30)))?;
+    for (size, copy) in &copies {
+        alt_cell(&cx, &mut m, &mut etcd, copy.path(), size)?;
     }
-    drop(etcd);
-    drop(copies);
-
-    let targets = targets(&cells, &alts, sizes.last().copied().unwrap_or(0));
-    let results = Results {
+    let etcd_command = etcd.command.clone();
+    drop((etcd, copies));
+    let largest = m.cells.last().map(|c| c.size.clone()).unwrap_or_default();
+    let r = Results {
         bench: "live",
         started_utc: utc_human(started),
         finished_utc: utc_human(SystemTime::now()),
@@ -803,482 +540,314 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         machine,
         loadavg_end: machine::loadavg(),
         etcd_version: etcd::version(),
-        build_commands: vec![
-            build_inspector.shell(),
-            build_mapwise.shell(),
-            build_oracle.shell(),
-        ],
-        files,
-        writers,
-        cells,
-        views,
-        etcd_command: Some(etcd_command),
-        alts,
-        targets,
-        charts: Vec::new(),
+        build_commands: builds.iter().map(Cmd::shell).collect(),
+        etcd_command,
+        verdicts: verdicts(&m.cells, &m.alts, &largest),
+        m,
     };
     drop(progress);
-    output::publish(
-        &ws.report_dir(&args.common, started),
-        &render(&results),
-        &results,
-        &[],
-    )?;
+    let dir = ws.report_dir(&args.common, started);
+    output::publish_report(&dir, &render(&r), &r, &[])?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// The verdicts, on the largest size measured (`largest` bytes).
-fn targets(cells: &[Cell], alts: &[Alt], largest: u64) -> Vec<Target> {
-    let size = format_size(largest);
-    let mut t = Vec::new();
-    let mut readers: Vec<&str> = Vec::new();
-    for c in cells {
-        if !readers.contains(&c.reader.as_str()) {
-            readers.push(&c.reader);
-        }
-    }
-    for r in readers {
+/// The verdicts, on the largest size measured (`size`).
+fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
+    let judged = |c: &&Cell| c.size == size && c.cache == PARTIAL;
+    let goal =
+        format!("p95 settle ≤ {SETTLE_P95_MAX_S} s and no exit 2 under a writer every 20–200 ms");
+    let mut v = Vec::new();
+    // One verdict per reader, in the order they run.
+    for first in cells
+        .iter()
+        .filter(judged)
+        .filter(|c| c.interval_ms == INTERVALS_MS[0])
+    {
+        let reader = &first.reader;
         let mine: Vec<&Cell> = cells
             .iter()
-            .filter(|c| c.reader == r && c.size == size && c.cache == Cache::Partial)
+            .filter(judged)
+            .filter(|c| &c.reader == reader)
             .collect();
-        let exit2: usize = mine.iter().map(|c| c.settle.exit2).sum();
-        let other: usize = mine.iter().map(|c| c.settle.other).sum();
+        let all = Settle::of(mine.iter().flat_map(|c| &c.runs));
         let worst = mine
             .iter()
-            .filter_map(|c| Some((c.settle.p95_s?, c.interval_ms)))
-            .max_by(|a, b| a.0.total_cmp(&b.0));
-        let all_settled = mine.iter().all(|c| c.settle.ok > 0);
-        let pass = exit2 == 0
-            && other == 0
-            && all_settled
-            && worst.is_some_and(|w| w.0 <= SETTLE_P95_MAX_S);
-        t.push(Target {
-            what: format!("{r}, {size}, ~90 % cached"),
-            goal: format!(
-                "p95 settle ≤ {SETTLE_P95_MAX_S} s and no exit 2 under a writer every 20–200 ms"
-            ),
-            measured: format!(
-                "worst p95 {} (writer every {} ms); {exit2} exit 2{}",
-                worst.map_or_else(|| "—".to_owned(), |w| fmt_secs(w.0)),
-                worst.map_or(0, |w| w.1),
-                if other > 0 {
-                    format!(", {other} other failures")
-                } else {
-                    String::new()
-                }
-            ),
-            pass,
-        });
+            .filter_map(|c| Some((c.settle.p95_s?, c.interval_ms)));
+        let (p95, ms) = worst.max_by(|a, b| a.0.total_cmp(&b.0)).unzip();
+        let (exit2, other) = (all.exit2, all.other);
+        let settled = mine.iter().all(|c| c.settle.ok > 0);
+        let pass = exit2 + other == 0 && settled && p95.is_some_and(|p| p <= SETTLE_P95_MAX_S);
+        let (p95, ms) = (opt(p95), ms.unwrap_or(0));
+        let mut detail = format!("worst p95 {p95} (writer every {ms} ms); {exit2} exit 2");
+        if other > 0 {
+            detail.push_str(&format!(", {other} other failures"));
+        }
+        let name = format!("{reader}, {size}, ~90 % cached");
+        v.push(Verdict::new(name, Outcome::of(pass), detail).target(&goal));
     }
     if let Some(a) = alts.iter().find(|a| a.size == size) {
-        let limit = a.alt_total.map(|s| s.median * ALT_RATIO_MAX);
-        let pass = a.ours_exit_nonzero == 0
-            && a.alt_failures == 0
-            && a.ours_p95_s.zip(limit).is_some_and(|(p, l)| p <= l);
-        t.push(Target {
-            what: format!("inspector check vs etcdctl snapshot save + check, {size}"),
-            goal: format!("ours p95 ≤ {ALT_RATIO_MAX}× the alternative's median time"),
-            measured: format!(
-                "p95 {} vs {} ({} per pair; {} of ours exited non-zero)",
-                a.ours_p95_s.map_or_else(|| "—".to_owned(), fmt_secs),
-                a.alt_total
-                    .map_or_else(|| "—".to_owned(), |s| fmt_secs(s.median)),
-                a.ratio.map_or_else(|| "no ratio".to_owned(), |r| r.ratio()),
-                a.ours_exit_nonzero
-            ),
-            pass,
-        });
+        let (ours, (total, ratio)) = (a.settle(None), a.totals());
+        let failed = ours.exit2 + ours.other;
+        let limit = total.map(|s| s.median * ALT_RATIO_MAX);
+        let within = ours.p95_s.zip(limit).is_some_and(|(p, l)| p <= l);
+        let pass = a.pairs.iter().all(pair_ok) && within;
+        let (p95, alt) = (opt(ours.p95_s), opt(total.map(|s| s.median)));
+        let ratio = ratio.map_or_else(|| "no ratio".to_owned(), |r| r.ratio());
+        let detail =
+            format!("p95 {p95} vs {alt} ({ratio} per pair; {failed} of ours exited non-zero)");
+        let name = format!("inspector check vs etcdctl snapshot save + check, {size}");
+        let goal = format!("ours p95 ≤ {ALT_RATIO_MAX}× the alternative's median time");
+        v.push(Verdict::new(name, Outcome::of(pass), detail).target(goal));
     }
-    t
+    v
 }
 
-/// The writers that fell short of their interval, and what they said.
-fn writer_notes(o: &mut String, writers: &[WriterRun]) {
-    let short: Vec<String> = writers
-        .iter()
-        .filter_map(|w| {
-            let want = 1000.0 / w.interval_ms as f64;
-            let got = w.commits? as f64 / w.seconds;
-            (got < 0.8 * want).then(|| {
-                format!(
-                    "{} every {} ms ({}): {got:.1} commits/s of {want:.0}",
-                    w.size, w.interval_ms, w.during
-                )
-            })
-        })
-        .collect();
-    if !short.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nThe writer fell short of its interval (below 80 % of its rate) at: {}. The cells under such a \
-             writer saw fewer commits than their label says; see the live view's notes for where it was stuck.",
-            short.join("; ")
-        );
-    }
-    for w in writers.iter().filter(|w| !w.notes.is_empty()) {
-        let _ = writeln!(
-            o,
-            "\nThe writer on {} every {} ms also said: `{}`",
-            w.size,
-            w.interval_ms,
-            w.notes.replace('\n', " / ")
-        );
-    }
+/// A table whose header is one line, `file | >bytes` (`>`: right-aligned).
+fn table(header: &str) -> Table {
+    Table::new(&header.split(" | ").collect::<Vec<_>>())
 }
 
+/// `f(x)`, or `—` when there is none.
+fn or_dash<T>(x: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    x.map_or_else(|| "—".to_owned(), f)
+}
+
+/// A count, or `?` when unknown.
+fn count(x: Option<u64>) -> String {
+    x.map_or_else(|| "?".to_owned(), |x| x.to_string())
+}
+
+/// Seconds, or `—`.
 fn opt(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), fmt_secs)
+    or_dash(x, fmt_secs)
 }
 
-fn bytes(b: Option<f64>) -> String {
-    // Byte counts: non-negative and far below 2^53.
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    b.map_or_else(|| "—".to_owned(), |b| human_size(b as u64))
+/// A size of `kib` KiB, or `—`.
+#[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // sizes
+fn kib(kib: Option<f64>) -> String {
+    or_dash(kib, |k| human_size((k * 1024.0) as u64))
 }
 
-fn kib(k: Option<f64>) -> String {
-    bytes(k.map(|k| k * 1024.0))
+/// The report.
+fn render(r: &Results) -> Report {
+    let (m, s) = (&r.m, if r.runs == 1 { "" } else { "s" });
+    let runs = format!("{} run{s}", r.runs);
+    let mut o = Report::new(format!("bench live — {}", r.started_utc));
+    let vars = [("runs", runs.as_str()), ("finished", &r.finished_utc)];
+    o.text(fill(include_str!("text/live-intro.md"), &vars));
+    let (tools, load) = ([("etcd", r.etcd_version.clone())], r.loadavg_end.as_deref());
+    r.machine.add_to(&mut o, "the files", &tools, load);
+    o.section("Verdicts").verdicts(r.verdicts.clone()).text(
+        "The targets are for 2 GiB; a run without the 2 GiB file (`--quick`, `--tiny`) judges its \
+         largest file.",
+    );
+    files_and_writers(&mut o, m);
+    settle(&mut o, &m.cells);
+    live_view(&mut o, &m.views, r.view_seconds);
+    alternative(&mut o, &m.alts);
+    let mut commands = r.build_commands.clone();
+    commands.extend(m.files.iter().map(|f| f.gen_cmd.clone()));
+    let writer = m.writers.first().map(|w| &w.command);
+    commands.extend(writer.map(|w| format!("{w}   # and every other --interval-ms")));
+    let last = m.cells.last().map_or("", |l| l.size.as_str());
+    let first = |c: &&Cell| c.size == last && c.interval_ms == INTERVALS_MS[0] && c.cache == FULL;
+    commands.extend(m.cells.iter().filter(first).map(|c| c.command.clone()));
+    let view = m.views.last().map(|v| &v.watched.command);
+    commands.extend(view.map(|v| format!("tmux new-session -d -x 200 -y 50 '{v}'")));
+    commands.push(r.etcd_command.clone());
+    let alt = m.alts.last().map(|a| &a.commands[1..]);
+    commands.extend(alt.into_iter().flatten().cloned());
+    o.section("Commands").text("Run from the workspace root.");
+    o.code("sh", commands.join("\n"));
+    o
 }
 
-/// The markdown report.
-#[expect(clippy::too_many_lines)]
-fn render(r: &Results) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "# bench live — {}\n", r.started_utc);
-    let _ = writeln!(
-        o,
-        "The quiet readers (**ours**: `inspector check|layout|pages`, `mapwise bolt check`, and the live view \
-         `inspector open`) on a bbolt file that an etcd-shaped writer commits to, beside what an operator does \
-         today: **etcdctl** `snapshot save` from a real etcd of the same size, then an offline check of the copy. \
-         {} run{} per cell; p95 by nearest rank (of 5 runs, the slowest). Finished {}.\n",
-        r.runs,
-        if r.runs == 1 { "" } else { "s" },
-        r.finished_utc
-    );
-    o.push_str(&r.machine.section(
-        "the files",
-        &[("etcd", r.etcd_version.clone())],
-        r.loadavg_end.as_deref(),
-    ));
+/// The files, the writers, and what the writers said.
+fn files_and_writers(o: &mut Report, m: &Measured) {
+    let mut t = table("file | >bytes | >keys | made by");
+    for f in &m.files {
+        let (keys, made) = (count(f.expected_keys), format!("`{}`", f.gen_cmd));
+        t.row([f.path.clone(), human_size(f.bytes), keys, made]);
+    }
+    o.section("Files and writers").table(t);
+    o.text(include_str!("text/live-files.md"));
+    let mut t = table("file | during | >writer every | >commits | >seconds | >commits/s");
+    for w in &m.writers {
+        let (ms, secs) = (w.interval_ms, format!("{:.1}", w.seconds));
+        let (rate, want) = (w.commits.map(|c| c as f64 / w.seconds), 1000.0 / ms as f64);
+        let short = |r| (r < 0.8 * want).then(|| format!(", short of {want:.0}"));
+        let rate = rate.map_or_else(
+            || "?".to_owned(),
+            |r| format!("{r:.1}{}", short(r).unwrap_or_default()),
+        );
+        let row = [w.size.clone(), w.during.to_owned(), format!("{ms} ms")];
+        t.row(row.into_iter().chain([count(w.commits), secs, rate]));
+    }
+    o.table(t);
+    for w in m.writers.iter().filter(|w| !w.notes.is_empty()) {
+        let (size, ms, notes) = (&w.size, w.interval_ms, w.notes.replace('\n', " / "));
+        o.text(format!(
+            "The writer on {size} every {ms} ms also said: `{notes}`"
+        ));
+    }
+}
 
-    let _ = writeln!(o, "\n## Verdicts\n");
-    let mut t = Table::new(&["target", "goal", "measured", "verdict"]);
-    for x in &r.targets {
-        t.row([
-            x.what.clone(),
-            x.goal.clone(),
-            x.measured.clone(),
-            if x.pass { "PASS" } else { "FAIL" }.to_owned(),
-        ]);
-    }
-    o.push_str(&t.render());
-    let _ = writeln!(
-        o,
-        "\nThe targets are for 2 GiB; a run without the 2 GiB file (`--quick`, `--tiny`) judges its largest file.\n"
-    );
-
-    let _ = writeln!(o, "## Files and writers\n");
-    let mut t = Table::new(&["file", ">bytes", ">keys", "made by"]);
-    for f in &r.files {
-        t.row([
-            f.path.clone(),
-            human_size(f.bytes),
-            f.expected_keys
-                .map_or_else(|| "?".to_owned(), |k| k.to_string()),
-            format!("`{}`", f.gen_cmd),
-        ]);
-    }
-    o.push_str(&t.render());
-    let _ = writeln!(
-        o,
-        "\nEach file is copied to `target/bench/tmp/live-SIZE.db`, which the writer then commits to, \
-         one writer per interval (each commit: two appends at the right edge of `{BUCKET}`, one rewrite of a \
-         random key of it, a key of `meta`, fdatasync):\n"
-    );
-    let mut t = Table::new(&[
-        "file",
-        "during",
-        ">writer every",
-        ">commits",
-        ">seconds",
-        ">commits/s",
-    ]);
-    for w in &r.writers {
-        t.row([
-            w.size.clone(),
-            w.during.to_owned(),
-            format!("{} ms", w.interval_ms),
-            w.commits.map_or_else(|| "?".to_owned(), |c| c.to_string()),
-            format!("{:.1}", w.seconds),
-            w.commits.map_or_else(
-                || "?".to_owned(),
-                |c| format!("{:.1}", c as f64 / w.seconds),
-            ),
-        ]);
-    }
-    o.push_str(&t.render());
-    writer_notes(&mut o, &r.writers);
-
-    let mut sizes: Vec<&str> = Vec::new();
-    for c in &r.cells {
-        if !sizes.contains(&c.size.as_str()) {
-            sizes.push(&c.size);
-        }
-    }
+/// One settle table per size.
+fn settle(o: &mut Report, cells: &[Cell]) {
+    let mut sizes: Vec<&str> = cells.iter().map(|c| c.size.as_str()).collect();
+    sizes.dedup();
     for size in sizes {
-        let _ = writeln!(o, "\n## Settle time, {size}\n");
-        let mut t = Table::new(&[
-            "reader",
-            ">writer every",
-            "cache",
-            ">p50",
-            ">p95",
-            ">slowest",
-            ">exit 0 / 2 / other",
-            ">peak RSS median [max]",
-            ">resident before",
-        ]);
-        for c in r.cells.iter().filter(|c| c.size == size) {
+        let mut t = table(
+            "reader | >writer every | cache | >p50 | >p95 | >slowest | >exit 0 / 2 / other \
+             | >peak RSS median [max] | >resident before",
+        );
+        for c in cells.iter().filter(|c| c.size == size) {
             let s = &c.settle;
+            let rss = |k: Summary| format!("{} [{}]", kib(Some(k.median)), kib(Some(k.max)));
             t.row([
                 c.reader.clone(),
                 format!("{} ms", c.interval_ms),
-                c.cache.label().to_owned(),
-                opt(s.p50_s),
+                c.cache.label.to_owned(),
+                opt(s.wall.map(|w| w.median)),
                 opt(s.p95_s),
-                opt(s.max_s),
+                opt(s.wall.map(|w| w.max)),
                 format!("{} / {} / {}", s.ok, s.exit2, s.other),
-                s.rss_kib.map_or_else(
-                    || "—".to_owned(),
-                    |k| format!("{} [{}]", kib(Some(k.median)), kib(Some(k.max))),
-                ),
-                s.resident_before
-                    .map_or_else(|| "—".to_owned(), |x| pct(x.median)),
+                or_dash(s.rss_kib, rss),
+                or_dash(s.resident_before, |x| pct(x.median)),
             ]);
         }
-        o.push_str(&t.render());
+        o.section(format!("Settle time, {size}")).table(t);
     }
-    let _ = writeln!(
-        o,
-        "\nWall time from spawn to exit, as xtask sees it (process start-up included); p50/p95 of the runs \
-         that exited 0 (a settled result); exit 2 = no read could be of one snapshot (the writer outran the \
-         reader). Peak RSS from GNU time. Before each run xtask reads the file whole (fully cached) and then, \
-         for ~90 % (or ~50 %), drops random blocks until at most {:.0} % (or {:.0} %) is resident; the VM's \
-         DAMON reclaimer (see Machine) may drop more on its own. The writer keeps committing throughout.\n",
-        PARTIAL_TARGET * 100.0,
-        HALF_TARGET * 100.0
-    );
+    o.text(include_str!("text/live-settle.md"));
+}
 
-    let _ = writeln!(o, "## The live view\n");
-    let mut t = Table::new(&[
-        "file",
-        ">writer every",
-        ">first screen",
-        ">first settled",
-        ">age p50",
-        ">age p95",
-        ">commits behind p50 / p95",
-        ">samples without a settled age",
-        ">file's commits in the window",
-        ">peak RSS",
-        ">CPU, window",
-        ">CPU, from start",
-    ]);
-    for v in &r.views {
+/// The live view's table and notes.
+fn live_view(o: &mut Report, views: &[View], seconds: f64) {
+    let mut t = table(
+        "file | >writer every | >first screen | >first settled | >age p50 | >age p95 \
+         | >commits behind p50 / p95 | >samples without a settled age \
+         | >file's commits in the window | >peak RSS | >CPU, window | >CPU, from start",
+    );
+    let commits = |b| or_dash(b, |b: f64| format!("{b:.0}"));
+    let cpu = |c| or_dash(c, |c: f64| format!("{c:.1} %"));
+    let mut notes = Vec::new();
+    for v in views {
         let w = &v.watched;
+        let (ages, behind) = (w.ages(), w.behind());
+        let (size, ms, n) = (&v.size, v.interval_ms, w.samples.len());
+        let [behind50, behind95] = [0.5, 0.95].map(|q| commits(nearest_rank(&behind, q)));
         t.row([
-            v.size.clone(),
-            format!("{} ms", v.interval_ms),
+            size.clone(),
+            format!("{ms} ms"),
             fmt_secs(w.first_screen_s),
             opt(w.first_settled_s),
-            opt(v.age_p50_s),
-            opt(v.age_p95_s),
-            format!(
-                "{} / {}",
-                v.behind_p50
-                    .map_or_else(|| "—".to_owned(), |b| format!("{b:.0}")),
-                v.behind_p95
-                    .map_or_else(|| "—".to_owned(), |b| format!("{b:.0}"))
-            ),
-            format!("{} of {}", v.unaged, w.samples.len()),
-            v.window_commits
-                .map_or_else(|| "?".to_owned(), |c| c.to_string()),
+            opt(nearest_rank(&ages, 0.5)),
+            opt(nearest_rank(&ages, 0.95)),
+            format!("{behind50} / {behind95}"),
+            format!("{} of {n}", n - ages.len()),
+            count(w.window_commits()),
             kib(w.vm_hwm_kib.map(|k| k as f64)),
-            w.cpu_pct_window
-                .map_or_else(|| "—".to_owned(), |c| format!("{c:.1} %")),
-            w.cpu_pct_total
-                .map_or_else(|| "—".to_owned(), |c| format!("{c:.1} %")),
+            cpu(w.cpu_pct_window),
+            cpu(w.cpu_pct_total),
         ]);
+        let at = format!("{size} under a writer every {ms} ms");
+        if let Some(state) = &v.writer_state {
+            notes.push(format!(
+                "{at}: the file took no commit during the window (the writer was stuck: `{state}`), so \
+                 the age shown is the time since its last commit, not staleness."
+            ));
+        }
+        if let Some(first) = &w.first_warning {
+            let warned = w.samples.iter().filter(|s| s.warned).count();
+            notes.push(format!(
+                "{at}: {warned} of {n} samples showed a warning; the first: `{first}`"
+            ));
+        }
     }
-    o.push_str(&t.render());
-    let _ = writeln!(
-        o,
-        "\n`{}` in a {}×{} tmux pane at its default 500 ms refresh, the file read whole first, for {:.0} s after \
-         the first settled structure. *first settled*: from start until the status line shows `as of txid N` (a structure \
-         of one snapshot). *age*: the `X s ago` it shows, read every 250 ms (the view redraws every 500 ms, so \
-         what a user sees can be up to 0.5 s older). *commits behind*: the file's txid (its newer meta page, \
-         read by xtask at the same moment) minus the one shown. *CPU, window*: utime+stime of the process over \
-         the window, in % of one core; *from start* includes the first read. Peak RSS: VmHWM at the end.\n",
-        r.views.first().map_or_else(
-            || "inspector open FILE".to_owned(),
-            |v| v.watched.command.clone()
-        ),
-        VIEW_SIZE.0,
-        VIEW_SIZE.1,
-        r.view_seconds
-    );
-    for v in r.views.iter().filter(|v| v.window_commits == Some(0)) {
-        let _ = writeln!(
-            o,
-            "- {} under a writer every {} ms: the file took no commit during the window (the writer was \
-             stuck: `{}`), so the age shown is the time since its last commit, not staleness.",
-            v.size,
-            v.interval_ms,
-            v.writer_state.as_deref().unwrap_or("state unknown")
-        );
+    let command = views
+        .first()
+        .map_or("inspector open FILE", |v| &v.watched.command);
+    let secs = format!("{seconds:.0}");
+    let vars = [("command", command), ("seconds", &secs)];
+    o.section("The live view").table(t);
+    o.text(fill(include_str!("text/live-view.md"), &vars));
+    if !notes.is_empty() {
+        o.list(notes);
     }
-    let warned: Vec<&View> = r
-        .views
-        .iter()
-        .filter(|v| v.watched.first_warning.is_some())
-        .collect();
-    for v in warned {
-        let _ = writeln!(
-            o,
-            "- {} under a writer every {} ms: {} of {} samples showed a warning; the first: `{}`",
-            v.size,
-            v.interval_ms,
-            v.warned,
-            v.watched.samples.len(),
-            v.watched.first_warning.clone().unwrap_or_default()
-        );
-    }
+}
 
-    let _ = writeln!(
-        o,
-        "\n## Beside the alternative: etcdctl snapshot save, then an offline check\n"
-    );
-    let mut t = Table::new(&[
-        "file",
-        ">ours p50",
-        ">ours p95",
-        ">etcdctl snapshot save",
-        ">inspector check SNAP",
-        ">etcdctl + check total",
-        ">bytes written by snapshot save",
-        ">per-pair ratio ours/alternative",
-        ">p95 ours / median alternative",
-    ]);
-    for a in &r.alts {
+/// The side-by-side table, its method and etcd's fills.
+fn alternative(o: &mut Report, alts: &[Alt]) {
+    let mut t = table(
+        "file | >ours p50 | >ours p95 | >etcdctl snapshot save | >inspector check SNAP \
+         | >etcdctl + check total | >bytes written by snapshot save \
+         | >per-pair ratio ours/alternative | >p95 ours / median alternative",
+    )
+    .compares(&[1, 2], &[3, 4, 5])
+    .roles(Role::Ratio, &[7, 8]);
+    for a in alts {
+        let (ours, (total, ratio)) = (a.settle(None), a.totals());
+        let [snapshot, check] = [0, 1].map(|i| or_dash(a.settle(Some(i)).wall, |s| s.secs()));
+        let snapshots = a.pairs.iter().map(|p| &p.b[0]).filter(|r| r.ok());
+        let written: Vec<f64> = snapshots
+            .filter_map(|r| Some(r.written_bytes? as f64))
+            .collect();
+        let share = ours.p95_s.zip(total).map(|(p, s)| p / s.median);
         t.row([
-            format!("{} (etcd's db {})", a.size, human_size(a.etcd_db_bytes)),
-            opt(a.ours_p50_s),
-            opt(a.ours_p95_s),
-            a.alt_snapshot.map_or_else(|| "—".to_owned(), |s| s.secs()),
-            a.alt_check.map_or_else(|| "—".to_owned(), |s| s.secs()),
-            a.alt_total.map_or_else(|| "—".to_owned(), |s| s.secs()),
-            bytes(a.alt_written.map(|s| s.median)),
-            a.ratio.map_or_else(|| "—".to_owned(), |s| s.ratio()),
-            a.ours_p95_s
-                .zip(a.alt_total)
-                .map_or_else(|| "—".to_owned(), |(p, s)| format!("{:.3}×", p / s.median)),
+            format!(
+                "{} (etcd's db {}{})",
+                a.size,
+                human_size(a.fill.db_bytes),
+                filled(&a.fill)
+            ),
+            opt(ours.wall.map(|w| w.median)),
+            opt(ours.p95_s),
+            snapshot,
+            check,
+            or_dash(total, |s| s.secs()),
+            kib(Summary::of(&written).map(|s| s.median / 1024.0)),
+            or_dash(ratio, |s| s.ratio()),
+            or_dash(share, |x| format!("{x:.3}×")),
         ]);
     }
-    o.push_str(&t.render());
-    let _ = writeln!(
-        o,
-        "\nMeasured side by side, alternating pair by pair (ours, alternative; alternative, ours; …). Ours: \
-         `inspector check` on our copy while the writer commits every {ALT_INTERVAL_MS} ms (etcd's default \
-         batch interval), ~90 % cached. The alternative: a real etcd, filled through its JSON gateway with \
-         {} values, {} requests at a time, until its db was as long as our copy; before each run its db is \
-         brought to ~90 % cached the same way; etcd takes no writes meanwhile. `snapshot save` streams the \
-         whole db (a read transaction's `WriteTo`) and the client writes and fsyncs it, so its time and the \
-         bytes it writes grow with the db's size, not with what changed; the offline check then reads the \
-         copy. *bytes written*: GNU time's file-system outputs of etcdctl (× 512 B).\n",
-        human_size(FILL_VALUE as u64),
-        FILL_CONCURRENCY
-    );
-    for a in &r.alts {
-        for f in &a.fill {
-            let _ = writeln!(
-                o,
-                "- etcd filled for {}: {} puts of {} in {:.1} s; db {}",
-                a.size,
-                f.puts,
-                human_size(f.value_bytes as u64),
-                f.seconds,
-                human_size(f.db_bytes)
-            );
-        }
-    }
+    o.section("Beside the alternative: etcdctl snapshot save, then an offline check");
+    o.table(t).text(include_str!("text/live-alt.md"));
+}
 
-    let _ = writeln!(o, "\n## Commands\n\nRun from the workspace root.\n\n```sh");
-    for c in &r.build_commands {
-        let _ = writeln!(o, "{c}");
-    }
-    for f in &r.files {
-        let _ = writeln!(o, "{}", f.gen_cmd);
-    }
-    if let Some(w) = r.writers.first() {
-        let _ = writeln!(o, "{}   # and every other --interval-ms", w.command);
-    }
-    let mut seen: Vec<&str> = Vec::new();
-    for c in &r.cells {
-        if c.size == r.cells.last().map_or("", |l| l.size.as_str())
-            && !seen.contains(&c.command.as_str())
-        {
-            seen.push(&c.command);
-            let _ = writeln!(o, "{}", c.command);
-        }
-    }
-    if let Some(v) = r.views.last() {
-        let _ = writeln!(
-            o,
-            "tmux new-session -d -x {} -y {} '{}'",
-            VIEW_SIZE.0, VIEW_SIZE.1, v.watched.command
-        );
-    }
-    if let Some(e) = &r.etcd_command {
-        let _ = writeln!(o, "{e}");
-    }
-    if let Some(a) = r.alts.last() {
-        let _ = writeln!(o, "{}\n{}", a.snapshot_cmd, a.check_cmd);
-    }
-    let _ = writeln!(o, "```");
-    o
+/// How etcd was filled: `, 16 puts of 1.0 MiB in 0.5 s`.
+fn filled(f: &Fill) -> String {
+    let (puts, value, secs) = (f.puts, human_size(f.value_bytes as u64), f.seconds);
+    format!(", {puts} puts of {value} in {secs:.1} s")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(code: i32, wall_s: f64) -> Run {
-        Run {
-            run: 1,
+    fn cell(size: &str, interval_ms: u64, cache: Cache, runs: &[(i32, f64)]) -> Cell {
+        let run = |&(code, wall_s): &(i32, f64)| Run {
             wall_s,
             code: Some(code),
-            status: String::new(),
-            max_rss_kib: Some(1024),
-            stdout_bytes: 0,
-            resident_before: 0.9,
-            stderr_tail: None,
+            ..Run::default()
+        };
+        let runs: Vec<Run> = runs.iter().map(run).collect();
+        Cell {
+            size: size.to_owned(),
+            interval_ms,
+            cache,
+            reader: "inspector check".to_owned(),
+            command: String::new(),
+            settle: Settle::of(&runs),
+            runs,
         }
     }
 
     #[test]
     fn settle_counts_exits_and_takes_percentiles_of_the_settled() {
-        let runs = [
-            run(0, 1.0),
-            run(2, 9.0),
-            run(0, 3.0),
-            run(0, 2.0),
-            run(1, 0.1),
-        ];
-        let s = Settle::of(&runs.iter().collect::<Vec<_>>());
+        let runs = [(0, 1.0), (2, 9.0), (0, 3.0), (0, 2.0), (1, 0.1)];
+        let s = cell("2GiB", 20, FULL, &runs).settle;
         assert_eq!((s.ok, s.exit2, s.other), (3, 1, 1));
-        assert_eq!(s.p50_s, Some(2.0));
-        assert_eq!(s.p95_s, Some(3.0));
+        assert_eq!((s.wall.map(|w| w.median), s.p95_s), (Some(2.0), Some(3.0)));
     }
 
     #[test]
@@ -1291,38 +860,26 @@ mod tests {
 
     #[test]
     fn verdicts_judge_the_largest_file_at_90_percent() {
-        let cell = |size: &str, ms, cache, code, wall| {
-            let runs = vec![run(code, wall)];
-            Cell {
-                size: size.to_owned(),
-                interval_ms: ms,
-                cache,
-                reader: "inspector check".to_owned(),
-                command: String::new(),
-                settle: Settle::of(&runs.iter().collect::<Vec<_>>()),
-                runs,
-            }
-        };
-        let cells = [
-            cell("2GiB", 20, Cache::Partial, 0, 1.5),
-            cell("2GiB", 50, Cache::Partial, 0, 1.9),
+        let mut cells = vec![
+            cell("2GiB", 20, PARTIAL, &[(0, 1.5)]),
+            cell("2GiB", 50, PARTIAL, &[(0, 1.9)]),
             // Not judged: another size, another cache state.
-            cell("256MiB", 20, Cache::Partial, 2, 9.0),
-            cell("2GiB", 20, Cache::Full, 0, 9.0),
+            cell("256MiB", 20, PARTIAL, &[(2, 9.0)]),
+            cell("2GiB", 20, FULL, &[(0, 9.0)]),
         ];
-        let t = targets(&cells, &[], 2 << 30);
-        assert_eq!(t.len(), 1);
-        assert!(t[0].pass, "{:?}", t[0]);
-        assert!(
-            t[0].measured
-                .starts_with("worst p95 1.90 s (writer every 50 ms)"),
-            "{}",
-            t[0].measured
+        let v = verdicts(&cells, &[], "2GiB");
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            v[0].line(),
+            "- **inspector check, 2GiB, ~90 % cached** (p95 settle ≤ 2 s and no exit 2 under a writer \
+             every 20–200 ms): PASS — worst p95 1.90 s (writer every 50 ms); 0 exit 2"
         );
-        let mut failing = cells;
-        failing[1] = cell("2GiB", 50, Cache::Partial, 2, 0.5);
-        let t = targets(&failing, &[], 2 << 30);
-        assert!(!t[0].pass);
-        assert!(t[0].measured.contains("1 exit 2"), "{}", t[0].measured);
+        cells[1] = cell("2GiB", 50, PARTIAL, &[(2, 0.5)]);
+        let v = verdicts(&cells, &[], "2GiB");
+        assert_eq!(v[0].outcome, Outcome::Fail);
+        assert_eq!(
+            v[0].detail,
+            "worst p95 1.50 s (writer every 20 ms); 1 exit 2"
+        );
     }
 }
