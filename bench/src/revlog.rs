@@ -3,7 +3,7 @@
 //! same `--config`, warm and cold, on 1k and 100k revisions (made by hg)
 //! and 1M (synthesised: [`SynthChangelog`], encoded by core's [`V1Entry`],
 //! checked with hg); then ours read vs mmap across index sizes, for the
-//! recommended `mmapindexthreshold`. Every cell is data (a [`Spec`]) run
+//! recommended `mmapindexthreshold`. Every cell is data (a `Spec`) run
 //! by one loop over [`schedule::alternate`]; the report is the typed
 //! [`Report`].
 
@@ -57,6 +57,8 @@ limits of the largest index.
 
 /// `-l 5`.
 const LIMIT: u32 = 5;
+/// hg's `log -l 5 -T '{rev}\n'` (the template prints one revision a line).
+const LOG_T: [&str; 5] = ["log", "-l", "5", "-T", "{rev}\\n"];
 /// Target: ours mmap at the largest size ≤ this × ours at 1k.
 const SIZE_TARGET: f64 = 1.2;
 /// hg 6.9's `storage.revlog.mmap.index:size-threshold` default.
@@ -490,27 +492,6 @@ fn repo_name((revs, origin): (u32, Origin)) -> String {
     format!("{} ({by})", short_count(revs))
 }
 
-/// A check with its outcome.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Check {
-    what: String,
-    ok: bool,
-    detail: String,
-}
-
-fn check(what: impl Into<String>, ok: bool, detail: impl Into<String>) -> Check {
-    let (what, detail) = (what.into(), detail.into());
-    Check { what, ok, detail }
-}
-
-impl Check {
-    /// `{of}what: OK — detail`, for the report's lists.
-    fn line(&self, of: &str) -> String {
-        let ok = if self.ok { "OK" } else { "**FAIL**" };
-        format!("{of}{}: {ok} — {}", self.what, self.detail)
-    }
-}
-
 /// The record kept in each cached repository (`bench-made.json`), with
 /// the checks made with hg when it was made.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -574,17 +555,6 @@ impl RepoInfo {
     }
 }
 
-/// A directory removed (recursively) on drop unless taken.
-struct TempDir(Option<PathBuf>);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if let Some(p) = &self.0 {
-            let _ = fs::remove_dir_all(p);
-        }
-    }
-}
-
 /// What makes a repository in a temporary directory (given it and the
 /// final one): how it was made, and its checks.
 type Make<'a> = Box<dyn FnOnce(&Path, &Path) -> Result<(String, Vec<Check>)> + 'a>;
@@ -608,11 +578,8 @@ fn ensure_repo(
     }
     // No record: made by an interrupted older run; make it again.
     let _ = fs::remove_dir_all(&dir);
-    let tmp = files.join(format!(
-        ".revlog-{tag}-{}.tmp-{}",
-        repo.0,
-        std::process::id()
-    ));
+    let (revs, pid) = (repo.0, std::process::id());
+    let tmp = files.join(format!(".revlog-{tag}-{revs}.tmp-{pid}"));
     let _ = fs::remove_dir_all(&tmp);
     let mut guard = TempDir(Some(tmp.clone()));
     let start = Instant::now();
@@ -640,9 +607,8 @@ fn make_hg<'a>(ws: &'a Workspace, oracle: &'a str, revs: u32, progress: &'a Prog
             ""
         };
         let (at, cached) = (dir.display(), "cached for later runs");
-        progress.note(&format!(
-            "xtask: making {at} with hg ({revs} revisions{slow}; {cached})"
-        ));
+        let making = format!("making {at} with hg ({revs} revisions{slow}; {cached})");
+        progress.note(&format!("xtask: {making}"));
         progress.set(format!("hg gen-repo --revs {revs}"));
         let cmd = Cmd::new(oracle).args(["gen-repo", &path_arg(tmp), "--revs", &revs.to_string()]);
         let out = cmd.run(&ws.root).context("cannot make the repository")?;
@@ -662,9 +628,8 @@ fn make_synth<'a>(
     progress: &'a Progress,
 ) -> Make<'a> {
     Box::new(move |tmp, dir| {
-        hg().args(["init", &path_arg(tmp)])
-            .run(&ws.root)
-            .context("hg init")?;
+        let init = hg().args(["init", &path_arg(tmp)]);
+        init.run(&ws.root).context("hg init")?;
         let (store, shown) = (tmp.join(".hg/store"), path_arg(dir));
         let how = if let Some(src) = from {
             progress.set(format!("synthetic changelog, {revs} revisions (prefix)"));
@@ -676,9 +641,8 @@ fn make_synth<'a>(
             )
         } else {
             let (at, cached) = (dir.display(), "cached for later runs");
-            progress.note(&format!(
-                "xtask: synthesising {revs} revisions in {at} ({cached})"
-            ));
+            let what = format!("synthesising {revs} revisions in {at} ({cached})");
+            progress.note(&format!("xtask: {what}"));
             let open =
                 |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
             let (mut index, mut data) = (open("00changelog.i")?, open("00changelog.d")?);
@@ -721,16 +685,6 @@ fn copy_prefix(src: &Path, dst: &Path, revs: u32) -> Result<()> {
     Ok(to.sync_all()?)
 }
 
-/// `o`'s stdout on one line when it succeeded, else the last `n` lines of
-/// its stderr.
-fn said(o: &Output, n: usize) -> String {
-    if o.success {
-        o.stdout.trim().replace('\n', "; ")
-    } else {
-        tail(&o.stderr, n)
-    }
-}
-
 /// hg's view of a synthetic repository: `hg log -l 5 -T '{rev}\n'`, and
 /// `hg verify` up to 20k revisions; for the synthesised one (`full`) also
 /// what that log reads, debugindex samples against what was meant to be
@@ -746,15 +700,12 @@ fn check_synth(
 ) -> Result<Vec<Check>> {
     let hg_in = |args: &[&str]| hg().arg("-R").arg(path_arg(dir)).args(args.iter().copied());
     let run = |args: &[&str]| hg_in(args).output(&ws.root);
-    let log_revs = || run(&["log", "-l", "5", "-T", "{rev}\\n"]);
+    let log_revs = || run(&LOG_T);
     let want = expected_log(revs, LIMIT);
     let log = log_revs()?;
     let printed = format!("printed {}", log.stdout.trim().replace('\n', " "));
-    let mut checks = vec![check(
-        "hg log -l 5 -T '{rev}\\n'",
-        log.stdout == want,
-        printed,
-    )];
+    let what = "hg log -l 5 -T '{rev}\\n'";
+    let mut checks = vec![check(what, log.stdout == want, printed)];
     if full {
         // What `{rev}` needs: the same log with the data file moved away
         // (in the temporary directory, before it is renamed into place).
@@ -791,11 +742,8 @@ fn check_synth(
         let got = rows.get(rev as usize);
         (got != Some(&want)).then(|| format!("rev {rev}: hg {got:?}, written {want:?}"))
     };
-    let bad: Vec<String> = synth_rows(&samples)
-        .into_iter()
-        .zip(&samples)
-        .filter_map(wrong)
-        .collect();
+    let meant = synth_rows(&samples).into_iter().zip(&samples);
+    let bad: Vec<String> = meant.filter_map(wrong).collect();
     let (n, lines, revs_at) = (samples.len(), hg_di.lines().count(), ranges(&samples));
     let detail = match bad.is_empty() {
         true => {
@@ -914,19 +862,10 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
             sides: [a, b],
         });
     };
-    let floors = [
-        side("ours", Job::OursVersion, 0),
-        side("hg", Job::HgRoot, 0),
-    ];
-    let [a, b] = floors;
-    add(
-        Kind::Startup,
-        "start-up".into(),
-        CacheState::Warm,
-        None,
-        a,
-        b,
-    );
+    let a = side("ours", Job::OursVersion, 0);
+    let b = side("hg", Job::HgRoot, 0);
+    let label = "start-up".to_owned();
+    add(Kind::Startup, label, CacheState::Warm, None, a, b);
     let big = plan.hg_sizes.len();
     for r in 0..=big {
         for (cache, m) in CACHES.into_iter().flat_map(|c| MODES.map(|m| (c, m))) {
@@ -938,10 +877,8 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
     // The 1k side: hg's (inline) mapped and read, and the synthetic 1024
     // (the big one's format) mapped.
     let synth1k = repos.iter().position(|&r| r == (1024, Origin::Synthetic));
-    let small: Vec<(usize, Mode)> = [(0, Mmap), (0, Read)]
-        .into_iter()
-        .chain(synth1k.map(|i| (i, Mmap)))
-        .collect();
+    let mut small = vec![(0, Mmap), (0, Read)];
+    small.extend(synth1k.map(|i| (i, Mmap)));
     for cache in CACHES {
         for &(s, m) in &small {
             let a = side(format!("ours mmap {}", name(big)), Job::Ours(Mmap), big);
@@ -950,35 +887,25 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
             add(Kind::Size, label, cache, Some(Mmap), a, b);
         }
         // What a cold mapped run pays for read-around.
-        let label = format!(
-            "model mmap+MADV_RANDOM vs mmap, {}, {}",
-            name(big),
-            cache.name()
-        );
+        let at = format!("{}, {}", name(big), cache.name());
+        let label = format!("model mmap+MADV_RANDOM vs mmap, {at}");
         let a = side("model mmap + MADV_RANDOM", Job::Model(Mmap, true), big);
         let b = side("model mmap", Job::Model(Mmap, false), big);
         add(Kind::Advice, label, cache, Some(Mmap), a, b);
     }
-    let (model, hg) = (
-        (Job::Model(Mmap, false), Job::Model(Read, false)),
-        (Job::Hg(Mmap), Job::Hg(Read)),
-    );
-    let mut series = vec![
-        (Kind::Sweep, "ours", (Job::Ours(Mmap), Job::Ours(Read))),
-        (Kind::Model, "model", model),
-    ];
+    let ours = (Job::Ours(Mmap), Job::Ours(Read));
+    let model = (Job::Model(Mmap, false), Job::Model(Read, false));
+    let mut series = vec![(Kind::Sweep, "ours", ours), (Kind::Model, "model", model)];
     if plan.hg_sweep {
-        series.push((Kind::SweepHg, "hg", hg));
+        series.push((Kind::SweepHg, "hg", (Job::Hg(Mmap), Job::Hg(Read))));
     }
     let mut sweep: Vec<usize> = (big..repos.len()).collect();
     sweep.sort_by_key(|&i| repos[i].0);
     for (r, cache) in sweep.into_iter().flat_map(|r| CACHES.map(|c| (r, c))) {
         for &(kind, who, (a, b)) in &series {
             let label = format!("sweep {who}, {}, {}", name(r), cache.name());
-            let (a, b) = (
-                side(format!("{who} mmap"), a, r),
-                side(format!("{who} read"), b, r),
-            );
+            let a = side(format!("{who} mmap"), a, r);
+            let b = side(format!("{who} read"), b, r);
             add(kind, label, cache, None, a, b);
         }
     }
@@ -1124,8 +1051,8 @@ impl CellResult {
         let total = repos[self.sides[i].repo].pages();
         #[expect(clippy::cast_precision_loss)]
         let of = |f: Summary| format!("{:.0}/{total} ({})", f.median * total as f64, pct(f.median));
-        self.stat(i, |s| s.resident_after)
-            .map_or_else(|| "—".to_owned(), of)
+        let stat = self.stat(i, |s| s.resident_after);
+        stat.map_or("—".into(), of)
     }
 
     fn both_pages(&self, repos: &[RepoInfo]) -> String {
@@ -1154,9 +1081,7 @@ impl Runner<'_> {
         let ours = || Cmd::new(&self.mapwise);
         Some(match job {
             Job::Ours(m) => ours().args(["revlog", "log", "-l", "5", p]).args(flags(m)),
-            Job::Hg(m) => hg()
-                .args(["log", "-l", "5", "-T", "{rev}\\n", "-R", p])
-                .args(flags(m)),
+            Job::Hg(m) => hg().args(LOG_T).args(["-R", p]).args(flags(m)),
             Job::OursVersion => ours().arg("--version"),
             Job::HgRoot => hg().args(["-R", p, "root"]),
             Job::Model(..) => return None,
@@ -1171,11 +1096,8 @@ impl Runner<'_> {
             Job::Model(Mode::Mmap, true) => format!("{map} madvise(MADV_RANDOM) + munmap of"),
             _ => return self.cmd(job, repo).map(|c| c.shell()).unwrap_or_default(),
         };
-        let (index, tip) = (
-            path_arg(&repo.index()),
-            "5 tip entries and their parents' nodes",
-        );
-        format!("(in xtask) open + fstat + {load} {index} + touch {tip}")
+        let (index, tip) = (path_arg(&repo.index()), "5 tip entries");
+        format!("(in xtask) open + fstat + {load} {index} + touch {tip} and their parents' nodes")
     }
 
     fn measure(&self, job: Job, repo: &RepoInfo, prep: Prepared) -> Result<Sample> {
@@ -1207,15 +1129,15 @@ impl Runner<'_> {
             let i = usize::from(s == Side::B);
             let (who, p) = (&c.sides[i].who, phase.get());
             let of = if p == "run" { c.runs } else { self.warmup };
-            self.progress
-                .set(format!("{}: {p} {run}/{of}, {who}", c.label));
+            let label = &c.label;
+            self.progress.set(format!("{label}: {p} {run}/{of}, {who}"));
             let prep = prepare(repo(i), c.cache)?;
             let cold = c.cache == CacheState::Cold;
             if (cold && prep.resident > 0.01) || (!cold && prep.resident < 0.99) {
-                let (label, resident) = (&c.label, pct(prep.resident));
+                let resident = pct(prep.resident);
                 let what = format!("{label} {p} {run} ({who}) starts with {resident}");
-                self.progress
-                    .note(&format!("xtask: warning: {what} of the index resident"));
+                let warning = format!("xtask: warning: {what} of the index resident");
+                self.progress.note(&warning);
             }
             Ok(prep)
         };
@@ -1305,9 +1227,7 @@ fn ours_json(stdout: &str, repo: &RepoInfo, mode: Mode) -> (bool, String) {
     let want = expected_log(repo.revs, LIMIT);
     let want: Vec<i64> = want.lines().filter_map(|l| l.parse().ok()).collect();
     let ok = j.load == mode.name() && revs == want && j.index_bytes == repo.index_bytes;
-    let threshold = j
-        .threshold
-        .map_or_else(|| "null".to_owned(), |t| t.to_string());
+    let threshold = serde_json::json!(j.threshold);
     let (load, populate, bytes, n, inline) =
         (j.load, j.populate, j.index_bytes, j.revisions, j.inline);
     let detail = format!(
@@ -1332,9 +1252,8 @@ fn load_check(
     let mut checks = vec![check(format!("{of}: ours --json"), ok, detail)];
     if with_hg {
         let ext = format!("extensions.reportmmap={ext}");
-        let out = cmd(Job::Hg(mode))?
-            .args(["--config", &ext])
-            .run(&run.ws.root)?;
+        let hg = cmd(Job::Hg(mode))?.args(["--config", &ext]);
+        let out = hg.run(&run.ws.root)?;
         let (mapped, rest) = split_mmap_report(&out.stdout);
         let as_expected = rest == expected_log(repo.revs, LIMIT);
         let how = if mapped {
@@ -1368,6 +1287,19 @@ struct CrossoverResult {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     decided_by: Vec<&'static str>,
     crossover: Option<Crossover>,
+}
+
+impl CrossoverResult {
+    fn new(source: &'static str, cache: CacheState, points: Vec<(u64, f64)>) -> Self {
+        let (crossover, decided_by) = (crossover(&points), Vec::new());
+        Self {
+            source,
+            cache,
+            points,
+            decided_by,
+            crossover,
+        }
+    }
 }
 
 /// The threshold this run recommends.
@@ -1421,9 +1353,14 @@ impl Results {
 
     fn matrix(&self, repo: &RepoInfo, cache: CacheState, mode: Mode) -> Option<&CellResult> {
         let on = |c: &&CellResult| self.repos[c.sides[0].repo].name == repo.name;
-        self.of(Kind::Matrix)
-            .filter(on)
-            .find(|c| c.cache == cache && c.mode == Some(mode))
+        let at = |c: &&CellResult| c.cache == cache && c.mode == Some(mode);
+        self.of(Kind::Matrix).filter(on).find(at)
+    }
+
+    /// The device's read_ahead_kb, or `unknown`.
+    fn read_ahead(&self) -> String {
+        let kb = self.machine.read_ahead_kb;
+        kb.map_or("unknown".into(), |k| k.to_string())
     }
 
     /// `hg 6.3.2`.
@@ -1471,14 +1408,12 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let Some(hg_v) = hg_version.as_deref().and_then(parse_hg_version) else {
         bail!("cannot run `hg --version` (apt-get install mercurial)");
     };
-    for (r, c) in repos
+    let made = repos
         .iter()
-        .flat_map(|r| r.made.checks.iter().map(move |c| (r, c)))
-    {
-        if !c.ok {
-            let (name, what, detail) = (&r.name, &c.what, &c.detail);
-            progress.note(&format!("xtask: warning: {name}: {what} failed: {detail}"));
-        }
+        .flat_map(|r| r.made.checks.iter().map(move |c| (r, c)));
+    for (r, c) in made.filter(|(_, c)| !c.ok) {
+        let (name, what, detail) = (&r.name, &c.what, &c.detail);
+        progress.note(&format!("xtask: warning: {name}: {what} failed: {detail}"));
     }
     let runner = Runner {
         ws,
@@ -1502,10 +1437,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     }
     drop(ext);
 
-    let cells = specs
-        .into_iter()
-        .map(|s| runner.cell(s))
-        .collect::<Result<Vec<_>>>()?;
+    let cell = |s| runner.cell(s);
+    let cells: Vec<CellResult> = specs.into_iter().map(cell).collect::<Result<_>>()?;
     let limits = limits::standard(&repos[big].index(), runs, &progress)?;
     let traces = runner.traces.into_inner();
     let crossovers = crossovers(&cells, &repos);
@@ -1555,46 +1488,26 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 /// The crossover of each series (ours, the model, hg) in each cache
 /// state, then of the combined series the recommendation uses.
 fn crossovers(cells: &[CellResult], repos: &[RepoInfo]) -> Vec<CrossoverResult> {
+    use Kind::{Model, Sweep, SweepHg};
     let mut out = Vec::new();
-    let mut add = |source, cache, points: Vec<(u64, f64)>, decided_by| {
-        let crossover = crossover(&points);
-        out.push(CrossoverResult {
-            source,
-            cache,
-            points,
-            decided_by,
-            crossover,
-        });
-    };
     let points = |kind, cache| -> Vec<(u64, f64)> {
         let of = |c: &CellResult| Some((repos[c.sides[0].repo].index_bytes, c.ratios()?.median));
         let cells = cells.iter().filter(|c| c.kind == kind && c.cache == cache);
         cells.filter_map(of).collect()
     };
-    let series = [
-        (Kind::Sweep, "ours"),
-        (Kind::Model, "model"),
-        (Kind::SweepHg, "hg"),
-    ];
+    let series = [(Sweep, "ours"), (Model, "model"), (SweepHg, "hg")];
     for ((kind, source), cache) in series.into_iter().flat_map(|s| CACHES.map(|c| (s, c))) {
         let p = points(kind, cache);
         if !p.is_empty() {
-            add(source, cache, p, Vec::new());
+            out.push(CrossoverResult::new(source, cache, p));
         }
     }
     for cache in CACHES {
-        let both = combine(
-            &points(Kind::Sweep, cache),
-            &points(Kind::Model, cache),
-            TIE,
-        );
-        let decided = both.iter().map(|&(_, _, by)| by).collect();
-        add(
-            "combined",
-            cache,
-            both.iter().map(|&(b, r, _)| (b, r)).collect(),
-            decided,
-        );
+        let both = combine(&points(Sweep, cache), &points(Model, cache), TIE);
+        let pts = both.iter().map(|&(b, r, _)| (b, r)).collect();
+        let mut c = CrossoverResult::new("combined", cache, pts);
+        c.decided_by = both.iter().map(|&(_, _, by)| by).collect();
+        out.push(c);
     }
     out
 }
@@ -1608,15 +1521,11 @@ fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     let bars: Vec<RatioBar> = r.of(Kind::Matrix).filter_map(bar).collect();
     let svg = charts::ratios(&format!("revlog: log -l 5, ours / {hg}"), &bars, None)?;
     let what = format!("log -l 5 wall time, ours / {hg} per cell");
-    let mut out = vec![ChartFile {
-        file: "ratios.svg".to_owned(),
-        what,
-        svg,
-    }];
+    let file = "ratios.svg".to_owned();
+    let mut out = vec![ChartFile { file, what, svg }];
     for repo in r.matrix_repos() {
-        let cells = MODES
-            .iter()
-            .filter_map(|&m| r.matrix(repo, CacheState::Cold, m));
+        let cold = |&m: &Mode| r.matrix(repo, CacheState::Cold, m);
+        let cells = MODES.iter().filter_map(cold);
         let pick = |c: &CellResult| {
             let mode = c.mode.map_or("", Mode::name);
             ["ours", "hg"].map(|side| (c.label.clone(), side, format!("{side}, {mode}")))
@@ -1641,17 +1550,13 @@ fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
 /// in either state.
 fn recommend(crossovers: &[CrossoverResult]) -> Recommendation {
     let combined = crossovers.iter().filter(|c| c.source == "combined");
-    let why =
+    let one =
         |c: &CrossoverResult| format!("{}: {}", c.cache.name(), describe(c.crossover.as_ref()));
-    let why: Vec<String> = combined.clone().map(why).collect();
+    let why = combined.clone().map(one).collect::<Vec<_>>().join("; ");
     let from = |c: &CrossoverResult| c.crossover.as_ref().and_then(|x| x.from_bytes);
     let bytes = combined.filter_map(from).max();
     let config = bytes.map(|b| format!("--config experimental.mmapindexthreshold={}", hg_size(b)));
-    Recommendation {
-        bytes,
-        config,
-        why: why.join("; "),
-    }
+    Recommendation { bytes, config, why }
 }
 
 // ---------------------------------------------------------------------
@@ -1682,14 +1587,9 @@ fn seed_figures() -> Vec<([&'static str; 4], f64, f64)> {
     SEED.lines().map(row).collect()
 }
 
-/// A table with the columns of `header`, split at `|` (see
-/// [`Table::new`]).
-fn table(header: &str) -> Table {
-    Table::new(&header.split('|').collect::<Vec<_>>())
-}
-
 /// The seed's figures beside this run's, and what matches.
 fn seed_section(rep: &mut Report, r: &Results) {
+    use CacheState::{Cold, Warm};
     rep.section("The seed's published figures").text(
         "The seed is Mercurial's mmap-index work: D477, \"revlog: add option to mmap revlog index\" (Mark \
          Thomas, Facebook; changeset 3c9691728237, 13 Sep 2017, which added `experimental.mmapindexthreshold`), \
@@ -1713,32 +1613,25 @@ fn seed_section(rep: &mut Report, r: &Results) {
         let m = |mode| r.matrix(repo, cache, mode)?.median(i);
         Some((m(Mode::Read)?, m(Mode::Mmap)?))
     };
-    let whos = [
-        (format!("this machine, {hg}"), 1, Role::Peer),
-        ("this machine, ours".into(), 0, Role::Ours),
-    ];
+    let timed = "`log -l 5`, process wall time, median";
     for (repo, cache) in r.matrix_repos().iter().flat_map(|x| CACHES.map(|c| (x, c))) {
-        let (size, timed) = (
-            human_size(repo.index_bytes),
-            "`log -l 5`, process wall time, median",
-        );
-        for (who, i, role) in &whos {
-            if let Some((read, mmap)) = medians(repo, cache, *i) {
-                row(*role, [who, timed, &size, cache.name()], read, mmap);
+        let size = human_size(repo.index_bytes);
+        for (i, role) in [(1, Role::Peer), (0, Role::Ours)] {
+            let who = if i == 1 { hg.as_str() } else { "ours" };
+            let who = format!("this machine, {who}");
+            if let Some((read, mmap)) = medians(repo, cache, i) {
+                row(role, [&who, timed, &size, cache.name()], read, mmap);
             }
         }
     }
     let size = human_size(big.index_bytes);
     let model = |cache| {
-        let c = r
-            .of(Kind::Model)
-            .find(|c| r.repos[c.sides[0].repo].name == big.name && c.cache == cache)?;
+        let on = |c: &&CellResult| c.sides[0].repo == r.plan.hg_sizes.len() && c.cache == cache;
+        let c = r.of(Kind::Model).find(on)?;
         Some((c.median(1)?, c.median(0)?))
     };
-    let (who, timed) = (
-        "this machine, model of ours' load",
-        "open, read(2) whole or mmap, 5 tip entries; in xtask, median",
-    );
+    let who = "this machine, model of ours' load";
+    let timed = "open, read(2) whole or mmap, 5 tip entries; in xtask, median";
     for cache in CACHES {
         if let Some((read, mmap)) = model(cache) {
             row(Role::Other, [who, timed, &size, cache.name()], read, mmap);
@@ -1749,37 +1642,25 @@ fn seed_section(rep: &mut Report, r: &Results) {
          separate cells, not pairs).",
     );
     let ratio = |i, cache| medians(big, cache, i).map(|(read, mmap)| mmap / read.max(1e-12));
-    let ra = r
-        .machine
-        .read_ahead_kb
-        .map_or_else(|| "unknown".to_owned(), |k| format!("{k} KiB"));
-    let cold = r
-        .matrix(big, CacheState::Cold, Mode::Mmap)
-        .map(|c| c.pages(&r.repos, 1));
-    let pages = cold
-        .unwrap_or_default()
-        .split(' ')
-        .next()
-        .unwrap_or("?")
-        .replace('/', " of ");
-    let note =
-        format!("read_ahead_kb = {ra}; {pages} index pages resident after a cold mapped hg run");
+    let ra = format!("{} KiB", r.read_ahead());
+    let cold = r.matrix(big, Cold, Mode::Mmap);
+    let pages = cold.map_or("?".into(), |c| c.pages(&r.repos, 1));
+    let pages = pages.split(' ').next().unwrap_or("?").replace('/', " of ");
+    let after = "index pages resident after a cold mapped hg run";
+    let note = format!("read_ahead_kb = {ra}; {pages} {after}");
     let mut lines = Vec::new();
     // D477's larger repository, warm and cold, against hg's largest here.
-    for (cache, seed) in [
-        (CacheState::Warm, 321.0 / 432.0),
-        (CacheState::Cold, 888.0 / 696.0),
-    ] {
+    for (cache, seed) in [(Warm, 321.0 / 432.0), (Cold, 888.0 / 696.0)] {
         let Some(here) = ratio(1, cache) else {
             continue;
         };
         let (s, h) = (winner(seed, TIE), winner(here, TIE));
         let why = match (cache, h.as_str()) {
-            (CacheState::Warm, "mapping wins") => format!(
+            (Warm, "mapping wins") => format!(
                 "reading copies the whole {size} index into hg's memory on every start, mapping copies nothing \
                  and `log -l 5` touches only the header and the tail"
             ),
-            (CacheState::Warm, _) => format!(
+            (Warm, _) => format!(
                 "at {size} the copy that reading makes is small beside hg's ~100 ms of Python start-up (the \
                  start-up table), so the two loads are hard to tell apart in a process time"
             ),
@@ -1796,18 +1677,17 @@ fn seed_section(rep: &mut Report, r: &Results) {
                  start-up table) on a {size} index ({note})"
             ),
         };
-        let (agree, name) = (
-            if s == h { "matches" } else { "does not match" },
-            cache.name(),
-        );
+        let agree = if s == h { "matches" } else { "does not match" };
+        let name = cache.name();
+        let unsaid = "; D477 does not say why its cold mapped runs were slower";
+        let unsaid = if cache == Cold { unsaid } else { "" };
         lines.push(format!(
             "**{name} `hg log -l 5`**: D477's larger repository {seed:.2}× ({s}); {hg} on the {size} index here \
-             {here:.2}× ({h}): this {agree} — {why}{}.",
-            if cache == CacheState::Cold { "; D477 does not say why its cold mapped runs were slower" } else { "" }
+             {here:.2}× ({h}): this {agree} — {why}{unsaid}."
         ));
     }
     // The 2018 perfindex figure against the model's warm load.
-    if let Some((read, mmap)) = model(CacheState::Warm) {
+    if let Some((read, mmap)) = model(Warm) {
         let (seed, here) = (0.196 / 32.023, mmap / read.max(1e-12));
         let (s, h) = (winner(seed, TIE), winner(here, TIE));
         let agree = if s == h { "matches" } else { "does not match" };
@@ -1823,7 +1703,7 @@ fn seed_section(rep: &mut Report, r: &Results) {
              -l 5` rows above add process start-up to it."
         ));
     }
-    if let Some(here) = ratio(0, CacheState::Warm) {
+    if let Some(here) = ratio(0, Warm) {
         let w = winner(here, TIE);
         lines.push(format!(
             "**ours** warm on the {size} index: mmap/read {here:.2}× ({w}), without Python's start-up, so the \
@@ -1841,49 +1721,36 @@ fn seed_section(rep: &mut Report, r: &Results) {
 /// REPORT.md, as the typed model.
 #[expect(clippy::too_many_lines)]
 fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
-    let (hg, plan, runs, warmup) = (r.hg_name(), &r.plan, r.runs, r.warmup);
+    use Kind::{Advice, Matrix, Model, Size, Startup, Sweep, SweepHg};
+    let (hg, plan, runs) = (r.hg_name(), &r.plan, r.runs);
     let (big, small) = (short_count(plan.big), short_count(plan.hg_sizes[0]));
-    let sizes: Vec<String> = plan
-        .hg_sizes
-        .iter()
-        .chain([&plan.big])
-        .map(|&n| short_count(n))
-        .collect();
-    let ra = r
-        .machine
-        .read_ahead_kb
-        .map_or_else(|| "unknown".to_owned(), |k| k.to_string());
+    let sizes: Vec<String> = plan.hg_sizes.iter().map(|&n| short_count(n)).collect();
+    let ra = r.read_ahead();
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let mut rep = Report::new(format!("bench revlog — {}", r.started_utc));
     if plan.preset == "tiny" {
-        rep.text(
-            "**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**",
-        );
+        let tiny = "`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.";
+        rep.text(format!("**{tiny}**"));
     }
-    let (sizes, preset, s, sweep_runs) =
-        (sizes.join(", "), plan.preset, plural(runs), plan.sweep_runs);
+    let (sizes, preset, s) = (sizes.join(", "), plan.preset, plural(runs));
+    let (sweep_runs, finished) = (plan.sweep_runs, &r.finished_utc);
     rep.text(format!(
         "`log -l 5` over a Mercurial changelog whose index is read whole or mapped, warm and cold, on indexes of \
-         {sizes} revisions, **ours** (`mapwise revlog log`) beside **{hg}** (`hg log -l 5 -T '{{rev}}\\n'`) with \
-         the same `--config`, alternating ours and hg, the order turning every pair (ours, hg; hg, ours; …); then \
-         ours mapped vs read across index sizes to find where mapping starts to win. Preset {preset}: {runs} \
-         pair{s} per matrix cell, {sweep_runs} per size-check and sweep cell. Finished {}.",
-        r.finished_utc
+         {sizes}, {big} revisions, **ours** (`mapwise revlog log`) beside **{hg}** (`hg log -l 5 -T \
+         '{{rev}}\\n'`) with the same `--config`, alternating ours and hg, the order turning every pair (ours, \
+         hg; hg, ours; …); then ours mapped vs read across index sizes to find where mapping starts to win. \
+         Preset {preset}: {runs} pair{s} per matrix cell, {sweep_runs} per size-check and sweep cell. Finished \
+         {finished}."
     ));
     let tools = [("Mercurial", r.hg_version.clone())];
-    r.machine.add_to(
-        &mut rep,
-        "the repositories",
-        &tools,
-        r.loadavg_end.as_deref(),
-    );
+    let load = r.loadavg_end.as_deref();
+    r.machine.add_to(&mut rep, "the repositories", &tools, load);
 
     let mut t = table("repository|>revisions|>00changelog.i|format|>00changelog.d|made");
     for x in &r.repos {
-        let by = if x.origin == Origin::Hg {
-            "hg (peer gen-repo)"
-        } else {
-            "synthesised"
+        let by = match x.origin {
+            Origin::Hg => "hg (peer gen-repo)",
+            Origin::Synthetic => "synthesised",
         };
         let now = format!("now ({})", fmt_secs(x.made.secs));
         let when = if x.generated_now {
@@ -1893,27 +1760,24 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         };
         let index = format!("{} ({} B)", human_size(x.index_bytes), x.index_bytes);
         let format = if x.inline { "v1 inline" } else { "v1" }.to_owned();
-        let data = x.data_bytes.map_or_else(|| "—".to_owned(), human_size);
+        let data = x.data_bytes.map_or("—".into(), human_size);
         let mut row = vec![format!("`{}`", x.path), x.revs.to_string(), index];
         row.extend([format, data, format!("{by}, {when}")]);
         t.row(row);
     }
-    let how = r
-        .repos
-        .iter()
-        .map(|x| format!("{}: {}", x.name, x.made.how));
+    let how = |x: &RepoInfo| format!("{}: {}", x.name, x.made.how);
+    let how = r.repos.iter().map(how);
     let synth = r.repos.iter().filter(|x| x.origin == Origin::Synthetic);
     let of = |x: &RepoInfo| format!("{}, ", x.name);
     let checks = synth.flat_map(|x| x.made.checks.iter().map(move |c| c.line(&of(x))));
+    let made = "Checks of the synthetic repositories with hg (made once, when each was made):";
     rep.section("Repositories")
         .table(t)
-        .text("How they were made:")
-        .list(how);
-    rep.text("Checks of the synthetic repositories with hg (made once, when each was made):")
-        .list(checks);
+        .text("How they were made:");
+    rep.list(how).text(made).list(checks);
 
-    let (read, mmap) = (r.config_read.join(" "), r.config_mmap.join(" "));
-    let warmups = match warmup {
+    let (read, mmap, n) = (r.config_read.join(" "), r.config_mmap.join(" "), r.warmup);
+    let warmups = match n {
         0 => "No warm-up pairs (`--warmup 0`).".to_owned(),
         n => format!(
             "Each cell starts with {n} untimed warm-up pair{} (same reset before each run; raw in results.json).",
@@ -1923,51 +1787,40 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     rep.section("Method").list([
         format!(
             "Both tools get the same `--config`: read = `{read}`; mmap = `{mmap}` (the key {hg} reads; threshold \
-             0 maps every changelog and manifest index). Ours maps without `MAP_POPULATE`, as hg 4.4–6.8 do, but \
-             gives `madvise(MADV_RANDOM)` (its default for `log`, which reads the header and the tail only); hg \
-             gives no advice, so its cold faults read the device's read-ahead window around each (`--advice none` \
-             makes ours do the same; the *model* rows below show both)."
+             0 maps every changelog and manifest index). Ours maps without `MAP_POPULATE`, as hg 4.4–6.8 do, with \
+             `madvise(MADV_RANDOM)` (its default for `log`, which reads the header and the tail); hg gives no \
+             advice, so its cold faults read the device's read-ahead window around each (the *model* rows show \
+             both)."
         ),
-        "**cold**: before every single run xtask `fsync`s and `posix_fadvise(DONTNEED)`s the repository's \
-         changelog files (`00changelog.i`, and `.d` when there is one); hg's Python modules and our binary stay \
-         cached. **warm**: before every single run xtask reads those files once with `read(2)`. *resident \
-         after* = pages of `00changelog.i` in the page cache right after the run (mincore, median): how much of \
-         the index the run pulled in."
+        "**cold**: before every run xtask `fsync`s and `posix_fadvise(DONTNEED)`s the changelog files \
+         (`00changelog.i`, and `.d` when there is one); hg's Python modules and our binary stay cached. **warm**: \
+         before every run xtask reads those files once with `read(2)`. *resident after*: pages of `00changelog.i` \
+         cached right after the run (mincore, median), what the run pulled in."
             .into(),
-        "Times are process wall times, spawn to exit as seen by xtask, median [min–max]; ratios are computed \
-         **pair by pair** and shown as median [min–max]. Every output must be the 5 tip revisions, newest first."
+        "Times are process wall times, spawn to exit, median [min–max]; ratios are computed **pair by pair**. \
+         Every output must be the 5 tip revisions, newest first."
             .into(),
-        "hg's times are dominated by Python start-up (the *start-up* table below: `hg root` opens the \
-         repository without loading the changelog); ours/hg ratios are shown anyway, and *− start-up* columns \
-         subtract each tool's median floor. Ours' `--json` gives no timings, so there is no in-process figure \
-         from ours; the **model** rows of the sweep time the same loads inside xtask (open, fstat, `read(2)` of \
-         the whole file into an exactly reserved buffer or `mmap(PROT_READ, MAP_SHARED)`, then the header, the \
-         5 tip entries and their parents' nodes; free/munmap, close) to µs resolution."
+        "hg's times are mostly Python start-up (the *start-up* table: `hg root` opens the repository, not the \
+         changelog); the *− start-up* columns subtract each tool's median floor. Ours' `--json` has no timings; \
+         the **model** rows time the same loads inside xtask (open, fstat, `read(2)` into an exactly reserved \
+         buffer or `mmap(PROT_READ, MAP_SHARED)`, the header and the 5 tip entries with their parents' nodes, \
+         free or munmap, close) to µs resolution."
             .into(),
         warmups,
     ]);
 
-    let shown =
-        |c: &&CellResult| matches!(c.kind, Kind::Matrix | Kind::Startup) && c.cache == CACHES[0];
-    let cmds = r
-        .cells
-        .iter()
-        .filter(shown)
-        .flat_map(|c| c.cmds.iter().cloned());
+    let shown = |c: &&CellResult| matches!(c.kind, Matrix | Startup) && c.cache == CACHES[0];
+    let cmds = r.cells.iter().filter(shown).flat_map(|c| c.cmds.clone());
     let mut code: Vec<String> = r.build_commands.iter().cloned().chain(cmds).collect();
-    code.push(
-        "# the size check and the sweep: the same ours (and, with --full, hg) commands on".into(),
-    );
-    code.push(
-        "# target/bench/files/revlog-synth-<revisions>; the model rows run inside xtask".into(),
-    );
+    let n1 = "# the size check and the sweep: the same ours (and, with --full, hg) commands on";
+    let n2 = "# target/bench/files/revlog-synth-<revisions>; the model rows run inside xtask";
+    code.extend([n1, n2].map(String::from));
     let code = code.join("\n");
-    rep.section("Commands")
-        .text("Run from the workspace root.")
-        .code("sh", code);
+    let run_from = "Run from the workspace root.";
+    rep.section("Commands").text(run_from).code("sh", code);
 
     // Start-up floors: ours' row and hg's, compared row by row.
-    let startup = r.of(Kind::Startup).next();
+    let startup = r.of(Startup).next();
     let floor = |i| startup.and_then(|c| c.median(i));
     if let Some(c) = startup {
         let mut t = table("command|>wall");
@@ -1983,16 +1836,10 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     for repo in r.matrix_repos() {
         let (name, size, pages) = (&repo.name, human_size(repo.index_bytes), repo.pages());
         let inline = if repo.inline { ", inline" } else { "" };
-        rep.subsection(format!(
-            "{name} — 00changelog.i {size} ({pages} pages){inline}"
-        ));
-        let mut t = table(matrix)
-            .compares(&[1, 4], &[2, 5])
-            .roles(Role::Ratio, &[3]);
-        let cells = CACHES
-            .iter()
-            .flat_map(|&k| MODES.map(|m| r.matrix(repo, k, m)));
-        for c in cells.flatten() {
+        let title = format!("{name} — 00changelog.i {size} ({pages} pages){inline}");
+        let mut t = table(matrix).compares(&[1, 4], &[2, 5]);
+        let cells = CACHES.into_iter().flat_map(|k| MODES.map(|m| (k, m)));
+        for c in cells.filter_map(|(k, m)| r.matrix(repo, k, m)) {
             let minus = |i| match (c.median(i), floor(i)) {
                 (Some(s), Some(f)) if s >= f => fmt_secs(s - f),
                 (Some(_), Some(_)) => "below the floor".to_owned(),
@@ -2003,103 +1850,77 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
             row.extend([minus(0), minus(1), c.both_pages(&r.repos)]);
             t.row(row);
         }
-        rep.table(t);
+        rep.subsection(title).table(t.roles(Role::Ratio, &[3]));
     }
     rep.text(format!(
-        "Warm runs start with the whole index resident, so *resident after* is 100 % there; the cold rows show \
-         what each run read. A page fault on a mapping reads around the faulting page (the device's \
-         read_ahead_kb = {ra} KiB window), so a cold mapped run reads the window around the header and the one \
-         around the tail, not just two pages."
+        "Warm runs start with the whole index resident (*resident after* 100 %); the cold rows show what each \
+         run read: a fault on a mapping reads the device's read-ahead window around it (read_ahead_kb = {ra} \
+         KiB), so a cold mapped run reads the window at the header and the one at the tail, not two pages."
     ));
 
-    let title = format!(
-        "Target 1: ours mmap at {big} ≤ {SIZE_TARGET}× ours at {small} (independent of index size)"
-    );
+    let title = format!("Target 1: ours mmap at {big} ≤ {SIZE_TARGET}× ours at {small}");
+    let title = format!("{title} (independent of index size)");
     let mut t = table("cache|A vs B|>A|>B|>A/B (per pair)|>index resident after A / B (pages)");
-    for c in r
-        .cells
-        .iter()
-        .filter(|c| matches!(c.kind, Kind::Size | Kind::Advice))
-    {
+    for c in r.cells.iter().filter(|c| matches!(c.kind, Size | Advice)) {
         let vs = format!("{} vs {}", c.sides[0].who, c.sides[1].who);
         let mut row = vec![c.cache.name().to_owned(), vs, c.secs(0), c.secs(1)];
         row.extend([c.ratio(), c.both_pages(&r.repos)]);
         t.row(row);
     }
     rep.section(title).table(t.roles(Role::Ratio, &[4])).text(format!(
-        "The ours rows run `mapwise revlog log -l 5 REPO` with the matrix's `--config` for each side, \
-         alternated pair by pair (process wall times); the verdict is on the first row of each state (both \
-         mapped, hg's {small} repository). The hg-made {small} changelog is inline (hg keeps a changelog inline \
-         while its data is under 128 KiB), so ours scans all its entries; the synthetic 1024-revision one has \
-         the {big} one's format. The *model* rows time, inside xtask, the mapped load of the {big} index with \
-         and without `madvise(MADV_RANDOM)`, which neither ours nor hg gives: without it, a cold fault reads the \
-         device's read-ahead window around the faulting page ({ra} KiB here) at the header and again at the tail."
+        "The ours rows run `mapwise revlog log -l 5 REPO` with the matrix's `--config` on each side, alternated \
+         pair by pair; the verdict is on each state's first row (both mapped, hg's {small}). hg's {small} \
+         changelog is inline (hg keeps one inline while its data is under 128 KiB), so ours scans all its \
+         entries; the synthetic 1024 has the {big} one's format. The *model* rows time the mapped load of the \
+         {big} index inside xtask with and without `madvise(MADV_RANDOM)`, which neither tool gives: without it \
+         a cold fault reads the read-ahead window ({ra} KiB) at the header and again at the tail."
     ));
 
     rep.section("Target 2: the read-vs-mmap crossover (ours)");
+    let ours = "mapwise revlog log -l 5 on synthetic changelogs (prefixes of the largest)";
+    let model = "model of ours' load inside xtask (no process start-up)";
+    let hg_sweep = ("hg, process wall time", "hg log -l 5 on the same files");
     let sweeps = [
-        (
-            Kind::Sweep,
-            "ours, process wall time",
-            "mapwise revlog log -l 5 on synthetic changelogs (prefixes of the largest)",
-        ),
-        (
-            Kind::Model,
-            "model of ours' load inside xtask (no process start-up)",
-            "the same files, the loads timed in xtask",
-        ),
-        (
-            Kind::SweepHg,
-            "hg, process wall time",
-            "hg log -l 5 on the same files",
-        ),
+        (Sweep, "ours, process wall time", ours),
+        (Model, model, "the same files, the loads timed in xtask"),
+        (SweepHg, hg_sweep.0, hg_sweep.1),
     ];
     for (kind, title, note) in sweeps {
         let cs: Vec<&CellResult> = r.of(kind).collect();
+        let ab = "A = mmap, B = read, ratio = mmap/read pair by pair (< 1: mmap wins)";
         if !cs.is_empty() {
-            let note = format!(
-                "{note}; A = mmap, B = read, ratio = mmap/read pair by pair (< 1: mmap wins)."
-            );
-            rep.subsection(title)
-                .text(note)
-                .table(sweep_table(&cs, &r.repos));
+            let sub = rep.subsection(title).text(format!("{note}; {ab}."));
+            sub.table(sweep_table(&cs, &r.repos));
         }
     }
-    let crossover_line = |c: &CrossoverResult| {
+    let line = |c: &CrossoverResult| {
         let by = c.points.iter().zip(&c.decided_by);
-        let by: Vec<String> = by
-            .map(|((b, x), who)| format!("{} {x:.2}× ({who})", human_size(*b)))
-            .collect();
+        let by = by.map(|((b, x), who)| format!("{} {x:.2}× ({who})", human_size(*b)));
+        let by: Vec<String> = by.collect();
         let by = if by.is_empty() {
             String::new()
         } else {
             format!(" — per size: {}", by.join(", "))
         };
-        format!(
-            "**{}**, {}: {}{by}",
-            c.source,
-            c.cache.name(),
-            describe(c.crossover.as_ref())
-        )
+        let (source, cache) = (c.source, c.cache.name());
+        let words = describe(c.crossover.as_ref());
+        format!("**{source}**, {cache}: {words}{by}")
     };
-    let lines = r.crossovers.iter().map(crossover_line);
-    rep.text("Crossovers (the smallest size from which mmap's median ratio stays below 1 at every larger size):")
-        .list(lines);
+    let lines = r.crossovers.iter().map(line);
+    let head = "Crossovers (the smallest size from which mmap's median ratio stays below 1 at every larger size):";
     let (rec, tie) = (&r.recommendation, TIE * 100.0);
-    let config = rec.config.as_ref().map_or_else(
-        || "none (keep reading whole)".to_owned(),
-        |c| format!("`{c}`"),
-    );
-    rep.text(format!(
+    let config = rec.config.as_ref().map(|c| format!("`{c}`"));
+    let config = config.unwrap_or("none (keep reading whole)".into());
+    let why = &rec.why;
+    rep.text(head).list(lines).text(format!(
         "*combined* is what the recommendation uses: ours' process ratio where it is decisive (more than {tie:.0} \
          % from 1), else the model's. At small sizes the two loads differ by a few µs while ours' process wall \
          time jitters by hundreds, so there a process median is a coin toss and the model decides."
-    ))
-    .text(format!(
-        "**Recommended threshold: {config}** ({}). hg 6.9+ maps from 1 MB \
+    ));
+    rep.text(format!(
+        "**Recommended threshold: {config}** ({why}). hg 6.9+ maps from 1 MB \
          (`storage.revlog.mmap.index:size-threshold`, {HG_DEFAULT_THRESHOLD} B) and pre-populates the mapping; \
-         hg ≤ 6.8 never maps unless told.",
-        rec.why
+         hg ≤ 6.8 never maps unless told."
     ));
 
     seed_section(&mut rep, r);
@@ -2115,8 +1936,8 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     limits::add_to(&mut rep, &r.limits);
     rep.section("Verdicts").verdicts(verdicts(r));
     let checks = r.load_checks.iter().map(|c| c.line(""));
-    rep.section("Load checks (untimed, once per repository and load)")
-        .list(checks);
+    let title = "Load checks (untimed, once per repository and load)";
+    rep.section(title).list(checks);
     rep
 }
 
@@ -2135,10 +1956,8 @@ fn sweep_table(cs: &[&CellResult], repos: &[RepoInfo]) -> Table {
         let dash = || "—".to_owned();
         let mut row = vec![repos[i].revs.to_string(), human_size(repos[i].index_bytes)];
         for c in CACHES.map(find) {
-            row.extend(c.map_or_else(
-                || [dash(), dash(), dash()],
-                |c| [c.secs(1), c.secs(0), c.ratio()],
-            ));
+            let cells = c.map(|c| [c.secs(1), c.secs(0), c.ratio()]);
+            row.extend(cells.unwrap_or_else(|| [dash(), dash(), dash()]));
         }
         row.push(find(CacheState::Cold).map_or_else(dash, |c| c.pages(repos, 0)));
         t.row(row);
@@ -2157,9 +1976,8 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         };
         let (a, b) = (&first.sides[0].who, &first.sides[1].who);
         let name = format!("Target 1, {}", cache.name());
-        out.push(
-            size_verdict(name, first.ratios().as_ref()).target(format!("{a} ≤ {SIZE_TARGET}× {b}")),
-        );
+        let verdict = at_most(name, first.ratios().as_ref(), SIZE_TARGET);
+        out.push(verdict.target(format!("{a} ≤ {SIZE_TARGET}× {b}")));
         for c in rest {
             let name = format!("for comparison, {} vs {}", c.sides[0].who, c.sides[1].who);
             out.push(Verdict::new(name, Outcome::None, c.ratio()).sub());
@@ -2205,15 +2023,67 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     out
 }
 
-/// The verdict on `ratio` against [`SIZE_TARGET`] (the crate's wording,
-/// without its leading outcome).
-fn size_verdict(name: String, ratio: Option<&Summary>) -> Verdict {
+// ---------------------------------------------------------------------
+// generic: nothing below is revlog's; each is a candidate for the shared
+// harness modules (kept here while those are being edited).
+
+/// A check with its outcome.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Check {
+    what: String,
+    ok: bool,
+    detail: String,
+}
+
+fn check(what: impl Into<String>, ok: bool, detail: impl Into<String>) -> Check {
+    let (what, detail) = (what.into(), detail.into());
+    Check { what, ok, detail }
+}
+
+impl Check {
+    /// `{of}what: OK — detail`, for the report's lists.
+    fn line(&self, of: &str) -> String {
+        let ok = if self.ok { "OK" } else { "**FAIL**" };
+        format!("{of}{}: {ok} — {}", self.what, self.detail)
+    }
+}
+
+/// A directory removed (recursively) on drop unless taken.
+struct TempDir(Option<PathBuf>);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = fs::remove_dir_all(p);
+        }
+    }
+}
+
+/// `o`'s stdout on one line when it succeeded, else the last `n` lines of
+/// its stderr.
+fn said(o: &Output, n: usize) -> String {
+    if o.success {
+        o.stdout.trim().replace('\n', "; ")
+    } else {
+        tail(&o.stderr, n)
+    }
+}
+
+/// A table with the columns of `header`, split at `|` (see
+/// [`Table::new`]).
+fn table(header: &str) -> Table {
+    Table::new(&header.split('|').collect::<Vec<_>>())
+}
+
+/// The verdict "`ratio`'s median ≤ `target`" on `name`, in the crate's
+/// wording ([`at_most_verdict`]) without its leading outcome.
+fn at_most(name: String, ratio: Option<&Summary>, target: f64) -> Verdict {
     let Some(r) = ratio else {
         return Verdict::new(name, Outcome::None, "no ratio");
     };
-    let line = at_most_verdict(r, SIZE_TARGET, "", "");
+    let line = at_most_verdict(r, target, "", "");
     let detail = line.split_once(" — ").map_or(line.as_str(), |(_, d)| d);
-    Verdict::new(name, Outcome::of(r.median <= SIZE_TARGET), detail)
+    Verdict::new(name, Outcome::of(r.median <= target), detail)
 }
 
 #[cfg(test)]
@@ -2373,17 +2243,7 @@ mod tests {
         let c = crossover(&[(100, 1.0), (10_000, 0.5)]).unwrap();
         assert!((c.estimate_bytes.unwrap() - 100.0).abs() < 1e-6);
         assert_eq!(crossover(&[]), None);
-        let x = |source, cache, points: Vec<(u64, f64)>| {
-            let crossover = crossover(&points);
-            let decided_by = Vec::new();
-            CrossoverResult {
-                source,
-                cache,
-                points,
-                decided_by,
-                crossover,
-            }
-        };
+        let x = CrossoverResult::new;
         let (w, c) = (CacheState::Warm, CacheState::Cold);
         let warm = x("combined", w, vec![(1 << 14, 1.1), (1 << 16, 0.9)]);
         let cold = x(
@@ -2409,7 +2269,7 @@ mod tests {
 
     #[test]
     fn verdicts_winners_and_the_seed() {
-        let v = |s: &[f64]| size_verdict("t".into(), Summary::of(s).as_ref());
+        let v = |s: &[f64]| at_most("t".into(), Summary::of(s).as_ref(), SIZE_TARGET);
         let pass = v(&[0.9, 1.0, 1.1]).target("x").line();
         assert!(
             pass.starts_with("- **t** (x): PASS — 1.00× (median of 3"),
