@@ -29,7 +29,7 @@ pub use index::{
     HEADER_SIZE, Header, Index, MAX_INLINE_DATA, MAX_REVS, NODE_LEN, NULL_NODE, NULL_REV, Node,
     RANK_UNKNOWN, REVIDX_ELLIPSIS, REVIDX_EXTSTORED, REVIDX_HASCOPIESINFO, REVIDX_ISCENSORED,
     REVIDX_KNOWN_FLAGS, REVLOGV0, REVLOGV1, REVLOGV2, Rev, StoredParents, V0_ENTRY_SIZE,
-    V1_ENTRY_SIZE, Version, sniff,
+    V1_ENTRY_SIZE, V1Entry, Version, node_hash_input, sniff,
 };
 pub use layout::{LayoutOptions, RevlogLayout, layout};
 
