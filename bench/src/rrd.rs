@@ -58,10 +58,11 @@ in target/bench/files/):
            warm and cold; then warm with ours through one kept handle.
 Every final file must equal rrdtool's and every updatev output rrdtool's
 (exit status 1 otherwise); the calls are written beside the report as
-calls.txt. Verdicts: process level ours ≤ 0.5× rrdtool's total; in-process
-≥ 1.5× librrd's updates/s warm and ≤ 1.0× its time cold, both by one I/O
-mode; and whether the mode table shows the seed's finding (direct ≥ 2×
-mmap, fd within 0.8–1.25× of mmap), and why not. Every timed loop is traced
+calls.txt. Refuses to start while RRDCACHED_ADDRESS is set. Verdicts:
+process level ours ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
+updates/s warm and ≤ 1.0× its time cold, both by one I/O mode; and whether
+the mode table shows the seed's finding (direct ≥ 2× mmap, fd within
+0.8–1.25× of mmap), and why not. Every timed loop is traced
 (traces/<cell>-<tool>-<round>.trace); charts of the ratios and of the cold
 loops' residency; the figures published in 2007; the physical limits.
 
