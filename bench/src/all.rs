@@ -236,7 +236,7 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
         loadavg_end: super::machine::loadavg(),
         benches: runs,
     };
-    output::publish_report(&dir, &render(&index), &index, &[])?;
+    output::publish(&dir, &render(&index), &index, &[])?;
     Ok(if index.benches.iter().all(|b| b.status == Some(0)) {
         ExitCode::SUCCESS
     } else {

@@ -425,7 +425,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         traces: traced.list().to_vec(),
         charts,
     };
-    output::publish_traced_report(
+    output::publish_traced(
         &ws.report_dir(&args.common, started),
         &render(&results),
         &results,

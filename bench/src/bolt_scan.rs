@@ -16,9 +16,9 @@ use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, tail};
-use super::report::{Outcome, Report, Role, Table, Verdict, fill};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
 use super::schedule::CacheState;
-use super::stats::{Summary, at_most_verdict, fmt_secs, opt_median, opt_ratio, opt_secs};
+use super::stats::{Summary, fmt_secs, opt_median, opt_ratio, opt_secs};
 use super::traces::Traces;
 use super::units::{format_size, human_size, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
@@ -486,7 +486,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         charts,
     };
     drop(progress);
-    output::publish_traced_report(
+    output::publish_traced(
         &ws.report_dir(&args.common, started),
         &render(&results),
         &results,
@@ -705,18 +705,7 @@ fn residency_bench(
 /// The verdict on a cell's median ratio against "ours ≤ 1.0× Go bbolt".
 #[must_use]
 pub fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
-    match ratio {
-        None => Verdict::new(
-            name,
-            Outcome::None,
-            "no ratio: Go's time printed as 0.000 s",
-        ),
-        Some(r) => {
-            let line = at_most_verdict(r, 1.0, "ours ", " Go bbolt");
-            let (word, detail) = line.split_once(" — ").unwrap_or((&line, ""));
-            Verdict::new(name, Outcome::of(word == "PASS"), detail)
-        }
-    }
+    judge(name, ratio, (1.0, Bound::AtMost), ("ours ", " Go bbolt"))
 }
 
 /// The seed's figures (boltdb/bolt pull request 455, Nov 2015: a 2 GB
@@ -1135,11 +1124,7 @@ mod tests {
         let s = |v: &[f64]| Summary::of(v).unwrap();
         let v = verdict("c", Some(&s(&[0.8, 0.9, 0.95])));
         assert_eq!(v.outcome, Outcome::Pass);
-        assert!(v.detail.starts_with("ours 0.90×"), "{v:?}");
-        assert_eq!(
-            verdict("c", Some(&s(&[1.0]))).line(),
-            "- **c**: PASS — ours 1.00× Go bbolt (median of 1 per-pair ratio, range 1.00–1.00)"
-        );
+        assert!(v.detail.starts_with("ours 0.90× Go bbolt"), "{v:?}");
         let v = verdict("c", Some(&s(&[0.9, 1.2, 1.3])));
         assert_eq!(v.outcome, Outcome::Fail);
         assert!(v.detail.ends_with("straddles 1.0×"), "{v:?}");

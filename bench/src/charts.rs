@@ -8,8 +8,6 @@
 //!   [`residency_pages`] the same in OS pages, for runs that touch a few
 //!   pages of a large file.
 
-use std::fmt::Write as _;
-
 use anyhow::{Result, anyhow};
 use mapwise_core::trace::Trace;
 use plotters::coord::ranged1d::ValueFormatter;
@@ -30,17 +28,10 @@ pub struct ChartFile {
 }
 
 impl ChartFile {
-    /// (file name, bytes) for [`super::output::publish`].
+    /// (file name, bytes) for [`crate::output::publish`].
     #[must_use]
     pub fn output(&self) -> (&str, &[u8]) {
         (self.file.as_str(), self.svg.as_bytes())
-    }
-}
-
-/// The markdown image links of `charts`, one paragraph each.
-pub fn links(o: &mut String, charts: &[ChartFile]) {
-    for c in charts {
-        let _ = writeln!(o, "![{}]({})\n", c.what, c.file);
     }
 }
 
@@ -535,11 +526,11 @@ mod tests {
                 svg: String::new(),
             },
         ];
-        let mut o = String::new();
-        links(&mut o, &charts);
+        let mut r = crate::report::Report::new("x");
+        add_images(&mut r, &charts);
         assert_eq!(
-            o,
-            "![ours / hg per cell](ratios.svg)\n\n![cold runs](residency-cold.svg)\n\n"
+            r.markdown(),
+            "# x\n\n![ours / hg per cell](ratios.svg)\n\n![cold runs](residency-cold.svg)\n\n"
         );
         assert_eq!(charts[0].output(), ("ratios.svg", &b"<svg/>"[..]));
     }

@@ -357,7 +357,7 @@ mod tests {
         r
     }
 
-    /// A bench directory as `output::publish_report` writes it, with a
+    /// A bench directory as `output::publish` writes it, with a
     /// chart and one trace.
     fn bench_dir(root: &Path, name: &str, r: &Report) -> PathBuf {
         let d = root.join(name);
@@ -366,7 +366,7 @@ mod tests {
         fs::write(d.join("traces/cold-ours-1.trace"), trace_bytes()).unwrap();
         let results =
             serde_json::json!({"bench": name, "traces": [{"file": "traces/cold-ours-1.trace"}]});
-        crate::output::publish_report(&d, r, &results, &[]).unwrap();
+        crate::output::publish(&d, r, &results, &[]).unwrap();
         d
     }
 
@@ -439,7 +439,7 @@ mod tests {
             r.table(t).verdicts(verdicts.to_vec());
             let results = serde_json::json!({"bench": "all", "benches": [
                 {"name": "x", "status": status, "dir": "x/", "verdicts": verdicts}]});
-            crate::output::publish_report(root.path(), &r, &results, &[]).unwrap();
+            crate::output::publish(root.path(), &r, &results, &[]).unwrap();
             problems(root.path())
         };
         assert_eq!(index(0, &verdicts, "1 PASS, 1 FAIL"), Vec::<String>::new());

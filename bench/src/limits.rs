@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::Progress;
 use super::interrupt;
-use super::output::Table;
 use super::pagecache::{self, ReadPass};
+use super::report::Table;
 use super::schedule::{self, CacheState};
 use super::stats::Summary;
 use super::units::mb_per_s;
@@ -152,13 +152,6 @@ fn measure<P: AsRef<Path>>(
 
 /// The limits as a markdown table (what, time, bandwidth, how) under a
 /// `## Physical limits` heading, naming the file read.
-pub fn section(o: &mut String, limits: &[Limit]) {
-    let mut r = crate::report::Report::default();
-    add_to(&mut r, limits);
-    o.push_str(&r.markdown());
-}
-
-/// The `## Physical limits` section ([`section`]) into `report`.
 pub fn add_to(report: &mut crate::report::Report, limits: &[Limit]) {
     report.section("Physical limits");
     if let Some(l) = limits.first() {

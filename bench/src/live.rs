@@ -547,7 +547,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     };
     drop(progress);
     let dir = ws.report_dir(&args.common, started);
-    output::publish_report(&dir, &render(&r), &r, &[])?;
+    output::publish(&dir, &render(&r), &r, &[])?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -600,11 +600,6 @@ fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
         v.push(Verdict::new(name, Outcome::of(pass), detail).target(goal));
     }
     v
-}
-
-/// A table whose header is one line, `file | >bytes` (`>`: right-aligned).
-fn table(header: &str) -> Table {
-    Table::new(&header.split(" | ").collect::<Vec<_>>())
 }
 
 /// `f(x)`, or `—` when there is none.
@@ -664,14 +659,14 @@ fn render(r: &Results) -> Report {
 
 /// The files, the writers, and what the writers said.
 fn files_and_writers(o: &mut Report, m: &Measured) {
-    let mut t = table("file | >bytes | >keys | made by");
+    let mut t = Table::of("file | >bytes | >keys | made by");
     for f in &m.files {
         let (keys, made) = (count(f.expected_keys), format!("`{}`", f.gen_cmd));
         t.row([f.path.clone(), human_size(f.bytes), keys, made]);
     }
     o.section("Files and writers").table(t);
     o.text(include_str!("text/live-files.md"));
-    let mut t = table("file | during | >writer every | >commits | >seconds | >commits/s");
+    let mut t = Table::of("file | during | >writer every | >commits | >seconds | >commits/s");
     for w in &m.writers {
         let (ms, secs) = (w.interval_ms, format!("{:.1}", w.seconds));
         let (rate, want) = (w.commits.map(|c| c as f64 / w.seconds), 1000.0 / ms as f64);
@@ -697,7 +692,7 @@ fn settle(o: &mut Report, cells: &[Cell]) {
     let mut sizes: Vec<&str> = cells.iter().map(|c| c.size.as_str()).collect();
     sizes.dedup();
     for size in sizes {
-        let mut t = table(
+        let mut t = Table::of(
             "reader | >writer every | cache | >p50 | >p95 | >slowest | >exit 0 / 2 / other \
              | >peak RSS median [max] | >resident before",
         );
@@ -723,7 +718,7 @@ fn settle(o: &mut Report, cells: &[Cell]) {
 
 /// The live view's table and notes.
 fn live_view(o: &mut Report, views: &[View], seconds: f64) {
-    let mut t = table(
+    let mut t = Table::of(
         "file | >writer every | >first screen | >first settled | >age p50 | >age p95 \
          | >commits behind p50 / p95 | >samples without a settled age \
          | >file's commits in the window | >peak RSS | >CPU, window | >CPU, from start",
@@ -778,7 +773,7 @@ fn live_view(o: &mut Report, views: &[View], seconds: f64) {
 
 /// The side-by-side table, its method and etcd's fills.
 fn alternative(o: &mut Report, alts: &[Alt]) {
-    let mut t = table(
+    let mut t = Table::of(
         "file | >ours p50 | >ours p95 | >etcdctl snapshot save | >inspector check SNAP \
          | >etcdctl + check total | >bytes written by snapshot save \
          | >per-pair ratio ours/alternative | >p95 ours / median alternative",

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::output::Table;
+use super::report::Table;
 use super::units::human_size;
 
 /// The facts that decide how page-cache numbers come out.
@@ -120,19 +120,6 @@ impl Machine {
     /// file", "the repositories") with its block device and
     /// read_ahead_kb, THP, then each `(tool, version)` of `tools`, our
     /// rustc, and the load average at start and `loadavg_end`.
-    pub fn section(
-        &self,
-        files: &str,
-        tools: &[(&str, Option<String>)],
-        loadavg_end: Option<&str>,
-    ) -> String {
-        format!(
-            "## Machine\n\n{}",
-            self.table(files, tools, loadavg_end).render()
-        )
-    }
-
-    /// The `## Machine` section ([`Machine::section`]) into `report`.
     pub fn add_to(
         &self,
         report: &mut crate::report::Report,
@@ -145,7 +132,7 @@ impl Machine {
             .table(self.table(files, tools, loadavg_end));
     }
 
-    /// The table of [`Machine::section`].
+    /// The table of [`Machine::add_to`].
     #[must_use]
     pub fn table(
         &self,

@@ -20,10 +20,10 @@ use super::machine::{self, Machine};
 use super::output::{self, TempPath};
 use super::pagecache::ReadPass;
 use super::proc::{Cmd, shell_quote, tail};
-use super::report::{Outcome, Report, Role, Table, Verdict, fill};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
-use super::stats::{Summary, at_most_verdict, opt_median, opt_ratio, opt_secs};
+use super::stats::{Summary, opt_median, opt_ratio, opt_secs};
 use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, mb_per_s, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
@@ -416,7 +416,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     results.charts = mmaptest_charts(&results.cells, &traces)?;
     drop(progress);
     let report = render(&results);
-    output::publish_traced_report(&dir, &report, &results, &traces, &results.charts)?;
+    output::publish_traced(&dir, &report, &results, &traces, &results.charts)?;
     if results.checks.iter().any(|c| c.outcome == Outcome::Fail) {
         eprintln!("xtask: byte counts or checksums are wrong (see the report)");
         return Ok(ExitCode::FAILURE);
@@ -645,12 +645,7 @@ fn data_checks(cells: &[MmapCell], inputs: &Inputs) -> Vec<Verdict> {
 
 /// The verdict on a cell's median ratio against "ours ≤ 1.2× C".
 fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
-    let Some(r) = ratio else {
-        return Verdict::new(name, Outcome::None, "no ratio: C measured 0 s");
-    };
-    let line = at_most_verdict(r, TARGET, "ours ", " C");
-    let (word, detail) = line.split_once(" — ").unwrap_or((&line, ""));
-    Verdict::new(name, Outcome::of(word == "PASS"), detail)
+    judge(name, ratio, (TARGET, Bound::AtMost), ("ours ", " C"))
 }
 
 /// `x` with `digits` decimals and `unit`, `—` for none.

@@ -75,34 +75,15 @@ pub fn write_all_atomically(dir: &Path, files: &[(&str, &[u8])]) -> Result<()> {
     Ok(())
 }
 
-/// The end of every bench: `results` as `results.json` and `report` as
-/// `REPORT.md` into `dir` (atomically, [`write_all_atomically`]), then the
-/// report on stdout and where it went on stderr. Drop the progress bar
-/// first. `extra` files (charts, `traces/…`) are written in the same atomic
-/// step, before results.json and REPORT.md.
-pub fn publish(
-    dir: &Path,
-    report: &str,
-    results: &impl serde::Serialize,
-    extra: &[(&str, &[u8])],
-) -> Result<()> {
-    let json = serde_json::to_string_pretty(results)? + "\n";
-    let mut files: Vec<(&str, &[u8])> = extra.to_vec();
-    files.push(("results.json", json.as_bytes()));
-    files.push(("REPORT.md", report.as_bytes()));
-    write_all_atomically(dir, &files)?;
-    print!("{report}");
-    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
-    Ok(())
-}
-
-/// The end of every bench: `report` rendered as REPORT.md and stored in
-/// results.json (under `"report"`, beside every field of `results`),
-/// with `extra` files, as [`publish`] writes them.
+/// The end of every bench: `report` rendered as REPORT.md, and `results`
+/// as results.json with the report's model under `"report"`, written into
+/// `dir` in one atomic step ([`write_all_atomically`]) after the `extra`
+/// files (charts, `traces/…`); then the report on stdout and where it went
+/// on stderr. Drop the progress bar first.
 ///
 /// # Errors
 /// When `results` is not a JSON object, or a file cannot be written.
-pub fn publish_report(
+pub fn publish(
     dir: &Path,
     report: &crate::report::Report,
     results: &impl serde::Serialize,
@@ -113,14 +94,25 @@ pub fn publish_report(
         .as_object_mut()
         .context("results are not a JSON object")?;
     obj.insert("report".to_owned(), serde_json::to_value(report)?);
-    publish(dir, &report.markdown(), &json, extra)
+    let json = serde_json::to_string_pretty(&json)? + "\n";
+    let markdown = report.markdown();
+    let mut files: Vec<(&str, &[u8])> = extra.to_vec();
+    files.push(("results.json", json.as_bytes()));
+    files.push(("REPORT.md", markdown.as_bytes()));
+    write_all_atomically(dir, &files)?;
+    print!("{markdown}");
+    eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
+    Ok(())
 }
 
 /// [`publish`] with every trace of `traces` (`traces/…`) and every chart
 /// of `charts` beside the report.
+///
+/// # Errors
+/// As [`publish`].
 pub fn publish_traced(
     dir: &Path,
-    report: &str,
+    report: &crate::report::Report,
     results: &impl serde::Serialize,
     traces: &super::traces::Traces,
     charts: &[super::charts::ChartFile],
@@ -132,26 +124,3 @@ pub fn publish_traced(
         .collect();
     publish(dir, report, results, &extra)
 }
-
-/// [`publish_report`] with every trace of `traces` (`traces/…`) and every
-/// chart of `charts` beside the report.
-///
-/// # Errors
-/// As [`publish_report`].
-pub fn publish_traced_report(
-    dir: &Path,
-    report: &crate::report::Report,
-    results: &impl serde::Serialize,
-    traces: &super::traces::Traces,
-    charts: &[super::charts::ChartFile],
-) -> Result<()> {
-    let extra: Vec<(&str, &[u8])> = traces
-        .files()
-        .into_iter()
-        .chain(charts.iter().map(super::charts::ChartFile::output))
-        .collect();
-    publish_report(dir, report, results, &extra)
-}
-
-/// The table type of every report ([`crate::report::Table`]).
-pub use crate::report::Table;

@@ -84,6 +84,13 @@ impl Table {
         }
     }
 
+    /// Columns named in one string, split at `|` and trimmed:
+    /// `cell | >ours | >peer` ([`Table::new`]).
+    #[must_use]
+    pub fn of(header: &str) -> Self {
+        Self::new(&header.split('|').map(str::trim).collect::<Vec<_>>())
+    }
+
     /// Declares the columns at `idx` as `role`.
     #[must_use]
     pub fn roles(mut self, role: Role, idx: &[usize]) -> Self {
@@ -350,6 +357,51 @@ impl Verdict {
     }
 }
 
+/// Which side of its target a ratio must stay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// The median must be at most the target (a time ratio).
+    AtMost,
+    /// The median must be at least the target (a rate ratio).
+    AtLeast,
+}
+
+/// The verdict on `name` from the median of its round-by-round ratios
+/// `ratio` against `target`, the one wording of every bench: `{prefix}0.90×
+/// {suffix}(median of 5 per-round ratios, range 0.80–1.10)`, and `; the
+/// range straddles 1.0×` when some rounds meet the target and some do
+/// not. No ratios give
+/// [`Outcome::None`] with `no ratio`.
+#[must_use]
+pub fn judge(
+    name: impl Into<String>,
+    ratio: Option<&crate::stats::Summary>,
+    (target, bound): (f64, Bound),
+    (prefix, suffix): (&str, &str),
+) -> Verdict {
+    let Some(r) = ratio else {
+        return Verdict::new(name, Outcome::None, "no ratio");
+    };
+    let pass = match bound {
+        Bound::AtMost => r.median <= target,
+        Bound::AtLeast => r.median >= target,
+    };
+    let plural = if r.n == 1 { "" } else { "s" };
+    let mut detail = format!(
+        "{prefix}{:.2}×{suffix} (median of {} per-round ratio{plural}, range {:.2}–{:.2})",
+        r.median, r.n, r.min, r.max
+    );
+    // Some rounds pass and some fail.
+    let straddles = match bound {
+        Bound::AtMost => r.min <= target && r.max > target,
+        Bound::AtLeast => r.min < target && r.max >= target,
+    };
+    if straddles {
+        detail.push_str(&format!("; the range straddles {target:?}×"));
+    }
+    Verdict::new(name, Outcome::of(pass), detail)
+}
+
 /// One piece of a report.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -601,6 +653,37 @@ mod tests {
         let mut u = Table::new(&["what", ">time"]);
         u.row(["x", "unavailable: no"]);
         assert_eq!(u.problems().len(), 1);
+    }
+
+    #[test]
+    fn verdicts_judge_the_median_and_note_a_straddling_range() {
+        let s = |v: &[f64]| crate::stats::Summary::of(v).unwrap();
+        let v = judge(
+            "c",
+            Some(&s(&[0.9, 1.2, 1.3])),
+            (1.0, Bound::AtMost),
+            ("ours ", " Go"),
+        );
+        assert_eq!(
+            v.line(),
+            "- **c**: FAIL — ours 1.20× Go (median of 3 per-round ratios, range 0.90–1.30); the range \
+             straddles 1.0×"
+        );
+        let v = judge("c", Some(&s(&[1.6])), (1.5, Bound::AtLeast), ("", ""));
+        assert_eq!(
+            v.line(),
+            "- **c**: PASS — 1.60× (median of 1 per-round ratio, range 1.60–1.60)"
+        );
+        assert_eq!(
+            judge("c", None, (1.0, Bound::AtMost), ("", "")).outcome,
+            Outcome::None
+        );
+        // A range that only touches the target on the passing side does not
+        // straddle it.
+        let touch = |v, b| judge("c", Some(&s(v)), (1.0, b), ("", "")).detail;
+        assert!(!touch(&[0.9, 1.0], Bound::AtMost).contains("straddles"));
+        assert!(!touch(&[1.0, 1.1], Bound::AtLeast).contains("straddles"));
+        assert!(touch(&[0.9, 1.1], Bound::AtLeast).contains("straddles"));
     }
 
     #[test]

@@ -27,9 +27,9 @@ use super::machine::{self, Machine};
 use super::output::{self, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, Output, tail};
-use super::report::{Outcome, Report, Role, Table, Verdict};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge};
 use super::schedule::{self, CacheState, Pair, Prepared, Side};
-use super::stats::{Summary, at_most_verdict, fmt_secs, opt_ratio, opt_secs, pair_ratios};
+use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{self, TraceInfo, Traces};
 use super::units::{human_size, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
@@ -1486,7 +1486,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                   big synthetic changelog was made)";
     let report = report(&results, traces.paragraph(traced, Path::new(&ws.rel(&dir))));
     drop(progress);
-    output::publish_traced_report(&dir, &report, &results, &traces, &results.charts)?;
+    output::publish_traced(&dir, &report, &results, &traces, &results.charts)?;
     if !results.outputs_agree {
         eprintln!("xtask: an output or a check was not as expected (see the report)");
         return Ok(ExitCode::FAILURE);
@@ -1607,7 +1607,7 @@ fn seed_section(rep: &mut Report, r: &Results) {
          default of its new key), which times hg's perf commands on a 60 MB index. Their figures as published \
          (D477 gives no size for its second repository, the 2018 patch no cache state) beside this run's medians:",
     );
-    let mut t = table("source|timed|>index|cache|>read|>mmap|>mmap/read");
+    let mut t = Table::of("source|timed|>index|cache|>read|>mmap|>mmap/read");
     let mut row = |role, head: [&str; 4], read: f64, mmap: f64| {
         let ratio = format!("{:.3}×", mmap / read.max(1e-12));
         let times = [fmt_secs(read), fmt_secs(mmap), ratio];
@@ -1755,7 +1755,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     let load = r.loadavg_end.as_deref();
     r.machine.add_to(&mut rep, "the repositories", &tools, load);
 
-    let mut t = table("repository|>revisions|>00changelog.i|format|>00changelog.d|made");
+    let mut t = Table::of("repository|>revisions|>00changelog.i|format|>00changelog.d|made");
     for x in &r.repos {
         let by = match x.origin {
             Origin::Hg => "hg (peer gen-repo)",
@@ -1832,7 +1832,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     let startup = r.of(Startup).next();
     let floor = |i| startup.and_then(|c| c.median(i));
     if let Some(c) = startup {
-        let mut t = table("command|>wall");
+        let mut t = Table::of("command|>wall");
         for (i, role) in [(0, Role::Ours), (1, Role::Peer)] {
             t.row_as(role, [format!("`{}`", c.cmds[i]), c.secs(i)]);
         }
@@ -1846,7 +1846,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         let (name, size, pages) = (&repo.name, human_size(repo.index_bytes), repo.pages());
         let inline = if repo.inline { ", inline" } else { "" };
         let title = format!("{name} — 00changelog.i {size} ({pages} pages){inline}");
-        let mut t = table(matrix).compares(&[1, 4], &[2, 5]);
+        let mut t = Table::of(matrix).compares(&[1, 4], &[2, 5]);
         let cells = CACHES.into_iter().flat_map(|k| MODES.map(|m| (k, m)));
         for c in cells.filter_map(|(k, m)| r.matrix(repo, k, m)) {
             let minus = |i| match (c.median(i), floor(i)) {
@@ -1869,7 +1869,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
 
     let title = format!("Target 1: ours mmap at {big} ≤ {SIZE_TARGET}× ours at {small}");
     let title = format!("{title} (independent of index size)");
-    let mut t = table("cache|A vs B|>A|>B|>A/B (per pair)|>index resident after A / B (pages)");
+    let mut t = Table::of("cache|A vs B|>A|>B|>A/B (per pair)|>index resident after A / B (pages)");
     for c in r.cells.iter().filter(|c| matches!(c.kind, Size | Advice)) {
         let vs = format!("{} vs {}", c.sides[0].who, c.sides[1].who);
         let mut row = vec![c.cache.name().to_owned(), vs, c.secs(0), c.secs(1)];
@@ -1953,7 +1953,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
 /// One sweep series' table: per size, warm and cold read, mmap and their
 /// ratio, and the cold mapped run's resident pages.
 fn sweep_table(cs: &[&CellResult], repos: &[RepoInfo]) -> Table {
-    let mut t = table(
+    let mut t = Table::of(
         ">revisions|>index|>warm read|>warm mmap|>mmap/read warm|>cold read|>cold mmap|\
          >mmap/read cold|>cold mmap: resident after",
     );
@@ -1985,7 +1985,12 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         };
         let (a, b) = (&first.sides[0].who, &first.sides[1].who);
         let name = format!("Target 1, {}", cache.name());
-        let verdict = at_most(name, first.ratios().as_ref(), SIZE_TARGET);
+        let verdict = judge(
+            name,
+            first.ratios().as_ref(),
+            (SIZE_TARGET, Bound::AtMost),
+            ("", ""),
+        );
         out.push(verdict.target(format!("{a} ≤ {SIZE_TARGET}× {b}")));
         for c in rest {
             let name = format!("for comparison, {} vs {}", c.sides[0].who, c.sides[1].who);
@@ -2076,23 +2081,6 @@ fn said(o: &Output, n: usize) -> String {
     } else {
         tail(&o.stderr, n)
     }
-}
-
-/// A table with the columns of `header`, split at `|` (see
-/// [`Table::new`]).
-fn table(header: &str) -> Table {
-    Table::new(&header.split('|').collect::<Vec<_>>())
-}
-
-/// The verdict "`ratio`'s median ≤ `target`" on `name`, in the crate's
-/// wording ([`at_most_verdict`]) without its leading outcome.
-fn at_most(name: String, ratio: Option<&Summary>, target: f64) -> Verdict {
-    let Some(r) = ratio else {
-        return Verdict::new(name, Outcome::None, "no ratio");
-    };
-    let line = at_most_verdict(r, target, "", "");
-    let detail = line.split_once(" — ").map_or(line.as_str(), |(_, d)| d);
-    Verdict::new(name, Outcome::of(r.median <= target), detail)
 }
 
 #[cfg(test)]
@@ -2278,7 +2266,14 @@ mod tests {
 
     #[test]
     fn verdicts_winners_and_the_seed() {
-        let v = |s: &[f64]| at_most("t".into(), Summary::of(s).as_ref(), SIZE_TARGET);
+        let v = |s: &[f64]| {
+            judge(
+                "t",
+                Summary::of(s).as_ref(),
+                (SIZE_TARGET, Bound::AtMost),
+                ("", ""),
+            )
+        };
         let pass = v(&[0.9, 1.0, 1.1]).target("x").line();
         assert!(
             pass.starts_with("- **t** (x): PASS — 1.00× (median of 3"),

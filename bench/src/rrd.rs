@@ -10,7 +10,6 @@
 //! shape serve them all, and the report is a [`Report`] model.
 
 use std::cell::RefCell;
-use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,7 +26,7 @@ use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::pagecache;
 use super::proc::{Cmd, Output, shell_quote, tail};
-use super::report::{Outcome, Report, Role, Table, Verdict};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge};
 use super::schedule::{self, CacheState, Pair, Side};
 use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{self, TraceInfo, Traces};
@@ -1413,7 +1412,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             .into_iter()
             .chain(results.charts.iter().map(ChartFile::output)),
     );
-    output::publish_report(&out_dir, &report, &results, &extra)?;
+    output::publish(&out_dir, &report, &results, &extra)?;
     if results.problems.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -1495,7 +1494,7 @@ fn report(r: &Results) -> Report {
     cells(&mut rep, r, false);
     let h =
         "run|>total|>per call|>`rrdtool last` baseline|same final file as xtask's rrdtool loops";
-    let mut t = Table::new(&cols(h));
+    let mut t = Table::of(h);
     for (_, cmd, j, same) in &r.oracle_runs {
         let secs = |k, unit: f64| {
             j.get(k)
@@ -1577,9 +1576,7 @@ fn setup(rep: &mut Report, r: &Results) {
     let tools = [("rrdtool / librrd", r.rrdtool_version.clone())];
     r.machine
         .add_to(rep, "the files", &tools, r.loadavg_end.as_deref());
-    let mut t = Table::new(&cols(
-        "file|>bytes|>pages|>DS|>RRAs|>step|>header|>last update|made",
-    ));
+    let mut t = Table::of("file|>bytes|>pages|>DS|>RRAs|>step|>header|>last update|made");
     for s in [&r.start, &r.seed_start] {
         let name = format!("`{}`", s.path.rsplit('/').next().unwrap_or(&s.path));
         let nums = [s.bytes, s.pages, s.ds_cnt as u64, s.rra_cnt as u64].map(|v| v.to_string());
@@ -1620,9 +1617,7 @@ fn setup(rep: &mut Report, r: &Results) {
     rep.code("sh", r.commands.join("\n"));
 
     let h = "create|>file|>ours|>rrdtool|>ours/rrdtool (per pair)|check";
-    let mut t = Table::new(&cols(h))
-        .compares(&[2], &[3])
-        .roles(Role::Ratio, &[4]);
+    let mut t = Table::of(h).compares(&[2], &[3]).roles(Role::Ratio, &[4]);
     for c in &r.creates {
         let dumps = ["**DUMPS DIFFER**", "dumps identical"][usize::from(c.dumps_identical)];
         let check = format!(
@@ -1705,7 +1700,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
             ["", ">pages after a call"],
         ][usize::from(inproc)][usize::from(cold)];
         let h = format!("tool|>total|>per call|{head}|{pages}");
-        let h: Vec<&str> = cols(&h).into_iter().filter(|h| !h.is_empty()).collect();
+        let h: Vec<&str> = h.split('|').filter(|h| !h.is_empty()).collect();
         let ratio = |i: &usize| h[*i].contains("vs ") || h[*i].contains("speed-up");
         let ratios: Vec<usize> = (0..h.len()).filter(ratio).collect();
         let mut t = Table::new(&h).roles(Role::Ratio, &ratios);
@@ -1746,7 +1741,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
 fn mode_table(rep: &mut Report, r: &Results) {
     let h = "mode|>process warm|>process cold|>in-process warm|>in-process cold\
              |>per call in-process warm / cold|>pages after a cold call|which pages (first cold call)";
-    let mut t = Table::new(&cols(h)).roles(Role::Ratio, &[1, 2, 3, 4]);
+    let mut t = Table::of(h).roles(Role::Ratio, &[1, 2, 3, 4]);
     let settings = [
         (Process, Warm),
         (Process, Cold),
@@ -1916,8 +1911,8 @@ fn seed_figures(rep: &mut Report, r: &Results) {
     );
     rep.table(published);
     let shown = [Rrdtool, Mmap, Fd, Direct];
-    let h = cols("what|>rrdtool / librrd|>ours mmap|>ours fd|>ours direct");
-    let mut t = Table::new(&h).compares(&[2, 3, 4], &[1]);
+    let mut t = Table::of("what|>rrdtool / librrd|>ours mmap|>ours fd|>ours direct")
+        .compares(&[2, 3, 4], &[1]);
     let rows = [
         ("in-process, file cached: update calls/s", (Inproc, Warm)),
         (
@@ -2021,9 +2016,7 @@ fn traces_table(rep: &mut Report, r: &Results) {
          traces/process-cold-mmap-1.trace --file {file}`: every loop ran on a fresh copy of that file (the seed-file \
          loops on a copy of the seed's create, which `rrdtool create in.rrd {SEED_CREATE}` remakes)."
     ));
-    let mut t = Table::new(&cols(
-        "cell|>traces|>frames per trace|>most pages resident in a frame",
-    ));
+    let mut t = Table::of("cell|>traces|>frames per trace|>most pages resident in a frame");
     let mut cells: Vec<&str> = r.traces.iter().map(|t| t.cell.as_str()).collect();
     cells.dedup();
     for c in cells {
@@ -2053,7 +2046,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     for cache in [Warm, Cold] {
         for t in MODES {
             let ratio = r.tool((Process, cache), t).and_then(|s| s.vs_reference);
-            let line = judge(
+            let line = judge_rrd(
                 format!("{}, process level, {}", t.label(false), cache.name()),
                 ratio,
                 p,
@@ -2113,7 +2106,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     for (cache, target, goal) in goals {
         for t in MODES {
             let (total, m) = against(t, (Inproc, cache));
-            let line = judge(
+            let line = judge_rrd(
                 format!("{}, in-process, {}", t.label(false), cache.name()),
                 total,
                 target,
@@ -2123,7 +2116,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         }
     }
     let (total, m) = against(Mmap, (InprocHandle, Warm));
-    let line = judge(
+    let line = judge_rrd(
         "In-process, warm, ours through one kept handle".into(),
         total,
         w,
@@ -2209,36 +2202,14 @@ fn why_failed(r: &Results) -> Vec<String> {
 // report).
 
 /// The verdict `name` on the median of per-round ratios `r` against
-/// `target` (an upper bound when `at_most`, else a lower one): its outcome
-/// and `0.23× (median of 5 per-round ratios, range 0.21–0.25)`, noting a
-/// range that straddles the target.
-fn judge(name: String, r: Option<Summary>, target: f64, at_most: bool) -> Verdict {
-    let Some(Summary {
-        n,
-        median,
-        min,
-        max,
-    }) = r
-    else {
-        return Verdict::new(name, Outcome::None, "no ratio");
-    };
-    let pass = if at_most {
-        median <= target
+/// `target`, an upper bound when `at_most` ([`judge`]).
+fn judge_rrd(name: String, r: Option<Summary>, target: f64, at_most: bool) -> Verdict {
+    let bound = if at_most {
+        Bound::AtMost
     } else {
-        median >= target
+        Bound::AtLeast
     };
-    let plural = ["s", ""][usize::from(n == 1)];
-    let mut s =
-        format!("{median:.2}× (median of {n} per-round ratio{plural}, range {min:.2}–{max:.2})");
-    if min <= target && max >= target && min < max {
-        let _ = write!(s, "; the range straddles {target}×");
-    }
-    Verdict::new(name, Outcome::of(pass), s)
-}
-
-/// A table's header from `a|>b|c` (`>` right-aligns, as [`Table::new`]).
-fn cols(header: &str) -> Vec<&str> {
-    header.split('|').collect()
+    judge(name, r.as_ref(), (target, bound), ("", ""))
 }
 
 /// `1` for the base a ratio column is relative to, else the ratios.
@@ -2397,13 +2368,16 @@ openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
 
     #[test]
     fn verdicts_and_findings() {
-        let v = judge("x".into(), Summary::of(&[0.2, 0.3, 0.25]), 0.5, true);
+        let v = judge_rrd("x".into(), Summary::of(&[0.2, 0.3, 0.25]), 0.5, true);
         let want = "- **x**: PASS — 0.25× (median of 3 per-round ratios, range 0.20–0.30)";
         assert_eq!(v.line(), want);
-        let v = judge("x".into(), Summary::of(&[1.4, 1.6, 1.3]), 1.5, false);
+        let v = judge_rrd("x".into(), Summary::of(&[1.4, 1.6, 1.3]), 1.5, false);
         assert_eq!(v.outcome, Outcome::Fail);
         assert!(v.detail.starts_with("1.40×") && v.detail.ends_with("straddles 1.5×"));
-        assert_eq!(judge("x".into(), None, 1.0, true).outcome, Outcome::None);
+        assert_eq!(
+            judge_rrd("x".into(), None, 1.0, true).outcome,
+            Outcome::None
+        );
         let f = Finding::of(Some(1.3), Some(1.1));
         assert_eq!((f.direct_far_slower, f.fd_close), (Some(false), Some(true)));
         assert_eq!(f.reproduces(), Some(false));

@@ -107,27 +107,6 @@ pub fn opt_median(s: Option<&Summary>) -> String {
     s.map_or_else(|| "—".to_owned(), |s| fmt_secs(s.median))
 }
 
-/// The verdict line of a target "ratio ≤ `target`" on the median of the
-/// per-pair ratios `r`: `PASS — {prefix}0.90×{suffix} (median of 5
-/// per-pair ratios, range 0.80–1.10); the range straddles 1.0×` (the last
-/// clause only when the range holds the target). `prefix` and `suffix`
-/// name the sides, e.g. `"ours "` and `" Go bbolt"`.
-pub fn at_most_verdict(r: &Summary, target: f64, prefix: &str, suffix: &str) -> String {
-    let mut s = format!(
-        "{} — {prefix}{:.2}×{suffix} (median of {} per-pair ratio{}, range {:.2}–{:.2})",
-        if r.median <= target { "PASS" } else { "FAIL" },
-        r.median,
-        r.n,
-        if r.n == 1 { "" } else { "s" },
-        r.min,
-        r.max
-    );
-    if r.min <= target && r.max > target {
-        s.push_str(&format!("; the range straddles {target:?}×"));
-    }
-    s
-}
-
 /// A duration with its unit, 3 significant digits where that makes sense:
 /// `4.32 s`, `123 ms`, `1.23 ms`, `45.6 µs`.
 pub fn fmt_secs(s: f64) -> String {
@@ -228,25 +207,6 @@ mod tests {
         let r = Summary::of(&[0.9, 1.0, 1.02]).unwrap();
         assert_eq!(opt_ratio(Some(&r)), "1.00× [0.90–1.02]");
         assert_eq!(opt_ratio(None), "—");
-    }
-
-    #[test]
-    fn verdicts_against_a_target() {
-        let s = |v: &[f64]| Summary::of(v).unwrap();
-        assert_eq!(
-            at_most_verdict(&s(&[1.0]), 1.0, "ours ", " Go bbolt"),
-            "PASS — ours 1.00× Go bbolt (median of 1 per-pair ratio, range 1.00–1.00)"
-        );
-        assert_eq!(
-            at_most_verdict(&s(&[1.1, 1.3, 1.4]), 1.2, "ours ", " C"),
-            "FAIL — ours 1.30× C (median of 3 per-pair ratios, range 1.10–1.40); the range straddles 1.2×"
-        );
-        assert_eq!(
-            at_most_verdict(&s(&[0.5, 0.6]), 1.2, "", ""),
-            "PASS — 0.55× (median of 2 per-pair ratios, range 0.50–0.60)"
-        );
-        // A range that only touches the target from below does not straddle it.
-        assert!(!at_most_verdict(&s(&[0.9, 1.0]), 1.0, "", "").contains("straddles"));
     }
 
     #[test]
