@@ -179,10 +179,8 @@ pub fn verdicts(dir: &Path) -> Vec<Verdict> {
 /// When the index cannot be written, or on Ctrl-C.
 pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let dir = a
-        .out
-        .clone()
-        .unwrap_or_else(|| ws.bench_dir().join(format!("{}-all", utc_stamp(started))));
+    let dir =
+        a.out.clone().unwrap_or_else(|| ws.bench_dir().join(format!("{}-all", utc_stamp(started))));
     let exe = std::env::current_exe().context("cannot find the xtask binary")?;
     let chosen: Vec<&str> = BENCHES
         .iter()
@@ -252,8 +250,7 @@ fn render(x: &Index) -> Report {
          figures) is in its directory; this page gathers their verdicts.",
         x.mode, x.cache, x.finished_utc
     ));
-    x.machine
-        .add_to(&mut o, "target/bench", &[], x.loadavg_end.as_deref());
+    x.machine.add_to(&mut o, "target/bench", &[], x.loadavg_end.as_deref());
     let mut t = Table::new(&["bench", "status", ">minutes", "report", "verdicts"]);
     for b in &x.benches {
         let (pass, fail) = verdict_counts(&b.verdicts);
@@ -296,9 +293,7 @@ mod tests {
     }
 
     fn args(v: &[&str]) -> Args {
-        Cli::try_parse_from(std::iter::once("all").chain(v.iter().copied()))
-            .unwrap()
-            .a
+        Cli::try_parse_from(std::iter::once("all").chain(v.iter().copied())).unwrap().a
     }
 
     #[test]
@@ -307,17 +302,7 @@ mod tests {
         let (v, n) = child_args("bolt-scan", &args(&["--full", "--runs", "3"]), out);
         assert_eq!(
             v,
-            [
-                "bench",
-                "bolt-scan",
-                "--size",
-                "2GiB",
-                "--both",
-                "--runs",
-                "3",
-                "--out",
-                "/o"
-            ]
+            ["bench", "bolt-scan", "--size", "2GiB", "--both", "--runs", "3", "--out", "/o"]
         );
         assert!(n.is_empty());
         let (v, n) = child_args("rrd", &args(&["--cold"]), out);
@@ -326,12 +311,7 @@ mod tests {
         let (v, _) = child_args("bolt", &args(&["--full"]), out);
         assert_eq!(v, ["bench", "bolt", "--out", "/o"]);
         let (v, _) = child_args("live", &args(&["--tiny", "--runs", "1"]), out);
-        assert_eq!(
-            v,
-            [
-                "bench", "live", "--quick", "--runs", "1", "--tiny", "--out", "/o"
-            ]
-        );
+        assert_eq!(v, ["bench", "live", "--quick", "--runs", "1", "--tiny", "--out", "/o"]);
         let (v, _) = child_args("mmaptest", &args(&["--warm"]), out);
         assert_eq!(v, ["bench", "mmaptest", "--quick", "--warm", "--out", "/o"]);
         assert!(Cli::try_parse_from(["all", "--quick", "--full"]).is_err());

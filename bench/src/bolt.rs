@@ -109,11 +109,7 @@ struct BenchJson {
 /// Reads either tool's `bench --json` line into `puts_per_s`,
 /// `gets_per_s`, `write_ops` and `read_ops`.
 fn parse_bench(stdout: &str) -> Result<Metrics, String> {
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .ok_or("no JSON on stdout")?;
+    let line = stdout.lines().rev().find(|l| l.starts_with('{')).ok_or("no JSON on stdout")?;
     let j: BenchJson = serde_json::from_str(line).map_err(|e| format!("bad JSON: {e}"))?;
     #[expect(clippy::cast_precision_loss)]
     let rate = |ops: u64, s: f64| if s > 0.0 { ops as f64 / s } else { 0.0 };
@@ -195,11 +191,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     } else {
         (5 * warmup + 4 * runs + 2 * warm_runs) * 2 + 2 + limits::steps(runs)
     };
-    let work_steps = if args.no_puts {
-        0
-    } else {
-        2 * (warmup + runs) * 2
-    };
+    let work_steps = if args.no_puts { 0 } else { 2 * (warmup + runs) * 2 };
     let progress = Progress::new((2 + scan_steps + work_steps) as u64);
 
     let build_ours = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
@@ -209,9 +201,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mapwise = path_arg(&ws.release_bin("mapwise"));
     progress.inc();
     progress.set("building the bbolt peer");
-    let dir = build_peer
-        .run(&ws.root)
-        .context("cannot build the bbolt peer")?;
+    let dir = build_peer.run(&ws.root).context("cannot build the bbolt peer")?;
     // The peer's Go binary, run from its build directory (a cache
     // directory of this machine), shown as `"$BOLT_ORACLE"/boltoracle`.
     let go_bin = path_arg(&PathBuf::from(dir.stdout.trim()).join("boltoracle"));
@@ -225,27 +215,13 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let machine = Machine::describe(&tmp);
     let traces = std::cell::RefCell::new(Traces::new());
     let scratch = ws.bench_dir().join("scratch");
-    let tracing = Tracing {
-        traces: &traces,
-        scratch: &scratch,
-    };
+    let tracing = Tracing { traces: &traces, scratch: &scratch };
     let mut work = Vec::new();
-    for mode in if args.no_puts {
-        &[][..]
-    } else {
-        &["seq", "rnd"][..]
-    } {
+    for mode in if args.no_puts { &[][..] } else { &["seq", "rnd"][..] } {
         let files = [tmp.join("bolt-bench-ours.db"), tmp.join("bolt-bench-go.db")];
         let flags = |cmd: Cmd, file: &PathBuf| {
             cmd.arg(path_arg(file))
-                .args([
-                    "--write-mode",
-                    mode,
-                    "--read-mode",
-                    mode,
-                    "--count",
-                    &count.to_string(),
-                ])
+                .args(["--write-mode", mode, "--read-mode", mode, "--count", &count.to_string()])
                 .args([
                     "--batch-size",
                     "1000",
@@ -284,11 +260,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let (mut scans, mut range, mut range_keys, mut file, mut limits) =
         (Vec::new(), Vec::new(), None, None, Vec::new());
     if !args.no_scans {
-        progress.set(format!(
-            "bbolt file, {} seed {}",
-            format_size(size),
-            args.seed
-        ));
+        progress.set(format!("bbolt file, {} seed {}", format_size(size), args.seed));
         let f = bolt_scan::ensure_file(
             ws,
             &peer,
@@ -321,9 +293,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                 .arg_if(populate, "--populate")
                 .args(extra.iter().cloned())
                 .arg("--json");
-            let go = go()
-                .args(["traverse", &f.path])
-                .arg_if(populate, "--populate");
+            let go = go().args(["traverse", &f.path]).arg_if(populate, "--populate");
             scans.push(cell::run(
                 ws,
                 &progress,
@@ -350,11 +320,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                     .args(["--residency", "--json"]);
                 let out = cmd.run(&ws.root)?;
                 range.push(RangeRun {
-                    label: if prefetch {
-                        format!("--prefetch {pf}")
-                    } else {
-                        "plain".to_owned()
-                    },
+                    label: if prefetch { format!("--prefetch {pf}") } else { "plain".to_owned() },
                     cmd: cmd.shell(),
                     json: serde_json::from_str(out.stdout.trim())
                         .with_context(|| format!("`{}`: not JSON", cmd.shell()))?,
@@ -372,11 +338,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .filter(|c| c.cache == CacheState::Cold)
         .flat_map(|c| {
             let what = c.label.trim_start_matches("cold, ");
-            let sides: &[&str] = if what.starts_with("ours") {
-                &["ours"]
-            } else {
-                &["ours", "Go"]
-            };
+            let sides: &[&str] = if what.starts_with("ours") { &["ours"] } else { &["ours", "Go"] };
             sides.iter().map(move |&side| {
                 let legend = if what.starts_with("ours") {
                     what.split(" vs ").next().unwrap_or(what).to_string()
@@ -409,10 +371,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         machine,
         loadavg_end: machine::loadavg(),
         versions: Versions::of(&peer),
-        build_commands: vec![
-            build_ours.shell(),
-            format!("BOLT_ORACLE=$({})", build_peer.shell()),
-        ],
+        build_commands: vec![build_ours.shell(), format!("BOLT_ORACLE=$({})", build_peer.shell())],
         verdicts: verdicts(&work, &scans),
         work,
         file,
@@ -492,11 +451,7 @@ fn verdicts(work: &[CellRuns], scans: &[CellRuns]) -> Vec<Verdict> {
 }
 
 fn kops(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else {
-        format!("{:.0}k", x / 1e3)
-    }
+    if x >= 1e6 { format!("{:.2}M", x / 1e6) } else { format!("{:.0}k", x / 1e3) }
 }
 
 /// Median and range of ops/s, `—` when none.
@@ -510,8 +465,7 @@ fn ops(s: Option<Summary>) -> String {
 /// The median peak RSS of contender `i` in `c`.
 fn rss(c: &CellRuns, i: usize) -> String {
     #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    c.summary(i, "rss_kib")
-        .map_or_else(|| "—".to_owned(), |s| human_size(s.median as u64 * 1024))
+    c.summary(i, "rss_kib").map_or_else(|| "—".to_owned(), |s| human_size(s.median as u64 * 1024))
 }
 
 #[expect(clippy::too_many_lines)]
@@ -530,8 +484,7 @@ fn render(r: &Results) -> Report {
         r.warmup,
         r.finished_utc
     ));
-    r.versions
-        .machine(&mut o, &r.machine, r.loadavg_end.as_deref());
+    r.versions.machine(&mut o, &r.machine, r.loadavg_end.as_deref());
     o.section("Verdicts").verdicts(r.verdicts.clone());
 
     if !r.work.is_empty() {
@@ -578,8 +531,7 @@ fn render(r: &Results) -> Report {
             "Scans of `{}` ({}, {} keys)",
             f.path,
             human_size(f.bytes),
-            f.expected_keys
-                .map_or_else(|| "?".to_owned(), |k| k.to_string())
+            f.expected_keys.map_or_else(|| "?".to_owned(), |k| k.to_string())
         ));
         let mut t = Table::new(&[
             "cell",
@@ -594,8 +546,7 @@ fn render(r: &Results) -> Report {
         .roles(Role::Ratio, &[3]);
         for c in &r.scans {
             let after = |i| {
-                c.summary(i, "resident_after")
-                    .map_or_else(|| "—".to_owned(), |x| pct(x.median))
+                c.summary(i, "resident_after").map_or_else(|| "—".to_owned(), |x| pct(x.median))
             };
             t.row([
                 c.label.clone(),
@@ -604,11 +555,7 @@ fn render(r: &Results) -> Report {
                 opt_ratio(c.ratio(0, 1, "took_s").0.as_ref()),
                 format!("{} / {}", rss(c, 0), rss(c, 1)),
                 format!("{} / {}", after(0), after(1)),
-                c.distinct("keys")
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" / "),
+                c.distinct("keys").iter().map(u64::to_string).collect::<Vec<_>>().join(" / "),
             ]);
         }
         o.table(t).text(
@@ -626,11 +573,8 @@ fn render(r: &Results) -> Report {
         );
         // The seed's figures beside the plain and populate cells (not the
         // prefetching one, which the seed did not have).
-        let cold = |populate| {
-            r.scans
-                .iter()
-                .find(|c| c.label == scan_label(CacheState::Cold, populate))
-        };
+        let cold =
+            |populate| r.scans.iter().find(|c| c.label == scan_label(CacheState::Cold, populate));
         bolt_scan::seed_section(
             &mut o,
             cold(false),
@@ -686,21 +630,11 @@ fn render(r: &Results) -> Report {
     }
 
     let mut commands = r.build_commands.clone();
-    commands.extend(
-        r.work
-            .iter()
-            .flat_map(|w| w.contenders.iter().map(|c| c.1.clone())),
-    );
+    commands.extend(r.work.iter().flat_map(|w| w.contenders.iter().map(|c| c.1.clone())));
     commands.extend(r.file.as_ref().map(|f| f.gen_cmd.clone()));
-    commands.extend(
-        r.scans
-            .iter()
-            .flat_map(|c| c.contenders.iter().map(|c| c.1.clone())),
-    );
+    commands.extend(r.scans.iter().flat_map(|c| c.contenders.iter().map(|c| c.1.clone())));
     commands.extend(r.range.iter().map(|x| x.cmd.clone()));
-    o.section("Commands")
-        .text("Run from the workspace root.")
-        .code("sh", commands.join("\n"));
+    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
     if !r.charts.is_empty() || !r.traces.is_empty() {
         o.section("Residency traces");
         super::charts::add_images(&mut o, &r.charts);
@@ -727,10 +661,7 @@ mod tests {
     #[test]
     fn bench_json_reads_as_rates() {
         let m = parse_bench("note\n{\"write_ops\":1000,\"write_s\":0.5,\"read_ops\":1000,\"read_s\":0.25,\"file_bytes\":1}\n").unwrap();
-        assert_eq!(
-            (m["puts_per_s"], m["gets_per_s"], m["write_ops"]),
-            (2000.0, 4000.0, 1000.0)
-        );
+        assert_eq!((m["puts_per_s"], m["gets_per_s"], m["write_ops"]), (2000.0, 4000.0, 1000.0));
         assert!(parse_bench("no json").is_err());
     }
 }

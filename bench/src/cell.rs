@@ -40,11 +40,7 @@ impl Contender {
     /// A contender named `name`.
     #[must_use]
     pub fn new(name: &str, cmd: Cmd, parse: Parser) -> Self {
-        Self {
-            name: name.to_owned(),
-            cmd,
-            parse,
-        }
+        Self { name: name.to_owned(), cmd, parse }
     }
 }
 
@@ -130,10 +126,7 @@ impl CellRuns {
     /// Contender `c`'s values of `metric` over the timed rounds.
     #[must_use]
     pub fn values(&self, c: usize, metric: &str) -> Vec<f64> {
-        self.rounds
-            .iter()
-            .filter_map(|r| r.results.get(c)?.get(metric))
-            .collect()
+        self.rounds.iter().filter_map(|r| r.results.get(c)?.get(metric)).collect()
     }
 
     /// Median and range of contender `c`'s `metric`.
@@ -149,12 +142,7 @@ impl CellRuns {
         let pairs: Vec<(f64, f64)> = self
             .rounds
             .iter()
-            .filter_map(|r| {
-                Some((
-                    r.results.get(a)?.get(metric)?,
-                    r.results.get(b)?.get(metric)?,
-                ))
-            })
+            .filter_map(|r| Some((r.results.get(a)?.get(metric)?, r.results.get(b)?.get(metric)?)))
             .collect();
         let (ratios, skipped) = pair_ratios(&pairs);
         (Summary::of(&ratios), skipped)
@@ -269,11 +257,7 @@ pub fn run(
     Ok(CellRuns {
         label: cell.label.clone(),
         cache: cell.cache,
-        contenders: cell
-            .contenders
-            .iter()
-            .map(|c| (c.name.clone(), c.cmd.shell()))
-            .collect(),
+        contenders: cell.contenders.iter().map(|c| (c.name.clone(), c.cmd.shell())).collect(),
         warmup,
         rounds,
     })
@@ -288,11 +272,7 @@ fn measure(c: &Contender, cwd: &Path, files: &[PathBuf], prep: Option<Prepared>)
         wall_s: out.wall_s,
         max_rss_kib: out.max_rss_kib,
         prep,
-        resident_after: if files.is_empty() {
-            None
-        } else {
-            Some(schedule::resident(files)?)
-        },
+        resident_after: if files.is_empty() { None } else { Some(schedule::resident(files)?) },
         stdout: out.stdout.chars().take(4096).collect(),
         stderr: out.stderr.chars().take(4096).collect(),
     })

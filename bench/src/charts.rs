@@ -59,12 +59,7 @@ impl RatioBar {
     /// The bar of a cell labelled `label` whose per-pair ratios are `s`.
     #[must_use]
     pub fn of(label: impl Into<String>, s: &super::stats::Summary) -> RatioBar {
-        RatioBar {
-            label: label.into(),
-            median: s.median,
-            min: s.min,
-            max: s.max,
-        }
+        RatioBar { label: label.into(), median: s.median, min: s.min, max: s.max }
     }
 }
 
@@ -122,11 +117,7 @@ fn ratio_axis(bars: &[RatioBar], target: Option<f64>) -> (f64, f64, bool) {
         .collect();
     let hi = values.iter().copied().fold(1.0f64, f64::max);
     let lo = values.iter().copied().fold(1.0f64, f64::min);
-    if hi / lo > LOG_SPREAD {
-        (lo / 1.5, hi * 1.5, true)
-    } else {
-        (0.0, hi * 1.1, false)
-    }
+    if hi / lo > LOG_SPREAD { (lo / 1.5, hi * 1.5, true) } else { (0.0, hi * 1.1, false) }
 }
 
 /// The ticks of a logarithmic ratio axis: 1, 2 and 5 times the powers of
@@ -142,11 +133,7 @@ fn log_ticks(from: f64, to: f64) -> Vec<f64> {
         .flat_map(|k| {
             [1.0, 2.0, 5.0].map(|m: f64| {
                 // Dividing by an exact power of ten keeps 0.2 as 0.2.
-                if k < 0 {
-                    m / 10f64.powi(-k)
-                } else {
-                    m * 10f64.powi(k)
-                }
+                if k < 0 { m / 10f64.powi(-k) } else { m * 10f64.powi(k) }
             })
         })
         .filter(|v| (from..=to).contains(v))
@@ -185,9 +172,7 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
                 .map_err(err)?;
             draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
         } else {
-            let mut chart = builder
-                .build_cartesian_2d(from..to, 0.0..y_max)
-                .map_err(err)?;
+            let mut chart = builder.build_cartesian_2d(from..to, 0.0..y_max).map_err(err)?;
             draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
         }
     }
@@ -209,11 +194,7 @@ fn with_title(svg: String, title: &str) -> String {
             _ => escaped.push(c),
         }
     }
-    format!(
-        "{}\n<title>{escaped}</title>{}",
-        &svg[..=end],
-        &svg[end + 1..]
-    )
+    format!("{}\n<title>{escaped}</title>{}", &svg[..=end], &svg[end + 1..])
 }
 
 /// The bars, whiskers, parity and target lines, mesh and legend of
@@ -235,11 +216,7 @@ where
     // A value the axis cannot show (NaN, or at or below its start) sits
     // at the start.
     let at = |v: f64| {
-        if v.is_finite() && v > from {
-            v.min(to)
-        } else {
-            from
-        }
+        if v.is_finite() && v > from { v.min(to) } else { from }
     };
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     chart
@@ -292,19 +269,13 @@ where
             .map_err(err)?;
     }
     chart
-        .draw_series([PathElement::new(
-            vec![(1.0, 0.0), (1.0, y_max)],
-            BLACK.stroke_width(1),
-        )])
+        .draw_series([PathElement::new(vec![(1.0, 0.0), (1.0, y_max)], BLACK.stroke_width(1))])
         .map_err(err)?
         .label("parity (1.0)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
     if let Some(t) = target {
         chart
-            .draw_series([PathElement::new(
-                vec![(t, 0.0), (t, y_max)],
-                RED.stroke_width(2),
-            )])
+            .draw_series([PathElement::new(vec![(t, 0.0), (t, y_max)], RED.stroke_width(2))])
             .map_err(err)?
             .label(format!("target ({t}×)"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
@@ -369,25 +340,18 @@ fn residency_points(t: &Trace, scale: Scale) -> Vec<(f64, f64)> {
 }
 
 fn residency_in(title: &str, series: &[(String, &Trace)], scale: Scale) -> Result<String> {
-    let points: Vec<(String, Vec<(f64, f64)>)> = series
-        .iter()
-        .map(|(label, t)| (label.clone(), residency_points(t, scale)))
-        .collect();
-    let t_max = points
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|&(t, _)| t))
-        .fold(0.0f64, f64::max)
-        .max(0.05);
+    let points: Vec<(String, Vec<(f64, f64)>)> =
+        series.iter().map(|(label, t)| (label.clone(), residency_points(t, scale))).collect();
+    let t_max =
+        points.iter().flat_map(|(_, p)| p.iter().map(|&(t, _)| t)).fold(0.0f64, f64::max).max(0.05);
     if points.iter().all(|(_, p)| p.is_empty()) {
         return Err(anyhow!("chart: no frames to draw"));
     }
     let (y_max, y_desc) = match scale {
         Scale::Percent => (100.0, "% of the file resident"),
         Scale::Pages => {
-            let most = points
-                .iter()
-                .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
-                .fold(0.0f64, f64::max);
+            let most =
+                points.iter().flat_map(|(_, p)| p.iter().map(|&(_, y)| y)).fold(0.0f64, f64::max);
             ((most * 1.15).max(most + 1.0), "resident pages of the file")
         }
     };
@@ -443,32 +407,13 @@ mod tests {
     #[test]
     fn ratio_chart_has_every_label_and_the_target() {
         let bars = vec![
-            RatioBar {
-                label: "cold plain".into(),
-                median: 0.9,
-                min: 0.8,
-                max: 1.1,
-            },
-            RatioBar {
-                label: "warm populate".into(),
-                median: f64::NAN,
-                min: 0.5,
-                max: 0.7,
-            },
+            RatioBar { label: "cold plain".into(), median: 0.9, min: 0.8, max: 1.1 },
+            RatioBar { label: "warm populate".into(), median: f64::NAN, min: 0.5, max: 0.7 },
         ];
         let svg = ratios("bolt-scan <ours & Go>", &bars, Some(0.7)).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
-        assert!(
-            svg.contains("\n<title>bolt-scan &lt;ours &amp; Go&gt;</title>"),
-            "escaped title"
-        );
-        for needle in [
-            "cold plain",
-            "warm populate",
-            "target (0.7×)",
-            "parity",
-            "bolt-scan",
-        ] {
+        assert!(svg.contains("\n<title>bolt-scan &lt;ours &amp; Go&gt;</title>"), "escaped title");
+        for needle in ["cold plain", "warm populate", "target (0.7×)", "parity", "bolt-scan"] {
             assert!(svg.contains(needle), "no {needle}");
         }
     }
@@ -493,10 +438,7 @@ mod tests {
         // NaN and non-positive values neither widen the axis nor break it.
         let (_, _, log) = ratio_axis(&[bar("x", f64::NAN), bar("y", 0.0), bar("z", 2.0)], None);
         assert!(!log);
-        assert_eq!(
-            log_ticks(0.03, 80.0),
-            [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
-        );
+        assert_eq!(log_ticks(0.03, 80.0), [0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]);
         assert!(log_ticks(0.0, 1.0).is_empty());
         let svg = ratios("in-process", &wide, None).unwrap();
         assert!(svg.contains("log scale") && svg.contains("warm, direct"));
@@ -552,17 +494,11 @@ mod tests {
             ],
             truncated_tail: false,
         };
-        let svg = residency(
-            "cold scans",
-            &[("ours plain".into(), &t), ("Go plain".into(), &t)],
-        )
-        .unwrap();
+        let svg =
+            residency("cold scans", &[("ours plain".into(), &t), ("Go plain".into(), &t)]).unwrap();
         assert!(svg.contains("ours plain") && svg.contains("Go plain"));
         assert!(svg.contains("% of the file resident"));
-        let empty = Trace {
-            frames: vec![],
-            ..t.clone()
-        };
+        let empty = Trace { frames: vec![], ..t.clone() };
         assert!(residency("x", &[("e".into(), &empty)]).is_err());
     }
 
@@ -584,34 +520,19 @@ mod tests {
             ],
             truncated_tail: false,
         };
-        assert_eq!(
-            residency_points(&t, Scale::Pages),
-            [(0.0, 0.0), (0.05, 2.0), (0.1, 4.0)]
-        );
-        assert_eq!(
-            residency_points(&t, Scale::Percent),
-            [(0.0, 0.0), (0.05, 0.5), (0.1, 1.0)]
-        );
+        assert_eq!(residency_points(&t, Scale::Pages), [(0.0, 0.0), (0.05, 2.0), (0.1, 4.0)]);
+        assert_eq!(residency_points(&t, Scale::Percent), [(0.0, 0.0), (0.05, 0.5), (0.1, 1.0)]);
         let svg = residency_pages("cold updates", &[("ours mmap".into(), &t)]).unwrap();
         assert!(svg.contains("ours mmap") && svg.contains("resident pages of the file"));
         assert!(!svg.contains("% of the file resident"));
-        assert!(
-            svg.contains("<title>cold updates</title>"),
-            "the chart's name"
-        );
+        assert!(svg.contains("<title>cold updates</title>"), "the chart's name");
         // y runs 0..5 pages: whole-page labels only.
         // (plotters writes each label on a line of its own).
         for label in ["0", "1", "2", "3", "4"] {
-            assert!(
-                svg.contains(&format!(">\n{label}\n<")),
-                "no y label {label}"
-            );
+            assert!(svg.contains(&format!(">\n{label}\n<")), "no y label {label}");
         }
         for half in ["0.5", "1.5", "2.5", "3.5"] {
-            assert!(
-                !svg.contains(&format!(">\n{half}\n<")),
-                "fractional page label {half}"
-            );
+            assert!(!svg.contains(&format!(">\n{half}\n<")), "fractional page label {half}");
         }
     }
 }

@@ -77,11 +77,7 @@ pub struct DirCheck {
 
 impl DirCheck {
     fn add(&mut self, file: &Path, line: Option<usize>, what: impl Into<String>) {
-        self.problems.push(Problem {
-            file: file.display().to_string(),
-            line,
-            what: what.into(),
-        });
+        self.problems.push(Problem { file: file.display().to_string(), line, what: what.into() });
     }
 }
 
@@ -91,11 +87,7 @@ impl DirCheck {
 /// Never for a bad report (that is exit status 1 with the problems
 /// listed); only when DIR is not a directory.
 pub fn run(args: &Args) -> Result<ExitCode> {
-    anyhow::ensure!(
-        args.dir.is_dir(),
-        "{} is not a directory",
-        args.dir.display()
-    );
+    anyhow::ensure!(args.dir.is_dir(), "{} is not a directory", args.dir.display());
     let c = check_dir(&args.dir);
     for p in &c.problems {
         println!("{p}");
@@ -107,11 +99,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         );
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!(
-            "xtask: bench check: {} problem(s) in {} report(s)",
-            c.problems.len(),
-            c.reports
-        );
+        eprintln!("xtask: bench check: {} problem(s) in {} report(s)", c.problems.len(), c.reports);
         Ok(ExitCode::FAILURE)
     }
 }
@@ -173,11 +161,7 @@ fn check_one(dir: &Path, c: &mut DirCheck) {
         for f in report.files() {
             c.files += 1;
             if fs::metadata(dir.join(f)).map_or(true, |m| m.len() == 0) {
-                c.add(
-                    &report_path,
-                    None,
-                    format!("shows {f}, which is missing or empty"),
-                );
+                c.add(&report_path, None, format!("shows {f}, which is missing or empty"));
             }
         }
         check_traces(dir, &json_path, &v, c);
@@ -214,20 +198,12 @@ fn check_traces(dir: &Path, json_path: &Path, v: &serde_json::Value, c: &mut Dir
         if !p.exists() {
             c.add(json_path, None, format!("trace {t} is missing"));
         } else if let Err(e) = mapwise_native::observe::trace::read(&p) {
-            c.add(
-                json_path,
-                None,
-                format!("trace {t} does not read back: {e}"),
-            );
+            c.add(json_path, None, format!("trace {t} does not read back: {e}"));
         }
     }
     let on_disk = count_traces(&dir.join("traces"));
     if on_disk != listed.len() {
-        c.add(
-            json_path,
-            None,
-            format!("lists {} traces, traces/ holds {on_disk}", listed.len()),
-        );
+        c.add(json_path, None, format!("lists {} traces, traces/ holds {on_disk}", listed.len()));
     }
 }
 
@@ -257,37 +233,18 @@ fn check_index(
     index: &Report,
     c: &mut DirCheck,
 ) {
-    for b in v
-        .get("benches")
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let name = b
-            .get("name")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("?");
+    for b in v.get("benches").and_then(serde_json::Value::as_array).into_iter().flatten() {
+        let name = b.get("name").and_then(serde_json::Value::as_str).unwrap_or("?");
         match b.get("status").and_then(serde_json::Value::as_i64) {
             Some(0) => {}
-            Some(s) => c.add(
-                json_path,
-                None,
-                format!("bench {name} exited with status {s}"),
-            ),
-            None => c.add(
-                json_path,
-                None,
-                format!("bench {name} was killed by a signal"),
-            ),
+            Some(s) => c.add(json_path, None, format!("bench {name} exited with status {s}")),
+            None => c.add(json_path, None, format!("bench {name} was killed by a signal")),
         }
         let listed: Vec<Verdict> = b
             .get("verdicts")
             .and_then(|x| serde_json::from_value(x.clone()).ok())
             .unwrap_or_default();
-        let sub = b
-            .get("dir")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default();
+        let sub = b.get("dir").and_then(serde_json::Value::as_str).unwrap_or_default();
         let own = crate::all::verdicts(&dir.join(sub));
         if listed != own {
             c.add(
@@ -303,10 +260,7 @@ fn check_index(
         let (pass, fail) = crate::all::verdict_counts(&own);
         let count = format!("{pass} PASS, {fail} FAIL");
         let row = index.blocks.iter().find_map(|bl| match bl {
-            Block::Table(t) => t
-                .rows
-                .iter()
-                .find(|r| r.cells.first().is_some_and(|x| x == name)),
+            Block::Table(t) => t.rows.iter().find(|r| r.cells.first().is_some_and(|x| x == name)),
             _ => None,
         });
         if row.is_some_and(|r| r.cells.last() != Some(&count)) {
@@ -371,11 +325,7 @@ mod tests {
     }
 
     fn problems(d: &Path) -> Vec<String> {
-        check_dir(d)
-            .problems
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        check_dir(d).problems.iter().map(ToString::to_string).collect()
     }
 
     #[test]
@@ -410,16 +360,8 @@ mod tests {
         assert!(problems(&d)[0].contains("does not read back"));
         fs::remove_file(d.join("traces/cold-ours-1.trace")).unwrap();
         let p = problems(&d);
-        assert!(
-            p.iter()
-                .any(|p| p.contains("trace traces/cold-ours-1.trace is missing")),
-            "{p:?}"
-        );
-        assert!(
-            p.iter()
-                .any(|p| p.contains("lists 1 traces, traces/ holds 0")),
-            "{p:?}"
-        );
+        assert!(p.iter().any(|p| p.contains("trace traces/cold-ours-1.trace is missing")), "{p:?}");
+        assert!(p.iter().any(|p| p.contains("lists 1 traces, traces/ holds 0")), "{p:?}");
         fs::write(d.join("results.json"), "{\"bench\": \"x\",\n\"charts\": [}").unwrap();
         assert!(problems(&d)[0].contains("results.json:2: does not parse"));
         fs::write(d.join("results.json"), "{\"bench\": \"x\"}").unwrap();
@@ -444,19 +386,10 @@ mod tests {
         };
         assert_eq!(index(0, &verdicts, "1 PASS, 1 FAIL"), Vec::<String>::new());
         let p = index(1, &verdicts, "1 PASS, 1 FAIL");
-        assert!(
-            p.len() == 1 && p[0].contains("bench x exited with status 1"),
-            "{p:?}"
-        );
+        assert!(p.len() == 1 && p[0].contains("bench x exited with status 1"), "{p:?}");
         let p = index(0, &verdicts[..1], "1 PASS, 1 FAIL");
-        assert!(
-            p.len() == 1 && p[0].contains("lists 1 verdict(s), its report has 2"),
-            "{p:?}"
-        );
+        assert!(p.len() == 1 && p[0].contains("lists 1 verdict(s), its report has 2"), "{p:?}");
         let p = index(0, &verdicts, "2 PASS, 0 FAIL");
-        assert!(
-            p.len() == 1 && p[0].contains("the count cell is not \"1 PASS, 1 FAIL\""),
-            "{p:?}"
-        );
+        assert!(p.len() == 1 && p[0].contains("the count cell is not \"1 PASS, 1 FAIL\""), "{p:?}");
     }
 }

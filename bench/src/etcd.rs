@@ -123,14 +123,8 @@ impl Etcd {
             .http_status_as_error(false)
             .build()
             .into();
-        let mut e = Etcd {
-            child: Some(child),
-            dir,
-            endpoint,
-            command: cmd.shell(),
-            agent,
-            next_key: 0,
-        };
+        let mut e =
+            Etcd { child: Some(child), dir, endpoint, command: cmd.shell(), agent, next_key: 0 };
         let deadline = Instant::now() + READY_WITHIN;
         loop {
             if e.post("/v3/maintenance/status", "{}").is_ok() {
@@ -150,10 +144,7 @@ impl Etcd {
     }
 
     fn log_tail(&self) -> String {
-        tail(
-            &fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default(),
-            20,
-        )
+        tail(&fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default(), 20)
     }
 
     /// POSTs `body` to `path` of the gateway; the reply's text, or an
@@ -181,9 +172,7 @@ impl Etcd {
         let start = Instant::now();
         let db = self.db_path();
         let value = B64.encode(
-            (0..value_bytes)
-                .map(|i| u8::try_from(i % 251).unwrap_or(0))
-                .collect::<Vec<u8>>(),
+            (0..value_bytes).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect::<Vec<u8>>(),
         );
         let next = AtomicU64::new(self.next_key);
         let done = AtomicBool::new(false);
@@ -214,8 +203,7 @@ impl Etcd {
                 })
                 .collect();
             workers.into_iter().try_for_each(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a put thread panicked")))
+                w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a put thread panicked")))
             })
         });
         interrupt::check()?;

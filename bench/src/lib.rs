@@ -182,10 +182,7 @@ impl Workspace {
     /// Where a bench started at `started` writes its report: `--out`, else
     /// `target/bench/<UTC timestamp>`.
     pub fn report_dir(&self, common: &CommonArgs, started: std::time::SystemTime) -> PathBuf {
-        common
-            .out
-            .clone()
-            .unwrap_or_else(|| self.bench_dir().join(units::utc_stamp(started)))
+        common.out.clone().unwrap_or_else(|| self.bench_dir().join(units::utc_stamp(started)))
     }
 
     /// `p` relative to the root when under it ([`rel_to`]).

@@ -59,11 +59,7 @@ pub fn standard_files<P: AsRef<Path>>(
     progress: &Progress,
 ) -> Result<Vec<Limit>> {
     let what = |one: &str, many: &str| {
-        if files.len() == 1 {
-            one.to_owned()
-        } else {
-            many.to_owned()
-        }
+        if files.len() == 1 { one.to_owned() } else { many.to_owned() }
     };
     Ok(vec![
         measure(
@@ -71,10 +67,7 @@ pub fn standard_files<P: AsRef<Path>>(
             shown,
             runs,
             progress,
-            &what(
-                "sequential O_DIRECT read, cold",
-                "sequential O_DIRECT read of every file, cold",
-            ),
+            &what("sequential O_DIRECT read, cold", "sequential O_DIRECT read of every file, cold"),
             "after the cold reset: open(O_RDONLY|O_DIRECT), read(2) 1 MiB at a time into a 4 KiB-aligned buffer",
             CacheState::Cold,
             true,
@@ -120,10 +113,7 @@ fn measure<P: AsRef<Path>>(
         for f in files {
             schedule::prepare(&[f.as_ref()], state)?;
         }
-        let mut total = ReadPass {
-            bytes: 0,
-            secs: 0.0,
-        };
+        let mut total = ReadPass { bytes: 0, secs: 0.0 };
         for f in files {
             match pagecache::read_whole(f.as_ref(), direct) {
                 Ok(p) => {
@@ -141,13 +131,7 @@ fn measure<P: AsRef<Path>>(
             passes.push(total);
         }
     }
-    Ok(Limit {
-        what: what.to_owned(),
-        how: how.to_owned(),
-        file: shown.to_owned(),
-        passes,
-        error,
-    })
+    Ok(Limit { what: what.to_owned(), how: how.to_owned(), file: shown.to_owned(), passes, error })
 }
 
 /// The limits as a markdown table (what, time, bandwidth, how) under a
@@ -167,12 +151,7 @@ pub fn table(limits: &[Limit]) -> Table {
     let mut t = Table::new(&["what", ">time", ">bandwidth (MB/s = 10^6 B/s)", "notes"]).limits();
     for l in limits {
         if let Some(e) = &l.error {
-            t.row([
-                l.what.clone(),
-                "—".to_owned(),
-                "—".to_owned(),
-                format!("unavailable: {e}"),
-            ]);
+            t.row([l.what.clone(), "—".to_owned(), "—".to_owned(), format!("unavailable: {e}")]);
             continue;
         }
         let secs: Vec<f64> = l.passes.iter().map(|p| p.secs).collect();
@@ -206,10 +185,7 @@ mod tests {
         let progress = Progress::new(steps(2) as u64);
         let limits = standard_files(&files, "d/{3,5}.bin", 2, &progress).unwrap();
         assert_eq!(limits.len(), 2);
-        assert_eq!(
-            limits[0].what,
-            "sequential O_DIRECT read of every file, cold"
-        );
+        assert_eq!(limits[0].what, "sequential O_DIRECT read of every file, cold");
         assert_eq!(limits[1].what, "cached read() of every file, warm");
         // The cached read always works: two passes of 8 MiB each.
         let warm = &limits[1];

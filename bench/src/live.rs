@@ -69,11 +69,7 @@ impl Cache {
 
     /// The cache states measured under a writer every `ms`.
     fn under(ms: u64) -> &'static [Cache] {
-        if HALF_INTERVALS_MS.contains(&ms) {
-            &[FULL, PARTIAL, HALF]
-        } else {
-            &[FULL, PARTIAL]
-        }
+        if HALF_INTERVALS_MS.contains(&ms) { &[FULL, PARTIAL, HALF] } else { &[FULL, PARTIAL] }
     }
 }
 
@@ -266,11 +262,7 @@ fn readers(ws: &Workspace, file: &str) -> Vec<(String, Cmd)> {
 /// The eviction block for a file of `len` bytes: 2 MiB, or 1/64 of a file
 /// below 128 MiB (in 4 KiB pages).
 fn block_for(len: u64) -> u64 {
-    if len >= 64 * BLOCK {
-        BLOCK
-    } else {
-        (len / 64 / 4096).max(1) * 4096
-    }
+    if len >= 64 * BLOCK { BLOCK } else { (len / 64 / 4096).max(1) * 4096 }
 }
 
 /// What every measurement shares: the workspace, the progress bar, the
@@ -390,8 +382,7 @@ fn settle_cells(cx: &Ctx, m: &mut Measured, at: (&Path, &str, u64), cache: Cache
         let run = cx.run(&readers[i].1, resident)?;
         if !run.ok() {
             let (who, st, t) = (&readers[i].0, &run.status, fmt_secs(run.wall_s));
-            cx.progress
-                .note(&format!("xtask: {who} ({what}): {st} in {t}"));
+            cx.progress.note(&format!("xtask: {who} ({what}): {st} in {t}"));
         }
         cx.progress.inc();
         runs[i].push(run);
@@ -424,10 +415,7 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &mut Etcd, file: &Path, size: &str
     let snapshot = etcd.snapshot_cmd(snap.path()).metered();
     let check = readers(cx.ws, &path_arg(snap.path())).swap_remove(0).1;
     let ours = readers(cx.ws, &path_arg(file)).swap_remove(0).1;
-    let writer = cx.writer(
-        (file, size, ALT_INTERVAL_MS),
-        "side by side with the alternative",
-    )?;
+    let writer = cx.writer((file, size, ALT_INTERVAL_MS), "side by side with the alternative")?;
     let before = |side, run| {
         let (f, who) = match side {
             Side::A => (file, "ours"),
@@ -454,12 +442,7 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &mut Etcd, file: &Path, size: &str
     writer.stop(m)?;
     let commands = [&ours, &snapshot, &check].map(Cmd::shell);
     let size = size.to_owned();
-    m.alts.push(Alt {
-        size,
-        fill,
-        commands,
-        pairs,
-    });
+    m.alts.push(Alt { size, fill, commands, pairs });
     Ok(())
 }
 
@@ -511,13 +494,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         sample_every: Duration::from_millis(250),
         first_timeout: Duration::from_secs(300),
     };
-    let cx = Ctx {
-        ws,
-        progress: &progress,
-        runs,
-        view,
-        resets: std::cell::Cell::new(0),
-    };
+    let cx = Ctx { ws, progress: &progress, runs, view, resets: std::cell::Cell::new(0) };
     for (size, copy) in &copies {
         measure_size(&cx, &mut m, copy.path(), size)?;
     }
@@ -558,21 +535,12 @@ fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
         format!("p95 settle ≤ {SETTLE_P95_MAX_S} s and no exit 2 under a writer every 20–200 ms");
     let mut v = Vec::new();
     // One verdict per reader, in the order they run.
-    for first in cells
-        .iter()
-        .filter(judged)
-        .filter(|c| c.interval_ms == INTERVALS_MS[0])
-    {
+    for first in cells.iter().filter(judged).filter(|c| c.interval_ms == INTERVALS_MS[0]) {
         let reader = &first.reader;
-        let mine: Vec<&Cell> = cells
-            .iter()
-            .filter(judged)
-            .filter(|c| &c.reader == reader)
-            .collect();
+        let mine: Vec<&Cell> =
+            cells.iter().filter(judged).filter(|c| &c.reader == reader).collect();
         let all = Settle::of(mine.iter().flat_map(|c| &c.runs));
-        let worst = mine
-            .iter()
-            .filter_map(|c| Some((c.settle.p95_s?, c.interval_ms)));
+        let worst = mine.iter().filter_map(|c| Some((c.settle.p95_s?, c.interval_ms)));
         let (p95, ms) = worst.max_by(|a, b| a.0.total_cmp(&b.0)).unzip();
         let (exit2, other) = (all.exit2, all.other);
         let settled = mine.iter().all(|c| c.settle.ok > 0);
@@ -671,19 +639,15 @@ fn files_and_writers(o: &mut Report, m: &Measured) {
         let (ms, secs) = (w.interval_ms, format!("{:.1}", w.seconds));
         let (rate, want) = (w.commits.map(|c| c as f64 / w.seconds), 1000.0 / ms as f64);
         let short = |r| (r < 0.8 * want).then(|| format!(", short of {want:.0}"));
-        let rate = rate.map_or_else(
-            || "?".to_owned(),
-            |r| format!("{r:.1}{}", short(r).unwrap_or_default()),
-        );
+        let rate = rate
+            .map_or_else(|| "?".to_owned(), |r| format!("{r:.1}{}", short(r).unwrap_or_default()));
         let row = [w.size.clone(), w.during.to_owned(), format!("{ms} ms")];
         t.row(row.into_iter().chain([count(w.commits), secs, rate]));
     }
     o.table(t);
     for w in m.writers.iter().filter(|w| !w.notes.is_empty()) {
         let (size, ms, notes) = (&w.size, w.interval_ms, w.notes.replace('\n', " / "));
-        o.text(format!(
-            "The writer on {size} every {ms} ms also said: `{notes}`"
-        ));
+        o.text(format!("The writer on {size} every {ms} ms also said: `{notes}`"));
     }
 }
 
@@ -759,9 +723,7 @@ fn live_view(o: &mut Report, views: &[View], seconds: f64) {
             ));
         }
     }
-    let command = views
-        .first()
-        .map_or("inspector open FILE", |v| &v.watched.command);
+    let command = views.first().map_or("inspector open FILE", |v| &v.watched.command);
     let secs = format!("{seconds:.0}");
     let vars = [("command", command), ("seconds", &secs)];
     o.section("The live view").table(t);
@@ -784,17 +746,10 @@ fn alternative(o: &mut Report, alts: &[Alt]) {
         let (ours, (total, ratio)) = (a.settle(None), a.totals());
         let [snapshot, check] = [0, 1].map(|i| or_dash(a.settle(Some(i)).wall, |s| s.secs()));
         let snapshots = a.pairs.iter().map(|p| &p.b[0]).filter(|r| r.ok());
-        let written: Vec<f64> = snapshots
-            .filter_map(|r| Some(r.written_bytes? as f64))
-            .collect();
+        let written: Vec<f64> = snapshots.filter_map(|r| Some(r.written_bytes? as f64)).collect();
         let share = ours.p95_s.zip(total).map(|(p, s)| p / s.median);
         t.row([
-            format!(
-                "{} (etcd's db {}{})",
-                a.size,
-                human_size(a.fill.db_bytes),
-                filled(&a.fill)
-            ),
+            format!("{} (etcd's db {}{})", a.size, human_size(a.fill.db_bytes), filled(&a.fill)),
             opt(ours.wall.map(|w| w.median)),
             opt(ours.p95_s),
             snapshot,
@@ -820,11 +775,7 @@ mod tests {
     use super::*;
 
     fn cell(size: &str, interval_ms: u64, cache: Cache, runs: &[(i32, f64)]) -> Cell {
-        let run = |&(code, wall_s): &(i32, f64)| Run {
-            wall_s,
-            code: Some(code),
-            ..Run::default()
-        };
+        let run = |&(code, wall_s): &(i32, f64)| Run { wall_s, code: Some(code), ..Run::default() };
         let runs: Vec<Run> = runs.iter().map(run).collect();
         Cell {
             size: size.to_owned(),
@@ -872,9 +823,6 @@ mod tests {
         cells[1] = cell("2GiB", 50, PARTIAL, &[(2, 0.5)]);
         let v = verdicts(&cells, &[], "2GiB");
         assert_eq!(v[0].outcome, Outcome::Fail);
-        assert_eq!(
-            v[0].detail,
-            "worst p95 1.50 s (writer every 20 ms); 1 exit 2"
-        );
+        assert_eq!(v[0].detail, "worst p95 1.50 s (writer every 20 ms); 1 exit 2");
     }
 }

@@ -127,9 +127,7 @@ impl Machine {
         tools: &[(&str, Option<String>)],
         loadavg_end: Option<&str>,
     ) {
-        report
-            .section("Machine")
-            .table(self.table(files, tools, loadavg_end));
+        report.section("Machine").table(self.table(files, tools, loadavg_end));
     }
 
     /// The table of [`Machine::add_to`].
@@ -152,10 +150,7 @@ impl Machine {
                 m.cpus_available.map_or_else(na, |n| n.to_string())
             ),
         ]);
-        t.row([
-            "Memory".to_owned(),
-            m.memory_bytes.map_or_else(na, human_size),
-        ]);
+        t.row(["Memory".to_owned(), m.memory_bytes.map_or_else(na, human_size)]);
         t.row(["Kernel".to_owned(), m.kernel.clone().unwrap_or_else(na)]);
         t.row([
             format!("File system of {files}"),
@@ -193,10 +188,7 @@ impl Machine {
         for (tool, version) in tools {
             t.row([(*tool).to_owned(), version.clone().unwrap_or_else(na)]);
         }
-        t.row([
-            "Rust (ours)".to_owned(),
-            m.rustc_version.clone().unwrap_or_else(na),
-        ]);
+        t.row(["Rust (ours)".to_owned(), m.rustc_version.clone().unwrap_or_else(na)]);
         t.row([
             "Load average".to_owned(),
             format!(
@@ -282,11 +274,7 @@ pub fn damon_summary(admin: &Path) -> Option<String> {
             }
         }
     }
-    Some(if clauses.is_empty() {
-        "none running".to_owned()
-    } else {
-        clauses.join("; ")
-    })
+    Some(if clauses.is_empty() { "none running".to_owned() } else { clauses.join("; ") })
 }
 
 /// Where the virtio devices and the free page reporting block order are.
@@ -325,10 +313,7 @@ pub fn free_page_reporting(devices: &Path, order: &Path) -> Option<String> {
         return Some("off".to_owned());
     }
     Some(match read(order).and_then(|o| o.parse::<u32>().ok()) {
-        Some(o) if o < 40 => format!(
-            "on, free blocks of {} (order {o})",
-            human_size(4096u64 << o)
-        ),
+        Some(o) if o < 40 => format!("on, free blocks of {} (order {o})", human_size(4096u64 << o)),
         _ => "on".to_owned(),
     })
 }
@@ -391,11 +376,7 @@ pub fn find_mount(mountinfo: &str, dev: &str, path: &str) -> Option<Mount> {
     let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mountinfo_line).collect();
     let under = |m: &&Mount| {
         let mp = m.mount_point.as_str();
-        mp == "/"
-            || path == mp
-            || path
-                .strip_prefix(mp)
-                .is_some_and(|rest| rest.starts_with('/'))
+        mp == "/" || path == mp || path.strip_prefix(mp).is_some_and(|rest| rest.starts_with('/'))
     };
     let longest = |same_dev: bool| {
         mounts
@@ -435,9 +416,7 @@ fn unescape_octal(s: &str) -> String {
             && i + 3 < b.len()
             && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
-            let v = b[i + 1..i + 4]
-                .iter()
-                .fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
+            let v = b[i + 1..i + 4].iter().fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
             out.push(u8::try_from(v).unwrap_or(b'?'));
             i += 4;
         } else {
@@ -454,10 +433,7 @@ fn unescape_octal(s: &str) -> String {
 pub fn bbolt_version_from_readme(readme: &str) -> Option<String> {
     readme.match_indices("bbolt ").find_map(|(i, m)| {
         let rest = &readme[i + m.len()..];
-        let v: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
+        let v: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
         let v = v.trim_end_matches('.');
         (v.split('.').count() >= 2 && v.split('.').all(|p| !p.is_empty())).then(|| v.to_owned())
     })
@@ -470,10 +446,7 @@ mod tests {
     #[test]
     fn cpuinfo_and_meminfo() {
         let cpu = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\nprocessor\t: 1\nmodel name\t: other\n";
-        assert_eq!(
-            cpu_model(cpu).as_deref(),
-            Some("Intel(R) Xeon(R) Processor")
-        );
+        assert_eq!(cpu_model(cpu).as_deref(), Some("Intel(R) Xeon(R) Processor"));
         assert_eq!(cpu_model("processor: 0\n"), None);
         assert_eq!(
             mem_total("MemTotal:       24684084 kB\nMemFree: 1 kB\n"),
@@ -499,10 +472,7 @@ mod tests {
         let c = "kdamonds/0/contexts/0";
         w("kdamonds/0/contexts/nr_contexts", "1");
         w(&format!("{c}/operations"), "paddr");
-        w(
-            &format!("{c}/monitoring_attrs/intervals/aggr_us"),
-            "5000000",
-        );
+        w(&format!("{c}/monitoring_attrs/intervals/aggr_us"), "5000000");
         w(&format!("{c}/schemes/nr_schemes"), "1");
         let sc = format!("{c}/schemes/0");
         w(&format!("{sc}/action"), "pageout");
@@ -540,10 +510,7 @@ mod tests {
         w(&devices.join("virtio1/device"), "0x0005");
         // This VM's balloon: stats queue, deflate on OOM, reporting (bit 5).
         w(&devices.join("virtio1/features"), "0110000100000000");
-        assert_eq!(
-            free_page_reporting(&devices, &order).as_deref(),
-            Some("off")
-        );
+        assert_eq!(free_page_reporting(&devices, &order).as_deref(), Some("off"));
         w(&devices.join("virtio1/features"), "0110010100000000");
         assert_eq!(free_page_reporting(&devices, &order).as_deref(), Some("on"));
         w(&order, "9");
@@ -555,10 +522,7 @@ mod tests {
 
     #[test]
     fn sysfs_choice() {
-        assert_eq!(
-            bracketed("always [madvise] never\n").as_deref(),
-            Some("madvise")
-        );
+        assert_eq!(bracketed("always [madvise] never\n").as_deref(), Some("madvise"));
         assert_eq!(
             bracketed("always defer defer+madvise [madvise] never").as_deref(),
             Some("madvise")
@@ -584,10 +548,7 @@ mod tests {
         assert_eq!(m.mount_point, "/mnt/bind");
         assert_eq!(m.options, "rw,relatime");
         let m = find_mount(MOUNTINFO, "0:38", "/mnt/my disk/x").unwrap();
-        assert_eq!(
-            (m.mount_point.as_str(), m.fstype.as_str()),
-            ("/mnt/my disk", "tmpfs")
-        );
+        assert_eq!((m.mount_point.as_str(), m.fstype.as_str()), ("/mnt/my disk", "tmpfs"));
         // A prefix of the name is not a prefix of the path.
         let m = find_mount(MOUNTINFO, "9:9", "/mnt/bindle/x").unwrap();
         assert_eq!(m.mount_point, "/");

@@ -172,11 +172,8 @@ pub fn parse_ours(stderr: &str) -> Result<Metrics, String> {
     let line = line.ok_or_else(|| format!("no JSON object in output {:?}", tail(stderr, 3)))?;
     let j: OursJson =
         serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))?;
-    let mut m = metrics([
-        ("secs", j.secs),
-        ("setup_secs", j.setup_secs),
-        ("bytes", j.bytes as f64),
-    ]);
+    let mut m =
+        metrics([("secs", j.secs), ("setup_secs", j.setup_secs), ("bytes", j.bytes as f64)]);
     m.extend(j.checksum.map(|c| ("checksum".to_owned(), c as f64)));
     Ok(m)
 }
@@ -191,11 +188,7 @@ pub fn parse_c(stderr: &str) -> Result<Metrics, String> {
     let line = stderr.lines().find(|l| l.contains(" us/iter"));
     let line = line.ok_or_else(|| format!("no `us/iter` line in {:?}", tail(stderr, 3)))?;
     let words: Vec<&str> = line.split_whitespace().collect();
-    let field = |key: &str| {
-        words
-            .iter()
-            .find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok())
-    };
+    let field = |key: &str| words.iter().find_map(|w| w.strip_prefix(key)?.parse::<u64>().ok());
     let at = words.iter().position(|&w| w == "us/iter");
     let us = at.and_then(|i| words.get(i.checked_sub(1)?)?.parse::<f64>().ok());
     match (field("bytes/iter="), field("iters="), us) {
@@ -327,10 +320,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // Every timed run is traced: each file's residency every 50 ms.
     let traces = std::cell::RefCell::new(Traces::new());
     let scratch = ws.bench_dir().join("scratch");
-    let tracing = Tracing {
-        traces: &traces,
-        scratch: &scratch,
-    };
+    let tracing = Tracing { traces: &traces, scratch: &scratch };
     let mut cells = Vec::with_capacity(cells_n);
     for &cache in caches {
         let (files, n) = match cache {
@@ -441,11 +431,8 @@ fn mmaptest_charts(cells: &[MmapCell], traces: &Traces) -> Result<Vec<ChartFile>
         c.runs.cache == Cold && c.touch && mode
     };
     let pick = |c: &MmapCell, side| (c.runs.label.clone(), side, format!("{side}, {}", c.mode));
-    let picks: Vec<(String, &str, String)> = cells
-        .iter()
-        .filter(shown)
-        .flat_map(|c| ["ours", "C"].map(|side| pick(c, side)))
-        .collect();
+    let picks: Vec<(String, &str, String)> =
+        cells.iter().filter(shown).flat_map(|c| ["ours", "C"].map(|side| pick(c, side))).collect();
     let title = "mmaptest, cold, touching: the list in the page cache during one pass";
     if let Some(svg) = super::traces::residency_chart(traces, title, &picks)? {
         out.push(ChartFile {
@@ -576,10 +563,7 @@ fn memcpy_limit(bytes: u64, reps: u64, passes: usize) -> Limit {
             std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
         }
         let secs = start.elapsed().as_secs_f64();
-        ReadPass {
-            bytes: bytes * reps,
-            secs,
-        }
+        ReadPass { bytes: bytes * reps, secs }
     };
     let size = human_size(bytes);
     let how = format!("between two {size} buffers, {reps} times per pass, in xtask");
@@ -708,31 +692,15 @@ fn seed_section(o: &mut Report, r: &Results) {
         let none = || "not run: the seed names no mode".to_owned();
         let run = |k| ours.map_or_else(none, |m| to_once(m, k));
         let seed = fixed(ours.map(|_| secs / 1.28), 1, "×");
-        t.row([
-            mode.to_owned(),
-            format!("{secs} s (unverified)"),
-            seed,
-            run(0),
-            run(1),
-        ]);
+        t.row([mode.to_owned(), format!("{secs} s (unverified)"), seed, run(0), run(1)]);
     }
     for [mode, ..] in MODES.map(mode) {
         if !HISTORICAL.iter().any(|h| h.2 == Some(mode)) {
             let none = DASH.to_owned();
-            t.row([
-                mode.to_owned(),
-                none.clone(),
-                none,
-                to_once(mode, 0),
-                to_once(mode, 1),
-            ]);
+            t.row([mode.to_owned(), none.clone(), none, to_once(mode, 0), to_once(mode, 1)]);
         }
     }
-    let said = |k| match (
-        median(MMAP_ONCE, k),
-        median(MMAP_EACH, k),
-        median(READ_64K, k),
-    ) {
+    let said = |k| match (median(MMAP_ONCE, k), median(MMAP_EACH, k), median(READ_64K, k)) {
         (Some(a), Some(b), Some(c)) if seed_order_holds(a, b, c) => "holds",
         (Some(_), Some(_), Some(_)) => "does not hold",
         _ => "cannot be checked (cells missing)",
@@ -769,29 +737,10 @@ fn seed_section(o: &mut Report, r: &Results) {
 /// then ours' setup, process wall times and the cache state at start.
 fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
     let warm = cs.first().is_some_and(|c| c.runs.cache == Warm);
-    let fourth = if warm {
-        ">µs/iter ours / C"
-    } else {
-        ">resident after ours / C"
-    };
-    let header = [
-        "mode",
-        ">ours",
-        ">C",
-        ">ours/C (per pair)",
-        fourth,
-        ">GB/s ours / C",
-    ];
-    let mut t = Table::new(&header)
-        .compares(&[1], &[2])
-        .roles(Role::Ratio, &[3]);
-    let header = [
-        "mode",
-        ">ours setup",
-        ">ours wall",
-        ">C wall",
-        ">resident at start",
-    ];
+    let fourth = if warm { ">µs/iter ours / C" } else { ">resident after ours / C" };
+    let header = ["mode", ">ours", ">C", ">ours/C (per pair)", fourth, ">GB/s ours / C"];
+    let mut t = Table::new(&header).compares(&[1], &[2]).roles(Role::Ratio, &[3]);
+    let header = ["mode", ">ours setup", ">ours wall", ">C wall", ">resident at start"];
     let mut split = Table::new(&header).compares(&[1, 2], &[3]);
     for c in cs {
         let runs = &c.runs;
@@ -801,23 +750,14 @@ fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
         if skipped > 0 {
             ratio.push_str(&format!(" ({skipped} pair(s) without ratio)"));
         }
-        let after = |k| {
-            c.median(k, "resident_after")
-                .map_or_else(|| DASH.to_owned(), pct)
-        };
-        let fourth = if warm {
-            both(&|k| fixed(c.us_per_iter(k), 2, ""))
-        } else {
-            both(&after)
-        };
+        let after = |k| c.median(k, "resident_after").map_or_else(|| DASH.to_owned(), pct);
+        let fourth = if warm { both(&|k| fixed(c.us_per_iter(k), 2, "")) } else { both(&after) };
         let secs = |k| c.median(k, "secs").filter(|&s| s > 0.0);
         let gbs = both(&|k| fixed(secs(k).map(|s| mb_per_s(bytes, s) / 1e3), 2, ""));
         let time = |k| opt_secs(runs.summary(k, "secs").as_ref());
         t.row([c.label(), time(0), time(1), ratio, fourth, gbs]);
-        let start: Vec<f64> = [0, 1]
-            .iter()
-            .flat_map(|&k| runs.values(k, "resident_before"))
-            .collect();
+        let start: Vec<f64> =
+            [0, 1].iter().flat_map(|&k| runs.values(k, "resident_before")).collect();
         let start = Summary::of(&start).map_or_else(
             || DASH.to_owned(),
             |x| {
@@ -829,13 +769,7 @@ fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
             },
         );
         let m = |k, metric| opt_median(runs.summary(k, metric).as_ref());
-        split.row([
-            c.label(),
-            m(0, "setup_secs"),
-            m(0, "wall_s"),
-            m(1, "wall_s"),
-            start,
-        ]);
+        split.row([c.label(), m(0, "setup_secs"), m(0, "wall_s"), m(1, "wall_s"), start]);
     }
     [t, split]
 }
@@ -848,11 +782,7 @@ fn touch_costs(cs: &[&MmapCell]) -> Table {
         let find = |touch| cs.iter().find(|c| c.mode == mode && c.touch == touch);
         if let (Some(plain), Some(touched)) = (find(false), find(true)) {
             let diff = |k| Some(touched.us_per_iter(k)? - plain.us_per_iter(k)?);
-            t.row([
-                mode.to_owned(),
-                fixed(diff(0), 2, ""),
-                fixed(diff(1), 2, ""),
-            ]);
+            t.row([mode.to_owned(), fixed(diff(0), 2, ""), fixed(diff(1), 2, "")]);
         }
     }
     t
@@ -878,15 +808,11 @@ fn render(r: &Results) -> Report {
         r.finished_utc,
     ));
     let cc = [("C compiler", r.cc_version.clone())];
-    r.machine
-        .add_to(&mut o, "the files", &cc, r.loadavg_end.as_deref());
+    r.machine.add_to(&mut o, "the files", &cc, r.loadavg_end.as_deref());
     let i = &r.inputs;
     let (n_cold, cold_bytes) = (i.cold_files.len(), human_size(i.per_pass(Cold).0));
     let (warm_size, cold_size) = (human_size(i.warm_bytes), human_size(i.cold_file_bytes));
-    let (warm, first) = (
-        &i.warm_file,
-        i.cold_files.first().map_or("", String::as_str),
-    );
+    let (warm, first) = (&i.warm_file, i.cold_files.first().map_or("", String::as_str));
     let (warm_bytes, warm_sum, cold_sum) = (i.warm_bytes, i.warm_byte_sum, i.cold_byte_sum);
     o.section("Files").list([
         format!("warm: `{warm}`, {warm_size} ({warm_bytes} bytes, the seed's size), byte sum {warm_sum}"),
@@ -898,15 +824,12 @@ fn render(r: &Results) -> Report {
     ]);
     let (n, w) = (r.iterations.to_string(), warmup.to_string());
     let method = include_str!("text/mmaptest-method.md");
-    o.section("Method")
-        .text(fill(method, &[("iterations", &n), ("warmup", &w)]));
+    o.section("Method").text(fill(method, &[("iterations", &n), ("warmup", &w)]));
     let mut commands = r.build_commands.clone();
     let cmds = r.cells.iter().flat_map(|c| &c.runs.contenders);
     commands.extend(cmds.map(|(_, cmd)| short_files(cmd, &i.cold_files, &i.cold_glob)));
     let commands = commands.join("\n");
-    o.section("Commands")
-        .text("Run from the workspace root.")
-        .code("sh", commands);
+    o.section("Commands").text("Run from the workspace root.").code("sh", commands);
 
     for cache in [Warm, Cold] {
         let cs: Vec<&MmapCell> = r.cells.iter().filter(|c| c.runs.cache == cache).collect();
@@ -1025,15 +948,9 @@ mod tests {
     #[test]
     fn presets_modes_and_the_seeds_order() {
         assert_eq!(preset(true, true), ("tiny", 200, 2, 1 << 20, 8 << 20));
-        assert_eq!(
-            preset(false, false),
-            ("quick", 20_000, 16, 16 << 20, 64 << 20)
-        );
+        assert_eq!(preset(false, false), ("quick", 20_000, 16, 16 << 20, 64 << 20));
         assert_eq!(preset(false, true).1, 100_000, "the seed's count");
-        assert_eq!(
-            mode(MODES[3])[2..],
-            ["mmap-per-iter+populate", "-DDO_MMAP -DPOPULATE"]
-        );
+        assert_eq!(mode(MODES[3])[2..], ["mmap-per-iter+populate", "-DDO_MMAP -DPOPULATE"]);
         // The seed's own totals keep its order, and each seed mode names one of ours.
         assert!(seed_order_holds(1.28, 7.49, 19.35));
         assert!(!seed_order_holds(1.28, 19.35, 7.49) && !seed_order_holds(7.49, 1.28, 19.35));
@@ -1059,44 +976,16 @@ mod tests {
             let ours = run(&[("bytes", 20.0), ("checksum", ours_sum)][..1 + usize::from(touch)]);
             let results = vec![ours, run(&[("bytes", 20.0)])];
             let (label, cache, contenders) = ("warm, m".to_owned(), Warm, Vec::new());
-            let rounds = vec![Round {
-                round: 1,
-                order: vec![0, 1],
-                results,
-            }];
-            let runs = CellRuns {
-                label,
-                cache,
-                contenders,
-                warmup: Vec::new(),
-                rounds,
-            };
-            MmapCell {
-                mode: "m",
-                touch,
-                iterations: 2,
-                runs,
-            }
+            let rounds = vec![Round { round: 1, order: vec![0, 1], results }];
+            let runs = CellRuns { label, cache, contenders, warmup: Vec::new(), rounds };
+            MmapCell { mode: "m", touch, iterations: 2, runs }
         };
-        let inputs = Inputs {
-            warm_bytes: 10,
-            warm_byte_sum: 7,
-            ..Inputs::default()
-        };
+        let inputs = Inputs { warm_bytes: 10, warm_byte_sum: 7, ..Inputs::default() };
         let outcomes = |cells: Vec<MmapCell>| {
-            data_checks(&cells, &inputs)
-                .iter()
-                .map(|v| v.outcome)
-                .collect::<Vec<_>>()
+            data_checks(&cells, &inputs).iter().map(|v| v.outcome).collect::<Vec<_>>()
         };
-        assert_eq!(
-            outcomes(vec![cell(false, 0.0), cell(true, 14.0)]),
-            [Outcome::Pass; 2]
-        );
-        assert_eq!(
-            outcomes(vec![cell(true, 7.0)]),
-            [Outcome::Pass, Outcome::Fail]
-        );
+        assert_eq!(outcomes(vec![cell(false, 0.0), cell(true, 14.0)]), [Outcome::Pass; 2]);
+        assert_eq!(outcomes(vec![cell(true, 7.0)]), [Outcome::Pass, Outcome::Fail]);
     }
 
     #[test]

@@ -90,9 +90,7 @@ pub fn publish(
     extra: &[(&str, &[u8])],
 ) -> Result<()> {
     let mut json = serde_json::to_value(results)?;
-    let obj = json
-        .as_object_mut()
-        .context("results are not a JSON object")?;
+    let obj = json.as_object_mut().context("results are not a JSON object")?;
     obj.insert("report".to_owned(), serde_json::to_value(report)?);
     let json = serde_json::to_string_pretty(&json)? + "\n";
     let markdown = report.markdown();

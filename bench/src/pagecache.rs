@@ -26,8 +26,7 @@ pub const CHUNK: usize = 1 << 20;
 /// whole file. Needs only read permission; mapped or locked pages stay.
 pub fn evict(path: &Path) -> Result<()> {
     let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    f.sync_all()
-        .with_context(|| format!("{}: fsync", path.display()))?;
+    f.sync_all().with_context(|| format!("{}: fsync", path.display()))?;
     let len = f.metadata()?.len();
     residency::evict(&f, 0, len).with_context(|| format!("{}: evict", path.display()))
 }
@@ -60,8 +59,7 @@ pub fn evict_random_until(
     seed: u64,
 ) -> Result<PartialEviction> {
     let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    f.sync_all()
-        .with_context(|| format!("{}: fsync", path.display()))?;
+    f.sync_all().with_context(|| format!("{}: fsync", path.display()))?;
     let len = f.metadata()?.len();
     let block = block.max(4096);
     let blocks_in_file = len.div_ceil(block).max(1);
@@ -77,9 +75,7 @@ pub fn evict_random_until(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss
         )]
-        let want = (((now - target) * len as f64) / block as f64)
-            .ceil()
-            .max(1.0) as u64;
+        let want = (((now - target) * len as f64) / block as f64).ceil().max(1.0) as u64;
         for _ in 0..want {
             let at = rng.next_u64() % blocks_in_file * block;
             residency::evict(&f, at, block)
@@ -88,11 +84,7 @@ pub fn evict_random_until(
         }
         now = resident_fraction(path)?;
     }
-    Ok(PartialEviction {
-        before,
-        after: now,
-        blocks: dropped,
-    })
+    Ok(PartialEviction { before, after: now, blocks: dropped })
 }
 
 /// Fraction (0–1) of the file's pages in the page cache, as native's
@@ -105,10 +97,7 @@ pub fn resident_fraction(path: &Path) -> Result<f64> {
     }
     let r = residency::sample(&f).with_context(|| format!("{}: residency", path.display()))?;
     let Some(resident) = r.known_resident_pages() else {
-        bail!(
-            "{}: the kernel does not say which pages are resident",
-            path.display()
-        );
+        bail!("{}: the kernel does not say which pages are resident", path.display());
     };
     #[expect(clippy::cast_precision_loss)]
     Ok(resident as f64 / r.total_pages.max(1) as f64)
@@ -135,9 +124,7 @@ pub fn read_whole(path: &Path, direct: bool) -> Result<ReadPass> {
         opts.custom_flags(libc::O_DIRECT);
     }
     let what = if direct { "open with O_DIRECT" } else { "open" };
-    let mut f = opts
-        .open(path)
-        .with_context(|| format!("{}: {what}", path.display()))?;
+    let mut f = opts.open(path).with_context(|| format!("{}: {what}", path.display()))?;
     let mut bytes = 0u64;
     loop {
         let n = match f.read(DirectBlock::run_bytes_mut(&mut buf)) {
@@ -151,8 +138,5 @@ pub fn read_whole(path: &Path, direct: bool) -> Result<ReadPass> {
         bytes += n as u64;
         interrupt::check()?;
     }
-    Ok(ReadPass {
-        bytes,
-        secs: start.elapsed().as_secs_f64(),
-    })
+    Ok(ReadPass { bytes, secs: start.elapsed().as_secs_f64() })
 }

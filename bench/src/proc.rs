@@ -159,11 +159,7 @@ impl Cmd {
     /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench
     /// builds what it measures.
     pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
-        let c = Self::new("cargo")
-            .arg("build")
-            .arg("--release")
-            .arg("-p")
-            .arg(package);
+        let c = Self::new("cargo").arg("build").arg("--release").arg("-p").arg(package);
         match bin {
             Some(b) => c.arg("--bin").arg(b),
             None => c,
@@ -182,19 +178,10 @@ impl Cmd {
         self.env
             .iter()
             .map(|(k, v)| {
-                format!(
-                    "{k}={}",
-                    if v.is_empty() {
-                        String::new()
-                    } else {
-                        shell_quote(v)
-                    }
-                )
+                format!("{k}={}", if v.is_empty() { String::new() } else { shell_quote(v) })
             })
             .chain(std::iter::once(
-                self.shown
-                    .clone()
-                    .unwrap_or_else(|| shell_quote(&self.program)),
+                self.shown.clone().unwrap_or_else(|| shell_quote(&self.program)),
             ))
             .chain(self.args.iter().map(|a| shell_quote(a)))
             .chain(self.to_null.then(|| "> /dev/null".to_owned()))
@@ -212,10 +199,7 @@ impl Cmd {
         let mut command = match &meter {
             Some(m) => {
                 let mut c = std::process::Command::new(GNU_TIME);
-                c.args(["-q", "-f", "%M %O", "-o"])
-                    .arg(&m.0)
-                    .arg(&self.program)
-                    .args(&self.args);
+                c.args(["-q", "-f", "%M %O", "-o"]).arg(&m.0).arg(&self.program).args(&self.args);
                 c
             }
             None => {
@@ -261,18 +245,10 @@ impl Cmd {
                 (buf, n)
             })
         };
-        let err_reader = drain(
-            child
-                .stderr
-                .take()
-                .map(|r| Box::new(r) as Box<dyn Read + Send>),
-            true,
-        );
+        let err_reader =
+            drain(child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>), true);
         let out_reader = drain(
-            child
-                .stdout
-                .take()
-                .map(|r| Box::new(r) as Box<dyn Read + Send>),
+            child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>),
             !self.count_only,
         );
         let (stdout, stdout_bytes) = out_reader.join().unwrap_or_default();
@@ -310,12 +286,7 @@ impl Cmd {
     pub fn run(&self, cwd: &Path) -> Result<Output> {
         let out = self.output(cwd)?;
         if !out.success {
-            bail!(
-                "`{}` failed ({}):\n{}",
-                self.shell(),
-                out.status,
-                tail(&out.stderr, 20)
-            );
+            bail!("`{}` failed ({}):\n{}", self.shell(), out.status, tail(&out.stderr, 20));
         }
         Ok(out)
     }
@@ -326,12 +297,8 @@ type Usage = ChildUsage;
 
 /// GNU time's `-f '%M %O'` line (the last line of its output file).
 fn parse_gnu_time(text: &str) -> Usage {
-    let mut words = text
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(|w| w.parse::<u64>().ok());
+    let mut words =
+        text.lines().last().unwrap_or_default().split_whitespace().map(|w| w.parse::<u64>().ok());
     Usage {
         max_rss_kib: words.next().flatten().filter(|&k| k > 0),
         written_bytes: words.next().flatten().map(|b| b * 512),
@@ -364,14 +331,8 @@ pub fn tail(text: &str, lines: usize) -> String {
 /// Quotes one word for a POSIX shell, leaving plain words bare.
 pub fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./=:,+@%-".contains(c));
+    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', r"'\''")) }
 }
 
 #[cfg(test)]
@@ -409,10 +370,7 @@ mod tests {
             .env("HGPLAIN", "1")
             .env("X", "a b")
             .args(["log", "-T", "{rev}\\n"]);
-        assert_eq!(
-            c.shell(),
-            r"HGRCPATH= HGPLAIN=1 X='a b' hg log -T '{rev}\n'"
-        );
+        assert_eq!(c.shell(), r"HGRCPATH= HGPLAIN=1 X='a b' hg log -T '{rev}\n'");
     }
 
     #[test]
@@ -453,11 +411,7 @@ mod tests {
         // sh and head: a few MiB at most, well below xtask's own image.
         let rss = out.max_rss_kib.unwrap();
         assert!(rss > 0 && rss < 64 * 1024, "{rss} KiB");
-        assert!(
-            out.written_bytes.unwrap() >= 1 << 20,
-            "{:?}",
-            out.written_bytes
-        );
+        assert!(out.written_bytes.unwrap() >= 1 << 20, "{:?}", out.written_bytes);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

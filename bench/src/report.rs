@@ -134,11 +134,7 @@ impl Table {
         let esc = |s: &str| s.replace('|', "\\|");
         let cells: Vec<Vec<String>> =
             std::iter::once(self.columns.iter().map(|c| esc(&c.name)).collect())
-                .chain(
-                    self.rows
-                        .iter()
-                        .map(|r| r.cells.iter().map(|c| esc(c)).collect()),
-                )
+                .chain(self.rows.iter().map(|r| r.cells.iter().map(|c| esc(c)).collect()))
                 .collect();
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|i| {
@@ -155,13 +151,11 @@ impl Table {
                 .iter()
                 .zip(&widths)
                 .zip(&self.columns)
-                .map(|((c, &w), col)| {
-                    if col.right {
-                        format!("{c:>w$}")
-                    } else {
-                        format!("{c:<w$}")
-                    }
-                })
+                .map(
+                    |((c, &w), col)| {
+                        if col.right { format!("{c:>w$}") } else { format!("{c:<w$}") }
+                    },
+                )
                 .collect();
             format!("| {} |\n", parts.join(" | "))
         };
@@ -169,13 +163,7 @@ impl Table {
         let rule: Vec<String> = widths
             .iter()
             .zip(&self.columns)
-            .map(|(&w, c)| {
-                if c.right {
-                    format!("{}:", "-".repeat(w - 1))
-                } else {
-                    "-".repeat(w)
-                }
-            })
+            .map(|(&w, c)| if c.right { format!("{}:", "-".repeat(w - 1)) } else { "-".repeat(w) })
             .collect();
         out.push_str(&format!("| {} |\n", rule.join(" | ")));
         for r in &cells[1..] {
@@ -201,9 +189,7 @@ impl Table {
             }
             let unavailable = r.cells.iter().any(|c| c.starts_with("unavailable"));
             if unavailable && !self.limits {
-                out.push(format!(
-                    "row {name:?}: `unavailable` outside a limits table"
-                ));
+                out.push(format!("row {name:?}: `unavailable` outside a limits table"));
             }
             if self.limits {
                 if !unavailable && r.cells.get(1).is_some_and(|c| is_placeholder(c)) {
@@ -247,10 +233,7 @@ impl Table {
 /// (`bench/src/text/`), with the figures of the run filled in.
 #[must_use]
 pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
-    vars.iter()
-        .fold(template.trim_end().to_owned(), |t, (k, v)| {
-            t.replace(&format!("{{{k}}}"), v)
-        })
+    vars.iter().fold(template.trim_end().to_owned(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
 }
 
 /// Whether a cell holds no value: empty, a dash, `?`, `n/a`, or NaN.
@@ -312,13 +295,7 @@ impl Verdict {
     /// A headline verdict on `name`.
     #[must_use]
     pub fn new(name: impl Into<String>, outcome: Outcome, detail: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            headline: true,
-            target: None,
-            outcome,
-            detail: detail.into(),
-        }
+        Self { name: name.into(), headline: true, target: None, outcome, detail: detail.into() }
     }
 
     /// The same as a detail line under a headline (name not in bold).
@@ -338,21 +315,10 @@ impl Verdict {
     /// The Markdown list item.
     #[must_use]
     pub fn line(&self) -> String {
-        let name = if self.headline {
-            format!("**{}**", self.name)
-        } else {
-            self.name.clone()
-        };
-        let target = self
-            .target
-            .as_ref()
-            .map(|t| format!(" ({t})"))
-            .unwrap_or_default();
-        let detail = if self.detail.is_empty() {
-            String::new()
-        } else {
-            format!(" — {}", self.detail)
-        };
+        let name = if self.headline { format!("**{}**", self.name) } else { self.name.clone() };
+        let target = self.target.as_ref().map(|t| format!(" ({t})")).unwrap_or_default();
+        let detail =
+            if self.detail.is_empty() { String::new() } else { format!(" — {}", self.detail) };
         format!("- {name}{target}: {}{detail}", self.outcome.word())
     }
 }
@@ -448,29 +414,18 @@ impl Report {
     /// A report titled `title` (the `#` heading).
     #[must_use]
     pub fn new(title: impl Into<String>) -> Self {
-        Self {
-            blocks: vec![Block::Heading {
-                level: 1,
-                text: title.into(),
-            }],
-        }
+        Self { blocks: vec![Block::Heading { level: 1, text: title.into() }] }
     }
 
     /// Adds a `##` section heading.
     pub fn section(&mut self, text: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Heading {
-            level: 2,
-            text: text.into(),
-        });
+        self.blocks.push(Block::Heading { level: 2, text: text.into() });
         self
     }
 
     /// Adds a `###` heading.
     pub fn subsection(&mut self, text: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Heading {
-            level: 3,
-            text: text.into(),
-        });
+        self.blocks.push(Block::Heading { level: 3, text: text.into() });
         self
     }
 
@@ -482,17 +437,13 @@ impl Report {
 
     /// Adds a bulleted list.
     pub fn list<S: Into<String>>(&mut self, items: impl IntoIterator<Item = S>) -> &mut Self {
-        self.blocks
-            .push(Block::List(items.into_iter().map(Into::into).collect()));
+        self.blocks.push(Block::List(items.into_iter().map(Into::into).collect()));
         self
     }
 
     /// Adds a fenced code block.
     pub fn code(&mut self, lang: &str, text: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Code {
-            lang: lang.to_owned(),
-            text: text.into(),
-        });
+        self.blocks.push(Block::Code { lang: lang.to_owned(), text: text.into() });
         self
     }
 
@@ -504,10 +455,7 @@ impl Report {
 
     /// Adds an image.
     pub fn image(&mut self, alt: impl Into<String>, file: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Image {
-            alt: alt.into(),
-            file: file.into(),
-        });
+        self.blocks.push(Block::Image { alt: alt.into(), file: file.into() });
         self
     }
 
@@ -627,14 +575,8 @@ mod tests {
         t.row(["hot", "", "1 s", "0.5×"]);
         let p = t.problems();
         assert_eq!(p.len(), 2, "{p:?}");
-        assert!(
-            p[0].contains("\"warm\"") && p[0].contains("\"Go\""),
-            "{p:?}"
-        );
-        assert!(
-            p[1].contains("\"hot\"") && p[1].contains("\"ours\""),
-            "{p:?}"
-        );
+        assert!(p[0].contains("\"warm\"") && p[0].contains("\"Go\""), "{p:?}");
+        assert!(p[1].contains("\"hot\"") && p[1].contains("\"ours\""), "{p:?}");
         assert!(t.is_comparison());
     }
 
@@ -658,12 +600,7 @@ mod tests {
     #[test]
     fn verdicts_judge_the_median_and_note_a_straddling_range() {
         let s = |v: &[f64]| crate::stats::Summary::of(v).unwrap();
-        let v = judge(
-            "c",
-            Some(&s(&[0.9, 1.2, 1.3])),
-            (1.0, Bound::AtMost),
-            ("ours ", " Go"),
-        );
+        let v = judge("c", Some(&s(&[0.9, 1.2, 1.3])), (1.0, Bound::AtMost), ("ours ", " Go"));
         assert_eq!(
             v.line(),
             "- **c**: FAIL — ours 1.20× Go (median of 3 per-round ratios, range 0.90–1.30); the range \
@@ -674,10 +611,7 @@ mod tests {
             v.line(),
             "- **c**: PASS — 1.60× (median of 1 per-round ratio, range 1.60–1.60)"
         );
-        assert_eq!(
-            judge("c", None, (1.0, Bound::AtMost), ("", "")).outcome,
-            Outcome::None
-        );
+        assert_eq!(judge("c", None, (1.0, Bound::AtMost), ("", "")).outcome, Outcome::None);
         // A range that only touches the target on the passing side does not
         // straddle it.
         let touch = |v, b| judge("c", Some(&s(v)), (1.0, b), ("", "")).detail;
@@ -692,18 +626,12 @@ mod tests {
         r.text("Intro.").section("Results");
         let mut t = Table::new(&["cell", ">ours", ">peer"]).compares(&[1], &[2]);
         t.row(["cold", "1 s", "2 s"]);
-        r.table(t)
-            .image("ratios", "ratios.svg")
-            .section("Verdicts")
-            .verdicts(vec![
-                Verdict::new("cold", Outcome::Pass, "0.50×").target("ours ≤ 1.0× peer"),
-                Verdict::new("mode fd", Outcome::Fail, "1.2×").sub(),
-            ]);
+        r.table(t).image("ratios", "ratios.svg").section("Verdicts").verdicts(vec![
+            Verdict::new("cold", Outcome::Pass, "0.50×").target("ours ≤ 1.0× peer"),
+            Verdict::new("mode fd", Outcome::Fail, "1.2×").sub(),
+        ]);
         let md = r.markdown();
-        assert!(
-            md.starts_with("# bench x — today\n\nIntro.\n\n## Results\n\n| cell |"),
-            "{md}"
-        );
+        assert!(md.starts_with("# bench x — today\n\nIntro.\n\n## Results\n\n| cell |"), "{md}");
         assert!(md.contains("![ratios](ratios.svg)\n"));
         assert!(
             md.ends_with("- **cold** (ours ≤ 1.0× peer): PASS — 0.50×\n- mode fd: FAIL — 1.2×\n\n"),

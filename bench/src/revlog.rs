@@ -110,14 +110,7 @@ impl Plan {
         sweep.push(big);
         sweep.sort_unstable();
         let (sweep_runs, hg_sweep) = (sweep_runs.unwrap_or(runs), preset == "full");
-        Plan {
-            preset,
-            hg_sizes,
-            big,
-            sweep,
-            sweep_runs,
-            hg_sweep,
-        }
+        Plan { preset, hg_sizes, big, sweep, sweep_runs, hg_sweep }
     }
 
     /// Every repository, as results list them: the hg-made ones, the
@@ -226,11 +219,7 @@ impl SynthChangelog {
         for rev in 0..revs {
             let (e, chunk) = s.next_rev();
             let header = u32::from(REVLOGV1);
-            let bytes = if rev == 0 {
-                e.encode_first(header)
-            } else {
-                e.encode()
-            };
+            let bytes = if rev == 0 { e.encode_first(header) } else { e.encode() };
             index.write_all(&bytes)?;
             data.write_all(&chunk)?;
             if rev % 65_536 == 0 {
@@ -288,11 +277,7 @@ fn ranges(revs: &[u32]) -> String {
         }
     }
     let one = |&(a, b): &(u32, u32)| {
-        if a == b {
-            a.to_string()
-        } else {
-            format!("{a}–{b}")
-        }
+        if a == b { a.to_string() } else { format!("{a}–{b}") }
     };
     out.iter().map(one).collect::<Vec<_>>().join(", ")
 }
@@ -353,10 +338,9 @@ impl Mode {
 pub fn config_args(mode: Mode, hg: (u32, u32)) -> Vec<String> {
     let kv: &[&str] = match mode {
         Mode::Read => &["storage.revlog.mmap.index=no"],
-        Mode::Mmap if hg >= (6, 9) => &[
-            "storage.revlog.mmap.index=yes",
-            "storage.revlog.mmap.index:size-threshold=0",
-        ],
+        Mode::Mmap if hg >= (6, 9) => {
+            &["storage.revlog.mmap.index=yes", "storage.revlog.mmap.index:size-threshold=0"]
+        }
         Mode::Mmap => &["experimental.mmapindexthreshold=0"],
     };
     let pair = |s: &&str| ["--config".to_owned(), (*s).to_owned()];
@@ -397,12 +381,7 @@ fn crossover(points: &[(u64, f64)]) -> Option<Crossover> {
     p.retain(|(b, r)| *b > 0 && r.is_finite() && *r > 0.0);
     p.sort_by_key(|&(b, _)| b);
     let x = |kind, from_bytes, below_bytes, estimate_bytes| {
-        Some(Crossover {
-            kind,
-            from_bytes,
-            below_bytes,
-            estimate_bytes,
-        })
+        Some(Crossover { kind, from_bytes, below_bytes, estimate_bytes })
     };
     match p.iter().rposition(|&(_, r)| r >= 1.0) {
         _ if p.is_empty() => None,
@@ -484,11 +463,7 @@ enum Origin {
 
 /// `1k (hg)`, `1M (synthetic)`.
 fn repo_name((revs, origin): (u32, Origin)) -> String {
-    let by = if origin == Origin::Hg {
-        "hg"
-    } else {
-        "synthetic"
-    };
+    let by = if origin == Origin::Hg { "hg" } else { "synthetic" };
     format!("{} ({by})", short_count(revs))
 }
 
@@ -524,10 +499,7 @@ impl RepoInfo {
     /// The changelog files (what the cold reset evicts).
     fn files(&self) -> Vec<PathBuf> {
         let d = self.index().with_extension("d");
-        [self.index()]
-            .into_iter()
-            .chain(d.is_file().then_some(d))
-            .collect()
+        [self.index()].into_iter().chain(d.is_file().then_some(d)).collect()
     }
 
     fn pages(&self) -> u64 {
@@ -601,11 +573,7 @@ fn ensure_repo(
 /// Makes hg's repository of `revs` revisions with the peer.
 fn make_hg<'a>(ws: &'a Workspace, oracle: &'a str, revs: u32, progress: &'a Progress) -> Make<'a> {
     Box::new(move |tmp, dir| {
-        let slow = if revs >= 50_000 {
-            ", about 2 min per 100k"
-        } else {
-            ""
-        };
+        let slow = if revs >= 50_000 { ", about 2 min per 100k" } else { "" };
         let (at, cached) = (dir.display(), "cached for later runs");
         let making = format!("making {at} with hg ({revs} revisions{slow}; {cached})");
         progress.note(&format!("xtask: {making}"));
@@ -658,10 +626,7 @@ fn make_synth<'a>(
                  inline, `u` + text chunks, text = \"<null manifest>\\nbench\\n<rev> 0\\n\\nr<rev>\")"
             )
         };
-        Ok((
-            how,
-            check_synth(ws, tmp, revs, from.is_none(), mapwise, progress)?,
-        ))
+        Ok((how, check_synth(ws, tmp, revs, from.is_none(), mapwise, progress)?))
     })
 }
 
@@ -766,11 +731,7 @@ fn check_synth(
     for rev in [0, revs - 1] {
         let d = run(&["debugdata", "-c", &rev.to_string()])?;
         let ok = d.success && d.stdout.as_bytes() == synth_text(rev);
-        let detail = if d.success {
-            format!("{:?}", d.stdout)
-        } else {
-            tail(&d.stderr, 2)
-        };
+        let detail = if d.success { format!("{:?}", d.stdout) } else { tail(&d.stderr, 2) };
         checks.push(check(format!("hg debugdata -c {rev}"), ok, detail));
     }
     let l = run(&["log", "-l", "2"])?;
@@ -824,11 +785,7 @@ struct Contender {
 }
 
 fn side(who: impl Into<String>, job: Job, repo: usize) -> Contender {
-    Contender {
-        who: who.into(),
-        job,
-        repo,
-    }
+    Contender { who: who.into(), job, repo }
 }
 
 /// One cell: two contenders alternated `runs` pairs, each run from
@@ -854,14 +811,7 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
     let mut add = |kind, label, cache, mode, a, b| {
         let long = matches!(kind, Kind::Matrix | Kind::Startup | Kind::SweepHg);
         let runs = if long { runs } else { sweep_runs };
-        out.push(Spec {
-            kind,
-            label,
-            cache,
-            mode,
-            runs,
-            sides: [a, b],
-        });
+        out.push(Spec { kind, label, cache, mode, runs, sides: [a, b] });
     };
     let a = side("ours", Job::OursVersion, 0);
     let b = side("hg", Job::HgRoot, 0);
@@ -941,11 +891,7 @@ fn prepare(repo: &RepoInfo, state: CacheState) -> Result<Prepared> {
         let resident = pagecache::resident_fraction(&repo.index())?;
         if state == CacheState::Warm || resident <= 0.01 || attempt == 4 {
             let prep_s = start.elapsed().as_secs_f64();
-            return Ok(Prepared {
-                state,
-                prep_s,
-                resident,
-            });
+            return Ok(Prepared { state, prep_s, resident });
         }
         std::thread::sleep(std::time::Duration::from_millis(10 << attempt));
         interrupt::check()?;
@@ -971,12 +917,7 @@ fn model_load(path: &Path, mode: Mode, random: bool) -> Result<f64> {
         for rev in from..=idx.tip() {
             let e = idx.entry(rev)?;
             let p1 = idx.node(idx.parent_revs(&e).0)?;
-            sum += e
-                .node()
-                .iter()
-                .chain(&p1)
-                .map(|&x| u64::from(x))
-                .sum::<u64>();
+            sum += e.node().iter().chain(&p1).map(|&x| u64::from(x)).sum::<u64>();
         }
         Ok(sum)
     };
@@ -1121,12 +1062,7 @@ impl Runner<'_> {
             (None, _) => unreachable!("only the model runs no command"),
         };
         let resident_after = pagecache::resident_fraction(&repo.index())?;
-        Ok(Sample {
-            secs,
-            prep,
-            resident_after,
-            output,
-        })
+        Ok(Sample { secs, prep, resident_after, output })
     }
 
     /// One cell: --warmup untimed pairs, then `spec.runs` timed ones, each
@@ -1170,12 +1106,7 @@ impl Runner<'_> {
         phase.set("run");
         let pairs = schedule::alternate(c.runs, &mut before, &mut a, &mut b)?;
         let cmds = [0, 1].map(|i| self.shell(c.sides[i].job, repo(i)));
-        Ok(CellResult {
-            spec,
-            cmds,
-            warmup,
-            pairs,
-        })
+        Ok(CellResult { spec, cmds, warmup, pairs })
     }
 }
 
@@ -1265,16 +1196,8 @@ fn load_check(
         let out = hg.run(&run.ws.root)?;
         let (mapped, rest) = split_mmap_report(&out.stdout);
         let as_expected = rest == expected_log(repo.revs, LIMIT);
-        let how = if mapped {
-            "mapped"
-        } else {
-            "not mapped (read)"
-        };
-        let log = if as_expected {
-            "as expected"
-        } else {
-            "UNEXPECTED"
-        };
+        let how = if mapped { "mapped" } else { "not mapped (read)" };
+        let log = if as_expected { "as expected" } else { "UNEXPECTED" };
         let ok = mapped == (mode == Mode::Mmap) && as_expected;
         let detail = format!("00changelog.i {how}; log output {log}");
         checks.push(check(format!("{of}: hg util.mmapread"), ok, detail));
@@ -1301,13 +1224,7 @@ struct CrossoverResult {
 impl CrossoverResult {
     fn new(source: &'static str, cache: CacheState, points: Vec<(u64, f64)>) -> Self {
         let (crossover, decided_by) = (crossover(&points), Vec::new());
-        Self {
-            source,
-            cache,
-            points,
-            decided_by,
-            crossover,
-        }
+        Self { source, cache, points, decided_by, crossover }
     }
 }
 
@@ -1417,9 +1334,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let Some(hg_v) = hg_version.as_deref().and_then(parse_hg_version) else {
         bail!("cannot run `hg --version` (apt-get install mercurial)");
     };
-    let made = repos
-        .iter()
-        .flat_map(|r| r.made.checks.iter().map(move |c| (r, c)));
+    let made = repos.iter().flat_map(|r| r.made.checks.iter().map(move |c| (r, c)));
     for (r, c) in made.filter(|(_, c)| !c.ok) {
         let (name, what, detail) = (&r.name, &c.what, &c.detail);
         progress.note(&format!("xtask: warning: {name}: {what} failed: {detail}"));
@@ -1762,11 +1677,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
             Origin::Synthetic => "synthesised",
         };
         let now = format!("now ({})", fmt_secs(x.made.secs));
-        let when = if x.generated_now {
-            now
-        } else {
-            "cached".into()
-        };
+        let when = if x.generated_now { now } else { "cached".into() };
         let index = format!("{} ({} B)", human_size(x.index_bytes), x.index_bytes);
         let format = if x.inline { "v1 inline" } else { "v1" }.to_owned();
         let data = x.data_bytes.map_or("—".into(), human_size);
@@ -1780,9 +1691,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     let of = |x: &RepoInfo| format!("{}, ", x.name);
     let checks = synth.flat_map(|x| x.made.checks.iter().map(move |c| c.line(&of(x))));
     let made = "Checks of the synthetic repositories with hg (made once, when each was made):";
-    rep.section("Repositories")
-        .table(t)
-        .text("How they were made:");
+    rep.section("Repositories").table(t).text("How they were made:");
     rep.list(how).text(made).list(checks);
 
     let (read, mmap, n) = (r.config_read.join(" "), r.config_mmap.join(" "), r.warmup);
@@ -1906,11 +1815,8 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         let by = c.points.iter().zip(&c.decided_by);
         let by = by.map(|((b, x), who)| format!("{} {x:.2}× ({who})", human_size(*b)));
         let by: Vec<String> = by.collect();
-        let by = if by.is_empty() {
-            String::new()
-        } else {
-            format!(" — per size: {}", by.join(", "))
-        };
+        let by =
+            if by.is_empty() { String::new() } else { format!(" — per size: {}", by.join(", ")) };
         let (source, cache) = (c.source, c.cache.name());
         let words = describe(c.crossover.as_ref());
         format!("**{source}**, {cache}: {words}{by}")
@@ -1985,12 +1891,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         };
         let (a, b) = (&first.sides[0].who, &first.sides[1].who);
         let name = format!("Target 1, {}", cache.name());
-        let verdict = judge(
-            name,
-            first.ratios().as_ref(),
-            (SIZE_TARGET, Bound::AtMost),
-            ("", ""),
-        );
+        let verdict = judge(name, first.ratios().as_ref(), (SIZE_TARGET, Bound::AtMost), ("", ""));
         out.push(verdict.target(format!("{a} ≤ {SIZE_TARGET}× {b}")));
         for c in rest {
             let name = format!("for comparison, {} vs {}", c.sides[0].who, c.sides[1].who);
@@ -2008,18 +1909,11 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
             let detail = format!("`{c}` ({}; {vs} hg's default 1 MB)", human_size(b));
             Verdict::new("Target 2", Outcome::Pass, detail)
         }
-        _ => Verdict::new(
-            "Target 2",
-            Outcome::None,
-            format!("no crossover found ({})", rec.why),
-        ),
+        _ => Verdict::new("Target 2", Outcome::None, format!("no crossover found ({})", rec.why)),
     };
     out.push(target2.target("crossover measured and printed as the recommended threshold"));
-    let bad_checks = r
-        .load_checks
-        .iter()
-        .filter(|c| !c.ok)
-        .map(|c| format!("{}: {}", c.what, c.detail));
+    let bad_checks =
+        r.load_checks.iter().filter(|c| !c.ok).map(|c| format!("{}: {}", c.what, c.detail));
     let bad_cells = r
         .cells
         .iter()
@@ -2029,11 +1923,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         true => "every run printed the 5 tip revisions, every load check and synthetic-repository check passed".into(),
         false => bad_checks.chain(bad_cells).collect::<Vec<_>>().join("; "),
     };
-    out.push(Verdict::new(
-        "Outputs and checks",
-        Outcome::of(r.outputs_agree),
-        detail,
-    ));
+    out.push(Verdict::new("Outputs and checks", Outcome::of(r.outputs_agree), detail));
     out
 }
 
@@ -2076,11 +1966,7 @@ impl Drop for TempDir {
 /// `o`'s stdout on one line when it succeeded, else the last `n` lines of
 /// its stderr.
 fn said(o: &Output, n: usize) -> String {
-    if o.success {
-        o.stdout.trim().replace('\n', "; ")
-    } else {
-        tail(&o.stderr, n)
-    }
+    if o.success { o.stdout.trim().replace('\n', "; ") } else { tail(&o.stderr, n) }
 }
 
 #[cfg(test)]
@@ -2138,8 +2024,7 @@ mod tests {
         assert_eq!(index[..4], [0, 0, 0, 1], "v1, no flags");
         let idx = Index::open(&index[..]).unwrap();
         assert!(!idx.is_inline() && !idx.is_generaldelta() && idx.len() == 300);
-        idx.check_data_len(data.len() as u64, 0..=idx.tip())
-            .unwrap();
+        idx.check_data_len(data.len() as u64, 0..=idx.tip()).unwrap();
         let revs: Vec<u32> = (0..300).collect();
         assert_eq!(synth_rows(&revs), core_rows(&index, &revs));
         let (e, text) = (idx.entry(299).unwrap(), synth_text(299));
@@ -2195,10 +2080,7 @@ mod tests {
         assert_eq!(hg_version_number(line), Some("6.3.2"));
         assert_eq!(config_args(Mode::Read, (6, 3))[0], "--config");
         let args = |m, v| config_args(m, v).join(" ").replace("--config ", "");
-        assert_eq!(
-            args(Mode::Mmap, (6, 3)),
-            "experimental.mmapindexthreshold=0"
-        );
+        assert_eq!(args(Mode::Mmap, (6, 3)), "experimental.mmapindexthreshold=0");
         let new = "storage.revlog.mmap.index=yes storage.revlog.mmap.index:size-threshold=0";
         assert_eq!(args(Mode::Mmap, (7, 0)), new);
         assert_eq!(args(Mode::Read, (7, 0)), "storage.revlog.mmap.index=no");
@@ -2214,19 +2096,11 @@ mod tests {
 
     #[test]
     fn crossovers_and_the_recommendation() {
-        let points = [
-            (1 << 20, 0.8),
-            (1 << 14, 1.05),
-            (1 << 16, 1.2),
-            (1 << 18, 0.9),
-        ];
+        let points = [(1 << 20, 0.8), (1 << 14, 1.05), (1 << 16, 1.2), (1 << 18, 0.9)];
         let c = crossover(&points).unwrap();
         assert_eq!((c.kind, c.below_bytes), ("between", Some(1 << 16)));
         let e = c.estimate_bytes.unwrap();
-        assert!(
-            c.from_bytes == Some(1 << 18) && e > 65_536.0 && e < 262_144.0,
-            "{e}"
-        );
+        assert!(c.from_bytes == Some(1 << 18) && e > 65_536.0 && e < 262_144.0, "{e}");
         // A win below a loss does not count: the last loss decides.
         let c = crossover(&[(1, 0.9), (2, 1.1), (4, 0.9)]).unwrap();
         assert_eq!(c.from_bytes, Some(4));
@@ -2243,18 +2117,11 @@ mod tests {
         let x = CrossoverResult::new;
         let (w, c) = (CacheState::Warm, CacheState::Cold);
         let warm = x("combined", w, vec![(1 << 14, 1.1), (1 << 16, 0.9)]);
-        let cold = x(
-            "combined",
-            c,
-            vec![(1 << 14, 1.1), (1 << 20, 1.1), (1 << 22, 0.7)],
-        );
+        let cold = x("combined", c, vec![(1 << 14, 1.1), (1 << 20, 1.1), (1 << 22, 0.7)]);
         let r = recommend(&[warm, cold, x("ours", w, vec![(1 << 30, 1.5)])]);
         let why = "warm: read wins or ties up to 16.0 KiB, mmap wins from 64.0 KiB on";
         assert!(r.why.starts_with(why), "{}", r.why);
-        assert_eq!(
-            r.config.unwrap(),
-            "--config experimental.mmapindexthreshold=4M"
-        );
+        assert_eq!(r.config.unwrap(), "--config experimental.mmapindexthreshold=4M");
         assert_eq!(recommend(&[x("combined", w, vec![(1, 1.5)])]).bytes, None);
         // Process ties defer to the model; without a model point the process decides.
         let process = [(16, 1.03), (64, 0.97), (256, 0.90), (1024, 1.2)];
@@ -2266,19 +2133,10 @@ mod tests {
 
     #[test]
     fn verdicts_winners_and_the_seed() {
-        let v = |s: &[f64]| {
-            judge(
-                "t",
-                Summary::of(s).as_ref(),
-                (SIZE_TARGET, Bound::AtMost),
-                ("", ""),
-            )
-        };
+        let v =
+            |s: &[f64]| judge("t", Summary::of(s).as_ref(), (SIZE_TARGET, Bound::AtMost), ("", ""));
         let pass = v(&[0.9, 1.0, 1.1]).target("x").line();
-        assert!(
-            pass.starts_with("- **t** (x): PASS — 1.00× (median of 3"),
-            "{pass}"
-        );
+        assert!(pass.starts_with("- **t** (x): PASS — 1.00× (median of 3"), "{pass}");
         let fail = v(&[1.1, 1.3, 1.4]);
         assert!(fail.outcome == Outcome::Fail && fail.detail.ends_with("straddles 1.2×"));
         assert_eq!(v(&[]).outcome, Outcome::None);
@@ -2289,14 +2147,8 @@ mod tests {
         assert_eq!(w(888., 696.), "reading wins");
         let seed = seed_figures();
         let d477 = seed.iter().filter(|f| f.0[0] == "D477 (2017)").count();
-        assert_eq!(
-            (seed.len(), d477, seed[2].0[2]),
-            (7, 4, "\"much bigger\" (not given)")
-        );
-        assert_eq!(
-            (seed[4].0[2], seed[4].1, seed[4].2),
-            ("60 MB", 32.023, 0.196)
-        );
+        assert_eq!((seed.len(), d477, seed[2].0[2]), (7, 4, "\"much bigger\" (not given)"));
+        assert_eq!((seed[4].0[2], seed[4].1, seed[4].2), ("60 MB", 32.023, 0.196));
         assert_eq!((seed[6].1, seed[6].2), (161.339, 123.228));
     }
 
@@ -2305,15 +2157,9 @@ mod tests {
         use Kind::{Advice, Matrix, Model, Size, Startup, Sweep, SweepHg};
         let quick = Plan::new(false, false, None);
         let want = [256, 1024, 4096, 16_384, 65_536, 262_144, 1_000_000];
-        assert_eq!(
-            (quick.big, quick.sweep_runs, quick.sweep),
-            (1_000_000, 20, want.into())
-        );
+        assert_eq!((quick.big, quick.sweep_runs, quick.sweep), (1_000_000, 20, want.into()));
         let full = Plan::new(false, true, Some(7));
-        assert_eq!(
-            (full.sweep.len(), full.sweep[0], full.sweep_runs),
-            (14, 64, 7)
-        );
+        assert_eq!((full.sweep.len(), full.sweep[0], full.sweep_runs), (14, 64, 7));
         assert!(full.hg_sweep && full.hg_sizes == [1000, 100_000]);
         // --tiny wins over --full: no 100k, no 1M, a small synthesis.
         let tiny = Plan::new(true, true, None);
@@ -2331,17 +2177,10 @@ mod tests {
         assert_eq!(kinds.map(count), [1, 8, 6, 2, 6, 6, 0]);
         assert_eq!((cells[1].runs, cells[9].runs), (1, 2));
         assert_eq!(cells[1].label, "1k (hg), warm, read");
-        assert_eq!(
-            cells[9].label,
-            "ours mmap 5k (synthetic) vs ours mmap 1k (hg), warm"
-        );
+        assert_eq!(cells[9].label, "ours mmap 5k (synthetic) vs ours mmap 1k (hg), warm");
         let at = |s: &Spec| (s.kind == Sweep).then(|| repos[s.sides[0].repo].0);
         let sweep: Vec<u32> = cells.iter().filter_map(at).collect();
-        assert_eq!(
-            sweep,
-            [256, 256, 1024, 1024, 5000, 5000],
-            "ascending, the big one among them"
-        );
+        assert_eq!(sweep, [256, 256, 1024, 1024, 5000, 5000], "ascending, the big one among them");
         let cells = specs(&full, &full.repos(), 3, 2);
         let hg = |s: &Spec| (s.kind == SweepHg).then_some(s.runs);
         assert_eq!(cells.iter().filter_map(hg).collect::<Vec<_>>(), [3; 28]);

@@ -143,19 +143,12 @@ const MODES: [Tool; 4] = [Mmap, Mmap2Pages, Fd, Direct];
 impl Tool {
     /// Our `--io` value.
     fn io(self) -> Option<&'static str> {
-        [
-            None,
-            Some("mmap"),
-            Some("mmap-2pages"),
-            Some("fd"),
-            Some("direct"),
-        ][self as usize]
+        [None, Some("mmap"), Some("mmap-2pages"), Some("fd"), Some("direct")][self as usize]
     }
 
     /// Directory, trace side: the mode, `rrdtool`, or `librrd` in-process.
     fn key(self, inproc: bool) -> &'static str {
-        self.io()
-            .unwrap_or(["rrdtool", "librrd"][usize::from(inproc)])
+        self.io().unwrap_or(["rrdtool", "librrd"][usize::from(inproc)])
     }
 
     /// For tables: `rrdtool`, `librrd`, `ours fd`.
@@ -211,11 +204,7 @@ impl Level {
             ["process level", "process", ""],
             ["process level, the seed's file", "seed file", "seed file"],
             ["in-process", "in-process", ""],
-            [
-                "in-process, kept handle",
-                "in-process handle",
-                "kept handle",
-            ],
+            ["in-process, kept handle", "in-process handle", "kept handle"],
         ][self as usize]
     }
 }
@@ -237,9 +226,7 @@ fn sample_stream(last_up: i64, step: u64, ds: usize, calls: usize, seed: u64) ->
     let step = i64::try_from(step).unwrap_or(i64::MAX);
     let mut sample = |i: usize| {
         let t = last_up.saturating_add(step.saturating_mul(i64::try_from(i).unwrap_or(0)));
-        let values: String = (0..ds)
-            .map(|_| format!(":{:.3}", r.unit() * 1000.0))
-            .collect();
+        let values: String = (0..ds).map(|_| format!(":{:.3}", r.unit() * 1000.0)).collect();
         format!("{t}{values}")
     };
     let call = |c: usize| (1..=PER_CALL).map(|k| sample(c * PER_CALL + k)).collect();
@@ -251,10 +238,7 @@ fn sample_stream(last_up: i64, step: u64, ds: usize, calls: usize, seed: u64) ->
 fn shape_args(shapes: &str, name: &str) -> Option<Vec<String>> {
     let mut lines = shapes.lines();
     lines.find(|l| l.split_whitespace().next() == Some(name))?;
-    let rest = lines
-        .next()?
-        .trim()
-        .strip_prefix("rrdtool create NAME.rrd ")?;
+    let rest = lines.next()?.trim().strip_prefix("rrdtool create NAME.rrd ")?;
     Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
@@ -274,12 +258,8 @@ fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
         if call.is_empty() || !call.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             continue;
         }
-        let result = line
-            .rsplit_once(" = ")
-            .map(|(_, r)| r.split(' ').next().unwrap_or(""));
-        let ret = result
-            .and_then(|r| r.parse::<i64>().ok())
-            .filter(|&fd| fd >= 0);
+        let result = line.rsplit_once(" = ").map(|(_, r)| r.split(' ').next().unwrap_or(""));
+        let ret = result.and_then(|r| r.parse::<i64>().ok()).filter(|&fd| fd >= 0);
         let parts: Vec<&str> = args.split([',', ')']).map(str::trim).collect();
         let fd = parts[0].parse::<i64>().ok().filter(|fd| fds.contains(fd));
         let mapped = |a: u64| maps.iter().any(|&(s, l)| a >= s && a < s.saturating_add(l));
@@ -303,9 +283,7 @@ fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
         } else if call == "process_madvise" {
             // On the file when an iovec entry lies in one of its mappings.
             let base = |t: &str| hex(t.split([',', '}']).next().unwrap_or(""));
-            args.split("iov_base=")
-                .skip(1)
-                .any(|t| base(t).is_some_and(mapped))
+            args.split("iov_base=").skip(1).any(|t| base(t).is_some_and(mapped))
         } else if let Some(a) = hex(parts[0]).filter(|&a| mapped(a)) {
             maps.retain(|&(s, _)| call != "munmap" || s != a);
             true
@@ -334,12 +312,7 @@ impl Finding {
     fn of(direct_vs_mmap: Option<f64>, fd_vs_mmap: Option<f64>) -> Self {
         let direct_far_slower = direct_vs_mmap.map(|r| r >= FAR_SLOWER);
         let fd_close = fd_vs_mmap.map(|r| (CLOSE.0..=CLOSE.1).contains(&r));
-        Self {
-            direct_vs_mmap,
-            fd_vs_mmap,
-            direct_far_slower,
-            fd_close,
-        }
+        Self { direct_vs_mmap, fd_vs_mmap, direct_far_slower, fd_close }
     }
 
     /// Both halves hold.
@@ -362,10 +335,7 @@ impl Run {
     fn new(program: impl AsRef<Path>, shown: &str, cwd: &Path) -> Self {
         let env = [("TZ", "UTC"), ("LC_ALL", "C"), ("LANG", "C")];
         let cmd = Cmd::new(path_arg(program.as_ref())).shown_as(shell_quote(shown));
-        Self(
-            env.into_iter().fold(cmd, |c, (k, v)| c.env(k, v)),
-            cwd.to_path_buf(),
-        )
+        Self(env.into_iter().fold(cmd, |c, (k, v)| c.env(k, v)), cwd.to_path_buf())
     }
 
     fn args<S: Into<String>>(self, a: impl IntoIterator<Item = S>) -> Self {
@@ -396,16 +366,11 @@ fn rrdtool(cwd: &Path) -> Run {
 /// `path` (relative to `root`) as seen from `cwd` (under `root`).
 fn relative(path: &Path, root: &Path, cwd: &Path) -> String {
     let ups = cwd.strip_prefix(root).unwrap_or(cwd).components().count();
-    path_arg(
-        &std::iter::repeat_n(Path::new(".."), ups)
-            .collect::<PathBuf>()
-            .join(path),
-    )
+    path_arg(&std::iter::repeat_n(Path::new(".."), ups).collect::<PathBuf>().join(path))
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
 /// A directory removed (recursively) on drop.
@@ -422,11 +387,7 @@ impl Drop for WorkDir {
 fn resident_pages(path: &Path) -> Result<Vec<u32>> {
     let what = || format!("{}: residency", path.display());
     let r = mapwise_native::os::residency::sample(&File::open(path)?).with_context(what)?;
-    ensure!(
-        r.trust.is_known(),
-        "{}: the kernel hides its residency",
-        path.display()
-    );
+    ensure!(r.trust.is_known(), "{}: the kernel hides its residency", path.display());
     let pages = (0..r.total_pages).filter(|&p| r.is_resident(p));
     Ok(pages.filter_map(|p| u32::try_from(p).ok()).collect())
 }
@@ -579,10 +540,7 @@ impl Ctx<'_> {
         let cold = (cache == Cold).then_some("--cold");
         let Some(m) = tool.io() else {
             let r = Run::new(&self.oracle, &self.oracle, &self.root);
-            let r = Run(
-                r.0.env("TMPDIR", self.rel(&self.work.join("librrd-tmp"))),
-                r.1,
-            );
+            let r = Run(r.0.env("TMPDIR", self.rel(&self.work.join("librrd-tmp"))), r.1);
             let args = ["bench-inproc".to_owned(), self.rel(start), n.to_string()];
             return r.args(args).args(["--json"]).args(cold);
         };
@@ -611,10 +569,7 @@ fn process_loop(
     if cold {
         pagecache::evict(&file)?; // the trace starts where every call does
     }
-    let mut l = LoopResult {
-        tool,
-        ..LoopResult::default()
-    };
+    let mut l = LoopResult { tool, ..LoopResult::default() };
     let mut outputs = Vec::new();
     let reference = (!inp.reference.0.is_empty()).then_some(&inp.reference);
     x.record(&file, at, tool.key(false), || {
@@ -638,24 +593,17 @@ fn process_loop(
             if !out.success || !out.stdout.starts_with("return_value = 0\n") {
                 l.failures += 1;
                 let said = tail(&format!("{}{}", out.stdout, out.stderr), 3);
-                l.problem
-                    .get_or_insert(format!("call {call}: {status} — {said}"));
+                l.problem.get_or_insert(format!("call {call}: {status} — {said}"));
             } else if let Some(want) = want.filter(|w| *w != out.stdout) {
                 l.output_mismatches += 1;
-                let at = out
-                    .stdout
-                    .lines()
-                    .zip(want.lines())
-                    .position(|(a, b)| a != b);
-                l.problem
-                    .get_or_insert(format!("call {call}: not rrdtool's output, line {at:?}"));
+                let at = out.stdout.lines().zip(want.lines()).position(|(a, b)| a != b);
+                l.problem.get_or_insert(format!("call {call}: not rrdtool's output, line {at:?}"));
             }
             if want.is_none() {
                 outputs.push(out.stdout);
             }
             if i % 50 == 49 {
-                x.progress
-                    .set(format!("{dir} {}: call {call}", cache.name()));
+                x.progress.set(format!("{dir} {}: call {call}", cache.name()));
             }
         }
         l.wall_s = start.elapsed().as_secs_f64();
@@ -709,11 +657,8 @@ fn inproc_loop(
             // Not seen (it came and went between two looks): a trace
             // without frames, under the pattern's name.
             let path = seen.unwrap_or_else(|| tmp.join("rrd-bench-*").join(&name));
-            let join = || {
-                driver
-                    .join()
-                    .map_err(|_| anyhow!("the librrd driver's thread panicked"))?
-            };
+            let join =
+                || driver.join().map_err(|_| anyhow!("the librrd driver's thread panicked"))?;
             x.record(&path, at, tool.key(true), join)
         })?
     };
@@ -721,10 +666,7 @@ fn inproc_loop(
     let bad = |e| anyhow!("`{}`: bad JSON ({e}):\n{}", run.shell(&x.root), said());
     let d: Driver = serde_json::from_str(&out.stdout).map_err(bad)?;
     let failures = d.failures.unwrap_or(1).max(u64::from(!out.success));
-    let why = d
-        .first_error
-        .clone()
-        .unwrap_or_else(|| tail(&out.stderr, 3));
+    let why = d.first_error.clone().unwrap_or_else(|| tail(&out.stderr, 3));
     let problem = (failures > 0).then(|| format!("{}: {failures} failed calls; {why}", out.status));
     let same = |f: &PathBuf| fs::read(f).map(|b| b == inp.reference.1);
     let file_identical = ours.as_ref().map(same).transpose()?;
@@ -838,35 +780,21 @@ fn run_cell(
     let what = format!("{} {}", level.names()[0], cache.name());
     let phase = |name: &str, n: usize| -> Result<Vec<Round>> {
         let before = |i: usize, r| {
-            x.progress
-                .set(format!("{what}: {name} {r}/{n}, {}", tools[i].key(false)));
+            x.progress.set(format!("{what}: {name} {r}/{n}, {}", tools[i].key(false)));
             Ok(())
         };
         let timed = name == "round";
         let loops =
             |i: usize, r, ()| one(tools[i], timed.then_some(r)).inspect(|_| x.progress.inc());
         let order = |r: &schedule::Round<_>| r.order.iter().map(|&i| tools[i]).collect();
-        let round = |r: schedule::Round<_>| Round {
-            round: r.round,
-            order: order(&r),
-            loops: r.results,
-        };
-        Ok(schedule::rotate(tools.len(), n, before, loops)?
-            .into_iter()
-            .map(round)
-            .collect())
+        let round =
+            |r: schedule::Round<_>| Round { round: r.round, order: order(&r), loops: r.results };
+        Ok(schedule::rotate(tools.len(), n, before, loops)?.into_iter().map(round).collect())
     };
     let (warmup, rounds) = (phase("warm-up", rounds[0])?, phase("round", rounds[1])?);
     let summary = tools.iter().map(|&t| summarize(t, &rounds)).collect();
     let calls = inputs[0].calls.len();
-    Ok(Cell {
-        level,
-        cache,
-        calls,
-        warmup,
-        rounds,
-        summary,
-    })
+    Ok(Cell { level, cache, calls, warmup, rounds, summary })
 }
 
 /// `t`'s figures over `rounds`.
@@ -881,10 +809,7 @@ fn summarize(t: Tool, rounds: &[Round]) -> ToolSummary {
     // Per-round ratios of `f` of `t` to `f` of `other` (`inv`: the inverse).
     let ratio = |other: Tool, f: fn(&LoopResult) -> Option<f64>, inv: bool| {
         let pair = |r: &Round| Some((f(find(r, t)?)?, f(find(r, other)?)?));
-        let pairs = rounds
-            .iter()
-            .filter_map(pair)
-            .map(|(a, b)| if inv { (b, a) } else { (a, b) });
+        let pairs = rounds.iter().filter_map(pair).map(|(a, b)| if inv { (b, a) } else { (a, b) });
         Summary::of(&pair_ratios(&pairs.collect::<Vec<_>>()).0)
     };
     let total = |l: &LoopResult| Some(l.total_s);
@@ -935,14 +860,7 @@ fn time_pairs(
     let ratio = Summary::of(&pair_ratios(&pairs.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>()).0);
     let (ours_cmd, rrdtool_cmd) = (a.shell(&x.root), b.shell(&x.root));
     let (ours, rrdtool) = (of(|p| p.a), of(|p| p.b));
-    Ok(Timed {
-        ours_cmd,
-        rrdtool_cmd,
-        pairs,
-        ours,
-        rrdtool,
-        ratio,
-    })
+    Ok(Timed { ours_cmd, rrdtool_cmd, pairs, ours, rrdtool, ratio })
 }
 
 /// One create, timed, with whether `rrdtool dump` of both files agrees and
@@ -966,10 +884,7 @@ fn create_cell(
 ) -> Result<CreateCell> {
     let dirs = ["ours", "rrdtool"].map(|w| x.work.join(format!("create-{w}-{name}")));
     let file = format!("{name}.rrd");
-    let ours = x
-        .ours(&dirs[0])
-        .args(["rrd", "create", &file])
-        .args(args.clone());
+    let ours = x.ours(&dirs[0]).args(["rrd", "create", &file]).args(args.clone());
     let theirs = rrdtool(&dirs[1]).args(["create", &file]).args(args.clone());
     let before = |side| {
         let dir = &dirs[usize::from(side == Side::B)];
@@ -978,20 +893,10 @@ fn create_cell(
     let timed = time_pairs(x, runs, [&ours, &theirs], before)?;
     let dump = |d: &Path| Ok::<_, anyhow::Error>(rrdtool(d).args(["dump", &file]).run()?.stdout);
     let dumps_identical = dump(&dirs[0])? == dump(&dirs[1])?;
-    let [a, b] = [
-        fs::read(dirs[0].join(&file))?,
-        fs::read(dirs[1].join(&file))?,
-    ];
+    let [a, b] = [fs::read(dirs[0].join(&file))?, fs::read(dirs[1].join(&file))?];
     let differing = a.iter().zip(&b).filter(|(p, q)| p != q).count();
     let (bytes_differing, file_bytes) = (differing + a.len().abs_diff(b.len()), b.len() as u64);
-    Ok(CreateCell {
-        what,
-        args,
-        timed,
-        dumps_identical,
-        bytes_differing,
-        file_bytes,
-    })
+    Ok(CreateCell { what, args, timed, dumps_identical, bytes_differing, file_bytes })
 }
 
 /// One call of every tool under strace (untimed, on a fresh copy): the
@@ -1003,10 +908,7 @@ fn trace_calls(x: &Ctx<'_>, start: &Path, args: &[String]) -> Result<Option<Sysc
     let one = |tool: Tool| {
         let dir = x.work.join(format!("trace-{}", tool.key(false)));
         fresh_copy(start, &dir.join("big.rrd"))?;
-        let (log, call) = (
-            dir.join("strace.txt"),
-            x.updatev(tool, &dir, "big.rrd", args),
-        );
+        let (log, call) = (dir.join("strace.txt"), x.updatev(tool, &dir, "big.rrd", args));
         let strace = ["-o".to_owned(), path_arg(&log), call.0.program().to_owned()];
         let strace = Run::new("strace", "strace", &dir).args(strace);
         strace.args(call.0.arguments().to_vec()).run()?;
@@ -1044,48 +946,28 @@ fn ensure_start(
 ) -> Result<StartFile> {
     let files = ws.bench_dir().join("files");
     let path = files.join(format!("rrd-{shape}-seed{BIG_SEED}.rrd"));
-    let how = format!(
-        "{oracle} gen {} --shape {shape} --seed {BIG_SEED}",
-        path_arg(&path)
-    );
+    let how = format!("{oracle} gen {} --shape {shape} --seed {BIG_SEED}", path_arg(&path));
     if path.is_file() {
         return describe_start(&path, how + " (cached)", None);
     }
-    progress.note(&format!(
-        "xtask: making {} (cached for later runs)",
-        path.display()
-    ));
+    progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
     fs::create_dir_all(&files)?;
     let tmp = output::TempPath::new(files.join(format!(".rrd-{shape}.{}.tmp", std::process::id())));
     let make = Run::new(oracle, oracle, &ws.root).args(["gen".to_owned(), path_arg(tmp.path())]);
-    let secs = make
-        .args(["--shape", shape, "--seed", &BIG_SEED.to_string()])
-        .run()?
-        .wall_s;
+    let secs = make.args(["--shape", shape, "--seed", &BIG_SEED.to_string()]).run()?.wall_s;
     interrupt::check()?;
     fs::rename(tmp.path(), &path)?;
     let _ = tmp.keep();
-    describe_start(
-        &path,
-        format!("{how} (now, {})", fmt_secs(secs)),
-        Some(secs),
-    )
+    describe_start(&path, format!("{how} (now, {})", fmt_secs(secs)), Some(secs))
 }
 
 fn describe_start(path: &Path, made: String, made_s: Option<f64>) -> Result<StartFile> {
     let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let h = Header::parse(bytes.as_slice()).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let (g, len, last_up) = (h.geometry(), bytes.len() as u64, h.last_up());
-    ensure!(
-        g.file_len == len,
-        "{}: {len} bytes, the header says {}",
-        path.display(),
-        g.file_len
-    );
+    ensure!(g.file_len == len, "{}: {len} bytes, the header says {}", path.display(), g.file_len);
     let dir = path.parent().unwrap_or(Path::new("."));
-    let last = rrdtool(dir)
-        .args(["last".to_owned(), file_name(path)])
-        .run()?;
+    let last = rrdtool(dir).args(["last".to_owned(), file_name(path)]).run()?;
     Ok(StartFile {
         path: path_arg(path),
         bytes: len,
@@ -1139,10 +1021,7 @@ struct Results {
 
 impl Results {
     fn tool(&self, (level, cache): (Level, CacheState), t: Tool) -> Option<&ToolSummary> {
-        let c = self
-            .cells
-            .iter()
-            .find(|c| c.level == level && c.cache == cache)?;
+        let c = self.cells.iter().find(|c| c.level == level && c.cache == cache)?;
         c.summary.iter().find(|s| s.tool == t)
     }
 
@@ -1179,22 +1058,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // rrdtool's updatev refuses a defined RRDCACHED_ADDRESS, and ours would
     // go through the daemon: no child may see it.
     let daemon = std::env::var_os("RRDCACHED_ADDRESS").is_some();
-    ensure!(
-        !daemon,
-        "RRDCACHED_ADDRESS is set: unset it to time the files themselves"
-    );
+    ensure!(!daemon, "RRDCACHED_ADDRESS is set: unset it to time the files themselves");
     let tiny = args.common.tiny;
     let preset = usize::from(args.full) + 2 * usize::from(tiny);
     let n = usize::try_from(args.calls.unwrap_or([200, 1000, 5][preset]))?;
-    let (shape, preset) = (
-        ["big", "gauge"][usize::from(tiny)],
-        ["quick", "full", "tiny"][preset],
-    );
+    let (shape, preset) = (["big", "gauge"][usize::from(tiny)], ["quick", "full", "tiny"][preset]);
     let runs = usize::try_from(args.common.runs)?;
     let warmup = usize::try_from(args.warmup.unwrap_or(u64::from(!tiny)))?;
-    let inproc = args
-        .inproc_runs
-        .unwrap_or([4 * args.common.runs, 1][usize::from(tiny)]);
+    let inproc = args.inproc_runs.unwrap_or([4 * args.common.runs, 1][usize::from(tiny)]);
     let inproc_runs = usize::try_from(inproc)?;
     let rounds = |l: Level| [warmup, [runs, inproc_runs][usize::from(l.inproc())]];
     let loops = |&(l, _): &(Level, _)| rounds(l).iter().sum::<usize>() * l.tools().len();
@@ -1228,19 +1099,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // A starting file's input, with its reference: an untimed rrdtool loop.
     let input = |path: PathBuf, name, s: &StartFile| -> Result<Input> {
         let calls = sample_stream(s.last_up, s.step, s.ds_cnt, n, STREAM_SEED);
-        let mut inp = Input {
-            path,
-            name,
-            calls,
-            reference: Default::default(),
-        };
+        let mut inp = Input { path, name, calls, reference: Default::default() };
         let dir = format!("reference-{name}");
         let (l, outputs) = process_loop(&x, Rrdtool, &dir, &inp, Warm, None)?;
-        ensure!(
-            l.ok(),
-            "rrdtool's reference loop failed: {}",
-            l.problem.unwrap_or_default()
-        );
+        ensure!(l.ok(), "rrdtool's reference loop failed: {}", l.problem.unwrap_or_default());
         inp.reference = (outputs, fs::read(x.work.join(dir).join(name))?);
         Ok(inp)
     };
@@ -1256,18 +1118,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let seed_args = SEED_CREATE.split_whitespace().map(str::to_owned).collect();
     let mut creates = vec![
         create_cell(&x, "the seed's create".into(), "in", seed_args, runs)?,
-        create_cell(
-            &x,
-            format!("shape {shape}'s create"),
-            shape,
-            shape_create,
-            runs,
-        )?,
+        create_cell(&x, format!("shape {shape}'s create"), shape, shape_create, runs)?,
     ];
     let (oseed, seed_dir) = (x.work.join("oracle-seed"), x.work.join("create-rrdtool-in"));
-    peer()
-        .args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))])
-        .run()?;
+    peer().args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))]).run()?;
     let dump = |d: &Path| Ok::<_, anyhow::Error>(rrdtool(d).args(["dump", "in.rrd"]).run()?.stdout);
     creates[0].dumps_identical &= dump(&oseed)? == dump(&seed_dir)?;
     let made = "the rrdtool-made file of the seed's create above".to_owned();
@@ -1278,10 +1132,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let strace = trace_calls(&x, &start_path, &big.calls[0])?;
     progress.set("start-up floor");
     let (dir, name) = (start_path.parent().unwrap_or(&root), file_name(&start_path));
-    let lasts = [
-        &x.ours(dir).args(["rrd", "last", &name]),
-        &rrdtool(dir).args(["last", &name]),
-    ];
+    let lasts = [&x.ours(dir).args(["rrd", "last", &name]), &rrdtool(dir).args(["last", &name])];
     let floor = time_pairs(&x, if tiny { 2 } else { (n / 10).max(10) }, lasts, drop)?;
     let cell = |&(l, c): &(Level, CacheState)| run_cell(&x, (l, c), rounds(l), [&big, &seed]);
     let cells: Vec<Cell> = CELLS.iter().map(cell).collect::<Result<_>>()?;
@@ -1293,30 +1144,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         let copy = x.work.join("oracle-bench").join("big.rrd");
         fresh_copy(&start_path, &copy)?;
         let run = peer().args(["bench-updatev".to_owned(), x.rel(&copy), n.to_string()]);
-        let run = run
-            .args(["--in-place", "--json"])
-            .args((cache == Cold).then_some("--cold"));
+        let run = run.args(["--in-place", "--json"]).args((cache == Cold).then_some("--cold"));
         let j: Value = serde_json::from_str(&run.output()?.stdout).unwrap_or_default();
-        oracle_runs.push((
-            cache,
-            run.shell(&root),
-            j,
-            fs::read(&copy)? == big.reference.1,
-        ));
+        oracle_runs.push((cache, run.shell(&root), j, fs::read(&copy)? == big.reference.1));
     }
     let limits = limits::standard(Path::new(&start.path), runs, &progress)?;
     let finding = |c: &Cell| {
-        let r = |t| {
-            c.summary
-                .iter()
-                .find(|s| s.tool == t)?
-                .vs_mmap
-                .map(|s| s.median)
-        };
-        (
-            format!("{}, {}", c.level.names()[0], c.cache.name()),
-            Finding::of(r(Direct), r(Fd)),
-        )
+        let r = |t| c.summary.iter().find(|s| s.tool == t)?.vs_mmap.map(|s| s.median);
+        (format!("{}, {}", c.level.names()[0], c.cache.name()), Finding::of(r(Direct), r(Fd)))
     };
     let settings = cells.iter().filter(|c| matches!(c.level, Process | Inproc));
     let findings = settings.map(finding).collect();
@@ -1325,10 +1160,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // again as `$WORK`, as deep as this run's, so relative paths hold.
     let (shown, start_rel, out_rel) = (x.rel(&x.work), x.rel(&start_path), x.rel(&out_dir));
     let handle = |t: &Tool| ["", "handle-"].map(|h| format!("inproc-{h}{}", t.key(false)));
-    let dirs = TOOLS
-        .iter()
-        .map(|t| t.key(false).to_owned())
-        .chain(MODES.iter().flat_map(handle));
+    let dirs = TOOLS.iter().map(|t| t.key(false).to_owned()).chain(MODES.iter().flat_map(handle));
     let dirs = dirs.collect::<Vec<_>>().join(" ");
     let updatev = |t: Tool| x.updatev(t, &x.work.join(t.key(false)), "big.rrd", &big.calls[0]);
     let inproc = |(t, cache, handle)| x.inproc(t, &start_path, n, cache, handle).shell(&root);
@@ -1356,10 +1188,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 
     let mut problems: Vec<String> = cells.iter().flat_map(Cell::problems).collect();
     for c in creates.iter().filter(|c| !c.dumps_identical) {
-        problems.push(format!(
-            "{}: the dumps of ours and rrdtool's files differ",
-            c.what
-        ));
+        problems.push(format!("{}: the dumps of ours and rrdtool's files differ", c.what));
     }
     for (cache, _, j, same) in &oracle_runs {
         if !same || j.get("failures").and_then(Value::as_u64) != Some(0) {
@@ -1406,12 +1235,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     drop((work, progress));
     // calls.txt beside the traces and charts: the commands read it.
     let mut extra = vec![("calls.txt", calls_text.as_bytes())];
-    extra.extend(
-        traces
-            .files()
-            .into_iter()
-            .chain(results.charts.iter().map(ChartFile::output)),
-    );
+    extra.extend(traces.files().into_iter().chain(results.charts.iter().map(ChartFile::output)));
     output::publish(&out_dir, &report, &results, &extra)?;
     if results.problems.is_empty() {
         return Ok(ExitCode::SUCCESS);
@@ -1427,55 +1251,31 @@ fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     let bar = |c: &Cell, s: &ToolSummary| {
         let prefix =
             [c.level.names()[2], c.cache.name()][usize::from(c.level.names()[2].is_empty())];
-        Some(RatioBar::of(
-            format!("{prefix}, {}", s.tool.io()?),
-            s.vs_reference.as_ref()?,
-        ))
+        Some(RatioBar::of(format!("{prefix}, {}", s.tool.io()?), s.vs_reference.as_ref()?))
     };
     let what = "a loop's total time, ours / PEER, round by round, per cell and mode";
     let ratios = |levels: [Level; 2], peer: &str, target| -> Result<_> {
         let cells = r.cells.iter().filter(|c| levels.contains(&c.level));
-        let bars: Vec<RatioBar> = cells
-            .flat_map(|c| c.summary.iter().filter_map(move |s| bar(c, s)))
-            .collect();
-        let title = format!(
-            "bench rrd, {}: total time, ours / {peer}",
-            levels[0].names()[0]
-        );
+        let bars: Vec<RatioBar> =
+            cells.flat_map(|c| c.summary.iter().filter_map(move |s| bar(c, s))).collect();
+        let title = format!("bench rrd, {}: total time, ours / {peer}", levels[0].names()[0]);
         let svg = (!bars.is_empty()).then(|| charts::ratios(&title, &bars, target));
-        Ok((
-            format!("{}: {}", levels[0].names()[0], what.replace("PEER", peer)),
-            svg.transpose()?,
-        ))
+        Ok((format!("{}: {}", levels[0].names()[0], what.replace("PEER", peer)), svg.transpose()?))
     };
-    let picks: Vec<_> = TOOLS
-        .iter()
-        .map(|&t| (trace_cell(Process, Cold), t.key(false), t.label(false)))
-        .collect();
-    let title = format!(
-        "bench rrd, cold: the file's resident pages over {} updatev calls",
-        r.calls
-    );
+    let picks: Vec<_> =
+        TOOLS.iter().map(|&t| (trace_cell(Process, Cold), t.key(false), t.label(false))).collect();
+    let title =
+        format!("bench rrd, cold: the file's resident pages over {} updatev calls", r.calls);
     let residency = traces::residency_pages_chart(traces, &title, &picks)?;
     let what =
         "resident pages of the file during the first timed cold process-level loop of each tool";
     let svgs = [
-        (
-            "ratios-process.svg",
-            ratios([Process, SeedFile], "rrdtool", Some(TARGETS[0]))?,
-        ),
-        (
-            "ratios-inproc.svg",
-            ratios([Inproc, InprocHandle], "librrd", None)?,
-        ),
+        ("ratios-process.svg", ratios([Process, SeedFile], "rrdtool", Some(TARGETS[0]))?),
+        ("ratios-inproc.svg", ratios([Inproc, InprocHandle], "librrd", None)?),
         ("residency-cold.svg", (what.to_owned(), residency)),
     ];
     let chart = |(file, (what, svg)): (&str, (String, Option<String>))| {
-        Some(ChartFile {
-            file: file.into(),
-            what,
-            svg: svg?,
-        })
+        Some(ChartFile { file: file.into(), what, svg: svg? })
     };
     Ok(svgs.into_iter().filter_map(chart).collect())
 }
@@ -1487,37 +1287,24 @@ fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
 fn report(r: &Results) -> Report {
     let mut rep = Report::new(format!("bench rrd — {}", r.started_utc));
     setup(&mut rep, r);
-    rep.section(format!(
-        "Process level: {} × `updatev` ({PER_CALL} samples each)",
-        r.calls
-    ));
+    rep.section(format!("Process level: {} × `updatev` ({PER_CALL} samples each)", r.calls));
     cells(&mut rep, r, false);
     let h =
         "run|>total|>per call|>`rrdtool last` baseline|same final file as xtask's rrdtool loops";
     let mut t = Table::of(h);
     for (_, cmd, j, same) in &r.oracle_runs {
         let secs = |k, unit: f64| {
-            j.get(k)
-                .and_then(Value::as_f64)
-                .map_or_else(dash, |v| fmt_secs(v * unit))
+            j.get(k).and_then(Value::as_f64).map_or_else(dash, |v| fmt_secs(v * unit))
         };
-        let keys = [
-            ("total_s", 1.0),
-            ("median_ms", 1e-3),
-            ("baseline_rrdtool_last_median_ms", 1e-3),
-        ];
+        let keys =
+            [("total_s", 1.0), ("median_ms", 1e-3), ("baseline_rrdtool_last_median_ms", 1e-3)];
         let same = ["**NO**", "yes (the same sample stream)"][usize::from(*same)].to_owned();
-        let cells = [format!("`{cmd}`")]
-            .into_iter()
-            .chain(keys.map(|(k, u)| secs(k, u)));
+        let cells = [format!("`{cmd}`")].into_iter().chain(keys.map(|(k, u)| secs(k, u)));
         t.row_as(Role::Peer, cells.chain([same]));
     }
     rep.text("The peer's own measurement of rrdtool (`peers/rrd/peer bench-updatev`; its loop is Python's):");
     rep.table(t);
-    rep.section(format!(
-        "In-process: {} calls × {PER_CALL} updates in one process",
-        r.calls
-    ));
+    rep.section(format!("In-process: {} calls × {PER_CALL} updates in one process", r.calls));
     cells(&mut rep, r, true);
     rep.text(
         "librrd's *per call* is the peer's median; its total the sum of its per-call times, as ours. *page faults \
@@ -1526,15 +1313,9 @@ fn report(r: &Results) -> Report {
     limits::add_to(&mut rep, &r.limits);
     let seq = r.limits.first().filter(|l| l.error.is_none());
     let seq = seq.and_then(|l| Summary::of(&l.passes.iter().map(|p| p.secs).collect::<Vec<_>>()));
-    let extra = r
-        .call((Inproc, Cold), Mmap)
-        .zip(r.call((Inproc, Warm), Mmap))
-        .map(|(c, w)| c - w);
+    let extra = r.call((Inproc, Cold), Mmap).zip(r.call((Inproc, Warm), Mmap)).map(|(c, w)| c - w);
     if let (Some(seq), Some(e), Some(p)) = (seq, extra, r.pages(Mmap).filter(|p| *p > 0.0)) {
-        let (pages, per) = (
-            r.start.pages,
-            fmt_secs(seq.median / r.start.pages.max(1) as f64),
-        );
+        let (pages, per) = (r.start.pages, fmt_secs(seq.median / r.start.pages.max(1) as f64));
         let (e, per_page) = (fmt_secs(e), fmt_secs(e / p));
         rep.text(format!(
             "The file is {pages} pages of 4 KiB; read sequentially with `O_DIRECT` the device delivers one in {per}. \
@@ -1550,8 +1331,7 @@ fn report(r: &Results) -> Report {
     rep.section("Verdicts").verdicts(verdicts(r));
     let why = why_failed(r);
     if !why.is_empty() {
-        rep.subsection("Why the failing targets fail (measured here)")
-            .list(why);
+        rep.subsection("Why the failing targets fail (measured here)").list(why);
     }
     rep
 }
@@ -1574,8 +1354,7 @@ fn setup(rep: &mut Report, r: &Results) {
          (+{warmup} untimed warm-up), the starting tool rotating round by round. Finished {finished}.{tiny}"
     ));
     let tools = [("rrdtool / librrd", r.rrdtool_version.clone())];
-    r.machine
-        .add_to(rep, "the files", &tools, r.loadavg_end.as_deref());
+    r.machine.add_to(rep, "the files", &tools, r.loadavg_end.as_deref());
     let mut t = Table::of("file|>bytes|>pages|>DS|>RRAs|>step|>header|>last update|made");
     for s in [&r.start, &r.seed_start] {
         let name = format!("`{}`", s.path.rsplit('/').next().unwrap_or(&s.path));
@@ -1620,40 +1399,23 @@ fn setup(rep: &mut Report, r: &Results) {
     let mut t = Table::of(h).compares(&[2], &[3]).roles(Role::Ratio, &[4]);
     for c in &r.creates {
         let dumps = ["**DUMPS DIFFER**", "dumps identical"][usize::from(c.dumps_identical)];
-        let check = format!(
-            "{dumps}; {} bytes differ (the random row pointers)",
-            c.bytes_differing
-        );
+        let check =
+            format!("{dumps}; {} bytes differ (the random row pointers)", c.bytes_differing);
         let times = [&c.timed.ours, &c.timed.rrdtool].map(|s| opt_secs(s.as_ref()));
-        let cells = [c.what.clone(), human_size(c.file_bytes)]
-            .into_iter()
-            .chain(times);
+        let cells = [c.what.clone(), human_size(c.file_bytes)].into_iter().chain(times);
         t.row(cells.chain([opt_ratio(c.timed.ratio.as_ref()), check]));
     }
-    let cmd = r
-        .creates
-        .first()
-        .map_or("", |c| c.timed.rrdtool_cmd.as_str());
+    let cmd = r.creates.first().map_or("", |c| c.timed.rrdtool_cmd.as_str());
     rep.section("Create").table(t).text(format!(
         "Process wall times, alternated ours, rrdtool, …; the seed's create is also checked against \
          `peers/rrd/peer seed-create`. `{cmd}`"
     ));
     let f = &r.floor;
     let mut t = Table::new(&["command", ">wall (median [min–max])"]);
-    t.row_as(
-        Role::Ours,
-        [format!("`{}`", f.ours_cmd), opt_secs(f.ours.as_ref())],
-    );
-    t.row_as(
-        Role::Peer,
-        [format!("`{}`", f.rrdtool_cmd), opt_secs(f.rrdtool.as_ref())],
-    );
+    t.row_as(Role::Ours, [format!("`{}`", f.ours_cmd), opt_secs(f.ours.as_ref())]);
+    t.row_as(Role::Peer, [format!("`{}`", f.rrdtool_cmd), opt_secs(f.rrdtool.as_ref())]);
     // A floor above a whole warm call: the floor's runs were disturbed.
-    let above = f
-        .ours
-        .map(|f| f.median)
-        .zip(r.call((Process, Warm), Mmap))
-        .filter(|(f, c)| f > c);
+    let above = f.ours.map(|f| f.median).zip(r.call((Process, Warm), Mmap)).filter(|(f, c)| f > c);
     let above = above.map_or_else(String::new, |(fl, call)| {
         let (fl, call) = (fmt_secs(fl), fmt_secs(call));
         format!(
@@ -1693,10 +1455,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
              |>vs ours mmap|>page faults per call",
         ][usize::from(inproc)];
         let pages = [
-            [
-                ">pages resident after the loop",
-                ">eviction before a call|>pages after a call",
-            ],
+            [">pages resident after the loop", ">eviction before a call|>pages after a call"],
             ["", ">pages after a call"],
         ][usize::from(inproc)][usize::from(cold)];
         let h = format!("tool|>total|>per call|{head}|{pages}");
@@ -1711,9 +1470,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
             let mut row: Vec<String> = [s.tool.label(inproc)].into_iter().chain(total).collect();
             if inproc {
                 let rate = |t: Summary| format!("{:.0}", (c.calls * PER_CALL) as f64 / t.median);
-                let faults = s
-                    .faults_per_call
-                    .map_or_else(dash, |f| format!("{:.1}", f.median));
+                let faults = s.faults_per_call.map_or_else(dash, |f| format!("{:.1}", f.median));
                 row.push(s.total.map_or_else(dash, rate));
                 let ratios =
                     [s.vs_reference, s.speedup, s.median_vs_reference].map(|v| vs(Rrdtool, v));
@@ -1723,11 +1480,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
                 row.extend(cold.then(|| opt_secs(s.evict.as_ref())));
             }
             let pages = format!("{} of {of}", counts(s.pages_after.as_ref()));
-            let pages = if inproc && s.tool == Rrdtool {
-                "not reported".to_owned()
-            } else {
-                pages
-            };
+            let pages = if inproc && s.tool == Rrdtool { "not reported".to_owned() } else { pages };
             row.extend((!inproc || cold).then_some(pages));
             t.row_as(s.tool.role(), row);
         }
@@ -1742,35 +1495,22 @@ fn mode_table(rep: &mut Report, r: &Results) {
     let h = "mode|>process warm|>process cold|>in-process warm|>in-process cold\
              |>per call in-process warm / cold|>pages after a cold call|which pages (first cold call)";
     let mut t = Table::of(h).roles(Role::Ratio, &[1, 2, 3, 4]);
-    let settings = [
-        (Process, Warm),
-        (Process, Cold),
-        (Inproc, Warm),
-        (Inproc, Cold),
-    ];
+    let settings = [(Process, Warm), (Process, Cold), (Inproc, Warm), (Inproc, Cold)];
     for tool in TOOLS {
         let rel = |cell| one_or(tool == Mmap, r.tool(cell, tool).and_then(|s| s.vs_mmap));
         let [w, c] =
             [Warm, Cold].map(|cache| r.call((Inproc, cache), tool).map_or_else(dash, fmt_secs));
         let cold = r.tool((Process, Cold), tool);
-        let pages = format!(
-            "{} of {}",
-            counts(cold.and_then(|s| s.pages_after).as_ref()),
-            r.start.pages
-        );
-        let which = cold
-            .and_then(|s| s.first_call_pages.as_deref())
-            .map_or_else(dash, page_ranges);
+        let pages =
+            format!("{} of {}", counts(cold.and_then(|s| s.pages_after).as_ref()), r.start.pages);
+        let which = cold.and_then(|s| s.first_call_pages.as_deref()).map_or_else(dash, page_ranges);
         let label = if tool == Rrdtool {
             "rrdtool (librrd in-process)".to_owned()
         } else {
             tool.label(false)
         };
         let rest = [format!("{w} / {c}"), pages, which];
-        t.row_as(
-            tool.role(),
-            [label].into_iter().chain(settings.map(rel)).chain(rest),
-        );
+        t.row_as(tool.role(), [label].into_iter().chain(settings.map(rel)).chain(rest));
     }
     rep.section("The mode table");
     rep.text(
@@ -1781,14 +1521,7 @@ fn mode_table(rep: &mut Report, r: &Results) {
     if let Some(traced) = &r.strace {
         let mut t = Table::new(&["tool", ">calls", "sequence"]);
         for (tool, calls) in traced {
-            t.row_as(
-                tool.role(),
-                [
-                    tool.label(false),
-                    calls.len().to_string(),
-                    run_length(calls),
-                ],
-            );
+            t.row_as(tool.role(), [tool.label(false), calls.len().to_string(), run_length(calls)]);
         }
         rep.text(
             "One warm call of each tool under `strace` (untimed; the stream's first call on a fresh copy): the system \
@@ -1811,17 +1544,8 @@ fn mode_table(rep: &mut Report, r: &Results) {
         let verdict = word(f.reproduces(), ["no data", "not reproduced", "reproduced"]);
         format!("{setting}: direct/mmap {d} (far slower: {far}), fd/mmap {fd} (close: {close}) — {verdict}")
     }));
-    let by = |want| {
-        r.findings
-            .iter()
-            .filter(move |(_, f)| f.reproduces() == Some(want))
-    };
-    let names = |want| {
-        by(want)
-            .map(|(s, _)| s.as_str())
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
+    let by = |want| r.findings.iter().filter(move |(_, f)| f.reproduces() == Some(want));
+    let names = |want| by(want).map(|(s, _)| s.as_str()).collect::<Vec<_>>().join("; ");
     let (yes, no) = (names(true), names(false));
     rep.text(match (yes.is_empty(), no.is_empty()) {
         (false, true) => {
@@ -1834,9 +1558,8 @@ fn mode_table(rep: &mut Report, r: &Results) {
             format!("**This machine reproduces the seed's finding** {yes}, **but not** {no}. Why:")
         }
     });
-    let why: Vec<String> = by(false)
-        .flat_map(|(setting, f)| not_reproduced(r, setting, f))
-        .collect();
+    let why: Vec<String> =
+        by(false).flat_map(|(setting, f)| not_reproduced(r, setting, f)).collect();
     if !why.is_empty() {
         rep.list(why);
     }
@@ -1844,24 +1567,14 @@ fn mode_table(rep: &mut Report, r: &Results) {
 
 /// The measured reasons a setting does not show the seed's finding.
 fn not_reproduced(r: &Results, setting: &str, f: &Finding) -> Vec<String> {
-    let level = if setting.starts_with("process") {
-        Process
-    } else {
-        Inproc
-    };
-    let cache = if setting.ends_with("cold") {
-        Cold
-    } else {
-        Warm
-    };
+    let level = if setting.starts_with("process") { Process } else { Inproc };
+    let cache = if setting.ends_with("cold") { Cold } else { Warm };
     let mut why = Vec::new();
     if f.direct_far_slower == Some(false) {
         let [d, m] = [Direct, Mmap].map(|t| r.call((Inproc, cache), t));
         let (ratio, extra) = (times(f.direct_vs_mmap), secs(d.zip(m).map(|(d, m)| d - m)));
-        let pages = [Mmap, Fd, Direct].map(|t| {
-            r.pages(t)
-                .map_or_else(|| "?".to_owned(), |p| format!("{p:.0}"))
-        });
+        let pages = [Mmap, Fd, Direct]
+            .map(|t| r.pages(t).map_or_else(|| "?".to_owned(), |p| format!("{p:.0}")));
         // A start-up every mode pays pulls a slower mode's ratio towards 1×.
         why.push(if level == Process {
             let floor = secs(r.floor.ours.map(|f| f.median));
@@ -1915,26 +1628,13 @@ fn seed_figures(rep: &mut Report, r: &Results) {
         .compares(&[2, 3, 4], &[1]);
     let rows = [
         ("in-process, file cached: update calls/s", (Inproc, Warm)),
-        (
-            "in-process, file evicted before every call: calls/s",
-            (Inproc, Cold),
-        ),
-        (
-            "process level (one updatev process per call), cached: calls/s",
-            (Process, Warm),
-        ),
+        ("in-process, file evicted before every call: calls/s", (Inproc, Cold)),
+        ("process level (one updatev process per call), cached: calls/s", (Process, Warm)),
     ];
     for (what, cell) in rows {
-        t.row(
-            [what.to_owned()]
-                .into_iter()
-                .chain(shown.map(|tool| rate(r.per_s(cell, tool)))),
-        );
+        t.row([what.to_owned()].into_iter().chain(shown.map(|tool| rate(r.per_s(cell, tool)))));
     }
-    let what = format!(
-        "pages of the {}-page file a cold call leaves in the cache",
-        r.start.pages
-    );
+    let what = format!("pages of the {}-page file a cold call leaves in the cache", r.start.pages);
     t.row(
         [what]
             .into_iter()
@@ -1967,10 +1667,9 @@ fn seed_figures(rep: &mut Report, r: &Results) {
         );
         [&mut differs, &mut matches][usize::from(m >= f)].push(s);
     }
-    if let (Some(fl), Some(c)) = (
-        r.floor.rrdtool.map(|f| f.median),
-        r.call((Process, Warm), Rrdtool),
-    ) {
+    if let (Some(fl), Some(c)) =
+        (r.floor.rrdtool.map(|f| f.median), r.call((Process, Warm), Rrdtool))
+    {
         let [inp, proc] = [Inproc, Process].map(|l| times(r.med((l, Warm), Direct, |s| s.vs_mmap)));
         let (fl, c) = (fmt_secs(fl), fmt_secs(c));
         differs.push(format!(
@@ -1987,10 +1686,7 @@ fn seed_figures(rep: &mut Report, r: &Results) {
              header), {m:.0} for ours mmap"
         ));
     }
-    for (head, list) in [
-        ("**What matches:**", matches),
-        ("**What does not, and why:**", differs),
-    ] {
+    for (head, list) in [("**What matches:**", matches), ("**What does not, and why:**", differs)] {
         if !list.is_empty() {
             rep.text(head).list(list);
         }
@@ -2023,12 +1719,7 @@ fn traces_table(rep: &mut Report, r: &Results) {
         let of: Vec<&TraceInfo> = r.traces.iter().filter(|t| t.cell == c).collect();
         let frames = Summary::of(&of.iter().map(|t| t.frames as f64).collect::<Vec<_>>());
         let most = of.iter().map(|t| t.max_resident_pages).max().unwrap_or(0);
-        t.row([
-            c.to_owned(),
-            of.len().to_string(),
-            counts(frames.as_ref()),
-            most.to_string(),
-        ]);
+        t.row([c.to_owned(), of.len().to_string(), counts(frames.as_ref()), most.to_string()]);
     }
     rep.table(t).text(
         "A process-level loop is sampled throughout (a cold loop's samples fall anywhere between one call's \
@@ -2054,11 +1745,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
             );
             let name = format!("Process level, {}", cache.name());
             let goal = format!("ours mmap ≤ {p}× rrdtool's total");
-            v.push(if t == Mmap {
-                Verdict { name, ..line }.target(goal)
-            } else {
-                line.sub()
-            });
+            v.push(if t == Mmap { Verdict { name, ..line }.target(goal) } else { line.sub() });
         }
     }
     // The in-process targets name no I/O mode: a caller picks the mode for
@@ -2067,10 +1754,8 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     let against =
         |t, cell: (Level, CacheState)| r.tool(cell, t).map_or((None, None), |s| s.against(cell.1));
     let meets = |t: Tool| {
-        let (warm, cold) = (
-            against(t, (Inproc, Warm)).0?.median,
-            against(t, (Inproc, Cold)).0?.median,
-        );
+        let (warm, cold) =
+            (against(t, (Inproc, Warm)).0?.median, against(t, (Inproc, Cold)).0?.median);
         let name = t.label(false);
         (warm >= w && cold <= c).then(|| format!("{name} (warm {warm:.2}×, cold {cold:.2}×)"))
     };
@@ -2078,10 +1763,9 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     let detail = match (winners.is_empty(), meets(Mmap).is_some()) {
         (true, _) => "no mode of ours meets both".to_owned(),
         (false, true) => winners.join(", "),
-        (false, false) => format!(
-            "{}; not ours mmap, the default (see why below)",
-            winners.join(", ")
-        ),
+        (false, false) => {
+            format!("{}; not ours mmap, the default (see why below)", winners.join(", "))
+        }
     };
     let goal =
         format!("≥ {w}× librrd's updates/s warm and ≤ {c}× its time cold, both by the same mode");
@@ -2092,16 +1776,8 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         line
     };
     let goals = [
-        (
-            Warm,
-            w,
-            format!("≥ {w}× librrd's updates/s; ratio = librrd's time / ours"),
-        ),
-        (
-            Cold,
-            c,
-            format!("≤ {c}× librrd's time; ratio = ours / librrd's"),
-        ),
+        (Warm, w, format!("≥ {w}× librrd's updates/s; ratio = librrd's time / ours")),
+        (Cold, c, format!("≤ {c}× librrd's time; ratio = ours / librrd's")),
     ];
     for (cache, target, goal) in goals {
         for t in MODES {
@@ -2116,18 +1792,9 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         }
     }
     let (total, m) = against(Mmap, (InprocHandle, Warm));
-    let line = judge_rrd(
-        "In-process, warm, ours through one kept handle".into(),
-        total,
-        w,
-        false,
-    );
+    let line = judge_rrd("In-process, warm, ours through one kept handle".into(), total, w, false);
     v.push(by_median(line, m).target("not like-for-like: librrd opens per call; same target"));
-    let held = r
-        .findings
-        .iter()
-        .filter(|(_, f)| f.reproduces() == Some(true))
-        .count();
+    let held = r.findings.iter().filter(|(_, f)| f.reproduces() == Some(true)).count();
     let detail = match (held, r.findings.len()) {
         (h, all) if h == all => "REPRODUCED in every setting".to_owned(),
         (0, _) => "NOT REPRODUCED; see why above".to_owned(),
@@ -2153,9 +1820,7 @@ fn why_failed(r: &Results) -> Vec<String> {
     let mut out = Vec::new();
     let [fo, fr] = [r.floor.ours, r.floor.rrdtool].map(|s| secs(s.map(|s| s.median)));
     for cache in [Warm, Cold] {
-        if r.med((Process, cache), Mmap, |s| s.vs_reference)
-            .is_some_and(|v| v > TARGETS[0])
-        {
+        if r.med((Process, cache), Mmap, |s| s.vs_reference).is_some_and(|v| v > TARGETS[0]) {
             let [o, t] = [Mmap, Rrdtool].map(|t| secs(r.call((Process, cache), t)));
             out.push(format!(
                 "Process level, {}: a call of ours mmap takes {o}, rrdtool's {t}; their bare start-ups (the floor) \
@@ -2164,9 +1829,7 @@ fn why_failed(r: &Results) -> Vec<String> {
             ));
         }
     }
-    if r.med((Inproc, Warm), Mmap, |s| s.speedup)
-        .is_some_and(|v| v < TARGETS[1])
-    {
+    if r.med((Inproc, Warm), Mmap, |s| s.speedup).is_some_and(|v| v < TARGETS[1]) {
         let [m, f, l] = [Mmap, Fd, Rrdtool].map(|t| r.call((Inproc, Warm), t));
         let gap = secs(m.zip(f).map(|(m, f)| m - f));
         let [m, f, l] = [m, f, l].map(secs);
@@ -2179,10 +1842,7 @@ fn why_failed(r: &Results) -> Vec<String> {
             TARGETS[1]
         ));
     }
-    if let Some(v) = r
-        .med((Inproc, Cold), Mmap, |s| s.vs_reference)
-        .filter(|v| *v > TARGETS[2])
-    {
+    if let Some(v) = r.med((Inproc, Cold), Mmap, |s| s.vs_reference).filter(|v| *v > TARGETS[2]) {
         let first = |t| {
             r.tool((Process, Cold), t)
                 .and_then(|s| s.first_call_pages.as_deref())
@@ -2204,21 +1864,13 @@ fn why_failed(r: &Results) -> Vec<String> {
 /// The verdict `name` on the median of per-round ratios `r` against
 /// `target`, an upper bound when `at_most` ([`judge`]).
 fn judge_rrd(name: String, r: Option<Summary>, target: f64, at_most: bool) -> Verdict {
-    let bound = if at_most {
-        Bound::AtMost
-    } else {
-        Bound::AtLeast
-    };
+    let bound = if at_most { Bound::AtMost } else { Bound::AtLeast };
     judge(name, r.as_ref(), (target, bound), ("", ""))
 }
 
 /// `1` for the base a ratio column is relative to, else the ratios.
 fn one_or(base: bool, ratios: Option<Summary>) -> String {
-    if base {
-        "1".to_owned()
-    } else {
-        opt_ratio(ratios.as_ref())
-    }
+    if base { "1".to_owned() } else { opt_ratio(ratios.as_ref()) }
 }
 
 fn dash() -> String {
@@ -2232,15 +1884,12 @@ fn secs(v: Option<f64>) -> String {
 
 /// A ratio `1.26×`, `—` when there is none.
 fn times(v: Option<f64>) -> String {
-    v.filter(|v| v.is_finite())
-        .map_or_else(dash, |v| format!("{v:.2}×"))
+    v.filter(|v| v.is_finite()).map_or_else(dash, |v| format!("{v:.2}×"))
 }
 
 /// `12 [10–14]` (counts: pages, frames).
 fn counts(s: Option<&Summary>) -> String {
-    s.map_or_else(dash, |s| {
-        format!("{:.0} [{:.0}–{:.0}]", s.median, s.min, s.max)
-    })
+    s.map_or_else(dash, |s| format!("{:.0} [{:.0}–{:.0}]", s.median, s.min, s.max))
 }
 
 /// `12 345` (a rate, whole units, thin groups of three).
@@ -2270,18 +1919,10 @@ fn page_ranges(pages: &[u32]) -> String {
         }
     }
     let text = |&(a, b): &(u32, u32)| {
-        if a == b {
-            a.to_string()
-        } else {
-            format!("{a}–{b}")
-        }
+        if a == b { a.to_string() } else { format!("{a}–{b}") }
     };
     let text: Vec<String> = runs.iter().map(text).collect();
-    if runs.is_empty() {
-        "none".to_owned()
-    } else {
-        text.join(", ")
-    }
+    if runs.is_empty() { "none".to_owned() } else { text.join(", ") }
 }
 
 /// `openat, fcntl, statx ×2, madvise ×7` (consecutive repeats counted).
@@ -2294,11 +1935,7 @@ fn run_length(names: &[String]) -> String {
         }
     }
     let part = |&(n, k): &(&str, usize)| {
-        if k > 1 {
-            format!("{n} ×{k}")
-        } else {
-            n.to_owned()
-        }
+        if k > 1 { format!("{n} ×{k}") } else { n.to_owned() }
     };
     parts.iter().map(part).collect::<Vec<_>>().join(", ")
 }
@@ -2348,10 +1985,7 @@ mmap(NULL, 1052672, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x
 munmap(0x7f09801fe000, 1052672)         = 0
 "#;
         let got = run_length(&file_syscalls(mmap, "big.rrd"));
-        assert_eq!(
-            got,
-            "openat, fcntl, mmap, madvise, process_madvise, close, munmap"
-        );
+        assert_eq!(got, "openat, fcntl, mmap, madvise, process_madvise, close, munmap");
         let direct = r#"openat(AT_FDCWD, "big.rrd", O_RDWR|O_CLOEXEC) = 3
 fcntl(3, F_DUPFD_CLOEXEC, 3)            = 4
 open("big.rrd", O_RDWR|O_DIRECT|O_LARGEFILE|O_CLOEXEC) = 5
@@ -2374,10 +2008,7 @@ openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
         let v = judge_rrd("x".into(), Summary::of(&[1.4, 1.6, 1.3]), 1.5, false);
         assert_eq!(v.outcome, Outcome::Fail);
         assert!(v.detail.starts_with("1.40×") && v.detail.ends_with("straddles 1.5×"));
-        assert_eq!(
-            judge_rrd("x".into(), None, 1.0, true).outcome,
-            Outcome::None
-        );
+        assert_eq!(judge_rrd("x".into(), None, 1.0, true).outcome, Outcome::None);
         let f = Finding::of(Some(1.3), Some(1.1));
         assert_eq!((f.direct_far_slower, f.fd_close), (Some(false), Some(true)));
         assert_eq!(f.reproduces(), Some(false));
@@ -2409,20 +2040,13 @@ openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
     fn the_librrd_copy_is_found_by_its_directory() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        for (sub, file) in [
-            ("other", true),
-            ("rrd-bench-empty", false),
-            ("rrd-bench-k2x", true),
-        ] {
+        for (sub, file) in [("other", true), ("rrd-bench-empty", false), ("rrd-bench-k2x", true)] {
             assert_eq!(find_librrd_copy(d, "f.rrd"), None);
             fs::create_dir_all(d.join(sub)).unwrap();
             if file {
                 fs::write(d.join(sub).join("f.rrd"), b"x").unwrap();
             }
         }
-        assert_eq!(
-            find_librrd_copy(d, "f.rrd"),
-            Some(d.join("rrd-bench-k2x/f.rrd"))
-        );
+        assert_eq!(find_librrd_copy(d, "f.rrd"), Some(d.join("rrd-bench-k2x/f.rrd")));
     }
 }

@@ -80,11 +80,7 @@ pub fn prepare<P: AsRef<Path>>(files: &[P], state: CacheState) -> Result<Prepare
         }
     }
     let prep_s = start.elapsed().as_secs_f64();
-    Ok(Prepared {
-        state,
-        prep_s,
-        resident: resident(files)?,
-    })
+    Ok(Prepared { state, prep_s, resident: resident(files)? })
 }
 
 /// Re-measures a cache state another run just prepared, without
@@ -94,11 +90,7 @@ pub fn prepare<P: AsRef<Path>>(files: &[P], state: CacheState) -> Result<Prepare
 /// # Errors
 /// When a file cannot be measured.
 pub fn recheck<P: AsRef<Path>>(files: &[P], state: CacheState) -> Result<Prepared> {
-    Ok(Prepared {
-        state,
-        prep_s: 0.0,
-        resident: resident(files)?,
-    })
+    Ok(Prepared { state, prep_s: 0.0, resident: resident(files)? })
 }
 
 /// The mean resident fraction (mincore) of `files`, 0–1.
@@ -119,9 +111,7 @@ pub fn resident<P: AsRef<Path>>(files: &[P]) -> Result<f64> {
 /// A B, … (ABBA).
 #[must_use]
 pub fn order(k: usize, round: usize) -> Vec<usize> {
-    (0..k)
-        .map(|i| (i + round.saturating_sub(1)) % k.max(1))
-        .collect()
+    (0..k).map(|i| (i + round.saturating_sub(1)) % k.max(1)).collect()
 }
 
 /// One round of every contender.
@@ -156,11 +146,7 @@ pub fn rotate<P, T>(
             let p = before(i, round)?;
             results[i] = Some(run(i, round, p)?);
         }
-        out.push(Round {
-            round,
-            order,
-            results: results.into_iter().flatten().collect(),
-        });
+        out.push(Round { round, order, results: results.into_iter().flatten().collect() });
     }
     Ok(out)
 }
@@ -269,11 +255,7 @@ mod tests {
             |_, _| Ok(()),
             |run, ()| {
                 calls += 1;
-                if run == 2 {
-                    anyhow::bail!("boom")
-                } else {
-                    Ok(())
-                }
+                if run == 2 { anyhow::bail!("boom") } else { Ok(()) }
             },
             |_, ()| Ok(()),
         );

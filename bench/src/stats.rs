@@ -25,27 +25,13 @@ impl Summary {
         let mut v = samples.to_vec();
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            f64::midpoint(v[n / 2 - 1], v[n / 2])
-        };
-        Some(Self {
-            n,
-            median,
-            min: v[0],
-            max: v[n - 1],
-        })
+        let median = if n % 2 == 1 { v[n / 2] } else { f64::midpoint(v[n / 2 - 1], v[n / 2]) };
+        Some(Self { n, median, min: v[0], max: v[n - 1] })
     }
 
     /// `4.32 s [4.10–4.55]` (time samples).
     pub fn secs(&self) -> String {
-        format!(
-            "{} [{}–{}]",
-            fmt_secs(self.median),
-            fmt_secs(self.min),
-            fmt_secs(self.max)
-        )
+        format!("{} [{}–{}]", fmt_secs(self.median), fmt_secs(self.min), fmt_secs(self.max))
     }
 
     /// `0.95× [0.90–1.02]` (ratio samples).
@@ -64,11 +50,7 @@ pub fn nearest_rank(samples: &[f64], q: f64) -> Option<f64> {
     }
     let mut v = samples.to_vec();
     v.sort_by(f64::total_cmp);
-    #[expect(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
+    #[expect(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let rank = ((q.clamp(0.0, 1.0) * v.len() as f64).ceil() as usize).max(1);
     Some(v[rank.min(v.len()) - 1])
 }
@@ -146,25 +128,9 @@ mod tests {
     #[test]
     fn odd_and_even_medians() {
         let s = Summary::of(&[3.0, 1.0, 2.0]).unwrap();
-        assert_eq!(
-            s,
-            Summary {
-                n: 3,
-                median: 2.0,
-                min: 1.0,
-                max: 3.0
-            }
-        );
+        assert_eq!(s, Summary { n: 3, median: 2.0, min: 1.0, max: 3.0 });
         let s = Summary::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
-        assert_eq!(
-            s,
-            Summary {
-                n: 4,
-                median: 2.5,
-                min: 1.0,
-                max: 4.0
-            }
-        );
+        assert_eq!(s, Summary { n: 4, median: 2.5, min: 1.0, max: 4.0 });
         let s = Summary::of(&[7.0]).unwrap();
         assert_eq!((s.median, s.min, s.max), (7.0, 7.0, 7.0));
     }

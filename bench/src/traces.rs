@@ -140,9 +140,8 @@ impl Traces {
             let dest = if files.len() == 1 {
                 format!("traces/{name}.trace")
             } else {
-                let base = file
-                    .file_name()
-                    .map_or_else(|| i.to_string(), |b| slug(&b.to_string_lossy()));
+                let base =
+                    file.file_name().map_or_else(|| i.to_string(), |b| slug(&b.to_string_lossy()));
                 format!("traces/{name}/{base}.trace")
             };
             let tmp =
@@ -153,9 +152,7 @@ impl Traces {
         }
         let result = f();
         for (file, dest, tmp, rec) in recording {
-            let sum = rec
-                .stop()
-                .context("the residency trace could not be written")?;
+            let sum = rec.stop().context("the residency trace could not be written")?;
             let bytes = std::fs::read(tmp.path())
                 .with_context(|| format!("cannot read back {}", tmp.path().display()))?;
             self.recorded.push(TraceInfo {
@@ -181,9 +178,7 @@ impl Traces {
     /// The first trace of (`cell`, `side`).
     #[must_use]
     pub fn first(&self, cell: &str, side: &str) -> Option<&TraceInfo> {
-        self.recorded
-            .iter()
-            .find(|t| t.cell == cell && t.side == side)
+        self.recorded.iter().find(|t| t.cell == cell && t.side == side)
     }
 
     /// Every trace of the first run recorded for (`cell`, `side`): one per
@@ -213,11 +208,8 @@ impl Traces {
             .find(|t| t.cell.contains("cold"))
             .or_else(|| self.recorded.first())?;
         let runs = {
-            let mut r: Vec<(&str, &str, usize)> = self
-                .recorded
-                .iter()
-                .map(|t| (t.cell.as_str(), t.side.as_str(), t.run))
-                .collect();
+            let mut r: Vec<(&str, &str, usize)> =
+                self.recorded.iter().map(|t| (t.cell.as_str(), t.side.as_str(), t.run)).collect();
             r.dedup();
             r.len()
         };
@@ -239,10 +231,7 @@ impl Traces {
     /// [`super::output::write_all_atomically`].
     #[must_use]
     pub fn files(&self) -> Vec<(&str, &[u8])> {
-        self.recorded
-            .iter()
-            .map(|t| (t.file.as_str(), t.bytes.as_slice()))
-            .collect()
+        self.recorded.iter().map(|t| (t.file.as_str(), t.bytes.as_slice())).collect()
     }
 }
 
@@ -288,11 +277,8 @@ fn chart_of(
     let decoded: Vec<(String, Trace)> = picks
         .iter()
         .filter_map(|(cell, side, legend)| {
-            let run: Vec<Trace> = traces
-                .first_run(cell, side)
-                .iter()
-                .filter_map(|t| t.trace().ok())
-                .collect();
+            let run: Vec<Trace> =
+                traces.first_run(cell, side).iter().filter_map(|t| t.trace().ok()).collect();
             let refs: Vec<&Trace> = run.iter().collect();
             Some((legend.clone(), combined(&refs)?))
         })
@@ -345,12 +331,7 @@ pub fn combined(traces: &[&Trace]) -> Option<Trace> {
                 pages = pages.saturating_add(g.total_pages(page));
                 known &= g.known;
             }
-            Frame {
-                t_us: f.t_us,
-                file_len: pages.saturating_mul(page),
-                known,
-                runs,
-            }
+            Frame { t_us: f.t_us, file_len: pages.saturating_mul(page), known, runs }
         })
         .collect();
     Some(Trace {
@@ -396,9 +377,7 @@ mod tests {
         assert!(info.frames >= 3, "{} frames in 120 ms", info.frames);
         assert_eq!(trace.frames[0].file_len, 64 << 10);
         assert!(t.first("cold plain", "ours").is_some());
-        let p = t
-            .paragraph("the file", Path::new("target/bench/x"))
-            .unwrap();
+        let p = t.paragraph("the file", Path::new("target/bench/x")).unwrap();
         assert!(p.contains("(1 trace of 1 run in `traces/`"), "{p}");
         assert!(
             p.contains(&format!(
@@ -432,8 +411,7 @@ mod tests {
             .collect();
         let mut t = Traces::new();
         for run in 1..=2 {
-            t.record_files(&dir, &files, "cold, mmap once", "C", run, || Ok(()))
-                .unwrap();
+            t.record_files(&dir, &files, "cold, mmap once", "C", run, || Ok(())).unwrap();
         }
         let names: Vec<&str> = t.list().iter().map(|i| i.file.as_str()).collect();
         assert_eq!(names.len(), 6);
@@ -444,10 +422,7 @@ mod tests {
         assert!(first.iter().all(|i| i.run == 1));
         assert_eq!(first[2].traced, files[2].to_string_lossy());
         // Every trace samples its own file: 1, 2 and 3 pages long.
-        let lens: Vec<u64> = first
-            .iter()
-            .map(|i| i.trace().unwrap().frames[0].file_len)
-            .collect();
+        let lens: Vec<u64> = first.iter().map(|i| i.trace().unwrap().frames[0].file_len).collect();
         assert_eq!(lens, [4096, 8192, 12288]);
         assert!(t.first_run("cold, mmap once", "ours").is_empty());
         let p = t.paragraph("each file", Path::new("d")).unwrap();
@@ -482,17 +457,11 @@ mod tests {
                 Frame::from_bitmap(100_010, 4 * 4096, true, &[0b1111], 4),
             ],
         );
-        let b = trace(
-            "b",
-            vec![Frame::from_bitmap(7, 4 * 4096, true, &[0b0011], 4)],
-        );
+        let b = trace("b", vec![Frame::from_bitmap(7, 4 * 4096, true, &[0b0011], 4)]);
         let c = combined(&[&a, &b]).unwrap();
         assert_eq!(c.header.path, "a and 1 more");
-        let shares: Vec<(u64, u64, u64)> = c
-            .frames
-            .iter()
-            .map(|f| (f.t_us, f.resident_pages(), f.total_pages(4096)))
-            .collect();
+        let shares: Vec<(u64, u64, u64)> =
+            c.frames.iter().map(|f| (f.t_us, f.resident_pages(), f.total_pages(4096))).collect();
         assert_eq!(shares, [(10, 2, 8), (50_010, 4, 8), (100_010, 6, 8)]);
         // a's pages 2–3 and b's pages 0–1 touch: one run, pages 2–5.
         assert_eq!(c.frames[1].runs.len(), 1);

@@ -37,9 +37,7 @@ impl Tmux {
     /// # Errors
     /// When tmux cannot be run or refuses the session.
     pub fn start(name: &str, (cols, rows): (u16, u16), line: &str) -> Result<Tmux> {
-        let t = Tmux {
-            socket: format!("mapwise-{name}-{}", std::process::id()),
-        };
+        let t = Tmux { socket: format!("mapwise-{name}-{}", std::process::id()) };
         let (x, y) = (cols.to_string(), rows.to_string());
         let o = t.cmd(&["new-session", "-d", "-s", SESSION, "-x", &x, "-y", &y, line])?;
         if !o.status.success() {
@@ -73,10 +71,7 @@ impl Tmux {
     /// When tmux does not say.
     pub fn pane_pid(&self) -> Result<u32> {
         let o = self.cmd(&["display-message", "-p", "-t", SESSION, "#{pane_pid}"])?;
-        String::from_utf8_lossy(&o.stdout)
-            .trim()
-            .parse()
-            .context("no pane pid")
+        String::from_utf8_lossy(&o.stdout).trim().parse().context("no pane pid")
     }
 
     /// Types `keys` (tmux key names: `End`, `q`, `+`) into the pane.
@@ -102,10 +97,7 @@ impl Tmux {
                 return Ok(s);
             }
             if Instant::now() > deadline {
-                bail!(
-                    "the screen did not show {text:?} within {} s:\n{s}",
-                    timeout.as_secs()
-                );
+                bail!("the screen did not show {text:?} within {} s:\n{s}", timeout.as_secs());
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -163,11 +155,7 @@ fn cpu_time_of_stat(stat: &str) -> Option<Duration> {
 
 /// CPU use as a percentage of one core: `cpu` over `wall`.
 pub fn core_pct(cpu: Duration, wall: Duration) -> f64 {
-    if wall.is_zero() {
-        0.0
-    } else {
-        100.0 * cpu.as_secs_f64() / wall.as_secs_f64()
-    }
+    if wall.is_zero() { 0.0 } else { 100.0 * cpu.as_secs_f64() / wall.as_secs_f64() }
 }
 
 /// How [`watch`] runs the live view.
@@ -289,12 +277,7 @@ pub fn file_txid(file: &fs::File) -> Option<u64> {
 
 /// The status line of a screen (the one with `Resident `).
 fn status_line(screen: &str) -> String {
-    screen
-        .lines()
-        .find(|l| l.contains("Resident "))
-        .unwrap_or_default()
-        .trim()
-        .to_owned()
+    screen.lines().find(|l| l.contains("Resident ")).unwrap_or_default().trim().to_owned()
 }
 
 /// A warning about the structure on screen, if any.
@@ -377,11 +360,7 @@ pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watch
             break;
         }
         // Until the first screen, look often: that time is measured.
-        let pause = if shown {
-            opts.sample_every
-        } else {
-            Duration::from_millis(50)
-        };
+        let pause = if shown { opts.sample_every } else { Duration::from_millis(50) };
         std::thread::sleep(pause);
     }
     let window = window_start.map_or(Duration::ZERO, |w| w.elapsed());
@@ -413,10 +392,7 @@ mod tests {
     fn ages_parse_from_the_status_line() {
         let s = "Resident 1971/76547 pages 3%  as of txid 39, 0.4 s ago  meta 2/2 100%";
         assert_eq!(parse_age(s), Some((39, 0.4)));
-        assert_eq!(
-            parse_age("Resident 1/2  as of txid 40, now  meta"),
-            Some((40, 0.0))
-        );
+        assert_eq!(parse_age("Resident 1/2  as of txid 40, now  meta"), Some((40, 0.0)));
         assert_eq!(parse_age("Resident 1/2 pages  re-reading…"), None);
         assert_eq!(parse_age("as of txid x, 1 s ago"), None);
     }

@@ -69,11 +69,7 @@ pub use mapwise_view::fmt::human_size_fixed as human_size;
 pub fn mb_per_s(bytes: u64, seconds: f64) -> f64 {
     #[expect(clippy::cast_precision_loss)]
     let b = bytes as f64;
-    if seconds > 0.0 {
-        b / 1e6 / seconds
-    } else {
-        f64::INFINITY
-    }
+    if seconds > 0.0 { b / 1e6 / seconds } else { f64::INFINITY }
 }
 
 /// A UTC time stamp in ISO 8601 basic form, `20260514T093012Z`: sorts
@@ -136,16 +132,7 @@ mod tests {
 
     #[test]
     fn bad_sizes_are_refused() {
-        for bad in [
-            "",
-            "MiB",
-            "-1M",
-            "0",
-            "abc",
-            "1.2.3G",
-            "nanG",
-            "99999999999T",
-        ] {
+        for bad in ["", "MiB", "-1M", "0", "abc", "1.2.3G", "nanG", "99999999999T"] {
             assert!(parse_size(bad).is_err(), "{bad:?} accepted");
         }
     }

@@ -59,12 +59,7 @@ pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
         value_size: a.value_size,
         interval: Duration::from_millis(a.interval_ms),
     };
-    let n = shape::run(
-        &db,
-        &s,
-        Duration::from_secs_f64(a.seconds),
-        crate::interrupt::raised,
-    )?;
+    let n = shape::run(&db, &s, Duration::from_secs_f64(a.seconds), crate::interrupt::raised)?;
     eprintln!("writer: {n} commits");
     Ok(())
 }
@@ -130,22 +125,14 @@ impl Running {
                 s
             })
         });
-        let mut w = Running {
-            child: Some(child),
-            stderr,
-            shown: cmd.shell(),
-        };
+        let mut w = Running { child: Some(child), stderr, shown: cmd.shell() };
         let deadline = Instant::now() + FIRST_COMMIT;
         while crate::tui::file_txid(&f) == before {
             if let Some(c) = w.child.as_mut()
                 && let Some(st) = c.try_wait()?
             {
                 let err = w.stderr_text();
-                bail!(
-                    "`{}` exited ({st}) before its first commit: {}",
-                    w.shown,
-                    err.trim()
-                );
+                bail!("`{}` exited ({st}) before its first commit: {}", w.shown, err.trim());
             }
             if Instant::now() > deadline {
                 bail!("`{}` made no commit within {FIRST_COMMIT:?}", w.shown);
@@ -184,20 +171,13 @@ impl Running {
         format!(
             "state {state}, wchan {}{}",
             read("wchan").trim(),
-            if stack.is_empty() {
-                String::new()
-            } else {
-                format!(", stack {}", stack.join(" < "))
-            }
+            if stack.is_empty() { String::new() } else { format!(", stack {}", stack.join(" < ")) }
         )
     }
 
     /// Its stderr so far, once it has exited.
     fn stderr_text(&mut self) -> String {
-        self.stderr
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default()
+        self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default()
     }
 
     /// Stops the writer (SIGTERM: it finishes the commit under way) and
@@ -212,20 +192,15 @@ impl Running {
         terminate(&child);
         child.wait().context("wait for the writer")?;
         let text = self.stderr_text();
-        let commits = text.lines().rev().find_map(|l| {
-            l.strip_prefix("writer: ")?
-                .strip_suffix(" commits")?
-                .parse()
-                .ok()
-        });
+        let commits = text
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("writer: ")?.strip_suffix(" commits")?.parse().ok());
         let notes: Vec<&str> = text
             .lines()
             .filter(|l| !(l.starts_with("writer: ") && l.ends_with(" commits")))
             .collect();
-        Ok(Stopped {
-            commits,
-            notes: notes[notes.len().saturating_sub(20)..].join("\n"),
-        })
+        Ok(Stopped { commits, notes: notes[notes.len().saturating_sub(20)..].join("\n") })
     }
 }
 

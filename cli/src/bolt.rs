@@ -483,11 +483,7 @@ fn check(a: &QuietArgs) -> Result<ExitCode> {
         }
     }
     out.finish()?;
-    Ok(if rep.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if rep.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn info(a: &QuietArgs) -> Result<ExitCode> {
@@ -519,8 +515,7 @@ fn info(a: &QuietArgs) -> Result<ExitCode> {
                 "meta{}: root={} freelist={} hwm={} txid={} checksum={}",
                 m.index,
                 m.root.unwrap_or(0),
-                m.freelist
-                    .map_or_else(|| "none".to_string(), |f| f.to_string()),
+                m.freelist.map_or_else(|| "none".to_string(), |f| f.to_string()),
                 m.hwm.unwrap_or(0),
                 m.txid.unwrap_or(0),
                 m.checksum.as_deref().unwrap_or("")
@@ -535,15 +530,9 @@ fn info(a: &QuietArgs) -> Result<ExitCode> {
                 "freelist: not stored (NoFreelistSync); free pages are the unreachable ones"
             )
         }
-        report::FreelistReport::Stored {
-            page,
-            overflow,
-            ids,
-            encoding,
-        } => outln!(
-            out,
-            "freelist: page={page} overflow={overflow} ids={ids} encoding={encoding}"
-        ),
+        report::FreelistReport::Stored { page, overflow, ids, encoding } => {
+            outln!(out, "freelist: page={page} overflow={overflow} ids={ids} encoding={encoding}")
+        }
         report::FreelistReport::Unreadable { page } => {
             outln!(out, "freelist: page={page} unreadable")
         }
@@ -559,14 +548,9 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     use mapwise_native::os::map::Advice;
     use mapwise_native::os::residency;
     let advice = Advice::from_name(&a.advice).with_context(|| {
-        format!(
-            "unknown advice {:?} (normal, random, sequential, willneed, hugepage)",
-            a.advice
-        )
+        format!("unknown advice {:?} (normal, random, sequential, willneed, hugepage)", a.advice)
     })?;
-    let size = std::fs::metadata(&a.file)
-        .with_context(|| a.file.display().to_string())?
-        .len();
+    let size = std::fs::metadata(&a.file).with_context(|| a.file.display().to_string())?.len();
     if a.cold {
         let f = std::fs::File::open(&a.file).with_context(|| a.file.display().to_string())?;
         residency::evict(&f, 0, residency::TO_EOF)?;
@@ -598,11 +582,7 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
     };
     let took = start.elapsed();
     let (keys, value_bytes, x) = (scanned.keys, scanned.value_bytes, scanned.xor);
-    let residency = if a.residency {
-        Some(scanned.residency(&db)?)
-    } else {
-        None
-    };
+    let residency = if a.residency { Some(scanned.residency(&db)?) } else { None };
     drop(db);
     let scan = took - opened;
     let mut out = Out::new();

@@ -99,9 +99,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     if unit.starts_with(['.', ',']) {
-        return Err(format!(
-            "bad size {s:?}: whole numbers only (e.g. 1536KiB for 1.5MiB)"
-        ));
+        return Err(format!("bad size {s:?}: whole numbers only (e.g. 1536KiB for 1.5MiB)"));
     }
     let n: u64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
     let mult = match unit.trim() {
@@ -111,8 +109,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "G" | "GiB" => 1 << 30,
         u => return Err(format!("unknown unit {u:?} (B, KiB, MiB, GiB)")),
     };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("size {s:?} too large"))
+    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} too large"))
 }
 
 /// The generated workload: the key stream and which item each put uses.
@@ -157,14 +154,7 @@ impl Work {
                 }
             }
         }
-        Ok(Work {
-            nest,
-            count,
-            batch,
-            key: k,
-            value: a.value_size,
-            items,
-        })
+        Ok(Work { nest, count, batch, key: k, value: a.value_size, items })
     }
 
     fn item(&self, i: usize) -> &[u8] {
@@ -257,9 +247,7 @@ fn write_phase(path: &Path, a: &BenchArgs, w: &Work) -> Result<(Duration, u32)> 
 
 /// One read pass; returns the number of values read.
 fn read_pass(tx: &Tx<'_>, w: &Work, order: Option<&[u32]>, opts: &CursorOptions) -> Result<u64> {
-    let top = tx
-        .bucket(BUCKET)?
-        .with_context(|| format!("bucket {:?} not found", "bench"))?;
+    let top = tx.bucket(BUCKET)?.with_context(|| format!("bucket {:?} not found", "bench"))?;
     let mut n = 0u64;
     let Some(order) = order else {
         // One leaf scan per bucket: `bench` itself, or each sub-bucket.
@@ -270,11 +258,7 @@ fn read_pass(tx: &Tx<'_>, w: &Work, order: Option<&[u32]>, opts: &CursorOptions)
                     bad = Some(format!(
                         "{}key {k:02x?}: {} ({} bytes), expected a value of {}",
                         name.map_or_else(String::new, |n| format!("bucket {n:02x?} ")),
-                        if flags & BUCKET_LEAF_FLAG != 0 {
-                            "a sub-bucket"
-                        } else {
-                            "a value"
-                        },
+                        if flags & BUCKET_LEAF_FLAG != 0 { "a sub-bucket" } else { "a value" },
                         v.len(),
                         w.value
                     ));
@@ -292,11 +276,7 @@ fn read_pass(tx: &Tx<'_>, w: &Work, order: Option<&[u32]>, opts: &CursorOptions)
         let mut c = top.cursor();
         let mut item = c.first()?;
         while let Some(it) = item {
-            ensure!(
-                it.is_bucket(),
-                "unexpected plain key {:02x?} in \"bench\"",
-                &*it.key
-            );
+            ensure!(it.is_bucket(), "unexpected plain key {:02x?} in \"bench\"", &*it.key);
             let sub = top
                 .bucket(&it.key)?
                 .with_context(|| format!("sub-bucket {:02x?} not found", &*it.key))?;
@@ -309,8 +289,7 @@ fn read_pass(tx: &Tx<'_>, w: &Work, order: Option<&[u32]>, opts: &CursorOptions)
         (0..w.batches())
             .map(|b| {
                 let name = w.item(w.bucket_index(b));
-                top.bucket(name)?
-                    .with_context(|| format!("sub-bucket {name:02x?} not found"))
+                top.bucket(name)?.with_context(|| format!("sub-bucket {name:02x?} not found"))
             })
             .collect::<Result<_>>()?
     } else {
@@ -333,11 +312,7 @@ fn read_pass(tx: &Tx<'_>, w: &Work, order: Option<&[u32]>, opts: &CursorOptions)
 fn verify(db: &Db, w: &Work) -> Result<()> {
     let mut last = std::collections::HashMap::with_capacity(w.count);
     for p in 0..w.count {
-        let b = if w.nest {
-            Some(w.bucket_index(p / w.batch))
-        } else {
-            None
-        };
+        let b = if w.nest { Some(w.bucket_index(p / w.batch)) } else { None };
         last.insert((b.map(|i| w.item(i)), w.item(w.key_index(p))), p);
     }
     let tx = db.begin()?;
@@ -345,9 +320,9 @@ fn verify(db: &Db, w: &Work) -> Result<()> {
     let mut want = vec![0u8; w.value];
     for (&(sub, k), &p) in &last {
         let b = match sub {
-            Some(name) => top
-                .bucket(name)?
-                .with_context(|| format!("sub-bucket {name:02x?} missing"))?,
+            Some(name) => {
+                top.bucket(name)?.with_context(|| format!("sub-bucket {name:02x?} missing"))?
+            }
             None => top.clone(),
         };
         fill_value(&mut want, p);
@@ -396,32 +371,14 @@ struct JsonOut<'a> {
 /// Runs `mapwise bolt bench`.
 pub fn run(a: &BenchArgs) -> Result<ExitCode> {
     ensure!(
-        matches!(
-            a.write_mode.as_str(),
-            "seq" | "rnd" | "seq-nest" | "rnd-nest"
-        ),
+        matches!(a.write_mode.as_str(), "seq" | "rnd" | "seq-nest" | "rnd-nest"),
         "--write-mode must be seq, rnd, seq-nest or rnd-nest"
     );
-    ensure!(
-        matches!(a.read_mode.as_str(), "seq" | "rnd"),
-        "--read-mode must be seq or rnd"
-    );
-    ensure!(
-        (1..1 << 31).contains(&a.count),
-        "--count must be in [1, 2^31)"
-    );
-    ensure!(
-        (1..=MAX_KEY_SIZE).contains(&a.key_size),
-        "--key-size must be in [1, {MAX_KEY_SIZE}]"
-    );
-    ensure!(
-        a.value_size <= MAX_VALUE_SIZE,
-        "--value-size must be in [0, {MAX_VALUE_SIZE}]"
-    );
-    ensure!(
-        (0.1..=1.0).contains(&a.fill_percent),
-        "--fill-percent must be in [0.1, 1.0]"
-    );
+    ensure!(matches!(a.read_mode.as_str(), "seq" | "rnd"), "--read-mode must be seq or rnd");
+    ensure!((1..1 << 31).contains(&a.count), "--count must be in [1, 2^31)");
+    ensure!((1..=MAX_KEY_SIZE).contains(&a.key_size), "--key-size must be in [1, {MAX_KEY_SIZE}]");
+    ensure!(a.value_size <= MAX_VALUE_SIZE, "--value-size must be in [0, {MAX_VALUE_SIZE}]");
+    ensure!((0.1..=1.0).contains(&a.fill_percent), "--fill-percent must be in [0.1, 1.0]");
     let count = usize::try_from(a.count).context("--count too large")?;
     let batch = if a.batch_size == 0 || a.batch_size > a.count {
         count
@@ -447,10 +404,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode> {
         timeout: Some(Duration::from_secs(5)),
         ..Options::default()
     };
-    let copts = CursorOptions {
-        prefetch: a.prefetch,
-        prefetch_end: None,
-    };
+    let copts = CursorOptions { prefetch: a.prefetch, prefetch_end: None };
     let t0 = Instant::now();
     let db = Db::open(path, &ropts).context("reopen")?;
     let open_dur = t0.elapsed();
@@ -486,11 +440,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode> {
     drop(db);
     let size = std::fs::metadata(path)?.len();
     let rate = |ops: u64, d: Duration| {
-        if d.is_zero() {
-            0.0
-        } else {
-            ops as f64 / d.as_secs_f64()
-        }
+        if d.is_zero() { 0.0 } else { ops as f64 / d.as_secs_f64() }
     };
     let lines = [
         format!(
@@ -580,10 +530,7 @@ impl ScanRange {
                 })
                 .collect()
         };
-        Ok(ScanRange {
-            from: from.map(hex).transpose()?,
-            to: to.map(hex).transpose()?,
-        })
+        Ok(ScanRange { from: from.map(hex).transpose()?, to: to.map(hex).transpose()? })
     }
 }
 
@@ -611,10 +558,7 @@ impl Scanned {
             return;
         }
         let start = (bytes.as_ptr().addr().wrapping_sub(base)) as u64;
-        let (first, last) = (
-            start / self.page,
-            (start + bytes.len() as u64 - 1) / self.page,
-        );
+        let (first, last) = (start / self.page, (start + bytes.len() as u64 - 1) / self.page);
         for p in first..=last {
             let w = (p / 64) as usize;
             if w >= self.visited.len() {
@@ -682,8 +626,7 @@ impl std::fmt::Display for ScanResidency {
             self.resident_pages.map_or_else(unknown, |n| n.to_string()),
             self.visited_pages,
             self.resident_visited,
-            self.resident_outside
-                .map_or_else(unknown, |n| n.to_string()),
+            self.resident_outside.map_or_else(unknown, |n| n.to_string()),
             self.os_page_size
         )
     }
@@ -704,14 +647,8 @@ pub fn scan(
     touch: bool,
     visited: bool,
 ) -> Result<Scanned> {
-    let mut s = Scanned {
-        page: if visited {
-            residency::os_page_size()
-        } else {
-            0
-        },
-        ..Scanned::default()
-    };
+    let mut s =
+        Scanned { page: if visited { residency::os_page_size() } else { 0 }, ..Scanned::default() };
     let base = db.mapping().bytes().as_ptr().addr();
     let mut c = tx.cursor_with(bucket, opts);
     c.scan(range.from.as_deref(), |k, v, flags| {
@@ -721,11 +658,7 @@ pub fn scan(
         // A sub-bucket's entry has no value for the caller (bbolt's
         // `Cursor.Next` returns nil): its bucket header and inline page
         // are neither counted nor touched.
-        let v = if flags & BUCKET_LEAF_FLAG == 0 {
-            v
-        } else {
-            &[]
-        };
+        let v = if flags & BUCKET_LEAF_FLAG == 0 { v } else { &[] };
         s.keys += 1;
         s.value_bytes += v.len() as u64;
         if touch {

@@ -131,19 +131,13 @@ fn usage_failure(e: &clap::Error) -> ExitCode {
     // clap's text: "error: REASON" (possibly continued on indented lines),
     // a blank line, then the usage and a hint.
     let text = e.render().to_string();
-    let reason: Vec<&str> = text
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect();
+    let reason: Vec<&str> =
+        text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
     let reason = reason.join(" ");
     let usage = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("Usage: "))
         .map_or_else(String::new, |u| format!(" (usage: {u})"));
-    eprintln!(
-        "ERROR: {}{usage}",
-        reason.strip_prefix("error: ").unwrap_or(&reason)
-    );
+    eprintln!("ERROR: {}{usage}", reason.strip_prefix("error: ").unwrap_or(&reason));
     ExitCode::from(1)
 }

@@ -100,12 +100,8 @@ pub fn run(a: &MmaptestArgs) -> Result<ExitCode> {
     // A duplicate of fd 1 as a File: every write is one write(2) of the
     // whole buffer, with no buffering and no newline scan (std's stdout is
     // line-buffered and would read the data looking for '\n').
-    let mut out = File::from(
-        stdout
-            .as_fd()
-            .try_clone_to_owned()
-            .context("cannot duplicate stdout")?,
-    );
+    let mut out =
+        File::from(stdout.as_fd().try_clone_to_owned().context("cannot duplicate stdout")?);
     let mut json_file = match a.json.as_deref() {
         Some(p) if p.as_os_str() != "-" => {
             Some(File::create(p).with_context(|| format!("cannot create {}", p.display()))?)

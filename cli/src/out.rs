@@ -13,10 +13,7 @@ pub struct Out {
 
 impl Out {
     pub fn new() -> Out {
-        Out {
-            w: BufWriter::with_capacity(1 << 20, io::stdout()),
-            error: None,
-        }
+        Out { w: BufWriter::with_capacity(1 << 20, io::stdout()), error: None }
     }
 
     /// Write raw bytes (a value printed with `--format bytes` need not be
@@ -51,8 +48,7 @@ impl fmt::Write for Out {
 /// away (`mapwise bolt dump f | head`), which is not a failure.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
 }
 
@@ -102,11 +98,7 @@ pub fn json_errors(json: bool, result: anyhow::Result<ExitCode>) -> anyhow::Resu
         Err(e) => {
             let hint = e.downcast_ref::<Hinted>().map(|h| h.hint.as_str());
             let problem = hint.is_some() || e.downcast_ref::<Problem>().is_some();
-            let code = if problem {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::from(2)
-            };
+            let code = if problem { ExitCode::FAILURE } else { ExitCode::from(2) };
             if json {
                 let mut v = serde_json::json!({ "error": format!("{e:#}") });
                 if let Some(h) = hint {

@@ -34,12 +34,7 @@ pub struct RepoArg {
     /// `globalopts`), before or after the subcommand; the last one given
     /// wins, as in hg. Default: the repository holding the current
     /// directory.
-    #[arg(
-        short = 'R',
-        long = "repository",
-        value_name = "REPO",
-        overrides_with = "repository"
-    )]
+    #[arg(short = 'R', long = "repository", value_name = "REPO", overrides_with = "repository")]
     repository: Option<PathBuf>,
 }
 
@@ -93,12 +88,7 @@ pub struct LogArgs {
     #[arg(long)]
     hidden: bool,
     /// Show at most N revisions.
-    #[arg(
-        short = 'l',
-        long = "limit",
-        value_name = "N",
-        allow_negative_numbers = true
-    )]
+    #[arg(short = 'l', long = "limit", value_name = "N", allow_negative_numbers = true)]
     limit: Option<String>,
     #[command(flatten)]
     common: Common,
@@ -274,15 +264,9 @@ fn log(a: &LogArgs, global: Option<&Path>) -> Result<ExitCode> {
     let repo = open_repo(path)?;
     let file = repo.open_index(&Revlog::Changelog, &opts)?;
     let index = file.index()?;
-    let hidden = if a.hidden {
-        revlog::Hidden::default()
-    } else {
-        revlog::hidden(&repo, &index)?
-    };
-    let rows = revlog::log(&index, limit, &hidden).map_err(|source| revlog::Error::Format {
-        path: file.path().to_owned(),
-        source,
-    })?;
+    let hidden = if a.hidden { revlog::Hidden::default() } else { revlog::hidden(&repo, &index)? };
+    let rows = revlog::log(&index, limit, &hidden)
+        .map_err(|source| revlog::Error::Format { path: file.path().to_owned(), source })?;
     let data = data_file_or_warn(check_data_file(&file, &index, rows.iter().map(|r| r.rev)))?;
     if a.common.json {
         #[derive(Serialize)]
@@ -408,11 +392,7 @@ fn debugindex(a: &DebugindexArgs, global: Option<&Path>) -> Result<ExitCode> {
     // hg maps only the changelog and the manifest (`mmaplargeindex`).
     let (file, opts) = match which(a)? {
         Some(w) => {
-            let opts = if w.maps_large_index() {
-                configured
-            } else {
-                Options::default()
-            };
+            let opts = if w.maps_large_index() { configured } else { Options::default() };
             // The `-R` after the subcommand is the later one: it wins.
             let repo = open_repo(a.repository.repository.as_deref().or(global))?;
             let file = repo.open_index(&w, &opts)?;
@@ -438,10 +418,8 @@ fn debugindex(a: &DebugindexArgs, global: Option<&Path>) -> Result<ExitCode> {
     if a.common.json {
         let mut entries = Vec::with_capacity(index.len() as usize);
         for rev in 0..=index.tip() {
-            let row = debug_row(&index, rev).map_err(|source| revlog::Error::Format {
-                path: file.path().to_owned(),
-                source,
-            })?;
+            let row = debug_row(&index, rev)
+                .map_err(|source| revlog::Error::Format { path: file.path().to_owned(), source })?;
             entries.push(DebugEntry::from(&row));
         }
         #[derive(Serialize)]
@@ -450,17 +428,11 @@ fn debugindex(a: &DebugindexArgs, global: Option<&Path>) -> Result<ExitCode> {
             info: IndexInfo,
             entries: Vec<DebugEntry>,
         }
-        let rep = Report {
-            info: IndexInfo::of(&file, &index, &opts, data),
-            entries,
-        };
+        let rep = Report { info: IndexInfo::of(&file, &index, &opts, data), entries };
         print_json(&rep)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let style = DebugStyle {
-        verbose: a.verbose || a.debug,
-        full_nodes: a.debug,
-    };
+    let style = DebugStyle { verbose: a.verbose || a.debug, full_nodes: a.debug };
     let mut out = Out::new();
     match mapwise_core::revlog::write_debugindex(&mut out, &index, style) {
         Ok(()) => out.finish()?,
@@ -516,9 +488,7 @@ fn python_int(text: &str) -> Option<i64> {
     let magnitude = digits
         .bytes()
         .filter(u8::is_ascii_digit)
-        .try_fold(0i64, |v, c| {
-            v.checked_mul(10)?.checked_add(i64::from(c - b'0'))
-        })
+        .try_fold(0i64, |v, c| v.checked_mul(10)?.checked_add(i64::from(c - b'0')))
         .unwrap_or(i64::MAX);
     Some(if negative { -magnitude } else { magnitude })
 }

@@ -369,14 +369,7 @@ impl Rows {
     fn text(&self) -> String {
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
         let mut s = String::new();
-        let _ = write_fetch_rows(
-            &mut s,
-            &names,
-            self.start,
-            self.end,
-            self.step,
-            &self.values,
-        );
+        let _ = write_fetch_rows(&mut s, &names, self.start, self.end, self.step, &self.values);
         s
     }
 
@@ -387,16 +380,16 @@ impl Rows {
             .enumerate()
             .map(|(i, r)| {
                 let t = self.start + (i as i64 + 1) * self.step as i64;
-                let vals: Vec<serde_json::Value> = r
-                    .iter()
-                    .map(|v| {
-                        if v.is_finite() {
-                            serde_json::json!(v)
-                        } else {
-                            serde_json::Value::Null
-                        }
-                    })
-                    .collect();
+                let vals: Vec<serde_json::Value> =
+                    r.iter()
+                        .map(|v| {
+                            if v.is_finite() {
+                                serde_json::json!(v)
+                            } else {
+                                serde_json::Value::Null
+                            }
+                        })
+                        .collect();
                 serde_json::json!({"time": t, "values": vals})
             })
             .collect();
@@ -494,11 +487,7 @@ fn info(a: &InfoArgs, out: &mut StdioOut) -> Result<ExitCode> {
         None => (rrd::info(file, a.io.io, &name), None),
         Some(Err(e)) => (rrd::info(file, a.io.io, &name), Some(e)),
         Some(Ok(mut c)) => {
-            let r = if a.noflush {
-                Ok(())
-            } else {
-                c.flush_for_read(file)
-            };
+            let r = if a.noflush { Ok(()) } else { c.flush_for_read(file) };
             (r.and_then(|()| c.info(file)), None)
         }
     };
@@ -567,12 +556,8 @@ fn lastupdate(a: &FileArgs, out: &mut StdioOut) -> Result<ExitCode> {
     match rrd::lastupdate(file, a.io.io) {
         Ok(l) if a.json => {
             let ds: serde_json::Map<String, serde_json::Value> =
-                l.ds.iter()
-                    .map(|(k, v)| (k.clone(), serde_json::json!(v)))
-                    .collect();
-            let _ = out.write_str(&json_text(
-                &serde_json::json!({"time": l.time, "last_ds": ds}),
-            )?);
+                l.ds.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect();
+            let _ = out.write_str(&json_text(&serde_json::json!({"time": l.time, "last_ds": ds}))?);
             Ok(done(late))
         }
         Ok(l) => {
@@ -696,10 +681,7 @@ fn update_through(c: &mut Client, a: &UpdateCore) -> ExitCode {
                 .into(),
         )),
         Some(t) => rrd::ds_names(&a.file, a.io.io).and_then(|names| {
-            a.values
-                .iter()
-                .map(|v| cached::map_template(t, &names, v))
-                .collect()
+            a.values.iter().map(|v| cached::map_template(t, &names, v)).collect()
         }),
     };
     match values.and_then(|v| c.update(&a.file, &v)) {
@@ -782,9 +764,7 @@ fn dump(a: &DumpArgs, out: &mut StdioOut) -> Result<ExitCode> {
                     Ok(()) => Ok(done(late)),
                     Err(e) => {
                         let _ = std::fs::remove_file(path);
-                        Ok(fail(&rrd::Error::Rrdtool(format!(
-                            "error writing output file: {e}"
-                        ))))
+                        Ok(fail(&rrd::Error::Rrdtool(format!("error writing output file: {e}"))))
                     }
                 },
                 Err(e) => Ok(fail(&e)),
@@ -806,8 +786,7 @@ fn evict(path: &std::path::Path) -> Result<()> {
     use anyhow::Context as _;
     use mapwise_native::os::residency;
     let f = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
-    f.sync_all()
-        .with_context(|| format!("{}: fsync", path.display()))?;
+    f.sync_all().with_context(|| format!("{}: fsync", path.display()))?;
     residency::evict(&f, 0, residency::TO_EOF)?;
     Ok(())
 }
@@ -831,12 +810,7 @@ fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
         .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
         .filter(|c| !c.is_empty())
         .collect();
-    let opts = UpdateOptions {
-        template: None,
-        skip_past: false,
-        verbose: false,
-        io: a.io.io,
-    };
+    let opts = UpdateOptions { template: None, skip_past: false, verbose: false, io: a.io.io };
     let usage_start = Usage::now();
     let mut times_s = Vec::with_capacity(calls.len());
     let mut resident_after = Vec::new();
@@ -902,9 +876,5 @@ fn bench_inproc(a: &BenchInprocArgs) -> Result<ExitCode> {
         "minor_faults": usage.minflt,
         "major_faults": usage.majflt,
     }))?;
-    Ok(if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

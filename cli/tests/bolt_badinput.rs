@@ -69,11 +69,7 @@ fn refused(path: &Path, read_only_too: bool, expect: impl Fn(&Error) -> bool, ne
     let said = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{}: put succeeded", path.display());
     for n in needles {
-        assert!(
-            said.contains(n),
-            "{}: put said {said:?}, lacks {n:?}",
-            path.display()
-        );
+        assert!(said.contains(n), "{}: put said {said:?}, lacks {n:?}", path.display());
     }
     let after = std::fs::read(path).expect("read");
     assert!(before == after, "{}: the file was modified", path.display());
@@ -83,28 +79,11 @@ fn refused(path: &Path, read_only_too: bool, expect: impl Fn(&Error) -> bool, ne
 fn truncated_files_fail_to_open_and_stay_as_they_were() {
     let dir = tempdir();
     let p = bolt_patched(dir.path(), "small.db", "cut50", |b| b.truncate(50));
-    refused(
-        &p,
-        true,
-        |e| matches!(e, Error::Invalid { .. }),
-        &["no valid meta page", "truncated"],
-    );
+    refused(&p, true, |e| matches!(e, Error::Invalid { .. }), &["no valid meta page", "truncated"]);
     let p = bolt_patched(dir.path(), "small.db", "cut2pages", |b| b.truncate(2 * PS));
-    refused(
-        &p,
-        true,
-        |e| matches!(e, Error::Corrupt(_)),
-        &["high-water mark", "truncated?"],
-    );
-    let p = bolt_patched(dir.path(), "overflow.db", "cutmid", |b| {
-        b.truncate(6 * PS + 100)
-    });
-    refused(
-        &p,
-        true,
-        |e| matches!(e, Error::Corrupt(_)),
-        &["passes the end"],
-    );
+    refused(&p, true, |e| matches!(e, Error::Corrupt(_)), &["high-water mark", "truncated?"]);
+    let p = bolt_patched(dir.path(), "overflow.db", "cutmid", |b| b.truncate(6 * PS + 100));
+    refused(&p, true, |e| matches!(e, Error::Corrupt(_)), &["passes the end"]);
     // Go bbolt agrees these files are damaged.
     let out = crate::support::run_limited(
         Command::new(crate::support::bolt_oracle()).args(["check", p.to_str().expect("utf-8")]),
@@ -154,32 +133,16 @@ fn damaged_meta_pages_are_named_as_bbolt_names_them() {
             b[m + 16..m + 20].copy_from_slice(&[0xed, 0x0c, 0xda, 0xed]);
         }
     });
-    refused(
-        &p,
-        true,
-        |e| matches!(e, Error::Invalid { .. }),
-        &["big-endian"],
-    );
+    refused(&p, true, |e| matches!(e, Error::Invalid { .. }), &["big-endian"]);
     let p = dir.path().join("garbage.db");
-    std::fs::write(
-        &p,
-        (0..65536u32)
-            .map(|i| ((i * 7919) >> 3) as u8)
-            .collect::<Vec<_>>(),
-    )
-    .expect("write");
-    refused(
-        &p,
-        true,
-        |e| matches!(e, Error::Invalid { .. }),
-        &["invalid database"],
-    );
+    std::fs::write(&p, (0..65536u32).map(|i| ((i * 7919) >> 3) as u8).collect::<Vec<_>>())
+        .expect("write");
+    refused(&p, true, |e| matches!(e, Error::Invalid { .. }), &["invalid database"]);
     // A single bad meta page is not an error: bbolt (and we) use the
     // other one, and the next commit rewrites the bad slot.
     let p = bolt_patched(dir.path(), "small.db", "meta0", |b| b[72] ^= 0xff);
     let db = Db::open(&p, &rw(4096)).expect("falls back to meta 1");
-    db.update(|tx| tx.create_bucket(b"after-fallback").map(|_| ()))
-        .expect("commit");
+    db.update(|tx| tx.create_bucket(b"after-fallback").map(|_| ())).expect("commit");
     drop(db);
     let out = String::from_utf8(oracle(&["check", p.to_str().expect("utf-8")])).expect("utf-8");
     assert_eq!(out.trim_end(), "OK");
@@ -204,21 +167,11 @@ fn damaged_geometry_and_freelists_are_refused_before_any_write() {
         let first = u64::from_le_bytes(b[fl * PS + 16..fl * PS + 24].try_into().unwrap());
         put_u64(b, fl * PS + 24, first);
     });
-    refused(
-        &p,
-        false,
-        |e| matches!(e, Error::Corrupt(_)),
-        &["listed twice"],
-    );
+    refused(&p, false, |e| matches!(e, Error::Corrupt(_)), &["listed twice"]);
     let p = bolt_patched(dir.path(), "small.db", "fl-range", |b| {
         put_u64(b, fl * PS + 16, hwm + 10);
     });
-    refused(
-        &p,
-        false,
-        |e| matches!(e, Error::Corrupt(_)),
-        &["outside [2, high-water mark"],
-    );
+    refused(&p, false, |e| matches!(e, Error::Corrupt(_)), &["outside [2, high-water mark"]);
     let p = bolt_patched(dir.path(), "small.db", "fl-count", |b| {
         put_u16(b, fl * PS + 10, 0xFFFF);
         put_u64(b, fl * PS + 16, u64::MAX / 3);
@@ -228,23 +181,15 @@ fn damaged_geometry_and_freelists_are_refused_before_any_write() {
         put_u64(b, 48, root);
         reseal(b);
     });
-    refused(
-        &p,
-        false,
-        |e| matches!(e, Error::Format(_)),
-        &["freelist page"],
-    );
+    refused(&p, false, |e| matches!(e, Error::Format(_)), &["freelist page"]);
     // No freelist stored and a damaged tree: the rebuild scan finds it
     // (bbolt panics in `freepages`).
     let leaf = {
         let bytes = std::fs::read(testdata("nofreelistsync.db")).expect("corpus");
         let f = BoltFile::open(bytes.as_slice()).expect("open");
         let l = mapwise_core::bolt::walk(&f, mapwise_core::bolt::WalkOptions::default()).layout;
-        let r = l
-            .regions
-            .iter()
-            .find(|r| r.kind == mapwise_core::layout::Kind::Leaf)
-            .expect("a leaf");
+        let r =
+            l.regions.iter().find(|r| r.kind == mapwise_core::layout::Kind::Leaf).expect("a leaf");
         usize::try_from(r.id).expect("small")
     };
     let p = bolt_patched(dir.path(), "nofreelistsync.db", "nfs-tree", |b| {

@@ -23,19 +23,10 @@ fn json(stdout: &[u8]) -> serde_json::Value {
 /// with the same `flags`; both must succeed. Returns the two paths and the
 /// two standard outputs.
 fn bench_both(dir: &Path, name: &str, flags: &[&str]) -> (String, String, Vec<u8>, String) {
-    let path = |who: &str| {
-        dir.join(format!("{who}-{name}.db"))
-            .to_str()
-            .expect("utf-8")
-            .to_owned()
-    };
+    let path = |who: &str| dir.join(format!("{who}-{name}.db")).to_str().expect("utf-8").to_owned();
     let (ours, go) = (path("ours"), path("go"));
     let o = run_mapwise(&[&["bolt", "bench", &ours][..], flags].concat());
-    assert!(
-        o.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
     let (ok, go_out, go_err) = oracle_run(&[&["bench", &go][..], flags].concat());
     assert!(ok, "oracle {name}: {go_err}");
     (ours, go, o.stdout, go_out)
@@ -122,10 +113,7 @@ fn the_file_grows_as_bbolt_grows_it() {
             "--no-sync",
         ];
         let (ours, go, _, _) = bench_both(dir.path(), write, &flags);
-        let (a, b) = (
-            std::fs::metadata(ours).unwrap().len(),
-            std::fs::metadata(go).unwrap().len(),
-        );
+        let (a, b) = (std::fs::metadata(ours).unwrap().len(), std::fs::metadata(go).unwrap().len());
         assert!(b > 16 << 20, "{write}: the workload passes 16 MiB ({b})");
         assert_eq!(a, b, "{write}: file length, ours vs bbolt 1.3.6");
     }
@@ -153,29 +141,13 @@ fn page_sizes_that_are_not_powers_of_two_work_both_ways() {
         let (ours, go) = (ours.as_str(), go.as_str());
         // Go's file, read by us as Go reads it.
         let dump = run_mapwise(&["bolt", "dump", go]);
-        assert!(
-            dump.status.success(),
-            "{ps}: {}",
-            String::from_utf8_lossy(&dump.stderr)
-        );
-        assert_same_text(
-            &format!("dump of Go's {ps}"),
-            &dump.stdout,
-            &oracle_fast(&["dump", go]),
-        );
+        assert!(dump.status.success(), "{ps}: {}", String::from_utf8_lossy(&dump.stderr));
+        assert_same_text(&format!("dump of Go's {ps}"), &dump.stdout, &oracle_fast(&["dump", go]));
         let check = run_mapwise(&["bolt", "check", go]);
-        assert!(
-            check.status.success(),
-            "{ps}: {}",
-            String::from_utf8_lossy(&check.stdout)
-        );
+        assert!(check.status.success(), "{ps}: {}", String::from_utf8_lossy(&check.stdout));
         // Ours, checked by Go and equal to Go's.
         let (ok, out, _) = oracle_run(&["check", ours]);
         assert!(ok, "{ps}: {out}");
-        assert_eq!(
-            std::fs::read(ours).unwrap(),
-            std::fs::read(go).unwrap(),
-            "{ps}: bytes"
-        );
+        assert_eq!(std::fs::read(ours).unwrap(), std::fs::read(go).unwrap(), "{ps}: bytes");
     }
 }

@@ -13,19 +13,13 @@ use crate::support::install::{Need, ensure};
 use crate::support::{oracle, run_mapwise, tempdir, testdata};
 
 fn text(o: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 fn copy(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::copy(testdata(name), &p).expect("copy");
-    std::fs::File::open(&p)
-        .and_then(|f| f.sync_all())
-        .expect("fsync");
+    std::fs::File::open(&p).and_then(|f| f.sync_all()).expect("fsync");
     p
 }
 
@@ -34,10 +28,7 @@ fn vmtouch_resident(path: &std::path::Path) -> u64 {
     ensure(&[Need::Vmtouch]);
     let out = Command::new("vmtouch").arg(path).output().expect("vmtouch");
     let s = String::from_utf8_lossy(&out.stdout);
-    let line = s
-        .lines()
-        .find(|l| l.contains("Resident Pages:"))
-        .expect("vmtouch line");
+    let line = s.lines().find(|l| l.contains("Resident Pages:")).expect("vmtouch line");
     line.split_whitespace()
         .nth(2)
         .and_then(|c| c.split('/').next())
@@ -51,25 +42,15 @@ fn pages_check_and_info_leave_the_page_cache_alone() {
     let dir = tempdir();
     let p = copy(dir.path(), "overflow.db");
     let ps = p.to_str().expect("utf-8");
-    Command::new("vmtouch")
-        .args(["-e", ps])
-        .output()
-        .expect("vmtouch -e");
+    Command::new("vmtouch").args(["-e", ps]).output().expect("vmtouch -e");
     assert_eq!(vmtouch_resident(&p), 0);
     for cmd in ["pages", "check", "info"] {
         let o = run_mapwise(&["bolt", cmd, ps]);
         assert!(o.status.success(), "{cmd}: {}", text(&o));
-        assert_eq!(
-            vmtouch_resident(&p),
-            0,
-            "{cmd} changed the residency of the file"
-        );
+        assert_eq!(vmtouch_resident(&p), 0, "{cmd} changed the residency of the file");
     }
     // And they still say what Go bbolt says.
-    assert_eq!(
-        run_mapwise(&["bolt", "pages", ps]).stdout,
-        oracle(&["pages", ps])
-    );
+    assert_eq!(run_mapwise(&["bolt", "pages", ps]).stdout, oracle(&["pages", ps]));
 }
 
 #[test]
@@ -86,25 +67,17 @@ fn a_torn_meta_page_is_a_warning_and_a_bad_page_size_an_error() {
     let o = run_mapwise(&["bolt", "check", torn.to_str().expect("utf-8")]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(
-        t.contains("warning: meta page 0 is invalid (field checksum"),
-        "{t}"
-    );
+    assert!(t.contains("warning: meta page 0 is invalid (field checksum"), "{t}");
     assert!(t.contains("readers use meta page 1 (txid 3)"), "{t}");
     // Meta 0 with a checksummed, absurd page size (below 512 bytes): bbolt
     // (which checks only magic, version and checksum) would use it; we
     // must not call it OK.
     let bad = copy(dir.path(), "small.db");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&bad)
-        .expect("open");
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&bad).expect("open");
     f.write_at(&256u32.to_le_bytes(), 16 + 8).expect("write");
     let mut meta = [0u8; 56];
     f.read_exact_at(&mut meta, 16).expect("read");
-    f.write_at(&fnv1a64(&meta).to_le_bytes(), 72)
-        .expect("write");
+    f.write_at(&fnv1a64(&meta).to_le_bytes(), 72).expect("write");
     drop(f);
     let bp = bad.to_str().expect("utf-8");
     let o = run_mapwise(&["bolt", "check", bp]);
@@ -141,12 +114,7 @@ fn json_callers_get_json_errors() {
     let o = run_mapwise(&["bolt", "info", "/nonexistent/x.db", "--json"]);
     assert_eq!(o.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json on stdout");
-    assert!(
-        v["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("No such file")),
-        "{v}"
-    );
+    assert!(v["error"].as_str().is_some_and(|e| e.contains("No such file")), "{v}");
 }
 
 #[test]
@@ -156,10 +124,8 @@ fn traverse_reaches_nested_buckets() {
     let o = run_mapwise(&["bolt", "traverse", p, "--bucket", "beta/inner", "--json"]);
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let want = String::from_utf8(oracle(&["keys", p, "beta/inner"]))
-        .expect("utf-8")
-        .lines()
-        .count();
+    let want =
+        String::from_utf8(oracle(&["keys", p, "beta/inner"])).expect("utf-8").lines().count();
     assert_eq!(v["keys"].as_u64(), Some(want as u64));
     // A missing bucket is exit 1, as for `keys` and `get`.
     let o = run_mapwise(&["bolt", "traverse", p, "--bucket", "no-such"]);

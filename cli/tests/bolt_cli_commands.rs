@@ -19,11 +19,7 @@ use mapwise_testkit::bolt_model::{
 use mapwise_view::fmt::hex;
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 fn ok(args: &[&str]) -> Vec<u8> {
@@ -63,13 +59,8 @@ fn hex_path_args(path: &[Vec<u8>]) -> Vec<String> {
     path.iter().map(|p| hex(p)).collect()
 }
 
-const CORPUS: [&str; 5] = [
-    "small.db",
-    "overflow.db",
-    "freelist-1k.db",
-    "nofreelistsync.db",
-    "etcd-small.db",
-];
+const CORPUS: [&str; 5] =
+    ["small.db", "overflow.db", "freelist-1k.db", "nofreelistsync.db", "etcd-small.db"];
 
 #[test]
 fn buckets_keys_and_get_answer_as_go_does() {
@@ -90,15 +81,7 @@ fn buckets_keys_and_get_answer_as_go_does() {
             let hp = hex_path_args(&path);
             let joined = hp.join("/");
             // keys: the oracle's `keys` (hex, bbolt order).
-            let mut args = vec![
-                "bolt",
-                "keys",
-                p,
-                "--bucket-format",
-                "hex",
-                "--format",
-                "hex",
-            ];
+            let mut args = vec!["bolt", "keys", p, "--bucket-format", "hex", "--format", "hex"];
             args.extend(hp.iter().map(String::as_str));
             let go = oracle(&["keys", p, &joined, "--hex-path"]);
             assert_eq!(
@@ -109,19 +92,13 @@ fn buckets_keys_and_get_answer_as_go_does() {
             // get: first, middle and last plain values, and a sub-bucket.
             let b = bucket_at(&model, &path);
             let plain: Vec<&Vec<u8>> =
-                b.kv.iter()
-                    .filter(|(_, e)| matches!(e, Entry::Value(_)))
-                    .map(|(k, _)| k)
-                    .collect();
+                b.kv.iter().filter(|(_, e)| matches!(e, Entry::Value(_))).map(|(k, _)| k).collect();
             let mut pick: Vec<&Vec<u8>> = [0, plain.len() / 2, plain.len().saturating_sub(1)]
                 .iter()
                 .filter_map(|&i| plain.get(i).copied())
                 .collect();
             pick.dedup();
-            let sub =
-                b.kv.iter()
-                    .find(|(_, e)| matches!(e, Entry::Bucket(_)))
-                    .map(|(k, _)| k);
+            let sub = b.kv.iter().find(|(_, e)| matches!(e, Entry::Bucket(_))).map(|(k, _)| k);
             for key in pick.iter().copied().chain(sub) {
                 let kh = hex(key);
                 let mut args = vec![
@@ -183,25 +160,19 @@ fn text_formats_print_what_go_stores() {
             _ => format!("{}\n", hex(k)),
         })
         .collect();
-    assert_eq!(
-        String::from_utf8_lossy(&ok(&["bolt", "keys", p, "alpha"])),
-        auto
-    );
+    assert_eq!(String::from_utf8_lossy(&ok(&["bolt", "keys", p, "alpha"])), auto);
     // Nested buckets as further arguments, the value as raw bytes.
-    let Some(Entry::Value(v)) = bucket_at(
-        &model,
-        &[b"beta".to_vec(), b"inner".to_vec(), b"deeper".to_vec()],
-    )
-    .kv
-    .get(&b"leaf"[..]) else {
+    let Some(Entry::Value(v)) =
+        bucket_at(&model, &[b"beta".to_vec(), b"inner".to_vec(), b"deeper".to_vec()])
+            .kv
+            .get(&b"leaf"[..])
+    else {
         panic!("beta/inner/deeper leaf")
     };
     let mut want = v.clone();
     want.push(b'\n');
     assert_eq!(
-        ok(&[
-            "bolt", "get", p, "beta", "inner", "deeper", "leaf", "--format", "bytes"
-        ]),
+        ok(&["bolt", "get", p, "beta", "inner", "deeper", "leaf", "--format", "bytes"]),
         want
     );
     // Redacted: length and SHA-256 only (checked against sha256sum).
@@ -212,10 +183,7 @@ fn text_formats_print_what_go_stores() {
     let dir = tempdir();
     let vf = dir.path().join("v");
     std::fs::write(&vf, v).expect("write");
-    let sum = std::process::Command::new("sha256sum")
-        .arg(&vf)
-        .output()
-        .expect("sha256sum");
+    let sum = std::process::Command::new("sha256sum").arg(&vf).output().expect("sha256sum");
     let sum = String::from_utf8_lossy(&sum.stdout);
     let sum = sum.split_whitespace().next().expect("sum");
     assert_eq!(got, format!("<redacted len:{} sha256:{sum}>\n", v.len()));
@@ -244,18 +212,10 @@ fn put_and_del_change_exactly_what_go_sees() {
     let mut model = go_model(&f);
     let put = |m: &mut Bucket, path: &[&[u8]], k: &[u8], v: &[u8]| {
         let path: Vec<Vec<u8>> = path.iter().map(|x| x.to_vec()).collect();
-        m.at_mut(&path)
-            .expect("bucket")
-            .kv
-            .insert(k.to_vec(), Entry::Value(v.to_vec()));
+        m.at_mut(&path).expect("bucket").kv.insert(k.to_vec(), Entry::Value(v.to_vec()));
     };
     put(&mut model, &[b"alpha"], b"new-key", b"new value");
-    write_and_judge(
-        &f,
-        &["put", p, "alpha", "new-key", "new value"],
-        &model,
-        "put",
-    );
+    write_and_judge(&f, &["put", p, "alpha", "new-key", "new value"], &model, "put");
     // Overwrite with an empty value.
     put(&mut model, &[b"alpha"], b"key-000", b"");
     write_and_judge(&f, &["put", p, "alpha", "key-000", ""], &model, "put empty");
@@ -264,16 +224,7 @@ fn put_and_del_change_exactly_what_go_sees() {
     put(&mut model, &[b"beta", b"inner"], &[0, 0xff], &big);
     write_and_judge(
         &f,
-        &[
-            "put",
-            p,
-            "--parse-format",
-            "hex",
-            "beta",
-            "inner",
-            "00ff",
-            &hex(&big),
-        ],
+        &["put", p, "--parse-format", "hex", "beta", "inner", "00ff", &hex(&big)],
         &model,
         "put hex overflow value",
     );
@@ -281,15 +232,7 @@ fn put_and_del_change_exactly_what_go_sees() {
     put(&mut model, &[b"gamma-inline"], b"g5", b"five");
     write_and_judge(
         &f,
-        &[
-            "put",
-            p,
-            "--bucket-format",
-            "hex",
-            &hex(b"gamma-inline"),
-            "g5",
-            "five",
-        ],
+        &["put", p, "--bucket-format", "hex", &hex(b"gamma-inline"), "g5", "five"],
         &model,
         "put into an inline bucket",
     );
@@ -297,12 +240,7 @@ fn put_and_del_change_exactly_what_go_sees() {
     let wide = model.at_mut(&[b"wide".to_vec()]).expect("wide");
     let victim = wide.kv.keys().nth(3).expect("a key").clone();
     wide.kv.remove(&victim);
-    write_and_judge(
-        &f,
-        &["del", p, "--parse-format", "hex", "wide", &hex(&victim)],
-        &model,
-        "del",
-    );
+    write_and_judge(&f, &["del", p, "--parse-format", "hex", "wide", &hex(&victim)], &model, "del");
     // New buckets on the way.
     let mut sub = Bucket::default();
     sub.kv.insert(b"k".to_vec(), Entry::Value(b"v".to_vec()));
@@ -330,10 +268,7 @@ fn put_and_del_change_exactly_what_go_sees() {
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
         assert!(text(&o).contains(msg), "{args:?}: {}", text(&o));
     }
-    assert!(
-        std::fs::read(&f).expect("read") == before,
-        "a refused write changed the file"
-    );
+    assert!(std::fs::read(&f).expect("read") == before, "a refused write changed the file");
     let o = run_mapwise(&["bolt", "put", p, "alpha", "", "v"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("key required"), "{}", text(&o));
@@ -351,15 +286,7 @@ fn put_and_del_change_exactly_what_go_sees() {
             .insert(b"mapwise".to_vec(), Entry::Value(b"was here".to_vec()));
         write_and_judge(
             &f,
-            &[
-                "put",
-                p,
-                "--bucket-format",
-                "hex",
-                &hex(&first),
-                "mapwise",
-                "was here",
-            ],
+            &["put", p, "--bucket-format", "hex", &hex(&first), "mapwise", "was here"],
             &model,
             name,
         );
@@ -557,11 +484,7 @@ fn stats_count_what_the_go_walk_counts() {
             serde_json::from_slice(&ok(&["bolt", "stats", p, "--json"])).expect("json");
         let n = |k: &str| ours[k].as_u64().unwrap_or_else(|| panic!("{k} in {ours}"));
         assert_eq!(n("buckets"), top, "{name}: top-level buckets");
-        assert_eq!(
-            n("branch_page_n"),
-            go["branch_pages"],
-            "{name}: branch pages"
-        );
+        assert_eq!(n("branch_page_n"), go["branch_pages"], "{name}: branch pages");
         assert_eq!(n("leaf_page_n"), go["leaf_pages"] - 1, "{name}: leaf pages");
         assert_eq!(
             n("branch_overflow_n") + n("leaf_overflow_n"),
@@ -574,23 +497,14 @@ fn stats_count_what_the_go_walk_counts() {
         // sub-bucket entries).
         assert_eq!(n("key_n"), go["keys"] + go["buckets"] - top, "{name}: keys");
         let ps: u64 = metas[&current]["page_size"].parse().expect("page size");
-        assert_eq!(
-            n("leaf_alloc"),
-            (n("leaf_page_n") + n("leaf_overflow_n")) * ps
-        );
+        assert_eq!(n("leaf_alloc"), (n("leaf_page_n") + n("leaf_overflow_n")) * ps);
         // The text block carries the same numbers in bbolt's lines.
         let t = String::from_utf8(ok(&["bolt", "stats", p])).expect("utf-8");
-        assert!(
-            t.starts_with(&format!("Aggregate statistics for {top} buckets\n\n")),
-            "{t}"
-        );
+        assert!(t.starts_with(&format!("Aggregate statistics for {top} buckets\n\n")), "{t}");
         for line in [
             format!("\tNumber of logical branch pages: {}\n", go["branch_pages"]),
             format!("\tNumber of logical leaf pages: {}\n", go["leaf_pages"] - 1),
-            format!(
-                "\tNumber of keys/value pairs: {}\n",
-                go["keys"] + go["buckets"] - top
-            ),
+            format!("\tNumber of keys/value pairs: {}\n", go["keys"] + go["buckets"] - top),
             format!("\tTotal number of buckets: {}\n", go["buckets"]),
         ] {
             assert!(t.contains(&line), "{name}: {line:?} not in\n{t}");
@@ -605,30 +519,21 @@ fn page_decodes_what_go_lists() {
         let p = s(&f);
         let table = go_pages(p);
         let (metas, current) = go_info(p);
-        let live: Vec<u64> = table
-            .iter()
-            .filter(|(_, (ty, ..))| ty != "free")
-            .map(|(id, _)| *id)
-            .collect();
+        let live: Vec<u64> =
+            table.iter().filter(|(_, (ty, ..))| ty != "free").map(|(id, _)| *id).collect();
         let ids: Vec<String> = live.iter().map(u64::to_string).collect();
         let mut args = vec!["bolt", "page", p, "--json"];
         args.extend(ids.iter().map(String::as_str));
         let out = String::from_utf8(ok(&args)).expect("utf-8");
-        let pages: Vec<serde_json::Value> = out
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("json line"))
-            .collect();
+        let pages: Vec<serde_json::Value> =
+            out.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
         assert_eq!(pages.len(), live.len());
         for v in &pages {
             let id = v["pgid"].as_u64().expect("pgid");
             let (ty, items, ovf) = &table[&id];
             assert_eq!(v["type"], ty.as_str(), "{name} page {id}");
             assert_eq!(v["count"].as_u64(), Some(*items), "{name} page {id} items");
-            assert_eq!(
-                v["overflow"].as_u64(),
-                Some(*ovf),
-                "{name} page {id} overflow"
-            );
+            assert_eq!(v["overflow"].as_u64(), Some(*ovf), "{name} page {id} overflow");
             if id < 2 {
                 let m = &metas[&format!("meta{id}")];
                 for (ours, go) in [("root", "root"), ("hwm", "hwm"), ("txid", "txid")] {
@@ -643,11 +548,7 @@ fn page_decodes_what_go_lists() {
             if ty == "freelist" {
                 let fl = &metas["freelist"];
                 assert_eq!(
-                    v["ids"]
-                        .as_array()
-                        .map(Vec::len)
-                        .map(|n| n.to_string())
-                        .as_deref(),
+                    v["ids"].as_array().map(Vec::len).map(|n| n.to_string()).as_deref(),
                     Some(fl["ids"].as_str())
                 );
                 assert_eq!(fl["page"], id.to_string());
@@ -657,10 +558,7 @@ fn page_decodes_what_go_lists() {
         // (stale free pages that do not decode are reported, exit 0).
         let all = String::from_utf8(ok(&["bolt", "page", p, "--all"])).expect("utf-8");
         for id in &live {
-            assert!(
-                all.contains(&format!("Page ID:    {id}\n")),
-                "{name}: --all lacks {id}"
-            );
+            assert!(all.contains(&format!("Page ID:    {id}\n")), "{name}: --all lacks {id}");
         }
         // The root page in bbolt's text: the top-level buckets with their
         // sequences, as the oracle's dump has them.
@@ -679,10 +577,8 @@ fn page_decodes_what_go_lists() {
         for (k, e) in &model.kv {
             let Entry::Bucket(b) = e else { continue };
             let key = format!("\"{}\": <pgid=", String::from_utf8_lossy(k));
-            let line = t
-                .lines()
-                .find(|l| l.starts_with(&key))
-                .unwrap_or_else(|| panic!("{key} in {t}"));
+            let line =
+                t.lines().find(|l| l.starts_with(&key)).unwrap_or_else(|| panic!("{key} in {t}"));
             assert!(line.ends_with(&format!(",seq={}>", b.seq)), "{line}");
         }
         // `dump FILE PGID`: bbolt's hex lines hold the page's bytes.
@@ -717,21 +613,15 @@ fn page_decodes_what_go_lists() {
             last = line;
         }
         let at = usize::try_from(root * ps).expect("offset");
-        assert_eq!(
-            got,
-            bytes[at..at + usize::try_from(ps).expect("ps")],
-            "{name}: dump {root}"
-        );
+        assert_eq!(got, bytes[at..at + usize::try_from(ps).expect("ps")], "{name}: dump {root}");
     }
 }
 
 /// The last page run `page --all` printed: its id and overflow count.
 fn last_run(out: &[u8]) -> (u64, u64) {
     let t = String::from_utf8_lossy(out);
-    let num = |l: &str, prefix: &str| {
-        l.strip_prefix(prefix)
-            .map(|v| v.trim().parse().expect("number"))
-    };
+    let num =
+        |l: &str, prefix: &str| l.strip_prefix(prefix).map(|v| v.trim().parse().expect("number"));
     let mut last = (0, 0);
     for l in t.lines() {
         if let Some(id) = num(l, "Page ID:") {
@@ -764,10 +654,7 @@ fn page_all_walks_to_meta_0s_high_water_mark() {
     assert!(hwm("meta1") > hwm("meta0"), "{metas:?}");
     let ends_at = |out: &[u8], mark: u64| {
         let (id, ovf) = last_run(out);
-        assert!(
-            id < mark && id + ovf + 1 >= mark,
-            "last run {id}+{ovf}, mark {mark}"
-        );
+        assert!(id < mark && id + ovf + 1 >= mark, "last run {id}+{ovf}, mark {mark}");
     };
     ends_at(&ok(&["bolt", "page", p, "--all"]), hwm("meta0"));
 
@@ -795,10 +682,7 @@ fn missing_buckets_and_keys_exit_1_with_bbolts_message() {
         (vec!["keys", p, "nope"], "bucket not found"),
         (vec!["keys", p, "beta", "nope"], "bucket not found"),
         (vec!["get", p, "nope", "k"], "bucket not found"),
-        (
-            vec!["get", p, "alpha", "nope"],
-            "key not found for key: \"nope\" hex: \"6e6f7065\"",
-        ),
+        (vec!["get", p, "alpha", "nope"], "key not found for key: \"nope\" hex: \"6e6f7065\""),
         // A name holding a value is no bucket (bbolt's `Bucket.Bucket`).
         (vec!["keys", p, "alpha", "key-000"], "bucket not found"),
     ] {
@@ -806,11 +690,7 @@ fn missing_buckets_and_keys_exit_1_with_bbolts_message() {
         full.extend_from_slice(&args);
         let o = run_mapwise(&full);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
-        assert!(
-            String::from_utf8_lossy(&o.stderr).contains(msg),
-            "{args:?}: {}",
-            text(&o)
-        );
+        assert!(String::from_utf8_lossy(&o.stderr).contains(msg), "{args:?}: {}", text(&o));
         full.push("--json");
         let o = run_mapwise(&full);
         assert_eq!(o.status.code(), Some(1), "{args:?} --json");
@@ -844,22 +724,15 @@ fn hex_text_taken_as_bytes_gets_a_hint() {
     // The oracle holds no key spelled as the hex text, nor such a bucket.
     assert!(!oracle_run(&["get", p, "alpha", &hex(key.as_bytes())]).0);
     assert!(!oracle_run(&["keys", p, &bucket]).0);
-    let key_line = |k: &str| {
-        format!(
-            "mapwise: key not found for key: \"{k}\" hex: \"{}\"",
-            hex(k.as_bytes())
-        )
-    };
+    let key_line =
+        |k: &str| format!("mapwise: key not found for key: \"{k}\" hex: \"{}\"", hex(k.as_bytes()));
     let bucket_line = format!("mapwise: bucket not found: \"{bucket}\"");
     let key_hint = format!("hint: the key whose hex is {key} exists: add --parse-format hex");
     let bucket_hint =
         format!("hint: the bucket path whose hex is {bucket} exists: add --bucket-format hex");
     let prefixed = format!("0x{key}");
     let cases: [(&[&str], Vec<String>); 5] = [
-        (
-            &["get", p, "alpha", &key],
-            vec![key_line(&key), key_hint.clone()],
-        ),
+        (&["get", p, "alpha", &key], vec![key_line(&key), key_hint.clone()]),
         (
             &["get", p, "alpha", &prefixed],
             vec![
@@ -891,37 +764,12 @@ fn hex_text_taken_as_bytes_gets_a_hint() {
         let o = run_mapwise(&full);
         assert_eq!(o.status.code(), Some(1), "{args:?} --json");
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json error");
-        assert_eq!(
-            v["hint"].as_str().map(|h| format!("hint: {h}")).as_ref(),
-            lines.get(1),
-            "{v}"
-        );
+        assert_eq!(v["hint"].as_str().map(|h| format!("hint: {h}")).as_ref(), lines.get(1), "{v}");
     }
     // With the flags, the value the oracle reads (both print it as hex).
     for args in [
-        [
-            "bolt",
-            "get",
-            p,
-            "alpha",
-            &key,
-            "--parse-format",
-            "hex",
-            "-f",
-            "hex",
-        ]
-        .as_slice(),
-        &[
-            "bolt",
-            "get",
-            p,
-            &bucket,
-            "key-000",
-            "--bucket-format",
-            "hex",
-            "-f",
-            "hex",
-        ],
+        ["bolt", "get", p, "alpha", &key, "--parse-format", "hex", "-f", "hex"].as_slice(),
+        &["bolt", "get", p, &bucket, "key-000", "--bucket-format", "hex", "-f", "hex"],
     ] {
         assert_eq!(ok(args), value, "{args:?}");
     }
@@ -938,11 +786,7 @@ fn read_commands_leave_the_file_alone() {
         .expect("touch");
     assert!(st.success());
     let before = std::fs::read(&f).expect("read");
-    let mtime = || {
-        std::fs::metadata(&f)
-            .and_then(|m| m.modified())
-            .expect("mtime")
-    };
+    let mtime = || std::fs::metadata(&f).and_then(|m| m.modified()).expect("mtime");
     let t0 = mtime();
     let dst = dir.path().join("compacted.db");
     let d = s(&dst);
@@ -970,20 +814,14 @@ fn read_commands_leave_the_file_alone() {
             }
             let o = run_mapwise(&full);
             assert!(o.status.success(), "{full:?}: {}", text(&o));
-            assert!(
-                std::fs::read(&f).expect("read") == before,
-                "{full:?} changed the bytes"
-            );
+            assert!(std::fs::read(&f).expect("read") == before, "{full:?} changed the bytes");
             assert_eq!(mtime(), t0, "{full:?} changed the mtime");
         }
     }
     // `info` keeps bbolt's first line, then mapwise's meta detail.
     let info = String::from_utf8(ok(&["bolt", "info", p])).expect("utf-8");
     let (metas, _) = go_info(p);
-    assert!(
-        info.starts_with(&format!("Page Size: {}\n", metas["meta0"]["page_size"])),
-        "{info}"
-    );
+    assert!(info.starts_with(&format!("Page Size: {}\n", metas["meta0"]["page_size"])), "{info}");
 }
 
 #[test]
@@ -1046,10 +884,7 @@ fn put_and_del_refuse_a_file_whose_freelist_lists_a_live_page() {
     bytes[at..at + 8].copy_from_slice(&leaf.to_le_bytes());
     std::fs::write(&f, &bytes).expect("write");
     let (passed, out, _) = oracle_run(&["check", p]);
-    assert!(
-        !passed || out.trim_end() != "OK",
-        "the oracle must see the damage:\n{out}"
-    );
+    assert!(!passed || out.trim_end() != "OK", "the oracle must see the damage:\n{out}");
     for args in [
         &["bolt", "put", p, "alpha", "new-key", "v"][..],
         &["bolt", "del", p, "alpha", "key-001"][..],

@@ -37,11 +37,7 @@ fn first_page_of(name: &str, kind: Kind) -> usize {
     let bytes = std::fs::read(testdata(name)).expect("corpus file");
     let file = BoltFile::open(bytes.as_slice()).expect("open");
     let l = walk(&file, WalkOptions::default()).layout;
-    let r = l
-        .regions
-        .iter()
-        .find(|r| r.kind == kind)
-        .expect("page of that kind");
+    let r = l.regions.iter().find(|r| r.kind == kind).expect("page of that kind");
     usize::try_from(r.id).expect("small id")
 }
 
@@ -63,10 +59,7 @@ fn expect_clear_failure(path: &Path, needles: &[&str]) {
             // is not its business.
             continue;
         }
-        assert!(
-            matches!(code, Some(1 | 2)),
-            "{cmd} {p}: exit {code:?}\n{text}"
-        );
+        assert!(matches!(code, Some(1 | 2)), "{cmd} {p}: exit {code:?}\n{text}");
         for n in needles {
             assert!(text.contains(n), "{cmd} {p}: message lacks {n:?}:\n{text}");
         }
@@ -94,11 +87,7 @@ fn oracle_check_rejects(path: &Path, extra: &[&str]) -> String {
         std::process::Command::new(crate::support::bolt_oracle()).args(&args),
         std::time::Duration::from_secs(60),
     );
-    assert!(
-        !out.status.success(),
-        "oracle check accepted {}",
-        path.display()
-    );
+    assert!(!out.status.success(), "oracle check accepted {}", path.display());
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -127,9 +116,7 @@ fn truncated_files() {
     expect_clear_failure(&p, &["page"]);
     oracle_rejects(&p);
     // Cut in the middle of a page run of overflow.db.
-    let p = damaged(dir.path(), "overflow.db", "cutmid", |b| {
-        b.truncate(6 * PS + 100)
-    });
+    let p = damaged(dir.path(), "overflow.db", "cutmid", |b| b.truncate(6 * PS + 100));
     expect_clear_failure(&p, &["page"]);
 }
 
@@ -164,26 +151,17 @@ fn a_newer_meta_with_page_size_0_is_current_as_in_bbolt() {
         put_u64(b, m + 56, sum);
     });
     let ps = p.to_str().expect("utf-8");
-    let (bbolt, _) = dump_as_bbolt_does(
-        ps,
-        "dump with a newer meta of pageSize 0",
-        &["--no-precheck"],
-    );
+    let (bbolt, _) =
+        dump_as_bbolt_does(ps, "dump with a newer meta of pageSize 0", &["--no-precheck"]);
     // The snapshot read is meta 1's (txid 3's tree), not meta 0's.
     let newest = oracle(&["dump", testdata("small.db").to_str().expect("utf-8")]);
-    assert_ne!(
-        bbolt, newest,
-        "meta 1's snapshot equals meta 0's: the test shows nothing"
-    );
+    assert_ne!(bbolt, newest, "meta 1's snapshot equals meta 0's: the test shows nothing");
     let info = String::from_utf8(run_mapwise(&["bolt", "info", ps]).stdout).expect("utf-8");
     assert!(info.contains("current=meta1"), "{info}");
     // bbolt's own check passes the file; the oracle's raw walk fails it
     // for meta page 1's field, and so does ours, naming the same page.
     let raw = oracle_check_rejects(&p, &[]);
-    assert!(
-        raw.contains("meta page 1: page size 0 differs from 4096"),
-        "{raw}"
-    );
+    assert!(raw.contains("meta page 1: page size 0 differs from 4096"), "{raw}");
     assert!(raw.contains("1 errors found"), "{raw}");
     let check = run_mapwise(&["bolt", "check", ps]);
     let text = String::from_utf8_lossy(&check.stdout);
@@ -201,11 +179,7 @@ fn both_metas_bad() {
     });
     expect_clear_failure(
         &p,
-        &[
-            "no valid meta page",
-            "meta page 0: field checksum",
-            "meta page 1: field magic",
-        ],
+        &["no valid meta page", "meta page 0: field checksum", "meta page 1: field magic"],
     );
     oracle_rejects(&p);
 }
@@ -257,10 +231,7 @@ fn freelist_count_0xffff_with_absurd_first_slot() {
     let check = run_mapwise(&["bolt", "check", ps]);
     let text = String::from_utf8_lossy(&check.stdout);
     assert_eq!(check.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains(&format!("page {fl}: field count points outside the page")),
-        "{text}"
-    );
+    assert!(text.contains(&format!("page {fl}: field count points outside the page")), "{text}");
     oracle_rejects(&p);
     // A read-only open does not load the freelist (bbolt neither), so the
     // keys still dump as bbolt dumps them.
@@ -304,9 +275,7 @@ fn a_damaged_freelist_is_dumped_with_a_warning() {
     assert_eq!(said, "", "a warning for a healthy file");
     let at = usize::try_from(fl).expect("small") * PS;
     let first = u64::from_le_bytes(
-        std::fs::read(&good).expect("read")[at + 16..at + 24]
-            .try_into()
-            .unwrap(),
+        std::fs::read(&good).expect("read")[at + 16..at + 24].try_into().unwrap(),
     );
     let out_of_range = hwm + 1000;
     // (tag, damage, what the oracle's check says, what our warning says)
@@ -372,14 +341,10 @@ fn huge_overflow_and_counts_stay_bounded() {
     let dir = tempdir();
     let leaf = first_page_of("small.db", Kind::Leaf);
     // overflow = u32::MAX: a run far past the end of the file.
-    let p = damaged(dir.path(), "small.db", "ovf", |b| {
-        put_u32(b, leaf * PS + 12, u32::MAX)
-    });
+    let p = damaged(dir.path(), "small.db", "ovf", |b| put_u32(b, leaf * PS + 12, u32::MAX));
     expect_clear_failure(&p, &[&format!("page {leaf}"), "overflow"]);
     // count = 0xFFFF on a leaf: the element array cannot fit.
-    let p = damaged(dir.path(), "small.db", "count", |b| {
-        put_u16(b, leaf * PS + 10, 0xFFFF)
-    });
+    let p = damaged(dir.path(), "small.db", "count", |b| put_u16(b, leaf * PS + 10, 0xFFFF));
     expect_clear_failure(&p, &[&format!("page {leaf}"), "count"]);
     // A valid meta whose high-water mark and root point far past the end.
     let p = damaged(dir.path(), "small.db", "hwm", |b| {

@@ -57,11 +57,7 @@ fn a_seek_into_an_empty_leaf_moves_on_as_bbolt_does() {
                 .then(|| f[0].parse().expect("page id"))
         })
         .collect();
-    assert!(
-        leaves.len() > 100,
-        "a multi-leaf bucket: {} leaves",
-        leaves.len()
-    );
+    assert!(leaves.len() > 100, "a multi-leaf bucket: {} leaves", leaves.len());
     for leaf in [leaves[0], leaves[leaves.len() / 2]] {
         let path = dir.path().join(format!("empty-{leaf}.db"));
         let path_s = path.to_str().expect("utf-8 path");
@@ -75,9 +71,7 @@ fn a_seek_into_an_empty_leaf_moves_on_as_bbolt_does() {
         let gone: Vec<&String> = all.iter().filter(|k| !kept.contains(k)).collect();
         assert!(!gone.is_empty(), "leaf {leaf} held keys");
         let count_from = |from: &str, to: Option<&str>| {
-            kept.iter()
-                .filter(|k| k.as_str() >= from && to.is_none_or(|t| k.as_str() < t))
-                .count()
+            kept.iter().filter(|k| k.as_str() >= from && to.is_none_or(|t| k.as_str() < t)).count()
         };
         let next_kept = &kept[count_from("", None) - count_from(gone[0], None)];
         let cases: Vec<(&str, Option<&str>)> = vec![
@@ -88,19 +82,13 @@ fn a_seek_into_an_empty_leaf_moves_on_as_bbolt_does() {
             (gone[1], Some(all[all.len() - 1].as_str())),
         ];
         for (from, to) in cases {
-            let mut args = vec![
-                "bolt", "traverse", path_s, "--bucket", "bench", "--from", from,
-            ];
+            let mut args = vec!["bolt", "traverse", path_s, "--bucket", "bench", "--from", from];
             if let Some(t) = to {
                 args.extend(["--to", t]);
             }
             args.push("--json");
             let out = crate::support::run_mapwise(&args);
-            assert!(
-                out.status.success(),
-                "{args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
             assert_eq!(
                 v["keys"].as_u64(),

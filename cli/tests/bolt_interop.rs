@@ -4,14 +4,8 @@
 
 use crate::support::{assert_same_text, oracle, run_mapwise, tempdir, testdata};
 
-const CORPUS: &[&str] = &[
-    "small",
-    "overflow",
-    "freelist",
-    "freelist-1k",
-    "nofreelistsync",
-    "etcd-small",
-];
+const CORPUS: &[&str] =
+    &["small", "overflow", "freelist", "freelist-1k", "nofreelistsync", "etcd-small"];
 
 /// `mapwise bolt pages P` prints the oracle's `pages` table; returns
 /// ours' output.
@@ -24,29 +18,17 @@ fn pages_as_go(p: &str) -> std::process::Output {
 /// [`pages_as_go`], and ours succeeds.
 fn pages_succeed_as_go(p: &str) {
     let ours = pages_as_go(p);
-    assert!(
-        ours.status.success(),
-        "pages {p}: {}",
-        String::from_utf8_lossy(&ours.stderr)
-    );
+    assert!(ours.status.success(), "pages {p}: {}", String::from_utf8_lossy(&ours.stderr));
 }
 
 fn compare(path: &std::path::Path, want_dump: &[u8]) {
     let p = path.to_str().expect("utf-8 path");
     let out = run_mapwise(&["bolt", "dump", p]);
-    assert!(
-        out.status.success(),
-        "dump {p}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "dump {p}: {}", String::from_utf8_lossy(&out.stderr));
     assert_same_text(&format!("dump {p}"), &out.stdout, want_dump);
     pages_succeed_as_go(p);
     let check = run_mapwise(&["bolt", "check", p]);
-    assert!(
-        check.status.success(),
-        "check {p}: {}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    assert!(check.status.success(), "check {p}: {}", String::from_utf8_lossy(&check.stdout));
 }
 
 #[test]
@@ -69,14 +51,8 @@ fn truncated_files_list_their_pages_as_go_bbolt_lists_them() {
     for name in CORPUS {
         let bytes = std::fs::read(testdata(&format!("{name}.db"))).expect("read");
         let ps = if *name == "freelist-1k" { 1024 } else { 4096 };
-        let mut cuts = vec![
-            100,
-            ps + 16,
-            ps + 904,
-            3 * ps + 12,
-            bytes.len() / 2 + 100,
-            bytes.len() - 1,
-        ];
+        let mut cuts =
+            vec![100, ps + 16, ps + 904, 3 * ps + 12, bytes.len() / 2 + 100, bytes.len() - 1];
         cuts.retain(|&n| n < bytes.len());
         for n in cuts {
             let path = dir.path().join(format!("{name}-{n}.db"));
@@ -127,11 +103,7 @@ fn freshly_generated_files_read_as_go_bbolt_reads_them() {
         ("freelist", "7", &["--freelist-type", "hashmap"]),
         ("nofreelistsync", "3", &[]),
         ("big", "3", &["--size", "8MiB"]),
-        (
-            "big",
-            "4",
-            &["--size", "4MiB", "--keys", "random", "--fill", "0.9"],
-        ),
+        ("big", "4", &["--size", "4MiB", "--keys", "random", "--fill", "0.9"]),
         // More than 0xFFFF free ids: count 0xFFFF in the header, the real
         // count in the first slot.
         ("freelist-huge", "3", &[]),

@@ -27,11 +27,9 @@ fn commands(fmt: Fmt) -> &'static [&'static [&'static str]] {
             &["bolt", "dump", "FILE"],
             &["bolt", "info", "FILE"],
         ],
-        Fmt::Rrd => &[
-            &["rrd", "dump", "FILE"],
-            &["rrd", "info", "FILE"],
-            &["rrd", "lastupdate", "FILE"],
-        ],
+        Fmt::Rrd => {
+            &[&["rrd", "dump", "FILE"], &["rrd", "info", "FILE"], &["rrd", "lastupdate", "FILE"]]
+        }
         Fmt::Revlog => &[&["revlog", "debugindex", "--index", "FILE"]],
     }
 }
@@ -41,13 +39,7 @@ fn cli_case(dir: &Path, c: &Case, fails: &mut Vec<String>) {
     for args in commands(c.fmt) {
         let args: Vec<&str> = args
             .iter()
-            .map(|a| {
-                if *a == "FILE" {
-                    path.to_str().expect("utf-8")
-                } else {
-                    a
-                }
-            })
+            .map(|a| if *a == "FILE" { path.to_str().expect("utf-8") } else { a })
             .collect();
         // Memory: a 2 GiB address-space limit (the file is mapped, so
         // this is far above what a sane reader needs).
@@ -61,10 +53,7 @@ fn cli_case(dir: &Path, c: &Case, fails: &mut Vec<String>) {
         let err = String::from_utf8_lossy(&out.stderr);
         let code = out.status.code();
         if !matches!(code, Some(0..=2)) || err.contains("panicked") {
-            fails.push(format!(
-                "{}: mapwise {args:?} exited {:?}: {err}",
-                c.name, out.status
-            ));
+            fails.push(format!("{}: mapwise {args:?} exited {:?}: {err}", c.name, out.status));
         } else if code != Some(0) {
             let text = format!("{err}{}", String::from_utf8_lossy(&out.stdout));
             if !names_a_place(&text) {

@@ -52,11 +52,7 @@ fn c_bin(name: &str) -> PathBuf {
         for (name, flags) in C_VARIANTS {
             let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
             let out = run_limited(
-                Command::new("cc")
-                    .args(["-O2", "-Wall", "-o"])
-                    .arg(&tmp)
-                    .args(*flags)
-                    .arg(&src),
+                Command::new("cc").args(["-O2", "-Wall", "-o"]).arg(&tmp).args(*flags).arg(&src),
                 Duration::from_secs(120),
             );
             assert!(
@@ -95,10 +91,7 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 fn strs(paths: &[PathBuf]) -> Vec<&str> {
-    paths
-        .iter()
-        .map(|p| p.to_str().expect("utf-8 path"))
-        .collect()
+    paths.iter().map(|p| p.to_str().expect("utf-8 path")).collect()
 }
 
 /// Runs `mapwise mmaptest ARGS --json FILES…`; returns the data stream and
@@ -122,17 +115,10 @@ fn ours(args: &[&str], iterations: u64, files: &[PathBuf]) -> (Vec<u8>, Vec<Valu
 /// Runs a C variant with `-n ITERATIONS FILES…`; returns its data stream.
 fn c_stream(variant: &str, iterations: u64, files: &[PathBuf]) -> Vec<u8> {
     let out = run_limited(
-        Command::new(c_bin(variant))
-            .arg("-n")
-            .arg(iterations.to_string())
-            .args(files),
+        Command::new(c_bin(variant)).arg("-n").arg(iterations.to_string()).args(files),
         Duration::from_secs(60),
     );
-    assert!(
-        out.status.success(),
-        "{variant}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{variant}: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
 
@@ -150,18 +136,13 @@ fn od_byte_sum(path: &Path) -> u64 {
 }
 
 fn num(v: &Value, field: &str) -> u64 {
-    v.get(field)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("no integer {field:?} in {v}"))
+    v.get(field).and_then(Value::as_u64).unwrap_or_else(|| panic!("no integer {field:?} in {v}"))
 }
 
 fn two_files(dir: &Path) -> Vec<PathBuf> {
     // 72 KiB as in the original, and a size that is neither a multiple of
     // a page nor of 8 bytes.
-    vec![
-        write_file(dir, "f72k", &pattern(73_728, 1)),
-        write_file(dir, "odd", &pattern(5_001, 2)),
-    ]
+    vec![write_file(dir, "f72k", &pattern(73_728, 1)), write_file(dir, "odd", &pattern(5_001, 2))]
 }
 
 #[test]
@@ -174,15 +155,9 @@ fn every_mode_writes_the_c_reconstructions_stream_and_counts_its_bytes() {
         let iterations = if variant == "read-1" { 1 } else { 3 };
         let (stream, results) = ours(args, iterations, &files);
         let want = c_stream(variant, iterations, &files);
-        assert_eq!(
-            want.len() as u64,
-            (sizes[0] + sizes[1]) * iterations,
-            "{variant}"
-        );
+        assert_eq!(want.len() as u64, (sizes[0] + sizes[1]) * iterations, "{variant}");
         assert!(stream == want, "{args:?}: stream differs from {variant}");
-        let [r] = results.as_slice() else {
-            panic!("{args:?}: want one result, got {results:?}")
-        };
+        let [r] = results.as_slice() else { panic!("{args:?}: want one result, got {results:?}") };
         assert_eq!(num(r, "bytes"), (sizes[0] + sizes[1]) * iterations, "{r}");
         assert_eq!(num(r, "bytes_per_iteration"), sizes[0] + sizes[1]);
         assert_eq!(num(r, "iterations"), iterations);
@@ -218,9 +193,7 @@ fn touch_checksums_are_equal_in_every_mode_and_equal_the_byte_sum() {
             stream == c_stream(variant, n, &files),
             "{args:?} --touch: stream differs from {variant}"
         );
-        let [r] = results.as_slice() else {
-            panic!("{args:?}: want one result, got {results:?}")
-        };
+        let [r] = results.as_slice() else { panic!("{args:?}: want one result, got {results:?}") };
         assert_eq!(num(r, "checksum"), per_pass * n, "{args:?} --touch: {r}");
         assert_eq!(r["touch"], Value::Bool(true));
     }
@@ -268,11 +241,7 @@ fn ours_to_dev_null(args: &[&str], file: &Path) -> Output {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let out = Output {
-        status,
-        stdout: Vec::new(),
-        stderr: drain.join().unwrap_or_default(),
-    };
+    let out = Output { status, stdout: Vec::new(), stderr: drain.join().unwrap_or_default() };
     assert!(
         out.status.success(),
         "mapwise mmaptest {args:?}: {}",
@@ -362,10 +331,7 @@ fn mmaptest_refuses_bad_arguments() {
     assert!(sums.iter().all(|&s| s == sums[0]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 3, "{err}");
-    assert!(
-        err.lines()
-            .all(|l| l.contains(&format!("checksum={}", sums[0])))
-    );
+    assert!(err.lines().all(|l| l.contains(&format!("checksum={}", sums[0]))));
 }
 
 /// `mapwise mmaptest -n 2 FIFO > /dev/null` used to block forever in
@@ -382,15 +348,10 @@ fn non_regular_files_are_refused() {
         (dir.path(), "a directory"),
         (Path::new("/dev/null"), "a device"),
     ] {
-        let out = run_limited(
-            mapwise().args(["mmaptest", "-n", "2"]).arg(path),
-            Duration::from_secs(30),
-        );
+        let out =
+            run_limited(mapwise().args(["mmaptest", "-n", "2"]).arg(path), Duration::from_secs(30));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(what) && err.contains("not a regular file"),
-            "{err}"
-        );
+        assert!(err.contains(what) && err.contains("not a regular file"), "{err}");
     }
 }

@@ -33,11 +33,7 @@ fn text(b: &[u8]) -> String {
 /// `mapwise args…`, which must succeed; its stdout.
 fn ok(args: &[&str]) -> Vec<u8> {
     let out = run_mapwise(args);
-    assert!(
-        out.status.success(),
-        "mapwise {args:?} failed: {}",
-        text(&out.stderr)
-    );
+    assert!(out.status.success(), "mapwise {args:?} failed: {}", text(&out.stderr));
     out.stdout
 }
 
@@ -47,10 +43,7 @@ fn refused(args: &[&str]) -> String {
     let out = run_mapwise(args);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "mapwise {args:?}: {err}");
-    assert!(
-        !err.contains("panicked"),
-        "mapwise {args:?} panicked: {err}"
-    );
+    assert!(!err.contains("panicked"), "mapwise {args:?} panicked: {err}");
     err
 }
 
@@ -62,11 +55,7 @@ use mapwise_view::fmt::hex;
 
 fn hg_ok(args: &[&str]) -> Vec<u8> {
     let out = hg().args(args).output().expect("run hg");
-    assert!(
-        out.status.success(),
-        "hg {args:?} failed: {}",
-        text(&out.stderr)
-    );
+    assert!(out.status.success(), "hg {args:?} failed: {}", text(&out.stderr));
     out.stdout
 }
 
@@ -111,10 +100,7 @@ fn corpus_log_is_hgs_in_every_load_mode() {
         let configs: [(&[&str], &str); 5] = [
             (&[], "read"),
             (&["--config", "experimental.mmapindexthreshold=4k"], "mmap"),
-            (
-                &["--config", "storage.revlog.mmap.index:size-threshold=4k"],
-                "mmap",
-            ),
+            (&["--config", "storage.revlog.mmap.index:size-threshold=4k"], "mmap"),
             (&["--config", "storage.revlog.mmap.index=no"], "read"),
             (&["--config", "experimental.mmapindexthreshold=1G"], "read"),
         ];
@@ -152,10 +138,7 @@ fn corpus_nodes_are_hgs() {
     // The library, revision by revision, mapped.
     let file = IndexFile::open(
         revlog_testdata("00changelog.i"),
-        &Options {
-            load: Load::Mmap,
-            ..Options::default()
-        },
+        &Options { load: Load::Mmap, ..Options::default() },
     )
     .unwrap();
     let index = file.index().unwrap();
@@ -172,15 +155,10 @@ fn threshold_below_at_above() {
     let path = revlog_testdata("00changelog.i");
     let size = std::fs::metadata(&path).unwrap().len();
     let want = read(&revlog_testdata("log-l5.txt"));
-    for (threshold, loaded) in [
-        (size + 1, Loaded::Read),
-        (size, Loaded::Mmap),
-        (size - 1, Loaded::Mmap),
-    ] {
-        let opts = Options {
-            load: Load::Auto { threshold },
-            ..Options::default()
-        };
+    for (threshold, loaded) in
+        [(size + 1, Loaded::Read), (size, Loaded::Mmap), (size - 1, Loaded::Mmap)]
+    {
+        let opts = Options { load: Load::Auto { threshold }, ..Options::default() };
         let f = IndexFile::open(&path, &opts).unwrap();
         assert_eq!(f.loaded(), loaded, "threshold {threshold}");
         assert_eq!(f.mapping().is_some(), loaded == Loaded::Mmap);
@@ -319,16 +297,8 @@ fn store_names_are_hgs() {
     let dir = tempdir();
     let repo = dir.path().join("names");
     hg_ok(&["init", s(&repo)]);
-    let some = [
-        "AUX",
-        "aux.txt",
-        "con/prn.c",
-        "foo.",
-        ".hidden",
-        "x:y?",
-        "dir.i/f",
-        "Caps.I/Deep.D/x",
-    ];
+    let some =
+        ["AUX", "aux.txt", "con/prn.c", "foo.", ".hidden", "x:y?", "dir.i/f", "Caps.I/Deep.D/x"];
     let long = format!("{}.txt", "l".repeat(150));
     let deep = format!("{}f.txt", "Verylongdirectoryname/".repeat(8));
     let mut tracked: Vec<&str> = some.to_vec();
@@ -339,17 +309,7 @@ fn store_names_are_hgs() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, format!("file {i}\n")).unwrap();
     }
-    hg_ok(&[
-        "-R",
-        s(&repo),
-        "commit",
-        "-q",
-        "-A",
-        "-m",
-        "names",
-        "-d",
-        "0 0",
-    ]);
+    hg_ok(&["-R", s(&repo), "commit", "-q", "-A", "-m", "names", "-d", "0 0"]);
     for n in tracked {
         let want = hg_ok(&["-R", s(&repo), "debugindex", n]);
         let ours = ok(&["revlog", "debugindex", "-R", s(&repo), n]);
@@ -365,32 +325,17 @@ fn generated_repo_is_read_as_hg_reads_it() {
     revlog_oracle_out(&["gen-repo", r, "--revs", "3000", "--mode", "builddag"]);
     for n in ["5", "1", "2999", "100000"] {
         let want = revlog_oracle_out(&["log", r, n]);
-        assert_same_text(
-            &format!("log -l {n}"),
-            &ok(&["revlog", "log", "-l", n, r]),
-            &want,
-        );
+        assert_same_text(&format!("log -l {n}"), &ok(&["revlog", "log", "-l", n, r]), &want);
         let want = revlog_oracle_out(&["log", r, n, "--threshold", "4k"]);
-        let ours = ok(&[
-            "revlog",
-            "log",
-            "-l",
-            n,
-            r,
-            "--config",
-            "experimental.mmapindexthreshold=4k",
-        ]);
+        let ours =
+            ok(&["revlog", "log", "-l", n, r, "--config", "experimental.mmapindexthreshold=4k"]);
         assert_same_text(&format!("mapped log -l {n}"), &ours, &want);
     }
     // -l as hg reads it (Python's int: spaces, a sign, underscores, no
     // upper bound).
     for n in [" 3", "+2", "1_0", "18446744073709551616"] {
         let want = hg_ok(&["-R", r, "log", "-l", n, "-T", "{rev}\n"]);
-        assert_same_text(
-            &format!("log -l {n:?}"),
-            &ok(&["revlog", "log", "-l", n, r]),
-            &want,
-        );
+        assert_same_text(&format!("log -l {n:?}"), &ok(&["revlog", "log", "-l", n, r]), &want);
     }
     for n in ["3x", "1__0", "0"] {
         let hg_said = hg().args(["-R", r, "log", "-l", n]).output().expect("hg");
@@ -399,10 +344,7 @@ fn generated_repo_is_read_as_hg_reads_it() {
         assert!(!out.status.success(), "-l {n:?}");
         let (ours, theirs) = (text(&out.stderr), text(&hg_said.stderr));
         let reason = theirs.trim().trim_start_matches("abort: ");
-        assert!(
-            ours.contains(reason),
-            "-l {n:?}: ours {ours:?}, hg {theirs:?}"
-        );
+        assert!(ours.contains(reason), "-l {n:?}: ours {ours:?}, hg {theirs:?}");
     }
     // -c, -m and the filelog `of` (store name `data/of.i`), with and
     // without the debug columns.
@@ -436,9 +378,7 @@ fn generated_repo_is_read_as_hg_reads_it() {
     }
     // hg's own decision to map, seen through its `util.mmapread`, beside
     // ours, at thresholds just below, at and above the changelog's size.
-    let size = std::fs::metadata(repo.join(".hg/store/00changelog.i"))
-        .unwrap()
-        .len();
+    let size = std::fs::metadata(repo.join(".hg/store/00changelog.i")).unwrap().len();
     for t in [size - 1, size, size + 1] {
         let t = t.to_string();
         let hg_mapped = text(&revlog_oracle_out(&["check-mmap", r, "5", &t]))
@@ -504,10 +444,7 @@ fn repository_before_the_subcommand_reads_what_hg_reads() {
         assert_same_text(&format!("{args:?}"), &ok(&ours), &hg_ok(args));
     }
     // The two repositories differ, so "the last one wins" is seen.
-    assert_ne!(
-        hg_ok(&["-R", a, "debugindex", "of"]),
-        hg_ok(&["-R", b, "debugindex", "of"])
-    );
+    assert_ne!(hg_ok(&["-R", a, "debugindex", "of"]), hg_ok(&["-R", b, "debugindex", "of"]));
     // `log`: hg's `-T '{rev}\n'` is what ours prints.
     let log: [&[&str]; 4] = [
         &["-R", a, "log", "-l", "2"],
@@ -544,11 +481,7 @@ fn damaged(name: &str, bytes: &[u8], message: &str, hg_too: bool) {
     let err = refused(&["revlog", "debugindex", "--index", s(&path)]);
     assert!(err.contains(message), "{name}: {err}");
     if hg_too {
-        let out = hg()
-            .current_dir(dir.path())
-            .args(["debugrevlogindex", name])
-            .output()
-            .unwrap();
+        let out = hg().current_dir(dir.path()).args(["debugrevlogindex", name]).output().unwrap();
         assert!(!out.status.success(), "hg read the damaged {name}");
     }
     let l = layout(bytes, LayoutOptions::default());
@@ -576,12 +509,7 @@ fn damaged_indexes_are_refused_clearly() {
         true,
     );
     // A file shorter than the header.
-    damaged(
-        "tiny.i",
-        &split[..3],
-        "field format_version points outside",
-        true,
-    );
+    damaged("tiny.i", &split[..3], "field format_version points outside", true);
     // Wrong version, unknown flags, revlog v2 and changelog v2.
     for (name, head, message) in [
         ("v2.i", [0u8, 0, 0, 2], "field format_version = 2"),
@@ -608,10 +536,7 @@ fn damaged_indexes_are_refused_clearly() {
     std::fs::write(store.join("00changelog.d"), &data[..data.len() - 100]).unwrap();
     for (args, whole) in [
         (&["revlog", "log", "-l", "5", s(store)][..], &whole_log),
-        (
-            &["revlog", "debugindex", "--index", s(&index_arg)][..],
-            &whole_debug,
-        ),
+        (&["revlog", "debugindex", "--index", s(&index_arg)][..], &whole_debug),
     ] {
         let out = run_mapwise(args);
         let err = text(&out.stderr);
@@ -624,12 +549,7 @@ fn damaged_indexes_are_refused_clearly() {
             "{args:?}: {err}"
         );
     }
-    let l = layout(
-        &split[..],
-        LayoutOptions {
-            data_len: Some(data.len() as u64 - 100),
-        },
-    );
+    let l = layout(&split[..], LayoutOptions { data_len: Some(data.len() as u64 - 100) });
     assert!(!l.layout.problems.is_empty());
     // A parent that is not older than its child.
     let mut b = split.clone();
@@ -638,12 +558,7 @@ fn damaged_indexes_are_refused_clearly() {
     std::fs::write(&path, &b).unwrap();
     let err = refused(&["revlog", "debugindex", "--index", s(&path)]);
     assert!(err.contains("field parent_rev_1 = 7"), "{err}");
-    assert!(
-        !layout(&b[..], LayoutOptions::default())
-            .layout
-            .problems
-            .is_empty()
-    );
+    assert!(!layout(&b[..], LayoutOptions::default()).layout.problems.is_empty());
     // Not a repository at all.
     assert!(refused(&["revlog", "log", s(&store.join("nowhere"))]).contains("no repository"));
 }
@@ -659,11 +574,8 @@ fn a_v0_index_with_a_partial_last_entry_reads_as_hg_reads_it() {
     std::fs::write(&whole, vec![0u8; 84 * 76]).unwrap();
     std::fs::write(&part, vec![0u8; 84 * 76 + 16]).unwrap();
     let hg_rows = |p: &Path| {
-        let out = hg()
-            .current_dir(dir.path())
-            .args(["debugrevlogindex", s(p)])
-            .output()
-            .expect("hg");
+        let out =
+            hg().current_dir(dir.path()).args(["debugrevlogindex", s(p)]).output().expect("hg");
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stdout).lines().skip(1).count()
     };
@@ -676,10 +588,7 @@ fn a_v0_index_with_a_partial_last_entry_reads_as_hg_reads_it() {
     let l = layout(&bytes[..], LayoutOptions { data_len: None });
     assert!(l.layout.problems.is_empty(), "{:?}", l.layout.problems);
     let tail = l.layout.regions.last().unwrap();
-    assert_eq!(
-        (tail.offset, tail.len, tail.kind),
-        (84 * 76, 16, Kind::Unused)
-    );
+    assert_eq!((tail.offset, tail.len, tail.kind), (84 * 76, 16, Kind::Unused));
 }
 
 /// A repository naming a requirement hg 6.3 does not know is refused by
@@ -720,18 +629,8 @@ fn unknown_requirements_are_refused_as_hg_refuses_them() {
         ),
         // hg refuses an empty line or one not starting with a letter or
         // digit as a corrupt file.
-        (
-            ".hg/requires",
-            "\n",
-            "requires file is corrupt",
-            "requires file is corrupt",
-        ),
-        (
-            ".hg/requires",
-            " store\n",
-            "requires file is corrupt",
-            "requires file is corrupt",
-        ),
+        (".hg/requires", "\n", "requires file is corrupt", "requires file is corrupt"),
+        (".hg/requires", " store\n", "requires file is corrupt", "requires file is corrupt"),
     ];
     for (file, line, hg_says, we_say) in cases {
         let dir = tempdir();
@@ -749,11 +648,7 @@ fn unknown_requirements_are_refused_as_hg_refuses_them() {
         std::fs::write(&path, reqs).unwrap();
         let hg_out = hg().args(["-R", r, "log", "-l", "1"]).output().unwrap();
         assert!(!hg_out.status.success(), "hg read it ({file} {line:?})");
-        assert!(
-            text(&hg_out.stderr).contains(hg_says),
-            "{}",
-            text(&hg_out.stderr)
-        );
+        assert!(text(&hg_out.stderr).contains(hg_says), "{}", text(&hg_out.stderr));
         let err = refused(&["revlog", "log", "-l", "1", r]);
         assert!(err.contains(we_say), "{file} {line:?}: {err}");
     }

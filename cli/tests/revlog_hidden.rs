@@ -32,18 +32,8 @@ const EVOLVE: &[&str] = &[
 
 /// `hg -R repo args…` with evolution on; must succeed; its stdout.
 fn hgr(repo: &Path, args: &[&str]) -> Vec<u8> {
-    let out = hg()
-        .arg("-R")
-        .arg(repo)
-        .args(EVOLVE)
-        .args(args)
-        .output()
-        .expect("run hg");
-    assert!(
-        out.status.success(),
-        "hg {args:?} failed: {}",
-        text(&out.stderr)
-    );
+    let out = hg().arg("-R").arg(repo).args(EVOLVE).args(args).output().expect("run hg");
+    assert!(out.status.success(), "hg {args:?} failed: {}", text(&out.stderr));
     out.stdout
 }
 
@@ -100,20 +90,14 @@ fn same_as_hg(repo: &Path) -> Vec<i64> {
         let want = hg_log(repo, &["-l", &n]);
         let ours = run_mapwise(&["revlog", "log", "-l", &n, s(repo)]);
         assert!(ours.status.success(), "{}", text(&ours.stderr));
-        assert_same_text(
-            &format!("log -l {n} {}", repo.display()),
-            &ours.stdout,
-            &want,
-        );
+        assert_same_text(&format!("log -l {n} {}", repo.display()), &ours.stdout, &want);
         let want = hg_log(repo, &["-l", &n, "--hidden"]);
         let ours = run_mapwise(&["revlog", "log", "--hidden", "-l", &n, s(repo)]);
         assert_same_text(&format!("log --hidden -l {n}"), &ours.stdout, &want);
     }
     let want = hg_log(repo, &[]);
-    let ours = run_limited(
-        mapwise().args(["revlog", "log"]).current_dir(repo),
-        Duration::from_secs(60),
-    );
+    let ours =
+        run_limited(mapwise().args(["revlog", "log"]).current_dir(repo), Duration::from_secs(60));
     assert_same_text("log in the repository", &ours.stdout, &want);
     revs(&want)
 }
@@ -226,10 +210,7 @@ fn rebase_chains() {
     hgr(&r, &["rebase", "--abort"]);
     // The same rebase, conflicts resolved by taking the rebased side:
     // the old one goes.
-    hgr(
-        &r,
-        &["rebase", "-q", "-s", "8", "-d", "tip", "--tool", ":other"],
-    );
+    hgr(&r, &["rebase", "-q", "-s", "8", "-d", "tip", "--tool", ":other"]);
     hgr(&r, &["update", "-q", "tip"]);
     same_as_hg(&r);
     // More work on top and a rewrite of an old draft, as in the report
@@ -264,10 +245,7 @@ fn obsstore_format_0() {
         .output()
         .expect("hg");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(
-        std::fs::read(r.join(".hg/store/obsstore")).expect("obsstore")[0],
-        0
-    );
+    assert_eq!(std::fs::read(r.join(".hg/store/obsstore")).expect("obsstore")[0], 0);
     hgr(&r, &["debugobsolete", &two]);
     assert_eq!(same_as_hg(&r), [1, 0]);
 }
@@ -282,13 +260,8 @@ fn share_has_its_own_working_directory() {
         commit(&src, &format!("f{i}"), &format!("c{i}"));
     }
     let share = dir.path().join("share");
-    let out = hg()
-        .args(EVOLVE)
-        .args(["share", "-q"])
-        .arg(&src)
-        .arg(&share)
-        .output()
-        .expect("hg share");
+    let out =
+        hg().args(EVOLVE).args(["share", "-q"]).arg(&src).arg(&share).output().expect("hg share");
     assert!(out.status.success(), "{}", text(&out.stderr));
     // Prune 3 with the source checked out at 3, the share at 1.
     hgr(&share, &["update", "-q", "1"]);
@@ -322,30 +295,16 @@ fn damaged_obsstore_is_refused() {
     cases.push(good[..good.len() - 3].to_vec());
     for bytes in cases {
         std::fs::write(&path, &bytes).expect("write");
-        let h = hg()
-            .arg("-R")
-            .arg(&r)
-            .args(["log", "-l", "1"])
-            .output()
-            .expect("hg");
-        assert!(
-            !h.status.success(),
-            "hg read the damaged obsstore {bytes:?}"
-        );
+        let h = hg().arg("-R").arg(&r).args(["log", "-l", "1"]).output().expect("hg");
+        assert!(!h.status.success(), "hg read the damaged obsstore {bytes:?}");
         let ours = run_mapwise(&["revlog", "log", "-l", "1", s(&r)]);
         let err = text(&ours.stderr);
         assert_eq!(ours.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains("obsstore") && !err.contains("panicked"),
-            "{err}"
-        );
+        assert!(err.contains("obsstore") && !err.contains("panicked"), "{err}");
         let ours = run_mapwise(&["revlog", "log", "--json", "-l", "1", s(&r)]);
         assert_eq!(ours.status.code(), Some(2));
         let v: serde_json::Value = serde_json::from_slice(&ours.stdout).expect("json");
-        assert!(
-            v["error"].as_str().is_some_and(|e| e.contains("obsstore")),
-            "{v}"
-        );
+        assert!(v["error"].as_str().is_some_and(|e| e.contains("obsstore")), "{v}");
         // --hidden does not read the obsstore, as hg's `--hidden` does not
         // need the hidden set.
         let ours = run_mapwise(&["revlog", "log", "--hidden", "-l", "1", s(&r)]);
@@ -354,10 +313,7 @@ fn damaged_obsstore_is_refused() {
 }
 
 fn in_dir(dir: &Path, args: &[&str]) -> Output {
-    run_limited(
-        mapwise().args(args).current_dir(dir),
-        Duration::from_secs(60),
-    )
+    run_limited(mapwise().args(args).current_dir(dir), Duration::from_secs(60))
 }
 
 fn hg_in(dir: &Path, args: &[&str]) -> Output {
@@ -387,12 +343,9 @@ fn debugindex_takes_tracked_names_as_hg() {
         }
     }
     // Store paths, untracked names, nothing: hg aborts with one message.
-    for args in [
-        vec![".hg/store/data/f1.i"],
-        vec!["nosuchfile"],
-        vec!["sub/_upper___case.txt.i"],
-        vec![],
-    ] {
+    for args in
+        [vec![".hg/store/data/f1.i"], vec!["nosuchfile"], vec!["sub/_upper___case.txt.i"], vec![]]
+    {
         let mut h = vec!["debugindex"];
         h.extend(&args);
         let want = hg_in(&r, &h);
@@ -403,11 +356,7 @@ fn debugindex_takes_tracked_names_as_hg() {
         a.extend(&args);
         let ours = in_dir(&r, &a);
         assert_eq!(ours.status.code(), Some(2));
-        assert_eq!(
-            text(&ours.stderr).trim(),
-            format!("mapwise: {msg}"),
-            "{args:?}"
-        );
+        assert_eq!(text(&ours.stderr).trim(), format!("mapwise: {msg}"), "{args:?}");
         a.push("--json");
         let ours = in_dir(&r, &a);
         assert_eq!(ours.status.code(), Some(2));
@@ -419,12 +368,7 @@ fn debugindex_takes_tracked_names_as_hg() {
     let want = hg_in(&r, &["debugindex", "sub/Upper_Case.txt"]);
     let ours = in_dir(
         dir.path(),
-        &[
-            "revlog",
-            "debugindex",
-            "--index",
-            "di/.hg/store/data/sub/_upper___case.txt.i",
-        ],
+        &["revlog", "debugindex", "--index", "di/.hg/store/data/sub/_upper___case.txt.i"],
     );
     assert_same_text("debugindex --index", &ours.stdout, &want.stdout);
     // Outside any repository hg finds none; neither do we.

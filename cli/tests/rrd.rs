@@ -34,11 +34,7 @@ use crate::support::{mapwise, rrdtool, run_limited};
 /// Run `mapwise rrd args…` in `dir` with TZ=UTC.
 pub fn mw(dir: &Path, args: &[&str]) -> Output {
     let mut c = mapwise();
-    c.arg("rrd")
-        .args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C");
+    c.arg("rrd").args(args).current_dir(dir).env("TZ", "UTC").env("LC_ALL", "C");
     run_limited(&mut c, Duration::from_secs(120))
 }
 

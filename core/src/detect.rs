@@ -24,8 +24,7 @@ pub const TRIED: [Format; 3] = [Format::Bolt, Format::Rrd, Format::Revlog];
 #[must_use]
 pub fn detect<S: PageSource + ?Sized>(src: &S) -> Format {
     let probe = |off: u64| -> bool {
-        src.read_at(off + 16, 4)
-            .is_ok_and(|b| *b == BOLT_MAGIC_LE || *b == BOLT_MAGIC_BE)
+        src.read_at(off + 16, 4).is_ok_and(|b| *b == BOLT_MAGIC_LE || *b == BOLT_MAGIC_BE)
     };
     if crate::rrd::sniff(src) {
         return Format::Rrd;
@@ -119,11 +118,7 @@ mod tests {
     fn no_identifying_bytes_is_unknown() {
         for len in [0, 10, 64, 76, 76 * 10, 4096, 64 * 100] {
             assert_eq!(detect(&vec![0u8; len][..]), Format::Unknown, "zeros {len}");
-            assert_eq!(
-                detect(&vec![0x5au8; len][..]),
-                Format::Unknown,
-                "0x5a {len}"
-            );
+            assert_eq!(detect(&vec![0x5au8; len][..]), Format::Unknown, "0x5a {len}");
         }
         // v1 header with non-zero padding after rev 0's node: not hg's.
         let mut b = SPLIT.to_vec();

@@ -143,16 +143,14 @@ pub enum MetaFault {
 impl fmt::Display for MetaFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            MetaFault::Truncated { offset, need, size } => write!(
-                f,
-                "truncated: needs {need} bytes at offset {offset}, file has {size}"
-            ),
+            MetaFault::Truncated { offset, need, size } => {
+                write!(f, "truncated: needs {need} bytes at offset {offset}, file has {size}")
+            }
             MetaFault::Magic(m) => write!(f, "field magic = {m:#010x}, expected 0xed0cdaed"),
             MetaFault::Version(v) => write!(f, "field version = {v}, expected 2"),
-            MetaFault::Checksum { stored, computed } => write!(
-                f,
-                "field checksum = {stored:016x}, computed {computed:016x}"
-            ),
+            MetaFault::Checksum { stored, computed } => {
+                write!(f, "field checksum = {stored:016x}, computed {computed:016x}")
+            }
             MetaFault::PageSize(p) => write!(f, "field pageSize = {p}, expected 512 to 16777216"),
             // Code 0: the source gave no OS error (a browser Blob, a
             // short read); "os error 0" would name a success.
@@ -304,47 +302,28 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::OutOfBounds {
-                at,
-                field,
-                offset,
-                len,
-                size,
-            } => write!(
+            Error::OutOfBounds { at, field, offset, len, size } => write!(
                 f,
                 "{at}: field {field} points outside the file: bytes {offset}..{} of a {size}-byte file",
                 offset.saturating_add(*len)
             ),
-            Error::OutsidePage {
-                at,
-                field,
-                offset,
-                len,
-                size,
-            } => write!(
+            Error::OutsidePage { at, field, offset, len, size } => write!(
                 f,
                 "{at}: field {field} points outside the page: bytes {offset}..{} of a {size}-byte page run",
                 offset.saturating_add(*len)
             ),
-            Error::Read {
-                offset,
-                len,
-                code: 0,
-            } => write!(f, "read of {len} bytes at offset {offset} failed"),
-            Error::Read { offset, len, code } => write!(
-                f,
-                "read of {len} bytes at offset {offset} failed (os error {code})"
-            ),
-            Error::Invalid {
-                at,
-                field,
-                value,
-                expected,
-            } => write!(f, "{at}: field {field} = {value}, expected {expected}"),
-            Error::NoValidMeta { meta0, meta1 } => write!(
-                f,
-                "no valid meta page: meta page 0: {meta0}; meta page 1: {meta1}"
-            ),
+            Error::Read { offset, len, code: 0 } => {
+                write!(f, "read of {len} bytes at offset {offset} failed")
+            }
+            Error::Read { offset, len, code } => {
+                write!(f, "read of {len} bytes at offset {offset} failed (os error {code})")
+            }
+            Error::Invalid { at, field, value, expected } => {
+                write!(f, "{at}: field {field} = {value}, expected {expected}")
+            }
+            Error::NoValidMeta { meta0, meta1 } => {
+                write!(f, "no valid meta page: meta page 0: {meta0}; meta page 1: {meta1}")
+            }
             Error::Reused { at, field, pgid } => write!(
                 f,
                 "{at}: field {field} = {pgid}: page {pgid} is already in use (cycle or shared page)"
@@ -354,28 +333,16 @@ impl fmt::Display for Error {
             }
             Error::KeyOrder { at, why } => write!(f, "{at}: key order: {why}"),
             Error::Unreachable { pgid } => {
-                write!(
-                    f,
-                    "page {pgid}: unreachable unfreed (neither in a tree nor free)"
-                )
+                write!(f, "page {pgid}: unreachable unfreed (neither in a tree nor free)")
             }
             Error::ReachableFree { pgid } => {
-                write!(
-                    f,
-                    "page {pgid}: reachable freed (in a tree and on the freelist)"
-                )
+                write!(f, "page {pgid}: reachable freed (in a tree and on the freelist)")
             }
-            Error::DoubleFree { pgid } => write!(
-                f,
-                "page {pgid}: already freed (listed twice on the freelist)"
-            ),
+            Error::DoubleFree { pgid } => {
+                write!(f, "page {pgid}: already freed (listed twice on the freelist)")
+            }
             Error::Unsupported { at, what } => write!(f, "{at}: unsupported: {what}"),
-            Error::MetaFallback {
-                meta,
-                fault,
-                used,
-                txid,
-            } => write!(
+            Error::MetaFallback { meta, fault, used, txid } => write!(
                 f,
                 "meta page {meta} is invalid ({fault}); readers use meta page {used} (txid {txid})"
             ),

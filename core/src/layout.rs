@@ -226,11 +226,7 @@ impl Region {
     #[must_use]
     #[expect(clippy::cast_precision_loss)]
     pub fn fill(&self) -> f64 {
-        if self.run_len == 0 {
-            0.0
-        } else {
-            (self.used as f64 / self.run_len as f64).min(1.0)
-        }
+        if self.run_len == 0 { 0.0 } else { (self.used as f64 / self.run_len as f64).min(1.0) }
     }
 
     /// One past the last byte of the region.
@@ -356,11 +352,7 @@ impl<'a> CellBytes<'a> {
     /// Over `regions` (sorted, not overlapping).
     #[must_use]
     pub fn new(regions: &'a Regions) -> CellBytes<'a> {
-        CellBytes {
-            regions,
-            next: regions.iter_from(0).peekable(),
-            at: u64::MAX,
-        }
+        CellBytes { regions, next: regions.iter_from(0).peekable(), at: u64::MAX }
     }
 
     /// Add to `bytes` (by [`Kind::index`]) the bytes of each region inside
@@ -475,19 +467,14 @@ impl Layout {
     /// Index and value of the region containing byte `offset`.
     fn locate(&self, offset: u64) -> Option<(usize, Region)> {
         let i = self.regions.first_ending_after(offset);
-        self.regions
-            .get(i)
-            .filter(|r| r.offset <= offset && offset < r.end())
-            .map(|r| (i, r))
+        self.regions.get(i).filter(|r| r.offset <= offset && offset < r.end()).map(|r| (i, r))
     }
 
     /// Regions overlapping `[offset, offset + len)`, in order.
     pub fn regions_in(&self, offset: u64, len: u64) -> impl Iterator<Item = Region> + '_ {
         let end = offset.saturating_add(len);
         let first = self.regions.first_ending_after(offset);
-        self.regions
-            .iter_from(first)
-            .take_while(move |r| r.offset < end)
+        self.regions.iter_from(first).take_while(move |r| r.offset < end)
     }
 
     /// Bytes, regions and distinct map pages of each kind, for map pages
@@ -569,10 +556,8 @@ impl Layout {
 #[must_use]
 pub fn display_name(bytes: &[u8]) -> String {
     use core::fmt::Write;
-    let printable = !bytes.is_empty()
-        && bytes
-            .iter()
-            .all(|&b| b.is_ascii_graphic() && b != b'/' && b != b'\\');
+    let printable =
+        !bytes.is_empty() && bytes.iter().all(|&b| b.is_ascii_graphic() && b != b'/' && b != b'\\');
     let mut s = String::new();
     if printable {
         for &b in bytes {
@@ -592,10 +577,7 @@ mod tests {
     use super::*;
 
     fn region(offset: u64, len: u64, kind: Kind) -> Region {
-        Region {
-            run_len: len,
-            ..Region::of(offset, len, kind, offset / 10)
-        }
+        Region { run_len: len, ..Region::of(offset, len, kind, offset / 10) }
     }
 
     #[test]

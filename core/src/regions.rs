@@ -119,39 +119,20 @@ impl Reader<'_> {
     fn next(&mut self) -> Region {
         let h = self.byte();
         let s = self.state;
-        let offset = if h & GAP != 0 {
-            s.end.wrapping_add(unzigzag(self.varint()))
-        } else {
-            s.end
-        };
+        let offset = if h & GAP != 0 { s.end.wrapping_add(unzigzag(self.varint())) } else { s.end };
         let len = self.varint();
         let id = s.id.wrapping_add(unzigzag(self.varint()));
-        let head = if h & HEAD != 0 {
-            id.wrapping_sub(unzigzag(self.varint()))
-        } else {
-            id
-        };
+        let head = if h & HEAD != 0 { id.wrapping_sub(unzigzag(self.varint())) } else { id };
         let group = s.group.wrapping_add(unzigzag(self.varint()));
         let depth = u16::try_from(self.varint()).unwrap_or(u16::MAX);
         let items = u32::try_from(self.varint()).unwrap_or(u32::MAX);
         let used = self.varint();
-        let run_len = if h & RUN != 0 {
-            len.wrapping_add(unzigzag(self.varint()))
-        } else {
-            len
-        };
-        self.state = State {
-            end: offset.wrapping_add(len),
-            id,
-            group,
-        };
+        let run_len = if h & RUN != 0 { len.wrapping_add(unzigzag(self.varint())) } else { len };
+        self.state = State { end: offset.wrapping_add(len), id, group };
         Region {
             offset,
             len,
-            kind: Kind::ALL
-                .get(usize::from(h & KIND))
-                .copied()
-                .unwrap_or(Kind::Unknown),
+            kind: Kind::ALL.get(usize::from(h & KIND)).copied().unwrap_or(Kind::Unknown),
             id,
             head,
             group: group.checked_sub(1).and_then(|g| u32::try_from(g).ok()),
@@ -185,10 +166,7 @@ impl Regions {
     /// Append `r` after the last region.
     pub fn push(&mut self, r: Region) {
         if self.len.is_multiple_of(BLOCK) {
-            self.marks.push(Mark {
-                pos: self.bytes.len(),
-                offset: r.offset,
-            });
+            self.marks.push(Mark { pos: self.bytes.len(), offset: r.offset });
             self.state = State::default();
         }
         let s = self.state;
@@ -223,11 +201,7 @@ impl Regions {
         if run != 0 {
             put(out, zigzag(run));
         }
-        self.state = State {
-            end: r.offset.wrapping_add(r.len),
-            id: r.id,
-            group,
-        };
+        self.state = State { end: r.offset.wrapping_add(r.len), id: r.id, group };
         self.len += 1;
     }
 
@@ -257,11 +231,7 @@ impl Regions {
 
     fn reader_at_block(&self, b: usize) -> Reader<'_> {
         let pos = self.marks.get(b).map_or(self.bytes.len(), |m| m.pos);
-        Reader {
-            bytes: &self.bytes,
-            pos,
-            state: State::default(),
-        }
+        Reader { bytes: &self.bytes, pos, state: State::default() }
     }
 
     /// Region `i`, if there are more than `i`.
@@ -287,11 +257,7 @@ impl Regions {
     pub fn iter_from(&self, i: usize) -> Iter<'_> {
         let i = i.min(self.len);
         let b = i / BLOCK;
-        let mut it = Iter {
-            reader: self.reader_at_block(b),
-            next: b * BLOCK,
-            len: self.len,
-        };
+        let mut it = Iter { reader: self.reader_at_block(b), next: b * BLOCK, len: self.len };
         while it.next < i {
             it.step();
         }
@@ -442,10 +408,7 @@ mod tests {
             run_len: 0,
         });
         v.push(region(0, 0, Kind::Data, 0));
-        v.push(Region {
-            group: Some(u32::MAX),
-            ..region(7, 1, Kind::Corrupt, 9)
-        });
+        v.push(Region { group: Some(u32::MAX), ..region(7, 1, Kind::Corrupt, 9) });
         let r: Regions = v.iter().collect();
         assert_eq!(r.len(), v.len());
         assert_eq!(r.to_vec(), v);

@@ -45,13 +45,8 @@ impl PageSource for [u8] {
     }
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
-        let range = checked_range(
-            offset,
-            len as u64,
-            self.len() as u64,
-            At::Offset(offset),
-            "read",
-        )?;
+        let range =
+            checked_range(offset, len as u64, self.len() as u64, At::Offset(offset), "read")?;
         Ok(Cow::Borrowed(&self[range]))
     }
 }
@@ -103,13 +98,7 @@ pub fn checked_range(
 }
 
 fn oob(at: At, field: &'static str, offset: u64, len: u64, size: u64) -> Error {
-    Error::OutOfBounds {
-        at,
-        field,
-        offset,
-        len,
-        size,
-    }
+    Error::OutOfBounds { at, field, offset, len, size }
 }
 
 /// Sub-range `range` of `bytes`, keeping the borrow when `bytes` is
@@ -133,10 +122,7 @@ mod tests {
         let s: &[u8] = &data;
         assert_eq!(&*s.read_at(1, 2).unwrap(), &[2, 3]);
         assert!(matches!(s.read_at(3, 2), Err(Error::OutOfBounds { .. })));
-        assert!(matches!(
-            s.read_at(u64::MAX, 2),
-            Err(Error::OutOfBounds { .. })
-        ));
+        assert!(matches!(s.read_at(u64::MAX, 2), Err(Error::OutOfBounds { .. })));
         assert_eq!(&*s.read_at(4, 0).unwrap(), &[] as &[u8]);
     }
 }

@@ -116,18 +116,11 @@ impl Frame {
                 break;
             }
             let bits = (total_pages - page).min(64);
-            let word = if bits == 64 {
-                word
-            } else {
-                word & ((1u64 << bits) - 1)
-            };
+            let word = if bits == 64 { word } else { word & ((1u64 << bits) - 1) };
             // Whole-word fast paths: most words are all 0 or all 1.
             if word == 0 && bits == 64 {
                 if let Some(s) = open.take() {
-                    runs.push(Run {
-                        start: s,
-                        len: page - s,
-                    });
+                    runs.push(Run { start: s, len: page - s });
                 }
             } else if word == u64::MAX {
                 open.get_or_insert(page);
@@ -137,10 +130,7 @@ impl Frame {
                     match (resident, open) {
                         (true, None) => open = Some(page + b),
                         (false, Some(s)) => {
-                            runs.push(Run {
-                                start: s,
-                                len: page + b - s,
-                            });
+                            runs.push(Run { start: s, len: page + b - s });
                             open = None;
                         }
                         _ => {}
@@ -150,17 +140,9 @@ impl Frame {
             page += bits;
         }
         if let Some(s) = open {
-            runs.push(Run {
-                start: s,
-                len: page - s,
-            });
+            runs.push(Run { start: s, len: page - s });
         }
-        Frame {
-            t_us,
-            file_len,
-            known,
-            runs,
-        }
+        Frame { t_us, file_len, known, runs }
     }
 
     /// Resident OS pages (the sum of the run lengths).
@@ -173,11 +155,7 @@ impl Frame {
     /// page_size)`; 0 when `page_size` is 0.
     #[must_use]
     pub fn total_pages(&self, page_size: u64) -> u64 {
-        if page_size == 0 {
-            0
-        } else {
-            self.file_len.div_ceil(page_size)
-        }
+        if page_size == 0 { 0 } else { self.file_len.div_ceil(page_size) }
     }
 
     /// Whether OS page `page` was resident (binary search over the runs).
@@ -190,9 +168,7 @@ impl Frame {
     /// Resident pages among `first..end` (OS pages).
     #[must_use]
     pub fn resident_between(&self, first: u64, end: u64) -> u64 {
-        let i = self
-            .runs
-            .partition_point(|r| r.start.saturating_add(r.len) <= first);
+        let i = self.runs.partition_point(|r| r.start.saturating_add(r.len) <= first);
         let mut n = 0u64;
         for r in self.runs.iter().skip(i) {
             if r.start >= end {
@@ -218,11 +194,7 @@ impl Frame {
             while p < end {
                 let (w, b) = (usize::try_from(p / 64).unwrap_or(usize::MAX), p % 64);
                 let take = (64 - b).min(end - p);
-                let mask = if take == 64 {
-                    u64::MAX
-                } else {
-                    ((1u64 << take) - 1) << b
-                };
+                let mask = if take == 64 { u64::MAX } else { ((1u64 << take) - 1) << b };
                 if let Some(word) = map.get_mut(w) {
                     *word |= mask;
                 }
@@ -279,11 +251,9 @@ impl fmt::Display for TraceError {
             TraceError::Header { offset, reason } => {
                 write!(f, "trace header at offset {offset}: {reason}")
             }
-            TraceError::Frame {
-                index,
-                offset,
-                reason,
-            } => write!(f, "trace frame {index} at offset {offset}: {reason}"),
+            TraceError::Frame { index, offset, reason } => {
+                write!(f, "trace frame {index} at offset {offset}: {reason}")
+            }
             TraceError::Encode(e) => write!(f, "cannot encode trace record: {e}"),
         }
     }
@@ -360,10 +330,7 @@ impl Trace {
         match u32_at(bytes, 8) {
             Some(VERSION) => {}
             Some(found) => {
-                return Err(TraceError::Version {
-                    found,
-                    supported: VERSION,
-                });
+                return Err(TraceError::Version { found, supported: VERSION });
             }
             None => {
                 return Err(TraceError::Header {
@@ -372,10 +339,8 @@ impl Trace {
                 });
             }
         }
-        let header_err = |offset: usize, reason: &str| TraceError::Header {
-            offset,
-            reason: reason.into(),
-        };
+        let header_err =
+            |offset: usize, reason: &str| TraceError::Header { offset, reason: reason.into() };
         let hlen = u32_at(bytes, 12)
             .ok_or_else(|| header_err(12, "file ends before the header length"))?
             as usize;
@@ -386,10 +351,7 @@ impl Trace {
             .get(16..16 + hlen)
             .ok_or_else(|| header_err(16, "header runs past the end of the file"))?;
         let (header, used): (Header, usize) = bincode::serde::decode_from_slice(body, config())
-            .map_err(|e| TraceError::Header {
-                offset: 16,
-                reason: alloc::format!("{e}"),
-            })?;
+            .map_err(|e| TraceError::Header { offset: 16, reason: alloc::format!("{e}") })?;
         if used != hlen {
             return Err(header_err(16, "header length does not match its encoding"));
         }
@@ -401,11 +363,7 @@ impl Trace {
         let mut truncated_tail = false;
         while at < bytes.len() {
             let index = frames.len();
-            let bad = |reason: String| TraceError::Frame {
-                index,
-                offset: at,
-                reason,
-            };
+            let bad = |reason: String| TraceError::Frame { index, offset: at, reason };
             let Some(len) = u32_at(bytes, at) else {
                 truncated_tail = true;
                 break;
@@ -448,20 +406,14 @@ impl Trace {
             frames.push(frame);
             at += 4 + len;
         }
-        Ok(Trace {
-            header,
-            frames,
-            truncated_tail,
-        })
+        Ok(Trace { header, frames, truncated_tail })
     }
 
     /// Index of the frame on show at `t_us` microseconds: the last frame
     /// taken at or before it (0 before the first).
     #[must_use]
     pub fn frame_at(&self, t_us: u64) -> usize {
-        self.frames
-            .partition_point(|f| f.t_us <= t_us)
-            .saturating_sub(1)
+        self.frames.partition_point(|f| f.t_us <= t_us).saturating_sub(1)
     }
 
     /// Microseconds from the first to the last frame.
@@ -566,13 +518,7 @@ mod tests {
         assert_eq!(Trace::parse(b"hello"), Err(TraceError::NotATrace));
         let mut v2 = file(&[]);
         v2[8] = 2;
-        assert_eq!(
-            Trace::parse(&v2),
-            Err(TraceError::Version {
-                found: 2,
-                supported: 1
-            })
-        );
+        assert_eq!(Trace::parse(&v2), Err(TraceError::Version { found: 2, supported: 1 }));
         let hdr = file(&[]);
         assert!(matches!(
             Trace::parse(&hdr[..hdr.len() - 1]),
@@ -589,12 +535,8 @@ mod tests {
             "trace header at offset 12: file ends before the header length"
         );
         // A run past the end of the file.
-        let f = Frame {
-            t_us: 0,
-            file_len: 4096,
-            known: true,
-            runs: vec![Run { start: 0, len: 2 }],
-        };
+        let f =
+            Frame { t_us: 0, file_len: 4096, known: true, runs: vec![Run { start: 0, len: 2 }] };
         let err = Trace::parse(&file(&[f])).unwrap_err();
         assert!(matches!(err, TraceError::Frame { index: 0, .. }), "{err}");
         // Time going backwards.
@@ -606,10 +548,7 @@ mod tests {
         let mut huge = file(&[]);
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         huge.extend_from_slice(&[0; 16]);
-        assert!(matches!(
-            Trace::parse(&huge),
-            Err(TraceError::Frame { index: 0, .. })
-        ));
+        assert!(matches!(Trace::parse(&huge), Err(TraceError::Frame { index: 0, .. })));
     }
 
     #[test]

@@ -5,19 +5,11 @@ use std::path::PathBuf;
 use mapwise_core::bolt::{BoltFile, WalkOptions, dump, walk};
 
 fn testdata(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/bolt")
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/bolt").join(name)
 }
 
-const CORPUS: &[&str] = &[
-    "small",
-    "overflow",
-    "freelist",
-    "freelist-1k",
-    "nofreelistsync",
-    "etcd-small",
-];
+const CORPUS: &[&str] =
+    &["small", "overflow", "freelist", "freelist-1k", "nofreelistsync", "etcd-small"];
 
 #[test]
 fn dumps_equal_go_bbolt() {
@@ -37,11 +29,7 @@ fn corpus_walks_clean() {
         let bytes = std::fs::read(testdata(&format!("{name}.db"))).unwrap();
         let file = BoltFile::open(bytes.as_slice()).unwrap();
         let w = walk(&file, WalkOptions::default());
-        assert!(
-            w.layout.problems.is_empty(),
-            "{name}: {:?}",
-            w.layout.problems
-        );
+        assert!(w.layout.problems.is_empty(), "{name}: {:?}", w.layout.problems);
     }
 }
 
@@ -58,21 +46,14 @@ fn lost_subtrees_leave_unreached_pages_unknown() {
             let w = walk(&file, WalkOptions::default());
             let c = w.layout.kind_counts(u64::from(w.layout.page_size));
             let free = c.bytes[Kind::Free.index()] + c.bytes[Kind::Pending.index()];
-            (
-                usize::try_from(file.meta().root).unwrap(),
-                file.page_size() as usize,
-                free,
-            )
+            (usize::try_from(file.meta().root).unwrap(), file.page_size() as usize, free)
         };
         // The root page no longer says who it is: its whole tree is lost.
         bytes[root * ps] ^= 0xff;
         let file = BoltFile::open(bytes.as_slice()).unwrap();
         let w = walk(&file, WalkOptions::default());
         let counts = w.layout.kind_counts(u64::from(w.layout.page_size));
-        assert!(
-            counts.bytes[Kind::Unknown.index()] > 0,
-            "{name}: {counts:?}"
-        );
+        assert!(counts.bytes[Kind::Unknown.index()] > 0, "{name}: {counts:?}");
         assert_eq!(counts.bytes[Kind::Unreachable.index()], 0, "{name}");
         assert_eq!(counts.bytes[Kind::Leaf.index()], 0, "{name}");
         let free_after = counts.bytes[Kind::Free.index()] + counts.bytes[Kind::Pending.index()];
@@ -84,18 +65,12 @@ fn lost_subtrees_leave_unreached_pages_unknown() {
             assert!(free_after > 0 && free_before > 0, "{name}");
         }
         assert!(
-            w.layout
-                .problems
-                .iter()
-                .any(|p| p.to_string().contains(&format!("page {root}"))),
+            w.layout.problems.iter().any(|p| p.to_string().contains(&format!("page {root}"))),
             "{name}: {:?}",
             w.layout.problems
         );
         assert!(
-            !w.layout
-                .problems
-                .iter()
-                .any(|p| matches!(p, mapwise_core::Error::Unreachable { .. })),
+            !w.layout.problems.iter().any(|p| matches!(p, mapwise_core::Error::Unreachable { .. })),
             "{name}"
         );
     }
@@ -130,12 +105,7 @@ fn an_unsure_layout_has_no_verdicts() {
         before.bytes[Kind::Unknown.index()] + before.bytes[Kind::Corrupt.index()]
     );
     assert!(u.layout.problems.is_empty());
-    assert_eq!(
-        u.freelist,
-        FreelistInfo::NotRead { pgid: freelist },
-        "{:?}",
-        u.freelist
-    );
+    assert_eq!(u.freelist, FreelistInfo::NotRead { pgid: freelist }, "{:?}", u.freelist);
     // Every other region stays as the walk found it.
     for (a, b) in w.layout.regions.iter().zip(u.layout.regions.iter()) {
         assert_eq!((a.offset, a.len), (b.offset, b.len));

@@ -9,9 +9,7 @@ use mapwise_core::bolt::{BoltFile, Bucket, WalkOptions, dump, page_detail, pages
 use proptest::prelude::*;
 
 fn corpus(name: &str) -> Vec<u8> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/bolt")
-        .join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/bolt").join(name);
     std::fs::read(p).expect("corpus file")
 }
 

@@ -27,11 +27,7 @@ use mapwise_core::rrd::{self, Cf, Header};
 /// disk I/O, no fsync cost), else the system's temporary directory.
 fn scratch() -> PathBuf {
     let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
+    if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() }
 }
 
 fn scratch_dir() -> tempfile::TempDir {
@@ -77,10 +73,7 @@ pub fn bolt_file(data: &[u8]) {
     let w = walk(&file, WalkOptions::default());
     assert_covers(&w.layout, data.len() as u64);
     for g in &w.layout.groups {
-        assert!(
-            g.pages <= file_pages,
-            "a bucket with more pages than the file"
-        );
+        assert!(g.pages <= file_pages, "a bucket with more pages than the file");
     }
     let _ = mapwise_native::report::check_report(&w.layout);
     let layout = std::sync::Arc::new(w.layout);
@@ -143,9 +136,8 @@ pub fn rrd_file(data: &[u8]) {
     // the same formatter a small file exercises (checked against rrdtool
     // by the test suite).
     if data.len() <= 16 << 10 {
-        let _ = rrd::dump::write_dump(&mut s, &h, data, rrd::dump::DumpHeader::Dtd, &|_| {
-            String::new()
-        });
+        let _ =
+            rrd::dump::write_dump(&mut s, &h, data, rrd::dump::DumpHeader::Dtd, &|_| String::new());
         s.clear();
     }
     let _ = rrd::info::write_info(&mut s, &rrd::info::info(&h, "x"));
@@ -173,10 +165,7 @@ pub fn rrd_file(data: &[u8]) {
     let mut rows = rrd::update::MemRows(data.to_vec());
     if let Ok(mut u) = rrd::update::Updater::new(&mut owned, &mut rows, &rrd::rpn::NoMath, 0) {
         let tmpl = rrd::update::Template::default_for(u.header());
-        let clock = rrd::update::Clock {
-            now: (0, 0),
-            at_time: &|_| Err(String::new()),
-        };
+        let clock = rrd::update::Clock { now: (0, 0), at_time: &|_| Err(String::new()) };
         for k in 1..4 {
             let t = u.header().last_up().saturating_add(977 * k);
             let arg = format!("{t}:{}", vec!["5"; tmpl.slots.len()].join(":"));
@@ -324,11 +313,7 @@ fn read_model(path: &Path) -> Model {
     let bytes = std::fs::read(path).expect("read back");
     let file = BoltFile::open(bytes.as_slice()).expect("a committed file opens");
     let w = walk(&file, WalkOptions::default());
-    assert!(
-        w.layout.problems.is_empty(),
-        "committed file has problems: {:?}",
-        w.layout.problems
-    );
+    assert!(w.layout.problems.is_empty(), "committed file has problems: {:?}", w.layout.problems);
     let mut model = Model::new();
     let root = Bucket::root_of(&file);
     let mut c = root.cursor();
@@ -397,11 +382,7 @@ pub fn bolt_ops(data: &[u8]) {
                 2 => {
                     let name = bucket_name(inp.byte());
                     let r = tx.delete_bucket(&name);
-                    assert_eq!(
-                        r.is_ok(),
-                        model.remove(&name).is_some(),
-                        "delete bucket {r:?}"
-                    );
+                    assert_eq!(r.is_ok(), model.remove(&name).is_some(), "delete bucket {r:?}");
                 }
                 3 | 4 => {
                     let name = bucket_name(inp.byte());
@@ -416,10 +397,9 @@ pub fn bolt_ops(data: &[u8]) {
                 5 => {
                     let name = bucket_name(inp.byte());
                     let (from, n, v) = (inp.byte(), inp.byte() % 64, inp.byte());
-                    if let (Some(mut b), Some(m)) = (
-                        tx.bucket(&name).expect("bucket lookup"),
-                        model.get_mut(&name),
-                    ) {
+                    if let (Some(mut b), Some(m)) =
+                        (tx.bucket(&name).expect("bucket lookup"), model.get_mut(&name))
+                    {
                         for i in 0..n {
                             let (k, v) = (key(from.wrapping_add(i) % 96), value(v, i, ps));
                             b.put(&k, &v).expect("put");
@@ -430,10 +410,9 @@ pub fn bolt_ops(data: &[u8]) {
                 6 => {
                     let name = bucket_name(inp.byte());
                     let k = key(inp.byte());
-                    if let (Some(mut b), Some(m)) = (
-                        tx.bucket(&name).expect("bucket lookup"),
-                        model.get_mut(&name),
-                    ) {
+                    if let (Some(mut b), Some(m)) =
+                        (tx.bucket(&name).expect("bucket lookup"), model.get_mut(&name))
+                    {
                         b.delete(&k).expect("delete");
                         m.remove(&k);
                     }
@@ -480,11 +459,7 @@ pub fn bolt_ops(data: &[u8]) {
                     if durable {
                         committed = model;
                     }
-                    assert_eq!(
-                        read_model(&path),
-                        committed,
-                        "after a crash (durable {durable})"
-                    );
+                    assert_eq!(read_model(&path), committed, "after a crash (durable {durable})");
                     continue 'session;
                 }
             }
@@ -538,12 +513,7 @@ pub fn rrd_ops(data: &[u8]) {
             args.push(l.to_owned());
         }
     }
-    let co = CreateOptions {
-        step,
-        start,
-        no_overwrite: false,
-        seed: Some(1),
-    };
+    let co = CreateOptions { step, start, no_overwrite: false, seed: Some(1) };
     let dir = scratch_dir();
     let path = dir.path().join("f.rrd");
     let Ok(plan) =

@@ -346,16 +346,10 @@ pub struct Message {
 
 impl Message {
     fn info(text: impl Into<String>) -> Option<Message> {
-        Some(Message {
-            text: text.into(),
-            error: false,
-        })
+        Some(Message { text: text.into(), error: false })
     }
     fn error(text: impl Into<String>) -> Option<Message> {
-        Some(Message {
-            text: text.into(),
-            error: true,
-        })
+        Some(Message { text: text.into(), error: true })
     }
 }
 
@@ -479,9 +473,7 @@ impl App {
             job: None,
         };
         app.on_new_snapshot();
-        app.totals = app
-            .kind_index
-            .totals(app.layout(), app.data.residency.as_ref());
+        app.totals = app.kind_index.totals(app.layout(), app.data.residency.as_ref());
         app
     }
 
@@ -574,9 +566,7 @@ impl App {
     /// `true` when the bucket's page runs are listed.
     #[must_use]
     pub fn is_expanded(&self, group: u32) -> bool {
-        self.layout()
-            .group(group)
-            .is_some_and(|g| self.tree.expanded.contains(&g.path))
+        self.layout().group(group).is_some_and(|g| self.tree.expanded.contains(&g.path))
     }
 
     /// Branch/leaf page runs of an expanded bucket (indices into the
@@ -638,24 +628,17 @@ impl App {
     /// truncated file shows the pages it lost.
     #[must_use]
     pub fn map_len(&self) -> u64 {
-        let sampled = self
-            .data
-            .residency
-            .as_ref()
-            .map_or(0, |r| r.offset.saturating_add(r.len));
-        self.layout()
-            .source_len
-            .max(sampled)
-            .max(self.data.snapshot.expected_len)
+        let sampled = self.data.residency.as_ref().map_or(0, |r| r.offset.saturating_add(r.len));
+        self.layout().source_len.max(sampled).max(self.data.snapshot.expected_len)
     }
 
     /// Bytes the file holds now: as sampled, else as read for the layout.
     #[must_use]
     pub fn file_len(&self) -> u64 {
-        self.data.residency.as_ref().map_or_else(
-            || self.layout().source_len,
-            |r| r.offset.saturating_add(r.len),
-        )
+        self.data
+            .residency
+            .as_ref()
+            .map_or_else(|| self.layout().source_len, |r| r.offset.saturating_add(r.len))
     }
 
     /// Pages the map shows.
@@ -699,9 +682,7 @@ impl App {
     #[must_use]
     pub fn fit_pages_per_cell(&self) -> u64 {
         let g = self.grid();
-        self.pages()
-            .div_ceil(g.cols.saturating_mul(g.rows).max(1))
-            .max(1)
+        self.pages().div_ceil(g.cols.saturating_mul(g.rows).max(1)).max(1)
     }
 
     /// Pages per map cell now.
@@ -770,14 +751,7 @@ impl App {
         let mut out = Vec::with_capacity(bounds.len());
         for ((first_page, n, start, end), kind) in bounds.into_iter().zip(kinds) {
             let (residence, resident, os_pages) = self.residence_in(start, end);
-            out.push(Cell {
-                first: first_page,
-                pages: n,
-                kind,
-                residence,
-                resident,
-                os_pages,
-            });
+            out.push(Cell { first: first_page, pages: n, kind, residence, resident, os_pages });
         }
         out
     }
@@ -816,10 +790,7 @@ impl App {
         }
         let x = u16::try_from(col.saturating_mul(u64::from(g.cell_width))).ok()?;
         let y = u16::try_from(row - top).ok()?;
-        Some(Position::new(
-            g.origin.x.checked_add(x)?,
-            g.origin.y.checked_add(y)?,
-        ))
+        Some(Position::new(g.origin.x.checked_add(x)?, g.origin.y.checked_add(y)?))
     }
 
     // ----- selection -----
@@ -827,15 +798,13 @@ impl App {
     /// Index of the region holding the selected page.
     #[must_use]
     pub fn selected_region_index(&self) -> Option<usize> {
-        self.layout()
-            .region_index_at(self.selected.saturating_mul(self.unit()))
+        self.layout().region_index_at(self.selected.saturating_mul(self.unit()))
     }
 
     /// The region holding the selected page.
     #[must_use]
     pub fn selected_region(&self) -> Option<Region> {
-        self.selected_region_index()
-            .and_then(|i| self.layout().regions.get(i))
+        self.selected_region_index().and_then(|i| self.layout().regions.get(i))
     }
 
     /// The page the detail pane decodes: the selected page, or the head
@@ -931,12 +900,7 @@ impl App {
         }
         self.tree.cursor = cursor.min(self.tree.rows.len() - 1);
         self.ensure_tree_visible();
-        if let Some(page) = self
-            .tree
-            .rows
-            .get(self.tree.cursor)
-            .and_then(|r| self.row_page(*r))
-        {
+        if let Some(page) = self.tree.rows.get(self.tree.cursor).and_then(|r| self.row_page(*r)) {
             self.select_page(page, Origin::Tree);
         }
     }
@@ -1011,10 +975,7 @@ impl App {
         let w = usize::from(ui::inner(s.detail).width);
         let key = (w.saturating_sub(6) * 2 / 5).max(8);
         // Index (5) + key + " = " (3) + value + " (NNNN B)" (8).
-        Widths {
-            key,
-            value: w.saturating_sub(key + 16).max(8),
-        }
+        Widths { key, value: w.saturating_sub(key + 16).max(8) }
     }
 
     /// The detail pane's lines: where the selection is and what it holds,
@@ -1035,16 +996,10 @@ impl App {
             return out;
         }
         out.push(Line::default());
-        if self
-            .selected_region()
-            .is_some_and(|r| r.kind == Kind::Unused)
-        {
+        if self.selected_region().is_some_and(|r| r.kind == Kind::Unused) {
             // Past the high-water mark bbolt has written no page yet:
             // whatever bytes are there are not a page to decode.
-            out.push(Line::of(
-                Tone::Dim,
-                "no page here yet: file space past the high-water mark",
-            ));
+            out.push(Line::of(Tone::Dim, "no page here yet: file space past the high-water mark"));
             return out;
         }
         match self.detail.details.get(&self.detail_page()) {
@@ -1093,12 +1048,7 @@ impl App {
                 cell_first.saturating_mul(unit),
                 (cell_last + 1).saturating_mul(unit),
             );
-            out.push(residence_line(
-                &format!("cell {cell_first}–{cell_last}"),
-                res,
-                resident,
-                os,
-            ));
+            out.push(residence_line(&format!("cell {cell_first}–{cell_last}"), res, resident, os));
         }
         if kind == Kind::Corrupt {
             let needle = format!("page {page}");
@@ -1193,8 +1143,7 @@ impl App {
         if self.describable() {
             let unit = self.unit();
             let offset = self.selected.saturating_mul(unit);
-            self.detail
-                .keep_items(self.selected, || target.describe(offset, unit));
+            self.detail.keep_items(self.selected, || target.describe(offset, unit));
         }
         let want = self.wanted_details();
         self.detail.keep_details(want, |p| target.page_detail(p));
@@ -1235,12 +1184,7 @@ impl App {
     /// question goes out on a thread of its own, so a slow daemon never
     /// holds up the view.
     pub fn watch_rrdcached(&mut self, path: std::path::PathBuf) {
-        self.rrdcached = Some(Rrdcached {
-            path,
-            at: Instant::now(),
-            reply: None,
-            shown: None,
-        });
+        self.rrdcached = Some(Rrdcached { path, at: Instant::now(), reply: None, shown: None });
         self.ask_rrdcached(true);
     }
 
@@ -1275,9 +1219,8 @@ impl App {
         r.at = Instant::now();
         let (tx, rx) = mpsc::channel();
         let path = r.path.clone();
-        let spawned = std::thread::Builder::new()
-            .name("inspector-rrdcached".into())
-            .spawn(move || {
+        let spawned =
+            std::thread::Builder::new().name("inspector-rrdcached".into()).spawn(move || {
                 let p = mapwise_native::engine::rrd::cached::pending_in_env(
                     &path,
                     Duration::from_millis(500),
@@ -1306,9 +1249,7 @@ impl App {
         if new_snapshot {
             self.on_new_snapshot();
         }
-        self.totals = self
-            .kind_index
-            .totals(self.layout(), self.data.residency.as_ref());
+        self.totals = self.kind_index.totals(self.layout(), self.data.residency.as_ref());
         let last = self.pages().saturating_sub(1);
         if self.selected > last {
             self.select_page(last, Origin::Other);
@@ -1512,9 +1453,8 @@ impl App {
             Some(Err(e)) => self.message = deed.done(Err(e)),
             Some(Ok(job)) => {
                 let (tx, rx) = mpsc::channel();
-                let spawned = std::thread::Builder::new()
-                    .name("inspector-act".into())
-                    .spawn(move || {
+                let spawned =
+                    std::thread::Builder::new().name("inspector-act".into()).spawn(move || {
                         // The app may have quit meanwhile; nobody to tell.
                         let _ = tx.send(job.run());
                     });
@@ -1596,16 +1536,9 @@ impl App {
         let ppc = self.pages_per_cell().max(1);
         let unit = self.unit().max(1);
         let first = self.selected / ppc * ppc;
-        let last = first
-            .saturating_add(ppc)
-            .min(self.pages())
-            .saturating_sub(1)
-            .max(first);
+        let last = first.saturating_add(ppc).min(self.pages()).saturating_sub(1).max(first);
         let start = first.saturating_mul(unit);
-        let end = last
-            .saturating_add(1)
-            .saturating_mul(unit)
-            .min(self.file_len());
+        let end = last.saturating_add(1).saturating_mul(unit).min(self.file_len());
         ((first, last), (start, end.saturating_sub(start)))
     }
 
@@ -1616,21 +1549,14 @@ impl App {
             return "the whole file".into();
         }
         let ((first, last), (offset, len)) = self.selected_cell_range();
-        let pages = if first == last {
-            format!("page {first}")
-        } else {
-            format!("pages {first}–{last}")
-        };
+        let pages =
+            if first == last { format!("page {first}") } else { format!("pages {first}–{last}") };
         format!("{pages} (bytes {offset}..{})", offset.saturating_add(len))
     }
 
     fn advise(&mut self, target: &mut dyn Target) {
         let (advice, whole) = self.advise_menu();
-        let (offset, len) = if whole {
-            (0, TO_EOF)
-        } else {
-            self.selected_cell_range().1
-        };
+        let (offset, len) = if whole { (0, TO_EOF) } else { self.selected_cell_range().1 };
         let scope = self.advise_scope(whole);
         if len == 0 {
             self.message = Message::error(format!(
@@ -1758,11 +1684,7 @@ const STAY_RANGE: &str = "mapped or locked by a process, dirty, on tmpfs, or par
 /// What an evict did, from samples before and after.
 #[must_use]
 pub fn evict_text(e: &Effect) -> String {
-    let lock = if e.released_lock {
-        "released our lock; "
-    } else {
-        ""
-    };
+    let lock = if e.released_lock { "released our lock; " } else { "" };
     match (e.before, e.after) {
         (Some(0), Some(0)) => format!("{lock}nothing to evict: no page of the file was resident"),
         (Some(b), Some(0)) => format!("{lock}evicted {b} of {b} resident pages; none left"),
@@ -1782,10 +1704,7 @@ pub fn evict_text(e: &Effect) -> String {
 pub fn touch_text(e: &Effect) -> String {
     match (e.before, e.after) {
         (Some(b), Some(a)) if a >= e.pages => {
-            format!(
-                "touched the file: {a} of {} pages resident (was {b})",
-                e.pages
-            )
+            format!("touched the file: {a} of {} pages resident (was {b})", e.pages)
         }
         (Some(b), Some(a)) => format!(
             "touched the file, but only {a} of {} pages are resident now (was {b}): \
@@ -1801,11 +1720,7 @@ pub fn touch_text(e: &Effect) -> String {
 /// What an advice did to `scope`, from samples before and after.
 #[must_use]
 pub fn advise_text(advice: FileAdvice, scope: &str, e: &Effect) -> String {
-    let lock = if e.released_lock {
-        "released our lock; "
-    } else {
-        ""
-    };
+    let lock = if e.released_lock { "released our lock; " } else { "" };
     let mut s = match (e.before, e.after) {
         (Some(b), Some(a)) => format!(
             "{lock}{} on {scope}: resident {b} → {a} of {} OS pages",

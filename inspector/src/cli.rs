@@ -42,11 +42,7 @@ pub struct Output {
 
 impl Output {
     fn ok(text: String) -> Output {
-        Output {
-            text,
-            code: 0,
-            layout_json: None,
-        }
+        Output { text, code: 0, layout_json: None }
     }
 }
 
@@ -154,14 +150,8 @@ fn rrdcached_pending(path: &Path, format: Format) -> RrdcachedPending {
         .then(|| mapwise_native::engine::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
         .flatten();
     RrdcachedPending {
-        count: p
-            .as_ref()
-            .and_then(|(_, n)| n.as_ref().ok())
-            .map(|&n| n as u64),
-        error: p
-            .as_ref()
-            .and_then(|(_, n)| n.as_ref().err())
-            .map(ToString::to_string),
+        count: p.as_ref().and_then(|(_, n)| n.as_ref().ok()).map(|&n| n as u64),
+        error: p.as_ref().and_then(|(_, n)| n.as_ref().err()).map(ToString::to_string),
         line: report::rrdcached_line(&p),
     }
 }
@@ -171,10 +161,7 @@ fn rrdcached_pending(path: &Path, format: Format) -> RrdcachedPending {
 /// # Errors
 /// When the file cannot be opened or sampled.
 pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
-    let opts = WalkOptions {
-        check_keys: false,
-        previous_snapshot: true,
-    };
+    let opts = WalkOptions { check_keys: false, previous_snapshot: true };
     let snap =
         read_snapshot(path, opts).with_context(|| format!("cannot open {}", path.display()))?;
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -196,11 +183,7 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
         resident_pages: known,
         resident_bytes: known.map(|n| n.saturating_mul(res.page_size)),
         percent: known.map(|n| percent(n, res.total_pages)),
-        trust: if res.trust.is_known() {
-            "known"
-        } else {
-            "unknown"
-        },
+        trust: if res.trust.is_known() { "known" } else { "unknown" },
         trust_reason: match res.trust {
             Trust::Known => None,
             Trust::Unknown(r) => Some(r.to_string()),
@@ -212,9 +195,7 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
         // A copy's residency says nothing of the file's: no advice to read
         // one, but what the numbers are.
         unsettled: snap.unsettled.as_deref().map(|u| {
-            let why = u
-                .strip_suffix(mapwise_native::observe::settle::READ_A_COPY)
-                .unwrap_or(u);
+            let why = u.strip_suffix(mapwise_native::observe::settle::READ_A_COPY).unwrap_or(u);
             format!(
                 "{} The totals are the file's own; only the split by kind needs its structure.",
                 why.trim_end()
@@ -227,28 +208,15 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
     if as_json {
         return Ok(Output::ok(json(&rep)?));
     }
-    Ok(Output::ok(residency_text(
-        &rep,
-        &res,
-        snap.layout.page_size,
-    )))
+    Ok(Output::ok(residency_text(&rep, &res, snap.layout.page_size)))
 }
 
 fn residency_text(rep: &ResidencyReport, res: &Residency, format_page: u32) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "           File: {}", rep.file);
-    let _ = writeln!(
-        s,
-        "           Size: {} ({})",
-        rep.size,
-        human_size(rep.size)
-    );
+    let _ = writeln!(s, "           Size: {} ({})", rep.size, human_size(rep.size));
     if format_page > 0 {
-        let _ = writeln!(
-            s,
-            "         Format: {}, page size {format_page}",
-            rep.format
-        );
+        let _ = writeln!(s, "         Format: {}, page size {format_page}", rep.format);
     } else {
         let _ = writeln!(s, "         Format: {}", rep.format);
     }
@@ -302,11 +270,7 @@ fn kinds_table(kinds: &[KindTotal]) -> String {
             Some(b) => (b.to_string(), format!("{:.1}%", percent(b, k.bytes))),
             None => ("?".into(), "?".into()),
         };
-        let _ = writeln!(
-            s,
-            "{:<12} {:>14} {:>10} {:>17} {:>9}",
-            k.kind, k.bytes, k.pages, rb, pct
-        );
+        let _ = writeln!(s, "{:<12} {:>14} {:>10} {:>17} {:>9}", k.kind, k.bytes, k.pages, rb, pct);
     }
     s.push_str(
         "(PAGES: distinct pages each kind touches; a page holding several kinds counts for each)\n",
@@ -348,10 +312,7 @@ fn problem(msg: String) -> anyhow::Error {
 fn open_source(path: &Path) -> Result<QuietSource> {
     let src = QuietSource::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     if src.is_empty() {
-        return Err(problem(format!(
-            "{}: empty file, not a bbolt file",
-            path.display()
-        )));
+        return Err(problem(format!("{}: empty file, not a bbolt file", path.display())));
     }
     match detect(&src) {
         Format::Bolt if is_foreign_endian_bolt(&src) => Err(problem(format!(
@@ -470,12 +431,7 @@ fn element_report(e: &Element) -> ElementReport {
             child: Some(*child),
             ..empty
         },
-        Element::Leaf {
-            flags,
-            key,
-            value,
-            bucket,
-        } => ElementReport {
+        Element::Leaf { flags, key, value, bucket } => ElementReport {
             kind: if bucket.is_some() { "bucket" } else { "leaf" },
             key_len: Some(key.len),
             key_hex: Some(hex(&key.prefix)),
@@ -486,10 +442,7 @@ fn element_report(e: &Element) -> ElementReport {
             flags: Some(*flags),
             ..empty
         },
-        Element::Bad(err) => ElementReport {
-            error: Some(err.to_string()),
-            ..empty
-        },
+        Element::Bad(err) => ElementReport { error: Some(err.to_string()), ..empty },
     }
 }
 
@@ -552,10 +505,7 @@ fn page_report(id: u64, d: &Result<PageDetail, String>) -> PageReport {
         }
         Body::Other => {}
     }
-    rep.text = page_lines(d, Widths::FULL)
-        .iter()
-        .map(crate::describe::Line::text)
-        .collect();
+    rep.text = page_lines(d, Widths::FULL).iter().map(crate::describe::Line::text).collect();
     rep
 }
 
@@ -620,11 +570,7 @@ pub fn page(path: &Path, ids: &[u64], as_json: bool) -> Result<Output> {
         }
         s
     };
-    Ok(Output {
-        text,
-        code,
-        layout_json: None,
-    })
+    Ok(Output { text, code, layout_json: None })
 }
 
 /// One OS page of the file and the structures on it, described.
@@ -654,41 +600,22 @@ fn described_pages(path: &Path, src: &QuietSource, ids: &[u64], as_json: bool) -
                 mapwise_view::describe::describe(&snap.layout, src, offset, unit)
             };
             match r {
-                Ok(items) => DescribedPage {
-                    page,
-                    offset,
-                    items,
-                    error: None,
-                },
-                Err(e) => DescribedPage {
-                    page,
-                    offset,
-                    items: Vec::new(),
-                    error: Some(e),
-                },
+                Ok(items) => DescribedPage { page, offset, items, error: None },
+                Err(e) => DescribedPage { page, offset, items: Vec::new(), error: Some(e) },
             }
         })
         .collect();
     let code = u8::from(pages.iter().any(|p| p.error.is_some()));
     if as_json {
-        return Ok(Output {
-            text: json(&pages)?,
-            code,
-            layout_json: None,
-        });
+        return Ok(Output { text: json(&pages)?, code, layout_json: None });
     }
     let mut s = String::new();
     for (i, p) in pages.iter().enumerate() {
         if i > 0 {
             s.push('\n');
         }
-        let _ = writeln!(
-            s,
-            "page {} (bytes {}..{})",
-            p.page,
-            p.offset,
-            p.offset.saturating_add(unit)
-        );
+        let _ =
+            writeln!(s, "page {} (bytes {}..{})", p.page, p.offset, p.offset.saturating_add(unit));
         if let Some(e) = &p.error {
             let _ = writeln!(s, "page {}: cannot decode: {e}", p.page);
         }
@@ -697,11 +624,7 @@ fn described_pages(path: &Path, src: &QuietSource, ids: &[u64], as_json: bool) -
             s.push('\n');
         }
     }
-    Ok(Output {
-        text: s,
-        code,
-        layout_json: None,
-    })
+    Ok(Output { text: s, code, layout_json: None })
 }
 
 /// `inspector check FILE`: one line per problem and exit status 1, or
@@ -741,11 +664,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
     };
     let code = u8::from(!rep.ok);
     if as_json {
-        return Ok(Output {
-            text: json(&rep)?,
-            code,
-            layout_json: None,
-        });
+        return Ok(Output { text: json(&rep)?, code, layout_json: None });
     }
     let mut s = String::new();
     for w in &rep.warnings {
@@ -760,11 +679,7 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
     if rep.ok {
         s.push_str("OK\n");
     }
-    Ok(Output {
-        text: s,
-        code,
-        layout_json: None,
-    })
+    Ok(Output { text: s, code, layout_json: None })
 }
 
 /// How long `layout` waits for rrdcached's `PENDING` reply.
@@ -797,9 +712,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
                 .join(", ")
         )));
     }
-    let res = std::fs::File::open(path)
-        .ok()
-        .and_then(|f| residency::sample(&f).ok());
+    let res = std::fs::File::open(path).ok().and_then(|f| residency::sample(&f).ok());
     let mut rep = report::layout_report(
         &snap.layout,
         snap.bolt.as_ref(),
@@ -835,16 +748,9 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         s.push('\n');
         s.push_str(&kinds_table(&rep.kinds));
         if problems > 0 {
-            let _ = writeln!(
-                s,
-                "\n{problems} problem(s) found; `inspector check` lists them"
-            );
+            let _ = writeln!(s, "\n{problems} problem(s) found; `inspector check` lists them");
         }
-        return Ok(Output {
-            text: s,
-            code: u8::from(problems > 0),
-            layout_json: None,
-        });
+        return Ok(Output { text: s, code: u8::from(problems > 0), layout_json: None });
     }
     if let Some(r) = &rep.rrd {
         let _ = writeln!(
@@ -874,23 +780,12 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
                 i, a.cf, a.rows, a.pdp_per_row, a.cur_row
             );
         }
-        let hot: Vec<String> = r
-            .hot
-            .iter()
-            .map(|(o, l)| format!("{o}..{}", o + l))
-            .collect();
+        let hot: Vec<String> = r.hot.iter().map(|(o, l)| format!("{o}..{}", o + l)).collect();
         let _ = writeln!(s, "\nnext update touches bytes {}", hot.join(", "));
         if problems > 0 {
-            let _ = writeln!(
-                s,
-                "\n{problems} problem(s) found; `inspector check` lists them"
-            );
+            let _ = writeln!(s, "\n{problems} problem(s) found; `inspector check` lists them");
         }
-        return Ok(Output {
-            text: s,
-            code: u8::from(problems > 0),
-            layout_json: None,
-        });
+        return Ok(Output { text: s, code: u8::from(problems > 0), layout_json: None });
     }
     let Some(bolt) = rep.bolt.as_ref() else {
         bail!("{}: no structure to report", path.display());
@@ -927,11 +822,7 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
         walked_groups.first().map_or(0, |g| g.height),
     );
     for b in &rep.buckets {
-        let root = if b.inline {
-            "inline".to_string()
-        } else {
-            b.root.to_string()
-        };
+        let root = if b.inline { "inline".to_string() } else { b.root.to_string() };
         let name = format!("{}{}", "  ".repeat(usize::from(b.level)), b.path);
         let _ = writeln!(
             s,
@@ -943,9 +834,5 @@ pub fn layout(path: &Path, as_json: bool) -> Result<Output> {
     if n > 0 {
         let _ = writeln!(s, "\n{n} problem(s) found; `inspector check` lists them");
     }
-    Ok(Output {
-        text: s,
-        code: u8::from(n > 0),
-        layout_json: None,
-    })
+    Ok(Output { text: s, code: u8::from(n > 0), layout_json: None })
 }

@@ -9,10 +9,7 @@ use std::path::{Path, PathBuf};
 pub const DEMO_BYTES: &[u8] = include_bytes!("../../testdata/bolt/etcd-small.db");
 
 /// The demo file in the repository, when running from a checkout.
-pub const REPO_DEMO: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../testdata/bolt/etcd-small.db"
-);
+pub const REPO_DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/bolt/etcd-small.db");
 
 /// The demo file to open and how to name it in the title: the
 /// repository's copy when it exists, else the bundled bytes written once
@@ -21,10 +18,7 @@ pub const REPO_DEMO: &str = concat!(
 /// # Errors
 /// When the temporary copy cannot be written.
 pub fn demo_file() -> io::Result<(PathBuf, String)> {
-    demo_file_in(
-        Path::new(REPO_DEMO),
-        &std::env::temp_dir().join("mapwise-demo"),
-    )
+    demo_file_in(Path::new(REPO_DEMO), &std::env::temp_dir().join("mapwise-demo"))
 }
 
 /// [`demo_file`] with the repository copy at `repo` and the fallback

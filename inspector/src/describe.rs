@@ -48,19 +48,13 @@ impl Line {
     /// A line of one piece.
     #[must_use]
     pub fn of(tone: Tone, text: impl Into<String>) -> Line {
-        Line(vec![Piece {
-            tone,
-            text: text.into(),
-        }])
+        Line(vec![Piece { tone, text: text.into() }])
     }
 
     /// Append a piece.
     #[must_use]
     pub fn and(mut self, tone: Tone, text: impl Into<String>) -> Line {
-        self.0.push(Piece {
-            tone,
-            text: text.into(),
-        });
+        self.0.push(Piece { tone, text: text.into() });
         self
     }
 
@@ -94,14 +88,8 @@ impl Widths {
 pub fn page_lines(d: &PageDetail, w: Widths) -> Vec<Line> {
     let h = &d.header;
     let mut out = vec![
-        Line::of(
-            Tone::Head,
-            format!("page {} · {}", d.pgid, d.page_type.name()),
-        )
-        .and(
-            Tone::Dim,
-            format!(" (header id {} · flags {:#06x})", h.id, h.flags),
-        ),
+        Line::of(Tone::Head, format!("page {} · {}", d.pgid, d.page_type.name()))
+            .and(Tone::Dim, format!(" (header id {} · flags {:#06x})", h.id, h.flags)),
         Line::of(Tone::Label, "count ")
             .and(Tone::Text, h.count.to_string())
             .and(Tone::Label, " · overflow ")
@@ -112,11 +100,7 @@ pub fn page_lines(d: &PageDetail, w: Widths) -> Vec<Line> {
     match &d.body {
         Body::Meta { meta: m, fault } => {
             for (name, value) in meta_fields(m, fault.as_ref()) {
-                let tone = if value.contains("INVALID") {
-                    Tone::Bad
-                } else {
-                    Tone::Text
-                };
+                let tone = if value.contains("INVALID") { Tone::Bad } else { Tone::Text };
                 out.push(Line::of(Tone::Label, format!("{name:<10}")).and(tone, value));
             }
         }
@@ -164,35 +148,24 @@ fn element_line(i: usize, e: &Element, w: Widths) -> Line {
             .and(Tone::Key, preview(key, w.key))
             .and(Tone::Dim, " → ")
             .and(Tone::Link, format!("page {child}")),
-        Element::Leaf {
-            flags,
-            key,
-            value,
-            bucket,
-        } => {
+        Element::Leaf { flags, key, value, bucket } => {
             let line = index.and(Tone::Key, preview(key, w.key));
             match bucket {
                 Some(b) if b.root == 0 => line.and(
                     Tone::Link,
                     format!(" [inline bucket, {} B, seq {}]", value.len, b.sequence),
                 ),
-                Some(b) => line.and(
-                    Tone::Link,
-                    format!(" [bucket root {} seq {}]", b.root, b.sequence),
-                ),
+                Some(b) => {
+                    line.and(Tone::Link, format!(" [bucket root {} seq {}]", b.root, b.sequence))
+                }
                 None if flags & mapwise_core::bolt::BUCKET_LEAF_FLAG != 0 => {
                     line.and(Tone::Bad, " [bucket: bad header]")
                 }
                 None => {
                     // A cut value is followed by its length (" (NNNN B)").
-                    let room = if value.is_complete() {
-                        w.value.saturating_add(8)
-                    } else {
-                        w.value
-                    };
-                    let line = line
-                        .and(Tone::Dim, " = ")
-                        .and(Tone::Value, preview(value, room));
+                    let room =
+                        if value.is_complete() { w.value.saturating_add(8) } else { w.value };
+                    let line = line.and(Tone::Dim, " = ").and(Tone::Value, preview(value, room));
                     if value.is_complete() {
                         line
                     } else {
@@ -215,12 +188,7 @@ pub fn item_lines(items: &[mapwise_view::describe::Item]) -> Vec<Line> {
     }
     for item in items {
         out.push(Line::of(Tone::Label, item.title.clone()));
-        let w = item
-            .fields
-            .iter()
-            .map(|(n, _)| n.chars().count())
-            .max()
-            .unwrap_or(0);
+        let w = item.fields.iter().map(|(n, _)| n.chars().count()).max().unwrap_or(0);
         for (name, value) in &item.fields {
             out.push(Line::of(Tone::Dim, format!("  {name:<w$}  ")).and(Tone::Text, value.clone()));
         }

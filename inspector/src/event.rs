@@ -231,10 +231,7 @@ mod tests {
 
     #[test]
     fn other_events() {
-        assert_eq!(
-            from_event(&Event::Resize(100, 30)),
-            Some(Action::Resize(100, 30))
-        );
+        assert_eq!(from_event(&Event::Resize(100, 30)), Some(Action::Resize(100, 30)));
         assert_eq!(from_event(&Event::FocusGained), None);
         let mouse = Event::Mouse(MouseEvent {
             kind: MouseEventKind::Moved,
@@ -243,10 +240,7 @@ mod tests {
             modifiers: KeyModifiers::NONE,
         });
         assert_eq!(from_event(&mouse), None);
-        assert_eq!(
-            from_event(&Event::Key(key(KeyCode::Char('q')))),
-            Some(Action::Quit)
-        );
+        assert_eq!(from_event(&Event::Key(key(KeyCode::Char('q')))), Some(Action::Quit));
     }
 
     #[test]

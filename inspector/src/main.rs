@@ -131,21 +131,9 @@ fn main() -> ExitCode {
         Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
         Command::Check(a) => print(cli::check(&a.file, a.json)),
         Command::Layout(a) => print(cli::layout(&a.file, a.json)),
-        Command::Record {
-            file,
-            out,
-            interval,
-            duration,
-            label,
-            command,
-        } => record(
-            &file,
-            &out,
-            Duration::from_millis(interval),
-            duration,
-            label,
-            &command,
-        ),
+        Command::Record { file, out, interval, duration, label, command } => {
+            record(&file, &out, Duration::from_millis(interval), duration, label, &command)
+        }
         Command::Replay { trace, file, tick } => replay(&trace, file.as_deref(), tick),
     };
     match result {
@@ -228,11 +216,7 @@ struct Lines {
 
 impl Lines {
     fn new() -> Lines {
-        Lines {
-            pretty: serde_json::ser::PrettyFormatter::new(),
-            depth: 0,
-            flat_at: None,
-        }
+        Lines { pretty: serde_json::ser::PrettyFormatter::new(), depth: 0, flat_at: None }
     }
 
     /// Enter a container, flat from `from` levels down.
@@ -250,11 +234,7 @@ impl Lines {
         if self.flat_at.is_none() && self.depth >= from {
             self.flat_at = Some(self.depth);
         }
-        if self.flat_at.is_some() {
-            w.write_all(bracket)
-        } else {
-            pretty(&mut self.pretty, w)
-        }
+        if self.flat_at.is_some() { w.write_all(bracket) } else { pretty(&mut self.pretty, w) }
     }
 
     /// Leave a container.
@@ -267,11 +247,8 @@ impl Lines {
             &mut W,
         ) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        let done = if self.flat_at.is_some() {
-            w.write_all(bracket)
-        } else {
-            pretty(&mut self.pretty, w)
-        };
+        let done =
+            if self.flat_at.is_some() { w.write_all(bracket) } else { pretty(&mut self.pretty, w) };
         if self.flat_at == Some(self.depth) {
             self.flat_at = None;
         }
@@ -444,11 +421,7 @@ fn record(
             Err(e) => {
                 // As `time` and the shell: 127 when the command is not
                 // found, 126 when it cannot be run.
-                let code = if e.kind() == std::io::ErrorKind::NotFound {
-                    127
-                } else {
-                    126
-                };
+                let code = if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
                 eprintln!("inspector: cannot run {prog}: {e}");
                 drop(rec);
                 return Ok(ExitCode::from(code));

@@ -47,11 +47,9 @@ pub struct Replay {
 #[must_use]
 pub fn title(recorded: &str, trace: &Path, file: Option<&Path>) -> String {
     match file {
-        Some(f) => format!(
-            "{} (replay of {}, recorded on {recorded})",
-            f.display(),
-            trace.display()
-        ),
+        Some(f) => {
+            format!("{} (replay of {}, recorded on {recorded})", f.display(), trace.display())
+        }
         None => format!("{recorded} (replay of {})", trace.display()),
     }
 }
@@ -69,12 +67,7 @@ impl Replay {
         let snapshot = match &watch {
             Some(w) => w.snapshot().clone(),
             None => Snapshot {
-                stamp: Stamp {
-                    dev: 0,
-                    ino: 0,
-                    size: longest,
-                    mtime_ns: 0,
-                },
+                stamp: Stamp { dev: 0, ino: 0, size: longest, mtime_ns: 0 },
                 format: Format::Unknown,
                 layout: std::sync::Arc::new(Layout::unknown(longest)),
                 bolt: None,
@@ -173,9 +166,7 @@ impl Target for Replay {
             #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let step = step as u64;
             self.clock_us = self.clock_us.saturating_add(step.max(1));
-            let i = self
-                .trace
-                .frame_at(self.first_us().saturating_add(self.clock_us));
+            let i = self.trace.frame_at(self.first_us().saturating_add(self.clock_us));
             let clock = self.clock_us;
             self.show(i);
             if i + 1 >= self.trace.frames.len() {

@@ -32,11 +32,7 @@ pub fn vmtouch_size(bytes: u64) -> String {
 #[must_use]
 pub fn g3(value: f64) -> String {
     if value == 0.0 || !value.is_finite() {
-        return if value.is_nan() {
-            "nan".into()
-        } else {
-            "0".into()
-        };
+        return if value.is_nan() { "nan".into() } else { "0".into() };
     }
     let mut exp = value.abs().log10().floor();
     // Rounding to 3 digits may carry into the next power of ten.
@@ -91,11 +87,7 @@ pub fn vmtouch_line(res: &Residency) -> Option<String> {
 #[must_use]
 #[expect(clippy::cast_precision_loss)]
 pub fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
+    if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
 }
 
 /// A percentage for a status line: `0%`, `<1%`, `49%`, `>99%`, `100%` —
@@ -153,9 +145,6 @@ mod tests {
             trust: mapwise_native::os::residency::Trust::Known,
             cachestat: None,
         };
-        assert_eq!(
-            vmtouch_line(&r).unwrap(),
-            "Resident Pages: 27/55  108K/220K  49.1%"
-        );
+        assert_eq!(vmtouch_line(&r).unwrap(), "Resident Pages: 27/55  108K/220K  49.1%");
     }
 }

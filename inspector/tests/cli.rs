@@ -71,10 +71,7 @@ fn residency_matches_vmtouch() {
         let v = json(&["residency", p, "--json"]);
         let after = vmtouch(&path);
         if before == after {
-            assert!(
-                before.0 > 0 && before.0 < before.1,
-                "a partial read: {before:?}"
-            );
+            assert!(before.0 > 0 && before.0 < before.1, "a partial read: {before:?}");
             assert_eq!(v["resident_pages"].as_u64(), Some(before.0), "{v}");
             assert_eq!(v["total_pages"].as_u64(), Some(before.1), "{v}");
             assert_eq!(v["trust"], "known");
@@ -85,11 +82,7 @@ fn residency_matches_vmtouch() {
             let text = run(&["residency", p], T).stdout;
             let vm = Command::new("vmtouch").arg(&path).output().unwrap();
             let vm = String::from_utf8_lossy(&vm.stdout).into_owned();
-            let vm_line = vm
-                .lines()
-                .find(|l| l.contains("Resident Pages:"))
-                .unwrap()
-                .trim();
+            let vm_line = vm.lines().find(|l| l.contains("Resident Pages:")).unwrap().trim();
             if vmtouch(&path) == before {
                 assert!(text.contains(vm_line), "{text}\nvs\n{vm}");
             }
@@ -123,20 +116,10 @@ fn residency_json_fields_and_kinds() {
     }
     assert_eq!(v["resident_pages"].as_u64(), Some(0));
     assert_eq!(v["total_pages"].as_u64(), Some(16));
-    let kinds: Vec<&str> = v["kinds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["kind"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> =
+        v["kinds"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["meta", "freelist", "leaf", "pending", "unused"]);
-    assert!(
-        v["kinds"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|k| k["resident_bytes"] == 0)
-    );
+    assert!(v["kinds"].as_array().unwrap().iter().all(|k| k["resident_bytes"] == 0));
 }
 
 #[test]
@@ -162,19 +145,11 @@ fn subcommands_leave_an_evicted_file_evicted_and_unchanged() {
         let r = run(&args, T);
         assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
         assert!(!r.stdout.is_empty(), "{args:?}");
-        assert_eq!(
-            resident(&path),
-            0,
-            "`inspector {}` changed residency",
-            args.join(" ")
-        );
+        assert_eq!(resident(&path), 0, "`inspector {}` changed residency", args.join(" "));
     }
     let after = fs::metadata(&path).unwrap();
     assert_eq!(before.modified().unwrap(), after.modified().unwrap());
-    assert_eq!(
-        fs::read(&path).unwrap(),
-        fs::read(testdata("etcd-small.db")).unwrap()
-    );
+    assert_eq!(fs::read(&path).unwrap(), fs::read(testdata("etcd-small.db")).unwrap());
 }
 
 #[test]
@@ -206,11 +181,7 @@ fn page_decodes_as_the_detail_pane() {
     // A page past the end is a clear error and exit 1, not a panic.
     let r = run(&["page", p, "99999"], T);
     assert_eq!(r.code, Some(1));
-    assert!(
-        r.stdout.contains("page 99999: cannot decode"),
-        "{}",
-        r.stdout
-    );
+    assert!(r.stdout.contains("page 99999: cannot decode"), "{}", r.stdout);
 }
 
 #[test]
@@ -224,12 +195,7 @@ fn check_ok_on_the_corpus() {
         "freelist-1k.db",
     ] {
         let r = run(&["check", testdata(name).to_str().unwrap()], T);
-        assert_eq!(
-            (r.code, r.stdout.as_str()),
-            (Some(0), "OK\n"),
-            "{name}: {}",
-            r.stderr
-        );
+        assert_eq!((r.code, r.stdout.as_str()), (Some(0), "OK\n"), "{name}: {}", r.stderr);
     }
 }
 
@@ -274,12 +240,7 @@ fn poke(path: &Path, offset: u64, bytes: &[u8]) {
 #[test]
 fn check_truncated_file() {
     let out = check_damaged("etcd-small.db", |p| {
-        OpenOptions::new()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_len(100_000)
-            .unwrap();
+        OpenOptions::new().write(true).open(p).unwrap().set_len(100_000).unwrap();
     });
     assert!(out.lines().next().unwrap().contains("page"), "{out}");
 }
@@ -333,8 +294,7 @@ fn not_bolt_and_empty_files() {
         if path == &junk {
             let r = run(&["layout", p], T);
             assert!(
-                r.stderr
-                    .contains("format not recognised (tried bbolt, rrd, revlog)"),
+                r.stderr.contains("format not recognised (tried bbolt, rrd, revlog)"),
                 "{}",
                 r.stderr
             );
@@ -392,17 +352,9 @@ fn pages_match_the_bbolt_oracle() {
     ] {
         let file = testdata(name);
         let ours = run(&["pages", file.to_str().unwrap()], T);
-        let theirs = Command::new(&oracle)
-            .arg("pages")
-            .arg(&file)
-            .output()
-            .expect("oracle");
+        let theirs = Command::new(&oracle).arg("pages").arg(&file).output().expect("oracle");
         assert!(theirs.status.success(), "oracle failed on {name}");
-        assert_eq!(
-            ours.stdout,
-            String::from_utf8_lossy(&theirs.stdout),
-            "{name}"
-        );
+        assert_eq!(ours.stdout, String::from_utf8_lossy(&theirs.stdout), "{name}");
     }
 }
 
@@ -412,15 +364,9 @@ fn pages_match_the_bbolt_oracle() {
 fn rrd_layout_agrees_with_rrdtool_info() {
     need(&[Need::Rrdtool]);
     for name in ["gauge.rrd", "hw.rrd", "mhw.rrd", "dtypes.rrd"] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../testdata/rrd")
-            .join(name);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd").join(name);
         let p = path.to_str().unwrap();
-        let info = Command::new("rrdtool")
-            .args(["info", p])
-            .env("TZ", "UTC")
-            .output()
-            .unwrap();
+        let info = Command::new("rrdtool").args(["info", p]).env("TZ", "UTC").output().unwrap();
         let info = String::from_utf8(info.stdout).unwrap();
         let field = |key: &str| -> String {
             info.lines()
@@ -431,21 +377,13 @@ fn rrd_layout_agrees_with_rrdtool_info() {
         };
         let v = json(&["layout", p, "--json"]);
         let rrd = &v["rrd"];
-        assert_eq!(
-            rrd["step"].as_u64().unwrap().to_string(),
-            field("step"),
-            "{name}"
-        );
+        assert_eq!(rrd["step"].as_u64().unwrap().to_string(), field("step"), "{name}");
         assert_eq!(
             rrd["last_update"].as_i64().unwrap().to_string(),
             field("last_update"),
             "{name}"
         );
-        assert_eq!(
-            rrd["version"].as_str().unwrap(),
-            field("rrd_version"),
-            "{name}"
-        );
+        assert_eq!(rrd["version"].as_str().unwrap(), field("rrd_version"), "{name}");
         for (i, a) in rrd["rras"].as_array().unwrap().iter().enumerate() {
             assert_eq!(
                 a["cf"].as_str().unwrap(),
@@ -464,12 +402,7 @@ fn rrd_layout_agrees_with_rrdtool_info() {
             );
         }
         let r = run(&["check", p], T);
-        assert_eq!(
-            (r.code, r.stdout.as_str()),
-            (Some(0), "OK\n"),
-            "{name}: {}",
-            r.stderr
-        );
+        assert_eq!((r.code, r.stdout.as_str()), (Some(0), "OK\n"), "{name}: {}", r.stderr);
     }
 }
 
@@ -511,11 +444,7 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let dir = tmpdir();
     let path = dir.path().join("w3.db");
-    let opts = Options {
-        page_size: 4096,
-        no_sync: true,
-        ..Options::read_write()
-    };
+    let opts = Options { page_size: 4096, no_sync: true, ..Options::read_write() };
     let db = Db::open(&path, &opts).expect("create");
     let rewrite = |round: u64| crate::churn::rewrite(&db, 8_000, round);
     rewrite(0);
@@ -563,27 +492,17 @@ fn check_while_a_writer_commits_never_reports_false_problems() {
     });
     drop(db);
     let r = run(&["check", p], T);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "OK\n"),
-        "{}",
-        r.stderr
-    );
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "OK\n"), "{}", r.stderr);
 }
 
 fn revlog_testdata(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/revlog")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/revlog").join(name)
 }
 
 /// Revisions hg lists for a corpus index (`hg debugindex` beside it).
 fn hg_revisions(name: &str) -> u64 {
     let text = fs::read_to_string(revlog_testdata(&format!("{name}.debugindex.txt"))).unwrap();
-    text.lines()
-        .skip(1)
-        .filter(|l| !l.trim().is_empty())
-        .count() as u64
+    text.lines().skip(1).filter(|l| !l.trim().is_empty()).count() as u64
 }
 
 /// One bad field in revision 0 (p1 = 5000, which hg itself trips over:
@@ -611,24 +530,13 @@ fn revlog_with_a_bad_field_in_rev_0_is_still_a_revlog() {
     assert!(!r.stdout.contains("not a"), "{}", r.stdout);
     // The JSON lists every region: more than a pipe holds, so read it
     // while the command runs.
-    let out = Command::new(crate::common::bin())
-        .args(["layout", p, "--json"])
-        .output()
-        .unwrap();
+    let out = Command::new(crate::common::bin()).args(["layout", p, "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "problems found");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["format"], "revlog");
-    assert_eq!(
-        v["revlog"]["revisions"].as_u64(),
-        Some(hg_revisions("00changelog.i"))
-    );
+    assert_eq!(v["revlog"]["revisions"].as_u64(), Some(hg_revisions("00changelog.i")));
     let r = run(&["layout", p], T);
-    assert!(
-        r.stdout.starts_with("format revlog"),
-        "{}{}",
-        r.stdout,
-        r.stderr
-    );
+    assert!(r.stdout.starts_with("format revlog"), "{}{}", r.stdout, r.stderr);
 }
 
 /// `rrdtool info` of `path` (the peer must be there: the test needs it).
@@ -672,12 +580,7 @@ fn rrd_kind_pages_are_pages_touched() {
                 .find(|t| t["kind"] == k)
                 .map(|t| t["pages"].as_u64().unwrap())
         };
-        assert_eq!(
-            kind("cur_row"),
-            Some(cur.len() as u64),
-            "{}",
-            path.display()
-        );
+        assert_eq!(kind("cur_row"), Some(cur.len() as u64), "{}", path.display());
         assert_eq!(kind("rows"), Some(rows.len() as u64), "{}", path.display());
     }
 }
@@ -691,10 +594,7 @@ fn residency_per_kind_for_rrd_and_revlog() {
     let dir = tmpdir();
     for (from, name) in [
         (revlog_testdata("00changelog.i"), "00changelog.i"),
-        (
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/hw.rrd"),
-            "hw.rrd",
-        ),
+        (Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/hw.rrd"), "hw.rrd"),
     ] {
         let path = dir.path().join(name);
         fs::copy(&from, &path).unwrap();
@@ -708,10 +608,7 @@ fn residency_per_kind_for_rrd_and_revlog() {
         for k in &kinds {
             assert_eq!(k["resident_bytes"].as_u64(), Some(0), "{name}: {k}");
         }
-        Command::new("vmtouch")
-            .args(["-t", "-q", p])
-            .status()
-            .unwrap();
+        Command::new("vmtouch").args(["-t", "-q", p]).status().unwrap();
         let (r, t) = vmtouch(&path);
         assert_eq!(r, t, "{name} touched");
         let v = json(&["residency", p, "--json"]);
@@ -729,11 +626,7 @@ fn residency_per_kind_for_rrd_and_revlog() {
 #[test]
 fn a_page_past_the_high_water_mark_is_named_unused() {
     let file = testdata("freelist.db");
-    let info = Command::new(bolt_oracle())
-        .arg("info")
-        .arg(&file)
-        .output()
-        .expect("oracle");
+    let info = Command::new(bolt_oracle()).arg("info").arg(&file).output().expect("oracle");
     let text = String::from_utf8_lossy(&info.stdout);
     let hwm: u64 = text
         .split_whitespace()
@@ -745,9 +638,7 @@ fn a_page_past_the_high_water_mark_is_named_unused() {
     let r = run(&["page", p, &past], T);
     assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stdout.contains(&format!(
-            "page {hwm} is past the high-water mark {hwm}: unused"
-        )),
+        r.stdout.contains(&format!("page {hwm} is past the high-water mark {hwm}: unused")),
         "{}",
         r.stdout
     );
@@ -756,32 +647,14 @@ fn a_page_past_the_high_water_mark_is_named_unused() {
     assert!(!r.stdout.contains("high-water"), "{}", r.stdout); // Past the end of the file, and an overflow continuation (page 5 of
     // overflow.db, in the run Go bbolt's `pages` lists at page 4).
     let r = run(&["page", p, "999999"], T);
-    assert!(
-        r.stdout.contains("past the end of the file"),
-        "{}",
-        r.stdout
-    );
+    assert!(r.stdout.contains("past the end of the file"), "{}", r.stdout);
     let o = testdata("overflow.db");
     let o = o.to_str().unwrap();
     let pages = String::from_utf8(
-        Command::new(bolt_oracle())
-            .args(["pages", o])
-            .output()
-            .expect("oracle")
-            .stdout,
+        Command::new(bolt_oracle()).args(["pages", o]).output().expect("oracle").stdout,
     )
     .unwrap();
-    assert!(
-        pages
-            .lines()
-            .any(|l| l.split_whitespace().eq(["4", "leaf", "2", "1"])),
-        "{pages}"
-    );
+    assert!(pages.lines().any(|l| l.split_whitespace().eq(["4", "leaf", "2", "1"])), "{pages}");
     let r = run(&["page", o, "5"], T);
-    assert!(
-        r.stdout
-            .contains("a continuation of the run headed by page 4"),
-        "{}",
-        r.stdout
-    );
+    assert!(r.stdout.contains("a continuation of the run headed by page 4"), "{}", r.stdout);
 }

@@ -88,8 +88,7 @@ pub fn app(label: &str, target: &Fixed, width: u16, height: u16) -> App {
 pub fn draw(app: &App) -> Terminal<TestBackend> {
     let area = app.area();
     let mut t = Terminal::new(TestBackend::new(area.width, area.height)).expect("terminal");
-    t.draw(|f| mapwise_inspector::ui::draw(f, app))
-        .expect("draw");
+    t.draw(|f| mapwise_inspector::ui::draw(f, app)).expect("draw");
     t
 }
 

@@ -45,9 +45,7 @@ const PS: u64 = 4096;
 /// leaves nothing behind for the next.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// An etcd of this test's own, on a disk file system (the target's
@@ -78,10 +76,7 @@ fn loaded_etcd(batch: Duration, load_for: Duration) -> (Etcd, (i64, i64)) {
         status.db_size,
         started.elapsed()
     );
-    etcd.start_load(&LoadConfig {
-        duration: load_for,
-        ..LoadConfig::default()
-    });
+    etcd.start_load(&LoadConfig { duration: load_for, ..LoadConfig::default() });
     wait_for_writes(&etcd, 50);
     (etcd, preload)
 }
@@ -139,11 +134,7 @@ fn meta_txid(path: &Path) -> u64 {
 
 /// Go bbolt's check (the oracle) of `file`: its output, once it is `OK`.
 fn oracle_check_ok(file: &Path) {
-    let out = Command::new(bolt_oracle())
-        .arg("check")
-        .arg(file)
-        .output()
-        .expect("oracle check");
+    let out = Command::new(bolt_oracle()).arg("check").arg(file).output().expect("oracle check");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && text.lines().any(|l| l == "OK"),
@@ -188,11 +179,7 @@ fn bounded(program: &Path, args: &[&str]) -> (Run, Duration) {
         std::thread::sleep(Duration::from_millis(5));
     };
     let took = t.elapsed();
-    let run = Run {
-        code: status.code(),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    };
+    let run = Run { code: status.code(), stdout: out.join().unwrap(), stderr: err.join().unwrap() };
     (run, took)
 }
 
@@ -263,11 +250,7 @@ fn check_is_ok_under_load(batch: Duration) {
         );
         let (r, _) = mapwise_run(&["bolt", "info", p]);
         assert_eq!(r.code, Some(0), "mapwise bolt info: {}", r.stderr);
-        assert!(
-            r.stdout.starts_with("Page Size: 4096\n"),
-            "mapwise bolt info: {}",
-            r.stdout
-        );
+        assert!(r.stdout.starts_with("Page Size: 4096\n"), "mapwise bolt info: {}", r.stdout);
         eprintln!(
             "mapwise bolt check {took:?}, pages {took_pages:?} ({rows} rows), {} commits meanwhile",
             meta_txid(&db) - tx0
@@ -313,8 +296,7 @@ fn snapshot_hash_is_named(snap: &Path) {
     let offset = format!("offset {}", db.len());
     assert!(
         v["warnings"].as_array().is_some_and(|w| w.iter().any(|w| {
-            w.as_str()
-                .is_some_and(|w| w.contains(&offset) && w.contains("etcdctl snapshot save"))
+            w.as_str().is_some_and(|w| w.contains(&offset) && w.contains("etcdctl snapshot save"))
         })),
         "no warning names the snapshot's hash: {}",
         v["warnings"]
@@ -336,11 +318,7 @@ fn check_is_ok_on_a_live_etcd_db_committing_every_20ms() {
 /// `ID TYPE ITEMS OVRFLW` rows of Go bbolt's `pages` (the oracle): page
 /// id → (type, overflow pages).
 fn oracle_pages(file: &Path) -> BTreeMap<u64, (String, u64)> {
-    let out = Command::new(bolt_oracle())
-        .arg("pages")
-        .arg(file)
-        .output()
-        .expect("oracle pages");
+    let out = Command::new(bolt_oracle()).arg("pages").arg(file).output().expect("oracle pages");
     assert!(
         out.status.success(),
         "Go bbolt's pages of {}: {}",
@@ -353,11 +331,8 @@ fn oracle_pages(file: &Path) -> BTreeMap<u64, (String, u64)> {
         .map(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
             let id: u64 = w[0].parse().unwrap_or_else(|_| panic!("row {l:?}"));
-            let overflow = if w[1] == "free" {
-                0
-            } else {
-                w.get(3).map_or(0, |o| o.parse().unwrap())
-            };
+            let overflow =
+                if w[1] == "free" { 0 } else { w.get(3).map_or(0, |o| o.parse().unwrap()) };
             (id, (w[1].to_string(), overflow))
         })
         .collect()
@@ -372,10 +347,8 @@ fn leaf_keys(page: &[u8]) -> Vec<&[u8]> {
         .map(|i| {
             let e = 16 + i * 16;
             let word = |k: usize| {
-                usize::try_from(u32::from_le_bytes(
-                    page[e + k..e + k + 4].try_into().unwrap(),
-                ))
-                .unwrap()
+                usize::try_from(u32::from_le_bytes(page[e + k..e + k + 4].try_into().unwrap()))
+                    .unwrap()
             };
             let (pos, ksize) = (word(4), word(8));
             &page[e + pos..e + pos + ksize]
@@ -405,10 +378,7 @@ fn cold_leaves(snap: &Path, below: i64) -> BTreeSet<u64> {
         .filter(|&id| {
             let at = usize::try_from(id * PS).unwrap();
             let keys = leaf_keys(&bytes[at..at + 4096]);
-            !keys.is_empty()
-                && keys
-                    .iter()
-                    .all(|k| main_revision(k).is_some_and(|r| r < below))
+            !keys.is_empty() && keys.iter().all(|k| main_revision(k).is_some_and(|r| r < below))
         })
         .collect()
 }
@@ -494,11 +464,7 @@ fn readers_leave_the_page_cache_of_a_live_etcd_db_as_they_found_it() {
         );
         times.push((args[0], took));
     }
-    for args in [
-        ["bolt", "check", p],
-        ["bolt", "pages", p],
-        ["bolt", "info", p],
-    ] {
+    for args in [["bolt", "check", p], ["bolt", "pages", p], ["bolt", "info", p]] {
         let (r, took) = mapwise_run(&args);
         assert_eq!(r.code, Some(0), "mapwise {args:?}: {}", r.stderr);
         let now = resident_set(&db);
@@ -545,10 +511,7 @@ fn readers_leave_the_page_cache_of_a_live_etcd_db_as_they_found_it() {
             break;
         }
     }
-    assert!(
-        compared,
-        "vmtouch never gave the same count twice around inspector residency"
-    );
+    assert!(compared, "vmtouch never gave the same count twice around inspector residency");
     // The control: a buffered read brings the cold pages back, which the
     // test would have seen.
     let _ = fs::read(&db).expect("read the db");
@@ -606,11 +569,7 @@ impl Drop for StopOnDrop<'_> {
 /// after every commit (and of the state it starts from), made between
 /// commits, so each copy is the file at exactly its txid.
 fn writer_loop(db: &mapwise_native::engine::bolt::Db, ctl: &Ctl, copies: &Path) {
-    let shape = crate::writer::Shape {
-        appends: 2,
-        rewrites: 6,
-        ..crate::writer::Shape::default()
-    };
+    let shape = crate::writer::Shape { appends: 2, rewrites: 6, ..crate::writer::Shape::default() };
     let mut rng = crate::writer::Rng::new(0x1a7);
     let mut round = 1_000_000u64;
     let copy = |txid: u64| {
@@ -639,9 +598,7 @@ fn writer_loop(db: &mapwise_native::engine::bolt::Db, ctl: &Ctl, copies: &Path) 
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(
-            ctl.interval_ms.load(Ordering::SeqCst),
-        ));
+        std::thread::sleep(Duration::from_millis(ctl.interval_ms.load(Ordering::SeqCst)));
     }
 }
 
@@ -684,11 +641,7 @@ fn previous_snapshot(copy: &Path, to: &Path) -> PathBuf {
 fn oracle_kinds(copy: &Path, file_len: u64, scratch: &Path) -> BTreeMap<String, (u64, u64)> {
     let now = oracle_pages(copy);
     let prev = oracle_pages(&previous_snapshot(copy, scratch));
-    let hwm = now
-        .iter()
-        .map(|(id, (_, o))| id + 1 + o)
-        .max()
-        .expect("pages");
+    let hwm = now.iter().map(|(id, (_, o))| id + 1 + o).max().expect("pages");
     let prev_used: BTreeSet<u64> = prev
         .iter()
         .filter(|(_, (k, _))| matches!(k.as_str(), "branch" | "leaf" | "freelist"))
@@ -702,11 +655,7 @@ fn oracle_kinds(copy: &Path, file_len: u64, scratch: &Path) -> BTreeMap<String, 
         };
         *n.entry(kind.to_string()).or_default() += 1;
         if *overflow > 0 {
-            let k = if kind == "freelist" {
-                "freelist"
-            } else {
-                "overflow"
-            };
+            let k = if kind == "freelist" { "freelist" } else { "overflow" };
             *n.entry(k.to_string()).or_default() += overflow;
         }
     }
@@ -740,13 +689,7 @@ fn differing_pages(a: &Value, b: &Value) -> Vec<(u64, String, String)> {
         .into_iter()
         .filter(|p| a.get(p) != b.get(p))
         .take(20)
-        .map(|p| {
-            (
-                *p,
-                a.get(p).unwrap_or(&none).clone(),
-                b.get(p).unwrap_or(&none).clone(),
-            )
-        })
+        .map(|p| (*p, a.get(p).unwrap_or(&none).clone(), b.get(p).unwrap_or(&none).clone()))
         .collect()
 }
 
@@ -802,25 +745,14 @@ fn layout_matches_copies(no_freelist_sync: bool) {
     // journal).
     let copies_dir = tempfile::Builder::new()
         .prefix("mw-copies")
-        .tempdir_in(
-            Some(Path::new("/dev/shm"))
-                .filter(|d| d.is_dir())
-                .unwrap_or(dir.path()),
-        )
+        .tempdir_in(Some(Path::new("/dev/shm")).filter(|d| d.is_dir()).unwrap_or(dir.path()))
         .expect("copies dir");
     let copies = copies_dir.path();
-    let opts = Options {
-        page_size: 4096,
-        no_freelist_sync,
-        ..Options::read_write()
-    };
+    let opts = Options { page_size: 4096, no_freelist_sync, ..Options::read_write() };
     let db = Db::open(&path, &opts).expect("create the writer's file");
     // A few MiB of etcd-shaped revisions first, so the walk takes time.
-    let big = crate::writer::Shape {
-        appends: 4000,
-        rewrites: 0,
-        ..crate::writer::Shape::default()
-    };
+    let big =
+        crate::writer::Shape { appends: 4000, rewrites: 0, ..crate::writer::Shape::default() };
     let mut rng = crate::writer::Rng::new(1);
     for round in 0..3 {
         crate::writer::commit(&db, &big, &mut rng, round).expect("preload");
@@ -834,11 +766,7 @@ fn layout_matches_copies(no_freelist_sync: bool) {
         txid: AtomicU64::new(db.begin().unwrap().id()),
         copies: Mutex::new(BTreeMap::new()),
     };
-    let mode = if no_freelist_sync {
-        "NoFreelistSync"
-    } else {
-        "freelist synced"
-    };
+    let mode = if no_freelist_sync { "NoFreelistSync" } else { "freelist synced" };
     let p = path.to_str().unwrap();
     let mut runs = Vec::new();
     let mut failures: Vec<String> = Vec::new();
@@ -908,13 +836,7 @@ fn layout_matches_copies(no_freelist_sync: bool) {
             ctl.record.store(false, Ordering::SeqCst);
             let live = layout_value(&out, &path);
             let settled = live["bolt"]["txid"].as_u64().expect("txid");
-            let run = LiveRun {
-                interval_ms: ms,
-                start,
-                paused,
-                settled,
-                took,
-            };
+            let run = LiveRun { interval_ms: ms, start, paused, settled, took };
             assert!(
                 (start..=paused).contains(&settled),
                 "{mode} run {i}: the live read settled on txid {settled}, not one of those the \
@@ -1137,31 +1059,16 @@ fn readers_during_compaction_and_defrag() {
                 "{cmd}: {}",
                 r.stdout.chars().take(2000).collect::<String>()
             );
-            reads.push(Read {
-                cmd,
-                start,
-                end,
-                code: r.code,
-                txid,
-            });
+            reads.push(Read { cmd, start, end, code: r.code, txid });
         }
     });
     let windows = windows.into_inner().unwrap();
     assert_eq!(windows.len(), 2, "two defrags");
     for (k, d) in windows.iter().enumerate() {
-        assert_ne!(
-            d.inode_before, d.inode_after,
-            "defrag {k} did not replace the db file"
-        );
-        let during: Vec<&Read> = reads
-            .iter()
-            .filter(|r| r.start < d.end && r.end > d.start)
-            .collect();
-        assert!(
-            !during.is_empty(),
-            "no read overlapped defrag {k} ({:?})",
-            d.end - d.start
-        );
+        assert_ne!(d.inode_before, d.inode_after, "defrag {k} did not replace the db file");
+        let during: Vec<&Read> =
+            reads.iter().filter(|r| r.start < d.end && r.end > d.start).collect();
+        assert!(!during.is_empty(), "no read overlapped defrag {k} ({:?})", d.end - d.start);
         // A layout that settled names its txid: the old file's go on from
         // `txid_before`, the new file's start again near 1.
         let file = |t: Option<u64>| match t {
@@ -1182,19 +1089,11 @@ fn readers_during_compaction_and_defrag() {
         );
     }
     let exit2 = reads.iter().filter(|r| r.code == Some(2)).count();
-    eprintln!(
-        "{} reads during compaction and defrag, {exit2} exited 2",
-        reads.len()
-    );
+    eprintln!("{} reads during compaction and defrag, {exit2} exited 2", reads.len());
     let stats = etcd.stop_load();
     assert_eq!(stats.errors, 0, "{stats:?}");
     let r = run(&["check", &p], T);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "OK\n"),
-        "{}",
-        r.stderr
-    );
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "OK\n"), "{}", r.stderr);
 }
 
 /// Per-kind page totals on the status line (`KIND R/P PCT` chunks) and
@@ -1274,10 +1173,7 @@ fn tui_follows_a_live_etcd_for_20_s() {
     while start.elapsed() < Duration::from_secs(20) {
         let screen = t.screen();
         let newest = meta_txid(&db);
-        assert!(
-            !screen.contains("corrupt"),
-            "`corrupt` on screen under load:\n{screen}"
-        );
+        assert!(!screen.contains("corrupt"), "`corrupt` on screen under load:\n{screen}");
         let Some((txid, age)) = screen_age(&screen) else {
             panic!("the status line lost its `as of txid` under load:\n{screen}");
         };

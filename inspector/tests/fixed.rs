@@ -32,14 +32,7 @@ impl Fixed {
     /// Fixed data.
     #[must_use]
     pub fn new(snapshot: Snapshot, residency: Option<Residency>, bytes: Vec<u8>) -> Fixed {
-        Fixed {
-            snapshot,
-            residency,
-            bytes,
-            problem: None,
-            locked: false,
-            held: Vec::new(),
-        }
+        Fixed { snapshot, residency, bytes, problem: None, locked: false, held: Vec::new() }
     }
 
     /// Make the OS pages of `[offset, offset + len)` resident (or not,
@@ -47,14 +40,7 @@ impl Fixed {
     fn set(&mut self, offset: u64, len: u64, resident: bool, released_lock: bool) -> Effect {
         let held = self.held.clone();
         let Some(r) = &mut self.residency else {
-            return Effect {
-                offset,
-                len,
-                pages: 0,
-                before: None,
-                after: None,
-                released_lock,
-            };
+            return Effect { offset, len, pages: 0, before: None, after: None, released_lock };
         };
         let (pages, before) = Effect::count(r, offset, len);
         let ps = r.page_size.max(1);
@@ -78,14 +64,7 @@ impl Fixed {
         }
         r.resident_pages = r.bitmap.iter().map(|w| u64::from(w.count_ones())).sum();
         let (_, after) = Effect::count(r, offset, len);
-        Effect {
-            offset,
-            len,
-            pages,
-            before,
-            after,
-            released_lock,
-        }
+        Effect { offset, len, pages, before, after, released_lock }
     }
 }
 
@@ -131,18 +110,9 @@ impl Target for Fixed {
             }
             // Read-ahead hints change no residency by themselves.
             _ => {
-                let (pages, now) = self
-                    .residency
-                    .as_ref()
-                    .map_or((0, None), |r| Effect::count(r, offset, len));
-                Effect {
-                    offset,
-                    len,
-                    pages,
-                    before: now,
-                    after: now,
-                    released_lock: false,
-                }
+                let (pages, now) =
+                    self.residency.as_ref().map_or((0, None), |r| Effect::count(r, offset, len));
+                Effect { offset, len, pages, before: now, after: now, released_lock: false }
             }
         })
     }

@@ -15,9 +15,7 @@ use crate::common::run;
 #[test]
 fn hostile_files_through_inspector_subcommands() {
     let started = Instant::now();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace");
     let all = cases::cases(root, false);
     let dir = tempfile::tempdir().expect("tempdir");
     let mut fails = Vec::new();
@@ -33,10 +31,8 @@ fn hostile_files_through_inspector_subcommands() {
             ran += 1;
             let r = run(&[sub, p], Duration::from_secs(30));
             if !matches!(r.code, Some(0..=2)) || r.stderr.contains("panicked") {
-                fails.push(format!(
-                    "{}: inspector {sub} exited {:?}: {}",
-                    c.name, r.code, r.stderr
-                ));
+                fails
+                    .push(format!("{}: inspector {sub} exited {:?}: {}", c.name, r.code, r.stderr));
             } else if r.code != Some(0) {
                 let text = format!("{}{}", r.stderr, r.stdout);
                 if !cases::names_a_place(&text) {
@@ -72,9 +68,7 @@ fn hostile_files_in_the_tui() {
     use ratatui::backend::TestBackend;
 
     const PER_CASE: Duration = Duration::from_secs(20);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace");
     let all = cases::cases(root, false);
     let dir = tempfile::tempdir().expect("tempdir");
     let started = Instant::now();
@@ -95,11 +89,7 @@ fn hostile_files_in_the_tui() {
             }
         };
         watch.settle(Duration::from_secs(10));
-        let mut app = App::new(
-            "case",
-            Data::from_target(&watch),
-            Duration::from_millis(500),
-        );
+        let mut app = App::new("case", Data::from_target(&watch), Duration::from_millis(500));
         let mut screens = Vec::new();
         for (w, h) in [(120u16, 40u16), (60, 16)] {
             app.resize(w, h);
@@ -107,10 +97,7 @@ fn hostile_files_in_the_tui() {
             let mut keys = vec![Action::Home];
             // Every map cell's detail (bounded: the cases are small files).
             let cells = app.cell_count().min(64);
-            keys.extend(std::iter::repeat_n(
-                Action::Right,
-                usize::try_from(cells).unwrap_or(0),
-            ));
+            keys.extend(std::iter::repeat_n(Action::Right, usize::try_from(cells).unwrap_or(0)));
             keys.extend([
                 Action::End,
                 Action::FocusNext,
@@ -130,8 +117,7 @@ fn hostile_files_in_the_tui() {
             }
             let area = app.area();
             let mut t = Terminal::new(TestBackend::new(area.width, area.height)).expect("terminal");
-            t.draw(|f| mapwise_inspector::ui::draw(f, &app))
-                .expect("draw");
+            t.draw(|f| mapwise_inspector::ui::draw(f, &app)).expect("draw");
             screens.push(format!("{}", t.backend()));
         }
         let text = &screens[0];
@@ -163,9 +149,6 @@ fn hostile_files_in_the_tui() {
         all.len(),
         started.elapsed().as_secs_f64()
     );
-    assert!(
-        shown_errors > 0,
-        "no case showed a structure error: the table lost its teeth"
-    );
+    assert!(shown_errors > 0, "no case showed a structure error: the table lost its teeth");
     cases::assert_no_failures("hostile files in the TUI", &fails);
 }

@@ -41,15 +41,10 @@ if [ -n "$final" ]; then truncate -s "$final" "$f" || exit 1; fi
 
 /// A copy of a corpus file (`testdata/DIR/NAME`) in `dir`, synced.
 fn copy(dir: &Path, sub: &str, name: &str, as_name: &str) -> PathBuf {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata")
-        .join(sub)
-        .join(name);
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata").join(sub).join(name);
     let to = dir.join(as_name);
     fs::copy(&from, &to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
-    fs::File::open(&to)
-        .and_then(|f| f.sync_all())
-        .expect("fsync");
+    fs::File::open(&to).and_then(|f| f.sync_all()).expect("fsync");
     to
 }
 
@@ -78,11 +73,7 @@ fn writer(
 
 /// The size of `file` set in place, keeping its inode.
 fn set_len(file: &Path, len: u64) {
-    fs::OpenOptions::new()
-        .write(true)
-        .open(file)
-        .and_then(|f| f.set_len(len))
-        .expect("truncate");
+    fs::OpenOptions::new().write(true).open(file).and_then(|f| f.set_len(len)).expect("truncate");
 }
 
 /// `file` replaced by a copy of `with`, by rename (a new inode).
@@ -120,11 +111,7 @@ fn expect(t: &Tmux, rc: &Path, what: &str, want: &[&str], not: &[&str]) -> Strin
             let code = fs::read_to_string(rc).unwrap_or_default();
             panic!("{what}: want {want:?}, not {not:?}; exit status {code:?}; screen:\n{s}")
         });
-    assert!(
-        !rc.exists(),
-        "{what}: the inspector ended: {:?}",
-        fs::read_to_string(rc)
-    );
+    assert!(!rc.exists(), "{what}: the inspector ended: {:?}", fs::read_to_string(rc));
     screen
 }
 
@@ -179,13 +166,7 @@ fn tui_follows_a_bbolt_file_shrunk_grown_and_replaced() {
     let rc = dir.path().join("rc");
     let t = open_tui(&file, &rc);
     // etcd-small.db: 55 pages of 4 KiB (Go bbolt's hwm), 10 buckets.
-    expect(
-        &t,
-        &rc,
-        "start",
-        &["/55 pages", "10 buckets", "220 KiB"],
-        &["TRUNCATED"],
-    );
+    expect(&t, &rc, "start", &["/55 pages", "10 buckets", "220 KiB"], &["TRUNCATED"]);
 
     // Cut mid-page: 25 pages remain (the 25th partly); the meta pages still
     // claim 55, so the rest is drawn past the end.
@@ -208,22 +189,11 @@ fn tui_follows_a_bbolt_file_shrunk_grown_and_replaced() {
     );
     assert_eq!(past_end_cells(&s), 55 - 2, "{s}");
     set_len(&file, 0);
-    expect(
-        &t,
-        &rc,
-        "emptied",
-        &["empty file", "Resident 0/0 pages"],
-        &[],
-    );
+    expect(&t, &rc, "emptied", &["empty file", "Resident 0/0 pages"], &[]);
     // Grown back in place (same inode) to the original bytes.
     fs::write(&file, fs::read(&original).unwrap()).unwrap();
-    let s = expect(
-        &t,
-        &rc,
-        "written back",
-        &["/55 pages", "10 buckets", "220 KiB"],
-        &["TRUNCATED"],
-    );
+    let s =
+        expect(&t, &rc, "written back", &["/55 pages", "10 buckets", "220 KiB"], &["TRUNCATED"]);
     assert_eq!(past_end_cells(&s), 0, "{s}");
     // Replaced by another bbolt file (small.db: 16 pages, 7 buckets).
     rename_over(&file, &other);
@@ -235,26 +205,13 @@ fn tui_follows_a_bbolt_file_shrunk_grown_and_replaced() {
         &["TRUNCATED", "/55 pages"],
     );
     rename_over(&file, &original);
-    expect(
-        &t,
-        &rc,
-        "renamed back",
-        &["/55 pages", "10 buckets"],
-        &["TRUNCATED"],
-    );
+    expect(&t, &rc, "renamed back", &["/55 pages", "10 buckets"], &["TRUNCATED"]);
 
     // The writer loop: 12 rounds of cuts mid-page, at page boundaries, to
     // one byte and to nothing, growth past the end and renames.
-    let w = writer(
-        &file,
-        &original,
-        &other,
-        12,
-        "100000 40960 8192 4097 1 0",
-        None,
-    )
-    .spawn()
-    .expect("start the writer");
+    let w = writer(&file, &original, &other, 12, "100000 40960 8192 4097 1 0", None)
+        .spawn()
+        .expect("start the writer");
     race(&t, &rc, w);
     let s = expect(
         &t,
@@ -278,13 +235,7 @@ fn tui_follows_an_rrd_file_shrunk_grown_and_replaced() {
     let other = copy(dir.path(), "rrd", "gauge.rrd", "other.rrd");
     let rc = dir.path().join("rc");
     let t = open_tui(&file, &rc);
-    expect(
-        &t,
-        &rc,
-        "start",
-        &["│ rrd │ 32.7 KiB", "/9 pages", "HWPREDICT"],
-        &["TRUNCATED"],
-    );
+    expect(&t, &rc, "start", &["│ rrd │ 32.7 KiB", "/9 pages", "HWPREDICT"], &["TRUNCATED"]);
     // Cut inside the rows: the header still says 33440 bytes.
     set_len(&file, 10_000);
     let s = expect(
@@ -297,13 +248,7 @@ fn tui_follows_an_rrd_file_shrunk_grown_and_replaced() {
     assert_eq!(past_end_cells(&s), 9 - 3, "{s}");
     // Cut inside the header: no structure to claim a length.
     set_len(&file, 100);
-    expect(
-        &t,
-        &rc,
-        "cut to 100 bytes",
-        &["rrd (unreadable)", "/1 pages"],
-        &[],
-    );
+    expect(&t, &rc, "cut to 100 bytes", &["rrd (unreadable)", "/1 pages"], &[]);
     fs::write(&file, fs::read(&original).unwrap()).unwrap();
     let s = expect(
         &t,
@@ -370,16 +315,10 @@ fn record_and_subcommands_survive_a_shrinking_writer() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start inspector record");
-    let mut rrd_writer = writer(
-        &rrd,
-        &rrd_original,
-        &rrd_other,
-        12,
-        "20000 10000 4096 100 0",
-        None,
-    )
-    .spawn()
-    .expect("start the rrd writer");
+    let mut rrd_writer =
+        writer(&rrd, &rrd_original, &rrd_other, 12, "20000 10000 4096 100 0", None)
+            .spawn()
+            .expect("start the rrd writer");
 
     // Meanwhile, every subcommand, again and again, on both files.
     let mw = mapwise();
@@ -420,16 +359,9 @@ fn record_and_subcommands_survive_a_shrinking_writer() {
         // And the quiet `mapwise bolt` readers (no lock, no mapping), which
         // settle their reads the same way.
         let p = bolt.to_str().expect("utf-8 path");
-        for args in [
-            ["bolt", "check", p],
-            ["bolt", "pages", p],
-            ["bolt", "info", p],
-        ] {
-            let out = Command::new(&mw)
-                .args(args)
-                .stdin(Stdio::null())
-                .output()
-                .expect("run mapwise");
+        for args in [["bolt", "check", p], ["bolt", "pages", p], ["bolt", "info", p]] {
+            let out =
+                Command::new(&mw).args(args).stdin(Stdio::null()).output().expect("run mapwise");
             runs += 1;
             let stderr = String::from_utf8_lossy(&out.stderr);
             if !matches!(out.status.code(), Some(0..=2)) || stderr.contains("panicked") {
@@ -437,11 +369,7 @@ fn record_and_subcommands_survive_a_shrinking_writer() {
             }
         }
     }
-    assert!(
-        fails.is_empty(),
-        "{runs} runs; failures:\n{}",
-        fails.join("\n")
-    );
+    assert!(fails.is_empty(), "{runs} runs; failures:\n{}", fails.join("\n"));
     eprintln!("{runs} subcommand runs raced the writers");
 
     let status = rrd_writer.wait().expect("wait");

@@ -21,9 +21,7 @@ use crate::tmux::{Tmux, shell_quote, wait_file};
 use mapwise_testkit::fileprint::{copy_tree, differences, prints};
 
 fn testdata(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata")
-        .join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata").join(rel)
 }
 
 /// Run `program ARGS` with stdout to /dev/null; its exit status must be 0.
@@ -104,13 +102,8 @@ fn readers_never_write() {
     }
     let before = prints(&files);
     let f = |name: &str| files.join(name).to_str().expect("utf-8").to_owned();
-    let (etcd, small, k1, hw, seed) = (
-        f("etcd.db"),
-        f("small.db"),
-        f("freelist-1k.db"),
-        f("hw.rrd"),
-        f("seed.rrd"),
-    );
+    let (etcd, small, k1, hw, seed) =
+        (f("etcd.db"), f("small.db"), f("freelist-1k.db"), f("hw.rrd"), f("seed.rrd"));
     let store = f("store");
     let changelog = f("store/00changelog.i");
     let a_txt = f("store/data/a.txt.i");
@@ -201,9 +194,7 @@ fn readers_never_write() {
     }
     // mapwise mmaptest: every mode, faithful and touching, cold.
     for args in [
-        &[
-            "mmaptest", "--mode", "all", "-n", "3", &etcd, &hw, &changelog,
-        ][..],
+        &["mmaptest", "--mode", "all", "-n", "3", &etcd, &hw, &changelog][..],
         &[
             "mmaptest",
             "--mode",
@@ -228,16 +219,7 @@ fn readers_never_write() {
             &["layout", file],
             &["layout", file, "--json"],
             &["check", file],
-            &[
-                "record",
-                file,
-                "-o",
-                trace,
-                "--interval",
-                "10",
-                "--duration",
-                "0.3",
-            ],
+            &["record", file, "-o", trace, "--interval", "10", "--duration", "0.3"],
         ] {
             ok(&insp, args, &mut log);
         }
@@ -255,9 +237,7 @@ fn readers_never_write() {
     for file in [&etcd, &hw, &changelog] {
         tui_session(Path::new(file), &out.join("rc"));
         let _ = fs::remove_file(out.join("rc"));
-        log.push(format!(
-            "inspector open {file} (t, e y, a DONTNEED, a WILLNEED, L, L, q)"
-        ));
+        log.push(format!("inspector open {file} (t, e y, a DONTNEED, a WILLNEED, L, L, q)"));
     }
 
     let after = prints(&files);

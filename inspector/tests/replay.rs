@@ -53,11 +53,7 @@ fn record_passes_on_the_commands_exit_status() {
         Duration::from_secs(30),
     );
     assert_eq!(r.code, Some(127), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("cannot run /nonexistent/command"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.stderr.contains("cannot run /nonexistent/command"), "{}", r.stderr);
 }
 
 #[test]
@@ -90,11 +86,7 @@ fn a_recorded_read_plays_back_frame_by_frame() {
     let pages = t.frames[0].total_pages(t.header.os_page_size);
     assert!(t.frames.len() >= 5, "{} frames", t.frames.len());
     assert_eq!(t.frames[0].resident_pages(), 0, "evicted before the read");
-    assert_eq!(
-        t.frames.last().unwrap().resident_pages(),
-        pages,
-        "cat read the whole file"
-    );
+    assert_eq!(t.frames.last().unwrap().resident_pages(), pages, "cat read the whole file");
     assert!(t.header.label.contains("cat"), "{}", t.header.label);
 
     // Replayed over another file, the replay says the structure may not
@@ -107,11 +99,7 @@ fn a_recorded_read_plays_back_frame_by_frame() {
 
     let mut target = Replay::new(t, None, Duration::from_millis(10));
     assert_eq!(target.problem(), None);
-    let mut app = App::new(
-        "replay",
-        Data::from_target(&target),
-        Duration::from_millis(10),
-    );
+    let mut app = App::new("replay", Data::from_target(&target), Duration::from_millis(10));
     app.resize(120, 40);
     assert_eq!(target.frame(), 0);
     let screen = draw(&app);
@@ -152,34 +140,21 @@ fn a_recorded_read_plays_back_frame_by_frame() {
     assert_eq!(target.frame(), frames - 1);
     assert!(!target.is_playing());
     let said = app.message().map(|m| m.text.clone()).unwrap_or_default();
-    assert!(
-        said.contains("last frame"),
-        "message after the end: {said:?}"
-    );
+    assert!(said.contains("last frame"), "message after the end: {said:?}");
 }
 
 #[test]
 fn damaged_and_foreign_traces_are_refused_clearly() {
     let dir = tmpdir();
     let not_trace = copy_to(dir.path(), "small.db");
-    let r = run(
-        &["replay", not_trace.to_str().unwrap()],
-        Duration::from_secs(10),
-    );
+    let r = run(&["replay", not_trace.to_str().unwrap()], Duration::from_secs(10));
     assert_eq!(r.code, Some(2));
-    assert!(
-        r.stderr.contains("not a mapwise residency trace"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.stderr.contains("not a mapwise residency trace"), "{}", r.stderr);
     let newer = dir.path().join("newer.trace");
     let mut bytes = b"MWTRACE\0".to_vec();
     bytes.extend_from_slice(&9u32.to_le_bytes());
     std::fs::write(&newer, &bytes).unwrap();
-    let r = run(
-        &["replay", newer.to_str().unwrap()],
-        Duration::from_secs(10),
-    );
+    let r = run(&["replay", newer.to_str().unwrap()], Duration::from_secs(10));
     assert_eq!(r.code, Some(2));
     assert!(r.stderr.contains("trace version 9"), "{}", r.stderr);
 }

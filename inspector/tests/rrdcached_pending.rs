@@ -19,10 +19,7 @@ fn inspector(args: &[&str], addr: &str) -> (String, Option<i32>) {
         .env("RRDCACHED_ADDRESS", addr)
         .output()
         .expect("run inspector");
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        o.status.code(),
-    )
+    (String::from_utf8_lossy(&o.stdout).into_owned(), o.status.code())
 }
 
 /// A daemon holding `n` updates of gauge.rrd queued by rrdtool, and the
@@ -34,9 +31,8 @@ fn queued(n: i64) -> (Daemon, std::path::PathBuf) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd/gauge.rrd");
     let f = d.put(&src, "g.rrd");
     // gauge.rrd was last updated at 1600166414 (step 300).
-    let ups: Vec<String> = (1..=n)
-        .map(|k| format!("{}:{k}:{}", 1_600_166_414 + 300 * k, 2 * k))
-        .collect();
+    let ups: Vec<String> =
+        (1..=n).map(|k| format!("{}:{k}:{}", 1_600_166_414 + 300 * k, 2 * k)).collect();
     let o = Command::new("rrdtool")
         .args(["update", "--daemon", &d.addr])
         .arg(&f)
@@ -56,10 +52,7 @@ fn layout_reports_the_updates_rrdcached_holds() {
     let p = f.to_str().expect("utf-8");
     let (text, code) = inspector(&["layout", p], &d.addr);
     assert_eq!(code, Some(0), "{text}");
-    assert!(
-        text.contains(&format!("3 updates pending in rrdcached ({})", d.addr)),
-        "{text}"
-    );
+    assert!(text.contains(&format!("3 updates pending in rrdcached ({})", d.addr)), "{text}");
     let (json, code) = inspector(&["layout", p, "--json"], &d.addr);
     assert_eq!(code, Some(0), "{json}");
     let v: serde_json::Value = serde_json::from_str(&json).expect("json");

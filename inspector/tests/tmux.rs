@@ -21,14 +21,9 @@ impl Tmux {
     /// A detached session of `width` x `height` cells running `command`
     /// (a shell command line).
     pub fn new(width: u16, height: u16, command: &str) -> Tmux {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let name = format!("mapwise-inspector-{}-{nanos}", std::process::id());
-        let t = Tmux {
-            socket: name.clone(),
-            session: name,
-        };
+        let t = Tmux { socket: name.clone(), session: name };
         let out = t.tmux(&[
             "new-session",
             "-d",
@@ -40,11 +35,7 @@ impl Tmux {
             &height.to_string(),
             command,
         ]);
-        assert!(
-            out.status.success(),
-            "tmux: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "tmux: {}", String::from_utf8_lossy(&out.stderr));
         t
     }
 
@@ -143,9 +134,7 @@ fn evict_then_read_from_outside_updates_live() {
     let bytes = fs::read(&file).unwrap();
     assert_eq!(bytes.len(), 55 * 4096);
     let screen = t
-        .wait_for(5, Duration::from_millis(200), |s| {
-            s.contains("Resident 55/55 pages 100%")
-        })
+        .wait_for(5, Duration::from_millis(200), |s| s.contains("Resident 55/55 pages 100%"))
         .unwrap_or_else(|s| panic!("the read did not show up:\n{s}"));
     assert!(screen.contains("leaf 49/49"), "{screen}");
     let map_rows: Vec<&str> = screen

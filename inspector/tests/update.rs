@@ -33,10 +33,7 @@ fn evict_asks_first() {
     a.update(Action::Evict, &mut t);
     a.update(Action::Yes, &mut t);
     assert_eq!(a.data().residency.as_ref().unwrap().resident_pages, 0);
-    assert_eq!(
-        a.message().unwrap().text,
-        "evicted 28 of 28 resident pages; none left"
-    );
+    assert_eq!(a.message().unwrap().text, "evicted 28 of 28 resident pages; none left");
     assert!(a.totals().iter().all(|k| k.resident_bytes == Some(0)));
 }
 
@@ -47,10 +44,7 @@ fn touch_and_lock() {
     a.update(Action::Touch, &mut t);
     let r = a.data().residency.as_ref().unwrap();
     assert_eq!(r.resident_pages, r.total_pages);
-    assert_eq!(
-        a.message().unwrap().text,
-        "touched the file: 16 of 16 pages resident (was 8)"
-    );
+    assert_eq!(a.message().unwrap().text, "touched the file: 16 of 16 pages resident (was 8)");
 
     a.update(Action::Lock, &mut t);
     assert!(a.data().locked);
@@ -71,17 +65,13 @@ fn map_and_tree_follow_each_other() {
     }
     assert_eq!(a.selected(), 6);
     let row = a.tree_rows()[a.tree_cursor()];
-    let TreeRow::Group(g) = row else {
-        panic!("cursor on {row:?}")
-    };
+    let TreeRow::Group(g) = row else { panic!("cursor on {row:?}") };
     assert_eq!(a.layout().groups[g as usize].path, "wide");
 
     // Enter in the map expands the bucket and lands on the page's run.
     a.update(Action::Enter, &mut t);
     assert_eq!(a.focus(), Focus::Tree);
-    let TreeRow::Run(ri) = a.tree_rows()[a.tree_cursor()] else {
-        panic!("cursor not on a run")
-    };
+    let TreeRow::Run(ri) = a.tree_rows()[a.tree_cursor()] else { panic!("cursor not on a run") };
     assert_eq!(a.layout().regions.get(ri).map(|r| r.id), Some(6));
 
     // Moving in the tree moves the map: up to `wide`'s sibling buckets.
@@ -180,11 +170,7 @@ fn esc_closes_help_then_quits() {
     let mut a = app("small.db", &t, 80, 24);
     a.update(Action::Help, &mut t);
     a.update(Action::Down, &mut t);
-    assert_eq!(
-        a.overlay(),
-        Overlay::Help,
-        "keys other than Esc/? keep help open"
-    );
+    assert_eq!(a.overlay(), Overlay::Help, "keys other than Esc/? keep help open");
     a.update(Action::Back, &mut t);
     assert_eq!(a.overlay(), Overlay::None);
     assert!(a.running());
@@ -333,10 +319,7 @@ fn dontneed_on_a_cell_names_large_folios_among_the_reasons() {
 /// vmtouch's resident page count of `path`.
 fn vmtouch(path: &std::path::Path) -> u64 {
     crate::common::need(&[crate::common::Need::Vmtouch]);
-    let out = std::process::Command::new("vmtouch")
-        .arg(path)
-        .output()
-        .expect("vmtouch");
+    let out = std::process::Command::new("vmtouch").arg(path).output().expect("vmtouch");
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .find(|l| l.contains("Resident Pages:"))
@@ -351,10 +334,7 @@ fn vmtouch(path: &std::path::Path) -> u64 {
 fn finish(a: &mut mapwise_inspector::app::App, w: &mut mapwise_native::observe::watch::Watch) {
     let start = std::time::Instant::now();
     while a.busy() {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(30),
-            "the worker did not finish"
-        );
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "the worker did not finish");
         std::thread::sleep(std::time::Duration::from_millis(5));
         a.poll_jobs(w);
     }
@@ -362,19 +342,12 @@ fn finish(a: &mut mapwise_inspector::app::App, w: &mut mapwise_native::observe::
 
 fn live(
     path: &std::path::Path,
-) -> (
-    mapwise_native::observe::watch::Watch,
-    mapwise_inspector::app::App,
-) {
+) -> (mapwise_native::observe::watch::Watch, mapwise_inspector::app::App) {
     use mapwise_core::bolt::WalkOptions;
     use mapwise_inspector::app::{App, Data};
     let w =
         mapwise_native::observe::watch::Watch::open(path, WalkOptions::default()).expect("watch");
-    let mut a = App::new(
-        "live",
-        Data::from_target(&w),
-        std::time::Duration::from_millis(500),
-    );
+    let mut a = App::new("live", Data::from_target(&w), std::time::Duration::from_millis(500));
     a.resize(120, 40);
     (w, a)
 }
@@ -419,10 +392,7 @@ fn evict_of_a_file_another_process_locks_says_nothing_was_evicted() {
     a.update(Action::Yes, &mut w);
     finish(&mut a, &mut w);
     let m = a.message().unwrap().text.clone();
-    assert!(
-        m.starts_with("evicted ") && m.ends_with(" resident pages; none left"),
-        "{m}"
-    );
+    assert!(m.starts_with("evicted ") && m.ends_with(" resident pages; none left"), "{m}");
     assert_eq!(vmtouch(&path), 0);
 }
 
@@ -463,17 +433,10 @@ fn quitting_during_an_evict_finishes_it_first() {
     assert!(!a.running());
     // What the event loop does once the user has quit.
     assert!(a.finishing());
-    assert_eq!(
-        a.message().unwrap().text,
-        "evicting… quitting when it is done"
-    );
+    assert_eq!(a.message().unwrap().text, "evicting… quitting when it is done");
     assert!(a.wait_jobs(&mut w));
     assert!(!a.busy() && !a.finishing());
-    assert!(
-        a.message().unwrap().text.starts_with("evicted "),
-        "{:?}",
-        a.message()
-    );
+    assert!(a.message().unwrap().text.starts_with("evicted "), "{:?}", a.message());
     assert_eq!(vmtouch(&path), 0, "the evict went through");
 }
 
@@ -525,16 +488,10 @@ fn lock_runs_on_a_worker_and_unlock_at_once() {
     a.update(Action::Lock, &mut w);
     assert_eq!(a.message().unwrap().text, "locking…");
     finish(&mut a, &mut w);
-    assert_eq!(
-        a.message().unwrap().text,
-        "locked 55 pages in memory (mlock); L again to unlock"
-    );
+    assert_eq!(a.message().unwrap().text, "locked 55 pages in memory (mlock); L again to unlock");
     assert!(a.data().locked);
     a.update(Action::Lock, &mut w);
     assert!(!a.busy());
-    assert_eq!(
-        a.message().unwrap().text,
-        "unlocked (pages stay cached until evicted)"
-    );
+    assert_eq!(a.message().unwrap().text, "unlocked (pages stay cached until evicted)");
     assert!(!a.data().locked);
 }

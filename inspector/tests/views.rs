@@ -58,20 +58,10 @@ fn small_db_map_tree_detail() {
     press(
         &mut app,
         &mut target,
-        &[
-            Action::FocusNext,
-            Action::Down,
-            Action::Down,
-            Action::Enter,
-            Action::Down,
-        ],
+        &[Action::FocusNext, Action::Down, Action::Down, Action::Enter, Action::Down],
     );
     assert_eq!(app.focus(), Focus::Tree);
-    assert_eq!(
-        app.selected(),
-        5,
-        "the tree selects the run's page in the map"
-    );
+    assert_eq!(app.selected(), 5, "the tree selects the run's page in the map");
     let t = draw(&app);
     snap("small_db_map_tree_detail", &t);
 
@@ -111,11 +101,7 @@ fn etcd_small_map_tree_detail() {
     let mut app = app("etcd-small.db", &target, 120, 40);
     // End selects the last page (54, the root leaf); Left the branch 53;
     // Enter shows it in the tree, expanding the `key` bucket.
-    press(
-        &mut app,
-        &mut target,
-        &[Action::End, Action::Left, Action::Enter],
-    );
+    press(&mut app, &mut target, &[Action::End, Action::Left, Action::Enter]);
     assert_eq!(app.selected(), 53);
     assert_eq!(app.focus(), Focus::Tree);
     let t = draw(&app);
@@ -177,23 +163,13 @@ fn evict_prompt() {
     let t = draw(&app);
     snap("evict_prompt", &t);
     let text = format!("{}", t.backend());
-    assert!(
-        text.contains("evict /data/etcd/member/snap/db from the page cache? (y/n)"),
-        "{text}"
-    );
+    assert!(text.contains("evict /data/etcd/member/snap/db from the page cache? (y/n)"), "{text}");
     assert!(!text.contains("it is unlocked first"), "{text}");
     // With the file locked (L), the prompt says the lock goes first.
-    press(
-        &mut app,
-        &mut target,
-        &[Action::No, Action::Lock, Action::Evict],
-    );
+    press(&mut app, &mut target, &[Action::No, Action::Lock, Action::Evict]);
     assert_eq!(app.overlay(), Overlay::ConfirmEvict);
     let text = format!("{}", draw(&app).backend());
-    assert!(
-        text.contains("the file is locked in memory (L): it is unlocked first"),
-        "{text}"
-    );
+    assert!(text.contains("the file is locked in memory (L): it is unlocked first"), "{text}");
 }
 
 #[test]
@@ -216,15 +192,9 @@ fn residency_unknown() {
         assert_eq!(sym, "?", "page {page} must be drawn as unknown");
     }
     let text = format!("{}", t.backend());
-    assert!(
-        text.contains("residency unknown: the kernel refused cachestat(2)"),
-        "{text}"
-    );
+    assert!(text.contains("residency unknown: the kernel refused cachestat(2)"), "{text}");
     assert!(text.contains("?/16 pages (unknown)"), "{text}");
-    assert!(
-        !text.contains("100%"),
-        "unknown residency must never read as 100%"
-    );
+    assert!(!text.contains("100%"), "unknown residency must never read as 100%");
 }
 
 #[test]
@@ -257,13 +227,7 @@ fn too_small_terminal() {
         let target = fixed(&testdata("etcd-small.db"));
         let mut a = app_sized(&target, w, h);
         draw(&a);
-        for act in [
-            Action::ZoomIn,
-            Action::End,
-            Action::ZoomOut,
-            Action::FocusNext,
-            Action::End,
-        ] {
+        for act in [Action::ZoomIn, Action::End, Action::ZoomOut, Action::FocusNext, Action::End] {
             let mut t = target.clone();
             a.update(act, &mut t);
             let area = a.area();
@@ -278,9 +242,7 @@ fn app_sized(target: &crate::fixed::Fixed, w: u16, h: u16) -> App {
 }
 
 fn revlog_testdata(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/revlog")
-        .join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/revlog").join(name)
 }
 
 #[test]
@@ -307,11 +269,7 @@ fn revlog_structure_lists_the_selected_pages_entries() {
     let path = revlog_testdata("00changelog.i");
     let mut target = fixed(&path);
     let mut app = app("00changelog.i", &target, 120, 60);
-    press(
-        &mut app,
-        &mut target,
-        &[Action::Right, Action::Right, Action::Right, Action::Enter],
-    );
+    press(&mut app, &mut target, &[Action::Right, Action::Right, Action::Right, Action::Enter]);
     assert_eq!(app.selected(), 3);
     let hg = fs::read_to_string(revlog_testdata("00changelog.i.debugindex-full.txt")).unwrap();
     let (start, end) = (3 * 4096u64, 4 * 4096u64);
@@ -337,18 +295,12 @@ fn revlog_structure_lists_the_selected_pages_entries() {
         .collect();
     let (first, last) = (revs[0].0, revs[revs.len() - 1].0);
     assert!(
-        text.contains(&format!(
-            "page 3: revs {first}–{last} ({} entries)",
-            revs.len()
-        )),
+        text.contains(&format!("page 3: revs {first}–{last} ({} entries)", revs.len())),
         "{text}"
     );
     // As many as the pane holds, from the first; the rest are counted.
     for (rev, at) in revs.iter().take(15) {
-        assert!(
-            text.contains(&format!(" rev {rev} @{at}")),
-            "rev {rev} at {at}: {text}"
-        );
+        assert!(text.contains(&format!(" rev {rev} @{at}")), "rev {rev} at {at}: {text}");
     }
     assert!(!text.contains("select a page on the map"), "{text}");
 }
@@ -361,19 +313,12 @@ fn revlog_entries_described_as_hg_prints_them() {
     let path = revlog_testdata("00changelog.i");
     let target = fixed(&path);
     let hg = fs::read_to_string(revlog_testdata("00changelog.i.debugindex-full.txt")).unwrap();
-    let rows: Vec<Vec<&str>> = hg
-        .lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let rows: Vec<Vec<&str>> = hg.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
     let len = fs::metadata(&path).unwrap().len();
     let mut seen = 0;
     for page in 0..len.div_ceil(4096) {
         for item in target.describe(page * 4096, 4096).unwrap() {
-            let Some(rev) = item
-                .title
-                .strip_prefix("rev ")
-                .and_then(|r| r.parse::<usize>().ok())
+            let Some(rev) = item.title.strip_prefix("rev ").and_then(|r| r.parse::<usize>().ok())
             else {
                 continue;
             };
@@ -399,17 +344,11 @@ fn revlog_entries_described_as_hg_prints_them() {
         }
     }
     // A page boundary can cut an entry: it is described on both pages.
-    assert!(
-        seen >= rows.len(),
-        "{seen} entries described, hg lists {}",
-        rows.len()
-    );
+    assert!(seen >= rows.len(), "{seen} entries described, hg lists {}", rows.len());
 }
 
 fn rrd_testdata(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../testdata/rrd")
-        .join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd").join(name)
 }
 
 #[test]
@@ -418,11 +357,7 @@ fn rrd_archives_and_current_rows() {
     let mut app = app("gauge.rrd", &target, 120, 36);
     // Focus the structure pane: its first row is rra[0]; the map follows
     // to the page of its current row.
-    press(
-        &mut app,
-        &mut target,
-        &[Action::FocusNext, Action::Down, Action::Up],
-    );
+    press(&mut app, &mut target, &[Action::FocusNext, Action::Down, Action::Up]);
     let t = draw(&app);
     snap("rrd_gauge_rra0", &t);
     assert_eq!(app.focus(), Focus::Tree);
@@ -444,18 +379,13 @@ fn rrd_archives_and_current_rows() {
         let row = 2 * 8; // gauge.rrd: two data sources
         let mut at = header;
         for i in 0.. {
-            let (Some(rows), Some(cur)) = (
-                field(&format!("rra[{i}].rows")),
-                field(&format!("rra[{i}].cur_row")),
-            ) else {
+            let (Some(rows), Some(cur)) =
+                (field(&format!("rra[{i}].rows")), field(&format!("rra[{i}].cur_row")))
+            else {
                 break;
             };
             let page = (at + cur * row) / 4096;
-            assert_eq!(
-                app.cell(page).map(|c| c.kind),
-                Some(Kind::CurRow),
-                "rra[{i}]"
-            );
+            assert_eq!(app.cell(page).map(|c| c.kind), Some(Kind::CurRow), "rra[{i}]");
             // (The selected cell swaps to the kind's colour as background.)
             let (_, fg, bg) = cell_at(&app, &t, page);
             assert!(
@@ -488,11 +418,7 @@ fn rrd_current_rows_hold_what_rrdtool_dumps() {
                     .skip(1)
                     .map(|v| {
                         let t = v.split("</v>").next().unwrap().trim();
-                        if t == "NaN" {
-                            f64::NAN
-                        } else {
-                            t.parse().unwrap()
-                        }
+                        if t == "NaN" { f64::NAN } else { t.parse().unwrap() }
                     })
                     .collect()
             })
@@ -511,13 +437,7 @@ fn rrd_current_rows_hold_what_rrdtool_dumps() {
             let (_, values) = &item.fields[0];
             let ours: Vec<f64> = values
                 .split_whitespace()
-                .map(|v| {
-                    if v == "NaN" {
-                        f64::NAN
-                    } else {
-                        v.parse().unwrap()
-                    }
-                })
+                .map(|v| if v == "NaN" { f64::NAN } else { v.parse().unwrap() })
                 .collect();
             assert_eq!(ours.len(), newest[rra].len(), "{name} rra[{rra}]");
             for (a, b) in ours.iter().zip(&newest[rra]) {
@@ -543,19 +463,11 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
     let dir = tmpdir();
     let path = crate::common::copy_to(dir.path(), "etcd-small.db");
     let mut watch = Watch::open(&path, WalkOptions::default()).expect("watch");
-    let mut app = App::new(
-        "copy.db",
-        Data::from_target(&watch),
-        std::time::Duration::from_millis(500),
-    );
+    let mut app =
+        App::new("copy.db", Data::from_target(&watch), std::time::Duration::from_millis(500));
     app.resize(120, 40);
     assert_eq!(app.pages(), 55);
-    fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(8192)
-        .unwrap();
+    fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(8192).unwrap();
     let r = watch.refresh();
     assert!(r.reread_started);
     watch.settle(std::time::Duration::from_secs(10));
@@ -575,10 +487,7 @@ fn a_truncated_bolt_file_shows_its_lost_pages_past_the_end() {
         assert_eq!(cell_at(&app, &t, p).0, "×", "page {p}");
     }
     let text = format!("{}", t.backend());
-    assert!(
-        text.contains("8 KiB TRUNCATED: the header says 220 KiB"),
-        "{text}"
-    );
+    assert!(text.contains("8 KiB TRUNCATED: the header says 220 KiB"), "{text}");
     assert!(text.contains("× past end of file"), "legend: {text}");
 }
 
@@ -597,14 +506,7 @@ fn a_busy_bolt_file_is_followed_commit_by_commit() {
     use std::time::{Duration, Instant};
     let dir = tmpdir();
     let path = dir.path().join("busy.db");
-    let db = Db::open(
-        &path,
-        &Options {
-            no_sync: true,
-            ..Options::read_write()
-        },
-    )
-    .expect("create");
+    let db = Db::open(&path, &Options { no_sync: true, ..Options::read_write() }).expect("create");
     let base = 20_000u64;
     db.update(|tx| {
         let mut b = tx.create_bucket(b"b")?;
@@ -618,18 +520,8 @@ fn a_busy_bolt_file_is_followed_commit_by_commit() {
     let stop = AtomicBool::new(false);
     let keys_of = |w: &Watch| {
         let s = w.snapshot();
-        let keys = s
-            .layout
-            .groups
-            .iter()
-            .find(|g| g.path == "b")
-            .map(|g| g.keys);
-        (
-            s.bolt.as_ref().map(|b| b.txid),
-            keys,
-            s.unsettled.clone(),
-            s.as_of,
-        )
+        let keys = s.layout.groups.iter().find(|g| g.path == "b").map(|g| g.keys);
+        (s.bolt.as_ref().map(|b| b.txid), keys, s.unsettled.clone(), s.as_of)
     };
     let mut watch = Watch::open(&path, WalkOptions::default()).expect("watch");
     let mut seen = Vec::new();
@@ -652,9 +544,7 @@ fn a_busy_bolt_file_is_followed_commit_by_commit() {
             if watch.refresh().new_snapshot {
                 seen.push(keys_of(&watch));
                 assert!(
-                    watch
-                        .structure_age()
-                        .is_some_and(|a| a.starts_with("as of txid ")),
+                    watch.structure_age().is_some_and(|a| a.starts_with("as of txid ")),
                     "{:?}",
                     watch.structure_age()
                 );
@@ -670,18 +560,11 @@ fn a_busy_bolt_file_is_followed_commit_by_commit() {
         let txid = txid.expect("bbolt");
         assert_eq!(unsettled, &None);
         assert!(as_of.is_some());
-        assert_eq!(
-            *keys,
-            Some(base + (txid - txid0)),
-            "txid {txid} (first {txid0})"
-        );
+        assert_eq!(*keys, Some(base + (txid - txid0)), "txid {txid} (first {txid0})");
     }
     let start = Instant::now();
     while watch.snapshot().bolt.as_ref().map(|b| b.txid) != Some(last) {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "last commit {last} never shown"
-        );
+        assert!(start.elapsed() < Duration::from_secs(10), "last commit {last} never shown");
         watch.refresh();
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -705,19 +588,11 @@ fn a_truncated_rrd_file_shows_its_lost_pages_past_the_end() {
     assert_eq!(created_len, 33440);
     let mut watch = Watch::open(&path, WalkOptions::default()).expect("watch");
     assert_eq!(watch.snapshot().expected_len, created_len);
-    let mut app = App::new(
-        "copy.rrd",
-        Data::from_target(&watch),
-        std::time::Duration::from_millis(500),
-    );
+    let mut app =
+        App::new("copy.rrd", Data::from_target(&watch), std::time::Duration::from_millis(500));
     app.resize(120, 40);
     assert_eq!(app.pages(), 9);
-    fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(10_000)
-        .unwrap();
+    fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(10_000).unwrap();
     let r = watch.refresh();
     assert!(r.reread_started);
     watch.settle(std::time::Duration::from_secs(10));
@@ -736,10 +611,7 @@ fn a_truncated_rrd_file_shows_its_lost_pages_past_the_end() {
         assert_eq!(cell_at(&app, &t, p).0, "×", "page {p}");
     }
     let text = format!("{}", t.backend());
-    assert!(
-        text.contains("9.8 KiB TRUNCATED: the header says 32.7 KiB"),
-        "{text}"
-    );
+    assert!(text.contains("9.8 KiB TRUNCATED: the header says 32.7 KiB"), "{text}");
 }
 
 #[test]

@@ -41,29 +41,18 @@ pub fn page_rows<'a, S: PageSource + ?Sized>(
 /// One row of core's pages table as the report prints it.
 fn page_row(r: PagesRow) -> PageRow {
     match r {
-        PagesRow::Page {
-            id,
-            page_type,
-            items,
-            overflow,
-        } => PageRow {
+        PagesRow::Page { id, page_type, items, overflow } => PageRow {
             id,
             page_type: page_type.name(),
             items: Some(items),
             overflow: Some(overflow),
         },
-        PagesRow::Free { id } => PageRow {
-            id,
-            page_type: "free".into(),
-            items: None,
-            overflow: None,
-        },
-        PagesRow::BeyondEof { id } => PageRow {
-            id,
-            page_type: "beyond-eof".into(),
-            items: None,
-            overflow: None,
-        },
+        PagesRow::Free { id } => {
+            PageRow { id, page_type: "free".into(), items: None, overflow: None }
+        }
+        PagesRow::BeyondEof { id } => {
+            PageRow { id, page_type: "beyond-eof".into(), items: None, overflow: None }
+        }
     }
 }
 
@@ -83,12 +72,7 @@ pub struct PageRows {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RowRun {
     /// A page's row.
-    Page {
-        id: u64,
-        page_type: PageType,
-        items: u16,
-        overflow: u32,
-    },
+    Page { id: u64, page_type: PageType, items: u16, overflow: u32 },
     /// `count` free pages from `first` on.
     Free { first: u64, count: u64 },
     /// `count` pages past the end of the file from `first` on.
@@ -107,28 +91,13 @@ impl PageRows {
             {
                 *count += 1;
             }
-            (PagesRow::Free { id }, _) => self.runs.push(RowRun::Free {
-                first: id,
-                count: 1,
-            }),
-            (PagesRow::BeyondEof { id }, _) => self.runs.push(RowRun::BeyondEof {
-                first: id,
-                count: 1,
-            }),
-            (
-                PagesRow::Page {
-                    id,
-                    page_type,
-                    items,
-                    overflow,
-                },
-                _,
-            ) => self.runs.push(RowRun::Page {
-                id,
-                page_type,
-                items,
-                overflow,
-            }),
+            (PagesRow::Free { id }, _) => self.runs.push(RowRun::Free { first: id, count: 1 }),
+            (PagesRow::BeyondEof { id }, _) => {
+                self.runs.push(RowRun::BeyondEof { first: id, count: 1 })
+            }
+            (PagesRow::Page { id, page_type, items, overflow }, _) => {
+                self.runs.push(RowRun::Page { id, page_type, items, overflow })
+            }
         }
     }
 
@@ -154,21 +123,9 @@ impl PageRows {
     pub fn iter(&self) -> impl Iterator<Item = PageRow> + '_ {
         self.runs.iter().flat_map(|run| {
             let (one, ids, free) = match *run {
-                RowRun::Page {
-                    id,
-                    page_type,
-                    items,
-                    overflow,
-                } => (
-                    Some(PagesRow::Page {
-                        id,
-                        page_type,
-                        items,
-                        overflow,
-                    }),
-                    0..0,
-                    true,
-                ),
+                RowRun::Page { id, page_type, items, overflow } => {
+                    (Some(PagesRow::Page { id, page_type, items, overflow }), 0..0, true)
+                }
                 RowRun::Free { first, count } => (None, first..first.saturating_add(count), true),
                 RowRun::BeyondEof { first, count } => {
                     (None, first..first.saturating_add(count), false)
@@ -176,11 +133,7 @@ impl PageRows {
             };
             one.into_iter()
                 .chain(ids.map(move |id| {
-                    if free {
-                        PagesRow::Free { id }
-                    } else {
-                        PagesRow::BeyondEof { id }
-                    }
+                    if free { PagesRow::Free { id } } else { PagesRow::BeyondEof { id } }
                 }))
                 .map(page_row)
         })
@@ -258,10 +211,7 @@ pub fn settled_check(path: &std::path::Path) -> Result<CheckReport, settle::Erro
 /// [`settle::Error`]: not openable, not bbolt, or never settled.
 pub fn settled_info(path: &std::path::Path) -> Result<(u64, BoltInfo), settle::Error> {
     settle::read_bolt(path, |file| {
-        (
-            file.len(),
-            BoltInfo::of(file, mapwise_core::bolt::freelist_info(file)),
-        )
+        (file.len(), BoltInfo::of(file, mapwise_core::bolt::freelist_info(file)))
     })?
     .or_unsettled(|_| 0)
 }
@@ -279,16 +229,8 @@ pub fn write_page_row(out: &mut impl std::fmt::Write, r: &PageRow) -> std::fmt::
     match (r.items, r.overflow) {
         _ if r.page_type == "beyond-eof" => writeln!(out, "{:<8} {:<10}", r.id, r.page_type),
         (Some(items), Some(ovf)) => {
-            let ovf = if ovf > 0 {
-                ovf.to_string()
-            } else {
-                String::new()
-            };
-            writeln!(
-                out,
-                "{:<8} {:<10} {:<6} {:<6}",
-                r.id, r.page_type, items, ovf
-            )
+            let ovf = if ovf > 0 { ovf.to_string() } else { String::new() };
+            writeln!(out, "{:<8} {:<10} {:<6} {:<6}", r.id, r.page_type, items, ovf)
         }
         _ => writeln!(out, "{:<8} {:<10} {:<6} {:<6}", r.id, r.page_type, "", ""),
     }
@@ -532,17 +474,9 @@ impl From<FreelistInfo> for FreelistReport {
     fn from(f: FreelistInfo) -> Self {
         match f {
             FreelistInfo::NotStored => FreelistReport::NotStored,
-            FreelistInfo::Stored {
-                pgid,
-                overflow,
-                ids,
-                encoding,
-            } => FreelistReport::Stored {
-                page: pgid,
-                overflow,
-                ids,
-                encoding: encoding.name(),
-            },
+            FreelistInfo::Stored { pgid, overflow, ids, encoding } => {
+                FreelistReport::Stored { page: pgid, overflow, ids, encoding: encoding.name() }
+            }
             FreelistInfo::Unreadable { pgid } => FreelistReport::Unreadable { page: pgid },
             FreelistInfo::NotRead { pgid } => FreelistReport::NotRead { page: pgid },
         }
@@ -616,10 +550,7 @@ impl Serialize for RegionsJson {
                 kind: r.kind.name(),
                 id: r.id,
                 head: r.head,
-                bucket: r
-                    .group
-                    .and_then(|g| layout.group(g))
-                    .map(|g| g.path.as_str()),
+                bucket: r.group.and_then(|g| layout.group(g)).map(|g| g.path.as_str()),
                 depth: r.depth,
                 items: r.items,
                 fill: (r.fill() * 1000.0).round() / 1000.0,
@@ -717,10 +648,7 @@ pub fn unit(layout: &Layout) -> u64 {
 fn page_resident(res: &Residency, unit: u64, p: u64) -> bool {
     let ps = res.page_size.max(1);
     let start = p.saturating_mul(unit).max(res.offset);
-    let end = p
-        .saturating_add(1)
-        .saturating_mul(unit)
-        .min(res.offset.saturating_add(res.len));
+    let end = p.saturating_add(1).saturating_mul(unit).min(res.offset.saturating_add(res.len));
     if start >= end {
         return false;
     }
@@ -733,19 +661,11 @@ fn page_resident(res: &Residency, unit: u64, p: u64) -> bool {
 fn resident_pages_in(res: &Residency, unit: u64, first: u64, last: u64) -> u64 {
     if unit == res.page_size && first >= res.offset / unit {
         let start = first.saturating_mul(unit);
-        let end = last
-            .saturating_add(1)
-            .saturating_mul(unit)
-            .min(res.offset.saturating_add(res.len));
-        return if start < end {
-            res.resident_in(start, end - start)
-        } else {
-            0
-        };
+        let end =
+            last.saturating_add(1).saturating_mul(unit).min(res.offset.saturating_add(res.len));
+        return if start < end { res.resident_in(start, end - start) } else { 0 };
     }
-    (first..=last)
-        .filter(|&p| page_resident(res, unit, p))
-        .count() as u64
+    (first..=last).filter(|&p| page_resident(res, unit, p)).count() as u64
 }
 
 /// Totals per kind (kinds present only, in legend order): bytes and
@@ -835,11 +755,7 @@ impl KindIndex {
         KindIndex {
             unit,
             counts: counts.counts(),
-            covered: layout
-                .regions
-                .last()
-                .map_or(0, |r| r.end())
-                .max(layout.source_len),
+            covered: layout.regions.last().map_or(0, |r| r.end()).max(layout.source_len),
             masks,
             rest,
         }
@@ -899,11 +815,8 @@ impl KindIndex {
         let unit = self.unit;
         let mut counts = self.counts.clone();
         let covered = self.covered;
-        let grown = res.map_or(0, |r| {
-            r.offset
-                .saturating_add(r.len)
-                .saturating_sub(covered.max(r.offset))
-        });
+        let grown =
+            res.map_or(0, |r| r.offset.saturating_add(r.len).saturating_sub(covered.max(r.offset)));
         let res = res.filter(|r| r.trust.is_known());
         let mut resident = [0u64; Kind::ALL.len()];
         let mut resident_pages = [0u64; Kind::ALL.len()];
@@ -1008,9 +921,8 @@ pub fn layout_report(
 ) -> LayoutReport {
     LayoutReport {
         format: layout.format.name(),
-        file_size: res.map_or(layout.source_len, |r| {
-            r.offset.saturating_add(r.len).max(layout.source_len)
-        }),
+        file_size: res
+            .map_or(layout.source_len, |r| r.offset.saturating_add(r.len).max(layout.source_len)),
         page_size: layout.page_size,
         bolt: bolt.cloned(),
         revlog: revlog.copied(),
@@ -1062,12 +974,7 @@ mod tests {
         want.push(row(1_000_002, "leaf", Some(3)));
         want.push(row(1_000_003, "free", None));
         want.extend((1_000_004..1_000_010).map(|id| row(id, "beyond-eof", None)));
-        let page = |id, page_type, items| PagesRow::Page {
-            id,
-            page_type,
-            items,
-            overflow: 0,
-        };
+        let page = |id, page_type, items| PagesRow::Page { id, page_type, items, overflow: 0 };
         let mut core_rows = vec![page(0, PageType::Meta, 0), page(1, PageType::Meta, 0)];
         core_rows.extend((2..1_000_002).map(|id| PagesRow::Free { id }));
         core_rows.push(page(1_000_002, PageType::Leaf, 3));
@@ -1096,23 +1003,13 @@ mod tests {
         let mut l = Layout::unknown(0);
         l.format = mapwise_core::Format::Bolt;
         l.page_size = u32::try_from(ps).unwrap();
-        let kinds = [
-            Kind::Leaf,
-            Kind::Branch,
-            Kind::Leaf,
-            Kind::Corrupt,
-            Kind::Free,
-        ];
+        let kinds = [Kind::Leaf, Kind::Branch, Kind::Leaf, Kind::Corrupt, Kind::Free];
         let mut regions = Vec::new();
         let mut at = 0u64;
         for i in 0..300u64 {
             // Mostly one-page runs, now and then a longer run or a span.
             let pages = if i % 17 == 0 { 1 + i % 5 } else { 1 };
-            let kind = if i % 17 == 0 {
-                Kind::Overflow
-            } else {
-                kinds[(i % 5) as usize]
-            };
+            let kind = if i % 17 == 0 { Kind::Overflow } else { kinds[(i % 5) as usize] };
             regions.push(mapwise_core::Region {
                 offset: at,
                 len: pages * ps,
@@ -1148,19 +1045,10 @@ mod tests {
                 .map(|c: u64| (c * per * ps, ((c + 1) * per * ps).min(l.source_len)))
                 .take_while(|c| c.0 < l.source_len)
                 .collect();
-            assert_eq!(
-                index.cell_kinds(&l, &cells),
-                l.cell_kinds(&cells),
-                "{per} pages a cell"
-            );
+            assert_eq!(index.cell_kinds(&l, &cells), l.cell_kinds(&cells), "{per} pages a cell");
         }
         // Cells not on page boundaries, and out of order.
-        let odd = [
-            (ps / 3, 5 * ps + 7),
-            (7 * ps + 1, 7 * ps + 2),
-            (0, 1),
-            (9 * ps, 40 * ps - 1),
-        ];
+        let odd = [(ps / 3, 5 * ps + 7), (7 * ps + 1, 7 * ps + 2), (0, 1), (9 * ps, 40 * ps - 1)];
         assert_eq!(index.cell_kinds(&l, &odd), l.cell_kinds(&odd));
     }
 
@@ -1185,9 +1073,8 @@ mod tests {
 
     /// The obvious per-byte definition.
     fn naive(r: &Residency, offset: u64, len: u64) -> u64 {
-        (offset..offset + len)
-            .filter(|b| *b < r.len && r.is_resident(b / r.page_size))
-            .count() as u64
+        (offset..offset + len).filter(|b| *b < r.len && r.is_resident(b / r.page_size)).count()
+            as u64
     }
 
     #[test]

@@ -48,10 +48,7 @@ fn not_a_file_or_empty() {
     let empty = dir.path().join("empty.db");
     std::fs::write(&empty, b"").expect("write");
     let e = Db::open(&empty, &Options::default()).expect_err("empty, read-only");
-    assert!(
-        matches!(e, Error::Invalid { .. }) && e.to_string().contains("empty"),
-        "{e}"
-    );
+    assert!(matches!(e, Error::Invalid { .. }) && e.to_string().contains("empty"), "{e}");
     assert_eq!(std::fs::metadata(&empty).expect("stat").len(), 0);
     // bbolt creates a database in an empty file opened read-write; a page
     // size below 512 bytes is refused.
@@ -67,12 +64,7 @@ fn a_writer_in_another_process_holds_the_lock_until_the_timeout() {
     drop(Db::open(&path, &rw(4096)).expect("create"));
     // The crash harness's child holds the file read-write and commits.
     let mut child = Command::new(std::env::current_exe().expect("exe"))
-        .args([
-            "--exact",
-            "bolt_crash::crash_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", "bolt_crash::crash_child", "--nocapture", "--test-threads=1"])
         .env("MAPWISE_BOLT_CRASH_CHILD", &path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -88,28 +80,13 @@ fn a_writer_in_another_process_holds_the_lock_until_the_timeout() {
         }
     }
     let short = Some(Duration::from_millis(150));
-    let w = Db::open(
-        &path,
-        &Options {
-            timeout: short,
-            ..rw(4096)
-        },
-    );
-    let r = Db::open(
-        &path,
-        &Options {
-            timeout: short,
-            ..Options::default()
-        },
-    );
+    let w = Db::open(&path, &Options { timeout: short, ..rw(4096) });
+    let r = Db::open(&path, &Options { timeout: short, ..Options::default() });
     child.kill().expect("kill");
     child.wait().expect("wait");
     assert!(matches!(w, Err(Error::Timeout { .. })), "{w:?}");
     assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
-    assert!(
-        Db::open(&path, &Options::default()).is_ok(),
-        "free after the writer ended"
-    );
+    assert!(Db::open(&path, &Options::default()).is_ok(), "free after the writer ended");
 }
 
 /// Damage deeper in the tree is found when a transaction reaches it: the
@@ -122,24 +99,15 @@ fn deep_damage_fails_the_operation_and_adds_no_fault() {
     let leaf = {
         let bytes = std::fs::read(testdata("small.db")).expect("corpus");
         let f = BoltFile::open(bytes.as_slice()).expect("open");
-        let wide = mapwise_core::bolt::Bucket::root_of(&f)
-            .bucket(b"wide")
-            .expect("read")
-            .expect("wide");
+        let wide =
+            mapwise_core::bolt::Bucket::root_of(&f).bucket(b"wide").expect("read").expect("wide");
         usize::try_from(wide.root_pgid().expect("page-backed")).expect("small")
     };
-    let p = bolt_patched(dir.path(), "small.db", "deep", |b| {
-        put_u64(b, leaf * PS, 9999)
-    });
+    let p = bolt_patched(dir.path(), "small.db", "deep", |b| put_u64(b, leaf * PS, 9999));
     let faults = |p: &Path| -> Vec<String> {
         let db = Db::open(p, &Options::default()).expect("open");
-        let mut v: Vec<String> = db
-            .begin()
-            .expect("tx")
-            .check()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let mut v: Vec<String> =
+            db.begin().expect("tx").check().iter().map(ToString::to_string).collect();
         v.sort();
         v
     };
@@ -147,9 +115,7 @@ fn deep_damage_fails_the_operation_and_adds_no_fault() {
     assert!(!before.is_empty());
     let db = Db::open(&p, &rw(4096)).expect("the damage is not on the open path");
     let mut tx = db.begin_rw().expect("tx");
-    let e = tx
-        .delete_bucket(b"wide")
-        .expect_err("the bucket's page is damaged");
+    let e = tx.delete_bucket(b"wide").expect_err("the bucket's page is damaged");
     assert!(e.to_string().contains("field id = 9999"), "{e}");
     let e = tx
         .bucket(b"wide")
@@ -158,10 +124,7 @@ fn deep_damage_fails_the_operation_and_adds_no_fault() {
         .put(b"k", b"v")
         .expect_err("its leaf is damaged");
     assert!(e.to_string().contains("9999"), "{e}");
-    tx.create_bucket(b"fresh")
-        .expect("create")
-        .put(b"k", b"v")
-        .expect("put");
+    tx.create_bucket(b"fresh").expect("create").put(b"k", b"v").expect("put");
     tx.commit().expect("commit");
     drop(db);
     assert_eq!(faults(&p), before);

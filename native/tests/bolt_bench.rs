@@ -14,12 +14,7 @@ use crate::support::tempdir;
 /// (`cache`) in `.1`, and the offsets the cursor asked `cached` about in
 /// `.2`; `cached` answers `.3` (true: a warm file).
 #[derive(Default)]
-struct Hints(
-    RefCell<Vec<(u64, u64)>>,
-    RefCell<Vec<(u64, u64)>>,
-    RefCell<Vec<u64>>,
-    bool,
-);
+struct Hints(RefCell<Vec<(u64, u64)>>, RefCell<Vec<(u64, u64)>>, RefCell<Vec<u64>>, bool);
 
 impl Prefetch for Hints {
     fn will_need(&self, offset: u64, len: u64) {
@@ -64,10 +59,7 @@ fn a_forward_scan_caches_each_next_leaf_once() {
     let tx = db.begin().unwrap();
     let hints = Hints::default();
     let file = tx.file().with_hints(&hints);
-    let bucket = mapwise_core::bolt::Bucket::root_of(&file)
-        .bucket(b"b")
-        .unwrap()
-        .unwrap();
+    let bucket = mapwise_core::bolt::Bucket::root_of(&file).bucket(b"b").unwrap().unwrap();
     let base = db.mapping().bytes().as_ptr().addr() as u64;
     let ps = 4096u64;
     // Leaves in scan order (the page holding each key: no overflow here).
@@ -98,11 +90,7 @@ fn a_forward_scan_caches_each_next_leaf_once() {
         assert!(cached.iter().all(|&(_, len)| len == 128), "{cached:?}");
         cached.iter().map(|&(off, _)| off / ps).collect()
     };
-    let want: Vec<u64> = leaves
-        .iter()
-        .copied()
-        .filter(|p| !first_children.contains(p))
-        .collect();
+    let want: Vec<u64> = leaves.iter().copied().filter(|p| !first_children.contains(p)).collect();
     assert_eq!(cached, want, "leaves cached ahead, in scan order");
     assert!(
         hints.0.borrow().is_empty() && hints.2.borrow().is_empty(),
@@ -113,22 +101,14 @@ fn a_forward_scan_caches_each_next_leaf_once() {
     // A renewal is announced after one probe of its first leaf (not
     // cached here), so the probes split the announced pages into
     // renewals. The CPU cache hints stay the same.
-    let window = CursorOptions {
-        prefetch: 4 << 20,
-        prefetch_end: None,
-    };
+    let window = CursorOptions { prefetch: 4 << 20, prefetch_end: None };
     hints.1.borrow_mut().clear();
     let ahead = Hints::default();
-    bucket
-        .cursor_with(&window, &ahead)
-        .scan(None, |_, _, _| true)
-        .unwrap();
+    bucket.cursor_with(&window, &ahead).scan(None, |_, _, _| true).unwrap();
     let again: Vec<u64> = hints.1.borrow().iter().map(|&(off, _)| off / ps).collect();
     assert_eq!(again, want, "cache hints with a window");
     let pages_of = |runs: &[(u64, u64)]| -> Vec<u64> {
-        runs.iter()
-            .flat_map(|&(off, len)| off / ps..(off + len) / ps)
-            .collect()
+        runs.iter().flat_map(|&(off, len)| off / ps..(off + len) / ps).collect()
     };
     let announced = pages_of(&ahead.0.borrow());
     assert_eq!(announced, leaves[1..], "every leaf after the first, once");
@@ -136,9 +116,9 @@ fn a_forward_scan_caches_each_next_leaf_once() {
     let mut sizes = Vec::new();
     for (i, p) in probes.iter().enumerate() {
         let at = announced.iter().position(|a| a == p).unwrap();
-        let next = probes.get(i + 1).map_or(announced.len(), |q| {
-            announced.iter().position(|a| a == q).unwrap()
-        });
+        let next = probes
+            .get(i + 1)
+            .map_or(announced.len(), |q| announced.iter().position(|a| a == q).unwrap());
         sizes.push(next - at);
     }
     assert_eq!(
@@ -149,22 +129,10 @@ fn a_forward_scan_caches_each_next_leaf_once() {
     assert!(sizes.iter().all(|&n| n <= 1024), "{sizes:?}");
     // On a warm file (every probe says cached) nothing is announced, and
     // a renewal costs two probes.
-    let warm = Hints(
-        Default::default(),
-        Default::default(),
-        Default::default(),
-        true,
-    );
-    bucket
-        .cursor_with(&window, &warm)
-        .scan(None, |_, _, _| true)
-        .unwrap();
+    let warm = Hints(Default::default(), Default::default(), Default::default(), true);
+    bucket.cursor_with(&window, &warm).scan(None, |_, _, _| true).unwrap();
     assert!(warm.0.borrow().is_empty(), "a warm scan announces nothing");
-    assert_eq!(
-        warm.2.borrow().len(),
-        2 * probes.len(),
-        "two probes a renewal"
-    );
+    assert_eq!(warm.2.borrow().len(), 2 * probes.len(), "two probes a renewal");
     hints.1.borrow_mut().clear();
     // From a seek into the middle: every such leaf after the one it lands
     // on, from the next one on, once each.
@@ -189,16 +157,10 @@ fn a_forward_scan_caches_each_next_leaf_once() {
     }
     assert_eq!(n, keys.len() - keys.len() / 2);
     let at = leaves.iter().position(|&p| p == landed).unwrap();
-    let after: Vec<u64> = leaves[at + 1..]
-        .iter()
-        .copied()
-        .filter(|p| !first_children.contains(p))
-        .collect();
+    let after: Vec<u64> =
+        leaves[at + 1..].iter().copied().filter(|p| !first_children.contains(p)).collect();
     let cached: Vec<u64> = hints.1.borrow().iter().map(|&(off, _)| off / ps).collect();
-    assert_eq!(
-        cached, after,
-        "a scan from a seek caches the leaves after it"
-    );
+    assert_eq!(cached, after, "a scan from a seek caches the leaves after it");
 }
 
 #[test]
@@ -229,10 +191,7 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     assert_eq!(plain.len(), 40_000);
     for window in [1u64, 4096, 3 * 4096, 1 << 20, 1 << 30] {
         let hints = Hints::default();
-        let opts = CursorOptions {
-            prefetch: window,
-            prefetch_end: None,
-        };
+        let opts = CursorOptions { prefetch: window, prefetch_end: None };
         let got = collect(&mut bucket.cursor_with(&opts, &hints), None, None);
         assert!(got == plain, "window {window}: keys differ");
         assert!(!hints.0.borrow().is_empty(), "window {window}: no hints");
@@ -255,15 +214,8 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     let want = collect(&mut bucket.cursor(), Some(&from), Some(&to));
     assert_eq!(want.len(), 2000);
     let hints = Hints::default();
-    let opts = CursorOptions {
-        prefetch: 64 * 4096,
-        prefetch_end: Some(to.clone()),
-    };
-    let got = collect(
-        &mut bucket.cursor_with(&opts, &hints),
-        Some(&from),
-        Some(&to),
-    );
+    let opts = CursorOptions { prefetch: 64 * 4096, prefetch_end: Some(to.clone()) };
+    let got = collect(&mut bucket.cursor_with(&opts, &hints), Some(&from), Some(&to));
     assert!(got == want, "range scan: keys differ");
     let mut scanned = Vec::new();
     bucket
@@ -295,10 +247,7 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
     assert!(!hinted.is_empty());
     for &(off, len) in hinted.iter() {
         for p in off / ps..(off + len).div_ceil(ps) {
-            assert!(
-                pages.contains(&p),
-                "hinted page {p} holds no key of the range"
-            );
+            assert!(pages.contains(&p), "hinted page {p} holds no key of the range");
         }
     }
 }

@@ -19,11 +19,7 @@ fn width(n: u64) -> u64 {
 }
 
 fn value(n: u64, k: u64) -> Vec<u8> {
-    let len = if (n + k).is_multiple_of(53) {
-        5000
-    } else {
-        ((n + k) % 90) as usize + 8
-    };
+    let len = if (n + k).is_multiple_of(53) { 5000 } else { ((n + k) % 90) as usize + 8 };
     n.to_le_bytes().iter().copied().cycle().take(len).collect()
 }
 
@@ -50,12 +46,7 @@ fn verify(tx: &mapwise_native::engine::bolt::Tx<'_>) -> u64 {
         return 0;
     };
     let n = u64::from_le_bytes(
-        b.get(b"n")
-            .expect("get")
-            .expect("n")
-            .as_ref()
-            .try_into()
-            .expect("8 bytes"),
+        b.get(b"n").expect("get").expect("n").as_ref().try_into().expect("8 bytes"),
     );
     let mut c = b.cursor();
     let mut k = 0u64;
@@ -65,11 +56,7 @@ fn verify(tx: &mapwise_native::engine::bolt::Tx<'_>) -> u64 {
             break;
         }
         assert_eq!(&*item.key, &k.to_be_bytes(), "snapshot {n}: key order");
-        assert_eq!(
-            &*item.value,
-            &value(n, k)[..],
-            "snapshot {n}: key {k} from another commit"
-        );
+        assert_eq!(&*item.value, &value(n, k)[..], "snapshot {n}: key {k} from another commit");
         k += 1;
         it = c.next().expect("next");
     }
@@ -81,14 +68,7 @@ fn verify(tx: &mapwise_native::engine::bolt::Tx<'_>) -> u64 {
 fn readers_on_threads_see_consistent_snapshots_during_commits() {
     let dir = tempdir();
     let path = dir.path().join("stress.db");
-    let db = Db::open(
-        &path,
-        &Options {
-            no_sync: true,
-            ..rw(4096)
-        },
-    )
-    .expect("create");
+    let db = Db::open(&path, &Options { no_sync: true, ..rw(4096) }).expect("create");
     const COMMITS: u64 = 150;
     let done = AtomicBool::new(false);
     let snapshots = AtomicU64::new(0);
@@ -135,10 +115,7 @@ fn explicit_begin_commit_rollback_and_read_only_handles() {
     let db = Db::open(&path, &rw(4096)).expect("create");
     let mut tx = db.begin_rw().expect("begin");
     assert_eq!(tx.id(), 2, "a new file is at txid 1");
-    tx.create_bucket(b"b")
-        .expect("create")
-        .put(b"k", b"v")
-        .expect("put");
+    tx.create_bucket(b"b").expect("create").put(b"k", b"v").expect("put");
     tx.commit().expect("commit");
     let tx = db.begin().expect("read");
     assert_eq!(tx.id(), 2);
@@ -151,10 +128,7 @@ fn explicit_begin_commit_rollback_and_read_only_handles() {
     // holds it: it waits for the lock, then times out.
     let second = Db::open(
         &path,
-        &Options {
-            timeout: Some(std::time::Duration::from_millis(120)),
-            ..rw(4096)
-        },
+        &Options { timeout: Some(std::time::Duration::from_millis(120)), ..rw(4096) },
     );
     assert!(matches!(second, Err(Error::Timeout { .. })), "{second:?}");
     db.close().expect("close");

@@ -102,11 +102,7 @@ fn apply_model(model: &mut Bucket, n: u64) {
     for step in steps(n) {
         match step {
             Step::Put(p, k, v) => {
-                model
-                    .at_mut(&p)
-                    .expect("bucket")
-                    .kv
-                    .insert(k, Entry::Value(v));
+                model.at_mut(&p).expect("bucket").kv.insert(k, Entry::Value(v));
             }
             Step::Delete(p, k) => {
                 model.at_mut(&p).expect("bucket").kv.remove(&k);
@@ -171,9 +167,8 @@ fn crash_child() {
     let Some(path) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
         return;
     };
-    let limit: Option<u64> = std::env::var("MAPWISE_BOLT_CRASH_COMMITS")
-        .ok()
-        .and_then(|s| s.parse().ok());
+    let limit: Option<u64> =
+        std::env::var("MAPWISE_BOLT_CRASH_COMMITS").ok().and_then(|s| s.parse().ok());
     let db = Db::open(&path, &rw(4096)).expect("child: open");
     let mut n = counter(&db.begin().expect("child: tx")) + 1;
     println!("start {n}");
@@ -212,32 +207,15 @@ fn commits_write_pages_then_sync_then_meta_then_sync() {
     drop(Db::open(&path, &rw(4096)).expect("create"));
     let log = dir.path().join("strace.log");
     let out = Command::new("strace")
-        .args([
-            "-f",
-            "-y",
-            "-s",
-            "0",
-            "-e",
-            "trace=pwrite64,fdatasync,fsync,ftruncate",
-            "-o",
-        ])
+        .args(["-f", "-y", "-s", "0", "-e", "trace=pwrite64,fdatasync,fsync,ftruncate", "-o"])
         .arg(&log)
         .arg(std::env::current_exe().expect("exe"))
-        .args([
-            "--exact",
-            "bolt_crash::crash_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", "bolt_crash::crash_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, &path)
         .env("MAPWISE_BOLT_CRASH_COMMITS", "40")
         .output()
         .expect("run strace");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let tag = format!("<{}>", path.display());
     let calls: Vec<Call> = std::fs::read_to_string(&log)
         .expect("log")
@@ -246,17 +224,11 @@ fn commits_write_pages_then_sync_then_meta_then_sync() {
         .map(|l| {
             let args = |l: &str| -> Vec<u64> {
                 let inner = &l[l.find('(').expect("(") + 1..l.rfind(')').expect(")")];
-                inner
-                    .rsplit(", ")
-                    .filter_map(|a| a.trim().parse().ok())
-                    .collect()
+                inner.rsplit(", ").filter_map(|a| a.trim().parse().ok()).collect()
             };
             if l.contains("pwrite64(") {
                 let a = args(l);
-                Call::Pwrite {
-                    off: a[0],
-                    len: a[1],
-                }
+                Call::Pwrite { off: a[0], len: a[1] }
             } else if l.contains("fdatasync(") {
                 Call::Fdatasync
             } else if l.contains("ftruncate(") {
@@ -277,15 +249,8 @@ fn commits_write_pages_then_sync_then_meta_then_sync() {
         // writer thread wrote them during the spill); never both.
         let mut grow = |i: &mut usize| {
             if let Some(&Call::Ftruncate(size)) = calls.get(*i) {
-                assert_eq!(
-                    calls.get(*i + 1),
-                    Some(&Call::Fsync),
-                    "ftruncate then fsync"
-                );
-                assert!(
-                    size.is_power_of_two() && size <= 16 << 20,
-                    "growth to {size}"
-                );
+                assert_eq!(calls.get(*i + 1), Some(&Call::Fsync), "ftruncate then fsync");
+                assert!(size.is_power_of_two() && size <= 16 << 20, "growth to {size}");
                 grew += 1;
                 *i += 2;
                 true
@@ -298,9 +263,7 @@ fn commits_write_pages_then_sync_then_meta_then_sync() {
         while let Some(&Call::Pwrite { off, len }) = calls.get(i) {
             assert!(off >= 2 * ps, "metas untouched by data: {:?}", calls[i]);
             assert!(
-                (off..off + len)
-                    .step_by(ps as usize)
-                    .all(|p| written.insert(p)),
+                (off..off + len).step_by(ps as usize).all(|p| written.insert(p)),
                 "commit {commits}: a page written twice: {:?}",
                 calls[i]
             );
@@ -310,11 +273,7 @@ fn commits_write_pages_then_sync_then_meta_then_sync() {
         if !grew_first {
             grow(&mut i);
         }
-        assert_eq!(
-            calls.get(i),
-            Some(&Call::Fdatasync),
-            "commit {commits}: sync after data"
-        );
+        assert_eq!(calls.get(i), Some(&Call::Fdatasync), "commit {commits}: sync after data");
         let Some(&Call::Pwrite { off, len }) = calls.get(i + 1) else {
             panic!("commit {commits}: no meta write: {:?}", calls.get(i + 1));
         };
@@ -324,11 +283,7 @@ fn commits_write_pages_then_sync_then_meta_then_sync() {
             assert_ne!(off, prev, "metas alternate");
         }
         slot = Some(off);
-        assert_eq!(
-            calls.get(i + 2),
-            Some(&Call::Fdatasync),
-            "commit {commits}: sync after meta"
-        );
+        assert_eq!(calls.get(i + 2), Some(&Call::Fdatasync), "commit {commits}: sync after meta");
         i += 3;
         commits += 1;
     }
@@ -396,12 +351,7 @@ fn crash_loop(dir: &Path, kills: u64, seed: u64) -> Tally {
             model_n = 0;
         }
         let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "bolt_crash::crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["--exact", "bolt_crash::crash_child", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, &path)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -419,12 +369,7 @@ fn crash_loop(dir: &Path, kills: u64, seed: u64) -> Tally {
                 child.kill().ok();
                 child.wait().ok();
                 let mut err = String::new();
-                child
-                    .stderr
-                    .take()
-                    .expect("stderr")
-                    .read_to_string(&mut err)
-                    .ok();
+                child.stderr.take().expect("stderr").read_to_string(&mut err).ok();
                 panic!("child did not start:\n{seen}{err}");
             }
             seen.push_str(&line);
@@ -455,32 +400,21 @@ fn crash_loop(dir: &Path, kills: u64, seed: u64) -> Tally {
             model_n += 1;
             apply_model(&mut model, model_n);
         }
-        assert!(
-            got == model,
-            "kill {kill}: content is not exactly transaction {c}'s"
-        );
+        assert!(got == model, "kill {kill}: content is not exactly transaction {c}'s");
         let copy = dir.join(format!("kill-{kill}.db"));
         std::fs::copy(&path, &copy).expect("copy");
         judged.push((copy, bolt_model::dump(&model)));
     }
     go_accepts(&judged);
-    Tally {
-        kills,
-        acked: acked_total,
-        landed_unacked,
-    }
+    Tally { kills, acked: acked_total, landed_unacked }
 }
 
 #[test]
 fn sigkill_at_random_moments_never_loses_or_tears_a_commit() {
-    let kills = std::env::var("MAPWISE_CRASH_KILLS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100);
-    let seed = std::env::var("MAPWISE_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED);
+    let kills =
+        std::env::var("MAPWISE_CRASH_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
+    let seed =
+        std::env::var("MAPWISE_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED);
     let dir = tempdir();
     let t = crash_loop(dir.path(), kills, seed);
     println!(
@@ -631,14 +565,7 @@ fn a_commit_stopped_after_any_write_keeps_the_previous_or_the_new_state() {
                 );
                 // And the engine takes it back for writing.
                 drop(Db::open(&path, &rw(4096)).expect("reopen read-write"));
-                judged.push((
-                    path,
-                    if durable {
-                        after.clone()
-                    } else {
-                        before.clone()
-                    },
-                ));
+                judged.push((path, if durable { after.clone() } else { before.clone() }));
             }
             if done {
                 break;

@@ -15,26 +15,13 @@ fn buckets(name: &str) -> Vec<Vec<String>> {
     let dump = std::fs::read_to_string(testdata(&format!("{name}.dump.txt"))).expect("dump");
     dump.lines()
         .filter_map(|l| l.strip_prefix("bucket "))
-        .map(|l| {
-            l.split(' ')
-                .next()
-                .expect("path")
-                .split('/')
-                .map(str::to_owned)
-                .collect()
-        })
+        .map(|l| l.split(' ').next().expect("path").split('/').map(str::to_owned).collect())
         .collect()
 }
 
 #[test]
 fn cursors_move_as_bbolt_cursors_do() {
-    for name in [
-        "small",
-        "overflow",
-        "freelist-1k",
-        "etcd-small",
-        "nofreelistsync",
-    ] {
+    for name in ["small", "overflow", "freelist-1k", "etcd-small", "nofreelistsync"] {
         let path = testdata(&format!("{name}.db"));
         let p = path.to_str().expect("utf-8");
         let db = Db::open(&path, &Options::default()).expect("open");
@@ -67,10 +54,7 @@ fn cursors_move_as_bbolt_cursors_do() {
             assert_eq!(back, want, "{name} {hex_path}: backward");
             // Seek to each key, to a key just below it, and past the end.
             for (i, k) in want.iter().enumerate().step_by(7) {
-                assert_eq!(
-                    c.seek(k).expect("seek").map(|x| x.key.to_vec()).as_ref(),
-                    Some(k)
-                );
+                assert_eq!(c.seek(k).expect("seek").map(|x| x.key.to_vec()).as_ref(), Some(k));
                 let mut below = k.clone();
                 if let Some(last) = below.last_mut()
                     && *last > 0
@@ -79,10 +63,7 @@ fn cursors_move_as_bbolt_cursors_do() {
                     below.push(0xff);
                     let expect = want.iter().find(|w| **w >= below);
                     assert_eq!(
-                        c.seek(&below)
-                            .expect("seek")
-                            .map(|x| x.key.to_vec())
-                            .as_ref(),
+                        c.seek(&below).expect("seek").map(|x| x.key.to_vec()).as_ref(),
                         expect,
                         "seek below key {i}"
                     );
@@ -104,13 +85,7 @@ fn get_returns_what_bbolt_returns() {
     let mut kv: BTreeMap<(String, String), ()> = BTreeMap::new();
     for l in dump.lines().filter_map(|l| l.strip_prefix("kv ")) {
         let mut f = l.split(' ');
-        kv.insert(
-            (
-                f.next().expect("path").into(),
-                f.next().expect("key").into(),
-            ),
-            (),
-        );
+        kv.insert((f.next().expect("path").into(), f.next().expect("key").into()), ());
     }
     db.view(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {
         for (bucket, key) in kv.keys() {

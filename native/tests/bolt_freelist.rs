@@ -64,10 +64,7 @@ fn pages_freed_under_a_reader_stay_pending_until_it_ends() {
 fn no_freelist_sync_files_rebuild_the_freelist_at_open() {
     let dir = tempdir();
     let path = dir.path().join("nfs.db");
-    let opts = Options {
-        no_freelist_sync: true,
-        ..rw(4096)
-    };
+    let opts = Options { no_freelist_sync: true, ..rw(4096) };
     let mut model = Bucket::default();
     {
         let db = Db::open(&path, &opts).expect("create");
@@ -77,10 +74,7 @@ fn no_freelist_sync_files_rebuild_the_freelist_at_open() {
     }
     let mut b = Bucket::default();
     for i in 0..300u32 {
-        b.kv.insert(
-            format!("{i:08}").into_bytes(),
-            Entry::Value(vec![i as u8; 64]),
-        );
+        b.kv.insert(format!("{i:08}").into_bytes(), Entry::Value(vec![i as u8; 64]));
     }
     model.kv.insert(b"b".to_vec(), Entry::Bucket(b.clone()));
     assert!(matches!(meta_freelist(&path), FreelistInfo::NotStored));
@@ -105,10 +99,7 @@ fn no_freelist_sync_files_rebuild_the_freelist_at_open() {
     }
     assert!(matches!(
         meta_freelist(&path),
-        FreelistInfo::Stored {
-            encoding: CountEncoding::Header,
-            ..
-        }
+        FreelistInfo::Stored { encoding: CountEncoding::Header, .. }
     ));
     oracle_agrees(&path, &model);
     let info = String::from_utf8(oracle(&["info", path.to_str().expect("utf-8")])).expect("utf-8");
@@ -161,11 +152,7 @@ fn the_file_and_mapping_grow_in_bbolt_steps() {
         // under 16 MiB, else to need + 16 MiB; otherwise as long as the
         // page writes made it. Which of the two a commit does is checked
         // against bbolt itself in bolt_bench.rs; here, that it is one.
-        let grown = if map < 16 << 20 {
-            map
-        } else {
-            need + (16 << 20)
-        };
+        let grown = if map < 16 << 20 { map } else { need + (16 << 20) };
         let written = last_len.max(hwm * ps);
         assert!(
             len == written || len == grown,
@@ -182,10 +169,7 @@ fn the_file_and_mapping_grow_in_bbolt_steps() {
 fn initial_mmap_size_avoids_remaps_and_old_mappings_outlive_remaps() {
     let dir = tempdir();
     let path = dir.path().join("mmap.db");
-    let opts = Options {
-        initial_mmap_size: 8 << 20,
-        ..rw(4096)
-    };
+    let opts = Options { initial_mmap_size: 8 << 20, ..rw(4096) };
     let db = Db::open(&path, &opts).expect("create");
     let first = db.mapping();
     assert_eq!(first.mapped_len(), 8 << 20);
@@ -202,10 +186,7 @@ fn initial_mmap_size_avoids_remaps_and_old_mappings_outlive_remaps() {
     fill(&db2, b"a", 0, 5000, 500);
     assert!(db2.mapping().mapped_len() > old, "remapped");
     let b = reader.bucket(b"a").expect("bucket").expect("a");
-    assert_eq!(
-        b.get(b"00000009").expect("get").as_deref(),
-        Some(&[9u8; 10][..])
-    );
+    assert_eq!(b.get(b"00000009").expect("get").as_deref(), Some(&[9u8; 10][..]));
     assert_eq!(b.get(b"00004000").expect("get"), None);
     drop(reader);
     drop(db2);
@@ -219,11 +200,7 @@ fn populate_mlock_and_no_grow_sync_options() {
     let dir = tempdir();
     // MAP_POPULATE and mlock on every (re)mapping and growth.
     let path = dir.path().join("opts.db");
-    let opts = Options {
-        mmap_flags: libc::MAP_POPULATE,
-        mlock: true,
-        ..rw(4096)
-    };
+    let opts = Options { mmap_flags: libc::MAP_POPULATE, mlock: true, ..rw(4096) };
     let db = Db::open(&path, &opts).expect("create");
     assert!(db.mapping().is_locked());
     fill(&db, b"a", 0, 300, 3000);
@@ -232,14 +209,7 @@ fn populate_mlock_and_no_grow_sync_options() {
     oracle_check(&path);
     // no_grow_sync: no ftruncate, the file is as long as its last page.
     let path = dir.path().join("nogrow.db");
-    let db = Db::open(
-        &path,
-        &Options {
-            no_grow_sync: true,
-            ..rw(4096)
-        },
-    )
-    .expect("create");
+    let db = Db::open(&path, &Options { no_grow_sync: true, ..rw(4096) }).expect("create");
     fill(&db, b"a", 0, 300, 3000);
     let hwm = db.begin().expect("tx").file().meta().hwm;
     drop(db);

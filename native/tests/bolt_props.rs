@@ -118,47 +118,19 @@ impl Size {
 }
 
 fn value(seed: u8, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-        .collect()
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    Create {
-        parent: u8,
-        name: u8,
-    },
-    DeleteBucket {
-        which: u8,
-    },
-    Put {
-        which: u8,
-        key: KeySel,
-        size: Size,
-        seed: u8,
-    },
-    PutMany {
-        which: u8,
-        from: u8,
-        n: u8,
-        size: Size,
-    },
-    Delete {
-        which: u8,
-        key: KeySel,
-    },
-    CursorDelete {
-        which: u8,
-        every: u8,
-    },
-    NextSeq {
-        which: u8,
-    },
-    SetSeq {
-        which: u8,
-        v: u64,
-    },
+    Create { parent: u8, name: u8 },
+    DeleteBucket { which: u8 },
+    Put { which: u8, key: KeySel, size: Size, seed: u8 },
+    PutMany { which: u8, from: u8, n: u8, size: Size },
+    Delete { which: u8, key: KeySel },
+    CursorDelete { which: u8, every: u8 },
+    NextSeq { which: u8 },
+    SetSeq { which: u8, v: u64 },
     Commit,
     Rollback,
     Reopen,
@@ -238,8 +210,7 @@ fn err(what: impl std::fmt::Display) -> TestCaseError {
 
 /// The bucket at `path` in the open transaction.
 fn open<'t>(tx: &'t mut WriteTx<'_>, path: &[Vec<u8>]) -> Result<BucketMut<'t>, TestCaseError> {
-    tx.bucket_path(path)
-        .map_err(|e| err(format!("open {path:?}: {e}")))
+    tx.bucket_path(path).map_err(|e| err(format!("open {path:?}: {e}")))
 }
 
 /// Apply `op` to the transaction and the model; compare outcomes.
@@ -257,11 +228,7 @@ fn apply(
     match op {
         Op::Create { parent, name: n } => {
             let idx = usize::from(*parent) % (paths.len() + 1);
-            let ppath: Vec<Vec<u8>> = if idx == 0 {
-                Vec::new()
-            } else {
-                paths[idx - 1].clone()
-            };
+            let ppath: Vec<Vec<u8>> = if idx == 0 { Vec::new() } else { paths[idx - 1].clone() };
             if ppath.len() >= 6 {
                 return Ok(());
             }
@@ -284,9 +251,7 @@ fn apply(
                 (Some("BucketExists"), Err(Error::BucketExists))
                 | (Some("IncompatibleValue"), Err(Error::IncompatibleValue)) => {}
                 (w, g) => {
-                    return Err(err(format!(
-                        "create {nm:?} in {ppath:?}: want {w:?}, got {g:?}"
-                    )));
+                    return Err(err(format!("create {nm:?} in {ppath:?}: want {w:?}, got {g:?}")));
                 }
             }
         }
@@ -301,29 +266,15 @@ fn apply(
                 open(tx, parent)?.delete_bucket(last)
             };
             r.map_err(|e| err(format!("delete bucket {path:?}: {e}")))?;
-            model
-                .at_mut(parent)
-                .ok_or_else(|| err("model"))?
-                .kv
-                .remove(last);
+            model.at_mut(parent).ok_or_else(|| err("model"))?.kv.remove(last);
         }
-        Op::Put {
-            which,
-            key,
-            size,
-            seed,
-        } => {
+        Op::Put { which, key, size, seed } => {
             let Some(path) = pick(*which) else {
                 return Ok(());
             };
             put(tx, model, &path, &key.bytes(), &value(*seed, size.len(ps)))?;
         }
-        Op::PutMany {
-            which,
-            from,
-            n,
-            size,
-        } => {
+        Op::PutMany { which, from, n, size } => {
             let Some(path) = pick(*which) else {
                 return Ok(());
             };
@@ -372,10 +323,7 @@ fn apply(
                 at = c.next().map_err(err)?.map(|it| it.is_bucket());
             }
             if i != bm.kv.len() {
-                return Err(err(format!(
-                    "cursor visited {i} of {} entries",
-                    bm.kv.len()
-                )));
+                return Err(err(format!("cursor visited {i} of {} entries", bm.kv.len())));
             }
             for k in doomed {
                 bm.kv.remove(&k);
@@ -420,18 +368,12 @@ fn put(
             // The transaction reads its own write.
             let back = b.get(k).map_err(err)?;
             if back != Some(v) {
-                return Err(err(format!(
-                    "get after put {k:?}: {:?} bytes",
-                    back.map(<[u8]>::len)
-                )));
+                return Err(err(format!("get after put {k:?}: {:?} bytes", back.map(<[u8]>::len))));
             }
             bm.kv.insert(k.to_vec(), Entry::Value(v.to_vec()));
         }
         (m, g) => {
-            return Err(err(format!(
-                "put {k:?}: model {:?}, got {g:?}",
-                m.is_some()
-            )));
+            return Err(err(format!("put {k:?}: model {:?}, got {g:?}", m.is_some())));
         }
     }
     Ok(())
@@ -477,19 +419,14 @@ fn run_case(path: &Path, setup: &Setup, ops: &[Op]) -> Result<String, TestCaseEr
             return Err(err(format!("our check after op {i}: {problems:?}")));
         }
         if bolt_model::read(&rtx.file()) != committed {
-            return Err(err(format!(
-                "our content after op {i} differs from the model"
-            )));
+            return Err(err(format!("our content after op {i} differs from the model")));
         }
     }
     Ok(bolt_model::dump(&committed))
 }
 
 fn cases() -> u32 {
-    std::env::var("MAPWISE_PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200)
+    std::env::var("MAPWISE_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(200)
 }
 
 #[test]
@@ -504,10 +441,7 @@ fn random_operation_sequences_match_the_model_and_go_bbolt() {
         max_shrink_iters: 2000,
         ..Config::default()
     });
-    let strategy = (
-        setup_strategy(),
-        prop::collection::vec(op_strategy(), 1..70),
-    );
+    let strategy = (setup_strategy(), prop::collection::vec(op_strategy(), 1..70));
     let result = runner.run(&strategy, |(setup, ops)| {
         let n = counter.fetch_add(1, Ordering::Relaxed);
         let path = dir.path().join(format!("case-{n}.db"));

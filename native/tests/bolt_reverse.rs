@@ -113,10 +113,7 @@ fn modify(path: &Path, opts: &Options, model: &mut Bucket) {
     // Our own view agrees before Go's does.
     let tx = db.begin().expect("tx");
     assert!(tx.check().is_empty(), "our check: {:?}", tx.check());
-    assert!(
-        bolt_model::read(&tx.file()) == *model,
-        "our read-back differs"
-    );
+    assert!(bolt_model::read(&tx.file()) == *model, "our read-back differs");
 }
 
 /// Generate `shape` with the oracle, modify it, judge it.
@@ -155,21 +152,11 @@ fn files_go_bbolt_wrote_stay_valid_after_our_commits() {
 #[test]
 fn no_freelist_files_keep_or_gain_a_freelist() {
     let dir = tempdir();
-    let keep = Options {
-        no_freelist_sync: true,
-        ..Options::read_write()
-    };
+    let keep = Options { no_freelist_sync: true, ..Options::read_write() };
     let info = round_trip(dir.path(), "nofreelistsync", &[], &keep);
-    assert!(
-        info.contains("not synced") || info.contains("none"),
-        "{info}"
-    );
-    let info = round_trip(
-        dir.path(),
-        "nofreelistsync",
-        &["--page-size", "16384"],
-        &Options::read_write(),
-    );
+    assert!(info.contains("not synced") || info.contains("none"), "{info}");
+    let info =
+        round_trip(dir.path(), "nofreelistsync", &["--page-size", "16384"], &Options::read_write());
     assert!(info.contains("count-in-header"), "{info}");
 }
 
@@ -189,10 +176,7 @@ fn an_etcd_data_file_modified_by_us_reads_in_go() {
     let mut model =
         bolt_model::parse_dump(&String::from_utf8(oracle(&["dump", p])).expect("utf-8"));
     // As etcd runs it: no freelist on disk.
-    let opts = Options {
-        no_freelist_sync: true,
-        ..Options::read_write()
-    };
+    let opts = Options { no_freelist_sync: true, ..Options::read_write() };
     let db = Db::open(&path, &opts).expect("open");
     db.update(|tx| -> Result<(), Error> {
         // etcd's "key" bucket: revision → mvccpb.KeyValue. Add entries
@@ -216,8 +200,5 @@ fn an_etcd_data_file_modified_by_us_reads_in_go() {
     drop(db);
     oracle_agrees(&path, &model);
     let info = String::from_utf8(oracle(&["info", p])).expect("utf-8");
-    assert!(
-        info.contains("not synced") || info.contains("none"),
-        "{info}"
-    );
+    assert!(info.contains("not synced") || info.contains("none"), "{info}");
 }

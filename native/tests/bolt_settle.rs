@@ -32,10 +32,7 @@ fn a_walk_overlapped_by_commits_is_read_again() {
         problems
     })
     .expect("read");
-    assert!(
-        seen[0] > 0,
-        "the first walk mixed snapshots and should have seen damage: {seen:?}"
-    );
+    assert!(seen[0] > 0, "the first walk mixed snapshots and should have seen damage: {seen:?}");
     assert_eq!(read.attempts, 2, "{seen:?}");
     assert!(read.settled);
     assert_eq!(read.value, 0, "the settled walk finds a healthy file");
@@ -77,18 +74,8 @@ fn a_long_walk_settles_under_a_steady_writer() {
         WalkOptions::default(),
         mapwise_native::observe::settle::CARRY_BUDGET,
         |file, w| {
-            let keys = w
-                .layout
-                .groups
-                .iter()
-                .find(|g| g.path == "w")
-                .map(|g| g.keys);
-            (
-                file.meta().txid,
-                keys,
-                w.layout.problem_count(),
-                w.layout.regions.len(),
-            )
+            let keys = w.layout.groups.iter().find(|g| g.path == "w").map(|g| g.keys);
+            (file.meta().txid, keys, w.layout.problem_count(), w.layout.regions.len())
         },
     );
     mapwise_native::observe::settle::testing::clear();
@@ -99,11 +86,7 @@ fn a_long_walk_settles_under_a_steady_writer() {
     assert_eq!(walked.attempts, 1, "no restart: {walked:?}");
     let (txid, keys, problems, _) = walked.value;
     assert_eq!(problems, 0, "{walked:?}");
-    assert_eq!(
-        keys,
-        Some(base + (txid - txid0)),
-        "txid {txid} (first {txid0})"
-    );
+    assert_eq!(keys, Some(base + (txid - txid0)), "txid {txid} (first {txid0})");
     drop(db);
     mapwise_testkit::bolt_model::oracle_check(&path);
 }
@@ -129,9 +112,7 @@ fn batches_of_long_runs_stay_small_and_settle() {
     let db = Rc::new(mapwise_native::engine::bolt::Db::open(&path, &opts).expect("create"));
     let value = |k: u64| -> Vec<u8> {
         let len = 64 * 1024 + (k * 7919 % 136) as usize * 1024;
-        (0..len)
-            .map(|i| ((i as u64 ^ k) & 0xff).to_le_bytes()[0])
-            .collect()
+        (0..len).map(|i| ((i as u64 ^ k) & 0xff).to_le_bytes()[0]).collect()
     };
     let keys: u64 = 120;
     db.update(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {
@@ -158,31 +139,18 @@ fn batches_of_long_runs_stay_small_and_settle() {
             commits.set(n + 1);
         });
     }
-    let walked = settle::read_bolt_walked(
-        &path,
-        WalkOptions::default(),
-        settle::CARRY_BUDGET,
-        |file, w| {
-            let keys = w
-                .layout
-                .groups
-                .iter()
-                .find(|g| g.path == "v")
-                .map(|g| g.keys);
+    let walked =
+        settle::read_bolt_walked(&path, WalkOptions::default(), settle::CARRY_BUDGET, |file, w| {
+            let keys = w.layout.groups.iter().find(|g| g.path == "v").map(|g| g.keys);
             (file.meta().txid, keys, w.layout.problem_count())
-        },
-    );
+        });
     settle::testing::clear();
     let walked = walked.expect("walked read");
     assert!(walked.settled, "{walked:?}");
     assert!(commits.get() >= 3, "{} commits landed", commits.get());
     let (txid, got, problems) = walked.value;
     assert_eq!(problems, 0, "{walked:?}");
-    assert_eq!(
-        got,
-        Some(keys + (txid - txid0)),
-        "txid {txid} (first {txid0})"
-    );
+    assert_eq!(got, Some(keys + (txid - txid0)), "txid {txid} (first {txid0})");
     let longest_run = 256 * 1024;
     assert!(
         walked.struggle.largest_batch <= BATCH_BYTES + longest_run,

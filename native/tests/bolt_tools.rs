@@ -40,11 +40,8 @@ fn oracle_stats(path: &Path) -> HashMap<String, u64> {
 #[test]
 fn compacted_files_dump_as_their_source_in_go() {
     let dir = tempdir();
-    let mut files = vec![
-        testdata("small.db"),
-        testdata("etcd-small.db"),
-        testdata("freelist-1k.db"),
-    ];
+    let mut files =
+        vec![testdata("small.db"), testdata("etcd-small.db"), testdata("freelist-1k.db")];
     files.push(generate(dir.path(), "overflow", &[]));
     files.push(generate(dir.path(), "freelist", &[]));
     files.push(generate(dir.path(), "big", &["--size", "1MiB"]));
@@ -56,11 +53,7 @@ fn compacted_files_dump_as_their_source_in_go() {
             let (from, to) = db
                 .compact(
                     &dst,
-                    &Options {
-                        page_size: db.page_size(),
-                        no_sync: true,
-                        ..Options::read_write()
-                    },
+                    &Options { page_size: db.page_size(), no_sync: true, ..Options::read_write() },
                     max,
                 )
                 .expect("compact");
@@ -88,26 +81,18 @@ fn compacted_files_dump_as_their_source_in_go() {
 #[test]
 fn statistics_count_what_the_oracle_walk_counts() {
     let dir = tempdir();
-    let mut files: Vec<std::path::PathBuf> = [
-        "small",
-        "overflow",
-        "freelist-1k",
-        "nofreelistsync",
-        "etcd-small",
-    ]
-    .iter()
-    .map(|n| testdata(&format!("{n}.db")))
-    .collect();
+    let mut files: Vec<std::path::PathBuf> =
+        ["small", "overflow", "freelist-1k", "nofreelistsync", "etcd-small"]
+            .iter()
+            .map(|n| testdata(&format!("{n}.db")))
+            .collect();
     files.push(generate(dir.path(), "big", &["--size", "2MiB"]));
     for f in files {
         let db = Db::open(&f, &Options::default()).expect("open");
         let ours = db.begin().expect("tx").tree_stats().expect("stats");
         let go = oracle_stats(&f);
         let name = f.display();
-        assert_eq!(
-            ours.branch_page_n, go["branch_pages"],
-            "{name}: branch pages"
-        );
+        assert_eq!(ours.branch_page_n, go["branch_pages"], "{name}: branch pages");
         assert_eq!(ours.leaf_page_n, go["leaf_pages"], "{name}: leaf pages");
         assert_eq!(
             ours.branch_overflow_n + ours.leaf_overflow_n,
@@ -115,10 +100,7 @@ fn statistics_count_what_the_oracle_walk_counts() {
             "{name}: overflow pages"
         );
         assert_eq!(ours.bucket_n - 1, go["buckets"], "{name}: buckets");
-        assert_eq!(
-            ours.inline_bucket_n, go["inline_buckets"],
-            "{name}: inline buckets"
-        );
+        assert_eq!(ours.inline_bucket_n, go["inline_buckets"], "{name}: inline buckets");
         assert_eq!(ours.key_n - go["buckets"], go["keys"], "{name}: keys");
         assert_eq!(
             ours.branch_alloc + ours.leaf_alloc,

@@ -31,11 +31,7 @@ fn one_bucket_put_get_delete_commit_and_rollback() {
         let mut bk = tx.create_bucket(b"widgets")?;
         for i in 0..2000u32 {
             // Mostly small values; every 97th spans pages (overflow).
-            let len = if i.is_multiple_of(97) {
-                9000
-            } else {
-                (i % 50) as usize
-            };
+            let len = if i.is_multiple_of(97) { 9000 } else { (i % 50) as usize };
             bk.put(&key(i), &value(i, len))?;
             b.kv.insert(key(i), Entry::Value(value(i, len)));
         }
@@ -45,9 +41,7 @@ fn one_bucket_put_get_delete_commit_and_rollback() {
         Ok(())
     })
     .expect("first tx");
-    model
-        .kv
-        .insert(b"widgets".to_vec(), Entry::Bucket(b.clone()));
+    model.kv.insert(b"widgets".to_vec(), Entry::Bucket(b.clone()));
     assert_eq!(our_dump(&db), bolt_model::dump(&model));
 
     // A rolled-back transaction leaves nothing behind.
@@ -76,9 +70,7 @@ fn one_bucket_put_get_delete_commit_and_rollback() {
         Ok(())
     })
     .expect("second tx");
-    model
-        .kv
-        .insert(b"widgets".to_vec(), Entry::Bucket(b.clone()));
+    model.kv.insert(b"widgets".to_vec(), Entry::Bucket(b.clone()));
     assert_eq!(our_dump(&db), bolt_model::dump(&model));
     assert!(db.begin().expect("tx").check().is_empty());
     drop(db);
@@ -123,21 +115,12 @@ fn nested_buckets_sequences_and_recursive_delete() {
     for i in 0..300u32 {
         d.kv.insert(key(i), Entry::Value(value(i, 30)));
     }
-    let c = Bucket {
-        seq: 0,
-        kv: [(b"d".to_vec(), Entry::Bucket(d))].into(),
-    };
-    let b = Bucket {
-        seq: 42,
-        kv: [(b"c".to_vec(), Entry::Bucket(c))].into(),
-    };
+    let c = Bucket { seq: 0, kv: [(b"d".to_vec(), Entry::Bucket(d))].into() };
+    let b = Bucket { seq: 42, kv: [(b"c".to_vec(), Entry::Bucket(c))].into() };
     let a = Bucket {
         seq: 0,
-        kv: [
-            (b"b".to_vec(), Entry::Bucket(b)),
-            (b"k".to_vec(), Entry::Value(b"v".to_vec())),
-        ]
-        .into(),
+        kv: [(b"b".to_vec(), Entry::Bucket(b)), (b"k".to_vec(), Entry::Value(b"v".to_vec()))]
+            .into(),
     };
     root.kv.insert(b"a".to_vec(), Entry::Bucket(a));
     assert_eq!(our_dump(&db), bolt_model::dump(&root));
@@ -145,33 +128,18 @@ fn nested_buckets_sequences_and_recursive_delete() {
     // Errors as bbolt names them.
     db.update(|tx| -> Result<(), Error> {
         assert!(matches!(tx.create_bucket(b"a"), Err(Error::BucketExists)));
-        assert!(matches!(
-            tx.create_bucket(b""),
-            Err(Error::BucketNameRequired)
-        ));
-        assert!(matches!(
-            tx.delete_bucket(b"zz"),
-            Err(Error::BucketNotFound)
-        ));
+        assert!(matches!(tx.create_bucket(b""), Err(Error::BucketNameRequired)));
+        assert!(matches!(tx.delete_bucket(b"zz"), Err(Error::BucketNotFound)));
         let mut a = tx.bucket(b"a")?.expect("a");
         assert!(matches!(a.put(b"", b"x"), Err(Error::KeyRequired)));
-        assert!(matches!(
-            a.put(&vec![1u8; 32769], b"x"),
-            Err(Error::KeyTooLarge(32769))
-        ));
+        assert!(matches!(a.put(&vec![1u8; 32769], b"x"), Err(Error::KeyTooLarge(32769))));
         assert!(a.put(&vec![1u8; 32768], b"max key").is_ok());
         a.delete(&vec![1u8; 32768])?;
         assert!(matches!(a.put(b"b", b"x"), Err(Error::IncompatibleValue)));
         assert!(matches!(a.delete(b"b"), Err(Error::IncompatibleValue)));
-        assert!(matches!(
-            a.create_bucket(b"k"),
-            Err(Error::IncompatibleValue)
-        ));
+        assert!(matches!(a.create_bucket(b"k"), Err(Error::IncompatibleValue)));
         assert!(matches!(a.bucket(b"k"), Err(Error::IncompatibleValue)));
-        assert!(matches!(
-            a.delete_bucket(b"k"),
-            Err(Error::IncompatibleValue)
-        ));
+        assert!(matches!(a.delete_bucket(b"k"), Err(Error::IncompatibleValue)));
         assert_eq!(a.get(b"b")?, None, "a bucket has no value");
         Ok(())
     })
@@ -211,10 +179,7 @@ fn buckets_are_inline_exactly_when_bbolt_inlines_them() {
         assert!(inline(b"at-limit"));
         assert!(!inline(b"over-limit"));
         assert!(inline(b"empty"));
-        assert!(
-            !inline(b"parent"),
-            "a bucket with a sub-bucket is never inline"
-        );
+        assert!(!inline(b"parent"), "a bucket with a sub-bucket is never inline");
         let child = tx.bucket_path(&[&b"parent"[..], b"child"]).unwrap();
         assert!(child.root_pgid().is_none());
     }
@@ -228,20 +193,8 @@ fn buckets_are_inline_exactly_when_bbolt_inlines_them() {
     .expect("tx2");
     {
         let tx = db.begin().expect("tx");
-        assert!(
-            tx.bucket(b"over-limit")
-                .unwrap()
-                .unwrap()
-                .root_pgid()
-                .is_none()
-        );
-        assert!(
-            tx.bucket(b"at-limit")
-                .unwrap()
-                .unwrap()
-                .root_pgid()
-                .is_some()
-        );
+        assert!(tx.bucket(b"over-limit").unwrap().unwrap().root_pgid().is_none());
+        assert!(tx.bucket(b"at-limit").unwrap().unwrap().root_pgid().is_some());
     }
     drop(db);
     oracle_check(&path);
@@ -270,10 +223,8 @@ fn write_cursors_see_uncommitted_state_and_delete_without_skipping() {
             b.delete(&key(i))?;
         }
         b.put(b"key-000150x", b"new")?;
-        let mut want: Vec<Vec<u8>> = (0..500u32)
-            .filter(|i| !(100..200).contains(i))
-            .map(key)
-            .collect();
+        let mut want: Vec<Vec<u8>> =
+            (0..500u32).filter(|i| !(100..200).contains(i)).map(key).collect();
         want.push(b"key-000150x".to_vec());
         want.sort();
         let mut c = b.cursor();
@@ -292,10 +243,7 @@ fn write_cursors_see_uncommitted_state_and_delete_without_skipping() {
         }
         back.reverse();
         assert_eq!(back, want, "backward");
-        assert_eq!(
-            c.seek(b"key-000100")?.map(|i| i.key.to_vec()),
-            Some(b"key-000150x".to_vec())
-        );
+        assert_eq!(c.seek(b"key-000100")?.map(|i| i.key.to_vec()), Some(b"key-000150x".to_vec()));
         // Delete every other key through a cursor.
         let mut cm = b.cursor_mut();
         let mut n = 0usize;

@@ -33,10 +33,7 @@ fn replay(root: &str) -> usize {
 
 #[test]
 fn fuzz_regressions_stay_fixed() {
-    assert!(
-        replay("tests/regressions") > 0,
-        "no regression inputs found"
-    );
+    assert!(replay("tests/regressions") > 0, "no regression inputs found");
 }
 
 #[test]

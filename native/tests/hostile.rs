@@ -125,17 +125,9 @@ fn writer_case(dir: &Path, c: &Case, fails: &mut Vec<String>) {
                     &mapwise_native::engine::rrd::UpdateOptions::default(),
                     &["N:1:2".to_owned()],
                 );
-                assert!(
-                    r.is_err(),
-                    "{}: update accepted a file core refuses",
-                    c.name
-                );
+                assert!(r.is_err(), "{}: update accepted a file core refuses", c.name);
                 let after = std::fs::read(&path).expect("read");
-                assert!(
-                    after == c.bytes,
-                    "{}: a refused update changed the file",
-                    c.name
-                );
+                assert!(after == c.bytes, "{}: a refused update changed the file", c.name);
             }
         }
         Fmt::Bolt | Fmt::Revlog => {}

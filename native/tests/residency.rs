@@ -70,20 +70,17 @@ fn us(n: u64) -> usize {
 
 fn read_span(file: &File, offset: u64, len: u64) {
     let mut buf = vec![0u8; us(len)];
-    file.read_exact_at(&mut buf, offset)
-        .expect("read test file");
+    file.read_exact_at(&mut buf, offset).expect("read test file");
 }
 
 /// Runs vmtouch and returns its "Resident Pages: R/T".
 fn vmtouch(args: &[&str], path: &Path) -> (u64, u64) {
     mapwise_testkit::install::ensure(&[Need::Vmtouch]);
-    let out = Command::new("vmtouch")
-        .args(args)
-        .arg(path)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run vmtouch ({e}); this test compares against it: apt-get install -y vmtouch")
-        });
+    let out = Command::new("vmtouch").args(args).arg(path).output().unwrap_or_else(|e| {
+        panic!(
+            "cannot run vmtouch ({e}); this test compares against it: apt-get install -y vmtouch"
+        )
+    });
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -95,13 +92,8 @@ fn vmtouch(args: &[&str], path: &Path) -> (u64, u64) {
         .find_map(|l| l.trim().strip_prefix("Resident Pages:"))
         .unwrap_or_else(|| panic!("no 'Resident Pages:' line in vmtouch output:\n{text}"));
     let counts = field.split_whitespace().next().unwrap_or("");
-    let (r, t) = counts
-        .split_once('/')
-        .unwrap_or_else(|| panic!("bad vmtouch counts {counts:?}"));
-    (
-        r.parse().expect("resident count"),
-        t.parse().expect("total count"),
-    )
+    let (r, t) = counts.split_once('/').unwrap_or_else(|| panic!("bad vmtouch counts {counts:?}"));
+    (r.parse().expect("resident count"), t.parse().expect("total count"))
 }
 
 /// Samples until two samples around `probe` agree (read-ahead has settled),
@@ -115,10 +107,7 @@ fn settled<T>(mut take: impl FnMut() -> Residency, mut probe: impl FnMut() -> T)
         if before == after {
             return (after, seen);
         }
-        assert!(
-            Instant::now() < deadline,
-            "residency did not settle within 5 s"
-        );
+        assert!(Instant::now() < deadline, "residency did not settle within 5 s");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -159,10 +148,7 @@ fn matches_vmtouch_after_partial_reads() {
     let (r, seen) = settled(|| sample(&file).unwrap(), || vmtouch(&[], &path));
     assert_eq!(seen, (r.resident_pages, r.total_pages), "vmtouch disagrees");
     assert_eq!(r.trust, Trust::Known);
-    assert!(
-        r.resident_pages > MIB / page && r.resident_pages < total,
-        "{r:?}"
-    );
+    assert!(r.resident_pages > MIB / page && r.resident_pages < total, "{r:?}");
     let first = 2 * MIB / page;
     assert!((first..first + MIB / page).all(|p| r.is_resident(p)));
     assert!(r.is_resident(6 * MIB / page));
@@ -180,15 +166,7 @@ fn matches_vmtouch_after_partial_reads() {
     // A page-aligned sub-range against `vmtouch -p START-END` (end exclusive).
     let (sub, seen) = settled(
         || sample_range(&file, 2 * MIB - 8 * page, MIB).unwrap(),
-        || {
-            vmtouch(
-                &[
-                    "-p",
-                    &format!("{}-{}", 2 * MIB - 8 * page, 3 * MIB - 8 * page),
-                ],
-                &path,
-            )
-        },
+        || vmtouch(&["-p", &format!("{}-{}", 2 * MIB - 8 * page, 3 * MIB - 8 * page)], &path),
     );
     assert_eq!(seen, (sub.resident_pages, sub.total_pages));
     assert_eq!(sub.offset, 2 * MIB - 8 * page);
@@ -196,10 +174,7 @@ fn matches_vmtouch_after_partial_reads() {
     // The sub-range's bits are the whole-file bits at the same pages.
     let whole = bits(&r);
     let start = us(sub.offset / page);
-    assert_eq!(
-        bits(&sub),
-        whole[start..start + us(sub.total_pages)].to_vec()
-    );
+    assert_eq!(bits(&sub), whole[start..start + us(sub.total_pages)].to_vec());
 }
 
 #[test]
@@ -216,45 +191,26 @@ fn evict_touch_and_lock_change_residency() {
     assert_eq!(cachestat(&file, 0, 0).unwrap().cache, 0);
 
     let touched = touch(&file, 0, TO_EOF).unwrap();
-    assert_eq!(
-        touched,
-        residency::Touched {
-            method: TouchMethod::PopulateRead,
-            pages: total
-        }
-    );
+    assert_eq!(touched, residency::Touched { method: TouchMethod::PopulateRead, pages: total });
     assert_eq!(resident(&file), total);
 
     evict(&file, 0, TO_EOF).unwrap();
     assert_eq!(resident(&file), 0);
     let touched = touch_with(&file, 0, TO_EOF, TouchMethod::Pread).unwrap();
-    assert_eq!(
-        touched,
-        residency::Touched {
-            method: TouchMethod::Pread,
-            pages: total
-        }
-    );
+    assert_eq!(touched, residency::Touched { method: TouchMethod::Pread, pages: total });
     assert_eq!(resident(&file), total);
 
     // Locked pages survive eviction; nothing else does.
     evict(&file, 0, TO_EOF).unwrap();
     let locked = lock(&file, MIB, MIB).unwrap();
-    assert_eq!(
-        (locked.offset(), locked.len(), locked.pages()),
-        (MIB, MIB, MIB / page)
-    );
+    assert_eq!((locked.offset(), locked.len(), locked.pages()), (MIB, MIB, MIB / page));
     // The faults of mlock start read-around beyond the locked range; let that
     // I/O land, or the evict below cannot drop pages still being read.
     let r = quiesce(&file);
     assert!(r.resident_in(MIB, MIB) == MIB / page, "{r:?}");
     evict(&file, 0, TO_EOF).unwrap();
     let r = sample(&file).unwrap();
-    assert_eq!(
-        r.resident_pages,
-        MIB / page,
-        "exactly the locked pages stay"
-    );
+    assert_eq!(r.resident_pages, MIB / page, "exactly the locked pages stay");
     assert_eq!(r.resident_in(MIB, MIB), MIB / page);
     drop(locked);
     evict(&file, 0, TO_EOF).unwrap();
@@ -278,22 +234,13 @@ fn release_mapping_lets_evict_drop_mapped_pages() {
 
     // SAFETY: the test owns the file and neither truncates nor writes it while
     // the mapping lives.
-    let map = unsafe {
-        memmap2::MmapOptions::new()
-            .offset(MIB)
-            .len(us(MIB))
-            .map(&file)
-    }
-    .unwrap();
+    let map = unsafe { memmap2::MmapOptions::new().offset(MIB).len(us(MIB)).map(&file) }.unwrap();
     let sum: u64 = map.iter().step_by(us(page)).map(|b| u64::from(*b)).sum();
     // Read-around may still be landing; pages under I/O cannot be evicted.
     quiesce(&file);
     evict(&file, 0, TO_EOF).unwrap();
     let r = sample(&file).unwrap();
-    assert!(
-        r.resident_in(MIB, MIB) == MIB / page,
-        "mapped pages survive evict: {r:?}"
-    );
+    assert!(r.resident_in(MIB, MIB) == MIB / page, "mapped pages survive evict: {r:?}");
 
     release_mapping(&map).unwrap();
     evict(&file, 0, TO_EOF).unwrap();
@@ -305,12 +252,8 @@ fn release_mapping_lets_evict_drop_mapped_pages() {
 
     // A private (copy-on-write) mapping is refused: DONTNEED would discard it.
     // SAFETY: as above.
-    let private = unsafe {
-        memmap2::MmapOptions::new()
-            .len(us(page))
-            .map_copy_read_only(&file)
-    }
-    .unwrap();
+    let private =
+        unsafe { memmap2::MmapOptions::new().len(us(page)).map_copy_read_only(&file) }.unwrap();
     match release_mapping(&private) {
         Err(Error::Release { source, .. }) => {
             assert_eq!(source.kind(), std::io::ErrorKind::InvalidInput);
@@ -331,23 +274,14 @@ fn cachestat_agrees_with_mincore() {
     let reader = open_random(&path);
     read_span(&reader, 0, 3 * MIB);
     read_span(&reader, 5 * MIB, page);
-    let (r, stat) = settled(
-        || sample(&file).unwrap(),
-        || cachestat(&file, 0, 0).unwrap(),
-    );
+    let (r, stat) = settled(|| sample(&file).unwrap(), || cachestat(&file, 0, 0).unwrap());
     assert!(r.resident_pages > 3 * MIB / page);
-    assert_eq!(
-        stat.cache, r.resident_pages,
-        "cachestat vs mincore: {stat:?} {r:?}"
-    );
+    assert_eq!(stat.cache, r.resident_pages, "cachestat vs mincore: {stat:?} {r:?}");
     assert_eq!(r.cachestat.map(|c| c.cache), Some(r.resident_pages));
     assert_eq!((stat.dirty, stat.writeback), (0, 0));
     // Sub-range counts agree as well.
     let sub = sample_range(&file, 0, 4 * MIB).unwrap();
-    assert_eq!(
-        cachestat(&file, 0, 4 * MIB).unwrap().cache,
-        sub.resident_pages
-    );
+    assert_eq!(cachestat(&file, 0, 4 * MIB).unwrap().cache, sub.resident_pages);
 
     // A write makes pages dirty until fsync.
     use std::io::{Seek, SeekFrom};
@@ -383,12 +317,7 @@ fn windows_of_a_large_sparse_file() {
     }
     let (r, (seen, stat)) = settled(
         || sample(&file).unwrap(),
-        || {
-            (
-                vmtouch(&["-m", "1G"], &path),
-                cachestat(&file, 0, 0).unwrap(),
-            )
-        },
+        || (vmtouch(&["-m", "1G"], &path), cachestat(&file, 0, 0).unwrap()),
     );
     assert_eq!(r.total_pages, len.div_ceil(page));
     assert_eq!(r.len, len);
@@ -400,18 +329,12 @@ fn windows_of_a_large_sparse_file() {
     }
     // Range samples across window borders agree with the whole-file bitmap.
     let whole = bits(&r);
-    for (start, span) in [
-        (window - 3 * page, 6 * page),
-        (2 * window - page, 2 * page),
-        (len - 2 * page, 10 * page),
-    ] {
+    for (start, span) in
+        [(window - 3 * page, 6 * page), (2 * window - page, 2 * page), (len - 2 * page, 10 * page)]
+    {
         let sub = sample_range(&file, start, span).unwrap();
         let first = us(start / page);
-        assert_eq!(
-            bits(&sub),
-            whole[first..first + us(sub.total_pages)].to_vec(),
-            "at {start}"
-        );
+        assert_eq!(bits(&sub), whole[first..first + us(sub.total_pages)].to_vec(), "at {start}");
     }
     evict(&file, 0, TO_EOF).unwrap();
 }
@@ -425,10 +348,7 @@ fn edge_cases_do_not_panic() {
     let empty_path = dir.path().join("empty");
     let empty = File::create(&empty_path).unwrap();
     let r = sample(&empty).unwrap();
-    assert_eq!(
-        (r.len, r.total_pages, r.resident_pages, r.bitmap.len()),
-        (0, 0, 0, 0)
-    );
+    assert_eq!((r.len, r.total_pages, r.resident_pages, r.bitmap.len()), (0, 0, 0, 0));
     assert_eq!(r.trust, Trust::Known);
     assert_eq!(touch(&empty, 0, TO_EOF).unwrap().pages, 0);
     assert_eq!(lock(&empty, 0, TO_EOF).unwrap().pages(), 0);
@@ -436,13 +356,9 @@ fn edge_cases_do_not_panic() {
 
     let path = dir.path().join("data");
     let file = write_file(&path, 3 * page + 10);
-    for (offset, len) in [
-        (0, 0),
-        (4 * page, 1),
-        (u64::MAX, u64::MAX),
-        (u64::MAX - 1, 2),
-        (3 * page + 10, TO_EOF),
-    ] {
+    for (offset, len) in
+        [(0, 0), (4 * page, 1), (u64::MAX, u64::MAX), (u64::MAX - 1, 2), (3 * page + 10, TO_EOF)]
+    {
         let r = sample_range(&file, offset, len).unwrap();
         assert_eq!((r.len, r.total_pages), (0, 0), "({offset}, {len})");
         assert!(!r.is_resident(0));
@@ -465,10 +381,7 @@ fn edge_cases_do_not_panic() {
         other => panic!("write-only fd: {other:?}"),
     }
     let err = sample(&File::open(dir.path()).unwrap()).unwrap_err();
-    assert!(
-        err.to_string().starts_with("mmap(2) of file bytes"),
-        "{err}"
-    );
+    assert!(err.to_string().starts_with("mmap(2) of file bytes"), "{err}");
 }
 
 #[test]
@@ -485,11 +398,7 @@ fn truncation_while_sampling_does_not_crash() {
             std::thread::spawn(move || {
                 let mut rounds = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let r = if i == 0 {
-                        sample(&file)
-                    } else {
-                        sample_range(&file, MIB, 4 * MIB)
-                    };
+                    let r = if i == 0 { sample(&file) } else { sample_range(&file, MIB, 4 * MIB) };
                     let r = r.expect("sample during truncation");
                     assert!(r.total_pages <= 8 * MIB / page && r.resident_pages <= r.total_pages);
                     rounds += 1;
@@ -520,11 +429,8 @@ fn truncation_while_sampling_does_not_crash() {
 /// True when uid 65534 can reach `path`: every ancestor searchable by others
 /// and the file itself has the `other` bits in `want`.
 fn other_can(path: &Path, want: u32) -> Result<(), String> {
-    let mode = |p: &Path| {
-        std::fs::metadata(p)
-            .map(|m| m.permissions().mode())
-            .map_err(|e| e.to_string())
-    };
+    let mode =
+        |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode()).map_err(|e| e.to_string());
     if mode(path)? & want != want {
         return Err(format!("{} lacks o+{want:o}", path.display()));
     }
@@ -533,10 +439,7 @@ fn other_can(path: &Path, want: u32) -> Result<(), String> {
             continue;
         }
         if mode(dir)? & 0o001 == 0 {
-            return Err(format!(
-                "directory {} is not searchable by others",
-                dir.display()
-            ));
+            return Err(format!("directory {} is not searchable by others", dir.display()));
         }
     }
     Ok(())
@@ -565,10 +468,7 @@ fn trust_follows_the_kernel_permission_rule() {
     assert_eq!(mine.trust, Trust::Known);
     assert_eq!(residency::mincore_trust(&root), Trust::Known);
     assert!(mine.cachestat.is_some());
-    assert!(
-        mine.resident_pages >= MIB / page && mine.resident_pages < total,
-        "{mine:?}"
-    );
+    assert!(mine.resident_pages >= MIB / page && mine.resident_pages < total, "{mine:?}");
     assert_eq!(mine.known_resident_pages(), Some(mine.resident_pages));
 
     // As nobody: the kernel refuses cachestat and mincore claims everything.
@@ -580,12 +480,7 @@ fn trust_follows_the_kernel_permission_rule() {
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
-        .args([
-            "--exact",
-            "child_reports_residency",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", "child_reports_residency", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, &path)
         .output()
         .unwrap_or_else(|e| panic!("cannot run setpriv (util-linux) ({e})"));
@@ -619,13 +514,8 @@ fn child_reports_residency() {
         rustix::process::geteuid().as_raw(),
         r.trust,
         residency::mincore_trust(&file),
-        if r.cachestat.is_some() {
-            "some"
-        } else {
-            "none"
-        },
-        r.known_resident_pages()
-            .map_or("none".to_string(), |n| n.to_string()),
+        if r.cachestat.is_some() { "some" } else { "none" },
+        r.known_resident_pages().map_or("none".to_string(), |n| n.to_string()),
         r.resident_pages,
         r.total_pages,
     );
@@ -697,9 +587,7 @@ fn a_trace_records_reads_evictions_and_replacement() {
     // After it, a frame of the same file with nothing resident (evicted).
     let after = trace.frames.iter().skip_while(|f| f.resident_pages() == 0);
     assert!(
-        after
-            .clone()
-            .any(|f| f.file_len == 8 * MIB && f.resident_pages() == 0),
+        after.clone().any(|f| f.file_len == 8 * MIB && f.resident_pages() == 0),
         "no evicted frame after the read"
     );
     // The last frame is the replacement file (1 MiB, just written).
@@ -738,19 +626,11 @@ fn residency_changes_in_folio_sized_steps() {
     let mut buf = vec![0u8; 64 * 1024];
     while reader.read(&mut buf).expect("read the file") > 0 {}
     let base = quiesce(&file);
-    assert_eq!(
-        base.resident_pages, total,
-        "a whole read leaves the file resident"
-    );
+    assert_eq!(base.resident_pages, total, "a whole read leaves the file resident");
 
     // Pages in the back half, where read-ahead has ramped up, and not
     // near each other: each probe only evicts blocks around its own page.
-    let probes = [
-        total / 2 + 5,
-        5 * total / 8 + 3,
-        3 * total / 4 + 9,
-        total - 7,
-    ];
+    let probes = [total / 2 + 5, 5 * total / 8 + 3, 3 * total / 4 + 9, total - 7];
     let mut steps = Vec::new();
     for probe in probes {
         let mut n = 1;
@@ -759,9 +639,8 @@ fn residency_changes_in_folio_sized_steps() {
             let before = sample(&file).unwrap();
             evict(&file, start * page, n * page).unwrap();
             let after = sample(&file).unwrap();
-            let dropped: Vec<u64> = (0..total)
-                .filter(|&p| before.is_resident(p) && !after.is_resident(p))
-                .collect();
+            let dropped: Vec<u64> =
+                (0..total).filter(|&p| before.is_resident(p) && !after.is_resident(p)).collect();
             if !dropped.is_empty() {
                 break (start, dropped);
             }
@@ -808,10 +687,7 @@ fn a_resample_equals_a_fresh_sample() {
     let file = write_file(&path, len);
     read_span(&file, 0, len);
     let mut prev = quiesce(&file);
-    assert_eq!(
-        prev.resident_pages, prev.total_pages,
-        "a whole read leaves it resident"
-    );
+    assert_eq!(prev.resident_pages, prev.total_pages, "a whole read leaves it resident");
     let mut locked = None;
     type Step<'a> = (&'a str, &'a dyn Fn(&File) -> Option<residency::Locked>);
     let steps: [Step; 7] = [
@@ -828,9 +704,7 @@ fn a_resample_equals_a_fresh_sample() {
             read_span(f, 0, 10 * MIB + 5 * os_page_size());
             None
         }),
-        ("lock 1 MiB in the middle", &|f| {
-            Some(lock(f, 4 * MIB + 8 * page, MIB).unwrap())
-        }),
+        ("lock 1 MiB in the middle", &|f| Some(lock(f, 4 * MIB + 8 * page, MIB).unwrap())),
         ("evict all around the lock", &|f| {
             evict(f, 0, TO_EOF).unwrap();
             None
@@ -884,11 +758,8 @@ fn kind_totals_of_a_grown_file_cover_what_vmtouch_counts() {
     let grown = 40 * os_page_size();
     {
         let f = OpenOptions::new().append(true).open(&path).expect("open");
-        f.write_all_at(
-            &vec![7u8; usize::try_from(grown).unwrap()],
-            snap.layout.source_len,
-        )
-        .expect("grow");
+        f.write_all_at(&vec![7u8; usize::try_from(grown).unwrap()], snap.layout.source_len)
+            .expect("grow");
         f.sync_all().expect("sync");
     }
     let file = File::open(&path).expect("open");
@@ -896,18 +767,14 @@ fn kind_totals_of_a_grown_file_cover_what_vmtouch_counts() {
     // Part of the old pages and part of the grown ones cached.
     let mut buf = vec![0u8; 12 * 4096];
     file.read_exact_at(&mut buf, 0).expect("read head");
-    file.read_exact_at(&mut buf, snap.layout.source_len + 8 * 4096)
-        .expect("read tail");
+    file.read_exact_at(&mut buf, snap.layout.source_len + 8 * 4096).expect("read tail");
     let res = sample(&file).expect("sample");
     let (resident, total) = vmtouch(&[], &path);
     let totals = mapwise_native::report::kind_totals(&snap.layout, Some(&res));
     let pages: u64 = totals.iter().map(|k| k.pages).sum();
     let resident_pages: u64 = totals.iter().filter_map(|k| k.resident_pages).sum();
     assert_eq!(pages, total, "kind pages vs vmtouch's total: {totals:?}");
-    assert_eq!(
-        resident_pages, resident,
-        "kind resident pages vs vmtouch's: {totals:?}"
-    );
+    assert_eq!(resident_pages, resident, "kind resident pages vs vmtouch's: {totals:?}");
     let unused = totals.iter().find(|k| k.kind == "unused").expect("unused");
     assert!(unused.pages >= grown / 4096, "{unused:?}");
 }

@@ -73,11 +73,7 @@ fn corpus_offsets_and_layout_are_hgs() {
             .and_then(|d| std::fs::metadata(d).ok())
             .map(|m| m.len());
         let l = layout(&bytes[..], LayoutOptions { data_len });
-        assert!(
-            l.layout.problems.is_empty(),
-            "{name}: {:?}",
-            l.layout.problems
-        );
+        assert!(l.layout.problems.is_empty(), "{name}: {:?}", l.layout.problems);
         assert_eq!(l.revisions, u64::from(index.len()));
         let mut at = 0;
         for r in &l.layout.regions {
@@ -110,17 +106,11 @@ fn corpus_offsets_and_layout_are_hgs() {
     let l = layout(&bytes[..], LayoutOptions::default());
     let h = l.header.unwrap();
     assert_eq!(field("format"), h.version.number().to_string());
-    assert_eq!(
-        field("flags"),
-        if h.is_inline() { "inline" } else { "(none)" }
-    );
+    assert_eq!(field("flags"), if h.is_inline() { "inline" } else { "(none)" });
     assert_eq!(field("revisions"), l.revisions.to_string());
     assert_eq!(field("chunks size"), l.data_bytes.to_string());
     // Neither a data file nor a bbolt file is taken for an index.
-    assert_ne!(
-        detect(&read(&revlog_testdata("data/big.txt.d"))[..]),
-        Format::Revlog
-    );
+    assert_ne!(detect(&read(&revlog_testdata("data/big.txt.d"))[..]), Format::Revlog);
     assert_eq!(detect(&read(&testdata("small.db"))[..]), Format::Bolt);
 }
 
@@ -227,16 +217,8 @@ fn mapped_log_touches_only_the_tail() {
     let evict = || {
         residency::evict(&f, 0, residency::TO_EOF).unwrap();
         let r = residency::sample(&f).unwrap();
-        assert!(
-            r.trust.is_known(),
-            "mincore must tell the truth (run as the file's owner)"
-        );
-        assert_eq!(
-            r.resident_pages,
-            0,
-            "eviction failed: is {} on tmpfs?",
-            dir.path().display()
-        );
+        assert!(r.trust.is_known(), "mincore must tell the truth (run as the file's owner)");
+        assert_eq!(r.resident_pages, 0, "eviction failed: is {} on tmpfs?", dir.path().display());
     };
 
     evict();
@@ -271,12 +253,7 @@ fn mapped_log_touches_only_the_tail() {
     evict();
     let file = IndexFile::open(&path, &Options::default()).unwrap();
     assert_eq!(file.loaded(), Loaded::Read);
-    assert_eq!(
-        log(&file.index().unwrap(), Some(5), &Hidden::default())
-            .unwrap()
-            .len(),
-        5
-    );
+    assert_eq!(log(&file.index().unwrap(), Some(5), &Hidden::default()).unwrap().len(), 5);
     let r = residency::sample(&f).unwrap();
     assert_eq!(r.resident_pages, r.total_pages);
 }

@@ -43,15 +43,7 @@ fn headers_and_layouts_match_the_oracles_decoder() {
         let g = h.geometry();
         let off = |k: &str| j["offsets"][k].as_u64().unwrap_or(u64::MAX);
         assert_eq!(
-            [
-                g.ds_def,
-                g.rra_def,
-                g.live_head,
-                g.pdp_prep,
-                g.cdp_prep,
-                g.rra_ptr,
-                g.header_len
-            ],
+            [g.ds_def, g.rra_def, g.live_head, g.pdp_prep, g.cdp_prep, g.rra_ptr, g.header_len],
             [
                 off("ds_def"),
                 off("rra_def"),
@@ -64,17 +56,9 @@ fn headers_and_layouts_match_the_oracles_decoder() {
             "{f}: offsets"
         );
         assert_eq!(Some(g.file_len), j["expected_size"].as_u64(), "{f}: size");
-        assert_eq!(
-            Some(h.version_str()),
-            j["stat_head"]["version"].as_str(),
-            "{f}"
-        );
+        assert_eq!(Some(h.version_str()), j["stat_head"]["version"].as_str(), "{f}");
         assert_eq!(Some(h.last_up()), j["live_head"]["last_up"].as_i64(), "{f}");
-        assert_eq!(
-            Some(h.last_up_usec()),
-            j["live_head"]["last_up_usec"].as_i64(),
-            "{f}"
-        );
+        assert_eq!(Some(h.last_up_usec()), j["live_head"]["last_up_usec"].as_i64(), "{f}");
         for (i, d) in h.dss().iter().enumerate() {
             let o = &j["ds"][i];
             assert_eq!(Some(d.name.as_str()), o["name"].as_str(), "{f} ds {i}");
@@ -91,11 +75,7 @@ fn headers_and_layouts_match_the_oracles_decoder() {
             );
         }
         let l = layout(&bytes[..], 4096);
-        assert!(
-            l.fatal.is_none() && l.layout.problems.is_empty(),
-            "{f}: {:?}",
-            l.fatal
-        );
+        assert!(l.fatal.is_none() && l.layout.problems.is_empty(), "{f}: {:?}", l.fatal);
         for (i, r) in h.rras().iter().enumerate() {
             let o = &j["rra"][i];
             assert_eq!(Some(r.cf.name()), o["cf"].as_str(), "{f} rra {i}");
@@ -113,24 +93,14 @@ fn headers_and_layouts_match_the_oracles_decoder() {
                 .expect("cur_row region");
             assert_eq!(cur.offset, h.row_offset(i, h.cur_row(i)), "{f} rra {i}");
             assert!(
-                l.hot
-                    .iter()
-                    .any(|&(o, n)| o <= cur.offset && cur.offset < o + n),
+                l.hot.iter().any(|&(o, n)| o <= cur.offset && cur.offset < o + n),
                 "{f} rra {i}: the current row is hot"
             );
         }
         let names: Vec<&str> = l.sections.iter().map(|s| s.name).collect();
         assert_eq!(
             names,
-            [
-                "stat_head",
-                "ds_def",
-                "rra_def",
-                "live_head",
-                "pdp_prep",
-                "cdp_prep",
-                "rra_ptr"
-            ]
+            ["stat_head", "ds_def", "rra_def", "live_head", "pdp_prep", "cdp_prep", "rra_ptr"]
         );
         let mut at = 0;
         for r in &l.layout.regions {
@@ -138,11 +108,7 @@ fn headers_and_layouts_match_the_oracles_decoder() {
             at = r.end();
         }
         assert_eq!(at, bytes.len() as u64, "{f}: the layout covers the file");
-        assert_eq!(
-            l.hot.first().map(|h| h.0),
-            Some(0),
-            "{f}: the header is hot"
-        );
+        assert_eq!(l.hot.first().map(|h| h.0), Some(0), "{f}: the header is hot");
         assert_eq!(detect(&bytes[..]), Format::Rrd);
     }
 }
@@ -188,12 +154,8 @@ fn planned_pages_are_the_rows_written_and_a_kept_handle_matches() {
         let o = UpdateOptions::default();
         let mut hot = Vec::new();
         for l in &lines {
-            let t = l
-                .split(':')
-                .next()
-                .and_then(|s| s.parse::<f64>().ok())
-                .expect("time")
-                .floor() as i64;
+            let t = l.split(':').next().and_then(|s| s.parse::<f64>().ok()).expect("time").floor()
+                as i64;
             let hd = h.header();
             let before: Vec<u64> = (0..hd.rra_cnt()).map(|i| hd.cur_row(i)).collect();
             call_hot_ranges(hd, Some(t), false, page, len, &mut hot);
@@ -220,10 +182,8 @@ fn planned_pages_are_the_rows_written_and_a_kept_handle_matches() {
                     }
                 }
             }
-            let got: BTreeSet<u64> = hot
-                .iter()
-                .flat_map(|&(o, n)| o / page..(o + n).div_ceil(page))
-                .collect();
+            let got: BTreeSet<u64> =
+                hot.iter().flat_map(|&(o, n)| o / page..(o + n).div_ceil(page)).collect();
             assert_eq!(got, want, "{name}: {l}: planned pages vs rows written");
         }
         h.close().expect("close");

@@ -111,11 +111,7 @@ pub fn dump(root: &Bucket) -> String {
         for (k, e) in &b.kv {
             match e {
                 Entry::Value(v) => {
-                    let p = if path.is_empty() {
-                        "-".to_string()
-                    } else {
-                        path.join("/")
-                    };
+                    let p = if path.is_empty() { "-".to_string() } else { path.join("/") };
                     let v = if v.is_empty() { "-".into() } else { hex(v) };
                     let _ = writeln!(out, "kv {p} {} {v}", hex(k));
                 }
@@ -143,10 +139,7 @@ pub fn read(file: &mapwise_core::bolt::BoltFile<'_, [u8]>) -> Bucket {
                 let (last, parent) = path.split_last().expect("path");
                 root.at_mut(parent).expect("parent").kv.insert(
                     last.clone(),
-                    Entry::Bucket(Bucket {
-                        seq: sequence,
-                        kv: BTreeMap::new(),
-                    }),
+                    Entry::Bucket(Bucket { seq: sequence, kv: BTreeMap::new() }),
                 );
             }
             Record::Kv { path, key, value } => {
@@ -174,10 +167,7 @@ pub fn parse_dump(text: &str) -> Bucket {
                 _ => panic!("not a hex digit: {c}"),
             }
         }
-        s.as_bytes()
-            .chunks_exact(2)
-            .map(|p| nibble(p[0]) << 4 | nibble(p[1]))
-            .collect()
+        s.as_bytes().chunks_exact(2).map(|p| nibble(p[0]) << 4 | nibble(p[1])).collect()
     }
     let mut root = Bucket::default();
     for line in text.lines() {
@@ -188,25 +178,13 @@ pub fn parse_dump(text: &str) -> Bucket {
                 let seq = f[2].trim_start_matches("seq=").parse().expect("seq");
                 let (last, parent) = path.split_last().expect("path");
                 let p = root.at_mut(parent).expect("parent bucket");
-                p.kv.insert(
-                    last.clone(),
-                    Entry::Bucket(Bucket {
-                        seq,
-                        kv: BTreeMap::new(),
-                    }),
-                );
+                p.kv.insert(last.clone(), Entry::Bucket(Bucket { seq, kv: BTreeMap::new() }));
             }
             "kv" => {
-                let path: Vec<Vec<u8>> = if f[1] == "-" {
-                    Vec::new()
-                } else {
-                    f[1].split('/').map(unhex).collect()
-                };
+                let path: Vec<Vec<u8>> =
+                    if f[1] == "-" { Vec::new() } else { f[1].split('/').map(unhex).collect() };
                 let v = if f[3] == "-" { Vec::new() } else { unhex(f[3]) };
-                root.at_mut(&path)
-                    .expect("bucket")
-                    .kv
-                    .insert(unhex(f[2]), Entry::Value(v));
+                root.at_mut(&path).expect("bucket").kv.insert(unhex(f[2]), Entry::Value(v));
             }
             other => panic!("unexpected dump line {other:?}"),
         }
@@ -216,10 +194,7 @@ pub fn parse_dump(text: &str) -> Bucket {
 
 /// Read-write options with page size `ps`.
 pub fn rw(ps: u32) -> Options {
-    Options {
-        page_size: ps,
-        ..Options::read_write()
-    }
+    Options { page_size: ps, ..Options::read_write() }
 }
 
 /// The oracle's check passes on `path`.

@@ -9,13 +9,7 @@ pub fn rewrite(db: &mapwise_native::engine::bolt::Db, keys: u64, round: u64) {
         let mut b = tx.create_bucket_if_not_exists(b"w")?;
         for k in 0..keys {
             let len = 100 + usize::try_from((k ^ round) % 97).unwrap();
-            let v: Vec<u8> = round
-                .to_le_bytes()
-                .iter()
-                .copied()
-                .cycle()
-                .take(len)
-                .collect();
+            let v: Vec<u8> = round.to_le_bytes().iter().copied().cycle().take(len).collect();
             b.put(&k.to_be_bytes(), &v)?;
         }
         Ok(())
@@ -31,10 +25,8 @@ pub fn rewrite(db: &mapwise_native::engine::bolt::Db, keys: u64, round: u64) {
 /// When it cannot be created.
 #[must_use]
 pub fn writer_db(path: &std::path::Path, keys: u64) -> mapwise_native::engine::bolt::Db {
-    let opts = mapwise_native::engine::bolt::Options {
-        no_sync: true,
-        ..crate::bolt_model::rw(4096)
-    };
+    let opts =
+        mapwise_native::engine::bolt::Options { no_sync: true, ..crate::bolt_model::rw(4096) };
     let db = mapwise_native::engine::bolt::Db::open(path, &opts).expect("create");
     rewrite(&db, keys, 0);
     db

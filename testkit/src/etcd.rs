@@ -37,10 +37,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            batch_interval: Duration::from_millis(100),
-            parent: None,
-        }
+        Config { batch_interval: Duration::from_millis(100), parent: None }
     }
 }
 
@@ -62,13 +59,8 @@ pub struct Status {
 /// The Kubernetes resource kinds the keys are named after
 /// (`/registry/<kind>/<ns>/<name>`), with the share of preloaded keys
 /// each gets (out of 100).
-pub const KINDS: [(&str, u64); 5] = [
-    ("pods", 40),
-    ("configmaps", 20),
-    ("events", 15),
-    ("services", 10),
-    ("leases", 15),
-];
+pub const KINDS: [(&str, u64); 5] =
+    [("pods", 40), ("configmaps", 20), ("events", 15), ("services", 10), ("leases", 15)];
 
 /// Namespaces keys are spread over.
 pub const NAMESPACES: u64 = 16;
@@ -184,10 +176,7 @@ impl Etcd {
 
     fn try_start(cfg: &Config) -> Result<Etcd, String> {
         let parent = cfg.parent.clone().unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new()
-            .prefix("mw-etcd")
-            .tempdir_in(&parent)
-            .expect("tempdir");
+        let dir = tempfile::Builder::new().prefix("mw-etcd").tempdir_in(&parent).expect("tempdir");
         let root = dir.path().canonicalize().expect("canonicalize");
         let data_dir = root.join("data");
         let log = root.join("etcd.log");
@@ -631,11 +620,7 @@ impl Load {
                 std::thread::spawn(move || s.work())
             })
             .collect();
-        Load {
-            stop,
-            counters,
-            threads,
-        }
+        Load { stop, counters, threads }
     }
 
     fn stats(&self) -> LoadStats {
@@ -703,9 +688,7 @@ impl Shared {
         match r {
             Ok(Some(rev)) => {
                 let rev = u64::try_from(rev).unwrap_or(0);
-                self.counters
-                    .last_revision
-                    .fetch_max(rev, Ordering::Relaxed);
+                self.counters.last_revision.fetch_max(rev, Ordering::Relaxed);
             }
             Ok(None) => {}
             Err(e) => {
@@ -727,10 +710,8 @@ impl Shared {
         let now = Instant::now();
         let (usable, to_revoke) = {
             let mut ls = self.leases.lock().unwrap();
-            let usable = ls
-                .iter()
-                .find(|l| now.duration_since(l.granted) < l.ttl / 2)
-                .map(|l| l.id);
+            let usable =
+                ls.iter().find(|l| now.duration_since(l.granted) < l.ttl / 2).map(|l| l.id);
             let to_revoke: Vec<i64> = ls
                 .iter()
                 .filter(|l| l.id % 4 == 0 && now.duration_since(l.granted) >= l.ttl / 2)
@@ -753,18 +734,11 @@ impl Shared {
         if let Some(id) = usable {
             return Ok(id);
         }
-        let v = self.post(
-            "/v3/lease/grant",
-            &json!({ "TTL": self.cfg.lease_ttl.to_string() }),
-        )?;
+        let v = self.post("/v3/lease/grant", &json!({ "TTL": self.cfg.lease_ttl.to_string() }))?;
         let id = i64::try_from(num(&v, "ID")).map_err(|e| e.to_string())?;
         self.counters.grants.fetch_add(1, Ordering::Relaxed);
         let ttl = Duration::from_secs(u64::try_from(self.cfg.lease_ttl.max(1)).unwrap_or(1));
-        self.leases.lock().unwrap().push(Lease {
-            id,
-            granted: Instant::now(),
-            ttl,
-        });
+        self.leases.lock().unwrap().push(Lease { id, granted: Instant::now(), ttl });
         Ok(id)
     }
 

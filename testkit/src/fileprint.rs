@@ -84,11 +84,7 @@ pub fn differences(
                 a.mtime_ns,
                 b.ctime_ns,
                 a.ctime_ns,
-                if a.bytes == b.bytes {
-                    "same"
-                } else {
-                    "CHANGED"
-                }
+                if a.bytes == b.bytes { "same" } else { "CHANGED" }
             )),
             Some(_) => {}
         }

@@ -87,11 +87,7 @@ fn reseal(b: &mut [u8], ps: usize) {
 
 /// Interesting values for a field of `width` bytes.
 fn values(width: usize) -> Vec<(&'static str, u64)> {
-    let max = if width >= 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * width)) - 1
-    };
+    let max = if width >= 8 { u64::MAX } else { (1u64 << (8 * width)) - 1 };
     let mut v = vec![("0", 0), ("0xFFFF", 0xFFFF), ("max", max)];
     if width >= 4 {
         v.push(("0x7FFFFFFF", 0x7FFF_FFFF));
@@ -146,11 +142,7 @@ fn field_cases(
             let mut b = base.to_vec();
             set(&mut b, off, width, v);
             fix(&mut b);
-            out.push(Case {
-                name: format!("{name}: {field} = {vn}"),
-                fmt,
-                bytes: b,
-            });
+            out.push(Case { name: format!("{name}: {field} = {vn}"), fmt, bytes: b });
         }
         for bit in [0, 7, 8 * width - 1] {
             let mut b = base.to_vec();
@@ -158,11 +150,7 @@ fn field_cases(
                 *x ^= 1 << (bit % 8);
             }
             fix(&mut b);
-            out.push(Case {
-                name: format!("{name}: {field} bit {bit} flipped"),
-                fmt,
-                bytes: b,
-            });
+            out.push(Case { name: format!("{name}: {field} bit {bit} flipped"), fmt, bytes: b });
         }
     }
 }
@@ -178,8 +166,7 @@ fn page_of(b: &[u8], ps: usize, pgid: usize) -> Option<(u16, u16, usize)> {
 }
 
 fn u32_at(b: &[u8], off: usize) -> usize {
-    b.get(off..off + 4)
-        .map_or(0, |x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize)
+    b.get(off..off + 4).map_or(0, |x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as usize)
 }
 
 fn u64_at(b: &[u8], off: usize) -> u64 {
@@ -214,29 +201,17 @@ fn bolt(root: &Path, full: bool, out: &mut Vec<Case>) {
             ("checksum", 72, 8),
         ];
         for m in 0..2 {
-            let fields: Vec<(String, usize, usize)> = meta
-                .iter()
-                .map(|&(f, o, w)| (format!("meta{m} {f}"), m * ps + o, w))
-                .collect();
+            let fields: Vec<(String, usize, usize)> =
+                meta.iter().map(|&(f, o, w)| (format!("meta{m} {f}"), m * ps + o, w)).collect();
             field_cases(name, Fmt::Bolt, &base, &fields, &|_| {}, out);
             let resealed = format!("{name} (resealed)");
-            field_cases(
-                &resealed,
-                Fmt::Bolt,
-                &base,
-                &fields,
-                &|b| reseal(b, ps),
-                out,
-            );
+            field_cases(&resealed, Fmt::Bolt, &base, &fields, &|b| reseal(b, ps), out);
         }
         // Both metas pointing at the same damage (so no fallback).
         for (what, off) in [("root", 32), ("freelist", 48), ("pgid", 56)] {
-            for (vn, v) in [
-                ("0", 0u64),
-                ("1", 1),
-                ("max", u64::MAX),
-                ("past end", pages as u64 + 7),
-            ] {
+            for (vn, v) in
+                [("0", 0u64), ("1", 1), ("max", u64::MAX), ("past end", pages as u64 + 7)]
+            {
                 let mut b = base.clone();
                 for m in 0..2 {
                     set(&mut b, m * ps + off, 8, v);
@@ -261,10 +236,8 @@ fn bolt(root: &Path, full: bool, out: &mut Vec<Case>) {
                 ("count", off + 10, 2),
                 ("overflow", off + 12, 4),
             ];
-            let fields: Vec<(String, usize, usize)> = fields
-                .iter()
-                .map(|&(f, o, w)| (format!("page {pgid} {f}"), o, w))
-                .collect();
+            let fields: Vec<(String, usize, usize)> =
+                fields.iter().map(|&(f, o, w)| (format!("page {pgid} {f}"), o, w)).collect();
             field_cases(name, Fmt::Bolt, &base, &fields, &|_| {}, out);
             let count = usize::from(count).min(if full { 4096 } else { 3 });
             for i in 0..count {
@@ -444,11 +417,9 @@ fn rrd(root: &Path, full: bool, out: &mut Vec<Case>) {
 }
 
 fn revlog(root: &Path, full: bool, out: &mut Vec<Case>) {
-    for file in [
-        "revlog/00changelog.i",
-        "revlog/00manifest.i",
-        "revlog/synthetic-2000/00changelog.i",
-    ] {
+    for file in
+        ["revlog/00changelog.i", "revlog/00manifest.i", "revlog/synthetic-2000/00changelog.i"]
+    {
         let mut base = read(root, file);
         if !full {
             base.truncate(24 * 1024);
@@ -519,8 +490,7 @@ fn revlog(root: &Path, full: bool, out: &mut Vec<Case>) {
 }
 
 fn u32_at_be(b: &[u8], off: usize) -> usize {
-    b.get(off..off + 4)
-        .map_or(0, |x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]) as usize)
+    b.get(off..off + 4).map_or(0, |x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]) as usize)
 }
 
 /// The table: every case for every format, from the repository at `root`.
@@ -599,11 +569,6 @@ pub fn assert_no_failures(what: &str, fails: &[String]) {
         fails.is_empty(),
         "{what}: {} failures:\n{}",
         fails.len(),
-        fails
-            .iter()
-            .take(60)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        fails.iter().take(60).cloned().collect::<Vec<_>>().join("\n")
     );
 }

@@ -164,10 +164,7 @@ impl Need {
             Need::Rrdtool => &[("rrdtool", Some("rrdtool"))],
             Need::Rrdcached => &[("rrdcached", Some("rrdcached"))],
             Need::Gzip => &[("gzip", Some("gzip"))],
-            Need::Etcd => &[
-                ("etcd-server", Some("etcd")),
-                ("etcd-client", Some("etcdctl")),
-            ],
+            Need::Etcd => &[("etcd-server", Some("etcd")), ("etcd-client", Some("etcdctl"))],
             Need::GnuTime => &[("time", Some("time"))],
             Need::Strace => &[("strace", Some("strace"))],
             Need::UtilLinux => &[("util-linux", Some("flock"))],
@@ -226,19 +223,14 @@ pub fn ensure(needs: &[Need]) {
 /// When something cannot be installed; the message says what to run.
 pub fn try_ensure(needs: &[Need]) -> Result<(), String> {
     let todo: Vec<Need> = {
-        let met = MET
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let met = MET.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         needs.iter().copied().filter(|n| !met.contains(n)).collect()
     };
     if todo.is_empty() {
         return Ok(());
     }
     // Debian packages first, in one apt-get call (Playwright needs npm).
-    let packages: Vec<Package> = todo
-        .iter()
-        .flat_map(|n| n.packages().iter().copied())
-        .collect();
+    let packages: Vec<Package> = todo.iter().flat_map(|n| n.packages().iter().copied()).collect();
     debian(&packages, &todo)?;
     for &n in &todo {
         match n {
@@ -253,9 +245,7 @@ pub fn try_ensure(needs: &[Need]) -> Result<(), String> {
             _ => {}
         }
     }
-    MET.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .extend(todo);
+    MET.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(todo);
     Ok(())
 }
 
@@ -275,18 +265,14 @@ fn lock(path: &Path) -> Result<File, String> {
         .write(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    f.lock()
-        .map_err(|e| format!("lock {}: {e}", path.display()))?;
+    f.lock().map_err(|e| format!("lock {}: {e}", path.display()))?;
     Ok(f)
 }
 
 /// Our stderr, for a child's output (it must not mix into a caller's
 /// stdout, which may be a report).
 fn to_stderr() -> Stdio {
-    std::io::stderr()
-        .as_fd()
-        .try_clone_to_owned()
-        .map_or_else(|_| Stdio::inherit(), Stdio::from)
+    std::io::stderr().as_fd().try_clone_to_owned().map_or_else(|_| Stdio::inherit(), Stdio::from)
 }
 
 /// Run `cmd` with its output on stderr; `Err` naming it unless it exits 0.
@@ -298,11 +284,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
         .stderr(Stdio::inherit())
         .status()
         .map_err(|e| format!("cannot run {desc}: {e}"))?;
-    if st.success() {
-        Ok(())
-    } else {
-        Err(format!("{desc} failed ({st})"))
-    }
+    if st.success() { Ok(()) } else { Err(format!("{desc} failed ({st})")) }
 }
 
 fn on_path(tool: &str) -> bool {
@@ -344,11 +326,8 @@ fn apt(args: &[&str]) -> Result<(), String> {
 /// Install the missing ones of `packages` (needed by `needs`).
 fn debian(packages: &[Package], needs: &[Need]) -> Result<(), String> {
     let missing = |ps: &[Package]| -> Vec<&'static str> {
-        let mut v: Vec<&str> = ps
-            .iter()
-            .filter(|p| !package_present(**p))
-            .map(|(p, _)| *p)
-            .collect();
+        let mut v: Vec<&str> =
+            ps.iter().filter(|p| !package_present(**p)).map(|(p, _)| *p).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -363,11 +342,7 @@ fn debian(packages: &[Package], needs: &[Need]) -> Result<(), String> {
         return Ok(());
     }
     let names: Vec<&str> = needs.iter().map(|n| n.name()).collect();
-    say(&format!(
-        "installing Debian packages: {} (for {})",
-        todo.join(" "),
-        names.join(", ")
-    ));
+    say(&format!("installing Debian packages: {} (for {})", todo.join(" "), names.join(", ")));
     let mut install = vec!["install", "-y", "-q", "--no-install-recommends"];
     install.extend(&todo);
     let ok = apt(&install).or_else(|_| {
@@ -380,8 +355,7 @@ fn debian(packages: &[Package], needs: &[Need]) -> Result<(), String> {
         r => Err(format!(
             "cannot install the Debian packages {} ({}); as root: apt-get install -y {}",
             todo.join(" "),
-            r.err()
-                .unwrap_or_else(|| format!("still missing: {}", still.join(" "))),
+            r.err().unwrap_or_else(|| format!("still missing: {}", still.join(" "))),
             todo.join(" ")
         )),
     }
@@ -417,13 +391,9 @@ fn rust_target(target: &str) -> Result<(), String> {
     if has_rust_target(target) {
         return Ok(());
     }
-    say(&format!(
-        "installing the {target} target (rustup target add {target})"
-    ));
-    run(Command::new("rustup")
-        .current_dir(crate::repo())
-        .args(["target", "add", target]))
-    .map_err(|e| format!("{e}; run: rustup target add {target}"))
+    say(&format!("installing the {target} target (rustup target add {target})"));
+    run(Command::new("rustup").current_dir(crate::repo()).args(["target", "add", target]))
+        .map_err(|e| format!("{e}; run: rustup target add {target}"))
 }
 
 /// The wasm-bindgen version `wasm/Cargo.toml` pins with `=`.
@@ -458,11 +428,7 @@ fn cargo_home() -> Option<PathBuf> {
 /// A wasm-bindgen of exactly `version` on `PATH` or in `$CARGO_HOME/bin`.
 fn find_bindgen(version: &str) -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("wasm-bindgen"))
-                .collect()
-        })
+        .map(|p| std::env::split_paths(&p).map(|d| d.join("wasm-bindgen")).collect())
         .unwrap_or_default();
     candidates.extend(cargo_home().map(|h| h.join("bin/wasm-bindgen")));
     candidates.into_iter().filter(|c| c.is_file()).find(|c| {
@@ -472,10 +438,7 @@ fn find_bindgen(version: &str) -> Option<PathBuf> {
             .output()
             .ok()
             .and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .split_whitespace()
-                    .nth(1)
-                    .map(str::to_string)
+                String::from_utf8_lossy(&o.stdout).split_whitespace().nth(1).map(str::to_string)
             })
             .as_deref()
             == Some(version)

@@ -74,11 +74,8 @@ pub fn peer(rel: &str) -> PathBuf {
 /// The first `tool` on `PATH`.
 #[must_use]
 pub fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(tool))
-            .find(|f| f.is_file())
-    })
+    std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join(tool)).find(|f| f.is_file()))
 }
 
 /// A fresh temporary directory under `dir` (a test passes its
@@ -147,12 +144,7 @@ pub fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input)
-        .expect("write stdin");
+    child.stdin.take().expect("stdin").write_all(input).expect("write stdin");
     child.wait_with_output().expect("wait")
 }
 
@@ -162,10 +154,7 @@ pub fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
 /// On a digit that is not hex.
 #[must_use]
 pub fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 
 /// Panic with both texts when `ours` and `want` differ (first differing
@@ -205,15 +194,8 @@ pub fn assert_same_text(what: &str, ours: &[u8], want: &[u8]) {
 /// When they differ.
 pub fn assert_same_bytes(what: &str, ours: &[u8], want: &[u8]) {
     if ours != want {
-        let at = ours
-            .iter()
-            .zip(want)
-            .position(|(a, b)| a != b)
-            .unwrap_or(ours.len().min(want.len()));
-        panic!(
-            "{what}: files differ at byte {at} ({} vs {} bytes)",
-            ours.len(),
-            want.len()
-        );
+        let at =
+            ours.iter().zip(want).position(|(a, b)| a != b).unwrap_or(ours.len().min(want.len()));
+        panic!("{what}: files differ at byte {at} ({} vs {} bytes)", ours.len(), want.len());
     }
 }

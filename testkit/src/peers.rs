@@ -28,10 +28,7 @@ fn out(peer: &Path, args: &[&str]) -> Vec<u8> {
 
 /// `p` relative to the repository, for messages.
 fn rel(p: &Path) -> String {
-    p.strip_prefix(crate::repo())
-        .unwrap_or(p)
-        .display()
-        .to_string()
+    p.strip_prefix(crate::repo()).unwrap_or(p).display().to_string()
 }
 
 /// `peers/bolt/peer`: Go bbolt 1.3.6 from Debian (dump, pages, keys, get,
@@ -135,10 +132,7 @@ pub fn hg_python() -> Command {
 pub fn rrdtool() -> Command {
     ensure(&[Need::Rrdtool]);
     let mut c = Command::new("rrdtool");
-    c.env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .env("LANG", "C")
-        .env_remove("RRDCACHED_ADDRESS");
+    c.env("TZ", "UTC").env("LC_ALL", "C").env("LANG", "C").env_remove("RRDCACHED_ADDRESS");
     c
 }
 
@@ -150,27 +144,18 @@ pub type RrdInfo = (u64, u64, Vec<(u64, u64)>);
 /// cannot be run or prints no `header_size` (nothing is installed here).
 #[must_use]
 pub fn rrdtool_info(path: &Path) -> Option<RrdInfo> {
-    let out = Command::new("rrdtool")
-        .arg("info")
-        .arg(path)
-        .output()
-        .ok()?;
+    let out = Command::new("rrdtool").arg("info").arg(path).output().ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
     let field = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{k} = ")))
             .and_then(|v| v.trim_matches('"').parse::<u64>().ok())
     };
-    let ds: std::collections::BTreeSet<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("ds[")?.split(']').next())
-        .collect();
+    let ds: std::collections::BTreeSet<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("ds[")?.split(']').next()).collect();
     let rras = (0..)
         .map_while(|i| {
-            Some((
-                field(&format!("rra[{i}].rows"))?,
-                field(&format!("rra[{i}].cur_row"))?,
-            ))
+            Some((field(&format!("rra[{i}].rows"))?, field(&format!("rra[{i}].cur_row"))?))
         })
         .collect();
     Some((field("header_size")?, ds.len() as u64, rras))

@@ -39,10 +39,7 @@ pub fn set_writable(p: &Path) {
 
 /// `gzip -dc src > dst`.
 pub fn gunzip(src: &Path, dst: &Path) {
-    let out = run_limited(
-        Command::new("gzip").arg("-dc").arg(src),
-        Duration::from_secs(60),
-    );
+    let out = run_limited(Command::new("gzip").arg("-dc").arg(src), Duration::from_secs(60));
     assert!(out.status.success(), "gzip -dc {}", src.display());
     std::fs::write(dst, out.stdout).expect("write");
     set_writable(dst);
@@ -61,10 +58,7 @@ pub fn spec(name: &str) -> Vec<String> {
 /// One `update` call per line through the library, as rrdtool's pipe mode
 /// does; panics on the first refusal.
 pub fn apply(path: &Path, lines: &[String], io: IoMode) {
-    let o = UpdateOptions {
-        io,
-        ..UpdateOptions::default()
-    };
+    let o = UpdateOptions { io, ..UpdateOptions::default() };
     for (n, l) in lines.iter().enumerate() {
         let out = mapwise_native::engine::rrd::update(path, &o, std::slice::from_ref(l))
             .unwrap_or_else(|e| panic!("{}: line {}: {e}", path.display(), n + 1));

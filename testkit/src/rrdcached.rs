@@ -53,10 +53,7 @@ impl Daemon {
 
     fn try_start(port: Option<u16>) -> Option<Daemon> {
         // Short paths: a UNIX socket name has at most 107 bytes.
-        let dir = tempfile::Builder::new()
-            .prefix("mw-rrdc")
-            .tempdir()
-            .expect("tempdir");
+        let dir = tempfile::Builder::new().prefix("mw-rrdc").tempdir().expect("tempdir");
         let root = dir.path().canonicalize().expect("canonicalize");
         let (base, journal) = (root.join("base"), root.join("journal"));
         std::fs::create_dir_all(&base).expect("mkdir");
@@ -84,12 +81,7 @@ impl Daemon {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn rrdcached");
-        let mut d = Daemon {
-            child,
-            addr: listen,
-            base,
-            _dir: dir,
-        };
+        let mut d = Daemon { child, addr: listen, base, _dir: dir };
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(10) {
             if d.child.try_wait().ok().flatten().is_some() {
@@ -124,10 +116,7 @@ impl Daemon {
             if let Some(first) = text.lines().next()
                 && text.contains('\n')
             {
-                let n: i64 = first
-                    .split_whitespace()
-                    .next()
-                    .and_then(|w| w.parse().ok())?;
+                let n: i64 = first.split_whitespace().next().and_then(|w| w.parse().ok())?;
                 if n <= 0 || text.lines().count() as i64 > n {
                     return Some(text);
                 }
@@ -146,9 +135,8 @@ impl Daemon {
     /// The updates the daemon holds for `name` (in the base directory),
     /// from its `PENDING` reply.
     pub fn pending(&self, name: &str) -> Vec<String> {
-        let r = self
-            .raw(&format!("PENDING {}\n", self.base.join(name).display()))
-            .expect("PENDING");
+        let r =
+            self.raw(&format!("PENDING {}\n", self.base.join(name).display())).expect("PENDING");
         r.lines().skip(1).map(str::to_owned).collect()
     }
 

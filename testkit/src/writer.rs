@@ -78,13 +78,8 @@ pub fn commit(db: &Db, shape: &Shape, rng: &mut Rng, round: u64) -> Result<u32, 
             }
         }
         let mut b = tx.create_bucket_if_not_exists(&shape.bucket)?;
-        let value: Vec<u8> = round
-            .to_le_bytes()
-            .iter()
-            .copied()
-            .cycle()
-            .take(shape.value_size)
-            .collect();
+        let value: Vec<u8> =
+            round.to_le_bytes().iter().copied().cycle().take(shape.value_size).collect();
         let mut key = last.unwrap_or_else(|| vec![0u8; 17]);
         let mut n = 0;
         for _ in 0..shape.appends {

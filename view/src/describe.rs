@@ -26,10 +26,7 @@ pub struct Item {
 
 impl Item {
     fn new(title: impl Into<String>) -> Item {
-        Item {
-            title: title.into(),
-            fields: Vec::new(),
-        }
+        Item { title: title.into(), fields: Vec::new() }
     }
 
     fn field(mut self, name: &str, value: impl ToString) -> Item {
@@ -96,10 +93,7 @@ fn revlog<S: PageSource + ?Sized>(
             Kind::Chunk => {
                 // The first byte says how hg stored it: 'u' plain, 'x'
                 // (0x78) zlib, '(' zstd, '\0' raw; `mercurial/revlog.py`.
-                let first = src
-                    .read_at(r.offset, 1)
-                    .ok()
-                    .and_then(|b| b.first().copied());
+                let first = src.read_at(r.offset, 1).ok().and_then(|b| b.first().copied());
                 let how = match first {
                     Some(b'u') => "uncompressed ('u')",
                     Some(b'x') => "zlib",
@@ -230,9 +224,7 @@ fn rrd<S: PageSource + ?Sized>(
                 };
                 let mut it = Item::new(title);
                 for row in a..b.min(a.saturating_add(ROWS_SHOWN)) {
-                    let off = r
-                        .offset
-                        .saturating_add((row - first_row).saturating_mul(row_len));
+                    let off = r.offset.saturating_add((row - first_row).saturating_mul(row_len));
                     it = it.field(&format!("row {row}"), row_values(src, off, ds_cnt));
                 }
                 if b > a.saturating_add(ROWS_SHOWN) {
@@ -262,11 +254,7 @@ pub fn meta_fields(m: &Meta, fault: Option<impl std::fmt::Display>) -> Vec<(Stri
         f("root", format!("{} (sequence {})", m.root, m.root_sequence)),
         f(
             "freelist",
-            if m.has_freelist() {
-                m.freelist.to_string()
-            } else {
-                "none (NoFreelistSync)".into()
-            },
+            if m.has_freelist() { m.freelist.to_string() } else { "none (NoFreelistSync)".into() },
         ),
         f("hwm", format!("{} pages", m.hwm)),
         f("txid", m.txid.to_string()),
@@ -296,12 +284,7 @@ pub fn range_text(first: &Bytes, last: &Bytes, max: usize) -> String {
     let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
     let tail = if a.starts_with("0x") {
         // Cut after the last space inside the shared part.
-        let cut = b
-            .chars()
-            .take(common)
-            .collect::<String>()
-            .rfind(' ')
-            .map_or(0, |i| i + 1);
+        let cut = b.chars().take(common).collect::<String>().rfind(' ').map_or(0, |i| i + 1);
         b.get(cut..).unwrap_or(&b).to_string()
     } else if common > 4 {
         let rest: String = b.chars().skip(common.saturating_sub(1)).collect();
@@ -342,10 +325,7 @@ mod tests {
     use super::*;
 
     fn b(v: &[u8]) -> Bytes {
-        Bytes {
-            len: v.len(),
-            prefix: v.to_vec(),
-        }
+        Bytes { len: v.len(), prefix: v.to_vec() }
     }
 
     #[test]
@@ -356,14 +336,8 @@ mod tests {
             v[8] = b'_';
             v
         };
-        assert_eq!(
-            range_text(&b(&k(0x18)), &b(&k(0x2d)), 80),
-            "0x00*7 185f 00*8..2d5f 00*8"
-        );
-        assert_eq!(
-            range_text(&b(&k(0x18)), &b(&k(0x2d)), 20),
-            "0x00*7 185f 00*8..2…"
-        );
+        assert_eq!(range_text(&b(&k(0x18)), &b(&k(0x2d)), 80), "0x00*7 185f 00*8..2d5f 00*8");
+        assert_eq!(range_text(&b(&k(0x18)), &b(&k(0x2d)), 20), "0x00*7 185f 00*8..2…");
         assert_eq!(
             range_text(&b(b"/registry/pods/a"), &b(b"/registry/pods/zz"), 80),
             "\"/registry/pods/a\"..…/zz\""
@@ -379,11 +353,7 @@ mod tests {
         let items = describe(&l.layout, &src, 0, 4096).expect("describe");
         let rev0 = items.iter().find(|i| i.title == "rev 0").expect("rev 0");
         assert_eq!(rev0.fields[0].0, "entry at");
-        assert!(
-            rev0.fields
-                .iter()
-                .any(|(n, v)| n == "nodeid" && v.len() == 40)
-        );
+        assert!(rev0.fields.iter().any(|(n, v)| n == "nodeid" && v.len() == 40));
         assert!(items.len() <= MAX_ITEMS);
     }
 

@@ -85,11 +85,7 @@ pub fn human_size_fixed(bytes: u64) -> String {
 /// unknown values (NaN) as `NaN`.
 #[must_use]
 pub fn rrd_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else {
-        mapwise_core::rrd::cfmt::rrd_e10(v)
-    }
+    if v.is_nan() { "NaN".into() } else { mapwise_core::rrd::cfmt::rrd_e10(v) }
 }
 
 /// Bytes as shown: printable ASCII as `"text"`; mostly printable bytes
@@ -144,9 +140,7 @@ fn folded_hex(b: &[u8]) -> String {
     let mut rest = b;
     while let Some((&x, _)) = rest.split_first() {
         let run = rest.iter().take_while(|&&y| y == x).count();
-        rest = rest
-            .get(if run >= 4 { run } else { 1 }..)
-            .unwrap_or_default();
+        rest = rest.get(if run >= 4 { run } else { 1 }..).unwrap_or_default();
         if run >= 4 {
             if !plain.is_empty() {
                 out.push_str(&plain);
@@ -177,10 +171,7 @@ mod tests {
         assert_eq!(bytes_text(&[0; 10], 10, 6), "0x00*…");
         let etcd = [0, 0, 0, 0, 0, 0, 0, 4, b'_', 0, 0, 0, 0, 0, 0, 0, 0];
         assert_eq!(bytes_text(&etcd, 17, 40), "0x00*7 045f 00*8");
-        assert_eq!(
-            bytes_text(b"\n\x12/oracle/key", 13, 40),
-            "\"\\n\\x12/oracle/key\""
-        );
+        assert_eq!(bytes_text(b"\n\x12/oracle/key", 13, 40), "\"\\n\\x12/oracle/key\"");
         assert_eq!(bytes_text(b"a\"b\\", 4, 40), "\"a\\\"b\\\\\"");
     }
 

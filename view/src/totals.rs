@@ -53,9 +53,5 @@ impl KindTotal {
 /// ([`Kind::ALL`]), with no residency.
 #[must_use]
 pub fn kind_totals(counts: &KindCounts) -> Vec<KindTotal> {
-    Kind::ALL
-        .iter()
-        .map(|&k| KindTotal::of(k, counts))
-        .filter(|t| t.bytes > 0)
-        .collect()
+    Kind::ALL.iter().map(|&k| KindTotal::of(k, counts)).filter(|t| t.bytes > 0).collect()
 }

@@ -41,9 +41,7 @@ fn position(v: f64, what: &str) -> Result<u64, JsError> {
         #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         Ok(v as u64)
     } else {
-        Err(JsError::new(&format!(
-            "{what} must be a whole number from 0 to 2^53, not {v}"
-        )))
+        Err(JsError::new(&format!("{what} must be a whole number from 0 to 2^53, not {v}")))
     }
 }
 
@@ -142,11 +140,7 @@ impl Viewer {
     /// # Errors
     /// When a position is not a whole number below 2^53.
     pub fn map(&self, first: f64, per_cell: f64, cells: u32) -> Result<Vec<u8>, JsError> {
-        Ok(self.inner.map(
-            position(first, "first")?,
-            position(per_cell, "per_cell")?,
-            cells,
-        ))
+        Ok(self.inner.map(position(first, "first")?, position(per_cell, "per_cell")?, cells))
     }
 
     /// What `pages` map pages from `first` hold (for the hover text).
@@ -154,11 +148,7 @@ impl Viewer {
     /// # Errors
     /// When a position is not a whole number below 2^53.
     pub fn cell(&self, first: f64, pages: f64) -> Result<JsValue, JsError> {
-        to_js(
-            &self
-                .inner
-                .cell(position(first, "first")?, position(pages, "pages")?),
-        )
+        to_js(&self.inner.cell(position(first, "first")?, position(pages, "pages")?))
     }
 
     /// `count` sub-buckets of bucket `parent` (a group index; `undefined`
@@ -173,11 +163,7 @@ impl Viewer {
         start: f64,
         count: u32,
     ) -> Result<JsValue, JsError> {
-        to_js(
-            &self
-                .inner
-                .children(parent, position(start, "start")?, count),
-        )
+        to_js(&self.inner.children(parent, position(start, "start")?, count))
     }
 
     /// `count` keys of bucket `group` from the first key `>= from_hex`
@@ -217,9 +203,7 @@ impl Viewer {
     /// # Errors
     /// When the bytes cannot be read.
     pub fn hex(&self, offset: f64, len: f64) -> Result<JsValue, JsError> {
-        let r = self
-            .inner
-            .hex(position(offset, "offset")?, position(len, "len")?);
+        let r = self.inner.hex(position(offset, "offset")?, position(len, "len")?);
         self.js(r)
     }
 
@@ -230,9 +214,7 @@ impl Viewer {
     /// When the file is not a revlog index.
     pub fn entries(&self, from: f64, count: u32, newest_first: bool) -> Result<JsValue, JsError> {
         if !from.is_finite() || from.fract() != 0.0 || from.abs() > f64::from(i32::MAX) {
-            return Err(JsError::new(&format!(
-                "from must be a revision, not {from}"
-            )));
+            return Err(JsError::new(&format!("from must be a revision, not {from}")));
         }
         // Checked just above: whole and inside i32.
         #[expect(clippy::cast_possible_truncation)]
@@ -268,11 +250,7 @@ impl Viewer {
         }
         let (reads, bytes, distinct) = self.blob.stats();
         #[expect(clippy::cast_precision_loss)]
-        to_js(&Reads {
-            reads: reads as f64,
-            bytes: bytes as f64,
-            distinct: distinct as f64,
-        })
+        to_js(&Reads { reads: reads as f64, bytes: bytes as f64, distinct: distinct as f64 })
     }
 }
 

@@ -75,11 +75,7 @@ impl BlobSource {
         let size = blob.size();
         // `Blob.size` is a whole number of bytes below 2^53.
         #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let len = if size.is_finite() && size > 0.0 {
-            size as u64
-        } else {
-            0
-        };
+        let len = if size.is_finite() && size > 0.0 { size as u64 } else { 0 };
         Ok(BlobSource {
             blob,
             reader,
@@ -113,16 +109,10 @@ impl BlobSource {
     fn fetch(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         let fail = |what: JsValue| {
             *self.last_error.borrow_mut() = Some(js_error_text(&what));
-            Error::Read {
-                offset,
-                len,
-                code: 0,
-            }
+            Error::Read { offset, len, code: 0 }
         };
-        let part = self
-            .blob
-            .slice_with_f64_and_f64(js_num(offset), js_num(offset + len))
-            .map_err(fail)?;
+        let part =
+            self.blob.slice_with_f64_and_f64(js_num(offset), js_num(offset + len)).map_err(fail)?;
         let buf = self.reader.read_as_array_buffer(&part).map_err(fail)?;
         let arr = Uint8Array::new(&buf);
         if u64::from(arr.length()) != len {
@@ -130,11 +120,7 @@ impl BlobSource {
                 "short read: {} of {len} bytes (the file changed after it was chosen?)",
                 arr.length()
             ));
-            return Err(Error::Read {
-                offset,
-                len,
-                code: 0,
-            });
+            return Err(Error::Read { offset, len, code: 0 });
         }
         self.reads.set(self.reads.get() + 1);
         self.bytes_read.set(self.bytes_read.get() + len);
@@ -159,16 +145,13 @@ impl PageSource for BlobSource {
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>> {
         let n = len as u64;
-        let end = offset
-            .checked_add(n)
-            .filter(|&e| e <= self.len)
-            .ok_or(Error::OutOfBounds {
-                at: At::Offset(offset),
-                field: "read",
-                offset,
-                len: n,
-                size: self.len,
-            })?;
+        let end = offset.checked_add(n).filter(|&e| e <= self.len).ok_or(Error::OutOfBounds {
+            at: At::Offset(offset),
+            field: "read",
+            offset,
+            len: n,
+            size: self.len,
+        })?;
         if n == 0 {
             return Ok(Cow::Owned(Vec::new()));
         }
@@ -192,16 +175,9 @@ impl PageSource for BlobSource {
         };
         let entry = cache.remove(pos);
         let from = usize::try_from(offset - block * BLOCK).unwrap_or(usize::MAX);
-        let out = entry
-            .1
-            .get(from..from.saturating_add(len))
-            .map(<[u8]>::to_vec);
+        let out = entry.1.get(from..from.saturating_add(len)).map(<[u8]>::to_vec);
         cache.push(entry);
-        out.map(Cow::Owned).ok_or(Error::Read {
-            offset,
-            len: n,
-            code: 0,
-        })
+        out.map(Cow::Owned).ok_or(Error::Read { offset, len: n, code: 0 })
     }
 }
 

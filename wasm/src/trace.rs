@@ -149,9 +149,8 @@ impl TraceView {
         let cells = cells.min(crate::view::MAX_CELLS);
         let mut out = Vec::with_capacity(cells as usize);
         for c in 0..u64::from(cells) {
-            let start = first
-                .saturating_mul(unit.max(1))
-                .saturating_add(c.saturating_mul(cell_bytes));
+            let start =
+                first.saturating_mul(unit.max(1)).saturating_add(c.saturating_mul(cell_bytes));
             if start >= f.file_len {
                 out.push(level::PAST_END);
                 continue;
@@ -198,10 +197,7 @@ mod tests {
     fn levels_per_cell() {
         let t = TraceView::parse(&bytes()).unwrap();
         let s = t.summary();
-        assert_eq!(
-            (s.frames, s.duration_us, s.path.as_str()),
-            (2, 50_000, "/x.db")
-        );
+        assert_eq!((s.frames, s.duration_us, s.path.as_str()), (2, 50_000, "/x.db"));
         assert_eq!(t.frame(1).resident_pages, 11);
         assert_eq!(t.frame(9).index, 1);
         assert_eq!(t.frame_at(49_999), 0);
@@ -222,15 +218,9 @@ mod tests {
 
     #[test]
     fn bad_traces_say_why() {
-        assert!(
-            TraceView::parse(b"nope")
-                .unwrap_err()
-                .contains("not a mapwise")
-        );
+        assert!(TraceView::parse(b"nope").unwrap_err().contains("not a mapwise"));
         let b = bytes();
-        let one = encode_frame(&Frame::from_bitmap(7, 16 * 4096, true, &[0], 16))
-            .unwrap()
-            .len();
+        let one = encode_frame(&Frame::from_bitmap(7, 16 * 4096, true, &[0], 16)).unwrap().len();
         let two = encode_frame(&Frame::from_bitmap(
             50_007,
             16 * 4096,
@@ -241,9 +231,6 @@ mod tests {
         .unwrap()
         .len();
         let header_only = &b[..b.len() - one - two];
-        assert_eq!(
-            TraceView::parse(header_only).unwrap_err(),
-            "the trace holds no frames"
-        );
+        assert_eq!(TraceView::parse(header_only).unwrap_err(), "the trace holds no frames");
     }
 }

@@ -101,12 +101,7 @@ impl Shown {
     /// `bytes` shown (only the first [`bolt::PREVIEW`] are kept).
     #[must_use]
     pub fn of(bytes: &[u8]) -> Shown {
-        Shown::prefix(
-            bytes
-                .get(..bytes.len().min(bolt::PREVIEW))
-                .unwrap_or_default(),
-            bytes.len(),
-        )
+        Shown::prefix(bytes.get(..bytes.len().min(bolt::PREVIEW)).unwrap_or_default(), bytes.len())
     }
 
     /// The first bytes `prefix` of a value `len` bytes long.
@@ -543,8 +538,7 @@ impl<S: PageSource> Viewer<S> {
         let name = name.into();
         // Detection calls an unreadable file "unknown": say why instead.
         let probe = usize::try_from(src.len().min(4096)).unwrap_or(0);
-        src.read_at(0, probe)
-            .map_err(|e| format!("cannot read the file: {e}"))?;
+        src.read_at(0, probe).map_err(|e| format!("cannot read the file: {e}"))?;
         let format = detect::detect(&src);
         let mut facts = Facts::default();
         let mut fatal = None;
@@ -577,9 +571,7 @@ impl<S: PageSource> Viewer<S> {
                 let r = rrd::layout(&src, MAP_UNIT);
                 fatal = r.fatal.as_ref().map(err);
                 if r.fatal.is_none() {
-                    facts.rrd = rrd::Header::parse_header(&src)
-                        .ok()
-                        .map(|h| rrd_facts(&h, &r));
+                    facts.rrd = rrd::Header::parse_header(&src).ok().map(|h| rrd_facts(&h, &r));
                 }
                 r.layout
             }
@@ -604,14 +596,7 @@ impl<S: PageSource> Viewer<S> {
             0 => MAP_UNIT,
             ps => u64::from(ps),
         };
-        Ok(Viewer {
-            src,
-            name,
-            layout,
-            unit,
-            facts,
-            fatal,
-        })
+        Ok(Viewer { src, name, layout, unit, facts, fatal })
     }
 
     /// The layout.
@@ -652,21 +637,9 @@ impl<S: PageSource> Viewer<S> {
             kinds,
             facts: self.facts.clone(),
             fatal: self.fatal.clone(),
-            problems: self
-                .layout
-                .problems
-                .iter()
-                .take(MAX_LISTED_PROBLEMS)
-                .map(err)
-                .collect(),
+            problems: self.layout.problems.iter().take(MAX_LISTED_PROBLEMS).map(err).collect(),
             problem_count: self.layout.problem_count(),
-            warnings: self
-                .layout
-                .warnings
-                .iter()
-                .take(MAX_LISTED_PROBLEMS)
-                .map(err)
-                .collect(),
+            warnings: self.layout.warnings.iter().take(MAX_LISTED_PROBLEMS).map(err).collect(),
         }
     }
 
@@ -674,10 +647,7 @@ impl<S: PageSource> Viewer<S> {
     /// the file.
     fn span(&self, first: u64, n: u64) -> (u64, u64) {
         let start = first.saturating_mul(self.unit).min(self.layout.source_len);
-        let end = first
-            .saturating_add(n)
-            .saturating_mul(self.unit)
-            .min(self.layout.source_len);
+        let end = first.saturating_add(n).saturating_mul(self.unit).min(self.layout.source_len);
         (start, end)
     }
 
@@ -709,13 +679,10 @@ impl<S: PageSource> Viewer<S> {
     }
 
     fn region_info(&self, r: &mapwise_core::Region) -> RegionInfo {
-        let group = r.group.and_then(|g| self.layout.group(g)).map(|g| {
-            if g.path.is_empty() {
-                "(root)".to_string()
-            } else {
-                g.path.clone()
-            }
-        });
+        let group = r
+            .group
+            .and_then(|g| self.layout.group(g))
+            .map(|g| if g.path.is_empty() { "(root)".to_string() } else { g.path.clone() });
         RegionInfo {
             offset: r.offset,
             len: r.len,
@@ -795,11 +762,7 @@ impl<S: PageSource> Viewer<S> {
             }
             total += 1;
         }
-        GroupPage {
-            total,
-            start,
-            items,
-        }
+        GroupPage { total, start, items }
     }
 
     /// Bucket names from the top down to group `index`.
@@ -808,10 +771,7 @@ impl<S: PageSource> Viewer<S> {
         let mut at = Some(index);
         let mut steps = 0usize;
         while let Some(i) = at {
-            let g = self
-                .layout
-                .group(i)
-                .ok_or_else(|| format!("no bucket #{i}"))?;
+            let g = self.layout.group(i).ok_or_else(|| format!("no bucket #{i}"))?;
             if g.parent.is_none() {
                 break;
             }
@@ -935,11 +895,7 @@ impl<S: PageSource> Viewer<S> {
         match d.body {
             Body::Meta { meta: m, fault } => out.meta = describe::meta_fields(&m, fault.as_ref()),
             Body::Elements(els) => {
-                out.elements = els
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| element_view(i, e))
-                    .collect();
+                out.elements = els.iter().enumerate().map(|(i, e)| element_view(i, e)).collect();
             }
             Body::Freelist { ids, total } => {
                 out.free_ids = ids;
@@ -977,13 +933,7 @@ impl<S: PageSource> Viewer<S> {
                     hex: h.trim_end().to_string(),
                     ascii: chunk
                         .iter()
-                        .map(|&b| {
-                            if (0x20..0x7f).contains(&b) {
-                                char::from(b)
-                            } else {
-                                '.'
-                            }
-                        })
+                        .map(|&b| if (0x20..0x7f).contains(&b) { char::from(b) } else { '.' })
                         .collect(),
                 }
             })
@@ -1035,11 +985,7 @@ impl<S: PageSource> Viewer<S> {
                 }
             }
         }
-        Ok(EntryPage {
-            total,
-            items,
-            error,
-        })
+        Ok(EntryPage { total, items, error })
     }
 
     // ----- RRD rows -----
@@ -1075,25 +1021,14 @@ impl<S: PageSource> Viewer<S> {
                 break;
             }
             let row = (cur + r.rows - age) % r.rows;
-            let bytes = self
-                .src
-                .read_at(h.row_offset(i, row), row_len)
-                .map_err(err)?;
+            let bytes = self.src.read_at(h.row_offset(i, row), row_len).map_err(err)?;
             let values = (0..h.ds_cnt())
                 .map(|k| rrd_value(rrd::format::le::f64_at(&bytes, k as u64 * 8)))
                 .collect();
             let back = i64::try_from(age.wrapping_mul(span)).unwrap_or(i64::MAX);
-            items.push(RowView {
-                age,
-                row,
-                time: end.wrapping_sub(back),
-                values,
-            });
+            items.push(RowView { age, row, time: end.wrapping_sub(back), values });
         }
-        Ok(RowPage {
-            total: r.rows,
-            items,
-        })
+        Ok(RowPage { total: r.rows, items })
     }
 }
 
@@ -1110,12 +1045,7 @@ fn element_view(i: usize, e: &Element) -> ElementView {
             sequence: None,
             error: None,
         },
-        Element::Leaf {
-            flags,
-            key,
-            value,
-            bucket,
-        } => match bucket {
+        Element::Leaf { flags, key, value, bucket } => match bucket {
             Some(b) => ElementView {
                 index,
                 kind: "bucket",
@@ -1164,17 +1094,8 @@ fn bolt_facts<S: PageSource + ?Sized>(
     let m = file.meta();
     let freelist = match freelist {
         FreelistInfo::NotStored => "not stored (NoFreelistSync)".to_string(),
-        FreelistInfo::Stored {
-            pgid,
-            overflow,
-            ids,
-            encoding,
-        } => {
-            let run = if overflow > 0 {
-                format!(" (+{overflow} overflow)")
-            } else {
-                String::new()
-            };
+        FreelistInfo::Stored { pgid, overflow, ids, encoding } => {
+            let run = if overflow > 0 { format!(" (+{overflow} overflow)") } else { String::new() };
             format!("page {pgid}{run}, {ids} ids, {}", encoding.name())
         }
         FreelistInfo::Unreadable { pgid } => format!("page {pgid}, unreadable"),
@@ -1232,22 +1153,13 @@ fn rrd_facts(h: &rrd::Header<'_>, l: &rrd::RrdLayout) -> RrdFacts {
             seconds_per_row: a.pdp_cnt.wrapping_mul(step),
             rows: a.rows,
             cur_row: a.cur_row,
-            xff: matches!(
-                a.cf,
-                rrd::Cf::Average | rrd::Cf::Min | rrd::Cf::Max | rrd::Cf::Last
-            )
-            .then(|| rrd_value(h.rra_par_f64(i, rrd::format::rra_par::XFF))),
+            xff: matches!(a.cf, rrd::Cf::Average | rrd::Cf::Min | rrd::Cf::Max | rrd::Cf::Last)
+                .then(|| rrd_value(h.rra_par_f64(i, rrd::format::rra_par::XFF))),
             offset: a.offset,
             bytes: a.len,
         })
         .collect();
-    RrdFacts {
-        version: h.version_str().to_string(),
-        step,
-        last_update: h.last_up(),
-        ds,
-        rras,
-    }
+    RrdFacts { version: h.version_str().to_string(), step, last_update: h.last_up(), ds, rras }
 }
 
 #[cfg(test)]
@@ -1295,9 +1207,7 @@ mod tests {
         assert_eq!(first.items.len(), 50);
         assert_eq!(first.items[0].key.hex, "7730303030");
         let next = first.next.expect("more keys");
-        let second = v
-            .keys(wide, mapwise_view::fmt::unhex(&next).as_deref(), 50)
-            .expect("keys");
+        let second = v.keys(wide, mapwise_view::fmt::unhex(&next).as_deref(), 50).expect("keys");
         assert_eq!(second.items.len(), 10);
         assert!(second.next.is_none());
         // Sub-bucket entries come back as buckets, with no value.
@@ -1341,9 +1251,7 @@ mod tests {
     /// ([`mapwise_testkit::peers::rrdtool_info`]).
     fn rrdtool_info(name: &str) -> Option<mapwise_testkit::peers::RrdInfo> {
         mapwise_testkit::peers::rrdtool_info(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../testdata/rrd")
-                .join(name),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/rrd").join(name),
         )
     }
 
@@ -1381,11 +1289,7 @@ mod tests {
                 assert_eq!(cells[0], k(Kind::Header), "{name}: page 0 holds the header");
             }
             let s = v.summary();
-            let cur = s
-                .kinds
-                .iter()
-                .find(|t| t.kind == "cur_row")
-                .expect("cur_row");
+            let cur = s.kinds.iter().find(|t| t.kind == "cur_row").expect("cur_row");
             assert_eq!(cur.pages, cur_pages.len() as u64, "{name}");
         }
     }
@@ -1419,10 +1323,7 @@ mod tests {
         let rows = v.rra_rows(2, 0, 1).expect("rows");
         // The last <row> of the MAX archive in gauge.dump.xml.
         assert_eq!(rows.items[0].time, 1_600_164_000);
-        assert_eq!(
-            rows.items[0].values,
-            ["1.5494994000e+01", "1.7959940000e+00"]
-        );
+        assert_eq!(rows.items[0].values, ["1.5494994000e+01", "1.7959940000e+00"]);
     }
 
     #[test]
@@ -1439,10 +1340,7 @@ mod tests {
         for bytes in [&junk[..], &[0u8; 10][..], &[][..]] {
             let v = Viewer::open(bytes, "x").expect("opens as unknown");
             let fatal = v.summary().fatal.unwrap_or_default();
-            assert!(
-                fatal.starts_with("not a bbolt, RRDtool or revlog file: "),
-                "{fatal}"
-            );
+            assert!(fatal.starts_with("not a bbolt, RRDtool or revlog file: "), "{fatal}");
         }
         assert_eq!(v.pages(), 3);
         assert_eq!(v.map(0, 1, 4)[3], NO_KIND);

@@ -38,10 +38,7 @@ const BIG_SIZE: u64 = 2 << 30;
 
 /// The workspace's target directory (this test's is `<target>/tmp`).
 fn target() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target dir")
-        .to_path_buf()
+    Path::new(env!("CARGO_TARGET_TMPDIR")).parent().expect("target dir").to_path_buf()
 }
 
 fn work() -> PathBuf {
@@ -117,10 +114,7 @@ fn say(msg: &str) {
 
 /// The bbolt peer with `args`.
 fn oracle(args: &[&str]) -> Result<Output, String> {
-    run(
-        Command::new(mapwise_testkit::peers::bolt()).args(args),
-        Duration::from_secs(600),
-    )
+    run(Command::new(mapwise_testkit::peers::bolt()).args(args), Duration::from_secs(600))
 }
 
 /// An exclusive lock on `<work>/NAME.lock` while it lives (parallel test
@@ -195,9 +189,7 @@ fn files() -> Result<BTreeMap<&'static str, PathBuf>, String> {
         let _ = std::fs::remove_file(&tmp);
         let t = Instant::now();
         let tmp_s = tmp.to_str().ok_or("path")?;
-        oracle(&[
-            "gen", tmp_s, "--shape", "big", "--seed", "1", "--size", "64MiB", "--force",
-        ])?;
+        oracle(&["gen", tmp_s, "--shape", "big", "--seed", "1", "--size", "64MiB", "--force"])?;
         std::fs::OpenOptions::new()
             .write(true)
             .open(&tmp)
@@ -206,9 +198,7 @@ fn files() -> Result<BTreeMap<&'static str, PathBuf>, String> {
         let check = oracle(&["check", tmp_s])?;
         let text = String::from_utf8_lossy(&check.stdout);
         if !text.lines().any(|l| l.trim() == "OK") {
-            return Err(format!(
-                "peers/bolt/peer check rejects the 2 GiB file:\n{text}"
-            ));
+            return Err(format!("peers/bolt/peer check rejects the 2 GiB file:\n{text}"));
         }
         std::fs::rename(&tmp, &big).map_err(|e| e.to_string())?;
         std::fs::write(&ok, text.as_bytes()).map_err(|e| e.to_string())?;
@@ -264,11 +254,7 @@ fn write_trace(out: &Path, file: &Path) -> Result<(), String> {
         started_unix_ms: 0,
     })
     .map_err(|e| e.to_string())?;
-    for (t, map) in [
-        (0, vec![0u64; words]),
-        (50_000, some),
-        (100_000, vec![u64::MAX; words]),
-    ] {
+    for (t, map) in [(0, vec![0u64; words]), (50_000, some), (100_000, vec![u64::MAX; words])] {
         let f = Frame::from_bitmap(t, len, true, &map, pages);
         bytes.extend(encode_frame(&f).map_err(|e| e.to_string())?);
     }
@@ -308,9 +294,7 @@ impl Server {
             None => {
                 child.kill().ok();
                 child.wait().ok();
-                Err(format!(
-                    "xtask serve did not say where it listens: {line:?}"
-                ))
+                Err(format!("xtask serve did not say where it listens: {line:?}"))
             }
         }
     }
@@ -354,9 +338,7 @@ fn run_browser() -> Result<Value, String> {
     std::fs::write(&config_path, config.to_string()).map_err(|e| e.to_string())?;
     let t = Instant::now();
     let out = run(
-        Command::new("node")
-            .arg(repo().join("wasm/tests/browser.mjs"))
-            .arg(&config_path),
+        Command::new("node").arg(repo().join("wasm/tests/browser.mjs")).arg(&config_path),
         Duration::from_secs(15 * 60),
     )?;
     drop(server);
@@ -422,11 +404,7 @@ struct DumpBucket {
 
 /// Display path (`beta/inner`) of a dump path (`62657461/696e6e6572`).
 fn display_path(hex_path: &str) -> String {
-    hex_path
-        .split('/')
-        .map(|c| display_name(&unhex(c)))
-        .collect::<Vec<_>>()
-        .join("/")
+    hex_path.split('/').map(|c| display_name(&unhex(c))).collect::<Vec<_>>().join("/")
 }
 
 fn unhex(h: &str) -> Vec<u8> {
@@ -460,11 +438,7 @@ fn dump(text: &str) -> BTreeMap<String, DumpBucket> {
 /// Hex as the page shows a key or value: the first 64 bytes, `…` when cut.
 fn shown_hex(hex: &str) -> String {
     const PREVIEW_HEX: usize = 2 * mapwise_core::bolt::PREVIEW;
-    if hex.len() > PREVIEW_HEX {
-        format!("{}…", &hex[..PREVIEW_HEX])
-    } else {
-        hex.to_string()
-    }
+    if hex.len() > PREVIEW_HEX { format!("{}…", &hex[..PREVIEW_HEX]) } else { hex.to_string() }
 }
 
 /// The leading number of a text such as `1,000 keys`.
@@ -514,10 +488,8 @@ fn current_meta(file: &Path) -> BTreeMap<String, String> {
 
 fn check_buckets(what: &str, shown: &Value, peer: &BTreeMap<String, DumpBucket>, all: bool) {
     let rows = shown.as_array().expect("bucket rows");
-    let by_path: BTreeMap<&str, &Value> = rows
-        .iter()
-        .map(|r| (r["path"].as_str().unwrap_or(""), r))
-        .collect();
+    let by_path: BTreeMap<&str, &Value> =
+        rows.iter().map(|r| (r["path"].as_str().unwrap_or(""), r)).collect();
     let mut compared = 0;
     for (path, b) in peer {
         if !all && path.contains('/') {
@@ -526,16 +498,8 @@ fn check_buckets(what: &str, shown: &Value, peer: &BTreeMap<String, DumpBucket>,
         let row = by_path.get(path.as_str()).unwrap_or_else(|| {
             panic!("{what}: bucket {path:?} of the dump is not on the page; page shows {by_path:?}")
         });
-        assert_eq!(
-            count(&row["keys"]),
-            b.keys,
-            "{what}: keys of bucket {path}: {row}"
-        );
-        assert_eq!(
-            count(&row["subs"]),
-            b.subs,
-            "{what}: sub-buckets of bucket {path}: {row}"
-        );
+        assert_eq!(count(&row["keys"]), b.keys, "{what}: keys of bucket {path}: {row}");
+        assert_eq!(count(&row["subs"]), b.subs, "{what}: sub-buckets of bucket {path}: {row}");
         assert_eq!(
             row["seq"].as_str(),
             Some(format!("seq {}", b.seq).as_str()),
@@ -547,14 +511,9 @@ fn check_buckets(what: &str, shown: &Value, peer: &BTreeMap<String, DumpBucket>,
     let shown_n = if all {
         rows.len()
     } else {
-        rows.iter()
-            .filter(|r| !r["path"].as_str().unwrap_or("").contains('/'))
-            .count()
+        rows.iter().filter(|r| !r["path"].as_str().unwrap_or("").contains('/')).count()
     };
-    assert_eq!(
-        shown_n, compared,
-        "{what}: the page shows buckets the dump does not have"
-    );
+    assert_eq!(shown_n, compared, "{what}: the page shows buckets the dump does not have");
 }
 
 fn check_key_screen(what: &str, screen: &Value, kvs: &[(String, String)], first: usize) {
@@ -599,19 +558,10 @@ fn bolt_buckets_keys_and_values_match_go_bbolt() {
     assert_eq!(facts["Txid"].as_str(), Some(meta["txid"].as_str()));
     assert_eq!(
         facts["Page size"].as_str(),
-        Some(
-            format!(
-                "{} bytes",
-                with_commas(meta["page_size"].parse().expect("n"))
-            )
-            .as_str()
-        )
+        Some(format!("{} bytes", with_commas(meta["page_size"].parse().expect("n"))).as_str())
     );
     assert_eq!(facts["Root page"].as_str(), Some(meta["root"].as_str()));
-    assert_eq!(
-        facts["High-water mark"].as_str(),
-        Some(format!("{} pages", meta["hwm"]).as_str())
-    );
+    assert_eq!(facts["High-water mark"].as_str(), Some(format!("{} pages", meta["hwm"]).as_str()));
     let peer = dump(&read(&testdata("bolt/small.dump.txt")));
     // Every bucket at every level: keys, sub-buckets and sequence.
     check_buckets("small.db", &small["buckets"], &peer, true);
@@ -626,44 +576,28 @@ fn bolt_buckets_keys_and_values_match_go_bbolt() {
     assert_eq!(n1 + n2, wide.kvs.len(), "both screens hold every key");
     assert_eq!(
         screens[1]["range"].as_str(),
-        Some(
-            format!(
-                "entries {}–{} of {}",
-                n1 + 1,
-                wide.kvs.len(),
-                wide.kvs.len()
-            )
-            .as_str()
-        )
+        Some(format!("entries {}–{} of {}", n1 + 1, wide.kvs.len(), wide.kvs.len()).as_str())
     );
     // Map: hover and click decode page 0; the keyboard moves to page 1.
     assert!(
-        small["hover0"]
-            .as_str()
-            .is_some_and(|h| h.starts_with("page 0 ") && h.contains("meta")),
+        small["hover0"].as_str().is_some_and(|h| h.starts_with("page 0 ") && h.contains("meta")),
         "{}",
         small["hover0"]
     );
     assert_eq!(small["detail0"], "page 0 · meta");
     assert!(
-        small["detail0Text"]
-            .as_str()
-            .is_some_and(|t| t.contains(&format!("txid{}", meta["txid"]))),
+        small["detail0Text"].as_str().is_some_and(|t| t.contains(&format!("txid{}", meta["txid"]))),
         "the decoded meta page shows Go bbolt's txid: {}",
         small["detail0Text"]
     );
     assert_eq!(small["detail1"], "page 1 · meta");
     assert!(
-        small["mapSummary"]
-            .as_str()
-            .is_some_and(|s| s.contains("16 pages of 4 KiB")),
+        small["mapSummary"].as_str().is_some_and(|s| s.contains("16 pages of 4 KiB")),
         "{}",
         small["mapSummary"]
     );
     assert!(
-        small["mapLabel"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("Page map. small.db")),
+        small["mapLabel"].as_str().is_some_and(|s| s.starts_with("Page map. small.db")),
         "text alternative of the map"
     );
 
@@ -694,16 +628,11 @@ fn revlog_entries_match_hg_log() {
         "revisions, as hg log counts them"
     );
     // `hg log -l 5 -T '{rev}\n'`: the newest five, newest first.
-    let last5: Vec<String> = read(&testdata("revlog/log-l5.txt"))
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let last5: Vec<String> =
+        read(&testdata("revlog/log-l5.txt")).lines().map(str::to_string).collect();
     let entries = r["entries"].as_array().expect("entries");
-    let shown: Vec<&str> = entries
-        .iter()
-        .take(last5.len())
-        .filter_map(|e| e["rev"].as_str())
-        .collect();
+    let shown: Vec<&str> =
+        entries.iter().take(last5.len()).filter_map(|e| e["rev"].as_str()).collect();
     assert_eq!(shown, last5, "the first rows are hg log -l 5");
     for e in entries.iter().take(last5.len()) {
         let rev = e["rev"].as_str().expect("rev");
@@ -713,18 +642,10 @@ fn revlog_entries_match_hg_log() {
             "node of rev {rev} (hg log)"
         );
     }
-    assert!(
-        r["detail"]
-            .as_str()
-            .is_some_and(|d| d.starts_with("map page ")),
-        "{}",
-        r["detail"]
-    );
+    assert!(r["detail"].as_str().is_some_and(|d| d.starts_with("map page ")), "{}", r["detail"]);
     let tip = &last5[0];
     assert!(
-        r["detailText"]
-            .as_str()
-            .is_some_and(|t| t.contains(&format!("rev {tip}"))),
+        r["detailText"].as_str().is_some_and(|t| t.contains(&format!("rev {tip}"))),
         "clicking the newest entry decodes it"
     );
 }
@@ -798,19 +719,9 @@ fn rrd_archives_match_rrdtool_dump() {
     assert_eq!(r["open"]["ok"], true, "{}", r["open"]);
     assert_eq!(r["facts"]["Format"], "RRDtool");
     let (step, ds, rras) = rrd_dump(&read(&testdata("rrd/gauge.dump.xml")));
-    assert_eq!(
-        r["facts"]["Step"].as_str(),
-        Some(format!("{step} s").as_str())
-    );
-    assert!(
-        r["facts"]["Data sources"]
-            .as_str()
-            .is_some_and(|d| d.starts_with(&format!("{ds} (")))
-    );
-    assert_eq!(
-        r["facts"]["Archives"].as_str(),
-        Some(rras.len().to_string().as_str())
-    );
+    assert_eq!(r["facts"]["Step"].as_str(), Some(format!("{step} s").as_str()));
+    assert!(r["facts"]["Data sources"].as_str().is_some_and(|d| d.starts_with(&format!("{ds} ("))));
+    assert_eq!(r["facts"]["Archives"].as_str(), Some(rras.len().to_string().as_str()));
     let shown = r["rras"].as_array().expect("rras");
     assert_eq!(shown.len(), rras.len(), "archives");
     for (i, a) in rras.iter().enumerate() {
@@ -818,26 +729,16 @@ fn rrd_archives_match_rrdtool_dump() {
         assert_eq!(s["cf"].as_str(), Some(a.cf.as_str()), "rra {i} cf");
         assert_eq!(count(&s["pdp"]), a.pdp_per_row, "rra {i} pdp_per_row");
         assert_eq!(count(&s["rows"]), a.rows, "rra {i} rows");
-        assert!(
-            count(&s["curRow"]) < a.rows,
-            "rra {i} cur_row inside the archive"
-        );
+        assert!(count(&s["curRow"]) < a.rows, "rra {i} cur_row inside the archive");
         let newest = &r["newest"][i];
         assert_eq!(
             newest["time"].as_str(),
             Some(a.newest_time.to_string().as_str()),
             "rra {i}: time of the newest row"
         );
-        let vals: Vec<&str> = newest["values"]
-            .as_array()
-            .expect("values")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        assert_eq!(
-            vals, a.newest_values,
-            "rra {i}: values of the newest row (rrdtool dump)"
-        );
+        let vals: Vec<&str> =
+            newest["values"].as_array().expect("values").iter().filter_map(Value::as_str).collect();
+        assert_eq!(vals, a.newest_values, "rra {i}: values of the newest row (rrdtool dump)");
     }
 }
 
@@ -851,9 +752,7 @@ fn corrupt_file_shows_the_error_and_the_next_file_opens() {
     // checksums: the page names the same two values.
     let file = work().join("files/corrupt.db");
     let peer = run(
-        Command::new(mapwise_testkit::peers::bolt())
-            .arg("check")
-            .arg(&file),
+        Command::new(mapwise_testkit::peers::bolt()).arg("check").arg(&file),
         Duration::from_secs(120),
     );
     let peer = peer.expect_err("Go bbolt must refuse the corrupt file");
@@ -872,9 +771,7 @@ fn corrupt_file_shows_the_error_and_the_next_file_opens() {
     assert!(error.contains("Could not open corrupt.db"), "{error}");
     assert!(error.contains("no valid meta page"), "{error}");
     assert!(
-        error.contains(&format!(
-            "meta page 0: field checksum = {stored}, computed {computed}"
-        )),
+        error.contains(&format!("meta page 0: field checksum = {stored}, computed {computed}")),
         "the page names the checksums Go bbolt names ({stored} != {computed}): {error}"
     );
     assert_eq!(c["viewsVisible"], false, "no stale views under the error");
@@ -883,11 +780,7 @@ fn corrupt_file_shows_the_error_and_the_next_file_opens() {
     assert_eq!(a["error"], Value::Null, "the error panel is gone");
     assert_eq!(a["viewsVisible"], true);
     assert_eq!(a["facts"]["File"], "small.db");
-    assert_eq!(
-        a["buckets"].as_array().map_or(0, Vec::len),
-        5,
-        "the top-level buckets of small.db"
-    );
+    assert_eq!(a["buckets"].as_array().map_or(0, Vec::len), 5, "the top-level buckets of small.db");
 }
 
 /// A file no parser recognises opens (the map and legend stay usable) with
@@ -898,19 +791,13 @@ fn an_unrecognised_file_shows_an_error_and_stays_usable() {
     let j = &report()["junk"];
     assert_eq!(j["open"]["ok"], true, "{j}");
     let error = j["error"].as_str().expect("the error panel shows");
-    assert!(
-        error.contains("junk.bin: not a bbolt, RRDtool or revlog file"),
-        "{error}"
-    );
+    assert!(error.contains("junk.bin: not a bbolt, RRDtool or revlog file"), "{error}");
     assert_eq!(j["viewsVisible"], true, "the map stays usable");
     let summary = j["mapSummary"].as_str().unwrap_or_default();
     assert!(!summary.contains("No problems found"), "{summary}");
     // Distinct bytes read never exceed the file.
     let reads = &j["open"]["reads"];
-    assert!(
-        reads["distinct"].as_f64().unwrap_or(f64::MAX) <= 100_000.0,
-        "{reads}"
-    );
+    assert!(reads["distinct"].as_f64().unwrap_or(f64::MAX) <= 100_000.0, "{reads}");
 }
 
 #[test]
@@ -940,10 +827,7 @@ fn two_gib_bbolt_file_opens_in_under_64_mib_of_wasm_memory() {
         memory as f64 / 1048576.0,
         MEMORY_LIMIT >> 20
     ));
-    assert!(
-        memory > 0 && memory < MEMORY_LIMIT,
-        "wasm memory {memory} bytes"
-    );
+    assert!(memory > 0 && memory < MEMORY_LIMIT, "wasm memory {memory} bytes");
     // Bytes fetched may count re-reads of blocks the cache dropped; the
     // distinct bytes never exceed the file and never the bytes fetched.
     let reads = &b["open"]["reads"];
@@ -961,10 +845,7 @@ fn two_gib_bbolt_file_opens_in_under_64_mib_of_wasm_memory() {
     let hwm: u64 = meta["hwm"].parse().expect("hwm");
     let page_size: u64 = meta["page_size"].parse().expect("page size");
     let pages = BIG_SIZE / page_size;
-    assert_eq!(
-        facts["Map pages"].as_str(),
-        Some(with_commas(pages).as_str())
-    );
+    assert_eq!(facts["Map pages"].as_str(), Some(with_commas(pages).as_str()));
     assert_eq!(facts["Txid"].as_str(), Some(meta["txid"].as_str()));
     assert_eq!(
         facts["High-water mark"].as_str(),
@@ -976,10 +857,7 @@ fn two_gib_bbolt_file_opens_in_under_64_mib_of_wasm_memory() {
         .and_then(|l| l.iter().find(|k| k["kind"] == "unused"))
         .expect("unused in the legend");
     assert_eq!(count(&unused["count"]), pages - hwm, "unused pages");
-    assert!(
-        b["paintedCells"].as_u64().unwrap_or(0) > 1000,
-        "the map is drawn"
-    );
+    assert!(b["paintedCells"].as_u64().unwrap_or(0) > 1000, "the map is drawn");
     assert!(
         b["mapSummary"]
             .as_str()
@@ -990,16 +868,9 @@ fn two_gib_bbolt_file_opens_in_under_64_mib_of_wasm_memory() {
     let n = String::from_utf8_lossy(&keys.stdout).lines().count() as u64;
     let bucket = &b["buckets"][0];
     assert_eq!(bucket["path"], "fake-bucket");
-    assert_eq!(
-        count(&bucket["keys"]),
-        n,
-        "keys of fake-bucket (peers/bolt/peer keys)"
-    );
-    let first_keys: Vec<String> = String::from_utf8_lossy(&keys.stdout)
-        .lines()
-        .take(5)
-        .map(str::to_string)
-        .collect();
+    assert_eq!(count(&bucket["keys"]), n, "keys of fake-bucket (peers/bolt/peer keys)");
+    let first_keys: Vec<String> =
+        String::from_utf8_lossy(&keys.stdout).lines().take(5).map(str::to_string).collect();
     let shown: Vec<&str> = b["keys"][0]["rows"]
         .as_array()
         .expect("keys")
@@ -1008,26 +879,15 @@ fn two_gib_bbolt_file_opens_in_under_64_mib_of_wasm_memory() {
         .filter_map(|r| r["keyHex"].as_str())
         .collect();
     assert_eq!(shown, first_keys, "the first keys, in bbolt's order");
-    assert!(
-        b["detail"].as_str().is_some_and(|d| d.starts_with("page ")),
-        "{}",
-        b["detail"]
-    );
-    assert_ne!(
-        b["zoomedLabel"], b["zoomLabel"],
-        "zoom changes pages per cell"
-    );
+    assert!(b["detail"].as_str().is_some_and(|d| d.starts_with("page ")), "{}", b["detail"]);
+    assert_ne!(b["zoomedLabel"], b["zoomLabel"], "zoom changes pages per cell");
     assert!(work().join("viewer.png").is_file(), "screenshot saved");
 }
 
 #[test]
 fn the_page_logs_no_errors() {
     let r = report();
-    assert_eq!(
-        r["pageErrors"],
-        json!([]),
-        "uncaught exceptions in the page"
-    );
+    assert_eq!(r["pageErrors"], json!([]), "uncaught exceptions in the page");
     let console: Vec<&str> = r["console"]
         .as_array()
         .expect("console")
@@ -1051,11 +911,7 @@ fn a_residency_trace_plays_over_the_map() {
         ["0", "1", "2", "3"].map(|k| c[k].as_u64().unwrap_or(u64::MAX))
     };
     // One cell per 4 KiB page on this small file.
-    assert_eq!(
-        counts(0),
-        [pages, 0, 0, 0],
-        "frame 1: nothing resident: {t}"
-    );
+    assert_eq!(counts(0), [pages, 0, 0, 0], "frame 1: nothing resident: {t}");
     assert_eq!(
         counts(1),
         [pages - TRACE_PAGES, 0, 0, TRACE_PAGES],
@@ -1068,10 +924,7 @@ fn a_residency_trace_plays_over_the_map() {
             && label.contains(&format!("{TRACE_PAGES} of {pages} OS pages resident")),
         "{label}"
     );
-    assert_eq!(
-        t["afterPlay"]["index"], 2,
-        "playback ends on the last frame"
-    );
+    assert_eq!(t["afterPlay"]["index"], 2, "playback ends on the last frame");
     let err = t["badError"].as_str().unwrap_or("");
     assert!(err.contains("not a mapwise residency trace"), "{err}");
     assert_eq!(t["badViewsVisible"], true, "the open file stays on show");

@@ -17,9 +17,7 @@ fn hostile_files_through_the_viewer() {
     // Pages whose detail is decoded per case: the cases are small files,
     // this bounds the odd one that claims many pages.
     const PAGES: u64 = 256;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace");
     let all = cases::cases(root, false);
     let started = Instant::now();
     let mut fails = Vec::new();
@@ -53,10 +51,7 @@ fn hostile_files_through_the_viewer() {
         let pages = v.pages().min(PAGES);
         let cells = u32::try_from(pages).unwrap_or(0);
         if v.map(0, 1, cells).len() != usize::try_from(pages).unwrap_or(0) {
-            fails.push(format!(
-                "{}: map of {pages} cells has another length",
-                c.name
-            ));
+            fails.push(format!("{}: map of {pages} cells has another length", c.name));
         }
         for p in 0..pages {
             let _ = v.cell(p, 1);

@@ -52,8 +52,7 @@ fn the_view_layer_never_writes() {
             let _ = v.page(p);
             calls += 2;
         }
-        v.hex(0, 16 * 1024)
-            .unwrap_or_else(|e| panic!("{name}: hex: {e}"));
+        v.hex(0, 16 * 1024).unwrap_or_else(|e| panic!("{name}: hex: {e}"));
         calls += 1;
         // Every group (buckets, archives), depth first, with a bucket's
         // first screen of keys.
@@ -74,8 +73,7 @@ fn the_view_layer_never_writes() {
             assert!(r.revisions > 0, "{name}");
             v.entries(i64::try_from(r.revisions).unwrap() - 1, 100, true)
                 .unwrap_or_else(|e| panic!("{name}: entries: {e}"));
-            v.entries(0, 100, false)
-                .unwrap_or_else(|e| panic!("{name}: entries: {e}"));
+            v.entries(0, 100, false).unwrap_or_else(|e| panic!("{name}: entries: {e}"));
             calls += 2;
         }
         if let Some(r) = &s.facts.rrd {

@@ -74,10 +74,7 @@ fn root() -> PathBuf {
 }
 
 fn host_triple() -> Result<String> {
-    let out = Command::new("rustc")
-        .arg("-vV")
-        .output()
-        .context("running rustc -vV")?;
+    let out = Command::new("rustc").arg("-vV").output().context("running rustc -vV")?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
@@ -116,10 +113,7 @@ fn parse_log(log: &str) -> Outcome {
             // A Rust panic aborts, which libFuzzer reports as a "deadly
             // signal" after the panic line: keep the panic, it says more.
             if o.reason.is_none() {
-                o.reason = line
-                    .split("ERROR: libFuzzer:")
-                    .nth(1)
-                    .map(|s| s.trim().to_owned());
+                o.reason = line.split("ERROR: libFuzzer:").nth(1).map(|s| s.trim().to_owned());
             }
         } else if line.starts_with("thread '") && line.contains("panicked at") {
             let mut msg = line.trim().to_owned();
@@ -144,14 +138,8 @@ fn ledger_append(logs: &Path, target: &str, execs: u64, seconds: f64, status: Ru
     let when = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let line = format!(
-        "{when}\t{target}\t{execs}\t{seconds:.1}\t{}\n",
-        status.name()
-    );
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(logs.join(LEDGER));
+    let line = format!("{when}\t{target}\t{execs}\t{seconds:.1}\t{}\n", status.name());
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(logs.join(LEDGER));
     if let Ok(mut f) = file {
         // One write per line: concurrent runs append whole lines.
         let _ = f.write_all(line.as_bytes());
@@ -303,13 +291,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
     for (t, _) in &chosen {
         let mut b = Command::new(&cargo);
         b.current_dir(&fuzz)
-            .args([
-                "fuzz",
-                "build",
-                "--sanitizer",
-                &args.sanitizer,
-                "--target-dir",
-            ])
+            .args(["fuzz", "build", "--sanitizer", &args.sanitizer, "--target-dir"])
             .arg(&target_dir)
             .arg(t);
         if args.sanitizer != "none" {
@@ -354,14 +336,9 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
             }
             cmd.arg(&corpus).arg(fuzz.join("seeds").join(t));
             cmd.stdout(log.try_clone()?).stderr(log);
-            eprintln!(
-                "xtask: fuzzing {t} for {} s (log {})",
-                args.time,
-                log_path.display()
-            );
-            let child = cmd
-                .spawn()
-                .with_context(|| format!("running {}", bin_dir.join(t).display()))?;
+            eprintln!("xtask: fuzzing {t} for {} s (log {})", args.time, log_path.display());
+            let child =
+                cmd.spawn().with_context(|| format!("running {}", bin_dir.join(t).display()))?;
             running.push((child, log_path, Instant::now()));
         }
         for (mut child, log_path, started) in running {
@@ -381,10 +358,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
             );
         }
     }
-    println!(
-        "\nfuzz summary ({} s per target, sanitizer {}):",
-        args.time, args.sanitizer
-    );
+    println!("\nfuzz summary ({} s per target, sanitizer {}):", args.time, args.sanitizer);
     for r in &rows {
         println!("  {r}");
     }
@@ -392,10 +366,7 @@ pub fn run(args: &FuzzArgs) -> Result<ExitCode> {
     println!("\nexecutions in this checkout so far (target/fuzz-logs/{LEDGER}):");
     for (t, _) in TARGETS {
         let (runs, execs, secs) = totals.get(*t).copied().unwrap_or_default();
-        println!(
-            "  {t:<14} {execs:>12} execs in {runs:>4} runs, {:>8.0} s",
-            secs
-        );
+        println!("  {t:<14} {execs:>12} execs in {runs:>4} runs, {:>8.0} s", secs);
     }
     if failed.is_empty() {
         Ok(ExitCode::SUCCESS)

@@ -189,23 +189,16 @@ fn tui(file: &str, inspector: &Path, path: &Path) -> Result<Measured> {
     let t = Tmux::start("limits", (200, 50), &line)?;
     let pid = t.pane_pid()?;
     let first = Duration::from_secs(300);
-    t.wait_for("Resident ", first)
-        .with_context(|| format!("the TUI on {file}"))?;
+    t.wait_for("Resident ", first).with_context(|| format!("the TUI on {file}"))?;
     for keys in [&["End"][..], &["+"], &["+"], &["-"], &["Home"], &["Tab"]] {
         t.send_keys(keys)?;
         std::thread::sleep(Duration::from_millis(300));
     }
-    let screen = t
-        .wait_for("Resident ", first)
-        .with_context(|| format!("the TUI on {file}"))?;
+    let screen = t.wait_for("Resident ", first).with_context(|| format!("the TUI on {file}"))?;
     let rss_kib = tui::vm_hwm_kib(pid);
     t.quit(pid)?;
-    let status = screen
-        .lines()
-        .find(|l| l.contains("Resident "))
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
+    let status =
+        screen.lines().find(|l| l.contains("Resident ")).unwrap_or_default().trim().to_owned();
     Ok(Measured {
         file: file.into(),
         what: "inspector open (TUI)".into(),
@@ -230,13 +223,11 @@ fn bolt_file(root: &Path, to: &Path, size: u64, claim_all: bool) -> Result<()> {
         for index in 0..2u8 {
             let ps = 4096usize;
             let at = usize::from(index) * ps;
-            let page = bytes
-                .get_mut(at..at + ps)
-                .context("etcd-small.db is shorter than two pages")?;
+            let page =
+                bytes.get_mut(at..at + ps).context("etcd-small.db is shorter than two pages")?;
             let mut m = Meta::parse(page, index).context("meta page does not parse")?;
             m.hwm = size / u64::from(m.page_size);
-            m.write_page(page)
-                .map_err(|e| anyhow::anyhow!("meta page {index}: {e:?}"))?;
+            m.write_page(page).map_err(|e| anyhow::anyhow!("meta page {index}: {e:?}"))?;
         }
     }
     let _ = fs::remove_file(to);
@@ -292,8 +283,7 @@ fn under_writer(
         .with_context(|| format!("cannot copy {} to {}", made.path, copy.display()))?;
     let name = format!(
         "{} (Go bbolt's, {})",
-        copy.file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        copy.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         mapwise_bench::units::format_size(args.writer_size)
     );
     let p = copy.to_str().context("non-UTF-8 path")?;
@@ -305,11 +295,7 @@ fn under_writer(
         let file = format!("{name}, writer every {ms} ms");
         let runs: [(&str, &Path, Vec<&str>); 7] = [
             ("inspector check", inspector, vec!["check", p]),
-            (
-                "inspector layout --json",
-                inspector,
-                vec!["layout", p, "--json"],
-            ),
+            ("inspector layout --json", inspector, vec!["layout", p, "--json"]),
             ("inspector pages", inspector, vec!["pages", p]),
             ("inspector residency", inspector, vec!["residency", p]),
             ("mapwise bolt check", mapwise, vec!["bolt", "check", p]),
@@ -342,10 +328,7 @@ fn under_writer(
         let unaged = w.samples.iter().filter(|s| s.age_s.is_none()).count();
         let m = Measured {
             file,
-            what: format!(
-                "inspector open (TUI), {:.0} s, default interval",
-                w.window_s
-            ),
+            what: format!("inspector open (TUI), {:.0} s, default interval", w.window_s),
             status: "quit".into(),
             code: Some(0),
             rss_kib: w.vm_hwm_kib,
@@ -353,8 +336,7 @@ fn under_writer(
             out_bytes: 0,
             err_tail: format!(
                 "first settled structure after {}; {unaged} of {} samples without one; writer: {} commits",
-                w.first_settled_s
-                    .map_or_else(|| "never".to_owned(), |s| format!("{s:.1} s")),
+                w.first_settled_s.map_or_else(|| "never".to_owned(), |s| format!("{s:.1} s")),
                 w.samples.len(),
                 commits.map_or_else(|| "?".to_owned(), |c| c.to_string())
             ),
@@ -364,8 +346,7 @@ fn under_writer(
         eprintln!(
             "  TUI: {} KiB, CPU {}; {}",
             m.rss_kib.unwrap_or(0),
-            w.cpu_pct_window
-                .map_or_else(|| "?".to_owned(), |c| format!("{c:.1} %")),
+            w.cpu_pct_window.map_or_else(|| "?".to_owned(), |c| format!("{c:.1} %")),
             m.err_tail
         );
         rows.push(m);
@@ -380,10 +361,7 @@ fn under_writer(
 pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
     let root = root();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    for (package, bin) in [
-        ("mapwise-inspector", "inspector"),
-        ("mapwise-cli", "mapwise"),
-    ] {
+    for (package, bin) in [("mapwise-inspector", "inspector"), ("mapwise-cli", "mapwise")] {
         let st = Command::new(&cargo)
             .current_dir(&root)
             .args(["build", "--release", "-p", package, "--bin", bin])
@@ -414,41 +392,19 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
     if !Path::new(GNU_TIME).is_file() {
         bail!("{GNU_TIME} is missing: apt-get install time (it measures each child's peak RSS)");
     }
-    eprintln!(
-        "xtask limits: three sparse files of {} GiB in {}",
-        args.size,
-        dir.display()
-    );
+    eprintln!("xtask limits: three sparse files of {} GiB in {}", args.size, dir.display());
 
     let mut rows = Vec::new();
-    for (name, path, bolt) in [
-        ("zeros.bin", &zeros, false),
-        ("bolt-long.db", &long, true),
-        ("bolt-hwm.db", &hwm, true),
-    ] {
+    for (name, path, bolt) in
+        [("zeros.bin", &zeros, false), ("bolt-long.db", &long, true), ("bolt-hwm.db", &hwm, true)]
+    {
         let p = path.to_str().context("non-UTF-8 path")?;
         let t = trace.to_str().context("non-UTF-8 path")?;
         let mut runs: Vec<(&str, &Path, Vec<&str>)> = vec![
-            (
-                "inspector residency --json",
-                inspector.as_path(),
-                vec!["residency", p, "--json"],
-            ),
-            (
-                "inspector pages --json",
-                inspector.as_path(),
-                vec!["pages", p, "--json"],
-            ),
-            (
-                "inspector layout --json",
-                inspector.as_path(),
-                vec!["layout", p, "--json"],
-            ),
-            (
-                "inspector check --json",
-                inspector.as_path(),
-                vec!["check", p, "--json"],
-            ),
+            ("inspector residency --json", inspector.as_path(), vec!["residency", p, "--json"]),
+            ("inspector pages --json", inspector.as_path(), vec!["pages", p, "--json"]),
+            ("inspector layout --json", inspector.as_path(), vec!["layout", p, "--json"]),
+            ("inspector check --json", inspector.as_path(), vec!["check", p, "--json"]),
             (
                 "inspector record --duration 1",
                 inspector.as_path(),
@@ -456,16 +412,8 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
             ),
         ];
         if bolt {
-            runs.push((
-                "mapwise bolt check",
-                mapwise.as_path(),
-                vec!["bolt", "check", p],
-            ));
-            runs.push((
-                "mapwise bolt pages",
-                mapwise.as_path(),
-                vec!["bolt", "pages", p],
-            ));
+            runs.push(("mapwise bolt check", mapwise.as_path(), vec!["bolt", "check", p]));
+            runs.push(("mapwise bolt pages", mapwise.as_path(), vec!["bolt", "pages", p]));
         }
         for (what, program, a) in runs {
             let m = measure(name, what, (program, &a), COMMAND_BOUND_KIB)?;
@@ -478,11 +426,7 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
             rows.push(m);
         }
         let m = tui(name, &inspector, path)?;
-        eprintln!(
-            "  {name}: TUI: {} KiB; {}",
-            m.rss_kib.unwrap_or(0),
-            m.err_tail
-        );
+        eprintln!("  {name}: TUI: {} KiB; {}", m.rss_kib.unwrap_or(0), m.err_tail);
         rows.push(m);
     }
     if !args.keep {
@@ -490,11 +434,8 @@ pub fn run(args: &LimitsArgs) -> Result<ExitCode> {
             let _ = fs::remove_file(f);
         }
     }
-    let busy = if args.no_writer {
-        Vec::new()
-    } else {
-        under_writer((&inspector, &mapwise), args, &dir)?
-    };
+    let busy =
+        if args.no_writer { Vec::new() } else { under_writer((&inspector, &mapwise), args, &dir)? };
 
     let mut fails = Vec::new();
     println!(
@@ -571,17 +512,15 @@ fn judge(m: &Measured, fails: &mut Vec<String>) {
     let bound_kib = m.bound_kib;
     match m.rss_kib {
         Some(k) if k <= bound_kib => {}
-        Some(k) => fails.push(format!(
-            "{} on {}: peak RSS {k} KiB > {bound_kib} KiB",
-            m.what, m.file
-        )),
+        Some(k) => {
+            fails.push(format!("{} on {}: peak RSS {k} KiB > {bound_kib} KiB", m.what, m.file))
+        }
         None => fails.push(format!("{} on {}: no peak RSS measured", m.what, m.file)),
     }
     match m.cpu {
-        Some((Some(c), b)) if c > b => fails.push(format!(
-            "{} on {}: CPU {c:.1} % of a core > {b:.0} %",
-            m.what, m.file
-        )),
+        Some((Some(c), b)) if c > b => {
+            fails.push(format!("{} on {}: CPU {c:.1} % of a core > {b:.0} %", m.what, m.file))
+        }
         Some((None, _)) => fails.push(format!("{} on {}: no CPU time measured", m.what, m.file)),
         _ => {}
     }
@@ -589,9 +528,6 @@ fn judge(m: &Measured, fails: &mut Vec<String>) {
     // is not bbolt; a writer that outran every read); a signal or a panic
     // is a failure.
     if !matches!(m.code, Some(0..=2)) || m.err_tail.contains("panicked") {
-        fails.push(format!(
-            "{} on {}: {} {}",
-            m.what, m.file, m.status, m.err_tail
-        ));
+        fails.push(format!("{} on {}: {} {}", m.what, m.file, m.status, m.err_tail));
     }
 }

@@ -14,11 +14,7 @@ use mapwise_bench as bench;
 use mapwise_bench::writer;
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "cargo xtask",
-    about = "Chores for the mapwise workspace",
-    version
-)]
+#[command(name = "cargo xtask", about = "Chores for the mapwise workspace", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

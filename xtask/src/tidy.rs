@@ -14,14 +14,7 @@ const DOC_WIDTH: usize = 100;
 
 /// Directories never searched: build output, installed packages, fuzzing
 /// state and git itself.
-const SKIP_DIRS: [&str; 6] = [
-    "target",
-    ".git",
-    "node_modules",
-    "corpus",
-    "artifacts",
-    "coverage",
-];
+const SKIP_DIRS: [&str; 6] = ["target", ".git", "node_modules", "corpus", "artifacts", "coverage"];
 
 /// Every file under the repository with one of `exts`, but none under
 /// [`SKIP_DIRS`] and none of the corpus (`testdata/`, real files from
@@ -96,10 +89,7 @@ fn doc_comments_fit_in_100_columns() {
         let t = line.trim_start();
         let doc = t.starts_with("///") || t.starts_with("//!");
         // A Markdown table row cannot be wrapped.
-        let table = t
-            .trim_start_matches(['/', '!'])
-            .trim_start()
-            .starts_with('|');
+        let table = t.trim_start_matches(['/', '!']).trim_start().starts_with('|');
         doc && !table && line.chars().count() > DOC_WIDTH
     });
     report(
@@ -115,10 +105,7 @@ fn doc_comments_fit_in_100_columns() {
 fn cites_issue(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
     lower.match_indices("issue").any(|(i, _)| {
-        let word_start = !lower[..i]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_ascii_alphanumeric());
+        let word_start = !lower[..i].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric());
         let rest = lower[i + "issue".len()..].trim_start_matches('s');
         let rest = rest.trim_start().trim_start_matches('#').trim_start();
         word_start && rest.starts_with(|c: char| c.is_ascii_digit())
@@ -226,10 +213,7 @@ fn architecture_stays_a_map() {
     // docs/bench/, test suites to docs/testing.md, history to commits.
     let text = fs::read_to_string(mapwise_testkit::repo().join("ARCHITECTURE.md")).unwrap();
     let chars = text.chars().count();
-    assert!(
-        chars <= 15_000,
-        "ARCHITECTURE.md has {chars} characters, more than 15,000"
-    );
+    assert!(chars <= 15_000, "ARCHITECTURE.md has {chars} characters, more than 15,000");
 }
 
 #[test]
@@ -247,19 +231,11 @@ fn the_rules_catch_what_they_are_for() {
         )));
         assert!(cites_issue(&format!("After: Issue {n}.")));
     }
-    assert!(!cites_issue(
-        "tissue 9, the issue's targets, issues with 2 GiB files"
-    ));
+    assert!(!cites_issue("tissue 9, the issue's targets, issues with 2 GiB files"));
     assert!(!cites_issue("etcd-io/etcd #9222"));
     let word = ["un", "safe"].concat();
-    assert!(has_word(
-        &code_of(&format!("let m = {word} {{ map() }}; // x")),
-        &word
-    ));
-    assert!(!has_word(
-        &code_of(&format!("#![forbid({word}_code)]")),
-        &word
-    ));
+    assert!(has_word(&code_of(&format!("let m = {word} {{ map() }}; // x")), &word));
+    assert!(!has_word(&code_of(&format!("#![forbid({word}_code)]")), &word));
     assert!(!has_word(&code_of(&format!("// {word} here")), &word));
     assert!(!has_word(&code_of(&format!("say(\"{word}\")")), &word));
 }

@@ -110,12 +110,7 @@ fn run(cmd: &mut Command) -> Result<()> {
 
 fn on_path(tool: &str) -> Vec<PathBuf> {
     std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(tool))
-                .filter(|f| f.is_file())
-                .collect()
-        })
+        .map(|p| std::env::split_paths(&p).map(|d| d.join(tool)).filter(|f| f.is_file()).collect())
         .unwrap_or_default()
 }
 
@@ -130,9 +125,7 @@ fn find_wasm_opt(root: &Path) -> Option<PathBuf> {
     }
     // Debian's binaryen (108 in bookworm) installs /usr/bin/wasm-opt and
     // produces modules Chromium rejects.
-    on_path("wasm-opt")
-        .into_iter()
-        .find(|p| !p.starts_with("/usr/bin") && !p.starts_with("/bin"))
+    on_path("wasm-opt").into_iter().find(|p| !p.starts_with("/usr/bin") && !p.starts_with("/bin"))
 }
 
 /// Build the site; returns its directory.
@@ -160,10 +153,7 @@ pub fn build(args: &WasmArgs) -> Result<PathBuf> {
     let site = args.out.clone().unwrap_or_else(|| target.join("wasm/site"));
     let pkg = site.join("pkg");
     fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
-    run(Command::new(&bindgen)
-        .args(["--target", "web", "--out-dir"])
-        .arg(&pkg)
-        .arg(&module))?;
+    run(Command::new(&bindgen).args(["--target", "web", "--out-dir"]).arg(&pkg).arg(&module))?;
     let bg = pkg.join("mapwise_wasm_bg.wasm");
     match find_wasm_opt(&root).filter(|_| !args.no_opt) {
         Some(opt) => {
@@ -220,10 +210,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         (None, false) => build(&WasmArgs::default())?,
     };
     if !dir.join("index.html").is_file() {
-        bail!(
-            "{} has no index.html: build the viewer with `cargo xtask wasm`",
-            dir.display()
-        );
+        bail!("{} has no index.html: build the viewer with `cargo xtask wasm`", dir.display());
     }
     let listener = TcpListener::bind(("127.0.0.1", args.port))
         .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
@@ -343,13 +330,7 @@ fn handle(stream: TcpStream, dir: &Path) -> std::io::Result<()> {
     match resolve(dir, target).filter(|p| p.is_file()) {
         Some(path) => match fs::read(&path) {
             Ok(body) => respond(&mut s, "200 OK", mime(&path), &body, head),
-            Err(_) => respond(
-                &mut s,
-                "403 Forbidden",
-                "text/plain",
-                b"cannot read\n",
-                head,
-            ),
+            Err(_) => respond(&mut s, "403 Forbidden", "text/plain", b"cannot read\n", head),
         },
         None => respond(&mut s, "404 Not Found", "text/plain", b"not found\n", head),
     }
@@ -363,18 +344,12 @@ mod tests {
     fn paths_stay_inside_the_site() {
         let d = Path::new("/site");
         assert_eq!(resolve(d, "/"), Some(PathBuf::from("/site/index.html")));
-        assert_eq!(
-            resolve(d, "/app.js?x=1"),
-            Some(PathBuf::from("/site/app.js"))
-        );
+        assert_eq!(resolve(d, "/app.js?x=1"), Some(PathBuf::from("/site/app.js")));
         assert_eq!(
             resolve(d, "/pkg/mapwise_wasm_bg.wasm"),
             Some(PathBuf::from("/site/pkg/mapwise_wasm_bg.wasm"))
         );
-        assert_eq!(
-            resolve(d, "/a%20b.txt"),
-            Some(PathBuf::from("/site/a b.txt"))
-        );
+        assert_eq!(resolve(d, "/a%20b.txt"), Some(PathBuf::from("/site/a b.txt")));
         assert_eq!(resolve(d, "/../etc/passwd"), None);
         assert_eq!(resolve(d, "/pkg/%2e%2e/%2e%2e/x"), None);
         assert_eq!(resolve(d, "/%zz"), None);

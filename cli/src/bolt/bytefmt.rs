@@ -80,9 +80,7 @@ fn unhex(s: &[u8]) -> Option<Vec<u8>> {
         b'A'..=b'F' => Some(c - b'A' + 10),
         _ => None,
     };
-    s.chunks_exact(2)
-        .map(|p| Some((nibble(p[0])? << 4) | nibble(p[1])?))
-        .collect()
+    s.chunks_exact(2).map(|p| Some((nibble(p[0])? << 4) | nibble(p[1])?)).collect()
 }
 
 /// `b` printed as `how` says (without a newline). [`Format::Bytes`] can
@@ -96,12 +94,9 @@ pub fn format(b: &[u8], how: Format) -> Vec<u8> {
         Format::AsciiEncoded => go_quote(b).into_bytes(),
         Format::Hex => hex(b).into_bytes(),
         Format::Bytes => b.to_vec(),
-        Format::Redacted => format!(
-            "<redacted len:{} sha256:{}>",
-            b.len(),
-            hex(&Sha256::digest(b))
-        )
-        .into_bytes(),
+        Format::Redacted => {
+            format!("<redacted len:{} sha256:{}>", b.len(), hex(&Sha256::digest(b))).into_bytes()
+        }
     }
 }
 
@@ -201,19 +196,13 @@ mod tests {
             .env("GOTOOLCHAIN", "local")
             .output()
             .expect("go (the bolt oracle's toolchain) runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let mut go = vec![false; 0x11_0000];
         go[0x20..=0x7e].iter_mut().for_each(|p| *p = true);
         for line in String::from_utf8(out.stdout).unwrap().lines() {
             let (lo, hi) = line.split_once(' ').unwrap();
-            let (lo, hi) = (
-                usize::from_str_radix(lo, 16).unwrap(),
-                usize::from_str_radix(hi, 16).unwrap(),
-            );
+            let (lo, hi) =
+                (usize::from_str_radix(lo, 16).unwrap(), usize::from_str_radix(hi, 16).unwrap());
             go[lo..=hi].iter_mut().for_each(|p| *p = true);
         }
         let mut checked = 0;
@@ -251,10 +240,7 @@ mod tests {
         let h = |s: &str| parse(&OsString::from(s), Parse::Hex, "key");
         assert_eq!(h("00fFaB").expect("hex"), vec![0, 0xff, 0xab]);
         assert!(h("0").is_err() && h("zz").is_err());
-        assert_eq!(
-            parse(&OsString::from("k"), Parse::AsciiEncoded, "key").expect("bytes"),
-            b"k"
-        );
+        assert_eq!(parse(&OsString::from("k"), Parse::AsciiEncoded, "key").expect("bytes"), b"k");
     }
 
     #[test]

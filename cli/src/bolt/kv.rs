@@ -114,10 +114,7 @@ pub struct DelArgs {
 /// Open read-only as bbolt's CLI does: a shared lock, a mapping with
 /// `MADV_RANDOM`.
 pub fn open_read(file: &Path, timeout: f64) -> Result<Db> {
-    let opts = Options {
-        timeout: lock_timeout(timeout),
-        ..Options::default()
-    };
+    let opts = Options { timeout: lock_timeout(timeout), ..Options::default() };
     Db::open(file, &opts).map_err(engine_error)
 }
 
@@ -162,16 +159,11 @@ fn refuse_damaged(tx: &WriteTx<'_>, file: &Path) -> Result<()> {
 
 /// Bucket names as Go's `%q` prints them, space-separated (for errors).
 fn show_path(path: &[Vec<u8>]) -> String {
-    path.iter()
-        .map(|p| bytefmt::go_quote(p))
-        .collect::<Vec<_>>()
-        .join(" ")
+    path.iter().map(|p| bytefmt::go_quote(p)).collect::<Vec<_>>().join(" ")
 }
 
 fn parse_path(args: &[OsString], how: Parse) -> Result<Vec<Vec<u8>>> {
-    args.iter()
-        .map(|a| bytefmt::parse(a, how, "bucket name"))
-        .collect()
+    args.iter().map(|a| bytefmt::parse(a, how, "bucket name")).collect()
 }
 
 /// Split `BUCKET… KEY [VALUE]`: `tail` trailing arguments after the
@@ -234,11 +226,7 @@ fn read_bucket<'t>(
 /// `getCommand.Run`, later `command/command_get.go` `getFunc`, which
 /// prefix it with "Error ").
 fn key_not_found(key: &[u8]) -> Problem {
-    Problem(format!(
-        "key not found for key: {} hex: \"{}\"",
-        bytefmt::go_quote(key),
-        hex(key)
-    ))
+    Problem(format!("key not found for key: {} hex: \"{}\"", bytefmt::go_quote(key), hex(key)))
 }
 
 /// For arguments read as text (`how` = ascii-encoded, the default) that
@@ -256,10 +244,7 @@ fn hex_hint(
     if how != Parse::AsciiEncoded {
         return None;
     }
-    let readings: Vec<_> = args
-        .iter()
-        .map(bytefmt::hex_reading)
-        .collect::<Option<_>>()?;
+    let readings: Vec<_> = args.iter().map(bytefmt::hex_reading).collect::<Option<_>>()?;
     let bytes: Vec<Vec<u8>> = readings.iter().map(|(b, ..)| b.clone()).collect();
     if !exists(&bytes) {
         return None;
@@ -351,13 +336,9 @@ pub fn get(a: &GetArgs) -> Result<ExitCode> {
     let b = read_bucket(&tx, &path, buckets, a.common.bucket_format)?;
     let Some(value) = b.get(&key).map_err(|e| engine_error(e.into()))? else {
         // A sub-bucket's name has no value either: no hint for it.
-        let hint = hex_hint(
-            &rest[..1],
-            a.parse_format,
-            "the key",
-            "--parse-format",
-            |k| matches!(b.get(&k[0]), Ok(Some(_))),
-        );
+        let hint = hex_hint(&rest[..1], a.parse_format, "the key", "--parse-format", |k| {
+            matches!(b.get(&k[0]), Ok(Some(_)))
+        });
         return Err(with_hint(key_not_found(&key), hint));
     };
     let mut out = Out::new();

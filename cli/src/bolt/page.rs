@@ -212,11 +212,7 @@ pub fn page(
         }
     }
     out.finish()?;
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// Pages `page --all` walks: `[0, hwm)` with the high-water mark of meta
@@ -228,11 +224,8 @@ pub fn page(
 /// meta page's high-water mark, with a note on stderr.
 fn all_pages_bound(file: &BoltFile<'_, QuietSource>) -> u64 {
     let len = usize::try_from(file.len().min(4096)).unwrap_or(0);
-    let meta0 = file
-        .source()
-        .read_at(0, len)
-        .ok()
-        .and_then(|b| mapwise_core::bolt::Meta::parse(&b, 0));
+    let meta0 =
+        file.source().read_at(0, len).ok().and_then(|b| mapwise_core::bolt::Meta::parse(&b, 0));
     match meta0 {
         Some(m) if m.magic == mapwise_core::bolt::MAGIC => m.hwm,
         _ => {
@@ -253,15 +246,14 @@ pub fn hexdump(file: &BoltFile<'_, QuietSource>, ids: &[u64], json: bool) -> Res
     let ps = u64::from(file.page_size());
     let mut out = Out::new();
     for (i, &pgid) in ids.iter().enumerate() {
-        let addr = pgid
-            .checked_mul(ps)
-            .filter(|a| a.saturating_add(ps) <= file.len())
-            .ok_or_else(|| {
+        let addr = pgid.checked_mul(ps).filter(|a| a.saturating_add(ps) <= file.len()).ok_or_else(
+            || {
                 anyhow::Error::new(super::Problem(format!(
                     "page {pgid}: past the end of the {}-byte file",
                     file.len()
                 )))
-            })?;
+            },
+        )?;
         let buf = file.source().read_at(addr, usize::try_from(ps)?)?;
         if json {
             let v = serde_json::json!({ "pgid": pgid, "offset": addr, "hex": hex(&buf) });

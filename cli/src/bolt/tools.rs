@@ -116,37 +116,21 @@ pub fn stats(a: &StatsArgs) -> Result<ExitCode> {
     let _ = writeln!(o, "Aggregate statistics for {count} buckets\n");
     let _ = writeln!(o, "Page count statistics");
     let _ = writeln!(o, "\tNumber of logical branch pages: {}", s.branch_page_n);
-    let _ = writeln!(
-        o,
-        "\tNumber of physical branch overflow pages: {}",
-        s.branch_overflow_n
-    );
+    let _ = writeln!(o, "\tNumber of physical branch overflow pages: {}", s.branch_overflow_n);
     let _ = writeln!(o, "\tNumber of logical leaf pages: {}", s.leaf_page_n);
-    let _ = writeln!(
-        o,
-        "\tNumber of physical leaf overflow pages: {}",
-        s.leaf_overflow_n
-    );
+    let _ = writeln!(o, "\tNumber of physical leaf overflow pages: {}", s.leaf_overflow_n);
     let _ = writeln!(o, "Tree statistics");
     let _ = writeln!(o, "\tNumber of keys/value pairs: {}", s.key_n);
     let _ = writeln!(o, "\tNumber of levels in B+tree: {}", s.depth);
     let _ = writeln!(o, "Page size utilization");
-    let _ = writeln!(
-        o,
-        "\tBytes allocated for physical branch pages: {}",
-        s.branch_alloc
-    );
+    let _ = writeln!(o, "\tBytes allocated for physical branch pages: {}", s.branch_alloc);
     let _ = writeln!(
         o,
         "\tBytes actually used for branch data: {} ({}%)",
         s.branch_inuse,
         percent(s.branch_inuse, s.branch_alloc)
     );
-    let _ = writeln!(
-        o,
-        "\tBytes allocated for physical leaf pages: {}",
-        s.leaf_alloc
-    );
+    let _ = writeln!(o, "\tBytes allocated for physical leaf pages: {}", s.leaf_alloc);
     let _ = writeln!(
         o,
         "\tBytes actually used for leaf data: {} ({}%)",

@@ -25,21 +25,11 @@ fn refused_like_rrdtool(corpus: &str, args: &[&str], exact: bool) {
     copy(corpus, &a, "f.rrd");
     copy(corpus, &b, "f.rrd");
     let before = std::fs::read(a.join("f.rrd")).expect("read");
-    let args: Vec<&str> = args
-        .iter()
-        .map(|s| if *s == "FILE" { "f.rrd" } else { s })
-        .collect();
+    let args: Vec<&str> = args.iter().map(|s| if *s == "FILE" { "f.rrd" } else { s }).collect();
     let ours = mw(&a, &args);
     let theirs = rt(&b, &args);
-    let (oe, te) = (
-        String::from_utf8_lossy(&ours.stderr),
-        String::from_utf8_lossy(&theirs.stderr),
-    );
-    assert_eq!(
-        theirs.status.code(),
-        Some(1),
-        "rrdtool {args:?} should fail: {te}"
-    );
+    let (oe, te) = (String::from_utf8_lossy(&ours.stderr), String::from_utf8_lossy(&theirs.stderr));
+    assert_eq!(theirs.status.code(), Some(1), "rrdtool {args:?} should fail: {te}");
     assert_eq!(
         ours.status.code(),
         Some(1),
@@ -55,10 +45,7 @@ fn refused_like_rrdtool(corpus: &str, args: &[&str], exact: bool) {
         );
     } else {
         let head = te.split(':').next().unwrap_or("");
-        assert!(
-            oe.starts_with(head),
-            "{args:?}: ours {oe:?}, rrdtool {te:?}"
-        );
+        assert!(oe.starts_with(head), "{args:?}: ours {oe:?}, rrdtool {te:?}");
     }
     let (ours, theirs) = (
         std::fs::read(a.join("f.rrd")).expect("read"),
@@ -89,11 +76,7 @@ fn malformed_updates_are_refused_as_rrdtool_refuses_them() {
         refused_like_rrdtool("gauge.rrd", c, true);
     }
     // counter.rrd: COUNTER octets and DERIVE delta.
-    refused_like_rrdtool(
-        "counter.rrd",
-        &["update", "FILE", "1600165500:12.5:3"],
-        true,
-    );
+    refused_like_rrdtool("counter.rrd", &["update", "FILE", "1600165500:12.5:3"], true);
     refused_like_rrdtool("counter.rrd", &["update", "FILE", "1600165500:12:x3"], true);
     // dtypes.rrd: DCOUNTER and DDERIVE.
     refused_like_rrdtool("dtypes.rrd", &["update", "FILE", "1600166500:1e5q:3"], true);
@@ -137,37 +120,12 @@ fn a_refused_argument_keeps_the_ones_before() {
     std::fs::create_dir_all(&a).expect("mkdir");
     std::fs::create_dir_all(&b).expect("mkdir");
     for (args, fails) in [
+        (&["update", "f.rrd", "1600170000:1:2", "1600180000:3:4", "1600169000:1:2"][..], true),
         (
-            &[
-                "update",
-                "f.rrd",
-                "1600170000:1:2",
-                "1600180000:3:4",
-                "1600169000:1:2",
-            ][..],
-            true,
-        ),
-        (
-            &[
-                "update",
-                "f.rrd",
-                "-s",
-                "1600170000:1:2",
-                "1600160000:9:9",
-                "1600180000:3:4",
-            ][..],
+            &["update", "f.rrd", "-s", "1600170000:1:2", "1600160000:9:9", "1600180000:3:4"][..],
             false,
         ),
-        (
-            &[
-                "updatev",
-                "f.rrd",
-                "1600170000:1:2",
-                "1600260000:3:4",
-                "1600169000:1:2",
-            ][..],
-            true,
-        ),
+        (&["updatev", "f.rrd", "1600170000:1:2", "1600260000:3:4", "1600169000:1:2"][..], true),
     ] {
         copy("hw.rrd", &a, "f.rrd");
         copy("hw.rrd", &b, "f.rrd");
@@ -175,14 +133,8 @@ fn a_refused_argument_keeps_the_ones_before() {
         let theirs = rt(&b, args);
         assert_eq!(ours.status.code(), theirs.status.code(), "{args:?}");
         assert_eq!(ours.status.success(), !fails);
-        assert_eq!(
-            String::from_utf8_lossy(&ours.stderr),
-            String::from_utf8_lossy(&theirs.stderr)
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&ours.stdout),
-            String::from_utf8_lossy(&theirs.stdout)
-        );
+        assert_eq!(String::from_utf8_lossy(&ours.stderr), String::from_utf8_lossy(&theirs.stderr));
+        assert_eq!(String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&theirs.stdout));
         assert!(
             std::fs::read(a.join("f.rrd")).expect("a")
                 == std::fs::read(b.join("f.rrd")).expect("b"),
@@ -196,112 +148,26 @@ fn malformed_creates_are_refused_as_rrdtool_refuses_them() {
     let cases: &[&[&str]] = &[
         &["-b", "1600000000", "DS:a:GAUGE:600:U:U"],
         &["-b", "1600000000", "RRA:AVERAGE:0.5:1:10"],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:5:1",
-            "RRA:AVERAGE:0.5:1:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:FOO:600:U:U",
-            "RRA:AVERAGE:0.5:1:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a b:GAUGE:600:U:U",
-            "RRA:AVERAGE:0.5:1:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U",
-            "RRA:AVERAGE:0.5:1:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:x:U:U",
-            "RRA:AVERAGE:0.5:1:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:AVERAGE:0.5:1:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:AVERAGE:1.5:1:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:BOGUS:0.5:1:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:AVERAGE:0.5:1",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:AVERAGE:0.5:7m:10",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:HWPREDICT:10:0.5:0.1:20",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:HWPREDICT:10:1.5:0.1:2",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:FAILURES:10:30:9:1",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:FAILURES:10:7:5:1",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:DEVPREDICT:10:1:5",
-        ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:SEASONAL:10:0.5:1:foo",
-        ],
+        &["-b", "1600000000", "DS:a:GAUGE:600:5:1", "RRA:AVERAGE:0.5:1:10"],
+        &["-b", "1600000000", "DS:a:FOO:600:U:U", "RRA:AVERAGE:0.5:1:10"],
+        &["-b", "1600000000", "DS:a b:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U", "RRA:AVERAGE:0.5:1:10"],
+        &["-b", "1600000000", "DS:a:GAUGE:x:U:U", "RRA:AVERAGE:0.5:1:10"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:1.5:1:10"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:BOGUS:0.5:1:10"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:7m:10"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:HWPREDICT:10:0.5:0.1:20"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:HWPREDICT:10:1.5:0.1:2"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:FAILURES:10:30:9:1"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:FAILURES:10:7:5:1"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:DEVPREDICT:10:1:5"],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "RRA:SEASONAL:10:0.5:1:foo"],
         &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "junk"],
         &["-s", "0", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"],
         &["-b", "100", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"],
-        &[
-            "-b",
-            "yesterday x",
-            "DS:a:GAUGE:600:U:U",
-            "RRA:AVERAGE:0.5:1:10",
-        ],
+        &["-b", "yesterday x", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"],
         &[
             "-b",
             "1600000000",
@@ -309,13 +175,7 @@ fn malformed_creates_are_refused_as_rrdtool_refuses_them() {
             "DS:c:COMPUTE:a,TIME,+",
             "RRA:AVERAGE:0.5:1:10",
         ],
-        &[
-            "-b",
-            "1600000000",
-            "DS:a:GAUGE:600:U:U",
-            "DS:c:COMPUTE:a,1.5,*",
-            "RRA:AVERAGE:0.5:1:10",
-        ],
+        &["-b", "1600000000", "DS:a:GAUGE:600:U:U", "DS:c:COMPUTE:a,1.5,*", "RRA:AVERAGE:0.5:1:10"],
     ];
     let dir = tempdir();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
@@ -326,10 +186,8 @@ fn malformed_creates_are_refused_as_rrdtool_refuses_them() {
         args.extend_from_slice(c);
         let ours = mw(&a, &args);
         let theirs = rt(&b, &args);
-        let (oe, te) = (
-            String::from_utf8_lossy(&ours.stderr),
-            String::from_utf8_lossy(&theirs.stderr),
-        );
+        let (oe, te) =
+            (String::from_utf8_lossy(&ours.stderr), String::from_utf8_lossy(&theirs.stderr));
         assert_eq!(theirs.status.code(), Some(1), "rrdtool {args:?}: {te}");
         assert_eq!(ours.status.code(), Some(1), "mapwise {args:?}: {oe}");
         assert_eq!(oe, te, "{args:?}");
@@ -352,15 +210,9 @@ fn malformed_creates_are_refused_as_rrdtool_refuses_them() {
     ];
     let ours = mw(&a, &args);
     let theirs = rt(&b, &args);
-    assert_eq!(
-        (ours.status.code(), theirs.status.code()),
-        (Some(1), Some(1))
-    );
+    assert_eq!((ours.status.code(), theirs.status.code()), (Some(1), Some(1)));
     let te = String::from_utf8_lossy(&theirs.stderr);
-    assert!(
-        String::from_utf8_lossy(&ours.stderr).starts_with(te.trim_end()),
-        "{te}"
-    );
+    assert!(String::from_utf8_lossy(&ours.stderr).starts_with(te.trim_end()), "{te}");
 }
 
 /// Files cut anywhere: the same error as rrdtool for every command, and
@@ -389,15 +241,7 @@ fn truncated_files() {
             &["last", "cut.rrd"],
             &["lastupdate", "cut.rrd"],
             &["dump", "cut.rrd"],
-            &[
-                "fetch",
-                "cut.rrd",
-                "AVERAGE",
-                "-s",
-                "1600000000",
-                "-e",
-                "1600100000",
-            ],
+            &["fetch", "cut.rrd", "AVERAGE", "-s", "1600000000", "-e", "1600100000"],
             &["update", "cut.rrd", "1600170000:1:2"],
         ] {
             let ours = mw(d, args);
@@ -450,17 +294,13 @@ fn foreign_architectures_are_named() {
     let mut arm = full.clone();
     arm[24..28].copy_from_slice(&2u32.to_le_bytes());
     arm[28..32].copy_from_slice(&3u32.to_le_bytes());
-    for (bytes, name, rrdtool_same) in [
-        (be, "64-bit big-endian", true),
-        (i386, "i386", true),
-        (arm, "32-bit ARM", false),
-    ] {
+    for (bytes, name, rrdtool_same) in
+        [(be, "64-bit big-endian", true), (i386, "i386", true), (arm, "32-bit ARM", false)]
+    {
         std::fs::write(d.join("f.rrd"), &bytes).expect("write");
-        for args in [
-            &["info", "f.rrd"][..],
-            &["update", "f.rrd", "1600170000:1:2"],
-            &["dump", "f.rrd"],
-        ] {
+        for args in
+            [&["info", "f.rrd"][..], &["update", "f.rrd", "1600170000:1:2"], &["dump", "f.rrd"]]
+        {
             let ours = mw(d, args);
             let theirs = rt(d, args);
             let oe = String::from_utf8_lossy(&ours.stderr);
@@ -481,15 +321,9 @@ fn foreign_architectures_are_named() {
             assert_eq!(std::fs::read(d.join("f.rrd")).expect("read"), bytes);
         }
         let l = mapwise_core::rrd::layout(&bytes[..], 4096);
-        assert!(
-            l.arch.is_some_and(|a| a != mapwise_core::rrd::Arch::Native),
-            "{name}"
-        );
+        assert!(l.arch.is_some_and(|a| a != mapwise_core::rrd::Arch::Native), "{name}");
         assert!(l.fatal.is_some());
-        assert!(
-            mapwise_core::detect::foreign_rrd(&bytes[..]).is_some(),
-            "{name}"
-        );
+        assert!(mapwise_core::detect::foreign_rrd(&bytes[..]).is_some(), "{name}");
     }
 }
 
@@ -508,15 +342,9 @@ fn a_locked_file_fails_at_once() {
         let theirs = rt(d, &["update", "l.rrd", "1600170000:1:2"]);
         let oe = String::from_utf8_lossy(&ours.stderr).into_owned();
         assert_eq!(ours.status.code(), Some(1), "{kind}: {oe}");
-        assert_eq!(
-            oe, "ERROR: could not lock RRD\n",
-            "{kind}: rrdtool's exact line"
-        );
+        assert_eq!(oe, "ERROR: could not lock RRD\n", "{kind}: rrdtool's exact line");
         assert_eq!(theirs.status.code(), Some(1));
-        assert_eq!(
-            String::from_utf8_lossy(&theirs.stderr),
-            "ERROR: could not lock RRD\n"
-        );
+        assert_eq!(String::from_utf8_lossy(&theirs.stderr), "ERROR: could not lock RRD\n");
         assert_eq!(std::fs::read(&p).expect("read"), before);
         let info = mw(d, &["info", "l.rrd"]);
         assert_eq!(
@@ -529,11 +357,7 @@ fn a_locked_file_fails_at_once() {
         child.wait().ok();
     }
     // Free again: the update goes through.
-    assert!(
-        mw(d, &["update", "l.rrd", "1600170000:1:2"])
-            .status
-            .success()
-    );
+    assert!(mw(d, &["update", "l.rrd", "1600170000:1:2"]).status.success());
 }
 
 /// Hold an fcntl lock on `p` in a python3 child (lockf is fcntl F_SETLK).
@@ -552,9 +376,7 @@ fn hold_lock(p: &Path, kind: &str) -> (std::process::Child, ()) {
         .spawn()
         .expect("python3");
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read");
+    BufReader::new(child.stdout.as_mut().expect("stdout")).read_line(&mut line).expect("read");
     assert_eq!(line.trim(), "locked");
     (child, ())
 }
@@ -573,10 +395,7 @@ fn rrdcached_options() {
     ] {
         let dir = tempdir();
         copy("gauge.rrd", dir.path(), "f.rrd");
-        let args: Vec<&str> = args
-            .iter()
-            .map(|s| if *s == "FILE" { "f.rrd" } else { s })
-            .collect();
+        let args: Vec<&str> = args.iter().map(|s| if *s == "FILE" { "f.rrd" } else { s }).collect();
         let ours = ok("mapwise", &mw(dir.path(), &args));
         assert_eq!(
             String::from_utf8_lossy(&ours),
@@ -611,10 +430,7 @@ fn extra_files_get_rrdtools_usage() {
     let dir = tempdir();
     copy("gauge.rrd", dir.path(), "f.rrd");
     let args = ["first", "f.rrd", "f.rrd", "extra"];
-    assert_eq!(
-        ok("mapwise", &mw(dir.path(), &args)),
-        ok("rrdtool", &rt(dir.path(), &args))
-    );
+    assert_eq!(ok("mapwise", &mw(dir.path(), &args)), ok("rrdtool", &rt(dir.path(), &args)));
 }
 
 /// A value refused part-way through the data sources leaves the file as
@@ -644,10 +460,7 @@ fn a_refused_value_leaves_the_last_ds_rrdtool_leaves() {
     let seed = dir.path().join("seed");
     std::fs::create_dir_all(&seed).expect("mkdir");
     ok("create", &rt(&seed, &create));
-    ok(
-        "seed update",
-        &rt(&seed, &["update", "f.rrd", "1600000300:1:2:100:5:7"]),
-    );
+    ok("seed update", &rt(&seed, &["update", "f.rrd", "1600000300:1:2:100:5:7"]));
     let bad_at = [
         "1600000600:x:2:100:5:7",
         "1600000600:1:2x:100:5:7",
@@ -661,11 +474,7 @@ fn a_refused_value_leaves_the_last_ds_rrdtool_leaves() {
         let bad_later = bad.replace("1600000600", "1600001200");
         cases.push(vec!["1600000600:3:4:200:9:1".to_owned(), bad_later]);
         if i % 2 == 0 {
-            cases.push(vec![
-                "-t".into(),
-                "c:g2:d".into(),
-                "1600000600:300:5:zz".into(),
-            ]);
+            cases.push(vec!["-t".into(), "c:g2:d".into(), "1600000600:300:5:zz".into()]);
         }
     }
     for (n, case) in cases.iter().enumerate() {
@@ -734,13 +543,7 @@ fn merged_streams_come_in_rrdtools_order() {
     let cases: &[&[&str]] = &[
         &["updatev", "f.rrd", "1600166700:1:2", "1600167000:x:2"],
         &["updatev", "f.rrd", "1600266700:1:2", "1600267000:x:2"],
-        &[
-            "updatev",
-            "f.rrd",
-            "1600366700:1:2",
-            "1600366800:3:4",
-            "1600100000:1:1",
-        ],
+        &["updatev", "f.rrd", "1600366700:1:2", "1600366800:3:4", "1600100000:1:1"],
         &["info", "junk.rrd"],
         &["last", "junk.rrd"],
         &["first", "junk.rrd"],
@@ -761,10 +564,7 @@ fn merged_streams_come_in_rrdtools_order() {
     ];
     let dir = tempdir();
     for (i, args) in cases.iter().enumerate() {
-        let (a, b) = (
-            dir.path().join(format!("a{i}")),
-            dir.path().join(format!("b{i}")),
-        );
+        let (a, b) = (dir.path().join(format!("a{i}")), dir.path().join(format!("b{i}")));
         for d in [&a, &b] {
             std::fs::create_dir_all(d).expect("mkdir");
             copy("gauge.rrd", d, "f.rrd");
@@ -790,17 +590,7 @@ fn usage_errors_look_like_rrdtools() {
         std::fs::create_dir_all(d).expect("mkdir");
         ok(
             "create",
-            &rt(
-                d,
-                &[
-                    "create",
-                    "u.rrd",
-                    "-s",
-                    "300",
-                    "DS:a:GAUGE:600:U:U",
-                    "RRA:AVERAGE:0.5:1:10",
-                ],
-            ),
+            &rt(d, &["create", "u.rrd", "-s", "300", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"]),
         );
     }
     let before = std::fs::read(a.join("u.rrd")).expect("read");
@@ -811,21 +601,15 @@ fn usage_errors_look_like_rrdtools() {
     ] {
         let ours = mw(&a, args);
         let theirs = rt(&b, args);
-        let (oe, te) = (
-            String::from_utf8_lossy(&ours.stderr),
-            String::from_utf8_lossy(&theirs.stderr),
-        );
+        let (oe, te) =
+            (String::from_utf8_lossy(&ours.stderr), String::from_utf8_lossy(&theirs.stderr));
         assert_eq!(theirs.status.code(), Some(1), "rrdtool {args:?}: {te}");
         assert!(te.starts_with("ERROR: "), "rrdtool {args:?}: {te}");
         assert_eq!(ours.status.code(), Some(1), "mapwise {args:?}: {oe}");
         assert!(oe.starts_with("ERROR: "), "mapwise {args:?}: {oe}");
         assert_eq!(oe.lines().count(), 1, "mapwise {args:?}: {oe}");
     }
-    assert_eq!(
-        std::fs::read(a.join("u.rrd")).expect("read"),
-        before,
-        "file changed"
-    );
+    assert_eq!(std::fs::read(a.join("u.rrd")).expect("read"), before, "file changed");
 }
 
 /// Options are read as rrdtool's getopt reads them: an unknown one is
@@ -858,67 +642,24 @@ fn options_are_read_as_getopt_reads_them() {
     }
     let dir = tempdir();
     for (i, args) in [
-        &[
-            "fetch",
-            "f.rrd",
-            "AVERAGE",
-            "-s",
-            "1600160000",
-            "-s",
-            "1600150000",
-            "-e",
-            "1600166414",
-        ][..],
-        &[
-            "fetch",
-            "f.rrd",
-            "AVERAGE",
-            "--start",
-            "1600160000",
-            "--end",
-            "1600166414",
-            "extra",
-        ],
-        &[
-            "fetch",
-            "f.rrd",
-            "AVERAGE",
-            "-a",
-            "-a",
-            "-s",
-            "1600160000",
-            "-e",
-            "1600166414",
-        ],
-        &[
-            "update",
-            "f.rrd",
-            "-t",
-            "temp",
-            "-t",
-            "load",
-            "1600170000:5",
-        ],
+        &["fetch", "f.rrd", "AVERAGE", "-s", "1600160000", "-s", "1600150000", "-e", "1600166414"]
+            [..],
+        &["fetch", "f.rrd", "AVERAGE", "--start", "1600160000", "--end", "1600166414", "extra"],
+        &["fetch", "f.rrd", "AVERAGE", "-a", "-a", "-s", "1600160000", "-e", "1600166414"],
+        &["update", "f.rrd", "-t", "temp", "-t", "load", "1600170000:5"],
         &["updatev", "f.rrd", "-s", "-s", "1600170000:5:6"],
     ]
     .into_iter()
     .enumerate()
     {
-        let (a, b) = (
-            dir.path().join(format!("a{i}")),
-            dir.path().join(format!("b{i}")),
-        );
+        let (a, b) = (dir.path().join(format!("a{i}")), dir.path().join(format!("b{i}")));
         std::fs::create_dir_all(&a).expect("mkdir");
         std::fs::create_dir_all(&b).expect("mkdir");
         copy("gauge.rrd", &a, "f.rrd");
         copy("gauge.rrd", &b, "f.rrd");
         let theirs = ok(&format!("rrdtool {args:?}"), &rt(&b, args));
         let ours = ok(&format!("mapwise {args:?}"), &mw(&a, args));
-        assert_eq!(
-            String::from_utf8_lossy(&ours),
-            String::from_utf8_lossy(&theirs),
-            "{args:?}"
-        );
+        assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs), "{args:?}");
         assert_eq!(
             std::fs::read(a.join("f.rrd")).expect("read"),
             std::fs::read(b.join("f.rrd")).expect("read"),
@@ -941,8 +682,5 @@ fn options_are_read_as_getopt_reads_them() {
         ];
         ok("create", &run(d, &args));
     }
-    assert_eq!(
-        ok("last", &mw(&a, &["last", "c.rrd"])),
-        ok("last", &rt(&b, &["last", "c.rrd"]))
-    );
+    assert_eq!(ok("last", &mw(&a, &["last", "c.rrd"])), ok("last", &rt(&b, &["last", "c.rrd"])));
 }

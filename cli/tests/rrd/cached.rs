@@ -82,19 +82,12 @@ fn same(what: &str, ours: &Output, theirs: &Output) {
         show(ours),
         show(theirs)
     );
-    assert!(
-        !String::from_utf8_lossy(&ours.stderr).contains("panicked"),
-        "{what}"
-    );
+    assert!(!String::from_utf8_lossy(&ours.stderr).contains("panicked"), "{what}");
 }
 
 /// The files at `a` and `b` hold the same bytes.
 fn same_files(what: &str, a: &Path, b: &Path) {
-    assert_same_bytes(
-        what,
-        &std::fs::read(a).expect("read"),
-        &std::fs::read(b).expect("read"),
-    );
+    assert_same_bytes(what, &std::fs::read(a).expect("read"), &std::fs::read(b).expect("read"));
 }
 
 /// Who runs a command.
@@ -142,16 +135,11 @@ const GAUGE_LAST: i64 = 1_600_166_414;
 /// `n` updates of gauge.rrd, one step apart, from `from` steps after its
 /// last update.
 fn gauge_updates(from: i64, n: i64) -> Vec<String> {
-    (from..from + n)
-        .map(|k| format!("{}:{}.5:{}", GAUGE_LAST + 300 * k, k % 40, 7 * k))
-        .collect()
+    (from..from + n).map(|k| format!("{}:{}.5:{}", GAUGE_LAST + 300 * k, k % 40, 7 * k)).collect()
 }
 
 fn args<'a>(head: &[&'a str], tail: &'a [String]) -> Vec<&'a str> {
-    head.iter()
-        .copied()
-        .chain(tail.iter().map(String::as_str))
-        .collect()
+    head.iter().copied().chain(tail.iter().map(String::as_str)).collect()
 }
 
 /// Updates queued by rrdtool, then by mapwise, then flushed: the file is
@@ -164,25 +152,16 @@ fn updates_queue_behind_rrdtools_and_flush_to_rrdtools_bytes() {
     let before = std::fs::read(&ours).expect("read");
     let first = gauge_updates(1, 5);
     let second = gauge_updates(6, 5);
-    let templated: Vec<String> = (11..14)
-        .map(|k| format!("{}:{}", GAUGE_LAST + 300 * k, 3 * k))
-        .collect();
+    let templated: Vec<String> =
+        (11..14).map(|k| format!("{}:{}", GAUGE_LAST + 300 * k, 3 * k)).collect();
     for f in ["ours.rrd", "peer.rrd"] {
         queue(Peer::Rrdtool, &base, &d.addr, f, &first);
     }
     queue(Peer::Mapwise, &base, &d.addr, "ours.rrd", &second);
     queue(Peer::Rrdtool, &base, &d.addr, "peer.rrd", &second);
     let tpl = ["update", "--daemon", &d.addr, "-t", "load"];
-    must(mw_env(
-        &base,
-        &args(&[&tpl[..], &["ours.rrd"]].concat(), &templated),
-        &[],
-    ));
-    must(rt_env(
-        &base,
-        &args(&[&tpl[..], &["peer.rrd"]].concat(), &templated),
-        &[],
-    ));
+    must(mw_env(&base, &args(&[&tpl[..], &["ours.rrd"]].concat(), &templated), &[]));
+    must(rt_env(&base, &args(&[&tpl[..], &["peer.rrd"]].concat(), &templated), &[]));
     // Queued, not written: the file is as it was; the daemon holds every
     // update, rrdtool's first.
     assert_eq!(std::fs::read(&ours).expect("read"), before);
@@ -191,26 +170,11 @@ fn updates_queue_behind_rrdtools_and_flush_to_rrdtools_bytes() {
     assert_eq!(pending.len(), 13, "{pending:?}");
     assert_eq!(pending.first(), first.first());
     // A past update is refused by the daemon, in rrdtool's words.
-    both(
-        &base,
-        &["update", "--daemon", &d.addr, "ours.rrd", &first[0]],
-        &[],
-    );
-    must(mw_env(
-        &base,
-        &["flushcached", "--daemon", &d.addr, "ours.rrd"],
-        &[],
-    ));
-    must(rt_env(
-        &base,
-        &["flushcached", "--daemon", &d.addr, "peer.rrd"],
-        &[],
-    ));
+    both(&base, &["update", "--daemon", &d.addr, "ours.rrd", &first[0]], &[]);
+    must(mw_env(&base, &["flushcached", "--daemon", &d.addr, "ours.rrd"], &[]));
+    must(rt_env(&base, &["flushcached", "--daemon", &d.addr, "peer.rrd"], &[]));
     assert!(d.pending("ours.rrd").is_empty());
-    let (a, b) = (
-        std::fs::read(&ours).expect("read"),
-        std::fs::read(&peer).expect("read"),
-    );
+    let (a, b) = (std::fs::read(&ours).expect("read"), std::fs::read(&peer).expect("read"));
     assert_ne!(a, before, "the flush wrote the updates");
     assert_same_bytes("flushed through the daemon", &a, &b);
 }
@@ -231,16 +195,8 @@ fn reads_through_the_daemon_answer_as_rrdtools() {
     let stale = both(&base, &["info", "--daemon", a, "--noflush", "f.rrd"], &[]);
     both(&base, &["info", "-d", a, "-F", "f.rrd"], &[]);
     both(&base, &["last", "--daemon", a, "f.rrd"], &[]);
-    both(
-        &base,
-        &["first", "--daemon", a, "--rraindex", "1", "f.rrd"],
-        &[],
-    );
-    both(
-        &base,
-        &["first", "--daemon", a, "--rraindex", "9", "f.rrd"],
-        &[],
-    );
+    both(&base, &["first", "--daemon", a, "--rraindex", "1", "f.rrd"], &[]);
+    both(&base, &["first", "--daemon", a, "--rraindex", "9", "f.rrd"], &[]);
     assert_eq!(d.pending("f.rrd").len(), 4, "nothing was flushed yet");
     let fresh = both(&base, &["info", "--daemon", a, "f.rrd"], &[]);
     assert!(d.pending("f.rrd").is_empty(), "info flushed");
@@ -250,27 +206,13 @@ fn reads_through_the_daemon_answer_as_rrdtools() {
             .find(|l| l.starts_with("last_update"))
             .map(str::to_owned)
     };
-    assert_ne!(
-        line(&stale),
-        line(&fresh),
-        "--noflush showed the file as it was"
-    );
+    assert_ne!(line(&stale), line(&fresh), "--noflush showed the file as it was");
     let window = |extra: &str| -> Vec<String> {
-        [
-            "fetch",
-            "--daemon",
-            a,
-            "f.rrd",
-            "AVERAGE",
-            "-s",
-            "1600165000",
-            "-e",
-            "1600170000",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain((!extra.is_empty()).then(|| extra.to_owned()))
-        .collect()
+        ["fetch", "--daemon", a, "f.rrd", "AVERAGE", "-s", "1600165000", "-e", "1600170000"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain((!extra.is_empty()).then(|| extra.to_owned()))
+            .collect()
     };
     let more = gauge_updates(5, 4);
     queue(Peer::Rrdtool, &base, a, "f.rrd", &more);
@@ -307,11 +249,7 @@ fn reads_through_the_daemon_answer_as_rrdtools() {
     // Options rrdtool's commands do not take with a daemon.
     both(&base, &["lastupdate", "--daemon", a, "-F", "f.rrd"], &[]);
     both(&base, &["updatev", "--daemon", a, "f.rrd", "N:1:2"], &[]);
-    both(
-        &base,
-        &["update", "--daemon", a, "-t", "load", "-s", "f.rrd", "N:1"],
-        &[],
-    );
+    both(&base, &["update", "--daemon", a, "-t", "load", "-s", "f.rrd", "N:1"], &[]);
     // The daemon's refusals, as rrdtool reports them.
     std::fs::write(base.join("junk.rrd"), b"not an rrd").expect("write");
     each_like_rrdtool(
@@ -344,39 +282,23 @@ fn the_environment_names_the_daemon_as_for_rrdtool() {
     let env = [("RRDCACHED_ADDRESS", d.addr.as_str())];
     let ups = gauge_updates(1, 3);
     must(mw_env(&base, &args(&["update", "f.rrd"], &ups), &env));
-    assert_eq!(
-        std::fs::read(&f).expect("read"),
-        before,
-        "queued, not written"
-    );
+    assert_eq!(std::fs::read(&f).expect("read"), before, "queued, not written");
     assert_eq!(d.pending("f.rrd"), ups);
     both(&base, &["info", "--noflush", "f.rrd"], &env);
     both(&base, &["last", "f.rrd"], &env);
     // --daemon wins: a dead address in --daemon fails the same way.
     let dead = format!("unix:{}", base.join("nobody.sock").display());
-    both(
-        &base,
-        &["update", "--daemon", &dead, "f.rrd", "N:1:2"],
-        &env,
-    );
+    both(&base, &["update", "--daemon", &dead, "f.rrd", "N:1:2"], &env);
     assert_eq!(d.pending("f.rrd").len(), 3);
     // An empty --daemon: no daemon at all, whatever the environment says.
     let dead_env = [("RRDCACHED_ADDRESS", dead.as_str())];
     both(&base, &["info", "--daemon", "", "f.rrd"], &dead_env);
     // updatev: rrdtool refuses when the variable is empty; mapwise also
     // when it names a daemon (rrdtool would write behind the queue).
-    both(
-        &base,
-        &["updatev", "f.rrd", "N:1:2"],
-        &[("RRDCACHED_ADDRESS", "")],
-    );
+    both(&base, &["updatev", "f.rrd", "N:1:2"], &[("RRDCACHED_ADDRESS", "")]);
     let o = mw_env(&base, &["updatev", "f.rrd", "N:1:2"], &env);
     assert_eq!(o.status.code(), Some(1));
-    let want = rt_env(
-        &base,
-        &["updatev", "f.rrd", "N:1:2"],
-        &[("RRDCACHED_ADDRESS", "")],
-    );
+    let want = rt_env(&base, &["updatev", "f.rrd", "N:1:2"], &[("RRDCACHED_ADDRESS", "")]);
     assert_eq!(o.stderr, want.stderr);
     assert_eq!(std::fs::read(&f).expect("read"), before);
     must(mw_env(&base, &["flushcached", "f.rrd"], &env));
@@ -403,31 +325,13 @@ fn a_loopback_tcp_daemon_answers_as_for_rrdtool() {
     both(&base, &["last", "--daemon", a, &abs], &strip);
     both(
         &base,
-        &[
-            "fetch",
-            "--daemon",
-            a,
-            "ours.rrd",
-            "AVERAGE",
-            "-s",
-            "1600165000",
-            "-e",
-            "1600170000",
-        ],
+        &["fetch", "--daemon", a, "ours.rrd", "AVERAGE", "-s", "1600165000", "-e", "1600170000"],
         &[],
     );
     // The port is needed: nothing listens on 42217 here.
     let host = a.rsplit_once(':').map_or(a, |(h, _)| h);
-    both(
-        &base,
-        &["update", "--daemon", host, "ours.rrd", "N:1:2"],
-        &[],
-    );
-    must(rt_env(
-        &base,
-        &["flushcached", "--daemon", a, "peer.rrd"],
-        &[],
-    ));
+    both(&base, &["update", "--daemon", host, "ours.rrd", "N:1:2"], &[]);
+    must(rt_env(&base, &["flushcached", "--daemon", a, "peer.rrd"], &[]));
     same_files("flushed over TCP", &ours, &peer);
 }
 
@@ -463,17 +367,7 @@ fn a_daemon_that_is_down_fails_as_for_rrdtool() {
             &["last", "--daemon", a, "f.rrd"],
             &["first", "--daemon", a, "f.rrd"],
             &["lastupdate", "--daemon", a, "f.rrd"],
-            &[
-                "fetch",
-                "--daemon",
-                a,
-                "f.rrd",
-                "AVERAGE",
-                "-s",
-                "1600160000",
-                "-e",
-                "1600166414",
-            ],
+            &["fetch", "--daemon", a, "f.rrd", "AVERAGE", "-s", "1600160000", "-e", "1600166414"],
             &["dump", "--daemon", a, "f.rrd"],
             &["info", "--daemon", a, "missing.rrd"],
             &["flushcached", "--daemon", a, "f.rrd"],
@@ -490,10 +384,7 @@ fn a_daemon_that_is_down_fails_as_for_rrdtool() {
     let def = ["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"];
     must(mw_env(
         d,
-        &args(
-            &["create", "--daemon", dead, "new.rrd", "-b", "1600000000"],
-            &def.map(String::from),
-        ),
+        &args(&["create", "--daemon", dead, "new.rrd", "-b", "1600000000"], &def.map(String::from)),
         &[],
     ));
     must(rt_env(
@@ -560,15 +451,9 @@ fn a_daemon_that_misbehaves_gets_rrdtools_errors_and_never_a_hang() {
             let _ = std::fs::remove_file(&sock);
             let h = fake(&sock, reply);
             let a = format!("unix:{}", sock.display());
-            let full: Vec<&str> = cmd
-                .iter()
-                .map(|w| if *w == "ADDR" { a.as_str() } else { w })
-                .collect();
-            let o = if ours {
-                mw_env(d, &full, &[])
-            } else {
-                rt_env(d, &full, &[])
-            };
+            let full: Vec<&str> =
+                cmd.iter().map(|w| if *w == "ADDR" { a.as_str() } else { w }).collect();
+            let o = if ours { mw_env(d, &full, &[]) } else { rt_env(d, &full, &[]) };
             outs.push((o, h.join().expect("fake daemon")));
         }
         let (theirs, peer_req) = outs.pop().expect("rrdtool");
@@ -592,14 +477,7 @@ fn a_daemon_that_misbehaves_gets_rrdtools_errors_and_never_a_hang() {
     };
     for reply in [refuse, hang_up, short, garbage] {
         for cmd in [
-            &[
-                "update",
-                "--daemon",
-                "ADDR",
-                "f.rrd",
-                "1600170000:1:2",
-                "1600170300:3 4",
-            ][..],
+            &["update", "--daemon", "ADDR", "f.rrd", "1600170000:1:2", "1600170300:3 4"][..],
             &["info", "--daemon", "ADDR", "f.rrd"],
             &["info", "--daemon", "ADDR", "-F", "f.rrd"],
             &["last", "--daemon", "ADDR", "f.rrd"],
@@ -652,10 +530,7 @@ fn a_daemon_that_misbehaves_gets_rrdtools_errors_and_never_a_hang() {
         );
         // A daemon that says nothing: the wait is ours, and named.
         if quiet {
-            assert!(
-                err.contains("no answer within 1 s; MAPWISE_RRDCACHED_TIMEOUT"),
-                "{err}"
-            );
+            assert!(err.contains("no answer within 1 s; MAPWISE_RRDCACHED_TIMEOUT"), "{err}");
         }
         drop(h);
         assert_eq!(std::fs::read(&f).expect("read"), before);
@@ -673,18 +548,10 @@ fn flushcached_flushes_as_rrdtools() {
     for f in ["ours.rrd", "peer.rrd"] {
         queue(Peer::Rrdtool, &base, a, f, &ups);
     }
-    must(mw_env(
-        &base,
-        &["flushcached", "--daemon", a, "ours.rrd"],
-        &[],
-    ));
+    must(mw_env(&base, &["flushcached", "--daemon", a, "ours.rrd"], &[]));
     assert!(d.pending("ours.rrd").is_empty());
     assert_eq!(d.pending("peer.rrd").len(), 6);
-    must(rt_env(
-        &base,
-        &["flushcached", "--daemon", a, "peer.rrd"],
-        &[],
-    ));
+    must(rt_env(&base, &["flushcached", "--daemon", a, "peer.rrd"], &[]));
     same_files("flushcached", &ours, &peer);
     each_like_rrdtool(
         &base,
@@ -692,14 +559,7 @@ fn flushcached_flushes_as_rrdtools() {
             &["flushcached", "ours.rrd"][..],
             &["flushcached", "--daemon", "", "ours.rrd"],
             &["flushcached", "--daemon", a],
-            &[
-                "flushcached",
-                "--daemon",
-                a,
-                "ours.rrd",
-                "missing.rrd",
-                "peer.rrd",
-            ],
+            &["flushcached", "--daemon", a, "ours.rrd", "missing.rrd", "peer.rrd"],
             &["flushcached", "--daemon", a, "nodir/x.rrd", "ours.rrd"],
             &["flushcached", "--daemon", a, "ours.rrd", "peer.rrd"],
         ],
@@ -715,31 +575,12 @@ fn create_goes_through_the_daemon_as_rrdtools() {
     let d = daemon(false);
     let base = d.base.clone();
     let a = d.addr.as_str();
-    let defs = [
-        "DS:a:GAUGE:600:U:U",
-        "RRA:AVERAGE:0.5:1:10",
-        "RRA:MAX:0.5:6:10",
-    ];
+    let defs = ["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:6:10"];
     for name in ["ours.rrd", "peer.rrd"] {
-        let cmd = args(
-            &[
-                "create",
-                "--daemon",
-                a,
-                name,
-                "-s",
-                "5m",
-                "-b",
-                "1600000000",
-            ],
-            &[],
-        );
+        let cmd = args(&["create", "--daemon", a, name, "-s", "5m", "-b", "1600000000"], &[]);
         let cmd: Vec<&str> = cmd.into_iter().chain(defs).collect();
-        let o = if name == "ours.rrd" {
-            mw_env(&base, &cmd, &[])
-        } else {
-            rt_env(&base, &cmd, &[])
-        };
+        let o =
+            if name == "ours.rrd" { mw_env(&base, &cmd, &[]) } else { rt_env(&base, &cmd, &[]) };
         assert!(o.status.success(), "{o:?}");
     }
     let info = |name: &str| -> String {
@@ -752,10 +593,7 @@ fn create_goes_through_the_daemon_as_rrdtools() {
     };
     assert_eq!(info("ours.rrd"), info("peer.rrd"));
     let with = |extra: &[&'static str]| -> Vec<&'static str> {
-        ["create", "--daemon", "ADDR", "x.rrd"]
-            .into_iter()
-            .chain(extra.iter().copied())
-            .collect()
+        ["create", "--daemon", "ADDR", "x.rrd"].into_iter().chain(extra.iter().copied()).collect()
     };
     for cmd in [
         with(&["-O", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"]),
@@ -764,10 +602,7 @@ fn create_goes_through_the_daemon_as_rrdtools() {
         with(&["-b", "100", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"]),
     ] {
         std::fs::write(base.join("x.rrd"), b"exists").expect("write");
-        let cmd: Vec<&str> = cmd
-            .iter()
-            .map(|w| if *w == "ADDR" { a } else { w })
-            .collect();
+        let cmd: Vec<&str> = cmd.iter().map(|w| if *w == "ADDR" { a } else { w }).collect();
         both(&base, &cmd, &[]);
     }
 }

@@ -27,10 +27,7 @@ fn read_commands_print_what_rrdtool_prints() {
         let want = std::fs::read(rrd_testdata(&format!("{name}.dump.xml"))).expect("dump.xml");
         assert_same_text(&format!("{name} dump"), &got, &want);
         let (s, e) = (s.to_string(), e.to_string());
-        let got = ok(
-            "fetch",
-            &mw(d, &["fetch", &file, "AVERAGE", "-s", &s, "-e", &e]),
-        );
+        let got = ok("fetch", &mw(d, &["fetch", &file, "AVERAGE", "-s", &s, "-e", &e]));
         let want =
             std::fs::read(rrd_testdata(&format!("{name}.fetch-AVERAGE.txt"))).expect("fetch");
         assert_same_text(&format!("{name} fetch"), &got, &want);
@@ -64,9 +61,7 @@ fn read_commands_print_what_rrdtool_prints() {
                 both(&["fetch", &file, cf, "-s", &s, "-e", &e, "-r", r]);
             }
             both(&["fetch", &file, cf, "-s", "end-2d", "-e", &e]);
-            both(&[
-                "fetch", &file, cf, "-s", &s, "-e", "start+5h", "-a", "-r", "600",
-            ]);
+            both(&["fetch", &file, cf, "-s", &s, "-e", "start+5h", "-a", "-r", "600"]);
         }
     }
 }
@@ -101,15 +96,7 @@ fn corpus_updates_are_byte_identical_in_every_io_mode() {
                     "fetch",
                     &mw(
                         d,
-                        &[
-                            "fetch",
-                            &file,
-                            "AVERAGE",
-                            "-s",
-                            &s.to_string(),
-                            "-e",
-                            &e.to_string(),
-                        ],
+                        &["fetch", &file, "AVERAGE", "-s", &s.to_string(), "-e", &e.to_string()],
                     ),
                 );
                 let want = std::fs::read(rrd_testdata(&format!("{name}.fetch-AVERAGE.txt")))
@@ -162,25 +149,10 @@ fn big_corpus_file() {
     );
     gunzip(&rrd_testdata("big.dump.xml.gz"), &d.join("want.xml"));
     let got = ok("dump", &mw(d, &["dump", "big.rrd"]));
-    assert_same_text(
-        "big dump",
-        &got,
-        &std::fs::read(d.join("want.xml")).expect("xml"),
-    );
+    assert_same_text("big dump", &got, &std::fs::read(d.join("want.xml")).expect("xml"));
     let got = ok(
         "fetch",
-        &mw(
-            d,
-            &[
-                "fetch",
-                "big.rrd",
-                "AVERAGE",
-                "-s",
-                "1600000098",
-                "-e",
-                "1600167228",
-            ],
-        ),
+        &mw(d, &["fetch", "big.rrd", "AVERAGE", "-s", "1600000098", "-e", "1600167228"]),
     );
     assert_same_text(
         "big fetch",
@@ -240,15 +212,7 @@ fn numbers_print_as_rrdtool_prints_them() {
     std::fs::write(d.join("n.rrd"), &bytes).expect("write");
     for args in [
         &["dump", "n.rrd"][..],
-        &[
-            "fetch",
-            "n.rrd",
-            "LAST",
-            "-s",
-            "1599980001",
-            "-e",
-            "1600000000",
-        ],
+        &["fetch", "n.rrd", "LAST", "-s", "1599980001", "-e", "1600000000"],
     ] {
         let ours = ok("mapwise", &mw(d, args));
         let theirs = ok("rrdtool", &rt(d, args));
@@ -271,23 +235,10 @@ fn update_syntax_matches_rrdtool() {
         (
             "hw.rrd",
             &[
-                &[
-                    "update",
-                    "f.rrd",
-                    "-t",
-                    "b:a",
-                    "1600166500:1:2",
-                    "1600166700:3:4",
-                ],
+                &["update", "f.rrd", "-t", "b:a", "1600166500:1:2", "1600166700:3:4"],
                 &["update", "f.rrd", "--template", "a", "1600166800:5"],
                 &["update", "f.rrd", "20200915 12:00@7:8"],
-                &[
-                    "update",
-                    "f.rrd",
-                    "1600171500.25:1:2",
-                    "1600171500.5:3:4",
-                    "1600171799.999:U:4",
-                ],
+                &["update", "f.rrd", "1600171500.25:1:2", "1600171500.5:3:4", "1600171799.999:U:4"],
                 &["updatev", "f.rrd", "1600172000:U:5", "1600173000:6:U"],
                 &["update", "f.rrd", "-s", "1600000000:1:1", "1600173600:2:2"],
                 &["updatev", "f.rrd", "1600174000@9:9"],
@@ -297,12 +248,7 @@ fn update_syntax_matches_rrdtool() {
             "compute.rrd",
             &[
                 &["update", "f.rrd", "-t", "mean:b:a", "1600161700:100:3:4"],
-                &[
-                    "updatev",
-                    "f.rrd",
-                    "1600162000:1e2:-5e-1",
-                    "1600162301:nan:inf",
-                ],
+                &["updatev", "f.rrd", "1600162000:1e2:-5e-1", "1600162301:nan:inf"],
             ],
         ),
         (
@@ -376,11 +322,7 @@ fn version_1_files_keep_their_layout() {
         spec_path.to_str().expect("utf-8"),
     ]);
     let ours = std::fs::read(d.join("ours.rrd")).expect("ours");
-    assert_same_bytes(
-        "version 1",
-        &ours,
-        &std::fs::read(d.join("theirs.rrd")).expect("theirs"),
-    );
+    assert_same_bytes("version 1", &ours, &std::fs::read(d.join("theirs.rrd")).expect("theirs"));
     assert_eq!(&ours[4..9], b"0001\0");
     for args in [&["dump", "ours.rrd"][..], &["info", "ours.rrd"]] {
         assert_same_text(
@@ -411,14 +353,10 @@ fn info_json_says_what_rrdtool_says(what: &str, d: &Path, file: &str) {
         } else if let Some(s) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
             assert_eq!(got.as_str(), Some(s), "{what}: {key}");
         } else {
-            let want: f64 = value
-                .parse()
-                .unwrap_or_else(|_| panic!("{what}: {key} = {value}"));
+            let want: f64 = value.parse().unwrap_or_else(|_| panic!("{what}: {key} = {value}"));
             // rrdtool prints 10 digits after the point (`%0.10e`): equal
             // to that precision.
-            let got = got
-                .as_f64()
-                .unwrap_or_else(|| panic!("{what}: {key} = {got}, not a number"));
+            let got = got.as_f64().unwrap_or_else(|| panic!("{what}: {key} = {got}, not a number"));
             assert!(
                 (got - want).abs() <= want.abs() * 1e-10,
                 "{what}: {key} = {got}, rrdtool {value}"

@@ -137,12 +137,7 @@ const CASES: &[&[&str]] = &[
         "RRA:MIN:0:3:7",
     ],
     // A date as start (TZ=UTC).
-    &[
-        "-b",
-        "20200913",
-        "DS:x:GAUGE:600:U:U",
-        "RRA:AVERAGE:0.5:1:10",
-    ],
+    &["-b", "20200913", "DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"],
 ];
 
 /// Same file as rrdtool once the row pointers agree.
@@ -185,27 +180,15 @@ fn create_options() {
     ok("create", &mw(d, &args));
     let first = std::fs::read(d.join("s.rrd")).expect("read");
     assert_eq!(
-        std::fs::metadata(d.join("s.rrd"))
-            .expect("meta")
-            .permissions()
-            .mode()
-            & 0o777,
+        std::fs::metadata(d.join("s.rrd")).expect("meta").permissions().mode() & 0o777,
         0o644
     );
     std::fs::set_permissions(d.join("s.rrd"), std::fs::Permissions::from_mode(0o600))
         .expect("chmod");
     ok("create again", &mw(d, &args));
+    assert_eq!(std::fs::read(d.join("s.rrd")).expect("read"), first, "same seed, same bytes");
     assert_eq!(
-        std::fs::read(d.join("s.rrd")).expect("read"),
-        first,
-        "same seed, same bytes"
-    );
-    assert_eq!(
-        std::fs::metadata(d.join("s.rrd"))
-            .expect("meta")
-            .permissions()
-            .mode()
-            & 0o777,
+        std::fs::metadata(d.join("s.rrd")).expect("meta").permissions().mode() & 0o777,
         0o600
     );
     let mut o = vec!["create", "s.rrd", "-O", "-b", "1600000000"];
@@ -214,19 +197,10 @@ fn create_options() {
     let theirs = rt(d, &o);
     assert_eq!(ours.status.code(), Some(1));
     assert_eq!(ours.status.code(), theirs.status.code());
-    assert_eq!(
-        String::from_utf8_lossy(&ours.stderr),
-        String::from_utf8_lossy(&theirs.stderr)
-    );
-    assert_eq!(
-        std::fs::read(d.join("s.rrd")).expect("read"),
-        first,
-        "-O left the file alone"
-    );
+    assert_eq!(String::from_utf8_lossy(&ours.stderr), String::from_utf8_lossy(&theirs.stderr));
+    assert_eq!(std::fs::read(d.join("s.rrd")).expect("read"), first, "-O left the file alone");
     // No temporary file is left behind.
-    let names: Vec<_> = std::fs::read_dir(d)
-        .expect("ls")
-        .map(|e| e.expect("entry").file_name())
-        .collect();
+    let names: Vec<_> =
+        std::fs::read_dir(d).expect("ls").map(|e| e.expect("entry").file_name()).collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }

@@ -23,9 +23,7 @@ use proptest::test_runner::Config;
 use super::{mw, ok, rt};
 use crate::support::{assert_same_text, rrd_oracle_out, tempdir};
 
-const TYPES: [&str; 6] = [
-    "GAUGE", "COUNTER", "DERIVE", "ABSOLUTE", "DCOUNTER", "DDERIVE",
-];
+const TYPES: [&str; 6] = ["GAUGE", "COUNTER", "DERIVE", "ABSOLUTE", "DCOUNTER", "DDERIVE"];
 const CFS: [&str; 4] = ["AVERAGE", "MIN", "MAX", "LAST"];
 const XFF: [&str; 4] = ["0", "0.25", "0.5", "0.9"];
 
@@ -61,11 +59,7 @@ impl Defs {
             v.push(format!("DS:d{i}:{kind}:{}:{bounds}", self.heartbeat(i)));
         }
         if self.compute {
-            let expr = if self.ds.len() >= 2 {
-                "d0,d1,+,2,/"
-            } else {
-                "d0,10,*,3,-"
-            };
+            let expr = if self.ds.len() >= 2 { "d0,d1,+,2,/" } else { "d0,10,*,3,-" };
             v.push(format!("DS:cmp:COMPUTE:{expr}"));
         }
         for &(cf, xff, steps, rows) in &self.rras {
@@ -88,12 +82,7 @@ fn defs() -> impl Strategy<Value = Defs> {
         prop::collection::vec((0usize..6, 1u64..4, 0usize..3), 1..=3),
         any::<bool>(),
         prop::collection::vec(
-            (
-                0usize..4,
-                0usize..4,
-                prop_oneof![1u64..4, Just(6), Just(12)],
-                2u64..40,
-            ),
+            (0usize..4, 0usize..4, prop_oneof![1u64..4, Just(6), Just(12)], 2u64..40),
             1..=4,
         ),
         prop::option::of((any::<bool>(), 2u64..10, 1u64..4, 0usize..3, 0usize..3)),
@@ -119,12 +108,7 @@ struct Step {
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
     prop::collection::vec(
-        (
-            0u8..12,
-            any::<u32>(),
-            any::<u32>(),
-            prop::bool::weighted(0.2),
-        )
+        (0u8..12, any::<u32>(), any::<u32>(), prop::bool::weighted(0.2))
             .prop_map(|(dt, r1, r2, frac)| Step { dt, r1, r2, frac }),
         5..120,
     )
@@ -132,10 +116,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 
 /// The spec lines: strictly increasing times, values every type accepts.
 fn lines(d: &Defs, steps: &[Step]) -> Vec<String> {
-    let hb = (0..d.ds.len())
-        .map(|i| d.heartbeat(i))
-        .min()
-        .unwrap_or(d.step * 2);
+    let hb = (0..d.ds.len()).map(|i| d.heartbeat(i)).min().unwrap_or(d.step * 2);
     let mut t_ms: u64 = d.start * 1000;
     let mut counters: Vec<u64> = vec![4_294_967_295 - 3_000_000; d.ds.len()];
     let mut derive: Vec<i64> = vec![0; d.ds.len()];
@@ -177,11 +158,7 @@ fn lines(d: &Defs, steps: &[Step]) -> Vec<String> {
                         counters[i] = 1200;
                         "18446744073709550000".to_owned()
                     } else {
-                        let inc = if w % 37 == 0 {
-                            w % 10_000_000
-                        } else {
-                            w % 100_000
-                        };
+                        let inc = if w % 37 == 0 { w % 10_000_000 } else { w % 100_000 };
                         counters[i] = (counters[i] + inc) % (1 << 32);
                         format!("{}", counters[i])
                     }
@@ -213,10 +190,7 @@ fn lines(d: &Defs, steps: &[Step]) -> Vec<String> {
 static CASE: AtomicUsize = AtomicUsize::new(0);
 
 fn cases() -> u32 {
-    std::env::var("MAPWISE_RRD_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(40)
+    std::env::var("MAPWISE_RRD_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(40)
 }
 
 fn run_case(dir: &Path, d: &Defs, steps: &[Step]) -> Result<(), TestCaseError> {
@@ -267,50 +241,23 @@ fn run_case(dir: &Path, d: &Defs, steps: &[Step]) -> Result<(), TestCaseError> {
     let b = std::fs::read(&theirs).expect("theirs");
     if a != b {
         // Show the first differing dump line, then the byte.
-        let da = ok(
-            "mapwise dump",
-            &mw(dir, &["dump", ours.to_str().expect("utf-8")]),
-        );
-        let db = ok(
-            "rrdtool dump",
-            &rt(dir, &["dump", theirs.to_str().expect("utf-8")]),
-        );
-        assert_same_text(
-            &format!("dump of {:?} via {} ({how})", d.args(), mode.name()),
-            &da,
-            &db,
-        );
-        assert_same_bytes(
-            &format!("{:?} via {} ({how})", d.args(), mode.name()),
-            &a,
-            &b,
-        );
+        let da = ok("mapwise dump", &mw(dir, &["dump", ours.to_str().expect("utf-8")]));
+        let db = ok("rrdtool dump", &rt(dir, &["dump", theirs.to_str().expect("utf-8")]));
+        assert_same_text(&format!("dump of {:?} via {} ({how})", d.args(), mode.name()), &da, &db);
+        assert_same_bytes(&format!("{:?} via {} ({how})", d.args(), mode.name()), &a, &b);
     }
-    let da = ok(
-        "mapwise dump",
-        &mw(dir, &["dump", ours.to_str().expect("utf-8")]),
-    );
-    let db = ok(
-        "rrdtool dump",
-        &rt(dir, &["dump", ours.to_str().expect("utf-8")]),
-    );
+    let da = ok("mapwise dump", &mw(dir, &["dump", ours.to_str().expect("utf-8")]));
+    let db = ok("rrdtool dump", &rt(dir, &["dump", ours.to_str().expect("utf-8")]));
     assert_same_text(&format!("dump of {:?}", d.args()), &da, &db);
     let cf = CFS[d.rras.first().map_or(0, |r| r.0)];
     let last = ok("last", &mw(dir, &["last", ours.to_str().expect("utf-8")]));
     let last = String::from_utf8_lossy(&last).trim().to_owned();
     let start = d.start.to_string();
     let p = ours.to_str().expect("utf-8");
-    for args in [
-        &["info", p][..],
-        &["fetch", p, cf, "-s", &start, "-e", &last],
-    ] {
+    for args in [&["info", p][..], &["fetch", p, cf, "-s", &start, "-e", &last]] {
         let ours_out = ok("mapwise", &mw(dir, args));
         let theirs_out = ok("rrdtool", &rt(dir, args));
-        assert_same_text(
-            &format!("{args:?} of {:?}", d.args()),
-            &ours_out,
-            &theirs_out,
-        );
+        assert_same_text(&format!("{args:?} of {:?}", d.args()), &ours_out, &theirs_out);
     }
     let _ = std::fs::remove_file(&ours);
     let _ = std::fs::remove_file(&theirs);

@@ -165,11 +165,7 @@ pub struct Bucket<'s, S: PageSource + ?Sized> {
 
 impl<S: PageSource + ?Sized> Clone for Bucket<'_, S> {
     fn clone(&self) -> Self {
-        Bucket {
-            file: self.file.clone(),
-            root: self.root.clone(),
-            sequence: self.sequence,
-        }
+        Bucket { file: self.file.clone(), root: self.root.clone(), sequence: self.sequence }
     }
 }
 
@@ -201,11 +197,7 @@ impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
         } else {
             Root::Page(header.root, page.element_at_loc(index))
         };
-        Ok(Bucket {
-            file: file.clone(),
-            root,
-            sequence: header.sequence,
-        })
+        Ok(Bucket { file: file.clone(), root, sequence: header.sequence })
     }
 
     /// The bucket's sequence number (`Bucket.Sequence`).
@@ -255,9 +247,7 @@ impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
         let mut c = self.cursor();
         if opts.prefetch > 0 {
             let ps = u64::from(self.file.page_size()).max(1);
-            let window = usize::try_from(opts.prefetch / ps)
-                .unwrap_or(usize::MAX)
-                .max(1);
+            let window = usize::try_from(opts.prefetch / ps).unwrap_or(usize::MAX).max(1);
             c.prefetch = Some(Prefetcher {
                 sink,
                 window,
@@ -292,10 +282,7 @@ impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
             let child = page.branch(i)?.child;
             let at = page.element_at_loc(i);
             if depth >= MAX_DEPTH {
-                return Err(Error::TooDeep {
-                    at,
-                    limit: MAX_DEPTH,
-                });
+                return Err(Error::TooDeep { at, limit: MAX_DEPTH });
             }
             if let Some(sink) = self.file.hints() {
                 let ps = u64::from(self.file.page_size());
@@ -498,11 +485,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
             return;
         }
         let ps = u64::from(self.file.page_size());
-        let from = if all || parent.index == 0 {
-            1
-        } else {
-            CACHE_AHEAD
-        };
+        let from = if all || parent.index == 0 { 1 } else { CACHE_AHEAD };
         for k in from..=CACHE_AHEAD {
             let Some(child) = parent.page.branch_child(parent.index + k) else {
                 return;
@@ -583,17 +566,10 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     fn enter(&mut self, pgid: u64, referrer: At, field: &'static str) -> Result<()> {
         self.entered += 1;
         if self.entered > self.file.file_pages().saturating_add(1) {
-            return Err(Error::Reused {
-                at: referrer,
-                field,
-                pgid,
-            });
+            return Err(Error::Reused { at: referrer, field, pgid });
         }
         if self.stack.len() >= MAX_DEPTH as usize {
-            return Err(Error::TooDeep {
-                at: referrer,
-                limit: MAX_DEPTH,
-            });
+            return Err(Error::TooDeep { at: referrer, limit: MAX_DEPTH });
         }
         let page = match self.file.tree_page_fast(pgid) {
             Some(p) => p,
@@ -777,11 +753,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         if self.stack.is_empty() {
             return Ok(None);
         }
-        if self.advance()? {
-            self.item()
-        } else {
-            Ok(None)
-        }
+        if self.advance()? { self.item() } else { Ok(None) }
     }
 
     /// Scan forward: call `f(key, value, flags)` for every item from the
@@ -858,10 +830,8 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
             return false;
         }
         let next = parent.index + 1;
-        let Some(page) = parent
-            .page
-            .branch_child(next)
-            .and_then(|child| self.file.tree_page_fast(child))
+        let Some(page) =
+            parent.page.branch_child(next).and_then(|child| self.file.tree_page_fast(child))
         else {
             return false;
         };
@@ -884,11 +854,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         if self.stack.is_empty() {
             return Ok(None);
         }
-        if self.retreat()? {
-            self.item()
-        } else {
-            Ok(None)
-        }
+        if self.retreat()? { self.item() } else { Ok(None) }
     }
 
     /// Move to the first item whose key is `>= key`; `None` when every key

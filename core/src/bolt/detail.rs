@@ -25,10 +25,7 @@ pub struct Bytes {
 
 impl Bytes {
     fn of(b: &[u8]) -> Bytes {
-        Bytes {
-            len: b.len(),
-            prefix: b.get(..b.len().min(PREVIEW)).unwrap_or_default().to_vec(),
-        }
+        Bytes { len: b.len(), prefix: b.get(..b.len().min(PREVIEW)).unwrap_or_default().to_vec() }
     }
 
     /// `true` when `prefix` holds the whole value.
@@ -134,10 +131,7 @@ pub fn page_detail<S: PageSource + ?Sized>(
             header,
             page_type: header.page_type(),
             offset,
-            body: Body::Meta {
-                meta,
-                fault: meta.validate().err(),
-            },
+            body: Body::Meta { meta, fault: meta.validate().err() },
         });
     }
     let page = file.read_page(pgid)?;
@@ -172,19 +166,10 @@ pub fn page_detail<S: PageSource + ?Sized>(
             Body::Elements(els)
         }
         PageType::Freelist => match FreelistIds::parse(&page) {
-            Ok(ids) => Body::Freelist {
-                ids: ids.iter().take(limit).collect(),
-                total: ids.len(),
-            },
+            Ok(ids) => Body::Freelist { ids: ids.iter().take(limit).collect(), total: ids.len() },
             Err(e) => Body::Elements(alloc::vec![Element::Bad(e)]),
         },
         _ => Body::Other,
     };
-    Ok(PageDetail {
-        pgid,
-        header,
-        page_type: header.page_type(),
-        offset,
-        body,
-    })
+    Ok(PageDetail { pgid, header, page_type: header.page_type(), offset, body })
 }

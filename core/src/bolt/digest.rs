@@ -69,28 +69,18 @@ pub struct Bound<'k> {
 
 impl<'k> Bound<'k> {
     /// No bound.
-    pub const NONE: Bound<'static> = Bound {
-        hash: NO_BOUND,
-        key: None,
-    };
+    pub const NONE: Bound<'static> = Bound { hash: NO_BOUND, key: None };
 
     /// The bound `key`, hashed.
     #[must_use]
     pub fn of(key: &'k [u8]) -> Bound<'k> {
-        Bound {
-            hash: key_hash(key),
-            key: Some(key),
-        }
+        Bound { hash: key_hash(key), key: Some(key) }
     }
 
     /// The key to compare with: `None` for no bound (and for a bound
     /// whose key is not at hand, which only kept digests see).
     fn key(self) -> Option<&'k [u8]> {
-        if self.hash == NO_BOUND {
-            None
-        } else {
-            self.key
-        }
+        if self.hash == NO_BOUND { None } else { self.key }
     }
 }
 
@@ -197,13 +187,7 @@ impl Digest {
         let mut body = Body::default();
         if check_keys {
             key_problems(page, lo.key(), hi.key(), |error| {
-                body.rare.push((
-                    0,
-                    Rare::Problem {
-                        error,
-                        incomplete: false,
-                    },
-                ));
+                body.rare.push((0, Rare::Problem { error, incomplete: false }));
             });
         }
         body.pre = u32::try_from(body.rare.len()).unwrap_or(u32::MAX);
@@ -248,12 +232,7 @@ impl Digest {
     /// The page header these fields come from, with `id` set to `pgid`.
     #[must_use]
     pub fn header(&self, pgid: u64) -> PageHeader {
-        PageHeader {
-            id: pgid,
-            flags: self.flags,
-            count: self.count,
-            overflow: self.overflow,
-        }
+        PageHeader { id: pgid, flags: self.flags, count: self.count, overflow: self.overflow }
     }
 
     /// Whether it is a branch page's.
@@ -272,9 +251,7 @@ impl Digest {
     #[must_use]
     pub fn descends(&self, index: usize) -> bool {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
-        self.body
-            .as_ref()
-            .is_none_or(|b| !b.skipped.contains(&index))
+        self.body.as_ref().is_none_or(|b| !b.skipped.contains(&index))
     }
 
     /// Problems and sub-buckets with the element index where the walk
@@ -356,30 +333,20 @@ fn branch_elements(page: &Page<'_>, body: &mut Body) {
         let e = match page.branch(i) {
             Ok(e) => e,
             Err(err) => {
-                body.children.push(Child {
-                    pgid: 0,
-                    key: NO_BOUND,
-                });
+                body.children.push(Child { pgid: 0, key: NO_BOUND });
                 skip(body);
                 problem(body, i, err, true);
                 continue;
             }
         };
         let key = page.bytes().get(e.key.clone()).unwrap_or_default();
-        body.children.push(Child {
-            pgid: e.child,
-            key: key_hash(key),
-        });
+        body.children.push(Child { pgid: e.child, key: key_hash(key) });
         if e.child == page.pgid {
             skip(body);
             problem(
                 body,
                 i,
-                Error::Reused {
-                    at: page.element_at_loc(i),
-                    field: "pgid",
-                    pgid: page.pgid,
-                },
+                Error::Reused { at: page.element_at_loc(i), field: "pgid", pgid: page.pgid },
                 false,
             );
         }
@@ -476,12 +443,7 @@ fn push_bucket(
 ) {
     body.rare.push((
         u32::try_from(i).unwrap_or(u32::MAX),
-        Rare::Bucket(Box::new(SubBucket {
-            key: key.into(),
-            header,
-            at,
-            inline,
-        })),
+        Rare::Bucket(Box::new(SubBucket { key: key.into(), header, at, inline })),
     ));
 }
 
@@ -500,12 +462,7 @@ pub fn key_problems(
         let Ok(key) = page.key(i) else { continue };
         let at = page.element_at_loc(i);
         if key.is_empty() {
-            problem(Error::Invalid {
-                at,
-                field: "ksize",
-                value: 0,
-                expected: "a non-empty key",
-            });
+            problem(Error::Invalid { at, field: "ksize", value: 0, expected: "a non-empty key" });
         }
         if let Some(p) = prev {
             if key <= p {
@@ -519,16 +476,10 @@ pub fn key_problems(
                 });
             }
         } else if lo.is_some_and(|lo| key < lo) {
-            problem(Error::KeyOrder {
-                at,
-                why: "smaller than the parent branch element's key",
-            });
+            problem(Error::KeyOrder { at, why: "smaller than the parent branch element's key" });
         }
         if hi.is_some_and(|hi| key >= hi) {
-            problem(Error::KeyOrder {
-                at,
-                why: "not below the next parent branch element's key",
-            });
+            problem(Error::KeyOrder { at, why: "not below the next parent branch element's key" });
         }
         prev = Some(key);
     }
@@ -546,10 +497,7 @@ mod tests {
         let (a, b) = (key_hash(b"a"), key_hash(b"b"));
         assert_ne!(context(a, b, true), context(b, a, true));
         assert_ne!(context(a, b, true), context(a, b, false));
-        assert_ne!(
-            context(NO_BOUND, NO_BOUND, true),
-            context(a, NO_BOUND, true)
-        );
+        assert_ne!(context(NO_BOUND, NO_BOUND, true), context(a, NO_BOUND, true));
         assert_eq!(core::mem::size_of::<Digest>(), 32);
     }
 }

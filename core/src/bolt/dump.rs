@@ -72,21 +72,14 @@ fn hex(out: &mut impl Write, bytes: &[u8]) -> fmt::Result {
 }
 
 fn value(out: &mut impl Write, v: &[u8]) -> fmt::Result {
-    if v.is_empty() {
-        out.write_char('-')
-    } else {
-        hex(out, v)
-    }
+    if v.is_empty() { out.write_char('-') } else { hex(out, v) }
 }
 
 /// Refuse files whose trees share or loop pages: a traversal of them
 /// could revisit pages without end. Other faults surface as errors
 /// when the traversal reaches them.
 fn precheck<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<()> {
-    let opts = WalkOptions {
-        check_keys: false,
-        previous_snapshot: false,
-    };
+    let opts = WalkOptions { check_keys: false, previous_snapshot: false };
     let walked = walk(file, opts);
     match walked
         .layout
@@ -151,10 +144,7 @@ where
 {
     if announce {
         let path: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
-        visit(Record::Bucket {
-            path: &path,
-            sequence: b.sequence(),
-        })?;
+        visit(Record::Bucket { path: &path, sequence: b.sequence() })?;
     }
     // This bucket's path, fixed while `names` grows and shrinks below.
     let own = names.clone();
@@ -168,11 +158,7 @@ where
             visit_bucket(&sub, names, visit, true)?;
             names.pop();
         } else {
-            visit(Record::Kv {
-                path: &path,
-                key: &it.key,
-                value: &it.value,
-            })?;
+            visit(Record::Kv { path: &path, key: &it.key, value: &it.value })?;
         }
         item = c.next()?;
     }
@@ -203,11 +189,7 @@ pub fn write_record(out: &mut impl Write, rec: Record<'_>) -> fmt::Result {
             write_path(out, path)?;
             writeln!(out, " seq={sequence}")
         }
-        Record::Kv {
-            path,
-            key,
-            value: v,
-        } => {
+        Record::Kv { path, key, value: v } => {
             out.write_str("kv ")?;
             write_path(out, path)?;
             out.write_char(' ')?;
@@ -274,13 +256,7 @@ pub fn pages<'a, 's, S: PageSource + ?Sized>(
     file: &'a BoltFile<'s, S>,
     layout: &'a Layout,
 ) -> Pages<'a, 's, S> {
-    Pages {
-        file,
-        regions: layout.regions.iter(),
-        region: None,
-        id: 0,
-        done: false,
-    }
+    Pages { file, regions: layout.regions.iter(), region: None, id: 0, done: false }
 }
 
 /// Iterator of [`pages`].
@@ -321,9 +297,8 @@ impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
             self.done = true;
             return Some(PagesRow::BeyondEof { id });
         };
-        let kind = id
-            .checked_mul(u64::from(self.file.page_size()))
-            .and_then(|off| self.kind_at(off));
+        let kind =
+            id.checked_mul(u64::from(self.file.page_size())).and_then(|off| self.kind_at(off));
         // Without a stored freelist every page the tree does not reach is
         // free (bbolt rebuilds the freelist that way), including pages the
         // walk could not place because the tree is damaged, a page whose
@@ -333,10 +308,7 @@ impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
         // counts them free too.
         let ps = u64::from(self.file.page_size());
         let cut = id >= 2
-            && id
-                .saturating_add(u64::from(h.overflow) + 1)
-                .saturating_mul(ps)
-                > self.file.len();
+            && id.saturating_add(u64::from(h.overflow) + 1).saturating_mul(ps) > self.file.len();
         let unplaced = !self.file.meta().has_freelist()
             && (cut
                 || (id >= 2 && h.id != id)
@@ -346,11 +318,6 @@ impl<S: PageSource + ?Sized> Iterator for Pages<'_, '_, S> {
             return Some(PagesRow::Free { id });
         }
         self.id = id.saturating_add(u64::from(h.overflow) + 1);
-        Some(PagesRow::Page {
-            id,
-            page_type: h.page_type(),
-            items: h.count,
-            overflow: h.overflow,
-        })
+        Some(PagesRow::Page { id, page_type: h.page_type(), items: h.count, overflow: h.overflow })
     }
 }

@@ -80,19 +80,11 @@ impl<S: PageSource + ?Sized> Clone for BoltFile<'_, S> {
 fn read_meta<S: PageSource + ?Sized>(src: &S, offset: u64, index: u8) -> Result<Meta, MetaFault> {
     let size = src.len();
     if offset.saturating_add(META_END as u64) > size {
-        return Err(MetaFault::Truncated {
-            offset,
-            need: META_END as u64,
-            size,
-        });
+        return Err(MetaFault::Truncated { offset, need: META_END as u64, size });
     }
     let bytes = src.read_at(offset, META_END).map_err(|e| match e {
         Error::Read { code, .. } => MetaFault::Read { code },
-        _ => MetaFault::Truncated {
-            offset,
-            need: META_END as u64,
-            size,
-        },
+        _ => MetaFault::Truncated { offset, need: META_END as u64, size },
     })?;
     let meta = Meta::parse(&bytes, index).ok_or(MetaFault::Truncated {
         offset,
@@ -130,13 +122,11 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         let Some(page_size) = page_size else {
             return Err(Error::NoValidMeta {
                 meta0: sized(meta0).err().unwrap_or(MetaFault::PageSize(0)),
-                meta1: sized(read_meta(src, 4096, 1))
-                    .err()
-                    .unwrap_or(MetaFault::Truncated {
-                        offset: 4096,
-                        need: META_END as u64,
-                        size: len,
-                    }),
+                meta1: sized(read_meta(src, 4096, 1)).err().unwrap_or(MetaFault::Truncated {
+                    offset: 4096,
+                    need: META_END as u64,
+                    size: len,
+                }),
             });
         };
         let meta1 = read_meta(src, u64::from(page_size), 1);
@@ -145,10 +135,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
             (Ok(a), _) => (0, *a),
             (Err(_), Ok(b)) => (1, *b),
             (Err(a), Err(b)) => {
-                return Err(Error::NoValidMeta {
-                    meta0: *a,
-                    meta1: *b,
-                });
+                return Err(Error::NoValidMeta { meta0: *a, meta1: *b });
             }
         };
         Ok(BoltFile {
@@ -214,11 +201,9 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     pub fn previous(&self) -> Option<BoltFile<'s, S>> {
         let other = 1 - self.current;
         match self.metas[usize::from(other)] {
-            Ok(m) if m.txid < self.meta.txid => Some(BoltFile {
-                current: other,
-                meta: m,
-                ..self.clone()
-            }),
+            Ok(m) if m.txid < self.meta.txid => {
+                Some(BoltFile { current: other, meta: m, ..self.clone() })
+            }
             _ => None,
         }
     }
@@ -284,14 +269,12 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
     /// [`Error::Invalid`] (field `pgid`) when it does not.
     pub(crate) fn whole_page_offset(&self, pgid: u64) -> Result<u64> {
         let ps = u64::from(self.page_size);
-        self.page_offset(pgid)
-            .filter(|o| o.saturating_add(ps) <= self.len)
-            .ok_or(Error::Invalid {
-                at: At::Page(pgid),
-                field: "pgid",
-                value: pgid,
-                expected: "a page id inside the file",
-            })
+        self.page_offset(pgid).filter(|o| o.saturating_add(ps) <= self.len).ok_or(Error::Invalid {
+            at: At::Page(pgid),
+            field: "pgid",
+            value: pgid,
+            expected: "a page id inside the file",
+        })
     }
 
     /// The first page of the run page `pgid` lies inside, when it is an
@@ -330,11 +313,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
                 expected: "a page id whose header is inside the file",
             })?;
         let b = self.src.read_at(offset, PAGE_HEADER_SIZE)?;
-        PageHeader::parse(&b).ok_or(Error::Read {
-            offset,
-            len: 16,
-            code: 0,
-        })
+        PageHeader::parse(&b).ok_or(Error::Read { offset, len: 16, code: 0 })
     }
 
     /// Read page `pgid` with its whole overflow run, checking that the run
@@ -348,11 +327,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         let at = At::Page(pgid);
         let offset = self.whole_page_offset(pgid)?;
         let first = self.src.read_at(offset, self.page_size as usize)?;
-        let header = PageHeader::parse(&first).ok_or(Error::Read {
-            offset,
-            len: ps,
-            code: 0,
-        })?;
+        let header = PageHeader::parse(&first).ok_or(Error::Read { offset, len: ps, code: 0 })?;
         if header.id != pgid {
             return Err(Error::Invalid {
                 at,
@@ -445,17 +420,9 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
         self.tree_page_id(pgid, referrer, field)?;
         let page = self.read_page(pgid).map_err(|e| match e {
             // Name the reference that pointed past the end, not the page.
-            Error::Invalid {
-                at: At::Page(_),
-                field: "pgid",
-                value,
-                expected,
-            } => Error::Invalid {
-                at: referrer,
-                field,
-                value,
-                expected,
-            },
+            Error::Invalid { at: At::Page(_), field: "pgid", value, expected } => {
+                Error::Invalid { at: referrer, field, value, expected }
+            }
             e => e,
         })?;
         if page.header.flags != BRANCH_PAGE && page.header.flags != LEAF_PAGE {

@@ -67,15 +67,9 @@ impl<'p> FreelistIds<'p> {
             })?;
             (n, PAGE_HEADER_SIZE + 8, CountEncoding::FirstSlot)
         } else {
-            (
-                u64::from(page.header.count),
-                PAGE_HEADER_SIZE,
-                CountEncoding::Header,
-            )
+            (u64::from(page.header.count), PAGE_HEADER_SIZE, CountEncoding::Header)
         };
-        let need = count
-            .checked_mul(8)
-            .and_then(|b| b.checked_add(first as u64));
+        let need = count.checked_mul(8).and_then(|b| b.checked_add(first as u64));
         match need {
             Some(n) if n <= bytes.len() as u64 => Ok(FreelistIds {
                 bytes,

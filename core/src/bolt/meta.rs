@@ -145,10 +145,7 @@ impl Meta {
         }
         let computed = self.computed_checksum();
         if computed != self.checksum {
-            return Err(MetaFault::Checksum {
-                stored: self.checksum,
-                computed,
-            });
+            return Err(MetaFault::Checksum { stored: self.checksum, computed });
         }
         Ok(())
     }

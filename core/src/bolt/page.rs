@@ -211,12 +211,7 @@ impl<'s> Page<'s> {
             len: PAGE_HEADER_SIZE as u64,
             size: bytes.len() as u64,
         })?;
-        Ok(Page {
-            at,
-            pgid,
-            header,
-            bytes,
-        })
+        Ok(Page { at, pgid, header, bytes })
     }
 
     /// A page image whose header the caller has parsed from `bytes`.
@@ -227,12 +222,7 @@ impl<'s> Page<'s> {
         header: PageHeader,
         bytes: Cow<'s, [u8]>,
     ) -> Page<'s> {
-        Page {
-            at,
-            pgid,
-            header,
-            bytes,
-        }
+        Page { at, pgid, header, bytes }
     }
 
     /// The whole page image (header included).
@@ -264,8 +254,7 @@ impl<'s> Page<'s> {
     #[must_use]
     #[inline]
     pub fn leaf_ranges(&self, index: usize) -> Option<(u32, Range<usize>, Range<usize>)> {
-        self.leaf_offsets(index)
-            .map(|(f, start, mid, end)| (f, start..mid, mid..end))
+        self.leaf_offsets(index).map(|(f, start, mid, end)| (f, start..mid, mid..end))
     }
 
     /// Number of elements (`count`).
@@ -354,10 +343,7 @@ impl<'s> Page<'s> {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
         match self.at {
             At::Inline { pgid, .. } => At::Inline { pgid, index },
-            _ => At::Element {
-                pgid: self.pgid,
-                index,
-            },
+            _ => At::Element { pgid: self.pgid, index },
         }
     }
 
@@ -431,11 +417,7 @@ impl<'s> Page<'s> {
         let total = u64::from(ksize) + u64::from(vsize);
         let kv = self.data_range(index, off, pos, total, "pos/ksize/vsize")?;
         let split = kv.start + ksize as usize;
-        Ok(LeafElement {
-            flags,
-            key: kv.start..split,
-            value: split..kv.end,
-        })
+        Ok(LeafElement { flags, key: kv.start..split, value: split..kv.end })
     }
 
     /// Branch element `index`: `pos u32 | ksize u32 | pgid u64`.
@@ -459,9 +441,7 @@ impl<'s> Page<'s> {
     #[must_use]
     pub fn branch_child(&self, index: usize) -> Option<u64> {
         let (_, e) = self.element_at(index).ok()?;
-        Some(u64::from_le_bytes([
-            e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15],
-        ]))
+        Some(u64::from_le_bytes([e[8], e[9], e[10], e[11], e[12], e[13], e[14], e[15]]))
     }
 
     /// Key bytes of element `index` (branch or leaf by the page type).
@@ -564,10 +544,7 @@ impl<'s> Page<'s> {
     /// [`Error::Invalid`] when the value is too short or the image is not
     /// a leaf page.
     pub fn inline_page(&self, index: usize, elem: &LeafElement) -> Result<Page<'s>> {
-        let at = At::Inline {
-            pgid: self.pgid,
-            index: u32::try_from(index).unwrap_or(u32::MAX),
-        };
+        let at = At::Inline { pgid: self.pgid, index: u32::try_from(index).unwrap_or(u32::MAX) };
         let start = elem.value.start.saturating_add(BUCKET_HEADER_SIZE);
         if start > elem.value.end || elem.value.end - start < PAGE_HEADER_SIZE {
             return Err(Error::Invalid {
@@ -656,13 +633,7 @@ mod tests {
         let p = Page::new(At::Page(7), 7, Cow::Borrowed(&img)).unwrap();
         let e = p.leaf(0).unwrap_err();
         assert!(
-            matches!(
-                e,
-                Error::OutsidePage {
-                    at: At::Element { pgid: 7, index: 0 },
-                    ..
-                }
-            ),
+            matches!(e, Error::OutsidePage { at: At::Element { pgid: 7, index: 0 }, .. }),
             "{e}"
         );
         img[10..12].copy_from_slice(&0xFFFFu16.to_le_bytes());

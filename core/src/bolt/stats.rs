@@ -76,16 +76,10 @@ impl<S: PageSource + ?Sized> Bucket<'_, S> {
 
     fn stats_inner(&self, budget: &mut u64, nest: u32) -> Result<BucketStats> {
         if nest > MAX_DEPTH * 4 {
-            return Err(Error::TooDeep {
-                at: At::Offset(0),
-                limit: MAX_DEPTH,
-            });
+            return Err(Error::TooDeep { at: At::Offset(0), limit: MAX_DEPTH });
         }
         let ps = u64::from(self.file().page_size());
-        let mut s = BucketStats {
-            bucket_n: 1,
-            ..BucketStats::default()
-        };
+        let mut s = BucketStats { bucket_n: 1, ..BucketStats::default() };
         let mut sub = BucketStats::default();
         match self.root_pgid() {
             None => {
@@ -118,17 +112,10 @@ impl<S: PageSource + ?Sized> Bucket<'_, S> {
         nest: u32,
     ) -> Result<()> {
         if depth >= MAX_DEPTH {
-            return Err(Error::TooDeep {
-                at: referrer,
-                limit: MAX_DEPTH,
-            });
+            return Err(Error::TooDeep { at: referrer, limit: MAX_DEPTH });
         }
         if *budget == 0 {
-            return Err(Error::Reused {
-                at: referrer,
-                field: "pgid",
-                pgid,
-            });
+            return Err(Error::Reused { at: referrer, field: "pgid", pgid });
         }
         *budget -= 1;
         let page: Page<'_> = self.file().tree_page(pgid, referrer, "pgid")?;
@@ -140,15 +127,7 @@ impl<S: PageSource + ?Sized> Bucket<'_, S> {
             s.branch_inuse += page.used_bytes();
             for i in 0..page.count() {
                 let child = page.branch(i)?.child;
-                self.tree_stats(
-                    child,
-                    page.element_at_loc(i),
-                    depth + 1,
-                    s,
-                    sub,
-                    budget,
-                    nest,
-                )?;
+                self.tree_stats(child, page.element_at_loc(i), depth + 1, s, sub, budget, nest)?;
             }
         } else {
             s.leaf_page_n += 1;

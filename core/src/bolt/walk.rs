@@ -45,10 +45,7 @@ pub struct WalkOptions {
 
 impl Default for WalkOptions {
     fn default() -> Self {
-        WalkOptions {
-            check_keys: true,
-            previous_snapshot: true,
-        }
+        WalkOptions { check_keys: true, previous_snapshot: true }
     }
 }
 
@@ -92,10 +89,7 @@ pub fn freelist_info<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Freelist
         return FreelistInfo::NotStored;
     }
     let pgid = meta.freelist;
-    let read = file
-        .read_page(pgid)
-        .ok()
-        .filter(|_| pgid >= 2 && pgid < meta.hwm);
+    let read = file.read_page(pgid).ok().filter(|_| pgid >= 2 && pgid < meta.hwm);
     match read.as_ref().map(|p| (p, FreelistIds::parse(p))) {
         Some((page, Ok(ids))) => FreelistInfo::Stored {
             pgid,
@@ -260,15 +254,7 @@ impl Run {
     /// A one-page run outside every tree (a meta page, a page that could
     /// not be read); `sized` as the field.
     fn page(kind: Kind, sized: bool) -> Run {
-        Run {
-            used: 0,
-            group: 0,
-            items: 0,
-            ovf: 0,
-            depth: 0,
-            kind,
-            sized,
-        }
+        Run { used: 0, group: 0, items: 0, ovf: 0, depth: 0, kind, sized }
     }
 }
 
@@ -288,10 +274,7 @@ struct Runs {
 
 impl Runs {
     fn new(pages: u64, hint: usize) -> Runs {
-        let table = u32::try_from(pages)
-            .ok()
-            .and_then(|p| usize::try_from(p).ok())
-            .unwrap_or(0);
+        let table = u32::try_from(pages).ok().and_then(|p| usize::try_from(p).ok()).unwrap_or(0);
         Runs {
             runs: Vec::with_capacity(hint.saturating_add(hint / 16)),
             at: vec![0; table],
@@ -322,12 +305,7 @@ impl Runs {
     /// Every run by first page: its first page, bytes in use, and run.
     fn into_page_order(mut self) -> impl Iterator<Item = (u64, u64, Run)> {
         self.stray.sort_unstable();
-        let Runs {
-            runs,
-            at,
-            stray,
-            big,
-        } = self;
+        let Runs { runs, at, stray, big } = self;
         let mut table = at
             .into_iter()
             .enumerate()
@@ -461,12 +439,7 @@ pub fn walk_with<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized>(
         }
     }
     w.finish(freelist);
-    BoltLayout {
-        layout: w.layout,
-        freelist,
-        missing: w.missing,
-        missing_count: w.missing_count,
-    }
+    BoltLayout { layout: w.layout, freelist, missing: w.missing, missing_count: w.missing_count }
 }
 
 impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P> {
@@ -476,13 +449,8 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
 
     fn region(&self, pgid: u64, kind: Kind, head: u64, run_pages: u64) -> Region {
         let offset = pgid.saturating_mul(self.ps);
-        let end = offset
-            .saturating_add(run_pages.saturating_mul(self.ps))
-            .min(self.file.len());
-        Region {
-            head,
-            ..Region::of(offset, end.saturating_sub(offset), kind, pgid)
-        }
+        let end = offset.saturating_add(run_pages.saturating_mul(self.ps)).min(self.file.len());
+        Region { head, ..Region::of(offset, end.saturating_sub(offset), kind, pgid) }
     }
 
     /// Claim `[pgid, pgid + n)`; reports pages already claimed or outside
@@ -497,22 +465,14 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
     fn claim(&mut self, pgid: u64, n: u64, referrer: At, field: &'static str) -> u64 {
         if pgid >= self.pages || self.claimed.get(pgid) {
             if pgid < self.pages {
-                self.problem(Error::Reused {
-                    at: referrer,
-                    field,
-                    pgid,
-                });
+                self.problem(Error::Reused { at: referrer, field, pgid });
             }
             return 0;
         }
         let end = pgid.saturating_add(n).min(self.pages);
         for p in pgid..end {
             if self.claimed.get(p) {
-                self.problem(Error::Reused {
-                    at: At::Page(pgid),
-                    field: "overflow",
-                    pgid: p,
-                });
+                self.problem(Error::Reused { at: At::Page(pgid), field: "overflow", pgid: p });
                 return p - pgid;
             }
             self.claimed.set(p);
@@ -576,11 +536,8 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         if ovf > 0 {
             // A freelist run stays `freelist` throughout; tree runs continue
             // as `overflow`.
-            let cont_kind = if run.kind == Kind::Freelist {
-                Kind::Freelist
-            } else {
-                Kind::Overflow
-            };
+            let cont_kind =
+                if run.kind == Kind::Freelist { Kind::Freelist } else { Kind::Overflow };
             let cont = self.region(pgid + 1, cont_kind, pgid, ovf);
             out.push(Region {
                 offset: cont.offset,
@@ -614,8 +571,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         self.meta_faults();
         let len = self.file.len();
         if len % 512 == 32 && len >= 32 && len - 32 == self.hwm.saturating_mul(self.ps) {
-            self.layout
-                .push_warning(Error::SnapshotHash { offset: len - 32 });
+            self.layout.push_warning(Error::SnapshotHash { offset: len - 32 });
         }
         for (i, m) in self.file.metas().iter().enumerate() {
             let idx = u8::try_from(i).unwrap_or(0);
@@ -624,11 +580,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
                 continue;
             }
             self.claimed.set(pgid);
-            self.runs.push(
-                pgid,
-                super::meta::META_END as u64,
-                Run::page(Kind::Meta, true),
-            );
+            self.runs.push(pgid, super::meta::META_END as u64, Run::page(Kind::Meta, true));
             let Ok(m) = m else { continue };
             if m.header_id != pgid {
                 self.problem(Error::Invalid {
@@ -696,12 +648,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             None
         };
         if let Some(expected) = bad {
-            self.problem(Error::Invalid {
-                at,
-                field: "freelist",
-                value: pgid,
-                expected,
-            });
+            self.problem(Error::Invalid { at, field: "freelist", value: pgid, expected });
             self.incomplete = true;
             return unreadable;
         }
@@ -762,12 +709,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             }
             self.free.set(id);
         }
-        FreelistInfo::Stored {
-            pgid,
-            overflow: ovf,
-            ids: n,
-            encoding: ids.encoding,
-        }
+        FreelistInfo::Stored { pgid, overflow: ovf, ids: n, encoding: ids.encoding }
     }
 
     fn new_group(
@@ -778,11 +720,8 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         parent: u32,
         inline: bool,
     ) -> u32 {
-        let (ppath, plevel) = self
-            .layout
-            .group(parent)
-            .map(|g| (g.path.clone(), g.level))
-            .unwrap_or_default();
+        let (ppath, plevel) =
+            self.layout.group(parent).map(|g| (g.path.clone(), g.level)).unwrap_or_default();
         let mut path = ppath;
         if !path.is_empty() {
             path.push('/');
@@ -827,28 +766,18 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             return;
         }
         if frames > MAX_DEPTH * 4 || u32::from(depth) > MAX_DEPTH {
-            self.problem(Error::TooDeep {
-                at: At::Page(pgid),
-                limit: MAX_DEPTH,
-            });
+            self.problem(Error::TooDeep { at: At::Page(pgid), limit: MAX_DEPTH });
             self.incomplete = true;
             return;
         }
         // An id outside [2, hwm) is refused by tree_page, with the field
         // named; only a valid id can be a second use of a page.
         if pgid >= 2 && pgid < self.hwm && pgid < self.pages && self.claimed.get(pgid) {
-            self.problem(Error::Reused {
-                at: referrer,
-                field,
-                pgid,
-            });
+            self.problem(Error::Reused { at: referrer, field, pgid });
             return;
         }
         let (digest, page) =
-            match self
-                .pages_from
-                .fetch(pgid, referrer, field, lo, hi, self.opts.check_keys)
-            {
+            match self.pages_from.fetch(pgid, referrer, field, lo, hi, self.opts.check_keys) {
                 Fetched::Page(d, p) => (d, p),
                 Fetched::Fault(e) => {
                     self.problem(e);
@@ -894,12 +823,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             self.branch(pgid, &digest, page.as_ref(), group, depth, hi, frames);
         } else {
             let pre = digest.pre();
-            self.rare_items(
-                digest.rare().get(..pre).unwrap_or_default(),
-                pgid,
-                group,
-                frames,
-            );
+            self.rare_items(digest.rare().get(..pre).unwrap_or_default(), pgid, group, frames);
             self.leaf_entries(&digest, pgid, group, frames);
         }
     }
@@ -937,23 +861,14 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             if !d.descends(i) {
                 continue;
             }
-            let lo = Bound {
-                hash: c.key,
-                key: key_of(i),
-            };
+            let lo = Bound { hash: c.key, key: key_of(i) };
             let next = match children.get(i + 1) {
-                Some(n) => Bound {
-                    hash: n.key,
-                    key: key_of(i + 1),
-                },
+                Some(n) => Bound { hash: n.key, key: key_of(i + 1) },
                 None => hi,
             };
             self.tree(
                 c.pgid,
-                At::Element {
-                    pgid,
-                    index: u32::try_from(i).unwrap_or(u32::MAX),
-                },
+                At::Element { pgid, index: u32::try_from(i).unwrap_or(u32::MAX) },
                 "pgid",
                 group,
                 depth.saturating_add(1),
@@ -1034,9 +949,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
         let Ok(page) = prev.tree_page(pgid, At::Page(pgid), "pgid") else {
             return;
         };
-        let end = pgid
-            .saturating_add(u64::from(page.header.overflow) + 1)
-            .min(self.pages);
+        let end = pgid.saturating_add(u64::from(page.header.overflow) + 1).min(self.pages);
         for p in pgid..end {
             self.prev.set(p);
         }
@@ -1069,9 +982,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             && h.flags == super::page::FREELIST_PAGE
             && h.id == pgid
         {
-            let end = pgid
-                .saturating_add(u64::from(h.overflow) + 1)
-                .min(self.pages);
+            let end = pgid.saturating_add(u64::from(h.overflow) + 1).min(self.pages);
             for p in pgid..end {
                 if !self.claimed.get(p) {
                     self.prev.set(p);
@@ -1106,11 +1017,7 @@ impl<'s, S: PageSource + ?Sized, P: TreePages<'s> + ?Sized> Walker<'_, 's, S, P>
             let kind = if p >= self.hwm || p < 2 {
                 Kind::Unused
             } else if self.free.get(p) || (!stored && !self.incomplete) {
-                if self.prev.get(p) {
-                    Kind::Pending
-                } else {
-                    Kind::Free
-                }
+                if self.prev.get(p) { Kind::Pending } else { Kind::Free }
             } else if self.incomplete {
                 // The lost part of the tree may use it; the damage that
                 // lost it is already a problem.

@@ -82,11 +82,7 @@ pub struct ElementData<'a> {
 #[must_use]
 pub fn node_size<'a>(leaf: bool, items: impl Iterator<Item = ElementData<'a>>) -> usize {
     items.fold(PAGE_HEADER_SIZE, |acc, e| {
-        let data = if leaf {
-            e.key.len().saturating_add(e.value.len())
-        } else {
-            e.key.len()
-        };
+        let data = if leaf { e.key.len().saturating_add(e.value.len()) } else { e.key.len() };
         acc.saturating_add(ELEMENT_SIZE).saturating_add(data)
     })
 }
@@ -95,10 +91,7 @@ fn put(buf: &mut [u8], off: usize, bytes: &[u8]) -> Result<(), WriteError> {
     let have = buf.len();
     let end = off
         .checked_add(bytes.len())
-        .ok_or(WriteError::BufferTooSmall {
-            need: usize::MAX,
-            have,
-        })?;
+        .ok_or(WriteError::BufferTooSmall { need: usize::MAX, have })?;
     buf.get_mut(off..end)
         .ok_or(WriteError::BufferTooSmall { need: end, have })?
         .copy_from_slice(bytes);
@@ -142,18 +135,11 @@ where
     I: ExactSizeIterator<Item = ElementData<'a>>,
 {
     let n = items.len();
-    let count = u16::try_from(n)
-        .ok()
-        .filter(|&c| c < 0xFFFF)
-        .ok_or(WriteError::TooManyElements(n))?;
+    let count =
+        u16::try_from(n).ok().filter(|&c| c < 0xFFFF).ok_or(WriteError::TooManyElements(n))?;
     write_header(
         buf,
-        &PageHeader {
-            id,
-            flags: if leaf { LEAF_PAGE } else { BRANCH_PAGE },
-            count,
-            overflow,
-        },
+        &PageHeader { id, flags: if leaf { LEAF_PAGE } else { BRANCH_PAGE }, count, overflow },
     )?;
     let mut data = PAGE_HEADER_SIZE + n * ELEMENT_SIZE;
     for (i, e) in items.enumerate() {
@@ -233,28 +219,13 @@ impl Meta {
     /// [`WriteError::BufferTooSmall`] when `buf` is shorter than 80 bytes.
     pub fn write_page(&self, buf: &mut [u8]) -> Result<u64, WriteError> {
         if buf.len() < META_END {
-            return Err(WriteError::BufferTooSmall {
-                need: META_END,
-                have: buf.len(),
-            });
+            return Err(WriteError::BufferTooSmall { need: META_END, have: buf.len() });
         }
         let id = self.txid % 2;
-        write_header(
-            buf,
-            &PageHeader {
-                id,
-                flags: META_PAGE,
-                count: 0,
-                overflow: 0,
-            },
-        )?;
+        write_header(buf, &PageHeader { id, flags: META_PAGE, count: 0, overflow: 0 })?;
         let body = self.checksummed_bytes();
         put(buf, PAGE_HEADER_SIZE, &body)?;
-        put(
-            buf,
-            PAGE_HEADER_SIZE + body.len(),
-            &super::meta::fnv1a64(&body).to_le_bytes(),
-        )?;
+        put(buf, PAGE_HEADER_SIZE + body.len(), &super::meta::fnv1a64(&body).to_le_bytes())?;
         Ok(id)
     }
 }
@@ -281,10 +252,7 @@ where
     let n = ids.len();
     let need = freelist_size(n);
     if need > buf.len() {
-        return Err(WriteError::BufferTooSmall {
-            need,
-            have: buf.len(),
-        });
+        return Err(WriteError::BufferTooSmall { need, have: buf.len() });
     }
     let (count, mut off) = if n >= 0xFFFF {
         put(buf, PAGE_HEADER_SIZE, &(n as u64).to_le_bytes())?;
@@ -293,15 +261,7 @@ where
         // n < 0xFFFF here.
         (u16::try_from(n).unwrap_or(0xFFFF), PAGE_HEADER_SIZE)
     };
-    write_header(
-        buf,
-        &PageHeader {
-            id,
-            flags: FREELIST_PAGE,
-            count,
-            overflow,
-        },
-    )?;
+    write_header(buf, &PageHeader { id, flags: FREELIST_PAGE, count, overflow })?;
     for pgid in ids {
         put(buf, off, &pgid.to_le_bytes())?;
         off += 8;
@@ -319,12 +279,7 @@ mod tests {
     use alloc::vec::Vec;
 
     fn leaf(k: &'static [u8], v: &'static [u8]) -> ElementData<'static> {
-        ElementData {
-            flags: 0,
-            key: k,
-            value: v,
-            child: 0,
-        }
+        ElementData { flags: 0, key: k, value: v, child: 0 }
     }
 
     #[test]
@@ -349,18 +304,8 @@ mod tests {
     #[test]
     fn branch_round_trip_and_short_buffer() {
         let items = [
-            ElementData {
-                flags: 0,
-                key: b"k1",
-                value: b"",
-                child: 9,
-            },
-            ElementData {
-                flags: 0,
-                key: b"k2",
-                value: b"",
-                child: 11,
-            },
+            ElementData { flags: 0, key: b"k1", value: b"", child: 9 },
+            ElementData { flags: 0, key: b"k2", value: b"", child: 11 },
         ];
         let mut buf = vec![0u8; 64];
         write_node(&mut buf, 5, 0, false, items.iter().copied()).unwrap();

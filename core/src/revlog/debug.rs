@@ -29,10 +29,7 @@ pub struct DebugStyle {
 
 impl DebugStyle {
     /// hg's `--debug`: every column, full nodes.
-    pub const DEBUG: DebugStyle = DebugStyle {
-        verbose: true,
-        full_nodes: true,
-    };
+    pub const DEBUG: DebugStyle = DebugStyle { verbose: true, full_nodes: true };
 }
 
 /// Every value `hg debugindex` can print for one revision, named after
@@ -163,11 +160,7 @@ fn node_width(style: DebugStyle) -> usize {
 }
 
 fn width(name: &str, size: usize, style: DebugStyle) -> usize {
-    if size == 0 {
-        node_width(style)
-    } else {
-        size.max(name.len())
-    }
+    if size == 0 { node_width(style) } else { size.max(name.len()) }
 }
 
 fn columns(style: DebugStyle) -> impl Iterator<Item = (usize, &'static str, usize)> {

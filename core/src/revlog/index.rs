@@ -114,10 +114,8 @@ pub struct Header {
 impl Header {
     /// What hg assumes for an empty (or missing) index:
     /// `REVLOG_DEFAULT_VERSION`, v1 + inline.
-    pub const DEFAULT: Header = Header {
-        raw: REVLOGV1 as u32 | FLAG_INLINE_DATA,
-        version: Version::V1,
-    };
+    pub const DEFAULT: Header =
+        Header { raw: REVLOGV1 as u32 | FLAG_INLINE_DATA, version: Version::V1 };
 
     /// Check a header value as `_loadindex` does: a known version, and no
     /// flag outside `SUPPORTED_FLAGS` for that version.
@@ -130,20 +128,16 @@ impl Header {
         let flags = raw & !0xFFFF;
         let at = At::Offset(0);
         match version {
-            REVLOGV0 if flags == 0 => Ok(Header {
-                raw,
-                version: Version::V0,
-            }),
+            REVLOGV0 if flags == 0 => Ok(Header { raw, version: Version::V0 }),
             REVLOGV0 => Err(Error::Invalid {
                 at,
                 field: "format_flags",
                 value: u64::from(flags >> 16),
                 expected: "no flags in a version 0 revlog",
             }),
-            REVLOGV1 if flags & !(FLAG_INLINE_DATA | FLAG_GENERALDELTA) == 0 => Ok(Header {
-                raw,
-                version: Version::V1,
-            }),
+            REVLOGV1 if flags & !(FLAG_INLINE_DATA | FLAG_GENERALDELTA) == 0 => {
+                Ok(Header { raw, version: Version::V1 })
+            }
             REVLOGV1 => Err(Error::Invalid {
                 at,
                 field: "format_flags",
@@ -260,18 +254,9 @@ impl<'s> Entry<'s> {
     ) -> Result<Entry<'s>> {
         let size = version.entry_size();
         if bytes.len() != size {
-            return Err(Error::Read {
-                offset: position,
-                len: size as u64,
-                code: 0,
-            });
+            return Err(Error::Read { offset: position, len: size as u64, code: 0 });
         }
-        let e = Entry {
-            rev,
-            position: Some(position),
-            version,
-            bytes,
-        };
+        let e = Entry { rev, position: Some(position), version, bytes };
         let at = At::Offset(position);
         let (comp_at, offset_v0) = match version {
             Version::V0 => (4, be32(&e.bytes, 0)),
@@ -964,9 +949,7 @@ pub(crate) mod tests {
             assert!(idx.len() > 10);
             for rev in 0..=idx.tip() {
                 let e = idx.entry(rev).unwrap();
-                let StoredParents::Revs(p1, p2) = e.stored_parents() else {
-                    panic!("v1")
-                };
+                let StoredParents::Revs(p1, p2) = e.stored_parents() else { panic!("v1") };
                 let fields = V1Entry {
                     data_offset: e.data_offset(),
                     flags: e.flags(),
@@ -978,11 +961,8 @@ pub(crate) mod tests {
                     p2,
                     node: *e.node(),
                 };
-                let out = if rev == 0 {
-                    fields.encode_first(idx.header().raw)
-                } else {
-                    fields.encode()
-                };
+                let out =
+                    if rev == 0 { fields.encode_first(idx.header().raw) } else { fields.encode() };
                 assert_eq!(&out[..], e.bytes(), "rev {rev}");
             }
         }
@@ -1020,35 +1000,18 @@ pub(crate) mod tests {
         assert_eq!(Header::parse(0).unwrap().version, Version::V0);
         assert!(matches!(
             Header::parse(0x0004_0001),
-            Err(Error::Invalid {
-                field: "format_flags",
-                value: 4,
-                ..
-            })
+            Err(Error::Invalid { field: "format_flags", value: 4, .. })
         ));
         assert!(matches!(
             Header::parse(0x0001_0000),
-            Err(Error::Invalid {
-                field: "format_flags",
-                ..
-            })
+            Err(Error::Invalid { field: "format_flags", .. })
         ));
         assert!(matches!(
             Header::parse(2),
-            Err(Error::Invalid {
-                field: "format_version",
-                value: 2,
-                ..
-            })
+            Err(Error::Invalid { field: "format_version", value: 2, .. })
         ));
-        assert!(matches!(
-            Header::parse(0xDEAD),
-            Err(Error::Unsupported { .. })
-        ));
-        assert!(matches!(
-            Header::parse(0xD34D),
-            Err(Error::Unsupported { .. })
-        ));
+        assert!(matches!(Header::parse(0xDEAD), Err(Error::Unsupported { .. })));
+        assert!(matches!(Header::parse(0xD34D), Err(Error::Unsupported { .. })));
     }
 
     #[test]
@@ -1076,10 +1039,7 @@ pub(crate) mod tests {
         assert!(idx.check_data_len(15, 0..2).is_ok());
         assert!(matches!(
             idx.check_data_len(14, 0..2),
-            Err(Error::OutOfBounds {
-                at: At::Offset(64),
-                ..
-            })
+            Err(Error::OutOfBounds { at: At::Offset(64), .. })
         ));
     }
 
@@ -1097,30 +1057,19 @@ pub(crate) mod tests {
         let cut = &data[..data.len() - 1];
         assert!(matches!(
             Index::open(cut),
-            Err(Error::OutOfBounds {
-                at: At::Offset(67),
-                field: "data_compressed_length",
-                ..
-            })
+            Err(Error::OutOfBounds { at: At::Offset(67), field: "data_compressed_length", .. })
         ));
         // A truncated entry.
         assert!(matches!(
             Index::open(&data[..100]),
-            Err(Error::OutOfBounds {
-                at: At::Offset(67),
-                field: "entry",
-                ..
-            })
+            Err(Error::OutOfBounds { at: At::Offset(67), field: "entry", .. })
         ));
         // A negative length.
         let mut neg = data.clone();
         neg[8..12].copy_from_slice(&(-1i32).to_be_bytes());
         assert!(matches!(
             Index::open(&neg[..]),
-            Err(Error::Invalid {
-                field: "data_compressed_length",
-                ..
-            })
+            Err(Error::Invalid { field: "data_compressed_length", .. })
         ));
     }
 
@@ -1129,10 +1078,7 @@ pub(crate) mod tests {
         let data = with_header(v1_entry(0, 0, 0, 0, 0, 0, -1, -1, 1), 1);
         assert!(matches!(
             Index::open(&data[..63]),
-            Err(Error::OutOfBounds {
-                at: At::Offset(0),
-                ..
-            })
+            Err(Error::OutOfBounds { at: At::Offset(0), .. })
         ));
         assert!(Index::open(&data[..3]).is_err());
         let empty: &[u8] = &[];
@@ -1175,10 +1121,7 @@ pub(crate) mod tests {
         let e = idx.entry(1).unwrap();
         assert!(matches!(
             idx.checked_parents(&e),
-            Err(Error::Invalid {
-                field: "parent_rev_1",
-                ..
-            })
+            Err(Error::Invalid { field: "parent_rev_1", .. })
         ));
     }
 }

@@ -41,12 +41,7 @@ pub struct RevlogLayout {
 }
 
 fn region(offset: u64, len: u64, kind: Kind, rev: u64, items: u32) -> Region {
-    Region {
-        items,
-        used: len,
-        run_len: len,
-        ..Region::of(offset, len, kind, rev)
-    }
+    Region { items, used: len, run_len: len, ..Region::of(offset, len, kind, rev) }
 }
 
 /// Problems with the fields of one readable entry that hg's readers do
@@ -57,10 +52,8 @@ fn entry_problems<S: PageSource + ?Sized>(
     out: &mut Layout,
 ) {
     let rev: Rev = e.rev();
-    let at = At::Revision {
-        rev: u64::try_from(rev).unwrap_or(0),
-        offset: e.position().unwrap_or(0),
-    };
+    let at =
+        At::Revision { rev: u64::try_from(rev).unwrap_or(0), offset: e.position().unwrap_or(0) };
     if e.flags() & !REVIDX_KNOWN_FLAGS != 0 {
         out.push_problem(Error::Invalid {
             at,
@@ -142,11 +135,8 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, opts: LayoutOptions) -> RevlogLay
         });
         // Field checks need the entries decoded: a second pass over what
         // the scan accepted (at most the regions just built).
-        let entries: Vec<(u64, u64)> = regions
-            .iter()
-            .filter(|r| r.kind == Kind::Entry)
-            .map(|r| (r.id, r.offset))
-            .collect();
+        let entries: Vec<(u64, u64)> =
+            regions.iter().filter(|r| r.kind == Kind::Entry).map(|r| (r.id, r.offset)).collect();
         for (rev, pos) in entries {
             let rev = Rev::try_from(rev).unwrap_or(Rev::MAX);
             let e = src
@@ -156,10 +146,7 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, opts: LayoutOptions) -> RevlogLay
                 Ok(e) => {
                     if e.data_offset() != expected_offset {
                         out.layout.push_problem(Error::Invalid {
-                            at: At::Revision {
-                                rev: u64::try_from(rev).unwrap_or(0),
-                                offset: pos,
-                            },
+                            at: At::Revision { rev: u64::try_from(rev).unwrap_or(0), offset: pos },
                             field: "data_offset",
                             value: e.data_offset(),
                             expected: "the sum of the earlier chunk lengths (inline revlog)",
@@ -198,10 +185,7 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, opts: LayoutOptions) -> RevlogLay
                         let (off, n) = (e.data_offset(), u64::from(e.compressed_len()));
                         if off.checked_add(n).is_none_or(|end| end > data_len) {
                             out.layout.push_problem(Error::OutOfBounds {
-                                at: At::Revision {
-                                    rev: i,
-                                    offset: pos,
-                                },
+                                at: At::Revision { rev: i, offset: pos },
                                 field: "data_offset",
                                 offset: off,
                                 len: n,
@@ -308,13 +292,7 @@ mod tests {
             .collect();
         assert_eq!(
             fields,
-            vec![
-                "flags",
-                "data_delta_base",
-                "parent_rev_1",
-                "data_offset",
-                "entry"
-            ]
+            vec!["flags", "data_delta_base", "parent_rev_1", "data_offset", "entry"]
         );
     }
 

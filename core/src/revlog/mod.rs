@@ -65,12 +65,7 @@ mod damage {
             let _ = write_debugindex(&mut out, &index, DebugStyle::DEBUG);
             let _ = index.check_data_len(1000, 0..=index.tip());
         }
-        let l = layout(
-            bytes,
-            LayoutOptions {
-                data_len: Some(5000),
-            },
-        );
+        let l = layout(bytes, LayoutOptions { data_len: Some(5000) });
         let mut at = 0;
         for r in &l.layout.regions {
             assert_eq!(r.offset, at, "contiguous");

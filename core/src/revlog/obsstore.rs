@@ -57,10 +57,7 @@ impl MarkerNode {
         let mut bytes = [0; 32];
         let n = b.len().min(32);
         bytes[..n].copy_from_slice(&b[..n]);
-        MarkerNode {
-            len: u8::try_from(n).unwrap_or(32),
-            bytes,
-        }
+        MarkerNode { len: u8::try_from(n).unwrap_or(32), bytes }
     }
 
     /// The stored bytes (20 or 32).
@@ -104,9 +101,7 @@ pub struct Marker<'a> {
 impl Marker<'_> {
     /// The successors, in stored order; empty for a prune.
     pub fn successors(&self) -> impl Iterator<Item = MarkerNode> + '_ {
-        self.successors
-            .chunks_exact(self.node_len.max(1))
-            .map(MarkerNode::new)
+        self.successors.chunks_exact(self.node_len.max(1)).map(MarkerNode::new)
     }
 
     /// `true` for a prune marker (no successor).
@@ -152,12 +147,7 @@ pub fn markers(data: &[u8]) -> Result<Markers<'_>> {
             what: "obsstore format version other than 0 and 1",
         });
     }
-    Ok(Markers {
-        data,
-        version,
-        off: 1,
-        failed: false,
-    })
+    Ok(Markers { data, version, off: 1, failed: false })
 }
 
 /// `data[from..from + len]`, or an out-of-bounds error naming `field`.
@@ -168,15 +158,13 @@ fn take<'a>(
     len: usize,
     field: &'static str,
 ) -> Result<&'a [u8]> {
-    from.checked_add(len)
-        .and_then(|end| data.get(from..end))
-        .ok_or(Error::OutOfBounds {
-            at: At::Offset(at as u64),
-            field,
-            offset: from as u64,
-            len: len as u64,
-            size: data.len() as u64,
-        })
+    from.checked_add(len).and_then(|end| data.get(from..end)).ok_or(Error::OutOfBounds {
+        at: At::Offset(at as u64),
+        field,
+        offset: from as u64,
+        len: len as u64,
+        size: data.len() as u64,
+    })
 }
 
 fn be_u16(b: &[u8]) -> u16 {
@@ -308,11 +296,7 @@ impl<'a> Markers<'a> {
         }
         // The marker's own bytes: nothing it names may lie outside them.
         let m = &d[at..at + size];
-        let node_len = if flags & FLAG_USING_SHA256 != 0 {
-            32
-        } else {
-            NODE_LEN
-        };
+        let node_len = if flags & FLAG_USING_SHA256 != 0 { 32 } else { NODE_LEN };
         let mut off = FM1_FIXED;
         let predecessor = MarkerNode::new(take(m, at, off, node_len, "predecessor")?);
         off += node_len;
@@ -358,11 +342,7 @@ impl<'a> Iterator for Markers<'a> {
         if self.failed || self.off >= self.data.len() {
             return None;
         }
-        let r = if self.version == 0 {
-            self.fm0()
-        } else {
-            self.fm1()
-        };
+        let r = if self.version == 0 { self.fm0() } else { self.fm1() };
         self.failed = r.is_err();
         Some(r)
     }
@@ -410,9 +390,7 @@ pub fn phase_roots(text: &[u8]) -> Result<Vec<(u32, Node)>> {
     for line in text.split_inclusive(|&b| b == b'\n') {
         let at = off;
         off += line.len();
-        let mut fields = line
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|f| !f.is_empty());
+        let mut fields = line.split(|b| b.is_ascii_whitespace()).filter(|f| !f.is_empty());
         let (Some(p), Some(n), None) = (fields.next(), fields.next(), fields.next()) else {
             if line.iter().all(u8::is_ascii_whitespace) {
                 // `line.split()` of an empty last line: hg never writes one.

@@ -96,19 +96,11 @@ pub fn detect(head: &[u8]) -> Option<Arch> {
         // LP64 keeps ds_cnt in 8 bytes; on ILP32 the 4 bytes after ds_cnt
         // hold rra_cnt, which is never 0 in a real file.
         let ds = le::u64_at(head, 24);
-        return Some(if ds >> 32 != 0 {
-            Arch::LittleEndian32
-        } else {
-            Arch::Native
-        });
+        return Some(if ds >> 32 != 0 { Arch::LittleEndian32 } else { Arch::Native });
     }
     if at16 == be_bits {
         let ds = le::u64_at(head, 24).swap_bytes();
-        return Some(if ds >> 32 != 0 {
-            Arch::BigEndian32
-        } else {
-            Arch::BigEndian64
-        });
+        return Some(if ds >> 32 != 0 { Arch::BigEndian32 } else { Arch::BigEndian64 });
     }
     if at12 == le_bits {
         return Some(Arch::I386);
@@ -127,11 +119,7 @@ mod tests {
         let mut h = [0u8; 128];
         h[..4].copy_from_slice(b"RRD\0");
         h[4..9].copy_from_slice(b"0003\0");
-        let c = if be {
-            FLOAT_COOKIE.to_be_bytes()
-        } else {
-            FLOAT_COOKIE.to_le_bytes()
-        };
+        let c = if be { FLOAT_COOKIE.to_be_bytes() } else { FLOAT_COOKIE.to_le_bytes() };
         h[cookie_at..cookie_at + 8].copy_from_slice(&c);
         h[cookie_at + 8..cookie_at + 8 + ds_cnt.len()].copy_from_slice(ds_cnt);
         h
@@ -139,35 +127,17 @@ mod tests {
 
     #[test]
     fn the_float_cookie_has_rrdtools_bytes() {
-        assert_eq!(
-            FLOAT_COOKIE.to_le_bytes(),
-            [0x2f, 0x25, 0xc0, 0xc7, 0x43, 0x2b, 0x1f, 0x5b]
-        );
+        assert_eq!(FLOAT_COOKIE.to_le_bytes(), [0x2f, 0x25, 0xc0, 0xc7, 0x43, 0x2b, 0x1f, 0x5b]);
     }
 
     #[test]
     fn layouts_are_told_apart() {
-        assert_eq!(
-            detect(&head(16, false, &[2, 0, 0, 0, 0, 0, 0, 0])),
-            Some(Arch::Native)
-        );
-        assert_eq!(
-            detect(&head(16, false, &[2, 0, 0, 0, 5, 0, 0, 0])),
-            Some(Arch::LittleEndian32)
-        );
-        assert_eq!(
-            detect(&head(16, true, &[0, 0, 0, 0, 0, 0, 0, 2])),
-            Some(Arch::BigEndian64)
-        );
-        assert_eq!(
-            detect(&head(16, true, &[0, 0, 0, 2, 0, 0, 0, 5])),
-            Some(Arch::BigEndian32)
-        );
+        assert_eq!(detect(&head(16, false, &[2, 0, 0, 0, 0, 0, 0, 0])), Some(Arch::Native));
+        assert_eq!(detect(&head(16, false, &[2, 0, 0, 0, 5, 0, 0, 0])), Some(Arch::LittleEndian32));
+        assert_eq!(detect(&head(16, true, &[0, 0, 0, 0, 0, 0, 0, 2])), Some(Arch::BigEndian64));
+        assert_eq!(detect(&head(16, true, &[0, 0, 0, 2, 0, 0, 0, 5])), Some(Arch::BigEndian32));
         assert_eq!(detect(&head(12, false, &[2, 0, 0, 0])), Some(Arch::I386));
-        assert_eq!(
-            detect(&head(12, true, &[0, 0, 0, 2])),
-            Some(Arch::BigEndian32)
-        );
+        assert_eq!(detect(&head(12, true, &[0, 0, 0, 2])), Some(Arch::BigEndian32));
         let mut junk = head(16, false, &[]);
         junk[16] ^= 1;
         assert_eq!(detect(&junk), None);

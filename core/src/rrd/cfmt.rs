@@ -27,11 +27,7 @@ pub fn c_e10(v: f64) -> String {
 #[must_use]
 pub fn c_exp(v: f64, prec: usize) -> String {
     if v.is_nan() {
-        return if v.is_sign_negative() {
-            "-nan".into()
-        } else {
-            "nan".into()
-        };
+        return if v.is_sign_negative() { "-nan".into() } else { "nan".into() };
     }
     if v.is_infinite() {
         return if v < 0.0 { "-inf".into() } else { "inf".into() };
@@ -63,11 +59,7 @@ pub fn c_exp(v: f64, prec: usize) -> String {
 #[must_use]
 pub fn fixed6(v: f64) -> String {
     if v.is_nan() {
-        return if v.is_sign_negative() {
-            "-nan".into()
-        } else {
-            "nan".into()
-        };
+        return if v.is_sign_negative() { "-nan".into() } else { "nan".into() };
     }
     if v.is_infinite() {
         return if v < 0.0 { "-inf".into() } else { "inf".into() };
@@ -175,21 +167,13 @@ fn getexponent(value: f64) -> i32 {
 
 /// `fmtflt`'s `cast`: truncation, with `UINTMAX_MAX` for anything larger.
 fn cast(v: f64) -> u64 {
-    if v >= 18_446_744_073_709_551_615.0 {
-        u64::MAX
-    } else {
-        v as u64
-    }
+    if v >= 18_446_744_073_709_551_615.0 { u64::MAX } else { v as u64 }
 }
 
 /// `fmtflt`'s `myround`: round half up.
 fn myround(v: f64) -> u64 {
     let i = cast(v);
-    if v - (i as f64) < 0.5 {
-        i
-    } else {
-        i.wrapping_add(1)
-    }
+    if v - (i as f64) < 0.5 { i } else { i.wrapping_add(1) }
 }
 
 /// rrdtool's `rrd_snprintf("%0.10e", v)` (`rrd_snprintf.c: fmtflt`), the
@@ -210,11 +194,7 @@ pub fn rrd_exp(v: f64, prec: u32) -> String {
         return "nan".into();
     }
     if v.is_infinite() {
-        return if negative {
-            "-inf".into()
-        } else {
-            "inf".into()
-        };
+        return if negative { "-inf".into() } else { "inf".into() };
     }
     let prec = prec.min(19);
     let value = v.abs();
@@ -246,11 +226,7 @@ pub fn rrd_exp(v: f64, prec: u32) -> String {
             let _ = write!(out, "{fracpart:0width$}", width = prec as usize);
         }
     }
-    let (esign, e) = if exponent < 0 {
-        ('-', -exponent)
-    } else {
-        ('+', exponent)
-    };
+    let (esign, e) = if exponent < 0 { ('-', -exponent) } else { ('+', exponent) };
     let _ = write!(out, "e{esign}{e:02}");
     out
 }
@@ -301,12 +277,7 @@ mod tests {
         }
         let check = |v: f64| {
             if v.is_finite() && v >= 0.0 {
-                assert_eq!(
-                    getexponent(v),
-                    getexponent_slow(v),
-                    "{v:e} ({:#x})",
-                    v.to_bits()
-                );
+                assert_eq!(getexponent(v), getexponent_slow(v), "{v:e} ({:#x})", v.to_bits());
             }
         };
         let mut st = 0x9e37_79b9_7f4a_7c15u64;

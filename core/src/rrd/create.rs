@@ -143,20 +143,12 @@ pub fn plan(step: u64, last_up: i64, hash: u64, defs: &[&str]) -> Result<Plan, S
         }
     }
     if rra.is_empty() {
-        return Err(String::from(
-            "you must define at least one Round Robin Archive",
-        ));
+        return Err(String::from("you must define at least one Round Robin Archive"));
     }
     if ds.is_empty() {
         return Err(String::from("you must define at least one Data Source"));
     }
-    let p = Plan {
-        version,
-        step,
-        last_up,
-        ds,
-        rra,
-    };
+    let p = Plan { version, step, last_up, ds, rra };
     // The definitions must give a file mapwise (and rrdtool) can update.
     let zeros = alloc::vec![0u64; p.rra.len()];
     let bytes = p.header(&zeros);
@@ -173,12 +165,7 @@ fn contingent(rra: &mut Vec<RraDef>, hw: usize, period: u16, hash: u64) {
     let hw_rows = rra.get(hw).map_or(1, |r| r.rows);
     let period = u64::from(period);
     let seasonal = |cf: Cf| {
-        let mut r = RraDef {
-            cf,
-            rows: period,
-            pdp_cnt: 1,
-            par: [0; 10],
-        };
+        let mut r = RraDef { cf, rows: period, pdp_cnt: 1, par: [0; 10] };
         r.set_u64(rra_par::SMOOTH_IDX, hash % period);
         r.set_f64(rra_par::GAMMA, alpha);
         r.set_u64(rra_par::DEPENDENT, hw as u64);
@@ -191,20 +178,10 @@ fn contingent(rra: &mut Vec<RraDef>, hw: usize, period: u16, hash: u64) {
     }
     rra.push(s);
     rra.push(d);
-    let mut dp = RraDef {
-        cf: Cf::DevPredict,
-        rows: hw_rows,
-        pdp_cnt: 1,
-        par: [0; 10],
-    };
+    let mut dp = RraDef { cf: Cf::DevPredict, rows: hw_rows, pdp_cnt: 1, par: [0; 10] };
     dp.set_u64(rra_par::DEPENDENT, hw as u64 + 2);
     rra.push(dp);
-    let mut f = RraDef {
-        cf: Cf::Failures,
-        rows: period,
-        pdp_cnt: 1,
-        par: [0; 10],
-    };
+    let mut f = RraDef { cf: Cf::Failures, rows: period, pdp_cnt: 1, par: [0; 10] };
     f.set_f64(rra_par::DELTA_POS, 2.0);
     f.set_f64(rra_par::DELTA_NEG, 2.0);
     f.set_u64(rra_par::THRESHOLD, 7);
@@ -229,12 +206,7 @@ fn parse_ds(def: &str, before: &[DsDef]) -> Result<DsDef, String> {
     let name = def.get(..n).ok_or_else(bad)?;
     let mut p = n;
     if b.get(p) == Some(&b'=') {
-        let m = b
-            .get(p + 1..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|&&c| is_name_char(c))
-            .count();
+        let m = b.get(p + 1..).unwrap_or_default().iter().take_while(|&&c| is_name_char(c)).count();
         if !(1..=19).contains(&m) {
             return Err(bad());
         }
@@ -256,12 +228,7 @@ fn parse_ds(def: &str, before: &[DsDef]) -> Result<DsDef, String> {
         return Err(bad());
     }
     p += 1;
-    let t = b
-        .get(p..)
-        .unwrap_or_default()
-        .iter()
-        .take_while(|c| c.is_ascii_uppercase())
-        .count();
+    let t = b.get(p..).unwrap_or_default().iter().take_while(|c| c.is_ascii_uppercase()).count();
     if !(1..=19).contains(&t) || b.get(p + t) != Some(&b':') {
         return Err(bad());
     }
@@ -272,21 +239,11 @@ fn parse_ds(def: &str, before: &[DsDef]) -> Result<DsDef, String> {
     }
     let kind = DsType::from_name(dst.as_bytes())
         .ok_or_else(|| format!("invalid DS type specified ({dst})"))?;
-    let mut d = DsDef {
-        name: name.into(),
-        kind,
-        heartbeat: 0,
-        min: 0.0,
-        max: 0.0,
-        rpn: Vec::new(),
-    };
+    let mut d =
+        DsDef { name: name.into(), kind, heartbeat: 0, min: 0.0, max: 0.0, rpn: Vec::new() };
     if kind == DsType::Compute {
-        let lookup = |v: &str| {
-            before
-                .iter()
-                .position(|x| x.name == v)
-                .and_then(|i| u16::try_from(i).ok())
-        };
+        let lookup =
+            |v: &str| before.iter().position(|x| x.name == v).and_then(|i| u16::try_from(i).ok());
         d.rpn = rpn::compile(args, &lookup)?;
         return Ok(d);
     }
@@ -302,13 +259,7 @@ fn parse_ds(def: &str, before: &[DsDef]) -> Result<DsDef, String> {
     let rest = args.get(colon + 1..).unwrap_or("").as_bytes();
     let a = rest.iter().take(18).take_while(|&&c| c != b':').count();
     let after = rest.get(a..).unwrap_or_default();
-    let bl = after
-        .get(1..)
-        .unwrap_or_default()
-        .iter()
-        .take(18)
-        .take_while(|&&c| c != b':')
-        .count();
+    let bl = after.get(1..).unwrap_or_default().iter().take(18).take_while(|&&c| c != b':').count();
     if a == 0 || after.first() != Some(&b':') || bl == 0 {
         return Err(fail("failed to extract min:max"));
     }
@@ -336,10 +287,7 @@ fn parse_ds(def: &str, before: &[DsDef]) -> Result<DsDef, String> {
 fn scan_lf(s: &str) -> Option<f64> {
     (1..=s.len()).rev().find_map(|end| {
         let t = s.get(..end)?;
-        if !t
-            .bytes()
-            .all(|c| c.is_ascii_digit() || b"+-.eE".contains(&c))
-        {
+        if !t.bytes().all(|c| c.is_ascii_digit() || b"+-.eE".contains(&c)) {
             return None;
         }
         t.parse::<f64>().ok()
@@ -349,30 +297,15 @@ fn scan_lf(s: &str) -> Option<f64> {
 /// `parseRRA` for a whole `RRA:…` argument; returns the definition and
 /// the file version it needs.
 fn parse_rra(def: &str, step: u64, hash: u64) -> Result<(RraDef, u32), String> {
-    let mut r = RraDef {
-        cf: Cf::Average,
-        rows: 0,
-        pdp_cnt: 1,
-        par: [0; 10],
-    };
+    let mut r = RraDef { cf: Cf::Average, rows: 0, pdp_cnt: 1, par: [0; 10] };
     let mut version = 3u32;
     let mut token_min = 4usize;
     let mut count = 0usize;
-    for (k, token) in def
-        .get(4..)
-        .unwrap_or("")
-        .split(':')
-        .filter(|t| !t.is_empty())
-        .enumerate()
-    {
+    for (k, token) in def.get(4..).unwrap_or("").split(':').filter(|t| !t.is_empty()).enumerate() {
         count = k + 1;
         match k {
             0 => {
-                let n = token
-                    .bytes()
-                    .take(19)
-                    .take_while(u8::is_ascii_uppercase)
-                    .count();
+                let n = token.bytes().take(19).take_while(u8::is_ascii_uppercase).count();
                 let name = token.get(..n).unwrap_or("");
                 let cf = Cf::from_name(name.as_bytes())
                     .ok_or_else(|| format!("Unrecognized consolidation function {name}"))?;
@@ -520,9 +453,7 @@ fn parse_rra(def: &str, step: u64, hash: u64) -> Result<(RraDef, u32), String> {
         }
     }
     if count < token_min {
-        return Err(format!(
-            "Expected at least {token_min} arguments for RRA but got {count}"
-        ));
+        return Err(format!("Expected at least {token_min} arguments for RRA but got {count}"));
     }
     Ok((r, version))
 }
@@ -543,21 +474,11 @@ impl Plan {
     /// The geometry of the file.
     #[must_use]
     pub fn geometry(&self) -> Geometry {
-        let mut g = Geometry::of(
-            self.version,
-            self.ds.len() as u64,
-            self.rra.len() as u64,
-            self.step,
-        )
-        .unwrap_or_else(|| Geometry::of(3, 0, 0, 1).unwrap_or(EMPTY_GEOMETRY));
-        let rows: u64 = self
-            .rra
-            .iter()
-            .map(|r| r.rows)
-            .fold(0u64, u64::saturating_add);
-        g.file_len = g
-            .header_len
-            .saturating_add(rows.saturating_mul(g.row_len()));
+        let mut g =
+            Geometry::of(self.version, self.ds.len() as u64, self.rra.len() as u64, self.step)
+                .unwrap_or_else(|| Geometry::of(3, 0, 0, 1).unwrap_or(EMPTY_GEOMETRY));
+        let rows: u64 = self.rra.iter().map(|r| r.rows).fold(0u64, u64::saturating_add);
+        g.file_len = g.header_len.saturating_add(rows.saturating_mul(g.row_len()));
         g
     }
 
@@ -674,11 +595,7 @@ mod tests {
             86400,
             962_496_000,
             num::fnv_hash(b"seed.rrd"),
-            &[
-                "DS:ds0:GAUGE:86400:U:U",
-                "RRA:AVERAGE:.5:1:10",
-                "RRA:HWPREDICT:10:.5:.1:2",
-            ],
+            &["DS:ds0:GAUGE:86400:U:U", "RRA:AVERAGE:.5:1:10", "RRA:HWPREDICT:10:.5:.1:2"],
         )
         .unwrap();
         let cfs: Vec<_> = p.rra.iter().map(|r| r.cf).collect();
@@ -700,18 +617,9 @@ mod tests {
     #[test]
     fn bad_definitions_are_refused_in_rrdtools_words() {
         let e = |d: &str| plan(300, 1_600_000_000, 0, &["DS:a:GAUGE:600:U:U", d]).unwrap_err();
-        assert_eq!(
-            e("RRA:AVERAGE:1.5:1:10"),
-            "Invalid xff: must be between 0 and 1"
-        );
-        assert_eq!(
-            e("RRA:FOO:0.5:1:10"),
-            "Unrecognized consolidation function FOO"
-        );
-        assert_eq!(
-            e("RRA:AVERAGE:0.5:1"),
-            "Expected at least 4 arguments for RRA but got 3"
-        );
+        assert_eq!(e("RRA:AVERAGE:1.5:1:10"), "Invalid xff: must be between 0 and 1");
+        assert_eq!(e("RRA:FOO:0.5:1:10"), "Unrecognized consolidation function FOO");
+        assert_eq!(e("RRA:AVERAGE:0.5:1"), "Expected at least 4 arguments for RRA but got 3");
         assert_eq!(e("XYZ"), "can't parse argument 'XYZ'");
         let d = |d: &str| plan(300, 1_600_000_000, 0, &[d, "RRA:AVERAGE:0.5:1:10"]).unwrap_err();
         assert_eq!(

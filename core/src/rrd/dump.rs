@@ -97,20 +97,12 @@ pub fn write_dump<S: PageSource + ?Sized, W: Write>(
             out.write_str("<rrd>\n")?;
         }
     }
-    let version = if h.version() <= 3 {
-        "0003"
-    } else {
-        h.version_str()
-    };
+    let version = if h.version() <= 3 { "0003" } else { h.version_str() };
     writeln!(out, "\t<version>{version}</version>")?;
     let step = h.pdp_step();
     writeln!(out, "\t<step>{step}</step> <!-- Seconds -->")?;
     let last_up = h.last_up();
-    write!(
-        out,
-        "\t<lastupdate>{last_up}</lastupdate> <!-- {} -->\n\n",
-        localtime(last_up)
-    )?;
+    write!(out, "\t<lastupdate>{last_up}</lastupdate> <!-- {} -->\n\n", localtime(last_up))?;
     let names: alloc::vec::Vec<&str> = h.dss().iter().map(|d| d.name.as_str()).collect();
     for (i, d) in h.dss().iter().enumerate() {
         out.write_str("\t<ds>\n")?;
@@ -119,11 +111,7 @@ pub fn write_dump<S: PageSource + ?Sized, W: Write>(
         if d.kind == DsType::Compute {
             writeln!(out, "\t\t<cdef> {} </cdef>", rpn::to_text(&d.rpn, &names))?;
         } else {
-            writeln!(
-                out,
-                "\t\t<minimal_heartbeat>{}</minimal_heartbeat>",
-                h.heartbeat(i)
-            )?;
+            writeln!(out, "\t\t<minimal_heartbeat>{}</minimal_heartbeat>", h.heartbeat(i))?;
             num(out, "min", h.ds_min(i), "\t\t")?;
             num(out, "max", h.ds_max(i), "\t\t")?;
         }
@@ -134,11 +122,7 @@ pub fn write_dump<S: PageSource + ?Sized, W: Write>(
             alloc::string::String::from_utf8_lossy(h.last_ds(i))
         )?;
         num(out, "value", h.pdp_value(i), "\t\t")?;
-        writeln!(
-            out,
-            "\t\t<unknown_sec> {} </unknown_sec>",
-            h.pdp_unknown_sec(i)
-        )?;
+        writeln!(out, "\t\t<unknown_sec> {} </unknown_sec>", h.pdp_unknown_sec(i))?;
         out.write_str("\t</ds>\n\n")?;
     }
     out.write_str("\t<!-- Round Robin Archives -->\n")?;
@@ -166,11 +150,7 @@ pub fn write_dump<S: PageSource + ?Sized, W: Write>(
                 )?;
             }
             Cf::Seasonal | Cf::DevSeasonal => {
-                writeln!(
-                    out,
-                    "\t\t<seasonal_gamma>{}</seasonal_gamma>",
-                    e(rra_par::GAMMA)
-                )?;
+                writeln!(out, "\t\t<seasonal_gamma>{}</seasonal_gamma>", e(rra_par::GAMMA))?;
                 writeln!(
                     out,
                     "\t\t<seasonal_smooth_idx>{}</seasonal_smooth_idx>",
@@ -192,11 +172,7 @@ pub fn write_dump<S: PageSource + ?Sized, W: Write>(
             Cf::Failures => {
                 writeln!(out, "\t\t<delta_pos>{}</delta_pos>", e(rra_par::DELTA_POS))?;
                 writeln!(out, "\t\t<delta_neg>{}</delta_neg>", e(rra_par::DELTA_NEG))?;
-                writeln!(
-                    out,
-                    "\t\t<window_len>{}</window_len>",
-                    u(rra_par::WINDOW_LEN)
-                )?;
+                writeln!(out, "\t\t<window_len>{}</window_len>", u(rra_par::WINDOW_LEN))?;
                 writeln!(
                     out,
                     "\t\t<failure_threshold>{}</failure_threshold>",
@@ -285,11 +261,8 @@ pub fn write_dump<S: PageSource + ?Sized, W: Write>(
                 row = 0;
             }
             let timer = oldest.wrapping_add(k as i64);
-            let now = end.wrapping_add(
-                timer
-                    .wrapping_mul(r.pdp_cnt as i64)
-                    .wrapping_mul(step as i64),
-            );
+            let now =
+                end.wrapping_add(timer.wrapping_mul(r.pdp_cnt as i64).wrapping_mul(step as i64));
             write!(out, "\t\t\t<!-- {} / {now} --> <row>", localtime(now))?;
             let bytes = src.read_at(h.row_offset(i, row), row_len)?;
             for k in 0..ds_cnt {

@@ -78,20 +78,13 @@ pub fn plan(h: &Header<'_>, cf: Cf, start: i64, end: i64, step: u64) -> Result<P
     let rra = match (best_full, best_part) {
         (Some((i, _)), _) | (None, Some((i, _, _))) => i,
         (None, None) => {
-            return Err(String::from(
-                "the RRD does not contain an RRA matching the chosen CF",
-            ));
+            return Err(String::from("the RRD does not contain an RRA matching the chosen CF"));
         }
     };
     let step = h.pdp_step().wrapping_mul(h.rra(rra).pdp_cnt);
     let start = (start as u64).wrapping_sub(start as u64 % step) as i64;
     let end = (end as u64).wrapping_add(step - end as u64 % step) as i64;
-    Ok(Plan {
-        rra,
-        start,
-        end,
-        step,
-    })
+    Ok(Plan { rra, start, end, step })
 }
 
 /// The values of a fetch, row after row, one per data source; NaN where
@@ -123,10 +116,7 @@ pub fn values<S: PageSource + ?Sized>(
     let count = stop.saturating_sub(start_offset);
     if count > MAX_ROWS {
         return Err(Error::Invalid {
-            at: At::Rrd {
-                section: RrdSection::Values,
-                index: p.rra as u64,
-            },
+            at: At::Rrd { section: RrdSection::Values, index: p.rra as u64 },
             field: "fetch window",
             value: count as u64,
             expected: "at most 2^26 rows",

@@ -287,11 +287,7 @@ impl Geometry {
         let ds_def = STAT_HEAD_SIZE;
         let rra_def = ds_def.checked_add(ds_cnt.checked_mul(DS_DEF_SIZE)?)?;
         let live_head = rra_def.checked_add(rra_cnt.checked_mul(RRA_DEF_SIZE)?)?;
-        let live_head_len = if version < 3 {
-            LEGACY_LIVE_HEAD_SIZE
-        } else {
-            LIVE_HEAD_SIZE
-        };
+        let live_head_len = if version < 3 { LEGACY_LIVE_HEAD_SIZE } else { LIVE_HEAD_SIZE };
         let pdp_prep = live_head.checked_add(live_head_len)?;
         let cdp_prep = pdp_prep.checked_add(ds_cnt.checked_mul(PDP_PREP_SIZE)?)?;
         let cdp_cnt = rra_cnt.checked_mul(ds_cnt)?;
@@ -380,10 +376,7 @@ pub mod le {
 
     /// Store `v` at `off`.
     pub fn put_u64(b: &mut [u8], off: u64, v: u64) {
-        if let Some(s) = usize::try_from(off)
-            .ok()
-            .and_then(|o| b.get_mut(o..o.checked_add(8)?))
-        {
+        if let Some(s) = usize::try_from(off).ok().and_then(|o| b.get_mut(o..o.checked_add(8)?)) {
             s.copy_from_slice(&v.to_le_bytes());
         }
     }
@@ -396,10 +389,7 @@ pub mod le {
     /// The bytes `[off, off + len)`, or an empty slice.
     #[must_use]
     pub fn bytes_at(b: &[u8], off: u64, len: usize) -> &[u8] {
-        usize::try_from(off)
-            .ok()
-            .and_then(|o| b.get(o..o.checked_add(len)?))
-            .unwrap_or_default()
+        usize::try_from(off).ok().and_then(|o| b.get(o..o.checked_add(len)?)).unwrap_or_default()
     }
 
     /// The bytes `[off, off + len)` for writing, or an empty slice.
@@ -468,12 +458,7 @@ fn invalid(
     value: u64,
     expected: &'static str,
 ) -> Error {
-    Error::Invalid {
-        at: at(section, index),
-        field,
-        value,
-        expected,
-    }
+    Error::Invalid { at: at(section, index), field, value, expected }
 }
 
 /// `atoi` of a C string as glibc's (`strtol` base 10, saturating at the
@@ -535,19 +520,16 @@ impl<'a> Header<'a> {
                 0,
                 "cookie",
                 u64::from(u32::from_le_bytes(
-                    head.get(..4)
-                        .and_then(|s| s.try_into().ok())
-                        .unwrap_or([0; 4]),
+                    head.get(..4).and_then(|s| s.try_into().ok()).unwrap_or([0; 4]),
                 )),
                 "the bytes \"RRD\\0\" (an RRD file)",
             ));
         }
         if le::f64_at(&head, 16).to_bits() != FLOAT_COOKIE.to_bits() {
             return Err(match arch::detect(&head) {
-                Some(a) if a != Arch::Native => Error::Unsupported {
-                    at: at(RrdSection::StatHead, 0),
-                    what: a.refusal(),
-                },
+                Some(a) if a != Arch::Native => {
+                    Error::Unsupported { at: at(RrdSection::StatHead, 0), what: a.refusal() }
+                }
                 _ => invalid(
                     RrdSection::StatHead,
                     0,
@@ -563,10 +545,7 @@ impl<'a> Header<'a> {
             a @ (Arch::LittleEndian32 | Arch::BigEndian32 | Arch::BigEndian64 | Arch::I386),
         ) = arch::detect(&head)
         {
-            return Err(Error::Unsupported {
-                at: at(RrdSection::StatHead, 0),
-                what: a.refusal(),
-            });
+            return Err(Error::Unsupported { at: at(RrdSection::StatHead, 0), what: a.refusal() });
         }
         let vbytes = le::cstr(le::bytes_at(&head, 4, 5));
         let version = c_atoi(vbytes);
@@ -612,21 +591,11 @@ impl<'a> Header<'a> {
         }
         let geo = Geometry::of(version, ds_cnt, rra_cnt, pdp_step);
         let Some(mut geo) = geo else {
-            return Err(oob(
-                RrdSection::RraDef,
-                "rra_cnt",
-                ds_end.unwrap_or(0),
-                None,
-            ));
+            return Err(oob(RrdSection::RraDef, "rra_cnt", ds_end.unwrap_or(0), None));
         };
         for (section, field, off, end) in [
             (RrdSection::RraDef, "rra_cnt", geo.rra_def, geo.live_head),
-            (
-                RrdSection::LiveHead,
-                "live_head",
-                geo.live_head,
-                geo.pdp_prep,
-            ),
+            (RrdSection::LiveHead, "live_head", geo.live_head, geo.pdp_prep),
             (RrdSection::PdpPrep, "ds_cnt", geo.pdp_prep, geo.cdp_prep),
             (RrdSection::CdpPrep, "rra_cnt", geo.cdp_prep, geo.rra_ptr),
             (RrdSection::RraPtr, "rra_cnt", geo.rra_ptr, geo.header_len),
@@ -640,22 +609,10 @@ impl<'a> Header<'a> {
         let bytes = src.read_at(0, header_len)?;
 
         if ds_cnt == 0 {
-            return Err(invalid(
-                RrdSection::StatHead,
-                0,
-                "ds_cnt",
-                0,
-                "at least one data source",
-            ));
+            return Err(invalid(RrdSection::StatHead, 0, "ds_cnt", 0, "at least one data source"));
         }
         if rra_cnt == 0 {
-            return Err(invalid(
-                RrdSection::StatHead,
-                0,
-                "rra_cnt",
-                0,
-                "at least one archive",
-            ));
+            return Err(invalid(RrdSection::StatHead, 0, "rra_cnt", 0, "at least one archive"));
         }
         if pdp_step == 0 {
             return Err(invalid(
@@ -722,11 +679,7 @@ impl<'a> Header<'a> {
             } else {
                 Vec::new()
             };
-            ds.push(DsInfo {
-                name: name.into(),
-                kind,
-                rpn,
-            });
+            ds.push(DsInfo { name: name.into(), kind, rpn });
         }
 
         let mut rra = Vec::with_capacity(geo.rra_cnt);
@@ -744,13 +697,7 @@ impl<'a> Header<'a> {
             let rows = le::u64_at(&bytes, off + 24);
             let pdp_cnt = le::u64_at(&bytes, off + 32);
             if rows == 0 {
-                return Err(invalid(
-                    RrdSection::RraDef,
-                    i as u64,
-                    "row_cnt",
-                    0,
-                    "at least 1 row",
-                ));
+                return Err(invalid(RrdSection::RraDef, i as u64, "row_cnt", 0, "at least 1 row"));
             }
             if pdp_cnt == 0 {
                 return Err(invalid(
@@ -761,10 +708,7 @@ impl<'a> Header<'a> {
                     "at least 1 PDP per row (rrdtool divides by it)",
                 ));
             }
-            if pdp_cnt
-                .checked_mul(pdp_step)
-                .is_none_or(|s| s > i64::MAX as u64)
-            {
+            if pdp_cnt.checked_mul(pdp_step).is_none_or(|s| s > i64::MAX as u64) {
                 return Err(invalid(
                     RrdSection::RraDef,
                     i as u64,
@@ -773,12 +717,7 @@ impl<'a> Header<'a> {
                     "a row length (pdp_cnt * pdp_step) that fits in time_t",
                 ));
             }
-            rra.push(RraInfo {
-                cf,
-                rows,
-                pdp_cnt,
-                start,
-            });
+            rra.push(RraInfo { cf, rows, pdp_cnt, start });
             let len = rows
                 .checked_mul(geo.row_len())
                 .and_then(|l| start.checked_add(l))
@@ -787,12 +726,7 @@ impl<'a> Header<'a> {
         }
         geo.file_len = start;
 
-        let h = Header {
-            bytes,
-            geo,
-            ds,
-            rra,
-        };
+        let h = Header { bytes, geo, ds, rra };
         h.check_rras()?;
         Ok(h)
     }
@@ -802,11 +736,7 @@ impl<'a> Header<'a> {
     fn check_rras(&self) -> Result<()> {
         let n = self.rra.len();
         let cf_of = |i: u64| {
-            usize::try_from(i)
-                .ok()
-                .filter(|&i| i < n)
-                .and_then(|i| self.rra.get(i))
-                .map(|r| r.cf)
+            usize::try_from(i).ok().filter(|&i| i < n).and_then(|i| self.rra.get(i)).map(|r| r.cf)
         };
         for (i, r) in self.rra.iter().enumerate() {
             let idx = i as u64;
@@ -986,21 +916,13 @@ impl<'a> Header<'a> {
     /// `live_head.last_up_usec` (0 before version 3).
     #[must_use]
     pub fn last_up_usec(&self) -> i64 {
-        if self.geo.version < 3 {
-            0
-        } else {
-            le::i64_at(&self.bytes, self.geo.live_head + 8)
-        }
+        if self.geo.version < 3 { 0 } else { le::i64_at(&self.bytes, self.geo.live_head + 8) }
     }
 
     /// `pdp_prep[i].last_ds`: the last input string of data source `i`.
     #[must_use]
     pub fn last_ds(&self, i: usize) -> &[u8] {
-        le::cstr(le::bytes_at(
-            &self.bytes,
-            self.geo.pdp_prep_at(i),
-            LAST_DS_LEN,
-        ))
+        le::cstr(le::bytes_at(&self.bytes, self.geo.pdp_prep_at(i), LAST_DS_LEN))
     }
 
     /// `pdp_prep[i].scratch[PDP_unkn_sec_cnt]`: unknown seconds of the PDP
@@ -1079,11 +1001,7 @@ impl Header<'static> {
         let s = le::cstr(s);
         let n = s.len().min(LAST_DS_LEN - 1);
         for (k, b) in field.iter_mut().enumerate().take(LAST_DS_LEN - 1) {
-            *b = if k < n {
-                s.get(k).copied().unwrap_or(0)
-            } else {
-                0
-            };
+            *b = if k < n { s.get(k).copied().unwrap_or(0) } else { 0 };
         }
         if let Some(last) = field.get_mut(LAST_DS_LEN - 1) {
             *last = 0;
@@ -1158,15 +1076,7 @@ impl Header<'static> {
     }
 }
 
-static EMPTY_DS: DsInfo = DsInfo {
-    name: alloc::string::String::new(),
-    kind: DsType::Gauge,
-    rpn: Vec::new(),
-};
+static EMPTY_DS: DsInfo =
+    DsInfo { name: alloc::string::String::new(), kind: DsType::Gauge, rpn: Vec::new() };
 
-static EMPTY_RRA: RraInfo = RraInfo {
-    cf: Cf::Average,
-    rows: 1,
-    pdp_cnt: 1,
-    start: 0,
-};
+static EMPTY_RRA: RraInfo = RraInfo { cf: Cf::Average, rows: 1, pdp_cnt: 1, start: 0 };

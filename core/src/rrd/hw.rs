@@ -35,11 +35,7 @@ impl Model {
     /// The model of a HWPREDICT or MHWPREDICT archive.
     #[must_use]
     pub fn of(cf: Cf) -> Model {
-        if cf == Cf::MhwPredict {
-            Model::Multiplicative
-        } else {
-            Model::Additive
-        }
+        if cf == Cf::MhwPredict { Model::Multiplicative } else { Model::Additive }
     }
 
     /// `hw_*_calculate_prediction`; the NaN count is an `int` parameter.
@@ -328,11 +324,7 @@ pub fn update_failures(h: &mut Header<'static>, rra: usize, ds: usize, idx: usiz
     if let Some(first) = arr.first_mut() {
         *first = violation;
     }
-    let v = if u64::from(count) < threshold {
-        0.0
-    } else {
-        1.0
-    };
+    let v = if u64::from(count) < threshold { 0.0 } else { 1.0 };
     h.set_cdp_f64(rra, ds, idx, v);
 }
 
@@ -351,11 +343,7 @@ pub fn erase_violations(h: &mut Header<'static>, rra: usize, ds: usize) {
 /// `MyMod`: `val mod m` for a signed `val`, rrdtool's way (a negative
 /// multiple of `m` gives `m`, not 0).
 fn my_mod(val: i64, m: u64) -> u64 {
-    if val < 0 {
-        m - (val.unsigned_abs() % m)
-    } else {
-        val as u64 % m
-    }
+    if val < 0 { m - (val.unsigned_abs() % m) } else { val as u64 % m }
 }
 
 /// `apply_smoother`: replace every coefficient of the SEASONAL or
@@ -371,11 +359,8 @@ pub fn apply_smoother(h: &mut Header<'static>, rows: &mut dyn Rows, rra: usize) 
     let info = *h.rra(rra);
     let row_count = info.rows;
     let len = h.ds_cnt();
-    let window = if h.version() >= 4 {
-        h.rra_par_f64(rra, rra_par::SMOOTHING_WINDOW)
-    } else {
-        0.05
-    };
+    let window =
+        if h.version() >= 4 { h.rra_par_f64(rra, rra_par::SMOOTHING_WINDOW) } else { 0.05 };
     let offset = num::floor(window / 2.0 * row_count as f64);
     if offset.is_nan() || offset < 1.0 {
         return Ok(());

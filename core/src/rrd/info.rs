@@ -53,15 +53,9 @@ pub fn info(h: &Header<'_>, filename: &str) -> alloc::vec::Vec<(String, InfoValu
         push(alloc::format!("ds[{n}].index"), Cnt(i as u64));
         push(alloc::format!("ds[{n}].type"), Str(d.kind.name().into()));
         if d.kind == DsType::Compute {
-            push(
-                alloc::format!("ds[{n}].cdef"),
-                Str(rpn::to_text(&d.rpn, &names)),
-            );
+            push(alloc::format!("ds[{n}].cdef"), Str(rpn::to_text(&d.rpn, &names)));
         } else {
-            push(
-                alloc::format!("ds[{n}].minimal_heartbeat"),
-                Cnt(h.heartbeat(i)),
-            );
+            push(alloc::format!("ds[{n}].minimal_heartbeat"), Cnt(h.heartbeat(i)));
             push(alloc::format!("ds[{n}].min"), Val(h.ds_min(i)));
             push(alloc::format!("ds[{n}].max"), Val(h.ds_max(i)));
         }
@@ -70,10 +64,7 @@ pub fn info(h: &Header<'_>, filename: &str) -> alloc::vec::Vec<(String, InfoValu
             Str(String::from_utf8_lossy(h.last_ds(i)).into_owned()),
         );
         push(alloc::format!("ds[{n}].value"), Val(h.pdp_value(i)));
-        push(
-            alloc::format!("ds[{n}].unknown_sec"),
-            Cnt(h.pdp_unknown_sec(i)),
-        );
+        push(alloc::format!("ds[{n}].unknown_sec"), Cnt(h.pdp_unknown_sec(i)));
     }
     for (i, r) in h.rras().iter().enumerate() {
         push(alloc::format!("rra[{i}].cf"), Str(r.cf.name().into()));
@@ -82,20 +73,11 @@ pub fn info(h: &Header<'_>, filename: &str) -> alloc::vec::Vec<(String, InfoValu
         push(alloc::format!("rra[{i}].pdp_per_row"), Cnt(r.pdp_cnt));
         match r.cf {
             Cf::HwPredict | Cf::MhwPredict => {
-                push(
-                    alloc::format!("rra[{i}].alpha"),
-                    Val(h.rra_par_f64(i, rra_par::HW_ALPHA)),
-                );
-                push(
-                    alloc::format!("rra[{i}].beta"),
-                    Val(h.rra_par_f64(i, rra_par::HW_BETA)),
-                );
+                push(alloc::format!("rra[{i}].alpha"), Val(h.rra_par_f64(i, rra_par::HW_ALPHA)));
+                push(alloc::format!("rra[{i}].beta"), Val(h.rra_par_f64(i, rra_par::HW_BETA)));
             }
             Cf::Seasonal | Cf::DevSeasonal => {
-                push(
-                    alloc::format!("rra[{i}].gamma"),
-                    Val(h.rra_par_f64(i, rra_par::GAMMA)),
-                );
+                push(alloc::format!("rra[{i}].gamma"), Val(h.rra_par_f64(i, rra_par::GAMMA)));
                 if h.version() >= 4 {
                     push(
                         alloc::format!("rra[{i}].smoothing_window"),
@@ -123,10 +105,7 @@ pub fn info(h: &Header<'_>, filename: &str) -> alloc::vec::Vec<(String, InfoValu
             }
             Cf::DevPredict => {}
             Cf::Average | Cf::Min | Cf::Max | Cf::Last => {
-                push(
-                    alloc::format!("rra[{i}].xff"),
-                    Val(h.rra_par_f64(i, rra_par::XFF)),
-                );
+                push(alloc::format!("rra[{i}].xff"), Val(h.rra_par_f64(i, rra_par::XFF)));
             }
         }
         for ds in 0..h.ds_cnt() {
@@ -137,20 +116,14 @@ pub fn info(h: &Header<'_>, filename: &str) -> alloc::vec::Vec<(String, InfoValu
                         alloc::format!("rra[{i}].cdp_prep[{ds}].intercept"),
                         Val(f(cdp::HW_INTERCEPT)),
                     );
-                    push(
-                        alloc::format!("rra[{i}].cdp_prep[{ds}].slope"),
-                        Val(f(cdp::HW_SLOPE)),
-                    );
+                    push(alloc::format!("rra[{i}].cdp_prep[{ds}].slope"), Val(f(cdp::HW_SLOPE)));
                     push(
                         alloc::format!("rra[{i}].cdp_prep[{ds}].NaN_count"),
                         Cnt(h.cdp_u64(i, ds, cdp::NULL_COUNT)),
                     );
                 }
                 Cf::Seasonal => {
-                    push(
-                        alloc::format!("rra[{i}].cdp_prep[{ds}].seasonal"),
-                        Val(f(cdp::SEASONAL)),
-                    );
+                    push(alloc::format!("rra[{i}].cdp_prep[{ds}].seasonal"), Val(f(cdp::SEASONAL)));
                 }
                 Cf::DevSeasonal => {
                     push(
@@ -170,10 +143,7 @@ pub fn info(h: &Header<'_>, filename: &str) -> alloc::vec::Vec<(String, InfoValu
                     push(alloc::format!("rra[{i}].cdp_prep[{ds}].history"), Str(hist));
                 }
                 Cf::Average | Cf::Min | Cf::Max | Cf::Last => {
-                    push(
-                        alloc::format!("rra[{i}].cdp_prep[{ds}].value"),
-                        Val(f(cdp::VAL)),
-                    );
+                    push(alloc::format!("rra[{i}].cdp_prep[{ds}].value"), Val(f(cdp::VAL)));
                     push(
                         alloc::format!("rra[{i}].cdp_prep[{ds}].unknown_datapoints"),
                         Cnt(h.cdp_u64(i, ds, cdp::UNKN_PDP_CNT)),
@@ -205,13 +175,7 @@ pub fn first(h: &Header<'_>, rra: usize) -> Option<i64> {
     let last = h.last_up();
     let end = (last as u64).wrapping_sub(last as u64 % span) as i64;
     let timer = -((r.rows - 1) as i64);
-    Some(
-        end.wrapping_add(
-            timer
-                .wrapping_mul(r.pdp_cnt as i64)
-                .wrapping_mul(h.pdp_step() as i64),
-        ),
-    )
+    Some(end.wrapping_add(timer.wrapping_mul(r.pdp_cnt as i64).wrapping_mul(h.pdp_step() as i64)))
 }
 
 /// Print `rrdtool lastupdate`: the data source names, a blank line, then

@@ -67,22 +67,13 @@ pub struct RrdLayout {
 }
 
 fn region(offset: u64, len: u64, kind: Kind, id: u64, group: Option<u32>, items: u32) -> Region {
-    Region {
-        group,
-        items,
-        used: len,
-        run_len: len,
-        ..Region::of(offset, len, kind, id)
-    }
+    Region { group, items, used: len, run_len: len, ..Region::of(offset, len, kind, id) }
 }
 
 fn page_range(offset: u64, len: u64, page: u64) -> (u64, u64) {
     let page = page.max(1);
     let start = offset - offset % page;
-    let end = offset
-        .saturating_add(len)
-        .div_ceil(page)
-        .saturating_mul(page);
+    let end = offset.saturating_add(len).div_ceil(page).saturating_mul(page);
     (start, end - start)
 }
 
@@ -227,9 +218,7 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, page: u64) -> RrdLayout {
         Ok(h) => h,
         Err(e) => {
             if len > 0 {
-                out.layout
-                    .regions
-                    .push(region(0, len, Kind::Corrupt, 0, None, 0));
+                out.layout.regions.push(region(0, len, Kind::Corrupt, 0, None, 0));
             }
             out.layout.push_problem(e.clone());
             out.fatal = Some(e);
@@ -239,55 +228,18 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, page: u64) -> RrdLayout {
     let g = h.geometry().clone();
     let sections = [
         ("stat_head", 0, STAT_HEAD_SIZE, 1u64, Kind::Header),
-        (
-            "ds_def",
-            g.ds_def,
-            g.rra_def - g.ds_def,
-            g.ds_cnt as u64,
-            Kind::Header,
-        ),
-        (
-            "rra_def",
-            g.rra_def,
-            g.live_head - g.rra_def,
-            g.rra_cnt as u64,
-            Kind::Header,
-        ),
+        ("ds_def", g.ds_def, g.rra_def - g.ds_def, g.ds_cnt as u64, Kind::Header),
+        ("rra_def", g.rra_def, g.live_head - g.rra_def, g.rra_cnt as u64, Kind::Header),
         ("live_head", g.live_head, g.live_head_len, 1, Kind::Prep),
-        (
-            "pdp_prep",
-            g.pdp_prep,
-            g.cdp_prep - g.pdp_prep,
-            g.ds_cnt as u64,
-            Kind::Prep,
-        ),
-        (
-            "cdp_prep",
-            g.cdp_prep,
-            g.rra_ptr - g.cdp_prep,
-            (g.ds_cnt * g.rra_cnt) as u64,
-            Kind::Prep,
-        ),
-        (
-            "rra_ptr",
-            g.rra_ptr,
-            g.header_len - g.rra_ptr,
-            g.rra_cnt as u64,
-            Kind::Prep,
-        ),
+        ("pdp_prep", g.pdp_prep, g.cdp_prep - g.pdp_prep, g.ds_cnt as u64, Kind::Prep),
+        ("cdp_prep", g.cdp_prep, g.rra_ptr - g.cdp_prep, (g.ds_cnt * g.rra_cnt) as u64, Kind::Prep),
+        ("rra_ptr", g.rra_ptr, g.header_len - g.rra_ptr, g.rra_cnt as u64, Kind::Prep),
     ];
     for (id, (name, offset, slen, count, kind)) in sections.into_iter().enumerate() {
-        out.sections.push(Section {
-            name,
-            offset,
-            len: slen,
-            count,
-        });
+        out.sections.push(Section { name, offset, len: slen, count });
         if slen > 0 {
             let items = u32::try_from(count).unwrap_or(u32::MAX);
-            out.layout
-                .regions
-                .push(region(offset, slen, kind, id as u64, None, items));
+            out.layout.regions.push(region(offset, slen, kind, id as u64, None, items));
         }
     }
     let row_len = g.row_len();
@@ -318,11 +270,8 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, page: u64) -> RrdLayout {
         });
         let group = u32::try_from(i).ok();
         let items = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        let parts = [
-            (0, cur, Kind::Rows),
-            (cur, 1, Kind::CurRow),
-            (cur + 1, r.rows - cur - 1, Kind::Rows),
-        ];
+        let parts =
+            [(0, cur, Kind::Rows), (cur, 1, Kind::CurRow), (cur + 1, r.rows - cur - 1, Kind::Rows)];
         for (first, n, kind) in parts {
             let off = r.start + first * row_len;
             let blen = n * row_len;
@@ -330,18 +279,14 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, page: u64) -> RrdLayout {
                 continue;
             }
             let blen = blen.min(len - off);
-            out.layout
-                .regions
-                .push(region(off, blen, kind, first, group, items(n)));
+            out.layout.regions.push(region(off, blen, kind, first, group, items(n)));
         }
         end = r.start + area_len;
     }
     if end > len {
         let have = out.layout.regions.last().map_or(0, |r| r.end());
         if have < len {
-            out.layout
-                .regions
-                .push(region(have, len - have, Kind::Corrupt, 0, None, 0));
+            out.layout.regions.push(region(have, len - have, Kind::Corrupt, 0, None, 0));
         }
         out.layout.push_problem(Error::OutOfBounds {
             at: crate::error::At::Rrd {
@@ -354,9 +299,7 @@ pub fn layout<S: PageSource + ?Sized>(src: &S, page: u64) -> RrdLayout {
             size: len,
         });
     } else if end < len {
-        out.layout
-            .regions
-            .push(region(end, len - end, Kind::Unused, 0, None, 0));
+        out.layout.regions.push(region(end, len - end, Kind::Unused, 0, None, 0));
     }
     // Regions must be contiguous; a file cut inside the header was handled
     // above, so only a cut inside the values can leave a short last region.

@@ -91,10 +91,7 @@ mod damage {
             let mut rows = update::MemRows(bytes.to_vec());
             if let Ok(mut u) = update::Updater::new(&mut owned, &mut rows, &rpn::NoMath, 0) {
                 let tmpl = update::Template::default_for(u.header());
-                let clock = update::Clock {
-                    now: (0, 0),
-                    at_time: &|_| Err(String::new()),
-                };
+                let clock = update::Clock { now: (0, 0), at_time: &|_| Err(String::new()) };
                 for k in 1..4 {
                     let t = u.header().last_up() + 977 * k;
                     let arg =
@@ -151,10 +148,7 @@ mod corpus {
                 let mut u =
                     update::Updater::new(&mut h, &mut rows, &rpn::NoMath, 0).expect("engine");
                 let tmpl = update::Template::default_for(u.header());
-                let clock = update::Clock {
-                    now: (0, 0),
-                    at_time: &|_| Err(String::new()),
-                };
+                let clock = update::Clock { now: (0, 0), at_time: &|_| Err(String::new()) };
                 for a in args {
                     let s = update::parse_sample(u.header(), &tmpl, a, &clock).expect("parse");
                     u.apply(&s).expect("apply");
@@ -169,11 +163,8 @@ mod corpus {
     }
 
     fn check(name: &str, empty: &[u8], spec: &str, want: &[u8]) {
-        let calls: Vec<Vec<&str>> = spec
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(|l| alloc::vec![l])
-            .collect();
+        let calls: Vec<Vec<&str>> =
+            spec.lines().filter(|l| !l.is_empty()).map(|l| alloc::vec![l]).collect();
         let got = replay(empty, &calls);
         if got != want {
             let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(0);
@@ -207,14 +198,8 @@ mod corpus {
     fn seed_as_one_call() {
         let spec = include_str!("../../../testdata/rrd/seed.updates.txt");
         let args: Vec<&str> = spec.lines().filter(|l| !l.is_empty()).collect();
-        let got = replay(
-            include_bytes!("../../../testdata/rrd/seed.empty.rrd"),
-            &[args],
-        );
-        assert!(
-            got[..] == include_bytes!("../../../testdata/rrd/seed.rrd")[..],
-            "seed differs"
-        );
+        let got = replay(include_bytes!("../../../testdata/rrd/seed.empty.rrd"), &[args]);
+        assert!(got[..] == include_bytes!("../../../testdata/rrd/seed.rrd")[..], "seed differs");
     }
 }
 
@@ -257,11 +242,7 @@ mod texts {
 
     fn same(what: &str, ours: &str, want: &str) {
         if ours != want {
-            let line = ours
-                .lines()
-                .zip(want.lines())
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
+            let line = ours.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(0);
             panic!(
                 "{what}: line {}\nours: {:?}\nwant: {:?}",
                 line + 1,

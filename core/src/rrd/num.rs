@@ -17,10 +17,7 @@ use alloc::vec::Vec;
 #[must_use]
 pub fn strtol(s: &[u8], base: u32) -> (i64, usize) {
     let mut i = 0;
-    while s
-        .get(i)
-        .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
-    {
+    while s.get(i).is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)) {
         i += 1;
     }
     let neg = match s.get(i) {
@@ -55,10 +52,7 @@ pub fn strtol(s: &[u8], base: u32) -> (i64, usize) {
         return (0, 0);
     }
     let v = if neg { -v } else { v };
-    (
-        v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
-        i,
-    )
+    (v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64, i)
 }
 
 /// rrdtool's NaN (`DNAN`): the x86 default NaN of a run-time `0.0/0.0`,
@@ -152,11 +146,7 @@ pub fn strtod(s: &[u8]) -> Option<(f64, usize)> {
             n = n.wrapping_mul(10).wrapping_add(i32::from(c - b'0'));
             p += 1;
         }
-        exponent = if eneg {
-            exponent.wrapping_sub(n)
-        } else {
-            exponent.wrapping_add(n)
-        };
+        exponent = if eneg { exponent.wrapping_sub(n) } else { exponent.wrapping_add(n) };
     }
     if !(-1021..=1024).contains(&exponent) {
         return None;
@@ -277,10 +267,7 @@ pub fn diff(a: &[u8], b: &[u8]) -> f64 {
     }
     let mut c: i32 = 0;
     let digit = |s: &[u8], from_end: usize| -> Option<i32> {
-        s.len()
-            .checked_sub(1 + from_end)
-            .and_then(|i| s.get(i))
-            .map(|&d| i32::from(d))
+        s.len().checked_sub(1 + from_end).and_then(|i| s.get(i)).map(|&d| i32::from(d))
     };
     for x in 0..m {
         let r = m + 1 - x;
@@ -366,11 +353,7 @@ pub fn scaled_duration(token: &str, divisor: u64) -> Result<u64, &'static str> {
     }
     let mult: u64 = match b.get(n) {
         None => {
-            return if value == 0 {
-                Err("value must be positive")
-            } else {
-                Ok(value)
-            };
+            return if value == 0 { Err("value must be positive") } else { Ok(value) };
         }
         Some(b's') => 1,
         Some(b'm') => 60,

@@ -143,26 +143,16 @@ pub fn decode(par: &[u8]) -> Result<Vec<Node>, (&'static str, u64, &'static str)
             break;
         };
         let op = n.first().copied().unwrap_or(OP_END);
-        let val = i16::from_le_bytes([
-            n.get(2).copied().unwrap_or(0),
-            n.get(3).copied().unwrap_or(0),
-        ]);
+        let val =
+            i16::from_le_bytes([n.get(2).copied().unwrap_or(0), n.get(3).copied().unwrap_or(0)]);
         let node = match op {
             OP_END => return Ok(out),
             OP_NUMBER => Node::Number(val),
             OP_VARIABLE | OP_PREV_OTHER => {
                 let v = u16::try_from(val).map_err(|_| {
-                    (
-                        "par[DS_cdef]",
-                        u64::from(val as u16),
-                        "a data source index (0 or more)",
-                    )
+                    ("par[DS_cdef]", u64::from(val as u16), "a data source index (0 or more)")
                 })?;
-                if op == OP_VARIABLE {
-                    Node::Variable(v)
-                } else {
-                    Node::PrevOther(v)
-                }
+                if op == OP_VARIABLE { Node::Variable(v) } else { Node::PrevOther(v) }
             }
             o if usize::from(o) < NAMES.len() => Node::Op(o),
             o => {
@@ -182,11 +172,8 @@ pub fn decode(par: &[u8]) -> Result<Vec<Node>, (&'static str, u64, &'static str)
 #[must_use]
 pub fn encode(nodes: &[Node]) -> [u8; 80] {
     let mut b = [0u8; 80];
-    for (k, n) in nodes
-        .iter()
-        .chain(core::iter::once(&Node::Op(OP_END)))
-        .take(MAX_NODES)
-        .enumerate()
+    for (k, n) in
+        nodes.iter().chain(core::iter::once(&Node::Op(OP_END))).take(MAX_NODES).enumerate()
     {
         let (op, val) = match *n {
             Node::Number(v) => (OP_NUMBER, v),
@@ -248,9 +235,8 @@ pub fn compile(expr: &str, lookup: &dyn Fn(&str) -> Option<u16>) -> Result<Vec<N
     loop {
         let rest = b.get(p..).unwrap_or_default();
         let rest_str = core::str::from_utf8(rest).unwrap_or("");
-        let numlen = take_set(rest, 40, |c| {
-            c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-')
-        });
+        let numlen =
+            take_set(rest, 40, |c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-'));
         let mut matched = None;
         if numlen > 0
             && rest.get(numlen) == Some(&b',')
@@ -286,9 +272,7 @@ pub fn compile(expr: &str, lookup: &dyn Fn(&str) -> Option<u16>) -> Result<Vec<N
             }
         }
         if matched.is_none() {
-            let n = take_set(rest, 255, |c| {
-                c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
-            });
+            let n = take_set(rest, 255, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
             if n > 0
                 && matches!(rest.get(n), None | Some(b','))
                 && let Some(idx) = lookup(rest_str.get(..n).unwrap_or(""))
@@ -315,10 +299,7 @@ pub fn compile(expr: &str, lookup: &dyn Fn(&str) -> Option<u16>) -> Result<Vec<N
             break;
         }
     }
-    if out
-        .iter()
-        .any(|(n, _)| matches!(n, Node::Op(o) if REFUSED.contains(o)))
-    {
+    if out.iter().any(|(n, _)| matches!(n, Node::Op(o) if REFUSED.contains(o))) {
         return Err(String::from(
             "operators TIME LTIME STEPWIDTH PREV NEW* COUNT TREND TRENDNAN PREDICT PREDICTSIGMA PREDICTPERC are not supported with DS COMPUTE",
         ));
@@ -620,28 +601,17 @@ mod tests {
         let nodes = compile("a,b,+,2,/", &lookup).unwrap();
         assert_eq!(
             nodes,
-            [
-                Node::Variable(0),
-                Node::Variable(1),
-                Node::Op(8),
-                Node::Number(2),
-                Node::Op(12)
-            ]
+            [Node::Variable(0), Node::Variable(1), Node::Op(8), Node::Number(2), Node::Op(12)]
         );
         let bytes = encode(&nodes);
         assert_eq!(
             &bytes[..24],
-            &[
-                1, 0, 0, 0, 1, 0, 1, 0, 8, 0, 0, 0, 0, 0, 2, 0, 12, 0, 0, 0, 32, 0, 0, 0
-            ]
+            &[1, 0, 0, 0, 1, 0, 1, 0, 8, 0, 0, 0, 0, 0, 2, 0, 12, 0, 0, 0, 32, 0, 0, 0]
         );
         assert_eq!(decode(&bytes).unwrap(), nodes);
         assert_eq!(to_text(&nodes, &names), "a,b,+,2,/");
         assert!(check(&nodes).is_ok());
-        assert!(
-            compile("a,2", &lookup).is_err(),
-            "a number must be followed by a comma"
-        );
+        assert!(compile("a,2", &lookup).is_err(), "a number must be followed by a comma");
         assert!(compile("a,TIME,+", &lookup).is_err());
         assert!(compile("a,1.5,*", &lookup).is_err());
         assert_eq!(check(&[Node::Op(8)]), Err("RPN stack underflow".into()));

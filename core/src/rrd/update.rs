@@ -128,11 +128,7 @@ impl Template {
     /// The default: every data source but COMPUTE ones, in file order.
     #[must_use]
     pub fn default_for(h: &Header<'_>) -> Template {
-        Template {
-            slots: (0..h.ds_cnt())
-                .filter(|&i| h.ds(i).kind != DsType::Compute)
-                .collect(),
-        }
+        Template { slots: (0..h.ds_cnt()).filter(|&i| h.ds(i).kind != DsType::Compute).collect() }
     }
 
     /// `--template a:b:…` (`parse_template`); names may repeat and may
@@ -177,11 +173,7 @@ pub fn parse_sample(
     arg: &str,
     clock: &Clock<'_>,
 ) -> Result<Sample, UpdateError> {
-    let mut s = Sample {
-        time: 0,
-        usec: 0,
-        values: Vec::new(),
-    };
+    let mut s = Sample { time: 0, usec: 0, values: Vec::new() };
     parse_sample_into(h, tmpl, arg, clock, &mut s)?;
     Ok(s)
 }
@@ -215,11 +207,8 @@ fn parse_time(
         Parsed::Whole(v) => v,
         _ => {
             return Err(UpdateError::Input(
-                num::strtodbl_error(
-                    "error while parsing time in get_time_from_reading",
-                    time_text,
-                )
-                .unwrap_or_default(),
+                num::strtodbl_error("error while parsing time in get_time_from_reading", time_text)
+                    .unwrap_or_default(),
             ));
         }
     };
@@ -240,9 +229,7 @@ fn parse_time(
 pub fn sample_time(arg: &str, clock: &Clock<'_>) -> Option<i64> {
     let input = arg.as_bytes();
     let (sep, at_syntax) = time_end(input)?;
-    parse_time(input.get(..sep)?, at_syntax, clock)
-        .ok()
-        .map(|t| t.0)
+    parse_time(input.get(..sep)?, at_syntax, clock).ok().map(|t| t.0)
 }
 
 /// [`parse_sample`] into `out`, reusing its buffers (the update loop's
@@ -570,11 +557,7 @@ impl<'a> Updater<'a> {
                             if !c.is_ascii_digit() {
                                 return Err(UpdateError::Input(alloc::format!(
                                     "not a simple {} integer: '{}'",
-                                    if kind == DsType::Derive {
-                                        "signed"
-                                    } else {
-                                        "unsigned"
-                                    },
+                                    if kind == DsType::Derive { "signed" } else { "unsigned" },
                                     String::from_utf8_lossy(input)
                                 )));
                             }
@@ -662,8 +645,7 @@ impl<'a> Updater<'a> {
         for (ds, &p) in pdp_new.iter().enumerate() {
             if p.is_nan() {
                 let u = self.h.pdp_unknown_sec(ds);
-                self.h
-                    .set_pdp_unknown_sec(ds, (u as f64 + num::floor(interval)) as u64);
+                self.h.set_pdp_unknown_sec(ds, (u as f64 + num::floor(interval)) as u64);
             } else {
                 let v = self.h.pdp_value(ds);
                 self.h.set_pdp_value(ds, if v.is_nan() { p } else { v + p });
@@ -878,12 +860,7 @@ impl<'a> Updater<'a> {
                 p
             };
             h.set_cdp_f64(rra, ds, cdp::VAL, carry);
-            h.set_cdp_u64(
-                rra,
-                ds,
-                cdp::UNKN_PDP_CNT,
-                if p.is_nan() { into } else { 0 },
-            );
+            h.set_cdp_u64(rra, ds, cdp::UNKN_PDP_CNT, if p.is_nan() { into } else { 0 });
         } else if p.is_nan() {
             let unkn = h.cdp_u64(rra, ds, cdp::UNKN_PDP_CNT);
             h.set_cdp_u64(rra, ds, cdp::UNKN_PDP_CNT, unkn.wrapping_add(elapsed));
@@ -891,11 +868,7 @@ impl<'a> Updater<'a> {
             // calculate_cdp_val
             let val = h.cdp_f64(rra, ds, cdp::VAL);
             let v = if val.is_nan() {
-                if cf == Cf::Average {
-                    p * elapsed as f64
-                } else {
-                    p
-                }
+                if cf == Cf::Average { p * elapsed as f64 } else { p }
             } else {
                 match cf {
                     Cf::Average => val + p * elapsed as f64,
@@ -942,11 +915,9 @@ impl<'a> Updater<'a> {
             Cf::HwPredict | Cf::MhwPredict | Cf::DevPredict => {
                 if cf != Cf::DevPredict {
                     let n = self.h.cdp_u64(rra, ds, cdp::NULL_COUNT);
-                    self.h
-                        .set_cdp_u64(rra, ds, cdp::NULL_COUNT, n.wrapping_add(elapsed));
+                    self.h.set_cdp_u64(rra, ds, cdp::NULL_COUNT, n.wrapping_add(elapsed));
                     let l = self.h.cdp_u64(rra, ds, cdp::LAST_NULL_COUNT);
-                    self.h
-                        .set_cdp_u64(rra, ds, cdp::LAST_NULL_COUNT, l.wrapping_add(elapsed - 1));
+                    self.h.set_cdp_u64(rra, ds, cdp::LAST_NULL_COUNT, l.wrapping_add(elapsed - 1));
                 }
                 self.h.set_cdp_f64(rra, ds, cdp::PRIMARY, DNAN);
                 self.h.set_cdp_f64(rra, ds, cdp::SECONDARY, DNAN);

@@ -31,10 +31,7 @@ pub(super) struct AdvisePane {
 impl AdvisePane {
     /// The advice chosen and whether it applies to the whole file.
     pub(super) fn choice(&self) -> (FileAdvice, bool) {
-        let a = FileAdvice::ALL
-            .get(self.advice)
-            .copied()
-            .unwrap_or(FileAdvice::WillNeed);
+        let a = FileAdvice::ALL.get(self.advice).copied().unwrap_or(FileAdvice::WillNeed);
         (a, self.whole)
     }
 

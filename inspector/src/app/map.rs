@@ -100,8 +100,7 @@ impl MapPane {
         if delta < 0 {
             cur.saturating_sub(delta.unsigned_abs())
         } else {
-            cur.saturating_add(delta.unsigned_abs())
-                .min(cells.saturating_sub(1))
+            cur.saturating_add(delta.unsigned_abs()).min(cells.saturating_sub(1))
         }
     }
 }

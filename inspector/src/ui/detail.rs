@@ -21,9 +21,7 @@ pub fn tone_style(tone: Tone) -> Style {
         Tone::Key => Style::new().fg(Color::Cyan),
         Tone::Value => Style::new().fg(Color::Gray),
         Tone::Link => Style::new().fg(Color::LightBlue),
-        Tone::Bad => Style::new()
-            .fg(Color::LightRed)
-            .add_modifier(Modifier::BOLD),
+        Tone::Bad => Style::new().fg(Color::LightRed).add_modifier(Modifier::BOLD),
     }
 }
 
@@ -31,10 +29,7 @@ pub fn tone_style(tone: Tone) -> Style {
 #[must_use]
 pub fn to_line(line: &describe::Line) -> Line<'static> {
     Line::from(
-        line.0
-            .iter()
-            .map(|p| Span::styled(p.text.clone(), tone_style(p.tone)))
-            .collect::<Vec<_>>(),
+        line.0.iter().map(|p| Span::styled(p.text.clone(), tone_style(p.tone))).collect::<Vec<_>>(),
     )
 }
 
@@ -60,11 +55,6 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
         );
     }
     frame.render_widget(block, area);
-    let shown: Vec<Line> = lines
-        .iter()
-        .skip(scroll)
-        .take(height)
-        .map(to_line)
-        .collect();
+    let shown: Vec<Line> = lines.iter().skip(scroll).take(height).map(to_line).collect();
     frame.render_widget(Paragraph::new(shown), inside);
 }

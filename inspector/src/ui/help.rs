@@ -18,9 +18,8 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [v] = Layout::vertical([Constraint::Length(height.min(area.height))])
         .flex(Flex::Center)
         .areas(area);
-    let [h] = Layout::horizontal([Constraint::Length(width.min(area.width))])
-        .flex(Flex::Center)
-        .areas(v);
+    let [h] =
+        Layout::horizontal([Constraint::Length(width.min(area.width))]).flex(Flex::Center).areas(v);
     h
 }
 
@@ -51,10 +50,7 @@ pub fn advice_phrase(advice: FileAdvice) -> &'static str {
 #[must_use]
 pub fn advise_lines(app: &App) -> Vec<Line<'static>> {
     let (chosen, whole) = app.advise_menu();
-    let pick = Style::new()
-        .fg(Color::Black)
-        .bg(Color::Cyan)
-        .add_modifier(Modifier::BOLD);
+    let pick = Style::new().fg(Color::Black).bg(Color::Cyan).add_modifier(Modifier::BOLD);
     let dim = Style::new().fg(Color::DarkGray);
     let mut lines: Vec<Line> = FileAdvice::ALL
         .iter()
@@ -62,10 +58,7 @@ pub fn advise_lines(app: &App) -> Vec<Line<'static>> {
             let on = a == chosen;
             Line::from(vec![
                 Span::raw(if on { "▸ " } else { "  " }),
-                Span::styled(
-                    format!("{:<10}", a.name()),
-                    if on { pick } else { Style::new() },
-                ),
+                Span::styled(format!("{:<10}", a.name()), if on { pick } else { Style::new() }),
                 Span::styled(format!("  {}", advice_phrase(a)), dim),
             ])
         })
@@ -78,10 +71,7 @@ pub fn advise_lines(app: &App) -> Vec<Line<'static>> {
             Span::styled(app.advise_scope(w), if on { pick } else { Style::new() }),
         ]));
     }
-    lines.push(Line::styled(
-        "↑↓ advice · ←→ range · Enter apply · Esc cancel",
-        dim,
-    ));
+    lines.push(Line::styled("↑↓ advice · ←→ range · Enter apply · Esc cancel", dim));
     lines
 }
 
@@ -104,12 +94,7 @@ pub fn help_lines() -> Vec<Line<'static>> {
     let dim = Style::new().fg(Color::DarkGray);
     let mut lines: Vec<Line> = BINDINGS
         .iter()
-        .map(|(k, what)| {
-            Line::from(vec![
-                Span::styled(format!("{k:<14}"), key),
-                Span::raw(*what),
-            ])
-        })
+        .map(|(k, what)| Line::from(vec![Span::styled(format!("{k:<14}"), key), Span::raw(*what)]))
         .collect();
     lines.push(Line::default());
     lines.push(Line::from(vec![
@@ -133,10 +118,7 @@ pub fn help_lines() -> Vec<Line<'static>> {
             Residence::None.selected_glyph()
         )),
     ]));
-    lines.push(Line::styled(
-        "              colour = page kind (see the legend)",
-        dim,
-    ));
+    lines.push(Line::styled("              colour = page kind (see the legend)", dim));
     lines
 }
 
@@ -160,10 +142,7 @@ fn render_confirm(frame: &mut Frame, area: Rect, app: &App) {
             Span::raw("evict "),
             Span::styled(name, Style::new().add_modifier(Modifier::BOLD)),
             Span::raw(" from the page cache? "),
-            Span::styled(
-                "(y/n)",
-                Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-            ),
+            Span::styled("(y/n)", Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
         ]),
         Line::styled(
             "like vmtouch -e: posix_fadvise(DONTNEED); any lock is released first",
@@ -184,8 +163,5 @@ fn render_confirm(frame: &mut Frame, area: Rect, app: &App) {
         .border_style(Style::new().fg(Color::Yellow))
         .title(" evict? ");
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(text).block(block).wrap(Wrap { trim: true }),
-        rect,
-    );
+    frame.render_widget(Paragraph::new(text).block(block).wrap(Wrap { trim: true }), rect);
 }

@@ -72,14 +72,7 @@ pub fn screen(app: &App, area: Rect) -> Screen {
     .areas(main);
     let [tree, detail] =
         Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(right);
-    Screen {
-        title,
-        map,
-        tree,
-        detail,
-        legend,
-        status,
-    }
+    Screen { title, map, tree, detail, legend, status }
 }
 
 /// A pane's area without its border.
@@ -127,10 +120,7 @@ pub fn kind_style(kind: Kind) -> Style {
 /// Style of the selected map cell of `kind`: black on the kind's colour.
 #[must_use]
 pub fn selected_style(kind: Kind) -> Style {
-    Style::new()
-        .fg(Color::Black)
-        .bg(kind_color(kind))
-        .add_modifier(Modifier::BOLD)
+    Style::new().fg(Color::Black).bg(kind_color(kind)).add_modifier(Modifier::BOLD)
 }
 
 /// A pane's frame; the focused pane's border is bright.
@@ -142,11 +132,7 @@ pub fn pane<'a>(title: Line<'a>, focused: bool) -> Block<'a> {
         Style::new().fg(Color::DarkGray)
     };
     Block::bordered()
-        .border_type(if focused {
-            BorderType::Thick
-        } else {
-            BorderType::Plain
-        })
+        .border_type(if focused { BorderType::Thick } else { BorderType::Plain })
         .border_style(border)
         .title(title)
 }
@@ -159,10 +145,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             "terminal too small ({}x{}): the inspector needs {MIN_WIDTH}x{MIN_HEIGHT}. q quits.",
             area.width, area.height
         );
-        frame.render_widget(
-            Paragraph::new(msg).wrap(ratatui::widgets::Wrap { trim: true }),
-            area,
-        );
+        frame.render_widget(Paragraph::new(msg).wrap(ratatui::widgets::Wrap { trim: true }), area);
         return;
     }
     let s = screen(app, area);
@@ -193,10 +176,7 @@ fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     let data = app.data();
     let snap = &data.snapshot;
     let wide = area.width >= 100;
-    let sep = Span::styled(
-        if wide { " │ " } else { " · " },
-        Style::new().fg(Color::DarkGray),
-    );
+    let sep = Span::styled(if wide { " │ " } else { " · " }, Style::new().fg(Color::DarkGray));
     // Everything after the path first, so the path gets the room left.
     let mut rest = vec![
         sep.clone(),
@@ -211,9 +191,7 @@ fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     if expected > app.file_len() {
         rest.push(Span::styled(
             format!(" TRUNCATED: the header says {}", human_size(expected)),
-            Style::new()
-                .fg(Color::LightRed)
-                .add_modifier(Modifier::BOLD),
+            Style::new().fg(Color::LightRed).add_modifier(Modifier::BOLD),
         ));
     }
     if let Some(b) = &snap.bolt {
@@ -228,25 +206,16 @@ fn render_title(frame: &mut Frame, area: Rect, app: &App) {
     }
     if data.locked {
         rest.push(sep);
-        rest.push(Span::styled(
-            "LOCKED",
-            Style::new().fg(Color::Black).bg(Color::Yellow),
-        ));
+        rest.push(Span::styled("LOCKED", Style::new().fg(Color::Black).bg(Color::Yellow)));
     }
     let mut spans = Vec::new();
     if wide {
-        spans.push(Span::styled(
-            " inspector ",
-            Style::new().fg(Color::Black).bg(Color::Cyan),
-        ));
+        spans.push(Span::styled(" inspector ", Style::new().fg(Color::Black).bg(Color::Cyan)));
         spans.push(Span::raw(" "));
     }
     let used: usize = spans.iter().chain(&rest).map(Span::width).sum();
     let room = usize::from(area.width).saturating_sub(used).max(12);
-    spans.push(Span::styled(
-        tail(app.label(), room),
-        Style::new().add_modifier(Modifier::BOLD),
-    ));
+    spans.push(Span::styled(tail(app.label(), room), Style::new().add_modifier(Modifier::BOLD)));
     spans.extend(rest);
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -256,12 +225,7 @@ fn render_title(frame: &mut Frame, area: Rect, app: &App) {
 pub fn freelist_text(f: &FreelistReport) -> String {
     match f {
         FreelistReport::NotStored => "freelist not stored".into(),
-        FreelistReport::Stored {
-            page,
-            overflow,
-            ids,
-            ..
-        } => {
+        FreelistReport::Stored { page, overflow, ids, .. } => {
             if *overflow > 0 {
                 format!("freelist p{page}+{overflow}: {ids} ids")
             } else {

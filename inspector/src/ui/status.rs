@@ -46,10 +46,7 @@ fn pack(chunks: Vec<Chunk>, width: usize, max_lines: usize) -> Vec<Line<'static>
 }
 
 fn kind_from_name(name: &str) -> Kind {
-    Kind::ALL
-        .into_iter()
-        .find(|k| k.name() == name)
-        .unwrap_or(Kind::Data)
+    Kind::ALL.into_iter().find(|k| k.name() == name).unwrap_or(Kind::Data)
 }
 
 /// The legend's lines for a screen `width` wide.
@@ -70,20 +67,13 @@ pub fn legend_lines(app: &App, width: u16) -> Vec<Line<'static>> {
             continue;
         }
         chunks.push(vec![
-            Span::styled(
-                res.glyph().to_string(),
-                Style::new().add_modifier(Modifier::BOLD),
-            ),
+            Span::styled(res.glyph().to_string(), Style::new().add_modifier(Modifier::BOLD)),
             Span::styled(format!(" {what}"), dim),
         ]);
     }
     chunks.push(vec![
         Span::styled(
-            format!(
-                "{}{}",
-                Residence::All.selected_glyph(),
-                Residence::None.selected_glyph()
-            ),
+            format!("{}{}", Residence::All.selected_glyph(), Residence::None.selected_glyph()),
             Style::new().add_modifier(Modifier::BOLD),
         ),
         Span::styled(" selected", dim),
@@ -112,16 +102,11 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
     let dim = Style::new().fg(Color::DarkGray);
     let mut chunks: Vec<Chunk> = Vec::new();
     if let Some(clock) = &data.clock {
-        chunks.push(vec![Span::styled(
-            clock.clone(),
-            Style::new().fg(Color::Black).bg(Color::Cyan),
-        )]);
+        chunks
+            .push(vec![Span::styled(clock.clone(), Style::new().fg(Color::Black).bg(Color::Cyan))]);
     }
     match &data.residency {
-        Some(r) => match r
-            .known_resident_pages()
-            .map(|n| if widest { r.total_pages } else { n })
-        {
+        Some(r) => match r.known_resident_pages().map(|n| if widest { r.total_pages } else { n }) {
             Some(n) => chunks.push(vec![
                 Span::styled("Resident ", bold),
                 Span::styled(format!("{n}/{}", r.total_pages), bold),
@@ -151,18 +136,11 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
         ]),
     }
     if let Some(line) = app.rrdcached() {
-        chunks.push(vec![Span::styled(
-            line.to_owned(),
-            Style::new().fg(Color::Magenta),
-        )]);
+        chunks.push(vec![Span::styled(line.to_owned(), Style::new().fg(Color::Magenta))]);
     }
     if data.rereading || widest {
         chunks.push(vec![Span::styled(
-            if data.snapshot.reading {
-                "reading the structure…"
-            } else {
-                "re-reading…"
-            },
+            if data.snapshot.reading { "reading the structure…" } else { "re-reading…" },
             Style::new().fg(Color::Black).bg(Color::Yellow),
         )]);
     }
@@ -171,10 +149,7 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
     }
     let unit = app.unit().max(1);
     if data.residency.as_ref().is_some_and(|r| r.page_size != unit) {
-        chunks.push(vec![Span::styled(
-            format!("in {} pages:", human_size(unit)),
-            dim,
-        )]);
+        chunks.push(vec![Span::styled(format!("in {} pages:", human_size(unit)), dim)]);
     }
     for t in app.totals() {
         let k = kind_from_name(t.kind);
@@ -185,10 +160,7 @@ fn totals_chunks(app: &App, widest: bool) -> Vec<Chunk> {
             }
             None => format!(" ?/{}", t.pages),
         };
-        chunks.push(vec![
-            Span::styled(t.kind, Style::new().fg(kind_color(k))),
-            Span::raw(res),
-        ]);
+        chunks.push(vec![Span::styled(t.kind, Style::new().fg(kind_color(k))), Span::raw(res)]);
     }
     chunks.push(vec![Span::styled(
         format!(
@@ -237,9 +209,7 @@ fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
 /// key hint take one, so the screen does not jump as messages come and go.
 fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
     let data = app.data();
-    let err = Style::new()
-        .fg(Color::LightRed)
-        .add_modifier(Modifier::BOLD);
+    let err = Style::new().fg(Color::LightRed).add_modifier(Modifier::BOLD);
     let warn = Style::new().fg(Color::Yellow);
     // (text, style, lines it may take)
     let mut out: Vec<(String, Style, usize)> = Vec::new();
@@ -282,11 +252,7 @@ fn notices(app: &App, width: u16) -> Vec<Line<'static>> {
     }
     match app.message() {
         Some(m) => {
-            let (style, lines) = if m.error {
-                (err, 2)
-            } else {
-                (Style::new().fg(Color::Cyan), 1)
-            };
+            let (style, lines) = if m.error { (err, 2) } else { (Style::new().fg(Color::Cyan), 1) };
             out.push((format!("» {}", m.text), style, lines));
         }
         None if data.clock.is_some() => out.push((

@@ -22,10 +22,7 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
     let title = if app.data().snapshot.reading {
         " structure · reading… ".to_string()
     } else if format == mapwise_core::layout::Format::Bolt {
-        format!(
-            " structure · {buckets} bucket{} ",
-            if buckets == 1 { "" } else { "s" }
-        )
+        format!(" structure · {buckets} bucket{} ", if buckets == 1 { "" } else { "s" })
     } else {
         format!(" structure · {} ", format.name())
     };
@@ -100,33 +97,18 @@ fn revlog_page(frame: &mut Frame, area: Rect, app: &App, head: String) {
         .regions_in(start, unit)
         .filter(|r| matches!(r.kind, Kind::Entry | Kind::Corrupt))
         .collect();
-    let mut lines: Vec<Line> = head
-        .lines()
-        .map(|l| Line::styled(l.to_string(), dim))
-        .collect();
+    let mut lines: Vec<Line> = head.lines().map(|l| Line::styled(l.to_string(), dim)).collect();
     lines.push(Line::raw(""));
     let revs = match (entries.first(), entries.last()) {
         (Some(a), Some(b)) if a.kind == Kind::Entry && b.kind == Kind::Entry => {
-            format!(
-                "page {page}: revs {}–{} ({} entries)",
-                a.id,
-                b.id,
-                entries.len()
-            )
+            format!("page {page}: revs {}–{} ({} entries)", a.id, b.id, entries.len())
         }
         _ if entries.is_empty() => format!("page {page}: no entry starts or ends here"),
         _ => format!("page {page}: {} entries or damaged runs", entries.len()),
     };
-    lines.push(Line::styled(
-        revs,
-        Style::new().add_modifier(Modifier::BOLD),
-    ));
+    lines.push(Line::styled(revs, Style::new().add_modifier(Modifier::BOLD)));
     let room = usize::from(area.height).saturating_sub(lines.len());
-    let shown = if entries.len() > room {
-        room.saturating_sub(1)
-    } else {
-        entries.len()
-    };
+    let shown = if entries.len() > room { room.saturating_sub(1) } else { entries.len() };
     for r in entries.iter().take(shown) {
         let (res, _, _) = app.residence_in(r.offset, r.end());
         let chunk = layout
@@ -134,11 +116,8 @@ fn revlog_page(frame: &mut Frame, area: Rect, app: &App, head: String) {
             .and_then(|i| layout.regions.get(i))
             .filter(|c| c.kind == Kind::Chunk && c.id == r.id)
             .map_or(String::new(), |c| format!(" + {} B data", c.len));
-        let what = if r.kind == Kind::Entry {
-            format!(" rev {}", r.id)
-        } else {
-            " corrupt".to_string()
-        };
+        let what =
+            if r.kind == Kind::Entry { format!(" rev {}", r.id) } else { " corrupt".to_string() };
         lines.push(Line::from(vec![
             Span::styled(res.glyph().to_string(), Style::new().fg(kind_color(r.kind))),
             Span::styled(what, Style::new().fg(kind_color(r.kind))),
@@ -147,10 +126,7 @@ fn revlog_page(frame: &mut Frame, area: Rect, app: &App, head: String) {
     }
     if shown < entries.len() {
         lines.push(Line::styled(
-            format!(
-                "… {} more on this page (zoom in or see detail)",
-                entries.len() - shown
-            ),
+            format!("… {} more on this page (zoom in or see detail)", entries.len() - shown),
             dim,
         ));
     }
@@ -158,11 +134,7 @@ fn revlog_page(frame: &mut Frame, area: Rect, app: &App, head: String) {
 }
 
 fn leaf_name(g: &Group) -> &str {
-    if g.parent.is_none() {
-        "(root)"
-    } else {
-        g.path.rsplit('/').next().unwrap_or(&g.path)
-    }
+    if g.parent.is_none() { "(root)" } else { g.path.rsplit('/').next().unwrap_or(&g.path) }
 }
 
 /// An RRD archive: its definition, its current row and the page the
@@ -170,26 +142,18 @@ fn leaf_name(g: &Group) -> &str {
 fn rra_line(app: &App, gi: u32, g: &Group, width: usize) -> Line<'static> {
     let dim = Style::new().fg(Color::DarkGray);
     let layout = app.layout();
-    let cur = layout
-        .regions
-        .iter()
-        .find(|r| r.group == Some(gi) && r.kind == Kind::CurRow);
+    let cur = layout.regions.iter().find(|r| r.group == Some(gi) && r.kind == Kind::CurRow);
     let mut facts = String::new();
     let mut spans = Vec::new();
     if let Some(c) = cur {
         let unit = app.unit().max(1);
         let (res, _, _) = app.residence_in(c.offset, c.end());
-        spans.push(Span::styled(
-            res.glyph().to_string(),
-            Style::new().fg(kind_color(Kind::CurRow)),
-        ));
+        spans
+            .push(Span::styled(res.glyph().to_string(), Style::new().fg(kind_color(Kind::CurRow))));
         facts.push_str(&format!(" · cur_row {} · page {}", c.id, c.offset / unit));
     }
     spans.push(Span::raw(" "));
-    spans.push(Span::styled(
-        g.path.clone(),
-        Style::new().add_modifier(Modifier::BOLD),
-    ));
+    spans.push(Span::styled(g.path.clone(), Style::new().add_modifier(Modifier::BOLD)));
     spans.push(Span::styled(facts, dim));
     let _ = width;
     Line::from(spans)
@@ -223,10 +187,7 @@ fn row_line(app: &App, row: TreeRow, width: usize) -> Line<'static> {
             }
             Line::from(vec![
                 Span::raw(format!("{indent}{marker} ")),
-                Span::styled(
-                    leaf_name(g).to_string(),
-                    Style::new().add_modifier(Modifier::BOLD),
-                ),
+                Span::styled(leaf_name(g).to_string(), Style::new().add_modifier(Modifier::BOLD)),
                 Span::styled(facts, dim),
             ])
         }
@@ -234,10 +195,7 @@ fn row_line(app: &App, row: TreeRow, width: usize) -> Line<'static> {
             let Some(r) = layout.regions.get(ri) else {
                 return Line::from("?");
             };
-            let level = r
-                .group
-                .and_then(|g| layout.group(g))
-                .map_or(0, |g| usize::from(g.level));
+            let level = r.group.and_then(|g| layout.group(g)).map_or(0, |g| usize::from(g.level));
             let indent = " ".repeat(level * 2 + 2);
             let unit = app.unit().max(1);
             let (res, _, _) =

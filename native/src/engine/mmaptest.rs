@@ -130,10 +130,7 @@ impl FromStr for ReadSize {
             return Err(bad());
         }
         let n: usize = num.parse().map_err(|_| bad())?;
-        n.checked_mul(mult)
-            .and_then(NonZeroUsize::new)
-            .map(ReadSize::Bytes)
-            .ok_or_else(bad)
+        n.checked_mul(mult).and_then(NonZeroUsize::new).map(ReadSize::Bytes).ok_or_else(bad)
     }
 }
 
@@ -199,12 +196,7 @@ pub struct Options {
 impl Default for Options {
     /// The original: 100 000 iterations, no populate, no touch, warm.
     fn default() -> Self {
-        Options {
-            iterations: DEFAULT_ITERATIONS,
-            populate: false,
-            touch: false,
-            cold: false,
-        }
+        Options { iterations: DEFAULT_ITERATIONS, populate: false, touch: false, cold: false }
     }
 }
 
@@ -410,12 +402,7 @@ impl Files {
             let Ok(len_usize) = usize::try_from(len) else {
                 return Err(Error::TooLarge { path, len });
             };
-            inputs.push(Input {
-                path,
-                file,
-                len,
-                len_usize,
-            });
+            inputs.push(Input { path, file, len, len_usize });
         }
         Ok(Files { inputs })
     }
@@ -441,14 +428,9 @@ impl Files {
     /// `fsync` every file, then drop it from the page cache.
     fn evict(&self) -> Result<(), Error> {
         for i in &self.inputs {
-            i.file.sync_all().map_err(|source| Error::Sync {
-                path: i.path.clone(),
-                source,
-            })?;
-            residency::evict(&i.file, 0, residency::TO_EOF).map_err(|source| Error::Evict {
-                path: i.path.clone(),
-                source,
-            })?;
+            i.file.sync_all().map_err(|source| Error::Sync { path: i.path.clone(), source })?;
+            residency::evict(&i.file, 0, residency::TO_EOF)
+                .map_err(|source| Error::Evict { path: i.path.clone(), source })?;
         }
         Ok(())
     }
@@ -465,13 +447,8 @@ fn map(input: &Input, populate: bool) -> Result<FileMap, Error> {
     // (documented on `run`) puts that on the caller, and the benchmark and
     // tests run on files of their own that nobody changes during a run.
     // Nothing here writes through the mapping.
-    unsafe { FileMap::shared_read_only(&input.file, input.len_usize, populate) }.map_err(|source| {
-        Error::Map {
-            path: input.path.clone(),
-            len: input.len,
-            source,
-        }
-    })
+    unsafe { FileMap::shared_read_only(&input.file, input.len_usize, populate) }
+        .map_err(|source| Error::Map { path: input.path.clone(), len: input.len, source })
 }
 
 /// The data stream: every write goes to the caller's writer, and with
@@ -489,9 +466,7 @@ impl<W: Write + ?Sized> Sink<'_, W> {
         if self.touch {
             self.sum = self.sum.wrapping_add(byte_sum(data));
         }
-        self.out
-            .write_all(data)
-            .map_err(|source| Error::Write { source })?;
+        self.out.write_all(data).map_err(|source| Error::Write { source })?;
         self.bytes += data.len() as u64;
         Ok(())
     }
@@ -519,12 +494,7 @@ pub fn run<W: Write + ?Sized>(
     if opts.cold {
         files.evict()?;
     }
-    let mut sink = Sink {
-        out,
-        touch: opts.touch,
-        sum: 0,
-        bytes: 0,
-    };
+    let mut sink = Sink { out, touch: opts.touch, sum: 0, bytes: 0 };
     let setup_start = Instant::now();
     warm_code_path(files, mode, &mut sink)?;
     let (setup_secs, secs, read_size) = match mode {
@@ -571,11 +541,7 @@ pub fn run<W: Write + ?Sized>(
         }
     };
     #[expect(clippy::cast_precision_loss)]
-    let gb_per_s = if secs > 0.0 {
-        sink.bytes as f64 / secs / 1e9
-    } else {
-        0.0
-    };
+    let gb_per_s = if secs > 0.0 { sink.bytes as f64 / secs / 1e9 } else { 0.0 };
     Ok(ModeResult {
         mode: mode.name(),
         read_size,
@@ -618,10 +584,7 @@ fn warm_code_path<W: Write + ?Sized>(
 ) -> Result<(), Error> {
     // A zero-length write(2): allowed by the `Write` contract, and a no-op
     // for /dev/null, files and pipes.
-    let _ = sink
-        .out
-        .write(&[])
-        .map_err(|source| Error::Write { source })?;
+    let _ = sink.out.write(&[]).map_err(|source| Error::Write { source })?;
     if sink.touch {
         std::hint::black_box(byte_sum(std::hint::black_box(&[0u8; 256])));
     }
@@ -657,11 +620,7 @@ fn read_loop<W: Write + ?Sized>(
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(source) => {
-                        return Err(Error::Read {
-                            path: i.path.clone(),
-                            offset,
-                            source,
-                        });
+                        return Err(Error::Read { path: i.path.clone(), offset, source });
                     }
                 };
                 sink.emit(buf.get(..n).unwrap_or(buf))?;
@@ -696,10 +655,7 @@ pub fn byte_sum(data: &[u8]) -> u64 {
 
 /// Portable [`byte_sum`]: 64 lanes of u16, widened before they can
 /// overflow (256 × 255 < 2^16). Vectorises to whatever the target has.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(test)),
-    expect(dead_code)
-)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2", not(test)), expect(dead_code))]
 fn byte_sum_portable(data: &[u8]) -> u64 {
     const LANES: usize = 64;
     let mut total = 0u64;
@@ -714,10 +670,7 @@ fn byte_sum_portable(data: &[u8]) -> u64 {
         }
         total = total.wrapping_add(fold(&acc));
     }
-    let tail = blocks
-        .remainder()
-        .iter()
-        .fold(0u64, |s, &b| s.wrapping_add(u64::from(b)));
+    let tail = blocks.remainder().iter().fold(0u64, |s, &b| s.wrapping_add(u64::from(b)));
     total.wrapping_add(tail)
 }
 
@@ -755,10 +708,7 @@ fn byte_sum_sse2(data: &[u8]) -> u64 {
     // The two 64-bit lanes, as the unsigned sums they are.
     let lane = |v: __m128i| _mm_cvtsi128_si64(v).cast_unsigned();
     let sum = lane(acc).wrapping_add(lane(_mm_unpackhi_epi64(acc, acc)));
-    blocks
-        .remainder()
-        .iter()
-        .fold(sum, |s, &b| s.wrapping_add(u64::from(b)))
+    blocks.remainder().iter().fold(sum, |s, &b| s.wrapping_add(u64::from(b)))
 }
 
 #[cfg(test)]
@@ -766,9 +716,7 @@ mod tests {
     use super::*;
 
     fn pattern(n: usize) -> Vec<u8> {
-        (0..n)
-            .map(|i| (i.wrapping_mul(2_654_435_761) >> 7).to_le_bytes()[0])
-            .collect()
+        (0..n).map(|i| (i.wrapping_mul(2_654_435_761) >> 7).to_le_bytes()[0]).collect()
     }
 
     #[test]
@@ -782,16 +730,7 @@ mod tests {
         assert_eq!("8192B".parse(), Ok(b(8192)));
         assert_eq!("whole".parse(), Ok(ReadSize::Whole));
         assert_eq!(" Whole ".parse(), Ok(ReadSize::Whole));
-        for bad in [
-            "",
-            "0",
-            "-1",
-            "K",
-            "1.5K",
-            "64 KB",
-            "x",
-            "99999999999999999999",
-        ] {
+        for bad in ["", "0", "-1", "K", "1.5K", "64 KB", "x", "99999999999999999999"] {
             assert!(bad.parse::<ReadSize>().is_err(), "{bad:?} accepted");
         }
         assert_eq!(ReadSize::default(), b(65536));

@@ -209,11 +209,7 @@ pub fn unsettled_message(s: &Struggle, problems: u64) -> String {
         ),
         None => "commits".to_string(),
     };
-    let why = s
-        .last_reason
-        .as_deref()
-        .map(|r| format!(", last because {r}"))
-        .unwrap_or_default();
+    let why = s.last_reason.as_deref().map(|r| format!(", last because {r}")).unwrap_or_default();
     format!(
         "{}: no read was of one snapshot: a writer made {pace}, faster than this reader can \
          follow (it started over {} times{why}); {seen}. {READ_A_COPY}",
@@ -243,10 +239,7 @@ pub fn read_bolt<T>(
     path: &Path,
     mut read: impl FnMut(&BoltFile<'_, QuietSource>) -> T,
 ) -> Result<Settled<T>, Error> {
-    let open_err = |source| Error::Open {
-        path: path.to_owned(),
-        source,
-    };
+    let open_err = |source| Error::Open { path: path.to_owned(), source };
     let start = Instant::now();
     let mut pause = FIRST_PAUSE;
     let mut attempts = 0;
@@ -257,10 +250,7 @@ pub fn read_bolt<T>(
         let file = match BoltFile::open(&src) {
             Ok(f) => f,
             Err(reason) => {
-                return Err(Error::NotBolt {
-                    path: path.to_owned(),
-                    reason,
-                });
+                return Err(Error::NotBolt { path: path.to_owned(), reason });
             }
         };
         let before = file.snapshot();
@@ -548,14 +538,10 @@ impl Follower {
     /// # Errors
     /// [`Error::Open`], [`Error::NotBolt`].
     pub fn open(path: &Path, opts: WalkOptions, budget: usize) -> Result<Follower, Error> {
-        let reader = QuietPages::open(path).map_err(|source| Error::Open {
-            path: path.to_owned(),
-            source,
-        })?;
-        let file = BoltFile::open(&reader).map_err(|reason| Error::NotBolt {
-            path: path.to_owned(),
-            reason,
-        })?;
+        let reader = QuietPages::open(path)
+            .map_err(|source| Error::Open { path: path.to_owned(), source })?;
+        let file = BoltFile::open(&reader)
+            .map_err(|reason| Error::NotBolt { path: path.to_owned(), reason })?;
         let mut snapshot = file.snapshot();
         let ps = u64::from(snapshot.page_size);
         let len = reader.len();
@@ -579,11 +565,7 @@ impl Follower {
             reader,
             opts,
             budget,
-            cur: Current {
-                metas,
-                snapshot,
-                len,
-            },
+            cur: Current { metas, snapshot, len },
             slots: Table::default(),
             frontier: 0,
             heap: 0,
@@ -652,9 +634,7 @@ impl Follower {
         };
         let busy = self.struggle.followed > 0 || self.struggle.restarts > 0;
         let quiet = !busy
-            && (SystemTime::now()
-                .duration_since(mtime)
-                .is_ok_and(|d| d >= QUIET_FOR)
+            && (SystemTime::now().duration_since(mtime).is_ok_and(|d| d >= QUIET_FOR)
                 || crate::os::residency::cachestat(
                     self.reader.file(),
                     0,
@@ -673,12 +653,7 @@ impl Follower {
     /// file was not written since it was found quiet.
     #[must_use]
     pub fn stands(&self) -> bool {
-        stands(
-            self.previous.as_deref(),
-            self.opts,
-            self.quiet,
-            Some(&self.reader),
-        )
+        stands(self.previous.as_deref(), self.opts, self.quiet, Some(&self.reader))
     }
 
     /// What has been seen of the writer so far.
@@ -751,9 +726,7 @@ impl Follower {
     fn keep_reached_ahead(&mut self) {
         let ps = self.ps();
         let slots = &self.slots;
-        self.asked_ahead
-            .get_mut()
-            .retain(|p| matches!(slots.get(p), Some(Slot::Known(_))));
+        self.asked_ahead.get_mut().retain(|p| matches!(slots.get(p), Some(Slot::Known(_))));
         if let Some(a) = &self.ahead {
             a.retain(|offset| {
                 ps > 0
@@ -846,10 +819,7 @@ impl Follower {
     /// when it is new to the follower (and in the file, so worth reading).
     fn add_frontier(&mut self, pgid: u64, referrer: At, field: &'static str) -> bool {
         let src = Empty(self.cur.len);
-        if self
-            .file_of(&src)
-            .tree_page_id(pgid, referrer, field)
-            .is_err()
+        if self.file_of(&src).tree_page_id(pgid, referrer, field).is_err()
             || self.slots.contains_key(&pgid)
         {
             return false;
@@ -903,11 +873,7 @@ impl Follower {
         if metas == self.cur.metas {
             return Look::Same;
         }
-        let src = MetaSource {
-            metas: &metas,
-            ps,
-            len: self.reader.len(),
-        };
+        let src = MetaSource { metas: &metas, ps, len: self.reader.len() };
         let Ok(file) = BoltFile::open(&src) else {
             return Look::Moving;
         };
@@ -924,22 +890,14 @@ impl Follower {
         let mine = usize::from(self.cur.snapshot.current);
         if theirs == ours + 1 && metas.0[mine] == self.cur.metas.0[mine] {
             let _ = self.reader.refresh();
-            return Look::Next(Current {
-                metas,
-                snapshot,
-                len: self.reader.len(),
-            });
+            return Look::Next(Current { metas, snapshot, len: self.reader.len() });
         }
         self.elsewhere(metas, snapshot)
     }
 
     fn elsewhere(&mut self, metas: MetaBytes, snapshot: Snapshot) -> Look {
         let _ = self.reader.refresh();
-        Look::Elsewhere(Current {
-            metas,
-            snapshot,
-            len: self.reader.len(),
-        })
+        Look::Elsewhere(Current { metas, snapshot, len: self.reader.len() })
     }
 
     /// Read and follow for about `slice`: follow every commit seen, read
@@ -950,11 +908,7 @@ impl Follower {
         loop {
             // The look that closed the last batch opens this one, when
             // nothing was read since.
-            let look = if std::mem::take(&mut self.looked) {
-                Look::Same
-            } else {
-                self.look()
-            };
+            let look = if std::mem::take(&mut self.looked) { Look::Same } else { self.look() };
             if !matches!(look, Look::Moving) {
                 self.moving_since = None;
             }
@@ -1026,15 +980,7 @@ impl Follower {
     fn bracketed(&mut self, pgids: &[u64], most: usize) -> Option<Batch> {
         let ahead = self.ahead.as_ref().map(|a| (a, self.epoch));
         let buf = std::mem::take(&mut self.arena);
-        let batch = read_pages(
-            &self.reader,
-            ahead,
-            self.ps(),
-            self.cur.len,
-            pgids,
-            most,
-            buf,
-        );
+        let batch = read_pages(&self.reader, ahead, self.ps(), self.cur.len, pgids, most, buf);
         if most < usize::MAX {
             let bytes = batch.runs.iter().map(|r| r.1.len()).sum::<usize>();
             self.struggle.largest_batch = self.struggle.largest_batch.max(bytes);
@@ -1042,11 +988,8 @@ impl Follower {
         if !batch.runs.is_empty() {
             let read: usize = batch.runs.iter().map(|r| r.1.len()).sum();
             let now = read / batch.runs.len();
-            self.run_bytes = if self.run_bytes == 0 {
-                now
-            } else {
-                usize::midpoint(self.run_bytes, now)
-            };
+            self.run_bytes =
+                if self.run_bytes == 0 { now } else { usize::midpoint(self.run_bytes, now) };
         }
         let ps = self.ps();
         let same = read_metas(&self.reader, ps).is_some_and(|m| m == self.cur.metas);
@@ -1104,9 +1047,7 @@ impl Follower {
         // Children of open branch pages, newest first.
         let mut parents: Vec<(u64, Open)> = Vec::new();
         let mut want: Vec<(u64, usize, usize)> = Vec::new(); // (child, parent index, element)
-        let run = self
-            .run_bytes
-            .max(usize::try_from(self.ps()).unwrap_or(4096));
+        let run = self.run_bytes.max(usize::try_from(self.ps()).unwrap_or(4096));
         let most = (BATCH_BYTES / run).clamp(8, BATCH_RUNS);
         while want.len() < most {
             let Some(p) = self.order.pop() else { break };
@@ -1142,11 +1083,7 @@ impl Follower {
         let pgids: Vec<u64> = want.iter().map(|w| w.0).collect();
         self.read_ahead();
         let ready = self.wait_ahead(&pgids);
-        let batch = if ready {
-            self.bracketed(&pgids, BATCH_BYTES)
-        } else {
-            None
-        };
+        let batch = if ready { self.bracketed(&pgids, BATCH_BYTES) } else { None };
         let Some(batch) = batch else {
             for (p, open) in parents {
                 self.order.push(p);
@@ -1173,10 +1110,8 @@ impl Follower {
             );
             let Ok(page) = page else { continue };
             let (lo, hi) = child_bounds(&page, i, open.hi.as_deref());
-            let referrer = At::Element {
-                pgid: *ppgid,
-                index: u32::try_from(i).unwrap_or(u32::MAX),
-            };
+            let referrer =
+                At::Element { pgid: *ppgid, index: u32::try_from(i).unwrap_or(u32::MAX) };
             self.take_page(&batch, child, referrer, "pgid", lo, hi, hi_key(hi));
         }
         // Their children still reached and not read, read from them next.
@@ -1210,13 +1145,7 @@ impl Follower {
                 Ok(page) => {
                     let d = Digest::of(&page, lo, hi, self.opts.check_keys);
                     if d.is_branch() {
-                        self.open.insert(
-                            pgid,
-                            Open {
-                                bytes: page.bytes().into(),
-                                hi: hi_bytes,
-                            },
-                        );
+                        self.open.insert(pgid, Open { bytes: page.bytes().into(), hi: hi_bytes });
                         self.order.push(pgid);
                     }
                     Slot::Known(d)
@@ -1234,10 +1163,7 @@ impl Follower {
     fn reach_from(&mut self, pgid: u64, d: &Digest) {
         for (i, c) in d.children().iter().enumerate() {
             if d.descends(i) {
-                let at = At::Element {
-                    pgid,
-                    index: u32::try_from(i).unwrap_or(u32::MAX),
-                };
+                let at = At::Element { pgid, index: u32::try_from(i).unwrap_or(u32::MAX) };
                 self.add_frontier(c.pgid, at, "pgid");
             }
         }
@@ -1310,11 +1236,7 @@ impl Follower {
                     }
                     None => {
                         let src = Empty(self.cur.len);
-                        if self
-                            .file_of(&src)
-                            .tree_page_id(pgid, r.referrer, r.field)
-                            .is_err()
-                        {
+                        if self.file_of(&src).tree_page_id(pgid, r.referrer, r.field).is_err() {
                             continue;
                         }
                         if was_known.is_none() {
@@ -1338,14 +1260,7 @@ impl Follower {
                 Restart("a commit landed while a commit's pages were read".into())
             })?;
             for r in to_read {
-                let Reach {
-                    pgid,
-                    referrer,
-                    field,
-                    lo,
-                    hi,
-                    was,
-                } = r;
+                let Reach { pgid, referrer, field, lo, hi, was } = r;
                 let lo_b = lo.as_deref().map_or(Bound::NONE, Bound::of);
                 let hi_b = hi.as_deref().map_or(Bound::NONE, Bound::of);
                 let was_known = was.filter(|w| matches!(self.slots.get(w), Some(Slot::Known(_))));
@@ -1396,13 +1311,7 @@ impl Follower {
                             was,
                         });
                     }
-                    opened.push((
-                        pgid,
-                        Open {
-                            bytes: page.bytes().into(),
-                            hi: hi.clone(),
-                        },
-                    ));
+                    opened.push((pgid, Open { bytes: page.bytes().into(), hi: hi.clone() }));
                 } else {
                     let mut refs = Vec::new();
                     d.bucket_refs(&mut refs);
@@ -1410,10 +1319,8 @@ impl Follower {
                         old_d.map(|o| bucket_roots(o)).unwrap_or_default();
                     for (root, at) in refs {
                         let name = bucket_name(&d, at);
-                        let was = old_buckets
-                            .iter()
-                            .find(|(n, _)| Some(*n) == name)
-                            .map(|(_, r)| *r);
+                        let was =
+                            old_buckets.iter().find(|(n, _)| Some(*n) == name).map(|(_, r)| *r);
                         next.push(Reach {
                             pgid: root,
                             referrer: at,
@@ -1556,12 +1463,7 @@ impl Frozen {
     /// [`Follower::stands`]).
     #[must_use]
     pub fn stands(&self) -> bool {
-        stands(
-            self.previous.as_deref(),
-            self.opts,
-            self.quiet,
-            self.reader.as_ref(),
-        )
+        stands(self.previous.as_deref(), self.opts, self.quiet, self.reader.as_ref())
     }
 
     /// `true` when every page of the snapshot is held.
@@ -1594,11 +1496,7 @@ impl Frozen {
         let walked =
             mapwise_core::bolt::walk_with(&file, &held, self.opts, self.previous.as_deref());
         // Pages not held are not of this snapshot for sure: no verdicts.
-        let walked = if self.complete() {
-            walked
-        } else {
-            walked.unsure()
-        };
+        let walked = if self.complete() { walked } else { walked.unsure() };
         read(&file, walked)
     }
 }
@@ -1681,9 +1579,7 @@ fn child_bounds<'a>(
 }
 
 fn hi_key(b: Bound<'_>) -> Option<Box<[u8]>> {
-    b.key
-        .filter(|_| b.hash != mapwise_core::bolt::NO_BOUND)
-        .map(Into::into)
+    b.key.filter(|_| b.hash != mapwise_core::bolt::NO_BOUND).map(Into::into)
 }
 
 fn slot_heap(s: &Slot) -> usize {
@@ -1698,12 +1594,8 @@ fn slot_heap(s: &Slot) -> usize {
 /// them: none past its end); `None` when a read failed.
 fn read_metas(reader: &QuietPages, ps: u64) -> Option<MetaBytes> {
     let len = reader.len();
-    let want = |at: u64| {
-        (
-            at,
-            usize::try_from(len.saturating_sub(at).min(META_END as u64)).unwrap_or(0),
-        )
-    };
+    let want =
+        |at: u64| (at, usize::try_from(len.saturating_sub(at).min(META_END as u64)).unwrap_or(0));
     let runs = [want(0), want(ps)];
     let mut out = [Vec::new(), Vec::new()];
     let asked: Vec<(u64, usize)> = runs.iter().copied().filter(|r| r.1 > 0).collect();
@@ -1743,18 +1635,11 @@ impl PageSource for Batch {
     }
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, mapwise_core::Error> {
-        let run = self
-            .runs
-            .binary_search_by_key(&offset, |r| r.0)
-            .ok()
-            .and_then(|i| self.runs.get(i));
+        let run =
+            self.runs.binary_search_by_key(&offset, |r| r.0).ok().and_then(|i| self.runs.get(i));
         match run.and_then(|(_, r)| self.buf.get(r.start..r.end)) {
             Some(b) if b.len() >= len => Ok(Cow::Borrowed(&b[..len])),
-            _ => Err(mapwise_core::Error::Read {
-                offset,
-                len: len as u64,
-                code: libc::EIO,
-            }),
+            _ => Err(mapwise_core::Error::Read { offset, len: len as u64, code: libc::EIO }),
         }
     }
 }
@@ -1784,14 +1669,9 @@ fn read_pages(
     firsts.dedup_by_key(|r| r.0);
     let mut runs: Vec<(u64, std::ops::Range<usize>)> = Vec::with_capacity(firsts.len());
     let mut longer: Vec<(u64, usize)> = Vec::new();
-    for ((offset, _), r) in firsts
-        .iter()
-        .zip(reader.read_into(&firsts, ahead, &mut buf))
-    {
+    for ((offset, _), r) in firsts.iter().zip(reader.read_into(&firsts, ahead, &mut buf)) {
         let Ok(r) = r else { continue };
-        if let Some(h) = buf
-            .get(r.clone())
-            .and_then(mapwise_core::bolt::PageHeader::parse)
+        if let Some(h) = buf.get(r.clone()).and_then(mapwise_core::bolt::PageHeader::parse)
             && h.overflow > 0
         {
             let run = (u64::from(h.overflow) + 1).saturating_mul(ps);
@@ -1827,12 +1707,7 @@ fn read_pages(
             }
         }
     }
-    Batch {
-        buf,
-        runs,
-        later,
-        len,
-    }
+    Batch { buf, runs, later, len }
 }
 
 /// The freelist run at `pgid`, read as [`read_pages`] reads a page.
@@ -1851,11 +1726,7 @@ impl PageSource for Empty {
     }
 
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, mapwise_core::Error> {
-        Err(mapwise_core::Error::Read {
-            offset,
-            len: len as u64,
-            code: libc::EIO,
-        })
+        Err(mapwise_core::Error::Read { offset, len: len as u64, code: libc::EIO })
     }
 }
 
@@ -1881,11 +1752,7 @@ impl PageSource for MetaSource<'_> {
         };
         match b.get(..len) {
             Some(s) if !s.is_empty() || len == 0 => Ok(Cow::Borrowed(s)),
-            _ => Err(mapwise_core::Error::Read {
-                offset,
-                len: len as u64,
-                code: libc::EIO,
-            }),
+            _ => Err(mapwise_core::Error::Read { offset, len: len as u64, code: libc::EIO }),
         }
     }
 }
@@ -1934,11 +1801,7 @@ impl PageSource for Held<'_> {
         }
         match &self.f.reader {
             Some(r) => r.read(offset, len).map(Cow::Owned),
-            None => Err(mapwise_core::Error::Read {
-                offset,
-                len: len as u64,
-                code: libc::EBADF,
-            }),
+            None => Err(mapwise_core::Error::Read { offset, len: len as u64, code: libc::EBADF }),
         }
     }
 }
@@ -1953,11 +1816,7 @@ impl<'s> TreePages<'s> for Held<'_> {
         hi: Bound<'_>,
         check_keys: bool,
     ) -> Fetched<'_, 's> {
-        if let Err(e) = self
-            .f
-            .file_of(&Empty(self.f.cur.len))
-            .tree_page_id(pgid, referrer, field)
-        {
+        if let Err(e) = self.f.file_of(&Empty(self.f.cur.len)).tree_page_id(pgid, referrer, field) {
             return Fetched::Fault(e);
         }
         match self.f.slots.get(&pgid) {
@@ -2012,10 +1871,7 @@ pub fn read_bolt_walked<T>(
                     struggle: f.struggle(),
                 });
             }
-            f.restart(
-                Restart("a page was held under other bounds than the walk's".into()),
-                None,
-            );
+            f.restart(Restart("a page was held under other bounds than the walk's".into()), None);
         }
         if f.restarts() > MAX_RESTARTS && f.start.elapsed() >= TRY_FOR {
             let value = f.layout(&mut read);
@@ -2094,20 +1950,12 @@ mod tests {
         let m = unsettled_message(&s, 1);
         assert!(m.starts_with("/x/db: no read was of one snapshot"), "{m}");
         assert!(m.contains("50 commits in 2.0 s (one every 40 ms)"), "{m}");
-        assert!(
-            m.contains("started over 9 times, last because a commit landed"),
-            "{m}"
-        );
+        assert!(m.contains("started over 9 times, last because a commit landed"), "{m}");
         assert!(m.contains("1 problem seen may be transient"), "{m}");
         assert!(m.contains("etcdctl snapshot save"), "{m}");
-        let e = Settled {
-            value: 7u64,
-            attempts: 5,
-            settled: false,
-            struggle: s.clone(),
-        }
-        .or_unsettled(|v| *v)
-        .unwrap_err();
+        let e = Settled { value: 7u64, attempts: 5, settled: false, struggle: s.clone() }
+            .or_unsettled(|v| *v)
+            .unwrap_err();
         assert_eq!(e.to_string(), unsettled_message(&s, 7));
     }
 }

@@ -102,18 +102,13 @@ impl Recorder {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let (first_done, first_taken) = std::sync::mpsc::sync_channel(1);
-        let thread = std::thread::Builder::new()
-            .name("mapwise-trace".into())
-            .spawn(move || {
-                sample_loop(&path, trace, head.len() as u64, interval, &flag, first_done)
-            })?;
+        let thread = std::thread::Builder::new().name("mapwise-trace".into()).spawn(move || {
+            sample_loop(&path, trace, head.len() as u64, interval, &flag, first_done)
+        })?;
         // Err: the thread ended before its first sample (a write error,
         // which `stop` reports).
         let _ = first_taken.recv();
-        Ok(Recorder {
-            stop,
-            thread: Some(thread),
-        })
+        Ok(Recorder { stop, thread: Some(thread) })
     }
 
     /// Take one last sample, close the trace and say what it holds.
@@ -130,8 +125,7 @@ impl Recorder {
             return Ok(Summary::default());
         };
         t.thread().unpark();
-        t.join()
-            .unwrap_or_else(|_| Err(io::Error::other("the trace thread panicked")))
+        t.join().unwrap_or_else(|_| Err(io::Error::other("the trace thread panicked")))
     }
 }
 
@@ -158,10 +152,7 @@ fn sample_loop(
 ) -> io::Result<Summary> {
     let start = Instant::now();
     let mut traced: Option<Traced> = None;
-    let mut sum = Summary {
-        bytes,
-        ..Summary::default()
-    };
+    let mut sum = Summary { bytes, ..Summary::default() };
     let mut next = start;
     let mut first_done = Some(first_done);
     loop {
@@ -212,15 +203,10 @@ fn sample_loop(
 /// it is missing or unreadable.
 fn sample_once(path: &Path, traced: &mut Option<Traced>, start: Instant) -> Option<Frame> {
     let meta = std::fs::metadata(path).ok()?;
-    let same = traced
-        .as_ref()
-        .is_some_and(|t| t.dev == meta.dev() && t.ino == meta.ino());
+    let same = traced.as_ref().is_some_and(|t| t.dev == meta.dev() && t.ino == meta.ino());
     if !same {
-        *traced = File::open(path).ok().map(|file| Traced {
-            file,
-            dev: meta.dev(),
-            ino: meta.ino(),
-        });
+        *traced =
+            File::open(path).ok().map(|file| Traced { file, dev: meta.dev(), ino: meta.ino() });
     }
     let r = residency::sample(&traced.as_ref()?.file).ok()?;
     let t_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -241,12 +227,8 @@ fn sample_once(path: &Path, traced: &mut Option<Traced>, start: Instant) -> Opti
 pub fn read(path: impl AsRef<Path>) -> io::Result<Trace> {
     let path = path.as_ref();
     let bytes = std::fs::read(path)?;
-    Trace::parse(&bytes).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{}: {e}", path.display()),
-        )
-    })
+    Trace::parse(&bytes)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
 }
 
 /// Where the traced file of `trace` is now, if it still exists: its

@@ -248,14 +248,9 @@ impl Effect {
     pub fn count(r: &Residency, offset: u64, len: u64) -> (u64, Option<u64>) {
         let ps = r.page_size.max(1);
         let start = offset.max(r.offset);
-        let end = offset
-            .saturating_add(len)
-            .min(r.offset.saturating_add(r.len));
-        let pages = if start >= end {
-            0
-        } else {
-            (end - 1 - r.offset) / ps - (start - r.offset) / ps + 1
-        };
+        let end = offset.saturating_add(len).min(r.offset.saturating_add(r.len));
+        let pages =
+            if start >= end { 0 } else { (end - 1 - r.offset) / ps - (start - r.offset) / ps + 1 };
         let resident = r.trust.is_known().then(|| r.resident_in(offset, len));
         (pages, resident)
     }
@@ -284,10 +279,7 @@ fn first_snapshot(
     let (is_bolt, stamp) = {
         let src = QuietSource::open(path)?;
         let stamp = Stamp::of(&src.file().metadata()?);
-        (
-            detect(&src) == Format::Bolt && !is_foreign_endian_bolt(&src),
-            stamp,
-        )
+        (detect(&src) == Format::Bolt && !is_foreign_endian_bolt(&src), stamp)
     };
     if !is_bolt {
         return Ok((read_snapshot(path, opts)?, None));
@@ -429,12 +421,8 @@ impl Live {
         let txid = Arc::new(AtomicU64::new(u64::MAX));
         let seen = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
         let follow = {
-            let (path, stop, tx, took_ns) = (
-                path.to_owned(),
-                Arc::clone(&stop),
-                tx.clone(),
-                Arc::clone(&took_ns),
-            );
+            let (path, stop, tx, took_ns) =
+                (path.to_owned(), Arc::clone(&stop), tx.clone(), Arc::clone(&took_ns));
             let txid = Arc::clone(&txid);
             let seen = Arc::clone(&seen);
             named("follow", move || {
@@ -533,13 +521,7 @@ impl Live {
                 }
             })
         };
-        Live {
-            rx,
-            stop,
-            txid,
-            seen,
-            threads: vec![follow, layout],
-        }
+        Live { rx, stop, txid, seen, threads: vec![follow, layout] }
     }
 }
 
@@ -558,10 +540,7 @@ fn named<F>(name: &str, f: F) -> std::thread::JoinHandle<()>
 where
     F: FnOnce() + Send + 'static,
 {
-    std::thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(f)
-        .expect("failed to spawn thread")
+    std::thread::Builder::new().name(name.to_owned()).spawn(f).expect("failed to spawn thread")
 }
 
 /// The [`Snapshot`] of what a follower held: settled when every page
@@ -573,12 +552,7 @@ fn live_snapshot(frozen: &crate::observe::settle::Frozen, note: Option<String>) 
     let stamp = frozen.metadata().map(|m| Stamp::of(&m));
     let quiet = frozen.is_direct();
     Snapshot {
-        stamp: stamp.unwrap_or(Stamp {
-            dev: 0,
-            ino: 0,
-            size: layout.source_len,
-            mtime_ns: 0,
-        }),
+        stamp: stamp.unwrap_or(Stamp { dev: 0, ino: 0, size: layout.source_len, mtime_ns: 0 }),
         format: Format::Bolt,
         expected_len: info.hwm.saturating_mul(u64::from(info.page_size)),
         bolt: Some(info),
@@ -825,10 +799,8 @@ impl Watch {
                 // the file brings a newer structure by itself): someone
                 // truncated or extended the file behind bbolt's back.
                 let shown = self.snapshot.bolt.as_ref().map(|b| b.txid);
-                let followed = self
-                    .live
-                    .as_ref()
-                    .map(|l| l.txid.load(std::sync::atomic::Ordering::Relaxed));
+                let followed =
+                    self.live.as_ref().map(|l| l.txid.load(std::sync::atomic::Ordering::Relaxed));
                 let resized = now.size != self.snapshot.stamp.size && shown == followed;
                 if (replaced || resized) && !self.restarting {
                     if replaced {
@@ -965,11 +937,9 @@ impl Watch {
     pub fn job(&mut self, kind: JobKind, offset: u64, len: u64) -> Result<Job, String> {
         let file = self.source.as_ref().ok_or("file not open")?.file();
         match kind {
-            JobKind::Touch => fits_in_memory(
-                Some(file),
-                1,
-                "reading it in would only churn the page cache",
-            )?,
+            JobKind::Touch => {
+                fits_in_memory(Some(file), 1, "reading it in would only churn the page cache")?
+            }
             JobKind::Lock if self.locked.is_some() => return Err("already locked".into()),
             JobKind::Lock => {
                 fits_in_memory(Some(file), 2, "locking it could starve the system")?;
@@ -1088,10 +1058,7 @@ impl Job {
         }
         let (offset, len) = (self.offset, self.len);
         self.sample();
-        let before = self
-            .residency
-            .as_ref()
-            .map(|r| Effect::count(r, offset, len));
+        let before = self.residency.as_ref().map(|r| Effect::count(r, offset, len));
         let mut locked = None;
         let result = match self.kind {
             JobKind::Touch => residency::touch(&self.file, offset, len).map(|_| ()),
@@ -1102,10 +1069,7 @@ impl Job {
         .map_err(|e| chain(&e));
         self.settle();
         let effect = result.map(|()| {
-            let after = self
-                .residency
-                .as_ref()
-                .map(|r| Effect::count(r, offset, len));
+            let after = self.residency.as_ref().map(|r| Effect::count(r, offset, len));
             let (pages, after) = after.unwrap_or((0, None));
             Effect {
                 offset,
@@ -1116,12 +1080,7 @@ impl Job {
                 released_lock: self.released_lock,
             }
         });
-        Done {
-            effect,
-            residency: self.residency,
-            problem: self.problem,
-            locked,
-        }
+        Done { effect, residency: self.residency, problem: self.problem, locked }
     }
 
     fn sample(&mut self) {

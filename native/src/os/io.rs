@@ -57,10 +57,7 @@ pub(crate) fn start_writeback(file: &File) {
 /// `fstat`), by which stdio sizes its buffers; `None` when `fstat` fails
 /// or says 0.
 pub fn block_size(fd: impl std::os::fd::AsFd) -> Option<usize> {
-    rustix::fs::fstat(fd)
-        .ok()
-        .and_then(|st| usize::try_from(st.st_blksize).ok())
-        .filter(|&b| b > 0)
+    rustix::fs::fstat(fd).ok().and_then(|st| usize::try_from(st.st_blksize).ok()).filter(|&b| b > 0)
 }
 
 /// Open `path` read-only (with `O_DIRECT` when `direct`), refusing
@@ -97,11 +94,7 @@ pub fn open_regular(path: &Path, direct: bool) -> std::io::Result<File> {
 }
 
 fn read_error(offset: u64, len: u64, e: &std::io::Error) -> Error {
-    Error::Read {
-        offset,
-        len,
-        code: e.raw_os_error().unwrap_or(0),
-    }
+    Error::Read { offset, len, code: e.raw_os_error().unwrap_or(0) }
 }
 
 fn check(offset: u64, len: usize, size: u64) -> Result<(), Error> {
@@ -374,11 +367,7 @@ impl QuietSource {
                 usize::try_from((end - index * CHUNK as u64).min(chunk.len() as u64)).unwrap_or(0);
             let part = chunk.get(start..stop).unwrap_or_default();
             if part.is_empty() {
-                return Err(Error::Read {
-                    offset: pos,
-                    len: end - pos,
-                    code: libc::ENODATA,
-                });
+                return Err(Error::Read { offset: pos, len: end - pos, code: libc::ENODATA });
             }
             out.extend_from_slice(part);
             pos += part.len() as u64;
@@ -396,21 +385,14 @@ mod tests {
     fn quiet_source_reads_across_chunks() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        let data: Vec<u8> = (0..(3 * CHUNK + 123))
-            .map(|i| u8::try_from(i % 251).unwrap())
-            .collect();
-        std::fs::File::create(&path)
-            .unwrap()
-            .write_all(&data)
-            .unwrap();
+        let data: Vec<u8> =
+            (0..(3 * CHUNK + 123)).map(|i| u8::try_from(i % 251).unwrap()).collect();
+        std::fs::File::create(&path).unwrap().write_all(&data).unwrap();
         let q = QuietSource::open(&path).unwrap();
         assert_eq!(q.len(), data.len() as u64);
-        for (off, len) in [
-            (0, 10),
-            (CHUNK - 5, 10),
-            (2 * CHUNK + 7, CHUNK + 100),
-            (data.len() - 1, 1),
-        ] {
+        for (off, len) in
+            [(0, 10), (CHUNK - 5, 10), (2 * CHUNK + 7, CHUNK + 100), (data.len() - 1, 1)]
+        {
             assert_eq!(&*q.read_at(off as u64, len).unwrap(), &data[off..off + len]);
         }
         assert!(q.read_at(data.len() as u64, 1).is_err());
@@ -441,10 +423,7 @@ fn copy_groups<'a>(sorted: &'a [usize], runs: &[(u64, usize)]) -> Vec<&'a [usize
     let (mut start, mut blocks, mut last) = (0, 0u64, None);
     for (k, &i) in sorted.iter().enumerate() {
         let (o, l) = runs[i];
-        let (first, end) = (
-            o / COPY_BLOCK,
-            (o + l as u64).saturating_sub(1) / COPY_BLOCK,
-        );
+        let (first, end) = (o / COPY_BLOCK, (o + l as u64).saturating_sub(1) / COPY_BLOCK);
         let all = end - first + 1;
         let add = if last == Some(first) { all - 1 } else { all };
         if k > start && (blocks + add > COPY_BLOCKS as u64 || k - start >= 1024) {
@@ -842,11 +821,7 @@ impl QuietPages {
                                 stats.direct_bytes += len as u64;
                                 None
                             }
-                            _ => Some(Error::Read {
-                                offset,
-                                len: len as u64,
-                                code: libc::ENODATA,
-                            }),
+                            _ => Some(Error::Read { offset, len: len as u64, code: libc::ENODATA }),
                         }
                     }
                     Err(e) => Some(e.clone()),
@@ -865,26 +840,20 @@ impl QuietPages {
     /// # Errors
     /// [`Error::Read`] / [`Error::OutOfBounds`] as a [`PageSource`] gives.
     pub fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
-        self.read_runs(&[(offset, len)])
-            .pop()
-            .unwrap_or(Err(Error::Read {
-                offset,
-                len: len as u64,
-                code: libc::EIO,
-            }))
+        self.read_runs(&[(offset, len)]).pop().unwrap_or(Err(Error::Read {
+            offset,
+            len: len as u64,
+            code: libc::EIO,
+        }))
     }
 
     /// Read each span with one direct read, up to [`DIRECT_THREADS`] at a
     /// time (buffers allocated here, filled by the [`SpanPool`]).
     fn read_spans(&self, spans: &[Span]) -> Vec<Result<DirectBuf, Error>> {
         let is_direct = self.is_direct;
-        let bufs = spans
-            .iter()
-            .map(|s| DirectBuf::new(s.offset, s.len, is_direct));
+        let bufs = spans.iter().map(|s| DirectBuf::new(s.offset, s.len, is_direct));
         let pool = if spans.len() > 1 {
-            self.pool
-                .get_or_init(|| SpanPool::start(&self.direct).ok())
-                .as_ref()
+            self.pool.get_or_init(|| SpanPool::start(&self.direct).ok()).as_ref()
         } else {
             None
         };
@@ -915,23 +884,19 @@ impl SpanPool {
         let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         for _ in 0..DIRECT_THREADS {
             let (file, rx) = (file.try_clone()?, std::sync::Arc::clone(&rx));
-            std::thread::Builder::new()
-                .name("direct".to_owned())
-                .spawn(move || {
-                    loop {
-                        let job = rx.lock().ok().and_then(|r| r.recv().ok());
-                        let Some((i, mut buf, reply)) = job else {
-                            break;
-                        };
-                        let r = buf.fill(&file);
-                        // The asker may have gone: nothing waits for it then.
-                        let _ = reply.send((i, buf, r));
-                    }
-                })?;
+            std::thread::Builder::new().name("direct".to_owned()).spawn(move || {
+                loop {
+                    let job = rx.lock().ok().and_then(|r| r.recv().ok());
+                    let Some((i, mut buf, reply)) = job else {
+                        break;
+                    };
+                    let r = buf.fill(&file);
+                    // The asker may have gone: nothing waits for it then.
+                    let _ = reply.send((i, buf, r));
+                }
+            })?;
         }
-        Ok(SpanPool {
-            jobs: std::sync::Mutex::new(tx),
-        })
+        Ok(SpanPool { jobs: std::sync::Mutex::new(tx) })
     }
 
     /// Fill `bufs` on the pool's threads, in their order; a buffer the pool
@@ -960,13 +925,7 @@ impl SpanPool {
             }
         }
         out.into_iter()
-            .map(|r| {
-                r.unwrap_or(Err(Error::Read {
-                    offset: 0,
-                    len: 0,
-                    code: libc::EIO,
-                }))
-            })
+            .map(|r| r.unwrap_or(Err(Error::Read { offset: 0, len: 0, code: libc::EIO })))
             .collect()
     }
 }
@@ -1004,24 +963,14 @@ impl DirectBuf {
         let padded = (skip + len).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
         let raw = vec![0u8; padded + DIRECT_ALIGN];
         let skew = raw.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
-        DirectBuf {
-            raw,
-            skew,
-            start,
-            skip,
-            len,
-            padded,
-        }
+        DirectBuf { raw, skew, start, skip, len, padded }
     }
 
     /// Read the window from `file` (its last block may end at the end of
     /// the file: only the asked-for bytes must be there).
     fn fill(&mut self, file: &File) -> Result<(), Error> {
         let want = self.skip + self.len;
-        let window = self
-            .raw
-            .get_mut(self.skew..self.skew + self.padded)
-            .unwrap_or_default();
+        let window = self.raw.get_mut(self.skew..self.skew + self.padded).unwrap_or_default();
         let mut done = 0usize;
         while done < want {
             let at = self.start + done as u64;
@@ -1085,11 +1034,7 @@ fn direct_spans(order: &[usize], runs: &[(u64, usize)]) -> Vec<Span> {
                 continue;
             }
         }
-        spans.push(Span {
-            offset,
-            len,
-            runs: vec![i],
-        });
+        spans.push(Span { offset, len, runs: vec![i] });
     }
     spans
 }
@@ -1324,11 +1269,7 @@ impl Ahead {
                 },
             )?);
         }
-        Ok(Ahead {
-            jobs: Some(tx),
-            shared,
-            threads,
-        })
+        Ok(Ahead { jobs: Some(tx), shared, threads })
     }
 
     /// `true` when none of the runs at `offsets` is being read at `epoch`
@@ -1524,9 +1465,7 @@ fn extended(
             continue;
         };
         let more = extend(first, len).saturating_sub(len);
-        let fits = (offset + len as u64)
-            .checked_add(more as u64)
-            .is_some_and(|end| end <= q.len());
+        let fits = (offset + len as u64).checked_add(more as u64).is_some_and(|end| end <= q.len());
         if more > 0 && more <= EXTEND_RUN && more <= budget && fits {
             budget -= more;
             rest.push((i, (offset + len as u64, more)));

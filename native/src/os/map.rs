@@ -67,15 +67,9 @@ impl Advice {
     /// Parse a name as printed by [`Advice::name`].
     #[must_use]
     pub fn from_name(s: &str) -> Option<Advice> {
-        [
-            Advice::Normal,
-            Advice::Random,
-            Advice::Sequential,
-            Advice::WillNeed,
-            Advice::HugePage,
-        ]
-        .into_iter()
-        .find(|a| a.name() == s)
+        [Advice::Normal, Advice::Random, Advice::Sequential, Advice::WillNeed, Advice::HugePage]
+            .into_iter()
+            .find(|a| a.name() == s)
     }
 
     fn to_memmap(self) -> memmap2::Advice {
@@ -113,12 +107,7 @@ impl Default for MapOptions {
     /// bbolt's defaults: no extra flags, `MADV_RANDOM`, no minimum, no
     /// mlock.
     fn default() -> Self {
-        MapOptions {
-            flags: 0,
-            advice: Some(Advice::Random),
-            min_len: 0,
-            mlock: false,
-        }
+        MapOptions { flags: 0, advice: Some(Advice::Random), min_len: 0, mlock: false }
     }
 }
 
@@ -173,13 +162,8 @@ impl Mapping {
         if opts.flags & !known != 0 {
             return Err(MapError::UnsupportedFlags(opts.flags & !known));
         }
-        let file_len = file
-            .metadata()
-            .map_err(|source| MapError::Sys {
-                call: "fstat",
-                source,
-            })?
-            .len();
+        let file_len =
+            file.metadata().map_err(|source| MapError::Sys { call: "fstat", source })?.len();
         if file_len == 0 {
             return Err(MapError::Empty);
         }
@@ -204,22 +188,13 @@ impl Mapping {
         // slices into the mapping are alive: this function's own contract,
         // which its caller keeps; `Mapping::bytes` never hands out bytes
         // past the length seen here.
-        let map = unsafe { mo.map(file) }.map_err(|source| MapError::Sys {
-            call: "mmap",
-            source,
-        })?;
+        let map =
+            unsafe { mo.map(file) }.map_err(|source| MapError::Sys { call: "mmap", source })?;
         if let Some(advice) = opts.advice {
             map.advise(advice.to_memmap())
-                .map_err(|source| MapError::Sys {
-                    call: "madvise",
-                    source,
-                })?;
+                .map_err(|source| MapError::Sys { call: "madvise", source })?;
         }
-        let mut m = Mapping {
-            map,
-            file_len,
-            locked: false,
-        };
+        let mut m = Mapping { map, file_len, locked: false };
         if opts.mlock {
             m.lock()?;
         }
@@ -232,12 +207,8 @@ impl Mapping {
         // SAFETY: `[ptr, ptr + len)` lies inside our live mapping (len is
         // at most the mapping length); mlock only pins pages, it neither
         // reads nor writes them through Rust references.
-        unsafe { rustix::mm::mlock(self.map.as_ptr().cast_mut().cast(), len) }.map_err(|e| {
-            MapError::Sys {
-                call: "mlock",
-                source: e.into(),
-            }
-        })?;
+        unsafe { rustix::mm::mlock(self.map.as_ptr().cast_mut().cast(), len) }
+            .map_err(|e| MapError::Sys { call: "mlock", source: e.into() })?;
         self.locked = true;
         Ok(())
     }
@@ -245,9 +216,7 @@ impl Mapping {
     /// The file's bytes as mapped: `[0, file length at mapping time)`.
     #[must_use]
     pub fn bytes(&self) -> &[u8] {
-        let n = usize::try_from(self.file_len)
-            .unwrap_or(usize::MAX)
-            .min(self.map.len());
+        let n = usize::try_from(self.file_len).unwrap_or(usize::MAX).min(self.map.len());
         self.map.get(..n).unwrap_or_default()
     }
 
@@ -259,9 +228,7 @@ impl Mapping {
     /// shrinks it while the slice lives.
     #[must_use]
     pub fn bytes_to(&self, len: u64) -> &[u8] {
-        let n = usize::try_from(len)
-            .unwrap_or(usize::MAX)
-            .min(self.map.len());
+        let n = usize::try_from(len).unwrap_or(usize::MAX).min(self.map.len());
         self.map.get(..n).unwrap_or_default()
     }
 
@@ -276,12 +243,8 @@ impl Mapping {
         // SAFETY: `[ptr, ptr + n)` lies inside our live mapping (n is at
         // most the mapping length); mlock only pins pages, it neither
         // reads nor writes them through Rust references.
-        unsafe { rustix::mm::mlock(self.map.as_ptr().cast_mut().cast(), n) }.map_err(|e| {
-            MapError::Sys {
-                call: "mlock",
-                source: e.into(),
-            }
-        })
+        unsafe { rustix::mm::mlock(self.map.as_ptr().cast_mut().cast(), n) }
+            .map_err(|e| MapError::Sys { call: "mlock", source: e.into() })
     }
 
     /// `madvise(MADV_WILLNEED)` on the bytes `[offset, offset + len)` of
@@ -429,9 +392,7 @@ impl FileMap {
     pub unsafe fn shared_writable(file: &File, len: usize) -> io::Result<FileMap> {
         // SAFETY: this function's own contract, which its caller keeps.
         let map = unsafe { MmapOptions::new().len(len).map_mut(file)? };
-        Ok(FileMap {
-            map: FileMapKind::Writable(map),
-        })
+        Ok(FileMap { map: FileMapKind::Writable(map) })
     }
 
     /// `PROT_READ`, `MAP_PRIVATE` (with `MAP_POPULATE` when `populate`):
@@ -451,9 +412,7 @@ impl FileMap {
         let o = read_only_options(len, populate);
         // SAFETY: this function's own contract, which its caller keeps.
         let map = unsafe { o.map_copy_read_only(file)? };
-        Ok(FileMap {
-            map: FileMapKind::ReadOnly(map),
-        })
+        Ok(FileMap { map: FileMapKind::ReadOnly(map) })
     }
 
     /// `PROT_READ`, `MAP_SHARED` (with `MAP_POPULATE` when `populate`):
@@ -468,9 +427,7 @@ impl FileMap {
         let o = read_only_options(len, populate);
         // SAFETY: this function's own contract, which its caller keeps.
         let map = unsafe { o.map(file)? };
-        Ok(FileMap {
-            map: FileMapKind::ReadOnly(map),
-        })
+        Ok(FileMap { map: FileMapKind::ReadOnly(map) })
     }
 
     /// The mapped bytes.
@@ -637,10 +594,7 @@ mod tests {
         // nobody truncates or writes it (and an empty file is not mapped).
         let empty = unsafe { Mapping::map(&f, &MapOptions::default()) };
         assert!(matches!(empty, Err(MapError::Empty)));
-        let opts = MapOptions {
-            flags: libc::MAP_FIXED,
-            ..MapOptions::default()
-        };
+        let opts = MapOptions { flags: libc::MAP_FIXED, ..MapOptions::default() };
         // SAFETY: as above; unknown flags are refused before any mapping.
         let refused = unsafe { Mapping::map(&f, &opts) };
         assert!(matches!(refused, Err(MapError::UnsupportedFlags(_))));

@@ -85,10 +85,7 @@ mod tests {
 
     #[test]
     fn a_reaped_child_reports_its_status_and_memory() {
-        let mut child = Command::new("sh")
-            .args(["-c", "exit 3"])
-            .spawn()
-            .expect("sh");
+        let mut child = Command::new("sh").args(["-c", "exit 3"]).spawn().expect("sh");
         let (status, usage) = wait_with_usage(&mut child).expect("wait4");
         assert_eq!(status.code(), Some(3));
         assert!(usage.max_rss_kib.is_some_and(|k| k > 0));

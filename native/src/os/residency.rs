@@ -342,8 +342,7 @@ impl Residency {
             return false;
         }
         let word = usize::try_from(page / 64).ok();
-        word.and_then(|w| self.bitmap.get(w))
-            .is_some_and(|w| w >> (page % 64) & 1 == 1)
+        word.and_then(|w| self.bitmap.get(w)).is_some_and(|w| w >> (page % 64) & 1 == 1)
     }
 
     /// Resident OS pages overlapping the file bytes
@@ -359,11 +358,7 @@ impl Residency {
         }
         let first = (start - self.offset) / self.page_size;
         let last = (end - 1 - self.offset) / self.page_size;
-        count_bits(
-            &self.bitmap,
-            first,
-            last.min(self.total_pages.saturating_sub(1)),
-        )
+        count_bits(&self.bitmap, first, last.min(self.total_pages.saturating_sub(1)))
     }
 
     /// `Some(resident_pages)` when [`trust`](Self::trust) is known, `None`
@@ -387,11 +382,8 @@ pub(crate) fn count_bits(bitmap: &[u64], first: u64, last: u64) -> u64 {
         return 0;
     }
     let low = u64::MAX << (first % 64);
-    let (last_word, high) = if last_word > end {
-        (end, u64::MAX)
-    } else {
-        (last_word, u64::MAX >> (63 - last % 64))
-    };
+    let (last_word, high) =
+        if last_word > end { (end, u64::MAX) } else { (last_word, u64::MAX >> (63 - last % 64)) };
     let word = |i: usize| bitmap.get(i).copied().unwrap_or(0);
     if first_word == last_word {
         return u64::from((word(first_word) & low & high).count_ones());
@@ -399,10 +391,7 @@ pub(crate) fn count_bits(bitmap: &[u64], first: u64, last: u64) -> u64 {
     let middle = bitmap.get(first_word + 1..last_word).unwrap_or_default();
     u64::from((word(first_word) & low).count_ones())
         + u64::from((word(last_word) & high).count_ones())
-        + middle
-            .iter()
-            .map(|w| u64::from(w.count_ones()))
-            .sum::<u64>()
+        + middle.iter().map(|w| u64::from(w.count_ones())).sum::<u64>()
 }
 
 /// Packs `mincore(2)` bytes (bit 0 = resident) into 64-page words, LSB
@@ -492,11 +481,7 @@ impl Window {
     /// Maps `len` (> 0) bytes of `file` from the page-aligned `offset`,
     /// `PROT_READ`, `MAP_SHARED`, without populating.
     pub(crate) fn map(file: &File, offset: u64, len: u64) -> Result<Window, Error> {
-        let mmap_err = |source| Error::Mmap {
-            offset,
-            len,
-            source,
-        };
+        let mmap_err = |source| Error::Mmap { offset, len, source };
         let bytes = usize::try_from(len)
             .map_err(|_| mmap_err(io::Error::from_raw_os_error(libc::EOVERFLOW)))?;
         if bytes == 0 {
@@ -590,17 +575,9 @@ impl Window {
         // per page of that range. mincore writes only vec and never faults
         // the file's pages in.
         let rc = unsafe {
-            libc::mincore(
-                self.ptr.cast::<u8>().add(at).cast(),
-                bytes,
-                vec.as_mut_ptr().cast(),
-            )
+            libc::mincore(self.ptr.cast::<u8>().add(at).cast(), bytes, vec.as_mut_ptr().cast())
         };
-        if rc == 0 {
-            Ok(pages)
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        if rc == 0 { Ok(pages) } else { Err(io::Error::last_os_error()) }
     }
 
     /// Copy the window's bytes at each `(offset, buffer)` into the buffer
@@ -625,17 +602,11 @@ impl Window {
             }
             let at =
                 usize::try_from(*offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-            local.push(libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: buf.len(),
-            });
+            local.push(libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() });
             // SAFETY: pointer arithmetic only: at + len <= self.len, so the
             // address stays inside this window's mapping.
             let base = unsafe { self.ptr.cast::<u8>().add(at) };
-            remote.push(libc::iovec {
-                iov_base: base.cast(),
-                iov_len: buf.len(),
-            });
+            remote.push(libc::iovec { iov_base: base.cast(), iov_len: buf.len() });
         }
         if local.is_empty() {
             return Ok(0);
@@ -656,11 +627,7 @@ impl Window {
                 0,
             )
         };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(usize::try_from(rc).unwrap_or(0))
-        }
+        if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(usize::try_from(rc).unwrap_or(0)) }
     }
 }
 
@@ -701,19 +668,10 @@ const PART_PAGES: u64 = 64;
 fn mincore_at(window: &Window, at: u64, vec: &mut [u8], offset: u64) -> Result<(), Error> {
     let page = os_page_size();
     let asked = vec.len() as u64 * page;
-    let err = |source| Error::Mincore {
-        offset: offset + at,
-        len: asked,
-        source,
-    };
+    let err = |source| Error::Mincore { offset: offset + at, len: asked, source };
     let start = usize::try_from(at).map_err(|_| err(io::Error::from_raw_os_error(libc::EINVAL)))?;
-    let bytes = vec
-        .len()
-        .saturating_mul(usize::try_from(page).unwrap_or(usize::MAX));
-    if start.saturating_add(bytes)
-        > window
-            .len
-            .next_multiple_of(usize::try_from(page).unwrap_or(1))
+    let bytes = vec.len().saturating_mul(usize::try_from(page).unwrap_or(usize::MAX));
+    if start.saturating_add(bytes) > window.len.next_multiple_of(usize::try_from(page).unwrap_or(1))
     {
         return Err(err(io::Error::from_raw_os_error(libc::EINVAL)));
     }
@@ -725,17 +683,9 @@ fn mincore_at(window: &Window, at: u64, vec: &mut [u8], offset: u64) -> Result<(
     // only writes vec and reads page tables / the page cache; it never
     // faults the file's pages in.
     let rc = unsafe {
-        libc::mincore(
-            window.ptr.cast::<u8>().add(start).cast(),
-            bytes,
-            vec.as_mut_ptr().cast(),
-        )
+        libc::mincore(window.ptr.cast::<u8>().add(start).cast(), bytes, vec.as_mut_ptr().cast())
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(err(io::Error::last_os_error()))
-    }
+    if rc == 0 { Ok(()) } else { Err(err(io::Error::last_os_error())) }
 }
 
 /// Residency of the whole file: [`sample_range`] from byte 0 to the end of
@@ -816,26 +766,19 @@ fn sample_since(
     // more ask when blocks are not used.
     let (trust, probe) = assess_trust(file, span.start, page.min(span.len()));
 
-    let bitmap_err = |source| Error::Bitmap {
-        offset: span.start,
-        len: span.len(),
-        pages: total_pages,
-        source,
-    };
+    let bitmap_err =
+        |source| Error::Bitmap { offset: span.start, len: span.len(), pages: total_pages, source };
     let oom = || io::Error::from(io::ErrorKind::OutOfMemory);
     let words = usize::try_from(total_pages.div_ceil(64)).map_err(|_| bitmap_err(oom()))?;
     let mut bitmap: Vec<u64> = Vec::new();
-    bitmap
-        .try_reserve_exact(words)
-        .map_err(|_| bitmap_err(oom()))?;
+    bitmap.try_reserve_exact(words).map_err(|_| bitmap_err(oom()))?;
     bitmap.resize(words, 0);
 
     // Pages per window: a multiple of 64 so windows start on bitmap words.
     let window_pages = (WINDOW_BYTES / page).max(64) / 64 * 64;
     let vec_len = usize::try_from(window_pages.min(total_pages)).map_err(|_| bitmap_err(oom()))?;
     let mut vec: Vec<u8> = Vec::new();
-    vec.try_reserve_exact(vec_len)
-        .map_err(|_| bitmap_err(oom()))?;
+    vec.try_reserve_exact(vec_len).map_err(|_| bitmap_err(oom()))?;
     vec.resize(vec_len, 0);
 
     // (Only for regular files: anything else must still meet mmap's verdict.)
@@ -977,11 +920,7 @@ fn assess_trust(file: &File, offset: u64, len: u64) -> (Trust, Option<CacheStat>
             // cachestat also admits a caller whose fd is open for writing;
             // mincore does not look at the fd. With a read-only fd the kernel
             // has just applied the mincore rule itself.
-            let trust = if fd_open_for_writing(file) {
-                mincore_trust(file)
-            } else {
-                Trust::Known
-            };
+            let trust = if fd_open_for_writing(file) { mincore_trust(file) } else { Trust::Known };
             (trust, (len != 0).then_some(stat))
         }
         Err(Error::Cachestat { source, .. }) if source.raw_os_error() == Some(libc::EPERM) => {
@@ -1046,20 +985,13 @@ fn has_cap_fowner(fallback: bool) -> bool {
         }
         const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
         const CAP_FOWNER: u32 = 3;
-        let mut header = Header {
-            version: LINUX_CAPABILITY_VERSION_3,
-            pid: 0,
-        };
+        let mut header = Header { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
         let mut data = [Data::default(); 2];
         // SAFETY: capget(2) with a version-3 header reads the header and writes
         // two Data structs, which is exactly what the pointers refer to; both
         // live until the call returns.
         let rc = unsafe {
-            libc::syscall(
-                libc::SYS_capget,
-                &mut header as *mut Header,
-                data.as_mut_ptr(),
-            )
+            libc::syscall(libc::SYS_capget, &mut header as *mut Header, data.as_mut_ptr())
         };
         if rc == 0 {
             return data[0].effective & (1 << CAP_FOWNER) != 0;
@@ -1161,11 +1093,7 @@ pub fn cachestat(file: &File, offset: u64, len: u64) -> Result<CacheStat, Error>
             )
         };
         if rc != 0 {
-            return Err(Error::Cachestat {
-                offset,
-                len,
-                source: io::Error::last_os_error(),
-            });
+            return Err(Error::Cachestat { offset, len, source: io::Error::last_os_error() });
         }
         Ok(CacheStat {
             cache: stat.nr_cache,
@@ -1178,11 +1106,7 @@ pub fn cachestat(file: &File, offset: u64, len: u64) -> Result<CacheStat, Error>
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
         let _ = file;
-        Err(Error::Cachestat {
-            offset,
-            len,
-            source: io::Error::from_raw_os_error(libc::ENOSYS),
-        })
+        Err(Error::Cachestat { offset, len, source: io::Error::from_raw_os_error(libc::ENOSYS) })
     }
 }
 
@@ -1239,10 +1163,7 @@ impl FileAdvice {
     /// `true` for the advice that changes only the read-ahead of the open
     /// file it is given on (Linux ignores their range).
     pub fn per_open_file(self) -> bool {
-        matches!(
-            self,
-            FileAdvice::Sequential | FileAdvice::Random | FileAdvice::Normal
-        )
+        matches!(self, FileAdvice::Sequential | FileAdvice::Random | FileAdvice::Normal)
     }
 }
 
@@ -1269,12 +1190,7 @@ pub fn advise(file: &File, offset: u64, len: u64, advice: FileAdvice) -> Result<
     if len == 0 || offset > FILE_MAX {
         return Ok(());
     }
-    let err = |source| Error::Fadvise {
-        advice: advice.c_name(),
-        offset,
-        len,
-        source,
-    };
+    let err = |source| Error::Fadvise { advice: advice.c_name(), offset, len, source };
     #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
     {
         use rustix::fs::Advice;
@@ -1395,11 +1311,7 @@ fn populate_read(file: &File, span: Span) -> Result<u64, Error> {
             // file's pages into it without changing any data. Pages beyond the
             // end of file make the call fail with EFAULT (no SIGBUS).
             unsafe {
-                rustix::mm::madvise(
-                    window.ptr,
-                    window.len,
-                    rustix::mm::Advice::LinuxPopulateRead,
-                )
+                rustix::mm::madvise(window.ptr, window.len, rustix::mm::Advice::LinuxPopulateRead)
             }
             .map_err(|e| Error::Madvise {
                 advice: "MADV_POPULATE_READ",
@@ -1437,10 +1349,7 @@ fn touch_by_pread(file: &File, span: Span, page: u64) -> Result<Touched, Error> 
         }
         at = at.saturating_add(page);
     }
-    Ok(Touched {
-        method: TouchMethod::Pread,
-        pages,
-    })
+    Ok(Touched { method: TouchMethod::Pread, pages })
 }
 
 /// File pages held resident by [`lock`]: a read-only mapping locked with
@@ -1456,10 +1365,7 @@ pub struct Locked {
 
 impl fmt::Debug for Window {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Window")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
+        f.debug_struct("Window").field("ptr", &self.ptr).field("len", &self.len).finish()
     }
 }
 
@@ -1511,12 +1417,7 @@ pub fn lock(file: &File, offset: u64, len: u64) -> Result<Locked, Error> {
     let page = os_page_size();
     let span = Span::clip(offset, len, file_size(file)?, page);
     if span.len() == 0 {
-        return Ok(Locked {
-            window: None,
-            offset: span.start,
-            len: 0,
-            pages: 0,
-        });
+        return Ok(Locked { window: None, offset: span.start, len: 0, pages: 0 });
     }
     let pages = span.pages(page);
     let window = Window::map(file, span.start, pages * page)?;
@@ -1528,12 +1429,7 @@ pub fn lock(file: &File, offset: u64, len: u64) -> Result<Locked, Error> {
         len: span.len(),
         source: e.into(),
     })?;
-    Ok(Locked {
-        window: Some(window),
-        offset: span.start,
-        len: span.len(),
-        pages,
-    })
+    Ok(Locked { window: Some(window), offset: span.start, len: span.len(), pages })
 }
 
 /// Drops this process's page-table entries for `map` with
@@ -1559,11 +1455,7 @@ pub fn release_mapping(map: &memmap2::Mmap) -> Result<(), Error> {
     let addr = map.as_ptr() as usize;
     let start = addr - addr % page;
     let end = addr.saturating_add(map.len());
-    let err = |source| Error::Release {
-        addr: start,
-        len: end - start,
-        source,
-    };
+    let err = |source| Error::Release { addr: start, len: end - start, source };
     match mapping_is_shared(start, end) {
         Ok(true) => {}
         Ok(false) => {
@@ -1661,16 +1553,9 @@ mod tests {
             let mut words = vec![0u64; len.div_ceil(64)];
             let resident = pack_into(&bytes, &mut words);
             for (i, b) in bytes.iter().enumerate() {
-                assert_eq!(
-                    words[i / 64] >> (i % 64) & 1,
-                    u64::from(b & 1),
-                    "len {len} bit {i}"
-                );
+                assert_eq!(words[i / 64] >> (i % 64) & 1, u64::from(b & 1), "len {len} bit {i}");
             }
-            assert_eq!(
-                resident,
-                bytes.iter().filter(|b| *b & 1 == 1).count() as u64
-            );
+            assert_eq!(resident, bytes.iter().filter(|b| *b & 1 == 1).count() as u64);
         }
     }
 
@@ -1722,31 +1607,13 @@ mod tests {
     #[test]
     fn span_clip() {
         let p = 4096;
-        assert_eq!(
-            Span::clip(5000, 100, 1 << 20, p),
-            Span {
-                start: 4096,
-                end: 5100
-            }
-        );
+        assert_eq!(Span::clip(5000, 100, 1 << 20, p), Span { start: 4096, end: 5100 });
         assert_eq!(Span::clip(0, TO_EOF, 10, p), Span { start: 0, end: 10 });
         assert_eq!(Span::clip(0, 0, 10, p).len(), 0);
         assert_eq!(Span::clip(u64::MAX, u64::MAX, 10, p).len(), 0);
         assert_eq!(Span::clip(8192, 10, 5000, p).len(), 0);
-        assert_eq!(
-            Span::clip(5000, 10, 5000, p),
-            Span {
-                start: 4096,
-                end: 4096
-            }
-        );
-        assert_eq!(
-            Span::clip(4999, 10, 5000, p),
-            Span {
-                start: 4096,
-                end: 5000
-            }
-        );
+        assert_eq!(Span::clip(5000, 10, 5000, p), Span { start: 4096, end: 4096 });
+        assert_eq!(Span::clip(4999, 10, 5000, p), Span { start: 4096, end: 5000 });
         assert_eq!(Span::clip(0, TO_EOF, 4097, p).pages(p), 2);
     }
 
@@ -1767,11 +1634,8 @@ mod tests {
     fn messages_explain() {
         let t = Trust::Unknown(UnknownReason::CachestatDenied).to_string();
         assert!(t.starts_with("unknown: ") && t.contains("every page"));
-        let e = Error::Mincore {
-            offset: 4096,
-            len: 4096,
-            source: io::Error::from_raw_os_error(12),
-        };
+        let e =
+            Error::Mincore { offset: 4096, len: 4096, source: io::Error::from_raw_os_error(12) };
         assert_eq!(e.to_string(), "mincore(2) of file bytes 4096..8192 failed");
     }
 }

@@ -37,9 +37,7 @@ impl<'d> Copier<'d> {
         if self.tx.is_none() {
             self.tx = Some(self.dst.begin_rw()?);
         }
-        self.tx
-            .as_mut()
-            .ok_or_else(|| Error::Corrupt("no write transaction".into()))
+        self.tx.as_mut().ok_or_else(|| Error::Corrupt("no write transaction".into()))
     }
 }
 
@@ -128,24 +126,16 @@ impl Db {
         let dst = dst.as_ref();
         let src = self.begin()?;
         refuse_damaged(&src)?;
-        let out = Db::open(
-            dst,
-            &Options {
-                read_only: false,
-                ..opts.clone()
-            },
-        )?;
+        let out = Db::open(dst, &Options { read_only: false, ..opts.clone() })?;
         copy_snapshot(&src, &out, tx_max_size)?;
         drop(src);
         drop(out);
         let size = |p: &Path| {
-            std::fs::metadata(p)
-                .map(|m| m.len())
-                .map_err(|source| Error::Io {
-                    path: p.to_owned(),
-                    what: "stat",
-                    source,
-                })
+            std::fs::metadata(p).map(|m| m.len()).map_err(|source| Error::Io {
+                path: p.to_owned(),
+                what: "stat",
+                source,
+            })
         };
         Ok((size(self.path())?, size(dst)?))
     }
@@ -155,21 +145,16 @@ impl Db {
 fn refuse_damaged(src: &Tx<'_>) -> Result<()> {
     match super::error::check_summary(&src.check()) {
         None => Ok(()),
-        Some(summary) => Err(Error::Corrupt(format!(
-            "the source fails check ({summary}); nothing copied"
-        ))),
+        Some(summary) => {
+            Err(Error::Corrupt(format!("the source fails check ({summary}); nothing copied")))
+        }
     }
 }
 
 /// Copy snapshot `src` into `dst`, as [`Db::compact_into`] describes.
 fn copy_snapshot(src: &Tx<'_>, dst: &Db, tx_max_size: u64) -> Result<()> {
     let root = CoreBucket::root_of(&src.file());
-    let mut c = Copier {
-        dst,
-        tx: Some(dst.begin_rw()?),
-        size: 0,
-        max: tx_max_size,
-    };
+    let mut c = Copier { dst, tx: Some(dst.begin_rw()?), size: 0, max: tx_max_size };
     copy_bucket(&root, &mut Vec::new(), &mut c, 0)?;
     match c.tx.take() {
         Some(tx) => tx.commit(),

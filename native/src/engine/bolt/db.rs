@@ -121,10 +121,7 @@ impl Options {
     /// bbolt's `DefaultOptions`: read-write, everything else default.
     #[must_use]
     pub fn read_write() -> Options {
-        Options {
-            read_only: false,
-            ..Options::default()
-        }
+        Options { read_only: false, ..Options::default() }
     }
 }
 
@@ -238,18 +235,12 @@ fn flock(file: &File, path: &Path, exclusive: bool, timeout: Option<Duration>) -
             Ok(true) => return Ok(()),
             Ok(false) => {
                 if timeout.is_some_and(|t| start.elapsed() >= t) {
-                    return Err(Error::Timeout {
-                        path: path.to_owned(),
-                    });
+                    return Err(Error::Timeout { path: path.to_owned() });
                 }
                 std::thread::sleep(FLOCK_RETRY);
             }
             Err(source) => {
-                return Err(Error::Io {
-                    path: path.to_owned(),
-                    what: "flock",
-                    source,
-                });
+                return Err(Error::Io { path: path.to_owned(), what: "flock", source });
             }
         }
     }
@@ -336,16 +327,9 @@ impl Db {
                     detail: "the file is empty".into(),
                 });
             }
-            let ps = if opts.page_size == 0 {
-                os_page_size()
-            } else {
-                opts.page_size
-            };
+            let ps = if opts.page_size == 0 { os_page_size() } else { opts.page_size };
             if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&ps) {
-                return Err(Error::PageSize {
-                    path: path.to_owned(),
-                    page_size: ps,
-                });
+                return Err(Error::PageSize { path: path.to_owned(), page_size: ps });
             }
             let image = new_file_image(ps)?;
             file.write_all_at(&image, 0).map_err(io("pwrite"))?;
@@ -369,10 +353,7 @@ impl Db {
                 },
             )
         }
-        .map_err(|source| Error::Map {
-            path: path.to_owned(),
-            source,
-        })?;
+        .map_err(|source| Error::Map { path: path.to_owned(), source })?;
         let snap = match BoltFile::open(map.bytes()) {
             Ok(f) => f.snapshot(),
             Err(mapwise_core::Error::NoValidMeta { meta0, meta1 }) => {
@@ -469,12 +450,7 @@ impl Db {
         *sh.readers.entry(txid).or_default() += 1;
         sh.stats.tx_n += 1;
         sh.stats.open_tx_n += 1;
-        Ok(Tx {
-            db: self,
-            map: Arc::clone(&sh.map),
-            len: sh.file_len,
-            snap: sh.snap,
-        })
+        Ok(Tx { db: self, map: Arc::clone(&sh.map), len: sh.file_len, snap: sh.snap })
     }
 
     /// Begin the read-write transaction (bbolt `DB.Begin(true)`). Waits
@@ -493,12 +469,7 @@ impl Db {
             if !sh.open {
                 return Err(Error::DatabaseNotOpen);
             }
-            (
-                Arc::clone(&sh.map),
-                sh.file_len,
-                sh.snap,
-                sh.readers.keys().next().copied(),
-            )
+            (Arc::clone(&sh.map), sh.file_len, sh.snap, sh.readers.keys().next().copied())
         };
         guard.freelist.release(oldest.unwrap_or(u64::MAX));
         let fl = std::mem::take(&mut guard.freelist);
@@ -595,11 +566,7 @@ impl Db {
     }
 
     fn io(&self, what: &'static str) -> impl FnOnce(std::io::Error) -> Error + '_ {
-        move |source| Error::Io {
-            path: self.path.clone(),
-            what,
-            source,
-        }
+        move |source| Error::Io { path: self.path.clone(), what, source }
     }
 
     /// Grow the file to hold `need` bytes as bbolt 1.3.6's `DB.grow`
@@ -618,11 +585,7 @@ impl Db {
             return Ok(());
         }
         let map_len = map.mapped_len();
-        let size = if map_len < ALLOC_SIZE {
-            map_len.max(need)
-        } else {
-            need + ALLOC_SIZE
-        };
+        let size = if map_len < ALLOC_SIZE { map_len.max(need) } else { need + ALLOC_SIZE };
         ws.grown_to = size;
         if self.opts.no_grow_sync || size <= ws.file_size {
             return Ok(());
@@ -631,10 +594,7 @@ impl Db {
         self.file.sync_all().map_err(self.io("fsync"))?;
         ws.file_size = size;
         if self.opts.mlock {
-            map.lock_to(size).map_err(|source| Error::Map {
-                path: self.path.clone(),
-                source,
-            })?;
+            map.lock_to(size).map_err(|source| Error::Map { path: self.path.clone(), source })?;
         }
         Ok(())
     }
@@ -645,9 +605,7 @@ impl Db {
         let Some(n) = super::failpoint::before_write(buf.len(), meta) else {
             return Ok(());
         };
-        self.file
-            .write_all_at(buf.get(..n).unwrap_or(buf), off)
-            .map_err(self.io("pwrite"))?;
+        self.file.write_all_at(buf.get(..n).unwrap_or(buf), off).map_err(self.io("pwrite"))?;
         Err(Error::Io {
             path: self.path.clone(),
             what: "pwrite",
@@ -681,9 +639,7 @@ impl Db {
         let mut written = Vec::new();
         for (id, buf) in rx {
             let off = id * ps;
-            self.file
-                .write_all_at(&buf, off)
-                .map_err(self.io("pwrite"))?;
+            self.file.write_all_at(&buf, off).map_err(self.io("pwrite"))?;
             end = end.max(off + buf.len() as u64);
             unstarted += buf.len();
             // Only synced commits get this thread (`WriteTx::commit`).
@@ -739,10 +695,7 @@ impl Db {
                     },
                 )
             }
-            .map_err(|source| Error::Map {
-                path: self.path.clone(),
-                source,
-            })?;
+            .map_err(|source| Error::Map { path: self.path.clone(), source })?;
             Some(Arc::new(m))
         } else {
             None
@@ -756,9 +709,7 @@ impl Db {
         for (id, buf) in dirty.iter() {
             let off = id * ps;
             self.crash_point(buf, off, false)?;
-            self.file
-                .write_all_at(buf, off)
-                .map_err(self.io("pwrite"))?;
+            self.file.write_all_at(buf, off).map_err(self.io("pwrite"))?;
             end = end.max(off + buf.len() as u64);
         }
         if !self.opts.no_sync {
@@ -768,9 +719,7 @@ impl Db {
         let id = meta.write_page(&mut page)?;
         self.crash_point(&page, id * ps, true)?;
         super::failpoint::commit_ended();
-        self.file
-            .write_all_at(&page, id * ps)
-            .map_err(self.io("pwrite"))?;
+        self.file.write_all_at(&page, id * ps).map_err(self.io("pwrite"))?;
         if !self.opts.no_sync {
             self.file.sync_data().map_err(self.io("fdatasync"))?;
         }
@@ -783,12 +732,7 @@ impl Db {
         metas[usize::from(index)] = Ok(written);
         {
             let mut sh = lock_shared(&self.shared);
-            sh.snap = Snapshot {
-                page_size: self.page_size,
-                metas,
-                current: index,
-                meta: written,
-            };
+            sh.snap = Snapshot { page_size: self.page_size, metas, current: index, meta: written };
             sh.file_len = ws.file_size;
             if let Some(m) = new_map {
                 sh.map = m;
@@ -832,10 +776,7 @@ fn validate_geometry(path: &Path, file: &BoltFile<'_, [u8]>, size: u64) -> Resul
         return bad(format!("root page {} outside [2, {})", m.root, m.hwm));
     }
     if m.freelist != NO_FREELIST && (m.freelist < 2 || m.freelist >= m.hwm) {
-        return bad(format!(
-            "freelist page {} outside [2, {})",
-            m.freelist, m.hwm
-        ));
+        return bad(format!("freelist page {} outside [2, {})", m.freelist, m.hwm));
     }
     Ok(())
 }
@@ -848,24 +789,14 @@ fn load_freelist(path: &Path, file: &BoltFile<'_, [u8]>) -> Result<Freelist> {
     let m = file.meta();
     let bad = |detail: String| Error::Corrupt(format!("{}: {detail}", path.display()));
     if m.has_freelist() {
-        return stored_freelist(file)
-            .map(Freelist::from_sorted)
-            .map_err(|e| match e {
-                Error::Corrupt(detail) => bad(detail),
-                e => e,
-            });
+        return stored_freelist(file).map(Freelist::from_sorted).map_err(|e| match e {
+            Error::Corrupt(detail) => bad(detail),
+            e => e,
+        });
     }
-    let walked = walk(
-        file,
-        WalkOptions {
-            check_keys: false,
-            previous_snapshot: false,
-        },
-    );
+    let walked = walk(file, WalkOptions { check_keys: false, previous_snapshot: false });
     if let Some(p) = walked.layout.problems.first() {
-        return Err(bad(format!(
-            "cannot rebuild the freelist (no freelist stored): {p}"
-        )));
+        return Err(bad(format!("cannot rebuild the freelist (no freelist stored): {p}")));
     }
     let ps = u64::from(file.page_size());
     let mut free = Vec::new();
@@ -902,10 +833,7 @@ fn stored_freelist(file: &BoltFile<'_, [u8]>) -> Result<Vec<u64>> {
     let mut v: Vec<u64> = ids.iter().collect();
     v.sort_unstable();
     if let Some(w) = v.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Error::Corrupt(format!(
-            "page {} is listed twice on the freelist",
-            w[0]
-        )));
+        return Err(Error::Corrupt(format!("page {} is listed twice on the freelist", w[0])));
     }
     if let Some(&id) = v.iter().find(|&&id| id < 2 || id >= m.hwm) {
         return Err(Error::Corrupt(format!(

@@ -145,10 +145,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub fn check_summary(problems: &[mapwise_core::Error]) -> Option<String> {
     let first = problems.first()?;
     let n = problems.len();
-    Some(format!(
-        "{n} error{}, the first: {first}",
-        if n == 1 { "" } else { "s" }
-    ))
+    Some(format!("{n} error{}, the first: {first}", if n == 1 { "" } else { "s" }))
 }
 
 /// The bbolt error for an open that found no usable meta page: bbolt

@@ -44,11 +44,7 @@ thread_local! {
 pub fn arm(writes: u32, torn: usize) {
     FIRED.with(|f| f.set(None));
     PLAN.with(|p| {
-        p.set(Some(Plan {
-            writes,
-            torn,
-            done: 0,
-        }));
+        p.set(Some(Plan { writes, torn, done: 0 }));
     });
 }
 
@@ -80,11 +76,7 @@ pub(crate) fn before_write(len: usize, meta: bool) -> Option<usize> {
         p.set(None);
         let bytes = plan.torn.min(len);
         FIRED.with(|f| {
-            f.set(Some(Fired {
-                writes_done: plan.done,
-                meta,
-                bytes,
-            }));
+            f.set(Some(Fired { writes_done: plan.done, meta, bytes }));
         });
         Some(bytes)
     })

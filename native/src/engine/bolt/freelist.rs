@@ -28,11 +28,7 @@ impl Freelist {
     /// A freelist holding `ids` (sorted and free of duplicates).
     pub(crate) fn from_sorted(ids: Vec<u64>) -> Freelist {
         let cache = ids.iter().copied().collect();
-        Freelist {
-            ids,
-            pending: BTreeMap::new(),
-            cache,
-        }
+        Freelist { ids, pending: BTreeMap::new(), cache }
     }
 
     /// Free ids (allocatable now).

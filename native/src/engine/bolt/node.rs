@@ -70,10 +70,9 @@ impl Bytes {
     /// The bytes, resolved against the transaction's mapping `map`.
     pub(crate) fn get<'a>(&'a self, map: &'a [u8]) -> &'a [u8] {
         match self {
-            Bytes::Map { off, len } => off
-                .checked_add(*len)
-                .and_then(|end| map.get(*off..end))
-                .unwrap_or_default(),
+            Bytes::Map { off, len } => {
+                off.checked_add(*len).and_then(|end| map.get(*off..end)).unwrap_or_default()
+            }
             Bytes::Owned(b) => b,
         }
     }
@@ -116,9 +115,9 @@ pub(crate) struct Node {
 impl Node {
     /// Bytes once written (bbolt `node.size`).
     pub(crate) fn size(&self) -> usize {
-        self.inodes.iter().fold(PAGE_HEADER_SIZE, |acc, i| {
-            acc + ELEMENT_SIZE + i.key.len() + i.value.len()
-        })
+        self.inodes
+            .iter()
+            .fold(PAGE_HEADER_SIZE, |acc, i| acc + ELEMENT_SIZE + i.key.len() + i.value.len())
     }
 
     fn min_keys(&self) -> usize {
@@ -145,10 +144,7 @@ fn size_less_than(inodes: &[Inode], v: usize) -> bool {
 fn split_index(inodes: &[Inode], threshold: usize) -> usize {
     let mut sz = PAGE_HEADER_SIZE;
     let mut index = 0;
-    for (i, inode) in inodes
-        .iter()
-        .enumerate()
-        .take(inodes.len().saturating_sub(MIN_KEYS_PER_PAGE))
+    for (i, inode) in inodes.iter().enumerate().take(inodes.len().saturating_sub(MIN_KEYS_PER_PAGE))
     {
         index = i;
         let elsize = ELEMENT_SIZE + inode.key.len() + inode.value.len();
@@ -291,11 +287,7 @@ impl Ctx<'_> {
 
     /// A read-only view of the transaction (for cursors).
     pub(crate) fn view(&self) -> View<'_> {
-        View {
-            map: self.map,
-            snap: self.snap,
-            arena: self.arena,
-        }
+        View { map: self.map, snap: self.snap, arena: self.arena }
     }
 
     /// Free a page run as pending on this transaction.
@@ -355,14 +347,8 @@ impl Ctx<'_> {
         let file = self.file();
         let page = file.tree_page(pgid, At::Page(pgid), "pgid")?;
         let bytes = page.borrowed().unwrap_or_default();
-        let base = usize::try_from(pgid)
-            .ok()
-            .and_then(|p| p.checked_mul(self.ps));
-        Ok((
-            page.header.flags != BRANCH_PAGE,
-            page.header.overflow,
-            elements(&page, bytes, base)?,
-        ))
+        let base = usize::try_from(pgid).ok().and_then(|p| p.checked_mul(self.ps));
+        Ok((page.header.flags != BRANCH_PAGE, page.header.overflow, elements(&page, bytes, base)?))
     }
 
     /// The node for page `pgid` of bucket `b`, materialised under
@@ -455,12 +441,7 @@ impl Ctx<'_> {
         let map = self.map;
         let node = &mut self.arena.nodes[n];
         let (i, exact) = search(&node.inodes, map, old);
-        let inode = Inode {
-            flags,
-            pgid,
-            key,
-            value,
-        };
+        let inode = Inode { flags, pgid, key, value };
         if exact {
             node.inodes[i] = inode;
         } else {
@@ -495,11 +476,7 @@ impl Ctx<'_> {
     /// Position of `child` in its parent (bbolt `node.childIndex`).
     fn child_index(&self, parent: NodeId, child: NodeId) -> usize {
         let map = self.map;
-        let key = self.arena.nodes[child]
-            .key
-            .as_ref()
-            .map(|k| k.get(map))
-            .unwrap_or_default();
+        let key = self.arena.nodes[child].key.as_ref().map(|k| k.get(map)).unwrap_or_default();
         search(&self.arena.nodes[parent].inodes, map, key).0
     }
 
@@ -597,9 +574,7 @@ impl Ctx<'_> {
             return self.rebalance(parent, depth + 1);
         }
         if self.arena.nodes[parent].inodes.len() < 2 {
-            return Err(corrupt(
-                "a branch node with a single child below the root".into(),
-            ));
+            return Err(corrupt("a branch node with a single child below the root".into()));
         }
         let index = self.child_index(parent, n);
         if index == 0 {
@@ -748,13 +723,8 @@ impl Ctx<'_> {
         let mut children = std::mem::take(&mut self.arena.nodes[n].children);
         {
             let nodes = &self.arena.nodes;
-            let first = |c: &NodeId| {
-                nodes[*c]
-                    .inodes
-                    .first()
-                    .map(|i| i.key.get(map))
-                    .unwrap_or_default()
-            };
+            let first =
+                |c: &NodeId| nodes[*c].inodes.first().map(|i| i.key.get(map)).unwrap_or_default();
             children.sort_by(|a, b| first(a).cmp(first(b)));
         }
         self.arena.nodes[n].children = children;
@@ -796,14 +766,7 @@ impl Ctx<'_> {
                     .map(|i| i.key.clone())
                     .ok_or_else(|| corrupt("an empty node below the root".into()))?;
                 let old = nd.key.clone().unwrap_or_else(|| first.clone());
-                self.put(
-                    parent,
-                    old.get(map),
-                    first.clone(),
-                    Bytes::owned(&[]),
-                    pgid,
-                    0,
-                )?;
+                self.put(parent, old.get(map), first.clone(), Bytes::owned(&[]), pgid, 0)?;
                 self.arena.nodes[node].key = Some(first);
             }
         }
@@ -844,9 +807,8 @@ impl Ctx<'_> {
     /// image (bbolt `Bucket.write`).
     fn inline_value(&self, c: BucketId) -> Result<Vec<u8>> {
         let bucket = &self.arena.buckets[c];
-        let root = bucket
-            .root_node
-            .ok_or_else(|| corrupt("inline bucket without a root node".into()))?;
+        let root =
+            bucket.root_node.ok_or_else(|| corrupt("inline bucket without a root node".into()))?;
         let n = &self.arena.nodes[root];
         let header = bucket_header(bucket.root, bucket.sequence);
         let mut value = vec![0u8; header.len() + n.size()];
@@ -895,11 +857,7 @@ impl Ctx<'_> {
         if depth > MAX_DEPTH {
             return Err(corrupt("tree deeper than 64 levels".into()));
         }
-        if let Some(&n) = self.arena.buckets[c]
-            .nodes
-            .get(&pgid)
-            .filter(|_| !pages_only)
-        {
+        if let Some(&n) = self.arena.buckets[c].nodes.get(&pgid).filter(|_| !pages_only) {
             let kids: Vec<u64> = if self.arena.nodes[n].leaf {
                 Vec::new()
             } else {
@@ -941,11 +899,8 @@ impl Ctx<'_> {
         if depth > MAX_DEPTH * 4 {
             return Err(corrupt("buckets nested too deep".into()));
         }
-        let children: Vec<(Vec<u8>, BucketId)> = self.arena.buckets[b]
-            .children
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
+        let children: Vec<(Vec<u8>, BucketId)> =
+            self.arena.buckets[b].children.iter().map(|(k, v)| (k.clone(), *v)).collect();
         for (name, c) in children {
             if self.arena.buckets[c].deleted {
                 continue;
@@ -1008,10 +963,7 @@ impl Ctx<'_> {
 /// offset in the mapping (ranges then point there), `None` to copy.
 fn elements(page: &Page<'_>, bytes: &[u8], base: Option<usize>) -> Result<Vec<Inode>> {
     let mk = |r: std::ops::Range<usize>| match base {
-        Some(b) => Bytes::Map {
-            off: b + r.start,
-            len: r.len(),
-        },
+        Some(b) => Bytes::Map { off: b + r.start, len: r.len() },
         None => Bytes::owned(bytes.get(r).unwrap_or_default()),
     };
     let leaf = page.header.flags != BRANCH_PAGE;
@@ -1022,20 +974,10 @@ fn elements(page: &Page<'_>, bytes: &[u8], base: Option<usize>) -> Result<Vec<In
                 page.leaf(i)?;
                 return Err(corrupt(format!("leaf element {i} unreadable")));
             };
-            Inode {
-                flags,
-                pgid: 0,
-                key: mk(k),
-                value: mk(v),
-            }
+            Inode { flags, pgid: 0, key: mk(k), value: mk(v) }
         } else {
             let e = page.branch(i)?;
-            Inode {
-                flags: 0,
-                pgid: e.child,
-                key: mk(e.key),
-                value: Bytes::owned(&[]),
-            }
+            Inode { flags: 0, pgid: e.child, key: mk(e.key), value: Bytes::owned(&[]) }
         };
         if inode.key.len() == 0 {
             return Err(mapwise_core::Error::Invalid {

@@ -73,9 +73,7 @@ impl<'a> View<'a> {
         let bs = &self.arena.buckets[b];
         if bs.root == 0 {
             if pgid != 0 {
-                return Err(Error::Corrupt(format!(
-                    "inline bucket asked for page {pgid}"
-                )));
+                return Err(Error::Corrupt(format!("inline bucket asked for page {pgid}")));
             }
             if let Some(n) = bs.root_node {
                 return Ok(Src::Node(&self.arena.nodes[n]));
@@ -102,11 +100,7 @@ impl<'a> View<'a> {
         if let Some(&n) = bs.nodes.get(&pgid) {
             return Ok(Src::Node(&self.arena.nodes[n]));
         }
-        Ok(Src::Page(self.file().tree_page(
-            pgid,
-            At::Page(pgid),
-            "pgid",
-        )?))
+        Ok(Src::Page(self.file().tree_page(pgid, At::Page(pgid), "pgid")?))
     }
 
     /// Where `key` is or would go in bucket `b`: the element index taken
@@ -133,20 +127,14 @@ pub(crate) struct WCursor<'a> {
 
 impl<'a> WCursor<'a> {
     pub(crate) fn new(view: View<'a>, bucket: BucketId) -> WCursor<'a> {
-        WCursor {
-            view,
-            bucket,
-            stack: Vec::new(),
-        }
+        WCursor { view, bucket, stack: Vec::new() }
     }
 
     fn push(&mut self, pgid: u64) -> Result<()> {
         if self.stack.len() >= MAX_DEPTH as usize {
-            return Err(mapwise_core::Error::TooDeep {
-                at: At::Page(pgid),
-                limit: MAX_DEPTH,
-            }
-            .into());
+            return Err(
+                mapwise_core::Error::TooDeep { at: At::Page(pgid), limit: MAX_DEPTH }.into()
+            );
         }
         let src = self.view.page_node(self.bucket, pgid)?;
         self.stack.push(Frame { src, index: 0 });
@@ -259,11 +247,7 @@ impl<'a> WCursor<'a> {
         match &top.src {
             Src::Node(n) => {
                 let i = &n.inodes[top.index];
-                Ok(Some((
-                    i.key.get(self.view.map),
-                    i.value.get(self.view.map),
-                    i.flags,
-                )))
+                Ok(Some((i.key.get(self.view.map), i.value.get(self.view.map), i.flags)))
             }
             Src::Page(p) => {
                 let Some((flags, k, v)) = p.leaf_ranges(top.index) else {

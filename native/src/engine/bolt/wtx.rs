@@ -47,10 +47,7 @@ pub(crate) struct TxState {
 fn bytes_of(map: &[u8], s: &[u8]) -> Bytes {
     let (m0, s0) = (map.as_ptr().addr(), s.as_ptr().addr());
     if s0 >= m0 && s0 + s.len() <= m0 + map.len() {
-        Bytes::Map {
-            off: s0 - m0,
-            len: s.len(),
-        }
+        Bytes::Map { off: s0 - m0, len: s.len() }
     } else {
         Bytes::owned(s)
     }
@@ -92,10 +89,7 @@ impl TxState {
             len,
             snap,
             meta,
-            arena: Arena {
-                nodes: Vec::new(),
-                buckets: vec![root],
-            },
+            arena: Arena { nodes: Vec::new(), buckets: vec![root] },
             freed: Freed::default(),
             fl,
             ps: snap.page_size as usize,
@@ -120,11 +114,7 @@ impl TxState {
     }
 
     fn view(&self) -> View<'_> {
-        View {
-            map: self.map.bytes_to(self.len),
-            snap: &self.snap,
-            arena: &self.arena,
-        }
+        View { map: self.map.bytes_to(self.len), snap: &self.snap, arena: &self.arena }
     }
 
     /// The base snapshot as a file (what this transaction began with).
@@ -146,18 +136,12 @@ impl TxState {
             return Err(Error::IncompatibleValue);
         }
         let header = BucketHeader::parse(value, At::Offset(0))?;
-        let inline = (header.root == 0).then(|| {
-            bytes_of(
-                view.map,
-                value.get(BUCKET_HEADER_SIZE..).unwrap_or_default(),
-            )
-        });
+        let inline = (header.root == 0)
+            .then(|| bytes_of(view.map, value.get(BUCKET_HEADER_SIZE..).unwrap_or_default()));
         let state = BucketState::new(header.root, header.sequence, inline, self.default_fill);
         let id = self.arena.buckets.len();
         self.arena.buckets.push(state);
-        self.arena.buckets[parent]
-            .children
-            .insert(name.to_vec(), id);
+        self.arena.buckets[parent].children.insert(name.to_vec(), id);
         Ok(Some(id))
     }
 
@@ -197,9 +181,7 @@ impl TxState {
             Some(f) if f & BUCKET_LEAF_FLAG == 0 => return Err(Error::IncompatibleValue),
             Some(_) => {}
         }
-        let c = self
-            .open_child(parent, name)?
-            .ok_or(Error::BucketNotFound)?;
+        let c = self.open_child(parent, name)?.ok_or(Error::BucketNotFound)?;
         let subs: Vec<Vec<u8>> = {
             let mut cur = WCursor::new(self.view(), c);
             let mut subs = Vec::new();
@@ -309,11 +291,7 @@ impl TxState {
         }
         let ids = std::mem::take(&mut ctx.freed.ids);
         ctx.fl.free_pending(txid, &ids).map_err(|p| {
-            Error::Format(mapwise_core::Error::Reused {
-                at: At::Page(p),
-                field: "free",
-                pgid: p,
-            })
+            Error::Format(mapwise_core::Error::Reused { at: At::Page(p), field: "free", pgid: p })
         })?;
         ctx.freed.ids = ids;
         if no_freelist_sync {
@@ -353,20 +331,13 @@ pub struct WriteTx<'db> {
 
 impl std::fmt::Debug for WriteTx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WriteTx")
-            .field("txid", &self.st.meta.txid)
-            .finish_non_exhaustive()
+        f.debug_struct("WriteTx").field("txid", &self.st.meta.txid).finish_non_exhaustive()
     }
 }
 
 impl<'db> WriteTx<'db> {
     pub(crate) fn new(db: &'db Db, guard: MutexGuard<'db, WriterState>, st: TxState) -> Self {
-        WriteTx {
-            db,
-            guard,
-            st,
-            finished: false,
-        }
+        WriteTx { db, guard, st, finished: false }
     }
 
     /// This transaction's id: the current txid + 1 (bbolt `Tx.ID`).
@@ -383,10 +354,7 @@ impl<'db> WriteTx<'db> {
     }
 
     fn root(&mut self) -> BucketMut<'_> {
-        BucketMut {
-            st: &mut self.st,
-            id: 0,
-        }
+        BucketMut { st: &mut self.st, id: 0 }
     }
 
     /// The top-level bucket `name` for reading and writing; `None` when
@@ -409,9 +377,7 @@ impl<'db> WriteTx<'db> {
         let st = &mut self.st;
         let mut id = 0;
         for name in path {
-            id = st
-                .open_child(id, name.as_ref())?
-                .ok_or(Error::BucketNotFound)?;
+            id = st.open_child(id, name.as_ref())?.ok_or(Error::BucketNotFound)?;
         }
         if path.is_empty() {
             return Err(Error::BucketNameRequired);
@@ -449,9 +415,7 @@ impl<'db> WriteTx<'db> {
     /// A cursor over the top-level bucket names (bbolt `Tx.Cursor`).
     #[must_use]
     pub fn cursor(&self) -> WriteCursor<'_> {
-        WriteCursor {
-            cur: WCursor::new(self.st.view(), 0),
-        }
+        WriteCursor { cur: WCursor::new(self.st.view(), 0) }
     }
 
     /// Call `f` with each top-level bucket name, in key order.
@@ -476,9 +440,7 @@ impl<'db> WriteTx<'db> {
     /// Uncommitted changes are not pages yet, so they are not checked.
     #[must_use]
     pub fn check(&self) -> Vec<mapwise_core::Error> {
-        walk(&self.st.file(), WalkOptions::default())
-            .layout
-            .problems
+        walk(&self.st.file(), WalkOptions::default()).layout.problems
     }
 
     /// Commit (bbolt `Tx.Commit`): rebalance, spill, write the freelist
@@ -495,10 +457,7 @@ impl<'db> WriteTx<'db> {
     pub fn commit(mut self) -> Result<()> {
         self.finished = true;
         let txid = self.st.meta.txid;
-        let mut out = Spilled {
-            spare: self.guard.spare.take(),
-            ..Spilled::default()
-        };
+        let mut out = Spilled { spare: self.guard.spare.take(), ..Spilled::default() };
         let opts = self.db.options();
         let db = self.db;
         // Pages are written by a second thread while the tree is still
@@ -538,8 +497,7 @@ impl<'db> WriteTx<'db> {
                 None => Ok(0),
             };
             prepared.and(written).and_then(|end| {
-                self.db
-                    .write_commit(&mut self.guard, &self.st, &mut out.dirty, out.grow, end)
+                self.db.write_commit(&mut self.guard, &self.st, &mut out.dirty, out.grow, end)
             })
         });
         if result.is_err() {
@@ -598,9 +556,7 @@ pub struct BucketMut<'tx> {
 
 impl std::fmt::Debug for BucketMut<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BucketMut")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
+        f.debug_struct("BucketMut").field("id", &self.id).finish_non_exhaustive()
     }
 }
 
@@ -613,10 +569,9 @@ impl<'tx> BucketMut<'tx> {
     fn into_create_if_not_exists(self, name: &[u8]) -> Result<BucketMut<'tx>> {
         let id = match self.st.create_child(self.id, name) {
             Ok(id) => id,
-            Err(Error::BucketExists) => self
-                .st
-                .open_child(self.id, name)?
-                .ok_or(Error::BucketNotFound)?,
+            Err(Error::BucketExists) => {
+                self.st.open_child(self.id, name)?.ok_or(Error::BucketNotFound)?
+            }
             Err(e) => return Err(e),
         };
         Ok(BucketMut { st: self.st, id })
@@ -674,11 +629,7 @@ impl<'tx> BucketMut<'tx> {
     /// # Errors
     /// As [`BucketMut::create_bucket`], except [`Error::BucketExists`].
     pub fn create_bucket_if_not_exists(&mut self, name: &[u8]) -> Result<BucketMut<'_>> {
-        BucketMut {
-            st: &mut *self.st,
-            id: self.id,
-        }
-        .into_create_if_not_exists(name)
+        BucketMut { st: &mut *self.st, id: self.id }.into_create_if_not_exists(name)
     }
 
     /// Delete sub-bucket `name` with everything in it (bbolt
@@ -733,20 +684,14 @@ impl<'tx> BucketMut<'tx> {
     /// A cursor over this bucket (bbolt `Bucket.Cursor`).
     #[must_use]
     pub fn cursor(&self) -> WriteCursor<'_> {
-        WriteCursor {
-            cur: WCursor::new(self.st.view(), self.id),
-        }
+        WriteCursor { cur: WCursor::new(self.st.view(), self.id) }
     }
 
     /// A cursor that can delete the entry under it (bbolt
     /// `Cursor.Delete`).
     #[must_use]
     pub fn cursor_mut(&mut self) -> CursorMut<'_> {
-        CursorMut {
-            st: &mut *self.st,
-            id: self.id,
-            at: None,
-        }
+        CursorMut { st: &mut *self.st, id: self.id, at: None }
     }
 
     /// Call `f` with each key and value in key order; a sub-bucket comes
@@ -769,11 +714,7 @@ impl<'tx> BucketMut<'tx> {
 }
 
 fn item(e: Entry<'_>) -> Item<'_> {
-    Item {
-        key: Cow::Borrowed(e.0),
-        value: Cow::Borrowed(e.1),
-        flags: e.2,
-    }
+    Item { key: Cow::Borrowed(e.0), value: Cow::Borrowed(e.1), flags: e.2 }
 }
 
 /// A cursor over a bucket of a write transaction: it sees the
@@ -854,9 +795,7 @@ pub struct CursorMut<'b> {
 
 impl std::fmt::Debug for CursorMut<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CursorMut")
-            .field("at", &self.at)
-            .finish_non_exhaustive()
+        f.debug_struct("CursorMut").field("at", &self.at).finish_non_exhaustive()
     }
 }
 

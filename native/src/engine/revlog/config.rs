@@ -174,11 +174,7 @@ impl HgConfig {
             if section.is_empty() || name.is_empty() {
                 return Err(malformed());
             }
-            items.push((
-                section.to_string(),
-                name.to_string(),
-                value.trim().to_string(),
-            ));
+            items.push((section.to_string(), name.to_string(), value.trim().to_string()));
         }
         Ok(HgConfig { items })
     }
@@ -248,9 +244,7 @@ impl HgConfig {
         }
         if let Some(t) = self.bytes("experimental", "mmapindexthreshold")? {
             return Ok(Options {
-                load: Load::Auto {
-                    threshold: to_threshold(t),
-                },
+                load: Load::Auto { threshold: to_threshold(t) },
                 ..Options::default()
             });
         }
@@ -286,21 +280,10 @@ mod tests {
         assert_eq!(new.load, Load::Auto { threshold: 4096 });
         assert!(new.populate);
         let on = load(&["storage.revlog.mmap.index=yes"]);
-        assert_eq!(
-            on.load,
-            Load::Auto {
-                threshold: DEFAULT_MMAP_THRESHOLD
-            }
-        );
-        let off = load(&[
-            "experimental.mmapindexthreshold=4k",
-            "storage.revlog.mmap.index=no",
-        ]);
+        assert_eq!(on.load, Load::Auto { threshold: DEFAULT_MMAP_THRESHOLD });
+        let off = load(&["experimental.mmapindexthreshold=4k", "storage.revlog.mmap.index=no"]);
         assert_eq!(off.load, Load::Read);
-        assert_eq!(
-            load(&["experimental.mmapindexthreshold=-1"]).load,
-            Load::Auto { threshold: 0 }
-        );
+        assert_eq!(load(&["experimental.mmapindexthreshold=-1"]).load, Load::Auto { threshold: 0 });
         let bad = HgConfig::parse(["storage.revlog.mmap.index=maybe"]).unwrap();
         assert_eq!(
             bad.index_load().unwrap_err().to_string(),

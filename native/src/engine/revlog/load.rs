@@ -81,11 +81,7 @@ pub struct Options {
 impl Default for Options {
     /// What hg ≤ 6.8 does with no configuration: read whole.
     fn default() -> Self {
-        Options {
-            load: Load::Read,
-            populate: false,
-            advice: None,
-        }
+        Options { load: Load::Read, populate: false, advice: None }
     }
 }
 
@@ -129,10 +125,7 @@ impl IndexFile {
     /// [`Error::Io`] (open, fstat, read), [`Error::Map`].
     pub fn open(path: impl AsRef<Path>, opts: &Options) -> Result<IndexFile, Error> {
         let path = path.as_ref();
-        let io = |source| Error::Io {
-            path: path.to_owned(),
-            source,
-        };
+        let io = |source| Error::Io { path: path.to_owned(), source };
         let mut file = File::open(path).map_err(io)?;
         let size = file.metadata().map_err(io)?.len();
         let loaded = opts.load.decide(size);
@@ -147,10 +140,7 @@ impl IndexFile {
                 // and a truncation under us is the SIGBUS the `mapwise`
                 // binary turns into exit 3 before any byte is used.
                 let map = unsafe { Mapping::map(&file, &opts.map_options()) };
-                Data::Map(map.map_err(|source| Error::Map {
-                    path: path.to_owned(),
-                    source,
-                })?)
+                Data::Map(map.map_err(|source| Error::Map { path: path.to_owned(), source })?)
             }
             Loaded::Read => {
                 let mut v = Vec::new();
@@ -160,12 +150,7 @@ impl IndexFile {
                 Data::Bytes(v)
             }
         };
-        Ok(IndexFile {
-            path: path.to_owned(),
-            size,
-            loaded,
-            data,
-        })
+        Ok(IndexFile { path: path.to_owned(), size, loaded, data })
     }
 
     /// [`IndexFile::open`], except that a missing file is an empty
@@ -230,10 +215,8 @@ impl IndexFile {
     /// # Errors
     /// [`Error::Format`] when the header or the entry structure is bad.
     pub fn index(&self) -> Result<Index<'_, [u8]>, Error> {
-        Index::open(self.bytes()).map_err(|source| Error::Format {
-            path: self.path.clone(),
-            source,
-        })
+        Index::open(self.bytes())
+            .map_err(|source| Error::Format { path: self.path.clone(), source })
     }
 }
 

@@ -58,14 +58,7 @@ pub fn log<S: PageSource + ?Sized>(
         if p2 != NULL_REV {
             parents.push(index.node(p2)?);
         }
-        rows.push(LogRow {
-            rev,
-            node: *e.node(),
-            linkrev: e.link_rev(),
-            p1,
-            p2,
-            parents,
-        });
+        rows.push(LogRow { rev, node: *e.node(), linkrev: e.link_rev(), p1, p2, parents });
         rev -= 1;
     }
     Ok(rows)

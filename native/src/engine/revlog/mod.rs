@@ -152,23 +152,18 @@ pub fn check_data_file(
         Err(source) => return Err(Error::Io { path: data, source }),
     };
     let es = index.version().entry_size() as u64;
-    index
-        .check_data_len(data_len, revs)
-        .map_err(|source| match source {
-            mapwise_core::Error::OutOfBounds {
-                at: mapwise_core::At::Offset(pos),
-                field: "data_offset",
-                ..
-            } => Error::DataFile {
-                index: file.path().to_owned(),
-                data: data.clone(),
-                rev: Rev::try_from(pos / es).unwrap_or(Rev::MAX),
-                source,
-            },
-            source => Error::Format {
-                path: file.path().to_owned(),
-                source,
-            },
-        })?;
+    index.check_data_len(data_len, revs).map_err(|source| match source {
+        mapwise_core::Error::OutOfBounds {
+            at: mapwise_core::At::Offset(pos),
+            field: "data_offset",
+            ..
+        } => Error::DataFile {
+            index: file.path().to_owned(),
+            data: data.clone(),
+            rev: Rev::try_from(pos / es).unwrap_or(Rev::MAX),
+            source,
+        },
+        source => Error::Format { path: file.path().to_owned(), source },
+    })?;
     Ok(Some(data_len))
 }

@@ -98,26 +98,15 @@ pub const KNOWN_REQUIREMENTS: &[&str] = &[
 /// begin with an ASCII letter or digit (hg 6.3 `localrepo.py`,
 /// `ensurerequirementsrecognized`).
 fn check_known(path: &Path, reqs: &BTreeSet<String>) -> Result<(), Error> {
-    let unknown: Vec<String> = reqs
-        .iter()
-        .filter(|r| !KNOWN_REQUIREMENTS.contains(&r.as_str()))
-        .cloned()
-        .collect();
-    if unknown
-        .iter()
-        .any(|r| !r.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric))
-    {
-        return Err(Error::RequiresCorrupt {
-            path: path.to_owned(),
-        });
+    let unknown: Vec<String> =
+        reqs.iter().filter(|r| !KNOWN_REQUIREMENTS.contains(&r.as_str())).cloned().collect();
+    if unknown.iter().any(|r| !r.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)) {
+        return Err(Error::RequiresCorrupt { path: path.to_owned() });
     }
     if unknown.is_empty() {
         Ok(())
     } else {
-        Err(Error::UnknownRequirements {
-            path: path.to_owned(),
-            unknown,
-        })
+        Err(Error::UnknownRequirements { path: path.to_owned(), unknown })
     }
 }
 
@@ -136,10 +125,7 @@ fn read_requires(path: &Path) -> Result<BTreeSet<String>, Error> {
             Ok(lines.into_iter().map(String::from).collect())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeSet::new()),
-        Err(source) => Err(Error::Io {
-            path: path.to_owned(),
-            source,
-        }),
+        Err(source) => Err(Error::Io { path: path.to_owned(), source }),
     }
 }
 
@@ -162,16 +148,10 @@ impl Repo {
             let mut source = dot_hg.clone();
             if reqs.contains("shared") || reqs.contains("relshared") {
                 let file = dot_hg.join("sharedpath");
-                let raw = std::fs::read_to_string(&file).map_err(|source| Error::Io {
-                    path: file.clone(),
-                    source,
-                })?;
+                let raw = std::fs::read_to_string(&file)
+                    .map_err(|source| Error::Io { path: file.clone(), source })?;
                 let shared = PathBuf::from(raw.trim_end_matches(['\n', '\r']));
-                source = if reqs.contains("relshared") {
-                    dot_hg.join(shared)
-                } else {
-                    shared
-                };
+                source = if reqs.contains("relshared") { dot_hg.join(shared) } else { shared };
             }
             // `makelocalrepository`: with share-safe the store's own
             // requirements (`store` among them) are in `store/requires`.
@@ -179,11 +159,7 @@ impl Repo {
                 reqs.extend(read_requires(&source.join("store").join("requires"))?);
             }
             check_known(path, &reqs)?;
-            let store = if reqs.contains("store") {
-                source.join("store")
-            } else {
-                source.clone()
-            };
+            let store = if reqs.contains("store") { source.join("store") } else { source.clone() };
             let encoding = StoreEncoding::from_requirements(&reqs);
             return Ok(Repo {
                 path: path.to_owned(),
@@ -209,9 +185,7 @@ impl Repo {
                 encoding,
             });
         }
-        Err(Error::NotARepo {
-            path: path.to_owned(),
-        })
+        Err(Error::NotARepo { path: path.to_owned() })
     }
 
     /// Find the repository holding `start` or one of its ancestors (as hg
@@ -224,14 +198,7 @@ impl Repo {
         start
             .ancestors()
             .find(|a| a.join(".hg").is_dir())
-            .map_or_else(
-                || {
-                    Err(Error::NotARepo {
-                        path: start.to_owned(),
-                    })
-                },
-                Repo::open,
-            )
+            .map_or_else(|| Err(Error::NotARepo { path: start.to_owned() }), Repo::open)
     }
 
     /// The path given to [`Repo::open`].
@@ -292,11 +259,7 @@ impl Repo {
     /// # Errors
     /// As [`IndexFile::open_or_empty`].
     pub fn open_index(&self, which: &Revlog, opts: &Options) -> Result<IndexFile, Error> {
-        let opts = if which.maps_large_index() {
-            *opts
-        } else {
-            Options::default()
-        };
+        let opts = if which.maps_large_index() { *opts } else { Options::default() };
         IndexFile::open_or_empty(self.index_path(which), &opts)
     }
 }

@@ -194,11 +194,7 @@ fn join(parts: &[Vec<u8>]) -> Vec<u8> {
 /// unless only dots precede it.
 fn extension(basename: &[u8]) -> &[u8] {
     match basename.iter().rposition(|&b| b == b'.') {
-        Some(dot)
-            if basename
-                .get(..dot)
-                .is_some_and(|h| h.iter().any(|&b| b != b'.')) =>
-        {
+        Some(dot) if basename.get(..dot).is_some_and(|h| h.iter().any(|&b| b != b'.')) => {
             basename.get(dot..).unwrap_or_default()
         }
         _ => &[],
@@ -210,17 +206,13 @@ fn extension(basename: &[u8]) -> &[u8] {
 fn hash_encode(path: &[u8], dotencode: bool) -> Vec<u8> {
     let digest = sha1_hex(path);
     let parts = aux_encode(&lower_encode(path.get(5..).unwrap_or_default()), dotencode);
-    let (basename, dirs_parts) = parts
-        .split_last()
-        .map_or((&[][..], &[][..]), |(b, d)| (b.as_slice(), d));
+    let (basename, dirs_parts) =
+        parts.split_last().map_or((&[][..], &[][..]), |(b, d)| (b.as_slice(), d));
     let ext = extension(basename);
     let mut sdirs: Vec<Vec<u8>> = Vec::new();
     let mut sdirslen = 0usize;
     for p in dirs_parts {
-        let mut d = p
-            .get(..DIR_PREFIX.min(p.len()))
-            .unwrap_or_default()
-            .to_vec();
+        let mut d = p.get(..DIR_PREFIX.min(p.len())).unwrap_or_default().to_vec();
         if let Some(last) = d.last_mut()
             && (*last == b'.' || *last == b' ')
         {
@@ -263,11 +255,7 @@ fn hash_encode(path: &[u8], dotencode: bool) -> Vec<u8> {
 fn hybrid_encode(path: &[u8], dotencode: bool) -> Vec<u8> {
     let path = encode_dir(path);
     let res = join(&aux_encode(&encode_filename(&path), dotencode));
-    if res.len() > MAX_STORE_PATH {
-        hash_encode(&path, dotencode)
-    } else {
-        res
-    }
+    if res.len() > MAX_STORE_PATH { hash_encode(&path, dotencode) } else { res }
 }
 
 /// `_pathencode`: the store + fncache + dotencode scheme.
@@ -277,11 +265,7 @@ fn path_encode(path: &[u8]) -> Vec<u8> {
         return hash_encode(&de, true);
     }
     let res = join(&aux_encode(&encode_filename(&de), true));
-    if res.len() > MAX_STORE_PATH {
-        hash_encode(&de, true)
-    } else {
-        res
-    }
+    if res.len() > MAX_STORE_PATH { hash_encode(&de, true) } else { res }
 }
 
 /// SHA-1 of `data` (the `sha1` crate), as 40 lower-case hex digits.
@@ -316,16 +300,10 @@ mod tests {
     fn store_py_doctests() {
         // The doctests of mercurial/store.py (6.3).
         assert_eq!(encode_dir(b"data/foo.i/bla.i"), b"data/foo.i.hg/bla.i");
-        assert_eq!(
-            encode_dir(b"data/foo.i.hg/bla.i"),
-            b"data/foo.i.hg.hg/bla.i"
-        );
+        assert_eq!(encode_dir(b"data/foo.i.hg/bla.i"), b"data/foo.i.hg.hg/bla.i");
         assert_eq!(encode_filename(b"HELLO"), b"_h_e_l_l_o");
         assert_eq!(encode_filename(b"hello:world?"), b"hello~3aworld~3f");
-        assert_eq!(
-            encode_filename(b"the\x07quick\xADshot"),
-            b"the~07quick~adshot"
-        );
+        assert_eq!(encode_filename(b"the\x07quick\xADshot"), b"the~07quick~adshot");
         assert_eq!(
             StoreEncoding::Encoded.encode(b"foo.i/bar.d/bla.hg/hi:world?/HELLO"),
             b"foo.i.hg/bar.d.hg/bla.hg.hg/hi~3aworld~3f/_h_e_l_l_o"
@@ -334,27 +312,12 @@ mod tests {
         let aux = aux_encode(b".foo/aux.txt/txt.aux/con/prn/nul/foo.", true);
         assert_eq!(
             aux,
-            [
-                &b"~2efoo"[..],
-                b"au~78.txt",
-                b"txt.aux",
-                b"co~6e",
-                b"pr~6e",
-                b"nu~6c",
-                b"foo~2e"
-            ]
+            [&b"~2efoo"[..], b"au~78.txt", b"txt.aux", b"co~6e", b"pr~6e", b"nu~6c", b"foo~2e"]
         );
         let aux = aux_encode(b".com1com2/lpt9.lpt4.lpt1/conprn/com0/lpt0/foo.", false);
         assert_eq!(
             aux,
-            [
-                &b".com1com2"[..],
-                b"lp~749.lpt4.lpt1",
-                b"conprn",
-                b"com0",
-                b"lpt0",
-                b"foo~2e"
-            ]
+            [&b".com1com2"[..], b"lp~749.lpt4.lpt1", b"conprn", b"com0", b"lpt0", b"foo~2e"]
         );
         assert_eq!(aux_encode(b"foo. ", true), [b"foo.~20".to_vec()]);
         assert_eq!(aux_encode(b" .foo", true), [b"~20.foo".to_vec()]);

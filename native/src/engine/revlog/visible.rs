@@ -86,10 +86,7 @@ impl Hidden {
 /// Read a whole regular file of at most `limit` bytes; `None` when it
 /// does not exist. FIFOs and devices are refused (they could block).
 fn read_file(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Error> {
-    let io = |source| Error::Io {
-        path: path.to_owned(),
-        source,
-    };
+    let io = |source| Error::Io { path: path.to_owned(), source };
     let f = match crate::os::io::open_regular(path, false) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -97,11 +94,7 @@ fn read_file(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Error> {
     };
     let size = f.metadata().map_err(io)?.len();
     if size > limit {
-        return Err(Error::TooLarge {
-            path: path.to_owned(),
-            size,
-            limit,
-        });
+        return Err(Error::TooLarge { path: path.to_owned(), size, limit });
     }
     let mut v = Vec::new();
     v.try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
@@ -112,10 +105,7 @@ fn read_file(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Error> {
 }
 
 fn format_error(path: &Path, source: mapwise_core::Error) -> Error {
-    Error::Format {
-        path: path.to_owned(),
-        source,
-    }
+    Error::Format { path: path.to_owned(), source }
 }
 
 /// A 40-digit hex node.
@@ -158,10 +148,7 @@ fn node_lines(text: &[u8]) -> HashMap<Vec<u8>, Node> {
 /// directory state appears damaged!").
 pub fn dirstate_parents(dot_hg: &Path, v2: bool) -> Result<[Node; 2], Error> {
     let path = dot_hg.join("dirstate");
-    let io = |source| Error::Io {
-        path: path.clone(),
-        source,
-    };
+    let io = |source| Error::Io { path: path.clone(), source };
     let f = match crate::os::io::open_regular(&path, false) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok([NULL_NODE; 2]),
@@ -248,18 +235,12 @@ fn merge_pins(dot_hg: &Path, wdir: &[Node; 2]) -> Result<Vec<Node>, Error> {
             let line = line.strip_suffix(b"\n").unwrap_or(line);
             record(if i == 0 { b'L' } else { b'F' }, line);
         }
-        other = Some(if wdir[1] == NULL_NODE {
-            wdir[0]
-        } else {
-            wdir[1]
-        });
+        other = Some(if wdir[1] == NULL_NODE { wdir[0] } else { wdir[1] });
     } else {
         return Ok(Vec::new());
     }
     let active = local.is_some_and(|n| n != NULL_NODE) || !state.is_empty();
-    let unresolved = state
-        .values()
-        .any(|s| s.as_slice() == b"u" || s.as_slice() == b"pu");
+    let unresolved = state.values().any(|s| s.as_slice() == b"u" || s.as_slice() == b"pu");
     if !(active && unresolved) {
         return Ok(Vec::new());
     }
@@ -332,10 +313,7 @@ pub fn hidden<S: PageSource + ?Sized>(repo: &Repo, index: &Index<'_, S>) -> Resu
         Ok(m) => m.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
         Err(source) => {
-            return Err(Error::Io {
-                path: obs_path,
-                source,
-            });
+            return Err(Error::Io { path: obs_path, source });
         }
     };
     let any_local_hidden = root_phase.values().any(|&p| phase::is_local_hidden(p));
@@ -345,11 +323,7 @@ pub fn hidden<S: PageSource + ?Sized>(repo: &Repo, index: &Index<'_, S>) -> Resu
     let mut precursors: HashSet<Node> = HashSet::new();
     if obs_size > 1 {
         if obs_size > MAX_OBSSTORE {
-            return Err(Error::TooLarge {
-                path: obs_path,
-                size: obs_size,
-                limit: MAX_OBSSTORE,
-            });
+            return Err(Error::TooLarge { path: obs_path, size: obs_size, limit: MAX_OBSSTORE });
         }
         let data = read_file(&obs_path, MAX_OBSSTORE)?.unwrap_or_default();
         if obsstore::has_markers(&data) {
@@ -368,10 +342,7 @@ pub fn hidden<S: PageSource + ?Sized>(repo: &Repo, index: &Index<'_, S>) -> Resu
 
     // One pass from the tip down until every phase root is found (or
     // rev 0): below the oldest root everything is public.
-    let cl_err = |e| Error::Format {
-        path: repo.store().join("00changelog.i"),
-        source: e,
-    };
+    let cl_err = |e| Error::Format { path: repo.store().join("00changelog.i"), source: e };
     struct Rec {
         parents: (Rev, Rev),
         root: u32,
@@ -438,9 +409,6 @@ pub fn hidden<S: PageSource + ?Sized>(repo: &Repo, index: &Index<'_, S>) -> Resu
             }
         }
     }
-    let revs = (low..=tip)
-        .zip(hidden)
-        .filter_map(|(rev, h)| h.then_some(rev))
-        .collect();
+    let revs = (low..=tip).zip(hidden).filter_map(|(rev, h)| h.then_some(rev)).collect();
     Ok(Hidden { revs })
 }

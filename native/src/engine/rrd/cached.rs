@@ -137,9 +137,7 @@ pub fn daemon_path(addr: &str, file: &Path) -> Result<String, Error> {
         ));
     }
     if name.is_empty() {
-        return Err(Error::Rrdtool(
-            "realpath(): No such file or directory".into(),
-        ));
+        return Err(Error::Rrdtool("realpath(): No such file or directory".into()));
     }
     if let Ok(p) = std::fs::canonicalize(file) {
         return Ok(p.to_string_lossy().into_owned());
@@ -147,17 +145,11 @@ pub fn daemon_path(addr: &str, file: &Path) -> Result<String, Error> {
     let (dir, tail) = match name.rfind('/') {
         None => (".", format!("/{name}")),
         Some(0) => (".", name.clone()),
-        Some(i) => (
-            name.get(..i).unwrap_or("."),
-            name.get(i..).unwrap_or("").to_owned(),
-        ),
+        Some(i) => (name.get(..i).unwrap_or("."), name.get(i..).unwrap_or("").to_owned()),
     };
     match std::fs::canonicalize(dir) {
         Ok(d) => Ok(format!("{}{tail}", d.to_string_lossy())),
-        Err(e) => Err(Error::Rrdtool(format!(
-            "realpath({name}): {}",
-            strerror(&e)
-        ))),
+        Err(e) => Err(Error::Rrdtool(format!("realpath({name}): {}", strerror(&e)))),
     }
 }
 
@@ -205,9 +197,7 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
+        f.debug_struct("Client").field("addr", &self.addr).finish_non_exhaustive()
     }
 }
 
@@ -261,10 +251,7 @@ fn gai_code(text: &str) -> i32 {
         ("Memory allocation failure", -10),
         ("Argument buffer overflow", -12),
     ];
-    CODES
-        .iter()
-        .find(|(t, _)| text.starts_with(t))
-        .map_or(-11, |&(_, c)| c)
+    CODES.iter().find(|(t, _)| text.starts_with(t)).map_or(-11, |&(_, c)| c)
 }
 
 /// The TCP port of a service: a number (glibc's `strtoul` then the low 16
@@ -272,9 +259,7 @@ fn gai_code(text: &str) -> i32 {
 fn service_port(service: &str) -> Option<u16> {
     if service.bytes().all(|b| b.is_ascii_digit()) {
         let n = service.bytes().fold(0u64, |v, c| {
-            v.checked_mul(10)
-                .and_then(|v| v.checked_add(u64::from(c - b'0')))
-                .unwrap_or(u64::MAX)
+            v.checked_mul(10).and_then(|v| v.checked_add(u64::from(c - b'0'))).unwrap_or(u64::MAX)
         });
         return Some((n & 0xFFFF) as u16);
     }
@@ -357,9 +342,8 @@ impl Client {
     pub fn connect_within(addr: &str, limit: Duration) -> Result<Client, Error> {
         let refused =
             |why: String| Error::Rrdtool(format!("Unable to connect to rrdcached: {why}"));
-        let stream = if let Some(path) = addr
-            .strip_prefix("unix:")
-            .or_else(|| addr.starts_with('/').then_some(addr))
+        let stream = if let Some(path) =
+            addr.strip_prefix("unix:").or_else(|| addr.starts_with('/').then_some(addr))
         {
             Stream::Unix(connect_unix(path, limit).map_err(|e| refused(strerror(&e)))?)
         } else {
@@ -404,12 +388,7 @@ impl Client {
             }
             Stream::Tcp(found.ok_or_else(|| refused(strerror(&last)))?)
         };
-        Ok(Client {
-            addr: addr.to_owned(),
-            stream,
-            inbuf: Vec::new(),
-            limit,
-        })
+        Ok(Client { addr: addr.to_owned(), stream, inbuf: Vec::new(), limit })
     }
 
     /// The address as given.
@@ -448,19 +427,14 @@ impl Client {
             *last = b'\n';
         }
         let deadline = Instant::now() + self.limit;
-        let sent = self
-            .stream
-            .set_timeouts(self.limit)
-            .and_then(|()| self.stream.write_all(&line));
+        let sent = self.stream.set_timeouts(self.limit).and_then(|()| self.stream.write_all(&line));
         if sent.is_err() {
             // rrdtool reconnects once and sends again.
-            let again = Client::connect_within(&self.addr, self.limit)
-                .ok()
-                .and_then(|c| {
-                    self.stream = c.stream;
-                    self.inbuf.clear();
-                    self.stream.write_all(&line).ok()
-                });
+            let again = Client::connect_within(&self.addr, self.limit).ok().and_then(|c| {
+                self.stream = c.stream;
+                self.inbuf.clear();
+                self.stream.write_all(&line).ok()
+            });
             if again.is_none() {
                 return Err(Fail::Error(Error::Rrdtool(SEND_FAILED.into())));
             }
@@ -480,38 +454,22 @@ impl Client {
             Fail::Error(Error::Rrdtool(text))
         };
         let mut budget = MAX_REPLY_BYTES;
-        let first = self
-            .recv_line(deadline, &mut budget)
-            .ok_or_else(read_failed)?;
+        let first = self.recv_line(deadline, &mut budget).ok_or_else(read_failed)?;
         let (status, used) = c_strtol(first.as_bytes(), 0);
         if used == 0 {
             return Err(read_failed());
         }
         // `ret->status` is an `int`.
         let status = status as i32;
-        let message = first
-            .get(used..)
-            .unwrap_or("")
-            .trim_start_matches([' ', '\t'])
-            .to_owned();
+        let message = first.get(used..).unwrap_or("").trim_start_matches([' ', '\t']).to_owned();
         if status < 0 {
-            return Err(Fail::Error(Error::Rrdtool(format!(
-                "rrdcached@{}: {message}",
-                self.addr
-            ))));
+            return Err(Fail::Error(Error::Rrdtool(format!("rrdcached@{}: {message}", self.addr))));
         }
         let mut lines = Vec::new();
         for _ in 0..status.max(0) {
-            lines.push(
-                self.recv_line(deadline, &mut budget)
-                    .ok_or_else(read_failed)?,
-            );
+            lines.push(self.recv_line(deadline, &mut budget).ok_or_else(read_failed)?);
         }
-        Ok(Reply {
-            status,
-            message,
-            lines,
-        })
+        Ok(Reply { status, message, lines })
     }
 
     /// One reply line without its line end (`recvline` then `chomp`): up
@@ -547,9 +505,7 @@ impl Client {
                     *budget = budget.checked_sub(line.len() + 32)?;
                     return Some(String::from_utf8_lossy(&line).into_owned());
                 }
-                Ok(n) => self
-                    .inbuf
-                    .extend_from_slice(chunk.get(..n).unwrap_or_default()),
+                Ok(n) => self.inbuf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
             }
         }
     }
@@ -616,9 +572,7 @@ impl Client {
             |why: String| Error::Rrdtool(format!("Failed sending the values to rrdcached: {why}"));
         match self.request(&words) {
             Ok(r) if r.status == 0 => Ok(()),
-            Ok(r) => Err(sending(strerror(&std::io::Error::from_raw_os_error(
-                r.status,
-            )))),
+            Ok(r) => Err(sending(strerror(&std::io::Error::from_raw_os_error(r.status)))),
             Err(Fail::TooLong) => Err(sending(enobufs())),
             Err(Fail::Error(e)) => Err(e),
         }
@@ -664,14 +618,10 @@ impl Client {
                 2 => InfoValue::Str(value.trim_end_matches(['\n', '\r']).to_owned()),
                 3 => InfoValue::Int(c_strtol(value.as_bytes(), 10).0 as i32),
                 4 => {
-                    return Err(Error::Rrdtool(
-                        "rrdc_info: BLOB objects are not supported".into(),
-                    ));
+                    return Err(Error::Rrdtool("rrdc_info: BLOB objects are not supported".into()));
                 }
                 n => {
-                    return Err(Error::Rrdtool(format!(
-                        "rrdc_info: Unsupported info type {n}"
-                    )));
+                    return Err(Error::Rrdtool(format!("rrdc_info: Unsupported info type {n}")));
                 }
             };
             out.push((key.to_owned(), v));
@@ -836,9 +786,7 @@ fn parse_fetch(lines: &[String]) -> Result<Fetched, String> {
             return Err(format!("Unable to parse header `{name}'"));
         }
         if !k.eq_ignore_ascii_case(name) {
-            return Err(format!(
-                "Unexpected header line: Expected `{name}', got `{k}'"
-            ));
+            return Err(format!("Unexpected header line: Expected `{name}', got `{k}'"));
         }
         at += 1;
         Ok(n as u64)
@@ -848,9 +796,7 @@ fn parse_fetch(lines: &[String]) -> Result<Fetched, String> {
     }
     let version = numeric("FlushVersion")?;
     if version != 1 {
-        return Err(format!(
-            "Don't know how to handle flush format version {version}."
-        ));
+        return Err(format!("Don't know how to handle flush format version {version}."));
     }
     if lines.len() < 5 {
         return Err(premature());
@@ -884,9 +830,7 @@ fn parse_fetch(lines: &[String]) -> Result<Fetched, String> {
         return Err(bad_names());
     }
     if !k.eq_ignore_ascii_case("DSName") {
-        return Err(format!(
-            "Unexpected header line: Expected `DSName', got `{k}'"
-        ));
+        return Err(format!("Unexpected header line: Expected `DSName', got `{k}'"));
     }
     at += 1;
     let size = ds.wrapping_mul(end.wrapping_sub(start) as u64) / step;
@@ -921,13 +865,7 @@ fn parse_fetch(lines: &[String]) -> Result<Fetched, String> {
             }
         }
     }
-    Ok(Fetched {
-        start,
-        end,
-        step,
-        names,
-        values,
-    })
+    Ok(Fetched { start, end, step, names, values })
 }
 
 /// glibc's `atof`: the longest decimal number (or `inf`, `nan`) at the
@@ -950,9 +888,7 @@ pub fn c_atof(s: &str) -> f64 {
         n += digits(&mut i);
     }
     if n == 0 {
-        let word = t
-            .get(usize::from(matches!(b.first(), Some(b'+' | b'-')))..)
-            .unwrap_or("");
+        let word = t.get(usize::from(matches!(b.first(), Some(b'+' | b'-')))..).unwrap_or("");
         let neg = b.first() == Some(&b'-');
         let lower = word.get(..3).map(str::to_ascii_lowercase);
         let v = match lower.as_deref() {
@@ -986,17 +922,10 @@ pub fn c_atof(s: &str) -> f64 {
 /// does not have.
 pub fn map_template(template: &str, ds_names: &[String], value: &str) -> Result<String, Error> {
     let count = |s: &str| {
-        if s.is_empty() {
-            0
-        } else {
-            s.split(':').count()
-        }
+        if s.is_empty() { 0 } else { s.split(':').count() }
     };
-    let tpl: Vec<&str> = if template.is_empty() {
-        Vec::new()
-    } else {
-        template.split(':').collect()
-    };
+    let tpl: Vec<&str> =
+        if template.is_empty() { Vec::new() } else { template.split(':').collect() };
     let fields: Vec<&str> = value.split(':').collect();
     let given = count(value).wrapping_sub(1);
     let err = |m: String| Error::Rrdtool(format!("rrd_map_template_to_values: {m}"));
@@ -1068,24 +997,15 @@ mod tests {
     fn network_addresses_split_as_rrdtool_splits_them() {
         assert_eq!(split_network("h:1"), Ok(("h".into(), Some("1".into()))));
         assert_eq!(split_network("h"), Ok(("h".into(), None)));
-        assert_eq!(
-            split_network("[::1]:7"),
-            Ok(("::1".into(), Some("7".into())))
-        );
+        assert_eq!(split_network("[::1]:7"), Ok(("::1".into(), Some("7".into()))));
         assert_eq!(split_network("[::1"), Err("malformed address: [::1".into()));
-        assert_eq!(
-            split_network("[::1]x"),
-            Err("garbage after address: x".into())
-        );
+        assert_eq!(split_network("[::1]x"), Err("garbage after address: x".into()));
     }
 
     #[test]
     fn fetch_replies_of_the_wrong_shape_are_refused() {
         let l = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert_eq!(
-            parse_fetch(&[]),
-            Err("Premature end of response packet".into())
-        );
+        assert_eq!(parse_fetch(&[]), Err("Premature end of response packet".into()));
         assert_eq!(
             parse_fetch(&l(&["FlushVersion: 2"])),
             Err("Don't know how to handle flush format version 2.".into())
@@ -1120,17 +1040,9 @@ mod tests {
     #[test]
     fn templates_map_as_rrdtool_maps_them() {
         let ds = ["temp".to_owned(), "load".to_owned()];
-        assert_eq!(
-            map_template("load", &ds, "100:5").ok(),
-            Some("100:U:5".into())
-        );
-        assert_eq!(
-            map_template("load:temp", &ds, "N:5:6").ok(),
-            Some("N:6:5".into())
-        );
-        let e = map_template("nope", &ds, "100:5")
-            .err()
-            .map(|e| e.to_string());
+        assert_eq!(map_template("load", &ds, "100:5").ok(), Some("100:U:5".into()));
+        assert_eq!(map_template("load:temp", &ds, "N:5:6").ok(), Some("N:6:5".into()));
+        let e = map_template("nope", &ds, "100:5").err().map(|e| e.to_string());
         assert_eq!(
             e.as_deref(),
             Some(

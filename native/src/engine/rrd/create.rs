@@ -39,12 +39,9 @@ pub fn start_time(o: &CreateOptions) -> Result<Option<i64>, Error> {
         return Ok(None);
     };
     let tv = time::parse(s).map_err(|e| rr(format!("start time: {e}")))?;
-    if matches!(
-        tv.kind,
-        time::TimeKind::RelativeToEnd | time::TimeKind::RelativeToStart
-    ) {
+    if matches!(tv.kind, time::TimeKind::RelativeToEnd | time::TimeKind::RelativeToStart) {
         return Err(rr(
-            "specifying time relative to the 'start' or 'end' makes no sense here".into(),
+            "specifying time relative to the 'start' or 'end' makes no sense here".into()
         ));
     }
     let t = tv.resolve();
@@ -120,11 +117,7 @@ pub fn create(path: &Path, o: &CreateOptions, defs: &[String]) -> Result<(), Err
     let mut state = crate::engine::rng::SplitMix64::new(o.seed.unwrap_or_else(|| {
         (secs as u64).wrapping_add(u64::from(std::process::id())) ^ (usec as u64) << 32
     }));
-    let rows: Vec<u64> = plan
-        .rra
-        .iter()
-        .map(|r| state.next_u64() % r.rows.max(1))
-        .collect();
+    let rows: Vec<u64> = plan.rra.iter().map(|r| state.next_u64() % r.rows.max(1)).collect();
     let header = plan.header(&rows);
     let geo = plan.geometry();
     let io_err = |what: &str, e: std::io::Error| {
@@ -135,12 +128,7 @@ pub fn create(path: &Path, o: &CreateOptions, defs: &[String]) -> Result<(), Err
     let mut attempt = 0u64;
     let (tmp, file) = loop {
         let tmp = temp_name(path, salt ^ attempt);
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-        {
+        match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp) {
             Ok(f) => break (tmp, f),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
                 attempt += 1

@@ -183,12 +183,7 @@ impl MmapIo {
             // SAFETY: as above.
             Access::Read => unsafe { FileMap::private_read_only(&file, whole, false)? },
         };
-        let io = MmapIo {
-            map,
-            len,
-            mode,
-            _file: file,
-        };
+        let io = MmapIo { map, len, mode, _file: file };
         match (mode, access) {
             (_, Access::ReadAll) => io.map.advise(Advice::Sequential, 0, whole)?,
             (IoMode::Mmap2Pages, _) => {
@@ -246,8 +241,7 @@ impl RrdIo for MmapIo {
             // inside the mapping.
             let end = off.saturating_add(len).min(self.len);
             if end > off {
-                self.map
-                    .advise(Advice::WillNeed, usz(off), usz(end - off))?;
+                self.map.advise(Advice::WillNeed, usz(off), usz(end - off))?;
             }
         }
         Ok(())
@@ -296,11 +290,7 @@ impl FdIo {
 }
 
 fn read_error(offset: u64, len: usize, e: &io::Error) -> mapwise_core::Error {
-    mapwise_core::Error::Read {
-        offset,
-        len: len as u64,
-        code: e.raw_os_error().unwrap_or(0),
-    }
+    mapwise_core::Error::Read { offset, len: len as u64, code: e.raw_os_error().unwrap_or(0) }
 }
 
 fn check(offset: u64, len: usize, size: u64) -> Result<(), mapwise_core::Error> {
@@ -326,9 +316,7 @@ impl PageSource for FdIo {
     fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, mapwise_core::Error> {
         check(offset, len, self.len)?;
         let mut buf = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|e| read_error(offset, len, &e))?;
+        self.file.read_exact_at(&mut buf, offset).map_err(|e| read_error(offset, len, &e))?;
         Ok(Cow::Owned(buf))
     }
 }
@@ -408,10 +396,7 @@ impl DirectIo {
             let mut run: Vec<DirectBlock> = vec![DirectBlock::ZERO; n];
             let bytes = DirectBlock::run_bytes_mut(&mut run);
             let start = p * DIRECT_ALIGN as u64;
-            let want = usz(self
-                .len
-                .min(start + (n * DIRECT_ALIGN) as u64)
-                .saturating_sub(start));
+            let want = usz(self.len.min(start + (n * DIRECT_ALIGN) as u64).saturating_sub(start));
             let mut done = 0usize;
             while done < want {
                 let dst = bytes.get_mut(done..).unwrap_or_default();
@@ -426,13 +411,7 @@ impl DirectIo {
                 return Err(io::Error::from_raw_os_error(libc::ENODATA));
             }
             for (k, page) in run.into_iter().enumerate() {
-                pages.insert(
-                    p + k as u64,
-                    Cached {
-                        page: Box::new(page),
-                        dirty: false,
-                    },
-                );
+                pages.insert(p + k as u64, Cached { page: Box::new(page), dirty: false });
             }
             p = end + 1;
         }
@@ -449,16 +428,13 @@ impl DirectIo {
         let end = start + bytes.len() as u64;
         let full_end = end.min(self.len - self.len % a).max(start);
         if full_end > start {
-            self.direct.write_all_at(
-                bytes.get(..usz(full_end - start)).unwrap_or_default(),
-                start,
-            )?;
+            self.direct
+                .write_all_at(bytes.get(..usz(full_end - start)).unwrap_or_default(), start)?;
         }
         if self.len > full_end && end > full_end {
             let k = usz(full_end - start);
             let n = usz(self.len.min(end) - full_end);
-            self.buffered
-                .write_all_at(bytes.get(k..k + n).unwrap_or_default(), full_end)?;
+            self.buffered.write_all_at(bytes.get(k..k + n).unwrap_or_default(), full_end)?;
         }
         Ok(())
     }
@@ -476,8 +452,7 @@ impl PageSource for DirectIo {
         }
         let a = DIRECT_ALIGN as u64;
         let end = offset + len as u64;
-        self.load(offset / a, (end - 1) / a)
-            .map_err(|e| read_error(offset, len, &e))?;
+        self.load(offset / a, (end - 1) / a).map_err(|e| read_error(offset, len, &e))?;
         let pages = self.pages.borrow();
         let mut out = Vec::with_capacity(len);
         let mut at = offset;
@@ -515,10 +490,9 @@ impl RrdIo for DirectIo {
             let take = usz((a - at % a).min(end - at));
             let from = usz(at - offset);
             if let Some(c) = pages.get_mut(&(at / a)) {
-                if let (Some(dst), Some(src)) = (
-                    c.page.0.get_mut(within..within + take),
-                    data.get(from..from + take),
-                ) {
+                if let (Some(dst), Some(src)) =
+                    (c.page.0.get_mut(within..within + take), data.get(from..from + take))
+                {
                     dst.copy_from_slice(src);
                 }
                 c.dirty = true;
@@ -580,11 +554,8 @@ pub enum OpenError {
 /// [`OpenError`] for the step that failed.
 pub fn open(path: &Path, access: Access, mode: IoMode) -> Result<Opened, OpenError> {
     let write = access == Access::Write;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(write)
-        .open(path)
-        .map_err(OpenError::Open)?;
+    let file =
+        std::fs::OpenOptions::new().read(true).write(write).open(path).map_err(OpenError::Open)?;
     match lock::try_record_lock(&file, write) {
         Ok(true) => {}
         Ok(false) => return Err(OpenError::Locked),

@@ -127,41 +127,17 @@ pub(crate) fn strerror(e: &std::io::Error) -> String {
 fn header_error(path: &str, src: &dyn PageSource, e: mapwise_core::Error) -> Error {
     use mapwise_core::Error as E;
     match e {
-        E::OutOfBounds {
-            at:
-                At::Rrd {
-                    section: RrdSection::Values,
-                    ..
-                },
-            offset,
-            len,
-            ..
-        } => Error::TooSmall {
-            path: path.into(),
-            should: offset.saturating_add(len),
-        },
-        E::OutOfBounds {
-            at: At::Rrd { section, .. },
-            ..
-        } => Error::Eof {
-            section: section.name(),
-        },
-        E::Invalid {
-            field: "cookie", ..
-        } => Error::NotRrd { path: path.into() },
-        E::Unsupported {
-            at: At::Rrd { .. }, ..
+        E::OutOfBounds { at: At::Rrd { section: RrdSection::Values, .. }, offset, len, .. } => {
+            Error::TooSmall { path: path.into(), should: offset.saturating_add(len) }
         }
-        | E::Invalid {
-            field: "float_cookie",
-            ..
-        } => Error::ForeignArch {
-            path: path.into(),
-            arch: mapwise_core::rrd::foreign_arch(&src),
-        },
-        E::Invalid {
-            field: "version", ..
-        } => Error::Version {
+        E::OutOfBounds { at: At::Rrd { section, .. }, .. } => {
+            Error::Eof { section: section.name() }
+        }
+        E::Invalid { field: "cookie", .. } => Error::NotRrd { path: path.into() },
+        E::Unsupported { at: At::Rrd { .. }, .. } | E::Invalid { field: "float_cookie", .. } => {
+            Error::ForeignArch { path: path.into(), arch: mapwise_core::rrd::foreign_arch(&src) }
+        }
+        E::Invalid { field: "version", .. } => Error::Version {
             version: src
                 .read_at(4, 5)
                 .map(|b| {
@@ -169,10 +145,7 @@ fn header_error(path: &str, src: &dyn PageSource, e: mapwise_core::Error) -> Err
                 })
                 .unwrap_or_default(),
         },
-        other => Error::Format {
-            path: path.into(),
-            source: other,
-        },
+        other => Error::Format { path: path.into(), source: other },
     }
 }
 
@@ -219,10 +192,7 @@ pub fn dump_to(
     with_header(path, mode, Access::ReadAll, |h, src| {
         dump::write_dump(out, h, src, header, &time::local_string).map_err(|e| match e {
             PrintError::Write => Error::Output,
-            PrintError::Format(e) => Error::Format {
-                path: name.clone(),
-                source: e,
-            },
+            PrintError::Format(e) => Error::Format { path: name.clone(), source: e },
         })
     })
 }
@@ -294,12 +264,7 @@ pub fn lastupdate(path: &Path, mode: IoMode) -> Result<LastUpdate, Error> {
                 .dss()
                 .iter()
                 .enumerate()
-                .map(|(i, d)| {
-                    (
-                        d.name.clone(),
-                        String::from_utf8_lossy(h.last_ds(i)).into_owned(),
-                    )
-                })
+                .map(|(i, d)| (d.name.clone(), String::from_utf8_lossy(h.last_ds(i)).into_owned()))
                 .collect(),
             text,
         })
@@ -365,9 +330,7 @@ fn fetch_window_step(o: &FetchOptions) -> Result<((i64, i64), u64), Error> {
         end -= delta;
     }
     if end < start {
-        return Err(rr(format!(
-            "start ({start}) should be less than end ({end})"
-        )));
+        return Err(rr(format!("start ({start}) should be less than end ({end})")));
     }
     Ok(((start, end), step))
 }
@@ -386,18 +349,11 @@ pub fn fetch(path: &Path, cf: &str, o: &FetchOptions) -> Result<Fetched, Error> 
     let name = path.display().to_string();
     with_header(path, o.io, Access::Read, |h, src| {
         let plan = fetch::plan(h, cf, start, end, step).map_err(rr)?;
-        let values = fetch::values(h, &plan, src).map_err(|e| Error::Format {
-            path: name.clone(),
-            source: e,
-        })?;
+        let values = fetch::values(h, &plan, src)
+            .map_err(|e| Error::Format { path: name.clone(), source: e })?;
         let mut text = String::new();
         fetch::write_fetch(&mut text, h, &plan, &values).map_err(|_| Error::Output)?;
-        Ok(Fetched {
-            names: h.dss().iter().map(|d| d.name.clone()).collect(),
-            plan,
-            values,
-            text,
-        })
+        Ok(Fetched { names: h.dss().iter().map(|d| d.name.clone()).collect(), plan, values, text })
     })
 }
 

@@ -15,13 +15,8 @@ use crate::os::time::{localtime, localtime_into, mktime, strftime};
 /// The wall clock: seconds and microseconds since the epoch.
 #[must_use]
 pub fn now() -> (i64, i64) {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    (
-        i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        i64::from(d.subsec_micros()),
-    )
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    (i64::try_from(d.as_secs()).unwrap_or(i64::MAX), i64::from(d.subsec_micros()))
 }
 
 /// `strftime("%Y-%m-%d %H:%M:%S %Z")` of `localtime_r(t)`: the comments of
@@ -208,9 +203,7 @@ struct Parser<'a> {
 fn atol(s: &str) -> i64 {
     s.bytes()
         .take_while(u8::is_ascii_digit)
-        .try_fold(0i64, |v, c| {
-            v.checked_mul(10)?.checked_add(i64::from(c - b'0'))
-        })
+        .try_fold(0i64, |v, c| v.checked_mul(10)?.checked_add(i64::from(c - b'0')))
         .unwrap_or(i64::MAX)
 }
 
@@ -274,11 +267,7 @@ impl Parser<'_> {
     }
 
     fn expect_number(&mut self, msg: String) -> Result<(), String> {
-        if self.next() == Tok::Number {
-            Ok(())
-        } else {
-            Err(msg)
-        }
+        if self.next() == Tok::Number { Ok(()) } else { Err(msg) }
     }
 
     fn plus_minus(&mut self, doop: Option<Tok>) -> Result<(), String> {
@@ -373,9 +362,7 @@ impl Parser<'_> {
             if year > 1970 {
                 year -= 1900;
             } else {
-                return Err(format!(
-                    "invalid year {year} (should be either 00-99 or >1900)"
-                ));
+                return Err(format!("invalid year {year} (should be either 00-99 or >1900)"));
             }
         } else if (0..38).contains(&year) {
             year += 100;
@@ -433,11 +420,7 @@ impl Parser<'_> {
                     self.next();
                     if mon <= 31 && matches!(self.tok, Tok::Slash | Tok::Dot) {
                         let sep = self.tok;
-                        let (what, c) = if sep == Tok::Dot {
-                            ("month", '.')
-                        } else {
-                            ("day", '/')
-                        };
+                        let (what, c) = if sep == Tok::Dot { ("month", '.') } else { ("day", '/') };
                         self.expect_number(format!("there should be {what} number after '{c}'"))?;
                         mday = atol(&self.token);
                         if self.next() == sep {
@@ -546,11 +529,7 @@ impl Parser<'_> {
             }
         }
         if self.tok != Tok::Eof {
-            return Err(format!(
-                "unparsable trailing text: '...{}{}'",
-                self.token,
-                self.rest()
-            ));
+            return Err(format!("unparsable trailing text: '...{}{}'", self.token, self.rest()));
         }
         if self.tv.kind == TimeKind::Absolute {
             let mut tm = self.tv.tm;
@@ -579,11 +558,7 @@ pub fn parse(spec: &str) -> Result<TimeSpec, String> {
         units: false,
         op: Tok::Plus,
         prev_multiplier: None,
-        tv: TimeSpec {
-            kind: TimeKind::Absolute,
-            offset: 0,
-            tm,
-        },
+        tv: TimeSpec { kind: TimeKind::Absolute, offset: 0, tm },
     };
     p.parse()?;
     Ok(p.tv)

@@ -92,9 +92,7 @@ impl Rows for Overlay<'_> {
                     dst.copy_from_slice(&v.to_le_bytes());
                 }
                 let at = offset + (k * 16 * 8) as u64;
-                self.io
-                    .write_at(at, buf.get(..n).unwrap_or_default())
-                    .map_err(|_| oob())?;
+                self.io.write_at(at, buf.get(..n).unwrap_or_default()).map_err(|_| oob())?;
             }
             return Ok(());
         }
@@ -137,9 +135,7 @@ fn changed_span(a: &[u8], b: &[u8]) -> Option<(usize, usize)> {
     let n = a.len().min(b.len());
     let words = n / W;
     let word = |s: &[u8], i: usize| -> u128 {
-        s.get(i * W..(i + 1) * W)
-            .and_then(|c| c.try_into().ok())
-            .map_or(0, u128::from_ne_bytes)
+        s.get(i * W..(i + 1) * W).and_then(|c| c.try_into().ok()).map_or(0, u128::from_ne_bytes)
     };
     let differs = |i: usize| a.get(i) != b.get(i);
     let first_word = (0..words).find(|&i| word(a, i) != word(b, i));
@@ -223,15 +219,11 @@ impl Rrd {
         let display = path.display().to_string();
         let mut io = super::open(path, Access::Write, mode)?.io;
         if mode == IoMode::Mmap {
-            advise_header(&mut *io).map_err(|source| Error::Map {
-                path: display.clone(),
-                source,
-            })?;
+            advise_header(&mut *io)
+                .map_err(|source| Error::Map { path: display.clone(), source })?;
         }
         let src: &dyn RrdIo = &*io;
-        let header = Header::parse(src)
-            .map_err(|e| header_error(&display, src, e))?
-            .into_owned();
+        let header = Header::parse(src).map_err(|e| header_error(&display, src, e))?.into_owned();
         let on_disk = header.bytes().to_vec();
         let default_tmpl = Template::default_for(&header);
         Ok(Rrd {
@@ -239,11 +231,7 @@ impl Rrd {
             header,
             on_disk,
             default_tmpl,
-            sample: Sample {
-                time: 0,
-                usec: 0,
-                values: Vec::new(),
-            },
+            sample: Sample { time: 0, usec: 0, values: Vec::new() },
             pending: BTreeMap::new(),
             run: Vec::new(),
             hot: Vec::new(),
@@ -286,10 +274,7 @@ impl Rrd {
         let clock = Clock { now, at_time: &at };
         if self.io.mode() == IoMode::Mmap {
             self.advise_call(args, &clock)
-                .map_err(|source| Error::Map {
-                    path: self.display.clone(),
-                    source,
-                })?;
+                .map_err(|source| Error::Map { path: self.display.clone(), source })?;
         }
         let parsed_tmpl;
         let tmpl = match &opts.template {
@@ -301,11 +286,7 @@ impl Rrd {
         };
         let labels = if opts.verbose {
             (
-                self.header
-                    .rras()
-                    .iter()
-                    .map(|r| (r.cf.name().to_owned(), r.pdp_cnt))
-                    .collect(),
+                self.header.rras().iter().map(|r| (r.cf.name().to_owned(), r.pdp_cnt)).collect(),
                 self.header.dss().iter().map(|d| d.name.clone()).collect(),
             )
         } else {
@@ -314,11 +295,7 @@ impl Rrd {
         let display = &self.display;
         let in_place = self.io.writes_in_place();
         self.pending.clear();
-        let mut rows = Overlay {
-            io: &mut *self.io,
-            in_place,
-            pending: &mut self.pending,
-        };
+        let mut rows = Overlay { io: &mut *self.io, in_place, pending: &mut self.pending };
         let mut failure = None;
         let mut written = Vec::new();
         {
@@ -354,10 +331,7 @@ impl Rrd {
                 written = w;
             }
         }
-        let io_err = |source| Error::Io {
-            path: display.clone(),
-            source,
-        };
+        let io_err = |source| Error::Io { path: display.clone(), source };
         flush_rows(&mut *self.io, &self.pending, &mut self.run).map_err(io_err)?;
         // Only the changed bytes of the header are written back.
         if let Some((a, b)) = changed_span(self.header.bytes(), &self.on_disk) {
@@ -368,11 +342,7 @@ impl Rrd {
             }
         }
         self.io.flush().map_err(io_err)?;
-        Ok(UpdateOutcome {
-            written,
-            labels,
-            error: failure,
-        })
+        Ok(UpdateOutcome { written, labels, error: failure })
     }
 
     /// Hint the pages this call will write ([`call_hot_ranges`] up to the
@@ -393,14 +363,7 @@ impl Rrd {
         }
         let page = io::page_size();
         let len = self.io.len();
-        call_hot_ranges(
-            &self.header,
-            until,
-            self.persistent,
-            page,
-            len,
-            &mut self.hot,
-        );
+        call_hot_ranges(&self.header, until, self.persistent, page, len, &mut self.hot);
         if !self.persistent {
             return self.io.prepare_write(&self.hot);
         }
@@ -425,10 +388,7 @@ impl Rrd {
     /// # Errors
     /// A failed write ([`Error::Io`]).
     pub fn close(mut self) -> Result<(), Error> {
-        self.io.flush().map_err(|source| Error::Io {
-            path: self.display.clone(),
-            source,
-        })
+        self.io.flush().map_err(|source| Error::Io { path: self.display.clone(), source })
     }
 }
 
@@ -445,11 +405,7 @@ fn advise_header(io: &mut dyn RrdIo) -> std::io::Result<()> {
     let Ok(head) = io.read_at(0, 48) else {
         return Ok(());
     };
-    let (ds, rra, step) = (
-        le::u64_at(&head, 24),
-        le::u64_at(&head, 32),
-        le::u64_at(&head, 40),
-    );
+    let (ds, rra, step) = (le::u64_at(&head, 24), le::u64_at(&head, 32), le::u64_at(&head, 40));
     drop(head);
     let Some(g) = Geometry::of(3, ds, rra, step) else {
         return Ok(());
@@ -488,11 +444,7 @@ pub fn update<S: AsRef<str>>(
 pub fn updatev_text(o: &UpdateOutcome) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "return_value = {}",
-        if o.error.is_some() { -1 } else { 0 }
-    );
+    let _ = writeln!(s, "return_value = {}", if o.error.is_some() { -1 } else { 0 });
     for w in &o.written {
         let (cf, pdp) = o.labels.0.get(w.rra).cloned().unwrap_or_default();
         let ds = o.labels.1.get(w.ds).cloned().unwrap_or_default();
