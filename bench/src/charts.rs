@@ -143,7 +143,7 @@ fn log_ticks(from: f64, to: f64) -> Vec<f64> {
 /// A horizontal bar chart of ratios (time ours / time peer, lower is
 /// better for us) with parity at 1.0 and, when given, the target line.
 /// The axis turns logarithmic when the ratios spread over more than
-/// [`LOG_SPREAD`]× (its label then says so).
+/// `LOG_SPREAD`× (its label then says so).
 ///
 /// # Errors
 /// When plotters fails to draw (it does not on finite inputs).
