@@ -267,21 +267,6 @@ fn sample_revs(revs: u32) -> Vec<u32> {
     v
 }
 
-/// `0–4, 499998–500002, 999995–999999`.
-fn ranges(revs: &[u32]) -> String {
-    let mut out: Vec<(u32, u32)> = Vec::new();
-    for &r in revs {
-        match out.last_mut() {
-            Some((_, end)) if *end + 1 == r => *end = r,
-            _ => out.push((r, r)),
-        }
-    }
-    let one = |&(a, b): &(u32, u32)| {
-        if a == b { a.to_string() } else { format!("{a}–{b}") }
-    };
-    out.iter().map(one).collect::<Vec<_>>().join(", ")
-}
-
 /// What `log -l N -T '{rev}\n'` prints for a linear repository of `revs`
 /// revisions.
 fn expected_log(revs: u32, limit: u32) -> String {
@@ -710,7 +695,8 @@ fn check_synth(
     };
     let meant = synth_rows(&samples).into_iter().zip(&samples);
     let bad: Vec<String> = meant.filter_map(wrong).collect();
-    let (n, lines, revs_at) = (samples.len(), hg_di.lines().count(), ranges(&samples));
+    let (n, lines, revs_at) =
+        (samples.len(), hg_di.lines().count(), crate::units::ranges(&samples));
     let detail = match bad.is_empty() {
         true => {
             format!("{n} rows (revs {revs_at}) equal to the bytes written; {lines} lines in all")
@@ -2061,9 +2047,9 @@ mod tests {
     #[test]
     fn samples_ranges_and_expected_output() {
         let s = sample_revs(1_000_000);
-        assert_eq!(ranges(&s), "0–4, 499998–500002, 999995–999999");
+        assert_eq!(crate::units::ranges(&s), "0–4, 499998–500002, 999995–999999");
         assert_eq!((s.len(), sample_revs(3)), (15, vec![0, 1, 2]));
-        assert_eq!(ranges(&[1, 3, 4]), "1, 3–4");
+        assert_eq!(crate::units::ranges(&[1, 3, 4]), "1, 3–4");
         assert_eq!(expected_log(1_000_000, 2), "999999\n999998\n");
         assert_eq!(expected_log(2, 5), "1\n0\n");
         let counts = [1_000_000, 100_000, 16_384].map(short_count);

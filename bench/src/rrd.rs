@@ -1503,7 +1503,9 @@ fn mode_table(rep: &mut Report, r: &Results) {
         let cold = r.tool((Process, Cold), tool);
         let pages =
             format!("{} of {}", counts(cold.and_then(|s| s.pages_after).as_ref()), r.start.pages);
-        let which = cold.and_then(|s| s.first_call_pages.as_deref()).map_or_else(dash, page_ranges);
+        let which = cold
+            .and_then(|s| s.first_call_pages.as_deref())
+            .map_or_else(dash, crate::units::ranges);
         let label = if tool == Rrdtool {
             "rrdtool (librrd in-process)".to_owned()
         } else {
@@ -1846,7 +1848,7 @@ fn why_failed(r: &Results) -> Vec<String> {
         let first = |t| {
             r.tool((Process, Cold), t)
                 .and_then(|s| s.first_call_pages.as_deref())
-                .map_or_else(dash, page_ranges)
+                .map_or_else(dash, crate::units::ranges)
         };
         let (o, t) = (first(Mmap), first(Rrdtool));
         out.push(format!(
@@ -1907,22 +1909,6 @@ fn rate(v: Option<f64>) -> String {
         out.push(c);
     }
     out
-}
-
-/// `0–1, 37, 391–392` (sorted page numbers as ranges).
-fn page_ranges(pages: &[u32]) -> String {
-    let mut runs: Vec<(u32, u32)> = Vec::new();
-    for &p in pages {
-        match runs.last_mut() {
-            Some((_, to)) if *to + 1 == p => *to = p,
-            _ => runs.push((p, p)),
-        }
-    }
-    let text = |&(a, b): &(u32, u32)| {
-        if a == b { a.to_string() } else { format!("{a}–{b}") }
-    };
-    let text: Vec<String> = runs.iter().map(text).collect();
-    if runs.is_empty() { "none".to_owned() } else { text.join(", ") }
 }
 
 /// `openat, fcntl, statx ×2, madvise ×7` (consecutive repeats counted).
@@ -2018,8 +2004,8 @@ openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
 
     #[test]
     fn lists_and_numbers_print_short() {
-        assert_eq!(page_ranges(&[0, 1, 37, 391, 392]), "0–1, 37, 391–392");
-        assert_eq!(page_ranges(&[]), "none");
+        assert_eq!(crate::units::ranges(&[0, 1, 37, 391, 392]), "0–1, 37, 391–392");
+        assert_eq!(crate::units::ranges(&[]), "none");
         assert_eq!(run_length(&["a".into(), "b".into(), "b".into()]), "a, b ×2");
         let rates = [Some(12_345.4), Some(999.6), None].map(rate);
         assert_eq!(rates, ["12\u{202f}345", "1\u{202f}000", "—"]);

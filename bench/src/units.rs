@@ -105,6 +105,25 @@ pub fn civil_from_unix(secs: u64) -> (u64, u64, u64, u64, u64, u64) {
     (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// Sorted numbers (pages, revisions) as ranges: `0–1, 37, 391–392`;
+/// `none` for none.
+#[must_use]
+pub fn ranges(v: &[u32]) -> String {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &p in v {
+        match runs.last_mut() {
+            Some((_, to)) if to.checked_add(1) == Some(p) => *to = p,
+            _ => runs.push((p, p)),
+        }
+    }
+    let text = |&(a, b): &(u32, u32)| if a == b { a.to_string() } else { format!("{a}–{b}") };
+    if runs.is_empty() {
+        "none".to_owned()
+    } else {
+        runs.iter().map(text).collect::<Vec<_>>().join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
