@@ -161,13 +161,13 @@ pub fn verdict_counts(verdicts: &[Verdict]) -> (usize, usize) {
     (n(Outcome::Pass), n(Outcome::Fail))
 }
 
-/// The verdicts of the bench report in `dir`: its results.json's model
-/// (empty when there is none).
+/// The verdicts of the bench report in `dir`: its results.json's model,
+/// gzipped or not (empty when there is none).
 #[must_use]
 pub fn verdicts(dir: &Path) -> Vec<Verdict> {
-    std::fs::read_to_string(dir.join("results.json"))
+    crate::check::results_text(dir)
         .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|(_, t)| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| serde_json::from_value::<Report>(v.get("report")?.clone()).ok())
         .map(|r| r.all_verdicts().cloned().collect())
         .unwrap_or_default()

@@ -25,7 +25,8 @@ Checks a report directory written by `cargo xtask bench NAME` or `bench all`
     measured must say it;
   - every chart the report shows exists and is not empty, every trace
     results.json lists exists and reads back as a trace, and traces/
-    holds no more and no fewer;
+    holds no more and no fewer (a published run, which leaves traces/
+    out, is checked without them; its results.json may be gzipped);
   - in a `bench all` index: every bench exited with status 0, its listed
     verdicts are those of its own report, and its count cell agrees.
 Prints one line per problem (FILE:LINE: what) and exits 1 when there is
@@ -114,12 +115,31 @@ pub fn check_dir(dir: &Path) -> DirCheck {
     c
 }
 
+/// The text of `dir`'s results.json, or of results.json.gz (a published
+/// run gzips a large one): (the file read, its text).
+///
+/// # Errors
+/// When neither can be read, naming results.json.
+pub fn results_text(dir: &Path) -> Result<(PathBuf, String), (PathBuf, String)> {
+    let plain = dir.join("results.json");
+    let gz = dir.join("results.json.gz");
+    if !plain.exists() && gz.exists() {
+        let mut text = String::new();
+        return fs::File::open(&gz)
+            .and_then(|f| {
+                std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(f), &mut text)
+            })
+            .map(|_| (gz.clone(), text))
+            .map_err(|e| (gz, format!("cannot read: {e}")));
+    }
+    fs::read_to_string(&plain)
+        .map(|t| (plain.clone(), t))
+        .map_err(|e| (plain, format!("cannot read: {e}")))
+}
+
 /// results.json of `dir` as JSON and its report model, or the problem.
 fn read_results(dir: &Path, c: &mut DirCheck) -> Option<(serde_json::Value, Report)> {
-    let path = dir.join("results.json");
-    let text = fs::read_to_string(&path)
-        .map_err(|e| c.add(&path, None, format!("cannot read: {e}")))
-        .ok()?;
+    let (path, text) = results_text(dir).map_err(|(p, e)| c.add(&p, None, e)).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| c.add(&path, Some(e.line()), format!("does not parse: {e}")))
         .ok()?;
@@ -174,7 +194,9 @@ fn check_one(dir: &Path, c: &mut DirCheck) {
         .flatten()
         .filter_map(std::result::Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && p.join("results.json").exists())
+        .filter(|p| {
+            p.is_dir() && (p.join("results.json").exists() || p.join("results.json.gz").exists())
+        })
         .collect();
     subs.sort();
     for s in subs {
@@ -183,8 +205,12 @@ fn check_one(dir: &Path, c: &mut DirCheck) {
 }
 
 /// Every trace results.json lists (`traces`: objects with `file`) exists
-/// and reads back, and traces/ holds exactly those.
+/// and reads back, and traces/ holds exactly those. A directory without
+/// traces/ at all is a published run, whose traces were left out.
 fn check_traces(dir: &Path, json_path: &Path, v: &serde_json::Value, c: &mut DirCheck) {
+    if !dir.join("traces").is_dir() {
+        return;
+    }
     let listed: Vec<&str> = v
         .get("traces")
         .and_then(serde_json::Value::as_array)
@@ -366,6 +392,23 @@ mod tests {
         assert!(problems(&d)[0].contains("results.json:2: does not parse"));
         fs::write(d.join("results.json"), "{\"bench\": \"x\"}").unwrap();
         assert!(problems(&d)[0].contains("holds no report model"));
+    }
+
+    #[test]
+    fn a_published_run_leaves_traces_out_and_may_gzip_its_results() {
+        use std::io::Write as _;
+        let root = tempfile::tempdir().unwrap();
+        let d = bench_dir(root.path(), "one", &report("1 s"));
+        fs::remove_dir_all(d.join("traces")).unwrap();
+        let json = fs::read(d.join("results.json")).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&json).unwrap();
+        fs::write(d.join("results.json.gz"), gz.finish().unwrap()).unwrap();
+        fs::remove_file(d.join("results.json")).unwrap();
+        assert_eq!(problems(&d), Vec::<String>::new());
+        assert_eq!(check_dir(&d).tables, 2);
+        fs::write(d.join("results.json.gz"), b"not gzip").unwrap();
+        assert!(problems(&d)[0].contains("results.json.gz: cannot read"), "{:?}", problems(&d));
     }
 
     #[test]
