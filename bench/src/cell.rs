@@ -1,8 +1,8 @@
-//! A bench cell as data: a cache state, the file it resets and traces,
+//! A bench cell as data: a cache state, the files it resets and traces,
 //! and its contenders (a command and a parser of its output each). One
 //! runner takes any cell through [`schedule::rotate`]: warm-up rounds,
 //! then timed rounds, the cache reset before every run, every timed run
-//! traced, and per-contender metrics and pair-by-pair ratios after.
+//! traced, and per-contender metrics and round-by-round ratios after.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
