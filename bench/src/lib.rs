@@ -93,7 +93,7 @@ enum BenchCommand {
     /// cursor, peak RSS.
     #[command(after_long_help = bolt::HELP)]
     Bolt(bolt::Args),
-    /// MAP_POPULATE experiment (bbolt#455): cursor scan of a bbolt file,
+    /// MAP_POPULATE experiment (boltdb/bolt pull request 455): cursor scan of a bbolt file,
     /// ours vs Go bbolt, cold/warm × with/without MAP_POPULATE.
     #[command(after_long_help = bolt_scan::HELP)]
     BoltScan(bolt_scan::Args),

@@ -231,7 +231,9 @@ fn the_rules_catch_what_they_are_for() {
         )));
         assert!(cites_issue(&format!("After: Issue {n}.")));
     }
-    assert!(!cites_issue("tissue 9, the issue's targets, issues with 2 GiB files"));
+    // A word ending in the letters of "issue" before a number is no reference.
+    let tissue = format!("t{}ue 9", "iss");
+    assert!(!cites_issue(&format!("{tissue}, the issue's targets, issues with 2 GiB files")));
     assert!(!cites_issue("etcd-io/etcd #9222"));
     let word = ["un", "safe"].concat();
     assert!(has_word(&code_of(&format!("let m = {word} {{ map() }}; // x")), &word));
