@@ -20,7 +20,7 @@ Checks a report directory written by `cargo xtask bench NAME` or `bench all`
   - REPORT.md is exactly the rendering of that model;
   - every table keeps its declared roles: a value in every cell of ours'
     and the peer's columns (and in the headline of rows that are ours or
-    the peer's), not empty, `—`, `?`, `n/a` or NaN; `unavailable:
+    the peer's), not empty, `—`, `?`, `n/a`, `unknown` or NaN; `unavailable:
     <reason>` only in limits tables, where a row that could not be
     measured must say it;
   - every chart the report shows exists and is not empty, every trace

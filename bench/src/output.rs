@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// A path removed on drop unless [`TempPath::keep`] was called: temporary
-/// outputs, generated files not yet complete, the sparse test file.
+/// A path removed on drop unless [`TempPath::keep`] was called (a
+/// directory with all it holds): temporary outputs, generated files and
+/// repositories not yet complete, scratch directories, the sparse test
+/// file.
 #[derive(Debug)]
 pub struct TempPath {
     path: PathBuf,
@@ -36,7 +38,11 @@ impl TempPath {
 impl Drop for TempPath {
     fn drop(&mut self) {
         if self.armed {
-            let _ = fs::remove_file(&self.path);
+            if self.path.is_dir() {
+                let _ = fs::remove_dir_all(&self.path);
+            } else {
+                let _ = fs::remove_file(&self.path);
+            }
         }
     }
 }

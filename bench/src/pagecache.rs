@@ -103,6 +103,19 @@ pub fn resident_fraction(path: &Path) -> Result<f64> {
     Ok(resident as f64 / r.total_pages.max(1) as f64)
 }
 
+/// The file's resident OS pages, by number, from the same sampler as
+/// [`resident_fraction`].
+///
+/// # Errors
+/// When the file cannot be sampled, or the kernel hides its residency.
+pub fn resident_pages(path: &Path) -> Result<Vec<u32>> {
+    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let r = residency::sample(&f).with_context(|| format!("{}: residency", path.display()))?;
+    anyhow::ensure!(r.trust.is_known(), "{}: the kernel hides its residency", path.display());
+    let pages = (0..r.total_pages).filter(|&p| r.is_resident(p));
+    Ok(pages.filter_map(|p| u32::try_from(p).ok()).collect())
+}
+
 /// One timed whole-file read.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct ReadPass {

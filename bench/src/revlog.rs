@@ -538,7 +538,7 @@ fn ensure_repo(
     let (revs, pid) = (repo.0, std::process::id());
     let tmp = files.join(format!(".revlog-{tag}-{revs}.tmp-{pid}"));
     let _ = fs::remove_dir_all(&tmp);
-    let mut guard = TempDir(Some(tmp.clone()));
+    let guard = TempPath::new(tmp.clone());
     let start = Instant::now();
     let (how, checks) = make(&tmp, &dir)?;
     let made = Made {
@@ -551,7 +551,7 @@ fn ensure_repo(
     fs::write(tmp.join(MADE), serde_json::to_string_pretty(&made)? + "\n")?;
     interrupt::check()?;
     fs::rename(&tmp, &dir).with_context(|| format!("cannot rename into {}", dir.display()))?;
-    guard.0 = None;
+    let _ = guard.keep();
     RepoInfo::describe(&dir, repo, true, made)
 }
 
@@ -1935,17 +1935,6 @@ impl Check {
     fn line(&self, of: &str) -> String {
         let ok = if self.ok { "OK" } else { "**FAIL**" };
         format!("{of}{}: {ok} — {}", self.what, self.detail)
-    }
-}
-
-/// A directory removed (recursively) on drop unless taken.
-struct TempDir(Option<PathBuf>);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if let Some(p) = &self.0 {
-            let _ = fs::remove_dir_all(p);
-        }
     }
 }
 

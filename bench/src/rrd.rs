@@ -373,25 +373,6 @@ fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
-/// A directory removed (recursively) on drop.
-struct WorkDir(PathBuf);
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Resident OS pages of `path`, by number (native's sampler: cachestat,
-/// and mincore on a mapping it never touches, so nothing is faulted in).
-fn resident_pages(path: &Path) -> Result<Vec<u32>> {
-    let what = || format!("{}: residency", path.display());
-    let r = mapwise_native::os::residency::sample(&File::open(path)?).with_context(what)?;
-    ensure!(r.trust.is_known(), "{}: the kernel hides its residency", path.display());
-    let pages = (0..r.total_pages).filter(|&p| r.is_resident(p));
-    Ok(pages.filter_map(|p| u32::try_from(p).ok()).collect())
-}
-
 fn count(pages: &[u32]) -> u32 {
     u32::try_from(pages.len()).unwrap_or(u32::MAX)
 }
@@ -579,12 +560,12 @@ fn process_loop(
                 let t = Instant::now();
                 pagecache::evict(&file)?;
                 l.evict_s.push(t.elapsed().as_secs_f64());
-                l.pages_before.push(count(&resident_pages(&file)?));
+                l.pages_before.push(count(&pagecache::resident_pages(&file)?));
             }
             let out = x.updatev(tool, &cwd, inp.name, args).output()?;
             l.times_s.push(out.wall_s);
             if cold {
-                let pages = resident_pages(&file)?;
+                let pages = pagecache::resident_pages(&file)?;
                 l.pages_after.push(count(&pages));
                 l.first_call_pages.get_or_insert(pages);
             }
@@ -610,7 +591,7 @@ fn process_loop(
         Ok(())
     })?;
     if !cold {
-        l.pages_after.push(count(&resident_pages(&file)?));
+        l.pages_after.push(count(&pagecache::resident_pages(&file)?));
     }
     l.total_s = l.times_s.iter().sum();
     l.median_call_s = Summary::of(&l.times_s).map(|s| s.median);
@@ -1084,14 +1065,16 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let start = ensure_start(ws, &oracle, shape, &progress)?;
     let root = std::path::absolute(&ws.root)?;
     let pid = std::process::id();
-    let work = WorkDir(std::path::absolute(ws.bench_dir())?.join(format!(".rrd-work-{pid}")));
-    let _ = fs::remove_dir_all(&work.0);
-    fs::create_dir_all(&work.0)?;
+    let work = crate::output::TempPath::new(
+        std::path::absolute(ws.bench_dir())?.join(format!(".rrd-work-{pid}")),
+    );
+    let _ = fs::remove_dir_all(work.path());
+    fs::create_dir_all(work.path())?;
     let x = Ctx {
         root: root.clone(),
         mapwise: ws.release_bin("mapwise"),
         oracle: oracle.clone(),
-        work: work.0.clone(),
+        work: work.path().to_path_buf(),
         progress: &progress,
         traces: RefCell::default(),
         scratch: ws.bench_dir().join("scratch"),
