@@ -26,6 +26,9 @@ impl Drop for Daemon {
     }
 }
 
+/// rrdcached's TCP port when an address names none (rrd_client.c).
+const DEFAULT_PORT: u16 = 42217;
+
 impl Daemon {
     /// A daemon on a UNIX socket.
     pub fn unix() -> Daemon {
@@ -33,13 +36,17 @@ impl Daemon {
     }
 
     /// A daemon on loopback TCP, on a port that was free a moment ago
-    /// (tried again on another port if the daemon does not come up).
+    /// (tried again on another port if the daemon does not come up), never
+    /// rrdcached's default port 42217, which tests expect nobody to hold.
     pub fn tcp() -> Daemon {
-        for _ in 0..5 {
+        for _ in 0..10 {
             let port = std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
                 .map(|a| a.port())
                 .expect("free port");
+            if port == DEFAULT_PORT {
+                continue;
+            }
             if let Some(d) = Daemon::try_start(Some(port)) {
                 return d;
             }
