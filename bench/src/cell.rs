@@ -1,12 +1,14 @@
 //! A bench cell as data: a cache state, the files it resets and traces,
-//! and its contenders (a command and a parser of its output each). One
-//! runner takes any cell through [`schedule::rotate`]: warm-up rounds,
-//! then timed rounds, the cache reset before every run, every timed run
-//! traced, and per-contender metrics and round-by-round ratios after.
+//! and its contenders (a command and a parser of its output each, or work
+//! done in-process). One runner takes any cell through
+//! [`schedule::rotate`]: warm-up rounds, then timed rounds, the cache
+//! reset before every run, every timed command traced, and per-contender
+//! metrics and round-by-round ratios after.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -25,22 +27,66 @@ pub type Metrics = BTreeMap<String, f64>;
 /// missing.
 pub type Parser = fn(&Output) -> Result<Metrics, String>;
 
+/// In-process work: its metrics, `wall_s` among them when it times itself
+/// (else the call is timed).
+pub type Work = Rc<dyn Fn() -> Result<Metrics>>;
+
+/// What a contender runs.
+#[derive(Clone)]
+pub enum Job {
+    /// A command, run from the workspace root, and how its output is read.
+    Cmd(Cmd, Parser),
+    /// Work inside xtask, described for the report; never traced (a
+    /// sampling thread would be part of what it times).
+    InProcess(String, Work),
+}
+
+impl Job {
+    /// The command as a shell shows it, or what the work does.
+    #[must_use]
+    pub fn shell(&self) -> String {
+        match self {
+            Self::Cmd(cmd, _) => cmd.shell(),
+            Self::InProcess(what, _) => what.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shell())
+    }
+}
+
 /// One side of a cell.
 #[derive(Clone, Debug)]
 pub struct Contender {
     /// Its name in the report (`ours`, `Go`).
     pub name: String,
-    /// What runs, from the workspace root.
-    pub cmd: Cmd,
-    /// How its output is read.
-    pub parse: Parser,
+    /// What it runs.
+    pub job: Job,
+    /// Its own files to reset and trace, when not the cell's.
+    pub files: Vec<PathBuf>,
 }
 
 impl Contender {
-    /// A contender named `name`.
+    /// A contender named `name` running `cmd`.
     #[must_use]
     pub fn new(name: &str, cmd: Cmd, parse: Parser) -> Self {
-        Self { name: name.to_owned(), cmd, parse }
+        Self { name: name.to_owned(), job: Job::Cmd(cmd, parse), files: Vec::new() }
+    }
+
+    /// A contender named `name` doing `work` (described as `what`) in-process.
+    #[must_use]
+    pub fn in_process(name: &str, what: String, work: Work) -> Self {
+        Self { name: name.to_owned(), job: Job::InProcess(what, work), files: Vec::new() }
+    }
+
+    /// The same on its own `files` instead of the cell's.
+    #[must_use]
+    pub fn on(mut self, files: Vec<PathBuf>) -> Self {
+        self.files = files;
+        self
     }
 }
 
@@ -152,18 +198,11 @@ impl CellRuns {
     /// (a count both tools must agree on).
     #[must_use]
     pub fn distinct(&self, metric: &str) -> Vec<u64> {
+        let runs = self.warmup.iter().chain(&self.rounds).flat_map(|r| &r.results);
         #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let mut v: Vec<u64> = self
-            .warmup
-            .iter()
-            .chain(&self.rounds)
-            .flat_map(|r| &r.results)
-            .filter_map(|run| run.get(metric))
-            .map(|x| x as u64)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+        let v: std::collections::BTreeSet<u64> =
+            runs.filter_map(|run| run.get(metric)).map(|x| x as u64).collect();
+        v.into_iter().collect()
     }
 }
 
@@ -187,20 +226,24 @@ pub fn run(
     tracing: &Tracing<'_>,
 ) -> Result<CellRuns> {
     let k = cell.contenders.len();
+    let files = |i: usize| {
+        let own = &cell.contenders[i].files;
+        if own.is_empty() { &cell.files } else { own }
+    };
+    let clear = || cell.fresh.iter().for_each(|f| _ = std::fs::remove_file(ws.root.join(f)));
     let before = |name: &str, n: usize, i: usize, round: usize| -> Result<Option<Prepared>> {
         let who = &cell.contenders[i].name;
         progress.set(format!("{}: {name} {round}/{n}, {who}", cell.label));
-        for f in &cell.fresh {
-            let _ = std::fs::remove_file(ws.root.join(f));
-        }
-        if cell.files.is_empty() {
+        clear();
+        let files = files(i);
+        if files.is_empty() {
             return Ok(None);
         }
         let first = schedule::order(k, round)[0] == i;
         let prep = if cell.cache == CacheState::Warm && cell.shared_warm_reset && !first {
-            schedule::recheck(&cell.files, cell.cache)?
+            Prepared { state: cell.cache, prep_s: 0.0, resident: schedule::resident(files)? }
         } else {
-            schedule::prepare(&cell.files, cell.cache)?
+            schedule::prepare(files, cell.cache)?
         };
         if cell.cache == CacheState::Cold
             && let Some(wait) = cell.cold_settle
@@ -208,13 +251,10 @@ pub fn run(
             std::thread::sleep(wait);
         }
         if cell.cache == CacheState::Warm && cell.untimed_warm_first {
-            cell.contenders[i].cmd.run(&ws.root)?;
+            measure(&cell.contenders[i], &ws.root, &[], None)?;
         }
-        let off = match cell.cache {
-            CacheState::Cold => prep.resident > 0.01,
-            CacheState::Warm => prep.resident < 0.99,
-        };
-        if off {
+        let cold = cell.cache == CacheState::Cold;
+        if (cold && prep.resident > 0.01) || (!cold && prep.resident < 0.99) {
             progress.note(&format!(
                 "xtask: warning: {} {name} {round} ({who}) starts with {} of the files resident",
                 cell.label,
@@ -230,17 +270,10 @@ pub fn run(
             |i, round| before(name, n, i, round),
             |i, round, prep| {
                 let c = &cell.contenders[i];
-                let go = || measure(c, &ws.root, &cell.files, prep);
-                let r = if name == "run" && !cell.files.is_empty() {
+                let go = || measure(c, &ws.root, files(i), prep);
+                let r = if name == "run" && !files(i).is_empty() && matches!(c.job, Job::Cmd(..)) {
                     let mut traces = tracing.traces.borrow_mut();
-                    traces.record_files(
-                        tracing.scratch,
-                        &cell.files,
-                        &cell.label,
-                        &c.name,
-                        round,
-                        go,
-                    )
+                    traces.record_files(tracing.scratch, files(i), &cell.label, &c.name, round, go)
                 } else {
                     go()
                 };
@@ -251,29 +284,32 @@ pub fn run(
     };
     let warmup = phase("warm-up", cell.warmup)?;
     let rounds = phase("run", cell.runs)?;
-    for f in &cell.fresh {
-        let _ = std::fs::remove_file(ws.root.join(f));
-    }
+    clear();
     Ok(CellRuns {
         label: cell.label.clone(),
         cache: cell.cache,
-        contenders: cell.contenders.iter().map(|c| (c.name.clone(), c.cmd.shell())).collect(),
+        contenders: cell.contenders.iter().map(|c| (c.name.clone(), c.job.shell())).collect(),
         warmup,
         rounds,
     })
 }
 
-/// Runs `c` once and reads its output and the files' residency after.
+/// Runs `c` once and reads its metrics and the files' residency after.
 fn measure(c: &Contender, cwd: &Path, files: &[PathBuf], prep: Option<Prepared>) -> Result<Run> {
-    let out = c.cmd.run(cwd)?;
-    let metrics = (c.parse)(&out).map_err(|e| anyhow::anyhow!("`{}`: {e}", c.cmd.shell()))?;
-    Ok(Run {
-        metrics,
-        wall_s: out.wall_s,
-        max_rss_kib: out.max_rss_kib,
-        prep,
-        resident_after: if files.is_empty() { None } else { Some(schedule::resident(files)?) },
-        stdout: out.stdout.chars().take(4096).collect(),
-        stderr: out.stderr.chars().take(4096).collect(),
-    })
+    let first = |s: &str| s.chars().take(4096).collect();
+    let (metrics, wall_s, max_rss_kib, stdout, stderr) = match &c.job {
+        Job::Cmd(cmd, parse) => {
+            let out = cmd.run(cwd)?;
+            let m = parse(&out).map_err(|e| anyhow::anyhow!("`{}`: {e}", cmd.shell()))?;
+            (m, out.wall_s, out.max_rss_kib, first(&out.stdout), first(&out.stderr))
+        }
+        Job::InProcess(_, work) => {
+            let start = Instant::now();
+            let mut m = work()?;
+            let wall_s = m.remove("wall_s").unwrap_or_else(|| start.elapsed().as_secs_f64());
+            (m, wall_s, None, String::new(), String::new())
+        }
+    };
+    let resident_after = if files.is_empty() { None } else { Some(schedule::resident(files)?) };
+    Ok(Run { metrics, wall_s, max_rss_kib, prep, resident_after, stdout, stderr })
 }
