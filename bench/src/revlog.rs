@@ -3,15 +3,15 @@
 //! same `--config`, warm and cold, on 1k and 100k revisions (made by hg)
 //! and 1M (synthesised: [`SynthChangelog`], encoded by core's [`V1Entry`],
 //! checked with hg); then ours read vs mmap across index sizes, for the
-//! recommended `mmapindexthreshold`. Every cell is data (a `Spec`) run
-//! by one loop over [`schedule::alternate`]; the report is the typed
-//! [`Report`].
+//! recommended `mmapindexthreshold`. Every cell is data run by
+//! [`cell::run`]; the report is the typed [`Report`].
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fs::{self, File};
 use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
@@ -21,39 +21,21 @@ use mapwise_view::fmt::hex;
 use serde::{Deserialize, Serialize};
 use sha1::{Digest as _, Sha1};
 
+use super::cell::{self, CellRuns, Contender, Metrics, Tracing};
 use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, TempPath};
-use super::pagecache;
 use super::proc::{Cmd, Output, tail};
-use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge};
-use super::schedule::{self, CacheState, Pair, Prepared, Side};
-use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
+use super::schedule::CacheState::{self, Cold, Warm};
+use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs};
 use super::traces::{self, TraceInfo, Traces};
 use super::units::{human_size, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench revlog`.
-pub const HELP: &str = "\
-Repositories are made once into target/bench/files/: 1k and 100k revisions
-by `peers/revlog/peer gen-repo`, 1M synthesised by xtask (`hg init` and a
-v1 changelog with hg's nodes, checked with hg); the sweep's indexes are
-prefixes of it. Each cell alternates ours and hg (A B, B A, …: --runs pairs
-after --warmup), the changelog files evicted (cold) or read (warm) before
-every run, with the same --config (read: storage.revlog.mmap.index=no;
-mmap: experimental.mmapindexthreshold=0, or hg 6.9's keys). The size check
-and the sweep run --sweep-runs pairs of ours; the sweep adds a model of the
-load timed inside xtask. Timed process runs trace 00changelog.i (traces/);
-the report has charts, the seed's published figures and the physical
-limits of the largest index.
-
-  cargo xtask bench revlog [--quick | --full | --tiny] [--runs 5]
-                           [--warmup 1] [--sweep-runs N] [--out DIR]
-  --quick (default): 7 sweep sizes, 20 pairs; a minute once cached.
-  --full: 14 sweep sizes (64 to 1M revisions), 50 pairs, hg in the sweep.
-  --tiny: CI's smoke run (hg's 1k, a 5000-revision synthetic changelog,
-  sweep 256/1024/5000, 2 pairs); its times mean nothing.";
+pub const HELP: &str = include_str!("text/revlog-help.txt");
 
 /// `-l 5`.
 const LIMIT: u32 = 5;
@@ -68,15 +50,14 @@ const HG_DEFAULT_THRESHOLD: u64 = 1 << 20;
 const TIE: f64 = 0.05;
 /// The record each cached repository carries.
 const MADE: &str = "bench-made.json";
-const CACHES: [CacheState; 2] = [CacheState::Warm, CacheState::Cold];
+const CACHES: [CacheState; 2] = [Warm, Cold];
 const MODES: [Mode; 2] = [Mode::Read, Mode::Mmap];
 /// Bytes of a v1 index entry.
 const ENTRY: usize = mapwise_core::revlog::V1_ENTRY_SIZE;
 
-/// The sizes and counts of one run (`--tiny`, `--full`, `--sweep-runs`):
-/// the hg-made repositories, the synthesised one (`big`), every sweep
-/// size (`big` included), pairs per sweep and size-check cell, and
-/// whether hg runs in the sweep.
+/// The sizes and counts of one run: the hg-made repositories, the
+/// synthesised one (`big`), every sweep size (`big` included), pairs per
+/// sweep and size-check cell, and whether hg runs in the sweep.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 struct Plan {
     preset: &'static str,
@@ -91,26 +72,25 @@ impl Plan {
     /// `--tiny` wins over `--full`; `sweep_runs` overrides the preset's
     /// count (tiny 2, quick 20, full 50).
     fn new(tiny: bool, full: bool, sweep_runs: Option<u64>) -> Plan {
-        let (preset, runs) = match (tiny, full) {
-            (true, _) => ("tiny", 2),
-            (_, true) => ("full", 50),
-            _ => ("quick", 20),
+        let preset = if tiny {
+            "tiny"
+        } else if full {
+            "full"
+        } else {
+            "quick"
         };
-        let (hg_sizes, big) = match preset {
-            "tiny" => (vec![1000], 5000),
-            _ => (vec![1000, 100_000], 1_000_000),
+        let (hg_sizes, big) =
+            if tiny { (vec![1000], 5000) } else { (vec![1000, 100_000], 1_000_000) };
+        // Powers of two: quick 256 to 256k by fours, full 64 and 256 to 512k.
+        let (exponents, runs): (Vec<u32>, u64) = match preset {
+            "tiny" => (vec![8, 10], 2),
+            "quick" => ((8..=18).step_by(2).collect(), 20),
+            _ => (std::iter::once(6).chain(8..20).collect(), 50),
         };
-        let mut sweep = match preset {
-            "tiny" => vec![256, 1024],
-            _ => vec![256, 1024, 4096, 16_384, 65_536, 262_144],
-        };
-        if preset == "full" {
-            sweep.extend([64, 512, 2048, 8192, 32_768, 131_072, 524_288]);
-        }
-        sweep.push(big);
+        let mut sweep: Vec<u32> = exponents.iter().map(|e| 1 << e).chain([big]).collect();
         sweep.sort_unstable();
-        let (sweep_runs, hg_sweep) = (sweep_runs.unwrap_or(runs), preset == "full");
-        Plan { preset, hg_sizes, big, sweep, sweep_runs, hg_sweep }
+        let sweep_runs = sweep_runs.unwrap_or(runs);
+        Plan { preset, hg_sizes, big, sweep, sweep_runs, hg_sweep: preset == "full" }
     }
 
     /// Every repository, as results list them: the hg-made ones, the
@@ -145,7 +125,6 @@ pub struct Args {
     pub(super) common: CommonArgs,
 }
 
-// ---------------------------------------------------------------------
 // The synthetic changelog: core encodes the format, SHA-1 is ours.
 
 /// hg's nodeid (`storageutil.hashrevisionsha1`): SHA-1 of the parents'
@@ -218,8 +197,7 @@ impl SynthChangelog {
         let mut s = Self::default();
         for rev in 0..revs {
             let (e, chunk) = s.next_rev();
-            let header = u32::from(REVLOGV1);
-            let bytes = if rev == 0 { e.encode_first(header) } else { e.encode() };
+            let bytes = if rev == 0 { e.encode_first(u32::from(REVLOGV1)) } else { e.encode() };
             index.write_all(&bytes)?;
             data.write_all(&chunk)?;
             if rev % 65_536 == 0 {
@@ -270,8 +248,7 @@ fn sample_revs(revs: u32) -> Vec<u32> {
 /// What `log -l N -T '{rev}\n'` prints for a linear repository of `revs`
 /// revisions.
 fn expected_log(revs: u32, limit: u32) -> String {
-    let tip = (revs.saturating_sub(limit)..revs).rev();
-    tip.map(|r| format!("{r}\n")).collect()
+    (revs.saturating_sub(limit)..revs).rev().map(|r| format!("{r}\n")).collect()
 }
 
 /// `1k`, `100k`, `1M`, `16384`.
@@ -328,8 +305,7 @@ pub fn config_args(mode: Mode, hg: (u32, u32)) -> Vec<String> {
         }
         Mode::Mmap => &["experimental.mmapindexthreshold=0"],
     };
-    let pair = |s: &&str| ["--config".to_owned(), (*s).to_owned()];
-    kv.iter().flat_map(pair).collect()
+    kv.iter().flat_map(|s| ["--config".to_owned(), (*s).to_owned()]).collect()
 }
 
 /// A size as hg's `ui.configbytes` reads it back exactly: `256k`, `1M`,
@@ -344,7 +320,6 @@ pub fn hg_size(bytes: u64) -> String {
     }
 }
 
-// ---------------------------------------------------------------------
 // Where mapping starts to win.
 
 /// Where mapping starts to win, from (index bytes, median mmap/read
@@ -429,7 +404,6 @@ fn winner(ratio: f64, tie: f64) -> String {
     }
 }
 
-// ---------------------------------------------------------------------
 // Repositories.
 
 /// `hg` as the peer runs it: no user configuration, plain output.
@@ -450,6 +424,26 @@ enum Origin {
 fn repo_name((revs, origin): (u32, Origin)) -> String {
     let by = if origin == Origin::Hg { "hg" } else { "synthetic" };
     format!("{} ({by})", short_count(revs))
+}
+
+/// A check with its outcome.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Check {
+    what: String,
+    ok: bool,
+    detail: String,
+}
+
+fn check(what: impl Into<String>, ok: bool, detail: impl Into<String>) -> Check {
+    Check { what: what.into(), ok, detail: detail.into() }
+}
+
+impl Check {
+    /// `{of}what: OK — detail`, for the report's lists.
+    fn line(&self, of: &str) -> String {
+        let ok = if self.ok { "OK" } else { "**FAIL**" };
+        format!("{of}{}: {ok} — {}", self.what, self.detail)
+    }
 }
 
 /// The record kept in each cached repository (`bench-made.json`), with
@@ -481,30 +475,24 @@ impl RepoInfo {
         Path::new(&self.path).join(".hg/store/00changelog.i")
     }
 
-    /// The changelog files (what the cold reset evicts).
-    fn files(&self) -> Vec<PathBuf> {
-        let d = self.index().with_extension("d");
-        [self.index()].into_iter().chain(d.is_file().then_some(d)).collect()
-    }
-
     fn pages(&self) -> u64 {
         self.index_bytes.div_ceil(4096)
     }
 
     fn describe(dir: &Path, (revs, origin): (u32, Origin), now: bool, made: Made) -> Result<Self> {
         let index = dir.join(".hg/store/00changelog.i");
-        let no = || format!("{}: no changelog", index.display());
-        let index_bytes = fs::metadata(&index).with_context(no)?.len();
+        let index_bytes = fs::metadata(&index)
+            .with_context(|| format!("{}: no changelog", index.display()))?
+            .len();
         let mut head = [0u8; 4];
         File::open(&index)?.read_exact(&mut head)?;
-        let data = fs::metadata(index.with_extension("d"));
         Ok(Self {
             name: repo_name((revs, origin)),
             path: path_arg(dir),
             revs,
             origin,
             index_bytes,
-            data_bytes: data.ok().map(|m| m.len()),
+            data_bytes: fs::metadata(index.with_extension("d")).ok().map(|m| m.len()),
             inline: u32::from_be_bytes(head) & FLAG_INLINE_DATA != 0,
             generated_now: now,
             made,
@@ -512,18 +500,14 @@ impl RepoInfo {
     }
 }
 
-/// What makes a repository in a temporary directory (given it and the
-/// final one): how it was made, and its checks.
-type Make<'a> = Box<dyn FnOnce(&Path, &Path) -> Result<(String, Vec<Check>)> + 'a>;
-
 /// The repository `target/bench/files/revlog-<hg|synth>-<revs>`: the
-/// cached one when it has its record, else made by `make` under a
-/// temporary name and renamed into place.
+/// cached one when it has its record, else made by `make(tmp, dir)` (how,
+/// and its checks) under a temporary name and renamed into place.
 fn ensure_repo(
     ws: &Workspace,
     repo: (u32, Origin),
     hg: Option<&str>,
-    make: Make,
+    make: impl FnOnce(&Path, &Path) -> Result<Making>,
 ) -> Result<RepoInfo> {
     let files = ws.bench_dir().join("files");
     fs::create_dir_all(&files).with_context(|| format!("cannot create {}", files.display()))?;
@@ -535,19 +519,14 @@ fn ensure_repo(
     }
     // No record: made by an interrupted older run; make it again.
     let _ = fs::remove_dir_all(&dir);
-    let (revs, pid) = (repo.0, std::process::id());
-    let tmp = files.join(format!(".revlog-{tag}-{revs}.tmp-{pid}"));
+    let tmp = files.join(format!(".revlog-{tag}-{}.tmp-{}", repo.0, std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     let guard = TempPath::new(tmp.clone());
     let start = Instant::now();
     let (how, checks) = make(&tmp, &dir)?;
-    let made = Made {
-        how,
-        secs: start.elapsed().as_secs_f64(),
-        made_utc: utc_human(SystemTime::now()),
-        hg_version: hg.map(str::to_owned),
-        checks,
-    };
+    let secs = start.elapsed().as_secs_f64();
+    let (made_utc, hg_version) = (utc_human(SystemTime::now()), hg.map(str::to_owned));
+    let made = Made { how, secs, made_utc, hg_version, checks };
     fs::write(tmp.join(MADE), serde_json::to_string_pretty(&made)? + "\n")?;
     interrupt::check()?;
     fs::rename(&tmp, &dir).with_context(|| format!("cannot rename into {}", dir.display()))?;
@@ -555,64 +534,66 @@ fn ensure_repo(
     RepoInfo::describe(&dir, repo, true, made)
 }
 
-/// Makes hg's repository of `revs` revisions with the peer.
-fn make_hg<'a>(ws: &'a Workspace, oracle: &'a str, revs: u32, progress: &'a Progress) -> Make<'a> {
-    Box::new(move |tmp, dir| {
-        let slow = if revs >= 50_000 { ", about 2 min per 100k" } else { "" };
-        let (at, cached) = (dir.display(), "cached for later runs");
-        let making = format!("making {at} with hg ({revs} revisions{slow}; {cached})");
-        progress.note(&format!("xtask: {making}"));
-        progress.set(format!("hg gen-repo --revs {revs}"));
-        let cmd = Cmd::new(oracle).args(["gen-repo", &path_arg(tmp), "--revs", &revs.to_string()]);
-        let out = cmd.run(&ws.root).context("cannot make the repository")?;
-        let how = format!("{}  # then renamed to {}", cmd.shell(), path_arg(dir));
-        Ok((how, vec![check("gen-repo output", true, said(&out, 0))]))
-    })
+/// What made a repository, and its checks.
+type Making = (String, Vec<Check>);
+
+/// Makes hg's repository of `revs` revisions in `tmp` with the peer.
+fn make_hg(
+    ws: &Workspace,
+    peer: &str,
+    revs: u32,
+    p: &Progress,
+    (tmp, dir): (&Path, &Path),
+) -> Result<Making> {
+    let slow = if revs >= 50_000 { ", about 2 min per 100k" } else { "" };
+    let at = dir.display();
+    p.note(&format!("xtask: making {at} with hg ({revs} revisions{slow}; cached for later runs)"));
+    p.set(format!("hg gen-repo --revs {revs}"));
+    let cmd = Cmd::new(peer).args(["gen-repo", &path_arg(tmp), "--revs", &revs.to_string()]);
+    let out = cmd.run(&ws.root).context("cannot make the repository")?;
+    let how = format!("{}  # then renamed to {}", cmd.shell(), path_arg(dir));
+    Ok((how, vec![check("gen-repo output", true, said(&out, 0))]))
 }
 
 /// Makes the synthetic repository of `revs` revisions: `hg init`, then
 /// [`SynthChangelog`]'s changelog, or (`from`) a prefix of another's;
 /// checked with hg ([`check_synth`]).
-fn make_synth<'a>(
-    ws: &'a Workspace,
+fn make_synth(
+    ws: &Workspace,
     revs: u32,
-    from: Option<&'a RepoInfo>,
-    mapwise: &'a Path,
-    progress: &'a Progress,
-) -> Make<'a> {
-    Box::new(move |tmp, dir| {
-        let init = hg().args(["init", &path_arg(tmp)]);
-        init.run(&ws.root).context("hg init")?;
-        let (store, shown) = (tmp.join(".hg/store"), path_arg(dir));
-        let how = if let Some(src) = from {
-            progress.set(format!("synthetic changelog, {revs} revisions (prefix)"));
-            copy_prefix(&src.index(), &store, revs)?;
-            let (bytes, src) = (revs as usize * ENTRY, &src.path);
-            format!(
-                "hg init {shown}; the first {revs} revisions of {src}'s changelog (00changelog.i: {bytes} \
-                 bytes, 00changelog.d up to rev {revs}'s offset)"
-            )
-        } else {
-            let (at, cached) = (dir.display(), "cached for later runs");
-            let what = format!("synthesising {revs} revisions in {at} ({cached})");
-            progress.note(&format!("xtask: {what}"));
-            let open =
-                |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
-            let (mut index, mut data) = (open("00changelog.i")?, open("00changelog.d")?);
-            SynthChangelog::write(revs, &mut index, &mut data, |rev| {
-                progress.set(format!("synthesising the changelog: rev {rev}/{revs}"));
-                Ok(interrupt::check()?)
-            })?;
-            for w in [index, data] {
-                w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            }
-            format!(
-                "hg init {shown}; xtask writes 00changelog.i/.d: {revs} linear, file-less changesets (v1, not \
-                 inline, `u` + text chunks, text = \"<null manifest>\\nbench\\n<rev> 0\\n\\nr<rev>\")"
-            )
-        };
-        Ok((how, check_synth(ws, tmp, revs, from.is_none(), mapwise, progress)?))
-    })
+    from: Option<&RepoInfo>,
+    mapwise: &Path,
+    p: &Progress,
+    (tmp, dir): (&Path, &Path),
+) -> Result<Making> {
+    hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
+    let (store, shown) = (tmp.join(".hg/store"), path_arg(dir));
+    let how = if let Some(src) = from {
+        p.set(format!("synthetic changelog, {revs} revisions (prefix)"));
+        copy_prefix(&src.index(), &store, revs)?;
+        let (bytes, src) = (revs as usize * ENTRY, &src.path);
+        format!(
+            "hg init {shown}; the first {revs} revisions of {src}'s changelog (00changelog.i: {bytes} \
+             bytes, 00changelog.d up to rev {revs}'s offset)"
+        )
+    } else {
+        let at = dir.display();
+        p.note(&format!("xtask: synthesising {revs} revisions in {at} (cached for later runs)"));
+        let open = |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
+        let (mut index, mut data) = (open("00changelog.i")?, open("00changelog.d")?);
+        SynthChangelog::write(revs, &mut index, &mut data, |rev| {
+            p.set(format!("synthesising the changelog: rev {rev}/{revs}"));
+            Ok(interrupt::check()?)
+        })?;
+        for w in [index, data] {
+            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        }
+        format!(
+            "hg init {shown}; xtask writes 00changelog.i/.d: {revs} linear, file-less changesets (v1, not \
+             inline, `u` + text chunks, text = \"<null manifest>\\nbench\\n<rev> 0\\n\\nr<rev>\")"
+        )
+    };
+    Ok((how, check_synth(ws, tmp, revs, from.is_none(), mapwise, p)?))
 }
 
 /// The first `revs` revisions of the changelog whose index is `src` into
@@ -624,10 +605,9 @@ fn copy_prefix(src: &Path, dst: &Path, revs: u32) -> Result<()> {
         bail!("{}: fewer than {revs} revisions", src.display());
     }
     // The data ends where the next revision's chunk starts.
-    let next = Index::open(&index[..])?.entry(i32::try_from(revs)?).ok();
-    let data_end = match next {
-        Some(e) => e.data_offset(),
-        None => fs::metadata(src.with_extension("d"))?.len(),
+    let data_end = match Index::open(&index[..])?.entry(i32::try_from(revs)?) {
+        Ok(e) => e.data_offset(),
+        Err(_) => fs::metadata(src.with_extension("d"))?.len(),
     };
     fs::write(dst.join("00changelog.i"), &index[..n])?;
     let mut from = File::open(src.with_extension("d"))?.take(data_end);
@@ -647,24 +627,22 @@ fn check_synth(
     revs: u32,
     full: bool,
     mapwise: &Path,
-    progress: &Progress,
+    p: &Progress,
 ) -> Result<Vec<Check>> {
-    let hg_in = |args: &[&str]| hg().arg("-R").arg(path_arg(dir)).args(args.iter().copied());
-    let run = |args: &[&str]| hg_in(args).output(&ws.root);
-    let log_revs = || run(&LOG_T);
+    let run = |args: &[&str]| {
+        hg().arg("-R").arg(path_arg(dir)).args(args.iter().copied()).output(&ws.root)
+    };
     let want = expected_log(revs, LIMIT);
-    let log = log_revs()?;
+    let log = run(&LOG_T)?;
     let printed = format!("printed {}", log.stdout.trim().replace('\n', " "));
-    let what = "hg log -l 5 -T '{rev}\\n'";
-    let mut checks = vec![check(what, log.stdout == want, printed)];
+    let mut checks = vec![check("hg log -l 5 -T '{rev}\\n'", log.stdout == want, printed)];
     if full {
         // What `{rev}` needs: the same log with the data file moved away
         // (in the temporary directory, before it is renamed into place).
         let d = dir.join(".hg/store/00changelog.d");
-        let away = d.with_extension("away");
-        fs::rename(&d, &away)?;
-        let bare = log_revs();
-        fs::rename(&away, &d)?;
+        fs::rename(&d, d.with_extension("away"))?;
+        let bare = run(&LOG_T);
+        fs::rename(d.with_extension("away"), &d)?;
         let bare = bare?;
         let detail = if bare.success && bare.stdout == want {
             "the index only: it prints the same with 00changelog.d moved away".to_owned()
@@ -676,16 +654,16 @@ fn check_synth(
         checks.push(check(what, true, detail));
     }
     if revs <= 20_000 {
-        progress.set(format!("hg verify, {revs} revisions"));
+        p.set(format!("hg verify, {revs} revisions"));
         let v = run(&["verify"])?;
         let out = tail(&format!("{}{}", v.stdout, v.stderr), 3).replace('\n', "; ");
-        let what = format!("hg verify ({revs} revisions)");
-        checks.push(check(what, v.success, format!("{}: {out}", v.status)));
+        let detail = format!("{}: {out}", v.status);
+        checks.push(check(format!("hg verify ({revs} revisions)"), v.success, detail));
     }
     if !full {
         return Ok(checks);
     }
-    progress.set(format!("hg debugindex -c, {revs} revisions (once)"));
+    p.set(format!("hg debugindex -c, {revs} revisions (once)"));
     let hg_di = run(&["debugindex", "-c"])?.stdout;
     let samples = sample_revs(revs);
     let rows: Vec<String> = hg_di.lines().filter_map(index_row).collect();
@@ -693,24 +671,23 @@ fn check_synth(
         let got = rows.get(rev as usize);
         (got != Some(&want)).then(|| format!("rev {rev}: hg {got:?}, written {want:?}"))
     };
-    let meant = synth_rows(&samples).into_iter().zip(&samples);
-    let bad: Vec<String> = meant.filter_map(wrong).collect();
-    let (n, lines, revs_at) =
-        (samples.len(), hg_di.lines().count(), crate::units::ranges(&samples));
-    let detail = match bad.is_empty() {
-        true => {
-            format!("{n} rows (revs {revs_at}) equal to the bytes written; {lines} lines in all")
-        }
-        false => bad.join("; "),
+    let bad: Vec<String> =
+        synth_rows(&samples).into_iter().zip(&samples).filter_map(wrong).collect();
+    let (n, lines, at) = (samples.len(), hg_di.lines().count(), crate::units::ranges(&samples));
+    let detail = if bad.is_empty() {
+        format!("{n} rows (revs {at}) equal to the bytes written; {lines} lines in all")
+    } else {
+        bad.join("; ")
     };
     let ok = bad.is_empty() && lines == revs as usize + 1;
     checks.push(check("hg debugindex -c, sampled rows", ok, detail));
     let ours = Cmd::new(path_arg(mapwise)).args(["revlog", "debugindex", "-c", "-R"]);
     let ours = ours.arg(path_arg(dir)).run(&ws.root)?.stdout;
-    let first = ours.lines().zip(hg_di.lines()).position(|(a, b)| a != b);
-    let detail = match ours == hg_di {
-        true => format!("identical, {} bytes", ours.len()),
-        false => format!("differ (first differing line: {first:?})"),
+    let detail = if ours == hg_di {
+        format!("identical, {} bytes", ours.len())
+    } else {
+        let first = ours.lines().zip(hg_di.lines()).position(|(a, b)| a != b);
+        format!("differ (first differing line: {first:?})")
     };
     let what = "hg debugindex -c = ours (`mapwise revlog debugindex -c`)";
     checks.push(check(what, ours == hg_di, detail));
@@ -727,17 +704,21 @@ fn check_synth(
     Ok(checks)
 }
 
-// ---------------------------------------------------------------------
-// Cells, declared as data, and their runs.
+/// `o`'s stdout on one line when it succeeded, else the last `n` lines of
+/// its stderr.
+fn said(o: &Output, n: usize) -> String {
+    if o.success { o.stdout.trim().replace('\n', "; ") } else { tail(&o.stderr, n) }
+}
 
-/// What one contender runs: `mapwise revlog log -l 5` or `hg log -l 5 -T
-/// '{rev}\n'` with the mode's `--config`; xtask's model of ours' load
-/// (`true`: with `madvise(MADV_RANDOM)`, which neither tool gives); or a
-/// start-up floor, `mapwise --version` or `hg root` (which opens the
-/// repository, not the changelog).
+// Cells, declared as data.
+
+/// What one contender runs: ours' or hg's `log -l 5` in a mode; xtask's
+/// model of ours' load (`true`: with `madvise(MADV_RANDOM)`, which neither
+/// tool gives); or a start-up floor (`hg root` opens the repository, not
+/// the changelog).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-enum Job {
+enum Task {
     Ours(Mode),
     Hg(Mode),
     Model(Mode, bool),
@@ -761,29 +742,28 @@ enum Kind {
     Advice,
 }
 
-/// One contender: its name (in traces and the report), its job, and its
-/// repository (an index into the results' repositories).
+/// One contender: its name, its job, and its repository (an index into
+/// the results' repositories).
 #[derive(Clone, Debug, Serialize)]
-struct Contender {
+struct Side {
     who: String,
-    job: Job,
+    job: Task,
     repo: usize,
 }
 
-fn side(who: impl Into<String>, job: Job, repo: usize) -> Contender {
-    Contender { who: who.into(), job, repo }
+fn side(who: impl Into<String>, job: Task, repo: usize) -> Side {
+    Side { who: who.into(), job, repo }
 }
 
-/// One cell: two contenders alternated `runs` pairs, each run from
-/// `cache`.
-#[derive(Clone, Debug, Serialize)]
+/// One cell: two contenders, `runs` rounds, each run from `cache`.
+#[derive(Clone, Debug)]
 struct Spec {
     kind: Kind,
     label: String,
     cache: CacheState,
     mode: Option<Mode>,
     runs: usize,
-    sides: [Contender; 2],
+    sides: [Side; 2],
 }
 
 /// Every cell, in run order: the start-up floors; the matrix (size ×
@@ -799,108 +779,66 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
         let runs = if long { runs } else { sweep_runs };
         out.push(Spec { kind, label, cache, mode, runs, sides: [a, b] });
     };
-    let a = side("ours", Job::OursVersion, 0);
-    let b = side("hg", Job::HgRoot, 0);
-    let label = "start-up".to_owned();
-    add(Kind::Startup, label, CacheState::Warm, None, a, b);
+    let (a, b) = (side("ours", Task::OursVersion, 0), side("hg", Task::HgRoot, 0));
+    add(Kind::Startup, "start-up".to_owned(), Warm, None, a, b);
     let big = plan.hg_sizes.len();
     for r in 0..=big {
         for (cache, m) in CACHES.into_iter().flat_map(|c| MODES.map(|m| (c, m))) {
             let label = format!("{}, {}, {}", name(r), cache.name(), m.name());
-            let (a, b) = (side("ours", Job::Ours(m), r), side("hg", Job::Hg(m), r));
+            let (a, b) = (side("ours", Task::Ours(m), r), side("hg", Task::Hg(m), r));
             add(Kind::Matrix, label, cache, Some(m), a, b);
         }
     }
     // The 1k side: hg's (inline) mapped and read, and the synthetic 1024
     // (the big one's format) mapped.
     let synth1k = repos.iter().position(|&r| r == (1024, Origin::Synthetic));
-    let mut small = vec![(0, Mmap), (0, Read)];
-    small.extend(synth1k.map(|i| (i, Mmap)));
+    let small: Vec<(usize, Mode)> =
+        [(0, Mmap), (0, Read)].into_iter().chain(synth1k.map(|i| (i, Mmap))).collect();
     for cache in CACHES {
         for &(s, m) in &small {
-            let a = side(format!("ours mmap {}", name(big)), Job::Ours(Mmap), big);
-            let b = side(format!("ours {} {}", m.name(), name(s)), Job::Ours(m), s);
+            let a = side(format!("ours mmap {}", name(big)), Task::Ours(Mmap), big);
+            let b = side(format!("ours {} {}", m.name(), name(s)), Task::Ours(m), s);
             let label = format!("{} vs {}, {}", a.who, b.who, cache.name());
             add(Kind::Size, label, cache, Some(Mmap), a, b);
         }
         // What a cold mapped run pays for read-around.
-        let at = format!("{}, {}", name(big), cache.name());
-        let label = format!("model mmap+MADV_RANDOM vs mmap, {at}");
-        let a = side("model mmap + MADV_RANDOM", Job::Model(Mmap, true), big);
-        let b = side("model mmap", Job::Model(Mmap, false), big);
+        let label = format!("model mmap+MADV_RANDOM vs mmap, {}, {}", name(big), cache.name());
+        let a = side("model mmap + MADV_RANDOM", Task::Model(Mmap, true), big);
+        let b = side("model mmap", Task::Model(Mmap, false), big);
         add(Kind::Advice, label, cache, Some(Mmap), a, b);
     }
-    let ours = (Job::Ours(Mmap), Job::Ours(Read));
-    let model = (Job::Model(Mmap, false), Job::Model(Read, false));
-    let mut series = vec![(Kind::Sweep, "ours", ours), (Kind::Model, "model", model)];
+    let mut series = vec![
+        (Kind::Sweep, "ours", Task::Ours(Mmap), Task::Ours(Read)),
+        (Kind::Model, "model", Task::Model(Mmap, false), Task::Model(Read, false)),
+    ];
     if plan.hg_sweep {
-        series.push((Kind::SweepHg, "hg", (Job::Hg(Mmap), Job::Hg(Read))));
+        series.push((Kind::SweepHg, "hg", Task::Hg(Mmap), Task::Hg(Read)));
     }
     let mut sweep: Vec<usize> = (big..repos.len()).collect();
     sweep.sort_by_key(|&i| repos[i].0);
     for (r, cache) in sweep.into_iter().flat_map(|r| CACHES.map(|c| (r, c))) {
-        for &(kind, who, (a, b)) in &series {
+        for &(kind, who, a, b) in &series {
             let label = format!("sweep {who}, {}, {}", name(r), cache.name());
-            let a = side(format!("{who} mmap"), a, r);
-            let b = side(format!("{who} read"), b, r);
+            let (a, b) = (side(format!("{who} mmap"), a, r), side(format!("{who} read"), b, r));
             add(kind, label, cache, None, a, b);
         }
     }
     out
 }
 
-/// One run: its time (process: spawn to exit; model: the load in xtask),
-/// the reset before it, the index's resident fraction right after it
-/// (mincore), and its output when it was not the expected one.
-#[derive(Debug, Serialize)]
-struct Sample {
-    secs: f64,
-    prep: Prepared,
-    resident_after: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output: Option<String>,
-}
-
-/// The cache reset before one run. Cold: evict the changelog files; pages
-/// still under I/O (read-ahead a mapped run started just before it ended)
-/// cannot be dropped yet, so a reset that leaves more than 1 % of the
-/// index resident waits a little and evicts again (up to 4 times).
-fn prepare(repo: &RepoInfo, state: CacheState) -> Result<Prepared> {
-    let start = Instant::now();
-    for attempt in 1..=4 {
-        for f in &repo.files() {
-            match state {
-                CacheState::Cold => pagecache::evict(f)?,
-                CacheState::Warm => _ = pagecache::read_whole(f, false)?,
-            }
-        }
-        let resident = pagecache::resident_fraction(&repo.index())?;
-        if state == CacheState::Warm || resident <= 0.01 || attempt == 4 {
-            let prep_s = start.elapsed().as_secs_f64();
-            return Ok(Prepared { state, prep_s, resident });
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10 << attempt));
-        interrupt::check()?;
-    }
-    unreachable!("the fourth attempt returns")
-}
-
 /// xtask's model of ours' load (native/src/engine/revlog/load.rs +
 /// log.rs): open, fstat, then read(2) the whole file into an exactly
-/// reserved buffer, or map it `PROT_READ, MAP_SHARED` without advice (with
-/// `random`, `madvise(MADV_RANDOM)` right after); then read the header and
-/// the 5 tip entries with their first parents' nodes through core's
-/// [`Index`]; free or unmap; close. Returns the seconds from open to
-/// close.
+/// reserved buffer, or map it `PROT_READ, MAP_SHARED` (with `random`,
+/// `madvise(MADV_RANDOM)` right after); then the header and the 5 tip
+/// entries with their first parents' nodes through core's [`Index`]; free
+/// or unmap; close. Returns the seconds from open to close.
 fn model_load(path: &Path, mode: Mode, random: bool) -> Result<f64> {
     let start = Instant::now();
     let mut f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let len = usize::try_from(f.metadata()?.len())?;
-    // What ours' `log -l 5` reads of the index: through core, as ours does.
     let touch = |b: &[u8]| -> Result<u64> {
         let (idx, mut sum) = (Index::open(b)?, 0);
-        let from = (idx.tip() + 1 - LIMIT as i32).max(0);
-        for rev in from..=idx.tip() {
+        for rev in (idx.tip() + 1 - LIMIT as i32).max(0)..=idx.tip() {
             let e = idx.entry(rev)?;
             let p1 = idx.node(idx.parent_revs(&e).0)?;
             sum += e.node().iter().chain(&p1).map(|&x| u64::from(x)).sum::<u64>();
@@ -932,49 +870,98 @@ fn model_load(path: &Path, mode: Mode, random: bool) -> Result<f64> {
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// A finished cell: its spec, both commands as a shell shows them, and
-/// every pair (warm-up pairs apart). Summaries are computed from the pairs.
-#[derive(Debug, Serialize)]
-struct CellResult {
-    #[serde(flatten)]
-    spec: Spec,
-    cmds: [String; 2],
-    warmup: Vec<Pair<Sample>>,
-    pairs: Vec<Pair<Sample>>,
+/// The first revision `log -l 5 -T '{rev}\n'` printed when it printed the
+/// tip revisions newest first, else -1.
+fn log_tip(stdout: &str) -> f64 {
+    let first = stdout.lines().next().and_then(|l| l.parse::<u32>().ok());
+    first.filter(|&t| stdout == expected_log(t + 1, LIMIT)).map_or(-1.0, f64::from)
 }
 
-impl std::ops::Deref for CellResult {
-    type Target = Spec;
+/// What builds the contenders: ours' binary, hg's version, the repositories.
+struct Ctx<'a> {
+    mapwise: String,
+    hg_v: (u32, u32),
+    repos: &'a [RepoInfo],
+}
 
-    fn deref(&self) -> &Spec {
-        &self.spec
+impl Ctx<'_> {
+    /// The command of `job` on `repo` (the model runs none).
+    fn cmd(&self, job: Task, repo: &RepoInfo) -> Cmd {
+        let (p, flags) = (repo.path.as_str(), |m| config_args(m, self.hg_v));
+        let ours = || Cmd::new(&self.mapwise);
+        match job {
+            Task::Ours(m) => ours().args(["revlog", "log", "-l", "5", p]).args(flags(m)),
+            Task::Hg(m) => hg().args(LOG_T).args(["-R", p]).args(flags(m)),
+            Task::OursVersion => ours().arg("--version"),
+            Task::HgRoot => hg().args(["-R", p, "root"]),
+            Task::Model(..) => unreachable!("the model runs inside xtask"),
+        }
     }
+
+    /// `s` as a contender on its repository's index; every output of a
+    /// `log` checked.
+    fn contender(&self, s: &Side) -> Contender {
+        let repo = &self.repos[s.repo];
+        let c = match s.job {
+            Task::Model(mode, random) => {
+                let map = "mmap(PROT_READ, MAP_SHARED) +";
+                let load = match (mode, random) {
+                    (Mode::Read, _) => "read(2) whole file of".to_owned(),
+                    (Mode::Mmap, false) => format!("{map} munmap of"),
+                    (Mode::Mmap, true) => format!("{map} madvise(MADV_RANDOM) + munmap of"),
+                };
+                let (index, tip) = (repo.index(), "5 tip entries and their parents' nodes");
+                let what =
+                    format!("(in xtask) open + fstat + {load} {} + touch {tip}", path_arg(&index));
+                let work = move || {
+                    Ok(Metrics::from([("wall_s".to_owned(), model_load(&index, mode, random)?)]))
+                };
+                Contender::in_process(&s.who, what, Rc::new(work))
+            }
+            Task::Ours(_) | Task::Hg(_) => Contender::new(&s.who, self.cmd(s.job, repo), |o| {
+                Ok(Metrics::from([("tip".to_owned(), log_tip(&o.stdout))]))
+            }),
+            _ => Contender::new(&s.who, self.cmd(s.job, repo), |_| Ok(Metrics::new())),
+        };
+        c.on(vec![repo.index()])
+    }
+}
+
+/// A finished cell: what it was and its runs.
+#[derive(Debug, Serialize)]
+struct CellResult {
+    kind: Kind,
+    mode: Option<Mode>,
+    sides: [Side; 2],
+    #[serde(flatten)]
+    runs: CellRuns,
 }
 
 impl CellResult {
-    fn outputs_ok(&self) -> bool {
-        let all = self.warmup.iter().chain(&self.pairs);
-        all.flat_map(|p| [&p.a, &p.b]).all(|s| s.output.is_none())
+    /// Whether every `log` printed its repository's 5 tip revisions.
+    fn outputs_ok(&self, repos: &[RepoInfo]) -> bool {
+        let rounds = self.runs.warmup.iter().chain(&self.runs.rounds);
+        let tip = |i: usize| f64::from(repos[self.sides[i].repo].revs) - 1.0;
+        let mut runs = rounds.flat_map(|r| r.results.iter().enumerate());
+        runs.all(|(i, run)| run.get("tip").is_none_or(|t| t == tip(i)))
     }
 
-    /// Side `i`'s (0: A, 1: B) summary of `f` over the timed runs.
-    fn stat(&self, i: usize, f: fn(&Sample) -> f64) -> Option<Summary> {
-        let side = self.pairs.iter().map(|p| if i == 0 { &p.a } else { &p.b });
-        Summary::of(&side.map(f).collect::<Vec<_>>())
+    /// Side `i`'s wall-time summary.
+    fn stat(&self, i: usize) -> Option<Summary> {
+        self.runs.summary(i, "wall_s")
     }
 
     fn median(&self, i: usize) -> Option<f64> {
-        self.stat(i, |s| s.secs).map(|s| s.median)
+        self.stat(i).map(|s| s.median)
     }
 
     fn secs(&self, i: usize) -> String {
-        opt_secs(self.stat(i, |s| s.secs).as_ref())
+        opt_secs(self.stat(i).as_ref())
     }
 
-    /// A/B, pair by pair.
+    /// A/B, round by round.
     fn ratios(&self) -> Option<Summary> {
-        let secs: Vec<(f64, f64)> = self.pairs.iter().map(|p| (p.a.secs, p.b.secs)).collect();
-        Summary::of(&pair_ratios(&secs).0)
+        self.runs.ratio(0, 1, "wall_s").0
     }
 
     fn ratio(&self) -> String {
@@ -987,8 +974,7 @@ impl CellResult {
         let total = repos[self.sides[i].repo].pages();
         #[expect(clippy::cast_precision_loss)]
         let of = |f: Summary| format!("{:.0}/{total} ({})", f.median * total as f64, pct(f.median));
-        let stat = self.stat(i, |s| s.resident_after);
-        stat.map_or("—".into(), of)
+        self.runs.summary(i, "resident_after").map_or("—".into(), of)
     }
 
     fn both_pages(&self, repos: &[RepoInfo]) -> String {
@@ -996,125 +982,7 @@ impl CellResult {
     }
 }
 
-/// Runs cells.
-struct Runner<'a> {
-    ws: &'a Workspace,
-    progress: &'a Progress,
-    warmup: usize,
-    mapwise: String,
-    hg_v: (u32, u32),
-    repos: &'a [RepoInfo],
-    /// Residency traces of every timed process run.
-    traces: RefCell<Traces>,
-    /// Where the temporary trace files go.
-    scratch: PathBuf,
-}
-
-impl Runner<'_> {
-    /// The command of `job` on `repo` (none for the model).
-    fn cmd(&self, job: Job, repo: &RepoInfo) -> Option<Cmd> {
-        let (p, flags) = (repo.path.as_str(), |m| config_args(m, self.hg_v));
-        let ours = || Cmd::new(&self.mapwise);
-        Some(match job {
-            Job::Ours(m) => ours().args(["revlog", "log", "-l", "5", p]).args(flags(m)),
-            Job::Hg(m) => hg().args(LOG_T).args(["-R", p]).args(flags(m)),
-            Job::OursVersion => ours().arg("--version"),
-            Job::HgRoot => hg().args(["-R", p, "root"]),
-            Job::Model(..) => return None,
-        })
-    }
-
-    fn shell(&self, job: Job, repo: &RepoInfo) -> String {
-        let map = "mmap(PROT_READ, MAP_SHARED) +";
-        let load = match job {
-            Job::Model(Mode::Read, _) => "read(2) whole file of".to_owned(),
-            Job::Model(Mode::Mmap, false) => format!("{map} munmap of"),
-            Job::Model(Mode::Mmap, true) => format!("{map} madvise(MADV_RANDOM) + munmap of"),
-            _ => return self.cmd(job, repo).map(|c| c.shell()).unwrap_or_default(),
-        };
-        let (index, tip) = (path_arg(&repo.index()), "5 tip entries");
-        format!("(in xtask) open + fstat + {load} {index} + touch {tip} and their parents' nodes")
-    }
-
-    fn measure(&self, job: Job, repo: &RepoInfo, prep: Prepared) -> Result<Sample> {
-        let (secs, output) = match (self.cmd(job, repo), job) {
-            (Some(cmd), _) => {
-                let out = cmd.run(&self.ws.root)?;
-                let checked = matches!(job, Job::Ours(_) | Job::Hg(_));
-                let bad = checked && out.stdout != expected_log(repo.revs, LIMIT);
-                (out.wall_s, bad.then_some(out.stdout))
-            }
-            (None, Job::Model(mode, random)) => (model_load(&repo.index(), mode, random)?, None),
-            (None, _) => unreachable!("only the model runs no command"),
-        };
-        let resident_after = pagecache::resident_fraction(&repo.index())?;
-        Ok(Sample { secs, prep, resident_after, output })
-    }
-
-    /// One cell: --warmup untimed pairs, then `spec.runs` timed ones, each
-    /// run after its own cache reset; timed process runs traced.
-    fn cell(&self, spec: Spec) -> Result<CellResult> {
-        let (c, phase) = (&spec, Cell::new("warm-up"));
-        let repo = |i: usize| &self.repos[c.sides[i].repo];
-        let mut before = |s: Side, run: usize| {
-            let i = usize::from(s == Side::B);
-            let (who, p) = (&c.sides[i].who, phase.get());
-            let of = if p == "run" { c.runs } else { self.warmup };
-            let label = &c.label;
-            self.progress.set(format!("{label}: {p} {run}/{of}, {who}"));
-            let prep = prepare(repo(i), c.cache)?;
-            let cold = c.cache == CacheState::Cold;
-            if (cold && prep.resident > 0.01) || (!cold && prep.resident < 0.99) {
-                let resident = pct(prep.resident);
-                let what = format!("{label} {p} {run} ({who}) starts with {resident}");
-                let warning = format!("xtask: warning: {what} of the index resident");
-                self.progress.note(&warning);
-            }
-            Ok(prep)
-        };
-        // Every timed process run is traced (00changelog.i every 50 ms);
-        // the model's loads run inside xtask at µs resolution, where a
-        // sampling thread would be part of what is timed, so they are not.
-        let timed = |i: usize, run: usize, prep| {
-            let (s, r) = (&c.sides[i], repo(i));
-            let go = || self.measure(s.job, r, prep);
-            let sample = if phase.get() == "run" && !matches!(s.job, Job::Model(..)) {
-                let mut traces = self.traces.borrow_mut();
-                traces.record(&self.scratch, &r.index(), &c.label, &s.who, run, go)
-            } else {
-                go()
-            };
-            self.progress.inc();
-            sample
-        };
-        let (mut a, mut b) = (|run, p| timed(0, run, p), |run, p| timed(1, run, p));
-        let warmup = schedule::alternate(self.warmup, &mut before, &mut a, &mut b)?;
-        phase.set("run");
-        let pairs = schedule::alternate(c.runs, &mut before, &mut a, &mut b)?;
-        let cmds = [0, 1].map(|i| self.shell(c.sides[i].job, repo(i)));
-        Ok(CellResult { spec, cmds, warmup, pairs })
-    }
-}
-
-// ---------------------------------------------------------------------
 // Load checks (untimed).
-
-/// The fields of ours' `--json` this bench reads.
-#[derive(Debug, Deserialize)]
-struct OursJson {
-    load: String,
-    populate: bool,
-    threshold: Option<u64>,
-    index_bytes: u64,
-    revisions: u64,
-    inline: bool,
-    entries: Vec<OursEntry>,
-}
-
-#[derive(Debug, Deserialize)]
-struct OursEntry {
-    rev: i64,
-}
 
 /// hg's mmap decision, reported by a throw-away extension wrapping
 /// `util.mmapread` (Mercurial's own test does the same).
@@ -1145,41 +1013,40 @@ fn split_mmap_report(stdout: &str) -> (bool, String) {
 /// Whether ours' `--json` on `repo` says it used `mode` and read the
 /// index whole and right; and what it says.
 fn ours_json(stdout: &str, repo: &RepoInfo, mode: Mode) -> (bool, String) {
-    let j: OursJson = match serde_json::from_str(stdout) {
+    let j: serde_json::Value = match serde_json::from_str(stdout) {
         Ok(j) => j,
         Err(e) => return (false, format!("bad JSON from mapwise: {e}")),
     };
-    let revs: Vec<i64> = j.entries.iter().map(|e| e.rev).collect();
+    let field = |k: &str| j[k].as_str().map_or_else(|| j[k].to_string(), str::to_owned);
+    let entries = j["entries"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let revs: Vec<i64> = entries.iter().filter_map(|e| e["rev"].as_i64()).collect();
     let want = expected_log(repo.revs, LIMIT);
     let want: Vec<i64> = want.lines().filter_map(|l| l.parse().ok()).collect();
-    let ok = j.load == mode.name() && revs == want && j.index_bytes == repo.index_bytes;
-    let threshold = serde_json::json!(j.threshold);
-    let (load, populate, bytes, n, inline) =
-        (j.load, j.populate, j.index_bytes, j.revisions, j.inline);
-    let detail = format!(
-        "load={load} populate={populate} threshold={threshold} index_bytes={bytes} revisions={n} \
-         inline={inline} revs={revs:?}"
-    );
-    (ok && n == u64::from(repo.revs), detail)
+    let ok = field("load") == mode.name()
+        && revs == want
+        && j["index_bytes"].as_u64() == Some(repo.index_bytes)
+        && j["revisions"].as_u64() == Some(u64::from(repo.revs));
+    let keys = ["load", "populate", "threshold", "index_bytes", "revisions", "inline"];
+    let shown: Vec<String> = keys.iter().map(|k| format!("{k}={}", field(k))).collect();
+    (ok, format!("{} revs={revs:?}", shown.join(" ")))
 }
 
 /// Ours' `--json` and (`with_hg`) hg's `util.mmapread` on `repo` in `mode`.
 fn load_check(
-    run: &Runner<'_>,
+    ctx: &Ctx,
+    ws: &Workspace,
     ext: &str,
     repo: &RepoInfo,
     mode: Mode,
     with_hg: bool,
 ) -> Result<Vec<Check>> {
     let of = format!("{}, {}", repo.name, mode.name());
-    let cmd = |job| run.cmd(job, repo).context("no command");
-    let out = cmd(Job::Ours(mode))?.arg("--json").run(&run.ws.root)?;
+    let out = ctx.cmd(Task::Ours(mode), repo).arg("--json").run(&ws.root)?;
     let (ok, detail) = ours_json(&out.stdout, repo, mode);
     let mut checks = vec![check(format!("{of}: ours --json"), ok, detail)];
     if with_hg {
         let ext = format!("extensions.reportmmap={ext}");
-        let hg = cmd(Job::Hg(mode))?.args(["--config", &ext]);
-        let out = hg.run(&run.ws.root)?;
+        let out = ctx.cmd(Task::Hg(mode), repo).args(["--config", &ext]).run(&ws.root)?;
         let (mapped, rest) = split_mmap_report(&out.stdout);
         let as_expected = rest == expected_log(repo.revs, LIMIT);
         let how = if mapped { "mapped" } else { "not mapped (read)" };
@@ -1191,7 +1058,6 @@ fn load_check(
     Ok(checks)
 }
 
-// ---------------------------------------------------------------------
 // The bench.
 
 /// The crossover of one series: `ours`, `model`, `hg`, or `combined`
@@ -1258,21 +1124,19 @@ impl Results {
         &self.repos[..=self.plan.hg_sizes.len()]
     }
 
-    /// The synthesised repository (the matrix's largest).
     fn big(&self) -> &RepoInfo {
         &self.repos[self.plan.hg_sizes.len()]
     }
 
     fn matrix(&self, repo: &RepoInfo, cache: CacheState, mode: Mode) -> Option<&CellResult> {
         let on = |c: &&CellResult| self.repos[c.sides[0].repo].name == repo.name;
-        let at = |c: &&CellResult| c.cache == cache && c.mode == Some(mode);
+        let at = |c: &&CellResult| c.runs.cache == cache && c.mode == Some(mode);
         self.of(Kind::Matrix).filter(on).find(at)
     }
 
     /// The device's read_ahead_kb, or `unknown`.
     fn read_ahead(&self) -> String {
-        let kb = self.machine.read_ahead_kb;
-        kb.map_or("unknown".into(), |k| k.to_string())
+        self.machine.read_ahead_kb.map_or("unknown".into(), |k| k.to_string())
     }
 
     /// `hg 6.3.2`.
@@ -1289,12 +1153,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let plan = Plan::new(args.common.tiny, args.full, args.sweep_runs);
     let sweep_runs = usize::try_from(plan.sweep_runs).context("--sweep-runs too large")?;
-    let oracle = ws.peer("revlog")?;
+    let peer = ws.peer("revlog")?;
     let planned = plan.repos();
     let specs = specs(&plan, &planned, runs, sweep_runs);
     let steps = specs.iter().map(|s| 2 * (warmup + s.runs)).sum::<usize>();
     let progress = Progress::new((steps + limits::steps(runs)) as u64);
-
     let build = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
     progress.set("building mapwise (release)");
     build.run(&ws.root).context("cannot build ours")?;
@@ -1309,32 +1172,24 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut repos: Vec<RepoInfo> = Vec::new();
     for &(revs, origin) in &planned {
         let from = repos.get(big); // none while the big one is made
-        let make = match origin {
-            Origin::Hg => make_hg(ws, &oracle, revs, &progress),
-            Origin::Synthetic => make_synth(ws, revs, from, &mapwise, &progress),
-        };
-        let repo = ensure_repo(ws, (revs, origin), hg_version.as_deref(), make)?;
+        let repo =
+            ensure_repo(ws, (revs, origin), hg_version.as_deref(), |tmp, dir| match origin {
+                Origin::Hg => make_hg(ws, &peer, revs, &progress, (tmp, dir)),
+                Origin::Synthetic => make_synth(ws, revs, from, &mapwise, &progress, (tmp, dir)),
+            })?;
         repos.push(repo);
         hg_version = hg_version.or_else(hg_line);
     }
     let Some(hg_v) = hg_version.as_deref().and_then(parse_hg_version) else {
         bail!("cannot run `hg --version` (apt-get install mercurial)");
     };
-    let made = repos.iter().flat_map(|r| r.made.checks.iter().map(move |c| (r, c)));
-    for (r, c) in made.filter(|(_, c)| !c.ok) {
-        let (name, what, detail) = (&r.name, &c.what, &c.detail);
-        progress.note(&format!("xtask: warning: {name}: {what} failed: {detail}"));
+    for r in &repos {
+        for c in r.made.checks.iter().filter(|c| !c.ok) {
+            let (name, what, detail) = (&r.name, &c.what, &c.detail);
+            progress.note(&format!("xtask: warning: {name}: {what} failed: {detail}"));
+        }
     }
-    let runner = Runner {
-        ws,
-        progress: &progress,
-        warmup,
-        mapwise: path_arg(&mapwise),
-        hg_v,
-        repos: &repos,
-        traces: RefCell::new(Traces::new()),
-        scratch: ws.bench_dir().join("scratch"),
-    };
+    let ctx = Ctx { mapwise: path_arg(&mapwise), hg_v, repos: &repos };
 
     progress.set("load checks");
     let ext = format!(".revlog-reportmmap-{}.py", std::process::id());
@@ -1343,17 +1198,34 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut load_checks = Vec::new();
     for (i, m) in (0..repos.len()).flat_map(|i| MODES.map(|m| (i, m))) {
         let (with_hg, at) = (i <= big || plan.hg_sweep, path_arg(ext.path()));
-        load_checks.extend(load_check(&runner, &at, &repos[i], m, with_hg)?);
+        load_checks.extend(load_check(&ctx, ws, &at, &repos[i], m, with_hg)?);
     }
     drop(ext);
 
-    let cell = |s| runner.cell(s);
-    let cells: Vec<CellResult> = specs.into_iter().map(cell).collect::<Result<_>>()?;
+    let (traces, scratch) = (RefCell::new(Traces::new()), ws.bench_dir().join("scratch"));
+    let tracing = Tracing { traces: &traces, scratch: &scratch };
+    let one = |s: Spec| -> Result<CellResult> {
+        let cell = cell::Cell {
+            label: s.label,
+            cache: s.cache,
+            files: Vec::new(),
+            fresh: Vec::new(),
+            contenders: s.sides.iter().map(|x| ctx.contender(x)).collect(),
+            warmup,
+            runs: s.runs,
+            shared_warm_reset: false,
+            untimed_warm_first: false,
+            cold_settle: None,
+        };
+        let runs = cell::run(ws, &progress, &cell, &tracing)?;
+        Ok(CellResult { kind: s.kind, mode: s.mode, sides: s.sides, runs })
+    };
+    let cells: Vec<CellResult> = specs.into_iter().map(one).collect::<Result<_>>()?;
     let limits = limits::standard(&repos[big].index(), runs, &progress)?;
-    let traces = runner.traces.into_inner();
+    let traces = traces.into_inner();
     let crossovers = crossovers(&cells, &repos);
     let recommendation = recommend(&crossovers);
-    let outputs_agree = cells.iter().all(CellResult::outputs_ok)
+    let outputs_agree = cells.iter().all(|c| c.outputs_ok(&repos))
         && load_checks.iter().all(|c| c.ok)
         && repos.iter().all(|r| r.made.checks.iter().all(|c| c.ok));
     let mut results = Results {
@@ -1399,23 +1271,20 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 /// state, then of the combined series the recommendation uses.
 fn crossovers(cells: &[CellResult], repos: &[RepoInfo]) -> Vec<CrossoverResult> {
     use Kind::{Model, Sweep, SweepHg};
-    let mut out = Vec::new();
     let points = |kind, cache| -> Vec<(u64, f64)> {
         let of = |c: &CellResult| Some((repos[c.sides[0].repo].index_bytes, c.ratios()?.median));
-        let cells = cells.iter().filter(|c| c.kind == kind && c.cache == cache);
+        let cells = cells.iter().filter(|c| c.kind == kind && c.runs.cache == cache);
         cells.filter_map(of).collect()
     };
     let series = [(Sweep, "ours"), (Model, "model"), (SweepHg, "hg")];
-    for ((kind, source), cache) in series.into_iter().flat_map(|s| CACHES.map(|c| (s, c))) {
-        let p = points(kind, cache);
-        if !p.is_empty() {
-            out.push(CrossoverResult::new(source, cache, p));
-        }
-    }
+    let each = series.into_iter().flat_map(|s| CACHES.map(|c| (s, c)));
+    let each = each
+        .map(|((kind, source), cache)| CrossoverResult::new(source, cache, points(kind, cache)));
+    let mut out: Vec<CrossoverResult> = each.filter(|c| !c.points.is_empty()).collect();
     for cache in CACHES {
         let both = combine(&points(Sweep, cache), &points(Model, cache), TIE);
-        let pts = both.iter().map(|&(b, r, _)| (b, r)).collect();
-        let mut c = CrossoverResult::new("combined", cache, pts);
+        let mut c =
+            CrossoverResult::new("combined", cache, both.iter().map(|&(b, r, _)| (b, r)).collect());
         c.decided_by = both.iter().map(|&(_, _, by)| by).collect();
         out.push(c);
     }
@@ -1427,18 +1296,16 @@ fn crossovers(cells: &[CellResult], repos: &[RepoInfo]) -> Vec<CrossoverResult> 
 /// and load.
 fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     let hg = r.hg_name();
-    let bar = |c: &CellResult| Some(RatioBar::of(c.label.clone(), &c.ratios()?));
+    let bar = |c: &CellResult| Some(RatioBar::of(c.runs.label.clone(), &c.ratios()?));
     let bars: Vec<RatioBar> = r.of(Kind::Matrix).filter_map(bar).collect();
     let svg = charts::ratios(&format!("revlog: log -l 5, ours / {hg}"), &bars, None)?;
     let what = format!("log -l 5 wall time, ours / {hg} per cell");
-    let file = "ratios.svg".to_owned();
-    let mut out = vec![ChartFile { file, what, svg }];
+    let mut out = vec![ChartFile { file: "ratios.svg".to_owned(), what, svg }];
     for repo in r.matrix_repos() {
-        let cold = |&m: &Mode| r.matrix(repo, CacheState::Cold, m);
-        let cells = MODES.iter().filter_map(cold);
+        let cells = MODES.iter().filter_map(|&m| r.matrix(repo, Cold, m));
         let pick = |c: &CellResult| {
             let mode = c.mode.map_or("", Mode::name);
-            ["ours", "hg"].map(|side| (c.label.clone(), side, format!("{side}, {mode}")))
+            ["ours", "hg"].map(|side| (c.runs.label.clone(), side, format!("{side}, {mode}")))
         };
         let picks: Vec<(String, &str, String)> = cells.flat_map(pick).collect();
         let name = &repo.name;
@@ -1455,9 +1322,8 @@ fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
 }
 
 /// The recommended threshold: the larger of the warm and cold crossovers
-/// of the combined series (ours' process times where they are decisive,
-/// the model where they tie): above it mapping costs no more than reading
-/// in either state.
+/// of the combined series: above it mapping costs no more than reading in
+/// either state.
 fn recommend(crossovers: &[CrossoverResult]) -> Recommendation {
     let combined = crossovers.iter().filter(|c| c.source == "combined");
     let one =
@@ -1469,7 +1335,6 @@ fn recommend(crossovers: &[CrossoverResult]) -> Recommendation {
     Recommendation { bytes, config, why }
 }
 
-// ---------------------------------------------------------------------
 // The seed's published figures.
 
 /// The figures of D477 (the commit message of Mercurial changeset
@@ -1499,23 +1364,14 @@ fn seed_figures() -> Vec<([&'static str; 4], f64, f64)> {
 
 /// The seed's figures beside this run's, and what matches.
 fn seed_section(rep: &mut Report, r: &Results) {
-    use CacheState::{Cold, Warm};
-    rep.section("The seed's published figures").text(
-        "The seed is Mercurial's mmap-index work: D477, \"revlog: add option to mmap revlog index\" (Mark \
-         Thomas, Facebook; changeset 3c9691728237, 13 Sep 2017, which added `experimental.mmapindexthreshold`), \
-         whose commit message times `hg log -l 5`, and \"[PATCH 4 of 4] mmapindex: set default to 1MB\" (Boris \
-         Feld, mercurial-devel, 2 Dec 2018; not applied then: 6.3 still maps only when told, 6.9 made 1 MB the \
-         default of its new key), which times hg's perf commands on a 60 MB index. Their figures as published \
-         (D477 gives no size for its second repository, the 2018 patch no cache state) beside this run's medians:",
-    );
+    rep.section("The seed's published figures").text(include_str!("text/revlog-seed.md"));
     let mut t = Table::of("source|timed|>index|cache|>read|>mmap|>mmap/read");
-    let mut row = |role, head: [&str; 4], read: f64, mmap: f64| {
-        let ratio = format!("{:.3}×", mmap / read.max(1e-12));
-        let times = [fmt_secs(read), fmt_secs(mmap), ratio];
+    let mut row = |role, head: [&str; 4], (read, mmap): (f64, f64)| {
+        let times = [fmt_secs(read), fmt_secs(mmap), format!("{:.3}×", mmap / read.max(1e-12))];
         t.row_as(role, head.into_iter().map(str::to_owned).chain(times));
     };
     for (head, read, mmap) in seed_figures() {
-        row(Role::Other, head, read / 1e3, mmap / 1e3);
+        row(Role::Other, head, (read / 1e3, mmap / 1e3));
     }
     let (hg, big) = (r.hg_name(), r.big());
     // Side `i`'s (0 ours, 1 hg) read and mmap medians on a repository.
@@ -1526,25 +1382,24 @@ fn seed_section(rep: &mut Report, r: &Results) {
     let timed = "`log -l 5`, process wall time, median";
     for (repo, cache) in r.matrix_repos().iter().flat_map(|x| CACHES.map(|c| (x, c))) {
         let size = human_size(repo.index_bytes);
-        for (i, role) in [(1, Role::Peer), (0, Role::Ours)] {
-            let who = if i == 1 { hg.as_str() } else { "ours" };
-            let who = format!("this machine, {who}");
-            if let Some((read, mmap)) = medians(repo, cache, i) {
-                row(role, [&who, timed, &size, cache.name()], read, mmap);
+        for (i, role, who) in [(1, Role::Peer, hg.as_str()), (0, Role::Ours, "ours")] {
+            if let Some(times) = medians(repo, cache, i) {
+                row(role, [&format!("this machine, {who}"), timed, &size, cache.name()], times);
             }
         }
     }
     let size = human_size(big.index_bytes);
     let model = |cache| {
-        let on = |c: &&CellResult| c.sides[0].repo == r.plan.hg_sizes.len() && c.cache == cache;
+        let on =
+            |c: &&CellResult| c.sides[0].repo == r.plan.hg_sizes.len() && c.runs.cache == cache;
         let c = r.of(Kind::Model).find(on)?;
         Some((c.median(1)?, c.median(0)?))
     };
     let who = "this machine, model of ours' load";
     let timed = "open, read(2) whole or mmap, 5 tip entries; in xtask, median";
     for cache in CACHES {
-        if let Some((read, mmap)) = model(cache) {
-            row(Role::Other, [who, timed, &size, cache.name()], read, mmap);
+        if let Some(times) = model(cache) {
+            row(Role::Other, [who, timed, &size, cache.name()], times);
         }
     }
     rep.table(t).text(
@@ -1552,12 +1407,13 @@ fn seed_section(rep: &mut Report, r: &Results) {
          separate cells, not pairs).",
     );
     let ratio = |i, cache| medians(big, cache, i).map(|(read, mmap)| mmap / read.max(1e-12));
-    let ra = format!("{} KiB", r.read_ahead());
-    let cold = r.matrix(big, Cold, Mode::Mmap);
-    let pages = cold.map_or("?".into(), |c| c.pages(&r.repos, 1));
+    let pages = r.matrix(big, Cold, Mode::Mmap).map_or("?".into(), |c| c.pages(&r.repos, 1));
     let pages = pages.split(' ').next().unwrap_or("?").replace('/', " of ");
-    let after = "index pages resident after a cold mapped hg run";
-    let note = format!("read_ahead_kb = {ra}; {pages} {after}");
+    let note = format!(
+        "read_ahead_kb = {} KiB; {pages} index pages resident after a cold mapped hg run",
+        r.read_ahead()
+    );
+    let python = "hg's ~100 ms of Python start-up (the start-up table)";
     let mut lines = Vec::new();
     // D477's larger repository, warm and cold, against hg's largest here.
     for (cache, seed) in [(Warm, 321.0 / 432.0), (Cold, 888.0 / 696.0)] {
@@ -1571,8 +1427,8 @@ fn seed_section(rep: &mut Report, r: &Results) {
                  and `log -l 5` touches only the header and the tail"
             ),
             (Warm, _) => format!(
-                "at {size} the copy that reading makes is small beside hg's ~100 ms of Python start-up (the \
-                 start-up table), so the two loads are hard to tell apart in a process time"
+                "at {size} the copy that reading makes is small beside {python}, so the two loads are hard to \
+                 tell apart in a process time"
             ),
             (_, "reading wins") => format!(
                 "mapping pays its faults one at a time, and here each cold fault also reads the device's \
@@ -1588,12 +1444,15 @@ fn seed_section(rep: &mut Report, r: &Results) {
             ),
         };
         let agree = if s == h { "matches" } else { "does not match" };
-        let name = cache.name();
-        let unsaid = "; D477 does not say why its cold mapped runs were slower";
-        let unsaid = if cache == Cold { unsaid } else { "" };
+        let unsaid = if cache == Cold {
+            "; D477 does not say why its cold mapped runs were slower"
+        } else {
+            ""
+        };
         lines.push(format!(
-            "**{name} `hg log -l 5`**: D477's larger repository {seed:.2}× ({s}); {hg} on the {size} index here \
-             {here:.2}× ({h}): this {agree} — {why}{unsaid}."
+            "**{} `hg log -l 5`**: D477's larger repository {seed:.2}× ({s}); {hg} on the {size} index here \
+             {here:.2}× ({h}): this {agree} — {why}{unsaid}.",
+            cache.name()
         ));
     }
     // The 2018 perfindex figure against the model's warm load.
@@ -1614,10 +1473,10 @@ fn seed_section(rep: &mut Report, r: &Results) {
         ));
     }
     if let Some(here) = ratio(0, Warm) {
-        let w = winner(here, TIE);
         lines.push(format!(
-            "**ours** warm on the {size} index: mmap/read {here:.2}× ({w}), without Python's start-up, so the \
-             load itself shows more than in hg's times."
+            "**ours** warm on the {size} index: mmap/read {here:.2}× ({}), without Python's start-up, so the \
+             load itself shows more than in hg's times.",
+            winner(here, TIE)
         ));
     }
     if !lines.is_empty() {
@@ -1625,103 +1484,84 @@ fn seed_section(rep: &mut Report, r: &Results) {
     }
 }
 
-// ---------------------------------------------------------------------
 // The report.
 
 /// REPORT.md, as the typed model.
-#[expect(clippy::too_many_lines)]
 fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
-    use Kind::{Advice, Matrix, Model, Size, Startup, Sweep, SweepHg};
-    let (hg, plan, runs) = (r.hg_name(), &r.plan, r.runs);
+    use Kind::{Matrix, Model, Size, Startup, Sweep, SweepHg};
+    let (hg, plan, runs, ra) = (r.hg_name(), &r.plan, r.runs, r.read_ahead());
     let (big, small) = (short_count(plan.big), short_count(plan.hg_sizes[0]));
-    let sizes: Vec<String> = plan.hg_sizes.iter().map(|&n| short_count(n)).collect();
-    let ra = r.read_ahead();
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let mut rep = Report::new(format!("bench revlog — {}", r.started_utc));
     if plan.preset == "tiny" {
-        let tiny = "`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.";
-        rep.text(format!("**{tiny}**"));
+        rep.text(
+            "**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**",
+        );
     }
-    let (sizes, preset, s) = (sizes.join(", "), plan.preset, plural(runs));
-    let (sweep_runs, finished) = (plan.sweep_runs, &r.finished_utc);
-    rep.text(format!(
-        "`log -l 5` over a Mercurial changelog whose index is read whole or mapped, warm and cold, on indexes of \
-         {sizes}, {big} revisions, **ours** (`mapwise revlog log`) beside **{hg}** (`hg log -l 5 -T \
-         '{{rev}}\\n'`) with the same `--config`, alternating ours and hg, the order turning every pair (ours, \
-         hg; hg, ours; …); then ours mapped vs read across index sizes to find where mapping starts to win. \
-         Preset {preset}: {runs} pair{s} per matrix cell, {sweep_runs} per size-check and sweep cell. Finished \
-         {finished}."
+    let sizes: Vec<String> = plan.hg_sizes.iter().map(|&n| short_count(n)).collect();
+    let (runs_s, sweep_runs) = (runs.to_string(), plan.sweep_runs.to_string());
+    rep.text(fill(
+        include_str!("text/revlog-intro.md"),
+        &[
+            ("sizes", &sizes.join(", ")),
+            ("big", &big),
+            ("hg", &hg),
+            ("preset", plan.preset),
+            ("runs", &runs_s),
+            ("s", plural(runs)),
+            ("sweep_runs", &sweep_runs),
+            ("finished", &r.finished_utc),
+        ],
     ));
-    let tools = [("Mercurial", r.hg_version.clone())];
     let load = r.loadavg_end.as_deref();
-    r.machine.add_to(&mut rep, "the repositories", &tools, load);
+    r.machine.add_to(&mut rep, "the repositories", &[("Mercurial", r.hg_version.clone())], load);
 
     let mut t = Table::of("repository|>revisions|>00changelog.i|format|>00changelog.d|made");
     for x in &r.repos {
-        let by = match x.origin {
-            Origin::Hg => "hg (peer gen-repo)",
-            Origin::Synthetic => "synthesised",
+        let by = if x.origin == Origin::Hg { "hg (peer gen-repo)" } else { "synthesised" };
+        let when = if x.generated_now {
+            format!("now ({})", fmt_secs(x.made.secs))
+        } else {
+            "cached".into()
         };
-        let now = format!("now ({})", fmt_secs(x.made.secs));
-        let when = if x.generated_now { now } else { "cached".into() };
-        let index = format!("{} ({} B)", human_size(x.index_bytes), x.index_bytes);
-        let format = if x.inline { "v1 inline" } else { "v1" }.to_owned();
-        let data = x.data_bytes.map_or("—".into(), human_size);
-        let mut row = vec![format!("`{}`", x.path), x.revs.to_string(), index];
-        row.extend([format, data, format!("{by}, {when}")]);
-        t.row(row);
+        t.row([
+            format!("`{}`", x.path),
+            x.revs.to_string(),
+            format!("{} ({} B)", human_size(x.index_bytes), x.index_bytes),
+            if x.inline { "v1 inline" } else { "v1" }.to_owned(),
+            x.data_bytes.map_or("—".into(), human_size),
+            format!("{by}, {when}"),
+        ]);
     }
-    let how = |x: &RepoInfo| format!("{}: {}", x.name, x.made.how);
-    let how = r.repos.iter().map(how);
+    let how = r.repos.iter().map(|x| format!("{}: {}", x.name, x.made.how));
     let synth = r.repos.iter().filter(|x| x.origin == Origin::Synthetic);
-    let of = |x: &RepoInfo| format!("{}, ", x.name);
-    let checks = synth.flat_map(|x| x.made.checks.iter().map(move |c| c.line(&of(x))));
+    let checks = synth.flat_map(|x| x.made.checks.iter().map(|c| c.line(&format!("{}, ", x.name))));
     let made = "Checks of the synthetic repositories with hg (made once, when each was made):";
     rep.section("Repositories").table(t).text("How they were made:");
     rep.list(how).text(made).list(checks);
 
-    let (read, mmap, n) = (r.config_read.join(" "), r.config_mmap.join(" "), r.warmup);
-    let warmups = match n {
+    let warmups = match r.warmup {
         0 => "No warm-up pairs (`--warmup 0`).".to_owned(),
         n => format!(
             "Each cell starts with {n} untimed warm-up pair{} (same reset before each run; raw in results.json).",
             plural(n)
         ),
     };
-    rep.section("Method").list([
-        format!(
-            "Both tools get the same `--config`: read = `{read}`; mmap = `{mmap}` (the key {hg} reads; threshold \
-             0 maps every changelog and manifest index). Ours maps without `MAP_POPULATE`, as hg 4.4–6.8 do, with \
-             `madvise(MADV_RANDOM)` (its default for `log`, which reads the header and the tail); hg gives no \
-             advice, so its cold faults read the device's read-ahead window around each (the *model* rows show \
-             both)."
-        ),
-        "**cold**: before every run xtask `fsync`s and `posix_fadvise(DONTNEED)`s the changelog files \
-         (`00changelog.i`, and `.d` when there is one); hg's Python modules and our binary stay cached. **warm**: \
-         before every run xtask reads those files once with `read(2)`. *resident after*: pages of `00changelog.i` \
-         cached right after the run (mincore, median), what the run pulled in."
-            .into(),
-        "Times are process wall times, spawn to exit, median [min–max]; ratios are computed **pair by pair**. \
-         Every output must be the 5 tip revisions, newest first."
-            .into(),
-        "hg's times are mostly Python start-up (the *start-up* table: `hg root` opens the repository, not the \
-         changelog); the *− start-up* columns subtract each tool's median floor. Ours' `--json` has no timings; \
-         the **model** rows time the same loads inside xtask (open, fstat, `read(2)` into an exactly reserved \
-         buffer or `mmap(PROT_READ, MAP_SHARED)`, the header and the 5 tip entries with their parents' nodes, \
-         free or munmap, close) to µs resolution."
-            .into(),
-        warmups,
-    ]);
+    let (read, mmap) = (r.config_read.join(" "), r.config_mmap.join(" "));
+    let vars = [("read", read.as_str()), ("mmap", &mmap), ("hg", &hg), ("warmups", &warmups)];
+    rep.section("Method")
+        .list(fill(include_str!("text/revlog-method.md"), &vars).lines().map(str::to_owned));
 
-    let shown = |c: &&CellResult| matches!(c.kind, Matrix | Startup) && c.cache == CACHES[0];
-    let cmds = r.cells.iter().filter(shown).flat_map(|c| c.cmds.clone());
+    let shown = |c: &&CellResult| matches!(c.kind, Matrix | Startup) && c.runs.cache == CACHES[0];
+    let cmds =
+        r.cells.iter().filter(shown).flat_map(|c| c.runs.contenders.iter().map(|x| x.1.clone()));
     let mut code: Vec<String> = r.build_commands.iter().cloned().chain(cmds).collect();
-    let n1 = "# the size check and the sweep: the same ours (and, with --full, hg) commands on";
-    let n2 = "# target/bench/files/revlog-synth-<revisions>; the model rows run inside xtask";
-    code.extend([n1, n2].map(String::from));
-    let code = code.join("\n");
-    let run_from = "Run from the workspace root.";
-    rep.section("Commands").text(run_from).code("sh", code);
+    code.extend([
+        "# the size check and the sweep: the same ours (and, with --full, hg) commands on"
+            .to_owned(),
+        "# target/bench/files/revlog-synth-<revisions>; the model rows run inside xtask".to_owned(),
+    ]);
+    rep.section("Commands").text("Run from the workspace root.").code("sh", code.join("\n"));
 
     // Start-up floors: ours' row and hg's, compared row by row.
     let startup = r.of(Startup).next();
@@ -1729,19 +1569,21 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     if let Some(c) = startup {
         let mut t = Table::of("command|>wall");
         for (i, role) in [(0, Role::Ours), (1, Role::Peer)] {
-            t.row_as(role, [format!("`{}`", c.cmds[i]), c.secs(i)]);
+            t.row_as(role, [format!("`{}`", c.runs.contenders[i].1), c.secs(i)]);
         }
         rep.section("Start-up floor").table(t);
     }
 
     rep.section("Results: ours vs hg");
-    let matrix = "cell|>ours|>hg|>ours/hg (per pair)|>ours − start-up|>hg − start-up|\
-                  >index resident after ours / hg (pages)";
     for repo in r.matrix_repos() {
         let (name, size, pages) = (&repo.name, human_size(repo.index_bytes), repo.pages());
         let inline = if repo.inline { ", inline" } else { "" };
-        let title = format!("{name} — 00changelog.i {size} ({pages} pages){inline}");
-        let mut t = Table::of(matrix).compares(&[1, 4], &[2, 5]);
+        let mut t = Table::of(
+            "cell|>ours|>hg|>ours/hg (per pair)|>ours − start-up|>hg − start-up|\
+             >index resident after ours / hg (pages)",
+        )
+        .compares(&[1, 4], &[2, 5])
+        .roles(Role::Ratio, &[3]);
         let cells = CACHES.into_iter().flat_map(|k| MODES.map(|m| (k, m)));
         for c in cells.filter_map(|(k, m)| r.matrix(repo, k, m)) {
             let minus = |i| match (c.median(i), floor(i)) {
@@ -1749,12 +1591,18 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
                 (Some(_), Some(_)) => "below the floor".to_owned(),
                 _ => "—".to_owned(),
             };
-            let cell = format!("{}, {}", c.cache.name(), c.mode.map_or("", Mode::name));
-            let mut row = vec![cell, c.secs(0), c.secs(1), c.ratio()];
-            row.extend([minus(0), minus(1), c.both_pages(&r.repos)]);
-            t.row(row);
+            let cell = format!("{}, {}", c.runs.cache.name(), c.mode.map_or("", Mode::name));
+            t.row([
+                cell,
+                c.secs(0),
+                c.secs(1),
+                c.ratio(),
+                minus(0),
+                minus(1),
+                c.both_pages(&r.repos),
+            ]);
         }
-        rep.subsection(title).table(t.roles(Role::Ratio, &[3]));
+        rep.subsection(format!("{name} — 00changelog.i {size} ({pages} pages){inline}")).table(t);
     }
     rep.text(format!(
         "Warm runs start with the whole index resident (*resident after* 100 %); the cold rows show what each \
@@ -1762,66 +1610,62 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
          KiB), so a cold mapped run reads the window at the header and the one at the tail, not two pages."
     ));
 
-    let title = format!("Target 1: ours mmap at {big} ≤ {SIZE_TARGET}× ours at {small}");
-    let title = format!("{title} (independent of index size)");
-    let mut t = Table::of("cache|A vs B|>A|>B|>A/B (per pair)|>index resident after A / B (pages)");
-    for c in r.cells.iter().filter(|c| matches!(c.kind, Size | Advice)) {
+    let title = format!(
+        "Target 1: ours mmap at {big} ≤ {SIZE_TARGET}× ours at {small} (independent of index size)"
+    );
+    let mut t = Table::of("cache|A vs B|>A|>B|>A/B (per pair)|>index resident after A / B (pages)")
+        .roles(Role::Ratio, &[4]);
+    for c in r.cells.iter().filter(|c| matches!(c.kind, Size | Kind::Advice)) {
         let vs = format!("{} vs {}", c.sides[0].who, c.sides[1].who);
-        let mut row = vec![c.cache.name().to_owned(), vs, c.secs(0), c.secs(1)];
-        row.extend([c.ratio(), c.both_pages(&r.repos)]);
-        t.row(row);
+        let cache = c.runs.cache.name().to_owned();
+        t.row([cache, vs, c.secs(0), c.secs(1), c.ratio(), c.both_pages(&r.repos)]);
     }
-    rep.section(title).table(t.roles(Role::Ratio, &[4])).text(format!(
-        "The ours rows run `mapwise revlog log -l 5 REPO` with the matrix's `--config` on each side, alternated \
-         pair by pair; the verdict is on each state's first row (both mapped, hg's {small}). hg's {small} \
-         changelog is inline (hg keeps one inline while its data is under 128 KiB), so ours scans all its \
-         entries; the synthetic 1024 has the {big} one's format. The *model* rows time the mapped load of the \
-         {big} index inside xtask with and without `madvise(MADV_RANDOM)`, which neither tool gives: without it \
-         a cold fault reads the read-ahead window ({ra} KiB) at the header and again at the tail."
-    ));
+    let vars = [("small", small.as_str()), ("big", &big), ("ra", &ra)];
+    rep.section(title).table(t).text(fill(include_str!("text/revlog-target1.md"), &vars));
 
     rep.section("Target 2: the read-vs-mmap crossover (ours)");
-    let ours = "mapwise revlog log -l 5 on synthetic changelogs (prefixes of the largest)";
-    let model = "model of ours' load inside xtask (no process start-up)";
-    let hg_sweep = ("hg, process wall time", "hg log -l 5 on the same files");
     let sweeps = [
-        (Sweep, "ours, process wall time", ours),
-        (Model, model, "the same files, the loads timed in xtask"),
-        (SweepHg, hg_sweep.0, hg_sweep.1),
+        (
+            Sweep,
+            "ours, process wall time",
+            "mapwise revlog log -l 5 on synthetic changelogs (prefixes of the largest)",
+        ),
+        (
+            Model,
+            "model of ours' load inside xtask (no process start-up)",
+            "the same files, the loads timed in xtask",
+        ),
+        (SweepHg, "hg, process wall time", "hg log -l 5 on the same files"),
     ];
     for (kind, title, note) in sweeps {
         let cs: Vec<&CellResult> = r.of(kind).collect();
-        let ab = "A = mmap, B = read, ratio = mmap/read pair by pair (< 1: mmap wins)";
         if !cs.is_empty() {
-            let sub = rep.subsection(title).text(format!("{note}; {ab}."));
-            sub.table(sweep_table(&cs, &r.repos));
+            let ab = "A = mmap, B = read, ratio = mmap/read pair by pair (< 1: mmap wins)";
+            rep.subsection(title).text(format!("{note}; {ab}.")).table(sweep_table(&cs, &r.repos));
         }
     }
     let line = |c: &CrossoverResult| {
         let by = c.points.iter().zip(&c.decided_by);
-        let by = by.map(|((b, x), who)| format!("{} {x:.2}× ({who})", human_size(*b)));
-        let by: Vec<String> = by.collect();
+        let by: Vec<String> =
+            by.map(|((b, x), who)| format!("{} {x:.2}× ({who})", human_size(*b))).collect();
         let by =
             if by.is_empty() { String::new() } else { format!(" — per size: {}", by.join(", ")) };
-        let (source, cache) = (c.source, c.cache.name());
-        let words = describe(c.crossover.as_ref());
-        format!("**{source}**, {cache}: {words}{by}")
+        format!("**{}**, {}: {}{by}", c.source, c.cache.name(), describe(c.crossover.as_ref()))
     };
-    let lines = r.crossovers.iter().map(line);
-    let head = "Crossovers (the smallest size from which mmap's median ratio stays below 1 at every larger size):";
-    let (rec, tie) = (&r.recommendation, TIE * 100.0);
-    let config = rec.config.as_ref().map(|c| format!("`{c}`"));
-    let config = config.unwrap_or("none (keep reading whole)".into());
-    let why = &rec.why;
-    rep.text(head).list(lines).text(format!(
-        "*combined* is what the recommendation uses: ours' process ratio where it is decisive (more than {tie:.0} \
-         % from 1), else the model's. At small sizes the two loads differ by a few µs while ours' process wall \
-         time jitters by hundreds, so there a process median is a coin toss and the model decides."
-    ));
+    rep.text(
+        "Crossovers (the smallest size from which mmap's median ratio stays below 1 at every larger size):",
+    );
+    let tie = format!("{:.0}", TIE * 100.0);
+    rep.list(r.crossovers.iter().map(line));
+    rep.text(fill(include_str!("text/revlog-crossover.md"), &[("tie", &tie)]));
+    let rec = &r.recommendation;
+    let config =
+        rec.config.as_ref().map_or("none (keep reading whole)".into(), |c| format!("`{c}`"));
     rep.text(format!(
-        "**Recommended threshold: {config}** ({why}). hg 6.9+ maps from 1 MB \
+        "**Recommended threshold: {config}** ({}). hg 6.9+ maps from 1 MB \
          (`storage.revlog.mmap.index:size-threshold`, {HG_DEFAULT_THRESHOLD} B) and pre-populates the mapping; \
-         hg ≤ 6.8 never maps unless told."
+         hg ≤ 6.8 never maps unless told.",
+        rec.why
     ));
 
     seed_section(&mut rep, r);
@@ -1836,9 +1680,8 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     }
     limits::add_to(&mut rep, &r.limits);
     rep.section("Verdicts").verdicts(verdicts(r));
-    let checks = r.load_checks.iter().map(|c| c.line(""));
     let title = "Load checks (untimed, once per repository and load)";
-    rep.section(title).list(checks);
+    rep.section(title).list(r.load_checks.iter().map(|c| c.line("")));
     rep
 }
 
@@ -1853,14 +1696,14 @@ fn sweep_table(cs: &[&CellResult], repos: &[RepoInfo]) -> Table {
     at.sort_by_key(|&i| repos[i].revs);
     at.dedup();
     for i in at {
-        let find = |cache| cs.iter().find(|c| c.sides[0].repo == i && c.cache == cache);
-        let dash = || "—".to_owned();
+        let find = |cache| cs.iter().find(|c| c.sides[0].repo == i && c.runs.cache == cache);
         let mut row = vec![repos[i].revs.to_string(), human_size(repos[i].index_bytes)];
         for c in CACHES.map(find) {
-            let cells = c.map(|c| [c.secs(1), c.secs(0), c.ratio()]);
-            row.extend(cells.unwrap_or_else(|| [dash(), dash(), dash()]));
+            row.extend(
+                c.map_or_else(|| vec!["—".into(); 3], |c| vec![c.secs(1), c.secs(0), c.ratio()]),
+            );
         }
-        row.push(find(CacheState::Cold).map_or_else(dash, |c| c.pages(repos, 0)));
+        row.push(find(Cold).map_or("—".into(), |c| c.pages(repos, 0)));
         t.row(row);
     }
     t.roles(Role::Ratio, &[4, 7])
@@ -1871,7 +1714,7 @@ fn sweep_table(cs: &[&CellResult], repos: &[RepoInfo]) -> Table {
 fn verdicts(r: &Results) -> Vec<Verdict> {
     let mut out = Vec::new();
     for cache in CACHES {
-        let cs: Vec<&CellResult> = r.of(Kind::Size).filter(|c| c.cache == cache).collect();
+        let cs: Vec<&CellResult> = r.of(Kind::Size).filter(|c| c.runs.cache == cache).collect();
         let Some((first, rest)) = cs.split_first() else {
             continue;
         };
@@ -1900,48 +1743,16 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     out.push(target2.target("crossover measured and printed as the recommended threshold"));
     let bad_checks =
         r.load_checks.iter().filter(|c| !c.ok).map(|c| format!("{}: {}", c.what, c.detail));
-    let bad_cells = r
-        .cells
-        .iter()
-        .filter(|c| !c.outputs_ok())
-        .map(|c| format!("{}: unexpected output", c.label));
-    let detail = match r.outputs_agree {
-        true => "every run printed the 5 tip revisions, every load check and synthetic-repository check passed".into(),
-        false => bad_checks.chain(bad_cells).collect::<Vec<_>>().join("; "),
+    let bad_cells = r.cells.iter().filter(|c| !c.outputs_ok(&r.repos));
+    let bad_cells = bad_cells.map(|c| format!("{}: unexpected output", c.runs.label));
+    let detail = if r.outputs_agree {
+        "every run printed the 5 tip revisions, every load check and synthetic-repository check passed"
+            .into()
+    } else {
+        bad_checks.chain(bad_cells).collect::<Vec<_>>().join("; ")
     };
     out.push(Verdict::new("Outputs and checks", Outcome::of(r.outputs_agree), detail));
     out
-}
-
-// ---------------------------------------------------------------------
-// generic: nothing below is revlog's; each is a candidate for the shared
-// harness modules (kept here while those are being edited).
-
-/// A check with its outcome.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Check {
-    what: String,
-    ok: bool,
-    detail: String,
-}
-
-fn check(what: impl Into<String>, ok: bool, detail: impl Into<String>) -> Check {
-    let (what, detail) = (what.into(), detail.into());
-    Check { what, ok, detail }
-}
-
-impl Check {
-    /// `{of}what: OK — detail`, for the report's lists.
-    fn line(&self, of: &str) -> String {
-        let ok = if self.ok { "OK" } else { "**FAIL**" };
-        format!("{of}{}: {ok} — {}", self.what, self.detail)
-    }
-}
-
-/// `o`'s stdout on one line when it succeeded, else the last `n` lines of
-/// its stderr.
-fn said(o: &Output, n: usize) -> String {
-    if o.success { o.stdout.trim().replace('\n', "; ") } else { tail(&o.stderr, n) }
 }
 
 #[cfg(test)]
@@ -2043,6 +1854,8 @@ mod tests {
         assert_eq!(expected_log(2, 5), "1\n0\n");
         let counts = [1_000_000, 100_000, 16_384].map(short_count);
         assert_eq!(counts, ["1M", "100k", "16384"]);
+        let tips = ["9\n8\n7\n6\n5\n", "1\n0\n", "9\n7\n", "9\n8\n", ""].map(log_tip);
+        assert_eq!(tips, [9.0, 1.0, -1.0, -1.0, -1.0]);
     }
 
     #[test]
