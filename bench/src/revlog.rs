@@ -57,6 +57,11 @@ const MODES: [Mode; 2] = ["read", "mmap"];
 /// Bytes of a v1 index entry.
 const ENTRY: usize = mapwise_core::revlog::V1_ENTRY_SIZE;
 
+/// `[("name", name), …]` as `&str`s, the variables of [`note`] and [`fill`].
+macro_rules! vars {
+    ($($k:ident),*) => { &[$((stringify!($k), AsRef::<str>::as_ref(&$k))),*] };
+}
+
 /// The note `key` of text/revlog-notes.md with `vars` filled in.
 fn note(key: &str, vars: &[(&str, &str)]) -> String {
     let notes = include_str!("text/revlog-notes.md");
@@ -64,9 +69,7 @@ fn note(key: &str, vars: &[(&str, &str)]) -> String {
     fill(line.unwrap_or_default(), vars)
 }
 
-/// The sizes and counts of one run: the hg-made repositories, the
-/// synthesised one (`big`), every sweep size (`big` included), pairs per
-/// sweep and size-check cell, and whether hg runs in the sweep.
+/// The sizes and counts of one run (`big`: the synthesised repository).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 struct Plan {
     preset: &'static str,
@@ -149,9 +152,7 @@ fn synth_text(rev: u32) -> Vec<u8> {
     format!("{}\nbench\n{rev} 0\n\nr{rev}", "0".repeat(40)).into_bytes()
 }
 
-/// A synthetic linear changelog, one revision at a time: v1, not inline,
-/// no generaldelta, every text stored uncompressed (`u` + text, as hg
-/// stores texts that do not compress), linkrev = rev, p1 = rev − 1.
+/// A linear changelog as hg writes one (v1, not inline, texts stored `u` + text).
 #[derive(Debug, Clone, Default)]
 struct SynthChangelog {
     next: u32,
@@ -268,9 +269,7 @@ fn parse_hg_version(line: &str) -> Option<(u32, u32)> {
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
-/// The `--config` arguments selecting `mode` for ours and hg alike: the
-/// keys the installed hg reads (`experimental.mmapindexthreshold` up to
-/// 6.8, `storage.revlog.mmap.index*` from 6.9); threshold 0 maps all.
+/// The `--config` selecting `mode` for ours and hg alike, in the keys `hg` reads.
 fn config_args(mode: Mode, hg: (u32, u32)) -> Vec<String> {
     let kv: &[&str] = match mode {
         "read" => &["storage.revlog.mmap.index=no"],
@@ -294,10 +293,7 @@ fn hg_size(b: u64) -> String {
 
 // Where mapping starts to win.
 
-/// Where mapping starts to win, from (index bytes, median mmap/read)
-/// points: `kind` is `between` (read wins below `from_bytes`),
-/// `everywhere` or `nowhere`; `below_bytes` is the largest size where
-/// mmap does not win, `estimate_bytes` the log-log interpolated crossing.
+/// Where mapping starts to win (`between`, `everywhere`, `nowhere`), log-log interpolated.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 struct Crossover {
     kind: &'static str,
@@ -348,9 +344,7 @@ fn describe(x: Option<&Crossover>) -> String {
     }
 }
 
-/// The series the recommendation uses: at each size, ours' process ratio
-/// where it is decisive (`|ratio − 1| ≥ tie`), else the model's (µs
-/// resolution) when there is one; with who decided.
+/// Per size, ours' process ratio where decisive, else the model's; with who decided.
 fn combine(
     process: &[(u64, f64)],
     model: &[(u64, f64)],
@@ -447,9 +441,7 @@ impl RepoInfo {
     }
 }
 
-/// The repository `target/bench/files/revlog-<hg|synth>-<revs>`: the
-/// cached one when it has its record, else made by `make(tmp, dir)` (how,
-/// and its checks) under a temporary name and renamed into place.
+/// `target/bench/files/revlog-<hg|synth>-<revs>`, cached or made by `make(tmp, dir)`.
 fn ensure_repo(
     ws: &Workspace,
     (revs, origin): (u32, Origin),
@@ -500,10 +492,7 @@ fn ensure_repo(
     })
 }
 
-/// Makes a repository of `revs` revisions in `tmp` (to be renamed `dir`):
-/// hg's with the peer's `gen-repo`; a synthetic one with `hg init` and
-/// [`SynthChangelog`]'s changelog, or (`from`) a prefix of another's,
-/// checked with hg ([`check_synth`]). Returns how, and the checks.
+/// Makes a repository in `tmp`: by the peer, synthesised, or a prefix of `from`.
 fn make_repo(
     ws: &Workspace,
     (revs, origin): (u32, Origin),
@@ -573,11 +562,7 @@ fn copy_prefix(src: &Path, dst: &Path, revs: u32) -> Result<()> {
     Ok(to.sync_all()?)
 }
 
-/// hg's view of a synthetic repository: `hg log -l 5 -T '{rev}\n'`, and
-/// `hg verify` up to 20k revisions; for the synthesised one (`full`) also
-/// what that log reads, debugindex samples against what was meant to be
-/// written, the whole debugindex against ours, debugdata of the first and
-/// last revision, and `hg log -l 2` (reads the texts, checks their hashes).
+/// hg's checks of a synthetic repository (`full`: the synthesised one, every check).
 fn check_synth(
     ws: &Workspace,
     dir: &Path,
@@ -668,9 +653,7 @@ fn said(o: &Output, n: usize) -> String {
 
 // Cells, declared as data.
 
-/// What a contender runs: ours' or hg's `log -l 5` in a mode; xtask's
-/// model of ours' load (`true`: with `madvise(MADV_RANDOM)`, which neither
-/// tool gives); or a start-up floor (`hg root` opens no changelog).
+/// What a contender runs (the model's `true`: with MADV_RANDOM, which neither tool gives).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum Task {
@@ -681,10 +664,7 @@ enum Task {
     HgRoot,
 }
 
-/// What a cell compares: ours vs hg (`Matrix`); ours mmap at the largest
-/// size vs at 1k (`Size`); mmap vs read of ours, the model or hg (`Sweep`,
-/// `Model`, `SweepHg`); the start-up floors; the model with vs without
-/// MADV_RANDOM (`Advice`).
+/// What a cell compares (`Size`: the big index vs 1k; `Advice`: the model ± MADV_RANDOM).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum Kind {
@@ -716,10 +696,7 @@ struct Spec {
     sides: [Side; 2],
 }
 
-/// Every cell, in run order: the start-up floors; the matrix (size ×
-/// cache × load, ours vs hg); the size check with the model's read-around
-/// cells; the sweep (ours, the model and with --full hg, mmap vs read,
-/// ascending). `repos` is [`Plan::repos`].
+/// Every cell in run order: start-up, matrix, size check, sweep (`repos`: [`Plan::repos`]).
 fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -> Vec<Spec> {
     let name = |i: usize| repo_name(repos[i]);
     let side = |who: &str, job, repo| Side { who: who.to_owned(), job, repo };
@@ -776,11 +753,7 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
     out
 }
 
-/// xtask's model of ours' load (native/src/engine/revlog/load.rs +
-/// log.rs): open, fstat, read(2) the whole file into an exactly reserved
-/// buffer or map it `PROT_READ, MAP_SHARED` (`random`: then
-/// `madvise(MADV_RANDOM)`), the 5 tip entries and their first parents'
-/// nodes through core's [`Index`], free or unmap, close: its seconds.
+/// xtask's model of ours' load (native/src/engine/revlog/load.rs, log.rs), in seconds.
 fn model_load(path: &Path, mode: Mode, random: bool) -> Result<f64> {
     let start = Instant::now();
     let mut f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
@@ -981,9 +954,7 @@ fn load_check(
 
 // The bench.
 
-/// The crossover of one series: `ours`, `model`, `hg`, or `combined`
-/// (what the recommendation uses, with which series gave each point);
-/// points are (index bytes, median mmap/read ratio).
+/// The crossover of one series (`combined`: what the recommendation uses).
 #[derive(Debug, Serialize)]
 struct CrossoverResult {
     source: &'static str,
@@ -1209,9 +1180,7 @@ fn crossovers(cells: &[CellResult], repos: &[RepoInfo]) -> Vec<CrossoverResult> 
     out
 }
 
-/// The charts: ours/hg per matrix cell, and for each matrix repository
-/// the index's residency during the first timed cold run of each tool
-/// and load.
+/// The charts: ours/hg per matrix cell, and each matrix index's first cold runs.
 fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     let hg = r.hg_name();
     let bar = |c: &CellResult| Some(RatioBar::of(c.runs.label.clone(), &c.ratios()?));
@@ -1239,9 +1208,7 @@ fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     Ok(out)
 }
 
-/// The recommended threshold: the larger of the warm and cold crossovers
-/// of the combined series: above it mapping costs no more than reading in
-/// either state.
+/// The larger combined crossover: above it mapping costs no more than reading.
 fn recommend(crossovers: &[CrossoverResult]) -> Recommendation {
     let combined = crossovers.iter().filter(|c| c.source == "combined");
     let one =
@@ -1255,12 +1222,8 @@ fn recommend(crossovers: &[CrossoverResult]) -> Recommendation {
 
 // The seed's published figures.
 
-/// The figures of D477 (the commit message of Mercurial changeset
-/// 3c9691728237, "revlog: add option to mmap revlog index", Mark Thomas,
-/// 13 Sep 2017: `hg log -l 5`, mean of 5 invocations) and of "[PATCH 4 of
-/// 4] mmapindex: set default to 1MB" (Boris Feld, mercurial-devel, 2 Dec
-/// 2018: perf commands on a 60 MB index, best of N runs, wall times), as
-/// published: source | what was timed | index | cache | read ms | mmap ms.
+/// The seed's figures as published (its notes name the sources): source | timed |
+/// index | cache | read ms | mmap ms.
 const SEED: &str = include_str!("text/revlog-seed.psv");
 
 /// [`SEED`]'s rows: the four text fields and the (read, mmap) times in ms.
@@ -1329,31 +1292,16 @@ fn seed_section(rep: &mut Report, r: &Results) {
         };
         let (s, h) = (winner(seed, TIE), winner(here, TIE));
         let key = format!("{}-{h}", cache.name());
-        let vars = [("size", size.as_str()), ("note", &ra_note)];
-        let why = Some(note(&key, &vars)).filter(|w| !w.is_empty());
-        let why = why.unwrap_or_else(|| note(cache.name(), &vars));
+        let why = Some(note(&key, vars![size, ra_note])).filter(|w| !w.is_empty());
+        let why = why.unwrap_or_else(|| note(cache.name(), vars![size, ra_note]));
         let unsaid = if cache == Cold {
             "; D477 does not say why its cold mapped runs were slower"
         } else {
             ""
         };
         let agree = if s == h { "matches" } else { "does not match" };
-        let (seed, here) = (format!("{seed:.2}"), format!("{here:.2}"));
-        lines.push(note(
-            "hg",
-            &[
-                ("cache", cache.name()),
-                ("seed", &seed),
-                ("s", &s),
-                ("hg", &hg),
-                ("size", &size),
-                ("here", &here),
-                ("h", &h),
-                ("agree", agree),
-                ("why", &why),
-                ("unsaid", unsaid),
-            ],
-        ));
+        let (seed, here, cache) = (format!("{seed:.2}"), format!("{here:.2}"), cache.name());
+        lines.push(note("hg", vars![cache, seed, s, hg, size, here, h, agree, why, unsaid]));
     }
     // The 2018 perfindex figure against the model's warm load.
     if let Some((read, mmap)) = model(Warm) {
@@ -1364,23 +1312,11 @@ fn seed_section(rep: &mut Report, r: &Results) {
         let rate = format!("{:.1}", big.index_bytes as f64 / read.max(1e-12) / 1e9);
         let (read, mmap, seed, here) =
             (fmt_secs(read), fmt_secs(mmap), format!("{seed:.3}"), format!("{here:.3}"));
-        lines.push(note(
-            "perfindex",
-            &[
-                ("seed", &seed),
-                ("size", &size),
-                ("read", &read),
-                ("mmap", &mmap),
-                ("here", &here),
-                ("h", &h),
-                ("agree", agree),
-                ("rate", &rate),
-            ],
-        ));
+        lines.push(note("perfindex", vars![seed, size, read, mmap, here, h, agree, rate]));
     }
     if let Some(here) = ratio(0, Warm) {
-        let h = winner(here, TIE);
-        lines.push(note("ours", &[("size", &size), ("here", &format!("{here:.2}")), ("h", &h)]));
+        let (h, here) = (winner(here, TIE), format!("{here:.2}"));
+        lines.push(note("ours", vars![size, here, h]));
     }
     if !lines.is_empty() {
         rep.text("What matches and what does not:").list(lines);
@@ -1402,20 +1338,10 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         );
     }
     let sizes: Vec<String> = plan.hg_sizes.iter().map(|&n| short_count(n)).collect();
-    let (runs_s, sweep_runs) = (runs.to_string(), plan.sweep_runs.to_string());
-    rep.text(note(
-        "intro",
-        &[
-            ("sizes", &sizes.join(", ")),
-            ("big", &big),
-            ("hg", &hg),
-            ("preset", plan.preset),
-            ("runs", &runs_s),
-            ("s", plural(runs)),
-            ("sweep_runs", &sweep_runs),
-            ("finished", &r.finished_utc),
-        ],
-    ));
+    let (sizes, preset, s, finished) =
+        (sizes.join(", "), plan.preset, plural(runs), &r.finished_utc);
+    let (runs, sweep_runs) = (runs.to_string(), plan.sweep_runs.to_string());
+    rep.text(note("intro", vars![sizes, big, hg, preset, runs, s, sweep_runs, finished]));
     let load = r.loadavg_end.as_deref();
     r.machine.add_to(&mut rep, "the repositories", &[("Mercurial", r.hg_version.clone())], load);
 
@@ -1451,8 +1377,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         ),
     };
     let (read, mmap) = (r.config_read.join(" "), r.config_mmap.join(" "));
-    let vars = [("read", read.as_str()), ("mmap", &mmap), ("hg", &hg), ("warmups", &warmups)];
-    let method = fill(include_str!("text/revlog-method.md"), &vars);
+    let method = fill(include_str!("text/revlog-method.md"), vars![read, mmap, hg, warmups]);
     rep.section("Method").list(method.lines());
 
     let shown = |c: &&CellResult| matches!(c.kind, Matrix | Startup) && c.runs.cache == CACHES[0];
@@ -1507,7 +1432,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         }
         rep.subsection(format!("{name} — 00changelog.i {size} ({pages} pages){inline}")).table(t);
     }
-    rep.text(note("matrix", &[("ra", &ra)]));
+    rep.text(note("matrix", vars![ra]));
 
     let title = format!(
         "Target 1: ours mmap at {big} ≤ {SIZE_TARGET}× ours at {small} (independent of index size)"
@@ -1519,8 +1444,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         let cache = c.runs.cache.name().to_owned();
         t.row([cache, vs, c.secs(0), c.secs(1), c.ratio(), c.both_pages(&r.repos)]);
     }
-    let vars = [("small", small.as_str()), ("big", &big), ("ra", &ra)];
-    rep.section(title).table(t).text(note("target1", &vars));
+    rep.section(title).table(t).text(note("target1", vars![small, big, ra]));
 
     rep.section("Target 2: the read-vs-mmap crossover (ours)");
     let sweeps = [
@@ -1555,20 +1479,19 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         "Crossovers (the smallest size from which mmap's median ratio stays below 1 at every larger size):",
     );
     let tie = format!("{:.0}", TIE * 100.0);
-    rep.list(r.crossovers.iter().map(line));
-    rep.text(note("crossover", &[("tie", &tie)]));
+    rep.list(r.crossovers.iter().map(line)).text(note("crossover", vars![tie]));
     let rec = &r.recommendation;
     let config =
         rec.config.as_ref().map_or("none (keep reading whole)".into(), |c| format!("`{c}`"));
-    let default = HG_DEFAULT_THRESHOLD.to_string();
-    rep.text(note("recommended", &[("config", &config), ("why", &rec.why), ("default", &default)]));
+    let (default, why) = (HG_DEFAULT_THRESHOLD.to_string(), &rec.why);
+    rep.text(note("recommended", vars![config, why, default]));
 
     seed_section(&mut rep, r);
 
     rep.section("Charts and residency traces");
     charts::add_images(&mut rep, &r.charts);
     if let Some(p) = traces_paragraph {
-        rep.text(note("untraced", &[("p", &p)]));
+        rep.text(note("untraced", vars![p]));
     }
     limits::add_to(&mut rep, &r.limits);
     rep.section("Verdicts").verdicts(verdicts(r));
@@ -1674,10 +1597,10 @@ mod tests {
         revs.iter().map(row).collect()
     }
 
-    /// hg's nodes in a real changelog (testdata, made by hg 6.3) are what
-    /// `revlog_node` computes from its texts and parents, in either order.
+    /// hg 6.3's nodes in testdata are `revlog_node` of texts and parents, in either order;
+    /// its `debugindex -c` rows parse and are what core decodes.
     #[test]
-    fn nodes_match_a_real_hg_changelog() {
+    fn nodes_and_debugindex_rows_match_a_real_hg_changelog() {
         let (index, data) = (corpus("00changelog.i"), corpus("00changelog.d"));
         let idx = Index::open(&index[..]).unwrap();
         for rev in [0, 1, 1000, idx.tip()] {
@@ -1690,12 +1613,17 @@ mod tests {
             assert_eq!(revlog_node(&n1, &n2, &chunk[1..]), *e.node(), "rev {rev}");
             assert_eq!(revlog_node(&n2, &n1, &chunk[1..]), *e.node(), "order");
         }
+        let row = "99 99 0123456789ab 0123456789ac 000000000000";
+        let spaced = format!("  {}", row.replace(' ', "  "));
+        assert_eq!(index_row(&spaced).as_deref(), Some(row));
+        assert_eq!(index_row("   rev linkrev nodeid p1-nodeid p2-nodeid"), None);
+        assert_eq!(index_row("1 2 3"), None);
+        let text = String::from_utf8(corpus("00changelog.i.debugindex.txt")).unwrap();
+        let rows: Vec<String> = text.lines().filter_map(index_row).collect();
+        assert_eq!(rows, core_rows(&index, &(0..2000).collect::<Vec<_>>()));
     }
 
-    /// The synthetic changelog reads back through core as meant (hg
-    /// verifies it when the bench makes it): v1, not inline, its rows the
-    /// ones hg must show, each node hashed from its parent, its last chunk
-    /// `u` + text; and a prefix of it is the smaller changelog.
+    /// The synthetic changelog reads back through core as meant; a prefix is the smaller one.
     #[test]
     fn synthetic_changelog_reads_back_through_core() {
         let (index, data) = synth(300);
@@ -1721,27 +1649,11 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// hg's `debugindex -c` rows parse, and the corpus' (printed by hg)
-    /// are what core decodes from its bytes.
-    #[test]
-    fn debugindex_rows() {
-        let row = "99 99 0123456789ab 0123456789ac 000000000000";
-        let spaced = format!("  {}", row.replace(' ', "  "));
-        assert_eq!(index_row(&spaced).as_deref(), Some(row));
-        assert_eq!(index_row("   rev linkrev nodeid p1-nodeid p2-nodeid"), None);
-        assert_eq!(index_row("1 2 3"), None);
-        let text = String::from_utf8(corpus("00changelog.i.debugindex.txt")).unwrap();
-        let rows: Vec<String> = text.lines().filter_map(index_row).collect();
-        let revs: Vec<u32> = (0..2000).collect();
-        assert_eq!(rows, core_rows(&corpus("00changelog.i"), &revs));
-    }
-
     #[test]
     fn samples_ranges_and_expected_output() {
         let s = sample_revs(1_000_000);
-        assert_eq!(crate::units::ranges(&s), "0–4, 499998–500002, 999995–999999");
+        assert_eq!(ranges(&s), "0–4, 499998–500002, 999995–999999");
         assert_eq!((s.len(), sample_revs(3)), (15, vec![0, 1, 2]));
-        assert_eq!(crate::units::ranges(&[1, 3, 4]), "1, 3–4");
         assert_eq!(expected_log(1_000_000, 2), "999999\n999998\n");
         assert_eq!(expected_log(2, 5), "1\n0\n");
         let counts = [1_000_000, 100_000, 16_384].map(short_count);
@@ -1756,8 +1668,6 @@ mod tests {
         let got = [v("6.3.2"), v("6.9rc0"), v("7.0.1+hg12")];
         assert_eq!(got, [Some((6, 3)), Some((6, 9)), Some((7, 0))]);
         assert_eq!(parse_hg_version("hg: command not found"), None);
-        let line = "Mercurial Distributed SCM (version 6.3.2)";
-        assert_eq!(hg_version_number(line), Some("6.3.2"));
         assert_eq!(config_args("read", (6, 3))[0], "--config");
         let args = |m, v| config_args(m, v).join(" ").replace("--config ", "");
         assert_eq!(args("mmap", (6, 3)), "experimental.mmapindexthreshold=0");
@@ -1766,8 +1676,6 @@ mod tests {
         assert_eq!(args("read", (7, 0)), "storage.revlog.mmap.index=no");
         let sizes = [1 << 20, 256 << 10, 64_000_000, 1000].map(hg_size);
         assert_eq!(sizes, ["1M", "256k", "62500k", "1000"]);
-        let hg = hg().args(["log", "-T", "{rev}\\n"]).shell();
-        assert_eq!(hg, r"HGRCPATH= HGPLAIN=1 hg log -T '{rev}\n'");
         let (mapped, rest) = split_mmap_report("mmap: r/.hg/store/00changelog.i\n4\n");
         assert!(mapped && rest == "4\n");
         assert_eq!(split_mmap_report("4\n3\n"), (false, "4\n3\n".into()));
@@ -1788,21 +1696,19 @@ mod tests {
         assert_eq!((c.kind, c.from_bytes), ("everywhere", Some(1)));
         let c = crossover(&[(1, 0.9), (2, 1.0)]).unwrap();
         assert_eq!((c.kind, c.from_bytes), ("nowhere", None));
-        let d = describe(Some(&c));
-        assert_eq!(d, "mmap does not win at the largest size (2 B)");
+        assert_eq!(describe(Some(&c)), "mmap does not win at the largest size (2 B)");
         // A tie at exactly 1 puts the estimate at the tie.
         let c = crossover(&[(100, 1.0), (10_000, 0.5)]).unwrap();
         assert!((c.estimate_bytes.unwrap() - 100.0).abs() < 1e-6);
         assert_eq!(crossover(&[]), None);
         let x = CrossoverResult::new;
-        let (w, c) = (CacheState::Warm, CacheState::Cold);
-        let warm = x("combined", w, vec![(1 << 14, 1.1), (1 << 16, 0.9)]);
-        let cold = x("combined", c, vec![(1 << 14, 1.1), (1 << 20, 1.1), (1 << 22, 0.7)]);
-        let r = recommend(&[warm, cold, x("ours", w, vec![(1 << 30, 1.5)])]);
+        let warm = x("combined", Warm, vec![(1 << 14, 1.1), (1 << 16, 0.9)]);
+        let cold = x("combined", Cold, vec![(1 << 14, 1.1), (1 << 20, 1.1), (1 << 22, 0.7)]);
+        let r = recommend(&[warm, cold, x("ours", Warm, vec![(1 << 30, 1.5)])]);
         let why = "warm: read wins or ties up to 16.0 KiB, mmap wins from 64.0 KiB on";
         assert!(r.why.starts_with(why), "{}", r.why);
         assert_eq!(r.config.unwrap(), "--config experimental.mmapindexthreshold=4M");
-        assert_eq!(recommend(&[x("combined", w, vec![(1, 1.5)])]).bytes, None);
+        assert_eq!(recommend(&[x("combined", Warm, vec![(1, 1.5)])]).bytes, None);
         // Process ties defer to the model; without a model point the process decides.
         let process = [(16, 1.03), (64, 0.97), (256, 0.90), (1024, 1.2)];
         let got = combine(&process, &[(16, 1.5), (64, 0.6), (256, 1.1)], TIE);
