@@ -106,10 +106,10 @@ impl Plan {
 
     /// Every repository: the hg-made ones, the big one, the rest of the sweep.
     fn repos(&self) -> Vec<(u32, Origin)> {
-        let hg = self.hg_sizes.iter().map(|&n| (n, Origin::Hg));
+        let hg = self.hg_sizes.iter().map(|&n| (n, "hg"));
         let rest = self.sweep.iter().filter(|&&n| n != self.big);
         let synth = std::iter::once(&self.big).chain(rest);
-        hg.chain(synth.map(|&n| (n, Origin::Synthetic))).collect()
+        hg.chain(synth.map(|&n| (n, "synthetic"))).collect()
     }
 }
 
@@ -374,18 +374,12 @@ fn hg() -> Cmd {
     Cmd::new("hg").env("HGRCPATH", "").env("HGPLAIN", "1")
 }
 
-/// Who made a repository: the peer's `gen-repo`, or `hg init` and xtask.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Origin {
-    Hg,
-    Synthetic,
-}
+/// Who made a repository: `hg` (the peer's `gen-repo`) or `synthetic` (xtask).
+type Origin = &'static str;
 
 /// `1k (hg)`, `1M (synthetic)`.
 fn repo_name((revs, origin): (u32, Origin)) -> String {
-    let by = if origin == Origin::Hg { "hg" } else { "synthetic" };
-    format!("{} ({by})", short_count(revs))
+    format!("{} ({origin})", short_count(revs))
 }
 
 /// A check with its outcome.
@@ -450,7 +444,7 @@ fn ensure_repo(
 ) -> Result<RepoInfo> {
     let files = ws.bench_dir().join("files");
     fs::create_dir_all(&files).with_context(|| format!("cannot create {}", files.display()))?;
-    let tag = if origin == Origin::Hg { "hg" } else { "synth" };
+    let tag = if origin == "hg" { "hg" } else { "synth" };
     let dir = files.join(format!("revlog-{tag}-{revs}"));
     let record = fs::read_to_string(dir.join(MADE)).ok();
     let cached: Option<Made> = record.and_then(|t| serde_json::from_str(&t).ok());
@@ -502,7 +496,7 @@ fn make_repo(
     (tmp, dir): (&Path, &Path),
 ) -> Result<(String, Vec<Check>)> {
     let (at, shown) = (dir.display(), path_arg(dir));
-    if origin == Origin::Hg {
+    if origin == "hg" {
         let slow = if revs >= 50_000 { ", about 2 min per 100k" } else { "" };
         p.note(&format!(
             "xtask: making {at} with hg ({revs} revisions{slow}; cached for later runs)"
@@ -718,7 +712,7 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
     }
     // The 1k side: hg's (inline) mapped and read, and the synthetic 1024
     // (the big one's format) mapped.
-    let synth1k = repos.iter().position(|&r| r == (1024, Origin::Synthetic));
+    let synth1k = repos.iter().position(|&r| r == (1024, "synthetic"));
     let small: Vec<(usize, Mode)> =
         [(0, "mmap"), (0, "read")].into_iter().chain(synth1k.map(|i| (i, "mmap"))).collect();
     for cache in CACHES {
@@ -1347,7 +1341,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
 
     let mut t = Table::of("repository|>revisions|>00changelog.i|format|>00changelog.d|made");
     for x in &r.repos {
-        let by = if x.origin == Origin::Hg { "hg (peer gen-repo)" } else { "synthesised" };
+        let by = if x.origin == "hg" { "hg (peer gen-repo)" } else { "synthesised" };
         let when = if x.generated_now {
             format!("now ({})", fmt_secs(x.made.secs))
         } else {
@@ -1363,7 +1357,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         ]);
     }
     let how = r.repos.iter().map(|x| format!("{}: {}", x.name, x.made.how));
-    let synth = r.repos.iter().filter(|x| x.origin == Origin::Synthetic);
+    let synth = r.repos.iter().filter(|x| x.origin == "synthetic");
     let checks = synth.flat_map(|x| x.made.checks.iter().map(|c| c.line(&format!("{}, ", x.name))));
     let made = "Checks of the synthetic repositories with hg (made once, when each was made):";
     rep.section("Repositories").table(t).text("How they were made:");
@@ -1746,7 +1740,7 @@ mod tests {
         let revs: Vec<u32> = repos.iter().map(|r| r.0).collect();
         assert_eq!(
             (revs, repos[0].1, repos[1].1),
-            (vec![1000, 5000, 256, 1024], Origin::Hg, Origin::Synthetic)
+            (vec![1000, 5000, 256, 1024], "hg", "synthetic")
         );
         // Start-up, 2×2×2 matrix, 2×(3 size + 1 advice), 3 sizes × 2 caches × 2 series.
         let cells = specs(&tiny, &repos, 1, 2);
