@@ -890,14 +890,9 @@ impl CellResult {
 /// Whether hg's output (with text/revlog-reportmmap.py, which reports
 /// `util.mmapread`) says it mapped the changelog, and the rest of it.
 fn split_mmap_report(stdout: &str) -> (bool, String) {
-    let (mut mapped, mut rest) = (false, String::new());
-    for line in stdout.lines() {
-        match line.strip_prefix("mmap: ") {
-            Some(p) => mapped |= p.ends_with("00changelog.i"),
-            None => rest += &format!("{line}\n"),
-        }
-    }
-    (mapped, rest)
+    let (maps, rest): (Vec<&str>, _) = stdout.lines().partition(|l| l.starts_with("mmap: "));
+    let mapped = maps.iter().any(|l| l.ends_with("00changelog.i"));
+    (mapped, rest.iter().map(|l| format!("{l}\n")).collect())
 }
 
 /// Whether ours' `--json` on `repo` says it used `mode` and read the
@@ -1539,11 +1534,8 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     let rec = &r.recommendation;
     let target2 = match (&rec.config, rec.bytes) {
         (Some(c), Some(b)) => {
-            let vs = match b.cmp(&HG_DEFAULT_THRESHOLD) {
-                std::cmp::Ordering::Less => "below",
-                std::cmp::Ordering::Equal => "equal to",
-                std::cmp::Ordering::Greater => "above",
-            };
+            let vs = if b < HG_DEFAULT_THRESHOLD { "below" } else { "equal to" };
+            let vs = if b > HG_DEFAULT_THRESHOLD { "above" } else { vs };
             let detail = format!("`{c}` ({}; {vs} hg's default 1 MB)", human_size(b));
             Verdict::new("Target 2", Outcome::Pass, detail)
         }
