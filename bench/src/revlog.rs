@@ -54,8 +54,6 @@ const CACHES: [CacheState; 2] = [Warm, Cold];
 /// How the changelog index is loaded: read whole or mapped.
 type Mode = &'static str;
 const MODES: [Mode; 2] = ["read", "mmap"];
-/// Bytes of a v1 index entry.
-const ENTRY: usize = mapwise_core::revlog::V1_ENTRY_SIZE;
 
 /// `[("name", name), …]` as `&str`s, the variables of [`note`] and [`fill`].
 macro_rules! vars {
@@ -486,12 +484,12 @@ fn ensure_repo(
     })
 }
 
-/// Makes a repository in `tmp`: by the peer, synthesised, or a prefix of `from`.
+/// Makes a repository in `tmp`: by the peer, or synthesised (`full`: the big one, every check).
 fn make_repo(
     ws: &Workspace,
     (revs, origin): (u32, Origin),
     (peer, mapwise): (&str, &Path),
-    from: Option<&RepoInfo>,
+    full: bool,
     p: &Progress,
     (tmp, dir): (&Path, &Path),
 ) -> Result<(String, Vec<Check>)> {
@@ -509,51 +507,21 @@ fn make_repo(
     }
     hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
     let store = tmp.join(".hg/store");
-    let how = if let Some(src) = from {
-        p.set(format!("synthetic changelog, {revs} revisions (prefix)"));
-        copy_prefix(&src.index(), &store, revs)?;
-        let (bytes, src) = (revs as usize * ENTRY, &src.path);
-        format!(
-            "hg init {shown}; the first {revs} revisions of {src}'s changelog (00changelog.i: {bytes} \
-             bytes, 00changelog.d up to rev {revs}'s offset)"
-        )
-    } else {
-        p.note(&format!("xtask: synthesising {revs} revisions in {at} (cached for later runs)"));
-        let open = |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
-        let (mut index, mut data) = (open("00changelog.i")?, open("00changelog.d")?);
-        SynthChangelog::write(revs, &mut index, &mut data, |rev| {
-            p.set(format!("synthesising the changelog: rev {rev}/{revs}"));
-            Ok(interrupt::check()?)
-        })?;
-        for w in [index, data] {
-            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        }
-        format!(
-            "hg init {shown}; xtask writes 00changelog.i/.d: {revs} linear, file-less changesets (v1, not \
-             inline, `u` + text chunks, text = \"<null manifest>\\nbench\\n<rev> 0\\n\\nr<rev>\")"
-        )
-    };
-    Ok((how, check_synth(ws, tmp, revs, from.is_none(), mapwise, p)?))
-}
-
-/// The first `revs` revisions of the changelog whose index is `src` into
-/// the store `dst`.
-fn copy_prefix(src: &Path, dst: &Path, revs: u32) -> Result<()> {
-    let index = fs::read(src)?;
-    let n = revs as usize * ENTRY;
-    if index.len() < n {
-        bail!("{}: fewer than {revs} revisions", src.display());
+    p.note(&format!("xtask: synthesising {revs} revisions in {at} (cached for later runs)"));
+    let open = |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
+    let (mut index, mut data) = (open("00changelog.i")?, open("00changelog.d")?);
+    SynthChangelog::write(revs, &mut index, &mut data, |rev| {
+        p.set(format!("synthesising the changelog: rev {rev}/{revs}"));
+        Ok(interrupt::check()?)
+    })?;
+    for w in [index, data] {
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     }
-    // The data ends where the next revision's chunk starts.
-    let data_end = match Index::open(&index[..])?.entry(i32::try_from(revs)?) {
-        Ok(e) => e.data_offset(),
-        Err(_) => fs::metadata(src.with_extension("d"))?.len(),
-    };
-    fs::write(dst.join("00changelog.i"), &index[..n])?;
-    let mut from = File::open(src.with_extension("d"))?.take(data_end);
-    let mut to = File::create(dst.join("00changelog.d"))?;
-    std::io::copy(&mut from, &mut to)?;
-    Ok(to.sync_all()?)
+    let how = format!(
+        "hg init {shown}; xtask writes 00changelog.i/.d: {revs} linear, file-less changesets (v1, not \
+         inline, `u` + text chunks, text = \"<null manifest>\\nbench\\n<rev> 0\\n\\nr<rev>\")"
+    );
+    Ok((how, check_synth(ws, tmp, revs, full, mapwise, p)?))
 }
 
 /// hg's checks of a synthetic repository (`full`: the synthesised one, every check).
@@ -1052,10 +1020,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let (mut hg_version, big) = (hg_line(), plan.hg_sizes.len());
     let mut repos: Vec<RepoInfo> = Vec::new();
     for &(revs, origin) in &planned {
-        let from = repos.get(big); // none while the big one is made
         let tools = (peer.as_str(), mapwise.as_path());
         let make = |tmp: &Path, dir: &Path| {
-            make_repo(ws, (revs, origin), tools, from, &progress, (tmp, dir))
+            make_repo(ws, (revs, origin), tools, revs == plan.big, &progress, (tmp, dir))
         };
         let repo = ensure_repo(ws, (revs, origin), hg_version.as_deref(), make)?;
         repos.push(repo);
@@ -1609,7 +1576,7 @@ mod tests {
         assert_eq!(rows, core_rows(&index, &(0..2000).collect::<Vec<_>>()));
     }
 
-    /// The synthetic changelog reads back through core as meant; a prefix is the smaller one.
+    /// The synthetic changelog reads back through core as meant; a smaller one is its prefix.
     #[test]
     fn synthetic_changelog_reads_back_through_core() {
         let (index, data) = synth(300);
@@ -1624,15 +1591,8 @@ mod tests {
         assert_eq!(*e.node(), revlog_node(p1.node(), &NULL_NODE, &text));
         let at = usize::try_from(e.data_offset()).unwrap();
         assert_eq!(data[at..], [&b"u"[..], &text].concat());
-        let dir = std::env::temp_dir().join(format!("bench-revlog-{}", std::process::id()));
-        fs::create_dir_all(dir.join("prefix")).unwrap();
-        let src = dir.join("00changelog.i");
-        fs::write(&src, &index).unwrap();
-        fs::write(src.with_extension("d"), &data).unwrap();
-        copy_prefix(&src, &dir.join("prefix"), 123).unwrap();
-        let read = |n: &str| fs::read(dir.join("prefix").join(n)).unwrap();
-        assert!((read("00changelog.i"), read("00changelog.d")) == synth(123));
-        fs::remove_dir_all(&dir).unwrap();
+        let (prefix_i, prefix_d) = synth(123);
+        assert!(index.starts_with(&prefix_i) && data.starts_with(&prefix_d));
     }
 
     #[test]
