@@ -26,7 +26,7 @@ use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::pagecache;
 use super::proc::{Cmd, Output, shell_quote, tail};
-use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
 use super::schedule::{self, CacheState, Pair, Side};
 use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{self, TraceInfo, Traces};
@@ -35,41 +35,7 @@ use super::{CommonArgs, Progress, Workspace, interrupt, output, path_arg};
 use CacheState::{Cold, Warm};
 
 /// Long help of `cargo xtask bench rrd`.
-pub const HELP: &str = "\
-The seed experiment re-run, timed by xtask, from a starting file made once by
-`peers/rrd/peer gen FILE --shape big --seed 1` (1,794,048 bytes, 2 DS; cached
-in target/bench/files/):
-  create   the seed's create and shape big's, ours vs rrdtool, alternated;
-           the two files must dump identically.
-  updatev  N separate processes per loop, 3 samples each (the stream of
-           `peers/rrd/peer bench-updatev`), every loop on a fresh copy:
-           rrdtool updatev and `mapwise rrd updatev --io M` for M = mmap,
-           mmap-2pages, fd, direct, the starting tool rotating round by
-           round; warm (the copy read once) and cold (fsync and
-           posix_fadvise(DONTNEED) before every call, untimed, and the pages
-           each call pulls in counted); also on the seed's own 1912-byte
-           file (rrdtool vs ours mmap, warm).
-  floor    `rrdtool last` vs `mapwise rrd last`: start-up, open, header.
-  peer     `peers/rrd/peer bench-updatev COPY N --in-place --json`, warm and
-           cold: the peer timing rrdtool itself on the same stream.
-  inproc   the same updates in one process: `mapwise rrd bench-inproc`
-           beside `peers/rrd/peer bench-inproc` (librrd's rrd_update_r),
-           warm and cold; then warm with ours through one kept handle.
-Every final file must equal rrdtool's and every updatev output rrdtool's
-(exit status 1 otherwise); the calls are written beside the report as
-calls.txt. Refuses to start while RRDCACHED_ADDRESS is set. Verdicts:
-process level ours ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
-updates/s warm and ≤ 1.0× its time cold, both by one I/O mode; and whether
-the mode table shows the seed's finding (direct ≥ 2× mmap, fd within
-0.8–1.25× of mmap), and why not. Every timed loop is traced
-(traces/<cell>-<tool>-<round>.trace); charts of the ratios and of the cold
-loops' residency; the figures published in 2007; the physical limits.
-
-  cargo xtask bench rrd [--quick | --full | --tiny] [--calls N] [--runs 5]
-                        [--inproc-runs N] [--warmup 1] [--out DIR]
-  --quick (default): 200 calls per loop; --full: the seed's 1000; --tiny:
-  shape gauge (9,152 bytes), 5 calls, 1 in-process round, no warm-up.
-  --inproc-runs: rounds of the in-process cells [default: 4 × --runs].";
+pub const HELP: &str = include_str!("text/rrd-help.txt").trim_ascii_end();
 
 /// Samples per `updatev` call.
 const PER_CALL: usize = 3;
@@ -87,15 +53,6 @@ const CLOSE: (f64, f64) = (0.8, 1.25);
 /// The seed's create arguments (`peers/rrd/peer seed-create`).
 const SEED_CREATE: &str =
     "-s 86400 -b 962496000 DS:ds0:GAUGE:86400:U:U RRA:AVERAGE:.5:1:10 RRA:HWPREDICT:10:.5:.1:2";
-/// The figures published for the seed's work in 2007 (source | what |
-/// figure), each with where it was read; rrdtool 1.2 is not run here.
-const PUBLISHED: &str = "\
-rrd-developers, \"mmap considerations\", 13 Jun 2007 (Tobias Oetiker)|updates/s with the files cached: 1.2.24dev → the mmap code|≈ 12 000 → ≈ 20 000
-the same thread (Bernhard Fischer)|update speed-up of the mmap code over 1.2|≈ 80 %, worst case ≈ 30 %
-RRDtool 1.3 wiki page, entry of 2007-06-14 (Core Duo ThinkPad)|updates/s in memory: 1.2 → 1.3 (mmap)|12 000 → 22 000
-the same page (5400 rpm laptop disk)|RRD updates/s once the disk is involved, 1.2 and 1.3 alike|≈ 250
-the same page|RRD files the page cache holds at once, 1.3 against 1.2|3–5× as many";
-
 /// `bench rrd` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -1266,6 +1223,13 @@ fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
 // ---------------------------------------------------------------------
 // The report.
 
+/// Paragraph `key` of the report's prose (`text/rrd-report.md`), `vars` filled in.
+fn say(key: &str, vars: &[(&str, &str)]) -> String {
+    let text = include_str!("text/rrd-report.md");
+    let body = text.split("\n@@ ").find_map(|s| s.strip_prefix(key)?.strip_prefix('\n'));
+    fill(body.unwrap_or_else(|| panic!("no `@@ {key}` in text/rrd-report.md")), vars)
+}
+
 /// The whole report, from the results.
 fn report(r: &Results) -> Report {
     let mut rep = Report::new(format!("bench rrd — {}", r.started_utc));
@@ -1285,25 +1249,25 @@ fn report(r: &Results) -> Report {
         let cells = [format!("`{cmd}`")].into_iter().chain(keys.map(|(k, u)| secs(k, u)));
         t.row_as(Role::Peer, cells.chain([same]));
     }
-    rep.text("The peer's own measurement of rrdtool (`peers/rrd/peer bench-updatev`; its loop is Python's):");
-    rep.table(t);
+    rep.text(say("peer", &[])).table(t);
     rep.section(format!("In-process: {} calls × {PER_CALL} updates in one process", r.calls));
     cells(&mut rep, r, true);
-    rep.text(
-        "librrd's *per call* is the peer's median; its total the sum of its per-call times, as ours. *page faults \
-         per call*: the driver's minor faults (`getrusage`) over its loop over the calls (ours only).",
-    );
+    rep.text(say("inproc", &[]));
     limits::add_to(&mut rep, &r.limits);
     let seq = r.limits.first().filter(|l| l.error.is_none());
     let seq = seq.and_then(|l| Summary::of(&l.passes.iter().map(|p| p.secs).collect::<Vec<_>>()));
     let extra = r.call((Inproc, Cold), Mmap).zip(r.call((Inproc, Warm), Mmap)).map(|(c, w)| c - w);
     if let (Some(seq), Some(e), Some(p)) = (seq, extra, r.pages(Mmap).filter(|p| *p > 0.0)) {
-        let (pages, per) = (r.start.pages, fmt_secs(seq.median / r.start.pages.max(1) as f64));
-        let (e, per_page) = (fmt_secs(e), fmt_secs(e / p));
-        rep.text(format!(
-            "The file is {pages} pages of 4 KiB; read sequentially with `O_DIRECT` the device delivers one in {per}. \
-             A cold in-process call of ours mmap takes {e} more than a warm one for the {p:.0} pages it pulls in, \
-             {per_page} per page: single-page random reads (MADV_RANDOM turns read-around off), each a round trip."
+        let pages = r.start.pages;
+        rep.text(say(
+            "device",
+            &[
+                ("pages", &pages.to_string()),
+                ("per", &fmt_secs(seq.median / pages.max(1) as f64)),
+                ("extra", &fmt_secs(e)),
+                ("pulled", &format!("{p:.0}")),
+                ("per_page", &fmt_secs(e / p)),
+            ],
         ));
     }
     mode_table(&mut rep, r);
@@ -1322,19 +1286,24 @@ fn report(r: &Results) -> Report {
 /// The introduction, the machine, the files, the method, the commands, the
 /// creates and the start-up floor.
 fn setup(rep: &mut Report, r: &Results) {
-    let (n, p, s, preset, shape) = (r.calls, PER_CALL, &r.start, r.preset, r.shape);
-    let (size, ds, finished) = (human_size(s.bytes), s.ds_cnt, &r.finished_utc);
-    let (runs, inproc, warmup) = (r.runs, r.inproc_runs, r.warmup);
-    let version = r.rrdtool_version.as_deref().unwrap_or("unknown");
-    let tiny = " **`--tiny`: a smoke run of the harness on the smallest file, a few calls per loop; its \
-                times mean nothing.**";
-    let tiny = if preset == "tiny" { tiny } else { "" };
-    rep.text(format!(
-        "The seed experiment re-run — the seed's `create`, then {n} separate `updatev` processes ({p} samples \
-         each) into a {size} {ds}-DS file (the RRD peer's shape `{shape}`), for **rrdtool** ({version}) and each \
-         of **our** I/O modes, warm and cold; then the same {n}×{p} updates in one process, ours beside **librrd** \
-         (`peers/rrd/peer bench-inproc`). Preset {preset}: {runs} round(s) per cell, {inproc} per in-process cell \
-         (+{warmup} untimed warm-up), the starting tool rotating round by round. Finished {finished}.{tiny}"
+    let (n, p, s) = (r.calls.to_string(), PER_CALL.to_string(), &r.start);
+    let tiny = if r.preset == "tiny" { say("tiny", &[]) } else { String::new() };
+    rep.text(say(
+        "intro",
+        &[
+            ("n", &n),
+            ("p", &p),
+            ("size", &human_size(s.bytes)),
+            ("ds", &s.ds_cnt.to_string()),
+            ("shape", r.shape),
+            ("version", r.rrdtool_version.as_deref().unwrap_or("unknown")),
+            ("preset", r.preset),
+            ("runs", &r.runs.to_string()),
+            ("inproc", &r.inproc_runs.to_string()),
+            ("warmup", &r.warmup.to_string()),
+            ("finished", &r.finished_utc),
+            ("tiny", &tiny),
+        ],
     ));
     let tools = [("rrdtool / librrd", r.rrdtool_version.clone())];
     r.machine.add_to(rep, "the files", &tools, r.loadavg_end.as_deref());
@@ -1347,36 +1316,10 @@ fn setup(rep: &mut Report, r: &Results) {
         t.row([name].into_iter().chain(nums).chain(rest));
     }
     let [first, last] = &r.first_last_call;
-    rep.section("Files").table(t).text(format!(
-        "Every loop starts from a fresh copy of one of these files, so every tool writes the same samples into the \
-         same bytes. First call: `{first}`; last call: `{last}`."
-    ));
-    rep.section("Method").list([
-        format!(
-            "**Process level**: one loop = {n} `updatev` processes spawned by xtask, each with {p} samples one step \
-             apart from the file's last update — `peers/rrd/peer bench-updatev`'s stream (splitmix64 seed \
-             {STREAM_SEED}, `%.3f` of u·1000), in the file's directory, `TZ=UTC LC_ALL=C`, no `RRDCACHED_ADDRESS`. \
-             A loop's **total** is the sum of its calls, each timed spawn to exit; *per call* is its median call. \
-             Ratios are computed **round by round** (a round runs every tool's loop once): median [min–max]."
-        ),
-        "**warm**: the copy is fsynced and read once before the loop. **cold**: before every call xtask fsyncs \
-         the file and `posix_fadvise(DONTNEED)`s it, untimed; *eviction* is that step's median (it writes back what \
-         the previous call left dirty, which mmap and fd defer past their call and direct pays inside it). *pages \
-         after a call*: the file's pages in the page cache right after it (mincore), what the call pulled in."
-            .to_owned(),
-        format!(
-            "**In-process**: ours `mapwise rrd bench-inproc` (hidden) makes the same {n} `rrd::update` calls in one \
-             process, timing each; librrd's are `peers/rrd/peer bench-inproc` (`rrd_update_r` through ctypes). \
-             Cold = the same eviction before every call, inside each driver, untimed. updates/s = {n}×{p} / total."
-        ),
-        "Every loop's final file is compared with rrdtool's byte for byte, every `updatev` output with rrdtool's."
-            .to_owned(),
-    ]);
-    rep.section("Commands");
-    rep.text(
-        "Run from the workspace root; the first lines make the scratch directory the commands use.",
-    );
-    rep.code("sh", r.commands.join("\n"));
+    rep.section("Files").table(t).text(say("files", &[("first", first), ("last", last)]));
+    let method = say("method", &[("n", &n), ("p", &p), ("seed", &STREAM_SEED.to_string())]);
+    rep.section("Method").list(method.lines());
+    rep.section("Commands").text(say("commands", &[])).code("sh", r.commands.join("\n"));
 
     let h = "create|>file|>ours|>rrdtool|>ours/rrdtool (per pair)|check";
     let mut t = Table::of(h).compares(&[2], &[3]).roles(Role::Ratio, &[4]);
@@ -1389,10 +1332,7 @@ fn setup(rep: &mut Report, r: &Results) {
         t.row(cells.chain([opt_ratio(c.timed.ratio.as_ref()), check]));
     }
     let cmd = r.creates.first().map_or("", |c| c.timed.rrdtool_cmd.as_str());
-    rep.section("Create").table(t).text(format!(
-        "Process wall times, alternated ours, rrdtool, …; the seed's create is also checked against \
-         `peers/rrd/peer seed-create`. `{cmd}`"
-    ));
+    rep.section("Create").table(t).text(say("create", &[("cmd", cmd)]));
     let f = &r.floor;
     let mut t = Table::new(&["command", ">wall (median [min–max])"]);
     t.row_as(Role::Ours, [format!("`{}`", f.ours_cmd), opt_secs(f.ours.as_ref())]);
@@ -1400,16 +1340,9 @@ fn setup(rep: &mut Report, r: &Results) {
     // A floor above a whole warm call: the floor's runs were disturbed.
     let above = f.ours.map(|f| f.median).zip(r.call((Process, Warm), Mmap)).filter(|(f, c)| f > c);
     let above = above.map_or_else(String::new, |(fl, call)| {
-        let (fl, call) = (fmt_secs(fl), fmt_secs(call));
-        format!(
-            " — here the floor ({fl}) came out above ours mmap's whole warm call ({call}): its runs were \
-             disturbed"
-        )
+        say("floor-above", &[("floor", &fmt_secs(fl)), ("call", &fmt_secs(call))])
     });
-    rep.section("Start-up floor").table(t).text(format!(
-        "Process start-up + open + header read, no write (`rrdtool last` is the peer's baseline): every `updatev` \
-         call below pays this much before it touches a row{above}."
-    ));
+    rep.section("Start-up floor").table(t).text(say("floor", &[("above", &above)]));
 }
 
 /// The process-level or in-process cells' tables: one row per tool
@@ -1426,11 +1359,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
             InprocHandle => format!("{cache}, ours through one kept handle"),
         });
         if c.level == InprocHandle {
-            rep.text(
-                "Ours: `rrd::Rrd::open` once, `update` per call, `close` at the end (open and close not in the \
-                 per-call times); librrd: `rrd_update_r` per call, as above (it has no such handle). **Not \
-                 like-for-like**: what a process that owns its files can have; the cells above compare with librrd.",
-            );
+            rep.text(say("handle", &[]));
         }
         let head = [
             ">vs rrdtool (per round)|>vs ours mmap",
@@ -1486,42 +1415,23 @@ fn mode_table(rep: &mut Report, r: &Results) {
         let cold = r.tool((Process, Cold), tool);
         let pages =
             format!("{} of {}", counts(cold.and_then(|s| s.pages_after).as_ref()), r.start.pages);
-        let which = cold
-            .and_then(|s| s.first_call_pages.as_deref())
-            .map_or_else(dash, crate::units::ranges);
-        let label = if tool == Rrdtool {
-            "rrdtool (librrd in-process)".to_owned()
-        } else {
-            tool.label(false)
-        };
-        let rest = [format!("{w} / {c}"), pages, which];
+        let label =
+            if tool == Rrdtool { "rrdtool (librrd in-process)".into() } else { tool.label(false) };
+        let rest = [format!("{w} / {c}"), pages, first_pages(r, tool)];
         t.row_as(tool.role(), [label].into_iter().chain(settings.map(rel)).chain(rest));
     }
-    rep.section("The mode table");
-    rep.text(
-        "Each mode's time relative to ours mmap (median of per-round ratios), and what a cold call leaves in \
-         the page cache.",
-    );
-    rep.table(t);
+    rep.section("The mode table").text(say("modes", &[])).table(t);
     if let Some(traced) = &r.strace {
         let mut t = Table::new(&["tool", ">calls", "sequence"]);
         for (tool, calls) in traced {
             t.row_as(tool.role(), [tool.label(false), calls.len().to_string(), run_length(calls)]);
         }
-        rep.text(
-            "One warm call of each tool under `strace` (untimed; the stream's first call on a fresh copy): the system \
-             calls that act on the file or its mapping, from its open to its close.",
-        );
-        rep.table(t);
+        rep.text(say("strace", &[])).table(t);
     } else {
         rep.text("(`strace` is not installed: no system-call traces.)");
     }
-    let (lo, hi) = CLOSE;
-    rep.text(format!(
-        "The rrdtool row is rrdtool (process level) and librrd (in-process) relative to ours mmap. The seed's \
-         finding is *direct I/O far slower* (here: direct ≥ {FAR_SLOWER}× mmap) and *mmap and fd close* (fd/mmap \
-         within {lo}–{hi}×):"
-    ));
+    let [far, lo, hi] = [FAR_SLOWER, CLOSE.0, CLOSE.1].map(|v| v.to_string());
+    rep.text(say("finding", &[("far", &far), ("lo", &lo), ("hi", &hi)]));
     let word = |b: Option<bool>, w: [&'static str; 3]| w[b.map_or(0, |b| 1 + usize::from(b))];
     rep.list(r.findings.iter().map(|(setting, f)| {
         let (d, fd) = (times(f.direct_vs_mmap), times(f.fd_vs_mmap));
@@ -1561,33 +1471,24 @@ fn not_reproduced(r: &Results, setting: &str, f: &Finding) -> Vec<String> {
         let pages = [Mmap, Fd, Direct]
             .map(|t| r.pages(t).map_or_else(|| "?".to_owned(), |p| format!("{p:.0}")));
         // A start-up every mode pays pulls a slower mode's ratio towards 1×.
+        let floor = secs(r.floor.ours.map(|f| f.median));
+        let vars = [("setting", setting), ("ratio", &ratio), ("extra", &extra), ("floor", &floor)];
         why.push(if level == Process {
-            let floor = secs(r.floor.ours.map(|f| f.median));
-            format!(
-                "{setting}: direct/mmap {ratio}: direct's extra {extra} per call (in-process) is small beside \
-                 the start-up of {floor} every process pays"
-            )
+            say("why-direct-process", &vars)
         } else {
-            let pages = pages.join(", ");
-            format!(
-                "{setting}: direct/mmap {ratio}: every mode waits for the device (pages a cold call leaves, \
-                 mmap, fd, direct: {pages})"
+            say(
+                "why-direct-inproc",
+                &[("setting", setting), ("ratio", &ratio), ("pages", &pages.join(", "))],
             )
         });
     }
     if f.fd_close == Some(false) {
         let [a, b] = [Fd, Mmap].map(|t| r.call((level, cache), t));
         let (ratio, m) = (times(f.fd_vs_mmap), times(a.zip(b).map(|(a, b)| a / b)));
-        let cost = if cache == Warm {
-            "fd's few pread/pwrite against mapping the whole file, faulting in its pages and unmapping it"
-        } else {
-            "both wait for the device, and cold totals swing with a few slow reads"
-        };
-        why.push(format!(
-            "{setting}: fd/mmap {ratio} (per-call medians {} vs {}, {m}): {cost}",
-            secs(a),
-            secs(b)
-        ));
+        let key = ["why-fd-warm", "why-fd-cold"][usize::from(cache == Cold)];
+        let [fd, mmap] = [a, b].map(secs);
+        let vars = [("setting", setting), ("ratio", &ratio), ("fd", &fd), ("mmap", &mmap)];
+        why.push(say(key, &[vars.as_slice(), &[("m", &m)]].concat()));
     }
     why
 }
@@ -1596,18 +1497,10 @@ fn not_reproduced(r: &Results, setting: &str, f: &Finding) -> Vec<String> {
 /// run's nearest figures beside them, and what matches and what does not.
 fn seed_figures(rep: &mut Report, r: &Results) {
     let mut published = Table::new(&["source", "what", ">figure"]);
-    for line in PUBLISHED.lines() {
+    for line in say("published", &[]).lines() {
         published.row(line.split('|'));
     }
-    rep.section("The seed's published figures").text(
-        "The seed is the rrd-developers thread \"[PATCH,RFC] optional mmap based file I/O\" (Bernhard Fischer, May \
-         2007): mmap-based file access for rrdtool 1.3, fd-based accessors beside it, an `--enable-direct-io` build \
-         (`O_DIRECT`) and a two-pages hint mode (docs/format/rrd.md §15; our `--io` modes are those). **The thread's \
-         own mmap / fd / O_DIRECT comparison table was not retrievable**: the messages we could read (29 and 30 May \
-         2007) discuss the design and give no timings, so the mode table above is set beside no published one. The \
-         figures published for this work two weeks later, and this run's nearest ones:",
-    );
-    rep.table(published);
+    rep.section("The seed's published figures").text(say("seed", &[])).table(published);
     let shown = [Rrdtool, Mmap, Fd, Direct];
     let mut t = Table::of("what|>rrdtool / librrd|>ours mmap|>ours fd|>ours direct")
         .compares(&[2, 3, 4], &[1]);
@@ -1620,55 +1513,40 @@ fn seed_figures(rep: &mut Report, r: &Results) {
         t.row([what.to_owned()].into_iter().chain(shown.map(|tool| rate(r.per_s(cell, tool)))));
     }
     let what = format!("pages of the {}-page file a cold call leaves in the cache", r.start.pages);
-    t.row(
-        [what]
-            .into_iter()
-            .chain(shown.map(|t| r.pages(t).map_or_else(dash, |p| format!("{p:.0}")))),
-    );
-    let n = r.calls;
-    rep.text(format!("This run ({n} calls per loop, {PER_CALL} samples per call; calls/s = calls / median total):"));
-    rep.table(t);
+    let pages = shown.map(|t| r.pages(t).map_or_else(dash, |p| format!("{p:.0}")));
+    t.row([what].into_iter().chain(pages));
+    let n = r.calls.to_string();
+    rep.text(say("this-run", &[("n", &n), ("p", &PER_CALL.to_string())])).table(t);
 
     let (mut matches, mut differs) = (Vec::new(), Vec::new());
     let per_s = |t, c| r.per_s((Inproc, c), t);
     if let (Some(lw), Some(lc)) = (per_s(Rrdtool, Warm), per_s(Rrdtool, Cold)) {
-        let (here, w, c) = (lw / lc, rate(Some(lw)), rate(Some(lc)));
-        let s = format!(
-            "an update whose pages are cached is far faster than one that must read them: 88× in 2007 (22 000 \
-             against 250 updates/s), {here:.0}× here for librrd (each cold call here starts from an evicted file)"
-        );
+        let here = lw / lc;
+        let s = say("seed-cached", &[("here", &format!("{here:.0}"))]);
         [&mut differs, &mut matches][usize::from(here >= 5.0)].push(s);
-        differs.push(format!(
-            "absolute rates: librrd makes {w} update calls/s in memory here against 12 000–22 000 updates/s then, \
-             and {c} from an evicted file against ≈ 250 from the 2007 laptop disk: machines years apart"
-        ));
+        let (warm, cold) = (rate(Some(lw)), rate(Some(lc)));
+        differs.push(say("seed-rates", &[("warm", &warm), ("cold", &cold)]));
     }
     if let (Some(m), Some(f)) = (per_s(Mmap, Warm), per_s(Fd, Warm)) {
-        let s = format!(
-            "in 2007 mapping the file made cached updates ≈ 1.7–1.8× faster than 1.2's FILE*-based I/O (stdio seeks \
-             and copies); here ours mmap makes {:.2}× the calls/s of ours fd (a few pread/pwrite) in memory, where \
-             mapping and unmapping the whole file per call competes with copying the few bytes an update touches",
-            m / f
-        );
+        let s = say("seed-mmap", &[("ratio", &format!("{:.2}", m / f))]);
         [&mut differs, &mut matches][usize::from(m >= f)].push(s);
     }
     if let (Some(fl), Some(c)) =
         (r.floor.rrdtool.map(|f| f.median), r.call((Process, Warm), Rrdtool))
     {
-        let [inp, proc] = [Inproc, Process].map(|l| times(r.med((l, Warm), Direct, |s| s.vs_mmap)));
-        let (fl, c) = (fmt_secs(fl), fmt_secs(c));
-        differs.push(format!(
-            "at process level, the seed's 1000 × `updatev` (here {n} ×) measures process start-up more than file \
-             I/O: `rrdtool last` (start-up, open and header read) takes {fl} against rrdtool's {c} per `updatev` \
-             call, and every mode pays it, so direct/mmap, {inp} in-process (cached), is {proc} at process level"
-        ));
+        let [inproc, process] =
+            [Inproc, Process].map(|l| times(r.med((l, Warm), Direct, |s| s.vs_mmap)));
+        let (floor, call) = (fmt_secs(fl), fmt_secs(c));
+        let vars = [("n", n.as_str()), ("floor", &floor), ("call", &call)];
+        let vars = [vars.as_slice(), &[("inproc", &inproc), ("process", &process)]].concat();
+        differs.push(say("seed-startup", &vars));
     }
     if let (Some(rt), Some(m)) = (r.pages(Rrdtool), r.pages(Mmap)) {
-        let pages = r.start.pages;
-        matches.push(format!(
-            "the small cache footprint the 2007 hints bought (3–5× as many files in cache) holds: a cold update \
-             leaves {rt:.0} of the {pages} pages in the cache for rrdtool (MADV_RANDOM, then WILLNEED of the \
-             header), {m:.0} for ours mmap"
+        let [rrdtool, mmap] = [rt, m].map(|p| format!("{p:.0}"));
+        let pages = r.start.pages.to_string();
+        matches.push(say(
+            "seed-footprint",
+            &[("rrdtool", &rrdtool), ("pages", &pages), ("mmap", &mmap)],
         ));
     }
     for (head, list) in [("**What matches:**", matches), ("**What does not, and why:**", differs)] {
@@ -1676,26 +1554,24 @@ fn seed_figures(rep: &mut Report, r: &Results) {
             rep.text(head).list(list);
         }
     }
-    rep.text(
-        "The 2007 figures come from a script that creates many RRD files and updates them (Oetiker's, June 2007); \
-         these count `rrd_update` calls of 3 samples on one file, so only orders of magnitude and directions compare.",
-    );
+    rep.text(say("seed-compare", &[]));
 }
 
 /// What the traces are, how to play one, and per cell how many there are.
 fn traces_table(rep: &mut Report, r: &Results) {
-    let (ms, n, file) = (traces::INTERVAL.as_millis(), r.traces.len(), &r.start.path);
     let empty = match r.traces.iter().filter(|t| t.frames == 0).count() {
         0 => String::new(),
-        k => format!(
-            " ({k} without a frame: librrd's driver's own copy came and went between two looks for it)"
-        ),
+        k => say("traces-empty", &[("k", &k.to_string())]),
     };
-    rep.text(format!(
-        "Every timed loop was traced: the residency of the file it updated, sampled every {ms} ms while the loop \
-         ran, {n} traces in `traces/`, named `<cell>-<tool>-<round>.trace`{empty}. Play one with `inspector replay \
-         traces/process-cold-mmap-1.trace --file {file}`: every loop ran on a fresh copy of that file (the seed-file \
-         loops on a copy of the seed's create, which `rrdtool create in.rrd {SEED_CREATE}` remakes)."
+    rep.text(say(
+        "traces",
+        &[
+            ("ms", &traces::INTERVAL.as_millis().to_string()),
+            ("n", &r.traces.len().to_string()),
+            ("empty", &empty),
+            ("file", &r.start.path),
+            ("create", SEED_CREATE),
+        ],
     ));
     let mut t = Table::of("cell|>traces|>frames per trace|>most pages resident in a frame");
     let mut cells: Vec<&str> = r.traces.iter().map(|t| t.cell.as_str()).collect();
@@ -1706,10 +1582,7 @@ fn traces_table(rep: &mut Report, r: &Results) {
         let most = of.iter().map(|t| t.max_resident_pages).max().unwrap_or(0);
         t.row([c.to_owned(), of.len().to_string(), counts(frames.as_ref()), most.to_string()]);
     }
-    rep.table(t).text(
-        "A process-level loop is sampled throughout (a cold loop's samples fall anywhere between one call's \
-         eviction and the next call's reads); a cached in-process loop lasts a few ms: little more than two samples.",
-    );
+    rep.table(t).text(say("traces-after", &[]));
 }
 
 /// The verdicts: process level per cache state (ours mmap the headline,
@@ -1722,12 +1595,8 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     for cache in [Warm, Cold] {
         for t in MODES {
             let ratio = r.tool((Process, cache), t).and_then(|s| s.vs_reference);
-            let line = judge_rrd(
-                format!("{}, process level, {}", t.label(false), cache.name()),
-                ratio,
-                p,
-                true,
-            );
+            let name = format!("{}, process level, {}", t.label(false), cache.name());
+            let line = judge_rrd(name, ratio, p, true);
             let name = format!("Process level, {}", cache.name());
             let goal = format!("ours mmap ≤ {p}× rrdtool's total");
             v.push(if t == Mmap { Verdict { name, ..line }.target(goal) } else { line.sub() });
@@ -1767,12 +1636,8 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     for (cache, target, goal) in goals {
         for t in MODES {
             let (total, m) = against(t, (Inproc, cache));
-            let line = judge_rrd(
-                format!("{}, in-process, {}", t.label(false), cache.name()),
-                total,
-                target,
-                cache == Cold,
-            );
+            let name = format!("{}, in-process, {}", t.label(false), cache.name());
+            let line = judge_rrd(name, total, target, cache == Cold);
             v.push(by_median(line, m).target(&goal).sub());
         }
     }
@@ -1789,13 +1654,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         Verdict::new("Mode table", Outcome::None, detail).target("the seed's finding, or why not"),
     );
     let ok = r.problems.is_empty();
-    let detail = if ok {
-        "every loop's final file is byte-identical to rrdtool's, every `updatev` output equals rrdtool's, the \
-         creates dump identically, and the peer's own run ends in the same bytes"
-            .to_owned()
-    } else {
-        r.problems.join("; ")
-    };
+    let detail = if ok { say("files-ok", &[]) } else { r.problems.join("; ") };
     v.push(Verdict::new("Files and outputs", Outcome::of(ok), detail));
     v
 }
@@ -1807,44 +1666,35 @@ fn why_failed(r: &Results) -> Vec<String> {
     for cache in [Warm, Cold] {
         if r.med((Process, cache), Mmap, |s| s.vs_reference).is_some_and(|v| v > TARGETS[0]) {
             let [o, t] = [Mmap, Rrdtool].map(|t| secs(r.call((Process, cache), t)));
-            out.push(format!(
-                "Process level, {}: a call of ours mmap takes {o}, rrdtool's {t}; their bare start-ups (the floor) \
-                 take {fo} and {fr}, and half of rrdtool's start-up is within a start-up's spread here.",
-                cache.name()
-            ));
+            let vars = [("cache", cache.name()), ("mmap", &o), ("rrdtool", &t)];
+            let vars = [vars.as_slice(), &[("ours_floor", &fo), ("rrdtool_floor", &fr)]].concat();
+            out.push(say("fail-process", &vars));
         }
     }
     if r.med((Inproc, Warm), Mmap, |s| s.speedup).is_some_and(|v| v < TARGETS[1]) {
         let [m, f, l] = [Mmap, Fd, Rrdtool].map(|t| r.call((Inproc, Warm), t));
         let gap = secs(m.zip(f).map(|(m, f)| m - f));
         let [m, f, l] = [m, f, l].map(secs);
-        out.push(format!(
-            "In-process, warm: a call takes {m} for ours mmap, {l} for librrd, {f} for ours fd. Every mmap call opens \
-             and locks the file, maps all of it, write-faults the header and the written rows (page_mkwrite, the \
-             mtime) and unmaps it, as librrd does per `rrd_update_r` (the system calls are in the mode table): about \
-             {gap} per call (mmap's call minus fd's), so a mapping opened per call cannot reach {}× librrd's rate, \
-             and a kept handle pays it once.",
-            TARGETS[1]
-        ));
+        let vars = [("mmap", m.as_str()), ("librrd", &l), ("fd", &f), ("gap", &gap)];
+        let target = TARGETS[1].to_string();
+        out.push(say("fail-warm", &[vars.as_slice(), &[("target", &target)]].concat()));
     }
     if let Some(v) = r.med((Inproc, Cold), Mmap, |s| s.vs_reference).filter(|v| *v > TARGETS[2]) {
-        let first = |t| {
-            r.tool((Process, Cold), t)
-                .and_then(|s| s.first_call_pages.as_deref())
-                .map_or_else(dash, crate::units::ranges)
-        };
-        let (o, t) = (first(Mmap), first(Rrdtool));
-        out.push(format!(
-            "In-process, cold: ours mmap's total is {v:.2}× librrd's; a cold call waits for the device (the pages a \
-             cold call leaves: ours mmap {o}, rrdtool {t}), and totals swing with a few slow reads."
-        ));
+        let (ratio, mmap, rrdtool) =
+            (format!("{v:.2}"), first_pages(r, Mmap), first_pages(r, Rrdtool));
+        out.push(say("fail-cold", &[("ratio", &ratio), ("mmap", &mmap), ("rrdtool", &rrdtool)]));
     }
     out
 }
 
+/// The pages the first timed cold process-level call of `t` left, as ranges.
+fn first_pages(r: &Results, t: Tool) -> String {
+    let s = r.tool((Process, Cold), t).and_then(|s| s.first_call_pages.as_deref());
+    s.map_or_else(dash, crate::units::ranges)
+}
+
 // ---------------------------------------------------------------------
-// generic: helpers no other bench has yet (candidates for stats, units and
-// report).
+// Formatting helpers.
 
 /// The verdict `name` on the median of per-round ratios `r` against
 /// `target`, an upper bound when `at_most` ([`judge`]).
