@@ -3,11 +3,9 @@
 //! our I/O modes, warm and cold; the same updates in one process, ours
 //! beside librrd; the creates, the mode table, the 2007 figures and the
 //! physical limits. Every loop's final file must be byte-identical to
-//! rrdtool's, every `updatev` output equal to rrdtool's.
-//!
-//! The cells are data (`CELLS`: a level and a cache state, the level naming
-//! its tools): one loop runner, one summary and one table builder per table
-//! shape serve them all, and the report is a [`Report`] model.
+//! rrdtool's, every `updatev` output equal to rrdtool's. The cells are data
+//! (`CELLS`) run by one loop runner on [`schedule::rotate`]; the report is
+//! a [`Report`] model whose prose lives in `text/rrd-report.md`.
 
 use std::cell::RefCell;
 use std::fs::{self, File};
@@ -30,7 +28,7 @@ use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
 use super::schedule::{self, CacheState, Pair, Side};
 use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{self, TraceInfo, Traces};
-use super::units::{human_size, utc_human};
+use super::units::{human_size, ranges, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, output, path_arg};
 use CacheState::{Cold, Warm};
 
@@ -46,13 +44,14 @@ const BIG_SEED: u64 = 1;
 /// Targets: process level ours ≤ this × rrdtool's total; in-process warm
 /// ≥ this × librrd's updates/s; in-process cold ≤ this × librrd's time.
 const TARGETS: [f64; 3] = [0.5, 1.5, 1.0];
-/// The seed's finding: direct ≥ this × mmap ("far slower"), fd/mmap inside
-/// this range ("close").
+/// The seed's finding: direct ≥ this × mmap ("far slower")…
 const FAR_SLOWER: f64 = 2.0;
+/// …and fd/mmap inside this range ("close").
 const CLOSE: (f64, f64) = (0.8, 1.25);
 /// The seed's create arguments (`peers/rrd/peer seed-create`).
 const SEED_CREATE: &str =
     "-s 86400 -b 962496000 DS:ds0:GAUGE:86400:U:U RRA:AVERAGE:.5:1:10 RRA:HWPREDICT:10:.5:.1:2";
+
 /// `bench rrd` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -77,9 +76,6 @@ pub struct Args {
     pub(super) common: CommonArgs,
 }
 
-// ---------------------------------------------------------------------
-// The cells, as data.
-
 /// Who runs a loop: rrdtool (librrd in-process) or ours in one I/O mode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -98,32 +94,30 @@ const TOOLS: [Tool; 5] = [Rrdtool, Mmap, Mmap2Pages, Fd, Direct];
 const MODES: [Tool; 4] = [Mmap, Mmap2Pages, Fd, Direct];
 
 impl Tool {
-    /// Our `--io` value.
+    /// Our `--io` value (none for rrdtool).
     fn io(self) -> Option<&'static str> {
         [None, Some("mmap"), Some("mmap-2pages"), Some("fd"), Some("direct")][self as usize]
     }
 
-    /// Directory, trace side: the mode, `rrdtool`, or `librrd` in-process.
+    /// Directory and trace side: the mode, `rrdtool`, or `librrd` in-process.
     fn key(self, inproc: bool) -> &'static str {
         self.io().unwrap_or(["rrdtool", "librrd"][usize::from(inproc)])
     }
 
     /// For tables: `rrdtool`, `librrd`, `ours fd`.
     fn label(self, inproc: bool) -> String {
-        let ours = self.io().map(|m| format!("ours {m}"));
-        ours.unwrap_or_else(|| self.key(inproc).to_owned())
+        self.io().map_or_else(|| self.key(inproc).to_owned(), |m| format!("ours {m}"))
     }
 
-    /// Its rows' role in a comparison.
     fn role(self) -> Role {
-        [Role::Peer, Role::Ours][usize::from(self != Rrdtool)]
+        if self == Rrdtool { Role::Peer } else { Role::Ours }
     }
 }
 
 /// What a cell measures: N `updatev` processes into the starting file or
 /// the seed's, or N update calls in one process, opening the file per call
-/// or through one kept `rrd::Rrd` handle (librrd: still `rrd_update_r` per
-/// call, its only entry point).
+/// or through one kept handle (librrd: `rrd_update_r` per call, its only
+/// entry point).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum Level {
@@ -164,19 +158,15 @@ impl Level {
             ["in-process, kept handle", "in-process handle", "kept handle"],
         ][self as usize]
     }
+
+    /// The trace cell with `cache`: `process cold`, …
+    fn trace_cell(self, cache: CacheState) -> String {
+        format!("{} {}", self.names()[1], cache.name())
+    }
 }
 
-/// The trace cell of a level and cache state: `process cold`, …
-fn trace_cell(level: Level, cache: CacheState) -> String {
-    format!("{} {}", level.names()[1], cache.name())
-}
-
-// ---------------------------------------------------------------------
-// Peer output and the sample stream (pure).
-
-/// The arguments of `calls` update calls as `peers/rrd/peer bench-updatev`
-/// makes them: [`PER_CALL`] samples per call, each `TIME:V1:V2…` one `step`
-/// after the previous (the first one step after `last_up`), every value
+/// The calls `peers/rrd/peer bench-updatev` makes: [`PER_CALL`] samples per
+/// call, `TIME:V1:V2…`, one `step` apart from `last_up` on, every value
 /// `%.3f` of u·1000 drawn from splitmix64(`seed`), DS by DS.
 fn sample_stream(last_up: i64, step: u64, ds: usize, calls: usize, seed: u64) -> Vec<Vec<String>> {
     let mut r = SplitMix64::new(seed);
@@ -200,18 +190,15 @@ fn shape_args(shapes: &str, name: &str) -> Option<Vec<String>> {
 }
 
 /// The system calls of an `strace` log that act on the file `name`: its
-/// `open`/`openat`, every call on a descriptor of it (duplicates made with
-/// `fcntl(F_DUPFD…)` and second opens included, until closed), `mmap` of
-/// such a descriptor, and calls on an address inside such a mapping
-/// (`madvise`, `process_madvise`, `msync`, `munmap`), in order.
+/// opens, calls on its descriptors (`F_DUPFD` copies and second opens
+/// included, until closed), `mmap` of them, and calls on an address inside
+/// such a mapping (`madvise`, `process_madvise`, `msync`, `munmap`).
 fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
     let quoted = format!("\"{name}\"");
     let hex = |t: &str| u64::from_str_radix(t.trim().strip_prefix("0x")?, 16).ok();
     let (mut fds, mut maps, mut out) = (Vec::<i64>::new(), Vec::<(u64, u64)>::new(), Vec::new());
     for line in trace.lines() {
-        let Some((call, args)) = line.split_once('(') else {
-            continue;
-        };
+        let Some((call, args)) = line.split_once('(') else { continue };
         if call.is_empty() || !call.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             continue;
         }
@@ -230,8 +217,8 @@ fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
             fds.retain(|&f| call != "close" || f != fd);
             true
         } else if call == "mmap" {
-            let on = parts.get(4).and_then(|f| f.parse().ok());
-            let on_file = on.is_some_and(|f| fds.contains(&f));
+            let on_file =
+                parts.get(4).and_then(|f| f.parse().ok()).is_some_and(|f| fds.contains(&f));
             let len = parts.get(1).and_then(|l| l.parse().ok());
             if let (true, Some(len), Some(addr)) = (on_file, len, result.and_then(hex)) {
                 maps.push((addr, len));
@@ -255,8 +242,7 @@ fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
 }
 
 /// Whether one setting shows the seed's finding: direct / mmap and fd /
-/// mmap (medians of per-round ratios), direct ≥ [`FAR_SLOWER`] × mmap, fd
-/// within [`CLOSE`] of mmap.
+/// mmap (medians of per-round ratios) against [`FAR_SLOWER`] and [`CLOSE`].
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 struct Finding {
     direct_vs_mmap: Option<f64>,
@@ -278,11 +264,8 @@ impl Finding {
     }
 }
 
-// ---------------------------------------------------------------------
-// Child processes and files.
-
-/// A command ([`Cmd`]) and the directory it runs in, with the peer's
-/// environment (TZ=UTC LC_ALL=C LANG=C; [`run`] refuses to start with
+/// A command and the directory it runs in, with the peer's environment
+/// (TZ=UTC LC_ALL=C LANG=C; [`run`] refuses to start with
 /// RRDCACHED_ADDRESS set, so no child sees it).
 #[derive(Clone, Debug)]
 struct Run(Cmd, PathBuf);
@@ -334,13 +317,17 @@ fn count(pages: &[u32]) -> u32 {
     u32::try_from(pages.len()).unwrap_or(u32::MAX)
 }
 
-/// A fresh copy of `start` at `dst`, fsynced (so no writeback of the copy
-/// runs during the loop) and read once (cached).
-fn fresh_copy(start: &Path, dst: &Path) -> Result<()> {
+/// A fresh copy of `start` at `dst`, fsynced (no writeback of it during
+/// the loop) and read once; then evicted when `cache` is cold.
+fn fresh_copy(start: &Path, dst: &Path, cache: CacheState) -> Result<()> {
     fs::create_dir_all(dst.parent().unwrap_or(Path::new(".")))?;
     fs::copy(start, dst).with_context(|| format!("cannot copy {}", start.display()))?;
     File::open(dst)?.sync_all()?;
-    pagecache::read_whole(dst, false).map(drop)
+    pagecache::read_whole(dst, false)?;
+    if cache == Cold {
+        pagecache::evict(dst)?; // the trace starts where every call does
+    }
+    Ok(())
 }
 
 /// Where the peer's librrd driver makes its copy: `TMPDIR/rrd-bench-*/NAME`
@@ -353,12 +340,9 @@ fn find_librrd_copy(dir: &Path, name: &str) -> Option<PathBuf> {
     })
 }
 
-// ---------------------------------------------------------------------
-// Loops.
-
 /// A starting file, the name of its copies, the calls made on it, and
-/// rrdtool's results for them (its untimed loop's outputs and final
-/// bytes; empty while that loop runs): what every other loop must match.
+/// rrdtool's outputs and final bytes for them (empty while its untimed
+/// reference loop runs): what every other loop must match.
 struct Input {
     path: PathBuf,
     name: &'static str,
@@ -366,14 +350,12 @@ struct Input {
     reference: (Vec<String>, Vec<u8>),
 }
 
-/// One loop of one tool. Times in seconds; `total_s` sums the timed calls
+/// One loop of one tool, in seconds: `total_s` sums the timed calls
 /// (process level: spawn to exit; in-process: as the driver times them),
-/// `wall_s` is the whole loop as xtask saw it. Cold process loops record
-/// each call's untimed eviction and the resident pages before and after
-/// it (and which after the first); warm ones the pages after the loop.
-/// `file_identical`: the final file is rrdtool's (not checked for librrd,
-/// whose driver deletes its copy); `driver`: what an in-process driver
-/// printed.
+/// `wall_s` is the loop as xtask saw it. Cold process loops record each
+/// call's eviction and resident pages before and after it (and which after
+/// the first), warm ones the pages after the loop. `file_identical`: the
+/// final file is rrdtool's (librrd's driver deletes its copy).
 #[derive(Debug, Default, Serialize)]
 struct LoopResult {
     tool: Tool,
@@ -390,6 +372,8 @@ struct LoopResult {
     problem: Option<String>,
     file_identical: Option<bool>,
     driver: Option<Driver>,
+    #[serde(skip)]
+    outputs: Vec<String>,
 }
 
 /// What an in-process driver prints (`--json`; ours also its getrusage
@@ -412,6 +396,19 @@ impl LoopResult {
     fn ok(&self) -> bool {
         self.failures == 0 && self.output_mismatches == 0 && self.file_identical != Some(false)
     }
+
+    /// Counts call `call`'s failure or an output unlike `want` (rrdtool's).
+    fn check(&mut self, call: usize, out: &Output, want: Option<&str>) {
+        if !out.success || !out.stdout.starts_with("return_value = 0\n") {
+            self.failures += 1;
+            let said = tail(&format!("{}{}", out.stdout, out.stderr), 3);
+            self.problem.get_or_insert(format!("call {call}: {} — {said}", out.status));
+        } else if let Some(want) = want.filter(|w| *w != out.stdout) {
+            self.output_mismatches += 1;
+            let at = out.stdout.lines().zip(want.lines()).position(|(a, b)| a != b);
+            self.problem.get_or_insert(format!("call {call}: not rrdtool's output, line {at:?}"));
+        }
+    }
 }
 
 /// Where a timed loop's trace is kept: its cell and round.
@@ -420,8 +417,7 @@ type TraceAt = (String, usize);
 /// Each tool's system calls on the file in one traced call.
 type Syscalls = Vec<(Tool, Vec<String>)>;
 
-/// What every loop shares; `scratch` is where the recorder writes a trace
-/// before it is read back.
+/// What every loop shares; `scratch` is where the recorder writes a trace.
 struct Ctx<'a> {
     root: PathBuf,
     mapwise: PathBuf,
@@ -442,14 +438,17 @@ impl Ctx<'_> {
         f: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
         let Some((cell, run)) = at else { return f() };
-        let mut traces = self.traces.borrow_mut();
-        traces.record(&self.scratch, file, cell, side, *run, f)
+        self.traces.borrow_mut().record(&self.scratch, file, cell, side, *run, f)
     }
 
     /// `target/release/mapwise` as seen from `cwd`.
     fn ours(&self, cwd: &Path) -> Run {
         let abs = std::path::absolute(&self.mapwise).unwrap_or_else(|_| self.mapwise.clone());
         Run::new(abs, &relative(&self.mapwise, &self.root, cwd), cwd)
+    }
+
+    fn peer(&self) -> Run {
+        Run::new(&self.oracle, &self.oracle, &self.root)
     }
 
     fn rel(&self, p: &Path) -> String {
@@ -477,22 +476,21 @@ impl Ctx<'_> {
     fn inproc(&self, tool: Tool, start: &Path, n: usize, cache: CacheState, handle: bool) -> Run {
         let cold = (cache == Cold).then_some("--cold");
         let Some(m) = tool.io() else {
-            let r = Run::new(&self.oracle, &self.oracle, &self.root);
+            let r = self.peer();
             let r = Run(r.0.env("TMPDIR", self.rel(&self.work.join("librrd-tmp"))), r.1);
             let args = ["bench-inproc".to_owned(), self.rel(start), n.to_string()];
             return r.args(args).args(["--json"]).args(cold);
         };
-        let file = self.rel(&self.inproc_file(m, handle));
-        let calls = self.rel(&self.work.join("calls.txt"));
-        let run = self.ours(&self.root).args(["rrd", "bench-inproc", &file]);
-        let run = run.args(["--calls", &calls, "--io", m]).args(cold);
+        let (file, calls) = (self.inproc_file(m, handle), self.work.join("calls.txt"));
+        let run = self.ours(&self.root).args(["rrd", "bench-inproc", &self.rel(&file)]);
+        let run = run.args(["--calls", &self.rel(&calls), "--io", m]).args(cold);
         run.args(handle.then_some("--handle"))
     }
 }
 
 /// One process-level loop: a fresh copy of `inp` in `work/<dir>`, then one
-/// `updatev` process per call, each checked against the reference (none
-/// while the reference loop runs: then its outputs are returned).
+/// `updatev` process per call, each checked against the reference (when
+/// there is one yet).
 fn process_loop(
     x: &Ctx<'_>,
     tool: Tool,
@@ -500,15 +498,11 @@ fn process_loop(
     inp: &Input,
     cache: CacheState,
     at: Option<&TraceAt>,
-) -> Result<(LoopResult, Vec<String>)> {
-    let cwd = x.work.join(dir);
-    let (file, cold) = (cwd.join(inp.name), cache == Cold);
-    fresh_copy(&inp.path, &file)?;
-    if cold {
-        pagecache::evict(&file)?; // the trace starts where every call does
-    }
+) -> Result<LoopResult> {
+    let (cwd, cold) = (x.work.join(dir), cache == Cold);
+    let file = cwd.join(inp.name);
+    fresh_copy(&inp.path, &file, cache)?;
     let mut l = LoopResult { tool, ..LoopResult::default() };
-    let mut outputs = Vec::new();
     let reference = (!inp.reference.0.is_empty()).then_some(&inp.reference);
     x.record(&file, at, tool.key(false), || {
         let start = Instant::now();
@@ -526,22 +520,10 @@ fn process_loop(
                 l.pages_after.push(count(&pages));
                 l.first_call_pages.get_or_insert(pages);
             }
-            let want = reference.map(|r| r.0.get(i).map_or("", String::as_str));
-            let (call, status) = (i + 1, &out.status);
-            if !out.success || !out.stdout.starts_with("return_value = 0\n") {
-                l.failures += 1;
-                let said = tail(&format!("{}{}", out.stdout, out.stderr), 3);
-                l.problem.get_or_insert(format!("call {call}: {status} — {said}"));
-            } else if let Some(want) = want.filter(|w| *w != out.stdout) {
-                l.output_mismatches += 1;
-                let at = out.stdout.lines().zip(want.lines()).position(|(a, b)| a != b);
-                l.problem.get_or_insert(format!("call {call}: not rrdtool's output, line {at:?}"));
-            }
-            if want.is_none() {
-                outputs.push(out.stdout);
-            }
+            l.check(i + 1, &out, reference.map(|r| r.0.get(i).map_or("", String::as_str)));
+            l.outputs.push(out.stdout);
             if i % 50 == 49 {
-                x.progress.set(format!("{dir} {}: call {call}", cache.name()));
+                x.progress.set(format!("{dir} {}: call {}", cache.name(), i + 1));
             }
         }
         l.wall_s = start.elapsed().as_secs_f64();
@@ -556,7 +538,7 @@ fn process_loop(
     if let Some((_, bytes)) = reference {
         l.file_identical = Some(fs::read(&file)? == *bytes);
     }
-    Ok((l, outputs))
+    Ok(l)
 }
 
 /// One in-process loop; `handle`: ours through one kept handle. Traced:
@@ -573,10 +555,7 @@ fn inproc_loop(
     let run = x.inproc(tool, &inp.path, inp.calls.len(), cache, handle);
     let ours = tool.io().map(|m| x.inproc_file(m, handle));
     let out = if let Some(f) = &ours {
-        fresh_copy(&inp.path, f)?;
-        if cache == Cold {
-            pagecache::evict(f)?; // as the driver leaves it before every call
-        }
+        fresh_copy(&inp.path, f, cache)?; // cold: as the driver leaves it before every call
         x.record(f, at, tool.key(true), || run.output())?
     } else {
         let (tmp, name) = (x.work.join("librrd-tmp"), file_name(&inp.path));
@@ -607,7 +586,6 @@ fn inproc_loop(
     let why = d.first_error.clone().unwrap_or_else(|| tail(&out.stderr, 3));
     let problem = (failures > 0).then(|| format!("{}: {failures} failed calls; {why}", out.status));
     let same = |f: &PathBuf| fs::read(f).map(|b| b == inp.reference.1);
-    let file_identical = ours.as_ref().map(same).transpose()?;
     let median = Summary::of(&d.times_s).map(|s| s.median);
     Ok(LoopResult {
         tool,
@@ -618,14 +596,11 @@ fn inproc_loop(
         pages_after: d.resident_pages_after.clone(),
         failures,
         problem,
-        file_identical,
+        file_identical: ours.as_ref().map(same).transpose()?,
         driver: Some(d),
         ..LoopResult::default()
     })
 }
-
-// ---------------------------------------------------------------------
-// Cells.
 
 /// One round: every tool's loop, in the cell's tool order, and the order
 /// they ran in.
@@ -640,8 +615,7 @@ struct Round {
 /// `vs_reference` total / rrdtool's (or librrd's), `speedup` its inverse,
 /// `median_vs_reference` of the median calls, `vs_mmap` total / ours mmap's.
 /// Pages are medians per loop (cold: after each call; warm: after the
-/// loop); `first_call_pages` those the first timed cold call left;
-/// `faults_per_call` ours' minor faults in-process.
+/// loop); `faults_per_call` ours' minor faults in-process.
 #[derive(Debug, Serialize)]
 struct ToolSummary {
     tool: Tool,
@@ -659,8 +633,7 @@ struct ToolSummary {
 
 impl ToolSummary {
     /// In-process ratios as the targets read them, and the same of the
-    /// median calls: warm librrd's time / ours (a speed-up), cold ours /
-    /// librrd's.
+    /// median calls: warm librrd's / ours (a speed-up), cold ours / librrd's.
     fn against(&self, cache: CacheState) -> (Option<Summary>, Option<f64>) {
         let m = self.median_vs_reference.map(|m| m.median);
         match cache {
@@ -686,7 +659,7 @@ impl Cell {
         let loops = rounds.flat_map(|r| r.loops.iter().map(move |l| (r.round, l)));
         loops.filter(|(_, l)| !l.ok()).map(|(round, l)| {
             let differs =
-                ["", " (final file differs)"][usize::from(l.file_identical == Some(false))];
+                if l.file_identical == Some(false) { " (final file differs)" } else { "" };
             let (name, cache, tool) = (self.level.names()[0], self.cache.name(), l.tool.key(false));
             let why = l.problem.as_deref().unwrap_or_default();
             format!("{name} {cache} round {round}, {tool}: {why}{differs}")
@@ -695,24 +668,21 @@ impl Cell {
 }
 
 /// Runs cell (`level`, `cache`): `rounds[0]` untimed rounds, then
-/// `rounds[1]` timed ones, each running every tool's loop once, the
-/// starting tool rotating ([`schedule::rotate`]); timed loops are traced.
+/// `rounds[1]` timed ones, the starting tool rotating; timed loops traced.
 fn run_cell(
     x: &Ctx<'_>,
     (level, cache): (Level, CacheState),
     rounds: [usize; 2],
-    inputs: [&Input; 2],
+    [big, seed]: [&Input; 2],
 ) -> Result<Cell> {
     let tools = level.tools();
     let one = |tool: Tool, round: Option<usize>| {
-        let at = round.map(|r| (trace_cell(level, cache), r));
+        let at = round.map(|r| (level.trace_cell(cache), r));
         let (key, at) = (tool.key(false), at.as_ref());
         match level {
-            Process => process_loop(x, tool, key, inputs[0], cache, at).map(|l| l.0),
-            SeedFile => {
-                process_loop(x, tool, &format!("seed-{key}"), inputs[1], cache, at).map(|l| l.0)
-            }
-            _ => inproc_loop(x, tool, inputs[0], cache, level == InprocHandle, at),
+            Process => process_loop(x, tool, key, big, cache, at),
+            SeedFile => process_loop(x, tool, &format!("seed-{key}"), seed, cache, at),
+            _ => inproc_loop(x, tool, big, cache, level == InprocHandle, at),
         }
     };
     let what = format!("{} {}", level.names()[0], cache.name());
@@ -724,15 +694,16 @@ fn run_cell(
         let timed = name == "round";
         let loops =
             |i: usize, r, ()| one(tools[i], timed.then_some(r)).inspect(|_| x.progress.inc());
+        let rounds = schedule::rotate(tools.len(), n, before, loops)?;
         let order = |r: &schedule::Round<_>| r.order.iter().map(|&i| tools[i]).collect();
-        let round =
-            |r: schedule::Round<_>| Round { round: r.round, order: order(&r), loops: r.results };
-        Ok(schedule::rotate(tools.len(), n, before, loops)?.into_iter().map(round).collect())
+        Ok(rounds
+            .into_iter()
+            .map(|r| Round { round: r.round, order: order(&r), loops: r.results })
+            .collect())
     };
     let (warmup, rounds) = (phase("warm-up", rounds[0])?, phase("round", rounds[1])?);
     let summary = tools.iter().map(|&t| summarize(t, &rounds)).collect();
-    let calls = inputs[0].calls.len();
-    Ok(Cell { level, cache, calls, warmup, rounds, summary })
+    Ok(Cell { level, cache, calls: big.calls.len(), warmup, rounds, summary })
 }
 
 /// `t`'s figures over `rounds`.
@@ -768,9 +739,6 @@ fn summarize(t: Tool, rounds: &[Round]) -> ToolSummary {
     }
 }
 
-// ---------------------------------------------------------------------
-// Creates, floor, strace, the starting files.
-
 /// Alternated runs of ours and rrdtool (process wall times, seconds).
 #[derive(Debug, Serialize)]
 struct Timed {
@@ -782,6 +750,7 @@ struct Timed {
     ratio: Option<Summary>,
 }
 
+/// `runs` pairs of `a` (ours) and `b` (rrdtool), `before(side)` before each run.
 fn time_pairs(
     x: &Ctx<'_>,
     runs: usize,
@@ -829,12 +798,16 @@ fn create_cell(
         let _ = fs::create_dir_all(dir).and_then(|()| fs::remove_file(dir.join(&file)));
     };
     let timed = time_pairs(x, runs, [&ours, &theirs], before)?;
-    let dump = |d: &Path| Ok::<_, anyhow::Error>(rrdtool(d).args(["dump", &file]).run()?.stdout);
-    let dumps_identical = dump(&dirs[0])? == dump(&dirs[1])?;
+    let dumps_identical = dump(&dirs[0], &file)? == dump(&dirs[1], &file)?;
     let [a, b] = [fs::read(dirs[0].join(&file))?, fs::read(dirs[1].join(&file))?];
     let differing = a.iter().zip(&b).filter(|(p, q)| p != q).count();
     let (bytes_differing, file_bytes) = (differing + a.len().abs_diff(b.len()), b.len() as u64);
     Ok(CreateCell { what, args, timed, dumps_identical, bytes_differing, file_bytes })
+}
+
+/// `rrdtool dump` of `file` in `dir`.
+fn dump(dir: &Path, file: &str) -> Result<String> {
+    Ok(rrdtool(dir).args(["dump", file]).run()?.stdout)
 }
 
 /// One call of every tool under strace (untimed, on a fresh copy): the
@@ -845,7 +818,7 @@ fn trace_calls(x: &Ctx<'_>, start: &Path, args: &[String]) -> Result<Option<Sysc
     }
     let one = |tool: Tool| {
         let dir = x.work.join(format!("trace-{}", tool.key(false)));
-        fresh_copy(start, &dir.join("big.rrd"))?;
+        fresh_copy(start, &dir.join("big.rrd"), Warm)?;
         let (log, call) = (dir.join("strace.txt"), x.updatev(tool, &dir, "big.rrd", args));
         let strace = ["-o".to_owned(), path_arg(&log), call.0.program().to_owned()];
         let strace = Run::new("strace", "strace", &dir).args(strace);
@@ -855,7 +828,7 @@ fn trace_calls(x: &Ctx<'_>, start: &Path, args: &[String]) -> Result<Option<Sysc
     TOOLS.into_iter().map(one).collect::<Result<_>>().map(Some)
 }
 
-/// A starting file and its header, as core's RRD parser reads it; how it
+/// A starting file and its header as core's RRD parser reads it; how it
 /// was made and in how many seconds (`None`: cached, or made above), and
 /// whether `rrdtool last` agrees with the decoded last update.
 #[derive(Debug, Serialize)]
@@ -873,56 +846,55 @@ struct StartFile {
     last_checked: bool,
 }
 
-/// The starting file of `shape` (seed [`BIG_SEED`]), cached as
-/// `target/bench/files/rrd-<shape>-seed<S>.rrd`: made by the peer when
-/// missing.
-fn ensure_start(
-    ws: &Workspace,
-    oracle: &str,
-    shape: &str,
-    progress: &Progress,
-) -> Result<StartFile> {
-    let files = ws.bench_dir().join("files");
-    let path = files.join(format!("rrd-{shape}-seed{BIG_SEED}.rrd"));
-    let how = format!("{oracle} gen {} --shape {shape} --seed {BIG_SEED}", path_arg(&path));
-    if path.is_file() {
-        return describe_start(&path, how + " (cached)", None);
+impl StartFile {
+    /// The starting file of `shape` (seed [`BIG_SEED`]), cached as
+    /// `target/bench/files/rrd-<shape>-seed<S>.rrd`: made by the peer when missing.
+    fn ensure(x: &Ctx<'_>, ws: &Workspace, shape: &str) -> Result<StartFile> {
+        let files = ws.bench_dir().join("files");
+        let path = files.join(format!("rrd-{shape}-seed{BIG_SEED}.rrd"));
+        let how = format!("{} gen {} --shape {shape} --seed {BIG_SEED}", x.oracle, path_arg(&path));
+        if path.is_file() {
+            return Self::describe(&path, how + " (cached)", None);
+        }
+        x.progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
+        fs::create_dir_all(&files)?;
+        let tmp =
+            output::TempPath::new(files.join(format!(".rrd-{shape}.{}.tmp", std::process::id())));
+        let make = x.peer().args(["gen".to_owned(), path_arg(tmp.path())]);
+        let secs = make.args(["--shape", shape, "--seed", &BIG_SEED.to_string()]).run()?.wall_s;
+        interrupt::check()?;
+        fs::rename(tmp.path(), &path)?;
+        let _ = tmp.keep();
+        Self::describe(&path, format!("{how} (now, {})", fmt_secs(secs)), Some(secs))
     }
-    progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
-    fs::create_dir_all(&files)?;
-    let tmp = output::TempPath::new(files.join(format!(".rrd-{shape}.{}.tmp", std::process::id())));
-    let make = Run::new(oracle, oracle, &ws.root).args(["gen".to_owned(), path_arg(tmp.path())]);
-    let secs = make.args(["--shape", shape, "--seed", &BIG_SEED.to_string()]).run()?.wall_s;
-    interrupt::check()?;
-    fs::rename(tmp.path(), &path)?;
-    let _ = tmp.keep();
-    describe_start(&path, format!("{how} (now, {})", fmt_secs(secs)), Some(secs))
-}
 
-fn describe_start(path: &Path, made: String, made_s: Option<f64>) -> Result<StartFile> {
-    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let h = Header::parse(bytes.as_slice()).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    let (g, len, last_up) = (h.geometry(), bytes.len() as u64, h.last_up());
-    ensure!(g.file_len == len, "{}: {len} bytes, the header says {}", path.display(), g.file_len);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let last = rrdtool(dir).args(["last".to_owned(), file_name(path)]).run()?;
-    Ok(StartFile {
-        path: path_arg(path),
-        bytes: len,
-        pages: len.div_ceil(4096),
-        ds_cnt: h.ds_cnt(),
-        rra_cnt: h.rra_cnt(),
-        step: h.pdp_step(),
-        last_up,
-        header_len: g.header_len,
-        made,
-        made_s,
-        last_checked: last.stdout.trim() == last_up.to_string(),
-    })
+    fn describe(path: &Path, made: String, made_s: Option<f64>) -> Result<StartFile> {
+        let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let h = Header::parse(bytes.as_slice()).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let (g, len, last_up) = (h.geometry(), bytes.len() as u64, h.last_up());
+        ensure!(
+            g.file_len == len,
+            "{}: {len} bytes, the header says {}",
+            path.display(),
+            g.file_len
+        );
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let last = rrdtool(dir).args(["last".to_owned(), file_name(path)]).run()?;
+        Ok(StartFile {
+            path: path_arg(path),
+            bytes: len,
+            pages: len.div_ceil(4096),
+            ds_cnt: h.ds_cnt(),
+            rra_cnt: h.rra_cnt(),
+            step: h.pdp_step(),
+            last_up,
+            header_len: g.header_len,
+            made,
+            made_s,
+            last_checked: last.stdout.trim() == last_up.to_string(),
+        })
+    }
 }
-
-// ---------------------------------------------------------------------
-// The bench.
 
 /// Everything measured, as results.json holds it (with the report).
 /// `oracle_runs`: what `peers/rrd/peer bench-updatev --json` printed, and
@@ -1015,35 +987,33 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.set("building mapwise (release)");
     build.run(&ws.root).context("cannot build ours")?;
     let oracle = ws.peer("rrd")?; // installs rrdtool when missing
-    let peer = || Run::new(&oracle, &oracle, &ws.root);
-    let shapes = peer().args(["shapes"]).run()?;
-    let version = machine::first_line_of("rrdtool", &["--version"]);
-    let rrdtool_version = version.map(|l| l.split("  ").next().unwrap_or(&l).trim().to_owned());
-    let start = ensure_start(ws, &oracle, shape, &progress)?;
     let root = std::path::absolute(&ws.root)?;
-    let pid = std::process::id();
-    let work = crate::output::TempPath::new(
-        std::path::absolute(ws.bench_dir())?.join(format!(".rrd-work-{pid}")),
+    let work = output::TempPath::new(
+        std::path::absolute(ws.bench_dir())?.join(format!(".rrd-work-{}", std::process::id())),
     );
     let _ = fs::remove_dir_all(work.path());
     fs::create_dir_all(work.path())?;
     let x = Ctx {
         root: root.clone(),
         mapwise: ws.release_bin("mapwise"),
-        oracle: oracle.clone(),
+        oracle,
         work: work.path().to_path_buf(),
         progress: &progress,
         traces: RefCell::default(),
         scratch: ws.bench_dir().join("scratch"),
     };
+    let shapes = x.peer().args(["shapes"]).run()?;
+    let version = machine::first_line_of("rrdtool", &["--version"]);
+    let rrdtool_version = version.map(|l| l.split("  ").next().unwrap_or(&l).trim().to_owned());
+    let start = StartFile::ensure(&x, ws, shape)?;
     // A starting file's input, with its reference: an untimed rrdtool loop.
     let input = |path: PathBuf, name, s: &StartFile| -> Result<Input> {
         let calls = sample_stream(s.last_up, s.step, s.ds_cnt, n, STREAM_SEED);
         let mut inp = Input { path, name, calls, reference: Default::default() };
         let dir = format!("reference-{name}");
-        let (l, outputs) = process_loop(&x, Rrdtool, &dir, &inp, Warm, None)?;
+        let l = process_loop(&x, Rrdtool, &dir, &inp, Warm, None)?;
         ensure!(l.ok(), "rrdtool's reference loop failed: {}", l.problem.unwrap_or_default());
-        inp.reference = (outputs, fs::read(x.work.join(dir).join(name))?);
+        inp.reference = (l.outputs, fs::read(x.work.join(dir).join(name))?);
         Ok(inp)
     };
     let start_path = root.join(&start.path);
@@ -1061,11 +1031,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         create_cell(&x, format!("shape {shape}'s create"), shape, shape_create, runs)?,
     ];
     let (oseed, seed_dir) = (x.work.join("oracle-seed"), x.work.join("create-rrdtool-in"));
-    peer().args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))]).run()?;
-    let dump = |d: &Path| Ok::<_, anyhow::Error>(rrdtool(d).args(["dump", "in.rrd"]).run()?.stdout);
-    creates[0].dumps_identical &= dump(&oseed)? == dump(&seed_dir)?;
+    x.peer().args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))]).run()?;
+    creates[0].dumps_identical &= dump(&oseed, "in.rrd")? == dump(&seed_dir, "in.rrd")?;
     let made = "the rrdtool-made file of the seed's create above".to_owned();
-    let seed_start = describe_start(&seed_dir.join("in.rrd"), made, None)?;
+    let seed_start = StartFile::describe(&seed_dir.join("in.rrd"), made, None)?;
     let seed = input(seed_dir.join("in.rrd"), "in.rrd", &seed_start)?;
 
     progress.set("strace of one call per tool");
@@ -1082,8 +1051,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     for cache in [Warm, Cold] {
         progress.set(format!("peers/rrd/peer bench-updatev, {}", cache.name()));
         let copy = x.work.join("oracle-bench").join("big.rrd");
-        fresh_copy(&start_path, &copy)?;
-        let run = peer().args(["bench-updatev".to_owned(), x.rel(&copy), n.to_string()]);
+        fresh_copy(&start_path, &copy, Warm)?;
+        let run = x.peer().args(["bench-updatev".to_owned(), x.rel(&copy), n.to_string()]);
         let run = run.args(["--in-place", "--json"]).args((cache == Cold).then_some("--cold"));
         let j: Value = serde_json::from_str(&run.output()?.stdout).unwrap_or_default();
         oracle_runs.push((cache, run.shell(&root), j, fs::read(&copy)? == big.reference.1));
@@ -1096,36 +1065,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let settings = cells.iter().filter(|c| matches!(c.level, Process | Inproc));
     let findings = settings.map(finding).collect();
 
-    // The commands, with the scratch directory (removed at the end) made
-    // again as `$WORK`, as deep as this run's, so relative paths hold.
-    let (shown, start_rel, out_rel) = (x.rel(&x.work), x.rel(&start_path), x.rel(&out_dir));
-    let handle = |t: &Tool| ["", "handle-"].map(|h| format!("inproc-{h}{}", t.key(false)));
-    let dirs = TOOLS.iter().map(|t| t.key(false).to_owned()).chain(MODES.iter().flat_map(handle));
-    let dirs = dirs.collect::<Vec<_>>().join(" ");
-    let updatev = |t: Tool| x.updatev(t, &x.work.join(t.key(false)), "big.rrd", &big.calls[0]);
-    let inproc = |(t, cache, handle)| x.inproc(t, &start_path, n, cache, handle).shell(&root);
-    let commands: Vec<String> = [
-        format!(
-            "# scratch: a copy of the starting file per loop and the calls (this run used {shown})"
-        ),
-        "WORK=target/bench/.rrd-work".to_owned(),
-        format!(
-            "for d in {dirs}; do mkdir -p \"$WORK/$d\" && cp {start_rel} \"$WORK/$d/big.rrd\"; done"
-        ),
-        format!("mkdir -p \"$WORK/librrd-tmp\" && cp {out_rel}/calls.txt \"$WORK/calls.txt\""),
-        build.shell(),
-        "# process level: one such process per call (cold: xtask evicts the file before each)"
-            .to_owned(),
-    ]
-    .into_iter()
-    .chain(TOOLS.map(|t| updatev(t).shell(&root)))
-    .chain(["# in-process, cold (warm: without --cold)".to_owned()])
-    .chain(TOOLS.map(|t| inproc((t, Cold, false))))
-    .chain(["# in-process, warm, ours through one kept handle".to_owned()])
-    .chain(MODES.map(|t| inproc((t, Warm, true))))
-    .map(|c| c.replace(&format!("{shown}/"), "$WORK/"))
-    .collect();
-
     let mut problems: Vec<String> = cells.iter().flat_map(Cell::problems).collect();
     for c in creates.iter().filter(|c| !c.dumps_identical) {
         problems.push(format!("{}: the dumps of ours and rrdtool's files differ", c.what));
@@ -1133,7 +1072,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     for (cache, _, j, same) in &oracle_runs {
         if !same || j.get("failures").and_then(Value::as_u64) != Some(0) {
             let what =
-                ["its final file is not xtask's rrdtool result", "failures"][usize::from(*same)];
+                if *same { "failures" } else { "its final file is not xtask's rrdtool result" };
             problems.push(format!("peer bench-updatev {}: {what}", cache.name()));
         }
     }
@@ -1153,10 +1092,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         machine: Machine::describe(Path::new(&start.path)),
         rrdtool_version,
         loadavg_end: machine::loadavg(),
+        first_last_call: [0, n - 1].map(|i| big.calls[i].join(" ")),
+        commands: commands(&x, &build, &big, &out_dir),
         start,
         seed_start,
-        first_last_call: [0, n - 1].map(|i| big.calls[i].join(" ")),
-        commands,
         creates,
         floor,
         oracle_runs,
@@ -1184,26 +1123,65 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::FAILURE)
 }
 
+/// The commands, with the scratch directory (removed at the end) made
+/// again as `$WORK`, as deep as this run's, so relative paths hold.
+fn commands(x: &Ctx<'_>, build: &Cmd, big: &Input, out_dir: &Path) -> Vec<String> {
+    let (shown, start) = (x.rel(&x.work), x.rel(&big.path));
+    let handle = |t: &Tool| ["", "handle-"].map(|h| format!("inproc-{h}{}", t.key(false)));
+    let dirs = TOOLS.iter().map(|t| t.key(false).to_owned()).chain(MODES.iter().flat_map(handle));
+    let dirs = dirs.collect::<Vec<_>>().join(" ");
+    let updatev = |t: Tool| x.updatev(t, &x.work.join(t.key(false)), "big.rrd", &big.calls[0]);
+    let n = big.calls.len();
+    let inproc = |t, cache, handle| x.inproc(t, &big.path, n, cache, handle).shell(&x.root);
+    [
+        format!(
+            "# scratch: a copy of the starting file per loop and the calls (this run used {shown})"
+        ),
+        "WORK=target/bench/.rrd-work".to_owned(),
+        format!(
+            "for d in {dirs}; do mkdir -p \"$WORK/$d\" && cp {start} \"$WORK/$d/big.rrd\"; done"
+        ),
+        format!(
+            "mkdir -p \"$WORK/librrd-tmp\" && cp {}/calls.txt \"$WORK/calls.txt\"",
+            x.rel(out_dir)
+        ),
+        build.shell(),
+        "# process level: one such process per call (cold: xtask evicts the file before each)"
+            .to_owned(),
+    ]
+    .into_iter()
+    .chain(TOOLS.map(|t| updatev(t).shell(&x.root)))
+    .chain(["# in-process, cold (warm: without --cold)".to_owned()])
+    .chain(TOOLS.map(|t| inproc(t, Cold, false)))
+    .chain(["# in-process, warm, ours through one kept handle".to_owned()])
+    .chain(MODES.map(|t| inproc(t, Warm, true)))
+    .map(|c| c.replace(&format!("{shown}/"), "$WORK/"))
+    .collect()
+}
+
 /// The charts: a loop's total, ours / the reference per cell and mode, at
 /// process level and in-process; the resident pages over the first timed
 /// cold process-level loop of each tool.
 fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     let bar = |c: &Cell, s: &ToolSummary| {
-        let prefix =
-            [c.level.names()[2], c.cache.name()][usize::from(c.level.names()[2].is_empty())];
+        let name = c.level.names()[2];
+        let prefix = if name.is_empty() { c.cache.name() } else { name };
         Some(RatioBar::of(format!("{prefix}, {}", s.tool.io()?), s.vs_reference.as_ref()?))
     };
-    let what = "a loop's total time, ours / PEER, round by round, per cell and mode";
     let ratios = |levels: [Level; 2], peer: &str, target| -> Result<_> {
         let cells = r.cells.iter().filter(|c| levels.contains(&c.level));
         let bars: Vec<RatioBar> =
             cells.flat_map(|c| c.summary.iter().filter_map(move |s| bar(c, s))).collect();
-        let title = format!("bench rrd, {}: total time, ours / {peer}", levels[0].names()[0]);
+        let level = levels[0].names()[0];
+        let title = format!("bench rrd, {level}: total time, ours / {peer}");
         let svg = (!bars.is_empty()).then(|| charts::ratios(&title, &bars, target));
-        Ok((format!("{}: {}", levels[0].names()[0], what.replace("PEER", peer)), svg.transpose()?))
+        let what = format!(
+            "{level}: a loop's total time, ours / {peer}, round by round, per cell and mode"
+        );
+        Ok((what, svg.transpose()?))
     };
     let picks: Vec<_> =
-        TOOLS.iter().map(|&t| (trace_cell(Process, Cold), t.key(false), t.label(false))).collect();
+        TOOLS.iter().map(|&t| (Process.trace_cell(Cold), t.key(false), t.label(false))).collect();
     let title =
         format!("bench rrd, cold: the file's resident pages over {} updatev calls", r.calls);
     let residency = traces::residency_pages_chart(traces, &title, &picks)?;
@@ -1219,9 +1197,6 @@ fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     };
     Ok(svgs.into_iter().filter_map(chart).collect())
 }
-
-// ---------------------------------------------------------------------
-// The report.
 
 /// Paragraph `key` of the report's prose (`text/rrd-report.md`), `vars` filled in.
 fn say(key: &str, vars: &[(&str, &str)]) -> String {
@@ -1690,11 +1665,8 @@ fn why_failed(r: &Results) -> Vec<String> {
 /// The pages the first timed cold process-level call of `t` left, as ranges.
 fn first_pages(r: &Results, t: Tool) -> String {
     let s = r.tool((Process, Cold), t).and_then(|s| s.first_call_pages.as_deref());
-    s.map_or_else(dash, crate::units::ranges)
+    s.map_or_else(dash, ranges)
 }
-
-// ---------------------------------------------------------------------
-// Formatting helpers.
 
 /// The verdict `name` on the median of per-round ratios `r` against
 /// `target`, an upper bound when `at_most` ([`judge`]).
@@ -1837,8 +1809,8 @@ openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
 
     #[test]
     fn lists_and_numbers_print_short() {
-        assert_eq!(crate::units::ranges(&[0, 1, 37, 391, 392]), "0–1, 37, 391–392");
-        assert_eq!(crate::units::ranges(&[]), "none");
+        assert_eq!(ranges(&[0, 1, 37, 391, 392]), "0–1, 37, 391–392");
+        assert_eq!(ranges(&[]), "none");
         assert_eq!(run_length(&["a".into(), "b".into(), "b".into()]), "a, b ×2");
         let rates = [Some(12_345.4), Some(999.6), None].map(rate);
         assert_eq!(rates, ["12\u{202f}345", "1\u{202f}000", "—"]);
