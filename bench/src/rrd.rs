@@ -3,11 +3,9 @@
 //! our I/O modes, warm and cold; the same updates in one process, ours
 //! beside librrd; the creates, the mode table, the 2007 figures and the
 //! physical limits. Every loop's final file must be byte-identical to
-//! rrdtool's, every `updatev` output equal to rrdtool's.
-//!
-//! The cells are data (`CELLS`: a level and a cache state, the level naming
-//! its tools): one loop runner, one summary and one table builder per table
-//! shape serve them all, and the report is a [`Report`] model.
+//! rrdtool's, every `updatev` output equal to rrdtool's. The cells are data
+//! (`CELLS`) run by one loop runner on [`schedule::rotate`]; the report is
+//! a [`Report`] model whose prose lives in `text/rrd-report.md`.
 
 use std::cell::RefCell;
 use std::fs::{self, File};
@@ -26,50 +24,16 @@ use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::pagecache;
 use super::proc::{Cmd, Output, shell_quote, tail};
-use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
 use super::schedule::{self, CacheState, Pair, Side};
 use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{self, TraceInfo, Traces};
-use super::units::{human_size, utc_human};
+use super::units::{human_size, ranges, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, output, path_arg};
 use CacheState::{Cold, Warm};
 
 /// Long help of `cargo xtask bench rrd`.
-pub const HELP: &str = "\
-The seed experiment re-run, timed by xtask, from a starting file made once by
-`peers/rrd/peer gen FILE --shape big --seed 1` (1,794,048 bytes, 2 DS; cached
-in target/bench/files/):
-  create   the seed's create and shape big's, ours vs rrdtool, alternated;
-           the two files must dump identically.
-  updatev  N separate processes per loop, 3 samples each (the stream of
-           `peers/rrd/peer bench-updatev`), every loop on a fresh copy:
-           rrdtool updatev and `mapwise rrd updatev --io M` for M = mmap,
-           mmap-2pages, fd, direct, the starting tool rotating round by
-           round; warm (the copy read once) and cold (fsync and
-           posix_fadvise(DONTNEED) before every call, untimed, and the pages
-           each call pulls in counted); also on the seed's own 1912-byte
-           file (rrdtool vs ours mmap, warm).
-  floor    `rrdtool last` vs `mapwise rrd last`: start-up, open, header.
-  peer     `peers/rrd/peer bench-updatev COPY N --in-place --json`, warm and
-           cold: the peer timing rrdtool itself on the same stream.
-  inproc   the same updates in one process: `mapwise rrd bench-inproc`
-           beside `peers/rrd/peer bench-inproc` (librrd's rrd_update_r),
-           warm and cold; then warm with ours through one kept handle.
-Every final file must equal rrdtool's and every updatev output rrdtool's
-(exit status 1 otherwise); the calls are written beside the report as
-calls.txt. Refuses to start while RRDCACHED_ADDRESS is set. Verdicts:
-process level ours ≤ 0.5× rrdtool's total; in-process ≥ 1.5× librrd's
-updates/s warm and ≤ 1.0× its time cold, both by one I/O mode; and whether
-the mode table shows the seed's finding (direct ≥ 2× mmap, fd within
-0.8–1.25× of mmap), and why not. Every timed loop is traced
-(traces/<cell>-<tool>-<round>.trace); charts of the ratios and of the cold
-loops' residency; the figures published in 2007; the physical limits.
-
-  cargo xtask bench rrd [--quick | --full | --tiny] [--calls N] [--runs 5]
-                        [--inproc-runs N] [--warmup 1] [--out DIR]
-  --quick (default): 200 calls per loop; --full: the seed's 1000; --tiny:
-  shape gauge (9,152 bytes), 5 calls, 1 in-process round, no warm-up.
-  --inproc-runs: rounds of the in-process cells [default: 4 × --runs].";
+pub const HELP: &str = include_str!("text/rrd-help.txt").trim_ascii_end();
 
 /// Samples per `updatev` call.
 const PER_CALL: usize = 3;
@@ -77,24 +41,16 @@ const PER_CALL: usize = 3;
 const STREAM_SEED: u64 = 0;
 /// The starting file's seed (`peers/rrd/peer gen --seed`).
 const BIG_SEED: u64 = 1;
-/// Targets: process level ours ≤ this × rrdtool's total; in-process warm
-/// ≥ this × librrd's updates/s; in-process cold ≤ this × librrd's time.
+/// Targets: process level ours ≤ × rrdtool's total; in-process warm ≥ × librrd's
+/// updates/s, cold ≤ × its time.
 const TARGETS: [f64; 3] = [0.5, 1.5, 1.0];
-/// The seed's finding: direct ≥ this × mmap ("far slower"), fd/mmap inside
-/// this range ("close").
+/// The seed's finding: direct ≥ this × mmap ("far slower")…
 const FAR_SLOWER: f64 = 2.0;
+/// …and fd/mmap inside this range ("close").
 const CLOSE: (f64, f64) = (0.8, 1.25);
 /// The seed's create arguments (`peers/rrd/peer seed-create`).
 const SEED_CREATE: &str =
     "-s 86400 -b 962496000 DS:ds0:GAUGE:86400:U:U RRA:AVERAGE:.5:1:10 RRA:HWPREDICT:10:.5:.1:2";
-/// The figures published for the seed's work in 2007 (source | what |
-/// figure), each with where it was read; rrdtool 1.2 is not run here.
-const PUBLISHED: &str = "\
-rrd-developers, \"mmap considerations\", 13 Jun 2007 (Tobias Oetiker)|updates/s with the files cached: 1.2.24dev → the mmap code|≈ 12 000 → ≈ 20 000
-the same thread (Bernhard Fischer)|update speed-up of the mmap code over 1.2|≈ 80 %, worst case ≈ 30 %
-RRDtool 1.3 wiki page, entry of 2007-06-14 (Core Duo ThinkPad)|updates/s in memory: 1.2 → 1.3 (mmap)|12 000 → 22 000
-the same page (5400 rpm laptop disk)|RRD updates/s once the disk is involved, 1.2 and 1.3 alike|≈ 250
-the same page|RRD files the page cache holds at once, 1.3 against 1.2|3–5× as many";
 
 /// `bench rrd` options.
 #[derive(Debug, clap::Args)]
@@ -120,9 +76,6 @@ pub struct Args {
     pub(super) common: CommonArgs,
 }
 
-// ---------------------------------------------------------------------
-// The cells, as data.
-
 /// Who runs a loop: rrdtool (librrd in-process) or ours in one I/O mode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -141,32 +94,27 @@ const TOOLS: [Tool; 5] = [Rrdtool, Mmap, Mmap2Pages, Fd, Direct];
 const MODES: [Tool; 4] = [Mmap, Mmap2Pages, Fd, Direct];
 
 impl Tool {
-    /// Our `--io` value.
+    /// Our `--io` value (none for rrdtool).
     fn io(self) -> Option<&'static str> {
         [None, Some("mmap"), Some("mmap-2pages"), Some("fd"), Some("direct")][self as usize]
     }
 
-    /// Directory, trace side: the mode, `rrdtool`, or `librrd` in-process.
+    /// Directory and trace side: the mode, `rrdtool`, or `librrd` in-process.
     fn key(self, inproc: bool) -> &'static str {
         self.io().unwrap_or(["rrdtool", "librrd"][usize::from(inproc)])
     }
 
     /// For tables: `rrdtool`, `librrd`, `ours fd`.
     fn label(self, inproc: bool) -> String {
-        let ours = self.io().map(|m| format!("ours {m}"));
-        ours.unwrap_or_else(|| self.key(inproc).to_owned())
+        self.io().map_or_else(|| self.key(inproc).to_owned(), |m| format!("ours {m}"))
     }
 
-    /// Its rows' role in a comparison.
     fn role(self) -> Role {
-        [Role::Peer, Role::Ours][usize::from(self != Rrdtool)]
+        if self == Rrdtool { Role::Peer } else { Role::Ours }
     }
 }
 
-/// What a cell measures: N `updatev` processes into the starting file or
-/// the seed's, or N update calls in one process, opening the file per call
-/// or through one kept `rrd::Rrd` handle (librrd: still `rrd_update_r` per
-/// call, its only entry point).
+/// What a cell measures: `updatev` processes (on the big or the seed's file) or in-process calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 enum Level {
@@ -177,8 +125,7 @@ enum Level {
 }
 use Level::{Inproc, InprocHandle, Process, SeedFile};
 
-/// Every cell, in the order they run. The kept handle is warm only: it
-/// keeps the file open, and so mapped and partly resident.
+/// Every cell, in order; the kept handle is warm only (it keeps the file open, mapped).
 const CELLS: [(Level, CacheState); 6] = [
     (Process, Warm),
     (Process, Cold),
@@ -207,19 +154,15 @@ impl Level {
             ["in-process, kept handle", "in-process handle", "kept handle"],
         ][self as usize]
     }
+
+    /// The trace cell with `cache`: `process cold`, …
+    fn trace_cell(self, cache: CacheState) -> String {
+        format!("{} {}", self.names()[1], cache.name())
+    }
 }
 
-/// The trace cell of a level and cache state: `process cold`, …
-fn trace_cell(level: Level, cache: CacheState) -> String {
-    format!("{} {}", level.names()[1], cache.name())
-}
-
-// ---------------------------------------------------------------------
-// Peer output and the sample stream (pure).
-
-/// The arguments of `calls` update calls as `peers/rrd/peer bench-updatev`
-/// makes them: [`PER_CALL`] samples per call, each `TIME:V1:V2…` one `step`
-/// after the previous (the first one step after `last_up`), every value
+/// The calls `peers/rrd/peer bench-updatev` makes: [`PER_CALL`] samples per
+/// call, `TIME:V1:V2…`, one `step` apart from `last_up` on, every value
 /// `%.3f` of u·1000 drawn from splitmix64(`seed`), DS by DS.
 fn sample_stream(last_up: i64, step: u64, ds: usize, calls: usize, seed: u64) -> Vec<Vec<String>> {
     let mut r = SplitMix64::new(seed);
@@ -233,8 +176,7 @@ fn sample_stream(last_up: i64, step: u64, ds: usize, calls: usize, seed: u64) ->
     (0..calls).map(call).collect()
 }
 
-/// The create arguments of shape `name` in `peers/rrd/peer shapes` output
-/// (`name  description` then `rrdtool create NAME.rrd ARGS…`).
+/// The create arguments of shape `name` in `peers/rrd/peer shapes` output.
 fn shape_args(shapes: &str, name: &str) -> Option<Vec<String>> {
     let mut lines = shapes.lines();
     lines.find(|l| l.split_whitespace().next() == Some(name))?;
@@ -243,18 +185,15 @@ fn shape_args(shapes: &str, name: &str) -> Option<Vec<String>> {
 }
 
 /// The system calls of an `strace` log that act on the file `name`: its
-/// `open`/`openat`, every call on a descriptor of it (duplicates made with
-/// `fcntl(F_DUPFD…)` and second opens included, until closed), `mmap` of
-/// such a descriptor, and calls on an address inside such a mapping
-/// (`madvise`, `process_madvise`, `msync`, `munmap`), in order.
+/// opens, calls on its descriptors (`F_DUPFD` copies and second opens
+/// included, until closed), `mmap` of them, and calls on an address inside
+/// such a mapping (`madvise`, `process_madvise`, `msync`, `munmap`).
 fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
     let quoted = format!("\"{name}\"");
     let hex = |t: &str| u64::from_str_radix(t.trim().strip_prefix("0x")?, 16).ok();
     let (mut fds, mut maps, mut out) = (Vec::<i64>::new(), Vec::<(u64, u64)>::new(), Vec::new());
     for line in trace.lines() {
-        let Some((call, args)) = line.split_once('(') else {
-            continue;
-        };
+        let Some((call, args)) = line.split_once('(') else { continue };
         if call.is_empty() || !call.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             continue;
         }
@@ -273,8 +212,8 @@ fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
             fds.retain(|&f| call != "close" || f != fd);
             true
         } else if call == "mmap" {
-            let on = parts.get(4).and_then(|f| f.parse().ok());
-            let on_file = on.is_some_and(|f| fds.contains(&f));
+            let on_file =
+                parts.get(4).and_then(|f| f.parse().ok()).is_some_and(|f| fds.contains(&f));
             let len = parts.get(1).and_then(|l| l.parse().ok());
             if let (true, Some(len), Some(addr)) = (on_file, len, result.and_then(hex)) {
                 maps.push((addr, len));
@@ -297,9 +236,7 @@ fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
     out
 }
 
-/// Whether one setting shows the seed's finding: direct / mmap and fd /
-/// mmap (medians of per-round ratios), direct ≥ [`FAR_SLOWER`] × mmap, fd
-/// within [`CLOSE`] of mmap.
+/// Whether one setting shows the seed's finding (medians of per-round ratios).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 struct Finding {
     direct_vs_mmap: Option<f64>,
@@ -321,12 +258,7 @@ impl Finding {
     }
 }
 
-// ---------------------------------------------------------------------
-// Child processes and files.
-
-/// A command ([`Cmd`]) and the directory it runs in, with the peer's
-/// environment (TZ=UTC LC_ALL=C LANG=C; [`run`] refuses to start with
-/// RRDCACHED_ADDRESS set, so no child sees it).
+/// A command in its directory, with the peer's environment (TZ=UTC LC_ALL=C LANG=C).
 #[derive(Clone, Debug)]
 struct Run(Cmd, PathBuf);
 
@@ -377,17 +309,19 @@ fn count(pages: &[u32]) -> u32 {
     u32::try_from(pages.len()).unwrap_or(u32::MAX)
 }
 
-/// A fresh copy of `start` at `dst`, fsynced (so no writeback of the copy
-/// runs during the loop) and read once (cached).
-fn fresh_copy(start: &Path, dst: &Path) -> Result<()> {
+/// A fresh copy of `start` at `dst`, fsynced (no writeback during the loop), read, cold: evicted.
+fn fresh_copy(start: &Path, dst: &Path, cache: CacheState) -> Result<()> {
     fs::create_dir_all(dst.parent().unwrap_or(Path::new(".")))?;
     fs::copy(start, dst).with_context(|| format!("cannot copy {}", start.display()))?;
     File::open(dst)?.sync_all()?;
-    pagecache::read_whole(dst, false).map(drop)
+    pagecache::read_whole(dst, false)?;
+    if cache == Cold {
+        pagecache::evict(dst)?; // the trace starts where every call does
+    }
+    Ok(())
 }
 
-/// Where the peer's librrd driver makes its copy: `TMPDIR/rrd-bench-*/NAME`
-/// (Python's `mkdtemp`), the first such file under `dir`.
+/// Where the peer's librrd driver copies the file: `dir/rrd-bench-*/NAME` (Python's `mkdtemp`).
 fn find_librrd_copy(dir: &Path, name: &str) -> Option<PathBuf> {
     fs::read_dir(dir).ok()?.flatten().find_map(|e| {
         let p = e.path().join(name);
@@ -396,12 +330,7 @@ fn find_librrd_copy(dir: &Path, name: &str) -> Option<PathBuf> {
     })
 }
 
-// ---------------------------------------------------------------------
-// Loops.
-
-/// A starting file, the name of its copies, the calls made on it, and
-/// rrdtool's results for them (its untimed loop's outputs and final
-/// bytes; empty while that loop runs): what every other loop must match.
+/// A starting file, its copies' name, the calls, and rrdtool's outputs and final bytes for them.
 struct Input {
     path: PathBuf,
     name: &'static str,
@@ -409,14 +338,8 @@ struct Input {
     reference: (Vec<String>, Vec<u8>),
 }
 
-/// One loop of one tool. Times in seconds; `total_s` sums the timed calls
-/// (process level: spawn to exit; in-process: as the driver times them),
-/// `wall_s` is the whole loop as xtask saw it. Cold process loops record
-/// each call's untimed eviction and the resident pages before and after
-/// it (and which after the first); warm ones the pages after the loop.
-/// `file_identical`: the final file is rrdtool's (not checked for librrd,
-/// whose driver deletes its copy); `driver`: what an in-process driver
-/// printed.
+/// One loop of one tool: `total_s` sums the timed calls, `wall_s` is the loop as xtask saw it;
+/// pages per call when cold, after the loop when warm (librrd's final file is not checked).
 #[derive(Debug, Default, Serialize)]
 struct LoopResult {
     tool: Tool,
@@ -433,10 +356,11 @@ struct LoopResult {
     problem: Option<String>,
     file_identical: Option<bool>,
     driver: Option<Driver>,
+    #[serde(skip)]
+    outputs: Vec<String>,
 }
 
-/// What an in-process driver prints (`--json`; ours also its getrusage
-/// over the loop, cold evictions included).
+/// What an in-process driver prints (`--json`; ours also its getrusage over the loop).
 #[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default)]
 struct Driver {
@@ -455,6 +379,19 @@ impl LoopResult {
     fn ok(&self) -> bool {
         self.failures == 0 && self.output_mismatches == 0 && self.file_identical != Some(false)
     }
+
+    /// Counts call `call`'s failure or an output unlike `want` (rrdtool's).
+    fn check(&mut self, call: usize, out: &Output, want: Option<&str>) {
+        if !out.success || !out.stdout.starts_with("return_value = 0\n") {
+            self.failures += 1;
+            let said = tail(&format!("{}{}", out.stdout, out.stderr), 3);
+            self.problem.get_or_insert(format!("call {call}: {} — {said}", out.status));
+        } else if let Some(want) = want.filter(|w| *w != out.stdout) {
+            self.output_mismatches += 1;
+            let at = out.stdout.lines().zip(want.lines()).position(|(a, b)| a != b);
+            self.problem.get_or_insert(format!("call {call}: not rrdtool's output, line {at:?}"));
+        }
+    }
 }
 
 /// Where a timed loop's trace is kept: its cell and round.
@@ -463,8 +400,7 @@ type TraceAt = (String, usize);
 /// Each tool's system calls on the file in one traced call.
 type Syscalls = Vec<(Tool, Vec<String>)>;
 
-/// What every loop shares; `scratch` is where the recorder writes a trace
-/// before it is read back.
+/// What every loop shares; `scratch` is where the recorder writes a trace.
 struct Ctx<'a> {
     root: PathBuf,
     mapwise: PathBuf,
@@ -485,14 +421,17 @@ impl Ctx<'_> {
         f: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
         let Some((cell, run)) = at else { return f() };
-        let mut traces = self.traces.borrow_mut();
-        traces.record(&self.scratch, file, cell, side, *run, f)
+        self.traces.borrow_mut().record(&self.scratch, file, cell, side, *run, f)
     }
 
     /// `target/release/mapwise` as seen from `cwd`.
     fn ours(&self, cwd: &Path) -> Run {
         let abs = std::path::absolute(&self.mapwise).unwrap_or_else(|_| self.mapwise.clone());
         Run::new(abs, &relative(&self.mapwise, &self.root, cwd), cwd)
+    }
+
+    fn peer(&self) -> Run {
+        Run::new(&self.oracle, &self.oracle, &self.root)
     }
 
     fn rel(&self, p: &Path) -> String {
@@ -520,22 +459,19 @@ impl Ctx<'_> {
     fn inproc(&self, tool: Tool, start: &Path, n: usize, cache: CacheState, handle: bool) -> Run {
         let cold = (cache == Cold).then_some("--cold");
         let Some(m) = tool.io() else {
-            let r = Run::new(&self.oracle, &self.oracle, &self.root);
+            let r = self.peer();
             let r = Run(r.0.env("TMPDIR", self.rel(&self.work.join("librrd-tmp"))), r.1);
             let args = ["bench-inproc".to_owned(), self.rel(start), n.to_string()];
             return r.args(args).args(["--json"]).args(cold);
         };
-        let file = self.rel(&self.inproc_file(m, handle));
-        let calls = self.rel(&self.work.join("calls.txt"));
-        let run = self.ours(&self.root).args(["rrd", "bench-inproc", &file]);
-        let run = run.args(["--calls", &calls, "--io", m]).args(cold);
+        let (file, calls) = (self.inproc_file(m, handle), self.work.join("calls.txt"));
+        let run = self.ours(&self.root).args(["rrd", "bench-inproc", &self.rel(&file)]);
+        let run = run.args(["--calls", &self.rel(&calls), "--io", m]).args(cold);
         run.args(handle.then_some("--handle"))
     }
 }
 
-/// One process-level loop: a fresh copy of `inp` in `work/<dir>`, then one
-/// `updatev` process per call, each checked against the reference (none
-/// while the reference loop runs: then its outputs are returned).
+/// One process-level loop in `work/<dir>`: one `updatev` per call, checked against rrdtool's.
 fn process_loop(
     x: &Ctx<'_>,
     tool: Tool,
@@ -543,15 +479,11 @@ fn process_loop(
     inp: &Input,
     cache: CacheState,
     at: Option<&TraceAt>,
-) -> Result<(LoopResult, Vec<String>)> {
-    let cwd = x.work.join(dir);
-    let (file, cold) = (cwd.join(inp.name), cache == Cold);
-    fresh_copy(&inp.path, &file)?;
-    if cold {
-        pagecache::evict(&file)?; // the trace starts where every call does
-    }
+) -> Result<LoopResult> {
+    let (cwd, cold) = (x.work.join(dir), cache == Cold);
+    let file = cwd.join(inp.name);
+    fresh_copy(&inp.path, &file, cache)?;
     let mut l = LoopResult { tool, ..LoopResult::default() };
-    let mut outputs = Vec::new();
     let reference = (!inp.reference.0.is_empty()).then_some(&inp.reference);
     x.record(&file, at, tool.key(false), || {
         let start = Instant::now();
@@ -569,22 +501,10 @@ fn process_loop(
                 l.pages_after.push(count(&pages));
                 l.first_call_pages.get_or_insert(pages);
             }
-            let want = reference.map(|r| r.0.get(i).map_or("", String::as_str));
-            let (call, status) = (i + 1, &out.status);
-            if !out.success || !out.stdout.starts_with("return_value = 0\n") {
-                l.failures += 1;
-                let said = tail(&format!("{}{}", out.stdout, out.stderr), 3);
-                l.problem.get_or_insert(format!("call {call}: {status} — {said}"));
-            } else if let Some(want) = want.filter(|w| *w != out.stdout) {
-                l.output_mismatches += 1;
-                let at = out.stdout.lines().zip(want.lines()).position(|(a, b)| a != b);
-                l.problem.get_or_insert(format!("call {call}: not rrdtool's output, line {at:?}"));
-            }
-            if want.is_none() {
-                outputs.push(out.stdout);
-            }
+            l.check(i + 1, &out, reference.map(|r| r.0.get(i).map_or("", String::as_str)));
+            l.outputs.push(out.stdout);
             if i % 50 == 49 {
-                x.progress.set(format!("{dir} {}: call {call}", cache.name()));
+                x.progress.set(format!("{dir} {}: call {}", cache.name(), i + 1));
             }
         }
         l.wall_s = start.elapsed().as_secs_f64();
@@ -599,12 +519,10 @@ fn process_loop(
     if let Some((_, bytes)) = reference {
         l.file_identical = Some(fs::read(&file)? == *bytes);
     }
-    Ok((l, outputs))
+    Ok(l)
 }
 
-/// One in-process loop; `handle`: ours through one kept handle. Traced:
-/// ours' copy (made here) from the driver's start; librrd's (made by the
-/// peer in its own temporary directory) from the moment it appears.
+/// One in-process loop, traced on ours' copy, or on librrd's from the moment it appears.
 fn inproc_loop(
     x: &Ctx<'_>,
     tool: Tool,
@@ -616,10 +534,7 @@ fn inproc_loop(
     let run = x.inproc(tool, &inp.path, inp.calls.len(), cache, handle);
     let ours = tool.io().map(|m| x.inproc_file(m, handle));
     let out = if let Some(f) = &ours {
-        fresh_copy(&inp.path, f)?;
-        if cache == Cold {
-            pagecache::evict(f)?; // as the driver leaves it before every call
-        }
+        fresh_copy(&inp.path, f, cache)?; // cold: as the driver leaves it before every call
         x.record(f, at, tool.key(true), || run.output())?
     } else {
         let (tmp, name) = (x.work.join("librrd-tmp"), file_name(&inp.path));
@@ -650,7 +565,6 @@ fn inproc_loop(
     let why = d.first_error.clone().unwrap_or_else(|| tail(&out.stderr, 3));
     let problem = (failures > 0).then(|| format!("{}: {failures} failed calls; {why}", out.status));
     let same = |f: &PathBuf| fs::read(f).map(|b| b == inp.reference.1);
-    let file_identical = ours.as_ref().map(same).transpose()?;
     let median = Summary::of(&d.times_s).map(|s| s.median);
     Ok(LoopResult {
         tool,
@@ -661,17 +575,13 @@ fn inproc_loop(
         pages_after: d.resident_pages_after.clone(),
         failures,
         problem,
-        file_identical,
+        file_identical: ours.as_ref().map(same).transpose()?,
         driver: Some(d),
         ..LoopResult::default()
     })
 }
 
-// ---------------------------------------------------------------------
-// Cells.
-
-/// One round: every tool's loop, in the cell's tool order, and the order
-/// they ran in.
+/// One round: every tool's loop (in the cell's tool order) and the order they ran in.
 #[derive(Debug, Serialize)]
 struct Round {
     round: usize,
@@ -679,12 +589,7 @@ struct Round {
     loops: Vec<LoopResult>,
 }
 
-/// A tool's figures over a cell's timed rounds. Ratios are round by round:
-/// `vs_reference` total / rrdtool's (or librrd's), `speedup` its inverse,
-/// `median_vs_reference` of the median calls, `vs_mmap` total / ours mmap's.
-/// Pages are medians per loop (cold: after each call; warm: after the
-/// loop); `first_call_pages` those the first timed cold call left;
-/// `faults_per_call` ours' minor faults in-process.
+/// A tool's figures over a cell's timed rounds; ratios of totals (or median calls), round by round.
 #[derive(Debug, Serialize)]
 struct ToolSummary {
     tool: Tool,
@@ -702,8 +607,7 @@ struct ToolSummary {
 
 impl ToolSummary {
     /// In-process ratios as the targets read them, and the same of the
-    /// median calls: warm librrd's time / ours (a speed-up), cold ours /
-    /// librrd's.
+    /// median calls: warm librrd's / ours (a speed-up), cold ours / librrd's.
     fn against(&self, cache: CacheState) -> (Option<Summary>, Option<f64>) {
         let m = self.median_vs_reference.map(|m| m.median);
         match cache {
@@ -729,7 +633,7 @@ impl Cell {
         let loops = rounds.flat_map(|r| r.loops.iter().map(move |l| (r.round, l)));
         loops.filter(|(_, l)| !l.ok()).map(|(round, l)| {
             let differs =
-                ["", " (final file differs)"][usize::from(l.file_identical == Some(false))];
+                if l.file_identical == Some(false) { " (final file differs)" } else { "" };
             let (name, cache, tool) = (self.level.names()[0], self.cache.name(), l.tool.key(false));
             let why = l.problem.as_deref().unwrap_or_default();
             format!("{name} {cache} round {round}, {tool}: {why}{differs}")
@@ -737,25 +641,21 @@ impl Cell {
     }
 }
 
-/// Runs cell (`level`, `cache`): `rounds[0]` untimed rounds, then
-/// `rounds[1]` timed ones, each running every tool's loop once, the
-/// starting tool rotating ([`schedule::rotate`]); timed loops are traced.
+/// Runs a cell: `rounds[0]` untimed rounds, then `rounds[1]` timed (and traced) ones.
 fn run_cell(
     x: &Ctx<'_>,
     (level, cache): (Level, CacheState),
     rounds: [usize; 2],
-    inputs: [&Input; 2],
+    [big, seed]: [&Input; 2],
 ) -> Result<Cell> {
     let tools = level.tools();
     let one = |tool: Tool, round: Option<usize>| {
-        let at = round.map(|r| (trace_cell(level, cache), r));
+        let at = round.map(|r| (level.trace_cell(cache), r));
         let (key, at) = (tool.key(false), at.as_ref());
         match level {
-            Process => process_loop(x, tool, key, inputs[0], cache, at).map(|l| l.0),
-            SeedFile => {
-                process_loop(x, tool, &format!("seed-{key}"), inputs[1], cache, at).map(|l| l.0)
-            }
-            _ => inproc_loop(x, tool, inputs[0], cache, level == InprocHandle, at),
+            Process => process_loop(x, tool, key, big, cache, at),
+            SeedFile => process_loop(x, tool, &format!("seed-{key}"), seed, cache, at),
+            _ => inproc_loop(x, tool, big, cache, level == InprocHandle, at),
         }
     };
     let what = format!("{} {}", level.names()[0], cache.name());
@@ -767,15 +667,16 @@ fn run_cell(
         let timed = name == "round";
         let loops =
             |i: usize, r, ()| one(tools[i], timed.then_some(r)).inspect(|_| x.progress.inc());
+        let rounds = schedule::rotate(tools.len(), n, before, loops)?;
         let order = |r: &schedule::Round<_>| r.order.iter().map(|&i| tools[i]).collect();
-        let round =
-            |r: schedule::Round<_>| Round { round: r.round, order: order(&r), loops: r.results };
-        Ok(schedule::rotate(tools.len(), n, before, loops)?.into_iter().map(round).collect())
+        Ok(rounds
+            .into_iter()
+            .map(|r| Round { round: r.round, order: order(&r), loops: r.results })
+            .collect())
     };
     let (warmup, rounds) = (phase("warm-up", rounds[0])?, phase("round", rounds[1])?);
     let summary = tools.iter().map(|&t| summarize(t, &rounds)).collect();
-    let calls = inputs[0].calls.len();
-    Ok(Cell { level, cache, calls, warmup, rounds, summary })
+    Ok(Cell { level, cache, calls: big.calls.len(), warmup, rounds, summary })
 }
 
 /// `t`'s figures over `rounds`.
@@ -811,9 +712,6 @@ fn summarize(t: Tool, rounds: &[Round]) -> ToolSummary {
     }
 }
 
-// ---------------------------------------------------------------------
-// Creates, floor, strace, the starting files.
-
 /// Alternated runs of ours and rrdtool (process wall times, seconds).
 #[derive(Debug, Serialize)]
 struct Timed {
@@ -825,6 +723,7 @@ struct Timed {
     ratio: Option<Summary>,
 }
 
+/// `runs` pairs of `a` (ours) and `b` (rrdtool), `before(side)` before each run.
 fn time_pairs(
     x: &Ctx<'_>,
     runs: usize,
@@ -844,8 +743,7 @@ fn time_pairs(
     Ok(Timed { ours_cmd, rrdtool_cmd, pairs, ours, rrdtool, ratio })
 }
 
-/// One create, timed, with whether `rrdtool dump` of both files agrees and
-/// how many bytes differ (the random row pointers).
+/// One create, timed, whether both files dump alike, and how many bytes differ.
 #[derive(Debug, Serialize)]
 struct CreateCell {
     what: String,
@@ -872,23 +770,26 @@ fn create_cell(
         let _ = fs::create_dir_all(dir).and_then(|()| fs::remove_file(dir.join(&file)));
     };
     let timed = time_pairs(x, runs, [&ours, &theirs], before)?;
-    let dump = |d: &Path| Ok::<_, anyhow::Error>(rrdtool(d).args(["dump", &file]).run()?.stdout);
-    let dumps_identical = dump(&dirs[0])? == dump(&dirs[1])?;
+    let dumps_identical = dump(&dirs[0], &file)? == dump(&dirs[1], &file)?;
     let [a, b] = [fs::read(dirs[0].join(&file))?, fs::read(dirs[1].join(&file))?];
     let differing = a.iter().zip(&b).filter(|(p, q)| p != q).count();
     let (bytes_differing, file_bytes) = (differing + a.len().abs_diff(b.len()), b.len() as u64);
     Ok(CreateCell { what, args, timed, dumps_identical, bytes_differing, file_bytes })
 }
 
-/// One call of every tool under strace (untimed, on a fresh copy): the
-/// system calls on the file; `None` without strace.
+/// `rrdtool dump` of `file` in `dir`.
+fn dump(dir: &Path, file: &str) -> Result<String> {
+    Ok(rrdtool(dir).args(["dump", file]).run()?.stdout)
+}
+
+/// Each tool's system calls on the file in one call under strace (`None` without strace).
 fn trace_calls(x: &Ctx<'_>, start: &Path, args: &[String]) -> Result<Option<Syscalls>> {
     if machine::first_line_of("strace", &["-V"]).is_none() {
         return Ok(None);
     }
     let one = |tool: Tool| {
         let dir = x.work.join(format!("trace-{}", tool.key(false)));
-        fresh_copy(start, &dir.join("big.rrd"))?;
+        fresh_copy(start, &dir.join("big.rrd"), Warm)?;
         let (log, call) = (dir.join("strace.txt"), x.updatev(tool, &dir, "big.rrd", args));
         let strace = ["-o".to_owned(), path_arg(&log), call.0.program().to_owned()];
         let strace = Run::new("strace", "strace", &dir).args(strace);
@@ -898,9 +799,7 @@ fn trace_calls(x: &Ctx<'_>, start: &Path, args: &[String]) -> Result<Option<Sysc
     TOOLS.into_iter().map(one).collect::<Result<_>>().map(Some)
 }
 
-/// A starting file and its header, as core's RRD parser reads it; how it
-/// was made and in how many seconds (`None`: cached, or made above), and
-/// whether `rrdtool last` agrees with the decoded last update.
+/// A starting file, its header as core reads it, how it was made, whether `rrdtool last` agrees.
 #[derive(Debug, Serialize)]
 struct StartFile {
     path: String,
@@ -916,60 +815,57 @@ struct StartFile {
     last_checked: bool,
 }
 
-/// The starting file of `shape` (seed [`BIG_SEED`]), cached as
-/// `target/bench/files/rrd-<shape>-seed<S>.rrd`: made by the peer when
-/// missing.
-fn ensure_start(
-    ws: &Workspace,
-    oracle: &str,
-    shape: &str,
-    progress: &Progress,
-) -> Result<StartFile> {
-    let files = ws.bench_dir().join("files");
-    let path = files.join(format!("rrd-{shape}-seed{BIG_SEED}.rrd"));
-    let how = format!("{oracle} gen {} --shape {shape} --seed {BIG_SEED}", path_arg(&path));
-    if path.is_file() {
-        return describe_start(&path, how + " (cached)", None);
+impl StartFile {
+    /// The starting file of `shape` (seed [`BIG_SEED`]), cached as
+    /// `target/bench/files/rrd-<shape>-seed<S>.rrd`: made by the peer when missing.
+    fn ensure(x: &Ctx<'_>, ws: &Workspace, shape: &str) -> Result<StartFile> {
+        let files = ws.bench_dir().join("files");
+        let path = files.join(format!("rrd-{shape}-seed{BIG_SEED}.rrd"));
+        let how = format!("{} gen {} --shape {shape} --seed {BIG_SEED}", x.oracle, path_arg(&path));
+        if path.is_file() {
+            return Self::describe(&path, how + " (cached)", None);
+        }
+        x.progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
+        fs::create_dir_all(&files)?;
+        let tmp =
+            output::TempPath::new(files.join(format!(".rrd-{shape}.{}.tmp", std::process::id())));
+        let make = x.peer().args(["gen".to_owned(), path_arg(tmp.path())]);
+        let secs = make.args(["--shape", shape, "--seed", &BIG_SEED.to_string()]).run()?.wall_s;
+        interrupt::check()?;
+        fs::rename(tmp.path(), &path)?;
+        let _ = tmp.keep();
+        Self::describe(&path, format!("{how} (now, {})", fmt_secs(secs)), Some(secs))
     }
-    progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
-    fs::create_dir_all(&files)?;
-    let tmp = output::TempPath::new(files.join(format!(".rrd-{shape}.{}.tmp", std::process::id())));
-    let make = Run::new(oracle, oracle, &ws.root).args(["gen".to_owned(), path_arg(tmp.path())]);
-    let secs = make.args(["--shape", shape, "--seed", &BIG_SEED.to_string()]).run()?.wall_s;
-    interrupt::check()?;
-    fs::rename(tmp.path(), &path)?;
-    let _ = tmp.keep();
-    describe_start(&path, format!("{how} (now, {})", fmt_secs(secs)), Some(secs))
+
+    fn describe(path: &Path, made: String, made_s: Option<f64>) -> Result<StartFile> {
+        let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let h = Header::parse(bytes.as_slice()).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let (g, len, last_up) = (h.geometry(), bytes.len() as u64, h.last_up());
+        ensure!(
+            g.file_len == len,
+            "{}: {len} bytes, the header says {}",
+            path.display(),
+            g.file_len
+        );
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let last = rrdtool(dir).args(["last".to_owned(), file_name(path)]).run()?;
+        Ok(StartFile {
+            path: path_arg(path),
+            bytes: len,
+            pages: len.div_ceil(4096),
+            ds_cnt: h.ds_cnt(),
+            rra_cnt: h.rra_cnt(),
+            step: h.pdp_step(),
+            last_up,
+            header_len: g.header_len,
+            made,
+            made_s,
+            last_checked: last.stdout.trim() == last_up.to_string(),
+        })
+    }
 }
 
-fn describe_start(path: &Path, made: String, made_s: Option<f64>) -> Result<StartFile> {
-    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let h = Header::parse(bytes.as_slice()).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    let (g, len, last_up) = (h.geometry(), bytes.len() as u64, h.last_up());
-    ensure!(g.file_len == len, "{}: {len} bytes, the header says {}", path.display(), g.file_len);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let last = rrdtool(dir).args(["last".to_owned(), file_name(path)]).run()?;
-    Ok(StartFile {
-        path: path_arg(path),
-        bytes: len,
-        pages: len.div_ceil(4096),
-        ds_cnt: h.ds_cnt(),
-        rra_cnt: h.rra_cnt(),
-        step: h.pdp_step(),
-        last_up,
-        header_len: g.header_len,
-        made,
-        made_s,
-        last_checked: last.stdout.trim() == last_up.to_string(),
-    })
-}
-
-// ---------------------------------------------------------------------
-// The bench.
-
-/// Everything measured, as results.json holds it (with the report).
-/// `oracle_runs`: what `peers/rrd/peer bench-updatev --json` printed, and
-/// whether its final file is xtask's rrdtool result (the same stream).
+/// Everything measured, as results.json holds it (`oracle_runs`: the peer's own rrdtool loops).
 #[derive(Debug, Serialize)]
 struct Results {
     bench: &'static str,
@@ -1058,35 +954,33 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.set("building mapwise (release)");
     build.run(&ws.root).context("cannot build ours")?;
     let oracle = ws.peer("rrd")?; // installs rrdtool when missing
-    let peer = || Run::new(&oracle, &oracle, &ws.root);
-    let shapes = peer().args(["shapes"]).run()?;
-    let version = machine::first_line_of("rrdtool", &["--version"]);
-    let rrdtool_version = version.map(|l| l.split("  ").next().unwrap_or(&l).trim().to_owned());
-    let start = ensure_start(ws, &oracle, shape, &progress)?;
     let root = std::path::absolute(&ws.root)?;
-    let pid = std::process::id();
-    let work = crate::output::TempPath::new(
-        std::path::absolute(ws.bench_dir())?.join(format!(".rrd-work-{pid}")),
+    let work = output::TempPath::new(
+        std::path::absolute(ws.bench_dir())?.join(format!(".rrd-work-{}", std::process::id())),
     );
     let _ = fs::remove_dir_all(work.path());
     fs::create_dir_all(work.path())?;
     let x = Ctx {
         root: root.clone(),
         mapwise: ws.release_bin("mapwise"),
-        oracle: oracle.clone(),
+        oracle,
         work: work.path().to_path_buf(),
         progress: &progress,
         traces: RefCell::default(),
         scratch: ws.bench_dir().join("scratch"),
     };
+    let shapes = x.peer().args(["shapes"]).run()?;
+    let version = machine::first_line_of("rrdtool", &["--version"]);
+    let rrdtool_version = version.map(|l| l.split("  ").next().unwrap_or(&l).trim().to_owned());
+    let start = StartFile::ensure(&x, ws, shape)?;
     // A starting file's input, with its reference: an untimed rrdtool loop.
     let input = |path: PathBuf, name, s: &StartFile| -> Result<Input> {
         let calls = sample_stream(s.last_up, s.step, s.ds_cnt, n, STREAM_SEED);
         let mut inp = Input { path, name, calls, reference: Default::default() };
         let dir = format!("reference-{name}");
-        let (l, outputs) = process_loop(&x, Rrdtool, &dir, &inp, Warm, None)?;
+        let l = process_loop(&x, Rrdtool, &dir, &inp, Warm, None)?;
         ensure!(l.ok(), "rrdtool's reference loop failed: {}", l.problem.unwrap_or_default());
-        inp.reference = (outputs, fs::read(x.work.join(dir).join(name))?);
+        inp.reference = (l.outputs, fs::read(x.work.join(dir).join(name))?);
         Ok(inp)
     };
     let start_path = root.join(&start.path);
@@ -1104,11 +998,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         create_cell(&x, format!("shape {shape}'s create"), shape, shape_create, runs)?,
     ];
     let (oseed, seed_dir) = (x.work.join("oracle-seed"), x.work.join("create-rrdtool-in"));
-    peer().args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))]).run()?;
-    let dump = |d: &Path| Ok::<_, anyhow::Error>(rrdtool(d).args(["dump", "in.rrd"]).run()?.stdout);
-    creates[0].dumps_identical &= dump(&oseed)? == dump(&seed_dir)?;
+    x.peer().args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))]).run()?;
+    creates[0].dumps_identical &= dump(&oseed, "in.rrd")? == dump(&seed_dir, "in.rrd")?;
     let made = "the rrdtool-made file of the seed's create above".to_owned();
-    let seed_start = describe_start(&seed_dir.join("in.rrd"), made, None)?;
+    let seed_start = StartFile::describe(&seed_dir.join("in.rrd"), made, None)?;
     let seed = input(seed_dir.join("in.rrd"), "in.rrd", &seed_start)?;
 
     progress.set("strace of one call per tool");
@@ -1125,8 +1018,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     for cache in [Warm, Cold] {
         progress.set(format!("peers/rrd/peer bench-updatev, {}", cache.name()));
         let copy = x.work.join("oracle-bench").join("big.rrd");
-        fresh_copy(&start_path, &copy)?;
-        let run = peer().args(["bench-updatev".to_owned(), x.rel(&copy), n.to_string()]);
+        fresh_copy(&start_path, &copy, Warm)?;
+        let run = x.peer().args(["bench-updatev".to_owned(), x.rel(&copy), n.to_string()]);
         let run = run.args(["--in-place", "--json"]).args((cache == Cold).then_some("--cold"));
         let j: Value = serde_json::from_str(&run.output()?.stdout).unwrap_or_default();
         oracle_runs.push((cache, run.shell(&root), j, fs::read(&copy)? == big.reference.1));
@@ -1139,36 +1032,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let settings = cells.iter().filter(|c| matches!(c.level, Process | Inproc));
     let findings = settings.map(finding).collect();
 
-    // The commands, with the scratch directory (removed at the end) made
-    // again as `$WORK`, as deep as this run's, so relative paths hold.
-    let (shown, start_rel, out_rel) = (x.rel(&x.work), x.rel(&start_path), x.rel(&out_dir));
-    let handle = |t: &Tool| ["", "handle-"].map(|h| format!("inproc-{h}{}", t.key(false)));
-    let dirs = TOOLS.iter().map(|t| t.key(false).to_owned()).chain(MODES.iter().flat_map(handle));
-    let dirs = dirs.collect::<Vec<_>>().join(" ");
-    let updatev = |t: Tool| x.updatev(t, &x.work.join(t.key(false)), "big.rrd", &big.calls[0]);
-    let inproc = |(t, cache, handle)| x.inproc(t, &start_path, n, cache, handle).shell(&root);
-    let commands: Vec<String> = [
-        format!(
-            "# scratch: a copy of the starting file per loop and the calls (this run used {shown})"
-        ),
-        "WORK=target/bench/.rrd-work".to_owned(),
-        format!(
-            "for d in {dirs}; do mkdir -p \"$WORK/$d\" && cp {start_rel} \"$WORK/$d/big.rrd\"; done"
-        ),
-        format!("mkdir -p \"$WORK/librrd-tmp\" && cp {out_rel}/calls.txt \"$WORK/calls.txt\""),
-        build.shell(),
-        "# process level: one such process per call (cold: xtask evicts the file before each)"
-            .to_owned(),
-    ]
-    .into_iter()
-    .chain(TOOLS.map(|t| updatev(t).shell(&root)))
-    .chain(["# in-process, cold (warm: without --cold)".to_owned()])
-    .chain(TOOLS.map(|t| inproc((t, Cold, false))))
-    .chain(["# in-process, warm, ours through one kept handle".to_owned()])
-    .chain(MODES.map(|t| inproc((t, Warm, true))))
-    .map(|c| c.replace(&format!("{shown}/"), "$WORK/"))
-    .collect();
-
     let mut problems: Vec<String> = cells.iter().flat_map(Cell::problems).collect();
     for c in creates.iter().filter(|c| !c.dumps_identical) {
         problems.push(format!("{}: the dumps of ours and rrdtool's files differ", c.what));
@@ -1176,7 +1039,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     for (cache, _, j, same) in &oracle_runs {
         if !same || j.get("failures").and_then(Value::as_u64) != Some(0) {
             let what =
-                ["its final file is not xtask's rrdtool result", "failures"][usize::from(*same)];
+                if *same { "failures" } else { "its final file is not xtask's rrdtool result" };
             problems.push(format!("peer bench-updatev {}: {what}", cache.name()));
         }
     }
@@ -1196,10 +1059,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         machine: Machine::describe(Path::new(&start.path)),
         rrdtool_version,
         loadavg_end: machine::loadavg(),
+        first_last_call: [0, n - 1].map(|i| big.calls[i].join(" ")),
+        commands: commands(&x, &build, &big, &out_dir),
         start,
         seed_start,
-        first_last_call: [0, n - 1].map(|i| big.calls[i].join(" ")),
-        commands,
         creates,
         floor,
         oracle_runs,
@@ -1227,26 +1090,62 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::FAILURE)
 }
 
-/// The charts: a loop's total, ours / the reference per cell and mode, at
-/// process level and in-process; the resident pages over the first timed
-/// cold process-level loop of each tool.
+/// The commands, the scratch directory made again as `$WORK` (as deep: relative paths hold).
+fn commands(x: &Ctx<'_>, build: &Cmd, big: &Input, out_dir: &Path) -> Vec<String> {
+    let (shown, start) = (x.rel(&x.work), x.rel(&big.path));
+    let handle = |t: &Tool| ["", "handle-"].map(|h| format!("inproc-{h}{}", t.key(false)));
+    let dirs = TOOLS.iter().map(|t| t.key(false).to_owned()).chain(MODES.iter().flat_map(handle));
+    let dirs = dirs.collect::<Vec<_>>().join(" ");
+    let updatev = |t: Tool| x.updatev(t, &x.work.join(t.key(false)), "big.rrd", &big.calls[0]);
+    let n = big.calls.len();
+    let inproc = |t, cache, handle| x.inproc(t, &big.path, n, cache, handle).shell(&x.root);
+    [
+        format!(
+            "# scratch: a copy of the starting file per loop and the calls (this run used {shown})"
+        ),
+        "WORK=target/bench/.rrd-work".to_owned(),
+        format!(
+            "for d in {dirs}; do mkdir -p \"$WORK/$d\" && cp {start} \"$WORK/$d/big.rrd\"; done"
+        ),
+        format!(
+            "mkdir -p \"$WORK/librrd-tmp\" && cp {}/calls.txt \"$WORK/calls.txt\"",
+            x.rel(out_dir)
+        ),
+        build.shell(),
+        "# process level: one such process per call (cold: xtask evicts the file before each)"
+            .to_owned(),
+    ]
+    .into_iter()
+    .chain(TOOLS.map(|t| updatev(t).shell(&x.root)))
+    .chain(["# in-process, cold (warm: without --cold)".to_owned()])
+    .chain(TOOLS.map(|t| inproc(t, Cold, false)))
+    .chain(["# in-process, warm, ours through one kept handle".to_owned()])
+    .chain(MODES.map(|t| inproc(t, Warm, true)))
+    .map(|c| c.replace(&format!("{shown}/"), "$WORK/"))
+    .collect()
+}
+
+/// The ratio charts of both levels and the residency of the first cold process-level loops.
 fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     let bar = |c: &Cell, s: &ToolSummary| {
-        let prefix =
-            [c.level.names()[2], c.cache.name()][usize::from(c.level.names()[2].is_empty())];
+        let name = c.level.names()[2];
+        let prefix = if name.is_empty() { c.cache.name() } else { name };
         Some(RatioBar::of(format!("{prefix}, {}", s.tool.io()?), s.vs_reference.as_ref()?))
     };
-    let what = "a loop's total time, ours / PEER, round by round, per cell and mode";
     let ratios = |levels: [Level; 2], peer: &str, target| -> Result<_> {
         let cells = r.cells.iter().filter(|c| levels.contains(&c.level));
         let bars: Vec<RatioBar> =
             cells.flat_map(|c| c.summary.iter().filter_map(move |s| bar(c, s))).collect();
-        let title = format!("bench rrd, {}: total time, ours / {peer}", levels[0].names()[0]);
+        let level = levels[0].names()[0];
+        let title = format!("bench rrd, {level}: total time, ours / {peer}");
         let svg = (!bars.is_empty()).then(|| charts::ratios(&title, &bars, target));
-        Ok((format!("{}: {}", levels[0].names()[0], what.replace("PEER", peer)), svg.transpose()?))
+        let what = format!(
+            "{level}: a loop's total time, ours / {peer}, round by round, per cell and mode"
+        );
+        Ok((what, svg.transpose()?))
     };
     let picks: Vec<_> =
-        TOOLS.iter().map(|&t| (trace_cell(Process, Cold), t.key(false), t.label(false))).collect();
+        TOOLS.iter().map(|&t| (Process.trace_cell(Cold), t.key(false), t.label(false))).collect();
     let title =
         format!("bench rrd, cold: the file's resident pages over {} updatev calls", r.calls);
     let residency = traces::residency_pages_chart(traces, &title, &picks)?;
@@ -1263,8 +1162,12 @@ fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     Ok(svgs.into_iter().filter_map(chart).collect())
 }
 
-// ---------------------------------------------------------------------
-// The report.
+/// Paragraph `key` of the report's prose (`text/rrd-report.md`), `vars` filled in.
+fn say(key: &str, vars: &[(&str, &str)]) -> String {
+    let text = include_str!("text/rrd-report.md");
+    let body = text.split("\n@@ ").find_map(|s| s.strip_prefix(key)?.strip_prefix('\n'));
+    fill(body.unwrap_or_else(|| panic!("no `@@ {key}` in text/rrd-report.md")), vars)
+}
 
 /// The whole report, from the results.
 fn report(r: &Results) -> Report {
@@ -1285,25 +1188,25 @@ fn report(r: &Results) -> Report {
         let cells = [format!("`{cmd}`")].into_iter().chain(keys.map(|(k, u)| secs(k, u)));
         t.row_as(Role::Peer, cells.chain([same]));
     }
-    rep.text("The peer's own measurement of rrdtool (`peers/rrd/peer bench-updatev`; its loop is Python's):");
-    rep.table(t);
+    rep.text(say("peer", &[])).table(t);
     rep.section(format!("In-process: {} calls × {PER_CALL} updates in one process", r.calls));
     cells(&mut rep, r, true);
-    rep.text(
-        "librrd's *per call* is the peer's median; its total the sum of its per-call times, as ours. *page faults \
-         per call*: the driver's minor faults (`getrusage`) over its loop over the calls (ours only).",
-    );
+    rep.text(say("inproc", &[]));
     limits::add_to(&mut rep, &r.limits);
     let seq = r.limits.first().filter(|l| l.error.is_none());
     let seq = seq.and_then(|l| Summary::of(&l.passes.iter().map(|p| p.secs).collect::<Vec<_>>()));
     let extra = r.call((Inproc, Cold), Mmap).zip(r.call((Inproc, Warm), Mmap)).map(|(c, w)| c - w);
     if let (Some(seq), Some(e), Some(p)) = (seq, extra, r.pages(Mmap).filter(|p| *p > 0.0)) {
-        let (pages, per) = (r.start.pages, fmt_secs(seq.median / r.start.pages.max(1) as f64));
-        let (e, per_page) = (fmt_secs(e), fmt_secs(e / p));
-        rep.text(format!(
-            "The file is {pages} pages of 4 KiB; read sequentially with `O_DIRECT` the device delivers one in {per}. \
-             A cold in-process call of ours mmap takes {e} more than a warm one for the {p:.0} pages it pulls in, \
-             {per_page} per page: single-page random reads (MADV_RANDOM turns read-around off), each a round trip."
+        let pages = r.start.pages;
+        rep.text(say(
+            "device",
+            &[
+                ("pages", &pages.to_string()),
+                ("per", &fmt_secs(seq.median / pages.max(1) as f64)),
+                ("extra", &fmt_secs(e)),
+                ("pulled", &format!("{p:.0}")),
+                ("per_page", &fmt_secs(e / p)),
+            ],
         ));
     }
     mode_table(&mut rep, r);
@@ -1319,22 +1222,26 @@ fn report(r: &Results) -> Report {
     rep
 }
 
-/// The introduction, the machine, the files, the method, the commands, the
-/// creates and the start-up floor.
+/// The introduction, machine, files, method, commands, creates and start-up floor.
 fn setup(rep: &mut Report, r: &Results) {
-    let (n, p, s, preset, shape) = (r.calls, PER_CALL, &r.start, r.preset, r.shape);
-    let (size, ds, finished) = (human_size(s.bytes), s.ds_cnt, &r.finished_utc);
-    let (runs, inproc, warmup) = (r.runs, r.inproc_runs, r.warmup);
-    let version = r.rrdtool_version.as_deref().unwrap_or("unknown");
-    let tiny = " **`--tiny`: a smoke run of the harness on the smallest file, a few calls per loop; its \
-                times mean nothing.**";
-    let tiny = if preset == "tiny" { tiny } else { "" };
-    rep.text(format!(
-        "The seed experiment re-run — the seed's `create`, then {n} separate `updatev` processes ({p} samples \
-         each) into a {size} {ds}-DS file (the RRD peer's shape `{shape}`), for **rrdtool** ({version}) and each \
-         of **our** I/O modes, warm and cold; then the same {n}×{p} updates in one process, ours beside **librrd** \
-         (`peers/rrd/peer bench-inproc`). Preset {preset}: {runs} round(s) per cell, {inproc} per in-process cell \
-         (+{warmup} untimed warm-up), the starting tool rotating round by round. Finished {finished}.{tiny}"
+    let (n, p, s) = (r.calls.to_string(), PER_CALL.to_string(), &r.start);
+    let tiny = if r.preset == "tiny" { say("tiny", &[]) } else { String::new() };
+    rep.text(say(
+        "intro",
+        &[
+            ("n", &n),
+            ("p", &p),
+            ("size", &human_size(s.bytes)),
+            ("ds", &s.ds_cnt.to_string()),
+            ("shape", r.shape),
+            ("version", r.rrdtool_version.as_deref().unwrap_or("unknown")),
+            ("preset", r.preset),
+            ("runs", &r.runs.to_string()),
+            ("inproc", &r.inproc_runs.to_string()),
+            ("warmup", &r.warmup.to_string()),
+            ("finished", &r.finished_utc),
+            ("tiny", &tiny),
+        ],
     ));
     let tools = [("rrdtool / librrd", r.rrdtool_version.clone())];
     r.machine.add_to(rep, "the files", &tools, r.loadavg_end.as_deref());
@@ -1347,36 +1254,10 @@ fn setup(rep: &mut Report, r: &Results) {
         t.row([name].into_iter().chain(nums).chain(rest));
     }
     let [first, last] = &r.first_last_call;
-    rep.section("Files").table(t).text(format!(
-        "Every loop starts from a fresh copy of one of these files, so every tool writes the same samples into the \
-         same bytes. First call: `{first}`; last call: `{last}`."
-    ));
-    rep.section("Method").list([
-        format!(
-            "**Process level**: one loop = {n} `updatev` processes spawned by xtask, each with {p} samples one step \
-             apart from the file's last update — `peers/rrd/peer bench-updatev`'s stream (splitmix64 seed \
-             {STREAM_SEED}, `%.3f` of u·1000), in the file's directory, `TZ=UTC LC_ALL=C`, no `RRDCACHED_ADDRESS`. \
-             A loop's **total** is the sum of its calls, each timed spawn to exit; *per call* is its median call. \
-             Ratios are computed **round by round** (a round runs every tool's loop once): median [min–max]."
-        ),
-        "**warm**: the copy is fsynced and read once before the loop. **cold**: before every call xtask fsyncs \
-         the file and `posix_fadvise(DONTNEED)`s it, untimed; *eviction* is that step's median (it writes back what \
-         the previous call left dirty, which mmap and fd defer past their call and direct pays inside it). *pages \
-         after a call*: the file's pages in the page cache right after it (mincore), what the call pulled in."
-            .to_owned(),
-        format!(
-            "**In-process**: ours `mapwise rrd bench-inproc` (hidden) makes the same {n} `rrd::update` calls in one \
-             process, timing each; librrd's are `peers/rrd/peer bench-inproc` (`rrd_update_r` through ctypes). \
-             Cold = the same eviction before every call, inside each driver, untimed. updates/s = {n}×{p} / total."
-        ),
-        "Every loop's final file is compared with rrdtool's byte for byte, every `updatev` output with rrdtool's."
-            .to_owned(),
-    ]);
-    rep.section("Commands");
-    rep.text(
-        "Run from the workspace root; the first lines make the scratch directory the commands use.",
-    );
-    rep.code("sh", r.commands.join("\n"));
+    rep.section("Files").table(t).text(say("files", &[("first", first), ("last", last)]));
+    let method = say("method", &[("n", &n), ("p", &p), ("seed", &STREAM_SEED.to_string())]);
+    rep.section("Method").list(method.lines());
+    rep.section("Commands").text(say("commands", &[])).code("sh", r.commands.join("\n"));
 
     let h = "create|>file|>ours|>rrdtool|>ours/rrdtool (per pair)|check";
     let mut t = Table::of(h).compares(&[2], &[3]).roles(Role::Ratio, &[4]);
@@ -1389,10 +1270,7 @@ fn setup(rep: &mut Report, r: &Results) {
         t.row(cells.chain([opt_ratio(c.timed.ratio.as_ref()), check]));
     }
     let cmd = r.creates.first().map_or("", |c| c.timed.rrdtool_cmd.as_str());
-    rep.section("Create").table(t).text(format!(
-        "Process wall times, alternated ours, rrdtool, …; the seed's create is also checked against \
-         `peers/rrd/peer seed-create`. `{cmd}`"
-    ));
+    rep.section("Create").table(t).text(say("create", &[("cmd", cmd)]));
     let f = &r.floor;
     let mut t = Table::new(&["command", ">wall (median [min–max])"]);
     t.row_as(Role::Ours, [format!("`{}`", f.ours_cmd), opt_secs(f.ours.as_ref())]);
@@ -1400,21 +1278,12 @@ fn setup(rep: &mut Report, r: &Results) {
     // A floor above a whole warm call: the floor's runs were disturbed.
     let above = f.ours.map(|f| f.median).zip(r.call((Process, Warm), Mmap)).filter(|(f, c)| f > c);
     let above = above.map_or_else(String::new, |(fl, call)| {
-        let (fl, call) = (fmt_secs(fl), fmt_secs(call));
-        format!(
-            " — here the floor ({fl}) came out above ours mmap's whole warm call ({call}): its runs were \
-             disturbed"
-        )
+        say("floor-above", &[("floor", &fmt_secs(fl)), ("call", &fmt_secs(call))])
     });
-    rep.section("Start-up floor").table(t).text(format!(
-        "Process start-up + open + header read, no write (`rrdtool last` is the peer's baseline): every `updatev` \
-         call below pays this much before it touches a row{above}."
-    ));
+    rep.section("Start-up floor").table(t).text(say("floor", &[("above", &above)]));
 }
 
-/// The process-level or in-process cells' tables: one row per tool
-/// (rrdtool's or librrd's the peer's, each of ours' ours), with the columns
-/// its level and cache state measure.
+/// The process-level or in-process cells' tables, one row per tool.
 fn cells(rep: &mut Report, r: &Results, inproc: bool) {
     for c in r.cells.iter().filter(|c| c.level.inproc() == inproc) {
         let (cache, cold) = (c.cache.name(), c.cache == Cold);
@@ -1426,11 +1295,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
             InprocHandle => format!("{cache}, ours through one kept handle"),
         });
         if c.level == InprocHandle {
-            rep.text(
-                "Ours: `rrd::Rrd::open` once, `update` per call, `close` at the end (open and close not in the \
-                 per-call times); librrd: `rrd_update_r` per call, as above (it has no such handle). **Not \
-                 like-for-like**: what a process that owns its files can have; the cells above compare with librrd.",
-            );
+            rep.text(say("handle", &[]));
         }
         let head = [
             ">vs rrdtool (per round)|>vs ours mmap",
@@ -1471,9 +1336,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
     }
 }
 
-/// `## The mode table`: each mode against ours mmap, the pages a cold call
-/// leaves, the traced system calls, and the seed's finding setting by
-/// setting, with the measured reasons where it does not hold.
+/// The mode table, the traced system calls, and the seed's finding (and why not).
 fn mode_table(rep: &mut Report, r: &Results) {
     let h = "mode|>process warm|>process cold|>in-process warm|>in-process cold\
              |>per call in-process warm / cold|>pages after a cold call|which pages (first cold call)";
@@ -1486,42 +1349,23 @@ fn mode_table(rep: &mut Report, r: &Results) {
         let cold = r.tool((Process, Cold), tool);
         let pages =
             format!("{} of {}", counts(cold.and_then(|s| s.pages_after).as_ref()), r.start.pages);
-        let which = cold
-            .and_then(|s| s.first_call_pages.as_deref())
-            .map_or_else(dash, crate::units::ranges);
-        let label = if tool == Rrdtool {
-            "rrdtool (librrd in-process)".to_owned()
-        } else {
-            tool.label(false)
-        };
-        let rest = [format!("{w} / {c}"), pages, which];
+        let label =
+            if tool == Rrdtool { "rrdtool (librrd in-process)".into() } else { tool.label(false) };
+        let rest = [format!("{w} / {c}"), pages, first_pages(r, tool)];
         t.row_as(tool.role(), [label].into_iter().chain(settings.map(rel)).chain(rest));
     }
-    rep.section("The mode table");
-    rep.text(
-        "Each mode's time relative to ours mmap (median of per-round ratios), and what a cold call leaves in \
-         the page cache.",
-    );
-    rep.table(t);
+    rep.section("The mode table").text(say("modes", &[])).table(t);
     if let Some(traced) = &r.strace {
         let mut t = Table::new(&["tool", ">calls", "sequence"]);
         for (tool, calls) in traced {
             t.row_as(tool.role(), [tool.label(false), calls.len().to_string(), run_length(calls)]);
         }
-        rep.text(
-            "One warm call of each tool under `strace` (untimed; the stream's first call on a fresh copy): the system \
-             calls that act on the file or its mapping, from its open to its close.",
-        );
-        rep.table(t);
+        rep.text(say("strace", &[])).table(t);
     } else {
         rep.text("(`strace` is not installed: no system-call traces.)");
     }
-    let (lo, hi) = CLOSE;
-    rep.text(format!(
-        "The rrdtool row is rrdtool (process level) and librrd (in-process) relative to ours mmap. The seed's \
-         finding is *direct I/O far slower* (here: direct ≥ {FAR_SLOWER}× mmap) and *mmap and fd close* (fd/mmap \
-         within {lo}–{hi}×):"
-    ));
+    let [far, lo, hi] = [FAR_SLOWER, CLOSE.0, CLOSE.1].map(|v| v.to_string());
+    rep.text(say("finding", &[("far", &far), ("lo", &lo), ("hi", &hi)]));
     let word = |b: Option<bool>, w: [&'static str; 3]| w[b.map_or(0, |b| 1 + usize::from(b))];
     rep.list(r.findings.iter().map(|(setting, f)| {
         let (d, fd) = (times(f.direct_vs_mmap), times(f.fd_vs_mmap));
@@ -1559,55 +1403,37 @@ fn not_reproduced(r: &Results, setting: &str, f: &Finding) -> Vec<String> {
         let [d, m] = [Direct, Mmap].map(|t| r.call((Inproc, cache), t));
         let (ratio, extra) = (times(f.direct_vs_mmap), secs(d.zip(m).map(|(d, m)| d - m)));
         let pages = [Mmap, Fd, Direct]
-            .map(|t| r.pages(t).map_or_else(|| "?".to_owned(), |p| format!("{p:.0}")));
+            .map(|t| r.pages(t).map_or_else(|| "?".to_owned(), |p| format!("{p:.0}")))
+            .join(", ");
         // A start-up every mode pays pulls a slower mode's ratio towards 1×.
-        why.push(if level == Process {
-            let floor = secs(r.floor.ours.map(|f| f.median));
-            format!(
-                "{setting}: direct/mmap {ratio}: direct's extra {extra} per call (in-process) is small beside \
-                 the start-up of {floor} every process pays"
-            )
+        let floor = secs(r.floor.ours.map(|f| f.median));
+        let vars = [("setting", setting), ("ratio", &ratio), ("extra", &extra), ("floor", &floor)];
+        let vars = [vars.as_slice(), &[("pages", &pages)]].concat();
+        let process = level == Process;
+        why.push(if process {
+            say("why-direct-process", &vars)
         } else {
-            let pages = pages.join(", ");
-            format!(
-                "{setting}: direct/mmap {ratio}: every mode waits for the device (pages a cold call leaves, \
-                 mmap, fd, direct: {pages})"
-            )
+            say("why-direct-inproc", &vars)
         });
     }
     if f.fd_close == Some(false) {
         let [a, b] = [Fd, Mmap].map(|t| r.call((level, cache), t));
         let (ratio, m) = (times(f.fd_vs_mmap), times(a.zip(b).map(|(a, b)| a / b)));
-        let cost = if cache == Warm {
-            "fd's few pread/pwrite against mapping the whole file, faulting in its pages and unmapping it"
-        } else {
-            "both wait for the device, and cold totals swing with a few slow reads"
-        };
-        why.push(format!(
-            "{setting}: fd/mmap {ratio} (per-call medians {} vs {}, {m}): {cost}",
-            secs(a),
-            secs(b)
-        ));
+        let [fd, mmap] = [a, b].map(secs);
+        let vars = [("setting", setting), ("ratio", &ratio), ("fd", &fd), ("mmap", &mmap)];
+        let vars = [vars.as_slice(), &[("m", &m)]].concat();
+        why.push(if cache == Cold { say("why-fd-cold", &vars) } else { say("why-fd-warm", &vars) });
     }
     why
 }
 
-/// `## The seed's published figures`: what the 2007 work published, this
-/// run's nearest figures beside them, and what matches and what does not.
+/// The 2007 figures, this run's nearest ones, and what matches and what does not.
 fn seed_figures(rep: &mut Report, r: &Results) {
     let mut published = Table::new(&["source", "what", ">figure"]);
-    for line in PUBLISHED.lines() {
+    for line in say("published", &[]).lines() {
         published.row(line.split('|'));
     }
-    rep.section("The seed's published figures").text(
-        "The seed is the rrd-developers thread \"[PATCH,RFC] optional mmap based file I/O\" (Bernhard Fischer, May \
-         2007): mmap-based file access for rrdtool 1.3, fd-based accessors beside it, an `--enable-direct-io` build \
-         (`O_DIRECT`) and a two-pages hint mode (docs/format/rrd.md §15; our `--io` modes are those). **The thread's \
-         own mmap / fd / O_DIRECT comparison table was not retrievable**: the messages we could read (29 and 30 May \
-         2007) discuss the design and give no timings, so the mode table above is set beside no published one. The \
-         figures published for this work two weeks later, and this run's nearest ones:",
-    );
-    rep.table(published);
+    rep.section("The seed's published figures").text(say("seed", &[])).table(published);
     let shown = [Rrdtool, Mmap, Fd, Direct];
     let mut t = Table::of("what|>rrdtool / librrd|>ours mmap|>ours fd|>ours direct")
         .compares(&[2, 3, 4], &[1]);
@@ -1620,55 +1446,40 @@ fn seed_figures(rep: &mut Report, r: &Results) {
         t.row([what.to_owned()].into_iter().chain(shown.map(|tool| rate(r.per_s(cell, tool)))));
     }
     let what = format!("pages of the {}-page file a cold call leaves in the cache", r.start.pages);
-    t.row(
-        [what]
-            .into_iter()
-            .chain(shown.map(|t| r.pages(t).map_or_else(dash, |p| format!("{p:.0}")))),
-    );
-    let n = r.calls;
-    rep.text(format!("This run ({n} calls per loop, {PER_CALL} samples per call; calls/s = calls / median total):"));
-    rep.table(t);
+    let pages = shown.map(|t| r.pages(t).map_or_else(dash, |p| format!("{p:.0}")));
+    t.row([what].into_iter().chain(pages));
+    let n = r.calls.to_string();
+    rep.text(say("this-run", &[("n", &n), ("p", &PER_CALL.to_string())])).table(t);
 
     let (mut matches, mut differs) = (Vec::new(), Vec::new());
     let per_s = |t, c| r.per_s((Inproc, c), t);
     if let (Some(lw), Some(lc)) = (per_s(Rrdtool, Warm), per_s(Rrdtool, Cold)) {
-        let (here, w, c) = (lw / lc, rate(Some(lw)), rate(Some(lc)));
-        let s = format!(
-            "an update whose pages are cached is far faster than one that must read them: 88× in 2007 (22 000 \
-             against 250 updates/s), {here:.0}× here for librrd (each cold call here starts from an evicted file)"
-        );
+        let here = lw / lc;
+        let s = say("seed-cached", &[("here", &format!("{here:.0}"))]);
         [&mut differs, &mut matches][usize::from(here >= 5.0)].push(s);
-        differs.push(format!(
-            "absolute rates: librrd makes {w} update calls/s in memory here against 12 000–22 000 updates/s then, \
-             and {c} from an evicted file against ≈ 250 from the 2007 laptop disk: machines years apart"
-        ));
+        let (warm, cold) = (rate(Some(lw)), rate(Some(lc)));
+        differs.push(say("seed-rates", &[("warm", &warm), ("cold", &cold)]));
     }
     if let (Some(m), Some(f)) = (per_s(Mmap, Warm), per_s(Fd, Warm)) {
-        let s = format!(
-            "in 2007 mapping the file made cached updates ≈ 1.7–1.8× faster than 1.2's FILE*-based I/O (stdio seeks \
-             and copies); here ours mmap makes {:.2}× the calls/s of ours fd (a few pread/pwrite) in memory, where \
-             mapping and unmapping the whole file per call competes with copying the few bytes an update touches",
-            m / f
-        );
+        let s = say("seed-mmap", &[("ratio", &format!("{:.2}", m / f))]);
         [&mut differs, &mut matches][usize::from(m >= f)].push(s);
     }
     if let (Some(fl), Some(c)) =
         (r.floor.rrdtool.map(|f| f.median), r.call((Process, Warm), Rrdtool))
     {
-        let [inp, proc] = [Inproc, Process].map(|l| times(r.med((l, Warm), Direct, |s| s.vs_mmap)));
-        let (fl, c) = (fmt_secs(fl), fmt_secs(c));
-        differs.push(format!(
-            "at process level, the seed's 1000 × `updatev` (here {n} ×) measures process start-up more than file \
-             I/O: `rrdtool last` (start-up, open and header read) takes {fl} against rrdtool's {c} per `updatev` \
-             call, and every mode pays it, so direct/mmap, {inp} in-process (cached), is {proc} at process level"
-        ));
+        let [inproc, process] =
+            [Inproc, Process].map(|l| times(r.med((l, Warm), Direct, |s| s.vs_mmap)));
+        let (floor, call) = (fmt_secs(fl), fmt_secs(c));
+        let vars = [("n", n.as_str()), ("floor", &floor), ("call", &call)];
+        let vars = [vars.as_slice(), &[("inproc", &inproc), ("process", &process)]].concat();
+        differs.push(say("seed-startup", &vars));
     }
     if let (Some(rt), Some(m)) = (r.pages(Rrdtool), r.pages(Mmap)) {
-        let pages = r.start.pages;
-        matches.push(format!(
-            "the small cache footprint the 2007 hints bought (3–5× as many files in cache) holds: a cold update \
-             leaves {rt:.0} of the {pages} pages in the cache for rrdtool (MADV_RANDOM, then WILLNEED of the \
-             header), {m:.0} for ours mmap"
+        let [rrdtool, mmap] = [rt, m].map(|p| format!("{p:.0}"));
+        let pages = r.start.pages.to_string();
+        matches.push(say(
+            "seed-footprint",
+            &[("rrdtool", &rrdtool), ("pages", &pages), ("mmap", &mmap)],
         ));
     }
     for (head, list) in [("**What matches:**", matches), ("**What does not, and why:**", differs)] {
@@ -1676,26 +1487,24 @@ fn seed_figures(rep: &mut Report, r: &Results) {
             rep.text(head).list(list);
         }
     }
-    rep.text(
-        "The 2007 figures come from a script that creates many RRD files and updates them (Oetiker's, June 2007); \
-         these count `rrd_update` calls of 3 samples on one file, so only orders of magnitude and directions compare.",
-    );
+    rep.text(say("seed-compare", &[]));
 }
 
 /// What the traces are, how to play one, and per cell how many there are.
 fn traces_table(rep: &mut Report, r: &Results) {
-    let (ms, n, file) = (traces::INTERVAL.as_millis(), r.traces.len(), &r.start.path);
     let empty = match r.traces.iter().filter(|t| t.frames == 0).count() {
         0 => String::new(),
-        k => format!(
-            " ({k} without a frame: librrd's driver's own copy came and went between two looks for it)"
-        ),
+        k => say("traces-empty", &[("k", &k.to_string())]),
     };
-    rep.text(format!(
-        "Every timed loop was traced: the residency of the file it updated, sampled every {ms} ms while the loop \
-         ran, {n} traces in `traces/`, named `<cell>-<tool>-<round>.trace`{empty}. Play one with `inspector replay \
-         traces/process-cold-mmap-1.trace --file {file}`: every loop ran on a fresh copy of that file (the seed-file \
-         loops on a copy of the seed's create, which `rrdtool create in.rrd {SEED_CREATE}` remakes)."
+    rep.text(say(
+        "traces",
+        &[
+            ("ms", &traces::INTERVAL.as_millis().to_string()),
+            ("n", &r.traces.len().to_string()),
+            ("empty", &empty),
+            ("file", &r.start.path),
+            ("create", SEED_CREATE),
+        ],
     ));
     let mut t = Table::of("cell|>traces|>frames per trace|>most pages resident in a frame");
     let mut cells: Vec<&str> = r.traces.iter().map(|t| t.cell.as_str()).collect();
@@ -1706,28 +1515,24 @@ fn traces_table(rep: &mut Report, r: &Results) {
         let most = of.iter().map(|t| t.max_resident_pages).max().unwrap_or(0);
         t.row([c.to_owned(), of.len().to_string(), counts(frames.as_ref()), most.to_string()]);
     }
-    rep.table(t).text(
-        "A process-level loop is sampled throughout (a cold loop's samples fall anywhere between one call's \
-         eviction and the next call's reads); a cached in-process loop lasts a few ms: little more than two samples.",
-    );
+    rep.table(t).text(say("traces-after", &[]));
 }
 
-/// The verdicts: process level per cache state (ours mmap the headline,
-/// the other modes beneath), in-process by the mode chosen for the workload
-/// (each mode's warm and cold lines beneath), the kept handle, the mode
-/// table and the files.
+/// The verdicts: process level, in-process (by the best mode), kept handle, mode table, files.
 fn verdicts(r: &Results) -> Vec<Verdict> {
-    let mut v = Vec::new();
     let [p, w, c] = TARGETS;
+    // `judge` of a ratio, and the same of the median calls when there is one.
+    let judged = |name: String, (s, m): (Option<Summary>, Option<f64>), bound| {
+        let mut v = judge(name, s.as_ref(), bound, ("", ""));
+        v.detail += &m.map_or_else(String::new, |m| format!("; by per-call medians {m:.2}×"));
+        v
+    };
+    let mut v = Vec::new();
     for cache in [Warm, Cold] {
         for t in MODES {
             let ratio = r.tool((Process, cache), t).and_then(|s| s.vs_reference);
-            let line = judge_rrd(
-                format!("{}, process level, {}", t.label(false), cache.name()),
-                ratio,
-                p,
-                true,
-            );
+            let name = format!("{}, process level, {}", t.label(false), cache.name());
+            let line = judged(name, (ratio, None), (p, Bound::AtMost));
             let name = format!("Process level, {}", cache.name());
             let goal = format!("ours mmap ≤ {p}× rrdtool's total");
             v.push(if t == Mmap { Verdict { name, ..line }.target(goal) } else { line.sub() });
@@ -1756,29 +1561,23 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         format!("≥ {w}× librrd's updates/s warm and ≤ {c}× its time cold, both by the same mode");
     let name = "In-process, one open per call, the I/O mode chosen for the workload";
     v.push(Verdict::new(name, Outcome::of(!winners.is_empty()), detail).target(goal));
-    let by_median = |mut line: Verdict, m: Option<f64>| {
-        line.detail += &m.map_or_else(String::new, |m| format!("; by per-call medians {m:.2}×"));
-        line
-    };
     let goals = [
-        (Warm, w, format!("≥ {w}× librrd's updates/s; ratio = librrd's time / ours")),
-        (Cold, c, format!("≤ {c}× librrd's time; ratio = ours / librrd's")),
+        (
+            Warm,
+            (w, Bound::AtLeast),
+            format!("≥ {w}× librrd's updates/s; ratio = librrd's time / ours"),
+        ),
+        (Cold, (c, Bound::AtMost), format!("≤ {c}× librrd's time; ratio = ours / librrd's")),
     ];
-    for (cache, target, goal) in goals {
+    for (cache, bound, goal) in goals {
         for t in MODES {
-            let (total, m) = against(t, (Inproc, cache));
-            let line = judge_rrd(
-                format!("{}, in-process, {}", t.label(false), cache.name()),
-                total,
-                target,
-                cache == Cold,
-            );
-            v.push(by_median(line, m).target(&goal).sub());
+            let name = format!("{}, in-process, {}", t.label(false), cache.name());
+            v.push(judged(name, against(t, (Inproc, cache)), bound).target(&goal).sub());
         }
     }
-    let (total, m) = against(Mmap, (InprocHandle, Warm));
-    let line = judge_rrd("In-process, warm, ours through one kept handle".into(), total, w, false);
-    v.push(by_median(line, m).target("not like-for-like: librrd opens per call; same target"));
+    let name = "In-process, warm, ours through one kept handle".to_owned();
+    let line = judged(name, against(Mmap, (InprocHandle, Warm)), (w, Bound::AtLeast));
+    v.push(line.target("not like-for-like: librrd opens per call; same target"));
     let held = r.findings.iter().filter(|(_, f)| f.reproduces() == Some(true)).count();
     let detail = match (held, r.findings.len()) {
         (h, all) if h == all => "REPRODUCED in every setting".to_owned(),
@@ -1789,13 +1588,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         Verdict::new("Mode table", Outcome::None, detail).target("the seed's finding, or why not"),
     );
     let ok = r.problems.is_empty();
-    let detail = if ok {
-        "every loop's final file is byte-identical to rrdtool's, every `updatev` output equals rrdtool's, the \
-         creates dump identically, and the peer's own run ends in the same bytes"
-            .to_owned()
-    } else {
-        r.problems.join("; ")
-    };
+    let detail = if ok { say("files-ok", &[]) } else { r.problems.join("; ") };
     v.push(Verdict::new("Files and outputs", Outcome::of(ok), detail));
     v
 }
@@ -1807,50 +1600,31 @@ fn why_failed(r: &Results) -> Vec<String> {
     for cache in [Warm, Cold] {
         if r.med((Process, cache), Mmap, |s| s.vs_reference).is_some_and(|v| v > TARGETS[0]) {
             let [o, t] = [Mmap, Rrdtool].map(|t| secs(r.call((Process, cache), t)));
-            out.push(format!(
-                "Process level, {}: a call of ours mmap takes {o}, rrdtool's {t}; their bare start-ups (the floor) \
-                 take {fo} and {fr}, and half of rrdtool's start-up is within a start-up's spread here.",
-                cache.name()
-            ));
+            let vars = [("cache", cache.name()), ("mmap", &o), ("rrdtool", &t)];
+            let vars = [vars.as_slice(), &[("ours_floor", &fo), ("rrdtool_floor", &fr)]].concat();
+            out.push(say("fail-process", &vars));
         }
     }
     if r.med((Inproc, Warm), Mmap, |s| s.speedup).is_some_and(|v| v < TARGETS[1]) {
         let [m, f, l] = [Mmap, Fd, Rrdtool].map(|t| r.call((Inproc, Warm), t));
         let gap = secs(m.zip(f).map(|(m, f)| m - f));
         let [m, f, l] = [m, f, l].map(secs);
-        out.push(format!(
-            "In-process, warm: a call takes {m} for ours mmap, {l} for librrd, {f} for ours fd. Every mmap call opens \
-             and locks the file, maps all of it, write-faults the header and the written rows (page_mkwrite, the \
-             mtime) and unmaps it, as librrd does per `rrd_update_r` (the system calls are in the mode table): about \
-             {gap} per call (mmap's call minus fd's), so a mapping opened per call cannot reach {}× librrd's rate, \
-             and a kept handle pays it once.",
-            TARGETS[1]
-        ));
+        let vars = [("mmap", m.as_str()), ("librrd", &l), ("fd", &f), ("gap", &gap)];
+        let target = TARGETS[1].to_string();
+        out.push(say("fail-warm", &[vars.as_slice(), &[("target", &target)]].concat()));
     }
     if let Some(v) = r.med((Inproc, Cold), Mmap, |s| s.vs_reference).filter(|v| *v > TARGETS[2]) {
-        let first = |t| {
-            r.tool((Process, Cold), t)
-                .and_then(|s| s.first_call_pages.as_deref())
-                .map_or_else(dash, crate::units::ranges)
-        };
-        let (o, t) = (first(Mmap), first(Rrdtool));
-        out.push(format!(
-            "In-process, cold: ours mmap's total is {v:.2}× librrd's; a cold call waits for the device (the pages a \
-             cold call leaves: ours mmap {o}, rrdtool {t}), and totals swing with a few slow reads."
-        ));
+        let (ratio, mmap, rrdtool) =
+            (format!("{v:.2}"), first_pages(r, Mmap), first_pages(r, Rrdtool));
+        out.push(say("fail-cold", &[("ratio", &ratio), ("mmap", &mmap), ("rrdtool", &rrdtool)]));
     }
     out
 }
 
-// ---------------------------------------------------------------------
-// generic: helpers no other bench has yet (candidates for stats, units and
-// report).
-
-/// The verdict `name` on the median of per-round ratios `r` against
-/// `target`, an upper bound when `at_most` ([`judge`]).
-fn judge_rrd(name: String, r: Option<Summary>, target: f64, at_most: bool) -> Verdict {
-    let bound = if at_most { Bound::AtMost } else { Bound::AtLeast };
-    judge(name, r.as_ref(), (target, bound), ("", ""))
+/// The pages the first timed cold process-level call of `t` left, as ranges.
+fn first_pages(r: &Results, t: Tool) -> String {
+    let s = r.tool((Process, Cold), t).and_then(|s| s.first_call_pages.as_deref());
+    s.map_or_else(dash, ranges)
 }
 
 /// `1` for the base a ratio column is relative to, else the ratios.
@@ -1970,14 +1744,7 @@ openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
     }
 
     #[test]
-    fn verdicts_and_findings() {
-        let v = judge_rrd("x".into(), Summary::of(&[0.2, 0.3, 0.25]), 0.5, true);
-        let want = "- **x**: PASS — 0.25× (median of 3 per-round ratios, range 0.20–0.30)";
-        assert_eq!(v.line(), want);
-        let v = judge_rrd("x".into(), Summary::of(&[1.4, 1.6, 1.3]), 1.5, false);
-        assert_eq!(v.outcome, Outcome::Fail);
-        assert!(v.detail.starts_with("1.40×") && v.detail.ends_with("straddles 1.5×"));
-        assert_eq!(judge_rrd("x".into(), None, 1.0, true).outcome, Outcome::None);
+    fn findings() {
         let f = Finding::of(Some(1.3), Some(1.1));
         assert_eq!((f.direct_far_slower, f.fd_close), (Some(false), Some(true)));
         assert_eq!(f.reproduces(), Some(false));
@@ -1985,10 +1752,18 @@ openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
         assert_eq!(Finding::of(None, Some(1.0)).reproduces(), None);
     }
 
+    /// Every paragraph the code asks for is in text/rrd-report.md, once.
+    #[test]
+    fn the_prose_has_every_paragraph() {
+        let keys = include_str!("rrd.rs").split("say(\"").skip(1).map(|k| k.split('"').next());
+        let text = include_str!("text/rrd-report.md");
+        for key in keys.flatten().filter(|k| !k.is_empty()) {
+            assert_eq!(text.matches(&format!("\n@@ {key}\n")).count(), 1, "{key}");
+        }
+    }
+
     #[test]
     fn lists_and_numbers_print_short() {
-        assert_eq!(crate::units::ranges(&[0, 1, 37, 391, 392]), "0–1, 37, 391–392");
-        assert_eq!(crate::units::ranges(&[]), "none");
         assert_eq!(run_length(&["a".into(), "b".into(), "b".into()]), "a, b ×2");
         let rates = [Some(12_345.4), Some(999.6), None].map(rate);
         assert_eq!(rates, ["12\u{202f}345", "1\u{202f}000", "—"]);
