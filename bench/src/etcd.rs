@@ -2,12 +2,14 @@
 //! own, in a temporary data directory, filled through its v3 JSON gateway
 //! (`POST /v3/kv/put`, base64 keys and values), and stopped (SIGTERM,
 //! then SIGKILL) and removed whatever happens ([`Drop`]).
+//!
+//! Not `mapwise_testkit::etcd`: that one takes no backend quota or request
+//! limit (a 2 GiB db needs both), does not say its command line, and panics.
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -17,13 +19,6 @@ use serde::Serialize;
 
 use super::interrupt;
 use super::proc::{Cmd, tail};
-
-/// The largest request etcd is started to accept (`--max-request-bytes`):
-/// room for a 1 MiB value, base64'd in JSON by the gateway's client.
-const MAX_REQUEST: u64 = 8 << 20;
-
-/// How long etcd may take to answer after it starts.
-const READY_WITHIN: Duration = Duration::from_secs(60);
 
 /// A running etcd, stopped and its directory removed when dropped.
 #[derive(Debug)]
@@ -54,16 +49,8 @@ pub struct Fill {
     pub db_bytes: u64,
 }
 
-/// A free loopback port (bound and released: another process could take
-/// it before etcd does, which then fails to start and says so).
-fn free_port() -> Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").context("cannot bind a loopback port")?;
-    Ok(l.local_addr()?.port())
-}
-
-/// Installs Debian's etcd-server and etcd-client when `etcd` or `etcdctl`
-/// is missing (as root, or with passwordless sudo), through the
-/// workspace's installer (`mapwise_testkit::install`), as the tests do.
+/// Installs Debian's etcd-server and etcd-client when missing, through
+/// the workspace's installer (`mapwise_testkit::install`), as the tests do.
 ///
 /// # Errors
 /// When the install fails.
@@ -79,34 +66,36 @@ pub fn version() -> Option<String> {
 
 impl Etcd {
     /// Starts etcd with its data directory under `parent` (a fresh
-    /// `etcd-PID/`), a backend quota of `quota` bytes
-    /// (`--quota-backend-bytes`) and requests of up to 8 MiB, and waits
-    /// until it answers.
+    /// `etcd-PID/`), a backend quota of `quota` bytes and requests of up
+    /// to 8 MiB (room for a 1 MiB value), and waits up to a minute until
+    /// it answers.
     ///
     /// # Errors
-    /// When it cannot start or does not answer within a minute (the error
-    /// quotes its log).
+    /// When it cannot start or does not answer in time (the error quotes its log).
     pub fn start(parent: &Path, quota: u64) -> Result<Etcd> {
         ensure_installed()?;
         let dir = parent.join(format!("etcd-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let (client, peer) = (free_port()?, free_port()?);
-        let endpoint = format!("http://127.0.0.1:{client}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
+        // Bound and released: another process could take one before etcd,
+        // which then fails to start and says so.
+        let port = || -> Result<u16> {
+            Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+        };
+        let (endpoint, peer) =
+            (format!("http://127.0.0.1:{}", port()?), format!("http://127.0.0.1:{}", port()?));
         let data = dir.join("data").to_string_lossy().into_owned();
-        let (cluster, quota) = (format!("bench={peer_url}"), quota.to_string());
-        let max_request = MAX_REQUEST.to_string();
+        let (cluster, quota) = (format!("bench={peer}"), quota.to_string());
         let flags = [
             ("--name", "bench"),
             ("--data-dir", &data),
             ("--listen-client-urls", &endpoint),
             ("--advertise-client-urls", &endpoint),
-            ("--listen-peer-urls", &peer_url),
-            ("--initial-advertise-peer-urls", &peer_url),
+            ("--listen-peer-urls", &peer),
+            ("--initial-advertise-peer-urls", &peer),
             ("--initial-cluster", &cluster),
             ("--quota-backend-bytes", &quota),
-            ("--max-request-bytes", &max_request),
+            ("--max-request-bytes", "8388608"),
             ("--log-level", "error"),
         ];
         let cmd = Cmd::new("etcd").args(flags.iter().flat_map(|&(k, v)| [k, v]));
@@ -118,21 +107,16 @@ impl Etcd {
             .stderr(log)
             .spawn()
             .context("cannot start etcd")?;
-        let agent: ureq::Agent = ureq::Agent::config_builder()
+        let agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(60)))
             .http_status_as_error(false)
             .build()
             .into();
         let mut e =
             Etcd { child: Some(child), dir, endpoint, command: cmd.shell(), agent, next_key: 0 };
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
-            if e.post("/v3/maintenance/status", "{}").is_ok() {
-                return Ok(e);
-            }
-            if let Some(c) = e.child.as_mut()
-                && let Some(st) = c.try_wait()?
-            {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while e.post("/v3/maintenance/status", "{}").is_err() {
+            if let Some(st) = e.child.as_mut().map(Child::try_wait).transpose()?.flatten() {
                 bail!("etcd exited ({st}) at start:\n{}", e.log_tail());
             }
             if Instant::now() > deadline {
@@ -141,16 +125,26 @@ impl Etcd {
             interrupt::check()?;
             std::thread::sleep(Duration::from_millis(100));
         }
+        Ok(e)
     }
 
     fn log_tail(&self) -> String {
         tail(&fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default(), 20)
     }
 
-    /// POSTs `body` to `path` of the gateway; the reply's text, or an
-    /// error for a status other than 200.
-    fn post(&self, path: &str, body: &str) -> Result<String> {
-        post(&self.agent, &self.endpoint, path, body)
+    /// POSTs `body` to `path` of the gateway; an error for a status other than 200.
+    fn post(&self, path: &str, body: &str) -> Result<()> {
+        let mut r = self
+            .agent
+            .post(format!("{}{path}", self.endpoint))
+            .header("Content-Type", "application/json")
+            .send(body)
+            .with_context(|| format!("POST {path}"))?;
+        if r.status() != 200 {
+            let text = r.body_mut().read_to_string().unwrap_or_default();
+            bail!("POST {path}: {}: {}", r.status(), text.trim());
+        }
+        Ok(())
     }
 
     /// The backend file, `DATA_DIR/member/snap/db`.
@@ -169,80 +163,50 @@ impl Etcd {
     /// # Errors
     /// A put that fails (etcd's reply is quoted), or Ctrl-C.
     pub fn fill_to(&mut self, bytes: u64, value_bytes: usize, concurrency: usize) -> Result<Fill> {
-        let start = Instant::now();
-        let db = self.db_path();
-        let value = B64.encode(
-            (0..value_bytes).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect::<Vec<u8>>(),
-        );
-        let next = AtomicU64::new(self.next_key);
-        let done = AtomicBool::new(false);
-        let first = self.next_key;
+        let (start, db, first) = (Instant::now(), self.db_path(), self.next_key);
+        let value: Vec<u8> = (0..value_bytes).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
+        let value = B64.encode(value);
+        let (next, failed) = (AtomicU64::new(first), AtomicBool::new(false));
+        let db_len = || fs::metadata(&db).map_or(0, |m| m.len());
+        let put = || -> Result<()> {
+            while !failed.load(Relaxed) && !interrupt::raised() && db_len() < bytes {
+                let key = B64.encode(format!("/bench/{:08}", next.fetch_add(1, Relaxed)));
+                let body = format!("{{\"key\":\"{key}\",\"value\":\"{value}\"}}");
+                // One failure stops every worker.
+                self.post("/v3/kv/put", &body).inspect_err(|_| failed.store(true, Relaxed))?;
+            }
+            Ok(())
+        };
         let result: Result<()> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..concurrency.max(1))
-                .map(|_| {
-                    s.spawn(|| -> Result<()> {
-                        while !done.load(Ordering::Relaxed) {
-                            if interrupt::raised()
-                                || fs::metadata(&db).map_or(0, |m| m.len()) >= bytes
-                            {
-                                done.store(true, Ordering::Relaxed);
-                                break;
-                            }
-                            let k = next.fetch_add(1, Ordering::Relaxed);
-                            let body = format!(
-                                "{{\"key\":\"{}\",\"value\":\"{value}\"}}",
-                                B64.encode(format!("/bench/{k:08}"))
-                            );
-                            if let Err(e) = post(&self.agent, &self.endpoint, "/v3/kv/put", &body) {
-                                done.store(true, Ordering::Relaxed);
-                                return Err(e);
-                            }
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
+            let workers: Vec<_> = (0..concurrency.max(1)).map(|_| s.spawn(put)).collect();
             workers.into_iter().try_for_each(|w| {
                 w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a put thread panicked")))
             })
         });
         interrupt::check()?;
         result.with_context(|| format!("filling etcd:\n{}", self.log_tail()))?;
-        self.next_key = next.load(Ordering::Relaxed);
+        self.next_key = next.load(Relaxed);
+        let seconds = start.elapsed().as_secs_f64();
         Ok(Fill {
             puts: self.next_key - first,
             value_bytes,
             concurrency,
-            seconds: start.elapsed().as_secs_f64(),
-            db_bytes: fs::metadata(&db).map_or(0, |m| m.len()),
+            seconds,
+            db_bytes: db_len(),
         })
     }
 
     /// `ETCDCTL_API=3 etcdctl --endpoints URL snapshot save COPY`.
     pub fn snapshot_cmd(&self, copy: &Path) -> Cmd {
-        Cmd::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .arg("--endpoints")
-            .arg(self.endpoint.clone())
-            .arg("snapshot")
-            .arg("save")
-            .arg(copy.to_string_lossy().into_owned())
+        let (endpoint, copy) = (self.endpoint.as_str(), copy.to_string_lossy());
+        Cmd::new("etcdctl").env("ETCDCTL_API", "3").args([
+            "--endpoints",
+            endpoint,
+            "snapshot",
+            "save",
+            &*copy,
+        ])
     }
-}
-
-/// One POST to the gateway at `endpoint`.
-fn post(agent: &ureq::Agent, endpoint: &str, path: &str, body: &str) -> Result<String> {
-    let mut r = agent
-        .post(format!("{endpoint}{path}"))
-        .header("Content-Type", "application/json")
-        .send(body)
-        .with_context(|| format!("POST {path}"))?;
-    let status = r.status();
-    let text = r.body_mut().read_to_string().unwrap_or_default();
-    if status != 200 {
-        bail!("POST {path}: {status}: {}", text.trim());
-    }
-    Ok(text)
 }
 
 impl Drop for Etcd {

@@ -1,20 +1,19 @@
-//! `cargo xtask writer`: an etcd-shaped bbolt writer
-//! (`mapwise_testkit::writer`, `testkit/src/writer.rs`)
+//! `cargo xtask writer`: an etcd-shaped bbolt writer (`mapwise_testkit::writer`)
 //! on a file, for trying the quiet readers against a busy file by hand,
 //! and [`Running`], the same writer as a child process of a bench or of
 //! `cargo xtask limits`.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-
+use anyhow::{Context, Result, bail};
 use mapwise_testkit::writer as shape;
 
 use crate::proc::Cmd;
+use crate::tui::file_txid;
 
 /// `cargo xtask writer FILE`.
 #[derive(Debug, clap::Args)]
@@ -41,13 +40,13 @@ pub struct WriterArgs {
     seconds: f64,
 }
 
-/// Run the writer until `--seconds` pass or a SIGINT, SIGTERM or SIGHUP
-/// arrives (then after the commit under way: the file is left as a
+/// Runs the writer until `--seconds` pass or a SIGINT, SIGTERM or SIGHUP
+/// arrives (then after the commit under way, so the file is left as a
 /// finished commit left it).
 ///
 /// # Errors
 /// Opening or committing.
-pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
+pub fn run(a: &WriterArgs) -> Result<()> {
     crate::interrupt::install();
     let opts = mapwise_native::engine::bolt::Options::read_write();
     let db = mapwise_native::engine::bolt::Db::open(&a.file, &opts)
@@ -69,11 +68,10 @@ pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
 #[derive(Debug)]
 pub struct Running {
     child: Option<Child>,
-    /// Its stderr, read as it comes (so that a chatty writer never blocks
-    /// on a full pipe) and returned when it ends.
-    stderr: Option<std::thread::JoinHandle<String>>,
+    /// Its stderr, read as it comes so a chatty writer never blocks on a full pipe.
+    stderr: Option<JoinHandle<String>>,
     /// The command as a report shows it (`cargo xtask writer …`).
-    shown: String,
+    pub shown: String,
 }
 
 /// What a stopped writer said.
@@ -85,32 +83,28 @@ pub struct Stopped {
     pub notes: String,
 }
 
-/// The longest a writer may take to open its file and commit once.
-const FIRST_COMMIT: Duration = Duration::from_secs(120);
-
 impl Running {
     /// Starts the writer on the bbolt file `file`, committing every
-    /// `interval` into `bucket` (etcd's shape otherwise: two appends and
-    /// one rewrite of 512 bytes per commit, a `meta` key), and waits until
-    /// its first commit is on disk.
+    /// `interval` into `bucket` (etcd's shape otherwise), and waits up to
+    /// two minutes until its first commit is on disk.
     ///
     /// # Errors
-    /// When it cannot start, or dies or makes no commit within two
-    /// minutes.
-    pub fn start(file: &Path, interval: Duration, bucket: &str) -> anyhow::Result<Running> {
+    /// When it cannot start, or dies or makes no commit in time.
+    pub fn start(file: &Path, interval: Duration, bucket: &str) -> Result<Running> {
         let exe = std::env::current_exe().context("cannot find the xtask binary")?;
-        let cmd = Cmd::new(exe.to_string_lossy().into_owned())
-            .shown_as("cargo xtask")
-            .arg("writer")
-            .arg(file.to_string_lossy().into_owned())
-            .arg("--interval-ms")
-            .arg(interval.as_millis().to_string())
-            .arg("--bucket")
-            .arg(bucket)
-            .arg("--seconds")
-            .arg("86400");
-        let f = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
-        let before = crate::tui::file_txid(&f);
+        let cmd = Cmd::new(exe.to_string_lossy()).shown_as("cargo xtask").args([
+            "writer",
+            &*file.to_string_lossy(),
+            "--interval-ms",
+            &*interval.as_millis().to_string(),
+            "--bucket",
+            bucket,
+            "--seconds",
+            "86400",
+        ]);
+        let f =
+            std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+        let before = file_txid(&f);
         let mut child = Command::new(cmd.program())
             .args(cmd.arguments())
             .stdin(Stdio::null())
@@ -126,16 +120,14 @@ impl Running {
             })
         });
         let mut w = Running { child: Some(child), stderr, shown: cmd.shell() };
-        let deadline = Instant::now() + FIRST_COMMIT;
-        while crate::tui::file_txid(&f) == before {
-            if let Some(c) = w.child.as_mut()
-                && let Some(st) = c.try_wait()?
-            {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while file_txid(&f) == before {
+            if let Some(st) = w.child.as_mut().map(Child::try_wait).transpose()?.flatten() {
                 let err = w.stderr_text();
                 bail!("`{}` exited ({st}) before its first commit: {}", w.shown, err.trim());
             }
             if Instant::now() > deadline {
-                bail!("`{}` made no commit within {FIRST_COMMIT:?}", w.shown);
+                bail!("`{}` made no commit within two minutes", w.shown);
             }
             crate::interrupt::check()?;
             std::thread::sleep(Duration::from_millis(20));
@@ -143,14 +135,9 @@ impl Running {
         Ok(w)
     }
 
-    /// The command, as a report shows it.
-    pub fn shown(&self) -> &str {
-        &self.shown
-    }
-
-    /// Where the writer is now, as the kernel says (`/proc/PID/stat`'s
-    /// state, `wchan`, and the kernel stack where it may be read), for a
-    /// report to say where a writer that stopped committing waits.
+    /// Where the writer is now as the kernel says (`/proc/PID/stat`'s
+    /// state, `wchan`, the kernel stack where readable), for a report to
+    /// say where a writer that stopped committing waits.
     pub fn kernel_state(&self) -> String {
         let Some(pid) = self.child.as_ref().map(Child::id) else {
             return "exited".to_owned();
@@ -158,21 +145,15 @@ impl Running {
         let read =
             |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
         let stat = read("stat");
-        let state = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .unwrap_or("?")
-            .to_owned();
+        let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
         let stack: Vec<String> = read("stack")
             .lines()
             .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
             .take(8)
             .collect();
-        format!(
-            "state {state}, wchan {}{}",
-            read("wchan").trim(),
-            if stack.is_empty() { String::new() } else { format!(", stack {}", stack.join(" < ")) }
-        )
+        let stack =
+            if stack.is_empty() { String::new() } else { format!(", stack {}", stack.join(" < ")) };
+        format!("state {}, wchan {}{stack}", state.unwrap_or("?"), read("wchan").trim())
     }
 
     /// Its stderr so far, once it has exited.
@@ -185,34 +166,26 @@ impl Running {
     ///
     /// # Errors
     /// When it cannot be waited for.
-    pub fn stop(mut self) -> anyhow::Result<Stopped> {
+    pub fn stop(mut self) -> Result<Stopped> {
         let Some(mut child) = self.child.take() else {
             return Ok(Stopped::default());
         };
-        terminate(&child);
+        let _ = mapwise_native::os::process::terminate(&child);
         child.wait().context("wait for the writer")?;
         let text = self.stderr_text();
-        let commits = text
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("writer: ")?.strip_suffix(" commits")?.parse().ok());
-        let notes: Vec<&str> = text
-            .lines()
-            .filter(|l| !(l.starts_with("writer: ") && l.ends_with(" commits")))
-            .collect();
-        Ok(Stopped { commits, notes: notes[notes.len().saturating_sub(20)..].join("\n") })
+        let count = |l: &str| l.strip_prefix("writer: ")?.strip_suffix(" commits")?.parse().ok();
+        let notes: Vec<&str> = text.lines().filter(|l| count(l).is_none()).collect();
+        Ok(Stopped {
+            commits: text.lines().rev().find_map(count),
+            notes: notes[notes.len().saturating_sub(20)..].join("\n"),
+        })
     }
-}
-
-/// SIGTERM to our own child (by its pid, nothing else).
-fn terminate(child: &Child) {
-    let _ = mapwise_native::os::process::terminate(child);
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            terminate(&c);
+            let _ = mapwise_native::os::process::terminate(&c);
             let _ = c.wait();
         }
     }
