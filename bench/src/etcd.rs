@@ -1,14 +1,12 @@
 //! A real etcd for a bench: Debian's etcd 3.4 on loopback ports of its
-//! own, in a temporary data directory, filled through its v3 JSON gateway
-//! (`POST /v3/kv/put`, base64 keys and values), and stopped (SIGTERM,
-//! then SIGKILL) and removed whatever happens ([`Drop`]).
-//!
-//! Not `mapwise_testkit::etcd`: that one takes no backend quota or request
-//! limit (a 2 GiB db needs both), does not say its command line, and panics.
+//! own, in a temporary data directory, filled through its v3 JSON gateway,
+//! and stopped and removed whatever happens ([`Drop`]). Not
+//! `mapwise_testkit::etcd`, which takes no backend quota or request limit
+//! (a 2 GiB db needs both), does not say its command line, and panics.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -19,11 +17,12 @@ use serde::Serialize;
 
 use super::interrupt;
 use super::proc::{Cmd, tail};
+use super::writer::{reap, spawn_until};
 
 /// A running etcd, stopped and its directory removed when dropped.
 #[derive(Debug)]
 pub struct Etcd {
-    child: Option<Child>,
+    child: Child,
     dir: PathBuf,
     /// `http://127.0.0.1:PORT`, the client URL (gRPC and the JSON gateway).
     pub endpoint: String,
@@ -50,7 +49,7 @@ pub struct Fill {
 }
 
 /// Installs Debian's etcd-server and etcd-client when missing, through
-/// the workspace's installer (`mapwise_testkit::install`), as the tests do.
+/// `mapwise_testkit::install` as the tests do.
 ///
 /// # Errors
 /// When the install fails.
@@ -64,6 +63,20 @@ pub fn version() -> Option<String> {
     super::machine::first_line_of("etcd", &["--version"])
 }
 
+/// One POST of `body` to `path` of the gateway at `endpoint`; an error for a status but 200.
+fn post(agent: &ureq::Agent, endpoint: &str, path: &str, body: &str) -> Result<()> {
+    let mut r = agent
+        .post(format!("{endpoint}{path}"))
+        .header("Content-Type", "application/json")
+        .send(body)
+        .with_context(|| format!("POST {path}"))?;
+    if r.status() != 200 {
+        let text = r.body_mut().read_to_string().unwrap_or_default();
+        bail!("POST {path}: {}: {}", r.status(), text.trim());
+    }
+    Ok(())
+}
+
 impl Etcd {
     /// Starts etcd with its data directory under `parent` (a fresh
     /// `etcd-PID/`), a backend quota of `quota` bytes and requests of up
@@ -71,19 +84,18 @@ impl Etcd {
     /// it answers.
     ///
     /// # Errors
-    /// When it cannot start or does not answer in time (the error quotes its log).
+    /// When it cannot start or does not answer in time (quoting its log).
     pub fn start(parent: &Path, quota: u64) -> Result<Etcd> {
         ensure_installed()?;
         let dir = parent.join(format!("etcd-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        // Bound and released: another process could take one before etcd,
-        // which then fails to start and says so.
-        let port = || -> Result<u16> {
-            Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+        // Free a moment ago: if another process takes one first, etcd says so.
+        let url = || -> Result<String> {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            Ok(format!("http://127.0.0.1:{port}"))
         };
-        let (endpoint, peer) =
-            (format!("http://127.0.0.1:{}", port()?), format!("http://127.0.0.1:{}", port()?));
+        let (endpoint, peer) = (url()?, url()?);
         let data = dir.join("data").to_string_lossy().into_owned();
         let (cluster, quota) = (format!("bench={peer}"), quota.to_string());
         let flags = [
@@ -99,52 +111,14 @@ impl Etcd {
             ("--log-level", "error"),
         ];
         let cmd = Cmd::new("etcd").args(flags.iter().flat_map(|&(k, v)| [k, v]));
-        let log = fs::File::create(dir.join("etcd.log"))?;
-        let child = Command::new(cmd.program())
-            .args(cmd.arguments())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .context("cannot start etcd")?;
-        let agent = ureq::Agent::config_builder()
+        let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(60)))
             .http_status_as_error(false)
             .build()
             .into();
-        let mut e =
-            Etcd { child: Some(child), dir, endpoint, command: cmd.shell(), agent, next_key: 0 };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while e.post("/v3/maintenance/status", "{}").is_err() {
-            if let Some(st) = e.child.as_mut().map(Child::try_wait).transpose()?.flatten() {
-                bail!("etcd exited ({st}) at start:\n{}", e.log_tail());
-            }
-            if Instant::now() > deadline {
-                bail!("etcd did not answer within a minute:\n{}", e.log_tail());
-            }
-            interrupt::check()?;
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(e)
-    }
-
-    fn log_tail(&self) -> String {
-        tail(&fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default(), 20)
-    }
-
-    /// POSTs `body` to `path` of the gateway; an error for a status other than 200.
-    fn post(&self, path: &str, body: &str) -> Result<()> {
-        let mut r = self
-            .agent
-            .post(format!("{}{path}", self.endpoint))
-            .header("Content-Type", "application/json")
-            .send(body)
-            .with_context(|| format!("POST {path}"))?;
-        if r.status() != 200 {
-            let text = r.body_mut().read_to_string().unwrap_or_default();
-            bail!("POST {path}: {}: {}", r.status(), text.trim());
-        }
-        Ok(())
+        let up = || post(&agent, &endpoint, "/v3/maintenance/status", "{}").is_ok();
+        let child = spawn_until(&cmd, &dir.join("etcd.log"), Duration::from_secs(60), up)?;
+        Ok(Etcd { child, dir, endpoint, command: cmd.shell(), agent, next_key: 0 })
     }
 
     /// The backend file, `DATA_DIR/member/snap/db`.
@@ -168,12 +142,14 @@ impl Etcd {
         let value = B64.encode(value);
         let (next, failed) = (AtomicU64::new(first), AtomicBool::new(false));
         let db_len = || fs::metadata(&db).map_or(0, |m| m.len());
+        let (agent, endpoint) = (&self.agent, self.endpoint.as_str());
         let put = || -> Result<()> {
             while !failed.load(Relaxed) && !interrupt::raised() && db_len() < bytes {
                 let key = B64.encode(format!("/bench/{:08}", next.fetch_add(1, Relaxed)));
                 let body = format!("{{\"key\":\"{key}\",\"value\":\"{value}\"}}");
                 // One failure stops every worker.
-                self.post("/v3/kv/put", &body).inspect_err(|_| failed.store(true, Relaxed))?;
+                post(agent, endpoint, "/v3/kv/put", &body)
+                    .inspect_err(|_| failed.store(true, Relaxed))?;
             }
             Ok(())
         };
@@ -184,7 +160,8 @@ impl Etcd {
             })
         });
         interrupt::check()?;
-        result.with_context(|| format!("filling etcd:\n{}", self.log_tail()))?;
+        let log = || tail(&fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default(), 20);
+        result.with_context(|| format!("filling etcd:\n{}", log()))?;
         self.next_key = next.load(Relaxed);
         let seconds = start.elapsed().as_secs_f64();
         Ok(Fill {
@@ -211,15 +188,7 @@ impl Etcd {
 
 impl Drop for Etcd {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = mapwise_native::os::process::terminate(&c);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        reap(&mut self.child, Duration::from_secs(10));
         let _ = fs::remove_dir_all(&self.dir);
     }
 }

@@ -1,13 +1,6 @@
-//! The live view (`inspector open`) driven in a tmux pane of our own, and
-//! what `/proc` says of a process while it runs (peak RSS, CPU time): the
-//! one place `cargo xtask limits` and `bench live` drive the TUI from.
-//!
-//! A [`Tmux`] server has its own socket and no configuration, so nothing
-//! of the user's tmux is touched, and it is killed when dropped (the TUI
-//! with it). [`watch`] runs the live view on a file for a while and reads
-//! its status line every few hundred milliseconds: when the first settled
-//! structure appeared, and how old the structure shown was (`as of txid
-//! N, X s ago`).
+//! The live view (`inspector open`) driven in a [`Tmux`] pane of our own,
+//! and what `/proc` says of it (peak RSS, CPU time): the one place
+//! `cargo xtask limits` and `bench live` drive the TUI from.
 
 use std::fs;
 use std::os::unix::fs::FileExt;
@@ -20,7 +13,8 @@ use serde::Serialize;
 
 use super::proc::shell_quote;
 
-/// A tmux server of our own running one session, killed when dropped.
+/// A tmux server of our own (its own socket, no configuration: the user's
+/// tmux untouched) running one session, killed with the TUI when dropped.
 #[derive(Debug)]
 pub struct Tmux {
     socket: String,
@@ -30,12 +24,9 @@ pub struct Tmux {
 const SESSION: &str = "mapwise";
 
 impl Tmux {
-    /// Starts a server (socket `mapwise-NAME-PID`) with one detached
-    /// session of `cols` x `rows` cells running the shell command `line`
-    /// (start it with `exec` to make the program the pane's process).
-    ///
-    /// # Errors
-    /// When tmux cannot be run or refuses the session.
+    /// Starts a server (socket `mapwise-NAME-PID`) with one detached session
+    /// of `cols` x `rows` cells running the shell command `line` (`exec` it
+    /// to make the program the pane's process).
     pub fn start(name: &str, (cols, rows): (u16, u16), line: &str) -> Result<Tmux> {
         let t = Tmux { socket: format!("mapwise-{name}-{}", std::process::id()) };
         let (x, y) = (cols.to_string(), rows.to_string());
@@ -62,27 +53,18 @@ impl Tmux {
     }
 
     /// The pid of the pane's process.
-    ///
-    /// # Errors
-    /// When tmux does not say.
     pub fn pane_pid(&self) -> Result<u32> {
         let o = self.cmd(&["display-message", "-p", "-t", SESSION, "#{pane_pid}"])?;
         o.trim().parse().context("no pane pid")
     }
 
     /// Types `keys` (tmux key names: `End`, `q`, `+`) into the pane.
-    ///
-    /// # Errors
-    /// When tmux cannot be run.
     pub fn send_keys(&self, keys: &[&str]) -> Result<()> {
         self.cmd(&[&["send-keys", "-t", SESSION], keys].concat()).map(drop)
     }
 
     /// Waits (polling every 100 ms, up to `timeout`) until the screen
-    /// shows `text`, and returns that screen.
-    ///
-    /// # Errors
-    /// When it does not within `timeout` (the error quotes the screen).
+    /// shows `text`, and returns that screen; the error quotes the last.
     pub fn wait_for(&self, text: &str, timeout: Duration) -> Result<String> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -98,9 +80,6 @@ impl Tmux {
     }
 
     /// Sends `q` and waits up to a minute for process `pid` to exit.
-    ///
-    /// # Errors
-    /// When it is still there after a minute.
     pub fn quit(&self, pid: u32) -> Result<()> {
         self.send_keys(&["q"])?;
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -247,12 +226,9 @@ pub fn file_txid(file: &fs::File) -> Option<u64> {
 }
 
 /// Runs `inspector open FILE` in a tmux pane for `opts.window` after its
-/// first settled structure, reading the status line every
-/// `opts.sample_every`, then reads its peak RSS and CPU time and quits it.
-///
-/// # Errors
-/// When tmux fails, no first screen appears in time, or the view does
-/// not quit.
+/// first settled structure (`as of txid N, X s ago`), reading the status
+/// line every `opts.sample_every`, then reads its peak RSS and CPU time
+/// and quits it.
 pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watched> {
     let quote = |p: &Path| shell_quote(&p.to_string_lossy());
     let mut line = format!("exec {} open {}", quote(inspector), quote(file));

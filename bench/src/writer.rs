@@ -1,18 +1,17 @@
 //! `cargo xtask writer`: an etcd-shaped bbolt writer (`mapwise_testkit::writer`)
-//! on a file, for trying the quiet readers against a busy file by hand,
-//! and [`Running`], the same writer as a child process of a bench or of
-//! `cargo xtask limits`.
+//! on a file, and [`Running`], the same writer as a child process of a
+//! bench or of `cargo xtask limits`.
 
-use std::io::Read;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use mapwise_testkit::writer as shape;
 
-use crate::proc::Cmd;
+use crate::output::TempPath;
+use crate::proc::{Cmd, tail};
 use crate::tui::file_txid;
 
 /// `cargo xtask writer FILE`.
@@ -63,13 +62,60 @@ pub fn run(a: &WriterArgs) -> Result<()> {
     Ok(())
 }
 
+/// Starts `cmd` (stdin closed, stdout and stderr to `log`) and waits up to
+/// `within` until `ready()`; an error when it exits first (quoting the
+/// end of `log`), on timeout, or on Ctrl-C.
+pub(crate) fn spawn_until(
+    cmd: &Cmd,
+    log: &Path,
+    within: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<Child> {
+    let out = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut child = Command::new(cmd.program())
+        .args(cmd.arguments())
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", cmd.shell()))?;
+    let deadline = Instant::now() + within;
+    while !ready() {
+        let log = || tail(&std::fs::read_to_string(log).unwrap_or_default(), 20);
+        if let Some(st) = child.try_wait()? {
+            bail!("`{}` exited ({st}) before it was ready:\n{}", cmd.shell(), log());
+        }
+        if Instant::now() > deadline || crate::interrupt::raised() {
+            reap(&mut child, Duration::ZERO);
+            crate::interrupt::check()?;
+            bail!("`{}` was not ready within {within:?}:\n{}", cmd.shell(), log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(child)
+}
+
+/// SIGTERM to our own `child`, up to `grace` for it to exit, then SIGKILL; reaped.
+pub(crate) fn reap(child: &mut Child, grace: Duration) {
+    // Only while not reaped: a reaped child's pid may be another process's.
+    if matches!(child.try_wait(), Ok(None)) {
+        let _ = mapwise_native::os::process::terminate(child);
+    }
+    let deadline = Instant::now() + grace;
+    while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// The writer as a child process (`xtask writer FILE --interval-ms N
 /// --bucket B`), stopped with SIGTERM when dropped or [`Running::stop`]ped.
 #[derive(Debug)]
 pub struct Running {
-    child: Option<Child>,
-    /// Its stderr, read as it comes so a chatty writer never blocks on a full pipe.
-    stderr: Option<JoinHandle<String>>,
+    child: Child,
+    /// Its stderr (`FILE.writer.txt`), removed with it.
+    log: TempPath,
     /// The command as a report shows it (`cargo xtask writer …`).
     pub shown: String,
 }
@@ -82,6 +128,9 @@ pub struct Stopped {
     /// Its other stderr lines (the last 20).
     pub notes: String,
 }
+
+/// How long a SIGTERMed writer may take to finish its commit.
+const GRACE: Duration = Duration::from_secs(60);
 
 impl Running {
     /// Starts the writer on the bbolt file `file`, committing every
@@ -102,46 +151,19 @@ impl Running {
             "--seconds",
             "86400",
         ]);
-        let f =
-            std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+        let f = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
         let before = file_txid(&f);
-        let mut child = Command::new(cmd.program())
-            .args(cmd.arguments())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot start `{}`", cmd.shell()))?;
-        let stderr = child.stderr.take().map(|mut e| {
-            std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = e.read_to_string(&mut s);
-                s
-            })
-        });
-        let mut w = Running { child: Some(child), stderr, shown: cmd.shell() };
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while file_txid(&f) == before {
-            if let Some(st) = w.child.as_mut().map(Child::try_wait).transpose()?.flatten() {
-                let err = w.stderr_text();
-                bail!("`{}` exited ({st}) before its first commit: {}", w.shown, err.trim());
-            }
-            if Instant::now() > deadline {
-                bail!("`{}` made no commit within two minutes", w.shown);
-            }
-            crate::interrupt::check()?;
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(w)
+        let log = TempPath::new(PathBuf::from(format!("{}.writer.txt", file.display())));
+        let wait = Duration::from_secs(120);
+        let child = spawn_until(&cmd, log.path(), wait, || file_txid(&f) != before)?;
+        Ok(Running { child, log, shown: cmd.shell() })
     }
 
     /// Where the writer is now as the kernel says (`/proc/PID/stat`'s
     /// state, `wchan`, the kernel stack where readable), for a report to
     /// say where a writer that stopped committing waits.
     pub fn kernel_state(&self) -> String {
-        let Some(pid) = self.child.as_ref().map(Child::id) else {
-            return "exited".to_owned();
-        };
+        let pid = self.child.id();
         let read =
             |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
         let stat = read("stat");
@@ -156,23 +178,14 @@ impl Running {
         format!("state {}, wchan {}{stack}", state.unwrap_or("?"), read("wchan").trim())
     }
 
-    /// Its stderr so far, once it has exited.
-    fn stderr_text(&mut self) -> String {
-        self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default()
-    }
-
     /// Stops the writer (SIGTERM: it finishes the commit under way) and
     /// returns what it said.
     ///
     /// # Errors
-    /// When it cannot be waited for.
+    /// When its stderr cannot be read.
     pub fn stop(mut self) -> Result<Stopped> {
-        let Some(mut child) = self.child.take() else {
-            return Ok(Stopped::default());
-        };
-        let _ = mapwise_native::os::process::terminate(&child);
-        child.wait().context("wait for the writer")?;
-        let text = self.stderr_text();
+        reap(&mut self.child, GRACE);
+        let text = std::fs::read_to_string(self.log.path()).context("the writer's stderr")?;
         let count = |l: &str| l.strip_prefix("writer: ")?.strip_suffix(" commits")?.parse().ok();
         let notes: Vec<&str> = text.lines().filter(|l| count(l).is_none()).collect();
         Ok(Stopped {
@@ -184,9 +197,6 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = mapwise_native::os::process::terminate(&c);
-            let _ = c.wait();
-        }
+        reap(&mut self.child, GRACE);
     }
 }
