@@ -50,9 +50,6 @@ pub struct Fill {
 
 /// Installs Debian's etcd-server and etcd-client when missing, through
 /// `mapwise_testkit::install` as the tests do.
-///
-/// # Errors
-/// When the install fails.
 pub fn ensure_installed() -> Result<()> {
     mapwise_testkit::install::try_ensure(&[mapwise_testkit::install::Need::Etcd])
         .map_err(anyhow::Error::msg)
@@ -81,10 +78,7 @@ impl Etcd {
     /// Starts etcd with its data directory under `parent` (a fresh
     /// `etcd-PID/`), a backend quota of `quota` bytes and requests of up
     /// to 8 MiB (room for a 1 MiB value), and waits up to a minute until
-    /// it answers.
-    ///
-    /// # Errors
-    /// When it cannot start or does not answer in time (quoting its log).
+    /// it answers (an error quotes its log).
     pub fn start(parent: &Path, quota: u64) -> Result<Etcd> {
         ensure_installed()?;
         let dir = parent.join(format!("etcd-{}", std::process::id()));
@@ -132,10 +126,8 @@ impl Etcd {
     }
 
     /// Puts new keys with values of `value_bytes` bytes, `concurrency`
-    /// requests at a time, until the db file is at least `bytes` long.
-    ///
-    /// # Errors
-    /// A put that fails (etcd's reply is quoted), or Ctrl-C.
+    /// requests at a time, until the db file is at least `bytes` long; the
+    /// first failed put (quoting etcd's reply) or Ctrl-C stops them all.
     pub fn fill_to(&mut self, bytes: u64, value_bytes: usize, concurrency: usize) -> Result<Fill> {
         let (start, db, first) = (Instant::now(), self.db_path(), self.next_key);
         let value: Vec<u8> = (0..value_bytes).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
@@ -147,7 +139,6 @@ impl Etcd {
             while !failed.load(Relaxed) && !interrupt::raised() && db_len() < bytes {
                 let key = B64.encode(format!("/bench/{:08}", next.fetch_add(1, Relaxed)));
                 let body = format!("{{\"key\":\"{key}\",\"value\":\"{value}\"}}");
-                // One failure stops every worker.
                 post(agent, endpoint, "/v3/kv/put", &body)
                     .inspect_err(|_| failed.store(true, Relaxed))?;
             }

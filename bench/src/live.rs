@@ -251,9 +251,6 @@ struct Ctx<'a> {
     resets: std::cell::Cell<u64>,
 }
 
-/// A running writer, when it started, and its row, completed when it stops.
-struct Writer(Running, Instant, WriterRun);
-
 impl Ctx<'_> {
     /// Puts `file` into `cache` and returns the resident fraction.
     fn prepare(&self, file: &Path, cache: Cache) -> Result<f64> {
@@ -282,34 +279,30 @@ impl Ctx<'_> {
         })
     }
 
-    /// Starts a writer committing to `file` (of `size`) every `ms`; its
-    /// row in the writers' table will say it ran `during`.
-    fn writer(&self, (file, size, ms): (&Path, &str, u64), during: &'static str) -> Result<Writer> {
+    /// Runs `f` under a writer committing to `file` (of `size`) every
+    /// `ms`, then stops it and adds its row, which says it ran `during`.
+    fn under_writer(
+        &self,
+        m: &mut Measured,
+        (file, size, ms): (&Path, &str, u64),
+        during: &'static str,
+        f: impl FnOnce(&Running, &mut Measured) -> Result<()>,
+    ) -> Result<()> {
         self.progress.set(format!("{size}: starting the writer (every {ms} ms)"));
         let started = Instant::now();
         let running = Running::start(file, Duration::from_millis(ms), BUCKET)?;
-        let (size, command) = (size.to_owned(), running.shown.clone());
-        let row = WriterRun {
-            size,
+        f(&running, m)?;
+        let command = running.shown.clone();
+        let stopped = running.stop()?;
+        m.writers.push(WriterRun {
+            size: size.to_owned(),
             during,
             interval_ms: ms,
             command,
-            commits: None,
-            seconds: 0.0,
-            notes: String::new(),
-        };
-        Ok(Writer(running, started, row))
-    }
-}
-
-impl Writer {
-    /// Stops the writer and adds its row to `m`.
-    fn stop(self, m: &mut Measured) -> Result<()> {
-        let Writer(running, started, mut row) = self;
-        let stopped = running.stop()?;
-        (row.commits, row.notes) = (stopped.commits, stopped.notes);
-        row.seconds = started.elapsed().as_secs_f64();
-        m.writers.push(row);
+            commits: stopped.commits,
+            seconds: started.elapsed().as_secs_f64(),
+            notes: stopped.notes,
+        });
         Ok(())
     }
 }
@@ -319,38 +312,47 @@ impl Writer {
 fn measure_size(cx: &Ctx, m: &mut Measured, file: &Path, size: &str) -> Result<()> {
     let readers = readers(cx.ws, file);
     for ms in INTERVALS_MS {
-        let writer = cx.writer((file, size, ms), "settle runs, then the live view")?;
-        for &cache in caches(ms) {
-            let what = format!("{size}, writer every {ms} ms, {}", cache.label);
-            let mut runs: Vec<Vec<Run>> = readers.iter().map(|_| Vec::new()).collect();
-            let before = |i: usize, round| {
-                cx.progress.set(format!("{what}: {} {round}/{}", readers[i].0, cx.runs));
-                cx.prepare(file, cache)
-            };
-            schedule::rotate(readers.len(), cx.runs, before, |i, _, resident| {
-                let run = cx.run(&readers[i].1, resident)?;
-                if run.code != Some(0) {
-                    let (who, st, t) = (&readers[i].0, &run.status, fmt_secs(run.wall_s));
-                    cx.progress.note(&format!("xtask: {who} ({what}): {st} in {t}"));
+        cx.under_writer(m, (file, size, ms), "settle runs, then the live view", |writer, m| {
+            for &cache in caches(ms) {
+                let what = format!("{size}, writer every {ms} ms, {}", cache.label);
+                let mut runs: Vec<Vec<Run>> = readers.iter().map(|_| Vec::new()).collect();
+                let before = |i: usize, round| {
+                    cx.progress.set(format!("{what}: {} {round}/{}", readers[i].0, cx.runs));
+                    cx.prepare(file, cache)
+                };
+                schedule::rotate(readers.len(), cx.runs, before, |i, _, resident| {
+                    let run = cx.run(&readers[i].1, resident)?;
+                    if run.code != Some(0) {
+                        let (who, st, t) = (&readers[i].0, &run.status, fmt_secs(run.wall_s));
+                        cx.progress.note(&format!("xtask: {who} ({what}): {st} in {t}"));
+                    }
+                    runs[i].push(run);
+                    cx.progress.inc();
+                    Ok(())
+                })?;
+                for ((reader, cmd), runs) in readers.iter().zip(runs) {
+                    let (size, command, settle) = (size.to_owned(), cmd.shell(), Settle::of(&runs));
+                    let reader = reader.clone();
+                    m.cells.push(Cell {
+                        size,
+                        interval_ms: ms,
+                        cache,
+                        reader,
+                        command,
+                        runs,
+                        settle,
+                    });
                 }
-                runs[i].push(run);
-                cx.progress.inc();
-                Ok(())
-            })?;
-            for ((reader, cmd), runs) in readers.iter().zip(runs) {
-                let (size, command, settle) = (size.to_owned(), cmd.shell(), Settle::of(&runs));
-                let reader = reader.clone();
-                m.cells.push(Cell { size, interval_ms: ms, cache, reader, command, runs, settle });
             }
-        }
-        cx.progress.set(format!("{size}: the live view, writer every {ms} ms"));
-        let resident_before = cx.prepare(file, FULL)?;
-        let watched = tui::watch(&cx.ws.release_bin("inspector"), file, &cx.view)?;
-        let writer_state = (watched.window_commits() == Some(0)).then(|| writer.0.kernel_state());
-        let (size, interval_ms) = (size.to_owned(), ms);
-        m.views.push(View { size, interval_ms, resident_before, watched, writer_state });
-        cx.progress.inc();
-        writer.stop(m)?;
+            cx.progress.set(format!("{size}: the live view, writer every {ms} ms"));
+            let resident_before = cx.prepare(file, FULL)?;
+            let watched = tui::watch(&cx.ws.release_bin("inspector"), file, &cx.view)?;
+            let writer_state = (watched.window_commits() == Some(0)).then(|| writer.kernel_state());
+            let (size, interval_ms) = (size.to_owned(), ms);
+            m.views.push(View { size, interval_ms, resident_before, watched, writer_state });
+            cx.progress.inc();
+            Ok(())
+        })?;
     }
     Ok(())
 }
@@ -368,7 +370,6 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &mut Etcd, file: &Path, size: &str
     let snapshot = etcd.snapshot_cmd(snap.path()).metered();
     let check = readers(cx.ws, snap.path()).swap_remove(0).1;
     let ours = readers(cx.ws, file).swap_remove(0).1;
-    let writer = cx.writer((file, size, ALT_INTERVAL_MS), "side by side with the alternative")?;
     let before = |side, run| {
         let (f, who) = match side {
             Side::A => (file, "ours"),
@@ -391,11 +392,13 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &mut Etcd, file: &Path, size: &str
         cx.progress.inc();
         Ok(vec![o])
     };
-    let pairs = schedule::alternate(cx.runs, before, ours_run, alt)?;
-    writer.stop(m)?;
-    let commands = [&ours, &snapshot, &check].map(Cmd::shell);
-    m.alts.push(Alt { size: size.to_owned(), fill, commands, pairs });
-    Ok(())
+    let at = (file, size, ALT_INTERVAL_MS);
+    cx.under_writer(m, at, "side by side with the alternative", |_, m| {
+        let pairs = schedule::alternate(cx.runs, before, ours_run, alt)?;
+        let commands = [&ours, &snapshot, &check].map(Cmd::shell);
+        m.alts.push(Alt { size: size.to_owned(), fill, commands, pairs });
+        Ok(())
+    })
 }
 
 /// Runs the bench.

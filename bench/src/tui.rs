@@ -180,20 +180,17 @@ pub struct Watched {
 
 impl Watched {
     /// The ages shown (`X s ago`), from the samples that showed one.
-    #[must_use]
     pub fn ages(&self) -> Vec<f64> {
         self.samples.iter().filter_map(|s| s.age_s).collect()
     }
 
     /// How many commits the view was behind the file, per sample.
-    #[must_use]
     pub fn behind(&self) -> Vec<f64> {
         let behind = |s: &Sample| Some(s.file_txid?.saturating_sub(s.txid?) as f64);
         self.samples.iter().filter_map(behind).collect()
     }
 
     /// Commits the file took during the window (its txid at the last sample minus at the first).
-    #[must_use]
     pub fn window_commits(&self) -> Option<u64> {
         let txid = |s: Option<&Sample>| s?.file_txid;
         Some(txid(self.samples.last())?.saturating_sub(txid(self.samples.first())?))

@@ -42,9 +42,6 @@ pub struct WriterArgs {
 /// Runs the writer until `--seconds` pass or a SIGINT, SIGTERM or SIGHUP
 /// arrives (then after the commit under way, so the file is left as a
 /// finished commit left it).
-///
-/// # Errors
-/// Opening or committing.
 pub fn run(a: &WriterArgs) -> Result<()> {
     crate::interrupt::install();
     let opts = mapwise_native::engine::bolt::Options::read_write();
@@ -136,9 +133,6 @@ impl Running {
     /// Starts the writer on the bbolt file `file`, committing every
     /// `interval` into `bucket` (etcd's shape otherwise), and waits up to
     /// two minutes until its first commit is on disk.
-    ///
-    /// # Errors
-    /// When it cannot start, or dies or makes no commit in time.
     pub fn start(file: &Path, interval: Duration, bucket: &str) -> Result<Running> {
         let exe = std::env::current_exe().context("cannot find the xtask binary")?;
         let cmd = Cmd::new(exe.to_string_lossy()).shown_as("cargo xtask").args([
@@ -180,9 +174,6 @@ impl Running {
 
     /// Stops the writer (SIGTERM: it finishes the commit under way) and
     /// returns what it said.
-    ///
-    /// # Errors
-    /// When its stderr cannot be read.
     pub fn stop(mut self) -> Result<Stopped> {
         reap(&mut self.child, GRACE);
         let text = std::fs::read_to_string(self.log.path()).context("the writer's stderr")?;
