@@ -360,14 +360,14 @@ fn measure_size(cx: &Ctx, m: &mut Measured, file: &Path, size: &str) -> Result<(
 /// The side-by-side cell of `file`: ours' check under a writer against
 /// `etcdctl snapshot save` from `etcd`, filled to the same size, and an
 /// offline check of the copy.
-fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &mut Etcd, file: &Path, size: &str) -> Result<()> {
+fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) -> Result<()> {
     let bytes = fs::metadata(file)?.len();
     cx.progress.set(format!("etcd: filling to {}", human_size(bytes)));
-    let fill = etcd.fill_to(bytes, FILL.0, FILL.1)?;
+    let fill = etcd::fill_to(etcd, bytes, FILL.0, FILL.1)?;
     cx.progress.inc();
-    let db = etcd.db_path();
+    let db = etcd.db();
     let snap = TempPath::new(etcd.dir().join("snapshot.db"));
-    let snapshot = etcd.snapshot_cmd(snap.path()).metered();
+    let snapshot = etcd::snapshot_cmd(etcd, snap.path()).metered();
     let check = readers(cx.ws, snap.path()).swap_remove(0).1;
     let ours = readers(cx.ws, file).swap_remove(0).1;
     let before = |side, run| {
@@ -456,11 +456,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // The alternative: one etcd, filled size by size.
     let largest = fs::metadata(copies.last().context("no sizes")?.1.path())?.len();
     progress.set("starting etcd");
-    let mut etcd = Etcd::start(&tmp, (largest * 2).max(largest + (1 << 30)))?;
+    let etcd = etcd::start(&tmp, (largest * 2).max(largest + (1 << 30)))?;
     for (size, copy) in &copies {
-        alt_cell(&cx, &mut m, &mut etcd, copy.path(), size)?;
+        alt_cell(&cx, &mut m, &etcd, copy.path(), size)?;
     }
-    let etcd_command = etcd.command.clone();
+    let etcd_command = etcd::command(&etcd);
     drop((etcd, copies));
     let largest = m.cells.last().map(|c| c.size.clone()).unwrap_or_default();
     let r = Results {
