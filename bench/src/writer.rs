@@ -1,6 +1,6 @@
-//! `cargo xtask writer`: an etcd-shaped bbolt writer (`mapwise_testkit::writer`)
-//! on a file, and [`Running`], the same writer as a child process of a
-//! bench or of `cargo xtask limits`.
+//! An etcd-shaped bbolt writer (`mapwise_testkit::writer`) on a file
+//! ([`write`], what `cargo xtask writer` runs), and [`Running`], the same
+//! writer as a child process of a bench or of `cargo xtask limits`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -8,53 +8,23 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use mapwise_testkit::writer as shape;
+use mapwise_testkit::writer::Shape;
 
 use crate::output::TempPath;
 use crate::proc::{Cmd, tail};
 use crate::tui::file_txid;
 
-/// `cargo xtask writer FILE`.
-#[derive(Debug, clap::Args)]
-pub struct WriterArgs {
-    /// The bbolt file (created when missing).
-    file: PathBuf,
-    /// Milliseconds between two commits.
-    #[arg(long, default_value_t = 100)]
-    interval_ms: u64,
-    /// The bucket written.
-    #[arg(long, default_value = "key")]
-    bucket: String,
-    /// Keys appended per commit.
-    #[arg(long, default_value_t = 2)]
-    appends: u32,
-    /// Random existing keys rewritten per commit.
-    #[arg(long, default_value_t = 1)]
-    rewrites: u32,
-    /// Value bytes.
-    #[arg(long, default_value_t = 512)]
-    value_size: usize,
-    /// Stop after this many seconds.
-    #[arg(long, default_value_t = 60.0)]
-    seconds: f64,
-}
-
-/// Runs the writer until `--seconds` pass or a SIGINT, SIGTERM or SIGHUP
-/// arrives (then after the commit under way, so the file is left as a
-/// finished commit left it).
-pub fn run(a: &WriterArgs) -> Result<()> {
+/// Writes to the bbolt file `file` (created when missing) in `shape` until
+/// `limit` passes or a SIGINT, SIGTERM or SIGHUP arrives (then after the
+/// commit under way, so the file is left as a finished commit left it),
+/// and says how many commits it made on stderr, where [`Running::stop`]
+/// reads it: what `cargo xtask writer` runs.
+pub fn write(file: &Path, shape: &Shape, limit: Duration) -> Result<()> {
     crate::interrupt::install();
     let opts = mapwise_native::engine::bolt::Options::read_write();
-    let db = mapwise_native::engine::bolt::Db::open(&a.file, &opts)
-        .with_context(|| format!("open {}", a.file.display()))?;
-    let s = shape::Shape {
-        bucket: a.bucket.as_bytes().to_vec(),
-        appends: a.appends,
-        rewrites: a.rewrites,
-        value_size: a.value_size,
-        interval: Duration::from_millis(a.interval_ms),
-    };
-    let n = shape::run(&db, &s, Duration::from_secs_f64(a.seconds), crate::interrupt::raised)?;
+    let db = mapwise_native::engine::bolt::Db::open(file, &opts)
+        .with_context(|| format!("open {}", file.display()))?;
+    let n = mapwise_testkit::writer::run(&db, shape, limit, crate::interrupt::raised)?;
     eprintln!("writer: {n} commits");
     Ok(())
 }
@@ -62,7 +32,7 @@ pub fn run(a: &WriterArgs) -> Result<()> {
 /// Starts `cmd` (stdin closed, stdout and stderr to `log`) and waits up to
 /// `within` until `ready()`; an error when it exits first (quoting the
 /// end of `log`), on timeout, or on Ctrl-C.
-pub(crate) fn spawn_until(
+fn spawn_until(
     cmd: &Cmd,
     log: &Path,
     within: Duration,
@@ -93,7 +63,7 @@ pub(crate) fn spawn_until(
 }
 
 /// SIGTERM to our own `child`, up to `grace` for it to exit, then SIGKILL; reaped.
-pub(crate) fn reap(child: &mut Child, grace: Duration) {
+fn reap(child: &mut Child, grace: Duration) {
     // Only while not reaped: a reaped child's pid may be another process's.
     if matches!(child.try_wait(), Ok(None)) {
         let _ = mapwise_native::os::process::terminate(child);
