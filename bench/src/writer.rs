@@ -1,5 +1,5 @@
 //! An etcd-shaped bbolt writer (`mapwise_testkit::writer`) on a file
-//! ([`write`], what `cargo xtask writer` runs), and [`Running`], the same
+//! ([`write()`], what `cargo xtask writer` runs), and [`Running`], the same
 //! writer as a child process of a bench or of `cargo xtask limits`.
 
 use std::fs::File;
