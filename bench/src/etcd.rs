@@ -1,45 +1,24 @@
-//! A real etcd for a bench: Debian's etcd 3.4 on loopback ports of its
-//! own, in a temporary data directory, filled through its v3 JSON gateway
-//! (`POST /v3/kv/put`, base64 keys and values), and stopped (SIGTERM,
-//! then SIGKILL) and removed whatever happens ([`Drop`]).
+//! The live bench's etcd: the tests' starter ([`mapwise_testkit::etcd`]:
+//! Debian's etcd 3.4 on loopback ports of its own, in a temporary data
+//! directory, killed and removed on drop) with room for a 2 GiB db, filled
+//! through its v3 JSON gateway, and its command lines as a report shows
+//! them.
 
 use std::fs;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as B64;
+use anyhow::{Context, Result, anyhow};
+use mapwise_testkit::etcd::{Config, Limits};
 use serde::Serialize;
 
 use super::interrupt;
-use super::proc::{Cmd, tail};
+use super::proc::Cmd;
 
-/// The largest request etcd is started to accept (`--max-request-bytes`):
-/// room for a 1 MiB value, base64'd in JSON by the gateway's client.
-const MAX_REQUEST: u64 = 8 << 20;
+pub use mapwise_testkit::etcd::Etcd;
 
-/// How long etcd may take to answer after it starts.
-const READY_WITHIN: Duration = Duration::from_secs(60);
-
-/// A running etcd, stopped and its directory removed when dropped.
-#[derive(Debug)]
-pub struct Etcd {
-    child: Option<Child>,
-    dir: PathBuf,
-    /// `http://127.0.0.1:PORT`, the client URL (gRPC and the JSON gateway).
-    pub endpoint: String,
-    /// The command that started it, as a report shows it.
-    pub command: String,
-    agent: ureq::Agent,
-    /// Keys put so far (`/bench/NNNNNNNN`).
-    next_key: u64,
-}
-
-/// What [`Etcd::fill_to`] did.
+/// What [`fill_to`] did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fill {
     /// Puts made in this call.
@@ -54,19 +33,8 @@ pub struct Fill {
     pub db_bytes: u64,
 }
 
-/// A free loopback port (bound and released: another process could take
-/// it before etcd does, which then fails to start and says so).
-fn free_port() -> Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").context("cannot bind a loopback port")?;
-    Ok(l.local_addr()?.port())
-}
-
-/// Installs Debian's etcd-server and etcd-client when `etcd` or `etcdctl`
-/// is missing (as root, or with passwordless sudo), through the
-/// workspace's installer (`mapwise_testkit::install`), as the tests do.
-///
-/// # Errors
-/// When the install fails.
+/// Installs Debian's etcd-server and etcd-client when missing, through
+/// `mapwise_testkit::install` as the tests do.
 pub fn ensure_installed() -> Result<()> {
     mapwise_testkit::install::try_ensure(&[mapwise_testkit::install::Need::Etcd])
         .map_err(anyhow::Error::msg)
@@ -77,185 +45,59 @@ pub fn version() -> Option<String> {
     super::machine::first_line_of("etcd", &["--version"])
 }
 
-impl Etcd {
-    /// Starts etcd with its data directory under `parent` (a fresh
-    /// `etcd-PID/`), a backend quota of `quota` bytes
-    /// (`--quota-backend-bytes`) and requests of up to 8 MiB, and waits
-    /// until it answers.
-    ///
-    /// # Errors
-    /// When it cannot start or does not answer within a minute (the error
-    /// quotes its log).
-    pub fn start(parent: &Path, quota: u64) -> Result<Etcd> {
-        ensure_installed()?;
-        let dir = parent.join(format!("etcd-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let (client, peer) = (free_port()?, free_port()?);
-        let endpoint = format!("http://127.0.0.1:{client}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
-        let data = dir.join("data").to_string_lossy().into_owned();
-        let (cluster, quota) = (format!("bench={peer_url}"), quota.to_string());
-        let max_request = MAX_REQUEST.to_string();
-        let flags = [
-            ("--name", "bench"),
-            ("--data-dir", &data),
-            ("--listen-client-urls", &endpoint),
-            ("--advertise-client-urls", &endpoint),
-            ("--listen-peer-urls", &peer_url),
-            ("--initial-advertise-peer-urls", &peer_url),
-            ("--initial-cluster", &cluster),
-            ("--quota-backend-bytes", &quota),
-            ("--max-request-bytes", &max_request),
-            ("--log-level", "error"),
-        ];
-        let cmd = Cmd::new("etcd").args(flags.iter().flat_map(|&(k, v)| [k, v]));
-        let log = fs::File::create(dir.join("etcd.log"))?;
-        let child = Command::new(cmd.program())
-            .args(cmd.arguments())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .context("cannot start etcd")?;
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(60)))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut e =
-            Etcd { child: Some(child), dir, endpoint, command: cmd.shell(), agent, next_key: 0 };
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
-            if e.post("/v3/maintenance/status", "{}").is_ok() {
-                return Ok(e);
-            }
-            if let Some(c) = e.child.as_mut()
-                && let Some(st) = c.try_wait()?
-            {
-                bail!("etcd exited ({st}) at start:\n{}", e.log_tail());
-            }
-            if Instant::now() > deadline {
-                bail!("etcd did not answer within a minute:\n{}", e.log_tail());
-            }
-            interrupt::check()?;
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        tail(&fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default(), 20)
-    }
-
-    /// POSTs `body` to `path` of the gateway; the reply's text, or an
-    /// error for a status other than 200.
-    fn post(&self, path: &str, body: &str) -> Result<String> {
-        post(&self.agent, &self.endpoint, path, body)
-    }
-
-    /// The backend file, `DATA_DIR/member/snap/db`.
-    pub fn db_path(&self) -> PathBuf {
-        self.dir.join("data/member/snap/db")
-    }
-
-    /// The directory its data and log live in.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Puts new keys with values of `value_bytes` bytes, `concurrency`
-    /// requests at a time, until the db file is at least `bytes` long.
-    ///
-    /// # Errors
-    /// A put that fails (etcd's reply is quoted), or Ctrl-C.
-    pub fn fill_to(&mut self, bytes: u64, value_bytes: usize, concurrency: usize) -> Result<Fill> {
-        let start = Instant::now();
-        let db = self.db_path();
-        let value = B64.encode(
-            (0..value_bytes).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect::<Vec<u8>>(),
-        );
-        let next = AtomicU64::new(self.next_key);
-        let done = AtomicBool::new(false);
-        let first = self.next_key;
-        let result: Result<()> = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..concurrency.max(1))
-                .map(|_| {
-                    s.spawn(|| -> Result<()> {
-                        while !done.load(Ordering::Relaxed) {
-                            if interrupt::raised()
-                                || fs::metadata(&db).map_or(0, |m| m.len()) >= bytes
-                            {
-                                done.store(true, Ordering::Relaxed);
-                                break;
-                            }
-                            let k = next.fetch_add(1, Ordering::Relaxed);
-                            let body = format!(
-                                "{{\"key\":\"{}\",\"value\":\"{value}\"}}",
-                                B64.encode(format!("/bench/{k:08}"))
-                            );
-                            if let Err(e) = post(&self.agent, &self.endpoint, "/v3/kv/put", &body) {
-                                done.store(true, Ordering::Relaxed);
-                                return Err(e);
-                            }
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            workers.into_iter().try_for_each(|w| {
-                w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a put thread panicked")))
-            })
-        });
-        interrupt::check()?;
-        result.with_context(|| format!("filling etcd:\n{}", self.log_tail()))?;
-        self.next_key = next.load(Ordering::Relaxed);
-        Ok(Fill {
-            puts: self.next_key - first,
-            value_bytes,
-            concurrency,
-            seconds: start.elapsed().as_secs_f64(),
-            db_bytes: fs::metadata(&db).map_or(0, |m| m.len()),
-        })
-    }
-
-    /// `ETCDCTL_API=3 etcdctl --endpoints URL snapshot save COPY`.
-    pub fn snapshot_cmd(&self, copy: &Path) -> Cmd {
-        Cmd::new("etcdctl")
-            .env("ETCDCTL_API", "3")
-            .arg("--endpoints")
-            .arg(self.endpoint.clone())
-            .arg("snapshot")
-            .arg("save")
-            .arg(copy.to_string_lossy().into_owned())
-    }
+/// Starts etcd with its data directory under `parent`, a backend quota of
+/// `quota` bytes and requests of up to 8 MiB (room for a 1 MiB value);
+/// an error quotes its log.
+pub fn start(parent: &Path, quota: u64) -> Result<Etcd> {
+    ensure_installed()?;
+    let cfg = Config { parent: Some(parent.to_owned()), ..Config::default() };
+    let limits = Limits { quota_backend_bytes: Some(quota), max_request_bytes: Some(8 << 20) };
+    Etcd::try_start(&cfg, limits).map_err(anyhow::Error::msg)
 }
 
-/// One POST to the gateway at `endpoint`.
-fn post(agent: &ureq::Agent, endpoint: &str, path: &str, body: &str) -> Result<String> {
-    let mut r = agent
-        .post(format!("{endpoint}{path}"))
-        .header("Content-Type", "application/json")
-        .send(body)
-        .with_context(|| format!("POST {path}"))?;
-    let status = r.status();
-    let text = r.body_mut().read_to_string().unwrap_or_default();
-    if status != 200 {
-        bail!("POST {path}: {status}: {}", text.trim());
-    }
-    Ok(text)
+/// The command line `etcd` was started with, as a shell takes it.
+pub fn command(etcd: &Etcd) -> String {
+    Cmd::new(&etcd.command[0]).args(&etcd.command[1..]).shell()
 }
 
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = mapwise_native::os::process::terminate(&c);
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+/// Puts new keys (`/bench/BYTES/N`) with values of `value_bytes` bytes,
+/// `concurrency` requests at a time, until the db file is at least `bytes`
+/// long; the first failed put (quoting etcd's reply) or Ctrl-C stops them
+/// all.
+pub fn fill_to(etcd: &Etcd, bytes: u64, value_bytes: usize, concurrency: usize) -> Result<Fill> {
+    let (start, db) = (Instant::now(), etcd.db());
+    let value: Vec<u8> = (0..value_bytes).map(|i| u8::try_from(i % 251).unwrap_or(0)).collect();
+    let (next, failed) = (AtomicU64::new(0), AtomicBool::new(false));
+    let db_len = || fs::metadata(&db).map_or(0, |m| m.len());
+    let put = || -> Result<()> {
+        while !failed.load(Relaxed) && !interrupt::raised() && db_len() < bytes {
+            let key = format!("/bench/{bytes}/{:08}", next.fetch_add(1, Relaxed));
+            etcd.try_put(&key, &value, 0)
+                .map_err(anyhow::Error::msg)
+                .inspect_err(|_| failed.store(true, Relaxed))?;
         }
-        let _ = fs::remove_dir_all(&self.dir);
-    }
+        Ok(())
+    };
+    let result: Result<()> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..concurrency.max(1)).map(|_| s.spawn(put)).collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a put thread panicked"))))
+    });
+    interrupt::check()?;
+    result.with_context(|| format!("filling etcd:\n{}", etcd.log_tail()))?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(Fill { puts: next.load(Relaxed), value_bytes, concurrency, seconds, db_bytes: db_len() })
+}
+
+/// `ETCDCTL_API=3 etcdctl --endpoints URL snapshot save COPY`.
+pub fn snapshot_cmd(etcd: &Etcd, copy: &Path) -> Cmd {
+    let (endpoint, copy) = (etcd.endpoint.as_str(), copy.to_string_lossy());
+    Cmd::new("etcdctl").env("ETCDCTL_API", "3").args([
+        "--endpoints",
+        endpoint,
+        "snapshot",
+        "save",
+        &*copy,
+    ])
 }

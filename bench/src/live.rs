@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::bolt_scan::{self, FileInfo};
+use super::bolt_scan::{self, BUCKET, FileInfo};
 use super::etcd::{self, Etcd, Fill};
 use super::machine::{self, Machine};
 use super::output::{self, TempPath};
@@ -20,11 +20,11 @@ use super::pagecache;
 use super::proc::{Cmd, tail};
 use super::report::{Outcome, Report, Role, Table, Verdict, fill};
 use super::schedule::{self, Pair, Side};
-use super::stats::{Summary, fmt_secs, nearest_rank, pair_ratios};
+use super::stats::{Summary, fmt_secs, nearest_rank, opt_median, opt_ratio, opt_secs, pair_ratios};
 use super::tui::{self, WatchOptions, Watched};
 use super::units::{format_size, human_size, pct, utc_human};
+use super::writer::Running;
 use super::{CommonArgs, Progress, Workspace, path_arg};
-use crate::writer::Running;
 
 /// Long help of `cargo xtask bench live`.
 pub const HELP: &str = include_str!("text/live-help.txt");
@@ -32,16 +32,8 @@ pub const HELP: &str = include_str!("text/live-help.txt");
 // The texts in `text/` state the numbers below.
 /// The writer's commit intervals, in ms.
 const INTERVALS_MS: [u64; 4] = [20, 50, 100, 200];
-/// The writer intervals with a half-cached cell too (etcd's default batch
-/// interval and the shortest).
-const HALF_INTERVALS_MS: [u64; 2] = [20, 100];
-/// The writer interval of the side-by-side cell (etcd's default
-/// `--backend-batch-interval`).
+/// The writer interval of the side-by-side cell (etcd's default `--backend-batch-interval`).
 const ALT_INTERVAL_MS: u64 = 100;
-/// The bucket the `big` shape fills, which the writer writes too.
-const BUCKET: &str = "fake-bucket";
-/// Eviction block of a partly cached cell.
-const BLOCK: u64 = 2 << 20;
 /// Target: p95 settle time at most this, seconds.
 const SETTLE_P95_MAX_S: f64 = 2.0;
 /// Target: ours p95 / the alternative's median at most this.
@@ -49,28 +41,23 @@ const ALT_RATIO_MAX: f64 = 0.25;
 /// etcd's fill: value bytes, and requests in flight.
 const FILL: (usize, usize) = (1 << 20, 4);
 
-/// The cache state a run starts from: live's own (the shared
-/// `CacheState` has no partial states), the file read whole, then random
-/// blocks dropped until at most `resident` of it is left.
+/// live's own cache state (the shared `CacheState` has no partial ones):
+/// the file read whole, then random blocks dropped until at most
+/// `resident` of it is left.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 struct Cache {
     label: &'static str,
     resident: f64,
 }
 
-const FULL: Cache = Cache::new("fully cached", 1.0);
-const PARTIAL: Cache = Cache::new("~90 % cached", 0.91);
-const HALF: Cache = Cache::new("~50 % cached", 0.51);
+const FULL: Cache = Cache { label: "fully cached", resident: 1.0 };
+const PARTIAL: Cache = Cache { label: "~90 % cached", resident: 0.91 };
+const HALF: Cache = Cache { label: "~50 % cached", resident: 0.51 };
 
-impl Cache {
-    const fn new(label: &'static str, resident: f64) -> Cache {
-        Cache { label, resident }
-    }
-
-    /// The cache states measured under a writer every `ms`.
-    fn under(ms: u64) -> &'static [Cache] {
-        if HALF_INTERVALS_MS.contains(&ms) { &[FULL, PARTIAL, HALF] } else { &[FULL, PARTIAL] }
-    }
+/// The cache states measured under a writer every `ms`: half cached too
+/// under etcd's default batch interval and the shortest.
+fn caches(ms: u64) -> &'static [Cache] {
+    if [20, 100].contains(&ms) { &[FULL, PARTIAL, HALF] } else { &[FULL, PARTIAL] }
 }
 
 /// `bench live` options.
@@ -104,20 +91,13 @@ struct Run {
     stderr_tail: Option<String>,
 }
 
-impl Run {
-    fn ok(&self) -> bool {
-        self.code == Some(0)
-    }
-}
-
-/// What a set of runs came to: exits, and times of the settled ones.
+/// What a set of runs came to: exits (`other`: 1, a signal), and times of
+/// the runs that exited 0.
 #[derive(Debug, Serialize)]
 struct Settle {
     ok: usize,
     exit2: usize,
-    /// Runs that exited otherwise (1, a signal).
     other: usize,
-    /// Wall times of the runs that exited 0.
     wall: Option<Summary>,
     p95_s: Option<f64>,
     rss_kib: Option<Summary>,
@@ -127,8 +107,8 @@ struct Settle {
 impl Settle {
     fn of<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Settle {
         let runs: Vec<&Run> = runs.into_iter().collect();
-        let ok: Vec<f64> = runs.iter().filter(|r| r.ok()).map(|r| r.wall_s).collect();
-        let rss = runs.iter().filter_map(|r| Some(r.max_rss_kib? as f64));
+        let ok: Vec<f64> = runs.iter().filter(|r| r.code == Some(0)).map(|r| r.wall_s).collect();
+        let rss: Vec<f64> = runs.iter().filter_map(|r| Some(r.max_rss_kib? as f64)).collect();
         let exit2 = runs.iter().filter(|r| r.code == Some(2)).count();
         let res: Vec<f64> = runs.iter().map(|r| r.resident_before).collect();
         Settle {
@@ -137,9 +117,14 @@ impl Settle {
             other: runs.len() - ok.len() - exit2,
             wall: Summary::of(&ok),
             p95_s: nearest_rank(&ok, 0.95),
-            rss_kib: Summary::of(&rss.collect::<Vec<_>>()),
+            rss_kib: Summary::of(&rss),
             resident_before: Summary::of(&res),
         }
+    }
+
+    /// Whether every run exited 0.
+    fn clean(&self) -> bool {
+        self.exit2 + self.other == 0
     }
 }
 
@@ -155,29 +140,26 @@ struct Cell {
     settle: Settle,
 }
 
-/// The live view under one writer.
+/// The live view under one writer; `writer_state`: where the writer was
+/// in the kernel right after the window, when the file took no commit.
 #[derive(Debug, Serialize)]
 struct View {
     size: String,
     interval_ms: u64,
     resident_before: f64,
     watched: Watched,
-    /// Where the writer was in the kernel right after the window, when
-    /// the file took no commit during it.
     writer_state: Option<String>,
 }
 
-/// One writer's life.
+/// One writer's life, `during` what, and the rest of its stderr (`notes`).
 #[derive(Debug, Serialize)]
 struct WriterRun {
     size: String,
-    /// What ran under it.
     during: &'static str,
     interval_ms: u64,
     command: String,
     commits: Option<u64>,
     seconds: f64,
-    /// What else it printed on stderr.
     notes: String,
 }
 
@@ -192,11 +174,6 @@ struct Alt {
     pairs: Vec<Pair<Vec<Run>>>,
 }
 
-/// Whether every command of a side-by-side pair exited 0.
-fn pair_ok(p: &Pair<Vec<Run>>) -> bool {
-    p.a.iter().chain(&p.b).all(Run::ok)
-}
-
 impl Alt {
     /// Ours' runs, or the alternative's step `b` (0 snapshot, 1 check).
     fn settle(&self, b: Option<usize>) -> Settle {
@@ -207,7 +184,7 @@ impl Alt {
     /// the pairs whose commands all exited 0.
     fn totals(&self) -> (Option<Summary>, Option<Summary>) {
         let total = |runs: &[Run]| runs.iter().map(|r| r.wall_s).sum::<f64>();
-        let ok = self.pairs.iter().filter(|p| pair_ok(p));
+        let ok = self.pairs.iter().filter(|p| Settle::of(p.a.iter().chain(&p.b)).clean());
         let pairs: Vec<(f64, f64)> = ok.map(|p| (total(&p.a), total(&p.b))).collect();
         let alt: Vec<f64> = pairs.iter().map(|p| p.1).collect();
         (Summary::of(&alt), Summary::of(&pair_ratios(&pairs).0))
@@ -242,32 +219,30 @@ struct Results {
 }
 
 /// The readers timed, as (label, command) on `file`.
-fn readers(ws: &Workspace, file: &str) -> Vec<(String, Cmd)> {
-    [
-        "inspector check FILE",
-        "inspector layout FILE --json",
-        "inspector pages FILE",
-        "mapwise bolt check FILE",
-    ]
-    .map(|spec| {
-        let mut words = spec.split(' ');
-        let bin = ws.release_bin(words.next().unwrap_or_default());
-        let args = words.map(|w| if w == "FILE" { file } else { w });
-        let cmd = Cmd::new(path_arg(&bin)).args(args).metered();
-        (spec.replace(" FILE", ""), cmd.counting_stdout())
-    })
-    .into()
+fn readers(ws: &Workspace, file: &Path) -> Vec<(String, Cmd)> {
+    let file = path_arg(file);
+    let specs = ["inspector check FILE", "inspector layout FILE --json", "inspector pages FILE"];
+    specs
+        .into_iter()
+        .chain(["mapwise bolt check FILE"])
+        .map(|spec| {
+            let mut words = spec.split(' ');
+            let bin = path_arg(&ws.release_bin(words.next().unwrap_or_default()));
+            let args = words.map(|w| if w == "FILE" { file.as_str() } else { w });
+            let cmd = Cmd::new(bin).args(args).metered().counting_stdout();
+            (spec.replace(" FILE", ""), cmd)
+        })
+        .collect()
 }
 
 /// The eviction block for a file of `len` bytes: 2 MiB, or 1/64 of a file
 /// below 128 MiB (in 4 KiB pages).
 fn block_for(len: u64) -> u64 {
-    if len >= 64 * BLOCK { BLOCK } else { (len / 64 / 4096).max(1) * 4096 }
+    if len >= 128 << 20 { 2 << 20 } else { (len / 64 / 4096).max(1) * 4096 }
 }
 
-/// What every measurement shares: the workspace, the progress bar, the
-/// rounds per cell, how the live view is watched, and the count of cache
-/// resets (each draws its own blocks).
+/// What every measurement shares, and the count of cache resets (each
+/// draws its own blocks).
 struct Ctx<'a> {
     ws: &'a Workspace,
     progress: &'a Progress,
@@ -290,11 +265,6 @@ impl Ctx<'_> {
         Ok(pagecache::evict_random_until(file, cache.resident, block, seed)?.after)
     }
 
-    /// Says what runs now.
-    fn say(&self, what: String) {
-        self.progress.set(what);
-    }
-
     /// One run of `cmd`, its file `resident_before`.
     fn run(&self, cmd: &Cmd, resident_before: f64) -> Result<Run> {
         let out = cmd.output(&self.ws.root)?;
@@ -309,31 +279,25 @@ impl Ctx<'_> {
         })
     }
 
-    /// Starts a writer committing to `file` every `ms`; its row in the
-    /// writers' table will say it ran `during`.
-    fn writer(&self, at: (&Path, &str, u64), during: &'static str) -> Result<Writer> {
-        let (file, size, ms) = at;
-        self.say(format!("{size}: starting the writer (every {ms} ms)"));
+    /// Runs `f` under a writer committing to `file` (of `size`) every
+    /// `ms`, then stops it and adds its row, which says it ran `during`.
+    fn under_writer(
+        &self,
+        m: &mut Measured,
+        (file, size, ms): (&Path, &str, u64),
+        during: &'static str,
+        f: impl FnOnce(&Running, &mut Measured) -> Result<()>,
+    ) -> Result<()> {
+        self.progress.set(format!("{size}: starting the writer (every {ms} ms)"));
         let started = Instant::now();
         let running = Running::start(file, Duration::from_millis(ms), BUCKET)?;
-        Ok(Writer(running, started, (size.to_owned(), ms, during)))
-    }
-}
-
-/// A running writer, when it started, and its file's size, interval and
-/// what ran under it.
-struct Writer(Running, Instant, (String, u64, &'static str));
-
-impl Writer {
-    /// Stops the writer and adds its row to `m`.
-    fn stop(self, m: &mut Measured) -> Result<()> {
-        let Writer(running, started, (size, interval_ms, during)) = self;
-        let command = running.shown().to_owned();
+        f(&running, m)?;
+        let command = running.shown.clone();
         let stopped = running.stop()?;
         m.writers.push(WriterRun {
-            size,
+            size: size.to_owned(),
             during,
-            interval_ms,
+            interval_ms: ms,
             command,
             commits: stopped.commits,
             seconds: started.elapsed().as_secs_f64(),
@@ -343,61 +307,52 @@ impl Writer {
     }
 }
 
-/// The settle cells and live views of `file` under every writer.
+/// Under a writer at each interval: the readers on `file` in each cache
+/// state, in turn, `cx.runs` rounds; then the live view.
 fn measure_size(cx: &Ctx, m: &mut Measured, file: &Path, size: &str) -> Result<()> {
+    let readers = readers(cx.ws, file);
     for ms in INTERVALS_MS {
-        let writer = cx.writer((file, size, ms), "settle runs, then the live view")?;
-        for &cache in Cache::under(ms) {
-            settle_cells(cx, m, (file, size, ms), cache)?;
-        }
-        cx.say(format!("{size}: the live view, writer every {ms} ms"));
-        let resident_before = cx.prepare(file, FULL)?;
-        let inspector = cx.ws.release_bin("inspector");
-        let watched = tui::watch(&inspector, file, &cx.view)?;
-        let stuck = watched.window_commits() == Some(0);
-        m.views.push(View {
-            size: size.to_owned(),
-            interval_ms: ms,
-            resident_before,
-            writer_state: stuck.then(|| writer.0.kernel_state()),
-            watched,
-        });
-        cx.progress.inc();
-        writer.stop(m)?;
-    }
-    Ok(())
-}
-
-/// The readers on `file` in `cache`, in turn, `cx.runs` rounds.
-fn settle_cells(cx: &Ctx, m: &mut Measured, at: (&Path, &str, u64), cache: Cache) -> Result<()> {
-    let (file, size, ms) = at;
-    let readers = readers(cx.ws, &path_arg(file));
-    let what = format!("{size}, writer every {ms} ms, {}", cache.label);
-    let mut runs: Vec<Vec<Run>> = readers.iter().map(|_| Vec::new()).collect();
-    let before = |i: usize, round| {
-        cx.say(format!("{what}: {} {round}/{}", readers[i].0, cx.runs));
-        cx.prepare(file, cache)
-    };
-    schedule::rotate(readers.len(), cx.runs, before, |i, _, resident| {
-        let run = cx.run(&readers[i].1, resident)?;
-        if !run.ok() {
-            let (who, st, t) = (&readers[i].0, &run.status, fmt_secs(run.wall_s));
-            cx.progress.note(&format!("xtask: {who} ({what}): {st} in {t}"));
-        }
-        cx.progress.inc();
-        runs[i].push(run);
-        Ok(())
-    })?;
-    for ((reader, cmd), runs) in readers.into_iter().zip(runs) {
-        m.cells.push(Cell {
-            size: size.to_owned(),
-            interval_ms: ms,
-            cache,
-            reader,
-            command: cmd.shell(),
-            settle: Settle::of(&runs),
-            runs,
-        });
+        cx.under_writer(m, (file, size, ms), "settle runs, then the live view", |writer, m| {
+            for &cache in caches(ms) {
+                let what = format!("{size}, writer every {ms} ms, {}", cache.label);
+                let mut runs: Vec<Vec<Run>> = readers.iter().map(|_| Vec::new()).collect();
+                let before = |i: usize, round| {
+                    cx.progress.set(format!("{what}: {} {round}/{}", readers[i].0, cx.runs));
+                    cx.prepare(file, cache)
+                };
+                schedule::rotate(readers.len(), cx.runs, before, |i, _, resident| {
+                    let run = cx.run(&readers[i].1, resident)?;
+                    if run.code != Some(0) {
+                        let (who, st, t) = (&readers[i].0, &run.status, fmt_secs(run.wall_s));
+                        cx.progress.note(&format!("xtask: {who} ({what}): {st} in {t}"));
+                    }
+                    runs[i].push(run);
+                    cx.progress.inc();
+                    Ok(())
+                })?;
+                for ((reader, cmd), runs) in readers.iter().zip(runs) {
+                    let (size, command, settle) = (size.to_owned(), cmd.shell(), Settle::of(&runs));
+                    let reader = reader.clone();
+                    m.cells.push(Cell {
+                        size,
+                        interval_ms: ms,
+                        cache,
+                        reader,
+                        command,
+                        runs,
+                        settle,
+                    });
+                }
+            }
+            cx.progress.set(format!("{size}: the live view, writer every {ms} ms"));
+            let resident_before = cx.prepare(file, FULL)?;
+            let watched = tui::watch(&cx.ws.release_bin("inspector"), file, &cx.view)?;
+            let writer_state = (watched.window_commits() == Some(0)).then(|| writer.kernel_state());
+            let (size, interval_ms) = (size.to_owned(), ms);
+            m.views.push(View { size, interval_ms, resident_before, watched, writer_state });
+            cx.progress.inc();
+            Ok(())
+        })?;
     }
     Ok(())
 }
@@ -405,23 +360,22 @@ fn settle_cells(cx: &Ctx, m: &mut Measured, at: (&Path, &str, u64), cache: Cache
 /// The side-by-side cell of `file`: ours' check under a writer against
 /// `etcdctl snapshot save` from `etcd`, filled to the same size, and an
 /// offline check of the copy.
-fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &mut Etcd, file: &Path, size: &str) -> Result<()> {
+fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) -> Result<()> {
     let bytes = fs::metadata(file)?.len();
-    cx.say(format!("etcd: filling to {}", human_size(bytes)));
-    let fill = etcd.fill_to(bytes, FILL.0, FILL.1)?;
+    cx.progress.set(format!("etcd: filling to {}", human_size(bytes)));
+    let fill = etcd::fill_to(etcd, bytes, FILL.0, FILL.1)?;
     cx.progress.inc();
-    let db = etcd.db_path();
+    let db = etcd.db();
     let snap = TempPath::new(etcd.dir().join("snapshot.db"));
-    let snapshot = etcd.snapshot_cmd(snap.path()).metered();
-    let check = readers(cx.ws, &path_arg(snap.path())).swap_remove(0).1;
-    let ours = readers(cx.ws, &path_arg(file)).swap_remove(0).1;
-    let writer = cx.writer((file, size, ALT_INTERVAL_MS), "side by side with the alternative")?;
+    let snapshot = etcd::snapshot_cmd(etcd, snap.path()).metered();
+    let check = readers(cx.ws, snap.path()).swap_remove(0).1;
+    let ours = readers(cx.ws, file).swap_remove(0).1;
     let before = |side, run| {
         let (f, who) = match side {
             Side::A => (file, "ours"),
             Side::B => (db.as_path(), "etcdctl snapshot save + check"),
         };
-        cx.say(format!("{size}: side by side {run}/{}, {who}", cx.runs));
+        cx.progress.set(format!("{size}: side by side {run}/{}, {who}", cx.runs));
         let _ = fs::remove_file(snap.path());
         cx.prepare(f, PARTIAL)
     };
@@ -438,12 +392,13 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &mut Etcd, file: &Path, size: &str
         cx.progress.inc();
         Ok(vec![o])
     };
-    let pairs = schedule::alternate(cx.runs, before, ours_run, alt)?;
-    writer.stop(m)?;
-    let commands = [&ours, &snapshot, &check].map(Cmd::shell);
-    let size = size.to_owned();
-    m.alts.push(Alt { size, fill, commands, pairs });
-    Ok(())
+    let at = (file, size, ALT_INTERVAL_MS);
+    cx.under_writer(m, at, "side by side with the alternative", |_, m| {
+        let pairs = schedule::alternate(cx.runs, before, ours_run, alt)?;
+        let commands = [&ours, &snapshot, &check].map(Cmd::shell);
+        m.alts.push(Alt { size: size.to_owned(), fill, commands, pairs });
+        Ok(())
+    })
 }
 
 /// Runs the bench.
@@ -458,7 +413,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     };
     let view_seconds = args.view_seconds.unwrap_or(if tiny { 3.0 } else { 20.0 });
     let oracle = ws.peer("bolt")?;
-    let cells: usize = INTERVALS_MS.iter().map(|&ms| Cache::under(ms).len()).sum();
+    let cells: usize = INTERVALS_MS.iter().map(|&ms| caches(ms).len()).sum();
     let per_size = 1 + cells * runs * 4 + INTERVALS_MS.len() + 1 + 2 * runs;
     let progress = Progress::new((3 + sizes.len() * per_size) as u64);
     let builds = [
@@ -501,11 +456,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // The alternative: one etcd, filled size by size.
     let largest = fs::metadata(copies.last().context("no sizes")?.1.path())?.len();
     progress.set("starting etcd");
-    let mut etcd = Etcd::start(&tmp, (largest * 2).max(largest + (1 << 30)))?;
+    let etcd = etcd::start(&tmp, (largest * 2).max(largest + (1 << 30)))?;
     for (size, copy) in &copies {
-        alt_cell(&cx, &mut m, &mut etcd, copy.path(), size)?;
+        alt_cell(&cx, &mut m, &etcd, copy.path(), size)?;
     }
-    let etcd_command = etcd.command.clone();
+    let etcd_command = etcd::command(&etcd);
     drop((etcd, copies));
     let largest = m.cells.last().map(|c| c.size.clone()).unwrap_or_default();
     let r = Results {
@@ -523,49 +478,45 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         m,
     };
     drop(progress);
-    let dir = ws.report_dir(&args.common, started);
-    output::publish(&dir, &render(&r), &r, &[])?;
-    Ok(ExitCode::SUCCESS)
+    output::publish(&ws.report_dir(&args.common, started), &render(&r), &r, &[])
+        .map(|()| ExitCode::SUCCESS)
 }
 
-/// The verdicts, on the largest size measured (`size`).
+/// The verdicts, on the largest size measured (`size`): one per reader, in
+/// the order they run, and one on the side-by-side cell.
 fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
-    let judged = |c: &&Cell| c.size == size && c.cache == PARTIAL;
+    let judged: Vec<&Cell> =
+        cells.iter().filter(|c| c.size == size && c.cache == PARTIAL).collect();
     let goal =
         format!("p95 settle ≤ {SETTLE_P95_MAX_S} s and no exit 2 under a writer every 20–200 ms");
     let mut v = Vec::new();
-    // One verdict per reader, in the order they run.
-    for first in cells.iter().filter(judged).filter(|c| c.interval_ms == INTERVALS_MS[0]) {
-        let reader = &first.reader;
-        let mine: Vec<&Cell> =
-            cells.iter().filter(judged).filter(|c| &c.reader == reader).collect();
+    for first in judged.iter().filter(|c| c.interval_ms == INTERVALS_MS[0]) {
+        let mine: Vec<&&Cell> = judged.iter().filter(|c| c.reader == first.reader).collect();
         let all = Settle::of(mine.iter().flat_map(|c| &c.runs));
         let worst = mine.iter().filter_map(|c| Some((c.settle.p95_s?, c.interval_ms)));
         let (p95, ms) = worst.max_by(|a, b| a.0.total_cmp(&b.0)).unzip();
-        let (exit2, other) = (all.exit2, all.other);
         let settled = mine.iter().all(|c| c.settle.ok > 0);
-        let pass = exit2 + other == 0 && settled && p95.is_some_and(|p| p <= SETTLE_P95_MAX_S);
-        let (p95, ms) = (opt(p95), ms.unwrap_or(0));
+        let pass = all.clean() && settled && p95.is_some_and(|p| p <= SETTLE_P95_MAX_S);
+        let (p95, ms, exit2) = (opt(p95), ms.unwrap_or(0), all.exit2);
         let mut detail = format!("worst p95 {p95} (writer every {ms} ms); {exit2} exit 2");
-        if other > 0 {
-            detail.push_str(&format!(", {other} other failures"));
+        if all.other > 0 {
+            detail.push_str(&format!(", {} other failures", all.other));
         }
-        let name = format!("{reader}, {size}, ~90 % cached");
+        let name = format!("{}, {size}, ~90 % cached", first.reader);
         v.push(Verdict::new(name, Outcome::of(pass), detail).target(&goal));
     }
     if let Some(a) = alts.iter().find(|a| a.size == size) {
         let (ours, (total, ratio)) = (a.settle(None), a.totals());
-        let failed = ours.exit2 + ours.other;
-        let limit = total.map(|s| s.median * ALT_RATIO_MAX);
-        let within = ours.p95_s.zip(limit).is_some_and(|(p, l)| p <= l);
-        let pass = a.pairs.iter().all(pair_ok) && within;
-        let (p95, alt) = (opt(ours.p95_s), opt(total.map(|s| s.median)));
+        let all_ok = a.pairs.iter().all(|p| Settle::of(p.a.iter().chain(&p.b)).clean());
+        let within = ours.p95_s.zip(total).is_some_and(|(p, t)| p <= t.median * ALT_RATIO_MAX);
+        let (p95, alt, failed) =
+            (opt(ours.p95_s), opt_median(total.as_ref()), ours.exit2 + ours.other);
         let ratio = ratio.map_or_else(|| "no ratio".to_owned(), |r| r.ratio());
         let detail =
             format!("p95 {p95} vs {alt} ({ratio} per pair; {failed} of ours exited non-zero)");
         let name = format!("inspector check vs etcdctl snapshot save + check, {size}");
         let goal = format!("ours p95 ≤ {ALT_RATIO_MAX}× the alternative's median time");
-        v.push(Verdict::new(name, Outcome::of(pass), detail).target(goal));
+        v.push(Verdict::new(name, Outcome::of(all_ok && within), detail).target(goal));
     }
     v
 }
@@ -594,12 +545,14 @@ fn kib(kib: Option<f64>) -> String {
 /// The report.
 fn render(r: &Results) -> Report {
     let (m, s) = (&r.m, if r.runs == 1 { "" } else { "s" });
-    let runs = format!("{} run{s}", r.runs);
     let mut o = Report::new(format!("bench live — {}", r.started_utc));
-    let vars = [("runs", runs.as_str()), ("finished", &r.finished_utc)];
-    o.text(fill(include_str!("text/live-intro.md"), &vars));
-    let (tools, load) = ([("etcd", r.etcd_version.clone())], r.loadavg_end.as_deref());
-    r.machine.add_to(&mut o, "the files", &tools, load);
+    let runs = format!("{} run{s}", r.runs);
+    o.text(fill(
+        include_str!("text/live-intro.md"),
+        &[("runs", &runs), ("finished", &r.finished_utc)],
+    ));
+    let tools = [("etcd", r.etcd_version.clone())];
+    r.machine.add_to(&mut o, "the files", &tools, r.loadavg_end.as_deref());
     o.section("Verdicts").verdicts(r.verdicts.clone()).text(
         "The targets are for 2 GiB; a run without the 2 GiB file (`--quick`, `--tiny`) judges its \
          largest file.",
@@ -610,18 +563,16 @@ fn render(r: &Results) -> Report {
     alternative(&mut o, &m.alts);
     let mut commands = r.build_commands.clone();
     commands.extend(m.files.iter().map(|f| f.gen_cmd.clone()));
-    let writer = m.writers.first().map(|w| &w.command);
-    commands.extend(writer.map(|w| format!("{w}   # and every other --interval-ms")));
+    let writer =
+        m.writers.first().map(|w| format!("{}   # and every other --interval-ms", w.command));
     let last = m.cells.last().map_or("", |l| l.size.as_str());
     let first = |c: &&Cell| c.size == last && c.interval_ms == INTERVALS_MS[0] && c.cache == FULL;
-    commands.extend(m.cells.iter().filter(first).map(|c| c.command.clone()));
-    let view = m.views.last().map(|v| &v.watched.command);
-    commands.extend(view.map(|v| format!("tmux new-session -d -x 200 -y 50 '{v}'")));
-    commands.push(r.etcd_command.clone());
-    let alt = m.alts.last().map(|a| &a.commands[1..]);
-    commands.extend(alt.into_iter().flatten().cloned());
-    o.section("Commands").text("Run from the workspace root.");
-    o.code("sh", commands.join("\n"));
+    let cells = m.cells.iter().filter(first).map(|c| c.command.clone());
+    let view =
+        m.views.last().map(|v| format!("tmux new-session -d -x 200 -y 50 '{}'", v.watched.command));
+    commands.extend(writer.into_iter().chain(cells).chain(view).chain([r.etcd_command.clone()]));
+    commands.extend(m.alts.last().into_iter().flat_map(|a| a.commands[1..].to_vec()));
+    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
     o
 }
 
@@ -629,20 +580,23 @@ fn render(r: &Results) -> Report {
 fn files_and_writers(o: &mut Report, m: &Measured) {
     let mut t = Table::of("file | >bytes | >keys | made by");
     for f in &m.files {
-        let (keys, made) = (count(f.expected_keys), format!("`{}`", f.gen_cmd));
-        t.row([f.path.clone(), human_size(f.bytes), keys, made]);
+        t.row([
+            f.path.clone(),
+            human_size(f.bytes),
+            count(f.expected_keys),
+            format!("`{}`", f.gen_cmd),
+        ]);
     }
-    o.section("Files and writers").table(t);
-    o.text(include_str!("text/live-files.md"));
+    o.section("Files and writers").table(t).text(include_str!("text/live-files.md"));
     let mut t = Table::of("file | during | >writer every | >commits | >seconds | >commits/s");
     for w in &m.writers {
-        let (ms, secs) = (w.interval_ms, format!("{:.1}", w.seconds));
-        let (rate, want) = (w.commits.map(|c| c as f64 / w.seconds), 1000.0 / ms as f64);
-        let short = |r| (r < 0.8 * want).then(|| format!(", short of {want:.0}"));
-        let rate = rate
-            .map_or_else(|| "?".to_owned(), |r| format!("{r:.1}{}", short(r).unwrap_or_default()));
-        let row = [w.size.clone(), w.during.to_owned(), format!("{ms} ms")];
-        t.row(row.into_iter().chain([count(w.commits), secs, rate]));
+        let want = 1000.0 / w.interval_ms as f64;
+        let rate = w.commits.map(|c| c as f64 / w.seconds);
+        let short =
+            |r| if r < 0.8 * want { format!(", short of {want:.0}") } else { String::new() };
+        let rate = rate.map_or_else(|| "?".to_owned(), |r| format!("{r:.1}{}", short(r)));
+        let (ms, secs) = (format!("{} ms", w.interval_ms), format!("{:.1}", w.seconds));
+        t.row([w.size.clone(), w.during.to_owned(), ms, count(w.commits), secs, rate]);
     }
     o.table(t);
     for w in m.writers.iter().filter(|w| !w.notes.is_empty()) {
@@ -667,7 +621,7 @@ fn settle(o: &mut Report, cells: &[Cell]) {
                 c.reader.clone(),
                 format!("{} ms", c.interval_ms),
                 c.cache.label.to_owned(),
-                opt(s.wall.map(|w| w.median)),
+                opt_median(s.wall.as_ref()),
                 opt(s.p95_s),
                 opt(s.wall.map(|w| w.max)),
                 format!("{} / {} / {}", s.ok, s.exit2, s.other),
@@ -687,29 +641,28 @@ fn live_view(o: &mut Report, views: &[View], seconds: f64) {
          | >commits behind p50 / p95 | >samples without a settled age \
          | >file's commits in the window | >peak RSS | >CPU, window | >CPU, from start",
     );
-    let commits = |b| or_dash(b, |b: f64| format!("{b:.0}"));
     let cpu = |c| or_dash(c, |c: f64| format!("{c:.1} %"));
     let mut notes = Vec::new();
     for v in views {
-        let w = &v.watched;
-        let (ages, behind) = (w.ages(), w.behind());
-        let (size, ms, n) = (&v.size, v.interval_ms, w.samples.len());
-        let [behind50, behind95] = [0.5, 0.95].map(|q| commits(nearest_rank(&behind, q)));
+        let (w, ms) = (&v.watched, v.interval_ms);
+        let (ages, behind, n) = (w.ages(), w.behind(), w.samples.len());
+        let [b50, b95] =
+            [0.5, 0.95].map(|q| or_dash(nearest_rank(&behind, q), |b| format!("{b:.0}")));
         t.row([
-            size.clone(),
+            v.size.clone(),
             format!("{ms} ms"),
             fmt_secs(w.first_screen_s),
             opt(w.first_settled_s),
             opt(nearest_rank(&ages, 0.5)),
             opt(nearest_rank(&ages, 0.95)),
-            format!("{behind50} / {behind95}"),
+            format!("{b50} / {b95}"),
             format!("{} of {n}", n - ages.len()),
             count(w.window_commits()),
             kib(w.vm_hwm_kib.map(|k| k as f64)),
             cpu(w.cpu_pct_window),
             cpu(w.cpu_pct_total),
         ]);
-        let at = format!("{size} under a writer every {ms} ms");
+        let at = format!("{} under a writer every {ms} ms", v.size);
         if let Some(state) = &v.writer_state {
             notes.push(format!(
                 "{at}: the file took no commit during the window (the writer was stuck: `{state}`), so \
@@ -724,10 +677,8 @@ fn live_view(o: &mut Report, views: &[View], seconds: f64) {
         }
     }
     let command = views.first().map_or("inspector open FILE", |v| &v.watched.command);
-    let secs = format!("{seconds:.0}");
-    let vars = [("command", command), ("seconds", &secs)];
-    o.section("The live view").table(t);
-    o.text(fill(include_str!("text/live-view.md"), &vars));
+    let vars = [("command", command), ("seconds", &format!("{seconds:.0}"))];
+    o.section("The live view").table(t).text(fill(include_str!("text/live-view.md"), &vars));
     if !notes.is_empty() {
         o.list(notes);
     }
@@ -744,30 +695,27 @@ fn alternative(o: &mut Report, alts: &[Alt]) {
     .roles(Role::Ratio, &[7, 8]);
     for a in alts {
         let (ours, (total, ratio)) = (a.settle(None), a.totals());
-        let [snapshot, check] = [0, 1].map(|i| or_dash(a.settle(Some(i)).wall, |s| s.secs()));
-        let snapshots = a.pairs.iter().map(|p| &p.b[0]).filter(|r| r.ok());
+        let [snapshot, check] = [0, 1].map(|i| opt_secs(a.settle(Some(i)).wall.as_ref()));
+        let snapshots = a.pairs.iter().map(|p| &p.b[0]).filter(|r| r.code == Some(0));
         let written: Vec<f64> = snapshots.filter_map(|r| Some(r.written_bytes? as f64)).collect();
         let share = ours.p95_s.zip(total).map(|(p, s)| p / s.median);
+        let f = &a.fill;
+        let (db, value) = (human_size(f.db_bytes), human_size(f.value_bytes as u64));
+        let fill = format!("etcd's db {db}, {} puts of {value} in {:.1} s", f.puts, f.seconds);
         t.row([
-            format!("{} (etcd's db {}{})", a.size, human_size(a.fill.db_bytes), filled(&a.fill)),
-            opt(ours.wall.map(|w| w.median)),
+            format!("{} ({fill})", a.size),
+            opt_median(ours.wall.as_ref()),
             opt(ours.p95_s),
             snapshot,
             check,
-            or_dash(total, |s| s.secs()),
+            opt_secs(total.as_ref()),
             kib(Summary::of(&written).map(|s| s.median / 1024.0)),
-            or_dash(ratio, |s| s.ratio()),
+            opt_ratio(ratio.as_ref()),
             or_dash(share, |x| format!("{x:.3}×")),
         ]);
     }
     o.section("Beside the alternative: etcdctl snapshot save, then an offline check");
     o.table(t).text(include_str!("text/live-alt.md"));
-}
-
-/// How etcd was filled: `, 16 puts of 1.0 MiB in 0.5 s`.
-fn filled(f: &Fill) -> String {
-    let (puts, value, secs) = (f.puts, human_size(f.value_bytes as u64), f.seconds);
-    format!(", {puts} puts of {value} in {secs:.1} s")
 }
 
 #[cfg(test)]
@@ -777,29 +725,22 @@ mod tests {
     fn cell(size: &str, interval_ms: u64, cache: Cache, runs: &[(i32, f64)]) -> Cell {
         let run = |&(code, wall_s): &(i32, f64)| Run { wall_s, code: Some(code), ..Run::default() };
         let runs: Vec<Run> = runs.iter().map(run).collect();
-        Cell {
-            size: size.to_owned(),
-            interval_ms,
-            cache,
-            reader: "inspector check".to_owned(),
-            command: String::new(),
-            settle: Settle::of(&runs),
-            runs,
-        }
+        let (size, reader, command) =
+            (size.to_owned(), "inspector check".to_owned(), String::new());
+        Cell { size, interval_ms, cache, reader, command, settle: Settle::of(&runs), runs }
     }
 
     #[test]
     fn settle_counts_exits_and_takes_percentiles_of_the_settled() {
-        let runs = [(0, 1.0), (2, 9.0), (0, 3.0), (0, 2.0), (1, 0.1)];
-        let s = cell("2GiB", 20, FULL, &runs).settle;
+        let s = cell("2GiB", 20, FULL, &[(0, 1.0), (2, 9.0), (0, 3.0), (0, 2.0), (1, 0.1)]).settle;
         assert_eq!((s.ok, s.exit2, s.other), (3, 1, 1));
         assert_eq!((s.wall.map(|w| w.median), s.p95_s), (Some(2.0), Some(3.0)));
     }
 
     #[test]
     fn eviction_blocks_shrink_for_small_files() {
-        assert_eq!(block_for(2 << 30), BLOCK);
-        assert_eq!(block_for(128 << 20), BLOCK);
+        assert_eq!(block_for(2 << 30), 2 << 20);
+        assert_eq!(block_for(128 << 20), 2 << 20);
         assert_eq!(block_for(8 << 20), 128 << 10);
         assert_eq!(block_for(4096), 4096);
     }

@@ -1,13 +1,6 @@
-//! The live view (`inspector open`) driven in a tmux pane of our own, and
-//! what `/proc` says of a process while it runs (peak RSS, CPU time): the
-//! one place `cargo xtask limits` and `bench live` drive the TUI from.
-//!
-//! A [`Tmux`] server has its own socket and no configuration, so nothing
-//! of the user's tmux is touched, and it is killed when dropped (the TUI
-//! with it). [`watch`] runs the live view on a file for a while and reads
-//! its status line every few hundred milliseconds: when the first settled
-//! structure appeared, and how old the structure shown was (`as of txid
-//! N, X s ago`).
+//! The live view (`inspector open`) driven in a [`Tmux`] pane of our own,
+//! and what `/proc` says of it (peak RSS, CPU time): the one place
+//! `cargo xtask limits` and `bench live` drive the TUI from.
 
 use std::fs;
 use std::os::unix::fs::FileExt;
@@ -20,7 +13,8 @@ use serde::Serialize;
 
 use super::proc::shell_quote;
 
-/// A tmux server of our own running one session, killed when dropped.
+/// A tmux server of our own (its own socket, no configuration: the user's
+/// tmux untouched) running one session, killed with the TUI when dropped.
 #[derive(Debug)]
 pub struct Tmux {
     socket: String,
@@ -30,65 +24,47 @@ pub struct Tmux {
 const SESSION: &str = "mapwise";
 
 impl Tmux {
-    /// Starts a server (socket `mapwise-NAME-PID`) with one detached
-    /// session of `cols` x `rows` cells running the shell command `line`
-    /// (start it with `exec` to make the program the pane's process).
-    ///
-    /// # Errors
-    /// When tmux cannot be run or refuses the session.
+    /// Starts a server (socket `mapwise-NAME-PID`) with one detached session
+    /// of `cols` x `rows` cells running the shell command `line` (`exec` it
+    /// to make the program the pane's process).
     pub fn start(name: &str, (cols, rows): (u16, u16), line: &str) -> Result<Tmux> {
         let t = Tmux { socket: format!("mapwise-{name}-{}", std::process::id()) };
         let (x, y) = (cols.to_string(), rows.to_string());
-        let o = t.cmd(&["new-session", "-d", "-s", SESSION, "-x", &x, "-y", &y, line])?;
-        if !o.status.success() {
-            bail!("tmux: {}", String::from_utf8_lossy(&o.stderr).trim());
-        }
+        t.cmd(&["new-session", "-d", "-s", SESSION, "-x", &x, "-y", &y, line])?;
         Ok(t)
     }
 
-    /// Runs `tmux ARGS` against our server.
-    ///
-    /// # Errors
-    /// When tmux cannot be run.
-    pub fn cmd(&self, args: &[&str]) -> Result<std::process::Output> {
-        Command::new("tmux")
+    /// `tmux ARGS` against our server; its stdout, or an error quoting its stderr.
+    fn cmd(&self, args: &[&str]) -> Result<String> {
+        let o = Command::new("tmux")
             .args(["-L", &self.socket, "-f", "/dev/null"])
             .args(args)
             .output()
-            .context("cannot run tmux (apt-get install tmux)")
+            .context("cannot run tmux (apt-get install tmux)")?;
+        if !o.status.success() {
+            bail!("tmux {}: {}", args[0], String::from_utf8_lossy(&o.stderr).trim());
+        }
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
     }
 
     /// The pane's text as it is now (empty when it cannot be captured).
     pub fn screen(&self) -> String {
-        self.cmd(&["capture-pane", "-p", "-t", SESSION])
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
+        self.cmd(&["capture-pane", "-p", "-t", SESSION]).unwrap_or_default()
     }
 
     /// The pid of the pane's process.
-    ///
-    /// # Errors
-    /// When tmux does not say.
     pub fn pane_pid(&self) -> Result<u32> {
         let o = self.cmd(&["display-message", "-p", "-t", SESSION, "#{pane_pid}"])?;
-        String::from_utf8_lossy(&o.stdout).trim().parse().context("no pane pid")
+        o.trim().parse().context("no pane pid")
     }
 
     /// Types `keys` (tmux key names: `End`, `q`, `+`) into the pane.
-    ///
-    /// # Errors
-    /// When tmux cannot be run.
     pub fn send_keys(&self, keys: &[&str]) -> Result<()> {
-        let mut a = vec!["send-keys", "-t", SESSION];
-        a.extend_from_slice(keys);
-        self.cmd(&a).map(drop)
+        self.cmd(&[&["send-keys", "-t", SESSION], keys].concat()).map(drop)
     }
 
     /// Waits (polling every 100 ms, up to `timeout`) until the screen
-    /// shows `text`, and returns that screen.
-    ///
-    /// # Errors
-    /// When it does not within `timeout` (the error quotes the screen).
+    /// shows `text`, and returns that screen; the error quotes the last.
     pub fn wait_for(&self, text: &str, timeout: Duration) -> Result<String> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -104,9 +80,6 @@ impl Tmux {
     }
 
     /// Sends `q` and waits up to a minute for process `pid` to exit.
-    ///
-    /// # Errors
-    /// When it is still there after a minute.
     pub fn quit(&self, pid: u32) -> Result<()> {
         self.send_keys(&["q"])?;
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -129,33 +102,23 @@ impl Drop for Tmux {
 /// `VmHWM` (peak RSS) of a live process, in KiB.
 pub fn vm_hwm_kib(pid: u32) -> Option<u64> {
     let s = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    let v = s.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    v.trim().trim_end_matches("kB").trim().parse().ok()
 }
 
-/// CPU time a process has used so far, every thread's (`utime + stime`
-/// of `/proc/PID/stat`).
-pub fn cpu_time(pid: u32) -> Option<Duration> {
-    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    cpu_time_of_stat(&s)
-}
-
-/// `utime + stime` of a `/proc/PID/stat` line. The fields after the
-/// command name (which may hold spaces and parentheses) are counted from
-/// its closing parenthesis: utime and stime are fields 14 and 15.
-fn cpu_time_of_stat(stat: &str) -> Option<Duration> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut f = rest.split_whitespace().skip(11);
-    let utime: u64 = f.next()?.parse().ok()?;
-    let stime: u64 = f.next()?.parse().ok()?;
+/// CPU time of a process so far, every thread's: `utime + stime` of a
+/// `/proc/PID/stat` line (fields 14 and 15, counted from the closing
+/// parenthesis of the command name, which may hold spaces and parentheses).
+fn cpu_time(stat: &str) -> Option<Duration> {
+    let mut f = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
+    let (utime, stime): (u64, u64) = (f.next()?.parse().ok()?, f.next()?.parse().ok()?);
     let hz = Some(mapwise_native::os::process::clock_ticks_per_second()).filter(|&h| h > 0)?;
     Some(Duration::from_secs_f64((utime + stime) as f64 / hz as f64))
 }
 
-/// CPU use as a percentage of one core: `cpu` over `wall`.
-pub fn core_pct(cpu: Duration, wall: Duration) -> f64 {
-    if wall.is_zero() { 0.0 } else { 100.0 * cpu.as_secs_f64() / wall.as_secs_f64() }
+/// [`cpu_time`] of process `pid`.
+fn cpu_of(pid: u32) -> Option<Duration> {
+    cpu_time(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// How [`watch`] runs the live view.
@@ -182,14 +145,11 @@ pub struct Sample {
     pub txid: Option<u64>,
     /// `X s ago`, when shown.
     pub age_s: Option<f64>,
-    /// The file's own txid then (its newer valid meta page, read by
-    /// xtask): how many commits the view was behind.
+    /// The file's own txid then ([`file_txid`]): how many commits the view was behind.
     pub file_txid: Option<u64>,
-    /// `re-reading…` was shown (a new follower had not sent its first
-    /// structure yet).
+    /// `re-reading…` was shown (a new follower had not sent its first structure yet).
     pub rereading: bool,
-    /// A warning about the structure was shown (`structure shown is
-    /// older: …`, or an unsettled structure).
+    /// A warning about the structure was shown (older, or unsettled).
     pub warned: bool,
 }
 
@@ -200,19 +160,15 @@ pub struct Watched {
     pub command: String,
     /// Seconds from start to the first screen (any structure).
     pub first_screen_s: f64,
-    /// Seconds from start to the first screen showing a settled
-    /// structure (`as of txid`); `None` when none appeared.
+    /// Seconds from start to the first settled structure (`as of txid`), if any.
     pub first_settled_s: Option<f64>,
-    /// The status line, read every [`WatchOptions::sample_every`] over
-    /// the window.
+    /// The status line, read every [`WatchOptions::sample_every`] over the window.
     pub samples: Vec<Sample>,
     /// Peak RSS (`VmHWM`) at the end of the window, KiB.
     pub vm_hwm_kib: Option<u64>,
-    /// CPU over the window (from the first settled structure to its
-    /// end: the steady state), % of a core.
+    /// CPU over the window (the steady state after the first settled structure), % of a core.
     pub cpu_pct_window: Option<f64>,
-    /// CPU from start to the end of the window (the first read
-    /// included), % of a core.
+    /// CPU from start to the end of the window (the first read included), % of a core.
     pub cpu_pct_total: Option<f64>,
     /// The window's length, seconds.
     pub window_s: f64,
@@ -224,38 +180,33 @@ pub struct Watched {
 
 impl Watched {
     /// The ages shown (`X s ago`), from the samples that showed one.
-    #[must_use]
     pub fn ages(&self) -> Vec<f64> {
         self.samples.iter().filter_map(|s| s.age_s).collect()
     }
 
     /// How many commits the view was behind the file, per sample.
-    #[must_use]
     pub fn behind(&self) -> Vec<f64> {
         let behind = |s: &Sample| Some(s.file_txid?.saturating_sub(s.txid?) as f64);
         self.samples.iter().filter_map(behind).collect()
     }
 
-    /// Commits the file took during the window (its txid at the last
-    /// sample minus at the first).
-    #[must_use]
+    /// Commits the file took during the window (its txid at the last sample minus at the first).
     pub fn window_commits(&self) -> Option<u64> {
         let txid = |s: Option<&Sample>| s?.file_txid;
         Some(txid(self.samples.last())?.saturating_sub(txid(self.samples.first())?))
     }
 }
 
-/// `as of txid N, X s ago` in a status line (`as of txid N, now`, the
-/// newest commit the view has seen, is age 0).
-pub fn parse_age(screen: &str) -> Option<(u64, f64)> {
-    let at = screen.find("as of txid ")?;
-    let rest = &screen[at + "as of txid ".len()..];
+/// `as of txid N, X s ago` in a status line (`as of txid N, now` is age 0).
+fn parse_age(screen: &str) -> Option<(u64, f64)> {
+    let rest = &screen[screen.find("as of txid ")? + "as of txid ".len()..];
     let (txid, rest) = rest.split_once(", ")?;
-    if rest.starts_with("now") {
-        return Some((txid.trim().parse().ok()?, 0.0));
-    }
-    let age = rest.split_once(" s ago")?.0;
-    Some((txid.trim().parse().ok()?, age.trim().parse().ok()?))
+    let age = if rest.starts_with("now") {
+        0.0
+    } else {
+        rest.split_once(" s ago")?.0.trim().parse().ok()?
+    };
+    Some((txid.trim().parse().ok()?, age))
 }
 
 /// The txid of the newer valid meta page of a bbolt file (read through
@@ -263,45 +214,21 @@ pub fn parse_age(screen: &str) -> Option<(u64, f64)> {
 pub fn file_txid(file: &fs::File) -> Option<u64> {
     let mut buf = vec![0u8; 2 * 65536];
     let n = file.read_at(&mut buf, 0).ok()?;
-    let first = mapwise_core::bolt::Meta::parse(&buf[..n], 0)?;
-    let ps = usize::try_from(first.page_size).ok()?;
-    [0u8, 1]
-        .iter()
-        .filter_map(|&i| {
-            let page = buf.get(usize::from(i) * ps..(usize::from(i) + 1) * ps)?;
-            let m = mapwise_core::bolt::Meta::parse(page, i)?;
-            m.validate().is_ok().then_some(m.txid)
-        })
-        .max()
-}
-
-/// The status line of a screen (the one with `Resident `).
-fn status_line(screen: &str) -> String {
-    screen.lines().find(|l| l.contains("Resident ")).unwrap_or_default().trim().to_owned()
-}
-
-/// A warning about the structure on screen, if any.
-fn warning(screen: &str) -> Option<String> {
-    screen
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with("structure shown is older") || l.starts_with("structure: "))
-        .map(str::to_owned)
+    let ps = usize::try_from(mapwise_core::bolt::Meta::parse(&buf[..n], 0)?.page_size).ok()?;
+    let meta = |i: u8| {
+        let m = mapwise_core::bolt::Meta::parse(buf.get(usize::from(i) * ps..)?.get(..ps)?, i)?;
+        m.validate().is_ok().then_some(m.txid)
+    };
+    meta(0).max(meta(1))
 }
 
 /// Runs `inspector open FILE` in a tmux pane for `opts.window` after its
-/// first settled structure, reading the status line every `opts.sample_every`, then
-/// reads its peak RSS and CPU time and quits it.
-///
-/// # Errors
-/// When tmux fails, no first screen appears in time, or the view does
-/// not quit.
+/// first settled structure (`as of txid N, X s ago`), reading the status
+/// line every `opts.sample_every`, then reads its peak RSS and CPU time
+/// and quits it.
 pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watched> {
-    let mut line = format!(
-        "exec {} open {}",
-        shell_quote(&inspector.to_string_lossy()),
-        shell_quote(&file.to_string_lossy())
-    );
+    let quote = |p: &Path| shell_quote(&p.to_string_lossy());
+    let mut line = format!("exec {} open {}", quote(inspector), quote(file));
     if let Some(ms) = opts.interval_ms {
         line.push_str(&format!(" --interval {ms}"));
     }
@@ -309,37 +236,32 @@ pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watch
     let t = Tmux::start("live", opts.size, &line)?;
     let pid = t.pane_pid()?;
     let f = fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
-    let mut first_screen = None;
-    let mut first_settled = None;
-    let mut first_warning = None;
-    let mut samples = Vec::new();
-    let mut last = String::new();
-    let mut window_start = None;
-    let mut cpu_at_window = None;
+    let (mut first_screen, mut first_settled, mut first_warning) = (None, None, None);
+    let (mut samples, mut last, mut window) = (Vec::new(), String::new(), None);
     loop {
         let screen = t.screen();
         let now = start.elapsed();
         let shown = screen.contains("Resident ");
-        if shown && first_screen.is_none() {
-            first_screen = Some(now);
-        }
         let age = parse_age(&screen);
-        if age.is_some() && first_settled.is_none() {
-            first_settled = Some(now);
+        if shown {
+            first_screen.get_or_insert(now);
         }
-        // The window is the view's steady state: it opens at the first
-        // settled structure (the first whole read is behind it), or, for a
-        // view that shows none, a first timeout after its first screen.
+        if age.is_some() {
+            first_settled.get_or_insert(now);
+        }
+        // The window is the view's steady state: it opens at the first settled
+        // structure, or, for a view that shows none, a first timeout after its first screen.
         let steady = first_settled.is_some()
             || first_screen.is_some_and(|s| now.saturating_sub(s) > opts.first_timeout);
-        if steady && window_start.is_none() {
-            window_start = Some(Instant::now());
-            cpu_at_window = cpu_time(pid);
+        if steady && window.is_none() {
+            window = Some((Instant::now(), cpu_of(pid)));
         }
         if shown {
-            let w = warning(&screen);
+            let warning = screen.lines().map(str::trim).find(|l| {
+                l.starts_with("structure shown is older") || l.starts_with("structure: ")
+            });
             if first_warning.is_none() {
-                first_warning.clone_from(&w);
+                first_warning = warning.map(str::to_owned);
             }
             samples.push(Sample {
                 at_s: now.as_secs_f64(),
@@ -347,38 +269,34 @@ pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watch
                 age_s: age.map(|a| a.1),
                 file_txid: file_txid(&f),
                 rereading: screen.contains("re-reading…"),
-                warned: w.is_some(),
+                warned: warning.is_some(),
             });
-            last = status_line(&screen);
+            let status = screen.lines().find(|l| l.contains("Resident "));
+            last = status.unwrap_or_default().trim().to_owned();
         } else if now > opts.first_timeout {
-            bail!(
-                "`{line}` showed no first screen within {} s:\n{screen}",
-                opts.first_timeout.as_secs()
-            );
+            bail!("`{line}` showed no first screen within {:?}:\n{screen}", opts.first_timeout);
         }
-        if window_start.is_some_and(|w| w.elapsed() >= opts.window) {
+        if window.is_some_and(|(w, _)| w.elapsed() >= opts.window) {
             break;
         }
         // Until the first screen, look often: that time is measured.
-        let pause = if shown { opts.sample_every } else { Duration::from_millis(50) };
-        std::thread::sleep(pause);
+        std::thread::sleep(if shown { opts.sample_every } else { Duration::from_millis(50) });
     }
-    let window = window_start.map_or(Duration::ZERO, |w| w.elapsed());
-    let vm_hwm_kib = vm_hwm_kib(pid);
-    let cpu_end = cpu_time(pid);
-    let total = start.elapsed();
+    let window_s = window.map_or(0.0, |(w, _)| w.elapsed().as_secs_f64());
+    let (vm_hwm_kib, cpu_end, total) = (vm_hwm_kib(pid), cpu_of(pid), start.elapsed());
     t.quit(pid)?;
+    let pct =
+        |cpu: Duration, wall: f64| if wall > 0.0 { 100.0 * cpu.as_secs_f64() / wall } else { 0.0 };
+    let cpu_at_window = window.and_then(|(_, c)| c);
     Ok(Watched {
         command: line.trim_start_matches("exec ").to_owned(),
         first_screen_s: first_screen.map_or(0.0, |d| d.as_secs_f64()),
         first_settled_s: first_settled.map(|d| d.as_secs_f64()),
         samples,
         vm_hwm_kib,
-        cpu_pct_window: cpu_end
-            .zip(cpu_at_window)
-            .map(|(e, s)| core_pct(e.saturating_sub(s), window)),
-        cpu_pct_total: cpu_end.map(|e| core_pct(e, total)),
-        window_s: window.as_secs_f64(),
+        cpu_pct_window: cpu_end.zip(cpu_at_window).map(|(e, s)| pct(e.saturating_sub(s), window_s)),
+        cpu_pct_total: cpu_end.map(|e| pct(e, total.as_secs_f64())),
+        window_s,
         status_line: last,
         first_warning,
     })
@@ -389,23 +307,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ages_parse_from_the_status_line() {
+    fn ages_and_cpu_times_parse() {
         let s = "Resident 1971/76547 pages 3%  as of txid 39, 0.4 s ago  meta 2/2 100%";
         assert_eq!(parse_age(s), Some((39, 0.4)));
         assert_eq!(parse_age("Resident 1/2  as of txid 40, now  meta"), Some((40, 0.0)));
         assert_eq!(parse_age("Resident 1/2 pages  re-reading…"), None);
         assert_eq!(parse_age("as of txid x, 1 s ago"), None);
-    }
-
-    #[test]
-    fn cpu_time_counts_user_and_system() {
         let hz = mapwise_native::os::process::clock_ticks_per_second() as f64;
         // A command name with spaces and a parenthesis.
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 5 0 0";
-        let t = cpu_time_of_stat(stat).unwrap();
+        let t = cpu_time(stat).unwrap();
         assert!((t.as_secs_f64() - 300.0 / hz).abs() < 1e-9, "{t:?}");
-        assert!(cpu_time(std::process::id()).is_some());
+        assert!(cpu_of(std::process::id()).is_some());
         assert!(vm_hwm_kib(std::process::id()).unwrap() > 0);
-        assert!((core_pct(Duration::from_secs(1), Duration::from_secs(4)) - 25.0).abs() < 1e-9);
     }
 }

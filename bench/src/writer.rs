@@ -1,79 +1,90 @@
-//! `cargo xtask writer`: an etcd-shaped bbolt writer
-//! (`mapwise_testkit::writer`, `testkit/src/writer.rs`)
-//! on a file, for trying the quiet readers against a busy file by hand,
-//! and [`Running`], the same writer as a child process of a bench or of
-//! `cargo xtask limits`.
+//! An etcd-shaped bbolt writer (`mapwise_testkit::writer`) on a file
+//! ([`write()`], what `cargo xtask writer` runs), and [`Running`], the same
+//! writer as a child process of a bench or of `cargo xtask limits`.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::{Context, Result, bail};
+use mapwise_testkit::writer::Shape;
 
-use mapwise_testkit::writer as shape;
+use crate::output::TempPath;
+use crate::proc::{Cmd, tail};
+use crate::tui::file_txid;
 
-use crate::proc::Cmd;
-
-/// `cargo xtask writer FILE`.
-#[derive(Debug, clap::Args)]
-pub struct WriterArgs {
-    /// The bbolt file (created when missing).
-    file: PathBuf,
-    /// Milliseconds between two commits.
-    #[arg(long, default_value_t = 100)]
-    interval_ms: u64,
-    /// The bucket written.
-    #[arg(long, default_value = "key")]
-    bucket: String,
-    /// Keys appended per commit.
-    #[arg(long, default_value_t = 2)]
-    appends: u32,
-    /// Random existing keys rewritten per commit.
-    #[arg(long, default_value_t = 1)]
-    rewrites: u32,
-    /// Value bytes.
-    #[arg(long, default_value_t = 512)]
-    value_size: usize,
-    /// Stop after this many seconds.
-    #[arg(long, default_value_t = 60.0)]
-    seconds: f64,
-}
-
-/// Run the writer until `--seconds` pass or a SIGINT, SIGTERM or SIGHUP
-/// arrives (then after the commit under way: the file is left as a
-/// finished commit left it).
-///
-/// # Errors
-/// Opening or committing.
-pub fn run(a: &WriterArgs) -> anyhow::Result<()> {
+/// Writes to the bbolt file `file` (created when missing) in `shape` until
+/// `limit` passes or a SIGINT, SIGTERM or SIGHUP arrives (then after the
+/// commit under way, so the file is left as a finished commit left it),
+/// and says how many commits it made on stderr, where [`Running::stop`]
+/// reads it: what `cargo xtask writer` runs.
+pub fn write(file: &Path, shape: &Shape, limit: Duration) -> Result<()> {
     crate::interrupt::install();
     let opts = mapwise_native::engine::bolt::Options::read_write();
-    let db = mapwise_native::engine::bolt::Db::open(&a.file, &opts)
-        .with_context(|| format!("open {}", a.file.display()))?;
-    let s = shape::Shape {
-        bucket: a.bucket.as_bytes().to_vec(),
-        appends: a.appends,
-        rewrites: a.rewrites,
-        value_size: a.value_size,
-        interval: Duration::from_millis(a.interval_ms),
-    };
-    let n = shape::run(&db, &s, Duration::from_secs_f64(a.seconds), crate::interrupt::raised)?;
+    let db = mapwise_native::engine::bolt::Db::open(file, &opts)
+        .with_context(|| format!("open {}", file.display()))?;
+    let n = mapwise_testkit::writer::run(&db, shape, limit, crate::interrupt::raised)?;
     eprintln!("writer: {n} commits");
     Ok(())
+}
+
+/// Starts `cmd` (stdin closed, stdout and stderr to `log`) and waits up to
+/// `within` until `ready()`; an error when it exits first (quoting the
+/// end of `log`), on timeout, or on Ctrl-C.
+fn spawn_until(
+    cmd: &Cmd,
+    log: &Path,
+    within: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<Child> {
+    let out = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut child = Command::new(cmd.program())
+        .args(cmd.arguments())
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("cannot start `{}`", cmd.shell()))?;
+    let deadline = Instant::now() + within;
+    while !ready() {
+        let log = || tail(&std::fs::read_to_string(log).unwrap_or_default(), 20);
+        if let Some(st) = child.try_wait()? {
+            bail!("`{}` exited ({st}) before it was ready:\n{}", cmd.shell(), log());
+        }
+        if Instant::now() > deadline || crate::interrupt::raised() {
+            reap(&mut child, Duration::ZERO);
+            crate::interrupt::check()?;
+            bail!("`{}` was not ready within {within:?}:\n{}", cmd.shell(), log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(child)
+}
+
+/// SIGTERM to our own `child`, up to `grace` for it to exit, then SIGKILL; reaped.
+fn reap(child: &mut Child, grace: Duration) {
+    // Only while not reaped: a reaped child's pid may be another process's.
+    if matches!(child.try_wait(), Ok(None)) {
+        let _ = mapwise_native::os::process::terminate(child);
+    }
+    let deadline = Instant::now() + grace;
+    while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// The writer as a child process (`xtask writer FILE --interval-ms N
 /// --bucket B`), stopped with SIGTERM when dropped or [`Running::stop`]ped.
 #[derive(Debug)]
 pub struct Running {
-    child: Option<Child>,
-    /// Its stderr, read as it comes (so that a chatty writer never blocks
-    /// on a full pipe) and returned when it ends.
-    stderr: Option<std::thread::JoinHandle<String>>,
+    child: Child,
+    /// Its stderr (`FILE.writer.txt`), removed with it.
+    log: TempPath,
     /// The command as a report shows it (`cargo xtask writer …`).
-    shown: String,
+    pub shown: String,
 }
 
 /// What a stopped writer said.
@@ -85,135 +96,68 @@ pub struct Stopped {
     pub notes: String,
 }
 
-/// The longest a writer may take to open its file and commit once.
-const FIRST_COMMIT: Duration = Duration::from_secs(120);
+/// How long a SIGTERMed writer may take to finish its commit.
+const GRACE: Duration = Duration::from_secs(60);
 
 impl Running {
     /// Starts the writer on the bbolt file `file`, committing every
-    /// `interval` into `bucket` (etcd's shape otherwise: two appends and
-    /// one rewrite of 512 bytes per commit, a `meta` key), and waits until
-    /// its first commit is on disk.
-    ///
-    /// # Errors
-    /// When it cannot start, or dies or makes no commit within two
-    /// minutes.
-    pub fn start(file: &Path, interval: Duration, bucket: &str) -> anyhow::Result<Running> {
+    /// `interval` into `bucket` (etcd's shape otherwise), and waits up to
+    /// two minutes until its first commit is on disk.
+    pub fn start(file: &Path, interval: Duration, bucket: &str) -> Result<Running> {
         let exe = std::env::current_exe().context("cannot find the xtask binary")?;
-        let cmd = Cmd::new(exe.to_string_lossy().into_owned())
-            .shown_as("cargo xtask")
-            .arg("writer")
-            .arg(file.to_string_lossy().into_owned())
-            .arg("--interval-ms")
-            .arg(interval.as_millis().to_string())
-            .arg("--bucket")
-            .arg(bucket)
-            .arg("--seconds")
-            .arg("86400");
+        let cmd = Cmd::new(exe.to_string_lossy()).shown_as("cargo xtask").args([
+            "writer",
+            &*file.to_string_lossy(),
+            "--interval-ms",
+            &*interval.as_millis().to_string(),
+            "--bucket",
+            bucket,
+            "--seconds",
+            "86400",
+        ]);
         let f = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
-        let before = crate::tui::file_txid(&f);
-        let mut child = Command::new(cmd.program())
-            .args(cmd.arguments())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot start `{}`", cmd.shell()))?;
-        let stderr = child.stderr.take().map(|mut e| {
-            std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = e.read_to_string(&mut s);
-                s
-            })
-        });
-        let mut w = Running { child: Some(child), stderr, shown: cmd.shell() };
-        let deadline = Instant::now() + FIRST_COMMIT;
-        while crate::tui::file_txid(&f) == before {
-            if let Some(c) = w.child.as_mut()
-                && let Some(st) = c.try_wait()?
-            {
-                let err = w.stderr_text();
-                bail!("`{}` exited ({st}) before its first commit: {}", w.shown, err.trim());
-            }
-            if Instant::now() > deadline {
-                bail!("`{}` made no commit within {FIRST_COMMIT:?}", w.shown);
-            }
-            crate::interrupt::check()?;
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(w)
+        let before = file_txid(&f);
+        let log = TempPath::new(PathBuf::from(format!("{}.writer.txt", file.display())));
+        let wait = Duration::from_secs(120);
+        let child = spawn_until(&cmd, log.path(), wait, || file_txid(&f) != before)?;
+        Ok(Running { child, log, shown: cmd.shell() })
     }
 
-    /// The command, as a report shows it.
-    pub fn shown(&self) -> &str {
-        &self.shown
-    }
-
-    /// Where the writer is now, as the kernel says (`/proc/PID/stat`'s
-    /// state, `wchan`, and the kernel stack where it may be read), for a
-    /// report to say where a writer that stopped committing waits.
+    /// Where the writer is now as the kernel says (`/proc/PID/stat`'s
+    /// state, `wchan`, the kernel stack where readable), for a report to
+    /// say where a writer that stopped committing waits.
     pub fn kernel_state(&self) -> String {
-        let Some(pid) = self.child.as_ref().map(Child::id) else {
-            return "exited".to_owned();
-        };
+        let pid = self.child.id();
         let read =
             |f: &str| std::fs::read_to_string(format!("/proc/{pid}/{f}")).unwrap_or_default();
         let stat = read("stat");
-        let state = stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-            .unwrap_or("?")
-            .to_owned();
+        let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
         let stack: Vec<String> = read("stack")
             .lines()
             .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
             .take(8)
             .collect();
-        format!(
-            "state {state}, wchan {}{}",
-            read("wchan").trim(),
-            if stack.is_empty() { String::new() } else { format!(", stack {}", stack.join(" < ")) }
-        )
-    }
-
-    /// Its stderr so far, once it has exited.
-    fn stderr_text(&mut self) -> String {
-        self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default()
+        let stack =
+            if stack.is_empty() { String::new() } else { format!(", stack {}", stack.join(" < ")) };
+        format!("state {}, wchan {}{stack}", state.unwrap_or("?"), read("wchan").trim())
     }
 
     /// Stops the writer (SIGTERM: it finishes the commit under way) and
     /// returns what it said.
-    ///
-    /// # Errors
-    /// When it cannot be waited for.
-    pub fn stop(mut self) -> anyhow::Result<Stopped> {
-        let Some(mut child) = self.child.take() else {
-            return Ok(Stopped::default());
-        };
-        terminate(&child);
-        child.wait().context("wait for the writer")?;
-        let text = self.stderr_text();
-        let commits = text
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("writer: ")?.strip_suffix(" commits")?.parse().ok());
-        let notes: Vec<&str> = text
-            .lines()
-            .filter(|l| !(l.starts_with("writer: ") && l.ends_with(" commits")))
-            .collect();
-        Ok(Stopped { commits, notes: notes[notes.len().saturating_sub(20)..].join("\n") })
+    pub fn stop(mut self) -> Result<Stopped> {
+        reap(&mut self.child, GRACE);
+        let text = std::fs::read_to_string(self.log.path()).context("the writer's stderr")?;
+        let count = |l: &str| l.strip_prefix("writer: ")?.strip_suffix(" commits")?.parse().ok();
+        let notes: Vec<&str> = text.lines().filter(|l| count(l).is_none()).collect();
+        Ok(Stopped {
+            commits: text.lines().rev().find_map(count),
+            notes: notes[notes.len().saturating_sub(20)..].join("\n"),
+        })
     }
-}
-
-/// SIGTERM to our own child (by its pid, nothing else).
-fn terminate(child: &Child) {
-    let _ = mapwise_native::os::process::terminate(child);
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            terminate(&c);
-            let _ = c.wait();
-        }
+        reap(&mut self.child, GRACE);
     }
 }

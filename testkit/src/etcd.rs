@@ -5,7 +5,8 @@
 //! compaction, status), `etcdctl` for defrag and snapshots, a preload to a
 //! chosen db size, and a bounded load generator of Kubernetes-like traffic
 //! (`Load`). Install the Debian packages before starting one
-//! (`install::ensure(&[Need::Etcd])`).
+//! (`install::ensure(&[Need::Etcd])`). The live bench starts its etcd here
+//! too ([`Etcd::try_start`], with [`Limits`] for a 2 GiB db).
 //!
 //! The db file is `DATA_DIR/member/snap/db` ([`Etcd::db`]), a bbolt file
 //! etcd commits to every `--backend-batch-interval` while writes come in.
@@ -39,6 +40,18 @@ impl Default for Config {
     fn default() -> Self {
         Config { batch_interval: Duration::from_millis(100), parent: None }
     }
+}
+
+/// etcd's size limits, beyond what [`Config`] sets; `None` leaves etcd's
+/// default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// `--quota-backend-bytes`: the db size past which etcd refuses writes
+    /// (default 2 GiB, which a 2 GiB db goes over).
+    pub quota_backend_bytes: Option<u64>,
+    /// `--max-request-bytes`: the largest request etcd takes (default
+    /// 1.5 MiB).
+    pub max_request_bytes: Option<u64>,
 }
 
 /// `etcdctl endpoint status`'s numbers, from the gateway's
@@ -76,6 +89,8 @@ pub struct Etcd {
     pub endpoint: String,
     /// etcd's `--data-dir`.
     pub data_dir: PathBuf,
+    /// The command line etcd was started with, program first.
+    pub command: Vec<String>,
     log: PathBuf,
     agent: ureq::Agent,
     keys: Arc<Mutex<Keyspace>>,
@@ -147,22 +162,26 @@ fn revision(v: &Value) -> i64 {
 }
 
 impl Etcd {
-    /// An etcd with etcd's defaults (100 ms batch interval).
-    pub fn start() -> Etcd {
-        Etcd::start_with(&Config::default())
+    /// [`Etcd::try_start`] with etcd's default limits; panics when etcd
+    /// does not come up.
+    pub fn start_with(cfg: &Config) -> Etcd {
+        Etcd::try_start(cfg, Limits::default()).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// An etcd started as `cfg` says, once it reports healthy (tried
-    /// again on other ports when it does not come up).
-    pub fn start_with(cfg: &Config) -> Etcd {
+    /// An etcd started as `cfg` and `limits` say, once it reports healthy
+    /// (tried again on other ports when it does not come up).
+    ///
+    /// # Errors
+    /// When five tries failed; the message quotes etcd's last log.
+    pub fn try_start(cfg: &Config, limits: Limits) -> Result<Etcd, String> {
         let mut last = String::new();
         for _ in 0..5 {
-            match Etcd::try_start(cfg) {
-                Ok(e) => return e,
+            match Etcd::start_once(cfg, limits) {
+                Ok(e) => return Ok(e),
                 Err(log) => last = log,
             }
         }
-        panic!("etcd did not come up on loopback; its last log:\n{last}");
+        Err(format!("etcd did not come up on loopback; its last log:\n{last}"))
     }
 
     /// Two loopback ports that were free a moment ago (both bound at
@@ -174,42 +193,60 @@ impl Etcd {
         (port(&a), port(&b))
     }
 
-    fn try_start(cfg: &Config) -> Result<Etcd, String> {
+    /// One try of [`Etcd::try_start`]: the directory under `cfg.parent`
+    /// (relative when it is, so a command line shown from there reads
+    /// the same everywhere).
+    fn start_once(cfg: &Config, limits: Limits) -> Result<Etcd, String> {
         let parent = cfg.parent.clone().unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new().prefix("mw-etcd").tempdir_in(&parent).expect("tempdir");
-        let root = dir.path().canonicalize().expect("canonicalize");
-        let data_dir = root.join("data");
-        let log = root.join("etcd.log");
+        let dir = tempfile::Builder::new()
+            .prefix("mw-etcd")
+            .tempdir_in(&parent)
+            .map_err(|e| format!("a directory in {}: {e}", parent.display()))?;
+        let (data_dir, log) = (dir.path().join("data"), dir.path().join("etcd.log"));
         let (client, peer) = Etcd::free_ports();
         let endpoint = format!("http://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
-        let ms = cfg.batch_interval.as_millis();
-        let mut cmd = Command::new("etcd");
-        cmd.arg("--name")
-            .arg("t")
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .arg("--listen-client-urls")
-            .arg(&endpoint)
-            .arg("--advertise-client-urls")
-            .arg(&endpoint)
-            .arg("--listen-peer-urls")
-            .arg(&peer_url)
-            .arg("--initial-advertise-peer-urls")
-            .arg(&peer_url)
-            .arg("--initial-cluster")
-            .arg(format!("t={peer_url}"))
-            .arg(format!("--backend-batch-interval={ms}ms"))
-            .args(["--logger", "zap", "--log-level", "warn"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).expect("etcd log"));
+        let mut command: Vec<String> = [
+            "etcd",
+            "--name",
+            "t",
+            "--data-dir",
+            &data_dir.to_string_lossy(),
+            "--listen-client-urls",
+            &endpoint,
+            "--advertise-client-urls",
+            &endpoint,
+            "--listen-peer-urls",
+            &peer_url,
+            "--initial-advertise-peer-urls",
+            &peer_url,
+            "--initial-cluster",
+            &format!("t={peer_url}"),
+            &format!("--backend-batch-interval={}ms", cfg.batch_interval.as_millis()),
+            "--logger",
+            "zap",
+            "--log-level",
+            "warn",
+        ]
+        .map(str::to_owned)
+        .into();
+        let flags = [
+            ("--quota-backend-bytes", limits.quota_backend_bytes),
+            ("--max-request-bytes", limits.max_request_bytes),
+        ];
+        for (flag, v) in flags {
+            command.extend(v.map(|v| format!("{flag}={v}")));
+        }
+        let err = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut cmd = Command::new(&command[0]);
+        cmd.args(&command[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(err);
         mapwise_native::os::process::die_with_parent(&mut cmd);
-        let child = cmd.spawn().expect("spawn etcd");
+        let child = cmd.spawn().map_err(|e| format!("spawn etcd: {e}"))?;
         let mut e = Etcd {
             child,
             endpoint,
             data_dir,
+            command,
             log,
             agent: agent(),
             keys: Arc::new(Mutex::new(Keyspace::default())),
@@ -252,6 +289,12 @@ impl Etcd {
         self.child.id()
     }
 
+    /// The temporary directory the data directory and the log are in
+    /// (removed on drop).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
     /// The bbolt file: `DATA_DIR/member/snap/db`.
     pub fn db(&self) -> PathBuf {
         self.data_dir.join("member/snap/db")
@@ -265,7 +308,16 @@ impl Etcd {
     /// Put `key` = `value` (attached to `lease` when not 0); the new
     /// revision.
     pub fn put(&self, key: &str, value: &[u8], lease: i64) -> i64 {
-        revision(&self.call("/v3/kv/put", &put_body(key, value, lease)))
+        self.try_put(key, value, lease).unwrap_or_else(|e| panic!("etcd: {e}"))
+    }
+
+    /// [`Etcd::put`], returning etcd's reason instead of panicking.
+    ///
+    /// # Errors
+    /// When etcd refuses the put or does not answer.
+    pub fn try_put(&self, key: &str, value: &[u8], lease: i64) -> Result<i64, String> {
+        call(&self.agent, &self.endpoint, "/v3/kv/put", &put_body(key, value, lease))
+            .map(|v| revision(&v))
     }
 
     /// Delete `key`; the revision after.

@@ -20,9 +20,9 @@ use clap::Args;
 use mapwise_core::bolt::Meta;
 use mapwise_testkit::install::{self, Need};
 
-use crate::writer::Running;
 use mapwise_bench::proc::{Cmd, GNU_TIME, shell_quote, tail};
 use mapwise_bench::tui::{self, Tmux, WatchOptions};
+use mapwise_bench::writer::Running;
 use mapwise_bench::{Progress, Workspace, bolt_scan, pagecache};
 
 /// Long help of `cargo xtask limits`.

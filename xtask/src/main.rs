@@ -6,12 +6,12 @@ mod limits;
 #[cfg(test)]
 mod tidy;
 mod wasm;
+mod writer;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use mapwise_bench as bench;
-use mapwise_bench::writer;
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "Chores for the mapwise workspace", version)]
