@@ -27,41 +27,7 @@ use super::units::{format_size, human_size, utc_human};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt`.
-pub const HELP: &str = "\
-Puts and gets: the bbolt peer's seeded `bench` workload (peers/bolt/
-README.md), the same puts and reads in both engines:
-  target/release/mapwise bolt bench FILE --write-mode M --read-mode M \\
-      --count N --batch-size 1000 --key-size 16 --value-size 100 --json --force
-  <peer binary> bench FILE …the same flags…
-for M = seq and rnd (N = 1000000, --quick 100000), alternating ours and Go
-(A B, B A, …). Each run writes a new file (one fsync'd commit per batch) and
-then reads it back in one read transaction (seq: cursor over everything;
-rnd: Get of every key in seeded shuffled order). Ratios are ops/s ours/Go
-per pair. Targets: puts >= 1.0x bbolt (both modes), random gets >= 1.5x.
-
-Scans: a Go-made file (oracle gen --shape big, 2GiB, --quick 256MiB,
-cached in target/bench/files/), `mapwise bolt traverse` vs the oracle's
-`traverse`, cold (xtask evicts the file before every run) and warm (xtask
-reads it first), plain mmap and MAP_POPULATE, plus ours with --prefetch
-(default 4MiB) and ours with --advice hugepage (MADV_HUGEPAGE: 2 MiB reads
-on cold faults where the page cache has large folios), each against Go's
-plain cold scan. Targets: warm plain scan
-<= 0.7x bbolt's time; prefetching cold scan <= 0.5x bbolt's plain cold scan.
-Beside the scans: the seed's published figures (boltdb/bolt pull request
-455) and the physical limits of the scan file (a cold O_DIRECT read and a
-cached read(), 1 MiB at a time). Then the residency evidence: a cold range
-scan over 5 % of the keys (45 % to 50 % of the key list) with and without
---prefetch, `--residency` (mincore after the scan: resident pages holding
-what the scan read vs the rest). Peak RSS of every process comes from wait4
-(ru_maxrss).
-
---tiny (a smoke run of the harness, e.g. in CI; its times mean nothing):
-2000 puts, and a scan file of about 4000 keys (8 MiB) that the oracle writes
-in transactions of 1000 puts; it overrides --quick.
-
-  cargo xtask bench bolt [--quick | --tiny] [--count N] [--size SIZE]
-                         [--prefetch BYTES] [--runs 5] [--warmup 1]
-                         [--no-puts] [--no-scans] [--out DIR]";
+pub const HELP: &str = include_str!("text/bolt-help.txt");
 
 /// The report's prose, one paragraph each: intro, puts, scans, range,
 /// range note, traces.

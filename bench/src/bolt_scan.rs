@@ -29,24 +29,7 @@ use super::units::{format_size, human_size, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
-pub const HELP: &str = "\
-Generates (once, cached in target/bench/files/) a bbolt file with Go bbolt:
-  peers/bolt/peer gen FILE --shape big --seed SEED --size SIZE
-then, in each cell, after --warmup untimed pairs, runs ours and Go
-alternately (A B, B A, A B, …, --runs pairs):
-  target/release/mapwise bolt traverse FILE [--populate] --json
-  peers/bolt/peer traverse FILE [--populate]
-Cells: cold (the harness fsyncs and posix_fadvise(DONTNEED)s the whole file
-before every single run) and warm (it evicts it, then reads it whole once
-before every pair: both runs of a pair scan the same page cache), each with
-and without MAP_POPULATE. Then the limits: a cold O_DIRECT sequential read
-and a cached read() of the file (1 MiB buffer), and `inspector residency`
-on a 64 GiB sparse file. Go bbolt is the bbolt peer, peers/bolt/peer (its
-Debian packages installed first).
---tiny (a smoke run of the harness, e.g. in CI; its times mean nothing)
-generates a 4MiB file in transactions of 1000 puts (`gen … --batch 1000`:
-about 4000 keys, 8 MiB) unless --size is given.
-See `cargo xtask bench --help` for the report.";
+pub const HELP: &str = include_str!("text/bolt-scan-help.txt");
 
 /// Timed pairs a warm scan cell runs at least: a warm scan varies up to 15×
 /// from one reset to the next in both tools (memory the VM handed back to
@@ -63,6 +46,9 @@ pub const BUCKET: &str = "fake-bucket";
 pub const TINY_SIZE: u64 = 4 << 20;
 /// `--tiny`: puts per transaction of the generator (`gen --batch`).
 pub const TINY_BATCH: u64 = 1000;
+/// The report's prose, one paragraph each: intro, settle, split, traces,
+/// and the seed's figures (intro, what matches, what differs).
+const NOTES: &str = include_str!("text/bolt-scan-notes.md");
 const SPARSE_BYTES: u64 = 64 << 30;
 /// Target for `inspector residency` on the sparse file.
 const RESIDENCY_TARGET_S: f64 = 0.5;
@@ -575,6 +561,11 @@ fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
     judge(name, ratio, (1.0, Bound::AtMost), ("ours ", " Go bbolt"))
 }
 
+/// `s` unless `n` is 1.
+pub(crate) fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 /// Paragraph `n` (from 0) of a bench's prose `text`, its `{name}`s filled.
 pub(crate) fn para(text: &str, n: usize, vars: &[(&str, &str)]) -> String {
     fill(text.split("\n\n").nth(n).unwrap_or_default(), vars)
@@ -585,8 +576,7 @@ pub(crate) fn para(text: &str, n: usize, vars: &[(&str, &str)]) -> String {
 /// `MAP_POPULATE`) beside this run's cold medians in `plain` and
 /// `populate`, on a file of `size`.
 pub(crate) fn seed_section(report: &mut Report, cells: &[CellRuns], size: &str) {
-    let text = include_str!("text/bolt-seed.md");
-    report.section("The seed's published figures").text(para(text, 0, &[]));
+    report.section("The seed's published figures").text(para(NOTES, 4, &[]));
     let mut t = Table::of("machine | file | >without | >with | >without / with");
     t.row(["i7-4910MQ laptop, SSD, Linux 3.16, Go 1.5.1 (the seed)", "2 GB", "8 s", "4 s", "2.0×"]);
     t.row(["1-vCPU cloud VM, HDD, Linux 3.16, Go 1.5.1 (the seed)", "2 GB", "130 s", "8 s", "16×"]);
@@ -607,7 +597,7 @@ pub(crate) fn seed_section(report: &mut Report, cells: &[CellRuns], size: &str) 
     report.table(t).text(if speedups.is_empty() {
         "No cold cells ran, so there is nothing to set beside the seed's figures.".to_owned()
     } else {
-        para(text, if speedups.iter().all(|&x| x > 1.0) { 1 } else { 2 }, &[])
+        para(NOTES, if speedups.iter().all(|&x| x > 1.0) { 5 } else { 6 }, &[])
     });
 }
 
@@ -705,18 +695,12 @@ fn scan_verdict(c: &CellRuns) -> Verdict {
 
 fn render(r: &Results) -> Report {
     let mut o = Report::new(format!("bench bolt-scan — {}", r.started_utc));
-    let warm_runs = r.runs.max(WARM_MIN_RUNS);
-    o.text(format!(
-        "The MAP_POPULATE experiment boltdb/bolt's maintainers reported, re-run: read-only cursor scan over every key of \
-         bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
-         (the peer's `traverse`), {} run{} each per cell ({warm_runs} in a warm cell), alternating ours and Go, the order \
-         turning every pair (ours, Go; Go, ours; …). Finished {}.",
-        r.bucket,
-        r.versions.bbolt_readme.as_deref().unwrap_or("unknown"),
-        r.runs,
-        if r.runs == 1 { "" } else { "s" },
-        r.finished_utc,
-    ));
+    let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(WARM_MIN_RUNS).to_string());
+    let version = r.versions.bbolt_readme.as_deref().unwrap_or("unknown");
+    let intro =
+        [("bucket", r.bucket), ("version", version), ("runs", &runs), ("s", plural(r.runs))];
+    let done = [("warm_runs", warm_runs.as_str()), ("finished", &r.finished_utc)];
+    o.text(para(NOTES, 0, &[&intro[..], &done].concat()));
     r.versions.machine(&mut o, &r.machine, r.loadavg_end.as_deref());
     let f = &r.file;
     let keys_n = f.expected_keys.map_or_else(|| "unknown number of".to_owned(), |k| k.to_string());
@@ -730,16 +714,14 @@ fn render(r: &Results) -> Report {
         .text(format!("`{}`: {size} ({} bytes), {keys_n} keys; {made}.", f.path, f.bytes));
     let reports = r.machine.free_page_reporting.as_deref().is_some_and(|f| f.starts_with("on"));
     let settle_s = COLD_SETTLE.as_secs().to_string();
-    let settle = include_str!("text/bolt-scan-settle.md");
-    let settle = if reports { fill(settle, &[("secs", &settle_s)]) + " " } else { String::new() };
-    let warmup = if r.warmup == 0 {
-        "No warm-up pairs (`--warmup 0`)".to_owned()
-    } else {
-        format!(
-            "Each cell starts with {} untimed warm-up pair{} (same reset before each run; listed below the split, raw in results.json)",
-            r.warmup,
-            if r.warmup == 1 { "" } else { "s" }
-        )
+    let settle = if reports { para(NOTES, 1, &[("secs", &settle_s)]) + " " } else { String::new() };
+    let warmup = match r.warmup {
+        0 => "No warm-up pairs (`--warmup 0`)".to_owned(),
+        n => format!(
+            "Each cell starts with {n} untimed warm-up pair{} (same reset before each run; listed \
+             below the split, raw in results.json)",
+            plural(n)
+        ),
     };
     o.section("Method").text(fill(
         include_str!("text/bolt-scan-method.md"),
@@ -784,12 +766,7 @@ fn render(r: &Results) -> Report {
                 (">keys", Other, &keys),
             ],
         ))
-        .text(
-            "*wall* = spawn to exit as seen by the harness: process start-up and exit for both, plus \
-             for Go the peer script's checks (dpkg-query, source hash) before it execs the binary; not part of \
-             `took`. *resident after*: fraction of the file in the page cache right after the run (median), \
-             i.e. what the tool read in (cold) or left in place (warm).",
-        );
+        .text(para(NOTES, 2, &[]));
     if r.warmup > 0 {
         let took = |run: &cell::Run| run.get("took_s").map_or_else(|| "—".to_owned(), fmt_secs);
         let pairs = |c: &CellRuns| {
@@ -803,13 +780,8 @@ fn render(r: &Results) -> Report {
     seed_section(&mut o, &r.cells, &r.size);
     o.section("Charts and residency traces");
     charts::add_images(&mut o, &r.charts);
-    o.text(format!(
-        "Every timed run was traced: the file's residency {}; {} traces in `traces/`. Play one with \
-         `inspector replay traces/<cell>-<tool>-<run>.trace --file {}` (or load it beside the file in the browser viewer).",
-        traces::cadence(),
-        r.traces.len(),
-        r.file.path
-    ));
+    let (cadence, n) = (traces::cadence(), r.traces.len().to_string());
+    o.text(para(NOTES, 3, &[("cadence", &cadence), ("n", &n), ("file", &r.file.path)]));
     limits::add_to(&mut o, &r.limits);
     let rs = &r.residency;
     let (time, note) = match (rs.status.as_str(), Summary::of(&rs.walls)) {

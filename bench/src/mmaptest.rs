@@ -31,24 +31,7 @@ use super::units::{format_size, human_size, mb_per_s, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench mmaptest`.
-pub const HELP: &str = "\
-Builds ours and the C reconstruction in ten variants (cc -O2 -Wall, the
-README's -D flags, each also with -DTOUCH), makes the input files once
-(deterministic, cached in target/bench/files/), then runs every cell's
---warmup untimed and --runs timed pairs, ours and C alternately, stdout to
-/dev/null: `mapwise mmaptest --mode M … --iterations N --json FILE…` and
-`target/bench/mmaptest-c/VARIANT -n N FILE…`. Warm: the 72 KiB file,
-evicted then read once before every run; cold: the list, evicted before
-every run, one pass. See `cargo xtask bench --help` for the report.
-
-  cargo xtask bench mmaptest [--quick | --full | --tiny] [--iterations N]
-                             [--cold-files N] [--cold-size SIZE]
-                             [--runs 5] [--warmup 1] [--warm | --cold]
-                             [--out DIR]
-  --quick (default): 20000 iterations warm, 16 × 16 MiB cold, about a minute.
-  --full: the seed's 100000 iterations warm, 64 × 16 MiB (1 GiB) cold.
-  --tiny: a smoke run (CI): 200 iterations warm, 2 × 1 MiB cold, an 8 MiB
-  memcpy; seconds. Its times mean nothing.";
+pub const HELP: &str = include_str!("text/mmaptest-help.txt");
 
 /// The report's prose, one paragraph each: intro, setup, touch, cold,
 /// seed, seed's order, limits.
