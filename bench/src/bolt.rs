@@ -66,7 +66,7 @@ pub struct Args {
     pub(super) common: CommonArgs,
 }
 
-/// The JSON object both `bench` commands print (the keys used here).
+/// What both `bench` commands print (the keys used here).
 #[derive(Deserialize)]
 struct BenchJson {
     write_ops: u64,
@@ -127,18 +127,13 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let runs = usize::try_from(args.common.runs).context("--runs too large")?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
-    let (tiny, quick) = (args.common.tiny, args.quick);
-    let pick = |tiny_v, quick_v, full| {
-        if tiny {
-            tiny_v
-        } else if quick {
-            quick_v
-        } else {
-            full
-        }
+    let tiny = args.common.tiny;
+    let (count, size) = match (tiny, args.quick) {
+        (true, _) => (2000, scan::TINY_SIZE),
+        (_, true) => (100_000, 256 << 20),
+        _ => (1_000_000, 2 << 30),
     };
-    let count = args.count.unwrap_or(pick(2000, 100_000, 1_000_000));
-    let size = args.size.unwrap_or(pick(scan::TINY_SIZE, 256 << 20, 2 << 30));
+    let (count, size) = (args.count.unwrap_or(count), args.size.unwrap_or(size));
     let pf = format_size(args.prefetch);
     // Ours' extra options beyond like for like: the prefetching cursor, and
     // MADV_HUGEPAGE instead of bbolt's MADV_RANDOM (cold faults read 2 MiB).
@@ -184,27 +179,19 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         );
         let bench =
             |cmd: Cmd, i: usize| cmd.arg(path_arg(&files[i])).args(flags.split_whitespace());
-        let contenders = vec![
-            Contender::new("ours", bench(Cmd::new(&mapwise).args(["bolt", "bench"]), 0), |o| {
-                parse_bench(&o.stdout)
-            }),
-            Contender::new("Go", bench(go.clone().arg("bench"), 1), |o| parse_bench(&o.stdout)),
-        ];
+        let ours = bench(Cmd::new(&mapwise).args(["bolt", "bench"]), 0);
+        let contenders = [("ours", ours), ("Go", bench(go.clone().arg("bench"), 1))]
+            .map(|(name, cmd)| Contender::new(name, cmd, |o| parse_bench(&o.stdout)));
         let label = format!("{mode} puts, {mode} gets");
-        let cell = scan::plain_cell(label, Warm, Vec::new(), contenders, (warmup, runs));
+        let cell = scan::plain_cell(label, Warm, Vec::new(), contenders.into(), (warmup, runs));
         work.push(run_cell(&cell::Cell { fresh: files.to_vec(), ..cell })?);
     }
 
     let (mut scans, mut range, mut range_keys, mut file, mut limits) =
         (Vec::new(), Vec::new(), None, None, Vec::new());
     if !args.no_scans {
-        let f = scan::ensure_file(
-            ws,
-            &peer,
-            (size, tiny.then_some(scan::TINY_BATCH)),
-            args.seed,
-            &progress,
-        )?;
+        let batch = tiny.then_some(scan::TINY_BATCH);
+        let f = scan::ensure_file(ws, &peer, (size, batch), args.seed, &progress)?;
         let path = PathBuf::from(&f.path);
         let cells = scan::scan_cells(&specs, (&mapwise, &go), &f.path, (warmup, runs));
         scans = cells.iter().map(run_cell).collect::<Result<_>>()?;
