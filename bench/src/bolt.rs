@@ -29,8 +29,7 @@ use super::{CommonArgs, Progress, Workspace, path_arg};
 /// Long help of `cargo xtask bench bolt`.
 pub const HELP: &str = include_str!("text/bolt-help.txt");
 
-/// The report's prose, one paragraph each: intro, puts, scans, range,
-/// range note, traces.
+/// The report's prose by paragraph: intro, puts, scans, range, its note, traces.
 const NOTES: &str = include_str!("text/bolt-notes.md");
 
 /// `bench bolt` options.
@@ -75,8 +74,7 @@ struct BenchJson {
     read_s: f64,
 }
 
-/// Either tool's `bench --json` line as `puts_per_s`, `gets_per_s`,
-/// `write_ops` and `read_ops`.
+/// Either tool's `bench --json` line as rates and op counts.
 fn parse_bench(stdout: &str) -> Result<Metrics, String> {
     let j: BenchJson = scan::json_line(stdout)?;
     let rate = |ops: u64, s: f64| if s > 0.0 { ops as f64 / s } else { 0.0 };
@@ -268,9 +266,7 @@ fn agrees(c: &CellRuns, metric: &str) -> bool {
     c.distinct(metric).len() == 1
 }
 
-/// The targets: (name, or empty for `scan: <cell>`; the cell, by a part of
-/// its label; metric; target; bound). Work ratios are ops/s ours/Go (higher
-/// is better), scan ratios time ours/Go (lower is better).
+/// The targets: name (empty: `scan: <cell>`), part of the cell's label, metric, target, bound.
 const TARGETS: [(&str, &str, &str, f64, Bound); 5] = [
     ("seq puts", "seq puts", "puts_per_s", 1.0, Bound::AtLeast),
     ("rnd puts", "rnd puts", "puts_per_s", 1.0, Bound::AtLeast),

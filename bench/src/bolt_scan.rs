@@ -32,11 +32,9 @@ use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 /// Long help of `cargo xtask bench bolt-scan`.
 pub const HELP: &str = include_str!("text/bolt-scan-help.txt");
 
-/// Timed pairs a warm scan cell runs at least: a warm scan varies up to 15×
-/// from one reset to the next in both tools (the method says why).
+/// Timed pairs a warm scan cell runs at least (warm scans vary: see the method).
 pub const WARM_MIN_RUNS: usize = 9;
-/// Wait after a cold reset where free pages go back to a VM host (the method
-/// says why).
+/// Wait after a cold reset where free pages go back to a VM host (see the method).
 pub const COLD_SETTLE: Duration = Duration::from_secs(5);
 /// The bucket the `big` shape fills and both tools scan.
 pub const BUCKET: &str = "fake-bucket";
@@ -44,8 +42,7 @@ pub const BUCKET: &str = "fake-bucket";
 pub const TINY_SIZE: u64 = 4 << 20;
 /// `--tiny`: puts per transaction of the generator (`gen --batch`).
 pub const TINY_BATCH: u64 = 1000;
-/// The report's prose, one paragraph each: intro, settle, split, traces,
-/// and the seed's figures (intro, what matches, what differs).
+/// The prose by paragraph: intro, settle, split, traces, seed, matches, differs.
 const NOTES: &str = include_str!("text/bolt-scan-notes.md");
 const SPARSE_BYTES: u64 = 64 << 30;
 /// Target for `inspector residency` on the sparse file.
@@ -97,8 +94,7 @@ pub(crate) fn tracing(ws: &Workspace) -> (RefCell<Traces>, PathBuf) {
     (RefCell::new(Traces::new()), ws.bench_dir().join("scratch"))
 }
 
-/// A cell of `contenders` on `files` in `cache`, `(warmup, runs)` rounds,
-/// each run reset on its own.
+/// A cell of `contenders` on `files` in `cache`, each run reset on its own.
 pub(crate) fn plain_cell(
     label: String,
     cache: CacheState,
@@ -132,8 +128,7 @@ pub(crate) fn metrics<'a>(kv: impl IntoIterator<Item = (&'a str, f64)>) -> Metri
     kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
-/// What `mapwise bolt traverse --json` prints, named as the split table
-/// names it.
+/// What `mapwise bolt traverse --json` prints.
 #[derive(Deserialize)]
 struct OursJson {
     open_s: f64,
@@ -154,8 +149,7 @@ fn parse_ours(stdout: &str) -> Result<Metrics, String> {
     ]))
 }
 
-/// The peer's `open: 0.003s`, `traverse: 0.001s keys=N …` and `took:
-/// 0.004s` lines, in any order, as [`parse_ours`] names them.
+/// The peer's `open: Xs`, `traverse: Xs keys=N …` and `took: Xs` lines, in any order.
 fn parse_go(stdout: &str) -> Result<Metrics, String> {
     let mut m = Metrics::new();
     for mut words in stdout.lines().map(str::split_whitespace) {
@@ -187,8 +181,7 @@ pub(crate) fn scan_label(cache: CacheState, populate: bool) -> String {
     format!("{}, {}", cache.name(), if populate { "MAP_POPULATE" } else { "plain mmap" })
 }
 
-/// A scan cell: its cache state, `--populate` on both tools, and ours'
-/// extra options (then Go scans plain).
+/// A scan cell: cache state, `--populate` on both, ours' extra options.
 pub(crate) type ScanSpec<'a> = (CacheState, bool, &'a [&'a str]);
 
 /// The scan cells of `specs`, ours (`mapwise`) against Go (`go`) on `file`:
@@ -403,8 +396,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `ratios.svg`: ours/peer of `metric` per cell, titled `title`, described
-/// as `what`.
+/// `ratios.svg`: ours/peer of `metric` per cell.
 pub(crate) fn ratio_chart<'a>(
     cells: impl IntoIterator<Item = &'a CellRuns>,
     metric: &str,
@@ -417,8 +409,7 @@ pub(crate) fn ratio_chart<'a>(
     Ok(ChartFile { file: "ratios.svg".to_owned(), what: what.to_owned(), svg })
 }
 
-/// `residency-cold.svg`: the first timed run of each of `picks` (cell,
-/// side, legend), when any was traced.
+/// `residency-cold.svg`: the first timed run of each (cell, side, legend) pick.
 pub(crate) fn residency_file(
     traces: &Traces,
     title: &str,
@@ -430,8 +421,7 @@ pub(crate) fn residency_file(
     Ok(chart.map(|svg| ChartFile { file, what: what.to_owned(), svg }))
 }
 
-/// The cold scan cells' chart lines: both tools of a like-for-like cell,
-/// ours alone where ours runs extra options.
+/// Chart lines of the cold scans: both tools, or ours alone with extra options.
 pub(crate) fn cold_picks(cells: &[CellRuns]) -> Vec<(String, &'static str, String)> {
     let mut picks = Vec::new();
     for c in cells.iter().filter(|c| c.cache == Cold) {
@@ -592,8 +582,7 @@ pub(crate) fn seed_section(report: &mut Report, cells: &[CellRuns], size: &str) 
     });
 }
 
-/// A column of a per-cell table: its header (a leading `>` right-aligns),
-/// its role, and its text for a cell.
+/// A column of a per-cell table: header (`>` right-aligns), role, text per cell.
 pub(crate) type Col<'a, C> = (&'a str, Role, &'a dyn Fn(&C) -> String);
 
 /// A table of one row per cell of `cells` and one column per `cols`.
@@ -636,8 +625,7 @@ pub(crate) fn after(c: &CellRuns, i: usize) -> String {
     c.summary(i, "resident_after").map_or_else(|| "—".to_owned(), |x| pct(x.median))
 }
 
-/// The files' resident share at the start of the runs: one value, or the
-/// range.
+/// The files' resident share at the start of the runs: one value or the range.
 pub(crate) fn at_start(c: &CellRuns) -> String {
     let v: Vec<f64> = [0, 1].iter().flat_map(|&i| c.values(i, "resident_before")).collect();
     Summary::of(&v).map_or_else(
@@ -657,8 +645,7 @@ pub(crate) fn keys(c: &CellRuns) -> String {
     c.distinct("keys").iter().map(u64::to_string).collect::<Vec<_>>().join(" / ")
 }
 
-/// The verdict of a scan cell, with the medians' differences when ours
-/// is slower and a note when Go's whole-ms rounding matters.
+/// A scan cell's verdict, with the medians' differences and Go's rounding.
 fn scan_verdict(c: &CellRuns) -> Verdict {
     let ratio = c.ratio(0, 1, "took_s").0;
     let mut v = verdict(&c.label, ratio.as_ref());

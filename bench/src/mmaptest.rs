@@ -33,8 +33,7 @@ use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 /// Long help of `cargo xtask bench mmaptest`.
 pub const HELP: &str = include_str!("text/mmaptest-help.txt");
 
-/// The report's prose, one paragraph each: intro, setup, touch, cold,
-/// seed, seed's order, limits.
+/// The prose by paragraph: intro, setup, touch, cold, seed, its order, limits.
 const NOTES: &str = include_str!("text/mmaptest-notes.md");
 /// The seed's file: 72 KiB.
 const WARM_BYTES: u64 = 72 * 1024;
@@ -61,8 +60,7 @@ fn mode(line: &'static str) -> [&'static str; 4] {
     [(); 4].map(|()| f.next().unwrap_or_default())
 }
 
-/// A preset's name, warm iterations, cold files, cold file size and large
-/// memcpy (`--tiny` wins over `--full`; the default is `quick`).
+/// A preset: name, warm iterations, cold files and size, large memcpy.
 fn preset(tiny: bool, full: bool) -> (&'static str, u64, u64, u64, u64) {
     if tiny {
         ("tiny", 200, 2, 1 << 20, 8 << 20)
@@ -143,8 +141,7 @@ struct OursJson {
     checksum: Option<u64>,
 }
 
-/// Ours' JSON line on stderr as `secs`, `setup_secs`, `bytes` and
-/// (touching) `checksum`.
+/// Ours' JSON line on stderr as metrics.
 fn parse_ours(stderr: &str) -> Result<Metrics, String> {
     let j: OursJson = json_line(stderr)?;
     let sum = j.checksum.map(|c| ("checksum", c as f64));
@@ -240,8 +237,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .map_err(anyhow::Error::msg)?;
     let source = ws.peer_file("mmaptest/mmaptest.c")?;
     let limit_passes = runs.max(3);
-    let cells_n = caches.len() * MODES.len() * 2;
-    let steps = 4 + cells_n * (warmup + runs) * 2 + limits::steps(limit_passes);
+    let steps = 4 + caches.len() * MODES.len() * 4 * (warmup + runs) + limits::steps(limit_passes);
     let progress = Progress::new(steps as u64);
     let (build_ours, mapwise) = scan::build_ours(ws, &progress)?;
     progress.set("building the C reconstruction");
@@ -249,9 +245,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     fs::create_dir_all(&c_dir).with_context(|| format!("cannot create {}", c_dir.display()))?;
     let c_bin = |name, touch| path_arg(&c_dir.join(format!("{name}{}", plus(touch, "+touch"))));
     let mut build_commands = vec![build_ours.shell()];
-    for ([.., name, flags], touch) in
-        MODES.map(mode).into_iter().flat_map(|m| [(m, false), (m, true)])
-    {
+    // Every mode, untouched and touching: ten C binaries, ten cells per cache state.
+    let variants: Vec<_> =
+        MODES.map(mode).into_iter().flat_map(|m| [(m, false), (m, true)]).collect();
+    for &([.., name, flags], touch) in &variants {
         let cmd = Cmd::new("cc")
             .args(["-O2", "-Wall"])
             .args(flags.split_whitespace())
@@ -274,13 +271,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // Every timed run is traced: each file's residency every 50 ms.
     let (traces, scratch) = scan::tracing(ws);
     let tracing = Tracing { traces: &traces, scratch: &scratch };
-    let mut cells = Vec::with_capacity(cells_n);
+    let mut cells = Vec::new();
     for &cache in caches {
         let (files, n) = if cache == Warm { (&warm_files, iterations) } else { (&cold_files, 1) };
         let file_args: Vec<String> = files.iter().map(|p| path_arg(p)).collect();
-        for ([mode, flags, name, _], touch) in
-            MODES.map(mode).into_iter().flat_map(|m| [(m, false), (m, true)])
-        {
+        for &([mode, flags, name, _], touch) in &variants {
             let ours = Cmd::new(&mapwise)
                 .arg("mmaptest")
                 .args(flags.split_whitespace())
@@ -441,8 +436,7 @@ fn file_byte_sum(path: &Path) -> Result<u64> {
     }
 }
 
-/// The 72 KiB file and the cold list, made when missing, with their byte
-/// sums.
+/// The 72 KiB file and the cold list, made when missing, with their byte sums.
 fn ensure_inputs(ws: &Workspace, cold_n: u64, size: u64, progress: &Progress) -> Result<Inputs> {
     let dir = ws.bench_dir().join("files");
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -475,8 +469,7 @@ fn ensure_inputs(ws: &Workspace, cold_n: u64, size: u64, progress: &Progress) ->
     })
 }
 
-/// A command line with a long file list (more than two files) shown as
-/// the bash brace form `glob` instead.
+/// A command line with a list of more than two files shown as its brace form `glob`.
 fn short_files(line: &str, files: &[String], glob: &str) -> String {
     if files.len() <= 2 {
         return line.to_owned();
@@ -649,8 +642,7 @@ fn seed_section(o: &mut Report, r: &Results) {
     o.table(t).text(para(NOTES, 5, &vars));
 }
 
-/// The results tables of a cache state's cells: loop times and ratios,
-/// then ours' setup, process wall times and the cache state at start.
+/// A cache state's results: loop times and ratios; setup, wall times, start state.
 fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
     let warm = cs.first().is_some_and(|c| c.runs.cache == Warm);
     let both = |f: &dyn Fn(usize) -> String| scan::both(f);
@@ -692,8 +684,7 @@ fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
     ]
 }
 
-/// The cost of touching the data: touch − untouched, per mode, µs per
-/// iteration (medians), ours and C.
+/// Touch − untouched per mode, µs per iteration (medians), ours and C.
 fn touch_costs(cs: &[&MmapCell]) -> Table {
     let mut t = Table::of("mode | >ours | >C").compares(&[1], &[2]);
     for [mode, ..] in MODES.map(mode) {
