@@ -1,13 +1,18 @@
 //! `cargo xtask bench bolt-scan`: the MAP_POPULATE experiment boltdb/bolt's
 //! maintainers reported, ours (`mapwise bolt traverse`) vs Go bbolt (the
-//! peer's `traverse`), cold/warm × with/without MAP_POPULATE.
+//! peer's `traverse`), cold/warm × with/without MAP_POPULATE; and what the
+//! `bolt` and `mmaptest` benches share with it (the bbolt file, scan cells,
+//! output parsing, per-cell tables and charts).
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing};
@@ -15,65 +20,33 @@ use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, TempPath};
-use super::proc::{Cmd, tail};
+use super::proc::{Cmd, Output, tail};
+use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
-use super::schedule::CacheState;
+use super::schedule::CacheState::{self, Cold, Warm};
 use super::stats::{Summary, fmt_secs, opt_median, opt_ratio, opt_secs};
-use super::traces::Traces;
+use super::traces::{self, Traces};
 use super::units::{format_size, human_size, pct, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
-pub const HELP: &str = "\
-Generates (once, cached in target/bench/files/) a bbolt file with Go bbolt:
-  peers/bolt/peer gen FILE --shape big --seed SEED --size SIZE
-then, in each cell, after --warmup untimed pairs, runs ours and Go
-alternately (A B, B A, A B, …, --runs pairs):
-  target/release/mapwise bolt traverse FILE [--populate] --json
-  peers/bolt/peer traverse FILE [--populate]
-Cells: cold (the harness fsyncs and posix_fadvise(DONTNEED)s the whole file
-before every single run) and warm (it evicts it, then reads it whole once
-before every pair: both runs of a pair scan the same page cache), each with
-and without MAP_POPULATE. Then the limits: a cold O_DIRECT sequential read
-and a cached read() of the file (1 MiB buffer), and `inspector residency`
-on a 64 GiB sparse file. Go bbolt is the bbolt peer, peers/bolt/peer (its
-Debian packages installed first).
---tiny (a smoke run of the harness, e.g. in CI; its times mean nothing)
-generates a 4MiB file in transactions of 1000 puts (`gen … --batch 1000`:
-about 4000 keys, 8 MiB) unless --size is given.
-See `cargo xtask bench --help` for the report.";
+pub const HELP: &str = include_str!("text/bolt-scan-help.txt");
 
-/// Timed pairs a warm cell runs at least, whatever `--runs` says. A warm
-/// 2 GiB scan takes ~0.05 s but varies up to 15x from one reset to the
-/// next in both tools alike (42-770 ms ours, 69-234 ms Go in one cell),
-/// mostly after a warming read that was itself slow: on a VM that
-/// reports free pages to its host, the memory it lands in may have gone
-/// back to the host and be faulted in again there, in small host pages.
-/// So the two runs of a warm pair share one reset, and every warm run
-/// follows an untimed run of the same command (the first process after a
-/// pause of ~2 s paid 170-270 ms instead of ~30 ms for its page tables
-/// and heap). Nine pairs cost seconds; a cold pair costs 90 s.
+/// Timed pairs a warm scan cell runs at least (warm scans vary: see the method).
 pub const WARM_MIN_RUNS: usize = 9;
-
-/// Wait after a cold reset before the run, on a machine that reports
-/// free pages to its VM host: the kernel hands freed blocks back about
-/// 2 s after the eviction (`PAGE_REPORTING_DELAY`), and a page the guest
-/// then reuses costs a host-side fault at its first touch. Without it a
-/// cold 2 GiB `MAP_POPULATE` scan took 0.2 s or 3-4 s, in both tools, by
-/// luck; with 5 s every cold run starts from the same state.
+/// Wait after a cold reset where free pages go back to a VM host (see the method).
 pub const COLD_SETTLE: Duration = Duration::from_secs(5);
-
 /// The bucket the `big` shape fills and both tools scan.
 pub const BUCKET: &str = "fake-bucket";
-/// Size of the sparse file for the residency row.
-const SPARSE_BYTES: u64 = 64 << 30;
-/// Target for `inspector residency` on it.
-const RESIDENCY_TARGET_S: f64 = 0.5;
-/// `--tiny`: logical size of the generated file (with [`TINY_BATCH`],
-/// about 4000 keys in an 8 MiB file).
+/// `--tiny`: logical size of the generated file (about 4000 keys, 8 MiB).
 pub const TINY_SIZE: u64 = 4 << 20;
 /// `--tiny`: puts per transaction of the generator (`gen --batch`).
 pub const TINY_BATCH: u64 = 1000;
+/// The prose by paragraph: intro, settle, split, traces, seed, matches, differs.
+const NOTES: &str = include_str!("text/bolt-scan-notes.md");
+const SPARSE_BYTES: u64 = 64 << 30;
+/// Target for `inspector residency` on the sparse file.
+const RESIDENCY_TARGET_S: f64 = 0.5;
 
 /// `bench bolt-scan` options.
 #[derive(Debug, clap::Args)]
@@ -105,113 +78,155 @@ pub struct Args {
     pub(super) common: CommonArgs,
 }
 
-/// The JSON object `mapwise bolt traverse --json` prints.
-#[derive(Deserialize)]
-struct OursJson {
-    open_s: f64,
-    traverse_s: f64,
-    took_s: f64,
-    keys: u64,
+/// Builds ours (`mapwise`, release): the build command and the binary.
+pub(crate) fn build_ours(ws: &Workspace, progress: &Progress) -> Result<(Cmd, String)> {
+    let build = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
+    progress.set("building mapwise (release)");
+    build.run(&ws.root).context("cannot build ours")?;
+    let bin = ws.release_bin("mapwise");
+    anyhow::ensure!(bin.is_file(), "{} missing after the build", bin.display());
+    progress.inc();
+    Ok((build, path_arg(&bin)))
 }
 
-/// Parses ours: the last line that is a JSON object with `open_s`,
-/// `traverse_s`, `took_s` and `keys`, into `open_s`, `scan_s`, `took_s`
-/// and `keys`.
-///
-/// # Errors
-/// When there is no such line.
-pub fn parse_ours(stdout: &str) -> Result<Metrics, String> {
-    let line = stdout
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('{'))
-        .ok_or_else(|| format!("no JSON object in output {:?}", tail(stdout, 3)))?;
-    let j: OursJson =
-        serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))?;
-    #[expect(clippy::cast_precision_loss)]
-    let keys = j.keys as f64;
-    Ok(metrics(j.open_s, j.traverse_s, j.took_s, keys))
+/// The residency traces of a bench and their scratch directory.
+pub(crate) fn tracing(ws: &Workspace) -> (RefCell<Traces>, PathBuf) {
+    (RefCell::new(Traces::new()), ws.bench_dir().join("scratch"))
 }
 
-fn metrics(open_s: f64, scan_s: f64, took_s: f64, keys: f64) -> Metrics {
-    [("open_s", open_s), ("scan_s", scan_s), ("took_s", took_s), ("keys", keys)]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect()
-}
-
-/// Parses the peer's text: `open: 0.003s`, `traverse: 0.001s keys=N …`,
-/// `took: 0.004s` (other lines, in any order, ignored).
-///
-/// # Errors
-/// When one of the three lines or `keys=` is missing or malformed.
-pub fn parse_go(stdout: &str) -> Result<Metrics, String> {
-    let secs = |w: Option<&str>| -> Option<f64> {
-        w?.trim().strip_suffix('s')?.parse().ok().filter(|x: &f64| x.is_finite() && *x >= 0.0)
-    };
-    let (mut open, mut scan, mut took, mut keys) = (None, None, None, None);
-    for line in stdout.lines().map(str::trim) {
-        if let Some(rest) = line.strip_prefix("open:") {
-            open = secs(rest.split_whitespace().next());
-        } else if let Some(rest) = line.strip_prefix("traverse:") {
-            let mut words = rest.split_whitespace();
-            scan = secs(words.next());
-            keys = words.find_map(|w| w.strip_prefix("keys=")).and_then(|k| k.parse::<f64>().ok());
-        } else if let Some(rest) = line.strip_prefix("took:") {
-            took = secs(rest.split_whitespace().next());
-        }
-    }
-    let missing = |what: &str| format!("no `{what}` in peer output {:?}", tail(stdout, 6));
-    Ok(metrics(
-        open.ok_or_else(|| missing("open: Xs"))?,
-        scan.ok_or_else(|| missing("traverse: Xs"))?,
-        took.ok_or_else(|| missing("took: Xs"))?,
-        keys.ok_or_else(|| missing("keys=N"))?,
-    ))
-}
-
-/// `entries=N` from the peer's `gen big:` line.
-#[must_use]
-pub fn parse_gen_entries(text: &str) -> Option<u64> {
-    text.split_whitespace().find_map(|w| w.strip_prefix("entries=")).and_then(|n| n.parse().ok())
-}
-
-/// The label of a scan cell: `cold, plain mmap`, `warm, MAP_POPULATE`.
-#[must_use]
-pub fn scan_label(cache: CacheState, populate: bool) -> String {
-    format!("{}, {}", cache.name(), if populate { "MAP_POPULATE" } else { "plain mmap" })
-}
-
-/// A scan cell of ours against Go on `file`, as this bench and `bench
-/// bolt` run it: a warm pair shares its reset and every warm run follows
-/// an untimed one ([`WARM_MIN_RUNS`] pairs at least), a cold run waits
-/// [`COLD_SETTLE`] on a machine that hands free pages back.
-#[must_use]
-pub fn scan_cell(
+/// A cell of `contenders` on `files` in `cache`, each run reset on its own.
+pub(crate) fn plain_cell(
     label: String,
     cache: CacheState,
-    file: &Path,
-    (ours, go): (Cmd, Cmd),
+    files: Vec<PathBuf>,
+    contenders: Vec<Contender>,
     (warmup, runs): (usize, usize),
 ) -> Cell {
     Cell {
         label,
         cache,
-        files: vec![file.to_path_buf()],
+        files,
         fresh: Vec::new(),
-        contenders: vec![
-            Contender::new("ours", ours, |o| parse_ours(&o.stdout)),
-            Contender::new("Go", go, |o| parse_go(&o.stdout)),
-        ],
+        contenders,
         warmup,
-        runs: if cache == CacheState::Warm { runs.max(WARM_MIN_RUNS) } else { runs },
-        shared_warm_reset: true,
-        untimed_warm_first: true,
-        cold_settle: machine::reports_free_pages().then_some(COLD_SETTLE),
+        runs,
+        shared_warm_reset: false,
+        untimed_warm_first: false,
+        cold_settle: None,
     }
 }
 
+/// The last line of `text` that is a JSON object, read as `T`.
+pub(crate) fn json_line<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    let line = text.lines().rev().map(str::trim).find(|l| l.starts_with('{'));
+    let line = line.ok_or_else(|| format!("no JSON object in output {:?}", tail(text, 3)))?;
+    serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))
+}
+
+/// Metrics from (name, value) pairs.
+pub(crate) fn metrics<'a>(kv: impl IntoIterator<Item = (&'a str, f64)>) -> Metrics {
+    kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// What `mapwise bolt traverse --json` prints.
+#[derive(Deserialize)]
+struct OursJson {
+    open_s: f64,
+    #[serde(rename = "traverse_s")]
+    scan_s: f64,
+    took_s: f64,
+    keys: f64,
+}
+
+/// Ours' `--json` line as `open_s`, `scan_s`, `took_s` and `keys`.
+fn parse_ours(stdout: &str) -> Result<Metrics, String> {
+    let j: OursJson = json_line(stdout)?;
+    Ok(metrics([
+        ("open_s", j.open_s),
+        ("scan_s", j.scan_s),
+        ("took_s", j.took_s),
+        ("keys", j.keys),
+    ]))
+}
+
+/// The peer's `open: Xs`, `traverse: Xs keys=N …` and `took: Xs` lines, in any order.
+fn parse_go(stdout: &str) -> Result<Metrics, String> {
+    let mut m = Metrics::new();
+    for mut words in stdout.lines().map(str::split_whitespace) {
+        let name = match words.next() {
+            Some("open:") => "open_s",
+            Some("traverse:") => "scan_s",
+            Some("took:") => "took_s",
+            _ => continue,
+        };
+        let secs = words.next().and_then(|w| w.strip_suffix('s')?.parse().ok());
+        m.extend(secs.filter(|x: &f64| x.is_finite() && *x >= 0.0).map(|s| (name.to_owned(), s)));
+        let keys = words.find_map(|w| w.strip_prefix("keys=")?.parse().ok());
+        m.extend(keys.filter(|_| name == "scan_s").map(|k| ("keys".to_owned(), k)));
+    }
+    let wanted = [("open_s", "open: Xs"), ("scan_s", "traverse: Xs"), ("took_s", "took: Xs")];
+    match wanted.iter().chain(&[("keys", "keys=N")]).find(|w| !m.contains_key(w.0)) {
+        Some((_, what)) => Err(format!("no `{what}` in peer output {:?}", tail(stdout, 6))),
+        None => Ok(m),
+    }
+}
+
+/// `entries=N` from the peer's `gen big:` line.
+fn parse_gen_entries(text: &str) -> Option<u64> {
+    text.split_whitespace().find_map(|w| w.strip_prefix("entries=")).and_then(|n| n.parse().ok())
+}
+
+/// The label of a scan cell: `cold, plain mmap`, `warm, MAP_POPULATE`.
+pub(crate) fn scan_label(cache: CacheState, populate: bool) -> String {
+    format!("{}, {}", cache.name(), if populate { "MAP_POPULATE" } else { "plain mmap" })
+}
+
+/// A scan cell: cache state, `--populate` on both, ours' extra options.
+pub(crate) type ScanSpec<'a> = (CacheState, bool, &'a [&'a str]);
+
+/// The scan cells of `specs`, ours (`mapwise`) against Go (`go`) on `file`:
+/// a warm pair shares its reset and every warm run follows an untimed one
+/// ([`WARM_MIN_RUNS`] pairs at least), a cold run waits [`COLD_SETTLE`] on
+/// a machine that hands free pages back.
+pub(crate) fn scan_cells(
+    specs: &[ScanSpec<'_>],
+    (mapwise, go): (&str, &Cmd),
+    file: &str,
+    (warmup, runs): (usize, usize),
+) -> Vec<Cell> {
+    let cell = |&(cache, populate, extra): &ScanSpec<'_>| {
+        let label = if extra.is_empty() {
+            scan_label(cache, populate)
+        } else {
+            format!("cold, ours {} vs Go plain mmap", extra.join(" "))
+        };
+        let ours =
+            Cmd::new(mapwise).args(["bolt", "traverse", file]).arg_if(populate, "--populate");
+        let go = go.clone().args(["traverse", file]).arg_if(populate, "--populate");
+        let contenders = vec![
+            Contender::new("ours", ours.args(extra.iter().copied()).arg("--json"), |o| {
+                parse_ours(&o.stdout)
+            }),
+            Contender::new("Go", go, |o| parse_go(&o.stdout)),
+        ];
+        let runs = if cache == Warm { runs.max(WARM_MIN_RUNS) } else { runs };
+        Cell {
+            shared_warm_reset: true,
+            untimed_warm_first: true,
+            cold_settle: machine::reports_free_pages().then_some(COLD_SETTLE),
+            ..plain_cell(label, cache, vec![PathBuf::from(file)], contenders, (warmup, runs))
+        }
+    };
+    specs.iter().map(cell).collect()
+}
+
+/// Progress steps of the scan cells of `specs`.
+pub(crate) fn scan_steps(specs: &[ScanSpec<'_>], (warmup, runs): (usize, usize)) -> usize {
+    let cell = |c: &ScanSpec<'_>| warmup + if c.0 == Warm { runs.max(WARM_MIN_RUNS) } else { runs };
+    specs.iter().map(cell).sum::<usize>() * 2
+}
+
+/// `inspector residency` on a sparse file, as results.json keeps it.
 #[derive(Debug, Serialize)]
 struct ResidencyBench {
     /// `ok`, `missing` (no inspector binary or subcommand) or `failed`.
@@ -239,28 +254,9 @@ pub struct FileInfo {
     pub expected_keys: Option<u64>,
 }
 
-impl FileInfo {
-    /// The report's `## File` paragraph.
-    #[must_use]
-    pub fn paragraph(&self) -> String {
-        format!(
-            "`{}`: {} ({} bytes), {} keys; {}.",
-            self.path,
-            human_size(self.bytes),
-            self.bytes,
-            self.expected_keys.map_or_else(|| "unknown number of".to_owned(), |k| k.to_string()),
-            if self.generated_now {
-                "generated by this run"
-            } else {
-                "taken from the cache (generated by an earlier run)"
-            },
-        )
-    }
-}
-
 /// The bbolt versions behind the peer.
 #[derive(Debug, Serialize)]
-pub struct Versions {
+pub(crate) struct Versions {
     /// From the peer README.
     pub bbolt_readme: Option<String>,
     /// Installed Debian package version of golang-github-coreos-bbolt-dev.
@@ -268,36 +264,26 @@ pub struct Versions {
 }
 
 impl Versions {
-    /// The bbolt versions behind `peer` (its README and the Debian
-    /// package).
-    #[must_use]
+    /// The bbolt versions behind `peer` (its README and the Debian package).
     pub fn of(peer: &str) -> Self {
-        let readme = Path::new(peer).with_file_name("README.md");
+        let readme = fs::read_to_string(Path::new(peer).with_file_name("README.md"));
+        let package = ["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"];
         Versions {
-            bbolt_readme: fs::read_to_string(&readme)
-                .ok()
-                .and_then(|t| machine::bbolt_version_from_readme(&t)),
-            bbolt_package: machine::first_line_of(
-                "dpkg-query",
-                &["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"],
-            ),
+            bbolt_readme: readme.ok().and_then(|t| machine::bbolt_version_from_readme(&t)),
+            bbolt_package: machine::first_line_of("dpkg-query", &package),
         }
     }
 
     /// The `## Machine` section with Go's and bbolt's versions.
     pub fn machine(&self, report: &mut Report, m: &Machine, loadavg_end: Option<&str>) {
-        let na = || "unknown".to_owned();
+        let na = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_owned());
         let bbolt = format!(
             "{} (peer README); Debian package golang-github-coreos-bbolt-dev {}",
-            self.bbolt_readme.clone().unwrap_or_else(na),
-            self.bbolt_package.clone().unwrap_or_else(na)
+            na(&self.bbolt_readme),
+            na(&self.bbolt_package)
         );
-        m.add_to(
-            report,
-            "the file",
-            &[("Go", m.go_version.clone()), ("bbolt", Some(bbolt))],
-            loadavg_end,
-        );
+        let tools = [("Go", m.go_version.clone()), ("bbolt", Some(bbolt))];
+        m.add_to(report, "the file", &tools, loadavg_end);
     }
 }
 
@@ -322,82 +308,62 @@ struct Results {
     limits: Vec<Limit>,
     residency: ResidencyBench,
     keys_agree: bool,
-    traces: Vec<super::traces::TraceInfo>,
+    traces: Vec<traces::TraceInfo>,
     charts: Vec<ChartFile>,
 }
 
 /// Runs the bench.
-///
-/// # Errors
-/// When a build, the file, a run or the report fails.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
-    let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let tiny = args.common.tiny;
     let size = args.size.unwrap_or(if tiny { TINY_SIZE } else { 256 << 20 });
-    let caches: &[CacheState] = if args.cold {
-        &[CacheState::Cold]
-    } else if args.warm {
-        &[CacheState::Warm]
-    } else {
-        &[CacheState::Cold, CacheState::Warm]
+    let caches: &[CacheState] = match (args.cold, args.warm) {
+        (true, _) => &[Cold],
+        (_, true) => &[Warm],
+        _ => &[Cold, Warm],
     };
+    let specs: Vec<ScanSpec<'_>> =
+        caches.iter().flat_map(|&c| [(c, false, &[][..]), (c, true, &[][..])]).collect();
+    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let peer = ws.peer("bolt")?;
-    let specs: Vec<(CacheState, bool)> =
-        caches.iter().flat_map(|&c| [(c, false), (c, true)]).collect();
-    let cell_steps: usize = specs
-        .iter()
-        .map(|&(c, _)| {
-            (warmup + if c == CacheState::Warm { runs.max(WARM_MIN_RUNS) } else { runs }) * 2
-        })
-        .sum();
-    let progress = Progress::new((4 + cell_steps + limits::steps(runs) + runs) as u64);
-
-    let build_ours = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
+    let steps = 4 + scan_steps(&specs, (warmup, runs)) + limits::steps(runs) + runs;
+    let progress = Progress::new(steps as u64);
+    let (build_ours, mapwise) = build_ours(ws, &progress)?;
     let build_inspector = Cmd::cargo_release("mapwise-inspector", None);
     let build_peer = Cmd::new(peer.clone()).arg("build");
-    progress.set("building mapwise (release)");
-    build_ours.run(&ws.root).context("cannot build ours")?;
-    let mapwise = ws.release_bin("mapwise");
-    if !mapwise.is_file() {
-        bail!("{} missing after the build", mapwise.display());
-    }
-    progress.inc();
     progress.set("building inspector (release)");
     let inspector_build = build_inspector.output(&ws.root)?;
     progress.inc();
     progress.set("building the bbolt peer");
     build_peer.run(&ws.root).context("cannot build the bbolt peer")?;
     progress.inc();
-
-    progress.set(format!("bbolt file, {} seed {}", format_size(size), args.seed));
     let file = ensure_file(ws, &peer, (size, tiny.then_some(TINY_BATCH)), args.seed, &progress)?;
     progress.inc();
     let path = PathBuf::from(&file.path);
     let machine = Machine::describe(&path);
-
-    let traces = std::cell::RefCell::new(Traces::new());
-    let scratch = ws.bench_dir().join("scratch");
+    let (traces, scratch) = tracing(ws);
     let tracing = Tracing { traces: &traces, scratch: &scratch };
-    let mut cells = Vec::with_capacity(specs.len());
-    for &(cache, populate) in &specs {
-        let ours = Cmd::new(path_arg(&mapwise))
-            .args(["bolt", "traverse", &file.path])
-            .arg_if(populate, "--populate")
-            .arg("--json");
-        let go =
-            Cmd::new(peer.clone()).args(["traverse", &file.path]).arg_if(populate, "--populate");
-        let cell = scan_cell(scan_label(cache, populate), cache, &path, (ours, go), (warmup, runs));
-        cells.push(cell::run(ws, &progress, &cell, &tracing)?);
-    }
+    let cells = scan_cells(&specs, (&mapwise, &Cmd::new(&peer)), &file.path, (warmup, runs));
+    let run = |c| cell::run(ws, &progress, c, &tracing);
+    let cells: Vec<CellRuns> = cells.iter().map(run).collect::<Result<_>>()?;
     let limits = limits::standard(&path, runs, &progress)?;
-    let residency = residency_bench(ws, &inspector_build, &build_inspector, runs, &progress)?;
-    let mut keys: Vec<u64> =
+    let residency = residency_bench(ws, (&inspector_build, &build_inspector), runs, &progress)?;
+    let keys: BTreeSet<u64> =
         cells.iter().flat_map(|c| c.distinct("keys")).chain(file.expected_keys).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let charts = bolt_scan_charts(&cells, &traces.borrow())?;
+    let traces = traces.into_inner();
+    let mut charts = vec![ratio_chart(
+        &cells,
+        "took_s",
+        ("bolt-scan: took, ours / Go bbolt", "took, ours / Go bbolt, per cell"),
+        None,
+    )?];
+    charts.extend(residency_file(
+        &traces,
+        "bolt-scan, cold: the file in the page cache during the scan",
+        "resident share of the file during the first timed cold run of each tool and mode",
+        &cold_picks(&cells),
+    )?);
     let results = Results {
         bench: "bolt-scan",
         started_utc: utc_human(started),
@@ -417,17 +383,12 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         limits,
         residency,
         keys_agree: keys.len() == 1,
-        traces: traces.borrow().list().to_vec(),
+        traces: traces.list().to_vec(),
         charts,
     };
     drop(progress);
-    output::publish_traced(
-        &ws.report_dir(&args.common, started),
-        &render(&results),
-        &results,
-        &traces.borrow(),
-        &results.charts,
-    )?;
+    let dir = ws.report_dir(&args.common, started);
+    output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
     if !results.keys_agree {
         eprintln!("xtask: key counts differ between runs or tools (see the report)");
         return Ok(ExitCode::FAILURE);
@@ -435,51 +396,49 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The ratio bars of every cell, and the residency of the first cold run
-/// of each (cell, tool).
-fn bolt_scan_charts(cells: &[CellRuns], traces: &Traces) -> Result<Vec<ChartFile>> {
-    let bars: Vec<RatioBar> = cells
-        .iter()
-        .filter_map(|c| Some(RatioBar::of(c.label.clone(), c.ratio(0, 1, "took_s").0.as_ref()?)))
-        .collect();
-    let mut out = vec![ChartFile {
-        file: "ratios.svg".to_owned(),
-        what: "took, ours / Go bbolt, per cell".to_owned(),
-        svg: charts::ratios("bolt-scan: took, ours / Go bbolt", &bars, None)?,
-    }];
-    let picks: Vec<(String, &str, String)> = cells
-        .iter()
-        .filter(|c| c.cache == CacheState::Cold)
-        .flat_map(|c| {
-            ["ours", "Go"].map(|side| {
-                (c.label.clone(), side, format!("{side}, {}", c.label.trim_start_matches("cold, ")))
-            })
-        })
-        .collect();
-    if let Some(svg) = super::traces::residency_chart(
-        traces,
-        "bolt-scan, cold: the file in the page cache during the scan",
-        &picks,
-    )? {
-        out.push(ChartFile {
-            file: "residency-cold.svg".to_owned(),
-            what:
-                "resident share of the file during the first timed cold run of each tool and mode"
-                    .to_owned(),
-            svg,
-        });
-    }
-    Ok(out)
+/// `ratios.svg`: ours/peer of `metric` per cell.
+pub(crate) fn ratio_chart<'a>(
+    cells: impl IntoIterator<Item = &'a CellRuns>,
+    metric: &str,
+    (title, what): (&str, &str),
+    target: Option<f64>,
+) -> Result<ChartFile> {
+    let bar = |c: &CellRuns| Some(RatioBar::of(&c.label, &c.ratio(0, 1, metric).0?));
+    let bars: Vec<RatioBar> = cells.into_iter().filter_map(bar).collect();
+    let svg = charts::ratios(title, &bars, target)?;
+    Ok(ChartFile { file: "ratios.svg".to_owned(), what: what.to_owned(), svg })
 }
 
-/// The cached bbolt file: `target/bench/files/bolt-big-seed<S>-<SIZE>.db`
-/// (`…-<SIZE>-batch<B>.db` when `batch` sets the generator's puts per
-/// transaction, `gen --batch`), generated by the peer under a temporary
-/// name and renamed into place when missing; `<file>.gen.txt` keeps the
-/// command and its output.
-///
-/// # Errors
-/// When the file cannot be made.
+/// `residency-cold.svg`: the first timed run of each (cell, side, legend) pick.
+pub(crate) fn residency_file(
+    traces: &Traces,
+    title: &str,
+    what: &str,
+    picks: &[(String, &str, String)],
+) -> Result<Option<ChartFile>> {
+    let chart = traces::residency_chart(traces, title, picks)?;
+    let file = "residency-cold.svg".to_owned();
+    Ok(chart.map(|svg| ChartFile { file, what: what.to_owned(), svg }))
+}
+
+/// Chart lines of the cold scans: both tools, or ours alone with extra options.
+pub(crate) fn cold_picks(cells: &[CellRuns]) -> Vec<(String, &'static str, String)> {
+    let mut picks = Vec::new();
+    for c in cells.iter().filter(|c| c.cache == Cold) {
+        let what = c.label.trim_start_matches("cold, ");
+        match what.split_once(" vs ") {
+            Some((ours, _)) => picks.push((c.label.clone(), "ours", ours.to_owned())),
+            None => {
+                picks.extend(["ours", "Go"].map(|s| (c.label.clone(), s, format!("{s}, {what}"))))
+            }
+        }
+    }
+    picks
+}
+
+/// The cached bbolt file `target/bench/files/bolt-big-seed<S>-<SIZE>[-batch<B>].db`
+/// (`batch`: `gen --batch`), made by the peer when missing; `<file>.gen.txt`
+/// keeps the command and its output.
 pub fn ensure_file(
     ws: &Workspace,
     peer: &str,
@@ -487,52 +446,38 @@ pub fn ensure_file(
     seed: u64,
     progress: &Progress,
 ) -> Result<FileInfo> {
+    progress.set(format!("bbolt file, {} seed {seed}", format_size(size)));
     let dir = ws.bench_dir().join("files");
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let name = match batch {
-        None => format!("bolt-big-seed{seed}-{}.db", format_size(size)),
-        Some(b) => format!("bolt-big-seed{seed}-{}-batch{b}.db", format_size(size)),
-    };
+    let batched = batch.map(|b| format!("-batch{b}")).unwrap_or_default();
+    let name = format!("bolt-big-seed{seed}-{}{batched}.db", format_size(size));
     let path = dir.join(&name);
     let sidecar = dir.join(format!("{name}.gen.txt"));
     let gen_cmd = |p: &Path| {
-        Cmd::new(peer.to_owned())
-            .args([
-                "gen",
-                &path_arg(p),
-                "--shape",
-                "big",
-                "--seed",
-                &seed.to_string(),
-                "--size",
-                &format_size(size),
-            ])
+        let (seed, size) = (seed.to_string(), format_size(size));
+        Cmd::new(peer)
+            .args(["gen", &path_arg(p), "--shape", "big", "--seed", &seed, "--size", &size])
             .args(batch.map(|b| ["--batch".to_owned(), b.to_string()]).into_iter().flatten())
     };
     let generated_now = !path.is_file();
     let (gen_line, gen_output) = if generated_now {
-        progress.note(&format!(
-            "xtask: generating {} with Go bbolt (cached for later runs)",
-            path.display()
-        ));
+        let at = path.display();
+        progress.note(&format!("xtask: generating {at} with Go bbolt (cached for later runs)"));
         let tmp = TempPath::new(dir.join(format!(".{name}.tmp-{}", std::process::id())));
         let cmd = gen_cmd(tmp.path());
         let out = cmd.run(&ws.root).context("cannot generate the bbolt file")?;
-        let line = format!("{}  # then renamed to {}", cmd.shell(), path.display());
+        let line = format!("{}  # then renamed to {at}", cmd.shell());
         fs::write(&sidecar, format!("# {line}\n{}", out.stdout))?;
         interrupt::check()?;
-        fs::rename(tmp.path(), &path)
-            .with_context(|| format!("cannot rename into {}", path.display()))?;
+        fs::rename(tmp.path(), &path).with_context(|| format!("cannot rename into {at}"))?;
         let _ = tmp.keep();
         (line, out.stdout)
     } else if let Ok(text) = fs::read_to_string(&sidecar) {
         let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
         (first.trim_start_matches("# ").to_owned(), rest.to_owned())
     } else {
-        (
-            format!("{}  # (cached; no record of how it was made)", gen_cmd(&path).shell()),
-            String::new(),
-        )
+        let cmd = gen_cmd(&path).shell();
+        (format!("{cmd}  # (cached; no record of how it was made)"), String::new())
     };
     Ok(FileInfo {
         bytes: fs::metadata(&path)?.len(),
@@ -546,8 +491,7 @@ pub fn ensure_file(
 /// `inspector residency --json` on a 64 GiB sparse file, `runs` times.
 fn residency_bench(
     ws: &Workspace,
-    build: &super::proc::Output,
-    build_cmd: &Cmd,
+    (build, build_cmd): (&Output, &Cmd),
     runs: usize,
     progress: &Progress,
 ) -> Result<ResidencyBench> {
@@ -555,28 +499,23 @@ fn residency_bench(
     let sparse = path_arg(&ws.bench_dir().join(format!("sparse-64GiB-{}.img", std::process::id())));
     let truncate = Cmd::new("truncate").args(["-s", "64G", &sparse]);
     let cmd = Cmd::new(path_arg(&inspector)).args(["residency", &sparse, "--json"]);
-    let remove = Cmd::new("rm").args(["-f", &sparse]);
-    let mut bench = ResidencyBench {
-        status: "missing".to_owned(),
-        detail: None,
-        commands: vec![truncate.shell(), cmd.shell(), remove.shell()],
-        sparse_bytes: SPARSE_BYTES,
-        walls: Vec::new(),
-        pages: None,
+    let commands =
+        vec![truncate.shell(), cmd.shell(), Cmd::new("rm").args(["-f", &sparse]).shell()];
+    let first_error = build.stderr.lines().find(|l| l.starts_with("error")).unwrap_or("").trim();
+    let detail = match build.success {
+        false => Some(format!("`{}` failed: {first_error}", build_cmd.shell())),
+        true => {
+            (!inspector.is_file()).then(|| format!("no {} after the build", inspector.display()))
+        }
     };
-    let missing = if build.success {
-        (!inspector.is_file()).then(|| format!("no {} after the build", inspector.display()))
-    } else {
-        let first_error =
-            build.stderr.lines().find(|l| l.starts_with("error")).unwrap_or("").trim().to_owned();
-        Some(format!("`{}` failed: {first_error}", build_cmd.shell()))
-    };
-    if let Some(detail) = missing {
-        bench.detail = Some(detail);
+    let status = "missing".to_owned();
+    let (walls, pages, sparse_bytes) = (Vec::new(), None, SPARSE_BYTES);
+    let mut bench = ResidencyBench { status, detail, commands, sparse_bytes, walls, pages };
+    if bench.detail.is_some() {
         (0..runs).for_each(|_| progress.inc());
         return Ok(bench);
     }
-    let guard = TempPath::new(PathBuf::from(&sparse));
+    let _guard = TempPath::new(PathBuf::from(&sparse));
     truncate.run(&ws.root)?;
     for run in 1..=runs {
         progress.set(format!("inspector residency, 64 GiB sparse, run {run}/{runs}"));
@@ -585,9 +524,8 @@ fn residency_bench(
         if !out.success {
             let msg = tail(&out.stderr, 3).replace('\n', " / ");
             // clap's "unrecognized subcommand": the subcommand is not there.
-            bench.status =
-                if msg.contains("unrecognized subcommand") { "missing" } else { "failed" }
-                    .to_owned();
+            let missing = msg.contains("unrecognized subcommand");
+            bench.status = if missing { "missing" } else { "failed" }.to_owned();
             bench.detail = Some(format!("{} ({}): {msg}", cmd.shell(), out.status));
             return Ok(bench);
         }
@@ -597,174 +535,118 @@ fn residency_bench(
             Some((v.get("resident_pages")?.as_u64()?, v.get("total_pages")?.as_u64()?))
         });
     }
-    drop(guard);
     bench.status = "ok".to_owned();
     Ok(bench)
 }
 
 /// The verdict on a cell's median ratio against "ours ≤ 1.0× Go bbolt".
-#[must_use]
-pub fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
+fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
     judge(name, ratio, (1.0, Bound::AtMost), ("ours ", " Go bbolt"))
 }
 
-/// The seed's figures (boltdb/bolt pull request 455, Nov 2015: a 2 GB
-/// file read in full after dropping the page cache, without and with
-/// `MAP_POPULATE`) beside this run's cold medians of ours (contender 0)
-/// and Go (1) in `plain` and `populate`, on a file of `size`.
-pub fn seed_section(
-    report: &mut Report,
-    plain: Option<&CellRuns>,
-    populate: Option<&CellRuns>,
-    size: &str,
-) {
-    report.section("The seed's published figures").text(
-        "boltdb/bolt pull request 455 (2015), which added `MmapFlags`, timed a full read of a 2 GB file after \
-         `echo 1 > /proc/sys/vm/drop_caches`, without and with `MAP_POPULATE`. Its figures beside this run's \
-         cold medians (took = open + scan):",
-    );
-    let mut t = Table::new(&["machine", "file", ">without", ">with", ">without / with"]);
+/// `s` unless `n` is 1.
+pub(crate) fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Paragraph `n` (from 0) of a bench's prose `text`, its `{name}`s filled.
+pub(crate) fn para(text: &str, n: usize, vars: &[(&str, &str)]) -> String {
+    fill(text.split("\n\n").nth(n).unwrap_or_default(), vars)
+}
+
+/// The seed's figures (boltdb/bolt pull request 455: a 2 GB file read cold,
+/// without and with `MAP_POPULATE`) beside this run's cold medians.
+pub(crate) fn seed_section(report: &mut Report, cells: &[CellRuns], size: &str) {
+    report.section("The seed's published figures").text(para(NOTES, 4, &[]));
+    let mut t = Table::of("machine | file | >without | >with | >without / with");
     t.row(["i7-4910MQ laptop, SSD, Linux 3.16, Go 1.5.1 (the seed)", "2 GB", "8 s", "4 s", "2.0×"]);
     t.row(["1-vCPU cloud VM, HDD, Linux 3.16, Go 1.5.1 (the seed)", "2 GB", "130 s", "8 s", "16×"]);
+    let cold = |populate| cells.iter().find(|c| c.label == scan_label(Cold, populate));
     let mut speedups = Vec::new();
-    if let (Some(plain), Some(pop)) = (plain, populate) {
-        for (i, who) in [(0, "ours"), (1, "Go bbolt")] {
-            if let (Some(a), Some(b)) = (plain.summary(i, "took_s"), pop.summary(i, "took_s")) {
-                let x = a.median / b.median.max(1e-9);
-                speedups.push(x);
-                let role = if i == 0 { Role::Ours } else { Role::Peer };
-                t.row_as(
-                    role,
-                    [
-                        format!("this machine, {who}"),
-                        size.to_owned(),
-                        fmt_secs(a.median),
-                        fmt_secs(b.median),
-                        format!("{x:.1}×"),
-                    ],
-                );
-            }
+    for (i, who, role) in [(0, "ours", Ours), (1, "Go bbolt", Peer)] {
+        let took = |p| cold(p).and_then(|c| c.summary(i, "took_s"));
+        if let (Some(a), Some(b)) = (took(false), took(true)) {
+            let x = a.median / b.median.max(1e-9);
+            speedups.push(x);
+            let (a, b) = (fmt_secs(a.median), fmt_secs(b.median));
+            t.row_as(
+                role,
+                [format!("this machine, {who}"), size.to_owned(), a, b, format!("{x:.1}×")],
+            );
         }
     }
     report.table(t).text(if speedups.is_empty() {
-        "No cold cells ran, so there is nothing to set beside the seed's figures."
-    } else if speedups.iter().all(|&x| x > 1.0) {
-        "What matches: on a cold cache `MAP_POPULATE` wins for both tools, as in the seed. The size of the \
-         win depends on the device's latency and on read-ahead: bbolt maps with `MADV_RANDOM`, so a plain \
-         scan faults one page at a time (the seed's HDD paid a seek each), while populate reads the file \
-         sequentially with read-ahead. The residency chart below shows it: populate fills the cache before \
-         the scan, the plain scan fills it behind the cursor."
+        "No cold cells ran, so there is nothing to set beside the seed's figures.".to_owned()
     } else {
-        "What differs: on this machine `MAP_POPULATE` did not win on a cold cache for every tool; the \
-         device here (see read_ahead_kb and the O_DIRECT limit below) serves single-page faults fast enough \
-         that reading the whole file up front does not pay."
+        para(NOTES, if speedups.iter().all(|&x| x > 1.0) { 5 } else { 6 }, &[])
     });
 }
 
-/// The results table of scan cells: took per tool and the ratio.
-pub fn took_table(cells: &[&CellRuns]) -> Table {
-    let mut t = Table::new(&["cell", ">ours", ">Go bbolt", ">ours/Go (per pair)"])
-        .compares(&[1], &[2])
-        .roles(Role::Ratio, &[3]);
+/// A column of a per-cell table: header (`>` right-aligns), role, text per cell.
+pub(crate) type Col<'a, C> = (&'a str, Role, &'a dyn Fn(&C) -> String);
+
+/// A table of one row per cell of `cells` and one column per `cols`.
+pub(crate) fn cell_table<C>(cells: &[C], cols: &[Col<'_, C>]) -> Table {
+    let mut t = Table::new(&cols.iter().map(|c| c.0).collect::<Vec<_>>());
+    for (col, spec) in t.columns.iter_mut().zip(cols) {
+        col.role = spec.1;
+    }
     for c in cells {
-        let (ratio, skipped) = c.ratio(0, 1, "took_s");
-        let mut ratio = opt_ratio(ratio.as_ref());
-        if skipped > 0 {
-            ratio.push_str(&format!(" ({skipped} pair(s) without ratio)"));
-        }
-        t.row([
-            c.label.clone(),
-            opt_secs(c.summary(0, "took_s").as_ref()),
-            opt_secs(c.summary(1, "took_s").as_ref()),
-            ratio,
-        ]);
+        t.row(cols.iter().map(|spec| (spec.2)(c)));
     }
     t
 }
 
-/// The split table of scan cells: open, scan, wall, residency, keys.
-pub fn split_table(cells: &[&CellRuns]) -> Table {
-    let mut t = Table::new(&[
-        "cell",
-        ">ours open",
-        ">Go open",
-        ">ours scan",
-        ">Go scan",
-        ">scan ours/Go",
-        ">ours wall",
-        ">Go wall",
-        ">resident at start",
-        ">resident after (ours / Go)",
-        ">keys",
-    ])
-    .compares(&[1, 3, 6], &[2, 4, 7])
-    .roles(Role::Ratio, &[5]);
-    for c in cells {
-        let m = |i, metric| opt_median(c.summary(i, metric).as_ref());
-        let at_start: Vec<f64> =
-            [0, 1].iter().flat_map(|&i| c.values(i, "resident_before")).collect();
-        let after =
-            |i| c.summary(i, "resident_after").map_or_else(|| "—".to_owned(), |x| pct(x.median));
-        t.row([
-            c.label.clone(),
-            m(0, "open_s"),
-            m(1, "open_s"),
-            m(0, "scan_s"),
-            m(1, "scan_s"),
-            c.ratio(0, 1, "scan_s")
-                .0
-                .map_or_else(|| "—".to_owned(), |x| format!("{:.2}×", x.median)),
-            m(0, "wall_s"),
-            m(1, "wall_s"),
-            Summary::of(&at_start).map_or_else(
-                || "—".to_owned(),
-                |x| {
-                    if (x.max - x.min).abs() < 5e-4 {
-                        pct(x.min)
-                    } else {
-                        format!("{}–{}", pct(x.min), pct(x.max))
-                    }
-                },
-            ),
-            format!("{} / {}", after(0), after(1)),
-            c.distinct("keys").iter().map(u64::to_string).collect::<Vec<_>>().join(" / "),
-        ]);
-    }
-    t
+/// Contender `i`'s `metric`, median [min–max] of its times.
+pub(crate) fn secs(c: &CellRuns, i: usize, metric: &str) -> String {
+    opt_secs(c.summary(i, metric).as_ref())
 }
 
-/// The note under [`split_table`].
-pub const SPLIT_NOTE: &str = "*wall* = spawn to exit as seen by the harness: process start-up and exit for both, plus \
-    for Go the peer script's checks (dpkg-query, source hash) before it execs the binary; not part of `took`. \
-    *resident after*: fraction of the file in the page cache right after the run (median), i.e. what the tool \
-    read in (cold) or left in place (warm).";
-
-/// The warm-up list of scan cells: took per tool per untimed pair.
-pub fn warmup_list(cells: &[&CellRuns]) -> Vec<String> {
-    cells
-        .iter()
-        .map(|c| {
-            let runs: Vec<String> = c
-                .warmup
-                .iter()
-                .map(|r| {
-                    let t = |i: usize| {
-                        r.results
-                            .get(i)
-                            .and_then(|x| x.get("took_s"))
-                            .map_or_else(|| "—".to_owned(), fmt_secs)
-                    };
-                    format!("{} / {}", t(0), t(1))
-                })
-                .collect();
-            format!("{}: {}", c.label, runs.join("; "))
-        })
-        .collect()
+/// Contender `i`'s median time of `metric`.
+pub(crate) fn median(c: &CellRuns, i: usize, metric: &str) -> String {
+    opt_median(c.summary(i, metric).as_ref())
 }
 
-/// The verdict of a scan cell, with the medians' differences when ours
-/// is slower and a note when Go's whole-ms rounding matters.
-pub fn scan_verdict(c: &CellRuns) -> Verdict {
+/// ours/peer of `metric` pair by pair, and how many pairs had no ratio.
+pub(crate) fn ratio(c: &CellRuns, metric: &str) -> String {
+    let (ratio, skipped) = c.ratio(0, 1, metric);
+    let note =
+        if skipped > 0 { format!(" ({skipped} pair(s) without ratio)") } else { String::new() };
+    opt_ratio(ratio.as_ref()) + &note
+}
+
+/// `f(0) / f(1)`: ours and the peer in one table cell.
+pub(crate) fn both(f: impl Fn(usize) -> String) -> String {
+    format!("{} / {}", f(0), f(1))
+}
+
+/// Contender `i`'s median share of the files resident after a run.
+pub(crate) fn after(c: &CellRuns, i: usize) -> String {
+    c.summary(i, "resident_after").map_or_else(|| "—".to_owned(), |x| pct(x.median))
+}
+
+/// The files' resident share at the start of the runs: one value or the range.
+pub(crate) fn at_start(c: &CellRuns) -> String {
+    let v: Vec<f64> = [0, 1].iter().flat_map(|&i| c.values(i, "resident_before")).collect();
+    Summary::of(&v).map_or_else(
+        || "—".to_owned(),
+        |x| {
+            if x.max - x.min < 5e-4 {
+                pct(x.min)
+            } else {
+                format!("{}–{}", pct(x.min), pct(x.max))
+            }
+        },
+    )
+}
+
+/// Every distinct key count of a cell, `a / b`.
+pub(crate) fn keys(c: &CellRuns) -> String {
+    c.distinct("keys").iter().map(u64::to_string).collect::<Vec<_>>().join(" / ")
+}
+
+/// A scan cell's verdict, with the medians' differences and Go's rounding.
+fn scan_verdict(c: &CellRuns) -> Verdict {
     let ratio = c.ratio(0, 1, "took_s").0;
     let mut v = verdict(&c.label, ratio.as_ref());
     if ratio.is_some_and(|x| x.median > 1.0) {
@@ -775,12 +657,9 @@ pub fn scan_verdict(c: &CellRuns) -> Verdict {
             }
             _ => "?".to_owned(),
         };
-        v.detail.push_str(&format!(
-            "; ours − Go at the median: took {}, open {}, scan {}",
-            d("took_s"),
-            d("open_s"),
-            d("scan_s")
-        ));
+        let (took, open, scan) = (d("took_s"), d("open_s"), d("scan_s"));
+        v.detail
+            .push_str(&format!("; ours − Go at the median: took {took}, open {open}, scan {scan}"));
     }
     if let Some(go) = c.summary(1, "took_s").filter(|g| g.median < 0.05) {
         v.detail.push_str(&format!(
@@ -794,40 +673,33 @@ pub fn scan_verdict(c: &CellRuns) -> Verdict {
 
 fn render(r: &Results) -> Report {
     let mut o = Report::new(format!("bench bolt-scan — {}", r.started_utc));
-    let warm_runs = r.runs.max(WARM_MIN_RUNS);
-    o.text(format!(
-        "The MAP_POPULATE experiment boltdb/bolt's maintainers reported, re-run: read-only cursor scan over every key of \
-         bucket `{}` of a bbolt file made by Go bbolt, **ours** (`mapwise bolt traverse`) vs **Go bbolt {}** \
-         (the peer's `traverse`), {} run{} each per cell ({warm_runs} in a warm cell), alternating ours and Go, the order \
-         turning every pair (ours, Go; Go, ours; …). Finished {}.",
-        r.bucket,
-        r.versions.bbolt_readme.as_deref().unwrap_or("unknown"),
-        r.runs,
-        if r.runs == 1 { "" } else { "s" },
-        r.finished_utc,
-    ));
+    let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(WARM_MIN_RUNS).to_string());
+    let version = r.versions.bbolt_readme.as_deref().unwrap_or("unknown");
+    let intro =
+        [("bucket", r.bucket), ("version", version), ("runs", &runs), ("s", plural(r.runs))];
+    let done = [("warm_runs", warm_runs.as_str()), ("finished", &r.finished_utc)];
+    o.text(para(NOTES, 0, &[&intro[..], &done].concat()));
     r.versions.machine(&mut o, &r.machine, r.loadavg_end.as_deref());
-    o.section("File").text(r.file.paragraph());
-    let settle = if r.machine.free_page_reporting.as_deref().is_some_and(|f| f.starts_with("on")) {
-        format!(
-            "This machine reports free pages to its VM host, so after a cold reset the harness waits {} s before the \
-             run: the evicted page cache goes back to the host about 2 s after it is freed, and memory the guest \
-             reuses after that costs a host-side fault at its first touch. Started at once, a run got a random mix \
-             (a cold 2 GiB MAP_POPULATE scan took 0.2 s or 3–4 s after its populate, in both tools, by luck); after \
-             the wait every cold run of both tools starts from the same state. ",
-            COLD_SETTLE.as_secs()
-        )
+    let f = &r.file;
+    let keys_n = f.expected_keys.map_or_else(|| "unknown number of".to_owned(), |k| k.to_string());
+    let made = if f.generated_now {
+        "generated by this run"
     } else {
-        String::new()
+        "taken from the cache (generated by an earlier run)"
     };
-    let warmup = if r.warmup == 0 {
-        "No warm-up pairs (`--warmup 0`)".to_owned()
-    } else {
-        format!(
-            "Each cell starts with {} untimed warm-up pair{} (same reset before each run; listed below the split, raw in results.json)",
-            r.warmup,
-            if r.warmup == 1 { "" } else { "s" }
-        )
+    let size = human_size(f.bytes);
+    o.section("File")
+        .text(format!("`{}`: {size} ({} bytes), {keys_n} keys; {made}.", f.path, f.bytes));
+    let reports = r.machine.free_page_reporting.as_deref().is_some_and(|f| f.starts_with("on"));
+    let settle_s = COLD_SETTLE.as_secs().to_string();
+    let settle = if reports { para(NOTES, 1, &[("secs", &settle_s)]) + " " } else { String::new() };
+    let warmup = match r.warmup {
+        0 => "No warm-up pairs (`--warmup 0`)".to_owned(),
+        n => format!(
+            "Each cell starts with {n} untimed warm-up pair{} (same reset before each run; listed \
+             below the split, raw in results.json)",
+            plural(n)
+        ),
     };
     o.section("Method").text(fill(
         include_str!("text/bolt-scan-method.md"),
@@ -835,47 +707,67 @@ fn render(r: &Results) -> Report {
     ));
     let mut commands = r.build_commands.clone();
     commands.push(r.file.gen_cmd.clone());
-    for c in &r.cells {
-        for (_, cmd) in &c.contenders {
-            if !commands.contains(cmd) {
-                commands.push(cmd.clone());
-            }
+    for (_, cmd) in r.cells.iter().flat_map(|c| &c.contenders) {
+        if !commands.contains(cmd) {
+            commands.push(cmd.clone());
         }
     }
     commands.extend(r.residency.commands.iter().cloned());
     o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
-    let cells: Vec<&CellRuns> = r.cells.iter().collect();
-    o.section("Results: took = open + scan").table(took_table(&cells));
-    o.subsection("Open / scan split (medians), process wall time, cache state")
-        .table(split_table(&cells))
-        .text(SPLIT_NOTE);
-    if r.warmup > 0 {
-        o.text("Warm-up pairs (not in the statistics), took ours / Go:").list(warmup_list(&cells));
-    }
-    let cold = |populate| {
-        r.cells.iter().find(|c| {
-            c.cache == CacheState::Cold && c.label == scan_label(CacheState::Cold, populate)
-        })
+    let label: Col<'_, CellRuns> = ("cell", Other, &|c| c.label.clone());
+    o.section("Results: took = open + scan").table(cell_table(
+        &r.cells,
+        &[
+            label,
+            (">ours", Ours, &|c| secs(c, 0, "took_s")),
+            (">Go bbolt", Peer, &|c| secs(c, 1, "took_s")),
+            (">ours/Go (per pair)", Ratio, &|c| ratio(c, "took_s")),
+        ],
+    ));
+    let scan_ratio = |c: &CellRuns| {
+        c.ratio(0, 1, "scan_s").0.map_or_else(|| "—".to_owned(), |x| format!("{:.2}×", x.median))
     };
-    seed_section(&mut o, cold(false), cold(true), &r.size);
+    o.subsection("Open / scan split (medians), process wall time, cache state")
+        .table(cell_table(
+            &r.cells,
+            &[
+                label,
+                (">ours open", Ours, &|c| median(c, 0, "open_s")),
+                (">Go open", Peer, &|c| median(c, 1, "open_s")),
+                (">ours scan", Ours, &|c| median(c, 0, "scan_s")),
+                (">Go scan", Peer, &|c| median(c, 1, "scan_s")),
+                (">scan ours/Go", Ratio, &scan_ratio),
+                (">ours wall", Ours, &|c| median(c, 0, "wall_s")),
+                (">Go wall", Peer, &|c| median(c, 1, "wall_s")),
+                (">resident at start", Other, &at_start),
+                (">resident after (ours / Go)", Other, &|c| both(|i| after(c, i))),
+                (">keys", Other, &keys),
+            ],
+        ))
+        .text(para(NOTES, 2, &[]));
+    if r.warmup > 0 {
+        let took = |run: &cell::Run| run.get("took_s").map_or_else(|| "—".to_owned(), fmt_secs);
+        let pairs = |c: &CellRuns| {
+            let pairs: Vec<String> =
+                c.warmup.iter().map(|w| both(|i| took(&w.results[i]))).collect();
+            format!("{}: {}", c.label, pairs.join("; "))
+        };
+        o.text("Warm-up pairs (not in the statistics), took ours / Go:")
+            .list(r.cells.iter().map(pairs));
+    }
+    seed_section(&mut o, &r.cells, &r.size);
     o.section("Charts and residency traces");
     charts::add_images(&mut o, &r.charts);
-    o.text(format!(
-        "Every timed run was traced: the file's residency {}; {} traces in `traces/`. Play one with \
-         `inspector replay traces/<cell>-<tool>-<run>.trace --file {}` (or load it beside the file in the browser viewer).",
-        super::traces::cadence(),
-        r.traces.len(),
-        r.file.path
-    ));
+    let (cadence, n) = (traces::cadence(), r.traces.len().to_string());
+    o.text(para(NOTES, 3, &[("cadence", &cadence), ("n", &n), ("file", &r.file.path)]));
     limits::add_to(&mut o, &r.limits);
     let rs = &r.residency;
-    let wall = Summary::of(&rs.walls);
-    let (time, note) = match (rs.status.as_str(), &wall) {
+    let (time, note) = match (rs.status.as_str(), Summary::of(&rs.walls)) {
         ("ok", Some(w)) => (
             w.secs(),
             format!(
                 "target < {RESIDENCY_TARGET_S} s: {} (wall time of the whole process, median of {}){}",
-                if w.median < RESIDENCY_TARGET_S { "PASS" } else { "FAIL" },
+                Outcome::of(w.median < RESIDENCY_TARGET_S).word(),
                 rs.walls.len(),
                 rs.pages.map_or_else(String::new, |(res, total)| format!(
                     "; it reported {res} of {total} pages resident"
@@ -886,7 +778,7 @@ fn render(r: &Results) -> Report {
             ("—".to_owned(), format!("{other}: {}", rs.detail.clone().unwrap_or_default()))
         }
     };
-    let mut t = Table::new(&["what", ">time", "notes"]);
+    let mut t = Table::of("what | >time | notes");
     t.row([
         format!("`inspector residency`, {} sparse file", human_size(rs.sparse_bytes)),
         time,
@@ -894,18 +786,14 @@ fn render(r: &Results) -> Report {
     ]);
     o.section("Residency of a sparse file").table(t);
     let mut verdicts: Vec<Verdict> = r.cells.iter().map(scan_verdict).collect();
+    let n = r.cells.first().and_then(|c| c.distinct("keys").first().copied());
+    let n = n.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
+    let as_generated = if r.file.expected_keys.is_some() { ", as generated" } else { "" };
     verdicts.push(Verdict::new(
         "key counts",
         Outcome::of(r.keys_agree),
         if r.keys_agree {
-            format!(
-                "ours and Go agree in every run ({} keys{})",
-                r.cells
-                    .first()
-                    .and_then(|c| c.distinct("keys").first().copied())
-                    .map_or_else(|| "unknown".to_owned(), |k| k.to_string()),
-                if r.file.expected_keys.is_some() { ", as generated" } else { "" }
-            )
+            format!("ours and Go agree in every run ({n} keys{as_generated})")
         } else {
             "**MISMATCH** — see the keys column and results.json".to_owned()
         },
@@ -919,7 +807,7 @@ mod tests {
     use super::*;
 
     fn m(open: f64, scan: f64, took: f64, keys: f64) -> Metrics {
-        metrics(open, scan, took, keys)
+        metrics([("open_s", open), ("scan_s", scan), ("took_s", took), ("keys", keys)])
     }
 
     #[test]
@@ -931,29 +819,20 @@ mod tests {
         );
         assert!(parse_ours("").is_err());
         assert!(parse_ours("{\"open_s\": 1}").is_err());
-        assert!(
-            parse_ours("warning: x\n{\"open_s\":1,\"traverse_s\":2,\"took_s\":3,\"keys\":4}\n")
-                .is_ok()
-        );
+        let warned = "warning: x\n{\"open_s\":1,\"traverse_s\":2,\"took_s\":3,\"keys\":4}\n";
+        assert!(parse_ours(warned).is_ok());
     }
 
     #[test]
-    fn go_text_parses_in_any_order() {
+    fn go_text_parses_in_any_order_and_wants_every_part() {
         let out = "file: 30941184 bytes populate=true\nopen: 0.003s\ntraverse: 0.001s keys=20000 value_bytes=1 xor=00\ntook: 0.004s\n";
         assert_eq!(parse_go(out).unwrap(), m(0.003, 0.001, 0.004, 20000.0));
         let out = "resident-before: 0.0%\ntook: 4.321s\nopen: 0.000s\ntraverse: 4.321s keys=7\nresident-after: 100.0%\n";
         assert_eq!(parse_go(out).unwrap(), m(0.0, 4.321, 4.321, 7.0));
-    }
-
-    #[test]
-    fn go_text_missing_parts_is_an_error() {
-        assert!(parse_go("open: 0.003s\ntraverse: 0.001s keys=1\n").unwrap_err().contains("took"));
-        assert!(
-            parse_go("open: 0.003s\ntraverse: 0.001s\ntook: 1s\n").unwrap_err().contains("keys")
-        );
-        assert!(
-            parse_go("open: xs\ntraverse: 0.001s keys=1\ntook: 1s\n").unwrap_err().contains("open")
-        );
+        let err = |s| parse_go(s).unwrap_err();
+        assert!(err("open: 0.003s\ntraverse: 0.001s keys=1\n").contains("took"));
+        assert!(err("open: 0.003s\ntraverse: 0.001s\ntook: 1s\n").contains("keys"));
+        assert!(err("open: xs\ntraverse: 0.001s keys=1\ntook: 1s\n").contains("open"));
         assert!(parse_go("boltoracle: traverse: open: timeout\n").is_err());
     }
 
@@ -962,17 +841,5 @@ mod tests {
         let out = "gen big: entries=200000 payload=1 bytes keys=sorted vsize=[64,1024] fill=0.50\ngen: shape=big\n";
         assert_eq!(parse_gen_entries(out), Some(200_000));
         assert_eq!(parse_gen_entries("gen: shape=small"), None);
-    }
-
-    #[test]
-    fn verdicts() {
-        let s = |v: &[f64]| Summary::of(v).unwrap();
-        let v = verdict("c", Some(&s(&[0.8, 0.9, 0.95])));
-        assert_eq!(v.outcome, Outcome::Pass);
-        assert!(v.detail.starts_with("ours 0.90× Go bbolt"), "{v:?}");
-        let v = verdict("c", Some(&s(&[0.9, 1.2, 1.3])));
-        assert_eq!(v.outcome, Outcome::Fail);
-        assert!(v.detail.ends_with("straddles 1.0×"), "{v:?}");
-        assert_eq!(verdict("c", None).outcome, Outcome::None);
     }
 }
