@@ -1,12 +1,8 @@
-//! `cargo xtask bench all`: every seed experiment in one go, each bench in
-//! its own child process (`xtask bench NAME … --out DIR/NAME`), then one
-//! index report over them.
-//!
-//! A bench that fails (its exit status is not 0) is reported as such and
-//! the others still run; Ctrl-C stops the child at once (same process
-//! group), and then nothing of the index is written. The index quotes
-//! every verdict of every bench report (read from the report's model in
-//! its results.json), so the whole outcome is on one page.
+//! `cargo xtask bench all`: every bench in its own child process (`xtask
+//! bench NAME … --out DIR/NAME`), then one index report quoting every
+//! verdict of every bench report (from its model), so the whole outcome is
+//! on one page. A failing bench is reported and the others still run;
+//! Ctrl-C stops the child at once (same process group) and writes no index.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -23,29 +19,7 @@ use super::units::{utc_human, utc_stamp};
 use super::{Workspace, interrupt};
 
 /// Long help of `cargo xtask bench all`.
-pub const HELP: &str = "\
-Runs bolt-scan, bolt, rrd, revlog, mmaptest and live (or the ones named with
---only), one after the other, each as `xtask bench NAME` with the options
-below translated to it, into DIR/NAME/ (REPORT.md, results.json, charts,
-traces). Then writes DIR/REPORT.md: the machine, one row per bench (exit
-status, minutes, its report) and every PASS/FAIL verdict line of every
-bench report; and DIR/results.json with the same. DIR defaults to
-target/bench/<UTC timestamp>-all.
-
-  --quick (default) / --full   passed to each bench (bolt-scan: --full
-                               means --size 2GiB, the seed's file; bolt:
-                               --full means its default sizes; live:
-                               --full means 256 MiB and 2 GiB)
-  --tiny                       passed to every bench: tiny inputs, a
-                               smoke run of the harness (CI); its times
-                               mean nothing
-  --cold / --warm / --both     passed to the benches that choose
-                               (bolt-scan, mmaptest); the others always
-                               run both and say so
-  --runs N                     passed to every bench
-
-A bench that fails is reported and the rest still run; the exit status is 1
-when any bench failed.";
+pub const HELP: &str = include_str!("text/all-help.txt");
 
 /// The benches `all` runs, in order.
 const BENCHES: [&str; 6] = ["bolt-scan", "bolt", "rrd", "revlog", "mmaptest", "live"];
@@ -114,43 +88,31 @@ struct Index {
 /// The arguments of `xtask bench NAME` for these options, and what did
 /// not apply.
 fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
-    let mut v: Vec<String> = vec!["bench".into(), name.into()];
-    let mut notes = Vec::new();
+    let mut v: Vec<&str> = vec!["bench", name];
     match name {
-        "bolt-scan" => {
-            if a.full {
-                v.extend(["--size".into(), "2GiB".into()]);
-            }
-        }
+        "bolt-scan" if a.full => v.extend(["--size", "2GiB"]),
+        "bolt-scan" => {}
         // bench bolt and bench live run their full sizes unless told --quick.
-        "bolt" | "live" => {
-            if !a.full {
-                v.push("--quick".into());
-            }
-        }
-        _ => v.push(if a.full { "--full" } else { "--quick" }.into()),
+        "bolt" | "live" if !a.full => v.push("--quick"),
+        "bolt" | "live" => {}
+        _ => v.push(if a.full { "--full" } else { "--quick" }),
     }
-    let cache = if a.cold {
-        Some("--cold")
-    } else if a.warm {
-        Some("--warm")
-    } else {
-        None
-    };
+    let cache = [(a.cold, "--cold"), (a.warm, "--warm")].into_iter().find(|c| c.0).map(|c| c.1);
+    let mut notes = Vec::new();
     match (name, cache) {
-        ("bolt-scan", None) => v.push("--both".into()),
-        ("bolt-scan" | "mmaptest", Some(c)) => v.push(c.into()),
+        ("bolt-scan", None) => v.push("--both"),
+        ("bolt-scan" | "mmaptest", Some(c)) => v.push(c),
         (_, Some(c)) => notes.push(format!("{c} does not apply: this bench runs its own cells")),
         _ => {}
     }
+    let mut v: Vec<String> = v.into_iter().map(str::to_owned).collect();
     if let Some(r) = a.runs {
         v.extend(["--runs".into(), r.to_string()]);
     }
     if a.tiny {
         v.push("--tiny".into());
     }
-    v.push("--out".into());
-    v.push(out.to_string_lossy().into_owned());
+    v.extend(["--out".into(), out.to_string_lossy().into_owned()]);
     (v, notes)
 }
 
@@ -216,20 +178,14 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
         bench: "all",
         started_utc: utc_human(started),
         finished_utc: utc_human(SystemTime::now()),
-        mode: if a.full {
-            "full"
-        } else if a.tiny {
-            "tiny"
-        } else {
-            "quick"
-        },
-        cache: if a.cold {
-            "cold"
-        } else if a.warm {
-            "warm"
-        } else {
-            "both"
-        },
+        mode: [(a.full, "full"), (a.tiny, "tiny")]
+            .into_iter()
+            .find(|m| m.0)
+            .map_or("quick", |m| m.1),
+        cache: [(a.cold, "cold"), (a.warm, "warm")]
+            .into_iter()
+            .find(|c| c.0)
+            .map_or("both", |c| c.1),
         machine: Machine::describe(&ws.bench_dir()),
         loadavg_end: super::machine::loadavg(),
         benches: runs,

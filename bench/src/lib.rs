@@ -1,20 +1,15 @@
 //! `cargo xtask bench …`: benchmarks that write a report.
 //!
-//! Each bench is a module (`bolt`, `bolt_scan`, `mmaptest`, `revlog`,
-//! `rrd`, `live`) that declares its cells ([`cell`]: a cache state, the
-//! files it resets and traces, its contenders with a command and an output
-//! parser each) and builds its [`report`] (the typed model REPORT.md is
-//! rendered from and results.json stores). The harness around them:
-//! [`schedule`] (the one scheduler, rotating contenders round by round,
-//! and the cache reset), [`pagecache`] (evict, warm, residency, O_DIRECT),
+//! Each bench (`bolt`, `bolt_scan`, `mmaptest`, `revlog`, `rrd`, `live`)
+//! declares its cells ([`cell`]) and builds its [`report`] (the typed model
+//! REPORT.md is rendered from and results.json stores). Around them:
+//! [`schedule`] (the one scheduler and the cache reset), [`pagecache`],
 //! [`stats`], [`machine`] (the report header), [`proc`] (child processes
 //! and their exact command lines), [`output`] (atomic report files),
-//! [`traces`] (residency traces of timed runs), [`charts`] (SVG ratio and
-//! residency charts), [`limits`] (the physical limits), [`interrupt`]
-//! (Ctrl-C), [`tui`] (the live view under tmux), [`etcd`] (a real etcd to
-//! compare with), [`writer`] (an etcd-shaped writer) and [`units`].
-//! [`check`] validates a report directory against the model; [`all`] runs
-//! every bench and writes the index.
+//! [`traces`] and [`charts`], [`limits`] (the physical limits),
+//! [`interrupt`] (Ctrl-C), [`tui`] (the live view under tmux), [`etcd`],
+//! [`writer`] (an etcd-shaped writer) and [`units`]. [`check`] validates a
+//! report directory against the model; [`all`] runs every bench.
 
 pub mod all;
 pub mod bolt;
@@ -52,32 +47,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mapwise_testkit::install::{self, Need};
 
 /// Long help of `cargo xtask bench`.
-pub const HELP: &str = "\
-Every bench prints a markdown report on stdout and writes it to
-target/bench/<UTC timestamp>/REPORT.md (--out DIR overrides the directory),
-with results.json beside it holding the report's model, every raw sample,
-the machine description and the exact commands. The header describes the
-machine: CPU, cores, memory, kernel, file system and read_ahead_kb of the
-device under the bench file, THP setting, tool versions. Nothing is
-written before the end (temporary names renamed into place), so Ctrl-C
-leaves no half-written report; it also removes temporary files. Progress
-goes to stderr.
-
-Benches run from the workspace root, build what they measure in release
-mode first, take the peers from peers/ in the workspace (installing what
-they need as the tests do, through mapwise-testkit), and run ours and the
-reference implementation in the same loop, the order rotating round by
-round (A B, B A, A B, …), so drift on a shared machine hits both sides.
-Ratios are ours/reference computed round by round: median [min–max].
-Nothing here asserts a time: a verdict is a line in the report.
-
-`cargo xtask bench NAME --help` says what each bench runs, its cells and
-its targets. To publish a run, give --out docs/bench/NAME (or run
-`bench all --out docs/bench`) and commit the directory without traces/.
-
-  cargo xtask bench bolt|bolt-scan|mmaptest|revlog|rrd|live [--tiny] [--runs N] [--out DIR]
-  cargo xtask bench all [--quick | --full | --tiny] [--runs N] [--out DIR]
-  cargo xtask bench check DIR";
+pub const HELP: &str = include_str!("text/bench-help.txt");
 
 /// `cargo xtask bench` arguments.
 #[derive(Debug, Args)]
@@ -244,22 +214,17 @@ pub fn rel_to(root: &Path, p: &Path) -> String {
 /// Runs `cargo xtask bench …`.
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     interrupt::install();
-    // Resolve --out against the caller's directory before moving to the root.
-    let fix_out = |out: &mut Option<PathBuf>| -> Result<()> {
-        if let Some(o) = out {
-            *o = std::path::absolute(&*o).with_context(|| format!("bad --out {}", o.display()))?;
-        }
-        Ok(())
-    };
     let ws = Workspace::here()?;
     // What every bench runs besides its peer (which `Workspace::peer`
-    // installs): GNU time for peak RSS, tmux for the live view; etcd for
-    // `live`'s alternative (`etcd::ensure_installed`).
+    // installs): GNU time for peak RSS, tmux for the live view.
     if !matches!(args.bench, BenchCommand::Check(_)) {
         install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
     }
+    // Resolve --out against the caller's directory, then move to the root.
     let enter = |out: &mut Option<PathBuf>| -> Result<()> {
-        fix_out(out)?;
+        if let Some(o) = out {
+            *o = std::path::absolute(&*o).with_context(|| format!("bad --out {}", o.display()))?;
+        }
         std::env::set_current_dir(&ws.root)
             .with_context(|| format!("cannot enter {}", ws.root.display()))
     };
