@@ -231,34 +231,24 @@ where
                 color.mix(0.75).filled(),
             )])
             .map_err(err)?;
-        chart
-            .draw_series([
-                PathElement::new(
-                    vec![(at(b.min), y + 0.5), (at(b.max), y + 0.5)],
-                    BLACK.stroke_width(2),
-                ),
-                PathElement::new(
-                    vec![(at(b.min), y + 0.35), (at(b.min), y + 0.65)],
-                    BLACK.stroke_width(2),
-                ),
-                PathElement::new(
-                    vec![(at(b.max), y + 0.35), (at(b.max), y + 0.65)],
-                    BLACK.stroke_width(2),
-                ),
-            ])
-            .map_err(err)?;
+        // The whisker: min–max, and a tick at each end.
+        let whisker =
+            [(b.min, 0.5, b.max, 0.5), (b.min, 0.35, b.min, 0.65), (b.max, 0.35, b.max, 0.65)];
+        let paths = whisker.map(|(x0, y0, x1, y1)| {
+            PathElement::new(vec![(at(x0), y + y0), (at(x1), y + y1)], BLACK.stroke_width(2))
+        });
+        chart.draw_series(paths).map_err(err)?;
     }
-    chart
-        .draw_series([PathElement::new(vec![(1.0, 0.0), (1.0, y_max)], BLACK.stroke_width(1))])
-        .map_err(err)?
-        .label("parity (1.0)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
-    if let Some(t) = target {
+    let lines =
+        [(1.0, "parity (1.0)".to_owned(), BLACK.stroke_width(1), BLACK.into())].into_iter().chain(
+            target.map(|t| (t, format!("target ({t}×)"), RED.stroke_width(2), RED.stroke_width(2))),
+        );
+    for (x, label, style, legend) in lines {
         chart
-            .draw_series([PathElement::new(vec![(t, 0.0), (t, y_max)], RED.stroke_width(2))])
+            .draw_series([PathElement::new(vec![(x, 0.0), (x, y_max)], style)])
             .map_err(err)?
-            .label(format!("target ({t}×)"))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], legend));
     }
     legend_and_present(chart, root)
 }
@@ -273,27 +263,18 @@ pub enum Scale {
 }
 
 /// `(seconds since the first sample, y)` of every frame of `t`.
+#[expect(clippy::cast_precision_loss)]
 fn residency_points(t: &Trace, scale: Scale) -> Vec<(f64, f64)> {
     let base = t.frames.first().map_or(0, |f| f.t_us);
-    let ps = t.header.os_page_size;
-    t.frames
-        .iter()
-        .map(|f| {
-            #[expect(clippy::cast_precision_loss)]
-            let secs = f.t_us.saturating_sub(base) as f64 / 1e6;
-            #[expect(clippy::cast_precision_loss)]
-            let resident = f.resident_pages() as f64;
-            let y = match scale {
-                Scale::Percent => {
-                    #[expect(clippy::cast_precision_loss)]
-                    let total = f.total_pages(ps).max(1) as f64;
-                    100.0 * resident / total
-                }
-                Scale::Pages => resident,
-            };
-            (secs, y)
-        })
-        .collect()
+    let point = |f: &mapwise_core::trace::Frame| {
+        let resident = f.resident_pages() as f64;
+        let y = match scale {
+            Scale::Percent => 100.0 * resident / f.total_pages(t.header.os_page_size).max(1) as f64,
+            Scale::Pages => resident,
+        };
+        (f.t_us.saturating_sub(base) as f64 / 1e6, y)
+    };
+    t.frames.iter().map(point).collect()
 }
 
 /// The traced file's residency in `scale` over time, one line per (legend,
