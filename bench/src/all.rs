@@ -85,27 +85,29 @@ struct Index {
     benches: Vec<BenchRun>,
 }
 
+/// The word of the first flag set, else `none`.
+fn chosen<'a>(flags: [(bool, &'a str); 2], none: &'a str) -> &'a str {
+    flags.into_iter().find(|f| f.0).map_or(none, |f| f.1)
+}
+
 /// The arguments of `xtask bench NAME` for these options, and what did
 /// not apply.
 fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
-    let mut v: Vec<&str> = vec!["bench", name];
+    let mut v: Vec<String> = vec!["bench".into(), name.into()];
     match name {
-        "bolt-scan" if a.full => v.extend(["--size", "2GiB"]),
+        "bolt-scan" if a.full => v.extend(["--size".into(), "2GiB".into()]),
         "bolt-scan" => {}
         // bench bolt and bench live run their full sizes unless told --quick.
-        "bolt" | "live" if !a.full => v.push("--quick"),
-        "bolt" | "live" => {}
-        _ => v.push(if a.full { "--full" } else { "--quick" }),
+        "bolt" | "live" if a.full => {}
+        _ => v.push(if a.full { "--full" } else { "--quick" }.into()),
     }
-    let cache = [(a.cold, "--cold"), (a.warm, "--warm")].into_iter().find(|c| c.0).map(|c| c.1);
+    let cache = chosen([(a.cold, "cold"), (a.warm, "warm")], "both");
     let mut notes = Vec::new();
     match (name, cache) {
-        ("bolt-scan", None) => v.push("--both"),
-        ("bolt-scan" | "mmaptest", Some(c)) => v.push(c),
-        (_, Some(c)) => notes.push(format!("{c} does not apply: this bench runs its own cells")),
-        _ => {}
+        ("bolt-scan", _) | ("mmaptest", "cold" | "warm") => v.push(format!("--{cache}")),
+        (_, "both") => {}
+        _ => notes.push(format!("--{cache} does not apply: this bench runs its own cells")),
     }
-    let mut v: Vec<String> = v.into_iter().map(str::to_owned).collect();
     if let Some(r) = a.runs {
         v.extend(["--runs".into(), r.to_string()]);
     }
@@ -144,13 +146,8 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
     let dir =
         a.out.clone().unwrap_or_else(|| ws.bench_dir().join(format!("{}-all", utc_stamp(started))));
     let exe = std::env::current_exe().context("cannot find the xtask binary")?;
-    let chosen: Vec<&str> = BENCHES
-        .iter()
-        .copied()
-        .filter(|b| a.only.is_empty() || a.only.iter().any(|o| o == b))
-        .collect();
     let mut runs = Vec::new();
-    for name in chosen {
+    for name in BENCHES.into_iter().filter(|b| a.only.is_empty() || a.only.iter().any(|o| o == b)) {
         let sub = dir.join(name);
         // The child runs from the root: a root-relative --out is the same
         // directory, and the index's command line names no machine path.
@@ -178,14 +175,8 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
         bench: "all",
         started_utc: utc_human(started),
         finished_utc: utc_human(SystemTime::now()),
-        mode: [(a.full, "full"), (a.tiny, "tiny")]
-            .into_iter()
-            .find(|m| m.0)
-            .map_or("quick", |m| m.1),
-        cache: [(a.cold, "cold"), (a.warm, "warm")]
-            .into_iter()
-            .find(|c| c.0)
-            .map_or("both", |c| c.1),
+        mode: chosen([(a.full, "full"), (a.tiny, "tiny")], "quick"),
+        cache: chosen([(a.cold, "cold"), (a.warm, "warm")], "both"),
         machine: Machine::describe(&ws.bench_dir()),
         loadavg_end: super::machine::loadavg(),
         benches: runs,

@@ -115,25 +115,23 @@ pub struct CommonArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Where things are: every bench runs with the workspace root as its
-/// working directory and names files relative to it.
+/// Where things are: every bench runs from the workspace root and names
+/// files relative to it.
 #[derive(Debug)]
 pub struct Workspace {
     /// Absolute workspace root.
     pub root: PathBuf,
     /// Cargo's target directory, relative to the root unless
-    /// CARGO_TARGET_DIR says otherwise.
+    /// `$CARGO_TARGET_DIR` is absolute.
     pub target: PathBuf,
 }
 
 impl Workspace {
-    /// This workspace: its root (the parent of this crate's directory) and
-    /// its target directory, `target` or `$CARGO_TARGET_DIR` (relative to
-    /// the root unless absolute: whoever runs benches enters the root
-    /// first, so no report names this machine's directories).
+    /// This workspace: the parent of this crate's directory, and `target`
+    /// or `$CARGO_TARGET_DIR` (so no report names this machine's directories).
     ///
     /// # Errors
-    /// When xtask's manifest has no parent directory.
+    /// When the bench crate has no parent directory.
     pub fn here() -> Result<Workspace> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
@@ -166,8 +164,7 @@ impl Workspace {
     }
 
     /// The peer `name` (`bolt`, `rrd`, `revlog`) as a command run from the
-    /// root, `peers/<name>/peer`, with what it needs installed first
-    /// (`mapwise_testkit::install`, as the tests install it).
+    /// root, `peers/<name>/peer`, with what it needs installed first.
     ///
     /// # Errors
     /// When there is no such peer, or what it needs cannot be installed.
@@ -188,25 +185,20 @@ impl Workspace {
     /// When there is no such file.
     pub fn peer_file(&self, tail: &str) -> Result<String> {
         let rel = Path::new("peers").join(tail);
-        anyhow::ensure!(
-            self.root.join(&rel).is_file(),
-            "no {} in {}",
-            rel.display(),
-            self.root.display()
-        );
+        let (file, root) = (rel.display(), self.root.display());
+        anyhow::ensure!(self.root.join(&rel).is_file(), "no {file} in {root}");
         Ok(path_arg(&rel))
     }
 }
 
-/// Relative paths as strings for command lines (benches keep their paths
-/// in target/ and peers/, which are UTF-8 in any sane checkout).
+/// A path as a command-line string (benches' paths in target/ and peers/ are
+/// UTF-8 in any sane checkout).
 pub fn path_arg(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// `p` as a report prints it: relative to the workspace root `root` (an
-/// absolute path) when it lies under it, since every command in a report
-/// runs from the root, so no report names this machine's directories.
+/// `p` as a report prints it: relative to the absolute workspace root `root`
+/// when under it, as every command in a report runs from the root.
 pub fn rel_to(root: &Path, p: &Path) -> String {
     path_arg(p.strip_prefix(root).unwrap_or(p))
 }
@@ -253,12 +245,10 @@ impl Progress {
     /// A bar of `len` steps.
     pub fn new(len: u64) -> Self {
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template(
-            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-        bar.set_style(style);
+        let template = "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}";
+        let style =
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style.progress_chars("=> "));
         bar.enable_steady_tick(Duration::from_millis(250));
         Self { bar }
     }
@@ -303,20 +293,20 @@ mod tests {
 
     #[test]
     fn tiny_is_a_cap() {
-        assert!(parses(&["bolt-scan", "--tiny"]));
-        assert!(parses(&["rrd", "--tiny", "--quick"]));
+        assert!(parses(&["bolt-scan", "--tiny"]) && parses(&["rrd", "--tiny", "--quick"]));
         for refused in [
-            &["bolt-scan", "--tiny", "--size", "2GiB"][..],
-            &["bolt", "--tiny", "--count", "1000000"],
-            &["bolt", "--tiny", "--size", "2GiB"],
-            &["rrd", "--tiny", "--calls", "1000"],
-            &["rrd", "--tiny", "--full"],
-            &["revlog", "--tiny", "--full"],
-            &["mmaptest", "--tiny", "--iterations", "100000"],
-            &["all", "--tiny", "--full"],
-            &["live", "--tiny", "--quick", "--view-seconds"],
+            "bolt-scan --tiny --size 2GiB",
+            "bolt --tiny --count 1000000",
+            "bolt --tiny --size 2GiB",
+            "rrd --tiny --calls 1000",
+            "rrd --tiny --full",
+            "revlog --tiny --full",
+            "mmaptest --tiny --iterations 100000",
+            "all --tiny --full",
+            "live --tiny --quick --view-seconds",
         ] {
-            assert!(!parses(refused), "{refused:?} was accepted");
+            let words: Vec<&str> = refused.split(' ').collect();
+            assert!(!parses(&words), "{refused:?} was accepted");
         }
     }
 }
