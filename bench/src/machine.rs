@@ -381,50 +381,46 @@ mod tests {
         assert_eq!(mem_total("MemFree: 1 kB\n"), None);
         assert_eq!(bracketed("always defer [madvise] never\n").as_deref(), Some("madvise"));
         assert_eq!(bracketed("always madvise never"), None);
-        let readme =
-            "Go bbolt** (`golang-…-dev`, bbolt 1.3.6 on Debian 12)\n## Tested (bbolt 1.3.6)";
+        let readme = "Go bbolt (`golang-…-dev`, bbolt 1.3.6 on Debian 12)\n## Tested (bbolt 1.4.0)";
         assert_eq!(bbolt_version_from_readme(readme).as_deref(), Some("1.3.6"));
-        assert_eq!(
-            bbolt_version_from_readme("bbolt oracle. bbolt 1.4.0.").as_deref(),
-            Some("1.4.0")
-        );
+        assert_eq!(bbolt_version_from_readme("bbolt oracle. bbolt 1.4.0."), Some("1.4.0".into()));
         assert_eq!(bbolt_version_from_readme("no version"), None);
+    }
+
+    /// Writes each (path under `root`, value) as a sysfs file.
+    fn sysfs(root: &Path, files: &[(&str, &str)]) {
+        for (p, v) in files {
+            fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            fs::write(root.join(p), format!("{v}\n")).unwrap();
+        }
     }
 
     #[test]
     fn damon_schemes_are_described() {
         let dir = tempfile::tempdir().unwrap();
         let admin = dir.path();
-        let w = |p: &str, v: &str| {
-            let f = admin.join(p);
-            fs::create_dir_all(f.parent().unwrap()).unwrap();
-            fs::write(f, format!("{v}\n")).unwrap();
-        };
         assert_eq!(damon_summary(admin), None, "no interface");
-        w("kdamonds/nr_kdamonds", "1");
-        w("kdamonds/0/state", "off");
+        sysfs(admin, &[("kdamonds/nr_kdamonds", "1"), ("kdamonds/0/state", "off")]);
         assert_eq!(damon_summary(admin).as_deref(), Some("none running"));
-        w("kdamonds/0/state", "on");
-        let c = "kdamonds/0/contexts/0";
-        let sc = format!("{c}/schemes/0");
-        for (p, v) in [
-            ("kdamonds/0/contexts/nr_contexts", "1"),
-            (&format!("{c}/operations"), "paddr"),
-            (&format!("{c}/monitoring_attrs/intervals/aggr_us"), "5000000"),
-            (&format!("{c}/schemes/nr_schemes"), "1"),
-            (&format!("{sc}/action"), "pageout"),
-            (&format!("{sc}/access_pattern/age/min"), "12"),
-            (&format!("{sc}/access_pattern/nr_accesses/max"), "1"),
-            (&format!("{sc}/ops_filters/nr_filters"), "2"),
-            (&format!("{sc}/ops_filters/0/type"), "anon"),
-            (&format!("{sc}/ops_filters/0/matching"), "N"),
-            (&format!("{sc}/ops_filters/1/type"), "unmapped"),
-            (&format!("{sc}/ops_filters/1/allow"), "Y"),
-            (&format!("{sc}/quotas/bytes"), "134217728"),
-            (&format!("{sc}/quotas/reset_interval_ms"), "1000"),
-        ] {
-            w(p, v);
-        }
+        let (c, sc) = ("kdamonds/0/contexts/0", "kdamonds/0/contexts/0/schemes/0");
+        let files = [
+            ("kdamonds/0/state".to_owned(), "on"),
+            ("kdamonds/0/contexts/nr_contexts".to_owned(), "1"),
+            (format!("{c}/operations"), "paddr"),
+            (format!("{c}/monitoring_attrs/intervals/aggr_us"), "5000000"),
+            (format!("{c}/schemes/nr_schemes"), "1"),
+            (format!("{sc}/action"), "pageout"),
+            (format!("{sc}/access_pattern/age/min"), "12"),
+            (format!("{sc}/access_pattern/nr_accesses/max"), "1"),
+            (format!("{sc}/ops_filters/nr_filters"), "2"),
+            (format!("{sc}/ops_filters/0/type"), "anon"),
+            (format!("{sc}/ops_filters/0/matching"), "N"),
+            (format!("{sc}/ops_filters/1/type"), "unmapped"),
+            (format!("{sc}/ops_filters/1/allow"), "Y"),
+            (format!("{sc}/quotas/bytes"), "134217728"),
+            (format!("{sc}/quotas/reset_interval_ms"), "1000"),
+        ];
+        sysfs(admin, &files.iter().map(|(p, v)| (p.as_str(), *v)).collect::<Vec<_>>());
         assert_eq!(
             damon_summary(admin).as_deref(),
             Some(
@@ -438,21 +434,16 @@ mod tests {
     fn free_page_reporting_is_read_from_the_balloon() {
         let dir = tempfile::tempdir().unwrap();
         let (devices, order) = (dir.path().join("devices"), dir.path().join("order"));
-        let w = |p: &Path, v: &str| {
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, format!("{v}\n")).unwrap();
-        };
-        assert_eq!(free_page_reporting(&devices, &order), None, "no bus");
-        w(&devices.join("virtio0/device"), "0x0002");
-        assert_eq!(free_page_reporting(&devices, &order), None, "no balloon");
-        w(&devices.join("virtio1/device"), "0x0005");
-        w(&devices.join("virtio1/features"), "0110000100000000");
-        assert_eq!(free_page_reporting(&devices, &order).as_deref(), Some("off"));
-        w(&devices.join("virtio1/features"), "0110010100000000");
-        assert_eq!(free_page_reporting(&devices, &order).as_deref(), Some("on"));
-        w(&order, "9");
-        let on = free_page_reporting(&devices, &order);
-        assert_eq!(on.as_deref(), Some("on, free blocks of 2.0 MiB (order 9)"));
+        let fpr = || free_page_reporting(&devices, &order);
+        assert_eq!(fpr(), None, "no bus");
+        sysfs(&devices, &[("virtio0/device", "0x0002")]);
+        assert_eq!(fpr(), None, "no balloon");
+        sysfs(&devices, &[("virtio1/device", "0x0005"), ("virtio1/features", "0110000100000000")]);
+        assert_eq!(fpr().as_deref(), Some("off"));
+        sysfs(&devices, &[("virtio1/features", "0110010100000000")]);
+        assert_eq!(fpr().as_deref(), Some("on"));
+        sysfs(dir.path(), &[("order", "9")]);
+        assert_eq!(fpr().as_deref(), Some("on, free blocks of 2.0 MiB (order 9)"));
     }
 
     #[test]
@@ -463,16 +454,16 @@ mod tests {
 41 27 0:38 / /mnt/my\\040disk rw,relatime - tmpfs tmpfs rw
 50 27 254:0 /srv /mnt/bind rw,relatime shared:1 - ext4 /dev/vda rw
 ";
-        let m = find_mount(info, "254:0", "/home/u/target/x.db").unwrap();
+        let m = |dev, path| find_mount(info, dev, path).unwrap();
+        let m1 = m("254:0", "/home/u/target/x.db");
         assert_eq!(
-            (m.mount_point.as_str(), m.fstype.as_str(), m.source.as_str()),
-            ("/", "ext4", "/dev/vda")
+            (m1.mount_point, m1.fstype, m1.source),
+            ("/".into(), "ext4".into(), "/dev/vda".into())
         );
-        let m = find_mount(info, "254:0", "/mnt/bind/x.db").unwrap();
-        assert_eq!((m.mount_point.as_str(), m.options.as_str()), ("/mnt/bind", "rw,relatime"));
-        let m = find_mount(info, "0:38", "/mnt/my disk/x").unwrap();
-        assert_eq!((m.mount_point.as_str(), m.fstype.as_str()), ("/mnt/my disk", "tmpfs"));
+        let m2 = m("254:0", "/mnt/bind/x.db");
+        assert_eq!((m2.mount_point, m2.options), ("/mnt/bind".into(), "rw,relatime".into()));
+        assert_eq!(m("0:38", "/mnt/my disk/x").mount_point, "/mnt/my disk");
         // A prefix of the name is not a prefix of the path.
-        assert_eq!(find_mount(info, "9:9", "/mnt/bindle/x").unwrap().mount_point, "/");
+        assert_eq!(m("9:9", "/mnt/bindle/x").mount_point, "/");
     }
 }

@@ -45,12 +45,29 @@ impl Drop for TempPath {
     }
 }
 
-/// Writes `files` (name, content; names may have directory parts) into
-/// `dir`: each first to a fsynced `.NAME.tmp` beside its destination, then
-/// all renamed into place in order (put REPORT.md last).
-pub fn write_all_atomically(dir: &Path, files: &[(&str, &[u8])]) -> Result<()> {
-    let mut temps = Vec::with_capacity(files.len());
-    for (name, content) in files {
+/// The end of every bench: `report` as REPORT.md and `results` (a JSON
+/// object) as results.json with the model under `"report"`, written into
+/// `dir` after the `extra` files (charts, `traces/…`), each first to a
+/// fsynced `.NAME.tmp` beside its destination, then all renamed into place
+/// in order (REPORT.md last); then the report on stdout.
+///
+/// # Errors
+/// When `results` is not a JSON object, or a file cannot be written.
+pub fn publish(
+    dir: &Path,
+    report: &crate::report::Report,
+    results: &impl serde::Serialize,
+    extra: &[(&str, &[u8])],
+) -> Result<()> {
+    let mut json = serde_json::to_value(results)?;
+    let obj = json.as_object_mut().context("results are not a JSON object")?;
+    obj.insert("report".to_owned(), serde_json::to_value(report)?);
+    let json = serde_json::to_string_pretty(&json)? + "\n";
+    let markdown = report.markdown();
+    let mut temps = Vec::with_capacity(extra.len() + 2);
+    for (name, content) in
+        extra.iter().chain(&[("results.json", json.as_bytes()), ("REPORT.md", markdown.as_bytes())])
+    {
         let dest = dir.join(name);
         let parent = dest.parent().unwrap_or(dir);
         fs::create_dir_all(parent)
@@ -68,30 +85,6 @@ pub fn write_all_atomically(dir: &Path, files: &[(&str, &[u8])]) -> Result<()> {
             .with_context(|| format!("cannot rename into {}", dest.display()))?;
         tmp.keep();
     }
-    Ok(())
-}
-
-/// The end of every bench: `report` as REPORT.md and `results` (a JSON
-/// object) as results.json with the model under `"report"`, written into
-/// `dir` atomically after the `extra` files (charts, `traces/…`); then the
-/// report on stdout and where it went on stderr.
-///
-/// # Errors
-/// When `results` is not a JSON object, or a file cannot be written.
-pub fn publish(
-    dir: &Path,
-    report: &crate::report::Report,
-    results: &impl serde::Serialize,
-    extra: &[(&str, &[u8])],
-) -> Result<()> {
-    let mut json = serde_json::to_value(results)?;
-    let obj = json.as_object_mut().context("results are not a JSON object")?;
-    obj.insert("report".to_owned(), serde_json::to_value(report)?);
-    let json = serde_json::to_string_pretty(&json)? + "\n";
-    let markdown = report.markdown();
-    let mut files = extra.to_vec();
-    files.extend([("results.json", json.as_bytes()), ("REPORT.md", markdown.as_bytes())]);
-    write_all_atomically(dir, &files)?;
     print!("{markdown}");
     eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
     Ok(())
