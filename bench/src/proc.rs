@@ -13,8 +13,7 @@ use super::interrupt;
 use super::output::TempPath;
 
 /// A command line, kept as strings so the report can show the exact command
-/// (benches run from the workspace root with relative paths, so the shown
-/// line can be pasted there as is).
+/// (to paste in the workspace root, where benches run).
 #[derive(Clone, Debug, Default)]
 pub struct Cmd {
     /// Variables set for the child only (shown before the program).
@@ -52,13 +51,10 @@ pub struct Output {
     pub status: String,
     /// Exit code, when the child exited (was not killed by a signal).
     pub code: Option<i32>,
-    /// Peak RSS of the child in KiB (`ru_maxrss`). Unmetered, never below
-    /// xtask's own peak at spawn: Linux counts the image a process replaced
-    /// at `exec`, here xtask's. Fine for hundreds of MiB; small processes
-    /// are [`Cmd::metered`].
+    /// Peak RSS of the child in KiB (`ru_maxrss`); unmetered never below
+    /// xtask's own (Linux counts the image replaced at `exec`).
     pub max_rss_kib: Option<u64>,
-    /// Bytes the child wrote to files (`ru_oublock` × 512: dirtied in the
-    /// page cache or written with `O_DIRECT`; pipes and sockets not counted).
+    /// Bytes the child wrote to files (`ru_oublock` × 512; not pipes).
     pub written_bytes: Option<u64>,
 }
 
@@ -68,9 +64,8 @@ impl Cmd {
         Self { program: program.into(), ..Self::default() }
     }
 
-    /// Meters peak RSS and file writes with [`GNU_TIME`] `-f '%M %O'` (its
-    /// children start from about 1 MiB; see [`Output::max_rss_kib`]);
-    /// [`Cmd::shell`] still shows the command alone.
+    /// Meters peak RSS and file writes with [`GNU_TIME`] (its children start
+    /// from about 1 MiB); [`Cmd::shell`] still shows the command alone.
     #[must_use]
     pub fn metered(mut self) -> Self {
         self.metered = true;
@@ -192,12 +187,9 @@ impl Cmd {
             .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
-            .with_context(|| {
-                let what = if self.metered { GNU_TIME } else { &self.program };
-                format!(
-                    "cannot start {what}{}",
-                    if self.metered { " (apt-get install time)" } else { "" }
-                )
+            .with_context(|| match self.metered {
+                true => format!("cannot start {GNU_TIME} (apt-get install time)"),
+                false => format!("cannot start {}", self.program),
             })?;
         let err_reader = drain(child.stderr.take(), true);
         let (stdout, stdout_bytes) =
