@@ -244,28 +244,15 @@ mod tests {
         r
     }
 
-    /// A bench directory as `output::publish` writes it, with a chart and
-    /// one real trace (a header and two frames).
+    /// A bench directory as a bench writes it, with a chart and one trace.
     fn bench_dir(root: &Path, name: &str, r: &Report) -> PathBuf {
-        use mapwise_core::trace::{Frame, Header, encode_frame, encode_header};
-        let header = Header {
-            path: "f.db".into(),
-            label: "test".into(),
-            os_page_size: 4096,
-            interval_us: 50_000,
-            started_unix_ms: 0,
-        };
-        let mut trace = encode_header(&header).unwrap();
-        for t in [0, 50_000] {
-            trace.extend(encode_frame(&Frame::from_bitmap(t, 8192, true, &[1], 2)).unwrap());
-        }
         let d = root.join(name);
-        fs::create_dir_all(d.join("traces")).unwrap();
+        fs::create_dir_all(&d).unwrap();
         fs::write(d.join("ratios.svg"), "<svg/>").unwrap();
-        fs::write(d.join("traces/cold-ours-1.trace"), trace).unwrap();
-        let results =
-            serde_json::json!({"bench": name, "traces": [{"file": "traces/cold-ours-1.trace"}]});
-        crate::output::publish(&d, r, &results, &[]).unwrap();
+        let mut traces = crate::traces::Traces::new();
+        traces.record(&d, &d.join("ratios.svg"), "cold", "ours", 1, || Ok(())).unwrap();
+        let results = serde_json::json!({"bench": name, "traces": traces.list()});
+        crate::output::publish_traced(&d, r, &results, &traces, &[]).unwrap();
         d
     }
 

@@ -56,25 +56,21 @@ pub fn standard_files<P: AsRef<Path>>(
 ) -> Result<Vec<Limit>> {
     let kinds = [
         (
-            "sequential O_DIRECT read",
-            "sequential O_DIRECT read of every file",
-            ", cold",
-            "after the cold reset: open(O_RDONLY|O_DIRECT), read(2) 1 MiB at a time into a 4 KiB-aligned buffer",
             CacheState::Cold,
+            "sequential O_DIRECT read",
+            "after the cold reset: open(O_RDONLY|O_DIRECT), read(2) 1 MiB at a time into a 4 KiB-aligned buffer",
         ),
         (
-            "cached read()",
-            "cached read() of every file",
-            ", warm",
-            "after one warming read: open(O_RDONLY), read(2) 1 MiB at a time",
             CacheState::Warm,
+            "cached read()",
+            "after one warming read: open(O_RDONLY), read(2) 1 MiB at a time",
         ),
     ];
+    let every = if files.len() == 1 { "" } else { " of every file" };
     let mut limits = Vec::new();
-    for (one, many, state_word, how, state) in kinds {
-        let what = format!("{}{state_word}", if files.len() == 1 { one } else { many });
+    for (state, kind, how) in kinds {
         let mut l = Limit {
-            what,
+            what: format!("{kind}{every}, {}", state.name()),
             how: how.to_owned(),
             file: shown.to_owned(),
             passes: Vec::with_capacity(runs),
