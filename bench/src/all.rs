@@ -138,9 +138,6 @@ pub fn verdicts(dir: &Path) -> Vec<Verdict> {
 }
 
 /// Runs `cargo xtask bench all`.
-///
-/// # Errors
-/// When the index cannot be written, or on Ctrl-C.
 pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let dir =

@@ -134,9 +134,6 @@ fn log_ticks(from: f64, to: f64) -> Vec<f64> {
 /// A horizontal bar chart of time ratios ours / peer: the median as a bar,
 /// min–max as a whisker, parity at 1.0 and the target, when given, as
 /// lines; the axis turns logarithmic for a wide spread (its label says so).
-///
-/// # Errors
-/// When plotters fails to draw (it does not on finite inputs).
 pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<String> {
     let mut svg = String::new();
     let rows = bars.len().max(1);
@@ -239,11 +236,10 @@ where
         });
         chart.draw_series(paths).map_err(err)?;
     }
-    let lines =
-        [(1.0, "parity (1.0)".to_owned(), BLACK.stroke_width(1), BLACK.into())].into_iter().chain(
-            target.map(|t| (t, format!("target ({t}×)"), RED.stroke_width(2), RED.stroke_width(2))),
-        );
-    for (x, label, style, legend) in lines {
+    let parity = (1.0, "parity (1.0)".to_owned(), BLACK.stroke_width(1), BLACK.into());
+    let red = RED.stroke_width(2);
+    let target = target.map(|t| (t, format!("target ({t}×)"), red, red));
+    for (x, label, style, legend) in [Some(parity), target].into_iter().flatten() {
         chart
             .draw_series([PathElement::new(vec![(x, 0.0), (x, y_max)], style)])
             .map_err(err)?
@@ -279,9 +275,6 @@ fn residency_points(t: &Trace, scale: Scale) -> Vec<(f64, f64)> {
 
 /// The traced file's residency in `scale` over time, one line per (legend,
 /// trace): seconds since each trace's first sample.
-///
-/// # Errors
-/// When there is nothing to draw or plotters fails.
 pub fn residency(title: &str, series: &[(String, &Trace)], scale: Scale) -> Result<String> {
     let points: Vec<(String, Vec<(f64, f64)>)> =
         series.iter().map(|(label, t)| (label.clone(), residency_points(t, scale))).collect();

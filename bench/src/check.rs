@@ -39,11 +39,8 @@ impl DirCheck {
     }
 }
 
-/// Runs `cargo xtask bench check DIR`.
-///
-/// # Errors
-/// Only when DIR is not a directory (a bad report is exit status 1 with
-/// the problems listed).
+/// Runs `cargo xtask bench check DIR`: a bad report is exit status 1 with
+/// its problems listed.
 pub fn run(args: &Args) -> Result<ExitCode> {
     anyhow::ensure!(args.dir.is_dir(), "{} is not a directory", args.dir.display());
     let mut c = DirCheck::default();
@@ -63,9 +60,6 @@ pub fn run(args: &Args) -> Result<ExitCode> {
 
 /// The text of `dir`'s results.json, or of results.json.gz (a published
 /// run gzips a large one): (the file read, its text).
-///
-/// # Errors
-/// When neither can be read: the file tried and why.
 pub fn results_text(dir: &Path) -> Result<(PathBuf, String), (PathBuf, String)> {
     let (plain, gz) = (dir.join("results.json"), dir.join("results.json.gz"));
     let read = |p: &Path| -> std::io::Result<String> {

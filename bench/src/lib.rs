@@ -129,9 +129,6 @@ pub struct Workspace {
 impl Workspace {
     /// This workspace: the parent of this crate's directory, and `target`
     /// or `$CARGO_TARGET_DIR` (so no report names this machine's directories).
-    ///
-    /// # Errors
-    /// When the bench crate has no parent directory.
     pub fn here() -> Result<Workspace> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
@@ -165,9 +162,6 @@ impl Workspace {
 
     /// The peer `name` (`bolt`, `rrd`, `revlog`) as a command run from the
     /// root, `peers/<name>/peer`, with what it needs installed first.
-    ///
-    /// # Errors
-    /// When there is no such peer, or what it needs cannot be installed.
     pub fn peer(&self, name: &str) -> Result<String> {
         let needs: &[Need] = match name {
             "bolt" => &[Need::GoBbolt],
@@ -180,9 +174,6 @@ impl Workspace {
     }
 
     /// `peers/<tail>`, named relative to the root (benches run from it).
-    ///
-    /// # Errors
-    /// When there is no such file.
     pub fn peer_file(&self, tail: &str) -> Result<String> {
         let rel = Path::new("peers").join(tail);
         let (file, root) = (rel.display(), self.root.display());

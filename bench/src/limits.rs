@@ -34,20 +34,14 @@ pub struct Limit {
 }
 
 /// The two standard limits of `file`, `runs` passes each (one progress step
-/// per pass): a cold sequential `O_DIRECT` read and a warm cached `read()`.
-///
-/// # Errors
-/// Only an interrupt or a failed cache reset; a read that cannot be made
-/// is recorded in [`Limit::error`].
+/// per pass): a cold sequential `O_DIRECT` read and a warm cached `read()`;
+/// a read that cannot be made is recorded in [`Limit::error`].
 pub fn standard(file: &Path, runs: usize, progress: &Progress) -> Result<Vec<Limit>> {
     standard_files(&[file], &file.to_string_lossy(), runs, progress)
 }
 
 /// [`standard`] over a list of files shown as `shown`: each pass resets
 /// every file, then reads them all; its time and bytes are the sums.
-///
-/// # Errors
-/// As [`standard`].
 pub fn standard_files<P: AsRef<Path>>(
     files: &[P],
     shown: &str,

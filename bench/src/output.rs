@@ -50,9 +50,6 @@ impl Drop for TempPath {
 /// `dir` after the `extra` files (charts, `traces/…`), each first to a
 /// fsynced `.NAME.tmp` beside its destination, then all renamed into place
 /// in order (REPORT.md last); then the report on stdout.
-///
-/// # Errors
-/// When `results` is not a JSON object, or a file cannot be written.
 pub fn publish(
     dir: &Path,
     report: &crate::report::Report,
@@ -91,9 +88,6 @@ pub fn publish(
 }
 
 /// [`publish`] with every trace of `traces` and every chart of `charts`.
-///
-/// # Errors
-/// As [`publish`].
 pub fn publish_traced(
     dir: &Path,
     report: &crate::report::Report,

@@ -54,9 +54,6 @@ pub struct PartialEviction {
 /// Each round drops as many blocks as the excess would fill if every one
 /// were wholly resident; after 64 rounds it stops wherever it is (pages
 /// another process maps or locks stay).
-///
-/// # Errors
-/// When the file cannot be opened, synced or measured.
 pub fn evict_random_until(
     path: &Path,
     target: f64,
@@ -103,9 +100,6 @@ pub fn resident_fraction(path: &Path) -> Result<f64> {
 }
 
 /// The file's resident OS pages, by number, from the same sampler.
-///
-/// # Errors
-/// When the file cannot be sampled, or the kernel hides its residency.
 pub fn resident_pages(path: &Path) -> Result<Vec<u32>> {
     let r = sample(path)?;
     anyhow::ensure!(r.trust.is_known(), "{}: the kernel hides its residency", path.display());

@@ -55,9 +55,6 @@ pub struct TraceInfo {
 
 impl TraceInfo {
     /// The decoded trace.
-    ///
-    /// # Errors
-    /// When the bytes do not decode.
     pub fn trace(&self) -> Result<Trace> {
         Trace::parse(&self.bytes).map_err(|e| anyhow::anyhow!("{}: {e}", self.file))
     }
@@ -93,9 +90,6 @@ impl Traces {
     /// Runs `f` while recording `file`'s residency, kept under (`cell`,
     /// `side`, `run`) as `traces/<cell>-<side>-<run>.trace`; `scratch` is a
     /// directory for the temporary trace file.
-    ///
-    /// # Errors
-    /// `f`'s error, or when the trace cannot be written or read back.
     pub fn record<T>(
         &mut self,
         scratch: &Path,
@@ -110,9 +104,6 @@ impl Traces {
 
     /// As [`Traces::record`] with one recorder (and trace) per file of
     /// `files`; several are `traces/<cell>-<side>-<run>/<file name>.trace`.
-    ///
-    /// # Errors
-    /// `f`'s error, or when a trace cannot be written or read back.
     pub fn record_files<T, P: AsRef<Path>>(
         &mut self,
         scratch: &Path,
@@ -212,9 +203,6 @@ impl Traces {
 
 /// The residency-over-time chart of the first run of each (`cell`, `side`,
 /// legend) in `picks`; `None` when none of them was traced.
-///
-/// # Errors
-/// When a chart cannot be drawn.
 pub fn residency_chart(
     traces: &Traces,
     title: &str,
@@ -225,9 +213,6 @@ pub fn residency_chart(
 
 /// As [`residency_chart`] in resident OS pages, for runs that touch a few
 /// pages of a larger file.
-///
-/// # Errors
-/// When a chart cannot be drawn.
 pub fn residency_pages_chart(
     traces: &Traces,
     title: &str,
