@@ -263,14 +263,9 @@ pub fn loadavg() -> Option<String> {
 
 /// First line of a command's stdout, if it ran and succeeded.
 pub fn first_line_of(program: &str, args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new(program)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().next().map(|l| l.trim().to_owned());
-    line.filter(|l| out.status.success() && !l.is_empty())
+    let out = super::proc::Cmd::new(program).args(args.iter().copied()).output(Path::new("."));
+    let out = out.ok().filter(|o| o.success)?;
+    out.stdout.lines().next().map(|l| l.trim().to_owned()).filter(|l| !l.is_empty())
 }
 
 /// The value of the first `key` line of a `key<sep>value` listing.

@@ -69,15 +69,9 @@ pub struct Traces {
 /// `cold plain` → `cold-plain`: a file-name-safe word (lower case, letters,
 /// digits and dots; every other run of characters one `-`).
 pub fn slug(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() || c == '.' {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
+    let lower = s.to_ascii_lowercase();
+    let words = lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'));
+    words.filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-")
 }
 
 impl Traces {
