@@ -299,13 +299,11 @@ mod tests {
     }
 
     #[test]
-    fn the_environment_reaches_the_child() {
-        let out = Cmd::new("sh")
-            .env("MAPWISE_PROC_TEST", "seen")
-            .args(["-c", "printf %s \"$MAPWISE_PROC_TEST\""])
-            .run(Path::new("."))
-            .unwrap();
-        assert_eq!(out.stdout, "seen");
+    fn children_get_their_environment_and_fail_loudly() {
+        let sh = |s: &str| Cmd::new("sh").env("X", "seen").args(["-c", s]).run(Path::new("."));
+        assert_eq!(sh("printf %s \"$X\"").unwrap().stdout, "seen");
+        let e = sh("echo oops >&2; exit 2").unwrap_err().to_string();
+        assert!(e.contains("failed (exit status: 2)") && e.ends_with("oops"), "{e}");
     }
 
     #[test]
