@@ -92,8 +92,7 @@ where
     root.present().map_err(err)
 }
 
-/// Largest over smallest ratio above which the axis is logarithmic: beyond
-/// that the bars near parity would be slivers.
+/// Spread of ratios beyond which bars near parity would be slivers: log axis.
 const LOG_SPREAD: f64 = 20.0;
 
 /// The x range of a ratio chart, `(from, to, logarithmic)`: linear from 0
@@ -166,8 +165,7 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
     Ok(with_title(svg, title))
 }
 
-/// `svg` with a `<title>` as its first child: the name a browser shows on
-/// hover and a screen reader reads (plotters writes none).
+/// `svg` with a `<title>` (plotters writes none) for browsers and readers.
 fn with_title(svg: String, title: &str) -> String {
     let Some(end) = svg.find('>') else {
         return svg;

@@ -76,8 +76,7 @@ pub fn results_text(dir: &Path) -> Result<(PathBuf, String), (PathBuf, String)> 
     }
 }
 
-/// Checks the report in `dir` and, recursively, every sub-directory holding
-/// a results.json (a `bench all` run).
+/// Checks the report in `dir` and every sub-directory holding one.
 fn check_one(dir: &Path, c: &mut DirCheck) {
     c.reports += 1;
     if let Some((v, report)) = read_results(dir, c) {
@@ -112,8 +111,7 @@ fn read_results(dir: &Path, c: &mut DirCheck) -> Option<(Value, Report)> {
     Some((v, report))
 }
 
-/// The model's own problems, REPORT.md against its rendering, the files it
-/// shows, its traces, and in a `bench all` index every bench's entry.
+/// The model, REPORT.md against it, its files and traces, and an index.
 fn check_report(dir: &Path, v: &Value, report: &Report, c: &mut DirCheck) {
     // Problems of the model are named against results.json, even gzipped.
     let json_path = dir.join("results.json");
@@ -172,8 +170,7 @@ fn check_report(dir: &Path, v: &Value, report: &Report, c: &mut DirCheck) {
     }
 }
 
-/// Trace files under `dir`, recursively (a multi-file run keeps one
-/// directory of traces).
+/// Trace files under `dir`, recursively (a multi-file run has a directory).
 fn count_traces(dir: &Path) -> usize {
     let entries = fs::read_dir(dir).into_iter().flatten().filter_map(Result::ok);
     entries

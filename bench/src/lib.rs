@@ -1,15 +1,7 @@
-//! `cargo xtask bench …`: benchmarks that write a report.
-//!
-//! Each bench (`bolt`, `bolt_scan`, `mmaptest`, `revlog`, `rrd`, `live`)
-//! declares its cells ([`cell`]) and builds its [`report`] (the typed model
-//! REPORT.md is rendered from and results.json stores). Around them:
-//! [`schedule`] (the one scheduler and the cache reset), [`pagecache`],
-//! [`stats`], [`machine`] (the report header), [`proc`] (child processes
-//! and their exact command lines), [`output`] (atomic report files),
-//! [`traces`] and [`charts`], [`limits`] (the physical limits),
-//! [`interrupt`] (Ctrl-C), [`tui`] (the live view under tmux), [`etcd`],
-//! [`writer`] (an etcd-shaped writer) and [`units`]. [`check`] validates a
-//! report directory against the model; [`all`] runs every bench.
+//! `cargo xtask bench …`: benchmarks that write a report. Each bench
+//! declares its cells ([`cell`]) and builds its [`report`] model; the rest
+//! is the harness around them, [`check`] validates a report directory and
+//! [`all`] runs every bench.
 
 pub mod all;
 pub mod bolt;

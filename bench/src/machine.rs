@@ -168,11 +168,8 @@ impl Machine {
     }
 }
 
-/// What the running DAMON kdamonds under `admin` do to memory, one clause
-/// per scheme (`kdamond 0 (paddr): pageout of regions idle ≥ 60 s (≤ 1
-/// access per 5 s), filters anon rejected, quota 128.0 MiB per 1000 ms`):
-/// a `pageout` scheme on physical memory evicts page-cache pages a warm
-/// run expects cached. `none running`; `None` without the interface.
+/// What the running DAMON kdamonds under `admin` do, one clause per scheme:
+/// a `pageout` scheme evicts page-cache pages a warm run expects cached.
 fn damon_summary(admin: &Path) -> Option<String> {
     let kdamonds = admin.join("kdamonds");
     let mut clauses = Vec::new();
@@ -235,11 +232,8 @@ pub fn reports_free_pages() -> bool {
         .is_some_and(|s| s.starts_with("on"))
 }
 
-/// Whether a virtio balloon (device id 5) under `devices` offers free page
-/// reporting (feature bit 5, bits listed from 0), with the block size from
-/// `order`: `on, free blocks of 2.0 MiB (order 9)`. A reused reported block
-/// may cost host-side faults the guest's counters do not show. `off`
-/// without the feature; `None` without a balloon.
+/// Whether a virtio balloon (device 5) offers free page reporting (feature
+/// bit 5): a reused reported block may cost host faults the guest cannot see.
 fn free_page_reporting(devices: &Path, order: &Path) -> Option<String> {
     let balloon = fs::read_dir(devices)
         .ok()?
@@ -294,9 +288,8 @@ fn bracketed(choices: &str) -> Option<String> {
     Some(rest.split_once(']')?.0.to_owned())
 }
 
-/// The mount holding `path` (canonical) on device `dev`: the longest mount
-/// point that is a path prefix, preferring entries of the same device (bind
-/// mounts and overlays can share a prefix).
+/// The mount of `path` on `dev`: the longest prefix, of the same device first
+/// (bind mounts and overlays can share a prefix).
 fn find_mount(mountinfo: &str, dev: &str, path: &str) -> Option<Mount> {
     let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mountinfo_line).collect();
     let under = |m: &&Mount| {
@@ -310,8 +303,7 @@ fn find_mount(mountinfo: &str, dev: &str, path: &str) -> Option<Mount> {
     longest(true).or_else(|| longest(false))
 }
 
-/// `id parent major:minor root mount-point options [optional…] - fstype
-/// source super-options`.
+/// `id parent dev root mount-point options [optional…] - fstype source …`.
 fn parse_mountinfo_line(line: &str) -> Option<Mount> {
     let (left, right) = line.split_once(" - ")?;
     let l: Vec<&str> = left.split(' ').collect();

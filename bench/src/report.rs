@@ -1,12 +1,7 @@
-//! The one report model every bench builds: headings, prose, typed tables,
-//! images, code and verdicts. It renders REPORT.md, is stored in
-//! results.json under `"report"`, and is what `bench check` validates: the
-//! tables' roles are declared here, not guessed back from Markdown.
-//!
-//! A [`Report`] is a list of [`Block`]s. A [`Table`]'s columns each carry a
-//! [`Role`], and a row may carry one too (tables that compare row by row).
-//! A table marked [`Table::limits`] measures the machine, not a tool, and
-//! is the only place a cell may say `unavailable: <reason>`.
+//! The one report model every bench builds, a list of [`Block`]s: it renders
+//! REPORT.md, is stored in results.json under `"report"`, and is what `bench
+//! check` validates, with each [`Table`]'s [`Role`]s declared, not guessed
+//! back from Markdown.
 
 use std::fmt::Write as _;
 

@@ -1,10 +1,7 @@
 //! Residency traces of benchmark runs: the file's page-cache residency
-//! sampled every [`INTERVAL`] while one run executes, so the report can show
-//! *why* a run took what it took (a plain mmap scan fills the cache behind
-//! the cursor, `MAP_POPULATE` before the first key). Each trace is recorded
-//! by native's [`Recorder`] into a temporary file, kept in memory, and
-//! written with the report as `traces/<name>.trace`; `inspector replay`
-//! plays them and the browser viewer loads them beside the file.
+//! sampled every [`INTERVAL`] while one run executes (by native's
+//! [`Recorder`]), so the report can show *why* a run took what it took;
+//! written with the report as `traces/<name>.trace` for `inspector replay`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -236,11 +233,9 @@ fn chart_of(
     charts::residency(title, &series, scale).map(Some)
 }
 
-/// The traces of one run over several files as one trace of a file made of
-/// them all, one after the other: frames at the sample times of the trace
-/// with the most frames, each holding every file's frame on show then
-/// (each trace's time counts from its own first sample; the recorders of a
-/// run start within a millisecond). One trace is itself; none is `None`.
+/// One run's traces of several files as one trace of them all end to end,
+/// sampled at the times of the trace with the most frames (the recorders of
+/// a run start within a millisecond of each other).
 fn combined(traces: &[&Trace]) -> Option<Trace> {
     let clock = *traces.iter().max_by_key(|t| t.frames.len())?;
     if traces.len() == 1 {
