@@ -322,24 +322,8 @@ fn parse_mountinfo_line(line: &str) -> Option<Mount> {
 
 /// mountinfo writes space, tab, newline and backslash as `\040` etc.
 fn unescape_octal(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b.get(i + 1..i + 4).filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match octal {
-            Some(d) if b[i] == b'\\' => {
-                let v = d.iter().fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
-                out.push(u8::try_from(v).unwrap_or(b'?'));
-                i += 4;
-            }
-            _ => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let s = s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n");
+    s.replace("\\134", "\\")
 }
 
 /// The bbolt version the oracle README names: its first `bbolt X.Y.Z`.
