@@ -1,12 +1,8 @@
-//! `cargo xtask bench all`: every seed experiment in one go, each bench in
-//! its own child process (`xtask bench NAME … --out DIR/NAME`), then one
-//! index report over them.
-//!
-//! A bench that fails (its exit status is not 0) is reported as such and
-//! the others still run; Ctrl-C stops the child at once (same process
-//! group), and then nothing of the index is written. The index quotes
-//! every verdict of every bench report (read from the report's model in
-//! its results.json), so the whole outcome is on one page.
+//! `cargo xtask bench all`: every bench in its own child process (`xtask
+//! bench NAME … --out DIR/NAME`), then one index report quoting every
+//! verdict of every bench report (from its model), so the whole outcome is
+//! on one page. A failing bench is reported and the others still run;
+//! Ctrl-C stops the child at once (same process group) and writes no index.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -23,29 +19,7 @@ use super::units::{utc_human, utc_stamp};
 use super::{Workspace, interrupt};
 
 /// Long help of `cargo xtask bench all`.
-pub const HELP: &str = "\
-Runs bolt-scan, bolt, rrd, revlog, mmaptest and live (or the ones named with
---only), one after the other, each as `xtask bench NAME` with the options
-below translated to it, into DIR/NAME/ (REPORT.md, results.json, charts,
-traces). Then writes DIR/REPORT.md: the machine, one row per bench (exit
-status, minutes, its report) and every PASS/FAIL verdict line of every
-bench report; and DIR/results.json with the same. DIR defaults to
-target/bench/<UTC timestamp>-all.
-
-  --quick (default) / --full   passed to each bench (bolt-scan: --full
-                               means --size 2GiB, the seed's file; bolt:
-                               --full means its default sizes; live:
-                               --full means 256 MiB and 2 GiB)
-  --tiny                       passed to every bench: tiny inputs, a
-                               smoke run of the harness (CI); its times
-                               mean nothing
-  --cold / --warm / --both     passed to the benches that choose
-                               (bolt-scan, mmaptest); the others always
-                               run both and say so
-  --runs N                     passed to every bench
-
-A bench that fails is reported and the rest still run; the exit status is 1
-when any bench failed.";
+pub const HELP: &str = include_str!("text/all-help.txt");
 
 /// The benches `all` runs, in order.
 const BENCHES: [&str; 6] = ["bolt-scan", "bolt", "rrd", "revlog", "mmaptest", "live"];
@@ -111,37 +85,28 @@ struct Index {
     benches: Vec<BenchRun>,
 }
 
+/// The word of the first flag set, else `none`.
+fn chosen<'a>(flags: [(bool, &'a str); 2], none: &'a str) -> &'a str {
+    flags.into_iter().find(|f| f.0).map_or(none, |f| f.1)
+}
+
 /// The arguments of `xtask bench NAME` for these options, and what did
 /// not apply.
 fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
     let mut v: Vec<String> = vec!["bench".into(), name.into()];
-    let mut notes = Vec::new();
     match name {
-        "bolt-scan" => {
-            if a.full {
-                v.extend(["--size".into(), "2GiB".into()]);
-            }
-        }
+        "bolt-scan" if a.full => v.extend(["--size".into(), "2GiB".into()]),
+        "bolt-scan" => {}
         // bench bolt and bench live run their full sizes unless told --quick.
-        "bolt" | "live" => {
-            if !a.full {
-                v.push("--quick".into());
-            }
-        }
+        "bolt" | "live" if a.full => {}
         _ => v.push(if a.full { "--full" } else { "--quick" }.into()),
     }
-    let cache = if a.cold {
-        Some("--cold")
-    } else if a.warm {
-        Some("--warm")
-    } else {
-        None
-    };
+    let cache = chosen([(a.cold, "cold"), (a.warm, "warm")], "both");
+    let mut notes = Vec::new();
     match (name, cache) {
-        ("bolt-scan", None) => v.push("--both".into()),
-        ("bolt-scan" | "mmaptest", Some(c)) => v.push(c.into()),
-        (_, Some(c)) => notes.push(format!("{c} does not apply: this bench runs its own cells")),
-        _ => {}
+        ("bolt-scan", _) | ("mmaptest", "cold" | "warm") => v.push(format!("--{cache}")),
+        (_, "both") => {}
+        _ => notes.push(format!("--{cache} does not apply: this bench runs its own cells")),
     }
     if let Some(r) = a.runs {
         v.extend(["--runs".into(), r.to_string()]);
@@ -149,8 +114,7 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
     if a.tiny {
         v.push("--tiny".into());
     }
-    v.push("--out".into());
-    v.push(out.to_string_lossy().into_owned());
+    v.extend(["--out".into(), out.to_string_lossy().into_owned()]);
     (v, notes)
 }
 
@@ -174,21 +138,13 @@ pub fn verdicts(dir: &Path) -> Vec<Verdict> {
 }
 
 /// Runs `cargo xtask bench all`.
-///
-/// # Errors
-/// When the index cannot be written, or on Ctrl-C.
 pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let dir =
         a.out.clone().unwrap_or_else(|| ws.bench_dir().join(format!("{}-all", utc_stamp(started))));
     let exe = std::env::current_exe().context("cannot find the xtask binary")?;
-    let chosen: Vec<&str> = BENCHES
-        .iter()
-        .copied()
-        .filter(|b| a.only.is_empty() || a.only.iter().any(|o| o == b))
-        .collect();
     let mut runs = Vec::new();
-    for name in chosen {
+    for name in BENCHES.into_iter().filter(|b| a.only.is_empty() || a.only.iter().any(|o| o == b)) {
         let sub = dir.join(name);
         // The child runs from the root: a root-relative --out is the same
         // directory, and the index's command line names no machine path.
@@ -216,20 +172,8 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
         bench: "all",
         started_utc: utc_human(started),
         finished_utc: utc_human(SystemTime::now()),
-        mode: if a.full {
-            "full"
-        } else if a.tiny {
-            "tiny"
-        } else {
-            "quick"
-        },
-        cache: if a.cold {
-            "cold"
-        } else if a.warm {
-            "warm"
-        } else {
-            "both"
-        },
+        mode: chosen([(a.full, "full"), (a.tiny, "tiny")], "quick"),
+        cache: chosen([(a.cold, "cold"), (a.warm, "warm")], "both"),
         machine: Machine::describe(&ws.bench_dir()),
         loadavg_end: super::machine::loadavg(),
         benches: runs,

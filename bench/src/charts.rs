@@ -1,12 +1,6 @@
-//! SVG charts for the reports (plotters, SVG backend only: text stays
-//! SVG text, so no font library is needed).
-//!
-//! * [`ratios`] — ours/peer per cell: the median as a bar, min–max as a
-//!   whisker, 1.0 (parity) and the target as vertical lines.
-//! * [`residency`] — the traced file's resident share over time, one line
-//!   per run (from residency traces), to show why a run is fast;
-//!   [`residency_pages`] the same in OS pages, for runs that touch a few
-//!   pages of a large file.
+//! SVG charts for the reports (plotters, SVG backend only: text stays SVG
+//! text, so no font library is needed): [`ratios`] of ours/peer per cell,
+//! and the [`residency`] of a traced file over time, one line per run.
 
 use anyhow::{Result, anyhow};
 use mapwise_core::trace::Trace;
@@ -77,8 +71,7 @@ fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("chart: {e}")
 }
 
-/// A chart whose y axis is linear in f64 and whose x axis is `X` (linear
-/// or logarithmic f64).
+/// A chart with a linear f64 y axis and an f64 x axis `X` (linear or log).
 type Chart<'a, 'b, X> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, RangedCoordf64>>;
 
 /// Draw the series legend (lower right) and finish the SVG.
@@ -99,14 +92,12 @@ where
     root.present().map_err(err)
 }
 
-/// Largest over smallest ratio on a chart above which its axis is
-/// logarithmic: beyond that the bars near parity would be slivers.
+/// Spread of ratios beyond which bars near parity would be slivers: log axis.
 const LOG_SPREAD: f64 = 20.0;
 
-/// The x range of a ratio chart: `(from, to, logarithmic)`. Linear from 0
-/// to a little past the largest value (parity and the target included);
-/// logarithmic around the positive finite values when they spread more
-/// than [`LOG_SPREAD`]×.
+/// The x range of a ratio chart, `(from, to, logarithmic)`: linear from 0
+/// to a little past the largest value (parity and the target included), or
+/// logarithmic around the positive finite values when they spread widely.
 fn ratio_axis(bars: &[RatioBar], target: Option<f64>) -> (f64, f64, bool) {
     let values: Vec<f64> = bars
         .iter()
@@ -120,8 +111,7 @@ fn ratio_axis(bars: &[RatioBar], target: Option<f64>) -> (f64, f64, bool) {
     if hi / lo > LOG_SPREAD { (lo / 1.5, hi * 1.5, true) } else { (0.0, hi * 1.1, false) }
 }
 
-/// The ticks of a logarithmic ratio axis: 1, 2 and 5 times the powers of
-/// ten within `from..=to`.
+/// The ticks of a log axis: 1, 2 and 5 times the powers of ten in range.
 fn log_ticks(from: f64, to: f64) -> Vec<f64> {
     if !(from > 0.0 && to > from && to.is_finite()) {
         return Vec::new();
@@ -140,13 +130,9 @@ fn log_ticks(from: f64, to: f64) -> Vec<f64> {
         .collect()
 }
 
-/// A horizontal bar chart of ratios (time ours / time peer, lower is
-/// better for us) with parity at 1.0 and, when given, the target line.
-/// The axis turns logarithmic when the ratios spread over more than
-/// `LOG_SPREAD`× (its label then says so).
-///
-/// # Errors
-/// When plotters fails to draw (it does not on finite inputs).
+/// A horizontal bar chart of time ratios ours / peer: the median as a bar,
+/// min–max as a whisker, parity at 1.0 and the target, when given, as
+/// lines; the axis turns logarithmic for a wide spread (its label says so).
 pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<String> {
     let mut svg = String::new();
     let rows = bars.len().max(1);
@@ -179,26 +165,16 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
     Ok(with_title(svg, title))
 }
 
-/// `svg` with a `<title>` as its first child: the name a browser shows on
-/// hover and a screen reader reads (plotters writes none).
+/// `svg` with a `<title>` (plotters writes none) for browsers and readers.
 fn with_title(svg: String, title: &str) -> String {
     let Some(end) = svg.find('>') else {
         return svg;
     };
-    let mut escaped = String::with_capacity(title.len());
-    for c in title.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            _ => escaped.push(c),
-        }
-    }
+    let escaped = title.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     format!("{}\n<title>{escaped}</title>{}", &svg[..=end], &svg[end + 1..])
 }
 
-/// The bars, whiskers, parity and target lines, mesh and legend of
-/// [`ratios`] on `chart`, whose x axis spans `from..to`.
+/// The mesh, bars, whiskers, lines and legend of [`ratios`] on `chart`.
 fn draw_ratio_bars<'b, X>(
     chart: &mut Chart<'b, 'b, X>,
     root: &DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
@@ -213,8 +189,7 @@ where
     let rows = bars.len().max(1);
     #[expect(clippy::cast_precision_loss)]
     let y_max = rows as f64;
-    // A value the axis cannot show (NaN, or at or below its start) sits
-    // at the start.
+    // A value the axis cannot show (NaN, or at or below its start) sits at it.
     let at = |v: f64| {
         if v.is_finite() && v > from { v.min(to) } else { from }
     };
@@ -251,95 +226,54 @@ where
                 color.mix(0.75).filled(),
             )])
             .map_err(err)?;
-        chart
-            .draw_series([
-                PathElement::new(
-                    vec![(at(b.min), y + 0.5), (at(b.max), y + 0.5)],
-                    BLACK.stroke_width(2),
-                ),
-                PathElement::new(
-                    vec![(at(b.min), y + 0.35), (at(b.min), y + 0.65)],
-                    BLACK.stroke_width(2),
-                ),
-                PathElement::new(
-                    vec![(at(b.max), y + 0.35), (at(b.max), y + 0.65)],
-                    BLACK.stroke_width(2),
-                ),
-            ])
-            .map_err(err)?;
+        // The whisker: min–max, and a tick at each end.
+        let whisker =
+            [(b.min, 0.5, b.max, 0.5), (b.min, 0.35, b.min, 0.65), (b.max, 0.35, b.max, 0.65)];
+        let paths = whisker.map(|(x0, y0, x1, y1)| {
+            PathElement::new(vec![(at(x0), y + y0), (at(x1), y + y1)], BLACK.stroke_width(2))
+        });
+        chart.draw_series(paths).map_err(err)?;
     }
-    chart
-        .draw_series([PathElement::new(vec![(1.0, 0.0), (1.0, y_max)], BLACK.stroke_width(1))])
-        .map_err(err)?
-        .label("parity (1.0)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
-    if let Some(t) = target {
+    let parity = (1.0, "parity (1.0)".to_owned(), BLACK.stroke_width(1), BLACK.into());
+    let red = RED.stroke_width(2);
+    let target = target.map(|t| (t, format!("target ({t}×)"), red, red));
+    for (x, label, style, legend) in [Some(parity), target].into_iter().flatten() {
         chart
-            .draw_series([PathElement::new(vec![(t, 0.0), (t, y_max)], RED.stroke_width(2))])
+            .draw_series([PathElement::new(vec![(x, 0.0), (x, y_max)], style)])
             .map_err(err)?
-            .label(format!("target ({t}×)"))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], legend));
     }
     legend_and_present(chart, root)
 }
 
-/// Resident share of the traced file over time, one line per trace:
-/// `(legend label, trace)`. Time is seconds since each trace's first
-/// sample; the share is resident OS pages / the file's OS pages at that
-/// sample, in percent.
-///
-/// # Errors
-/// When there is nothing to draw or plotters fails.
-pub fn residency(title: &str, series: &[(String, &Trace)]) -> Result<String> {
-    residency_in(title, series, Scale::Percent)
-}
-
-/// Resident OS pages of the traced file over time, one line per trace:
-/// `(legend label, trace)`, for files of which a run touches only a few
-/// pages (an RRD update: the header and one row per archive), where a
-/// share of the file would stay a flat line near 0 %. Time as in
-/// [`residency`].
-///
-/// # Errors
-/// When there is nothing to draw or plotters fails.
-pub fn residency_pages(title: &str, series: &[(String, &Trace)]) -> Result<String> {
-    residency_in(title, series, Scale::Pages)
-}
-
 /// The y axis of a residency chart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scale {
+pub enum Scale {
     /// Resident pages / the file's pages, 0–100 %.
     Percent,
-    /// Resident OS pages, from 0 to a little above the most seen.
+    /// Resident OS pages, for runs that touch a few pages of a large file.
     Pages,
 }
 
 /// `(seconds since the first sample, y)` of every frame of `t`.
+#[expect(clippy::cast_precision_loss)]
 fn residency_points(t: &Trace, scale: Scale) -> Vec<(f64, f64)> {
     let base = t.frames.first().map_or(0, |f| f.t_us);
-    let ps = t.header.os_page_size;
-    t.frames
-        .iter()
-        .map(|f| {
-            #[expect(clippy::cast_precision_loss)]
-            let secs = f.t_us.saturating_sub(base) as f64 / 1e6;
-            #[expect(clippy::cast_precision_loss)]
-            let resident = f.resident_pages() as f64;
-            let y = match scale {
-                Scale::Percent => {
-                    #[expect(clippy::cast_precision_loss)]
-                    let total = f.total_pages(ps).max(1) as f64;
-                    100.0 * resident / total
-                }
-                Scale::Pages => resident,
-            };
-            (secs, y)
-        })
-        .collect()
+    let point = |f: &mapwise_core::trace::Frame| {
+        let resident = f.resident_pages() as f64;
+        let y = match scale {
+            Scale::Percent => 100.0 * resident / f.total_pages(t.header.os_page_size).max(1) as f64,
+            Scale::Pages => resident,
+        };
+        (f.t_us.saturating_sub(base) as f64 / 1e6, y)
+    };
+    t.frames.iter().map(point).collect()
 }
 
-fn residency_in(title: &str, series: &[(String, &Trace)], scale: Scale) -> Result<String> {
+/// The traced file's residency in `scale` over time, one line per (legend,
+/// trace): seconds since each trace's first sample.
+pub fn residency(title: &str, series: &[(String, &Trace)], scale: Scale) -> Result<String> {
     let points: Vec<(String, Vec<(f64, f64)>)> =
         series.iter().map(|(label, t)| (label.clone(), residency_points(t, scale))).collect();
     let t_max =
@@ -404,37 +338,33 @@ mod tests {
     use super::*;
     use mapwise_core::trace::{Frame, Header};
 
+    fn bar(label: &str, median: f64) -> RatioBar {
+        RatioBar { label: label.into(), median, min: median, max: median }
+    }
+
     #[test]
-    fn ratio_chart_has_every_label_and_the_target() {
-        let bars = vec![
-            RatioBar { label: "cold plain".into(), median: 0.9, min: 0.8, max: 1.1 },
-            RatioBar { label: "warm populate".into(), median: f64::NAN, min: 0.5, max: 0.7 },
-        ];
+    fn ratio_charts_label_every_bar_and_the_target() {
+        let s = crate::stats::Summary::of(&[0.8, 0.9, 1.1]).unwrap();
+        let bars = [RatioBar::of("cold plain", &s), bar("warm populate", f64::NAN)];
         let svg = ratios("bolt-scan <ours & Go>", &bars, Some(0.7)).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.contains("\n<title>bolt-scan &lt;ours &amp; Go&gt;</title>"), "escaped title");
-        for needle in ["cold plain", "warm populate", "target (0.7×)", "parity", "bolt-scan"] {
+        for needle in ["cold plain", "warm populate", "target (0.7×)", "parity"] {
             assert!(svg.contains(needle), "no {needle}");
         }
+        assert!(!svg.contains("log scale"));
     }
 
     #[test]
     fn wide_ratio_spreads_get_a_log_axis() {
-        let bar = |label: &str, median: f64| RatioBar {
-            label: label.into(),
-            median,
-            min: median,
-            max: median,
-        };
         // Narrow: linear from 0 to 10 % past the largest (here the target).
         let (from, to, log) = ratio_axis(&[bar("a", 0.9), bar("b", 1.2)], Some(1.5));
         assert_eq!((from, log), (0.0, false));
         assert!((to - 1.65).abs() < 1e-12);
-        // 0.05 to 53: logarithmic, a third of a step of 1.5 beyond each end.
+        // 0.05 to 53: logarithmic, a step of 1.5 beyond each end.
         let wide = [bar("kept handle, mmap", 0.05), bar("warm, direct", 53.0)];
         let (from, to, log) = ratio_axis(&wide, None);
-        assert!(log);
-        assert!((from - 0.05 / 1.5).abs() < 1e-12 && (to - 53.0 * 1.5).abs() < 1e-9);
+        assert!(log && (from - 0.05 / 1.5).abs() < 1e-12 && (to - 53.0 * 1.5).abs() < 1e-9);
         // NaN and non-positive values neither widen the axis nor break it.
         let (_, _, log) = ratio_axis(&[bar("x", f64::NAN), bar("y", 0.0), bar("z", 2.0)], None);
         assert!(!log);
@@ -442,68 +372,10 @@ mod tests {
         assert!(log_ticks(0.0, 1.0).is_empty());
         let svg = ratios("in-process", &wide, None).unwrap();
         assert!(svg.contains("log scale") && svg.contains("warm, direct"));
-        let svg = ratios("narrow", &[bar("a", 0.9)], Some(0.5)).unwrap();
-        assert!(!svg.contains("log scale") && svg.contains("target (0.5×)"));
     }
 
     #[test]
-    fn bars_come_from_summaries() {
-        let s = super::super::stats::Summary::of(&[0.9, 1.2, 1.0]).unwrap();
-        let b = RatioBar::of("cold, mmap", &s);
-        assert_eq!(b.label, "cold, mmap");
-        assert_eq!((b.median, b.min, b.max), (1.0, 0.9, 1.2));
-    }
-
-    #[test]
-    fn charts_link_from_the_report() {
-        let charts = [
-            ChartFile {
-                file: "ratios.svg".into(),
-                what: "ours / hg per cell".into(),
-                svg: "<svg/>".into(),
-            },
-            ChartFile {
-                file: "residency-cold.svg".into(),
-                what: "cold runs".into(),
-                svg: String::new(),
-            },
-        ];
-        let mut r = crate::report::Report::new("x");
-        add_images(&mut r, &charts);
-        assert_eq!(
-            r.markdown(),
-            "# x\n\n![ours / hg per cell](ratios.svg)\n\n![cold runs](residency-cold.svg)\n\n"
-        );
-        assert_eq!(charts[0].output(), ("ratios.svg", &b"<svg/>"[..]));
-    }
-
-    #[test]
-    fn residency_chart_draws_each_trace() {
-        let t = Trace {
-            header: Header {
-                path: "f".into(),
-                label: "l".into(),
-                os_page_size: 4096,
-                interval_us: 50_000,
-                started_unix_ms: 0,
-            },
-            frames: vec![
-                Frame::from_bitmap(0, 4 * 4096, true, &[0], 4),
-                Frame::from_bitmap(50_000, 4 * 4096, true, &[0b11], 4),
-                Frame::from_bitmap(100_000, 4 * 4096, true, &[0b1111], 4),
-            ],
-            truncated_tail: false,
-        };
-        let svg =
-            residency("cold scans", &[("ours plain".into(), &t), ("Go plain".into(), &t)]).unwrap();
-        assert!(svg.contains("ours plain") && svg.contains("Go plain"));
-        assert!(svg.contains("% of the file resident"));
-        let empty = Trace { frames: vec![], ..t.clone() };
-        assert!(residency("x", &[("e".into(), &empty)]).is_err());
-    }
-
-    #[test]
-    fn residency_in_pages_counts_pages() {
+    fn residency_charts_draw_each_trace_as_a_share_or_in_pages() {
         // A 400-page file of which 0, 2, then 4 pages are resident.
         let t = Trace {
             header: Header {
@@ -522,17 +394,17 @@ mod tests {
         };
         assert_eq!(residency_points(&t, Scale::Pages), [(0.0, 0.0), (0.05, 2.0), (0.1, 4.0)]);
         assert_eq!(residency_points(&t, Scale::Percent), [(0.0, 0.0), (0.05, 0.5), (0.1, 1.0)]);
-        let svg = residency_pages("cold updates", &[("ours mmap".into(), &t)]).unwrap();
-        assert!(svg.contains("ours mmap") && svg.contains("resident pages of the file"));
-        assert!(!svg.contains("% of the file resident"));
-        assert!(svg.contains("<title>cold updates</title>"), "the chart's name");
-        // y runs 0..5 pages: whole-page labels only.
-        // (plotters writes each label on a line of its own).
+        let two = [("ours plain".into(), &t), ("Go plain".into(), &t)];
+        let svg = residency("cold scans", &two, Scale::Percent).unwrap();
+        assert!(svg.contains("ours plain") && svg.contains("% of the file resident"));
+        let svg = residency("cold updates", &two[..1], Scale::Pages).unwrap();
+        assert!(svg.contains("resident pages of the file") && svg.contains("<title>cold updates"));
+        // y runs 0..5 pages: whole-page labels only (each on a line of its own).
         for label in ["0", "1", "2", "3", "4"] {
             assert!(svg.contains(&format!(">\n{label}\n<")), "no y label {label}");
         }
-        for half in ["0.5", "1.5", "2.5", "3.5"] {
-            assert!(!svg.contains(&format!(">\n{half}\n<")), "fractional page label {half}");
-        }
+        assert!(!svg.contains(">\n0.5\n<"), "fractional page label");
+        let empty = Trace { frames: vec![], ..t.clone() };
+        assert!(residency("x", &[("e".into(), &empty)], Scale::Percent).is_err());
     }
 }

@@ -1,21 +1,15 @@
-//! Ctrl-C without half-written output.
-//!
-//! SIGINT, SIGTERM and SIGHUP only raise a flag. A terminal's Ctrl-C also
-//! reaches the child being timed (same process group), which dies at once;
-//! xtask notices the flag when that child returns (or between chunks of its
+//! Ctrl-C without half-written output: SIGINT, SIGTERM and SIGHUP only raise
+//! a flag. A terminal's Ctrl-C also kills the timed child (same process
+//! group); xtask notices the flag when it returns (or between chunks of its
 //! own I/O), unwinds with [`Interrupted`], and every guard on the way out
-//! removes what it created (temporary files, the sparse file). Reports are
-//! written only at the very end, to temporary names renamed into place.
+//! removes what it created. Reports are written only at the very end.
 
-use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 
-/// Raised by the signal handlers that [`install`] registers.
-static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
+static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
 
-/// Installs the flag-raising handler for SIGINT, SIGTERM and SIGHUP
-/// (signal-hook's: an atomic store, async-signal-safe).
+/// Installs the flag-raising handler for SIGINT, SIGTERM and SIGHUP.
 pub fn install() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     for sig in [SIGINT, SIGTERM, SIGHUP] {
@@ -35,16 +29,9 @@ pub fn check() -> Result<(), Interrupted> {
 }
 
 /// The error a bench unwinds with after Ctrl-C.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("interrupted")]
 pub struct Interrupted;
-
-impl fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// Whether an error chain came from an interruption.
 pub fn is_interrupted(e: &anyhow::Error) -> bool {

@@ -1,20 +1,7 @@
-//! `cargo xtask bench …`: benchmarks that write a report.
-//!
-//! Each bench is a module (`bolt`, `bolt_scan`, `mmaptest`, `revlog`,
-//! `rrd`, `live`) that declares its cells ([`cell`]: a cache state, the
-//! files it resets and traces, its contenders with a command and an output
-//! parser each) and builds its [`report`] (the typed model REPORT.md is
-//! rendered from and results.json stores). The harness around them:
-//! [`schedule`] (the one scheduler, rotating contenders round by round,
-//! and the cache reset), [`pagecache`] (evict, warm, residency, O_DIRECT),
-//! [`stats`], [`machine`] (the report header), [`proc`] (child processes
-//! and their exact command lines), [`output`] (atomic report files),
-//! [`traces`] (residency traces of timed runs), [`charts`] (SVG ratio and
-//! residency charts), [`limits`] (the physical limits), [`interrupt`]
-//! (Ctrl-C), [`tui`] (the live view under tmux), [`etcd`] (a real etcd to
-//! compare with), [`writer`] (an etcd-shaped writer) and [`units`].
-//! [`check`] validates a report directory against the model; [`all`] runs
-//! every bench and writes the index.
+//! `cargo xtask bench …`: benchmarks that write a report. Each bench
+//! declares its cells ([`cell`]) and builds its [`report`] model; the rest
+//! is the harness around them, [`check`] validates a report directory and
+//! [`all`] runs every bench.
 
 pub mod all;
 pub mod bolt;
@@ -52,32 +39,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mapwise_testkit::install::{self, Need};
 
 /// Long help of `cargo xtask bench`.
-pub const HELP: &str = "\
-Every bench prints a markdown report on stdout and writes it to
-target/bench/<UTC timestamp>/REPORT.md (--out DIR overrides the directory),
-with results.json beside it holding the report's model, every raw sample,
-the machine description and the exact commands. The header describes the
-machine: CPU, cores, memory, kernel, file system and read_ahead_kb of the
-device under the bench file, THP setting, tool versions. Nothing is
-written before the end (temporary names renamed into place), so Ctrl-C
-leaves no half-written report; it also removes temporary files. Progress
-goes to stderr.
-
-Benches run from the workspace root, build what they measure in release
-mode first, take the peers from peers/ in the workspace (installing what
-they need as the tests do, through mapwise-testkit), and run ours and the
-reference implementation in the same loop, the order rotating round by
-round (A B, B A, A B, …), so drift on a shared machine hits both sides.
-Ratios are ours/reference computed round by round: median [min–max].
-Nothing here asserts a time: a verdict is a line in the report.
-
-`cargo xtask bench NAME --help` says what each bench runs, its cells and
-its targets. To publish a run, give --out docs/bench/NAME (or run
-`bench all --out docs/bench`) and commit the directory without traces/.
-
-  cargo xtask bench bolt|bolt-scan|mmaptest|revlog|rrd|live [--tiny] [--runs N] [--out DIR]
-  cargo xtask bench all [--quick | --full | --tiny] [--runs N] [--out DIR]
-  cargo xtask bench check DIR";
+pub const HELP: &str = include_str!("text/bench-help.txt");
 
 /// `cargo xtask bench` arguments.
 #[derive(Debug, Args)]
@@ -145,25 +107,20 @@ pub struct CommonArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Where things are: every bench runs with the workspace root as its
-/// working directory and names files relative to it.
+/// Where things are: every bench runs from the workspace root and names
+/// files relative to it.
 #[derive(Debug)]
 pub struct Workspace {
     /// Absolute workspace root.
     pub root: PathBuf,
     /// Cargo's target directory, relative to the root unless
-    /// CARGO_TARGET_DIR says otherwise.
+    /// `$CARGO_TARGET_DIR` is absolute.
     pub target: PathBuf,
 }
 
 impl Workspace {
-    /// This workspace: its root (the parent of this crate's directory) and
-    /// its target directory, `target` or `$CARGO_TARGET_DIR` (relative to
-    /// the root unless absolute: whoever runs benches enters the root
-    /// first, so no report names this machine's directories).
-    ///
-    /// # Errors
-    /// When xtask's manifest has no parent directory.
+    /// This workspace: the parent of this crate's directory, and `target`
+    /// or `$CARGO_TARGET_DIR` (so no report names this machine's directories).
     pub fn here() -> Result<Workspace> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
@@ -196,11 +153,7 @@ impl Workspace {
     }
 
     /// The peer `name` (`bolt`, `rrd`, `revlog`) as a command run from the
-    /// root, `peers/<name>/peer`, with what it needs installed first
-    /// (`mapwise_testkit::install`, as the tests install it).
-    ///
-    /// # Errors
-    /// When there is no such peer, or what it needs cannot be installed.
+    /// root, `peers/<name>/peer`, with what it needs installed first.
     pub fn peer(&self, name: &str) -> Result<String> {
         let needs: &[Need] = match name {
             "bolt" => &[Need::GoBbolt],
@@ -213,30 +166,22 @@ impl Workspace {
     }
 
     /// `peers/<tail>`, named relative to the root (benches run from it).
-    ///
-    /// # Errors
-    /// When there is no such file.
     pub fn peer_file(&self, tail: &str) -> Result<String> {
         let rel = Path::new("peers").join(tail);
-        anyhow::ensure!(
-            self.root.join(&rel).is_file(),
-            "no {} in {}",
-            rel.display(),
-            self.root.display()
-        );
+        let (file, root) = (rel.display(), self.root.display());
+        anyhow::ensure!(self.root.join(&rel).is_file(), "no {file} in {root}");
         Ok(path_arg(&rel))
     }
 }
 
-/// Relative paths as strings for command lines (benches keep their paths
-/// in target/ and peers/, which are UTF-8 in any sane checkout).
+/// A path as a command-line string (benches' paths in target/ and peers/ are
+/// UTF-8 in any sane checkout).
 pub fn path_arg(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// `p` as a report prints it: relative to the workspace root `root` (an
-/// absolute path) when it lies under it, since every command in a report
-/// runs from the root, so no report names this machine's directories.
+/// `p` as a report prints it: relative to the absolute workspace root `root`
+/// when under it, as every command in a report runs from the root.
 pub fn rel_to(root: &Path, p: &Path) -> String {
     path_arg(p.strip_prefix(root).unwrap_or(p))
 }
@@ -244,22 +189,17 @@ pub fn rel_to(root: &Path, p: &Path) -> String {
 /// Runs `cargo xtask bench …`.
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     interrupt::install();
-    // Resolve --out against the caller's directory before moving to the root.
-    let fix_out = |out: &mut Option<PathBuf>| -> Result<()> {
-        if let Some(o) = out {
-            *o = std::path::absolute(&*o).with_context(|| format!("bad --out {}", o.display()))?;
-        }
-        Ok(())
-    };
     let ws = Workspace::here()?;
     // What every bench runs besides its peer (which `Workspace::peer`
-    // installs): GNU time for peak RSS, tmux for the live view; etcd for
-    // `live`'s alternative (`etcd::ensure_installed`).
+    // installs): GNU time for peak RSS, tmux for the live view.
     if !matches!(args.bench, BenchCommand::Check(_)) {
         install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
     }
+    // Resolve --out against the caller's directory, then move to the root.
     let enter = |out: &mut Option<PathBuf>| -> Result<()> {
-        fix_out(out)?;
+        if let Some(o) = out {
+            *o = std::path::absolute(&*o).with_context(|| format!("bad --out {}", o.display()))?;
+        }
         std::env::set_current_dir(&ws.root)
             .with_context(|| format!("cannot enter {}", ws.root.display()))
     };
@@ -288,12 +228,10 @@ impl Progress {
     /// A bar of `len` steps.
     pub fn new(len: u64) -> Self {
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template(
-            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-        bar.set_style(style);
+        let template = "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} {msg}";
+        let style =
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style.progress_chars("=> "));
         bar.enable_steady_tick(Duration::from_millis(250));
         Self { bar }
     }
@@ -338,20 +276,20 @@ mod tests {
 
     #[test]
     fn tiny_is_a_cap() {
-        assert!(parses(&["bolt-scan", "--tiny"]));
-        assert!(parses(&["rrd", "--tiny", "--quick"]));
+        assert!(parses(&["bolt-scan", "--tiny"]) && parses(&["rrd", "--tiny", "--quick"]));
         for refused in [
-            &["bolt-scan", "--tiny", "--size", "2GiB"][..],
-            &["bolt", "--tiny", "--count", "1000000"],
-            &["bolt", "--tiny", "--size", "2GiB"],
-            &["rrd", "--tiny", "--calls", "1000"],
-            &["rrd", "--tiny", "--full"],
-            &["revlog", "--tiny", "--full"],
-            &["mmaptest", "--tiny", "--iterations", "100000"],
-            &["all", "--tiny", "--full"],
-            &["live", "--tiny", "--quick", "--view-seconds"],
+            "bolt-scan --tiny --size 2GiB",
+            "bolt --tiny --count 1000000",
+            "bolt --tiny --size 2GiB",
+            "rrd --tiny --calls 1000",
+            "rrd --tiny --full",
+            "revlog --tiny --full",
+            "mmaptest --tiny --iterations 100000",
+            "all --tiny --full",
+            "live --tiny --quick --view-seconds",
         ] {
-            assert!(!parses(refused), "{refused:?} was accepted");
+            let words: Vec<&str> = refused.split(' ').collect();
+            assert!(!parses(&words), "{refused:?} was accepted");
         }
     }
 }

@@ -7,10 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// A path removed on drop unless [`TempPath::keep`] was called (a
-/// directory with all it holds): temporary outputs, generated files and
-/// repositories not yet complete, scratch directories, the sparse test
-/// file.
+/// A path (file or directory) removed on drop unless [`TempPath::keep`] was
+/// called: temporary outputs, scratch directories, files not yet complete.
 #[derive(Debug)]
 pub struct TempPath {
     path: PathBuf,
@@ -38,57 +36,20 @@ impl TempPath {
 impl Drop for TempPath {
     fn drop(&mut self) {
         if self.armed {
-            if self.path.is_dir() {
-                let _ = fs::remove_dir_all(&self.path);
+            let _ = if self.path.is_dir() {
+                fs::remove_dir_all(&self.path)
             } else {
-                let _ = fs::remove_file(&self.path);
-            }
+                fs::remove_file(&self.path)
+            };
         }
     }
 }
 
-/// Writes `files` (name, content) into `dir` (created if needed; names
-/// may have directory parts): every file first to `.NAME.tmp` beside its
-/// destination and fsynced, then all renamed into place in
-/// order (put the one people look for, REPORT.md, last).
-pub fn write_all_atomically(dir: &Path, files: &[(&str, &[u8])]) -> Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut temps = Vec::with_capacity(files.len());
-    for (name, content) in files {
-        // A name may have a directory part (`traces/x.trace`): the
-        // temporary file sits beside its destination.
-        let dest = dir.join(name);
-        let parent = dest.parent().unwrap_or(dir);
-        fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-        let base = dest
-            .file_name()
-            .map_or_else(|| (*name).to_string(), |b| b.to_string_lossy().into_owned());
-        let tmp = TempPath::new(parent.join(format!(".{base}.tmp")));
-        let mut f = fs::File::create(tmp.path())
-            .with_context(|| format!("cannot create {}", tmp.path().display()))?;
-        f.write_all(content)
-            .and_then(|()| f.sync_all())
-            .with_context(|| format!("cannot write {}", tmp.path().display()))?;
-        temps.push((tmp, dest));
-    }
-    super::interrupt::check()?;
-    for (tmp, dest) in temps {
-        fs::rename(tmp.path(), &dest)
-            .with_context(|| format!("cannot rename into {}", dest.display()))?;
-        let _ = tmp.keep();
-    }
-    Ok(())
-}
-
-/// The end of every bench: `report` rendered as REPORT.md, and `results`
-/// as results.json with the report's model under `"report"`, written into
-/// `dir` in one atomic step ([`write_all_atomically`]) after the `extra`
-/// files (charts, `traces/…`); then the report on stdout and where it went
-/// on stderr. Drop the progress bar first.
-///
-/// # Errors
-/// When `results` is not a JSON object, or a file cannot be written.
+/// The end of every bench: `report` as REPORT.md and `results` (a JSON
+/// object) as results.json with the model under `"report"`, written into
+/// `dir` after the `extra` files (charts, `traces/…`), each first to a
+/// fsynced `.NAME.tmp` beside its destination, then all renamed into place
+/// in order (REPORT.md last); then the report on stdout.
 pub fn publish(
     dir: &Path,
     report: &crate::report::Report,
@@ -100,20 +61,33 @@ pub fn publish(
     obj.insert("report".to_owned(), serde_json::to_value(report)?);
     let json = serde_json::to_string_pretty(&json)? + "\n";
     let markdown = report.markdown();
-    let mut files: Vec<(&str, &[u8])> = extra.to_vec();
-    files.push(("results.json", json.as_bytes()));
-    files.push(("REPORT.md", markdown.as_bytes()));
-    write_all_atomically(dir, &files)?;
+    let mut temps = Vec::with_capacity(extra.len() + 2);
+    for (name, content) in
+        extra.iter().chain(&[("results.json", json.as_bytes()), ("REPORT.md", markdown.as_bytes())])
+    {
+        let dest = dir.join(name);
+        let parent = dest.parent().unwrap_or(dir);
+        fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+        let base = dest.file_name().map_or_else(|| (*name).into(), |b| b.to_string_lossy());
+        let tmp = TempPath::new(parent.join(format!(".{base}.tmp")));
+        fs::File::create(tmp.path())
+            .and_then(|mut f| f.write_all(content).and_then(|()| f.sync_all()))
+            .with_context(|| format!("cannot write {}", tmp.path().display()))?;
+        temps.push((tmp, dest));
+    }
+    super::interrupt::check()?;
+    for (tmp, dest) in temps {
+        fs::rename(tmp.path(), &dest)
+            .with_context(|| format!("cannot rename into {}", dest.display()))?;
+        tmp.keep();
+    }
     print!("{markdown}");
     eprintln!("xtask: wrote {}", dir.join("REPORT.md").display());
     Ok(())
 }
 
-/// [`publish`] with every trace of `traces` (`traces/…`) and every chart
-/// of `charts` beside the report.
-///
-/// # Errors
-/// As [`publish`].
+/// [`publish`] with every trace of `traces` and every chart of `charts`.
 pub fn publish_traced(
     dir: &Path,
     report: &crate::report::Report,
@@ -121,10 +95,6 @@ pub fn publish_traced(
     traces: &super::traces::Traces,
     charts: &[super::charts::ChartFile],
 ) -> Result<()> {
-    let extra: Vec<(&str, &[u8])> = traces
-        .files()
-        .into_iter()
-        .chain(charts.iter().map(super::charts::ChartFile::output))
-        .collect();
-    publish(dir, report, results, &extra)
+    let charts = charts.iter().map(super::charts::ChartFile::output);
+    publish(dir, report, results, &traces.files().into_iter().chain(charts).collect::<Vec<_>>())
 }

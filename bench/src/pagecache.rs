@@ -1,9 +1,6 @@
-//! The page cache around a bench file: evict, warm, measure residency, and
-//! the physical limits (sequential O_DIRECT read, cached read bandwidth).
-//!
-//! xtask does this itself with native's OS layer (the calls the residency
-//! tests hold against vmtouch), the same way for both sides of a
-//! comparison, so both start from the same state.
+//! The page cache around a bench file: evict, measure residency, and read
+//! whole files (cached or O_DIRECT), with native's OS layer (the calls the
+//! residency tests hold against vmtouch), the same way for both sides.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -11,23 +8,33 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use mapwise_native::os::io::{DIRECT_ALIGN, DirectBlock};
-use mapwise_native::os::residency;
+use mapwise_native::os::residency::{self, Residency};
 use serde::Serialize;
 
 use super::interrupt;
 
-/// Buffer size of every whole-file read here.
-pub const CHUNK: usize = 1 << 20;
+fn open(path: &Path) -> Result<File> {
+    File::open(path).with_context(|| format!("{}: cannot open", path.display()))
+}
 
-/// Drops the file from the page cache: `fsync` (dirty pages cannot be
-/// dropped), then `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` over the
-/// whole file. Needs only read permission; mapped or locked pages stay.
-pub fn evict(path: &Path) -> Result<()> {
-    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+/// `path` opened and fsynced (dirty pages cannot be dropped), and its length.
+fn open_synced(path: &Path) -> Result<(File, u64)> {
+    let f = open(path)?;
     f.sync_all().with_context(|| format!("{}: fsync", path.display()))?;
     let len = f.metadata()?.len();
+    Ok((f, len))
+}
+
+fn sample(path: &Path) -> Result<Residency> {
+    residency::sample(&open(path)?).with_context(|| format!("{}: residency", path.display()))
+}
+
+/// Drops the file from the page cache: fsync, then `POSIX_FADV_DONTNEED`
+/// over the whole file (mapped or locked pages stay).
+pub fn evict(path: &Path) -> Result<()> {
+    let (f, len) = open_synced(path)?;
     residency::evict(&f, 0, len).with_context(|| format!("{}: evict", path.display()))
 }
 
@@ -42,25 +49,18 @@ pub struct PartialEviction {
     pub blocks: usize,
 }
 
-/// Drops random `block`-byte, block-aligned ranges of the file from the
-/// page cache (`posix_fadvise(DONTNEED)` on each, blocks drawn from
-/// splitmix64(`seed`)) until at most `target` (0–1) of its pages are
-/// resident, measuring with mincore between rounds; fsyncs first (dirty
-/// pages cannot be dropped). Each round drops as many blocks as the excess
-/// would fill if every one were wholly resident; after 64 rounds it stops
-/// wherever it is (pages another process maps or locks stay).
-///
-/// # Errors
-/// When the file cannot be opened, synced or measured.
+/// Drops random `block`-aligned ranges of the file (drawn from
+/// splitmix64(`seed`)) until at most `target` (0–1) of it is resident.
+/// Each round drops as many blocks as the excess would fill if every one
+/// were wholly resident; after 64 rounds it stops wherever it is (pages
+/// another process maps or locks stay).
 pub fn evict_random_until(
     path: &Path,
     target: f64,
     block: u64,
     seed: u64,
 ) -> Result<PartialEviction> {
-    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    f.sync_all().with_context(|| format!("{}: fsync", path.display()))?;
-    let len = f.metadata()?.len();
+    let (f, len) = open_synced(path)?;
     let block = block.max(4096);
     let blocks_in_file = len.div_ceil(block).max(1);
     let mut rng = mapwise_native::engine::rng::SplitMix64::new(seed);
@@ -70,12 +70,9 @@ pub fn evict_random_until(
         if now <= target {
             break;
         }
-        #[expect(
-            clippy::cast_precision_loss,
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss
-        )]
-        let want = (((now - target) * len as f64) / block as f64).ceil().max(1.0) as u64;
+        #[expect(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+        #[expect(clippy::cast_sign_loss)]
+        let want = ((now - target) * len as f64 / block as f64).ceil().max(1.0) as u64;
         for _ in 0..want {
             let at = rng.next_u64() % blocks_in_file * block;
             residency::evict(&f, at, block)
@@ -88,29 +85,23 @@ pub fn evict_random_until(
 }
 
 /// Fraction (0–1) of the file's pages in the page cache, as native's
-/// sampler counts them (cachestat, and mincore on a mapping it never
+/// sampler counts them (cachestat, or mincore on a mapping it never
 /// touches), so measuring does not change what is measured.
 pub fn resident_fraction(path: &Path) -> Result<f64> {
-    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    if f.metadata()?.len() == 0 {
+    if open(path)?.metadata()?.len() == 0 {
         return Ok(1.0);
     }
-    let r = residency::sample(&f).with_context(|| format!("{}: residency", path.display()))?;
-    let Some(resident) = r.known_resident_pages() else {
-        bail!("{}: the kernel does not say which pages are resident", path.display());
-    };
+    let r = sample(path)?;
+    let resident = r.known_resident_pages().with_context(|| {
+        format!("{}: the kernel does not say which pages are resident", path.display())
+    })?;
     #[expect(clippy::cast_precision_loss)]
     Ok(resident as f64 / r.total_pages.max(1) as f64)
 }
 
-/// The file's resident OS pages, by number, from the same sampler as
-/// [`resident_fraction`].
-///
-/// # Errors
-/// When the file cannot be sampled, or the kernel hides its residency.
+/// The file's resident OS pages, by number, from the same sampler.
 pub fn resident_pages(path: &Path) -> Result<Vec<u32>> {
-    let f = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let r = residency::sample(&f).with_context(|| format!("{}: residency", path.display()))?;
+    let r = sample(path)?;
     anyhow::ensure!(r.trust.is_known(), "{}: the kernel hides its residency", path.display());
     let pages = (0..r.total_pages).filter(|&p| r.is_resident(p));
     Ok(pages.filter_map(|p| u32::try_from(p).ok()).collect())
@@ -125,19 +116,19 @@ pub struct ReadPass {
     pub secs: f64,
 }
 
-/// Reads the whole file sequentially with `read(2)` into a 1 MiB buffer,
-/// through the page cache or, with `direct`, with `O_DIRECT` (bypassing
-/// it; the buffer is 4 KiB aligned). Timed from open to the last byte.
+/// Reads the whole file with `read(2)` 1 MiB at a time, through the page
+/// cache or, with `direct`, with `O_DIRECT` into an aligned buffer; timed
+/// from open to the last byte.
 pub fn read_whole(path: &Path, direct: bool) -> Result<ReadPass> {
-    let mut buf = vec![DirectBlock::ZERO; CHUNK / DIRECT_ALIGN];
+    let mut buf = vec![DirectBlock::ZERO; (1 << 20) / DIRECT_ALIGN];
     let start = Instant::now();
-    let mut opts = OpenOptions::new();
-    opts.read(true);
-    if direct {
-        opts.custom_flags(libc::O_DIRECT);
-    }
     let what = if direct { "open with O_DIRECT" } else { "open" };
-    let mut f = opts.open(path).with_context(|| format!("{}: {what}", path.display()))?;
+    let flags = if direct { libc::O_DIRECT } else { 0 };
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .with_context(|| format!("{}: {what}", path.display()))?;
     let mut bytes = 0u64;
     loop {
         let n = match f.read(DirectBlock::run_bytes_mut(&mut buf)) {

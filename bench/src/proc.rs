@@ -1,7 +1,7 @@
 //! Child processes: run, capture, time, meter, and print exactly what ran.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -10,22 +10,19 @@ use anyhow::{Context, Result, bail};
 use mapwise_native::os::process::{ChildUsage, wait_with_usage};
 
 use super::interrupt;
+use super::output::TempPath;
 
-/// A command line. Arguments are strings so the report can show the exact
-/// command (benches run from the workspace root with relative paths, so
-/// the shown line can be pasted there as is).
-#[derive(Clone, Debug)]
+/// A command line, kept as strings so the report can show the exact command
+/// (to paste in the workspace root, where benches run).
+#[derive(Clone, Debug, Default)]
 pub struct Cmd {
     /// Variables set for the child only (shown before the program).
     env: Vec<(String, String)>,
     program: String,
-    /// How [`Cmd::shell`] writes the program when its path is this
-    /// machine's (e.g. `"$BOLT_ORACLE"/boltoracle` for a binary in a cache
-    /// directory); `None`: the program as run.
+    /// How [`Cmd::shell`] writes the program instead ([`Cmd::shown_as`]).
     shown: Option<String>,
     args: Vec<String>,
-    /// Peak RSS through GNU time ([`Cmd::metered`]) instead of our own
-    /// `wait4`.
+    /// Peak RSS through GNU time ([`Cmd::metered`]).
     metered: bool,
     /// Standard output counted and dropped ([`Cmd::counting_stdout`]).
     count_only: bool,
@@ -33,15 +30,13 @@ pub struct Cmd {
     to_null: bool,
 }
 
-/// GNU time (Debian package `time`): the peak-RSS meter of
-/// [`Cmd::metered`].
+/// GNU time (Debian package `time`): the peak-RSS meter of [`Cmd::metered`].
 pub const GNU_TIME: &str = "/usr/bin/time";
 
 /// What a finished child left.
 #[derive(Debug)]
 pub struct Output {
-    /// Standard output, lossily decoded.
-    /// (empty with [`Cmd::counting_stdout`]: see `stdout_bytes`).
+    /// Standard output, lossily decoded (empty with [`Cmd::counting_stdout`]).
     pub stdout: String,
     /// Bytes written to standard output.
     pub stdout_bytes: u64,
@@ -56,60 +51,36 @@ pub struct Output {
     pub status: String,
     /// Exit code, when the child exited (was not killed by a signal).
     pub code: Option<i32>,
-    /// Peak resident set size of the child in KiB (`ru_maxrss` from
-    /// `wait4`; not its children). Never below xtask's own peak RSS at
-    /// spawn time: Linux counts in `ru_maxrss` the RSS of the image a
-    /// process replaced at `exec`, and std spawns with vfork semantics, so
-    /// that image is xtask's (measured 7 MiB by `cargo xtask limits`,
-    /// which therefore meters through GNU time instead). Fine for the
-    /// hundreds of MiB the benches compare; not for small processes: those
-    /// are [`Cmd::metered`], which reads the child's own peak.
+    /// Peak RSS of the child in KiB (`ru_maxrss`); unmetered never below
+    /// xtask's own (Linux counts the image replaced at `exec`).
     pub max_rss_kib: Option<u64>,
-    /// Bytes the child wrote to files (`ru_oublock` × 512: what it
-    /// dirtied in the page cache or wrote with `O_DIRECT`, whether or not
-    /// it reached the disk yet; pipes and sockets not counted).
+    /// Bytes the child wrote to files (`ru_oublock` × 512; not pipes).
     pub written_bytes: Option<u64>,
 }
 
 impl Cmd {
     /// A command running `program`.
     pub fn new(program: impl Into<String>) -> Self {
-        Self {
-            env: Vec::new(),
-            program: program.into(),
-            shown: None,
-            args: Vec::new(),
-            metered: false,
-            count_only: false,
-            to_null: false,
-        }
+        Self { program: program.into(), ..Self::default() }
     }
 
-    /// Meters the child's peak RSS and file writes with GNU time
-    /// ([`GNU_TIME`] `-f '%M %O'`, which reads them with its own `wait4`),
-    /// not with ours: Linux counts in a process's `ru_maxrss` the image it
-    /// replaced at `exec`, so our `wait4` never reports less than xtask's
-    /// own peak (see [`Output::max_rss_kib`]); GNU time is a small C
-    /// program whose children start from about 1 MiB. [`Cmd::shell`]
-    /// still shows the command alone.
+    /// Meters peak RSS and file writes with [`GNU_TIME`] (its children start
+    /// from about 1 MiB); [`Cmd::shell`] still shows the command alone.
     #[must_use]
     pub fn metered(mut self) -> Self {
         self.metered = true;
         self
     }
 
-    /// Drops the child's standard output as it comes, counting its bytes
-    /// ([`Output::stdout_bytes`]), for commands that print more than is
-    /// worth keeping.
+    /// Drops standard output as it comes, counting its bytes.
     #[must_use]
     pub fn counting_stdout(mut self) -> Self {
         self.count_only = true;
         self
     }
 
-    /// Sends the child's standard output to /dev/null (a data stream
-    /// nobody reads, as the 2003 mmap-test ran); [`Cmd::shell`] shows the
-    /// redirection.
+    /// Sends standard output to /dev/null (as the 2003 mmap-test ran);
+    /// [`Cmd::shell`] shows the redirection.
     #[must_use]
     pub fn stdout_to_null(mut self) -> Self {
         self.to_null = true;
@@ -126,16 +97,15 @@ impl Cmd {
         &self.args
     }
 
-    /// Show the program as `text` in [`Cmd::shell`] (written as is, not
-    /// quoted: it may name a shell variable the report defines).
+    /// Shows the program as `text` in [`Cmd::shell`], unquoted (it may name
+    /// a shell variable the report defines).
     #[must_use]
     pub fn shown_as(mut self, text: impl Into<String>) -> Self {
         self.shown = Some(text.into());
         self
     }
 
-    /// Sets the environment variable `key` to `value` for the child (an
-    /// empty value is set, not removed: `HGRCPATH=`).
+    /// Sets `key` to `value` for the child (an empty value is set: `HGRCPATH=`).
     #[must_use]
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
@@ -151,17 +121,16 @@ impl Cmd {
 
     /// Appends one argument.
     #[must_use]
-    pub fn arg(mut self, a: impl Into<String>) -> Self {
-        self.args.push(a.into());
-        self
+    pub fn arg(self, a: impl Into<String>) -> Self {
+        self.args([a])
     }
 
     /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench
     /// builds what it measures.
     pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
-        let c = Self::new("cargo").arg("build").arg("--release").arg("-p").arg(package);
+        let c = Self::new("cargo").args(["build", "--release", "-p", package]);
         match bin {
-            Some(b) => c.arg("--bin").arg(b),
+            Some(b) => c.args(["--bin", b]),
             None => c,
         }
     }
@@ -172,17 +141,13 @@ impl Cmd {
         if cond { self.arg(a) } else { self }
     }
 
-    /// The command as a shell would need it typed, its environment
-    /// first (`HGRCPATH= HGPLAIN=1 hg …`).
+    /// The command as a shell needs it typed, its environment first
+    /// (`HGRCPATH= HGPLAIN=1 hg …`).
     pub fn shell(&self) -> String {
-        self.env
-            .iter()
-            .map(|(k, v)| {
-                format!("{k}={}", if v.is_empty() { String::new() } else { shell_quote(v) })
-            })
-            .chain(std::iter::once(
-                self.shown.clone().unwrap_or_else(|| shell_quote(&self.program)),
-            ))
+        let env = self.env.iter().map(|(k, v)| {
+            format!("{k}={}", if v.is_empty() { String::new() } else { shell_quote(v) })
+        });
+        env.chain([self.shown.clone().unwrap_or_else(|| shell_quote(&self.program))])
             .chain(self.args.iter().map(|a| shell_quote(a)))
             .chain(self.to_null.then(|| "> /dev/null".to_owned()))
             .collect::<Vec<_>>()
@@ -193,78 +158,53 @@ impl Cmd {
     /// streams. A failing exit status is not an error here (see
     /// [`Cmd::run`]); a signal that reached xtask meanwhile is.
     pub fn output(&self, cwd: &Path) -> Result<Output> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         interrupt::check()?;
-        let meter = self.metered.then(MeterFile::new);
+        let meter = self.metered.then(|| {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let name = format!("xtask-meter-{}-{n}.txt", std::process::id());
+            TempPath::new(std::env::temp_dir().join(name))
+        });
         let start = Instant::now();
         let mut command = match &meter {
             Some(m) => {
                 let mut c = std::process::Command::new(GNU_TIME);
-                c.args(["-q", "-f", "%M %O", "-o"]).arg(&m.0).arg(&self.program).args(&self.args);
+                c.args(["-q", "-f", "%M %O", "-o"]).arg(m.path()).arg(&self.program);
                 c
             }
-            None => {
-                let mut c = std::process::Command::new(&self.program);
-                c.args(&self.args);
-                c
-            }
+            None => std::process::Command::new(&self.program),
+        };
+        let stdout = if self.to_null {
+            Stdio::from(std::fs::File::create("/dev/null").context("cannot open /dev/null")?)
+        } else {
+            Stdio::piped()
         };
         let mut child = command
+            .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
             .stdin(Stdio::null())
-            .stdout(if self.to_null {
-                Stdio::from(std::fs::File::create("/dev/null").context("cannot open /dev/null")?)
-            } else {
-                Stdio::piped()
-            })
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
-            .with_context(|| {
-                if self.metered {
-                    format!("cannot start {GNU_TIME} (apt-get install time)")
-                } else {
-                    format!("cannot start {}", self.program)
-                }
+            .with_context(|| match self.metered {
+                true => format!("cannot start {GNU_TIME} (apt-get install time)"),
+                false => format!("cannot start {}", self.program),
             })?;
-        let drain = |r: Option<Box<dyn Read + Send>>, keep: bool| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut n = 0u64;
-                if let Some(mut r) = r {
-                    let mut chunk = vec![0u8; 1 << 16];
-                    while let Ok(k) = r.read(&mut chunk) {
-                        if k == 0 {
-                            break;
-                        }
-                        n += k as u64;
-                        if keep {
-                            buf.extend_from_slice(&chunk[..k]);
-                        }
-                    }
-                }
-                (buf, n)
-            })
-        };
-        let err_reader =
-            drain(child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>), true);
-        let out_reader = drain(
-            child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>),
-            !self.count_only,
-        );
-        let (stdout, stdout_bytes) = out_reader.join().unwrap_or_default();
+        let err_reader = drain(child.stderr.take(), true);
+        let (stdout, stdout_bytes) =
+            drain(child.stdout.take(), !self.count_only).join().unwrap_or_default();
         let (stderr, _) = err_reader.join().unwrap_or_default();
         let (status, mut usage) = wait_with_usage(&mut child).context("wait4")?;
         let wall_s = start.elapsed().as_secs_f64();
-        let mut shown = status.to_string();
-        let mut code = status.code();
+        let (mut shown, mut code) = (status.to_string(), status.code());
         if let Some(m) = &meter {
-            let text = std::fs::read_to_string(&m.0).unwrap_or_default();
+            let text = std::fs::read_to_string(m.path()).unwrap_or_default();
             usage = parse_gnu_time(&text);
             // GNU time writes "Command terminated by signal N" before its
             // numbers when the child was killed.
             if let Some(l) = text.lines().find(|l| l.starts_with("Command terminated")) {
-                l.clone_into(&mut shown);
-                code = None;
+                (shown, code) = (l.to_owned(), None);
             }
         }
         interrupt::check()?;
@@ -292,33 +232,32 @@ impl Cmd {
     }
 }
 
-/// What `wait4` (ours or GNU time's) says a child used.
-type Usage = ChildUsage;
+/// A thread reading `r` to its end: (what it kept, bytes read).
+fn drain<R: Read + Send + 'static>(
+    r: Option<R>,
+    keep: bool,
+) -> std::thread::JoinHandle<(Vec<u8>, u64)> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let n = match r {
+            Some(mut r) if keep => {
+                let _ = r.read_to_end(&mut buf);
+                buf.len() as u64
+            }
+            Some(mut r) => std::io::copy(&mut r, &mut std::io::sink()).unwrap_or(0),
+            None => 0,
+        };
+        (buf, n)
+    })
+}
 
 /// GNU time's `-f '%M %O'` line (the last line of its output file).
-fn parse_gnu_time(text: &str) -> Usage {
+fn parse_gnu_time(text: &str) -> ChildUsage {
     let mut words =
         text.lines().last().unwrap_or_default().split_whitespace().map(|w| w.parse::<u64>().ok());
-    Usage {
+    ChildUsage {
         max_rss_kib: words.next().flatten().filter(|&k| k > 0),
         written_bytes: words.next().flatten().map(|b| b * 512),
-    }
-}
-
-/// A file GNU time writes its numbers to, removed on drop.
-struct MeterFile(PathBuf);
-
-impl MeterFile {
-    fn new() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        Self(std::env::temp_dir().join(format!("xtask-meter-{}-{n}.txt", std::process::id())))
-    }
-}
-
-impl Drop for MeterFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -342,90 +281,52 @@ mod tests {
     #[test]
     fn shell_lines_quote_only_what_needs_it() {
         let c = Cmd::new("target/release/mapwise")
-            .arg("bolt")
-            .arg("traverse")
-            .arg("target/bench/files/a b.db")
+            .args(["bolt", "target/bench/a b.db"])
             .arg_if(true, "--populate")
             .arg_if(false, "--cold")
-            .arg("it's")
-            .arg("");
+            .args(["it's", ""]);
         assert_eq!(
             c.shell(),
-            r"target/release/mapwise bolt traverse 'target/bench/files/a b.db' --populate 'it'\''s' ''"
+            r"target/release/mapwise bolt 'target/bench/a b.db' --populate 'it'\''s' ''"
         );
+        let c = Cmd::new("/cache/boltoracle").shown_as("\"$BOLT_ORACLE\"/boltoracle").arg("x");
+        assert_eq!(c.shell(), "\"$BOLT_ORACLE\"/boltoracle x");
+        let c = Cmd::new("hg").env("HGRCPATH", "").env("X", "a b").args(["log", "-T", "{rev}\\n"]);
+        assert_eq!(c.shell(), r"HGRCPATH= X='a b' hg log -T '{rev}\n'");
+        let c = Cmd::cargo_release("mapwise-cli", Some("mapwise")).stdout_to_null();
+        assert_eq!(c.shell(), "cargo build --release -p mapwise-cli --bin mapwise > /dev/null");
+        assert_eq!((tail("a\nb\nc\n", 2), tail("a", 5)), ("b\nc".to_owned(), "a".to_owned()));
     }
 
     #[test]
-    fn a_machine_path_program_shows_as_given() {
-        let c = Cmd::new("/some/build/cache/boltoracle")
-            .shown_as("\"$BOLT_ORACLE\"/boltoracle")
-            .arg("traverse");
-        assert_eq!(c.shell(), "\"$BOLT_ORACLE\"/boltoracle traverse");
-    }
-
-    #[test]
-    fn environments_show_before_the_program() {
-        let c = Cmd::new("hg")
-            .env("HGRCPATH", "")
-            .env("HGPLAIN", "1")
-            .env("X", "a b")
-            .args(["log", "-T", "{rev}\\n"]);
-        assert_eq!(c.shell(), r"HGRCPATH= HGPLAIN=1 X='a b' hg log -T '{rev}\n'");
-    }
-
-    #[test]
-    fn the_environment_reaches_the_child() {
-        let out = Cmd::new("sh")
-            .env("MAPWISE_PROC_TEST", "seen")
-            .args(["-c", "printf %s \"$MAPWISE_PROC_TEST\""])
-            .run(Path::new("."))
-            .unwrap();
-        assert_eq!(out.stdout, "seen");
+    fn children_get_their_environment_and_fail_loudly() {
+        let sh = |s: &str| Cmd::new("sh").env("X", "seen").args(["-c", s]).run(Path::new("."));
+        assert_eq!(sh("printf %s \"$X\"").unwrap().stdout, "seen");
+        let e = sh("echo oops >&2; exit 2").unwrap_err().to_string();
+        assert!(e.contains("failed (exit status: 2)") && e.ends_with("oops"), "{e}");
     }
 
     #[test]
     fn a_metered_child_reports_its_own_peak_and_writes() {
+        let u = parse_gnu_time("Command terminated by signal 9\n1234 16\n");
+        assert_eq!((u.max_rss_kib, u.written_bytes), (Some(1234), Some(8192)));
         if !Path::new(GNU_TIME).is_file() {
             eprintln!("skipped: no {GNU_TIME}");
             return;
         }
-        let dir = std::env::temp_dir().join(format!("xtask-proc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("w.bin");
-        let out = Cmd::new("sh")
-            .args([
-                "-c",
-                &format!(
-                    "head -c 1048576 /dev/zero > {} && sync && printf abc && exit 3",
-                    f.display()
-                ),
-            ])
-            .metered()
-            .counting_stdout()
-            .output(Path::new("."))
-            .unwrap();
-        assert_eq!(out.code, Some(3));
-        assert!(!out.success);
-        assert_eq!(out.stdout, "");
-        assert_eq!(out.stdout_bytes, 3);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("w.bin");
+        let script =
+            format!("head -c 1048576 /dev/zero > {} && sync && printf abc && exit 3", f.display());
+        let out = Cmd::new("sh").args(["-c", &script]).metered().counting_stdout();
+        let out = out.output(Path::new(".")).unwrap();
+        assert_eq!(
+            (out.code, out.success, out.stdout.as_str(), out.stdout_bytes),
+            (Some(3), false, "", 3)
+        );
         // sh and head: a few MiB at most, well below xtask's own image.
         let rss = out.max_rss_kib.unwrap();
         assert!(rss > 0 && rss < 64 * 1024, "{rss} KiB");
         assert!(out.written_bytes.unwrap() >= 1 << 20, "{:?}", out.written_bytes);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn gnu_time_lines_parse() {
-        let u = parse_gnu_time("Command terminated by signal 9\n1234 16\n");
-        assert_eq!((u.max_rss_kib, u.written_bytes), (Some(1234), Some(8192)));
-        let u = parse_gnu_time("");
-        assert_eq!((u.max_rss_kib, u.written_bytes), (None, None));
-    }
-
-    #[test]
-    fn tails() {
-        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
-        assert_eq!(tail("a", 5), "a");
     }
 }

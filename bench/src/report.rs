@@ -1,13 +1,7 @@
-//! The one report model every bench builds: headings, prose, typed
-//! tables, images, code and verdicts. It renders REPORT.md, is stored in
-//! results.json under `"report"`, and is what `bench check` validates:
-//! the tables' roles are declared here, not guessed back from Markdown.
-//!
-//! Shapes: a [`Report`] is a list of [`Block`]s. A [`Table`]'s columns
-//! each carry a [`Role`] (ours, the peer, a ratio, a label or other), and
-//! a row may carry one too (tables that compare row by row). A table
-//! marked [`Table::limits`] measures the machine, not a tool, and is the
-//! only place a cell may say `unavailable: <reason>`.
+//! The one report model every bench builds, a list of [`Block`]s: it renders
+//! REPORT.md, is stored in results.json under `"report"`, and is what `bench
+//! check` validates, with each [`Table`]'s [`Role`]s declared, not guessed
+//! back from Markdown.
 
 use std::fmt::Write as _;
 
@@ -66,26 +60,19 @@ pub struct Table {
 }
 
 impl Table {
-    /// Columns named `header`; a leading `>` right-aligns a column. Every
-    /// column starts as [`Role::Other`].
+    /// Columns named `header`, all [`Role::Other`]; a leading `>`
+    /// right-aligns a column.
     #[must_use]
     pub fn new(header: &[&str]) -> Self {
-        Self {
-            columns: header
-                .iter()
-                .map(|h| Column {
-                    name: h.trim_start_matches('>').to_owned(),
-                    role: Role::Other,
-                    right: h.starts_with('>'),
-                })
-                .collect(),
-            rows: Vec::new(),
-            limits: false,
-        }
+        let column = |h: &&str| Column {
+            name: h.trim_start_matches('>').to_owned(),
+            role: Role::Other,
+            right: h.starts_with('>'),
+        };
+        Self { columns: header.iter().map(column).collect(), ..Self::default() }
     }
 
-    /// Columns named in one string, split at `|` and trimmed:
-    /// `cell | >ours | >peer` ([`Table::new`]).
+    /// Columns named in one string split at `|`: `cell | >ours | >peer`.
     #[must_use]
     pub fn of(header: &str) -> Self {
         Self::new(&header.split('|').map(str::trim).collect::<Vec<_>>())
@@ -127,49 +114,29 @@ impl Table {
         self.rows.push(Row { cells: r, role });
     }
 
-    /// The table as Markdown, one line per row, columns padded so the
-    /// source reads as a table too.
+    /// The table as Markdown, columns padded so the source reads as a
+    /// table too.
     #[must_use]
     pub fn render(&self) -> String {
-        let esc = |s: &str| s.replace('|', "\\|");
-        let cells: Vec<Vec<String>> =
-            std::iter::once(self.columns.iter().map(|c| esc(&c.name)).collect())
-                .chain(self.rows.iter().map(|r| r.cells.iter().map(|c| esc(c)).collect()))
-                .collect();
-        let widths: Vec<usize> = (0..self.columns.len())
-            .map(|i| {
-                cells
-                    .iter()
-                    .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
-                    .max()
-                    .unwrap_or(0)
-                    .max(3)
-            })
-            .collect();
-        let line = |r: &[String]| {
-            let parts: Vec<String> = r
-                .iter()
-                .zip(&widths)
-                .zip(&self.columns)
-                .map(
-                    |((c, &w), col)| {
-                        if col.right { format!("{c:>w$}") } else { format!("{c:<w$}") }
-                    },
-                )
-                .collect();
-            format!("| {} |\n", parts.join(" | "))
+        let esc = |c: &String| c.replace('|', "\\|");
+        let header: Vec<String> = self.columns.iter().map(|c| esc(&c.name)).collect();
+        let rows: Vec<Vec<String>> =
+            self.rows.iter().map(|r| r.cells.iter().map(esc).collect()).collect();
+        let width = |i: usize| {
+            let cells = std::iter::once(&header).chain(&rows);
+            cells.map(|r| r.get(i).map_or(0, |c| c.chars().count())).max().unwrap_or(0).max(3)
         };
-        let mut out = line(&cells[0]);
-        let rule: Vec<String> = widths
-            .iter()
-            .zip(&self.columns)
+        let widths: Vec<usize> = (0..self.columns.len()).map(width).collect();
+        let rule: Vec<String> = (widths.iter().zip(&self.columns))
             .map(|(&w, c)| if c.right { format!("{}:", "-".repeat(w - 1)) } else { "-".repeat(w) })
             .collect();
-        out.push_str(&format!("| {} |\n", rule.join(" | ")));
-        for r in &cells[1..] {
-            out.push_str(&line(r));
-        }
-        out
+        let line = |r: &Vec<String>| {
+            let cells = r.iter().zip(&widths).zip(&self.columns).map(|((c, &w), col)| {
+                if col.right { format!("{c:>w$}") } else { format!("{c:<w$}") }
+            });
+            format!("| {} |\n", cells.collect::<Vec<_>>().join(" | "))
+        };
+        [&header, &rule].into_iter().chain(&rows).map(line).collect()
     }
 
     /// What is wrong with the table's cells, given its roles: one line
@@ -179,66 +146,47 @@ impl Table {
         let mut out = Vec::new();
         for r in &self.rows {
             let name = r.cells.first().map_or("", String::as_str);
-            if r.cells.len() != self.columns.len() {
-                out.push(format!(
-                    "row {name:?}: {} cells for {} columns",
-                    r.cells.len(),
-                    self.columns.len()
-                ));
+            let (n, cols) = (r.cells.len(), self.columns.len());
+            if n != cols {
+                out.push(format!("row {name:?}: {n} cells for {cols} columns"));
                 continue;
             }
             let unavailable = r.cells.iter().any(|c| c.starts_with("unavailable"));
-            if unavailable && !self.limits {
-                out.push(format!("row {name:?}: `unavailable` outside a limits table"));
-            }
+            let headline = r.cells.get(1).filter(|c| is_placeholder(c));
             if self.limits {
-                if !unavailable && r.cells.get(1).is_some_and(|c| is_placeholder(c)) {
+                if !unavailable && headline.is_some() {
                     out.push(format!(
                         "row {name:?}: no measurement and no `unavailable: <reason>`"
                     ));
                 }
                 continue;
             }
+            if unavailable {
+                out.push(format!("row {name:?}: `unavailable` outside a limits table"));
+            }
             for (c, col) in r.cells.iter().zip(&self.columns) {
                 if matches!(col.role, Role::Ours | Role::Peer) && is_placeholder(c) {
-                    out.push(format!(
-                        "row {name:?}, column {:?}: {:?} where a value belongs",
-                        col.name, c
-                    ));
+                    let col = &col.name;
+                    out.push(format!("row {name:?}, column {col:?}: {c:?} where a value belongs"));
                 }
             }
-            if matches!(r.role, Role::Ours | Role::Peer)
-                && let Some(c) = r.cells.get(1)
-                && is_placeholder(c)
-            {
-                out.push(format!("row {name:?}: its headline {:?} is not a value", c));
+            if let (Role::Ours | Role::Peer, Some(c)) = (r.role, headline) {
+                out.push(format!("row {name:?}: its headline {c:?} is not a value"));
             }
         }
         out
     }
-
-    /// Whether the table compares ours with the peer (a column or a row
-    /// of each).
-    #[must_use]
-    pub fn is_comparison(&self) -> bool {
-        let has = |role| {
-            self.columns.iter().any(|c| c.role == role) || self.rows.iter().any(|r| r.role == role)
-        };
-        has(Role::Ours) && has(Role::Peer)
-    }
 }
 
-/// `template` with every `{name}` of `vars` replaced by its value: the
-/// long prose of a report (its method) lives as Markdown beside the bench
-/// (`bench/src/text/`), with the figures of the run filled in.
+/// `template` with every `{name}` of `vars` replaced by its value: the long
+/// prose of a report lives as Markdown beside the bench (`bench/src/text/`).
 #[must_use]
 pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     vars.iter().fold(template.trim_end().to_owned(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
 }
 
 /// Whether a cell holds no value: empty, a dash, `?`, `n/a`, or NaN.
-#[must_use]
-pub fn is_placeholder(cell: &str) -> bool {
+fn is_placeholder(cell: &str) -> bool {
     let c = cell.trim().trim_matches('*').trim();
     matches!(c, "" | "—" | "–" | "-" | "?" | "n/a" | "unknown") || c.contains("NaN")
 }
@@ -333,11 +281,10 @@ pub enum Bound {
 }
 
 /// The verdict on `name` from the median of its round-by-round ratios
-/// `ratio` against `target`, the one wording of every bench: `{prefix}0.90×
-/// {suffix}(median of 5 per-round ratios, range 0.80–1.10)`, and `; the
-/// range straddles 1.0×` when some rounds meet the target and some do
-/// not. No ratios give
-/// [`Outcome::None`] with `no ratio`.
+/// against `target`, the one wording of every bench: `{prefix}0.90×{suffix}
+/// (median of 5 per-round ratios, range 0.80–1.10)`, plus `; the range
+/// straddles 1.0×` when some rounds meet the target and some do not; no
+/// ratios give [`Outcome::None`] with `no ratio`.
 #[must_use]
 pub fn judge(
     name: impl Into<String>,
@@ -348,20 +295,15 @@ pub fn judge(
     let Some(r) = ratio else {
         return Verdict::new(name, Outcome::None, "no ratio");
     };
-    let pass = match bound {
-        Bound::AtMost => r.median <= target,
-        Bound::AtLeast => r.median >= target,
+    let (pass, straddles) = match bound {
+        Bound::AtMost => (r.median <= target, r.min <= target && r.max > target),
+        Bound::AtLeast => (r.median >= target, r.min < target && r.max >= target),
     };
     let plural = if r.n == 1 { "" } else { "s" };
     let mut detail = format!(
         "{prefix}{:.2}×{suffix} (median of {} per-round ratio{plural}, range {:.2}–{:.2})",
         r.median, r.n, r.min, r.max
     );
-    // Some rounds pass and some fail.
-    let straddles = match bound {
-        Bound::AtMost => r.min <= target && r.max > target,
-        Bound::AtLeast => r.min < target && r.max >= target,
-    };
     if straddles {
         detail.push_str(&format!("; the range straddles {target:?}×"));
     }
@@ -417,52 +359,49 @@ impl Report {
         Self { blocks: vec![Block::Heading { level: 1, text: title.into() }] }
     }
 
+    fn push(&mut self, b: Block) -> &mut Self {
+        self.blocks.push(b);
+        self
+    }
+
     /// Adds a `##` section heading.
     pub fn section(&mut self, text: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Heading { level: 2, text: text.into() });
-        self
+        self.push(Block::Heading { level: 2, text: text.into() })
     }
 
     /// Adds a `###` heading.
     pub fn subsection(&mut self, text: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Heading { level: 3, text: text.into() });
-        self
+        self.push(Block::Heading { level: 3, text: text.into() })
     }
 
     /// Adds a paragraph.
     pub fn text(&mut self, text: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Text(text.into()));
-        self
+        self.push(Block::Text(text.into()))
     }
 
     /// Adds a bulleted list.
     pub fn list<S: Into<String>>(&mut self, items: impl IntoIterator<Item = S>) -> &mut Self {
-        self.blocks.push(Block::List(items.into_iter().map(Into::into).collect()));
-        self
+        self.push(Block::List(items.into_iter().map(Into::into).collect()))
     }
 
     /// Adds a fenced code block.
     pub fn code(&mut self, lang: &str, text: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Code { lang: lang.to_owned(), text: text.into() });
-        self
+        self.push(Block::Code { lang: lang.to_owned(), text: text.into() })
     }
 
     /// Adds a table.
     pub fn table(&mut self, t: Table) -> &mut Self {
-        self.blocks.push(Block::Table(t));
-        self
+        self.push(Block::Table(t))
     }
 
     /// Adds an image.
     pub fn image(&mut self, alt: impl Into<String>, file: impl Into<String>) -> &mut Self {
-        self.blocks.push(Block::Image { alt: alt.into(), file: file.into() });
-        self
+        self.push(Block::Image { alt: alt.into(), file: file.into() })
     }
 
     /// Adds verdict lines.
     pub fn verdicts(&mut self, v: Vec<Verdict>) -> &mut Self {
-        self.blocks.push(Block::Verdicts(v));
-        self
+        self.push(Block::Verdicts(v))
     }
 
     /// Every verdict, in order.
@@ -499,50 +438,34 @@ impl Report {
     pub fn markdown(&self) -> String {
         let mut o = String::new();
         for b in &self.blocks {
-            match b {
+            let _ = match b {
                 Block::Heading { level, text } => {
-                    let _ = writeln!(o, "{} {text}", "#".repeat(usize::from(*level)));
+                    writeln!(o, "{} {text}", "#".repeat(usize::from(*level)))
                 }
-                Block::Text(t) => {
-                    let _ = writeln!(o, "{}", t.trim_end());
-                }
-                Block::List(items) => {
-                    for i in items {
-                        let _ = writeln!(o, "- {i}");
-                    }
-                }
-                Block::Code { lang, text } => {
-                    let _ = writeln!(o, "```{lang}\n{}\n```", text.trim_end());
-                }
-                Block::Table(t) => o.push_str(&t.render()),
-                Block::Image { alt, file } => {
-                    let _ = writeln!(o, "![{alt}]({file})");
-                }
-                Block::Verdicts(v) => {
-                    for l in v {
-                        let _ = writeln!(o, "{}", l.line());
-                    }
-                }
-            }
+                Block::Text(t) => writeln!(o, "{}", t.trim_end()),
+                Block::List(items) => items.iter().try_for_each(|i| writeln!(o, "- {i}")),
+                Block::Code { lang, text } => writeln!(o, "```{lang}\n{}\n```", text.trim_end()),
+                Block::Table(t) => o.write_str(&t.render()),
+                Block::Image { alt, file } => writeln!(o, "![{alt}]({file})"),
+                Block::Verdicts(v) => v.iter().try_for_each(|l| writeln!(o, "{}", l.line())),
+            };
             o.push('\n');
         }
         o
     }
 
-    /// What is wrong with the report: its tables' problems (named by
-    /// their heading) and a missing title.
+    /// What is wrong with the report: a missing title, and its tables'
+    /// problems named by their heading.
     #[must_use]
     pub fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if !matches!(self.blocks.first(), Some(Block::Heading { level: 1, .. })) {
-            out.push("the report does not start with a title".to_owned());
-        }
-        for (n, (heading, t)) in self.tables().enumerate() {
-            for p in t.problems() {
-                out.push(format!("table {} (under {heading:?}): {p}", n + 1));
-            }
-        }
-        out
+        let titled = matches!(self.blocks.first(), Some(Block::Heading { level: 1, .. }));
+        let title = (!titled).then(|| "the report does not start with a title".to_owned());
+        let tables = self.tables().enumerate().flat_map(|(n, (heading, t))| {
+            t.problems()
+                .into_iter()
+                .map(move |p| format!("table {} (under {heading:?}): {p}", n + 1))
+        });
+        title.into_iter().chain(tables).collect()
     }
 }
 
@@ -551,33 +474,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tables_render_as_markdown() {
-        let mut t = Table::new(&["cell", ">ours", ">ratio"]);
-        t.row(["cold", "4.32 s", "1.05×"]);
-        t.row(["a|b", "1 ms"]);
-        assert_eq!(
-            t.render(),
-            "| cell |   ours | ratio |\n\
-             | ---- | -----: | ----: |\n\
-             | cold | 4.32 s | 1.05× |\n\
-             | a\\|b |   1 ms |       |\n"
-        );
-    }
-
-    #[test]
-    fn roles_decide_which_cells_must_hold_values() {
-        let mut t = Table::new(&["cell", ">ours", ">Go", ">ours/Go"])
+    fn tables_render_and_check_their_roles() {
+        let mut t = Table::of("cell | >ours | >Go | >ours/Go")
             .compares(&[1], &[2])
             .roles(Role::Ratio, &[3]);
-        t.row(["cold", "1 s", "2 s", "—"]);
+        t.row(["cold", "4.32 s", "1 s", "—"]);
+        t.row(["a|b", "1 ms", "2 ms"]);
+        assert_eq!(
+            t.render(),
+            "| cell |   ours |   Go | ours/Go |\n\
+             | ---- | -----: | ---: | ------: |\n\
+             | cold | 4.32 s |  1 s |       — |\n\
+             | a\\|b |   1 ms | 2 ms |         |\n"
+        );
         assert!(t.problems().is_empty(), "{:?}", t.problems());
         t.row(["warm", "1 s", "—", "0.5×"]);
-        t.row(["hot", "", "1 s", "0.5×"]);
+        t.row(["hot", "", "1 s"]);
         let p = t.problems();
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(p[0].contains("\"warm\"") && p[0].contains("\"Go\""), "{p:?}");
         assert!(p[1].contains("\"hot\"") && p[1].contains("\"ours\""), "{p:?}");
-        assert!(t.is_comparison());
     }
 
     #[test]
@@ -585,7 +501,6 @@ mod tests {
         let mut t = Table::new(&["tool", ">total", ">per call"]);
         t.row_as(Role::Ours, ["ours mmap", "1 s", "—"]);
         t.row_as(Role::Peer, ["rrdtool", "?", "—"]);
-        assert!(t.is_comparison());
         assert_eq!(t.problems().len(), 1, "{:?}", t.problems());
         let mut l = Table::new(&["what", ">time", "notes"]).limits();
         l.row(["O_DIRECT", "—", "unavailable: EINVAL on tmpfs"]);
@@ -626,13 +541,14 @@ mod tests {
         r.text("Intro.").section("Results");
         let mut t = Table::new(&["cell", ">ours", ">peer"]).compares(&[1], &[2]);
         t.row(["cold", "1 s", "2 s"]);
-        r.table(t).image("ratios", "ratios.svg").section("Verdicts").verdicts(vec![
+        r.table(t).image("ratios", "ratios.svg").list(["a", "b"]).code("sh", "ls\n");
+        r.section("Verdicts").verdicts(vec![
             Verdict::new("cold", Outcome::Pass, "0.50×").target("ours ≤ 1.0× peer"),
             Verdict::new("mode fd", Outcome::Fail, "1.2×").sub(),
         ]);
         let md = r.markdown();
         assert!(md.starts_with("# bench x — today\n\nIntro.\n\n## Results\n\n| cell |"), "{md}");
-        assert!(md.contains("![ratios](ratios.svg)\n"));
+        assert!(md.contains("![ratios](ratios.svg)\n\n- a\n- b\n\n```sh\nls\n```\n\n"), "{md}");
         assert!(
             md.ends_with("- **cold** (ours ≤ 1.0× peer): PASS — 0.50×\n- mode fd: FAIL — 1.2×\n\n"),
             "{md}"
@@ -642,5 +558,6 @@ mod tests {
         assert_eq!(back.all_verdicts().count(), 2);
         assert_eq!(back.files().collect::<Vec<_>>(), ["ratios.svg"]);
         assert!(back.problems().is_empty());
+        assert_eq!(fill("a {x} {y}\n", &[("x", "1"), ("y", "2")]), "a 1 2");
     }
 }

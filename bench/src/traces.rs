@@ -1,14 +1,7 @@
 //! Residency traces of benchmark runs: the file's page-cache residency
-//! sampled every [`INTERVAL`] while one run executes, so the report can
-//! show *why* a run took what it took (a plain mmap scan fills the cache
-//! behind the cursor, `MAP_POPULATE` before the first key, a prefetching
-//! cursor just ahead).
-//!
-//! Each run's trace is recorded by [`mapwise_native::observe::trace::Recorder`]
-//! into a temporary file, read back into memory, and written into the
-//! report directory with the report (`traces/<name>.trace`, all at once at
-//! the end, like every report file). `inspector replay` plays them; the
-//! browser viewer loads them beside the file.
+//! sampled every [`INTERVAL`] while one run executes (by native's
+//! [`Recorder`]), so the report can show *why* a run took what it took;
+//! written with the report as `traces/<name>.trace` for `inspector replay`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -18,14 +11,14 @@ use mapwise_core::trace::{Frame, Header, Run, Trace};
 use mapwise_native::observe::trace::{MAX_DUTY, Recorder};
 use serde::Serialize;
 
+use super::charts::{self, Scale};
 use super::output::TempPath;
 
 /// Time between samples.
 pub const INTERVAL: Duration = Duration::from_millis(50);
 
 /// How a report says its traces were sampled: every [`INTERVAL`], or less
-/// often for a large file, whose every sample (mincore) costs more: the
-/// recorder takes at most [`MAX_DUTY`] of one CPU.
+/// often for a large file (the recorder takes at most [`MAX_DUTY`] of a CPU).
 pub fn cadence() -> String {
     format!(
         "every {} ms, or less often for a large file: sampling takes at most {:.0} % of one CPU \
@@ -46,8 +39,8 @@ pub struct TraceInfo {
     pub side: String,
     /// Run number, from 1.
     pub run: usize,
-    /// The traced file (the file under test), as the bench names it:
-    /// `inspector replay FILE --file TRACED` plays the trace over it.
+    /// The traced file, as the bench names it (`inspector replay FILE
+    /// --file TRACED` plays the trace over it).
     pub traced: String,
     /// Samples taken.
     pub frames: u64,
@@ -58,11 +51,7 @@ pub struct TraceInfo {
 }
 
 impl TraceInfo {
-    /// The decoded trace (it was written by this process, so decoding
-    /// only fails if memory was corrupted).
-    ///
-    /// # Errors
-    /// When the bytes do not decode.
+    /// The decoded trace.
     pub fn trace(&self) -> Result<Trace> {
         Trace::parse(&self.bytes).map_err(|e| anyhow::anyhow!("{}: {e}", self.file))
     }
@@ -74,18 +63,12 @@ pub struct Traces {
     recorded: Vec<TraceInfo>,
 }
 
-/// `cold plain` → `cold-plain`: a file-name-safe word (lower case,
-/// letters, digits and dots; every other run of characters one `-`).
+/// `cold plain` → `cold-plain`: a file-name-safe word (lower case, letters,
+/// digits and dots; every other run of characters one `-`).
 pub fn slug(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() || c == '.' {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
+    let lower = s.to_ascii_lowercase();
+    let words = lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'));
+    words.filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-")
 }
 
 impl Traces {
@@ -95,12 +78,9 @@ impl Traces {
         Traces::default()
     }
 
-    /// Run `f` while recording `file`'s residency; the trace is kept under
-    /// (`cell`, `side`, `run`) as `traces/<cell>-<side>-<run>.trace`.
-    /// `scratch` is a directory for the temporary trace file.
-    ///
-    /// # Errors
-    /// `f`'s error, or when the trace cannot be written or read back.
+    /// Runs `f` while recording `file`'s residency, kept under (`cell`,
+    /// `side`, `run`) as `traces/<cell>-<side>-<run>.trace`; `scratch` is a
+    /// directory for the temporary trace file.
     pub fn record<T>(
         &mut self,
         scratch: &Path,
@@ -113,14 +93,8 @@ impl Traces {
         self.record_files(scratch, &[file], cell, side, run, f)
     }
 
-    /// Run `f` while recording the residency of every one of `files`, one
-    /// recorder (and one trace) per file, all kept under (`cell`, `side`,
-    /// `run`): one file is `traces/<cell>-<side>-<run>.trace` as in
-    /// [`Traces::record`], several are
-    /// `traces/<cell>-<side>-<run>/<file name>.trace`.
-    ///
-    /// # Errors
-    /// `f`'s error, or when a trace cannot be written or read back.
+    /// As [`Traces::record`] with one recorder (and trace) per file of
+    /// `files`; several are `traces/<cell>-<side>-<run>/<file name>.trace`.
     pub fn record_files<T, P: AsRef<Path>>(
         &mut self,
         scratch: &Path,
@@ -137,12 +111,10 @@ impl Traces {
         let mut recording = Vec::with_capacity(files.len());
         for (i, file) in files.iter().enumerate() {
             let file = file.as_ref();
-            let dest = if files.len() == 1 {
-                format!("traces/{name}.trace")
-            } else {
-                let base =
-                    file.file_name().map_or_else(|| i.to_string(), |b| slug(&b.to_string_lossy()));
-                format!("traces/{name}/{base}.trace")
+            let dest = match file.file_name() {
+                _ if files.len() == 1 => format!("traces/{name}.trace"),
+                Some(b) => format!("traces/{name}/{}.trace", slug(&b.to_string_lossy())),
+                None => format!("traces/{name}/{i}.trace"),
             };
             let tmp =
                 TempPath::new(scratch.join(format!(".{name}.{i}.{}.trace", std::process::id())));
@@ -175,31 +147,20 @@ impl Traces {
         &self.recorded
     }
 
-    /// The first trace of (`cell`, `side`).
-    #[must_use]
-    pub fn first(&self, cell: &str, side: &str) -> Option<&TraceInfo> {
-        self.recorded.iter().find(|t| t.cell == cell && t.side == side)
-    }
-
-    /// Every trace of the first run recorded for (`cell`, `side`): one per
-    /// traced file, in the order the files were given.
-    #[must_use]
-    pub fn first_run(&self, cell: &str, side: &str) -> Vec<&TraceInfo> {
-        let Some(first) = self.first(cell, side) else {
+    /// Every trace of the first run recorded for (`cell`, `side`), one per
+    /// traced file.
+    fn first_run(&self, cell: &str, side: &str) -> Vec<&TraceInfo> {
+        let of = |t: &&TraceInfo| t.cell == cell && t.side == side;
+        let Some(first) = self.recorded.iter().find(of) else {
             return Vec::new();
         };
-        self.recorded
-            .iter()
-            .filter(|t| t.cell == cell && t.side == side && t.run == first.run)
-            .collect()
+        self.recorded.iter().filter(of).filter(|t| t.run == first.run).collect()
     }
 
     /// The report's paragraph on the traces: how many, what was traced
-    /// (`what`, e.g. "the changelog index `00changelog.i`"), and the
-    /// command that replays one of them from the workspace root once the
-    /// report is in `report_dir`: the first of a cold cell (a cell whose
-    /// name holds `cold`, where residency changes most), else the first.
-    /// `None` when nothing was traced.
+    /// (`what`), and the command that replays one from the workspace root
+    /// once the report is in `report_dir` (the first of a cold cell, where
+    /// residency changes most, else the first); `None` without traces.
     #[must_use]
     pub fn paragraph(&self, what: &str, report_dir: &Path) -> Option<String> {
         let first = self
@@ -207,13 +168,10 @@ impl Traces {
             .iter()
             .find(|t| t.cell.contains("cold"))
             .or_else(|| self.recorded.first())?;
-        let runs = {
-            let mut r: Vec<(&str, &str, usize)> =
-                self.recorded.iter().map(|t| (t.cell.as_str(), t.side.as_str(), t.run)).collect();
-            r.dedup();
-            r.len()
-        };
-        let n = self.recorded.len();
+        let mut runs: Vec<(&str, &str, usize)> =
+            self.recorded.iter().map(|t| (t.cell.as_str(), t.side.as_str(), t.run)).collect();
+        runs.dedup();
+        let (n, runs) = (self.recorded.len(), runs.len());
         Some(format!(
             "Every timed run was traced: the residency of {what}, sampled every {} ms while the run went on \
              ({n} trace{} of {runs} run{} in `traces/`, named `<cell>-<side>-<run>`). Replay one in the page map \
@@ -227,79 +185,58 @@ impl Traces {
         ))
     }
 
-    /// (report-relative path, bytes) of every trace, for
-    /// [`super::output::write_all_atomically`].
+    /// (report-relative path, bytes) of every trace.
     #[must_use]
     pub fn files(&self) -> Vec<(&str, &[u8])> {
         self.recorded.iter().map(|t| (t.file.as_str(), t.bytes.as_slice())).collect()
     }
 }
 
-/// The residency-over-time chart of the first trace of each (`cell`,
-/// `side`) in `picks`, each drawn as `legend`; `None` when none of them
-/// was traced.
-///
-/// # Errors
-/// When a chart cannot be drawn.
+/// The residency-over-time chart of the first run of each (`cell`, `side`,
+/// legend) in `picks`; `None` when none of them was traced.
 pub fn residency_chart(
     traces: &Traces,
     title: &str,
     picks: &[(String, &str, String)],
 ) -> Result<Option<String>> {
-    chart_of(traces, title, picks, super::charts::residency)
+    chart_of(traces, title, picks, Scale::Percent)
 }
 
-/// As [`residency_chart`], in resident OS pages instead of a share of the
-/// file ([`super::charts::residency_pages`]): for runs that touch a few
+/// As [`residency_chart`] in resident OS pages, for runs that touch a few
 /// pages of a larger file.
-///
-/// # Errors
-/// When a chart cannot be drawn.
 pub fn residency_pages_chart(
     traces: &Traces,
     title: &str,
     picks: &[(String, &str, String)],
 ) -> Result<Option<String>> {
-    chart_of(traces, title, picks, super::charts::residency_pages)
+    chart_of(traces, title, picks, Scale::Pages)
 }
 
-/// A chart drawer of [`super::charts`]: title, (legend, trace) series.
-type Draw = fn(&str, &[(String, &Trace)]) -> Result<String>;
-
-/// Decodes the picked traces and draws them with `draw`; `None` when none
-/// of them was traced or none has a frame.
 fn chart_of(
     traces: &Traces,
     title: &str,
     picks: &[(String, &str, String)],
-    draw: Draw,
+    scale: Scale,
 ) -> Result<Option<String>> {
     let decoded: Vec<(String, Trace)> = picks
         .iter()
         .filter_map(|(cell, side, legend)| {
             let run: Vec<Trace> =
                 traces.first_run(cell, side).iter().filter_map(|t| t.trace().ok()).collect();
-            let refs: Vec<&Trace> = run.iter().collect();
-            Some((legend.clone(), combined(&refs)?))
+            Some((legend.clone(), combined(&run.iter().collect::<Vec<_>>())?))
         })
         .collect();
     if decoded.iter().all(|(_, t)| t.frames.is_empty()) {
         return Ok(None);
     }
     let series: Vec<(String, &Trace)> = decoded.iter().map(|(l, t)| (l.clone(), t)).collect();
-    draw(title, &series).map(Some)
+    charts::residency(title, &series, scale).map(Some)
 }
 
-/// The traces of one run that traced several files side by side, as one
-/// trace of a file made of them all, one after the other (each file's
-/// pages follow the previous files' pages): frames at the sample times of
-/// the trace with the most frames, each holding every file's frame on
-/// show then ([`Trace::frame_at`]; each trace's time counts from its own
-/// first sample, and the recorders of one run start within a millisecond
-/// of each other). So a chart of it shows the list's resident share, or
-/// its resident pages. One trace is returned as it is; `None` for none.
-#[must_use]
-pub fn combined(traces: &[&Trace]) -> Option<Trace> {
+/// One run's traces of several files as one trace of them all end to end,
+/// sampled at the times of the trace with the most frames (the recorders of
+/// a run start within a millisecond of each other).
+fn combined(traces: &[&Trace]) -> Option<Trace> {
     let clock = *traces.iter().max_by_key(|t| t.frames.len())?;
     if traces.len() == 1 {
         return Some(clock.clone());
@@ -349,85 +286,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slugs_are_file_names() {
-        assert_eq!(slug("cold plain"), "cold-plain");
-        assert_eq!(slug("Go bbolt 1.3.6"), "go-bbolt-1.3.6");
-        assert_eq!(slug("  a//b  "), "a-b");
-    }
-
-    #[test]
-    fn a_recorded_run_reads_back() {
-        let dir = std::env::temp_dir().join(format!("xtask-traces-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("f.bin");
-        std::fs::write(&file, vec![7u8; 64 << 10]).unwrap();
-        let mut t = Traces::new();
-        let v = t
-            .record(&dir, &file, "cold plain", "ours", 1, || {
-                std::thread::sleep(Duration::from_millis(120));
-                Ok(42)
-            })
-            .unwrap();
-        assert_eq!(v, 42);
-        let info = &t.list()[0];
-        assert_eq!(info.file, "traces/cold-plain-ours-1.trace");
-        assert_eq!(info.traced, file.to_string_lossy());
-        let trace = info.trace().unwrap();
-        assert_eq!(trace.frames.len() as u64, info.frames);
-        assert!(info.frames >= 3, "{} frames in 120 ms", info.frames);
-        assert_eq!(trace.frames[0].file_len, 64 << 10);
-        assert!(t.first("cold plain", "ours").is_some());
-        let p = t.paragraph("the file", Path::new("target/bench/x")).unwrap();
-        assert!(p.contains("(1 trace of 1 run in `traces/`"), "{p}");
-        assert!(
-            p.contains(&format!(
-                "`inspector replay target/bench/x/traces/cold-plain-ours-1.trace --file {}`",
-                file.display()
-            )),
-            "{p}"
-        );
-        assert!(Traces::new().paragraph("x", Path::new(".")).is_none());
-        assert!(t.first("cold plain", "Go").is_none());
-        // The temporary file is gone.
-        let left: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".trace"))
-            .collect();
-        assert!(left.is_empty(), "{left:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn several_files_of_one_run_read_back() {
-        let dir = std::env::temp_dir().join(format!("xtask-traces-many-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+    fn recorded_runs_read_back_one_file_or_several() {
+        assert_eq!(slug("  Go bbolt 1.3.6//x "), "go-bbolt-1.3.6-x");
+        let dir = tempfile::tempdir().unwrap();
         let files: Vec<std::path::PathBuf> = (0..3)
             .map(|i| {
-                let f = dir.join(format!("Cold {i}.bin"));
+                let f = dir.path().join(format!("Cold {i}.bin"));
                 std::fs::write(&f, vec![1u8; (i + 1) * 4096]).unwrap();
                 f
             })
             .collect();
         let mut t = Traces::new();
+        let sleep = || {
+            std::thread::sleep(Duration::from_millis(120));
+            Ok(42)
+        };
+        assert_eq!(t.record(dir.path(), &files[0], "cold plain", "ours", 1, sleep).unwrap(), 42);
+        let info = &t.list()[0];
+        assert_eq!(info.file, "traces/cold-plain-ours-1.trace");
+        let trace = info.trace().unwrap();
+        assert_eq!(trace.frames.len() as u64, info.frames);
+        assert!(info.frames >= 3, "{} frames in 120 ms", info.frames);
+        let p = t.paragraph("the file", Path::new("target/bench/x")).unwrap();
+        let replay = "`inspector replay target/bench/x/traces/cold-plain-ours-1.trace --file";
+        assert!(p.contains("(1 trace of 1 run in `traces/`") && p.contains(replay), "{p}");
+        assert!(Traces::new().paragraph("x", Path::new(".")).is_none());
         for run in 1..=2 {
-            t.record_files(&dir, &files, "cold, mmap once", "C", run, || Ok(())).unwrap();
+            t.record_files(dir.path(), &files, "cold, mmap once", "C", run, || Ok(())).unwrap();
         }
         let names: Vec<&str> = t.list().iter().map(|i| i.file.as_str()).collect();
-        assert_eq!(names.len(), 6);
-        assert_eq!(names[0], "traces/cold-mmap-once-c-1/cold-0.bin.trace");
-        assert_eq!(names[5], "traces/cold-mmap-once-c-2/cold-2.bin.trace");
-        let first = t.first_run("cold, mmap once", "C");
-        assert_eq!(first.len(), 3);
-        assert!(first.iter().all(|i| i.run == 1));
-        assert_eq!(first[2].traced, files[2].to_string_lossy());
+        assert_eq!(names[1], "traces/cold-mmap-once-c-1/cold-0.bin.trace");
+        assert_eq!(names[6], "traces/cold-mmap-once-c-2/cold-2.bin.trace");
         // Every trace samples its own file: 1, 2 and 3 pages long.
+        let first = t.first_run("cold, mmap once", "C");
         let lens: Vec<u64> = first.iter().map(|i| i.trace().unwrap().frames[0].file_len).collect();
-        assert_eq!(lens, [4096, 8192, 12288]);
+        assert_eq!((lens, first[2].run), (vec![4096, 8192, 12288], 1));
         assert!(t.first_run("cold, mmap once", "ours").is_empty());
-        let p = t.paragraph("each file", Path::new("d")).unwrap();
-        assert!(p.contains("(6 traces of 2 runs"), "{p}");
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(t.paragraph("each file", Path::new("d")).unwrap().contains("(7 traces of 3 runs"));
+        // The temporary files are gone.
+        let left = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok);
+        assert_eq!(left.filter(|e| e.file_name().to_string_lossy().ends_with(".trace")).count(), 0);
     }
 
     fn trace(path: &str, frames: Vec<Frame>) -> Trace {
