@@ -174,7 +174,7 @@ pub enum EtcdFault {
     /// and `markedRevBytesLen` (`server/storage/mvcc/revision.go`).
     KeyLength {
         /// The key's length in bytes.
-        len: u64,
+        len: u32,
     },
     /// Byte 8 of a revision is not `_` (0x5f), the separator etcd's
     /// `RevToBytes` writes between main and sub.
@@ -191,32 +191,33 @@ pub enum EtcdFault {
     /// A varint runs past 10 bytes, or its 10th byte sets bits above
     /// bit 63 (protobuf varints encode at most 64 bits).
     Varint {
-        /// The protobuf message, e.g. `mvccpb.KeyValue`.
-        message: &'static str,
+        /// The protobuf message.
+        message: Message,
         /// The field being read (`tag` for a field's key).
         field: &'static str,
         /// Where the varint starts.
-        offset: u64,
+        offset: u32,
     },
     /// The value ends inside a field: `need` bytes at `offset`, of a value
     /// of `have` bytes.
     Truncated {
         /// The protobuf message.
-        message: &'static str,
+        message: Message,
         /// The field being read.
         field: &'static str,
         /// Where the missing bytes start.
-        offset: u64,
-        /// Bytes the field needs from `offset`.
+        offset: u32,
+        /// Bytes the field needs from `offset` (a length read from the
+        /// value may be anything up to 2^64 - 1).
         need: u64,
         /// The value's length.
-        have: u64,
+        have: u32,
     },
     /// A known field comes with a wire type its declared type cannot have
     /// (gogoproto's `Unmarshal`: "wrong wireType").
     WireType {
         /// The protobuf message.
-        message: &'static str,
+        message: Message,
         /// The field.
         field: &'static str,
         /// The wire type found (0 varint, 1 fixed64, 2 bytes, 5 fixed32).
@@ -229,9 +230,9 @@ pub enum EtcdFault {
     /// none of etcd's messages has).
     Tag {
         /// The protobuf message.
-        message: &'static str,
+        message: Message,
         /// Where the key starts.
-        offset: u64,
+        offset: u32,
         /// The key's value (field number << 3 | wire type).
         tag: u64,
         /// Which rule it breaks.
@@ -243,9 +244,9 @@ pub enum EtcdFault {
         /// What the bytes are, e.g. `meta consistent_index`.
         what: &'static str,
         /// The length found.
-        len: u64,
+        len: u32,
         /// The length etcd writes.
-        expected: u64,
+        expected: u32,
     },
     /// A record contradicts what its key says or what etcd always writes
     /// (e.g. a put's `mod_revision` differs from its revision's main).
@@ -269,6 +270,33 @@ pub enum EtcdFault {
         /// The bucket's name.
         name: &'static str,
     },
+}
+
+/// The protobuf message an [`EtcdFault`] was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Message {
+    /// `mvccpb.KeyValue`, the values of the `key` bucket.
+    KeyValue,
+    /// `leasepb.Lease`, the values of the `lease` bucket.
+    Lease,
+}
+
+impl Message {
+    /// The message's protobuf name, e.g. `mvccpb.KeyValue`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Message::KeyValue => "mvccpb.KeyValue",
+            Message::Lease => "leasepb.Lease",
+        }
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl EtcdFault {

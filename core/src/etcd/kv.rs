@@ -13,13 +13,10 @@
 
 use alloc::vec::Vec;
 
-use crate::error::EtcdFault;
+use crate::error::{EtcdFault, Message};
 
 use super::revision::RevisionKey;
 use super::wire::{Fields, LEN, VARINT, Wire};
-
-/// The protobuf message name, as faults name it.
-pub const KEY_VALUE: &str = "mvccpb.KeyValue";
 
 /// Field number → (name, wire type) of `mvccpb.KeyValue`.
 fn known(field: u32) -> Option<(&'static str, u8)> {
@@ -72,7 +69,7 @@ impl<'a> KeyValueRef<'a> {
     /// and the byte.
     pub fn decode(bytes: &'a [u8]) -> Result<KeyValueRef<'a>, EtcdFault> {
         let mut kv = KeyValueRef::default();
-        let mut fields = Fields::new(bytes, KEY_VALUE, known);
+        let mut fields = Fields::new(bytes, Message::KeyValue, known);
         while let Some(f) = fields.next_field() {
             match f? {
                 (1, Wire::Bytes(b)) => kv.key = b,

@@ -7,12 +7,9 @@
 //! int64, seconds) and `RemainingTTL` (3, int64, seconds; 0 unless a
 //! checkpoint stored what was left).
 
-use crate::error::EtcdFault;
+use crate::error::{EtcdFault, Message};
 
 use super::wire::{Fields, VARINT, Wire};
-
-/// The protobuf message name, as faults name it.
-pub const LEASE_MESSAGE: &str = "leasepb.Lease";
 
 /// Field number → (name, wire type) of `leasepb.Lease`.
 fn known(field: u32) -> Option<(&'static str, u8)> {
@@ -50,7 +47,7 @@ impl Lease {
     /// [`EtcdFault::WireType`] or [`EtcdFault::Tag`].
     pub fn decode_value(bytes: &[u8]) -> Result<Lease, EtcdFault> {
         let mut l = Lease::default();
-        let mut fields = Fields::new(bytes, LEASE_MESSAGE, known);
+        let mut fields = Fields::new(bytes, Message::Lease, known);
         while let Some(f) = fields.next_field() {
             match f? {
                 (1, Wire::Varint(v)) => l.id = v as i64,
@@ -91,7 +88,7 @@ impl Lease {
 pub fn lease_id(key: &[u8]) -> Result<i64, EtcdFault> {
     let b: [u8; 8] = key.try_into().map_err(|_| EtcdFault::ValueLength {
         what: "lease bucket key (the lease id)",
-        len: key.len() as u64,
+        len: super::len32(key.len()),
         expected: 8,
     })?;
     Ok(i64::from_be_bytes(b))

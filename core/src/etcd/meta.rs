@@ -60,7 +60,7 @@ pub enum MetaRecord<'a> {
 fn be_u64(what: &'static str, value: &[u8]) -> Result<u64, EtcdFault> {
     let b: [u8; 8] = value.try_into().map_err(|_| EtcdFault::ValueLength {
         what,
-        len: value.len() as u64,
+        len: super::len32(value.len()),
         expected: 8,
     })?;
     Ok(u64::from_be_bytes(b))
@@ -70,8 +70,8 @@ fn compact(what: &'static str, value: &[u8]) -> Result<Revision, EtcdFault> {
     if value.len() != REVISION_LEN {
         return Err(EtcdFault::ValueLength {
             what,
-            len: value.len() as u64,
-            expected: REVISION_LEN as u64,
+            len: super::len32(value.len()),
+            expected: super::len32(REVISION_LEN),
         });
     }
     Ok(RevisionKey::parse(value)?.revision)

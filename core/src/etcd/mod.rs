@@ -41,15 +41,21 @@ mod meta;
 mod revision;
 mod wire;
 
+/// A length or offset inside a key or value as faults carry it: bbolt
+/// keeps values under 2 GiB, so it fits; saturated otherwise.
+pub(crate) fn len32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 pub use prost;
 
-pub use crate::error::EtcdFault;
+pub use crate::error::{EtcdFault, Message};
 pub use db::{
     ALARM, AUTH, AUTH_ROLES, AUTH_USERS, BUCKETS, CLUSTER, CLUSTER_VERSION, EtcdDb, KEY, LEASE,
     Line, MEMBERS, MEMBERS_REMOVED, META, Meta, Record,
 };
-pub use kv::{KEY_VALUE, KeyValue, KeyValueRef};
-pub use lease::{LEASE_MESSAGE, Lease, lease_id};
+pub use kv::{KeyValue, KeyValueRef};
+pub use lease::{Lease, lease_id};
 pub use meta::{
     CONF_STATE, CONSISTENT_INDEX, FINISHED_COMPACT_REV, MetaRecord, SCHEDULED_COMPACT_REV,
     STORAGE_VERSION, TERM,

@@ -78,7 +78,7 @@ impl RevisionKey {
         let (rev, mark) = match key.len() {
             REVISION_LEN => (key, None),
             MARKED_REVISION_LEN => (&key[..REVISION_LEN], Some(key[REVISION_LEN])),
-            len => return Err(EtcdFault::KeyLength { len: len as u64 }),
+            len => return Err(EtcdFault::KeyLength { len: super::len32(len) }),
         };
         if rev[8] != SEPARATOR {
             return Err(EtcdFault::Separator { found: rev[8] });

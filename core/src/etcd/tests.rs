@@ -75,7 +75,7 @@ fn key_value_faults() {
     assert_eq!(
         KeyValueRef::decode(&v[..10]),
         Err(EtcdFault::Truncated {
-            message: KEY_VALUE,
+            message: Message::KeyValue,
             field: "key",
             offset: 2,
             need: 18,
@@ -93,7 +93,7 @@ fn key_value_faults() {
     wild.extend([0xff; 11]);
     assert_eq!(
         KeyValueRef::decode(&wild),
-        Err(EtcdFault::Varint { message: KEY_VALUE, field: "create_revision", offset: 1 })
+        Err(EtcdFault::Varint { message: Message::KeyValue, field: "create_revision", offset: 1 })
     );
     // A 10th byte above 1 overflows 64 bits.
     let mut over = alloc::vec![0x18];
@@ -106,7 +106,12 @@ fn key_value_faults() {
     // key as a varint: wrong wire type.
     assert_eq!(
         KeyValueRef::decode(&[0x08, 0x01]),
-        Err(EtcdFault::WireType { message: KEY_VALUE, field: "key", found: 0, expected: 2 })
+        Err(EtcdFault::WireType {
+            message: Message::KeyValue,
+            field: "key",
+            found: 0,
+            expected: 2
+        })
     );
     // Field number 0, a group, wire type 7.
     for (bytes, why) in [
@@ -144,7 +149,7 @@ fn leases_and_meta() {
     assert!(matches!(lease_id(&[1, 2, 3]), Err(EtcdFault::ValueLength { len: 3, .. })));
     assert!(matches!(
         Lease::decode_value(&[0x10, 0x80]),
-        Err(EtcdFault::Truncated { message: LEASE_MESSAGE, field: "TTL", .. })
+        Err(EtcdFault::Truncated { message: Message::Lease, field: "TTL", .. })
     ));
 
     let index = 1006u64.to_be_bytes();
@@ -326,11 +331,11 @@ proptest! {
 fn fault_texts_name_the_field() {
     let cases: [(EtcdFault, &str); 4] = [
         (
-            EtcdFault::Varint { message: KEY_VALUE, field: "lease", offset: 9 },
+            EtcdFault::Varint { message: Message::KeyValue, field: "lease", offset: 9 },
             "mvccpb.KeyValue field lease: the varint at byte 9",
         ),
         (
-            EtcdFault::WireType { message: LEASE_MESSAGE, field: "TTL", found: 2, expected: 0 },
+            EtcdFault::WireType { message: Message::Lease, field: "TTL", found: 2, expected: 0 },
             "leasepb.Lease field TTL: wire type 2, expected 0",
         ),
         (
@@ -343,4 +348,13 @@ fn fault_texts_name_the_field() {
         let s: String = alloc::format!("{f}");
         assert!(s.starts_with(text), "{s}");
     }
+}
+
+/// `Error` stays as small as it was before etcd's faults joined it:
+/// native's error enums embed it, and clippy's `result_large_err` counts
+/// their size.
+#[test]
+fn faults_keep_error_small() {
+    assert!(core::mem::size_of::<EtcdFault>() <= 40);
+    assert!(core::mem::size_of::<Error>() <= 72);
 }

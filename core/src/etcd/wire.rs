@@ -10,7 +10,9 @@
 //! the overflowing bits), and a group (wire types 3 and 4) is refused
 //! rather than skipped (none of etcd's messages has one).
 
-use crate::error::EtcdFault;
+use crate::error::{EtcdFault, Message};
+
+use super::len32;
 
 /// A field's value as it is on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +38,7 @@ const MAX_FIELD: u64 = (1 << 29) - 1;
 pub(crate) struct Fields<'a> {
     buf: &'a [u8],
     pos: usize,
-    message: &'static str,
+    message: Message,
     /// Field number → (name, wire type) of the message's known fields.
     known: fn(u32) -> Option<(&'static str, u8)>,
 }
@@ -44,7 +46,7 @@ pub(crate) struct Fields<'a> {
 impl<'a> Fields<'a> {
     pub(crate) fn new(
         buf: &'a [u8],
-        message: &'static str,
+        message: Message,
         known: fn(u32) -> Option<(&'static str, u8)>,
     ) -> Fields<'a> {
         Fields { buf, pos: 0, message, known }
@@ -54,9 +56,9 @@ impl<'a> Fields<'a> {
         EtcdFault::Truncated {
             message: self.message,
             field,
-            offset: offset as u64,
+            offset: len32(offset),
             need,
-            have: self.buf.len() as u64,
+            have: len32(self.buf.len()),
         }
     }
 
@@ -74,7 +76,7 @@ impl<'a> Fields<'a> {
                 return Err(EtcdFault::Varint {
                     message: self.message,
                     field,
-                    offset: start as u64,
+                    offset: len32(start),
                 });
             }
             v |= u64::from(b & 0x7f) << (7 * i);
@@ -82,7 +84,7 @@ impl<'a> Fields<'a> {
                 return Ok(v);
             }
         }
-        Err(EtcdFault::Varint { message: self.message, field, offset: start as u64 })
+        Err(EtcdFault::Varint { message: self.message, field, offset: len32(start) })
     }
 
     /// `n` bytes at the current position, borrowed.
@@ -121,7 +123,7 @@ impl<'a> Fields<'a> {
     fn one(&mut self) -> Result<Option<(u32, Wire<'a>)>, EtcdFault> {
         let start = self.pos;
         let tag = self.varint("tag")?;
-        let bad = |why| EtcdFault::Tag { message: self.message, offset: start as u64, tag, why };
+        let bad = |why| EtcdFault::Tag { message: self.message, offset: len32(start), tag, why };
         let number = tag >> 3;
         let wire = u8::try_from(tag & 7).unwrap_or(7);
         if number == 0 {
