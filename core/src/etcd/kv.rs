@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 
 use crate::error::{EtcdFault, Message};
 
-use super::revision::RevisionKey;
+use super::revision::{Revision, RevisionKey};
 use super::wire::{Fields, LEN, VARINT, Wire};
 
 /// Field number → (name, wire type) of `mvccpb.KeyValue`.
@@ -86,7 +86,9 @@ impl<'a> KeyValueRef<'a> {
     }
 
     /// Whether this value is one etcd could have stored under `key`:
-    /// a non-empty `key` (etcd refuses empty keys); for a put,
+    /// a revision with main ≥ 1 and sub ≥ 0 (3.6's `BytesToBucketKey`
+    /// panics on negative ones; the store starts at revision 1), a
+    /// non-empty `key` (etcd refuses empty keys); for a put,
     /// `mod_revision` equal to the revision's main, `create_revision` in
     /// `1..=mod_revision` and `version` ≥ 1 (`storeTxnWrite.put`). A
     /// tombstone's other fields are not checked (etcd writes them zero).
@@ -94,13 +96,27 @@ impl<'a> KeyValueRef<'a> {
     /// # Errors
     /// [`EtcdFault::EmptyKey`] or [`EtcdFault::Mismatch`] naming the field.
     pub fn check(&self, key: &RevisionKey) -> Result<(), EtcdFault> {
+        let Revision { main, sub } = key.revision;
+        if main < 1 {
+            return Err(EtcdFault::Mismatch {
+                what: "revision main (at least 1)",
+                expected: 1,
+                found: main,
+            });
+        }
+        if sub < 0 {
+            return Err(EtcdFault::Mismatch {
+                what: "revision sub (at least 0)",
+                expected: 0,
+                found: sub,
+            });
+        }
         if self.key.is_empty() {
             return Err(EtcdFault::EmptyKey);
         }
         if key.tombstone {
             return Ok(());
         }
-        let main = key.revision.main;
         if self.mod_revision != main {
             return Err(EtcdFault::Mismatch {
                 what: "mvccpb.KeyValue.mod_revision (the revision's main)",

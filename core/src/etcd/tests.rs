@@ -129,7 +129,16 @@ fn key_value_faults() {
     assert!(KeyValueRef::decode(b"hello").is_err());
     // An empty value decodes (protobuf) but no revision holds it.
     let kv = KeyValueRef::decode(&[]).unwrap();
-    assert_eq!(kv.check(&RevisionKey::default()), Err(EtcdFault::EmptyKey));
+    let first = RevisionKey { revision: Revision { main: 1, sub: 0 }, tombstone: true };
+    assert_eq!(kv.check(&first), Err(EtcdFault::EmptyKey));
+    // Revision 0 and negative subs never exist.
+    let named = KeyValueRef { key: b"/k", ..kv };
+    assert!(matches!(
+        named.check(&RevisionKey::default()),
+        Err(EtcdFault::Mismatch { what: "revision main (at least 1)", found: 0, .. })
+    ));
+    let negative = RevisionKey { revision: Revision { main: 1, sub: -1 }, tombstone: true };
+    assert!(matches!(named.check(&negative), Err(EtcdFault::Mismatch { found: -1, .. })));
     // Unknown fields are skipped, the last occurrence wins.
     let mut more = v.clone();
     more.extend([0x38, 0x05, 0x41, 1, 2, 3, 4, 5, 6, 7, 8, 0x20, 0x07]);
