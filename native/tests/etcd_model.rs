@@ -7,15 +7,22 @@
 //! `lease timetolive --keys`, `endpoint status`), then etcd stopped and
 //! its `member/snap/db` read with core's bbolt reader: every revision,
 //! `KeyValue`, lease and `meta` value must equal etcd's own answer.
-//! Its own test binary, so running it builds nothing else.
+//! The shapes 3.5 and 3.6 leave in `meta`, and a damaged record named by
+//! its page and element, are checked on dbs mapwise's bbolt engine writes
+//! (Debian has no etcd of those lines). Its own test binary, so running it
+//! builds nothing else.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use mapwise_core::Error;
 use mapwise_core::bolt::BoltFile;
-use mapwise_core::etcd::{EtcdDb, KeyValue, Lease, Line, RevisionKey};
+use mapwise_core::etcd::prost::Message as _;
+use mapwise_core::etcd::{
+    BUCKETS, EtcdDb, EtcdFault, KeyValue, Lease, Line, Message, Revision, RevisionKey,
+};
+use mapwise_core::{At, Error};
+use mapwise_native::engine::bolt::{Db, Options};
 use mapwise_testkit::etcd::{Config, Etcd};
 use mapwise_testkit::install::{Need, ensure};
 use serde_json::{Value, json};
@@ -269,4 +276,103 @@ fn decoded_db_equals_what_etcd_says() {
     assert_eq!(meta.consistent_index, Some(applied), "raftAppliedIndex {applied}");
     assert_eq!(meta.term, None, "etcd 3.4 does not store the term");
     assert!(started.elapsed() < T, "took {:?}", started.elapsed());
+}
+
+/// A db shaped like etcd's, written by mapwise's bbolt engine: the ten
+/// buckets, `meta` as `line` leaves it, 200 puts in `key` (enough for a
+/// page of their own) with one damaged value among them, and a lease.
+fn shaped_db(path: &std::path::Path, line: Line, damaged: i64) {
+    let db = Db::open(path, &Options { no_freelist_sync: true, ..Options::read_write() })
+        .expect("create");
+    db.update(|tx| -> Result<(), mapwise_native::engine::bolt::Error> {
+        for b in BUCKETS {
+            tx.create_bucket(b.as_bytes())?;
+        }
+        let mut meta = tx.bucket(b"meta")?.expect("meta");
+        meta.put(b"consistent_index", &412u64.to_be_bytes())?;
+        if line >= Line::V3_5 {
+            meta.put(b"term", &7u64.to_be_bytes())?;
+            meta.put(b"confState", br#"{"voters":[1]}"#)?;
+        }
+        if line >= Line::V3_6 {
+            meta.put(b"storageVersion", b"3.6.0")?;
+        }
+        let rev = RevisionKey { revision: Revision { main: 150, sub: 0 }, tombstone: false };
+        meta.put(b"finishedCompactRev", &rev.to_bytes())?;
+        let mut key = tx.bucket(b"key")?.expect("key");
+        for main in 2..202 {
+            let rev = RevisionKey { revision: Revision { main, sub: 0 }, tombstone: false };
+            let mut value = KeyValue {
+                key: format!("/registry/pods/default/p-{main}").into_bytes(),
+                create_revision: main,
+                mod_revision: main,
+                version: 1,
+                value: vec![b'v'; 64],
+                lease: 0,
+            }
+            .encode_to_vec();
+            if main == damaged {
+                // Cut inside the value field.
+                value.truncate(value.len() - 10);
+            }
+            key.put(&rev.to_bytes(), &value)?;
+        }
+        let mut lease = tx.bucket(b"lease")?.expect("lease");
+        let l = Lease { id: 0x1234, ttl: 30, remaining_ttl: 12 };
+        lease.put(&l.id.to_be_bytes(), &l.encode_to_vec())?;
+        Ok(())
+    })
+    .expect("write");
+    db.close().expect("close");
+}
+
+#[test]
+fn release_lines_and_damaged_records() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    for line in [Line::V3_4, Line::V3_5, Line::V3_6] {
+        let path = dir.path().join(format!("{line:?}.db"));
+        shaped_db(&path, line, 120);
+        let bytes = std::fs::read(&path).expect("read");
+        let file = BoltFile::open(&bytes[..]).expect("bbolt");
+        let db = EtcdDb::open(&file).expect("an etcd db");
+        assert_eq!(db.line().unwrap(), line);
+        let meta = db.meta().unwrap();
+        assert_eq!(meta.consistent_index, Some(412));
+        assert_eq!(meta.term, (line >= Line::V3_5).then_some(7));
+        assert_eq!(meta.storage_version.as_deref(), (line >= Line::V3_6).then_some(&b"3.6.0"[..]));
+        assert_eq!(meta.finished_compact, Some(150));
+
+        // The damaged record is reported with its page and element (the
+        // element holds its key), and the walk goes on past it.
+        let (mut good, mut bad) = (0, Vec::new());
+        db.revisions(|r| -> Result<(), Error> {
+            match r {
+                Ok(_) => good += 1,
+                Err(e) => bad.push(e),
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(good, 199);
+        let [Error::Etcd { at: At::Element { pgid, index }, fault }] = bad[..] else {
+            panic!("{bad:?}");
+        };
+        assert!(matches!(
+            fault,
+            EtcdFault::Truncated { message: Message::KeyValue, field: "value", .. }
+        ));
+        let page = file.read_page(pgid).unwrap();
+        let elem = page.leaf(index as usize).unwrap();
+        let key = RevisionKey::parse(&page.bytes()[elem.key]).unwrap();
+        assert_eq!(key.revision.main, 120, "{}", bad[0]);
+        eprintln!("{line:?}: {}", bad[0]);
+
+        let mut leases = Vec::new();
+        db.leases(|l| -> Result<(), Error> {
+            leases.push(l?);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(leases, [Lease { id: 0x1234, ttl: 30, remaining_ttl: 12 }]);
+    }
 }
