@@ -633,7 +633,6 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         }
     }
 
-    #[inline]
     /// Where the item the cursor is on is stored: element `index` of
     /// leaf page `pgid` ([`At::Element`]), or of an inline bucket's page
     /// ([`At::Inline`]); `None` when the cursor is on no item. Decoders of
@@ -644,6 +643,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         (top.index < top.page.count()).then(|| top.page.element_at_loc(top.index))
     }
 
+    #[inline]
     fn item(&self) -> Result<Option<Item<'s>>> {
         let Some(top) = self.stack.last() else {
             return Ok(None);
