@@ -259,8 +259,9 @@ fn decoded_db_equals_what_etcd_says() {
         Ok(())
     })
     .unwrap();
-    // No checkpoint was taken (3.4 checkpoints only with
-    // --experimental-enable-lease-checkpoint), so RemainingTTL is 0.
+    // No checkpoint was stored (3.4 stores one only with
+    // --experimental-enable-lease-checkpoint and its -persist twin), so
+    // RemainingTTL is 0.
     assert_eq!(leases, [Lease { id: lease, ttl: int(&ttl, "granted-ttl"), remaining_ttl: 0 }]);
     let attached: BTreeSet<Vec<u8>> = state_at(&records, last)
         .into_iter()
