@@ -161,22 +161,22 @@ impl<'a> KeyValueRef<'a> {
 /// [`KeyValueRef::decode`] reads them without copying.
 #[derive(Clone, PartialEq, Eq, prost::Message)]
 pub struct KeyValue {
-    /// Field 1, `key`.
+    /// Field 1, `key`: the user's key.
     #[prost(bytes = "vec", tag = "1")]
     pub key: Vec<u8>,
-    /// Field 2, `create_revision`.
+    /// Field 2, `create_revision`: main revision of the key's creation.
     #[prost(int64, tag = "2")]
     pub create_revision: i64,
-    /// Field 3, `mod_revision`.
+    /// Field 3, `mod_revision`: main revision of this change.
     #[prost(int64, tag = "3")]
     pub mod_revision: i64,
-    /// Field 4, `version`.
+    /// Field 4, `version`: puts since creation (1 for the first).
     #[prost(int64, tag = "4")]
     pub version: i64,
-    /// Field 5, `value`.
+    /// Field 5, `value`: the user's value.
     #[prost(bytes = "vec", tag = "5")]
     pub value: Vec<u8>,
-    /// Field 6, `lease`.
+    /// Field 6, `lease`: the attached lease's id, 0 for none.
     #[prost(int64, tag = "6")]
     pub lease: i64,
 }
