@@ -160,6 +160,203 @@ impl fmt::Display for MetaFault {
     }
 }
 
+/// What is wrong with one etcd record (a key or value of a bucket of an
+/// etcd backend db, `crate::etcd`): the fault alone, without its place,
+/// so a decoder of a lone value can return it and a caller that knows the
+/// bbolt page and element attaches them ([`EtcdFault::at`] gives an
+/// [`Error::Etcd`]). Offsets and lengths are in bytes from the start of
+/// the key or value. The rules are etcd's (`docs/format/etcd.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EtcdFault {
+    /// A `key` bucket key is neither 17 bytes (a revision: main, `_`, sub)
+    /// nor 18 (a revision and the tombstone mark); etcd's `revBytesLen`
+    /// and `markedRevBytesLen` (`server/storage/mvcc/revision.go`).
+    KeyLength {
+        /// The key's length in bytes.
+        len: u32,
+    },
+    /// Byte 8 of a revision is not `_` (0x5f), the separator etcd's
+    /// `RevToBytes` writes between main and sub.
+    Separator {
+        /// The byte found.
+        found: u8,
+    },
+    /// Byte 17 of an 18-byte revision key is not the tombstone mark `t`
+    /// (etcd's `markTombstone`).
+    Mark {
+        /// The byte found.
+        found: u8,
+    },
+    /// A varint runs past 10 bytes, or its 10th byte sets bits above
+    /// bit 63 (protobuf varints encode at most 64 bits).
+    Varint {
+        /// The protobuf message.
+        message: Message,
+        /// The field being read (`tag` for a field's key).
+        field: &'static str,
+        /// Where the varint starts.
+        offset: u32,
+    },
+    /// The value ends inside a field: `need` bytes at `offset`, of a value
+    /// of `have` bytes.
+    Truncated {
+        /// The protobuf message.
+        message: Message,
+        /// The field being read.
+        field: &'static str,
+        /// Where the missing bytes start.
+        offset: u32,
+        /// Bytes the field needs from `offset` (a length read from the
+        /// value may be anything up to 2^64 - 1).
+        need: u64,
+        /// The value's length.
+        have: u32,
+    },
+    /// A known field comes with a wire type its declared type cannot have
+    /// (gogoproto's `Unmarshal`: "wrong wireType").
+    WireType {
+        /// The protobuf message.
+        message: Message,
+        /// The field.
+        field: &'static str,
+        /// The wire type found (0 varint, 1 fixed64, 2 bytes, 5 fixed32).
+        found: u8,
+        /// The wire type the field's type uses.
+        expected: u8,
+    },
+    /// A field key no protobuf writer makes: field number 0 or above
+    /// 2^29 - 1, wire type 6 or 7, or a group (wire types 3 and 4, which
+    /// none of etcd's messages has).
+    Tag {
+        /// The protobuf message.
+        message: Message,
+        /// Where the key starts.
+        offset: u32,
+        /// The key's value (field number << 3 | wire type).
+        tag: u64,
+        /// Which rule it breaks.
+        why: &'static str,
+    },
+    /// A value whose length etcd fixes has another one (a `meta` integer
+    /// is 8 bytes, a compaction revision 17, a lease id key 8).
+    ValueLength {
+        /// What the bytes are, e.g. `meta consistent_index`.
+        what: &'static str,
+        /// The length found.
+        len: u32,
+        /// The length etcd writes.
+        expected: u32,
+    },
+    /// A record contradicts what its key says or what etcd always writes
+    /// (e.g. a put's `mod_revision` differs from its revision's main).
+    Mismatch {
+        /// The field and the rule, e.g. `mvccpb.KeyValue.mod_revision`.
+        what: &'static str,
+        /// What the key (or the rule) says.
+        expected: i64,
+        /// What the value holds.
+        found: i64,
+    },
+    /// `mvccpb.KeyValue.key` is empty: etcd refuses empty keys
+    /// (`ErrEmptyKey`), so no revision ever holds one.
+    EmptyKey,
+    /// A sub-bucket where etcd stores only plain values (the `key`,
+    /// `meta` and `lease` buckets hold no buckets).
+    NestedBucket,
+    /// A top-level bucket every etcd backend has is missing: without
+    /// `key` and `meta` the file is not an etcd backend db.
+    MissingBucket {
+        /// The bucket's name.
+        name: &'static str,
+    },
+}
+
+/// The protobuf message an [`EtcdFault`] was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Message {
+    /// `mvccpb.KeyValue`, the values of the `key` bucket.
+    KeyValue,
+    /// `leasepb.Lease`, the values of the `lease` bucket.
+    Lease,
+}
+
+impl Message {
+    /// The message's protobuf name, e.g. `mvccpb.KeyValue`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Message::KeyValue => "mvccpb.KeyValue",
+            Message::Lease => "leasepb.Lease",
+        }
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl EtcdFault {
+    /// This fault at `at` (the page and element holding the record).
+    #[must_use]
+    pub fn at(self, at: At) -> Error {
+        Error::Etcd { at, fault: self }
+    }
+}
+
+impl fmt::Display for EtcdFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            EtcdFault::KeyLength { len } => write!(
+                f,
+                "revision key is {len} bytes, expected 17 (main, '_', sub) or 18 (and the \
+                 tombstone mark 't')"
+            ),
+            EtcdFault::Separator { found } => {
+                write!(f, "revision key byte 8 = {found:#04x}, expected '_' (0x5f)")
+            }
+            EtcdFault::Mark { found } => write!(
+                f,
+                "revision key byte 17 = {found:#04x}, expected the tombstone mark 't' (0x74)"
+            ),
+            EtcdFault::Varint { message, field, offset } => write!(
+                f,
+                "{message} field {field}: the varint at byte {offset} is longer than 10 bytes \
+                 or 64 bits"
+            ),
+            EtcdFault::Truncated { message, field, offset, need, have } => write!(
+                f,
+                "{message} field {field}: truncated: needs {need} bytes at byte {offset} of a \
+                 {have}-byte value"
+            ),
+            EtcdFault::WireType { message, field, found, expected } => {
+                write!(f, "{message} field {field}: wire type {found}, expected {expected}")
+            }
+            EtcdFault::Tag { message, offset, tag, why } => {
+                write!(f, "{message}: field key {tag} at byte {offset}: {why}")
+            }
+            EtcdFault::ValueLength { what, len, expected } => {
+                write!(f, "{what}: {len} bytes, expected {expected}")
+            }
+            EtcdFault::Mismatch { what, expected, found } => {
+                write!(f, "{what} = {found}, expected {expected}")
+            }
+            EtcdFault::EmptyKey => {
+                f.write_str("mvccpb.KeyValue field key is empty (etcd refuses empty keys)")
+            }
+            EtcdFault::NestedBucket => {
+                f.write_str("a sub-bucket where etcd stores only plain values")
+            }
+            EtcdFault::MissingBucket { name } => {
+                write!(f, "no bucket {name:?}: not an etcd backend db")
+            }
+        }
+    }
+}
+
 /// A format fault or a failed read. Never produced by a panic: every
 /// parser in this crate returns one of these instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -297,6 +494,15 @@ pub enum Error {
     /// A lookup path names a key that holds a plain value, not a bucket
     /// (bbolt: `ErrIncompatibleValue`).
     IncompatibleValue,
+    /// A record of an etcd backend db does not decode, or contradicts its
+    /// key: [`EtcdFault`] says what, `at` where (the bbolt element).
+    Etcd {
+        /// The element holding the record (or the meta page, for a
+        /// missing bucket).
+        at: At,
+        /// What is wrong.
+        fault: EtcdFault,
+    },
 }
 
 impl fmt::Display for Error {
@@ -353,6 +559,7 @@ impl fmt::Display for Error {
             ),
             Error::BucketNotFound => f.write_str("bucket not found"),
             Error::IncompatibleValue => f.write_str("incompatible value (a key, not a bucket)"),
+            Error::Etcd { at, fault } => write!(f, "{at}: etcd: {fault}"),
         }
     }
 }

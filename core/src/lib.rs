@@ -1,5 +1,6 @@
 //! Zero-copy, panic-free parsers of the page formats of mmap-backed
-//! storage files: bbolt today; RRDtool and Mercurial revlog next.
+//! storage files: bbolt (and etcd's data model in it), RRDtool and
+//! Mercurial revlog.
 //!
 //! The flow every front end follows: bytes from a [`PageSource`] → a
 //! format parser ([`bolt`]) → a [`Layout`] of labelled regions → drawn by
@@ -23,6 +24,8 @@ pub mod bolt;
 #[cfg(feature = "alloc")]
 pub mod detect;
 #[cfg(feature = "alloc")]
+pub mod etcd;
+#[cfg(feature = "alloc")]
 pub mod layout;
 #[cfg(feature = "alloc")]
 pub mod regions;
@@ -35,7 +38,7 @@ pub mod source;
 #[cfg(feature = "trace")]
 pub mod trace;
 
-pub use error::{At, Error, MetaFault, Result};
+pub use error::{At, Error, EtcdFault, MetaFault, Result};
 #[cfg(feature = "alloc")]
 pub use layout::{Format, Group, Kind, Layout, Region};
 #[cfg(feature = "alloc")]

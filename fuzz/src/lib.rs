@@ -549,6 +549,81 @@ pub fn rrd_ops(data: &[u8]) {
     let _ = writeln!(s);
 }
 
+// ---------------------------------------------------------------------------
+// etcd's data model
+
+/// What prost's decoder says of `bytes` as message `M`, against ours:
+/// the same acceptance (but for groups, which prost skips and ours
+/// refuses) and, when both accept, the same message.
+fn same_as_prost<M: mapwise_core::etcd::prost::Message + Default + PartialEq + std::fmt::Debug>(
+    bytes: &[u8],
+    ours: Result<M, mapwise_core::etcd::EtcdFault>,
+) {
+    use mapwise_core::etcd::EtcdFault;
+    match (ours, M::decode(bytes)) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "ours and prost's decoders differ"),
+        (Err(_), Err(_)) => {}
+        (Err(EtcdFault::Tag { why, .. }), Ok(_)) if why.starts_with("a group") => {}
+        (a, b) => panic!("ours {a:?}, prost {b:?}"),
+    }
+}
+
+/// Target `etcd_model`: the bytes as each of etcd's records (a revision
+/// key, an `mvccpb.KeyValue`, a `leasepb.Lease` with its id key, every
+/// `meta` key's value) and as a whole etcd backend db (its buckets,
+/// `meta`, every revision and lease).
+pub fn etcd_model(data: &[u8]) {
+    use mapwise_core::etcd::prost::Message as _;
+    use mapwise_core::etcd::{
+        CONSISTENT_INDEX, EtcdDb, FINISHED_COMPACT_REV, KeyValueRef, Lease, MetaRecord,
+        RevisionKey, SCHEDULED_COMPACT_REV, TERM,
+    };
+    if let Ok(k) = RevisionKey::parse(data) {
+        assert_eq!(&*k.to_bytes(), data, "a revision key encodes back to its bytes");
+    }
+    let kv = KeyValueRef::decode(data);
+    if let Ok(kv) = &kv {
+        let again = kv.to_owned().encode_to_vec();
+        assert_eq!(KeyValueRef::decode(&again).map(|k| k.to_owned()), Ok(kv.to_owned()));
+        if let Ok(k) = RevisionKey::parse(data.get(..17).unwrap_or_default()) {
+            let _ = kv.check(&k);
+        }
+    }
+    same_as_prost(data, kv.map(|k| k.to_owned()));
+    same_as_prost(data, Lease::decode_value(data));
+    if data.len() >= 8 {
+        let _ = Lease::decode_record(&data[..8], &data[8..]);
+    }
+    for key in [CONSISTENT_INDEX, TERM, SCHEDULED_COMPACT_REV, FINISHED_COMPACT_REV] {
+        let _ = MetaRecord::decode(key, data);
+    }
+
+    let Ok(file) = BoltFile::open(data) else {
+        return;
+    };
+    let Ok(db) = EtcdDb::open(&file) else {
+        return;
+    };
+    let _ = (db.meta(), db.line(), db.cluster_version(), db.missing());
+    // A scan yields at most one record per element the file can hold.
+    let cap = data.len() / 16 + 1;
+    let mut n = 0;
+    let _ = db.revisions(|r| -> Result<(), mapwise_core::Error> {
+        if let Ok(r) = r {
+            assert!(!r.kv.key.is_empty(), "a checked record has a key");
+        }
+        n += 1;
+        assert!(n <= cap, "more records than the file can hold");
+        Ok(())
+    });
+    let mut n = 0;
+    let _ = db.leases(|_| -> Result<(), mapwise_core::Error> {
+        n += 1;
+        assert!(n <= cap, "more leases than the file can hold");
+        Ok(())
+    });
+}
+
 /// A target's harness function.
 pub type Target = fn(&[u8]);
 
@@ -560,4 +635,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("detect_layout", detect_layout),
     ("bolt_ops", bolt_ops),
     ("rrd_ops", rrd_ops),
+    ("etcd_model", etcd_model),
 ];

@@ -633,6 +633,16 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         }
     }
 
+    /// Where the item the cursor is on is stored: element `index` of
+    /// leaf page `pgid` ([`At::Element`]), or of an inline bucket's page
+    /// ([`At::Inline`]); `None` when the cursor is on no item. Decoders of
+    /// the values (`crate::etcd`) attach it to the faults they find.
+    #[must_use]
+    pub fn at(&self) -> Option<At> {
+        let top = self.stack.last()?;
+        (top.index < top.page.count()).then(|| top.page.element_at_loc(top.index))
+    }
+
     #[inline]
     fn item(&self) -> Result<Option<Item<'s>>> {
         let Some(top) = self.stack.last() else {
