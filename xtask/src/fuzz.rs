@@ -44,6 +44,7 @@ const TARGETS: &[(&str, usize)] = &[
     ("detect_layout", 40_960),
     ("bolt_ops", 512),
     ("rrd_ops", 4_096),
+    ("etcd_model", 65_536),
 ];
 
 /// Arguments of `cargo xtask fuzz`.
