@@ -136,6 +136,18 @@ impl Workspace {
         self.target.join("release").join(name)
     }
 
+    /// Builds ours (`mapwise`, release), one progress step: the build
+    /// command and the binary.
+    pub fn build_mapwise(&self, progress: &Progress) -> Result<(proc::Cmd, String)> {
+        let build = proc::Cmd::cargo_release("mapwise-cli", Some("mapwise"));
+        progress.set("building mapwise (release)");
+        build.run(&self.root).context("cannot build ours")?;
+        let bin = self.release_bin("mapwise");
+        anyhow::ensure!(bin.is_file(), "{} missing after the build", bin.display());
+        progress.inc();
+        Ok((build, path_arg(&bin)))
+    }
+
     /// Where a bench started at `started` writes its report: `--out`, else
     /// `target/bench/<UTC timestamp>`.
     pub fn report_dir(&self, common: &CommonArgs, started: std::time::SystemTime) -> PathBuf {

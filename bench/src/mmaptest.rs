@@ -13,19 +13,18 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::bolt_scan::{self as scan, Col, cell_table, json_line, metrics, para};
-use super::cell::{self, CellRuns, Contender, Metrics, Run, Tracing};
+use super::cell::{self, CellRuns, Contender, Metrics, Run, Tracing, both, metrics};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine};
 use super::output::{self, TempPath};
 use super::pagecache::ReadPass;
-use super::proc::{Cmd, shell_quote, tail};
+use super::proc::{Cmd, json_line, shell_quote, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Outcome, Report, Table, Verdict, fill, judge};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, fill, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
-use super::stats::{Summary, opt_secs};
+use super::stats::Summary;
 use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, mb_per_s, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
@@ -33,7 +32,7 @@ use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 /// Long help of `cargo xtask bench mmaptest`.
 pub const HELP: &str = include_str!("text/mmaptest-help.txt");
 
-/// The prose by paragraph: intro, setup, touch, cold, seed, its order, limits.
+/// The report's prose ([`say`]).
 const NOTES: &str = include_str!("text/mmaptest-notes.md");
 /// The seed's file: 72 KiB.
 const WARM_BYTES: u64 = 72 * 1024;
@@ -239,7 +238,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let limit_passes = runs.max(3);
     let steps = 4 + caches.len() * MODES.len() * 4 * (warmup + runs) + limits::steps(limit_passes);
     let progress = Progress::new(steps as u64);
-    let (build_ours, mapwise) = scan::build_ours(ws, &progress)?;
+    let (build_ours, mapwise) = ws.build_mapwise(&progress)?;
     progress.set("building the C reconstruction");
     let c_dir = ws.bench_dir().join("mmaptest-c");
     fs::create_dir_all(&c_dir).with_context(|| format!("cannot create {}", c_dir.display()))?;
@@ -269,8 +268,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let machine = Machine::describe(&warm_files[0]);
 
     // Every timed run is traced: each file's residency every 50 ms.
-    let (traces, scratch) = scan::tracing(ws);
-    let tracing = Tracing { traces: &traces, scratch: &scratch };
+    let tracing = Tracing::new(ws);
     let mut cells = Vec::new();
     for &cache in caches {
         let (files, n) = if cache == Warm { (&warm_files, iterations) } else { (&cold_files, 1) };
@@ -288,7 +286,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                 Contender::new("C", c, |o| parse_c(&o.stderr)),
             ];
             let label = format!("{}, {mode}{}", cache.name(), plus(touch, ", touch"));
-            let cell = scan::plain_cell(label, cache, files.clone(), contenders, (warmup, runs));
+            let cell = cell::Cell::new(label, cache, files.clone(), contenders, (warmup, runs));
             let runs = cell::run(ws, &progress, &cell, &tracing)?;
             cells.push(MmapCell { mode, touch, iterations: n, runs });
         }
@@ -309,7 +307,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     });
 
     let dir = ws.report_dir(&args.common, started);
-    let traces = traces.into_inner();
+    let traces = tracing.traces.into_inner();
     let what = "the file(s) each run reads (the 72 KiB file warm, every file of the list cold, one \
                 trace per file)";
     progress.set("charts");
@@ -353,7 +351,7 @@ fn plus(on: bool, text: &str) -> &str {
 /// first timed touching run of read() 64 KiB, mmap per iteration and mmap
 /// once, ours and C (untouched mmap modes read nothing: their lines stay at 0).
 fn mmaptest_charts(cells: &[MmapCell], traces: &Traces) -> Result<Vec<ChartFile>> {
-    let mut out = vec![scan::ratio_chart(
+    let mut out = vec![ChartFile::ratios(
         cells.iter().map(|c| &c.runs),
         "secs",
         ("mmaptest: loop time, ours / C", "loop time, ours / C per cell"),
@@ -365,11 +363,14 @@ fn mmaptest_charts(cells: &[MmapCell], traces: &Traces) -> Result<Vec<ChartFile>
     let pick = |c: &MmapCell, side| (c.runs.label.clone(), side, format!("{side}, {}", c.mode));
     let picks: Vec<(String, &str, String)> =
         cells.iter().filter(shown).flat_map(|c| ["ours", "C"].map(|side| pick(c, side))).collect();
-    out.extend(scan::residency_file(
+    out.extend(super::traces::residency_file(
         traces,
-        "mmaptest, cold, touching: the list in the page cache during one pass",
-        "resident share of the cold list during the first timed touching run, read() vs mmap, \
-         ours and C",
+        "residency-cold.svg",
+        (
+            "mmaptest, cold, touching: the list in the page cache during one pass",
+            "resident share of the cold list during the first timed touching run, read() vs mmap, \
+             ours and C",
+        ),
         &picks,
     )?);
     Ok(out)
@@ -585,7 +586,7 @@ fn seed_section(o: &mut Report, r: &Results) {
         return;
     }
     let n = r.iterations.to_string();
-    o.section("The seed's figures (unverified)").text(para(NOTES, 4, &[("iterations", &n)]));
+    o.section("The seed's figures (unverified)").text(say(NOTES, "seed", &[("iterations", &n)]));
     let median = |mode, k| warm(mode)?.median(k, "secs");
     let once = |k| median(MMAP_ONCE, k).filter(|&m| m > 0.0);
     let ratio = |mode, k| Some(median(mode, k)? / once(k)?);
@@ -639,30 +640,29 @@ fn seed_section(o: &mut Report, r: &Results) {
         ("c_each_us", c_us(MMAP_EACH)),
     ];
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    o.table(t).text(para(NOTES, 5, &vars));
+    o.table(t).text(say(NOTES, "order", &vars));
 }
 
 /// A cache state's results: loop times and ratios; setup, wall times, start state.
 fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
     let warm = cs.first().is_some_and(|c| c.runs.cache == Warm);
-    let both = |f: &dyn Fn(usize) -> String| scan::both(f);
-    let us = |c: &&MmapCell| both(&|k| fixed(c.us_per_iter(k), 2, ""));
-    let after = |c: &&MmapCell| both(&|k| scan::after(&c.runs, k));
+    let us = |c: &&MmapCell| both(|k| fixed(c.us_per_iter(k), 2, ""));
+    let after = |c: &&MmapCell| both(|k| c.runs.resident_after(k));
     let gbs = |c: &&MmapCell| {
         let secs = |k| c.median(k, "secs").filter(|&s| s > 0.0);
-        both(&|k| fixed(secs(k).map(|s| mb_per_s(bytes, s) / 1e3), 2, ""))
+        both(|k| fixed(secs(k).map(|s| mb_per_s(bytes, s) / 1e3), 2, ""))
     };
     let label: Col<'_, &MmapCell> = ("mode", Other, &|c| c.label());
-    let m = |k, metric| move |c: &&MmapCell| scan::median(&c.runs, k, metric);
+    let m = |k, metric| move |c: &&MmapCell| c.runs.median_time(k, metric);
     let (setup, ours_wall, c_wall) = (m(0, "setup_secs"), m(0, "wall_s"), m(1, "wall_s"));
     [
         cell_table(
             cs,
             &[
                 label,
-                (">ours", Ours, &|c| opt_secs(c.runs.summary(0, "secs").as_ref())),
-                (">C", Peer, &|c| opt_secs(c.runs.summary(1, "secs").as_ref())),
-                (">ours/C (per pair)", Ratio, &|c| scan::ratio(&c.runs, "secs")),
+                (">ours", Ours, &|c| c.runs.time(0, "secs")),
+                (">C", Peer, &|c| c.runs.time(1, "secs")),
+                (">ours/C (per pair)", Ratio, &|c| c.runs.ratio_text("secs")),
                 if warm {
                     (">µs/iter ours / C", Other, &us)
                 } else {
@@ -678,7 +678,7 @@ fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
                 (">ours setup", Ours, &setup),
                 (">ours wall", Ours, &ours_wall),
                 (">C wall", Peer, &c_wall),
-                (">resident at start", Other, &|c| scan::at_start(&c.runs)),
+                (">resident at start", Other, &|c| c.runs.resident_at_start()),
             ],
         ),
     ]
@@ -713,7 +713,7 @@ fn render(r: &Results) -> Report {
         ("preset", r.preset),
         ("finished", &r.finished_utc),
     ];
-    o.text(para(NOTES, 0, &intro));
+    o.text(say(NOTES, "intro", &intro));
     let cc = [("C compiler", r.cc_version.clone())];
     r.machine.add_to(&mut o, "the files", &cc, r.loadavg_end.as_deref());
     let i = &r.inputs;
@@ -747,11 +747,11 @@ fn render(r: &Results) -> Report {
             Cold => format!("Results: cold, one pass over {n_cold} files of {cold_size} ({run})"),
         });
         let [t, split] = results_tables(&cs, bytes);
-        o.table(t).table(split).text(para(NOTES, 1, &[]));
+        o.table(t).table(split).text(say(NOTES, "setup", &[]));
         if cache == Warm {
-            o.text(para(NOTES, 2, &[])).table(touch_costs(&cs));
+            o.text(say(NOTES, "touch", &[])).table(touch_costs(&cs));
         } else {
-            o.text(para(NOTES, 3, &[("n_cold", &n_cold.to_string())]));
+            o.text(say(NOTES, "cold", &[("n_cold", &n_cold.to_string())]));
         }
     }
     seed_section(&mut o, r);
@@ -765,7 +765,7 @@ fn render(r: &Results) -> Report {
     let read = read.map_or_else(String::new, |l| {
         format!("The read rows read `{}` whole, file after file. ", l.file)
     });
-    o.text(para(NOTES, 6, &[("read", &read), ("iterations", &n)]));
+    o.text(say(NOTES, "limits", &[("read", &read), ("iterations", &n)]));
     let verdict = |c: &MmapCell| verdict(&c.runs.label, c.runs.ratio(0, 1, "secs").0.as_ref());
     o.section(format!("Verdicts (target: ours ≤ {TARGET}× C, loop time)"))
         .verdicts(r.cells.iter().map(verdict).collect());

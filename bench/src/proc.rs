@@ -267,6 +267,13 @@ pub fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// The last line of `text` that is a JSON object, read as `T`.
+pub fn json_line<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let line = text.lines().rev().map(str::trim).find(|l| l.starts_with('{'));
+    let line = line.ok_or_else(|| format!("no JSON object in output {:?}", tail(text, 3)))?;
+    serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))
+}
+
 /// Quotes one word for a POSIX shell, leaving plain words bare.
 pub fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()

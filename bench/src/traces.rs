@@ -202,6 +202,18 @@ pub fn residency_chart(
     chart_of(traces, title, picks, Scale::Percent)
 }
 
+/// [`residency_chart`] as the chart file `file` (`residency-cold.svg`),
+/// described as `what`; `None` when none of the picks was traced.
+pub fn residency_file(
+    traces: &Traces,
+    file: &str,
+    (title, what): (&str, &str),
+    picks: &[(String, &str, String)],
+) -> Result<Option<charts::ChartFile>> {
+    let chart = residency_chart(traces, title, picks)?;
+    Ok(chart.map(|svg| charts::ChartFile { file: file.to_owned(), what: what.to_owned(), svg }))
+}
+
 /// As [`residency_chart`] in resident OS pages, for runs that touch a few
 /// pages of a larger file.
 pub fn residency_pages_chart(
