@@ -19,7 +19,7 @@ use super::output::{self, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
 use super::report::{Outcome, Report, Role, Table, Verdict, fill};
-use super::schedule::{self, Pair, Side};
+use super::schedule::{self, Round};
 use super::stats::{Summary, fmt_secs, nearest_rank, opt_median, opt_ratio, opt_secs, pair_ratios};
 use super::tui::{self, WatchOptions, Watched};
 use super::units::{format_size, human_size, pct, utc_human};
@@ -171,21 +171,23 @@ struct Alt {
     size: String,
     fill: Fill,
     commands: [String; 3],
-    pairs: Vec<Pair<Vec<Run>>>,
+    /// Each round's runs: ours' one, then the alternative's two.
+    pairs: Vec<Round<Vec<Run>>>,
 }
 
 impl Alt {
     /// Ours' runs, or the alternative's step `b` (0 snapshot, 1 check).
     fn settle(&self, b: Option<usize>) -> Settle {
-        Settle::of(self.pairs.iter().map(|p| b.map_or(&p.a[0], |i| &p.b[i])))
+        Settle::of(self.pairs.iter().map(|p| b.map_or(&p.results[0][0], |i| &p.results[1][i])))
     }
 
     /// The alternative's total times, and ours / them pair by pair, over
     /// the pairs whose commands all exited 0.
     fn totals(&self) -> (Option<Summary>, Option<Summary>) {
         let total = |runs: &[Run]| runs.iter().map(|r| r.wall_s).sum::<f64>();
-        let ok = self.pairs.iter().filter(|p| Settle::of(p.a.iter().chain(&p.b)).clean());
-        let pairs: Vec<(f64, f64)> = ok.map(|p| (total(&p.a), total(&p.b))).collect();
+        let ok = self.pairs.iter().filter(|p| Settle::of(p.results.iter().flatten()).clean());
+        let pairs: Vec<(f64, f64)> =
+            ok.map(|p| (total(&p.results[0]), total(&p.results[1]))).collect();
         let alt: Vec<f64> = pairs.iter().map(|p| p.1).collect();
         (Summary::of(&alt), Summary::of(&pair_ratios(&pairs).0))
     }
@@ -371,15 +373,13 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) ->
     let check = readers(cx.ws, snap.path()).swap_remove(0).1;
     let ours = readers(cx.ws, file).swap_remove(0).1;
     let before = |side, run| {
-        let (f, who) = match side {
-            Side::A => (file, "ours"),
-            Side::B => (db.as_path(), "etcdctl snapshot save + check"),
-        };
+        let (f, who) =
+            if side == 0 { (file, "ours") } else { (db.as_path(), "etcdctl snapshot save + check") };
         cx.progress.set(format!("{size}: side by side {run}/{}, {who}", cx.runs));
         let _ = fs::remove_file(snap.path());
         cx.prepare(f, PARTIAL)
     };
-    let alt = |_, resident| {
+    let alt = |resident| {
         let s = cx.run(&snapshot, resident)?;
         let cached = pagecache::resident_fraction(snap.path()).unwrap_or(0.0);
         let c = cx.run(&check, cached)?;
@@ -387,14 +387,15 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) ->
         cx.progress.inc();
         Ok(vec![s, c])
     };
-    let ours_run = |_, resident| {
+    let ours_run = |resident| {
         let o = cx.run(&ours, resident)?;
         cx.progress.inc();
         Ok(vec![o])
     };
+    let run = |side, _, resident| if side == 0 { ours_run(resident) } else { alt(resident) };
     let at = (file, size, ALT_INTERVAL_MS);
     cx.under_writer(m, at, "side by side with the alternative", |_, m| {
-        let pairs = schedule::alternate(cx.runs, before, ours_run, alt)?;
+        let pairs = schedule::rotate(2, cx.runs, before, run)?;
         let commands = [&ours, &snapshot, &check].map(Cmd::shell);
         m.alts.push(Alt { size: size.to_owned(), fill, commands, pairs });
         Ok(())
@@ -507,7 +508,7 @@ fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
     }
     if let Some(a) = alts.iter().find(|a| a.size == size) {
         let (ours, (total, ratio)) = (a.settle(None), a.totals());
-        let all_ok = a.pairs.iter().all(|p| Settle::of(p.a.iter().chain(&p.b)).clean());
+        let all_ok = a.pairs.iter().all(|p| Settle::of(p.results.iter().flatten()).clean());
         let within = ours.p95_s.zip(total).is_some_and(|(p, t)| p <= t.median * ALT_RATIO_MAX);
         let (p95, alt, failed) =
             (opt(ours.p95_s), opt_median(total.as_ref()), ours.exit2 + ours.other);
@@ -696,7 +697,7 @@ fn alternative(o: &mut Report, alts: &[Alt]) {
     for a in alts {
         let (ours, (total, ratio)) = (a.settle(None), a.totals());
         let [snapshot, check] = [0, 1].map(|i| opt_secs(a.settle(Some(i)).wall.as_ref()));
-        let snapshots = a.pairs.iter().map(|p| &p.b[0]).filter(|r| r.code == Some(0));
+        let snapshots = a.pairs.iter().map(|p| &p.results[1][0]).filter(|r| r.code == Some(0));
         let written: Vec<f64> = snapshots.filter_map(|r| Some(r.written_bytes? as f64)).collect();
         let share = ours.p95_s.zip(total).map(|(p, s)| p / s.median);
         let f = &a.fill;
