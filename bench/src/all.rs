@@ -12,10 +12,10 @@ use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde::Serialize;
 
-use super::machine::Machine;
+use super::machine::{Machine, Stamp};
 use super::output;
 use super::report::{Outcome, Report, Table, Verdict};
-use super::units::{utc_human, utc_stamp};
+use super::units::utc_stamp;
 use super::{Workspace, interrupt};
 
 /// Long help of `cargo xtask bench all`.
@@ -75,13 +75,10 @@ struct BenchRun {
 
 #[derive(Debug, Serialize)]
 struct Index {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     mode: &'static str,
     cache: &'static str,
-    machine: Machine,
-    loadavg_end: Option<String>,
     benches: Vec<BenchRun>,
 }
 
@@ -169,13 +166,9 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
         });
     }
     let index = Index {
-        bench: "all",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("all", started, Machine::describe(&ws.bench_dir())),
         mode: chosen([(a.full, "full"), (a.tiny, "tiny")], "quick"),
         cache: chosen([(a.cold, "cold"), (a.warm, "warm")], "both"),
-        machine: Machine::describe(&ws.bench_dir()),
-        loadavg_end: super::machine::loadavg(),
         benches: runs,
     };
     output::publish(&dir, &render(&index), &index, &[])?;
@@ -187,14 +180,14 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
 }
 
 fn render(x: &Index) -> Report {
-    let mut o = Report::new(format!("cargo xtask bench all — {}", x.started_utc));
+    let mut o = Report::new(format!("cargo xtask bench all — {}", x.stamp.started_utc));
     o.text(format!(
         "Every seed experiment re-run beside its peer ({} mode, {} cache cells), finished {}. \
          Each bench's own report (tables, charts, residency traces, commands, the seed's published \
          figures) is in its directory; this page gathers their verdicts.",
-        x.mode, x.cache, x.finished_utc
+        x.mode, x.cache, x.stamp.finished_utc
     ));
-    x.machine.add_to(&mut o, "target/bench", &[], x.loadavg_end.as_deref());
+    x.stamp.add_to(&mut o, "target/bench", &[]);
     let mut t = Table::new(&["bench", "status", ">minutes", "report", "verdicts"]);
     for b in &x.benches {
         let (pass, fail) = verdict_counts(&b.verdicts);

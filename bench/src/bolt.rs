@@ -16,14 +16,14 @@ use super::bolt_scan::{self as scan, FileInfo, ScanSpec, Versions};
 use super::cell::{self, CellRuns, Contender, Metrics, Tracing, both, metrics};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
+use super::machine::{Machine, Stamp};
 use super::output;
 use super::proc::{Cmd, json_line};
 use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Col, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::{self, CacheState::Cold, CacheState::Warm};
 use super::stats::{Summary, fmt_secs, opt_ratio};
-use super::units::{format_size, human_size, utc_human};
+use super::units::{format_size, human_size};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt`.
@@ -93,14 +93,11 @@ struct RangeRun {
 
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     runs: usize,
     warmup: usize,
     count: u64,
-    machine: Machine,
-    loadavg_end: Option<String>,
     versions: Versions,
     build_commands: Vec<String>,
     /// Puts and gets, seq and rnd: ours is contender 0, Go 1.
@@ -230,14 +227,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     .into_iter()
     .collect();
     let results = Results {
-        bench: "bolt",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("bolt", started, machine),
         runs,
         warmup,
         count,
-        machine,
-        loadavg_end: machine::loadavg(),
         versions: Versions::of(&peer),
         build_commands: vec![build_ours.shell(), format!("BOLT_ORACLE=$({})", build_peer.shell())],
         verdicts: verdicts(work.iter().chain(&scans)),
@@ -304,7 +297,7 @@ fn rss(c: &CellRuns) -> String {
 }
 
 fn render(r: &Results) -> Report {
-    let mut o = Report::new(format!("bench bolt — {}", r.started_utc));
+    let mut o = r.stamp.report();
     let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(scan::WARM_MIN_RUNS).to_string());
     o.text(say(
         NOTES,
@@ -315,10 +308,10 @@ fn render(r: &Results) -> Report {
             ("s", if r.runs == 1 { "" } else { "s" }),
             ("warm_runs", &warm_runs),
             ("warmup", &r.warmup.to_string()),
-            ("finished", &r.finished_utc),
+            ("finished", &r.stamp.finished_utc),
         ],
     ));
-    r.versions.machine(&mut o, &r.machine, r.loadavg_end.as_deref());
+    r.versions.machine(&mut o, &r.stamp);
     o.section("Verdicts").verdicts(r.verdicts.clone());
     let label: Col<'_, CellRuns> = ("mode", Other, &|c| c.label.clone());
     if !r.work.is_empty() {
@@ -365,7 +358,8 @@ fn render(r: &Results) -> Report {
         limits::add_to(&mut o, &r.limits);
     }
     if let Some((k1, k2)) = r.range_keys.as_ref().filter(|_| !r.range.is_empty()) {
-        let ra = r.machine.read_ahead_kb.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
+        let ra =
+            r.stamp.machine.read_ahead_kb.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
         let vars = [("k1", k1.as_str()), ("k2", k2), ("read_ahead", &ra)];
         o.section("Prefetch reads only its range").text(say(NOTES, "range", &vars));
         let mut t = Table::of(

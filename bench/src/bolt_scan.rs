@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing, both, metrics};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
+use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, Output, json_line, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
@@ -24,7 +24,7 @@ use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, fil
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::stats::{Summary, fmt_secs};
 use super::traces;
-use super::units::{format_size, human_size, utc_human};
+use super::units::{format_size, human_size};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
@@ -223,32 +223,29 @@ impl Versions {
     }
 
     /// The `## Machine` section with Go's and bbolt's versions.
-    pub fn machine(&self, report: &mut Report, m: &Machine, loadavg_end: Option<&str>) {
+    pub fn machine(&self, report: &mut Report, stamp: &Stamp) {
         let na = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_owned());
         let bbolt = format!(
             "{} (peer README); Debian package golang-github-coreos-bbolt-dev {}",
             na(&self.bbolt_readme),
             na(&self.bbolt_package)
         );
-        let tools = [("Go", m.go_version.clone()), ("bbolt", Some(bbolt))];
-        m.add_to(report, "the file", &tools, loadavg_end);
+        let tools = [("Go", stamp.machine.go_version.clone()), ("bbolt", Some(bbolt))];
+        stamp.add_to(report, "the file", &tools);
     }
 }
 
 /// Everything results.json holds; the report is rendered from it.
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     size_bytes: u64,
     size: String,
     seed: u64,
     runs: usize,
     warmup: usize,
     bucket: &'static str,
-    machine: Machine,
-    loadavg_end: Option<String>,
     versions: Versions,
     file: FileInfo,
     build_commands: Vec<String>,
@@ -315,17 +312,13 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         &cold_picks(&cells),
     )?);
     let results = Results {
-        bench: "bolt-scan",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("bolt-scan", started, machine),
         size_bytes: size,
         size: format_size(size),
         seed: args.seed,
         runs,
         warmup,
         bucket: BUCKET,
-        machine,
-        loadavg_end: machine::loadavg(),
         versions: Versions::of(&peer),
         file,
         build_commands: vec![build_ours.shell(), build_inspector.shell(), build_peer.shell()],
@@ -522,14 +515,14 @@ fn scan_verdict(c: &CellRuns) -> Verdict {
 }
 
 fn render(r: &Results) -> Report {
-    let mut o = Report::new(format!("bench bolt-scan — {}", r.started_utc));
+    let mut o = r.stamp.report();
     let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(WARM_MIN_RUNS).to_string());
     let version = r.versions.bbolt_readme.as_deref().unwrap_or("unknown");
     let intro =
         [("bucket", r.bucket), ("version", version), ("runs", &runs), ("s", plural(r.runs))];
-    let done = [("warm_runs", warm_runs.as_str()), ("finished", &r.finished_utc)];
+    let done = [("warm_runs", warm_runs.as_str()), ("finished", &r.stamp.finished_utc)];
     o.text(say(NOTES, "intro", &[&intro[..], &done].concat()));
-    r.versions.machine(&mut o, &r.machine, r.loadavg_end.as_deref());
+    r.versions.machine(&mut o, &r.stamp);
     let f = &r.file;
     let keys_n = f.expected_keys.map_or_else(|| "unknown number of".to_owned(), |k| k.to_string());
     let made = if f.generated_now {
@@ -540,7 +533,8 @@ fn render(r: &Results) -> Report {
     let size = human_size(f.bytes);
     o.section("File")
         .text(format!("`{}`: {size} ({} bytes), {keys_n} keys; {made}.", f.path, f.bytes));
-    let reports = r.machine.free_page_reporting.as_deref().is_some_and(|f| f.starts_with("on"));
+    let reports =
+        r.stamp.machine.free_page_reporting.as_deref().is_some_and(|f| f.starts_with("on"));
     let settle_s = COLD_SETTLE.as_secs().to_string();
     let settle =
         if reports { say(NOTES, "settle", &[("secs", &settle_s)]) + " " } else { String::new() };

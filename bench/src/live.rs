@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::bolt_scan::{self, BUCKET, FileInfo};
 use super::etcd::{self, Etcd, Fill};
-use super::machine::{self, Machine};
+use super::machine::{Machine, Stamp};
 use super::output::{self, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
@@ -22,7 +22,7 @@ use super::report::{Outcome, Report, Role, Table, Verdict, fill};
 use super::schedule::{self, Round};
 use super::stats::{Summary, fmt_secs, nearest_rank, opt_median, opt_ratio, opt_secs, pair_ratios};
 use super::tui::{self, WatchOptions, Watched};
-use super::units::{format_size, human_size, pct, utc_human};
+use super::units::{format_size, human_size, pct};
 use super::writer::Running;
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
@@ -205,13 +205,10 @@ struct Measured {
 
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     runs: usize,
     view_seconds: f64,
-    machine: Machine,
-    loadavg_end: Option<String>,
     etcd_version: Option<String>,
     build_commands: Vec<String>,
     etcd_command: String,
@@ -373,8 +370,11 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) ->
     let check = readers(cx.ws, snap.path()).swap_remove(0).1;
     let ours = readers(cx.ws, file).swap_remove(0).1;
     let before = |side, run| {
-        let (f, who) =
-            if side == 0 { (file, "ours") } else { (db.as_path(), "etcdctl snapshot save + check") };
+        let (f, who) = if side == 0 {
+            (file, "ours")
+        } else {
+            (db.as_path(), "etcdctl snapshot save + check")
+        };
         cx.progress.set(format!("{size}: side by side {run}/{}, {who}", cx.runs));
         let _ = fs::remove_file(snap.path());
         cx.prepare(f, PARTIAL)
@@ -465,13 +465,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     drop((etcd, copies));
     let largest = m.cells.last().map(|c| c.size.clone()).unwrap_or_default();
     let r = Results {
-        bench: "live",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("live", started, machine),
         runs,
         view_seconds,
-        machine,
-        loadavg_end: machine::loadavg(),
         etcd_version: etcd::version(),
         build_commands: builds.iter().map(Cmd::shell).collect(),
         etcd_command,
@@ -546,14 +542,14 @@ fn kib(kib: Option<f64>) -> String {
 /// The report.
 fn render(r: &Results) -> Report {
     let (m, s) = (&r.m, if r.runs == 1 { "" } else { "s" });
-    let mut o = Report::new(format!("bench live — {}", r.started_utc));
+    let mut o = r.stamp.report();
     let runs = format!("{} run{s}", r.runs);
     o.text(fill(
         include_str!("text/live-intro.md"),
-        &[("runs", &runs), ("finished", &r.finished_utc)],
+        &[("runs", &runs), ("finished", &r.stamp.finished_utc)],
     ));
     let tools = [("etcd", r.etcd_version.clone())];
-    r.machine.add_to(&mut o, "the files", &tools, r.loadavg_end.as_deref());
+    r.stamp.add_to(&mut o, "the files", &tools);
     o.section("Verdicts").verdicts(r.verdicts.clone()).text(
         "The targets are for 2 GiB; a run without the 2 GiB file (`--quick`, `--tiny`) judges its \
          largest file.",

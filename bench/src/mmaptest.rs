@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::cell::{self, CellRuns, Contender, Metrics, Run, Tracing, both, metrics};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
+use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
 use super::pagecache::ReadPass;
 use super::proc::{Cmd, json_line, shell_quote, tail};
@@ -26,7 +26,7 @@ use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
 use super::stats::Summary;
 use super::traces::{TraceInfo, Traces};
-use super::units::{format_size, human_size, mb_per_s, utc_human};
+use super::units::{format_size, human_size, mb_per_s};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench mmaptest`.
@@ -195,16 +195,13 @@ impl Inputs {
 /// Everything results.json holds; the report is built from it.
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     preset: &'static str,
     iterations: u64,
     runs: usize,
     warmup: usize,
-    machine: Machine,
     cc_version: Option<String>,
-    loadavg_end: Option<String>,
     c_source: String,
     inputs: Inputs,
     build_commands: Vec<String>,
@@ -313,16 +310,12 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.set("charts");
     let charts = mmaptest_charts(&cells, &traces)?;
     let results = Results {
-        bench: "mmaptest",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("mmaptest", started, machine),
         preset,
         iterations,
         runs,
         warmup,
-        machine,
         cc_version: machine::first_line_of("cc", &["--version"]),
-        loadavg_end: machine::loadavg(),
         c_source: source,
         checks: data_checks(&cells, &inputs),
         inputs,
@@ -699,7 +692,7 @@ fn touch_costs(cs: &[&MmapCell]) -> Table {
 
 /// The report.
 fn render(r: &Results) -> Report {
-    let mut o = Report::new(format!("bench mmaptest — {}", r.started_utc));
+    let mut o = r.stamp.report();
     if r.preset == "tiny" {
         o.text("**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**");
     }
@@ -711,11 +704,11 @@ fn render(r: &Results) -> Report {
         ("warmup", &warmup),
         ("s2", plus(r.warmup != 1, "s")),
         ("preset", r.preset),
-        ("finished", &r.finished_utc),
+        ("finished", &r.stamp.finished_utc),
     ];
     o.text(say(NOTES, "intro", &intro));
     let cc = [("C compiler", r.cc_version.clone())];
-    r.machine.add_to(&mut o, "the files", &cc, r.loadavg_end.as_deref());
+    r.stamp.add_to(&mut o, "the files", &cc);
     let i = &r.inputs;
     let (n_cold, cold_bytes) = (i.cold_files.len(), human_size(i.per_pass(Cold).0));
     let (warm_size, cold_size) = (human_size(i.warm_bytes), human_size(i.cold_file_bytes));

@@ -23,10 +23,13 @@ use sha1::{Digest as _, Sha1};
 use super::cell::{self, CellRuns, Contender, Metrics, Tracing, both};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
+use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, Output, tail};
-use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge, paragraph, say};
+use super::report::Role::{Other, Ours, Peer, Ratio};
+use super::report::{
+    Bound, Outcome, Report, Role, Table, Verdict, cell_table, fill, judge, paragraph, say,
+};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::stats::{Summary, fmt_secs};
 use super::traces::{self, TraceInfo, Traces};
@@ -914,15 +917,12 @@ struct Recommendation {
 /// results.json (the report's model is added under `"report"`).
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     runs: usize,
     warmup: usize,
     plan: Plan,
-    machine: Machine,
     hg_version: Option<String>,
-    loadavg_end: Option<String>,
     config_read: Vec<String>,
     config_mmap: Vec<String>,
     build_commands: Vec<String>,
@@ -959,7 +959,7 @@ impl Results {
 
     /// The device's read_ahead_kb, or `unknown`.
     fn read_ahead(&self) -> String {
-        self.machine.read_ahead_kb.map_or("unknown".into(), |k| k.to_string())
+        self.stamp.machine.read_ahead_kb.map_or("unknown".into(), |k| k.to_string())
     }
 
     /// `hg 6.3.2`.
@@ -1034,15 +1034,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         && load_checks.iter().all(|c| c.ok)
         && repos.iter().all(|r| r.made.checks.iter().all(|c| c.ok));
     let mut results = Results {
-        bench: "revlog",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("revlog", started, Machine::describe(&repos[big].index())),
         runs,
         warmup,
         plan,
-        machine: Machine::describe(&repos[big].index()),
         hg_version,
-        loadavg_end: machine::loadavg(),
         config_read: config_args("read", hg_v),
         config_mmap: config_args("mmap", hg_v),
         build_commands: vec![build.shell()],
@@ -1245,7 +1241,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     let (hg, plan, runs, ra) = (r.hg_name(), &r.plan, r.runs, r.read_ahead());
     let (big, small) = (short_count(plan.big), short_count(plan.hg_sizes[0]));
     let plural = |n: usize| if n == 1 { "" } else { "s" };
-    let mut rep = Report::new(format!("bench revlog — {}", r.started_utc));
+    let mut rep = r.stamp.report();
     if plan.preset == "tiny" {
         rep.text(
             "**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**",
@@ -1253,11 +1249,10 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     }
     let sizes: Vec<String> = plan.hg_sizes.iter().map(|&n| short_count(n)).collect();
     let (sizes, preset, s, finished) =
-        (sizes.join(", "), plan.preset, plural(runs), &r.finished_utc);
+        (sizes.join(", "), plan.preset, plural(runs), &r.stamp.finished_utc);
     let (runs, sweep_runs) = (runs.to_string(), plan.sweep_runs.to_string());
     rep.text(say(NOTES, "intro", vars![sizes, big, hg, preset, runs, s, sweep_runs, finished]));
-    let load = r.loadavg_end.as_deref();
-    r.machine.add_to(&mut rep, "the repositories", &[("Mercurial", r.hg_version.clone())], load);
+    r.stamp.add_to(&mut rep, "the repositories", &[("Mercurial", r.hg_version.clone())]);
 
     let mut t = Table::of("repository|>revisions|>00changelog.i|format|>00changelog.d|made");
     for x in &r.repos {
@@ -1320,30 +1315,29 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     for repo in r.matrix_repos() {
         let (name, size, pages) = (&repo.name, human_size(repo.index_bytes), repo.pages());
         let inline = if repo.inline { ", inline" } else { "" };
-        let mut t = Table::of(
-            "cell|>ours|>hg|>ours/hg (per pair)|>ours − start-up|>hg − start-up|\
-             >index resident after ours / hg (pages)",
-        )
-        .compares(&[1, 4], &[2, 5])
-        .roles(Role::Ratio, &[3]);
         let cells = CACHES.into_iter().flat_map(|k| MODES.map(|m| (k, m)));
-        for c in cells.filter_map(|(k, m)| r.matrix(repo, k, m)) {
-            let minus = |i| match (c.median(i), floor(i)) {
-                (Some(s), Some(f)) if s >= f => fmt_secs(s - f),
-                (Some(_), Some(_)) => "below the floor".to_owned(),
-                _ => "—".to_owned(),
-            };
-            let cell = format!("{}, {}", c.runs.cache.name(), c.mode.unwrap_or_default());
-            t.row([
-                cell,
-                c.runs.time(0, "wall_s"),
-                c.runs.time(1, "wall_s"),
-                c.runs.ratio_text("wall_s"),
-                minus(0),
-                minus(1),
-                both(|i| c.pages(&r.repos, i)),
-            ]);
-        }
+        let cells: Vec<&CellResult> = cells.filter_map(|(k, m)| r.matrix(repo, k, m)).collect();
+        let minus = |c: &&CellResult, i| match (c.median(i), floor(i)) {
+            (Some(s), Some(f)) if s >= f => fmt_secs(s - f),
+            (Some(_), Some(_)) => "below the floor".to_owned(),
+            _ => "—".to_owned(),
+        };
+        let t = cell_table(
+            &cells,
+            &[
+                ("cell", Other, &|c| {
+                    format!("{}, {}", c.runs.cache.name(), c.mode.unwrap_or_default())
+                }),
+                (">ours", Ours, &|c| c.runs.time(0, "wall_s")),
+                (">hg", Peer, &|c| c.runs.time(1, "wall_s")),
+                (">ours/hg (per pair)", Ratio, &|c| c.runs.ratio_text("wall_s")),
+                (">ours − start-up", Ours, &|c| minus(c, 0)),
+                (">hg − start-up", Peer, &|c| minus(c, 1)),
+                (">index resident after ours / hg (pages)", Other, &|c| {
+                    both(|i| c.pages(&r.repos, i))
+                }),
+            ],
+        );
         rep.subsection(format!("{name} — 00changelog.i {size} ({pages} pages){inline}")).table(t);
     }
     rep.text(say(NOTES, "matrix", vars![ra]));
@@ -1351,20 +1345,19 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     let title = format!(
         "Target 1: ours mmap at {big} ≤ {SIZE_TARGET}× ours at {small} (independent of index size)"
     );
-    let mut t = Table::of("cache|A vs B|>A|>B|>A/B (per pair)|>index resident after A / B (pages)")
-        .roles(Role::Ratio, &[4]);
-    for c in r.cells.iter().filter(|c| matches!(c.kind, Size | Kind::Advice)) {
-        let vs = format!("{} vs {}", c.sides[0].who, c.sides[1].who);
-        let cache = c.runs.cache.name().to_owned();
-        t.row([
-            cache,
-            vs,
-            c.runs.time(0, "wall_s"),
-            c.runs.time(1, "wall_s"),
-            c.runs.ratio_text("wall_s"),
-            both(|i| c.pages(&r.repos, i)),
-        ]);
-    }
+    let cells: Vec<&CellResult> =
+        r.cells.iter().filter(|c| matches!(c.kind, Size | Kind::Advice)).collect();
+    let t = cell_table(
+        &cells,
+        &[
+            ("cache", Other, &|c| c.runs.cache.name().to_owned()),
+            ("A vs B", Other, &|c| format!("{} vs {}", c.sides[0].who, c.sides[1].who)),
+            (">A", Other, &|c| c.runs.time(0, "wall_s")),
+            (">B", Other, &|c| c.runs.time(1, "wall_s")),
+            (">A/B (per pair)", Ratio, &|c| c.runs.ratio_text("wall_s")),
+            (">index resident after A / B (pages)", Other, &|c| both(|i| c.pages(&r.repos, i))),
+        ],
+    );
     rep.section(title).table(t).text(say(NOTES, "target1", vars![small, big, ra]));
 
     rep.section("Target 2: the read-vs-mmap crossover (ours)");

@@ -21,14 +21,14 @@ use serde_json::Value;
 
 use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
+use super::machine::{self, Machine, Stamp};
 use super::pagecache;
 use super::proc::{Cmd, Output, shell_quote, tail};
 use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge, say};
 use super::schedule::{self, CacheState};
 use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
 use super::traces::{self, TraceInfo, Traces};
-use super::units::{human_size, ranges, utc_human};
+use super::units::{human_size, ranges};
 use super::{CommonArgs, Progress, Workspace, interrupt, output, path_arg};
 use CacheState::{Cold, Warm};
 
@@ -869,18 +869,15 @@ impl StartFile {
 /// Everything measured, as results.json holds it (`oracle_runs`: the peer's own rrdtool loops).
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     preset: &'static str,
     shape: &'static str,
     calls: usize,
     runs: usize,
     inproc_runs: usize,
     warmup: usize,
-    machine: Machine,
     rrdtool_version: Option<String>,
-    loadavg_end: Option<String>,
     start: StartFile,
     seed_start: StartFile,
     first_last_call: [String; 2],
@@ -1048,18 +1045,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         problems.push("rrdtool last disagrees with the decoded header".to_owned());
     }
     let mut results = Results {
-        bench: "rrd",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("rrd", started, Machine::describe(Path::new(&start.path))),
         preset,
         shape,
         calls: n,
         runs,
         inproc_runs,
         warmup,
-        machine: Machine::describe(Path::new(&start.path)),
         rrdtool_version,
-        loadavg_end: machine::loadavg(),
         first_last_call: [0, n - 1].map(|i| big.calls[i].join(" ")),
         commands: commands(&x, &build, &big, &out_dir),
         start,
@@ -1168,7 +1161,7 @@ const NOTES: &str = include_str!("text/rrd-report.md");
 
 /// The whole report, from the results.
 fn report(r: &Results) -> Report {
-    let mut rep = Report::new(format!("bench rrd — {}", r.started_utc));
+    let mut rep = r.stamp.report();
     setup(&mut rep, r);
     rep.section(format!("Process level: {} × `updatev` ({PER_CALL} samples each)", r.calls));
     cells(&mut rep, r, false);
@@ -1238,12 +1231,12 @@ fn setup(rep: &mut Report, r: &Results) {
             ("runs", &r.runs.to_string()),
             ("inproc", &r.inproc_runs.to_string()),
             ("warmup", &r.warmup.to_string()),
-            ("finished", &r.finished_utc),
+            ("finished", &r.stamp.finished_utc),
             ("tiny", &tiny),
         ],
     ));
     let tools = [("rrdtool / librrd", r.rrdtool_version.clone())];
-    r.machine.add_to(rep, "the files", &tools, r.loadavg_end.as_deref());
+    r.stamp.add_to(rep, "the files", &tools);
     let mut t = Table::of("file|>bytes|>pages|>DS|>RRAs|>step|>header|>last update|made");
     for s in [&r.start, &r.seed_start] {
         let name = format!("`{}`", s.path.rsplit('/').next().unwrap_or(&s.path));
