@@ -20,7 +20,7 @@ use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, Output, json_line, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, fill, judge, say};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::stats::{Summary, fmt_secs};
 use super::traces;
@@ -546,8 +546,9 @@ fn render(r: &Results) -> Report {
             plural(n)
         ),
     };
-    o.section("Method").text(fill(
-        include_str!("text/bolt-scan-method.md"),
+    o.section("Method").text(say(
+        NOTES,
+        "method",
         &[("settle", &settle), ("warm_min", &WARM_MIN_RUNS.to_string()), ("warmup", &warmup)],
     ));
     let mut commands = r.build_commands.clone();

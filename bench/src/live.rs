@@ -18,7 +18,7 @@ use super::machine::{Machine, Stamp};
 use super::output::{self, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
-use super::report::{Outcome, Report, Role, Table, Verdict, fill};
+use super::report::{Outcome, Report, Role, Table, Verdict, say};
 use super::schedule::{self, Round};
 use super::stats::{Summary, fmt_secs, nearest_rank, opt_median, opt_ratio, opt_secs, pair_ratios};
 use super::tui::{self, WatchOptions, Watched};
@@ -28,6 +28,8 @@ use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench live`.
 pub const HELP: &str = include_str!("text/live-help.txt");
+/// The report's prose ([`say`]).
+const NOTES: &str = include_str!("text/live-notes.md");
 
 // The texts in `text/` state the numbers below.
 /// The writer's commit intervals, in ms.
@@ -544,10 +546,7 @@ fn render(r: &Results) -> Report {
     let (m, s) = (&r.m, if r.runs == 1 { "" } else { "s" });
     let mut o = r.stamp.report();
     let runs = format!("{} run{s}", r.runs);
-    o.text(fill(
-        include_str!("text/live-intro.md"),
-        &[("runs", &runs), ("finished", &r.stamp.finished_utc)],
-    ));
+    o.text(say(NOTES, "intro", &[("runs", &runs), ("finished", &r.stamp.finished_utc)]));
     let tools = [("etcd", r.etcd_version.clone())];
     r.stamp.add_to(&mut o, "the files", &tools);
     o.section("Verdicts").verdicts(r.verdicts.clone()).text(
@@ -584,7 +583,7 @@ fn files_and_writers(o: &mut Report, m: &Measured) {
             format!("`{}`", f.gen_cmd),
         ]);
     }
-    o.section("Files and writers").table(t).text(include_str!("text/live-files.md"));
+    o.section("Files and writers").table(t).text(say(NOTES, "files", &[]));
     let mut t = Table::of("file | during | >writer every | >commits | >seconds | >commits/s");
     for w in &m.writers {
         let want = 1000.0 / w.interval_ms as f64;
@@ -628,7 +627,7 @@ fn settle(o: &mut Report, cells: &[Cell]) {
         }
         o.section(format!("Settle time, {size}")).table(t);
     }
-    o.text(include_str!("text/live-settle.md"));
+    o.text(say(NOTES, "settle", &[]));
 }
 
 /// The live view's table and notes.
@@ -675,7 +674,7 @@ fn live_view(o: &mut Report, views: &[View], seconds: f64) {
     }
     let command = views.first().map_or("inspector open FILE", |v| &v.watched.command);
     let vars = [("command", command), ("seconds", &format!("{seconds:.0}"))];
-    o.section("The live view").table(t).text(fill(include_str!("text/live-view.md"), &vars));
+    o.section("The live view").table(t).text(say(NOTES, "view", &vars));
     if !notes.is_empty() {
         o.list(notes);
     }
@@ -712,7 +711,7 @@ fn alternative(o: &mut Report, alts: &[Alt]) {
         ]);
     }
     o.section("Beside the alternative: etcdctl snapshot save, then an offline check");
-    o.table(t).text(include_str!("text/live-alt.md"));
+    o.table(t).text(say(NOTES, "alt", &[]));
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use super::output::{self, TempPath};
 use super::pagecache::ReadPass;
 use super::proc::{Cmd, json_line, shell_quote, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, fill, judge, say};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
 use super::stats::Summary;
@@ -722,8 +722,8 @@ fn render(r: &Results) -> Report {
             i.generated_now
         ),
     ]);
-    let (n, method) = (r.iterations.to_string(), include_str!("text/mmaptest-method.md"));
-    o.section("Method").text(fill(method, &[("iterations", &n), ("warmup", &warmup)]));
+    let n = r.iterations.to_string();
+    o.section("Method").text(say(NOTES, "method", &[("iterations", &n), ("warmup", &warmup)]));
     let mut commands = r.build_commands.clone();
     let cmds = r.cells.iter().flat_map(|c| &c.runs.contenders);
     commands.extend(cmds.map(|(_, cmd)| short_files(cmd, &i.cold_files, &i.cold_glob)));

@@ -604,6 +604,7 @@ mod tests {
             (include_str!("mmaptest.rs"), include_str!("text/mmaptest-notes.md")),
             (include_str!("revlog.rs"), include_str!("text/revlog-notes.md")),
             (include_str!("rrd.rs"), include_str!("text/rrd-report.md")),
+            (include_str!("live.rs"), include_str!("text/live-notes.md")),
         ];
         for (code, text) in benches {
             let key = |s: &'static str| {

@@ -1286,7 +1286,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         ),
     };
     let (read, mmap) = (r.config_read.join(" "), r.config_mmap.join(" "));
-    let method = fill(include_str!("text/revlog-method.md"), vars![read, mmap, hg, warmups]);
+    let method = say(NOTES, "method", vars![read, mmap, hg, warmups]);
     rep.section("Method").list(method.lines());
 
     let shown = |c: &&CellResult| matches!(c.kind, Matrix | Startup) && c.runs.cache == CACHES[0];

@@ -7,7 +7,6 @@
 //! (`CELLS`) run by one loop runner on [`schedule::rotate`]; the report is
 //! a [`Report`] model whose prose lives in `text/rrd-report.md`.
 
-use std::cell::RefCell;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,6 +18,7 @@ use mapwise_native::engine::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::cell::Tracing;
 use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine, Stamp};
@@ -400,15 +400,14 @@ type TraceAt = (String, usize);
 /// Each tool's system calls on the file in one traced call.
 type Syscalls = Vec<(Tool, Vec<String>)>;
 
-/// What every loop shares; `scratch` is where the recorder writes a trace.
+/// What every loop shares.
 struct Ctx<'a> {
     root: PathBuf,
     mapwise: PathBuf,
     oracle: String,
     work: PathBuf,
     progress: &'a Progress,
-    traces: RefCell<Traces>,
-    scratch: PathBuf,
+    tracing: Tracing,
 }
 
 impl Ctx<'_> {
@@ -421,7 +420,7 @@ impl Ctx<'_> {
         f: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
         let Some((cell, run)) = at else { return f() };
-        self.traces.borrow_mut().record(&self.scratch, file, cell, side, *run, f)
+        self.tracing.traces.borrow_mut().record(&self.tracing.scratch, file, cell, side, *run, f)
     }
 
     /// `target/release/mapwise` as seen from `cwd`.
@@ -964,8 +963,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         oracle,
         work: work.path().to_path_buf(),
         progress: &progress,
-        traces: RefCell::default(),
-        scratch: ws.bench_dir().join("scratch"),
+        tracing: Tracing::new(ws),
     };
     let shapes = x.peer().args(["shapes"]).run()?;
     let version = machine::first_line_of("rrdtool", &["--version"]);
@@ -1064,14 +1062,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         findings,
         strace,
         limits,
-        traces: x.traces.borrow().list().to_vec(),
+        traces: x.tracing.traces.borrow().list().to_vec(),
         charts: Vec::new(),
         problems,
     };
     progress.set("charts and the report");
-    results.charts = rrd_charts(&results, &x.traces.borrow())?;
+    results.charts = rrd_charts(&results, &x.tracing.traces.borrow())?;
     let report = report(&results);
-    let traces = x.traces.into_inner();
+    let traces = x.tracing.traces.into_inner();
     drop((work, progress));
     // calls.txt beside the traces and charts: the commands read it.
     let mut extra = vec![("calls.txt", calls_text.as_bytes())];
