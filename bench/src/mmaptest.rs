@@ -17,7 +17,7 @@ use super::cell::{self, CellRuns, Contender, Metrics, Run, Tracing, both, metric
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine, Stamp};
-use super::output::{self, TempPath};
+use super::output;
 use super::pagecache::ReadPass;
 use super::proc::{Cmd, json_line, shell_quote, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
@@ -384,28 +384,24 @@ fn fill_bytes(buf: &mut [u8], state: &mut u64) {
 /// Makes `path` (`len` bytes from `seed`) unless it exists with that size,
 /// under a temporary name renamed into place; whether it was made now.
 fn ensure_file(path: &Path, len: u64, seed: u64) -> Result<bool> {
-    if fs::metadata(path).is_ok_and(|m| m.len() == len) {
-        return Ok(false);
+    if fs::metadata(path).is_ok_and(|m| m.len() != len) {
+        fs::remove_file(path)?;
     }
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = TempPath::new(path.with_file_name(format!(".{name}.tmp-{}", std::process::id())));
-    let what = || format!("cannot write {}", tmp.path().display());
-    let mut f = File::create(tmp.path()).with_context(what)?;
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut left = len;
-    while left > 0 {
-        let n = usize::try_from(left.min(1 << 20)).unwrap_or(1 << 20);
-        fill_bytes(&mut buf[..n], &mut state);
-        f.write_all(&buf[..n]).with_context(what)?;
-        left -= n as u64;
-        interrupt::check()?;
-    }
-    f.sync_all().with_context(what)?;
-    fs::rename(tmp.path(), path)
-        .with_context(|| format!("cannot rename into {}", path.display()))?;
-    let _ = tmp.keep();
-    Ok(true)
+    output::make_once(path, |tmp| {
+        let what = || format!("cannot write {}", tmp.display());
+        let mut f = File::create(tmp).with_context(what)?;
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut left = len;
+        while left > 0 {
+            let n = usize::try_from(left.min(1 << 20)).unwrap_or(1 << 20);
+            fill_bytes(&mut buf[..n], &mut state);
+            f.write_all(&buf[..n]).with_context(what)?;
+            left -= n as u64;
+            interrupt::check()?;
+        }
+        Ok(f.sync_all().with_context(what)?)
+    })
 }
 
 /// Sum of every byte of a file (what ours' checksum must be per pass).
@@ -433,7 +429,6 @@ fn file_byte_sum(path: &Path) -> Result<u64> {
 /// The 72 KiB file and the cold list, made when missing, with their byte sums.
 fn ensure_inputs(ws: &Workspace, cold_n: u64, size: u64, progress: &Progress) -> Result<Inputs> {
     let dir = ws.bench_dir().join("files");
-    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let warm = dir.join("mmaptest-72KiB.bin");
     let mut generated_now = usize::from(ensure_file(&warm, WARM_BYTES, 1)?);
     let (mut cold_files, mut cold_byte_sum) = (Vec::new(), 0u64);

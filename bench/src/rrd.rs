@@ -819,22 +819,19 @@ impl StartFile {
     /// The starting file of `shape` (seed [`BIG_SEED`]), cached as
     /// `target/bench/files/rrd-<shape>-seed<S>.rrd`: made by the peer when missing.
     fn ensure(x: &Ctx<'_>, ws: &Workspace, shape: &str) -> Result<StartFile> {
-        let files = ws.bench_dir().join("files");
-        let path = files.join(format!("rrd-{shape}-seed{BIG_SEED}.rrd"));
+        let path = ws.bench_dir().join("files").join(format!("rrd-{shape}-seed{BIG_SEED}.rrd"));
         let how = format!("{} gen {} --shape {shape} --seed {BIG_SEED}", x.oracle, path_arg(&path));
-        if path.is_file() {
-            return Self::describe(&path, how + " (cached)", None);
-        }
-        x.progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
-        fs::create_dir_all(&files)?;
-        let tmp =
-            output::TempPath::new(files.join(format!(".rrd-{shape}.{}.tmp", std::process::id())));
-        let make = x.peer().args(["gen".to_owned(), path_arg(tmp.path())]);
-        let secs = make.args(["--shape", shape, "--seed", &BIG_SEED.to_string()]).run()?.wall_s;
-        interrupt::check()?;
-        fs::rename(tmp.path(), &path)?;
-        let _ = tmp.keep();
-        Self::describe(&path, format!("{how} (now, {})", fmt_secs(secs)), Some(secs))
+        let mut secs = None;
+        output::make_once(&path, |tmp| {
+            x.progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
+            let make = x.peer().args(["gen".to_owned(), path_arg(tmp)]);
+            let seed = BIG_SEED.to_string();
+            secs = Some(make.args(["--shape", shape, "--seed", &seed]).run()?.wall_s);
+            Ok(())
+        })?;
+        let made = secs
+            .map_or_else(|| how.clone() + " (cached)", |s| format!("{how} (now, {})", fmt_secs(s)));
+        Self::describe(&path, made, secs)
     }
 
     fn describe(path: &Path, made: String, made_s: Option<f64>) -> Result<StartFile> {
