@@ -400,7 +400,7 @@ fn ensure_file(path: &Path, len: u64, seed: u64) -> Result<bool> {
             left -= n as u64;
             interrupt::check()?;
         }
-        Ok(f.sync_all().with_context(what)?)
+        f.sync_all().with_context(what)
     })
 }
 
