@@ -23,7 +23,7 @@ use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Col, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::{self, CacheState::Cold, CacheState::Warm};
 use super::stats::{Summary, fmt_secs, opt_ratio};
-use super::units::{format_size, human_size};
+use super::units::{format_size, human_size, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt`.
@@ -305,7 +305,7 @@ fn render(r: &Results) -> Report {
         &[
             ("version", r.versions.bbolt_readme.as_deref().unwrap_or_default()),
             ("runs", &runs),
-            ("s", if r.runs == 1 { "" } else { "s" }),
+            ("s", plural(r.runs)),
             ("warm_runs", &warm_runs),
             ("warmup", &r.warmup.to_string()),
             ("finished", &r.stamp.finished_utc),

@@ -24,7 +24,7 @@ use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, jud
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::stats::{Summary, fmt_secs};
 use super::traces;
-use super::units::{format_size, human_size};
+use super::units::{format_size, human_size, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
@@ -453,11 +453,6 @@ fn residency_bench(
 /// The verdict on a cell's median ratio against "ours ≤ 1.0× Go bbolt".
 fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
     judge(name, ratio, (1.0, Bound::AtMost), ("ours ", " Go bbolt"))
-}
-
-/// `s` unless `n` is 1.
-pub(crate) fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// The seed's figures (boltdb/bolt pull request 455: a 2 GB file read cold,

@@ -22,7 +22,7 @@ use super::report::{Outcome, Report, Role, Table, Verdict, say};
 use super::schedule::{self, Round};
 use super::stats::{Summary, fmt_secs, nearest_rank, opt_median, opt_ratio, opt_secs, pair_ratios};
 use super::tui::{self, WatchOptions, Watched};
-use super::units::{format_size, human_size, pct};
+use super::units::{format_size, human_size, pct, plural};
 use super::writer::Running;
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
@@ -543,7 +543,7 @@ fn kib(kib: Option<f64>) -> String {
 
 /// The report.
 fn render(r: &Results) -> Report {
-    let (m, s) = (&r.m, if r.runs == 1 { "" } else { "s" });
+    let (m, s) = (&r.m, plural(r.runs));
     let mut o = r.stamp.report();
     let runs = format!("{} run{s}", r.runs);
     o.text(say(NOTES, "intro", &[("runs", &runs), ("finished", &r.stamp.finished_utc)]));

@@ -26,7 +26,7 @@ use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
 use super::stats::Summary;
 use super::traces::{TraceInfo, Traces};
-use super::units::{format_size, human_size, mb_per_s};
+use super::units::{format_size, human_size, mb_per_s, plural};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench mmaptest`.
@@ -529,8 +529,10 @@ fn data_checks(cells: &[MmapCell], inputs: &Inputs) -> Vec<Verdict> {
             let name = format!("{} {what}", cache.name());
             checks.push(Verdict::new(name, Outcome::of(bad.is_empty()), detail));
         };
-        let each =
-            format!("{pass_bytes} × {n} iteration{}), {rounds} runs each", plus(n != 1, "s"));
+        let each = format!(
+            "{pass_bytes} × {n} iteration{}), {rounds} runs each",
+            plural(usize::try_from(n).unwrap_or(2))
+        );
         let ok = format!("every run of both programs delivered {want_bytes} bytes ({each}");
         check("bytes", bad_bytes, want_bytes, ok);
         let ok = format!(
@@ -695,9 +697,9 @@ fn render(r: &Results) -> Report {
     let intro = [
         ("c_source", r.c_source.as_str()),
         ("runs", &runs),
-        ("s", plus(r.runs != 1, "s")),
+        ("s", plural(r.runs)),
         ("warmup", &warmup),
-        ("s2", plus(r.warmup != 1, "s")),
+        ("s2", plural(r.warmup)),
         ("preset", r.preset),
         ("finished", &r.stamp.finished_utc),
     ];

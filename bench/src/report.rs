@@ -332,7 +332,7 @@ pub fn judge(
         Bound::AtMost => (r.median <= target, r.min <= target && r.max > target),
         Bound::AtLeast => (r.median >= target, r.min < target && r.max >= target),
     };
-    let plural = if r.n == 1 { "" } else { "s" };
+    let plural = crate::units::plural(r.n);
     let mut detail = format!(
         "{prefix}{:.2}×{suffix} (median of {} per-round ratio{plural}, range {:.2}–{:.2})",
         r.median, r.n, r.min, r.max

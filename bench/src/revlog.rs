@@ -33,7 +33,7 @@ use super::report::{
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::stats::{Summary, fmt_secs};
 use super::traces::{self, TraceInfo, Traces};
-use super::units::{human_size, pct, ranges, utc_human};
+use super::units::{human_size, pct, plural, ranges, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench revlog`.
@@ -1240,7 +1240,6 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     use Kind::{Matrix, Model, Size, Startup, Sweep, SweepHg};
     let (hg, plan, runs, ra) = (r.hg_name(), &r.plan, r.runs, r.read_ahead());
     let (big, small) = (short_count(plan.big), short_count(plan.hg_sizes[0]));
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
     let mut rep = r.stamp.report();
     if plan.preset == "tiny" {
         rep.text(

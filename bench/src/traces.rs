@@ -178,8 +178,8 @@ impl Traces {
              from the workspace root with `inspector replay {} --file {}` (`Space` plays, `,` `.` step), or load \
              it beside the file in the browser viewer.",
             INTERVAL.as_millis(),
-            if n == 1 { "" } else { "s" },
-            if runs == 1 { "" } else { "s" },
+            crate::units::plural(n),
+            crate::units::plural(runs),
             report_dir.join(&first.file).display(),
             first.traced,
         ))

@@ -97,6 +97,12 @@ pub fn ranges(v: &[u32]) -> String {
     }
 }
 
+/// `s` unless `n` is 1: the plural ending of a count's noun.
+#[must_use]
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
