@@ -120,7 +120,7 @@ struct Results {
 /// Runs the bench.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let tiny = args.common.tiny;
     let (count, size) = match (tiny, args.quick) {
@@ -388,7 +388,7 @@ fn render(r: &Results) -> Report {
     commands.extend(r.file.as_ref().map(|f| f.gen_cmd.clone()));
     commands.extend(cmds(&r.scans));
     commands.extend(r.range.iter().map(|x| x.cmd.clone()));
-    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
+    o.commands(&commands);
     if !r.charts.is_empty() || !r.traces.is_empty() {
         o.section("Residency traces");
         charts::add_images(&mut o, &r.charts);

@@ -269,7 +269,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     };
     let specs: Vec<ScanSpec<'_>> =
         caches.iter().flat_map(|&c| [(c, false, &[][..]), (c, true, &[][..])]).collect();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let peer = ws.peer("bolt")?;
     let steps = 4 + scan_steps(&specs, (warmup, runs)) + limits::steps(runs) + runs;
@@ -554,7 +554,7 @@ fn render(r: &Results) -> Report {
         }
     }
     commands.extend(r.residency.commands.iter().cloned());
-    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
+    o.commands(&commands);
     let label: Col<'_, CellRuns> = ("cell", Other, &|c| c.label.clone());
     o.section("Results: took = open + scan").table(cell_table(
         &r.cells,

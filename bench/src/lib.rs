@@ -107,6 +107,13 @@ pub struct CommonArgs {
     pub out: Option<PathBuf>,
 }
 
+impl CommonArgs {
+    /// `--runs` as a count.
+    pub fn runs(&self) -> Result<usize> {
+        usize::try_from(self.runs).context("--runs too large")
+    }
+}
+
 /// Where things are: every bench runs from the workspace root and names
 /// files relative to it.
 #[derive(Debug)]

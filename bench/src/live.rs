@@ -407,7 +407,7 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) ->
 /// Runs the bench.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let tiny = args.common.tiny;
     let sizes: &[u64] = match (tiny, args.quick) {
         (true, _) => &[bolt_scan::TINY_SIZE],
@@ -568,7 +568,7 @@ fn render(r: &Results) -> Report {
         m.views.last().map(|v| format!("tmux new-session -d -x 200 -y 50 '{}'", v.watched.command));
     commands.extend(writer.into_iter().chain(cells).chain(view).chain([r.etcd_command.clone()]));
     commands.extend(m.alts.last().into_iter().flat_map(|a| a.commands[1..].to_vec()));
-    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
+    o.commands(&commands);
     o
 }
 

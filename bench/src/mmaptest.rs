@@ -220,7 +220,7 @@ struct Results {
 /// Runs the bench.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let (preset, iterations, cold_n, cold_size, memcpy_bytes) = preset(args.common.tiny, args.full);
     let iterations = args.iterations.unwrap_or(iterations);
@@ -724,7 +724,7 @@ fn render(r: &Results) -> Report {
     let mut commands = r.build_commands.clone();
     let cmds = r.cells.iter().flat_map(|c| &c.runs.contenders);
     commands.extend(cmds.map(|(_, cmd)| short_files(cmd, &i.cold_files, &i.cold_glob)));
-    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
+    o.commands(&commands);
     for cache in [Warm, Cold] {
         let cs: Vec<&MmapCell> = r.cells.iter().filter(|c| c.runs.cache == cache).collect();
         let Some(n) = cs.first().map(|c| c.iterations) else {

@@ -422,6 +422,12 @@ impl Report {
         self.push(Block::Code { lang: lang.to_owned(), text: text.into() })
     }
 
+    /// Adds the `## Commands` section: `lines`, run from the workspace root.
+    pub fn commands(&mut self, lines: &[String]) -> &mut Self {
+        let intro = "Run from the workspace root.";
+        self.section("Commands").text(intro).code("sh", lines.join("\n"))
+    }
+
     /// Adds a table.
     pub fn table(&mut self, t: Table) -> &mut Self {
         self.push(Block::Table(t))

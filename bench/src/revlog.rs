@@ -972,7 +972,7 @@ impl Results {
 /// Runs the bench.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let plan = Plan::new(args.common.tiny, args.full, args.sweep_runs);
     let sweep_runs = usize::try_from(plan.sweep_runs).context("--sweep-runs too large")?;
@@ -1297,7 +1297,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
             .to_owned(),
         "# target/bench/files/revlog-synth-<revisions>; the model rows run inside xtask".to_owned(),
     ]);
-    rep.section("Commands").text("Run from the workspace root.").code("sh", code.join("\n"));
+    rep.commands(&code);
 
     // Start-up floors: ours' row and hg's, compared row by row.
     let startup = r.of(Startup).next();

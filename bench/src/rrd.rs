@@ -934,7 +934,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let preset = usize::from(args.full) + 2 * usize::from(tiny);
     let n = usize::try_from(args.calls.unwrap_or([200, 1000, 5][preset]))?;
     let (shape, preset) = (["big", "gauge"][usize::from(tiny)], ["quick", "full", "tiny"][preset]);
-    let runs = usize::try_from(args.common.runs)?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup.unwrap_or(u64::from(!tiny)))?;
     let inproc = args.inproc_runs.unwrap_or([4 * args.common.runs, 1][usize::from(tiny)]);
     let inproc_runs = usize::try_from(inproc)?;
