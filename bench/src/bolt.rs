@@ -22,7 +22,7 @@ use super::proc::{Cmd, json_line};
 use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Col, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::{self, CacheState::Cold, CacheState::Warm};
-use super::stats::{Summary, fmt_secs, opt_ratio};
+use super::stats::{Summary, fmt_secs};
 use super::units::{format_size, human_size, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
@@ -319,8 +319,6 @@ fn render(r: &Results) -> Report {
         o.section(format!(
             "Puts and gets ({count} keys, batches of 1000, 16-byte keys, 100-byte values)"
         ));
-        let ratio = |m| move |c: &CellRuns| opt_ratio(c.ratio(0, 1, m).0.as_ref());
-        let (puts, gets) = (ratio("puts_per_s"), ratio("gets_per_s"));
         let agree = |c: &CellRuns| agrees(c, "write_ops") && agrees(c, "read_ops");
         o.table(cell_table(
             &r.work,
@@ -328,10 +326,10 @@ fn render(r: &Results) -> Report {
                 label,
                 (">ours puts/s", Ours, &|c| ops(c.summary(0, "puts_per_s"))),
                 (">Go puts/s", Peer, &|c| ops(c.summary(1, "puts_per_s"))),
-                (">puts ours/Go", Ratio, &puts),
+                (">puts ours/Go", Ratio, &|c| c.ratio_text("puts_per_s")),
                 (">ours gets/s", Ours, &|c| ops(c.summary(0, "gets_per_s"))),
                 (">Go gets/s", Peer, &|c| ops(c.summary(1, "gets_per_s"))),
-                (">gets ours/Go", Ratio, &gets),
+                (">gets ours/Go", Ratio, &|c| c.ratio_text("gets_per_s")),
                 (">peak RSS ours / Go", Other, &rss),
                 ("ops agree", Other, &|c| if agree(c) { "yes" } else { "**NO**" }.to_owned()),
             ],
