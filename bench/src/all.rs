@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::machine::{Machine, Stamp};
 use super::output;
 use super::report::{Outcome, Report, Table, Verdict};
+use super::schedule::Caches;
 use super::units::utc_stamp;
 use super::{Workspace, interrupt};
 
@@ -34,15 +35,8 @@ pub struct Args {
     /// mmaptest iterations, 1M-revision index).
     #[arg(long)]
     full: bool,
-    /// Only cold-cache cells, where a bench can choose.
-    #[arg(long, conflicts_with_all = ["warm", "both"])]
-    cold: bool,
-    /// Only warm-cache cells, where a bench can choose.
-    #[arg(long, conflicts_with = "both")]
-    warm: bool,
-    /// Cold and warm cells (the default).
-    #[arg(long)]
-    both: bool,
+    #[command(flatten)]
+    caches: Caches,
     /// Tiny inputs, passed to every bench (a smoke run of the harness).
     #[arg(long, conflicts_with = "full")]
     tiny: bool,
@@ -82,11 +76,6 @@ struct Index {
     benches: Vec<BenchRun>,
 }
 
-/// The word of the first flag set, else `none`.
-fn chosen<'a>(flags: [(bool, &'a str); 2], none: &'a str) -> &'a str {
-    flags.into_iter().find(|f| f.0).map_or(none, |f| f.1)
-}
-
 /// The arguments of `xtask bench NAME` for these options, and what did
 /// not apply.
 fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
@@ -98,7 +87,7 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
         "bolt" | "live" if a.full => {}
         _ => v.push(if a.full { "--full" } else { "--quick" }.into()),
     }
-    let cache = chosen([(a.cold, "cold"), (a.warm, "warm")], "both");
+    let cache = a.caches.word();
     let mut notes = Vec::new();
     match (name, cache) {
         ("bolt-scan", _) | ("mmaptest", "cold" | "warm") => v.push(format!("--{cache}")),
@@ -167,8 +156,14 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
     }
     let index = Index {
         stamp: Stamp::new("all", started, Machine::describe(&ws.bench_dir())),
-        mode: chosen([(a.full, "full"), (a.tiny, "tiny")], "quick"),
-        cache: chosen([(a.cold, "cold"), (a.warm, "warm")], "both"),
+        mode: if a.full {
+            "full"
+        } else if a.tiny {
+            "tiny"
+        } else {
+            "quick"
+        },
+        cache: a.caches.word(),
         benches: runs,
     };
     output::publish(&dir, &render(&index), &index, &[])?;

@@ -22,6 +22,7 @@ use super::proc::{Cmd, Output, json_line, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
+use super::schedule::Caches;
 use super::stats::{Summary, fmt_secs};
 use super::traces;
 use super::units::{format_size, human_size, plural};
@@ -63,15 +64,8 @@ pub struct Args {
     /// cell pays for the previous cell's leftovers.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=100))]
     warmup: u64,
-    /// Only the cold cells.
-    #[arg(long, conflicts_with_all = ["warm", "both"])]
-    cold: bool,
-    /// Only the warm cells.
-    #[arg(long, conflicts_with = "both")]
-    warm: bool,
-    /// Cold and warm cells (the default).
-    #[arg(long)]
-    both: bool,
+    #[command(flatten)]
+    caches: Caches,
     #[command(flatten)]
     pub(super) common: CommonArgs,
 }
@@ -262,11 +256,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let tiny = args.common.tiny;
     let size = args.size.unwrap_or(if tiny { TINY_SIZE } else { 256 << 20 });
-    let caches: &[CacheState] = match (args.cold, args.warm) {
-        (true, _) => &[Cold],
-        (_, true) => &[Warm],
-        _ => &[Cold, Warm],
-    };
+    let caches = args.caches.states();
     let specs: Vec<ScanSpec<'_>> =
         caches.iter().flat_map(|&c| [(c, false, &[][..]), (c, true, &[][..])]).collect();
     let runs = args.common.runs()?;

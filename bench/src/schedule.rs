@@ -39,6 +39,45 @@ impl CacheState {
     }
 }
 
+/// `--cold`, `--warm`, `--both`: the cache states of the cells that have
+/// both (the default).
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct Caches {
+    /// Only the cold cells (`bench all`: where a bench can choose).
+    #[arg(long, conflicts_with_all = ["warm", "both"])]
+    pub cold: bool,
+    /// Only the warm cells (`bench all`: where a bench can choose).
+    #[arg(long, conflicts_with = "both")]
+    pub warm: bool,
+    /// Cold and warm cells (the default).
+    #[arg(long)]
+    pub both: bool,
+}
+
+impl Caches {
+    /// `cold`, `warm` or `both`.
+    #[must_use]
+    pub fn word(self) -> &'static str {
+        if self.cold {
+            "cold"
+        } else if self.warm {
+            "warm"
+        } else {
+            "both"
+        }
+    }
+
+    /// The states chosen, cold first.
+    #[must_use]
+    pub fn states(self) -> &'static [CacheState] {
+        match self.word() {
+            "cold" => &[CacheState::Cold],
+            "warm" => &[CacheState::Warm],
+            _ => &[CacheState::Cold, CacheState::Warm],
+        }
+    }
+}
+
 /// What the preparation before one run did and found.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Prepared {
