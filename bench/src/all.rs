@@ -76,8 +76,7 @@ struct Index {
     benches: Vec<BenchRun>,
 }
 
-/// The arguments of `xtask bench NAME` for these options, and what did
-/// not apply.
+/// The arguments of `xtask bench NAME` for these options, and what did not apply.
 fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
     let mut v: Vec<String> = vec!["bench".into(), name.into()];
     match name {

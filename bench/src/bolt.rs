@@ -38,8 +38,7 @@ pub struct Args {
     /// Smaller sizes: 100k puts, a 256 MiB scan file.
     #[arg(long)]
     quick: bool,
-    /// Puts per workload run [default: 1000000, --quick 100000, --tiny
-    /// 2000].
+    /// Puts per workload run [default: 1000000, --quick 100000, --tiny 2000].
     #[arg(long, value_name = "N", conflicts_with = "tiny")]
     count: Option<u64>,
     /// Logical size of the scan file [default: 2GiB, --quick 256MiB,

@@ -28,12 +28,10 @@ pub fn metrics<'a>(kv: impl IntoIterator<Item = (&'a str, f64)>) -> Metrics {
     kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
-/// Reads a contender's output into its metrics; `Err` says what is
-/// missing.
+/// Reads a contender's output into its metrics; `Err` says what is missing.
 pub type Parser = fn(&Output) -> Result<Metrics, String>;
 
-/// In-process work: its metrics, `wall_s` among them when it times itself
-/// (else the call is timed).
+/// In-process work: its metrics, `wall_s` among them when it times itself (else the call is timed).
 pub type Work = Rc<dyn Fn() -> Result<Metrics>>;
 
 /// What a contender runs.
@@ -160,8 +158,7 @@ pub struct Run {
     pub max_rss_kib: Option<u64>,
     /// The cache reset before it.
     pub prep: Option<Prepared>,
-    /// Fraction of the files resident right after it (mincore, the mean
-    /// over the files).
+    /// Fraction of the files resident right after it (mincore, the mean over the files).
     pub resident_after: Option<f64>,
     /// What it printed (first 4 KiB).
     pub stdout: String,
@@ -212,8 +209,7 @@ impl CellRuns {
         Summary::of(&self.values(c, metric))
     }
 
-    /// `a`/`b` of `metric`, round by round, and how many rounds had no
-    /// ratio (`b` was 0).
+    /// `a`/`b` of `metric`, round by round, and how many rounds had no ratio (`b` was 0).
     #[must_use]
     pub fn ratio(&self, a: usize, b: usize, metric: &str) -> (Option<Summary>, usize) {
         let pairs: Vec<(f64, f64)> = self
@@ -248,8 +244,7 @@ impl CellRuns {
         opt_median(self.summary(c, metric).as_ref())
     }
 
-    /// Contender 0 / contender 1 of `metric`, round by round, with how
-    /// many rounds had no ratio.
+    /// Contender 0 / contender 1 of `metric`, round by round, with how many rounds had no ratio.
     #[must_use]
     pub fn ratio_text(&self, metric: &str) -> String {
         let (ratio, skipped) = self.ratio(0, 1, metric);
@@ -291,8 +286,7 @@ pub fn both(f: impl Fn(usize) -> String) -> String {
     format!("{} / {}", f(0), f(1))
 }
 
-/// Where a bench's cells put their traces: the bench's traces and a
-/// scratch directory.
+/// Where a bench's cells put their traces: the bench's traces and a scratch directory.
 pub struct Tracing {
     /// The bench's traces.
     pub traces: std::cell::RefCell<Traces>,

@@ -77,8 +77,7 @@ enum BenchCommand {
     /// `etcdctl snapshot save` and an offline check.
     #[command(after_long_help = live::HELP)]
     Live(live::Args),
-    /// Every bench above, one after the other, and an index report of
-    /// their verdicts.
+    /// Every bench above, one after the other, and an index report of their verdicts.
     #[command(after_long_help = all::HELP)]
     All(all::Args),
     /// Checks a report directory: well-formed tables, ours' and the
@@ -101,8 +100,7 @@ pub struct CommonArgs {
     /// or count (--size, --count, --calls, --iterations, …).
     #[arg(long)]
     pub tiny: bool,
-    /// Directory for REPORT.md and results.json (default:
-    /// `target/bench/<UTC timestamp>`).
+    /// Directory for REPORT.md and results.json (default: `target/bench/<UTC timestamp>`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
@@ -114,14 +112,12 @@ impl CommonArgs {
     }
 }
 
-/// Where things are: every bench runs from the workspace root and names
-/// files relative to it.
+/// Where things are: every bench runs from the workspace root and names files relative to it.
 #[derive(Debug)]
 pub struct Workspace {
     /// Absolute workspace root.
     pub root: PathBuf,
-    /// Cargo's target directory, relative to the root unless
-    /// `$CARGO_TARGET_DIR` is absolute.
+    /// Cargo's target directory, relative to the root unless `$CARGO_TARGET_DIR` is absolute.
     pub target: PathBuf,
 }
 
@@ -143,8 +139,7 @@ impl Workspace {
         self.target.join("release").join(name)
     }
 
-    /// Builds ours (`mapwise`, release), one progress step: the build
-    /// command and the binary.
+    /// Builds ours (`mapwise`, release), one progress step: the build command and the binary.
     pub fn build_mapwise(&self, progress: &Progress) -> Result<(proc::Cmd, String)> {
         let build = proc::Cmd::cargo_release("mapwise-cli", Some("mapwise"));
         progress.set("building mapwise (release)");

@@ -93,8 +93,7 @@ struct Run {
     stderr_tail: Option<String>,
 }
 
-/// What a set of runs came to: exits (`other`: 1, a signal), and times of
-/// the runs that exited 0.
+/// What a set of runs came to: exits (`other`: 1, a signal), and times of the runs that exited 0.
 #[derive(Debug, Serialize)]
 struct Settle {
     ok: usize,
@@ -242,8 +241,7 @@ fn block_for(len: u64) -> u64 {
     if len >= 128 << 20 { 2 << 20 } else { (len / 64 / 4096).max(1) * 4096 }
 }
 
-/// What every measurement shares, and the count of cache resets (each
-/// draws its own blocks).
+/// What every measurement shares, and the count of cache resets (each draws its own blocks).
 struct Ctx<'a> {
     ws: &'a Workspace,
     progress: &'a Progress,

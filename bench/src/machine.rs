@@ -35,8 +35,7 @@ pub struct Machine {
     /// Proactive reclaim that evicts page-cache pages on its own: each
     /// running DAMON scheme; `None` without the DAMON sysfs interface.
     pub proactive_reclaim: Option<String>,
-    /// Free page reporting to a VM host through a virtio balloon; `None`
-    /// without a balloon.
+    /// Free page reporting to a VM host through a virtio balloon; `None` without a balloon.
     pub free_page_reporting: Option<String>,
     /// /proc/loadavg when the description was taken.
     pub loadavg: Option<String>,
@@ -250,8 +249,7 @@ fn free_page_reporting(devices: &Path, order: &Path) -> Option<String> {
     })
 }
 
-/// What every results.json starts with: the bench, when it ran, and on
-/// what machine.
+/// What every results.json starts with: the bench, when it ran, and on what machine.
 #[derive(Debug, Serialize)]
 pub struct Stamp {
     /// The bench's name.

@@ -73,12 +73,10 @@ fn preset(tiny: bool, full: bool) -> (&'static str, u64, u64, u64, u64) {
 /// `bench mmaptest` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Quick matrix (the default): 20 000 iterations warm, 16 files of
-    /// 16 MiB cold.
+    /// Quick matrix (the default): 20 000 iterations warm, 16 files of 16 MiB cold.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// The seed's matrix: 100 000 iterations warm, 64 files of 16 MiB
-    /// (1 GiB) cold.
+    /// The seed's matrix: 100 000 iterations warm, 64 files of 16 MiB (1 GiB) cold.
     #[arg(long, conflicts_with = "tiny")]
     full: bool,
     /// Iterations of the warm cells (overrides --quick/--full).

@@ -125,8 +125,7 @@ impl Cmd {
         self.args([a])
     }
 
-    /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench
-    /// builds what it measures.
+    /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench builds what it measures.
     pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
         let c = Self::new("cargo").args(["build", "--release", "-p", package]);
         match bin {
@@ -141,8 +140,7 @@ impl Cmd {
         if cond { self.arg(a) } else { self }
     }
 
-    /// The command as a shell needs it typed, its environment first
-    /// (`HGRCPATH= HGPLAIN=1 hg …`).
+    /// The command as a shell needs it typed, its environment first (`HGRCPATH= HGPLAIN=1 hg …`).
     pub fn shell(&self) -> String {
         let env = self.env.iter().map(|(k, v)| {
             format!("{k}={}", if v.is_empty() { String::new() } else { shell_quote(v) })

@@ -60,8 +60,7 @@ pub struct Table {
 }
 
 impl Table {
-    /// Columns named `header`, all [`Role::Other`]; a leading `>`
-    /// right-aligns a column.
+    /// Columns named `header`, all [`Role::Other`]; a leading `>` right-aligns a column.
     #[must_use]
     pub fn new(header: &[&str]) -> Self {
         let column = |h: &&str| Column {
@@ -114,8 +113,7 @@ impl Table {
         self.rows.push(Row { cells: r, role });
     }
 
-    /// The table as Markdown, columns padded so the source reads as a
-    /// table too.
+    /// The table as Markdown, columns padded so the source reads as a table too.
     #[must_use]
     pub fn render(&self) -> String {
         let esc = |c: &String| c.replace('|', "\\|");
@@ -600,8 +598,7 @@ mod tests {
         assert_eq!(fill("a {x} {y}\n", &[("x", "1"), ("y", "2")]), "a 1 2");
     }
 
-    /// Every paragraph a bench asks for (`say(NOTES, "key"`) is in its
-    /// prose, once.
+    /// Every paragraph a bench asks for (`say(NOTES, "key"`) is in its prose, once.
     #[test]
     fn every_paragraph_asked_for_is_there_once() {
         let benches = [

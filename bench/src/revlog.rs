@@ -112,8 +112,7 @@ impl Plan {
 /// `bench revlog` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The quick run (the default): matrix, size check, 7-size sweep of 20
-    /// pairs.
+    /// The quick run (the default): matrix, size check, 7-size sweep of 20 pairs.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// 14 sweep sizes, 50 pairs each, and hg in the sweep.
@@ -210,8 +209,7 @@ fn index_row(line: &str) -> Option<String> {
     (w.len() == 5 && revs && w[2..].iter().all(hexish)).then(|| w.join(" "))
 }
 
-/// The rows (as [`index_row`]) hg must show for `revs` (ascending) of the
-/// synthetic changelog.
+/// The rows (as [`index_row`]) hg must show for `revs` (ascending) of the synthetic changelog.
 fn synth_rows(revs: &[u32]) -> Vec<String> {
     let (mut s, mut out, null) = (SynthChangelog::default(), vec![], "0".repeat(12));
     let mut p1 = null.clone();
@@ -596,8 +594,7 @@ fn check_synth(
     Ok(checks)
 }
 
-/// `o`'s stdout on one line when it succeeded, else its stderr's last `n`
-/// lines.
+/// `o`'s stdout on one line when it succeeded, else its stderr's last `n` lines.
 fn said(o: &Output, n: usize) -> String {
     if o.success { o.stdout.trim().replace('\n', "; ") } else { tail(&o.stderr, n) }
 }
@@ -762,8 +759,7 @@ impl Ctx<'_> {
         }
     }
 
-    /// `s` as a contender on its repository's index, every `log` output
-    /// read as its tip.
+    /// `s` as a contender on its repository's index, every `log` output read as its tip.
     fn contender(&self, s: &Side) -> Contender {
         let repo = &self.repos[s.repo];
         let c = match s.job {
@@ -1444,8 +1440,7 @@ fn sweep_table(cs: &[&CellResult], repos: &[RepoInfo]) -> Table {
     t.roles(Role::Ratio, &[4, 7])
 }
 
-/// Target 1 in each cache state (its other rows as details), target 2,
-/// and the outputs and checks.
+/// Target 1 in each cache state (its other rows as details), target 2, and the outputs and checks.
 fn verdicts(r: &Results) -> Vec<Verdict> {
     let mut out = Vec::new();
     for cache in CACHES {

@@ -144,8 +144,7 @@ impl Level {
         &TOOLS[..[5, 2, 5, 5][self as usize]]
     }
 
-    /// Its name in the report, in trace names, and on charts (empty: the
-    /// cache state's).
+    /// Its name in the report, in trace names, and on charts (empty: the cache state's).
     fn names(self) -> [&'static str; 3] {
         [
             ["process level", "process", ""],
@@ -722,8 +721,7 @@ struct Timed {
     ratio: Option<Summary>,
 }
 
-/// `runs` rounds of `a` (ours, 0) and `b` (rrdtool, 1), `before(side)`
-/// before each run.
+/// `runs` rounds of `a` (ours, 0) and `b` (rrdtool, 1), `before(side)` before each run.
 fn time_pairs(
     x: &Ctx<'_>,
     runs: usize,

@@ -39,8 +39,7 @@ impl CacheState {
     }
 }
 
-/// `--cold`, `--warm`, `--both`: the cache states of the cells that have
-/// both (the default).
+/// `--cold`, `--warm`, `--both`: the cache states of the cells that have both (the default).
 #[derive(Clone, Copy, Debug, clap::Args)]
 pub struct Caches {
     /// Only the cold cells (`bench all`: where a bench can choose).

@@ -147,8 +147,7 @@ impl Traces {
         &self.recorded
     }
 
-    /// Every trace of the first run recorded for (`cell`, `side`), one per
-    /// traced file.
+    /// Every trace of the first run recorded for (`cell`, `side`), one per traced file.
     fn first_run(&self, cell: &str, side: &str) -> Vec<&TraceInfo> {
         let of = |t: &&TraceInfo| t.cell == cell && t.side == side;
         let Some(first) = self.recorded.iter().find(of) else {
@@ -214,8 +213,7 @@ pub fn residency_file(
     Ok(chart.map(|svg| charts::ChartFile { file: file.to_owned(), what: what.to_owned(), svg }))
 }
 
-/// As [`residency_chart`] in resident OS pages, for runs that touch a few
-/// pages of a larger file.
+/// As [`residency_chart`] in resident OS pages, for runs that touch a few pages of a larger file.
 pub fn residency_pages_chart(
     traces: &Traces,
     title: &str,
