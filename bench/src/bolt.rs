@@ -248,11 +248,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
     let agree = results.work.iter().all(|w| agrees(w, "write_ops") && agrees(w, "read_ops"))
         && results.scans.iter().all(|c| agrees(c, "keys"));
-    if !agree {
-        eprintln!("xtask: op or key counts differ between ours and Go (see the report)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(output::exit(agree, "op or key counts differ between ours and Go"))
 }
 
 /// Whether every run of `c` counted the same `metric`.

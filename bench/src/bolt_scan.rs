@@ -322,11 +322,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     drop(progress);
     let dir = ws.report_dir(&args.common, started);
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
-    if !results.keys_agree {
-        eprintln!("xtask: key counts differ between runs or tools (see the report)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(output::exit(results.keys_agree, "key counts differ between runs or tools"))
 }
 
 /// Chart lines of the cold scans: both tools, or ours alone with extra options.

@@ -326,11 +326,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     };
     drop(progress);
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
-    if results.checks.iter().any(|c| c.outcome == Outcome::Fail) {
-        eprintln!("xtask: byte counts or checksums are wrong (see the report)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    let ok = results.checks.iter().all(|c| c.outcome != Outcome::Fail);
+    Ok(output::exit(ok, "byte counts or checksums are wrong"))
 }
 
 /// `text` when `on`, else nothing.

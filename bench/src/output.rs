@@ -66,6 +66,16 @@ pub fn make_once(path: &Path, make: impl FnOnce(&Path) -> Result<()>) -> Result<
     Ok(true)
 }
 
+/// A bench's exit status: success when `ok`, else failure, saying on
+/// stderr that `what` (see the report).
+pub fn exit(ok: bool, what: &str) -> std::process::ExitCode {
+    if ok {
+        return std::process::ExitCode::SUCCESS;
+    }
+    eprintln!("xtask: {what} (see the report)");
+    std::process::ExitCode::FAILURE
+}
+
 /// The end of every bench: `report` as REPORT.md and `results` (a JSON
 /// object) as results.json with the model under `"report"`, written into
 /// `dir` after the `extra` files (charts, `traces/…`), each first to a

@@ -1055,11 +1055,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         report(&results, traces.paragraph(&say(NOTES, "traced", &[]), Path::new(&ws.rel(&dir))));
     drop(progress);
     output::publish_traced(&dir, &report, &results, &traces, &results.charts)?;
-    if !results.outputs_agree {
-        eprintln!("xtask: an output or a check was not as expected (see the report)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(output::exit(results.outputs_agree, "an output or a check was not as expected"))
 }
 
 /// The crossover of each series (ours, the model, hg) in each cache

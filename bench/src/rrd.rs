@@ -1070,11 +1070,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut extra = vec![("calls.txt", calls_text.as_bytes())];
     extra.extend(traces.files().into_iter().chain(results.charts.iter().map(ChartFile::output)));
     output::publish(&out_dir, &report, &results, &extra)?;
-    if results.problems.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    eprintln!("xtask: a file, an output or a check was not as expected (see the report)");
-    Ok(ExitCode::FAILURE)
+    let ok = results.problems.is_empty();
+    Ok(output::exit(ok, "a file, an output or a check was not as expected"))
 }
 
 /// The commands, the scratch directory made again as `$WORK` (as deep: relative paths hold).
