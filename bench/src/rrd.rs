@@ -939,12 +939,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let rounds = |l: Level| [warmup, [runs, inproc_runs][usize::from(l.inproc())]];
     let loops = |&(l, _): &(Level, _)| rounds(l).iter().sum::<usize>() * l.tools().len();
     let steps = CELLS.iter().map(loops).sum::<usize>() + limits::steps(runs);
-    let progress = Progress::new(steps as u64);
+    let progress = Progress::new(1 + steps as u64);
     let out_dir = ws.report_dir(&args.common, started);
 
-    let build = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
-    progress.set("building mapwise (release)");
-    build.run(&ws.root).context("cannot build ours")?;
+    let (build, mapwise) = ws.build_mapwise(&progress)?;
     let oracle = ws.peer("rrd")?; // installs rrdtool when missing
     let root = std::path::absolute(&ws.root)?;
     let work = output::TempPath::new(
@@ -954,7 +952,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     fs::create_dir_all(work.path())?;
     let x = Ctx {
         root: root.clone(),
-        mapwise: ws.release_bin("mapwise"),
+        mapwise: PathBuf::from(mapwise),
         oracle,
         work: work.path().to_path_buf(),
         progress: &progress,
