@@ -1,8 +1,8 @@
 //! `cargo xtask bench bolt-scan`: the MAP_POPULATE experiment boltdb/bolt's
 //! maintainers reported, ours (`mapwise bolt traverse`) vs Go bbolt (the
 //! peer's `traverse`), cold/warm × with/without MAP_POPULATE; and what the
-//! `bolt` and `mmaptest` benches share with it (the bbolt file, scan cells,
-//! output parsing, per-cell tables and charts).
+//! `bolt` and `live` benches share with it (the bbolt file, scan cells, the
+//! seed's figures).
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -202,11 +202,12 @@ pub fn rel_to(root: &Path, p: &Path) -> String {
 
 /// Runs `cargo xtask bench …`.
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    use BenchCommand as B;
     interrupt::install();
     let ws = Workspace::here()?;
     // What every bench runs besides its peer (which `Workspace::peer`
     // installs): GNU time for peak RSS, tmux for the live view.
-    if !matches!(args.bench, BenchCommand::Check(_)) {
+    if !matches!(args.bench, B::Check(_)) {
         install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
     }
     // Resolve --out against the caller's directory, then move to the root.
@@ -218,18 +219,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot enter {}", ws.root.display()))
     };
     match args.bench {
-        BenchCommand::Bolt(mut a) => enter(&mut a.common.out).and_then(|()| bolt::run(&ws, &a)),
-        BenchCommand::BoltScan(mut a) => {
-            enter(&mut a.common.out).and_then(|()| bolt_scan::run(&ws, &a))
-        }
-        BenchCommand::Mmaptest(mut a) => {
-            enter(&mut a.common.out).and_then(|()| mmaptest::run(&ws, &a))
-        }
-        BenchCommand::Revlog(mut a) => enter(&mut a.common.out).and_then(|()| revlog::run(&ws, &a)),
-        BenchCommand::Rrd(mut a) => enter(&mut a.common.out).and_then(|()| rrd::run(&ws, &a)),
-        BenchCommand::Live(mut a) => enter(&mut a.common.out).and_then(|()| live::run(&ws, &a)),
-        BenchCommand::All(mut a) => enter(&mut a.out).and_then(|()| all::run(&ws, &a)),
-        BenchCommand::Check(a) => check::run(&a),
+        B::Bolt(mut a) => enter(&mut a.common.out).and_then(|()| bolt::run(&ws, &a)),
+        B::BoltScan(mut a) => enter(&mut a.common.out).and_then(|()| bolt_scan::run(&ws, &a)),
+        B::Mmaptest(mut a) => enter(&mut a.common.out).and_then(|()| mmaptest::run(&ws, &a)),
+        B::Revlog(mut a) => enter(&mut a.common.out).and_then(|()| revlog::run(&ws, &a)),
+        B::Rrd(mut a) => enter(&mut a.common.out).and_then(|()| rrd::run(&ws, &a)),
+        B::Live(mut a) => enter(&mut a.common.out).and_then(|()| live::run(&ws, &a)),
+        B::All(mut a) => enter(&mut a.out).and_then(|()| all::run(&ws, &a)),
+        B::Check(a) => check::run(&a),
     }
 }
 

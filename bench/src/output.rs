@@ -57,7 +57,7 @@ pub fn make_once(path: &Path, make: impl FnOnce(&Path) -> Result<()>) -> Result<
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = TempPath::new(path.with_file_name(format!(".{name}.tmp-{}", std::process::id())));
-    drop(TempPath::new(tmp.path().to_owned()));
+    drop(TempPath::new(tmp.path().to_owned())); // an interrupted run's leftover
     make(tmp.path())?;
     crate::interrupt::check()?;
     fs::rename(tmp.path(), path)
