@@ -12,10 +12,11 @@ use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use serde::Serialize;
 
-use super::machine::Machine;
+use super::machine::{Machine, Stamp};
 use super::output;
 use super::report::{Outcome, Report, Table, Verdict};
-use super::units::{utc_human, utc_stamp};
+use super::schedule::Caches;
+use super::units::utc_stamp;
 use super::{Workspace, interrupt};
 
 /// Long help of `cargo xtask bench all`.
@@ -34,15 +35,8 @@ pub struct Args {
     /// mmaptest iterations, 1M-revision index).
     #[arg(long)]
     full: bool,
-    /// Only cold-cache cells, where a bench can choose.
-    #[arg(long, conflicts_with_all = ["warm", "both"])]
-    cold: bool,
-    /// Only warm-cache cells, where a bench can choose.
-    #[arg(long, conflicts_with = "both")]
-    warm: bool,
-    /// Cold and warm cells (the default).
-    #[arg(long)]
-    both: bool,
+    #[command(flatten)]
+    caches: Caches,
     /// Tiny inputs, passed to every bench (a smoke run of the harness).
     #[arg(long, conflicts_with = "full")]
     tiny: bool,
@@ -75,23 +69,14 @@ struct BenchRun {
 
 #[derive(Debug, Serialize)]
 struct Index {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     mode: &'static str,
     cache: &'static str,
-    machine: Machine,
-    loadavg_end: Option<String>,
     benches: Vec<BenchRun>,
 }
 
-/// The word of the first flag set, else `none`.
-fn chosen<'a>(flags: [(bool, &'a str); 2], none: &'a str) -> &'a str {
-    flags.into_iter().find(|f| f.0).map_or(none, |f| f.1)
-}
-
-/// The arguments of `xtask bench NAME` for these options, and what did
-/// not apply.
+/// The arguments of `xtask bench NAME` for these options, and what did not apply.
 fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
     let mut v: Vec<String> = vec!["bench".into(), name.into()];
     match name {
@@ -101,7 +86,7 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
         "bolt" | "live" if a.full => {}
         _ => v.push(if a.full { "--full" } else { "--quick" }.into()),
     }
-    let cache = chosen([(a.cold, "cold"), (a.warm, "warm")], "both");
+    let cache = a.caches.word();
     let mut notes = Vec::new();
     match (name, cache) {
         ("bolt-scan", _) | ("mmaptest", "cold" | "warm") => v.push(format!("--{cache}")),
@@ -169,13 +154,15 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
         });
     }
     let index = Index {
-        bench: "all",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
-        mode: chosen([(a.full, "full"), (a.tiny, "tiny")], "quick"),
-        cache: chosen([(a.cold, "cold"), (a.warm, "warm")], "both"),
-        machine: Machine::describe(&ws.bench_dir()),
-        loadavg_end: super::machine::loadavg(),
+        stamp: Stamp::new("all", started, Machine::describe(&ws.bench_dir())),
+        mode: if a.full {
+            "full"
+        } else if a.tiny {
+            "tiny"
+        } else {
+            "quick"
+        },
+        cache: a.caches.word(),
         benches: runs,
     };
     output::publish(&dir, &render(&index), &index, &[])?;
@@ -187,14 +174,14 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
 }
 
 fn render(x: &Index) -> Report {
-    let mut o = Report::new(format!("cargo xtask bench all — {}", x.started_utc));
+    let mut o = Report::new(format!("cargo xtask bench all — {}", x.stamp.started_utc));
     o.text(format!(
         "Every seed experiment re-run beside its peer ({} mode, {} cache cells), finished {}. \
          Each bench's own report (tables, charts, residency traces, commands, the seed's published \
          figures) is in its directory; this page gathers their verdicts.",
-        x.mode, x.cache, x.finished_utc
+        x.mode, x.cache, x.stamp.finished_utc
     ));
-    x.machine.add_to(&mut o, "target/bench", &[], x.loadavg_end.as_deref());
+    x.stamp.add_to(&mut o, "target/bench", &[]);
     let mut t = Table::new(&["bench", "status", ">minutes", "report", "verdicts"]);
     for b in &x.benches {
         let (pass, fail) = verdict_counts(&b.verdicts);

@@ -12,24 +12,24 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::bolt_scan::{self as scan, Col, FileInfo, ScanSpec, Versions, cell_table, para};
-use super::cell::{self, CellRuns, Contender, Metrics, Tracing};
+use super::bolt_scan::{self as scan, FileInfo, ScanSpec, Versions};
+use super::cell::{self, CellRuns, Contender, Metrics, Tracing, both, metrics};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
+use super::machine::{Machine, Stamp};
 use super::output;
-use super::proc::Cmd;
+use super::proc::{Cmd, json_line};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Report, Table, Verdict, judge};
+use super::report::{Bound, Col, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::{self, CacheState::Cold, CacheState::Warm};
-use super::stats::{Summary, fmt_secs, opt_ratio};
-use super::units::{format_size, human_size, utc_human};
+use super::stats::{Summary, fmt_secs};
+use super::units::{format_size, human_size, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt`.
 pub const HELP: &str = include_str!("text/bolt-help.txt");
 
-/// The report's prose by paragraph: intro, puts, scans, range, its note, traces.
+/// The report's prose ([`say`]).
 const NOTES: &str = include_str!("text/bolt-notes.md");
 
 /// `bench bolt` options.
@@ -38,8 +38,7 @@ pub struct Args {
     /// Smaller sizes: 100k puts, a 256 MiB scan file.
     #[arg(long)]
     quick: bool,
-    /// Puts per workload run [default: 1000000, --quick 100000, --tiny
-    /// 2000].
+    /// Puts per workload run [default: 1000000, --quick 100000, --tiny 2000].
     #[arg(long, value_name = "N", conflicts_with = "tiny")]
     count: Option<u64>,
     /// Logical size of the scan file [default: 2GiB, --quick 256MiB,
@@ -76,11 +75,11 @@ struct BenchJson {
 
 /// Either tool's `bench --json` line as rates and op counts.
 fn parse_bench(stdout: &str) -> Result<Metrics, String> {
-    let j: BenchJson = scan::json_line(stdout)?;
+    let j: BenchJson = json_line(stdout)?;
     let rate = |ops: u64, s: f64| if s > 0.0 { ops as f64 / s } else { 0.0 };
     let (w, r) = (rate(j.write_ops, j.write_s), rate(j.read_ops, j.read_s));
     let counts = [("write_ops", j.write_ops as f64), ("read_ops", j.read_ops as f64)];
-    Ok(scan::metrics([("puts_per_s", w), ("gets_per_s", r)].into_iter().chain(counts)))
+    Ok(metrics([("puts_per_s", w), ("gets_per_s", r)].into_iter().chain(counts)))
 }
 
 /// The prefetching range scan.
@@ -93,14 +92,11 @@ struct RangeRun {
 
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     runs: usize,
     warmup: usize,
     count: u64,
-    machine: Machine,
-    loadavg_end: Option<String>,
     versions: Versions,
     build_commands: Vec<String>,
     /// Puts and gets, seq and rnd: ours is contender 0, Go 1.
@@ -123,7 +119,7 @@ struct Results {
 /// Runs the bench.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let tiny = args.common.tiny;
     let (count, size) = match (tiny, args.quick) {
@@ -150,7 +146,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let scan_steps = if args.no_scans { 0 } else { scan_steps + 2 + limits::steps(runs) };
     let progress = Progress::new((1 + scan_steps + modes.len() * (warmup + runs) * 2) as u64);
     let peer = ws.peer("bolt")?;
-    let (build_ours, mapwise) = scan::build_ours(ws, &progress)?;
+    let (build_ours, mapwise) = ws.build_mapwise(&progress)?;
     let build_peer = Cmd::new(peer.clone()).arg("build");
     progress.set("building the bbolt peer");
     let dir = build_peer.run(&ws.root).context("cannot build the bbolt peer")?;
@@ -165,8 +161,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // Described before the runs (the load average "at start"); the bench
     // files all live under target/bench, on one file system.
     let machine = Machine::describe(&tmp);
-    let (traces, scratch) = scan::tracing(ws);
-    let tracing = Tracing { traces: &traces, scratch: &scratch };
+    let tracing = Tracing::new(ws);
     let run_cell = |c: &cell::Cell| cell::run(ws, &progress, c, &tracing);
     let mut work = Vec::new();
     for mode in modes {
@@ -181,7 +176,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         let contenders = [("ours", ours), ("Go", bench(go.clone().arg("bench"), 1))]
             .map(|(name, cmd)| Contender::new(name, cmd, |o| parse_bench(&o.stdout)));
         let label = format!("{mode} puts, {mode} gets");
-        let cell = scan::plain_cell(label, Warm, Vec::new(), contenders.into(), (warmup, runs));
+        let cell = cell::Cell::new(label, Warm, Vec::new(), contenders.into(), (warmup, runs));
         work.push(run_cell(&cell::Cell { fresh: files.to_vec(), ..cell })?);
     }
 
@@ -218,24 +213,23 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         file = Some(f);
     }
     drop(progress);
-    let traces = traces.into_inner();
-    let charts: Vec<ChartFile> = scan::residency_file(
+    let traces = tracing.traces.into_inner();
+    let charts: Vec<ChartFile> = super::traces::residency_file(
         &traces,
-        "bench bolt, cold scans: the file in the page cache (plain, populate, prefetching cursor, hugepage advice)",
-        "the file in the page cache during the first timed cold scan of each kind",
+        "residency-cold.svg",
+        (
+            "bench bolt, cold scans: the file in the page cache (plain, populate, prefetching cursor, hugepage advice)",
+            "the file in the page cache during the first timed cold scan of each kind",
+        ),
         &scan::cold_picks(&scans),
     )?
     .into_iter()
     .collect();
     let results = Results {
-        bench: "bolt",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("bolt", started, machine),
         runs,
         warmup,
         count,
-        machine,
-        loadavg_end: machine::loadavg(),
         versions: Versions::of(&peer),
         build_commands: vec![build_ours.shell(), format!("BOLT_ORACLE=$({})", build_peer.shell())],
         verdicts: verdicts(work.iter().chain(&scans)),
@@ -254,11 +248,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
     let agree = results.work.iter().all(|w| agrees(w, "write_ops") && agrees(w, "read_ops"))
         && results.scans.iter().all(|c| agrees(c, "keys"));
-    if !agree {
-        eprintln!("xtask: op or key counts differ between ours and Go (see the report)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(output::exit(agree, "op or key counts differ between ours and Go"))
 }
 
 /// Whether every run of `c` counted the same `metric`.
@@ -298,25 +288,25 @@ fn ops(s: Option<Summary>) -> String {
 fn rss(c: &CellRuns) -> String {
     #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let one = |i| c.summary(i, "rss_kib").map(|s| human_size(s.median as u64 * 1024));
-    scan::both(|i| one(i).unwrap_or_else(|| "—".to_owned()))
+    both(|i| one(i).unwrap_or_else(|| "—".to_owned()))
 }
 
 fn render(r: &Results) -> Report {
-    let mut o = Report::new(format!("bench bolt — {}", r.started_utc));
+    let mut o = r.stamp.report();
     let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(scan::WARM_MIN_RUNS).to_string());
-    o.text(para(
+    o.text(say(
         NOTES,
-        0,
+        "intro",
         &[
             ("version", r.versions.bbolt_readme.as_deref().unwrap_or_default()),
             ("runs", &runs),
-            ("s", if r.runs == 1 { "" } else { "s" }),
+            ("s", plural(r.runs)),
             ("warm_runs", &warm_runs),
             ("warmup", &r.warmup.to_string()),
-            ("finished", &r.finished_utc),
+            ("finished", &r.stamp.finished_utc),
         ],
     ));
-    r.versions.machine(&mut o, &r.machine, r.loadavg_end.as_deref());
+    r.versions.machine(&mut o, &r.stamp);
     o.section("Verdicts").verdicts(r.verdicts.clone());
     let label: Col<'_, CellRuns> = ("mode", Other, &|c| c.label.clone());
     if !r.work.is_empty() {
@@ -324,8 +314,6 @@ fn render(r: &Results) -> Report {
         o.section(format!(
             "Puts and gets ({count} keys, batches of 1000, 16-byte keys, 100-byte values)"
         ));
-        let ratio = |m| move |c: &CellRuns| opt_ratio(c.ratio(0, 1, m).0.as_ref());
-        let (puts, gets) = (ratio("puts_per_s"), ratio("gets_per_s"));
         let agree = |c: &CellRuns| agrees(c, "write_ops") && agrees(c, "read_ops");
         o.table(cell_table(
             &r.work,
@@ -333,15 +321,15 @@ fn render(r: &Results) -> Report {
                 label,
                 (">ours puts/s", Ours, &|c| ops(c.summary(0, "puts_per_s"))),
                 (">Go puts/s", Peer, &|c| ops(c.summary(1, "puts_per_s"))),
-                (">puts ours/Go", Ratio, &puts),
+                (">puts ours/Go", Ratio, &|c| c.ratio_text("puts_per_s")),
                 (">ours gets/s", Ours, &|c| ops(c.summary(0, "gets_per_s"))),
                 (">Go gets/s", Peer, &|c| ops(c.summary(1, "gets_per_s"))),
-                (">gets ours/Go", Ratio, &gets),
+                (">gets ours/Go", Ratio, &|c| c.ratio_text("gets_per_s")),
                 (">peak RSS ours / Go", Other, &rss),
                 ("ops agree", Other, &|c| if agree(c) { "yes" } else { "**NO**" }.to_owned()),
             ],
         ))
-        .text(para(NOTES, 1, &[]));
+        .text(say(NOTES, "puts", &[]));
     }
     if let Some(f) = &r.file {
         let keys = f.expected_keys.map_or_else(|| "?".to_owned(), |k| k.to_string());
@@ -350,22 +338,23 @@ fn render(r: &Results) -> Report {
             &r.scans,
             &[
                 ("cell", Other, label.2),
-                (">ours took", Ours, &|c| scan::secs(c, 0, "took_s")),
-                (">Go took", Peer, &|c| scan::secs(c, 1, "took_s")),
-                (">ours/Go (per pair)", Ratio, &|c| scan::ratio(c, "took_s")),
+                (">ours took", Ours, &|c| c.time(0, "took_s")),
+                (">Go took", Peer, &|c| c.time(1, "took_s")),
+                (">ours/Go (per pair)", Ratio, &|c| c.ratio_text("took_s")),
                 (">peak RSS ours / Go", Other, &rss),
-                (">resident after ours / Go", Other, &|c| scan::both(|i| scan::after(c, i))),
-                (">keys", Other, &scan::keys),
+                (">resident after ours / Go", Other, &|c| both(|i| c.resident_after(i))),
+                (">keys", Other, &|c| c.distinct_text("keys")),
             ],
         ))
-        .text(para(NOTES, 2, &[]));
+        .text(say(NOTES, "scans", &[]));
         scan::seed_section(&mut o, &r.scans, r.scan_size.as_deref().unwrap_or_default());
         limits::add_to(&mut o, &r.limits);
     }
     if let Some((k1, k2)) = r.range_keys.as_ref().filter(|_| !r.range.is_empty()) {
-        let ra = r.machine.read_ahead_kb.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
+        let ra =
+            r.stamp.machine.read_ahead_kb.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
         let vars = [("k1", k1.as_str()), ("k2", k2), ("read_ahead", &ra)];
-        o.section("Prefetch reads only its range").text(para(NOTES, 3, &vars));
+        o.section("Prefetch reads only its range").text(say(NOTES, "range", &vars));
         let mut t = Table::of(
             "scan | >keys | >took | >file pages | >pages read by the scan | >resident among them \
              | >resident elsewhere",
@@ -382,7 +371,7 @@ fn render(r: &Results) -> Report {
             let res = ["file_pages", "visited_pages", "resident_visited", "resident_outside"];
             t.row([x.label.clone(), keys, took].into_iter().chain(res.map(rs)));
         }
-        o.table(t).text(para(NOTES, 4, &[]));
+        o.table(t).text(say(NOTES, "range-note", &[]));
     }
     let mut commands = r.build_commands.clone();
     let cmds = |cells: &[CellRuns]| -> Vec<String> {
@@ -392,12 +381,12 @@ fn render(r: &Results) -> Report {
     commands.extend(r.file.as_ref().map(|f| f.gen_cmd.clone()));
     commands.extend(cmds(&r.scans));
     commands.extend(r.range.iter().map(|x| x.cmd.clone()));
-    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
+    o.commands(&commands);
     if !r.charts.is_empty() || !r.traces.is_empty() {
         o.section("Residency traces");
         charts::add_images(&mut o, &r.charts);
         let (cadence, n) = (super::traces::cadence(), r.traces.len().to_string());
-        o.text(para(NOTES, 5, &[("cadence", &cadence), ("n", &n)]));
+        o.text(say(NOTES, "traces", &[("cadence", &cadence), ("n", &n)]));
     }
     o
 }

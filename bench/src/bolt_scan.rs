@@ -1,10 +1,9 @@
 //! `cargo xtask bench bolt-scan`: the MAP_POPULATE experiment boltdb/bolt's
 //! maintainers reported, ours (`mapwise bolt traverse`) vs Go bbolt (the
 //! peer's `traverse`), cold/warm × with/without MAP_POPULATE; and what the
-//! `bolt` and `mmaptest` benches share with it (the bbolt file, scan cells,
-//! output parsing, per-cell tables and charts).
+//! `bolt` and `live` benches share with it (the bbolt file, scan cells, the
+//! seed's figures).
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,22 +11,22 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing};
-use super::charts::{self, ChartFile, RatioBar};
+use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing, both, metrics};
+use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
+use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
-use super::proc::{Cmd, Output, tail};
+use super::proc::{Cmd, Output, json_line, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
-use super::stats::{Summary, fmt_secs, opt_median, opt_ratio, opt_secs};
-use super::traces::{self, Traces};
-use super::units::{format_size, human_size, pct, utc_human};
-use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
+use super::schedule::Caches;
+use super::stats::{Summary, fmt_secs};
+use super::traces;
+use super::units::{format_size, human_size, plural};
+use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench bolt-scan`.
 pub const HELP: &str = include_str!("text/bolt-scan-help.txt");
@@ -42,7 +41,7 @@ pub const BUCKET: &str = "fake-bucket";
 pub const TINY_SIZE: u64 = 4 << 20;
 /// `--tiny`: puts per transaction of the generator (`gen --batch`).
 pub const TINY_BATCH: u64 = 1000;
-/// The prose by paragraph: intro, settle, split, traces, seed, matches, differs.
+/// The report's prose ([`say`]).
 const NOTES: &str = include_str!("text/bolt-scan-notes.md");
 const SPARSE_BYTES: u64 = 64 << 30;
 /// Target for `inspector residency` on the sparse file.
@@ -65,67 +64,10 @@ pub struct Args {
     /// cell pays for the previous cell's leftovers.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=100))]
     warmup: u64,
-    /// Only the cold cells.
-    #[arg(long, conflicts_with_all = ["warm", "both"])]
-    cold: bool,
-    /// Only the warm cells.
-    #[arg(long, conflicts_with = "both")]
-    warm: bool,
-    /// Cold and warm cells (the default).
-    #[arg(long)]
-    both: bool,
+    #[command(flatten)]
+    caches: Caches,
     #[command(flatten)]
     pub(super) common: CommonArgs,
-}
-
-/// Builds ours (`mapwise`, release): the build command and the binary.
-pub(crate) fn build_ours(ws: &Workspace, progress: &Progress) -> Result<(Cmd, String)> {
-    let build = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
-    progress.set("building mapwise (release)");
-    build.run(&ws.root).context("cannot build ours")?;
-    let bin = ws.release_bin("mapwise");
-    anyhow::ensure!(bin.is_file(), "{} missing after the build", bin.display());
-    progress.inc();
-    Ok((build, path_arg(&bin)))
-}
-
-/// The residency traces of a bench and their scratch directory.
-pub(crate) fn tracing(ws: &Workspace) -> (RefCell<Traces>, PathBuf) {
-    (RefCell::new(Traces::new()), ws.bench_dir().join("scratch"))
-}
-
-/// A cell of `contenders` on `files` in `cache`, each run reset on its own.
-pub(crate) fn plain_cell(
-    label: String,
-    cache: CacheState,
-    files: Vec<PathBuf>,
-    contenders: Vec<Contender>,
-    (warmup, runs): (usize, usize),
-) -> Cell {
-    Cell {
-        label,
-        cache,
-        files,
-        fresh: Vec::new(),
-        contenders,
-        warmup,
-        runs,
-        shared_warm_reset: false,
-        untimed_warm_first: false,
-        cold_settle: None,
-    }
-}
-
-/// The last line of `text` that is a JSON object, read as `T`.
-pub(crate) fn json_line<T: DeserializeOwned>(text: &str) -> Result<T, String> {
-    let line = text.lines().rev().map(str::trim).find(|l| l.starts_with('{'));
-    let line = line.ok_or_else(|| format!("no JSON object in output {:?}", tail(text, 3)))?;
-    serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))
-}
-
-/// Metrics from (name, value) pairs.
-pub(crate) fn metrics<'a>(kv: impl IntoIterator<Item = (&'a str, f64)>) -> Metrics {
-    kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 
 /// What `mapwise bolt traverse --json` prints.
@@ -214,7 +156,7 @@ pub(crate) fn scan_cells(
             shared_warm_reset: true,
             untimed_warm_first: true,
             cold_settle: machine::reports_free_pages().then_some(COLD_SETTLE),
-            ..plain_cell(label, cache, vec![PathBuf::from(file)], contenders, (warmup, runs))
+            ..Cell::new(label, cache, vec![PathBuf::from(file)], contenders, (warmup, runs))
         }
     };
     specs.iter().map(cell).collect()
@@ -275,32 +217,29 @@ impl Versions {
     }
 
     /// The `## Machine` section with Go's and bbolt's versions.
-    pub fn machine(&self, report: &mut Report, m: &Machine, loadavg_end: Option<&str>) {
+    pub fn machine(&self, report: &mut Report, stamp: &Stamp) {
         let na = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_owned());
         let bbolt = format!(
             "{} (peer README); Debian package golang-github-coreos-bbolt-dev {}",
             na(&self.bbolt_readme),
             na(&self.bbolt_package)
         );
-        let tools = [("Go", m.go_version.clone()), ("bbolt", Some(bbolt))];
-        m.add_to(report, "the file", &tools, loadavg_end);
+        let tools = [("Go", stamp.machine.go_version.clone()), ("bbolt", Some(bbolt))];
+        stamp.add_to(report, "the file", &tools);
     }
 }
 
 /// Everything results.json holds; the report is rendered from it.
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     size_bytes: u64,
     size: String,
     seed: u64,
     runs: usize,
     warmup: usize,
     bucket: &'static str,
-    machine: Machine,
-    loadavg_end: Option<String>,
     versions: Versions,
     file: FileInfo,
     build_commands: Vec<String>,
@@ -317,19 +256,15 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
     let tiny = args.common.tiny;
     let size = args.size.unwrap_or(if tiny { TINY_SIZE } else { 256 << 20 });
-    let caches: &[CacheState] = match (args.cold, args.warm) {
-        (true, _) => &[Cold],
-        (_, true) => &[Warm],
-        _ => &[Cold, Warm],
-    };
+    let caches = args.caches.states();
     let specs: Vec<ScanSpec<'_>> =
         caches.iter().flat_map(|&c| [(c, false, &[][..]), (c, true, &[][..])]).collect();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let peer = ws.peer("bolt")?;
     let steps = 4 + scan_steps(&specs, (warmup, runs)) + limits::steps(runs) + runs;
     let progress = Progress::new(steps as u64);
-    let (build_ours, mapwise) = build_ours(ws, &progress)?;
+    let (build_ours, mapwise) = ws.build_mapwise(&progress)?;
     let build_inspector = Cmd::cargo_release("mapwise-inspector", None);
     let build_peer = Cmd::new(peer.clone()).arg("build");
     progress.set("building inspector (release)");
@@ -342,8 +277,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.inc();
     let path = PathBuf::from(&file.path);
     let machine = Machine::describe(&path);
-    let (traces, scratch) = tracing(ws);
-    let tracing = Tracing { traces: &traces, scratch: &scratch };
+    let tracing = Tracing::new(ws);
     let cells = scan_cells(&specs, (&mapwise, &Cmd::new(&peer)), &file.path, (warmup, runs));
     let run = |c| cell::run(ws, &progress, c, &tracing);
     let cells: Vec<CellRuns> = cells.iter().map(run).collect::<Result<_>>()?;
@@ -351,31 +285,30 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let residency = residency_bench(ws, (&inspector_build, &build_inspector), runs, &progress)?;
     let keys: BTreeSet<u64> =
         cells.iter().flat_map(|c| c.distinct("keys")).chain(file.expected_keys).collect();
-    let traces = traces.into_inner();
-    let mut charts = vec![ratio_chart(
+    let traces = tracing.traces.into_inner();
+    let mut charts = vec![ChartFile::ratios(
         &cells,
         "took_s",
         ("bolt-scan: took, ours / Go bbolt", "took, ours / Go bbolt, per cell"),
         None,
     )?];
-    charts.extend(residency_file(
+    charts.extend(traces::residency_file(
         &traces,
-        "bolt-scan, cold: the file in the page cache during the scan",
-        "resident share of the file during the first timed cold run of each tool and mode",
+        "residency-cold.svg",
+        (
+            "bolt-scan, cold: the file in the page cache during the scan",
+            "resident share of the file during the first timed cold run of each tool and mode",
+        ),
         &cold_picks(&cells),
     )?);
     let results = Results {
-        bench: "bolt-scan",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("bolt-scan", started, machine),
         size_bytes: size,
         size: format_size(size),
         seed: args.seed,
         runs,
         warmup,
         bucket: BUCKET,
-        machine,
-        loadavg_end: machine::loadavg(),
         versions: Versions::of(&peer),
         file,
         build_commands: vec![build_ours.shell(), build_inspector.shell(), build_peer.shell()],
@@ -389,36 +322,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     drop(progress);
     let dir = ws.report_dir(&args.common, started);
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
-    if !results.keys_agree {
-        eprintln!("xtask: key counts differ between runs or tools (see the report)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `ratios.svg`: ours/peer of `metric` per cell.
-pub(crate) fn ratio_chart<'a>(
-    cells: impl IntoIterator<Item = &'a CellRuns>,
-    metric: &str,
-    (title, what): (&str, &str),
-    target: Option<f64>,
-) -> Result<ChartFile> {
-    let bar = |c: &CellRuns| Some(RatioBar::of(&c.label, &c.ratio(0, 1, metric).0?));
-    let bars: Vec<RatioBar> = cells.into_iter().filter_map(bar).collect();
-    let svg = charts::ratios(title, &bars, target)?;
-    Ok(ChartFile { file: "ratios.svg".to_owned(), what: what.to_owned(), svg })
-}
-
-/// `residency-cold.svg`: the first timed run of each (cell, side, legend) pick.
-pub(crate) fn residency_file(
-    traces: &Traces,
-    title: &str,
-    what: &str,
-    picks: &[(String, &str, String)],
-) -> Result<Option<ChartFile>> {
-    let chart = traces::residency_chart(traces, title, picks)?;
-    let file = "residency-cold.svg".to_owned();
-    Ok(chart.map(|svg| ChartFile { file, what: what.to_owned(), svg }))
+    Ok(output::exit(results.keys_agree, "key counts differ between runs or tools"))
 }
 
 /// Chart lines of the cold scans: both tools, or ours alone with extra options.
@@ -447,32 +351,25 @@ pub fn ensure_file(
     progress: &Progress,
 ) -> Result<FileInfo> {
     progress.set(format!("bbolt file, {} seed {seed}", format_size(size)));
-    let dir = ws.bench_dir().join("files");
-    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let batched = batch.map(|b| format!("-batch{b}")).unwrap_or_default();
     let name = format!("bolt-big-seed{seed}-{}{batched}.db", format_size(size));
-    let path = dir.join(&name);
-    let sidecar = dir.join(format!("{name}.gen.txt"));
+    let path = ws.bench_dir().join("files").join(&name);
+    let sidecar = path.with_file_name(format!("{name}.gen.txt"));
     let gen_cmd = |p: &Path| {
         let (seed, size) = (seed.to_string(), format_size(size));
         Cmd::new(peer)
             .args(["gen", &path_arg(p), "--shape", "big", "--seed", &seed, "--size", &size])
             .args(batch.map(|b| ["--batch".to_owned(), b.to_string()]).into_iter().flatten())
     };
-    let generated_now = !path.is_file();
-    let (gen_line, gen_output) = if generated_now {
+    let generated_now = output::make_once(&path, |tmp| {
         let at = path.display();
         progress.note(&format!("xtask: generating {at} with Go bbolt (cached for later runs)"));
-        let tmp = TempPath::new(dir.join(format!(".{name}.tmp-{}", std::process::id())));
-        let cmd = gen_cmd(tmp.path());
+        let cmd = gen_cmd(tmp);
         let out = cmd.run(&ws.root).context("cannot generate the bbolt file")?;
         let line = format!("{}  # then renamed to {at}", cmd.shell());
-        fs::write(&sidecar, format!("# {line}\n{}", out.stdout))?;
-        interrupt::check()?;
-        fs::rename(tmp.path(), &path).with_context(|| format!("cannot rename into {at}"))?;
-        let _ = tmp.keep();
-        (line, out.stdout)
-    } else if let Ok(text) = fs::read_to_string(&sidecar) {
+        Ok(fs::write(&sidecar, format!("# {line}\n{}", out.stdout))?)
+    })?;
+    let (gen_line, gen_output) = if let Ok(text) = fs::read_to_string(&sidecar) {
         let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
         (first.trim_start_matches("# ").to_owned(), rest.to_owned())
     } else {
@@ -544,20 +441,10 @@ fn verdict(name: &str, ratio: Option<&Summary>) -> Verdict {
     judge(name, ratio, (1.0, Bound::AtMost), ("ours ", " Go bbolt"))
 }
 
-/// `s` unless `n` is 1.
-pub(crate) fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-/// Paragraph `n` (from 0) of a bench's prose `text`, its `{name}`s filled.
-pub(crate) fn para(text: &str, n: usize, vars: &[(&str, &str)]) -> String {
-    fill(text.split("\n\n").nth(n).unwrap_or_default(), vars)
-}
-
 /// The seed's figures (boltdb/bolt pull request 455: a 2 GB file read cold,
 /// without and with `MAP_POPULATE`) beside this run's cold medians.
 pub(crate) fn seed_section(report: &mut Report, cells: &[CellRuns], size: &str) {
-    report.section("The seed's published figures").text(para(NOTES, 4, &[]));
+    report.section("The seed's published figures").text(say(NOTES, "seed", &[]));
     let mut t = Table::of("machine | file | >without | >with | >without / with");
     t.row(["i7-4910MQ laptop, SSD, Linux 3.16, Go 1.5.1 (the seed)", "2 GB", "8 s", "4 s", "2.0×"]);
     t.row(["1-vCPU cloud VM, HDD, Linux 3.16, Go 1.5.1 (the seed)", "2 GB", "130 s", "8 s", "16×"]);
@@ -578,71 +465,8 @@ pub(crate) fn seed_section(report: &mut Report, cells: &[CellRuns], size: &str) 
     report.table(t).text(if speedups.is_empty() {
         "No cold cells ran, so there is nothing to set beside the seed's figures.".to_owned()
     } else {
-        para(NOTES, if speedups.iter().all(|&x| x > 1.0) { 5 } else { 6 }, &[])
+        say(NOTES, if speedups.iter().all(|&x| x > 1.0) { "matches" } else { "differs" }, &[])
     });
-}
-
-/// A column of a per-cell table: header (`>` right-aligns), role, text per cell.
-pub(crate) type Col<'a, C> = (&'a str, Role, &'a dyn Fn(&C) -> String);
-
-/// A table of one row per cell of `cells` and one column per `cols`.
-pub(crate) fn cell_table<C>(cells: &[C], cols: &[Col<'_, C>]) -> Table {
-    let mut t = Table::new(&cols.iter().map(|c| c.0).collect::<Vec<_>>());
-    for (col, spec) in t.columns.iter_mut().zip(cols) {
-        col.role = spec.1;
-    }
-    for c in cells {
-        t.row(cols.iter().map(|spec| (spec.2)(c)));
-    }
-    t
-}
-
-/// Contender `i`'s `metric`, median [min–max] of its times.
-pub(crate) fn secs(c: &CellRuns, i: usize, metric: &str) -> String {
-    opt_secs(c.summary(i, metric).as_ref())
-}
-
-/// Contender `i`'s median time of `metric`.
-pub(crate) fn median(c: &CellRuns, i: usize, metric: &str) -> String {
-    opt_median(c.summary(i, metric).as_ref())
-}
-
-/// ours/peer of `metric` pair by pair, and how many pairs had no ratio.
-pub(crate) fn ratio(c: &CellRuns, metric: &str) -> String {
-    let (ratio, skipped) = c.ratio(0, 1, metric);
-    let note =
-        if skipped > 0 { format!(" ({skipped} pair(s) without ratio)") } else { String::new() };
-    opt_ratio(ratio.as_ref()) + &note
-}
-
-/// `f(0) / f(1)`: ours and the peer in one table cell.
-pub(crate) fn both(f: impl Fn(usize) -> String) -> String {
-    format!("{} / {}", f(0), f(1))
-}
-
-/// Contender `i`'s median share of the files resident after a run.
-pub(crate) fn after(c: &CellRuns, i: usize) -> String {
-    c.summary(i, "resident_after").map_or_else(|| "—".to_owned(), |x| pct(x.median))
-}
-
-/// The files' resident share at the start of the runs: one value or the range.
-pub(crate) fn at_start(c: &CellRuns) -> String {
-    let v: Vec<f64> = [0, 1].iter().flat_map(|&i| c.values(i, "resident_before")).collect();
-    Summary::of(&v).map_or_else(
-        || "—".to_owned(),
-        |x| {
-            if x.max - x.min < 5e-4 {
-                pct(x.min)
-            } else {
-                format!("{}–{}", pct(x.min), pct(x.max))
-            }
-        },
-    )
-}
-
-/// Every distinct key count of a cell, `a / b`.
-pub(crate) fn keys(c: &CellRuns) -> String {
-    c.distinct("keys").iter().map(u64::to_string).collect::<Vec<_>>().join(" / ")
 }
 
 /// A scan cell's verdict, with the medians' differences and Go's rounding.
@@ -672,14 +496,14 @@ fn scan_verdict(c: &CellRuns) -> Verdict {
 }
 
 fn render(r: &Results) -> Report {
-    let mut o = Report::new(format!("bench bolt-scan — {}", r.started_utc));
+    let mut o = r.stamp.report();
     let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(WARM_MIN_RUNS).to_string());
     let version = r.versions.bbolt_readme.as_deref().unwrap_or("unknown");
     let intro =
         [("bucket", r.bucket), ("version", version), ("runs", &runs), ("s", plural(r.runs))];
-    let done = [("warm_runs", warm_runs.as_str()), ("finished", &r.finished_utc)];
-    o.text(para(NOTES, 0, &[&intro[..], &done].concat()));
-    r.versions.machine(&mut o, &r.machine, r.loadavg_end.as_deref());
+    let done = [("warm_runs", warm_runs.as_str()), ("finished", &r.stamp.finished_utc)];
+    o.text(say(NOTES, "intro", &[&intro[..], &done].concat()));
+    r.versions.machine(&mut o, &r.stamp);
     let f = &r.file;
     let keys_n = f.expected_keys.map_or_else(|| "unknown number of".to_owned(), |k| k.to_string());
     let made = if f.generated_now {
@@ -690,9 +514,11 @@ fn render(r: &Results) -> Report {
     let size = human_size(f.bytes);
     o.section("File")
         .text(format!("`{}`: {size} ({} bytes), {keys_n} keys; {made}.", f.path, f.bytes));
-    let reports = r.machine.free_page_reporting.as_deref().is_some_and(|f| f.starts_with("on"));
+    let reports =
+        r.stamp.machine.free_page_reporting.as_deref().is_some_and(|f| f.starts_with("on"));
     let settle_s = COLD_SETTLE.as_secs().to_string();
-    let settle = if reports { para(NOTES, 1, &[("secs", &settle_s)]) + " " } else { String::new() };
+    let settle =
+        if reports { say(NOTES, "settle", &[("secs", &settle_s)]) + " " } else { String::new() };
     let warmup = match r.warmup {
         0 => "No warm-up pairs (`--warmup 0`)".to_owned(),
         n => format!(
@@ -701,8 +527,9 @@ fn render(r: &Results) -> Report {
             plural(n)
         ),
     };
-    o.section("Method").text(fill(
-        include_str!("text/bolt-scan-method.md"),
+    o.section("Method").text(say(
+        NOTES,
+        "method",
         &[("settle", &settle), ("warm_min", &WARM_MIN_RUNS.to_string()), ("warmup", &warmup)],
     ));
     let mut commands = r.build_commands.clone();
@@ -713,15 +540,15 @@ fn render(r: &Results) -> Report {
         }
     }
     commands.extend(r.residency.commands.iter().cloned());
-    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
+    o.commands(&commands);
     let label: Col<'_, CellRuns> = ("cell", Other, &|c| c.label.clone());
     o.section("Results: took = open + scan").table(cell_table(
         &r.cells,
         &[
             label,
-            (">ours", Ours, &|c| secs(c, 0, "took_s")),
-            (">Go bbolt", Peer, &|c| secs(c, 1, "took_s")),
-            (">ours/Go (per pair)", Ratio, &|c| ratio(c, "took_s")),
+            (">ours", Ours, &|c| c.time(0, "took_s")),
+            (">Go bbolt", Peer, &|c| c.time(1, "took_s")),
+            (">ours/Go (per pair)", Ratio, &|c| c.ratio_text("took_s")),
         ],
     ));
     let scan_ratio = |c: &CellRuns| {
@@ -732,19 +559,19 @@ fn render(r: &Results) -> Report {
             &r.cells,
             &[
                 label,
-                (">ours open", Ours, &|c| median(c, 0, "open_s")),
-                (">Go open", Peer, &|c| median(c, 1, "open_s")),
-                (">ours scan", Ours, &|c| median(c, 0, "scan_s")),
-                (">Go scan", Peer, &|c| median(c, 1, "scan_s")),
+                (">ours open", Ours, &|c| c.median_time(0, "open_s")),
+                (">Go open", Peer, &|c| c.median_time(1, "open_s")),
+                (">ours scan", Ours, &|c| c.median_time(0, "scan_s")),
+                (">Go scan", Peer, &|c| c.median_time(1, "scan_s")),
                 (">scan ours/Go", Ratio, &scan_ratio),
-                (">ours wall", Ours, &|c| median(c, 0, "wall_s")),
-                (">Go wall", Peer, &|c| median(c, 1, "wall_s")),
-                (">resident at start", Other, &at_start),
-                (">resident after (ours / Go)", Other, &|c| both(|i| after(c, i))),
-                (">keys", Other, &keys),
+                (">ours wall", Ours, &|c| c.median_time(0, "wall_s")),
+                (">Go wall", Peer, &|c| c.median_time(1, "wall_s")),
+                (">resident at start", Other, &CellRuns::resident_at_start),
+                (">resident after (ours / Go)", Other, &|c| both(|i| c.resident_after(i))),
+                (">keys", Other, &|c| c.distinct_text("keys")),
             ],
         ))
-        .text(para(NOTES, 2, &[]));
+        .text(say(NOTES, "split", &[]));
     if r.warmup > 0 {
         let took = |run: &cell::Run| run.get("took_s").map_or_else(|| "—".to_owned(), fmt_secs);
         let pairs = |c: &CellRuns| {
@@ -759,7 +586,7 @@ fn render(r: &Results) -> Report {
     o.section("Charts and residency traces");
     charts::add_images(&mut o, &r.charts);
     let (cadence, n) = (traces::cadence(), r.traces.len().to_string());
-    o.text(para(NOTES, 3, &[("cadence", &cadence), ("n", &n), ("file", &r.file.path)]));
+    o.text(say(NOTES, "traces", &[("cadence", &cadence), ("n", &n), ("file", &r.file.path)]));
     limits::add_to(&mut o, &r.limits);
     let rs = &r.residency;
     let (time, note) = match (rs.status.as_str(), Summary::of(&rs.walls)) {

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::proc::{Cmd, Output};
 use crate::schedule::{self, CacheState, Prepared, Round};
-use crate::stats::{Summary, pair_ratios};
+use crate::stats::{Summary, opt_median, opt_ratio, opt_secs, pair_ratios};
 use crate::traces::Traces;
 use crate::units::pct;
 use crate::{Progress, Workspace};
@@ -23,12 +23,15 @@ use crate::{Progress, Workspace};
 /// What one run measured, by metric name (`took_s`, `keys`, …).
 pub type Metrics = BTreeMap<String, f64>;
 
-/// Reads a contender's output into its metrics; `Err` says what is
-/// missing.
+/// Metrics from (name, value) pairs.
+pub fn metrics<'a>(kv: impl IntoIterator<Item = (&'a str, f64)>) -> Metrics {
+    kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// Reads a contender's output into its metrics; `Err` says what is missing.
 pub type Parser = fn(&Output) -> Result<Metrics, String>;
 
-/// In-process work: its metrics, `wall_s` among them when it times itself
-/// (else the call is timed).
+/// In-process work: its metrics, `wall_s` among them when it times itself (else the call is timed).
 pub type Work = Rc<dyn Fn() -> Result<Metrics>>;
 
 /// What a contender runs.
@@ -118,6 +121,32 @@ pub struct Cell {
     pub cold_settle: Option<Duration>,
 }
 
+impl Cell {
+    /// A cell of `contenders` on `files` in `cache`, each run reset on its
+    /// own, nothing removed before a run, no settle wait.
+    #[must_use]
+    pub fn new(
+        label: String,
+        cache: CacheState,
+        files: Vec<PathBuf>,
+        contenders: Vec<Contender>,
+        (warmup, runs): (usize, usize),
+    ) -> Self {
+        Self {
+            label,
+            cache,
+            files,
+            fresh: Vec::new(),
+            contenders,
+            warmup,
+            runs,
+            shared_warm_reset: false,
+            untimed_warm_first: false,
+            cold_settle: None,
+        }
+    }
+}
+
 /// One run of one contender.
 #[derive(Debug, Serialize)]
 pub struct Run {
@@ -129,8 +158,7 @@ pub struct Run {
     pub max_rss_kib: Option<u64>,
     /// The cache reset before it.
     pub prep: Option<Prepared>,
-    /// Fraction of the files resident right after it (mincore, the mean
-    /// over the files).
+    /// Fraction of the files resident right after it (mincore, the mean over the files).
     pub resident_after: Option<f64>,
     /// What it printed (first 4 KiB).
     pub stdout: String,
@@ -181,8 +209,7 @@ impl CellRuns {
         Summary::of(&self.values(c, metric))
     }
 
-    /// `a`/`b` of `metric`, round by round, and how many rounds had no
-    /// ratio (`b` was 0).
+    /// `a`/`b` of `metric`, round by round, and how many rounds had no ratio (`b` was 0).
     #[must_use]
     pub fn ratio(&self, a: usize, b: usize, metric: &str) -> (Option<Summary>, usize) {
         let pairs: Vec<(f64, f64)> = self
@@ -204,14 +231,75 @@ impl CellRuns {
             runs.filter_map(|run| run.get(metric)).map(|x| x as u64).collect();
         v.into_iter().collect()
     }
+
+    /// Contender `c`'s `metric` as a time, median [min–max], `—` for none.
+    #[must_use]
+    pub fn time(&self, c: usize, metric: &str) -> String {
+        opt_secs(self.summary(c, metric).as_ref())
+    }
+
+    /// Contender `c`'s median time of `metric` alone.
+    #[must_use]
+    pub fn median_time(&self, c: usize, metric: &str) -> String {
+        opt_median(self.summary(c, metric).as_ref())
+    }
+
+    /// Contender 0 / contender 1 of `metric`, round by round, with how many rounds had no ratio.
+    #[must_use]
+    pub fn ratio_text(&self, metric: &str) -> String {
+        let (ratio, skipped) = self.ratio(0, 1, metric);
+        let note =
+            if skipped > 0 { format!(" ({skipped} pair(s) without ratio)") } else { String::new() };
+        opt_ratio(ratio.as_ref()) + &note
+    }
+
+    /// Contender `c`'s median share of the files resident after a run.
+    #[must_use]
+    pub fn resident_after(&self, c: usize) -> String {
+        self.summary(c, "resident_after").map_or_else(|| "—".to_owned(), |x| pct(x.median))
+    }
+
+    /// The files' resident share at the start of the runs of the first
+    /// two contenders: one value or the range.
+    #[must_use]
+    pub fn resident_at_start(&self) -> String {
+        let v: Vec<f64> = [0, 1].iter().flat_map(|&i| self.values(i, "resident_before")).collect();
+        let range = |x: Summary| {
+            if x.max - x.min < 5e-4 {
+                pct(x.min)
+            } else {
+                format!("{}–{}", pct(x.min), pct(x.max))
+            }
+        };
+        Summary::of(&v).map_or_else(|| "—".to_owned(), range)
+    }
+
+    /// Every distinct value of `metric` ([`CellRuns::distinct`]), `a / b`.
+    #[must_use]
+    pub fn distinct_text(&self, metric: &str) -> String {
+        self.distinct(metric).iter().map(u64::to_string).collect::<Vec<_>>().join(" / ")
+    }
 }
 
-/// Where a cell's traces go: the bench's traces and a scratch directory.
-pub struct Tracing<'a> {
+/// `f(0) / f(1)`: the first two contenders in one table cell.
+pub fn both(f: impl Fn(usize) -> String) -> String {
+    format!("{} / {}", f(0), f(1))
+}
+
+/// Where a bench's cells put their traces: the bench's traces and a scratch directory.
+pub struct Tracing {
     /// The bench's traces.
-    pub traces: &'a std::cell::RefCell<Traces>,
+    pub traces: std::cell::RefCell<Traces>,
     /// Scratch space for the recorder.
-    pub scratch: &'a Path,
+    pub scratch: PathBuf,
+}
+
+impl Tracing {
+    /// No traces yet, the scratch directory in `target/bench`.
+    #[must_use]
+    pub fn new(ws: &Workspace) -> Self {
+        Self { traces: std::cell::RefCell::default(), scratch: ws.bench_dir().join("scratch") }
+    }
 }
 
 /// Runs `cell`: its warm-up rounds, then its timed rounds, each run after
@@ -223,7 +311,7 @@ pub fn run(
     ws: &Workspace,
     progress: &Progress,
     cell: &Cell,
-    tracing: &Tracing<'_>,
+    tracing: &Tracing,
 ) -> Result<CellRuns> {
     let k = cell.contenders.len();
     let files = |i: usize| {
@@ -273,7 +361,7 @@ pub fn run(
                 let go = || measure(c, &ws.root, files(i), prep);
                 let r = if name == "run" && !files(i).is_empty() && matches!(c.job, Job::Cmd(..)) {
                     let mut traces = tracing.traces.borrow_mut();
-                    traces.record_files(tracing.scratch, files(i), &cell.label, &c.name, round, go)
+                    traces.record_files(&tracing.scratch, files(i), &cell.label, &c.name, round, go)
                 } else {
                     go()
                 };

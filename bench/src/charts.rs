@@ -29,6 +29,23 @@ impl ChartFile {
     }
 }
 
+impl ChartFile {
+    /// `ratios.svg`: contender 0 / contender 1 of `metric` per cell, a
+    /// [`ratios`] chart titled `title`, described as `what`.
+    pub fn ratios<'a>(
+        cells: impl IntoIterator<Item = &'a crate::cell::CellRuns>,
+        metric: &str,
+        (title, what): (&str, &str),
+        target: Option<f64>,
+    ) -> Result<Self> {
+        let bar =
+            |c: &crate::cell::CellRuns| Some(RatioBar::of(&c.label, &c.ratio(0, 1, metric).0?));
+        let bars: Vec<RatioBar> = cells.into_iter().filter_map(bar).collect();
+        let svg = ratios(title, &bars, target)?;
+        Ok(Self { file: "ratios.svg".to_owned(), what: what.to_owned(), svg })
+    }
+}
+
 /// The image of each of `charts` into `report`.
 pub fn add_images(report: &mut crate::report::Report, charts: &[ChartFile]) {
     for c in charts {

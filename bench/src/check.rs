@@ -39,8 +39,7 @@ impl DirCheck {
     }
 }
 
-/// Runs `cargo xtask bench check DIR`: a bad report is exit status 1 with
-/// its problems listed.
+/// Runs `cargo xtask bench check DIR`: a bad report is exit status 1 with its problems listed.
 pub fn run(args: &Args) -> Result<ExitCode> {
     anyhow::ensure!(args.dir.is_dir(), "{} is not a directory", args.dir.display());
     let mut c = DirCheck::default();

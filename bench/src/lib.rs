@@ -77,8 +77,7 @@ enum BenchCommand {
     /// `etcdctl snapshot save` and an offline check.
     #[command(after_long_help = live::HELP)]
     Live(live::Args),
-    /// Every bench above, one after the other, and an index report of
-    /// their verdicts.
+    /// Every bench above, one after the other, and an index report of their verdicts.
     #[command(after_long_help = all::HELP)]
     All(all::Args),
     /// Checks a report directory: well-formed tables, ours' and the
@@ -101,20 +100,24 @@ pub struct CommonArgs {
     /// or count (--size, --count, --calls, --iterations, …).
     #[arg(long)]
     pub tiny: bool,
-    /// Directory for REPORT.md and results.json (default:
-    /// `target/bench/<UTC timestamp>`).
+    /// Directory for REPORT.md and results.json (default: `target/bench/<UTC timestamp>`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
-/// Where things are: every bench runs from the workspace root and names
-/// files relative to it.
+impl CommonArgs {
+    /// `--runs` as a count.
+    pub fn runs(&self) -> Result<usize> {
+        usize::try_from(self.runs).context("--runs too large")
+    }
+}
+
+/// Where things are: every bench runs from the workspace root and names files relative to it.
 #[derive(Debug)]
 pub struct Workspace {
     /// Absolute workspace root.
     pub root: PathBuf,
-    /// Cargo's target directory, relative to the root unless
-    /// `$CARGO_TARGET_DIR` is absolute.
+    /// Cargo's target directory, relative to the root unless `$CARGO_TARGET_DIR` is absolute.
     pub target: PathBuf,
 }
 
@@ -134,6 +137,17 @@ impl Workspace {
     /// `target/release/<name>`.
     pub fn release_bin(&self, name: &str) -> PathBuf {
         self.target.join("release").join(name)
+    }
+
+    /// Builds ours (`mapwise`, release), one progress step: the build command and the binary.
+    pub fn build_mapwise(&self, progress: &Progress) -> Result<(proc::Cmd, String)> {
+        let build = proc::Cmd::cargo_release("mapwise-cli", Some("mapwise"));
+        progress.set("building mapwise (release)");
+        build.run(&self.root).context("cannot build ours")?;
+        let bin = self.release_bin("mapwise");
+        anyhow::ensure!(bin.is_file(), "{} missing after the build", bin.display());
+        progress.inc();
+        Ok((build, path_arg(&bin)))
     }
 
     /// Where a bench started at `started` writes its report: `--out`, else
@@ -188,11 +202,12 @@ pub fn rel_to(root: &Path, p: &Path) -> String {
 
 /// Runs `cargo xtask bench …`.
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    use BenchCommand as B;
     interrupt::install();
     let ws = Workspace::here()?;
     // What every bench runs besides its peer (which `Workspace::peer`
     // installs): GNU time for peak RSS, tmux for the live view.
-    if !matches!(args.bench, BenchCommand::Check(_)) {
+    if !matches!(args.bench, B::Check(_)) {
         install::try_ensure(&[Need::GnuTime, Need::Tmux]).map_err(anyhow::Error::msg)?;
     }
     // Resolve --out against the caller's directory, then move to the root.
@@ -204,18 +219,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot enter {}", ws.root.display()))
     };
     match args.bench {
-        BenchCommand::Bolt(mut a) => enter(&mut a.common.out).and_then(|()| bolt::run(&ws, &a)),
-        BenchCommand::BoltScan(mut a) => {
-            enter(&mut a.common.out).and_then(|()| bolt_scan::run(&ws, &a))
-        }
-        BenchCommand::Mmaptest(mut a) => {
-            enter(&mut a.common.out).and_then(|()| mmaptest::run(&ws, &a))
-        }
-        BenchCommand::Revlog(mut a) => enter(&mut a.common.out).and_then(|()| revlog::run(&ws, &a)),
-        BenchCommand::Rrd(mut a) => enter(&mut a.common.out).and_then(|()| rrd::run(&ws, &a)),
-        BenchCommand::Live(mut a) => enter(&mut a.common.out).and_then(|()| live::run(&ws, &a)),
-        BenchCommand::All(mut a) => enter(&mut a.out).and_then(|()| all::run(&ws, &a)),
-        BenchCommand::Check(a) => check::run(&a),
+        B::Bolt(mut a) => enter(&mut a.common.out).and_then(|()| bolt::run(&ws, &a)),
+        B::BoltScan(mut a) => enter(&mut a.common.out).and_then(|()| bolt_scan::run(&ws, &a)),
+        B::Mmaptest(mut a) => enter(&mut a.common.out).and_then(|()| mmaptest::run(&ws, &a)),
+        B::Revlog(mut a) => enter(&mut a.common.out).and_then(|()| revlog::run(&ws, &a)),
+        B::Rrd(mut a) => enter(&mut a.common.out).and_then(|()| rrd::run(&ws, &a)),
+        B::Live(mut a) => enter(&mut a.common.out).and_then(|()| live::run(&ws, &a)),
+        B::All(mut a) => enter(&mut a.out).and_then(|()| all::run(&ws, &a)),
+        B::Check(a) => check::run(&a),
     }
 }
 

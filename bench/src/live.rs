@@ -14,20 +14,22 @@ use serde::Serialize;
 
 use super::bolt_scan::{self, BUCKET, FileInfo};
 use super::etcd::{self, Etcd, Fill};
-use super::machine::{self, Machine};
+use super::machine::{Machine, Stamp};
 use super::output::{self, TempPath};
 use super::pagecache;
 use super::proc::{Cmd, tail};
-use super::report::{Outcome, Report, Role, Table, Verdict, fill};
-use super::schedule::{self, Pair, Side};
+use super::report::{Outcome, Report, Role, Table, Verdict, say};
+use super::schedule::{self, Round};
 use super::stats::{Summary, fmt_secs, nearest_rank, opt_median, opt_ratio, opt_secs, pair_ratios};
 use super::tui::{self, WatchOptions, Watched};
-use super::units::{format_size, human_size, pct, utc_human};
+use super::units::{format_size, human_size, pct, plural};
 use super::writer::Running;
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
 /// Long help of `cargo xtask bench live`.
 pub const HELP: &str = include_str!("text/live-help.txt");
+/// The report's prose ([`say`]).
+const NOTES: &str = include_str!("text/live-notes.md");
 
 // The texts in `text/` state the numbers below.
 /// The writer's commit intervals, in ms.
@@ -91,8 +93,7 @@ struct Run {
     stderr_tail: Option<String>,
 }
 
-/// What a set of runs came to: exits (`other`: 1, a signal), and times of
-/// the runs that exited 0.
+/// What a set of runs came to: exits (`other`: 1, a signal), and times of the runs that exited 0.
 #[derive(Debug, Serialize)]
 struct Settle {
     ok: usize,
@@ -171,21 +172,23 @@ struct Alt {
     size: String,
     fill: Fill,
     commands: [String; 3],
-    pairs: Vec<Pair<Vec<Run>>>,
+    /// Each round's runs: ours' one, then the alternative's two.
+    pairs: Vec<Round<Vec<Run>>>,
 }
 
 impl Alt {
     /// Ours' runs, or the alternative's step `b` (0 snapshot, 1 check).
     fn settle(&self, b: Option<usize>) -> Settle {
-        Settle::of(self.pairs.iter().map(|p| b.map_or(&p.a[0], |i| &p.b[i])))
+        Settle::of(self.pairs.iter().map(|p| b.map_or(&p.results[0][0], |i| &p.results[1][i])))
     }
 
     /// The alternative's total times, and ours / them pair by pair, over
     /// the pairs whose commands all exited 0.
     fn totals(&self) -> (Option<Summary>, Option<Summary>) {
         let total = |runs: &[Run]| runs.iter().map(|r| r.wall_s).sum::<f64>();
-        let ok = self.pairs.iter().filter(|p| Settle::of(p.a.iter().chain(&p.b)).clean());
-        let pairs: Vec<(f64, f64)> = ok.map(|p| (total(&p.a), total(&p.b))).collect();
+        let ok = self.pairs.iter().filter(|p| Settle::of(p.results.iter().flatten()).clean());
+        let pairs: Vec<(f64, f64)> =
+            ok.map(|p| (total(&p.results[0]), total(&p.results[1]))).collect();
         let alt: Vec<f64> = pairs.iter().map(|p| p.1).collect();
         (Summary::of(&alt), Summary::of(&pair_ratios(&pairs).0))
     }
@@ -203,13 +206,10 @@ struct Measured {
 
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     runs: usize,
     view_seconds: f64,
-    machine: Machine,
-    loadavg_end: Option<String>,
     etcd_version: Option<String>,
     build_commands: Vec<String>,
     etcd_command: String,
@@ -241,8 +241,7 @@ fn block_for(len: u64) -> u64 {
     if len >= 128 << 20 { 2 << 20 } else { (len / 64 / 4096).max(1) * 4096 }
 }
 
-/// What every measurement shares, and the count of cache resets (each
-/// draws its own blocks).
+/// What every measurement shares, and the count of cache resets (each draws its own blocks).
 struct Ctx<'a> {
     ws: &'a Workspace,
     progress: &'a Progress,
@@ -371,15 +370,16 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) ->
     let check = readers(cx.ws, snap.path()).swap_remove(0).1;
     let ours = readers(cx.ws, file).swap_remove(0).1;
     let before = |side, run| {
-        let (f, who) = match side {
-            Side::A => (file, "ours"),
-            Side::B => (db.as_path(), "etcdctl snapshot save + check"),
+        let (f, who) = if side == 0 {
+            (file, "ours")
+        } else {
+            (db.as_path(), "etcdctl snapshot save + check")
         };
         cx.progress.set(format!("{size}: side by side {run}/{}, {who}", cx.runs));
         let _ = fs::remove_file(snap.path());
         cx.prepare(f, PARTIAL)
     };
-    let alt = |_, resident| {
+    let alt = |resident| {
         let s = cx.run(&snapshot, resident)?;
         let cached = pagecache::resident_fraction(snap.path()).unwrap_or(0.0);
         let c = cx.run(&check, cached)?;
@@ -387,14 +387,15 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) ->
         cx.progress.inc();
         Ok(vec![s, c])
     };
-    let ours_run = |_, resident| {
+    let ours_run = |resident| {
         let o = cx.run(&ours, resident)?;
         cx.progress.inc();
         Ok(vec![o])
     };
+    let run = |side, _, resident| if side == 0 { ours_run(resident) } else { alt(resident) };
     let at = (file, size, ALT_INTERVAL_MS);
     cx.under_writer(m, at, "side by side with the alternative", |_, m| {
-        let pairs = schedule::alternate(cx.runs, before, ours_run, alt)?;
+        let pairs = schedule::rotate(2, cx.runs, before, run)?;
         let commands = [&ours, &snapshot, &check].map(Cmd::shell);
         m.alts.push(Alt { size: size.to_owned(), fill, commands, pairs });
         Ok(())
@@ -404,7 +405,7 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) ->
 /// Runs the bench.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let tiny = args.common.tiny;
     let sizes: &[u64] = match (tiny, args.quick) {
         (true, _) => &[bolt_scan::TINY_SIZE],
@@ -464,13 +465,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     drop((etcd, copies));
     let largest = m.cells.last().map(|c| c.size.clone()).unwrap_or_default();
     let r = Results {
-        bench: "live",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("live", started, machine),
         runs,
         view_seconds,
-        machine,
-        loadavg_end: machine::loadavg(),
         etcd_version: etcd::version(),
         build_commands: builds.iter().map(Cmd::shell).collect(),
         etcd_command,
@@ -507,7 +504,7 @@ fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
     }
     if let Some(a) = alts.iter().find(|a| a.size == size) {
         let (ours, (total, ratio)) = (a.settle(None), a.totals());
-        let all_ok = a.pairs.iter().all(|p| Settle::of(p.a.iter().chain(&p.b)).clean());
+        let all_ok = a.pairs.iter().all(|p| Settle::of(p.results.iter().flatten()).clean());
         let within = ours.p95_s.zip(total).is_some_and(|(p, t)| p <= t.median * ALT_RATIO_MAX);
         let (p95, alt, failed) =
             (opt(ours.p95_s), opt_median(total.as_ref()), ours.exit2 + ours.other);
@@ -544,15 +541,12 @@ fn kib(kib: Option<f64>) -> String {
 
 /// The report.
 fn render(r: &Results) -> Report {
-    let (m, s) = (&r.m, if r.runs == 1 { "" } else { "s" });
-    let mut o = Report::new(format!("bench live — {}", r.started_utc));
+    let (m, s) = (&r.m, plural(r.runs));
+    let mut o = r.stamp.report();
     let runs = format!("{} run{s}", r.runs);
-    o.text(fill(
-        include_str!("text/live-intro.md"),
-        &[("runs", &runs), ("finished", &r.finished_utc)],
-    ));
+    o.text(say(NOTES, "intro", &[("runs", &runs), ("finished", &r.stamp.finished_utc)]));
     let tools = [("etcd", r.etcd_version.clone())];
-    r.machine.add_to(&mut o, "the files", &tools, r.loadavg_end.as_deref());
+    r.stamp.add_to(&mut o, "the files", &tools);
     o.section("Verdicts").verdicts(r.verdicts.clone()).text(
         "The targets are for 2 GiB; a run without the 2 GiB file (`--quick`, `--tiny`) judges its \
          largest file.",
@@ -572,7 +566,7 @@ fn render(r: &Results) -> Report {
         m.views.last().map(|v| format!("tmux new-session -d -x 200 -y 50 '{}'", v.watched.command));
     commands.extend(writer.into_iter().chain(cells).chain(view).chain([r.etcd_command.clone()]));
     commands.extend(m.alts.last().into_iter().flat_map(|a| a.commands[1..].to_vec()));
-    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
+    o.commands(&commands);
     o
 }
 
@@ -587,7 +581,7 @@ fn files_and_writers(o: &mut Report, m: &Measured) {
             format!("`{}`", f.gen_cmd),
         ]);
     }
-    o.section("Files and writers").table(t).text(include_str!("text/live-files.md"));
+    o.section("Files and writers").table(t).text(say(NOTES, "files", &[]));
     let mut t = Table::of("file | during | >writer every | >commits | >seconds | >commits/s");
     for w in &m.writers {
         let want = 1000.0 / w.interval_ms as f64;
@@ -631,7 +625,7 @@ fn settle(o: &mut Report, cells: &[Cell]) {
         }
         o.section(format!("Settle time, {size}")).table(t);
     }
-    o.text(include_str!("text/live-settle.md"));
+    o.text(say(NOTES, "settle", &[]));
 }
 
 /// The live view's table and notes.
@@ -678,7 +672,7 @@ fn live_view(o: &mut Report, views: &[View], seconds: f64) {
     }
     let command = views.first().map_or("inspector open FILE", |v| &v.watched.command);
     let vars = [("command", command), ("seconds", &format!("{seconds:.0}"))];
-    o.section("The live view").table(t).text(fill(include_str!("text/live-view.md"), &vars));
+    o.section("The live view").table(t).text(say(NOTES, "view", &vars));
     if !notes.is_empty() {
         o.list(notes);
     }
@@ -696,7 +690,7 @@ fn alternative(o: &mut Report, alts: &[Alt]) {
     for a in alts {
         let (ours, (total, ratio)) = (a.settle(None), a.totals());
         let [snapshot, check] = [0, 1].map(|i| opt_secs(a.settle(Some(i)).wall.as_ref()));
-        let snapshots = a.pairs.iter().map(|p| &p.b[0]).filter(|r| r.code == Some(0));
+        let snapshots = a.pairs.iter().map(|p| &p.results[1][0]).filter(|r| r.code == Some(0));
         let written: Vec<f64> = snapshots.filter_map(|r| Some(r.written_bytes? as f64)).collect();
         let share = ours.p95_s.zip(total).map(|(p, s)| p / s.median);
         let f = &a.fill;
@@ -715,7 +709,7 @@ fn alternative(o: &mut Report, alts: &[Alt]) {
         ]);
     }
     o.section("Beside the alternative: etcdctl snapshot save, then an offline check");
-    o.table(t).text(include_str!("text/live-alt.md"));
+    o.table(t).text(say(NOTES, "alt", &[]));
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::report::Table;
-use super::units::human_size;
+use super::units::{human_size, utc_human};
 
 /// The facts that decide how page-cache numbers come out.
 #[derive(Debug, Serialize)]
@@ -35,8 +35,7 @@ pub struct Machine {
     /// Proactive reclaim that evicts page-cache pages on its own: each
     /// running DAMON scheme; `None` without the DAMON sysfs interface.
     pub proactive_reclaim: Option<String>,
-    /// Free page reporting to a VM host through a virtio balloon; `None`
-    /// without a balloon.
+    /// Free page reporting to a VM host through a virtio balloon; `None` without a balloon.
     pub free_page_reporting: Option<String>,
     /// /proc/loadavg when the description was taken.
     pub loadavg: Option<String>,
@@ -248,6 +247,47 @@ fn free_page_reporting(devices: &Path, order: &Path) -> Option<String> {
         Some(o) if o < 40 => format!("on, free blocks of {} (order {o})", human_size(4096u64 << o)),
         _ => "on".to_owned(),
     })
+}
+
+/// What every results.json starts with: the bench, when it ran, and on what machine.
+#[derive(Debug, Serialize)]
+pub struct Stamp {
+    /// The bench's name.
+    pub bench: &'static str,
+    /// Its start, UTC.
+    pub started_utc: String,
+    /// Its end, UTC.
+    pub finished_utc: String,
+    /// The machine, described before the runs.
+    pub machine: Machine,
+    /// The load average at the end.
+    pub loadavg_end: Option<String>,
+}
+
+impl Stamp {
+    /// `bench`, started at `started` on `machine`, finished now.
+    #[must_use]
+    pub fn new(bench: &'static str, started: std::time::SystemTime, machine: Machine) -> Self {
+        let (started_utc, finished_utc) =
+            (utc_human(started), utc_human(std::time::SystemTime::now()));
+        Self { bench, started_utc, finished_utc, machine, loadavg_end: loadavg() }
+    }
+
+    /// The report titled `bench <name> — <start>`.
+    #[must_use]
+    pub fn report(&self) -> crate::report::Report {
+        crate::report::Report::new(format!("bench {} — {}", self.bench, self.started_utc))
+    }
+
+    /// The `## Machine` section ([`Machine::add_to`]).
+    pub fn add_to(
+        &self,
+        report: &mut crate::report::Report,
+        files: &str,
+        tools: &[(&str, Option<String>)],
+    ) {
+        self.machine.add_to(report, files, tools, self.loadavg_end.as_deref());
+    }
 }
 
 /// Current load average (1, 5, 15 min), for before/after notes.

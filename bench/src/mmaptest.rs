@@ -13,27 +13,26 @@ use std::time::{Instant, SystemTime};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::bolt_scan::{self as scan, Col, cell_table, json_line, metrics, para};
-use super::cell::{self, CellRuns, Contender, Metrics, Run, Tracing};
+use super::cell::{self, CellRuns, Contender, Metrics, Run, Tracing, both, metrics};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
-use super::output::{self, TempPath};
+use super::machine::{self, Machine, Stamp};
+use super::output;
 use super::pagecache::ReadPass;
-use super::proc::{Cmd, shell_quote, tail};
+use super::proc::{Cmd, json_line, shell_quote, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Outcome, Report, Table, Verdict, fill, judge};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
-use super::stats::{Summary, opt_secs};
+use super::stats::Summary;
 use super::traces::{TraceInfo, Traces};
-use super::units::{format_size, human_size, mb_per_s, utc_human};
+use super::units::{format_size, human_size, mb_per_s, plural};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench mmaptest`.
 pub const HELP: &str = include_str!("text/mmaptest-help.txt");
 
-/// The prose by paragraph: intro, setup, touch, cold, seed, its order, limits.
+/// The report's prose ([`say`]).
 const NOTES: &str = include_str!("text/mmaptest-notes.md");
 /// The seed's file: 72 KiB.
 const WARM_BYTES: u64 = 72 * 1024;
@@ -74,12 +73,10 @@ fn preset(tiny: bool, full: bool) -> (&'static str, u64, u64, u64, u64) {
 /// `bench mmaptest` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Quick matrix (the default): 20 000 iterations warm, 16 files of
-    /// 16 MiB cold.
+    /// Quick matrix (the default): 20 000 iterations warm, 16 files of 16 MiB cold.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
-    /// The seed's matrix: 100 000 iterations warm, 64 files of 16 MiB
-    /// (1 GiB) cold.
+    /// The seed's matrix: 100 000 iterations warm, 64 files of 16 MiB (1 GiB) cold.
     #[arg(long, conflicts_with = "tiny")]
     full: bool,
     /// Iterations of the warm cells (overrides --quick/--full).
@@ -196,16 +193,13 @@ impl Inputs {
 /// Everything results.json holds; the report is built from it.
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     preset: &'static str,
     iterations: u64,
     runs: usize,
     warmup: usize,
-    machine: Machine,
     cc_version: Option<String>,
-    loadavg_end: Option<String>,
     c_source: String,
     inputs: Inputs,
     build_commands: Vec<String>,
@@ -224,7 +218,7 @@ struct Results {
 /// Runs the bench.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let (preset, iterations, cold_n, cold_size, memcpy_bytes) = preset(args.common.tiny, args.full);
     let iterations = args.iterations.unwrap_or(iterations);
@@ -239,7 +233,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let limit_passes = runs.max(3);
     let steps = 4 + caches.len() * MODES.len() * 4 * (warmup + runs) + limits::steps(limit_passes);
     let progress = Progress::new(steps as u64);
-    let (build_ours, mapwise) = scan::build_ours(ws, &progress)?;
+    let (build_ours, mapwise) = ws.build_mapwise(&progress)?;
     progress.set("building the C reconstruction");
     let c_dir = ws.bench_dir().join("mmaptest-c");
     fs::create_dir_all(&c_dir).with_context(|| format!("cannot create {}", c_dir.display()))?;
@@ -269,8 +263,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let machine = Machine::describe(&warm_files[0]);
 
     // Every timed run is traced: each file's residency every 50 ms.
-    let (traces, scratch) = scan::tracing(ws);
-    let tracing = Tracing { traces: &traces, scratch: &scratch };
+    let tracing = Tracing::new(ws);
     let mut cells = Vec::new();
     for &cache in caches {
         let (files, n) = if cache == Warm { (&warm_files, iterations) } else { (&cold_files, 1) };
@@ -288,7 +281,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
                 Contender::new("C", c, |o| parse_c(&o.stderr)),
             ];
             let label = format!("{}, {mode}{}", cache.name(), plus(touch, ", touch"));
-            let cell = scan::plain_cell(label, cache, files.clone(), contenders, (warmup, runs));
+            let cell = cell::Cell::new(label, cache, files.clone(), contenders, (warmup, runs));
             let runs = cell::run(ws, &progress, &cell, &tracing)?;
             cells.push(MmapCell { mode, touch, iterations: n, runs });
         }
@@ -309,22 +302,18 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     });
 
     let dir = ws.report_dir(&args.common, started);
-    let traces = traces.into_inner();
+    let traces = tracing.traces.into_inner();
     let what = "the file(s) each run reads (the 72 KiB file warm, every file of the list cold, one \
                 trace per file)";
     progress.set("charts");
     let charts = mmaptest_charts(&cells, &traces)?;
     let results = Results {
-        bench: "mmaptest",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("mmaptest", started, machine),
         preset,
         iterations,
         runs,
         warmup,
-        machine,
         cc_version: machine::first_line_of("cc", &["--version"]),
-        loadavg_end: machine::loadavg(),
         c_source: source,
         checks: data_checks(&cells, &inputs),
         inputs,
@@ -337,11 +326,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     };
     drop(progress);
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
-    if results.checks.iter().any(|c| c.outcome == Outcome::Fail) {
-        eprintln!("xtask: byte counts or checksums are wrong (see the report)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    let ok = results.checks.iter().all(|c| c.outcome != Outcome::Fail);
+    Ok(output::exit(ok, "byte counts or checksums are wrong"))
 }
 
 /// `text` when `on`, else nothing.
@@ -353,7 +339,7 @@ fn plus(on: bool, text: &str) -> &str {
 /// first timed touching run of read() 64 KiB, mmap per iteration and mmap
 /// once, ours and C (untouched mmap modes read nothing: their lines stay at 0).
 fn mmaptest_charts(cells: &[MmapCell], traces: &Traces) -> Result<Vec<ChartFile>> {
-    let mut out = vec![scan::ratio_chart(
+    let mut out = vec![ChartFile::ratios(
         cells.iter().map(|c| &c.runs),
         "secs",
         ("mmaptest: loop time, ours / C", "loop time, ours / C per cell"),
@@ -365,11 +351,14 @@ fn mmaptest_charts(cells: &[MmapCell], traces: &Traces) -> Result<Vec<ChartFile>
     let pick = |c: &MmapCell, side| (c.runs.label.clone(), side, format!("{side}, {}", c.mode));
     let picks: Vec<(String, &str, String)> =
         cells.iter().filter(shown).flat_map(|c| ["ours", "C"].map(|side| pick(c, side))).collect();
-    out.extend(scan::residency_file(
+    out.extend(super::traces::residency_file(
         traces,
-        "mmaptest, cold, touching: the list in the page cache during one pass",
-        "resident share of the cold list during the first timed touching run, read() vs mmap, \
-         ours and C",
+        "residency-cold.svg",
+        (
+            "mmaptest, cold, touching: the list in the page cache during one pass",
+            "resident share of the cold list during the first timed touching run, read() vs mmap, \
+             ours and C",
+        ),
         &picks,
     )?);
     Ok(out)
@@ -390,28 +379,24 @@ fn fill_bytes(buf: &mut [u8], state: &mut u64) {
 /// Makes `path` (`len` bytes from `seed`) unless it exists with that size,
 /// under a temporary name renamed into place; whether it was made now.
 fn ensure_file(path: &Path, len: u64, seed: u64) -> Result<bool> {
-    if fs::metadata(path).is_ok_and(|m| m.len() == len) {
-        return Ok(false);
+    if fs::metadata(path).is_ok_and(|m| m.len() != len) {
+        fs::remove_file(path)?;
     }
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = TempPath::new(path.with_file_name(format!(".{name}.tmp-{}", std::process::id())));
-    let what = || format!("cannot write {}", tmp.path().display());
-    let mut f = File::create(tmp.path()).with_context(what)?;
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut left = len;
-    while left > 0 {
-        let n = usize::try_from(left.min(1 << 20)).unwrap_or(1 << 20);
-        fill_bytes(&mut buf[..n], &mut state);
-        f.write_all(&buf[..n]).with_context(what)?;
-        left -= n as u64;
-        interrupt::check()?;
-    }
-    f.sync_all().with_context(what)?;
-    fs::rename(tmp.path(), path)
-        .with_context(|| format!("cannot rename into {}", path.display()))?;
-    let _ = tmp.keep();
-    Ok(true)
+    output::make_once(path, |tmp| {
+        let what = || format!("cannot write {}", tmp.display());
+        let mut f = File::create(tmp).with_context(what)?;
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut left = len;
+        while left > 0 {
+            let n = usize::try_from(left.min(1 << 20)).unwrap_or(1 << 20);
+            fill_bytes(&mut buf[..n], &mut state);
+            f.write_all(&buf[..n]).with_context(what)?;
+            left -= n as u64;
+            interrupt::check()?;
+        }
+        f.sync_all().with_context(what)
+    })
 }
 
 /// Sum of every byte of a file (what ours' checksum must be per pass).
@@ -439,7 +424,6 @@ fn file_byte_sum(path: &Path) -> Result<u64> {
 /// The 72 KiB file and the cold list, made when missing, with their byte sums.
 fn ensure_inputs(ws: &Workspace, cold_n: u64, size: u64, progress: &Progress) -> Result<Inputs> {
     let dir = ws.bench_dir().join("files");
-    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let warm = dir.join("mmaptest-72KiB.bin");
     let mut generated_now = usize::from(ensure_file(&warm, WARM_BYTES, 1)?);
     let (mut cold_files, mut cold_byte_sum) = (Vec::new(), 0u64);
@@ -540,8 +524,10 @@ fn data_checks(cells: &[MmapCell], inputs: &Inputs) -> Vec<Verdict> {
             let name = format!("{} {what}", cache.name());
             checks.push(Verdict::new(name, Outcome::of(bad.is_empty()), detail));
         };
-        let each =
-            format!("{pass_bytes} × {n} iteration{}), {rounds} runs each", plus(n != 1, "s"));
+        let each = format!(
+            "{pass_bytes} × {n} iteration{}), {rounds} runs each",
+            plural(usize::try_from(n).unwrap_or(2))
+        );
         let ok = format!("every run of both programs delivered {want_bytes} bytes ({each}");
         check("bytes", bad_bytes, want_bytes, ok);
         let ok = format!(
@@ -585,7 +571,7 @@ fn seed_section(o: &mut Report, r: &Results) {
         return;
     }
     let n = r.iterations.to_string();
-    o.section("The seed's figures (unverified)").text(para(NOTES, 4, &[("iterations", &n)]));
+    o.section("The seed's figures (unverified)").text(say(NOTES, "seed", &[("iterations", &n)]));
     let median = |mode, k| warm(mode)?.median(k, "secs");
     let once = |k| median(MMAP_ONCE, k).filter(|&m| m > 0.0);
     let ratio = |mode, k| Some(median(mode, k)? / once(k)?);
@@ -639,30 +625,29 @@ fn seed_section(o: &mut Report, r: &Results) {
         ("c_each_us", c_us(MMAP_EACH)),
     ];
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    o.table(t).text(para(NOTES, 5, &vars));
+    o.table(t).text(say(NOTES, "order", &vars));
 }
 
 /// A cache state's results: loop times and ratios; setup, wall times, start state.
 fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
     let warm = cs.first().is_some_and(|c| c.runs.cache == Warm);
-    let both = |f: &dyn Fn(usize) -> String| scan::both(f);
-    let us = |c: &&MmapCell| both(&|k| fixed(c.us_per_iter(k), 2, ""));
-    let after = |c: &&MmapCell| both(&|k| scan::after(&c.runs, k));
+    let us = |c: &&MmapCell| both(|k| fixed(c.us_per_iter(k), 2, ""));
+    let after = |c: &&MmapCell| both(|k| c.runs.resident_after(k));
     let gbs = |c: &&MmapCell| {
         let secs = |k| c.median(k, "secs").filter(|&s| s > 0.0);
-        both(&|k| fixed(secs(k).map(|s| mb_per_s(bytes, s) / 1e3), 2, ""))
+        both(|k| fixed(secs(k).map(|s| mb_per_s(bytes, s) / 1e3), 2, ""))
     };
     let label: Col<'_, &MmapCell> = ("mode", Other, &|c| c.label());
-    let m = |k, metric| move |c: &&MmapCell| scan::median(&c.runs, k, metric);
+    let m = |k, metric| move |c: &&MmapCell| c.runs.median_time(k, metric);
     let (setup, ours_wall, c_wall) = (m(0, "setup_secs"), m(0, "wall_s"), m(1, "wall_s"));
     [
         cell_table(
             cs,
             &[
                 label,
-                (">ours", Ours, &|c| opt_secs(c.runs.summary(0, "secs").as_ref())),
-                (">C", Peer, &|c| opt_secs(c.runs.summary(1, "secs").as_ref())),
-                (">ours/C (per pair)", Ratio, &|c| scan::ratio(&c.runs, "secs")),
+                (">ours", Ours, &|c| c.runs.time(0, "secs")),
+                (">C", Peer, &|c| c.runs.time(1, "secs")),
+                (">ours/C (per pair)", Ratio, &|c| c.runs.ratio_text("secs")),
                 if warm {
                     (">µs/iter ours / C", Other, &us)
                 } else {
@@ -678,7 +663,7 @@ fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
                 (">ours setup", Ours, &setup),
                 (">ours wall", Ours, &ours_wall),
                 (">C wall", Peer, &c_wall),
-                (">resident at start", Other, &|c| scan::at_start(&c.runs)),
+                (">resident at start", Other, &|c| c.runs.resident_at_start()),
             ],
         ),
     ]
@@ -699,7 +684,7 @@ fn touch_costs(cs: &[&MmapCell]) -> Table {
 
 /// The report.
 fn render(r: &Results) -> Report {
-    let mut o = Report::new(format!("bench mmaptest — {}", r.started_utc));
+    let mut o = r.stamp.report();
     if r.preset == "tiny" {
         o.text("**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**");
     }
@@ -707,15 +692,15 @@ fn render(r: &Results) -> Report {
     let intro = [
         ("c_source", r.c_source.as_str()),
         ("runs", &runs),
-        ("s", plus(r.runs != 1, "s")),
+        ("s", plural(r.runs)),
         ("warmup", &warmup),
-        ("s2", plus(r.warmup != 1, "s")),
+        ("s2", plural(r.warmup)),
         ("preset", r.preset),
-        ("finished", &r.finished_utc),
+        ("finished", &r.stamp.finished_utc),
     ];
-    o.text(para(NOTES, 0, &intro));
+    o.text(say(NOTES, "intro", &intro));
     let cc = [("C compiler", r.cc_version.clone())];
-    r.machine.add_to(&mut o, "the files", &cc, r.loadavg_end.as_deref());
+    r.stamp.add_to(&mut o, "the files", &cc);
     let i = &r.inputs;
     let (n_cold, cold_bytes) = (i.cold_files.len(), human_size(i.per_pass(Cold).0));
     let (warm_size, cold_size) = (human_size(i.warm_bytes), human_size(i.cold_file_bytes));
@@ -729,12 +714,12 @@ fn render(r: &Results) -> Report {
             i.generated_now
         ),
     ]);
-    let (n, method) = (r.iterations.to_string(), include_str!("text/mmaptest-method.md"));
-    o.section("Method").text(fill(method, &[("iterations", &n), ("warmup", &warmup)]));
+    let n = r.iterations.to_string();
+    o.section("Method").text(say(NOTES, "method", &[("iterations", &n), ("warmup", &warmup)]));
     let mut commands = r.build_commands.clone();
     let cmds = r.cells.iter().flat_map(|c| &c.runs.contenders);
     commands.extend(cmds.map(|(_, cmd)| short_files(cmd, &i.cold_files, &i.cold_glob)));
-    o.section("Commands").text("Run from the workspace root.").code("sh", commands.join("\n"));
+    o.commands(&commands);
     for cache in [Warm, Cold] {
         let cs: Vec<&MmapCell> = r.cells.iter().filter(|c| c.runs.cache == cache).collect();
         let Some(n) = cs.first().map(|c| c.iterations) else {
@@ -747,11 +732,11 @@ fn render(r: &Results) -> Report {
             Cold => format!("Results: cold, one pass over {n_cold} files of {cold_size} ({run})"),
         });
         let [t, split] = results_tables(&cs, bytes);
-        o.table(t).table(split).text(para(NOTES, 1, &[]));
+        o.table(t).table(split).text(say(NOTES, "setup", &[]));
         if cache == Warm {
-            o.text(para(NOTES, 2, &[])).table(touch_costs(&cs));
+            o.text(say(NOTES, "touch", &[])).table(touch_costs(&cs));
         } else {
-            o.text(para(NOTES, 3, &[("n_cold", &n_cold.to_string())]));
+            o.text(say(NOTES, "cold", &[("n_cold", &n_cold.to_string())]));
         }
     }
     seed_section(&mut o, r);
@@ -765,7 +750,7 @@ fn render(r: &Results) -> Report {
     let read = read.map_or_else(String::new, |l| {
         format!("The read rows read `{}` whole, file after file. ", l.file)
     });
-    o.text(para(NOTES, 6, &[("read", &read), ("iterations", &n)]));
+    o.text(say(NOTES, "limits", &[("read", &read), ("iterations", &n)]));
     let verdict = |c: &MmapCell| verdict(&c.runs.label, c.runs.ratio(0, 1, "secs").0.as_ref());
     o.section(format!("Verdicts (target: ours ≤ {TARGET}× C, loop time)"))
         .verdicts(r.cells.iter().map(verdict).collect());

@@ -45,6 +45,37 @@ impl Drop for TempPath {
     }
 }
 
+/// `path` (a file or a directory) made once: when it is missing,
+/// `make(tmp)` writes it (and any record of how) under a temporary name
+/// beside it, which is renamed into place after, so an interrupted bench
+/// leaves nothing half-made under the real name. Whether it was made now.
+pub fn make_once(path: &Path, make: impl FnOnce(&Path) -> Result<()>) -> Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = TempPath::new(path.with_file_name(format!(".{name}.tmp-{}", std::process::id())));
+    drop(TempPath::new(tmp.path().to_owned())); // an interrupted run's leftover
+    make(tmp.path())?;
+    crate::interrupt::check()?;
+    fs::rename(tmp.path(), path)
+        .with_context(|| format!("cannot rename into {}", path.display()))?;
+    let _ = tmp.keep();
+    Ok(true)
+}
+
+/// A bench's exit status: success when `ok`, else failure, saying on
+/// stderr that `what` (see the report).
+pub fn exit(ok: bool, what: &str) -> std::process::ExitCode {
+    if ok {
+        return std::process::ExitCode::SUCCESS;
+    }
+    eprintln!("xtask: {what} (see the report)");
+    std::process::ExitCode::FAILURE
+}
+
 /// The end of every bench: `report` as REPORT.md and `results` (a JSON
 /// object) as results.json with the model under `"report"`, written into
 /// `dir` after the `extra` files (charts, `traces/…`), each first to a

@@ -125,8 +125,7 @@ impl Cmd {
         self.args([a])
     }
 
-    /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench
-    /// builds what it measures.
+    /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench builds what it measures.
     pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
         let c = Self::new("cargo").args(["build", "--release", "-p", package]);
         match bin {
@@ -141,8 +140,7 @@ impl Cmd {
         if cond { self.arg(a) } else { self }
     }
 
-    /// The command as a shell needs it typed, its environment first
-    /// (`HGRCPATH= HGPLAIN=1 hg …`).
+    /// The command as a shell needs it typed, its environment first (`HGRCPATH= HGPLAIN=1 hg …`).
     pub fn shell(&self) -> String {
         let env = self.env.iter().map(|(k, v)| {
             format!("{k}={}", if v.is_empty() { String::new() } else { shell_quote(v) })
@@ -265,6 +263,13 @@ fn parse_gnu_time(text: &str) -> ChildUsage {
 pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.trim_end().lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The last line of `text` that is a JSON object, read as `T`.
+pub fn json_line<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let line = text.lines().rev().map(str::trim).find(|l| l.starts_with('{'));
+    let line = line.ok_or_else(|| format!("no JSON object in output {:?}", tail(text, 3)))?;
+    serde_json::from_str(line).map_err(|e| format!("bad JSON from mapwise: {e}: {line}"))
 }
 
 /// Quotes one word for a POSIX shell, leaving plain words bare.

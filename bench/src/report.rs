@@ -60,8 +60,7 @@ pub struct Table {
 }
 
 impl Table {
-    /// Columns named `header`, all [`Role::Other`]; a leading `>`
-    /// right-aligns a column.
+    /// Columns named `header`, all [`Role::Other`]; a leading `>` right-aligns a column.
     #[must_use]
     pub fn new(header: &[&str]) -> Self {
         let column = |h: &&str| Column {
@@ -114,8 +113,7 @@ impl Table {
         self.rows.push(Row { cells: r, role });
     }
 
-    /// The table as Markdown, columns padded so the source reads as a
-    /// table too.
+    /// The table as Markdown, columns padded so the source reads as a table too.
     #[must_use]
     pub fn render(&self) -> String {
         let esc = |c: &String| c.replace('|', "\\|");
@@ -183,6 +181,39 @@ impl Table {
 #[must_use]
 pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     vars.iter().fold(template.trim_end().to_owned(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
+}
+
+/// Paragraph `key` of a bench's prose `text` (a file of `bench/src/text/`
+/// where each paragraph follows a line `@@ key`), its `{name}`s filled.
+///
+/// # Panics
+/// When `text` has no paragraph `key` (a test checks every key asked for).
+#[must_use]
+pub fn say(text: &str, key: &str, vars: &[(&str, &str)]) -> String {
+    let body = paragraph(text, key);
+    fill(body.unwrap_or_else(|| panic!("no paragraph `@@ {key}` in the bench's prose")), vars)
+}
+
+/// Paragraph `key` of a bench's prose as written ([`say`]), if there.
+#[must_use]
+pub fn paragraph<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.split("\n@@ ").find_map(|s| s.strip_prefix(key)?.strip_prefix('\n'))
+}
+
+/// A column of a per-cell table: header (`>` right-aligns), role, text per cell.
+pub type Col<'a, C> = (&'a str, Role, &'a dyn Fn(&C) -> String);
+
+/// A table of one row per item of `cells` and one column per `cols`.
+#[must_use]
+pub fn cell_table<C>(cells: &[C], cols: &[Col<'_, C>]) -> Table {
+    let mut t = Table::new(&cols.iter().map(|c| c.0).collect::<Vec<_>>());
+    for (col, spec) in t.columns.iter_mut().zip(cols) {
+        col.role = spec.1;
+    }
+    for c in cells {
+        t.row(cols.iter().map(|spec| (spec.2)(c)));
+    }
+    t
 }
 
 /// Whether a cell holds no value: empty, a dash, `?`, `n/a`, or NaN.
@@ -299,7 +330,7 @@ pub fn judge(
         Bound::AtMost => (r.median <= target, r.min <= target && r.max > target),
         Bound::AtLeast => (r.median >= target, r.min < target && r.max >= target),
     };
-    let plural = if r.n == 1 { "" } else { "s" };
+    let plural = crate::units::plural(r.n);
     let mut detail = format!(
         "{prefix}{:.2}×{suffix} (median of {} per-round ratio{plural}, range {:.2}–{:.2})",
         r.median, r.n, r.min, r.max
@@ -387,6 +418,12 @@ impl Report {
     /// Adds a fenced code block.
     pub fn code(&mut self, lang: &str, text: impl Into<String>) -> &mut Self {
         self.push(Block::Code { lang: lang.to_owned(), text: text.into() })
+    }
+
+    /// Adds the `## Commands` section: `lines`, run from the workspace root.
+    pub fn commands(&mut self, lines: &[String]) -> &mut Self {
+        let intro = "Run from the workspace root.";
+        self.section("Commands").text(intro).code("sh", lines.join("\n"))
     }
 
     /// Adds a table.
@@ -559,5 +596,30 @@ mod tests {
         assert_eq!(back.files().collect::<Vec<_>>(), ["ratios.svg"]);
         assert!(back.problems().is_empty());
         assert_eq!(fill("a {x} {y}\n", &[("x", "1"), ("y", "2")]), "a 1 2");
+    }
+
+    /// Every paragraph a bench asks for (`say(NOTES, "key"`) is in its prose, once.
+    #[test]
+    fn every_paragraph_asked_for_is_there_once() {
+        let benches = [
+            (include_str!("bolt.rs"), include_str!("text/bolt-notes.md")),
+            (include_str!("bolt_scan.rs"), include_str!("text/bolt-scan-notes.md")),
+            (include_str!("mmaptest.rs"), include_str!("text/mmaptest-notes.md")),
+            (include_str!("revlog.rs"), include_str!("text/revlog-notes.md")),
+            (include_str!("rrd.rs"), include_str!("text/rrd-report.md")),
+            (include_str!("live.rs"), include_str!("text/live-notes.md")),
+        ];
+        for (code, text) in benches {
+            let key = |s: &'static str| {
+                let s = s.trim_start().strip_prefix("NOTES,")?.trim_start().strip_prefix('"')?;
+                s.split('"').next()
+            };
+            let keys: Vec<&str> = code.split("say(").filter_map(key).collect();
+            assert!(keys.len() > 2, "{keys:?}");
+            for key in keys {
+                assert_eq!(text.matches(&format!("\n@@ {key}\n")).count(), 1, "{key}");
+            }
+        }
+        assert_eq!(say("x\n@@ a\none {v}\n\n@@ b\ntwo\n", "a", &[("v", "1")]), "one 1");
     }
 }

@@ -6,7 +6,6 @@
 //! `mmapindexthreshold`. Every cell is data run by [`cell::run`]; the
 //! report is the typed [`Report`].
 
-use std::cell::RefCell;
 use std::fs::{self, File};
 use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
@@ -21,17 +20,20 @@ use mapwise_view::fmt::hex;
 use serde::{Deserialize, Serialize};
 use sha1::{Digest as _, Sha1};
 
-use super::cell::{self, CellRuns, Contender, Metrics, Tracing};
-use super::charts::{self, ChartFile, RatioBar};
+use super::cell::{self, CellRuns, Contender, Metrics, Tracing, both};
+use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine};
+use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, Output, tail};
-use super::report::{Bound, Outcome, Report, Role, Table, Verdict, fill, judge};
+use super::report::Role::{Other, Ours, Peer, Ratio};
+use super::report::{
+    Bound, Outcome, Report, Role, Table, Verdict, cell_table, fill, judge, paragraph, say,
+};
 use super::schedule::CacheState::{self, Cold, Warm};
-use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs};
+use super::stats::{Summary, fmt_secs};
 use super::traces::{self, TraceInfo, Traces};
-use super::units::{human_size, pct, ranges, utc_human};
+use super::units::{human_size, pct, plural, ranges, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench revlog`.
@@ -55,17 +57,13 @@ const CACHES: [CacheState; 2] = [Warm, Cold];
 type Mode = &'static str;
 const MODES: [Mode; 2] = ["read", "mmap"];
 
-/// `[("name", name), …]` as `&str`s, the variables of [`note`] and [`fill`].
+/// `[("name", name), …]` as `&str`s, the variables of [`say`] and [`fill`].
 macro_rules! vars {
     ($($k:ident),*) => { &[$((stringify!($k), AsRef::<str>::as_ref(&$k))),*] };
 }
 
-/// The note `key` of text/revlog-notes.md with `vars` filled in.
-fn note(key: &str, vars: &[(&str, &str)]) -> String {
-    let notes = include_str!("text/revlog-notes.md");
-    let line = notes.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(": "));
-    fill(line.unwrap_or_default(), vars)
-}
+/// The report's prose ([`say`]).
+const NOTES: &str = include_str!("text/revlog-notes.md");
 
 /// The sizes and counts of one run (`big`: the synthesised repository).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -114,8 +112,7 @@ impl Plan {
 /// `bench revlog` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The quick run (the default): matrix, size check, 7-size sweep of 20
-    /// pairs.
+    /// The quick run (the default): matrix, size check, 7-size sweep of 20 pairs.
     #[arg(long, conflicts_with = "full")]
     quick: bool,
     /// 14 sweep sizes, 50 pairs each, and hg in the sweep.
@@ -212,8 +209,7 @@ fn index_row(line: &str) -> Option<String> {
     (w.len() == 5 && revs && w[2..].iter().all(hexish)).then(|| w.join(" "))
 }
 
-/// The rows (as [`index_row`]) hg must show for `revs` (ascending) of the
-/// synthetic changelog.
+/// The rows (as [`index_row`]) hg must show for `revs` (ascending) of the synthetic changelog.
 fn synth_rows(revs: &[u32]) -> Vec<String> {
     let (mut s, mut out, null) = (SynthChangelog::default(), vec![], "0".repeat(12));
     let mut p1 = null.clone();
@@ -440,32 +436,23 @@ fn ensure_repo(
     hg: Option<&str>,
     make: impl FnOnce(&Path, &Path) -> Result<(String, Vec<Check>)>,
 ) -> Result<RepoInfo> {
-    let files = ws.bench_dir().join("files");
-    fs::create_dir_all(&files).with_context(|| format!("cannot create {}", files.display()))?;
     let tag = if origin == "hg" { "hg" } else { "synth" };
-    let dir = files.join(format!("revlog-{tag}-{revs}"));
-    let record = fs::read_to_string(dir.join(MADE)).ok();
-    let cached: Option<Made> = record.and_then(|t| serde_json::from_str(&t).ok());
-    let generated_now = cached.is_none();
-    let made = if let Some(made) = cached {
-        made
-    } else {
+    let dir = ws.bench_dir().join("files").join(format!("revlog-{tag}-{revs}"));
+    let record =
+        || -> Option<Made> { serde_json::from_str(&fs::read_to_string(dir.join(MADE)).ok()?).ok() };
+    if record().is_none() {
         // No record: made by an interrupted older run; make it again.
         let _ = fs::remove_dir_all(&dir);
-        let tmp = files.join(format!(".revlog-{tag}-{revs}.tmp-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        let guard = TempPath::new(tmp.clone());
+    }
+    let generated_now = output::make_once(&dir, |tmp| {
         let start = Instant::now();
-        let (how, checks) = make(&tmp, &dir)?;
+        let (how, checks) = make(tmp, &dir)?;
         let secs = start.elapsed().as_secs_f64();
         let (made_utc, hg_version) = (utc_human(SystemTime::now()), hg.map(str::to_owned));
         let made = Made { how, secs, made_utc, hg_version, checks };
-        fs::write(tmp.join(MADE), serde_json::to_string_pretty(&made)? + "\n")?;
-        interrupt::check()?;
-        fs::rename(&tmp, &dir).with_context(|| format!("cannot rename into {}", dir.display()))?;
-        let _ = guard.keep();
-        made
-    };
+        Ok(fs::write(tmp.join(MADE), serde_json::to_string_pretty(&made)? + "\n")?)
+    })?;
+    let made = record().with_context(|| format!("{}: no readable {MADE}", dir.display()))?;
     let index = dir.join(".hg/store/00changelog.i");
     let no = || format!("{}: no changelog", index.display());
     let index_bytes = fs::metadata(&index).with_context(no)?.len();
@@ -607,8 +594,7 @@ fn check_synth(
     Ok(checks)
 }
 
-/// `o`'s stdout on one line when it succeeded, else its stderr's last `n`
-/// lines.
+/// `o`'s stdout on one line when it succeeded, else its stderr's last `n` lines.
 fn said(o: &Output, n: usize) -> String {
     if o.success { o.stdout.trim().replace('\n', "; ") } else { tail(&o.stderr, n) }
 }
@@ -773,8 +759,7 @@ impl Ctx<'_> {
         }
     }
 
-    /// `s` as a contender on its repository's index, every `log` output
-    /// read as its tip.
+    /// `s` as a contender on its repository's index, every `log` output read as its tip.
     fn contender(&self, s: &Side) -> Contender {
         let repo = &self.repos[s.repo];
         let c = match s.job {
@@ -827,17 +812,9 @@ impl CellResult {
         self.runs.summary(i, "wall_s").map(|s| s.median)
     }
 
-    fn secs(&self, i: usize) -> String {
-        opt_secs(self.runs.summary(i, "wall_s").as_ref())
-    }
-
     /// A/B, round by round.
     fn ratios(&self) -> Option<Summary> {
         self.runs.ratio(0, 1, "wall_s").0
-    }
-
-    fn ratio(&self) -> String {
-        opt_ratio(self.ratios().as_ref())
     }
 
     /// `2/1563 (0.1 %)`: side `i`'s median index pages resident after a run.
@@ -846,10 +823,6 @@ impl CellResult {
         #[expect(clippy::cast_precision_loss)]
         let of = |f: Summary| format!("{:.0}/{total} ({})", f.median * total as f64, pct(f.median));
         self.runs.summary(i, "resident_after").map_or("—".into(), of)
-    }
-
-    fn both_pages(&self, repos: &[RepoInfo]) -> String {
-        format!("{} / {}", self.pages(repos, 0), self.pages(repos, 1))
     }
 }
 
@@ -940,15 +913,12 @@ struct Recommendation {
 /// results.json (the report's model is added under `"report"`).
 #[derive(Debug, Serialize)]
 struct Results {
-    bench: &'static str,
-    started_utc: String,
-    finished_utc: String,
+    #[serde(flatten)]
+    stamp: Stamp,
     runs: usize,
     warmup: usize,
     plan: Plan,
-    machine: Machine,
     hg_version: Option<String>,
-    loadavg_end: Option<String>,
     config_read: Vec<String>,
     config_mmap: Vec<String>,
     build_commands: Vec<String>,
@@ -985,7 +955,7 @@ impl Results {
 
     /// The device's read_ahead_kb, or `unknown`.
     fn read_ahead(&self) -> String {
-        self.machine.read_ahead_kb.map_or("unknown".into(), |k| k.to_string())
+        self.stamp.machine.read_ahead_kb.map_or("unknown".into(), |k| k.to_string())
     }
 
     /// `hg 6.3.2`.
@@ -998,7 +968,7 @@ impl Results {
 /// Runs the bench.
 pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let started = SystemTime::now();
-    let runs = usize::try_from(args.common.runs).context("--runs too large")?;
+    let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let plan = Plan::new(args.common.tiny, args.full, args.sweep_runs);
     let sweep_runs = usize::try_from(plan.sweep_runs).context("--sweep-runs too large")?;
@@ -1006,21 +976,15 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let planned = plan.repos();
     let specs = specs(&plan, &planned, runs, sweep_runs);
     let steps = specs.iter().map(|s| 2 * (warmup + s.runs)).sum::<usize>();
-    let progress = Progress::new((steps + limits::steps(runs)) as u64);
-    let build = Cmd::cargo_release("mapwise-cli", Some("mapwise"));
-    progress.set("building mapwise (release)");
-    build.run(&ws.root).context("cannot build ours")?;
-    let mapwise = ws.release_bin("mapwise");
-    if !mapwise.is_file() {
-        bail!("{} missing after the build", mapwise.display());
-    }
+    let progress = Progress::new((1 + steps + limits::steps(runs)) as u64);
+    let (build, mapwise) = ws.build_mapwise(&progress)?;
 
     // Repositories (the peer installs hg when it makes one), hg's first.
     let hg_line = || machine::first_line_of("hg", &["--version", "-q"]);
     let (mut hg_version, big) = (hg_line(), plan.hg_sizes.len());
     let mut repos: Vec<RepoInfo> = Vec::new();
     for &(revs, origin) in &planned {
-        let tools = (peer.as_str(), mapwise.as_path());
+        let tools = (peer.as_str(), Path::new(&mapwise));
         let make = |tmp: &Path, dir: &Path| {
             make_repo(ws, (revs, origin), tools, revs == plan.big, &progress, (tmp, dir))
         };
@@ -1037,7 +1001,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             progress.note(&format!("xtask: warning: {name}: {what} failed: {detail}"));
         }
     }
-    let ctx = Ctx { mapwise: path_arg(&mapwise), hg_v, repos: &repos };
+    let ctx = Ctx { mapwise, hg_v, repos: &repos };
 
     progress.set("load checks");
     let ext = format!(".revlog-reportmmap-{}.py", std::process::id());
@@ -1050,42 +1014,27 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     }
     drop(ext);
 
-    let (traces, scratch) = (RefCell::new(Traces::new()), ws.bench_dir().join("scratch"));
-    let tracing = Tracing { traces: &traces, scratch: &scratch };
+    let tracing = Tracing::new(ws);
     let one = |s: Spec| -> Result<CellResult> {
-        let cell = cell::Cell {
-            label: s.label,
-            cache: s.cache,
-            files: Vec::new(),
-            fresh: Vec::new(),
-            contenders: s.sides.iter().map(|x| ctx.contender(x)).collect(),
-            warmup,
-            runs: s.runs,
-            shared_warm_reset: false,
-            untimed_warm_first: false,
-            cold_settle: None,
-        };
+        let contenders = s.sides.iter().map(|x| ctx.contender(x)).collect();
+        let cell = cell::Cell::new(s.label, s.cache, Vec::new(), contenders, (warmup, s.runs));
         let runs = cell::run(ws, &progress, &cell, &tracing)?;
         Ok(CellResult { kind: s.kind, mode: s.mode, sides: s.sides, runs })
     };
     let cells: Vec<CellResult> = specs.into_iter().map(one).collect::<Result<_>>()?;
     let limits = limits::standard(&repos[big].index(), runs, &progress)?;
-    let traces = traces.into_inner();
+    let traces = tracing.traces.into_inner();
     let crossovers = crossovers(&cells, &repos);
     let recommendation = recommend(&crossovers);
     let outputs_agree = cells.iter().all(|c| c.outputs_ok(&repos))
         && load_checks.iter().all(|c| c.ok)
         && repos.iter().all(|r| r.made.checks.iter().all(|c| c.ok));
     let mut results = Results {
-        bench: "revlog",
-        started_utc: utc_human(started),
-        finished_utc: utc_human(SystemTime::now()),
+        stamp: Stamp::new("revlog", started, Machine::describe(&repos[big].index())),
         runs,
         warmup,
         plan,
-        machine: Machine::describe(&repos[big].index()),
         hg_version,
-        loadavg_end: machine::loadavg(),
         config_read: config_args("read", hg_v),
         config_mmap: config_args("mmap", hg_v),
         build_commands: vec![build.shell()],
@@ -1102,14 +1051,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     progress.set("charts");
     results.charts = revlog_charts(&results, &traces)?;
     let dir = ws.report_dir(&args.common, started);
-    let report = report(&results, traces.paragraph(&note("traced", &[]), Path::new(&ws.rel(&dir))));
+    let report =
+        report(&results, traces.paragraph(&say(NOTES, "traced", &[]), Path::new(&ws.rel(&dir))));
     drop(progress);
     output::publish_traced(&dir, &report, &results, &traces, &results.charts)?;
-    if !results.outputs_agree {
-        eprintln!("xtask: an output or a check was not as expected (see the report)");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(output::exit(results.outputs_agree, "an output or a check was not as expected"))
 }
 
 /// The crossover of each series (ours, the model, hg) in each cache
@@ -1139,11 +1085,12 @@ fn crossovers(cells: &[CellResult], repos: &[RepoInfo]) -> Vec<CrossoverResult> 
 /// The charts: ours/hg per matrix cell, and each matrix index's first cold runs.
 fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     let hg = r.hg_name();
-    let bar = |c: &CellResult| Some(RatioBar::of(c.runs.label.clone(), &c.ratios()?));
-    let bars: Vec<RatioBar> = r.of(Kind::Matrix).filter_map(bar).collect();
-    let svg = charts::ratios(&format!("revlog: log -l 5, ours / {hg}"), &bars, None)?;
-    let what = format!("log -l 5 wall time, ours / {hg} per cell");
-    let mut out = vec![ChartFile { file: "ratios.svg".to_owned(), what, svg }];
+    let (title, what) = (
+        format!("revlog: log -l 5, ours / {hg}"),
+        format!("log -l 5 wall time, ours / {hg} per cell"),
+    );
+    let matrix = r.of(Kind::Matrix).map(|c| &c.runs);
+    let mut out = vec![ChartFile::ratios(matrix, "wall_s", (&title, &what), None)?];
     for repo in r.matrix_repos() {
         let cells = MODES.iter().filter_map(|&m| r.matrix(repo, Cold, m));
         let pick = |c: &CellResult| {
@@ -1153,13 +1100,11 @@ fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
         let picks: Vec<(String, &str, String)> = cells.flat_map(pick).collect();
         let name = &repo.name;
         let title = format!("revlog, {name}, cold log -l 5: 00changelog.i in the page cache");
-        if let Some(svg) = traces::residency_chart(traces, &title, &picks)? {
-            let file = format!("residency-cold-{}.svg", traces::slug(name));
-            let what = format!(
-                "{name}: resident share of 00changelog.i during the first timed cold run, read vs mmap, ours vs hg"
-            );
-            out.push(ChartFile { file, what, svg });
-        }
+        let file = format!("residency-cold-{}.svg", traces::slug(name));
+        let what = format!(
+            "{name}: resident share of 00changelog.i during the first timed cold run, read vs mmap, ours vs hg"
+        );
+        out.extend(traces::residency_file(traces, &file, (&title, &what), &picks)?);
     }
     Ok(out)
 }
@@ -1194,7 +1139,7 @@ fn seed_figures() -> Vec<([&'static str; 4], f64, f64)> {
 
 /// The seed's figures beside this run's, and what matches.
 fn seed_section(rep: &mut Report, r: &Results) {
-    rep.section("The seed's published figures").text(note("seed", &[]));
+    rep.section("The seed's published figures").text(say(NOTES, "seed", &[]));
     let mut t = Table::of("source|timed|>index|cache|>read|>mmap|>mmap/read");
     let mut row = |role, head: [&str; 4], (read, mmap): (f64, f64)| {
         let times = [fmt_secs(read), fmt_secs(mmap), format!("{:.3}×", mmap / read.max(1e-12))];
@@ -1232,7 +1177,7 @@ fn seed_section(rep: &mut Report, r: &Results) {
             row(Role::Other, [who, timed, &size, cache.name()], times);
         }
     }
-    rep.table(t).text(note("medians", &[]));
+    rep.table(t).text(say(NOTES, "medians", &[]));
     let ratio = |i, cache| medians(big, cache, i).map(|(read, mmap)| mmap / read.max(1e-12));
     let pages = r.matrix(big, Cold, "mmap").map_or("?".into(), |c| c.pages(&r.repos, 1));
     let pages = pages.split(' ').next().unwrap_or("?").replace('/', " of ");
@@ -1248,8 +1193,9 @@ fn seed_section(rep: &mut Report, r: &Results) {
         };
         let (s, h) = (winner(seed, TIE), winner(here, TIE));
         let key = format!("{}-{h}", cache.name());
-        let why = Some(note(&key, vars![size, ra_note])).filter(|w| !w.is_empty());
-        let why = why.unwrap_or_else(|| note(cache.name(), vars![size, ra_note]));
+        let why = paragraph(NOTES, &key)
+            .unwrap_or_else(|| paragraph(NOTES, cache.name()).unwrap_or_default());
+        let why = fill(why, vars![size, ra_note]);
         let unsaid = if cache == Cold {
             "; D477 does not say why its cold mapped runs were slower"
         } else {
@@ -1257,7 +1203,7 @@ fn seed_section(rep: &mut Report, r: &Results) {
         };
         let agree = if s == h { "matches" } else { "does not match" };
         let (seed, here, cache) = (format!("{seed:.2}"), format!("{here:.2}"), cache.name());
-        lines.push(note("hg", vars![cache, seed, s, hg, size, here, h, agree, why, unsaid]));
+        lines.push(say(NOTES, "hg", vars![cache, seed, s, hg, size, here, h, agree, why, unsaid]));
     }
     // The 2018 perfindex figure against the model's warm load.
     if let Some((read, mmap)) = model(Warm) {
@@ -1268,11 +1214,11 @@ fn seed_section(rep: &mut Report, r: &Results) {
         let rate = format!("{:.1}", big.index_bytes as f64 / read.max(1e-12) / 1e9);
         let (read, mmap, seed, here) =
             (fmt_secs(read), fmt_secs(mmap), format!("{seed:.3}"), format!("{here:.3}"));
-        lines.push(note("perfindex", vars![seed, size, read, mmap, here, h, agree, rate]));
+        lines.push(say(NOTES, "perfindex", vars![seed, size, read, mmap, here, h, agree, rate]));
     }
     if let Some(here) = ratio(0, Warm) {
         let (h, here) = (winner(here, TIE), format!("{here:.2}"));
-        lines.push(note("ours", vars![size, here, h]));
+        lines.push(say(NOTES, "ours", vars![size, here, h]));
     }
     if !lines.is_empty() {
         rep.text("What matches and what does not:").list(lines);
@@ -1286,8 +1232,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     use Kind::{Matrix, Model, Size, Startup, Sweep, SweepHg};
     let (hg, plan, runs, ra) = (r.hg_name(), &r.plan, r.runs, r.read_ahead());
     let (big, small) = (short_count(plan.big), short_count(plan.hg_sizes[0]));
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
-    let mut rep = Report::new(format!("bench revlog — {}", r.started_utc));
+    let mut rep = r.stamp.report();
     if plan.preset == "tiny" {
         rep.text(
             "**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**",
@@ -1295,11 +1240,10 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     }
     let sizes: Vec<String> = plan.hg_sizes.iter().map(|&n| short_count(n)).collect();
     let (sizes, preset, s, finished) =
-        (sizes.join(", "), plan.preset, plural(runs), &r.finished_utc);
+        (sizes.join(", "), plan.preset, plural(runs), &r.stamp.finished_utc);
     let (runs, sweep_runs) = (runs.to_string(), plan.sweep_runs.to_string());
-    rep.text(note("intro", vars![sizes, big, hg, preset, runs, s, sweep_runs, finished]));
-    let load = r.loadavg_end.as_deref();
-    r.machine.add_to(&mut rep, "the repositories", &[("Mercurial", r.hg_version.clone())], load);
+    rep.text(say(NOTES, "intro", vars![sizes, big, hg, preset, runs, s, sweep_runs, finished]));
+    r.stamp.add_to(&mut rep, "the repositories", &[("Mercurial", r.hg_version.clone())]);
 
     let mut t = Table::of("repository|>revisions|>00changelog.i|format|>00changelog.d|made");
     for x in &r.repos {
@@ -1333,7 +1277,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         ),
     };
     let (read, mmap) = (r.config_read.join(" "), r.config_mmap.join(" "));
-    let method = fill(include_str!("text/revlog-method.md"), vars![read, mmap, hg, warmups]);
+    let method = say(NOTES, "method", vars![read, mmap, hg, warmups]);
     rep.section("Method").list(method.lines());
 
     let shown = |c: &&CellResult| matches!(c.kind, Matrix | Startup) && c.runs.cache == CACHES[0];
@@ -1345,7 +1289,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
             .to_owned(),
         "# target/bench/files/revlog-synth-<revisions>; the model rows run inside xtask".to_owned(),
     ]);
-    rep.section("Commands").text("Run from the workspace root.").code("sh", code.join("\n"));
+    rep.commands(&code);
 
     // Start-up floors: ours' row and hg's, compared row by row.
     let startup = r.of(Startup).next();
@@ -1353,7 +1297,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     if let Some(c) = startup {
         let mut t = Table::of("command|>wall");
         for (i, role) in [(0, Role::Ours), (1, Role::Peer)] {
-            t.row_as(role, [format!("`{}`", c.runs.contenders[i].1), c.secs(i)]);
+            t.row_as(role, [format!("`{}`", c.runs.contenders[i].1), c.runs.time(i, "wall_s")]);
         }
         rep.section("Start-up floor").table(t);
     }
@@ -1362,45 +1306,50 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     for repo in r.matrix_repos() {
         let (name, size, pages) = (&repo.name, human_size(repo.index_bytes), repo.pages());
         let inline = if repo.inline { ", inline" } else { "" };
-        let mut t = Table::of(
-            "cell|>ours|>hg|>ours/hg (per pair)|>ours − start-up|>hg − start-up|\
-             >index resident after ours / hg (pages)",
-        )
-        .compares(&[1, 4], &[2, 5])
-        .roles(Role::Ratio, &[3]);
         let cells = CACHES.into_iter().flat_map(|k| MODES.map(|m| (k, m)));
-        for c in cells.filter_map(|(k, m)| r.matrix(repo, k, m)) {
-            let minus = |i| match (c.median(i), floor(i)) {
-                (Some(s), Some(f)) if s >= f => fmt_secs(s - f),
-                (Some(_), Some(_)) => "below the floor".to_owned(),
-                _ => "—".to_owned(),
-            };
-            let cell = format!("{}, {}", c.runs.cache.name(), c.mode.unwrap_or_default());
-            t.row([
-                cell,
-                c.secs(0),
-                c.secs(1),
-                c.ratio(),
-                minus(0),
-                minus(1),
-                c.both_pages(&r.repos),
-            ]);
-        }
+        let cells: Vec<&CellResult> = cells.filter_map(|(k, m)| r.matrix(repo, k, m)).collect();
+        let minus = |c: &&CellResult, i| match (c.median(i), floor(i)) {
+            (Some(s), Some(f)) if s >= f => fmt_secs(s - f),
+            (Some(_), Some(_)) => "below the floor".to_owned(),
+            _ => "—".to_owned(),
+        };
+        let t = cell_table(
+            &cells,
+            &[
+                ("cell", Other, &|c| {
+                    format!("{}, {}", c.runs.cache.name(), c.mode.unwrap_or_default())
+                }),
+                (">ours", Ours, &|c| c.runs.time(0, "wall_s")),
+                (">hg", Peer, &|c| c.runs.time(1, "wall_s")),
+                (">ours/hg (per pair)", Ratio, &|c| c.runs.ratio_text("wall_s")),
+                (">ours − start-up", Ours, &|c| minus(c, 0)),
+                (">hg − start-up", Peer, &|c| minus(c, 1)),
+                (">index resident after ours / hg (pages)", Other, &|c| {
+                    both(|i| c.pages(&r.repos, i))
+                }),
+            ],
+        );
         rep.subsection(format!("{name} — 00changelog.i {size} ({pages} pages){inline}")).table(t);
     }
-    rep.text(note("matrix", vars![ra]));
+    rep.text(say(NOTES, "matrix", vars![ra]));
 
     let title = format!(
         "Target 1: ours mmap at {big} ≤ {SIZE_TARGET}× ours at {small} (independent of index size)"
     );
-    let mut t = Table::of("cache|A vs B|>A|>B|>A/B (per pair)|>index resident after A / B (pages)")
-        .roles(Role::Ratio, &[4]);
-    for c in r.cells.iter().filter(|c| matches!(c.kind, Size | Kind::Advice)) {
-        let vs = format!("{} vs {}", c.sides[0].who, c.sides[1].who);
-        let cache = c.runs.cache.name().to_owned();
-        t.row([cache, vs, c.secs(0), c.secs(1), c.ratio(), c.both_pages(&r.repos)]);
-    }
-    rep.section(title).table(t).text(note("target1", vars![small, big, ra]));
+    let cells: Vec<&CellResult> =
+        r.cells.iter().filter(|c| matches!(c.kind, Size | Kind::Advice)).collect();
+    let t = cell_table(
+        &cells,
+        &[
+            ("cache", Other, &|c| c.runs.cache.name().to_owned()),
+            ("A vs B", Other, &|c| format!("{} vs {}", c.sides[0].who, c.sides[1].who)),
+            (">A", Other, &|c| c.runs.time(0, "wall_s")),
+            (">B", Other, &|c| c.runs.time(1, "wall_s")),
+            (">A/B (per pair)", Ratio, &|c| c.runs.ratio_text("wall_s")),
+            (">index resident after A / B (pages)", Other, &|c| both(|i| c.pages(&r.repos, i))),
+        ],
+    );
+    rep.section(title).table(t).text(say(NOTES, "target1", vars![small, big, ra]));
 
     rep.section("Target 2: the read-vs-mmap crossover (ours)");
     let sweeps = [
@@ -1435,19 +1384,19 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
         "Crossovers (the smallest size from which mmap's median ratio stays below 1 at every larger size):",
     );
     let tie = format!("{:.0}", TIE * 100.0);
-    rep.list(r.crossovers.iter().map(line)).text(note("crossover", vars![tie]));
+    rep.list(r.crossovers.iter().map(line)).text(say(NOTES, "crossover", vars![tie]));
     let rec = &r.recommendation;
     let config =
         rec.config.as_ref().map_or("none (keep reading whole)".into(), |c| format!("`{c}`"));
     let (default, why) = (HG_DEFAULT_THRESHOLD.to_string(), &rec.why);
-    rep.text(note("recommended", vars![config, why, default]));
+    rep.text(say(NOTES, "recommended", vars![config, why, default]));
 
     seed_section(&mut rep, r);
 
     rep.section("Charts and residency traces");
     charts::add_images(&mut rep, &r.charts);
     if let Some(p) = traces_paragraph {
-        rep.text(note("untraced", vars![p]));
+        rep.text(say(NOTES, "untraced", vars![p]));
     }
     limits::add_to(&mut rep, &r.limits);
     rep.section("Verdicts").verdicts(verdicts(r));
@@ -1470,9 +1419,16 @@ fn sweep_table(cs: &[&CellResult], repos: &[RepoInfo]) -> Table {
         let find = |cache| cs.iter().find(|c| c.sides[0].repo == i && c.runs.cache == cache);
         let mut row = vec![repos[i].revs.to_string(), human_size(repos[i].index_bytes)];
         for c in CACHES.map(find) {
-            row.extend(
-                c.map_or_else(|| vec!["—".into(); 3], |c| vec![c.secs(1), c.secs(0), c.ratio()]),
-            );
+            row.extend(c.map_or_else(
+                || vec!["—".into(); 3],
+                |c| {
+                    vec![
+                        c.runs.time(1, "wall_s"),
+                        c.runs.time(0, "wall_s"),
+                        c.runs.ratio_text("wall_s"),
+                    ]
+                },
+            ));
         }
         row.push(find(Cold).map_or("—".into(), |c| c.pages(repos, 0)));
         t.row(row);
@@ -1480,8 +1436,7 @@ fn sweep_table(cs: &[&CellResult], repos: &[RepoInfo]) -> Table {
     t.roles(Role::Ratio, &[4, 7])
 }
 
-/// Target 1 in each cache state (its other rows as details), target 2,
-/// and the outputs and checks.
+/// Target 1 in each cache state (its other rows as details), target 2, and the outputs and checks.
 fn verdicts(r: &Results) -> Vec<Verdict> {
     let mut out = Vec::new();
     for cache in CACHES {
@@ -1495,7 +1450,7 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
         out.push(verdict.target(format!("{a} ≤ {SIZE_TARGET}× {b}")));
         for c in rest {
             let name = format!("for comparison, {} vs {}", c.sides[0].who, c.sides[1].who);
-            out.push(Verdict::new(name, Outcome::None, c.ratio()).sub());
+            out.push(Verdict::new(name, Outcome::None, c.runs.ratio_text("wall_s")).sub());
         }
     }
     let rec = &r.recommendation;
@@ -1672,8 +1627,8 @@ mod tests {
         let seed = seed_figures();
         assert_eq!((seed.len(), seed[2].0[2]), (7, "\"much bigger\" (not given)"));
         assert_eq!((seed[4].0[2], seed[4].1, seed[4].2), ("60 MB", 32.023, 0.196));
-        assert!(note("warm", &[("size", "1 MB")]).starts_with("at 1 MB the copy"));
-        assert_eq!(note("cold-a tie, within 5 %", &[]), "");
+        assert!(say(NOTES, "warm", &[("size", "1 MB")]).starts_with("at 1 MB the copy"));
+        assert_eq!(paragraph(NOTES, "cold-a tie, within 5 %"), None);
     }
 
     #[test]

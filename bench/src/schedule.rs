@@ -39,14 +39,42 @@ impl CacheState {
     }
 }
 
-/// Which side of a pair.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    /// Ours (first in odd-numbered pairs).
-    A,
-    /// The reference.
-    B,
+/// `--cold`, `--warm`, `--both`: the cache states of the cells that have both (the default).
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct Caches {
+    /// Only the cold cells (`bench all`: where a bench can choose).
+    #[arg(long, conflicts_with_all = ["warm", "both"])]
+    pub cold: bool,
+    /// Only the warm cells (`bench all`: where a bench can choose).
+    #[arg(long, conflicts_with = "both")]
+    pub warm: bool,
+    /// Cold and warm cells (the default).
+    #[arg(long)]
+    pub both: bool,
+}
+
+impl Caches {
+    /// `cold`, `warm` or `both`.
+    #[must_use]
+    pub fn word(self) -> &'static str {
+        if self.cold {
+            "cold"
+        } else if self.warm {
+            "warm"
+        } else {
+            "both"
+        }
+    }
+
+    /// The states chosen, cold first.
+    #[must_use]
+    pub fn states(self) -> &'static [CacheState] {
+        match self.word() {
+            "cold" => &[CacheState::Cold],
+            "warm" => &[CacheState::Warm],
+            _ => &[CacheState::Cold, CacheState::Warm],
+        }
+    }
 }
 
 /// What the preparation before one run did and found.
@@ -143,75 +171,31 @@ pub fn rotate<P, T>(
     Ok(out)
 }
 
-/// One pair of runs.
-#[derive(Debug, Serialize)]
-pub struct Pair<T> {
-    /// Run number, from 1.
-    pub run: usize,
-    /// Side A's result.
-    pub a: T,
-    /// Side B's result.
-    pub b: T,
-}
-
-/// [`rotate`] for two contenders, `a` (ours) and `b` (the reference), as
-/// pairs: A B, B A, A B, …, `before(side, run)` before every run.
-///
-/// # Errors
-/// The first error of `before`, `a` or `b`.
-pub fn alternate<P, T>(
-    runs: usize,
-    mut before: impl FnMut(Side, usize) -> Result<P>,
-    mut a: impl FnMut(usize, P) -> Result<T>,
-    mut b: impl FnMut(usize, P) -> Result<T>,
-) -> Result<Vec<Pair<T>>> {
-    let side = |i| if i == 0 { Side::A } else { Side::B };
-    let rounds = rotate(
-        2,
-        runs,
-        |i, run| before(side(i), run),
-        |i, run, p| if i == 0 { a(run, p) } else { b(run, p) },
-    )?;
-    let pair = |r: Round<T>| {
-        let [a, b]: [T; 2] = r.results.try_into().ok()?;
-        Some(Pair { run: r.round, a, b })
-    };
-    Ok(rounds.into_iter().filter_map(pair).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::cell::RefCell;
 
     #[test]
-    fn runs_alternate_and_turn_order_with_a_reset_before_each() {
+    fn two_contenders_go_abba_with_a_reset_before_each_run() {
         let log = RefCell::new(Vec::new());
-        let pairs = alternate(
+        let rounds = rotate(
+            2,
             3,
-            |side, run| {
-                log.borrow_mut().push(format!("prep {side:?}{run}"));
-                Ok(run * 10)
+            |i, round| {
+                log.borrow_mut().push(format!("prep {i}{round}"));
+                Ok(round * 10)
             },
-            |run, p| {
-                log.borrow_mut().push(format!("A{run}"));
-                Ok(p + 1)
-            },
-            |run, p| {
-                log.borrow_mut().push(format!("B{run}"));
-                Ok(p + 2)
+            |i, round, p| {
+                log.borrow_mut().push(format!("{i}{round}"));
+                Ok(p + i)
             },
         )
         .unwrap();
-        assert_eq!(
-            log.into_inner(),
-            [
-                "prep A1", "A1", "prep B1", "B1", "prep B2", "B2", "prep A2", "A2", "prep A3",
-                "A3", "prep B3", "B3"
-            ]
-        );
-        let got: Vec<_> = pairs.iter().map(|p| (p.run, p.a, p.b)).collect();
-        assert_eq!(got, [(1, 11, 12), (2, 21, 22), (3, 31, 32)]);
+        let want = ["prep 01", "01", "prep 11", "11", "prep 12", "12", "prep 02", "02"];
+        assert_eq!(log.into_inner()[..8], want);
+        let got: Vec<_> = rounds.iter().map(|r| (r.round, r.results.clone())).collect();
+        assert_eq!(got, [(1, vec![10, 11]), (2, vec![20, 21]), (3, vec![30, 31])]);
     }
 
     #[test]

@@ -15,8 +15,7 @@ pub struct Summary {
     pub max: f64,
 }
 
-/// The samples in order; `None` for none or a NaN among them (a NaN has no
-/// place in an order).
+/// The samples in order; `None` for none or a NaN among them (a NaN has no place in an order).
 fn sorted(samples: &[f64]) -> Option<Vec<f64>> {
     if samples.is_empty() || samples.iter().any(|x| x.is_nan()) {
         return None;

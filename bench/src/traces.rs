@@ -147,8 +147,7 @@ impl Traces {
         &self.recorded
     }
 
-    /// Every trace of the first run recorded for (`cell`, `side`), one per
-    /// traced file.
+    /// Every trace of the first run recorded for (`cell`, `side`), one per traced file.
     fn first_run(&self, cell: &str, side: &str) -> Vec<&TraceInfo> {
         let of = |t: &&TraceInfo| t.cell == cell && t.side == side;
         let Some(first) = self.recorded.iter().find(of) else {
@@ -178,8 +177,8 @@ impl Traces {
              from the workspace root with `inspector replay {} --file {}` (`Space` plays, `,` `.` step), or load \
              it beside the file in the browser viewer.",
             INTERVAL.as_millis(),
-            if n == 1 { "" } else { "s" },
-            if runs == 1 { "" } else { "s" },
+            crate::units::plural(n),
+            crate::units::plural(runs),
             report_dir.join(&first.file).display(),
             first.traced,
         ))
@@ -202,8 +201,19 @@ pub fn residency_chart(
     chart_of(traces, title, picks, Scale::Percent)
 }
 
-/// As [`residency_chart`] in resident OS pages, for runs that touch a few
-/// pages of a larger file.
+/// [`residency_chart`] as the chart file `file` (`residency-cold.svg`),
+/// described as `what`; `None` when none of the picks was traced.
+pub fn residency_file(
+    traces: &Traces,
+    file: &str,
+    (title, what): (&str, &str),
+    picks: &[(String, &str, String)],
+) -> Result<Option<charts::ChartFile>> {
+    let chart = residency_chart(traces, title, picks)?;
+    Ok(chart.map(|svg| charts::ChartFile { file: file.to_owned(), what: what.to_owned(), svg }))
+}
+
+/// As [`residency_chart`] in resident OS pages, for runs that touch a few pages of a larger file.
 pub fn residency_pages_chart(
     traces: &Traces,
     title: &str,

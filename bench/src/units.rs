@@ -48,8 +48,7 @@ pub fn pct(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
-/// A size for people with one decimal always (`272.0 MiB`), so report
-/// columns line up.
+/// A size for people with one decimal always (`272.0 MiB`), so report columns line up.
 pub use mapwise_view::fmt::human_size_fixed as human_size;
 
 /// MB/s with MB = 10^6 bytes (what `dd` and disk vendors print).
@@ -78,8 +77,7 @@ pub fn utc_human(t: SystemTime) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02} UTC")
 }
 
-/// Sorted numbers (pages, revisions) as ranges: `0–1, 37, 391–392`;
-/// `none` for none.
+/// Sorted numbers (pages, revisions) as ranges: `0–1, 37, 391–392`; `none` for none.
 #[must_use]
 pub fn ranges(v: &[u32]) -> String {
     let mut runs: Vec<(u32, u32)> = Vec::new();
@@ -95,6 +93,12 @@ pub fn ranges(v: &[u32]) -> String {
     } else {
         runs.iter().map(text).collect::<Vec<_>>().join(", ")
     }
+}
+
+/// `s` unless `n` is 1: the plural ending of a count's noun.
+#[must_use]
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 #[cfg(test)]

@@ -142,8 +142,7 @@ impl Running {
         format!("state {}, wchan {}{stack}", state.unwrap_or("?"), read("wchan").trim())
     }
 
-    /// Stops the writer (SIGTERM: it finishes the commit under way) and
-    /// returns what it said.
+    /// Stops the writer (SIGTERM: it finishes the commit under way) and returns what it said.
     pub fn stop(mut self) -> Result<Stopped> {
         reap(&mut self.child, GRACE);
         let text = std::fs::read_to_string(self.log.path()).context("the writer's stderr")?;
