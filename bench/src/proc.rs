@@ -140,13 +140,20 @@ impl Cmd {
         if cond { self.arg(a) } else { self }
     }
 
-    /// The command as a shell needs it typed, its environment first (`HGRCPATH= HGPLAIN=1 hg …`).
+    /// The command as a shell needs it typed, its environment first (`HGRCPATH= HGPLAIN=1 hg …`),
+    /// an argument under the current directory (the workspace root every bench runs from)
+    /// relative to it, so no report names this machine's directories.
     pub fn shell(&self) -> String {
         let env = self.env.iter().map(|(k, v)| {
             format!("{k}={}", if v.is_empty() { String::new() } else { shell_quote(v) })
         });
+        let here = std::env::current_dir().unwrap_or_default();
+        let rel = |a: &String| match Path::new(a).strip_prefix(&here) {
+            Ok(r) if here.is_absolute() && !r.as_os_str().is_empty() => r.to_string_lossy().into(),
+            _ => a.clone(),
+        };
         env.chain([self.shown.clone().unwrap_or_else(|| shell_quote(&self.program))])
-            .chain(self.args.iter().map(|a| shell_quote(a)))
+            .chain(self.args.iter().map(|a| shell_quote(&rel(a))))
             .chain(self.to_null.then(|| "> /dev/null".to_owned()))
             .collect::<Vec<_>>()
             .join(" ")
@@ -294,6 +301,9 @@ mod tests {
             c.shell(),
             r"target/release/mapwise bolt 'target/bench/a b.db' --populate 'it'\''s' ''"
         );
+        let here = std::env::current_dir().expect("cwd");
+        let abs = Cmd::new("hg").arg("init").arg(here.join("target/x").to_string_lossy());
+        assert_eq!(abs.shell(), "hg init target/x");
         let c = Cmd::new("/cache/boltoracle").shown_as("\"$BOLT_ORACLE\"/boltoracle").arg("x");
         assert_eq!(c.shell(), "\"$BOLT_ORACLE\"/boltoracle x");
         let c = Cmd::new("hg").env("HGRCPATH", "").env("X", "a b").args(["log", "-T", "{rev}\\n"]);

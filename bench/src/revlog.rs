@@ -480,7 +480,7 @@ fn make_repo(
     p: &Progress,
     (tmp, dir): (&Path, &Path),
 ) -> Result<(String, Vec<Check>)> {
-    let (at, shown) = (dir.display(), path_arg(dir));
+    let (at, shown) = (dir.display(), ws.rel(dir));
     if origin == "hg" {
         let slow = if revs >= 50_000 { ", about 2 min per 100k" } else { "" };
         p.note(&format!(
