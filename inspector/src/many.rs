@@ -8,17 +8,19 @@
 //!
 //! The walk streams: one file's page bitmap lives only while its line is
 //! made, a directory's names while it is listed, so memory follows the
-//! largest directory, not the tree. With `--top N` only the N lines kept
-//! are held.
+//! largest directory (and the count of files with several names), not
+//! the tree. With `--top N` only the N lines kept are held.
 //!
 //! What cannot be measured is listed with the reason and never counted:
 //! files that cannot be opened or sampled, files whose residency the kernel
 //! hides ([`Trust::Unknown`](mapwise_native::os::residency::Trust)),
 //! directories that cannot be read; sockets, FIFOs and devices (no page
 //! cache of their own) and symbolic links found in a tree (not followed).
+//! A file with several names (hard links) is counted once, under the
+//! first name met, as `vmtouch` and `du` count it.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 use std::fs::{self, Metadata};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -88,6 +90,9 @@ pub enum Status {
     Symlink,
     /// A directory not entered: another file system, or no `-R`.
     NotEntered,
+    /// Another name of a file already counted (a hard link): counted
+    /// once, as `vmtouch` and `du` do.
+    HardLink,
 }
 
 /// One line of the listing; in JSON, one element of `files`.
@@ -145,6 +150,8 @@ pub struct Totals {
     pub symlinks: u64,
     /// Directories not entered.
     pub not_entered: u64,
+    /// Names of files already counted (hard links).
+    pub hard_links: u64,
     /// Directories listed.
     pub directories: u64,
 }
@@ -158,6 +165,9 @@ struct Sink<'w> {
     totals: Totals,
     page_size: u64,
     written: u64,
+    /// Device and inode of every file met with more than one name: the
+    /// only files held for the whole walk.
+    linked: HashSet<(u64, u64)>,
 }
 
 /// An entry ordered by resident bytes, then path (for a stable order).
@@ -203,6 +213,7 @@ impl Sink<'_> {
             Status::NotRegular => t.not_regular += 1,
             Status::Symlink => t.symlinks += 1,
             Status::NotEntered => t.not_entered += 1,
+            Status::HardLink => t.hard_links += 1,
         }
         match &mut self.top {
             Some((n, heap)) => {
@@ -251,6 +262,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<u8> {
         totals: Totals::default(),
         page_size: mapwise_native::os::residency::os_page_size(),
         written: 0,
+        linked: HashSet::new(),
     };
     if args.json {
         sink.out.write_all(b"{\n\"files\": [")?;
@@ -338,6 +350,7 @@ fn describe(e: &Entry) -> String {
         Status::NotRegular => return format!("not a regular file: {}", e.file_type),
         Status::Symlink => "symbolic link, not followed",
         Status::NotEntered => "directory not entered",
+        Status::HardLink => "hard link to a file counted under another name",
     };
     match &e.reason {
         Some(r) => format!("{what}: {r}"),
@@ -361,6 +374,7 @@ fn totals_line(t: &Totals, page_size: u64) -> String {
         (t.not_regular, "not a regular file", "not regular files"),
         (t.symlinks, "symbolic link not followed", "symbolic links not followed"),
         (t.not_entered, "directory not entered", "directories not entered"),
+        (t.hard_links, "hard link counted once", "hard links counted once"),
     ] {
         if n > 0 {
             s.push_str(&format!("; {n} {}", if n == 1 { one } else { many }));
@@ -472,6 +486,9 @@ fn visit(
         // A file bind-mounted into the tree.
         let why = "another file system (--cross-mounts counts it)".into();
         return sink.add(other(Status::NotEntered, Some(why)));
+    }
+    if m.nlink() > 1 && !sink.linked.insert((m.dev(), m.ino())) {
+        return sink.add(other(Status::HardLink, None));
     }
     let entry = match cli::measure(p) {
         Err(e) => skipped(p, "file", format!("{e:#}")),
