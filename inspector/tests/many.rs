@@ -443,3 +443,47 @@ fn vmtouch_as(as_user: &dyn Fn(&str, &[&str]) -> std::process::Output, path: &Pa
     let (r, t) = line.split_whitespace().nth(2).unwrap().split_once('/').unwrap();
     (r.parse().unwrap(), t.parse().unwrap())
 }
+
+/// Watching never changes what it watches: a tree made cold stays cold
+/// (vmtouch counts no page) and unchanged after `residency -R`, text and
+/// JSON, though known formats are read for their structure.
+#[test]
+fn a_cold_tree_stays_cold_and_unchanged() {
+    need(&[Need::Vmtouch]);
+    let dir = tmpdir();
+    let root = dir.path().join("tree");
+    fs::create_dir_all(root.join("sub")).unwrap();
+    fs::copy(mapwise_testkit::testdata("bolt").join("small.db"), root.join("small.db")).unwrap();
+    fs::copy(mapwise_testkit::testdata("rrd").join("compute.rrd"), root.join("sub/compute.rrd"))
+        .unwrap();
+    fs::copy(mapwise_testkit::testdata("revlog").join("00changelog.i"), root.join("sub/cl.i"))
+        .unwrap();
+    make(&root.join("sub/data.bin"), 1 << 20, &[]);
+    let names = ["small.db", "sub/compute.rrd", "sub/cl.i", "sub/data.bin"];
+    let stamp = |n: &str| {
+        let m = fs::metadata(root.join(n)).unwrap();
+        (m.len(), m.modified().unwrap(), fs::read(root.join(n)).unwrap())
+    };
+    let before: Vec<_> = names.iter().map(|n| stamp(n)).collect();
+    let cold = || {
+        for n in names {
+            partly_resident(&root.join(n), &[]);
+        }
+        vmtouch(&root, true)
+    };
+    let r = root.to_str().unwrap();
+    for args in [vec!["residency", r, "-R"], vec!["residency", r, "-R", "--json"]] {
+        let start = cold();
+        assert_eq!(start.resident, 0, "the tree could not be made cold: {start:?}");
+        let out = run(&args, T);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        assert_eq!(
+            vmtouch(&root, true).resident,
+            0,
+            "`inspector {}` read the tree",
+            args.join(" ")
+        );
+    }
+    let after: Vec<_> = names.iter().map(|n| stamp(n)).collect();
+    assert!(before == after, "a file changed");
+}
