@@ -161,6 +161,32 @@ fn rrdcached_pending(path: &Path, format: Format) -> RrdcachedPending {
 /// # Errors
 /// When the file cannot be opened or sampled.
 pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
+    let measured = measure(path)?;
+    if as_json {
+        return Ok(Output::ok(json(&measured.report)?));
+    }
+    Ok(Output::ok(residency_text(&measured.report, &measured.residency, measured.format_page)))
+}
+
+/// One file's residency, as `inspector residency FILE` reports it: the
+/// report and the sample it was made from.
+#[derive(Debug)]
+pub struct Measured {
+    /// The report (`--json`'s object).
+    pub report: ResidencyReport,
+    /// The sample (its page bitmap; drop it once the report is made).
+    pub residency: Residency,
+    /// The format's own page size (bbolt), 0 when it has none.
+    pub format_page: u32,
+}
+
+/// Measure one file as `inspector residency FILE` does: its structure read
+/// quietly, its residency by `mincore(2)`, the per-kind split when the
+/// format is known. Shared by the one-file and the many-file reports.
+///
+/// # Errors
+/// When the file cannot be opened or sampled.
+pub fn measure(path: &Path) -> Result<Measured> {
     let opts = WalkOptions { check_keys: false, previous_snapshot: true };
     let snap =
         read_snapshot(path, opts).with_context(|| format!("cannot open {}", path.display()))?;
@@ -205,10 +231,7 @@ pub fn residency(path: &Path, as_json: bool) -> Result<Output> {
         rrdcached_error: pending.error,
         rrdcached_line: pending.line,
     };
-    if as_json {
-        return Ok(Output::ok(json(&rep)?));
-    }
-    Ok(Output::ok(residency_text(&rep, &res, snap.layout.page_size)))
+    Ok(Measured { report: rep, residency: res, format_page: snap.layout.page_size })
 }
 
 fn residency_text(rep: &ResidencyReport, res: &Residency, format_page: u32) -> String {

@@ -17,6 +17,7 @@
 //! * [`stats`] — residency arithmetic and number formatting.
 //! * [`cli`] — the non-interactive subcommands (`residency`, `pages`,
 //!   `page`, `check`, `layout`).
+//! * [`many`] — `residency` over many files and trees (`-R`, `--top`).
 //! * [`demo`] — the bundled bbolt file opened when no file is given.
 //! * [`replay`] — a recorded residency trace as a [`app::Target`]
 //!   (`inspector replay`).
@@ -32,6 +33,7 @@ pub mod cli;
 pub mod demo;
 pub mod describe;
 pub mod event;
+pub mod many;
 pub mod replay;
 pub mod stats;
 pub mod ui;

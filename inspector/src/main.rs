@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use mapwise_core::bolt::WalkOptions;
 use mapwise_inspector::app::{App, Data, Target};
 use mapwise_inspector::replay::Replay;
-use mapwise_inspector::{cli, demo, event, ui};
+use mapwise_inspector::{cli, demo, event, many, ui};
 use mapwise_native::observe::trace::Recorder;
 use mapwise_native::observe::watch::Watch;
 use ratatui::DefaultTerminal;
@@ -42,9 +42,16 @@ enum Command {
         #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
         interval: u64,
     },
-    /// Resident pages of any file (vmtouch's numbers) and, for bbolt, RRD
-    /// and revlog files, resident bytes per page kind.
-    Residency(FileArgs),
+    /// Resident pages of files and trees (vmtouch's numbers) and, for
+    /// bbolt, RRD and revlog files, resident bytes per page kind.
+    ///
+    /// One file: its report. Several paths, a directory or `--top`: one
+    /// line per file, then totals. Exit status 1 when a file or directory
+    /// was skipped (unreadable, or its residency hidden by the kernel), so
+    /// that the totals are a lower bound, as du and fincore do; sockets,
+    /// FIFOs, devices, links and other file systems are listed and pass, as
+    /// du and vmtouch pass over them.
+    Residency(many::Args),
     /// The page table of a bbolt file, as `bbolt pages` prints it.
     Pages(FileArgs),
     /// Decode pages (bbolt pages by page id; OS pages of RRD and revlog
@@ -119,14 +126,16 @@ fn main() -> ExitCode {
     let args = Cli::parse();
     let json = match &args.command {
         Command::Open { .. } | Command::Record { .. } | Command::Replay { .. } => false,
-        Command::Residency(a) | Command::Pages(a) | Command::Check(a) | Command::Layout(a) => {
-            a.json
-        }
+        Command::Pages(a) | Command::Check(a) | Command::Layout(a) => a.json,
+        Command::Residency(a) => a.json,
         Command::Page { json, .. } => *json,
     };
     let result = match args.command {
         Command::Open { file, interval } => open(file, Duration::from_millis(interval)),
-        Command::Residency(a) => print(cli::residency(&a.file, a.json)),
+        Command::Residency(a) => match a.one_file() {
+            Some(file) => print(cli::residency(file, a.json)),
+            None => stream_bytes(|out| many::run(&a, out)),
+        },
         Command::Pages(a) => stream(|out| cli::pages(&a.file, a.json, out)),
         Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
         Command::Check(a) => print(cli::check(&a.file, a.json)),
@@ -181,6 +190,19 @@ fn stream(f: impl FnOnce(&mut Stdout) -> Result<()>) -> Result<ExitCode> {
     match result {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Run a report that writes bytes as it goes and returns its exit
+/// status; a closed pipe (`| head`) is not an error.
+fn stream_bytes(
+    f: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<u8>,
+) -> Result<ExitCode> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match f(&mut out) {
+        Ok(code) => Ok(ExitCode::from(code)),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e.into()),
     }
 }
 

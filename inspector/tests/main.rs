@@ -1,6 +1,7 @@
 //! Integration tests of the inspector, in one binary (one link on two
 //! cores): views (TestBackend snapshots and colours), app behaviour on
 //! fixed data, the subcommands (against vmtouch and on corrupt files),
+//! residency of trees (`many`, against vmtouch and fincore),
 //! tmux-driven end-to-end runs of the real binary, files changing under
 //! it (`live`), readers that must leave files as they found them
 //! (`readonly`), and the quiet readers against a real etcd under load
@@ -14,6 +15,7 @@ mod etcd_load;
 mod fixed;
 mod hostile;
 mod live;
+mod many;
 mod readonly;
 mod replay;
 mod rrdcached_pending;

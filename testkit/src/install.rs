@@ -49,6 +49,9 @@ pub enum Need {
     Cc,
     /// vmtouch: the residency peer.
     Vmtouch,
+    /// util-linux's `fincore` (Debian's util-linux-extra): the second
+    /// residency peer, for many files.
+    Fincore,
     /// tmux: the terminal tests and the benches' live view.
     Tmux,
     /// rrdtool 1.7.2 (and its librrd): the rrd peer and the rrd tests.
@@ -92,12 +95,13 @@ type Package = (&'static str, Option<&'static str>);
 
 impl Need {
     /// Every need, in the order `install` with no arguments installs them.
-    pub const ALL: [Need; 19] = [
+    pub const ALL: [Need; 20] = [
         Need::GoBbolt,
         Need::Mercurial,
         Need::Python,
         Need::Cc,
         Need::Vmtouch,
+        Need::Fincore,
         Need::Tmux,
         Need::Rrdtool,
         Need::Rrdcached,
@@ -123,6 +127,7 @@ impl Need {
             Need::Python => "python3",
             Need::Cc => "cc",
             Need::Vmtouch => "vmtouch",
+            Need::Fincore => "fincore",
             Need::Tmux => "tmux",
             Need::Rrdtool => "rrdtool",
             Need::Rrdcached => "rrdcached",
@@ -160,6 +165,7 @@ impl Need {
             Need::Python => &[("python3", Some("python3"))],
             Need::Cc => &[("gcc", Some("cc"))],
             Need::Vmtouch => &[("vmtouch", Some("vmtouch"))],
+            Need::Fincore => &[("util-linux-extra", Some("fincore"))],
             Need::Tmux => &[("tmux", Some("tmux"))],
             Need::Rrdtool => &[("rrdtool", Some("rrdtool"))],
             Need::Rrdcached => &[("rrdcached", Some("rrdcached"))],
