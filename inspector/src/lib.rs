@@ -17,6 +17,8 @@
 //! * [`stats`] — residency arithmetic and number formatting.
 //! * [`cli`] — the non-interactive subcommands (`residency`, `pages`,
 //!   `page`, `check`, `layout`).
+//! * [`etcd`] — `inspector etcd`: an etcd db's space by key prefix and
+//!   revision history, and `dbSize` forecast after compaction and defrag.
 //! * [`demo`] — the bundled bbolt file opened when no file is given.
 //! * [`replay`] — a recorded residency trace as a [`app::Target`]
 //!   (`inspector replay`).
@@ -31,6 +33,7 @@ pub mod app;
 pub mod cli;
 pub mod demo;
 pub mod describe;
+pub mod etcd;
 pub mod event;
 pub mod replay;
 pub mod stats;
