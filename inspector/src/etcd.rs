@@ -2,11 +2,11 @@
 //! `etcdctl compaction` and `etcdctl defrag` would make of it.
 //!
 //! The db is read as the other read-only commands read a live bbolt file:
-//! quietly (`O_DIRECT`, no lock, nothing written), through
-//! [`settle::read_bolt`], which keeps a read only when both meta pages
-//! stood still while it ran (so every page read is of one snapshot) and
-//! reads again when a commit landed. Everything the report needs is
-//! copied out of that one snapshot; the rest is computed afterwards.
+//! quietly (`O_DIRECT`, no lock, nothing written), following the writer
+//! commit by commit on the rules of the settling reader
+//! ([`mapwise_native::observe::settle`]) until one snapshot is held whole
+//! in memory ([`follow::read_frozen`]); everything is computed from that
+//! copy.
 //!
 //! **Sizes as etcd reports them.** `dbSize` is bbolt's `Tx.Size()`, the
 //! high-water mark (`meta.pgid`) times the page size, and `dbSizeInUse`
@@ -38,12 +38,12 @@ use mapwise_core::etcd::{
 };
 use mapwise_core::layout::Kind;
 use mapwise_native::engine::bolt::{Db, Options};
-use mapwise_native::observe::settle;
 use mapwise_native::os::residency::{self, Residency};
 use mapwise_view::fmt::human_size;
 use serde::Serialize;
 
 use crate::cli::{FileProblem, Output};
+use crate::follow;
 use crate::stats::percent;
 
 /// etcd's default `--quota-backend-bytes` (2 GiB; 3.4
@@ -252,7 +252,7 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
     // Linux runs with `NoFreelistSync`, 3.4 `mvcc/backend/config_linux.go`,
     // so the freelist is rebuilt from what the tree reaches): every page
     // below the high-water mark that the current tree does not reach.
-    let walked = walk(file, WalkOptions { check_keys: false, previous_snapshot: true });
+    let walked = walk(file, WalkOptions { check_keys: false, previous_snapshot: false });
     if walked.layout.problem_count() > 0 {
         return Err(format!(
             "the bbolt structure has {} problem(s); `inspector check` lists them",
@@ -468,24 +468,12 @@ pub fn etcd(path: &Path, as_json: bool, args: &EtcdArgs) -> Result<Output> {
     Ok(Output { text, code: 0, layout_json: None })
 }
 
-/// Attempts of [`settle::read_bolt`] made before giving up (each makes
-/// up to [`settle::ATTEMPTS`] reads).
-const ROUNDS: u32 = 4;
-
 fn read_settled(path: &Path) -> Result<Snapshot> {
-    let mut last = None;
-    for _ in 0..ROUNDS {
-        let s = settle::read_bolt(path, read_snapshot).map_err(|e| match e {
-            settle::Error::NotBolt { .. } => problem(format!("{e:#}")),
-            e => anyhow::Error::new(e),
-        })?;
-        if s.settled {
-            return s.value.map_err(|e| problem(format!("{}: {e}", path.display())));
-        }
-        last = Some(s.struggle);
-    }
-    let s = last.unwrap_or_default();
-    bail!("{}", settle::unsettled_message(&s, 0))
+    let frozen = follow::read_frozen(path, follow::TRY_FOR).map_err(|e| match e {
+        follow::Error::NotBolt(..) => problem(e.to_string()),
+        e => anyhow::Error::new(e),
+    })?;
+    read_snapshot(&frozen.file()).map_err(|e| problem(format!("{}: {e}", path.display())))
 }
 
 fn report(

@@ -19,6 +19,8 @@
 //!   `page`, `check`, `layout`).
 //! * [`etcd`] — `inspector etcd`: an etcd db's space by key prefix and
 //!   revision history, and `dbSize` forecast after compaction and defrag.
+//! * [`follow`] — a whole bbolt snapshot held in memory, read quietly
+//!   from a file its writer commits to (for `etcd`, which reads values).
 //! * [`demo`] — the bundled bbolt file opened when no file is given.
 //! * [`replay`] — a recorded residency trace as a [`app::Target`]
 //!   (`inspector replay`).
@@ -35,6 +37,7 @@ pub mod demo;
 pub mod describe;
 pub mod etcd;
 pub mod event;
+pub mod follow;
 pub mod replay;
 pub mod stats;
 pub mod ui;
