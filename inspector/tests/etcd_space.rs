@@ -273,3 +273,31 @@ fn etcd_space_and_forecasts_against_a_real_etcd() {
         "etcd still reads below the compaction"
     );
 }
+
+/// Bad input gives a clear error and the exit status of its kind: 1 for
+/// a file that is not an etcd db (not bbolt, or bbolt without etcd's
+/// buckets), 2 for a question the db cannot answer; never a panic.
+#[test]
+fn etcd_refuses_bad_input_clearly() {
+    let testdata = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/bolt/");
+    let small = format!("{testdata}small.db");
+    let etcd_db = format!("{testdata}etcd-small.db");
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let cases: [(&[&str], i32, &str); 5] = [
+        (&["etcd", manifest], 1, "cannot open as a bbolt database"),
+        (&["etcd", &small], 1, "not an etcd db"),
+        (&["etcd", "/nonexistent/db"], 2, "cannot open"),
+        (&["etcd", &etcd_db, "--compact-at", "999999"], 2, "past the newest revision 1003"),
+        (&["etcd", &etcd_db, "--depth", "0"], 2, "--depth"),
+    ];
+    for (args, code, says) in cases {
+        let r = run(args, T);
+        assert_eq!(r.code, Some(code), "inspector {args:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(says), "inspector {args:?} says {:?}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+    // `--json` gets the error as JSON too.
+    let r = run(&["etcd", &small, "--json"], T);
+    let v: Value = serde_json::from_str(&r.stdout).expect("json error");
+    assert!(v["error"].as_str().unwrap_or("").contains("not an etcd db"), "{v}");
+}
