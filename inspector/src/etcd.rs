@@ -15,15 +15,17 @@
 //! PageSize`); the quota (`--quota-backend-bytes`) applies to `dbSize`.
 //!
 //! **Forecasts.** etcd's defrag (3.4 `mvcc/backend/backend.go`,
-//! `backend.defrag` and `defragdb`) opens a new bbolt file with bbolt's
-//! default options, then, for each top-level bucket in name order,
+//! `backend.defrag` and `defragdb`) opens a new bbolt file with the
+//! options etcd opens its db with (`NoFreelistSync` on Linux), then, for each top-level bucket in name order,
 //! creates it with `FillPercent` 0.9 and puts every key in order,
 //! committing every `defragLimit` (10000) keys counted across buckets.
 //! [`forecast`] replays exactly that into the engine's own bbolt writer
 //! ([`Db::open_in_memory`]: the same splits, spills and page allocation
 //! as a file, on an anonymous in-memory file) and reads the high-water
 //! mark. The compaction forecast first drops what `etcdctl compaction
-//! REV` deletes (see [`survives`]) and records REV in `meta` as etcd does.
+//! REV` deletes (per key, the newest revision at or below REV is kept unless
+//! it is a tombstone; every later revision stays) and records REV in `meta`
+//! as etcd does (docs/format/etcd.md, §7).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
