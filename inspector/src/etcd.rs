@@ -697,16 +697,19 @@ fn text(r: &EtcdReport, args: &EtcdArgs) -> String {
     );
     s.push('\n');
     let _ = writeln!(s, "forecast dbSize (quota {}):", size(r.quota_bytes));
-    let _ = writeln!(s, "  now                               {}", size(r.size_bytes));
-    let _ = writeln!(s, "  after defrag                      {}", size(r.after_defrag_bytes));
-    let _ = writeln!(
-        s,
-        "  after compaction {} + defrag {:>6}{}  ({} revisions left)",
-        r.forecast_compact_rev,
-        "",
-        size(r.after_compact_defrag_bytes),
-        r.revisions_after_compact
-    );
+    let compaction = format!("after compaction {} + defrag", r.forecast_compact_rev);
+    let rows = [
+        ("now", r.size_bytes, String::new()),
+        ("after defrag", r.after_defrag_bytes, String::new()),
+        (
+            compaction.as_str(),
+            r.after_compact_defrag_bytes,
+            format!("  ({} revisions left)", r.revisions_after_compact),
+        ),
+    ];
+    for (what, bytes, note) in rows {
+        let _ = writeln!(s, "  {what:<36} {}{note}", size(bytes));
+    }
     let _ = writeln!(
         s,
         "  quota headroom: now {} · after defrag {} · after compaction + defrag {}",
