@@ -765,6 +765,29 @@ fn text(r: &EtcdReport, args: &EtcdArgs) -> String {
 mod tests {
     use super::*;
 
+    fn rev(user: usize, main: i64, tombstone: bool) -> Rev {
+        Rev { key: RevisionKey { revision: Revision { main, sub: 0 }, tombstone }, user, item: 0 }
+    }
+
+    /// `keyIndex.compact`'s rule on one key deleted and put again, and
+    /// one key put once.
+    #[test]
+    fn compaction_keeps_the_newest_put_at_or_below_rev() {
+        let revs = [
+            rev(0, 2, false),
+            rev(0, 3, false),
+            rev(0, 4, true),
+            rev(1, 5, false),
+            rev(0, 6, false),
+        ];
+        // The newest at or below 5 of key 0 is its tombstone: all gone.
+        assert_eq!(survives(&revs, 2, 5), [false, false, false, true, true]);
+        assert_eq!(survives(&revs, 2, 3), [false, true, true, true, true]);
+        assert_eq!(survives(&revs, 2, 4), [false, false, false, true, true]);
+        assert_eq!(survives(&revs, 2, 6), [false, false, false, true, true]);
+        assert_eq!(survives(&revs, 2, 1), [true; 5]);
+    }
+
     #[test]
     fn prefixes_by_segments() {
         assert_eq!(prefix_of(b"/registry/pods/ns/a", 2), b"/registry/pods");
