@@ -267,6 +267,19 @@ fn etcd_space_and_forecasts_against_a_real_etcd() {
         etcdctl_count(&etcd, "/", rev) + watched(&etcd, rev + 1, newest).values().sum::<u64>();
     assert_eq!(a["revisions"].as_u64(), Some(kept), "revisions the compaction left");
     assert_eq!(left, kept, "revisions the forecast said the compaction would leave");
+    // Compaction at the newest revision (the default): each key's latest
+    // put alone, tombstones gone; forecast against etcd again.
+    assert_eq!(a["forecast_compact_rev"].as_i64(), Some(newest));
+    let forecast = a["after_compact_defrag_bytes"].as_u64().expect("after_compact");
+    etcd.compact(newest, true);
+    etcd.defrag();
+    let latest = etcd.status().db_size;
+    let e3 = error(forecast, latest);
+    eprintln!(
+        "compaction {newest} (the newest) + defrag: forecast {forecast} etcd {latest} ({:+.3} %)",
+        e3 * 100.0
+    );
+    assert!(e3.abs() <= REQUIRED, "compaction forecast off by {:.2} %", e3 * 100.0);
     let out = etcd.etcdctl(&["get", "/", "--prefix", "--keys-only", &format!("--rev={}", rev - 1)]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("compacted"),
