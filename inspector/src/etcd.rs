@@ -256,8 +256,10 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
     // below the high-water mark that the current tree does not reach.
     let walked = walk(file, WalkOptions { check_keys: false, previous_snapshot: false });
     if walked.layout.problem_count() > 0 {
+        let first = walked.layout.problems.first().map(ToString::to_string).unwrap_or_default();
         return Err(format!(
-            "the bbolt structure has {} problem(s); `inspector check` lists them",
+            "the bbolt structure has {} problem(s), the first: {first}; `inspector check` lists \
+             them",
             walked.layout.problem_count()
         ));
     }

@@ -248,6 +248,15 @@ fn round(
     let txid = snap.meta.txid;
     let ps = u64::from(snap.page_size);
     let hwm = snap.meta.hwm;
+    // A file grown after the probe opened it (its length is fixed at
+    // open): try again with a fresh one. One shorter than its snapshot
+    // and still so is truncated: its missing pages are the caller's to
+    // report.
+    if hwm.saturating_mul(ps) > probe.len()
+        && probe.file().metadata().map(|m| m.len()).ok() != Some(probe.len())
+    {
+        return None;
+    }
     let metas = probe.read_fresh(0, usize::try_from(2 * ps).ok()?).ok()?;
     let mut stack = vec![snap.meta.root];
     if snap.meta.has_freelist() {

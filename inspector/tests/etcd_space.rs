@@ -309,6 +309,15 @@ fn etcd_refuses_bad_input_clearly() {
         assert!(r.stderr.contains(says), "inspector {args:?} says {:?}", r.stderr);
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     }
+    // A page header damaged: named by page and field.
+    let dir = crate::common::tmpdir();
+    let bad = dir.path().join("bad.db");
+    let mut bytes = std::fs::read(&etcd_db).expect("etcd-small.db");
+    bytes[20 * 4096 + 8..20 * 4096 + 10].copy_from_slice(&[0x77, 0x33]);
+    std::fs::write(&bad, bytes).expect("write the damaged copy");
+    let r = run(&["etcd", bad.to_str().expect("utf-8")], T);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("page 20: field flags"), "{}", r.stderr);
     // `--json` gets the error as JSON too.
     let r = run(&["etcd", &small, "--json"], T);
     let v: Value = serde_json::from_str(&r.stdout).expect("json error");
