@@ -205,10 +205,11 @@ pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
             Ok(s) => s,
             Err(e) if seen.rounds == 0 => return Err(Error::NotBolt(path.to_owned(), e)),
             // A meta page torn by a write in progress: look again.
-            Err(_) => {
+            Err(_) if start.elapsed() < try_for => {
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             }
+            Err(_) => return Err(Error::Unsettled(path.to_owned(), seen)),
         };
         let txid = snap.meta.txid;
         seen.rounds += 1;
@@ -238,7 +239,9 @@ fn fetch(probe: &QuietSource, p: u64, ps: u64, hwm: u64) -> Option<Vec<u8>> {
 }
 
 /// One round at snapshot `snap`: `Some` when every page it reaches is
-/// held, `None` when the writer moved on first.
+/// held (a page that cannot be read is left out, for the caller's reads
+/// to name), `None` only when the writer moved on first (or grew the
+/// file since `probe` opened it).
 fn round(
     probe: &QuietSource,
     snap: &Snapshot,
@@ -257,7 +260,10 @@ fn round(
     {
         return None;
     }
-    let metas = probe.read_fresh(0, usize::try_from(2 * ps).ok()?).ok()?;
+    // Both meta pages as they are (short only in a damaged file, whose
+    // faults the caller's reads name).
+    let want = usize::try_from(ps.saturating_mul(2).min(probe.len())).unwrap_or(0);
+    let metas = probe.read_fresh(0, want).unwrap_or_default();
     let mut stack = vec![snap.meta.root];
     if snap.meta.has_freelist() {
         stack.push(snap.meta.freelist);
