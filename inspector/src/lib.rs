@@ -18,6 +18,10 @@
 //! * [`cli`] — the non-interactive subcommands (`residency`, `pages`,
 //!   `page`, `check`, `layout`).
 //! * [`many`] — `residency` over many files and trees (`-R`, `--top`).
+//! * [`etcd`] — `inspector etcd`: an etcd db's space by key prefix and
+//!   revision history, and `dbSize` forecast after compaction and defrag.
+//! * [`follow`] — a whole bbolt snapshot held in memory, read quietly
+//!   from a file its writer commits to (for `etcd`, which reads values).
 //! * [`demo`] — the bundled bbolt file opened when no file is given.
 //! * [`replay`] — a recorded residency trace as a [`app::Target`]
 //!   (`inspector replay`).
@@ -32,7 +36,9 @@ pub mod app;
 pub mod cli;
 pub mod demo;
 pub mod describe;
+pub mod etcd;
 pub mod event;
+pub mod follow;
 pub mod many;
 pub mod replay;
 pub mod stats;

@@ -2,7 +2,7 @@
 //! its B+tree structure.
 //!
 //! `inspector open [FILE]` runs the terminal UI; `residency`, `pages`,
-//! `page`, `check` and `layout` print reports (text, or JSON with
+//! `page`, `check`, `layout` and `etcd` print reports (text, or JSON with
 //! `--json`). This file holds the command line, the terminal's setup and
 //! teardown, and the event loop; everything else is in the library.
 #![forbid(unsafe_code)]
@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use mapwise_core::bolt::WalkOptions;
 use mapwise_inspector::app::{App, Data, Target};
 use mapwise_inspector::replay::Replay;
-use mapwise_inspector::{cli, demo, event, many, ui};
+use mapwise_inspector::{cli, demo, etcd, event, many, ui};
 use mapwise_native::observe::trace::Recorder;
 use mapwise_native::observe::watch::Watch;
 use ratatui::DefaultTerminal;
@@ -72,6 +72,29 @@ enum Command {
     /// Page kinds and buckets (bbolt), sections and archives (RRD),
     /// entries (revlog), as text, or the whole layout (JSON).
     Layout(FileArgs),
+    /// An etcd backend db (`member/snap/db`, live or not): dbSize and
+    /// dbSizeInUse, free space, revisions, per key prefix live keys,
+    /// revisions and bytes (history and resident), the largest keys, and
+    /// forecasts of dbSize after `etcdctl defrag` and after `etcdctl
+    /// compaction REV` + defrag, against the quota. Reads without a lock
+    /// and writes nothing.
+    Etcd {
+        /// The db file (`DATA_DIR/member/snap/db`).
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Group keys by their first N `/` segments (`/registry/pods`).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
+        depth: u64,
+        /// The revision of the compaction forecast (default: the newest).
+        #[arg(long, value_name = "REV")]
+        compact_at: Option<i64>,
+        /// The quota the headroom is measured against (etcd's
+        /// `--quota-backend-bytes`), bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = mapwise_inspector::etcd::DEFAULT_QUOTA)]
+        quota: u64,
+    },
     /// Record a file's residency every interval into a trace file, while
     /// a command runs (`-- CMD ARGS…`), for `--duration` seconds, or
     /// until Ctrl-C (the trace stays readable when interrupted). With a
@@ -128,7 +151,7 @@ fn main() -> ExitCode {
         Command::Open { .. } | Command::Record { .. } | Command::Replay { .. } => false,
         Command::Pages(a) | Command::Check(a) | Command::Layout(a) => a.json,
         Command::Residency(a) => a.json,
-        Command::Page { json, .. } => *json,
+        Command::Page { json, .. } | Command::Etcd { json, .. } => *json,
     };
     let result = match args.command {
         Command::Open { file, interval } => open(file, Duration::from_millis(interval)),
@@ -140,6 +163,14 @@ fn main() -> ExitCode {
         Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
         Command::Check(a) => print(cli::check(&a.file, a.json)),
         Command::Layout(a) => print(cli::layout(&a.file, a.json)),
+        Command::Etcd { file, json, depth, compact_at, quota } => {
+            let args = etcd::EtcdArgs {
+                depth: usize::try_from(depth).unwrap_or(usize::MAX),
+                compact_at,
+                quota,
+            };
+            print(etcd::etcd(&file, json, &args))
+        }
         Command::Record { file, out, interval, duration, label, command } => {
             record(&file, &out, Duration::from_millis(interval), duration, label, &command)
         }

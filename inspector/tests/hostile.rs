@@ -1,5 +1,5 @@
 //! The hostile-file table (`mapwise_testkit::hostile`) through the
-//! inspector's subcommands: `layout`, `check` and `pages` on a sample of
+//! inspector's subcommands: `layout`, `check`, `pages` and `etcd` on a sample of
 //! the cases end within a time limit with exit 0, 1 or 2, never a panic,
 //! and a failure names the structure and where it is. (The native suite
 //! runs every case through core and the writers, the cli suite through
@@ -24,8 +24,8 @@ fn hostile_files_through_inspector_subcommands() {
         let path = dir.path().join("case");
         std::fs::write(&path, &c.bytes).expect("write");
         let p = path.to_str().expect("utf-8");
-        for sub in ["layout", "check", "pages"] {
-            if sub == "pages" && c.fmt != cases::Fmt::Bolt {
+        for sub in ["layout", "check", "pages", "etcd"] {
+            if matches!(sub, "pages" | "etcd") && c.fmt != cases::Fmt::Bolt {
                 continue;
             }
             ran += 1;

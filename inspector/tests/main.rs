@@ -12,6 +12,7 @@ use mapwise_testkit::{churn, etcd, peers, rrdcached, writer};
 mod cli;
 mod common;
 mod etcd_load;
+mod etcd_space;
 mod fixed;
 mod hostile;
 mod live;

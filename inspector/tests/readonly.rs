@@ -233,6 +233,11 @@ fn readers_never_write() {
             ok(&insp, args, &mut log);
         }
     }
+    // The etcd report and its forecasts (made in memory, never beside
+    // the db).
+    for args in [&["etcd", &etcd][..], &["etcd", &etcd, "--json", "--depth", "1"]] {
+        ok(&insp, args, &mut log);
+    }
     // The TUI, with every key that acts on the file.
     for file in [&etcd, &hw, &changelog] {
         tui_session(Path::new(file), &out.join("rc"));

@@ -262,3 +262,41 @@ fn write_cursors_see_uncommitted_state_and_delete_without_skipping() {
     drop(db);
     oracle_check(&path);
 }
+
+/// A database in memory (`Db::open_in_memory`, on an anonymous file) is
+/// written exactly as a file is: the same commits give the same pages,
+/// byte for byte, and so the same high-water mark; and the file's copy
+/// passes Go bbolt's check.
+#[test]
+fn in_memory_database_is_written_as_a_file_is() {
+    let dir = tempdir();
+    let path = dir.path().join("file.db");
+    let file = Db::open(&path, &rw(4096)).expect("create");
+    let mem = Db::open_in_memory("test", &rw(4096)).expect("in memory");
+    assert!(mem.path().to_string_lossy().starts_with("memfd:"));
+    for db in [&file, &mem] {
+        for round in 0..5u32 {
+            db.update(|tx| -> Result<(), Error> {
+                let mut b = tx.create_bucket_if_not_exists(b"key")?;
+                b.set_fill_percent(0.9);
+                for i in round * 3000..(round + 1) * 3000 {
+                    let len = if i.is_multiple_of(501) { 6000 } else { (i % 300) as usize };
+                    b.put(&key(i), &value(i, len))?;
+                }
+                if round == 3 {
+                    for i in (0..6000u32).step_by(3) {
+                        b.delete(&key(i))?;
+                    }
+                }
+                Ok(())
+            })
+            .expect("commit");
+        }
+    }
+    let (fs, ms) = (file.begin().expect("tx").size(), mem.begin().expect("tx").size());
+    assert_eq!(fs, ms, "high-water marks");
+    let len = usize::try_from(fs).expect("size");
+    assert!(file.mapping().bytes()[..len] == mem.mapping().bytes()[..len], "the pages differ");
+    drop(file);
+    oracle_check(&path);
+}

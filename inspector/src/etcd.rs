@@ -1,0 +1,801 @@
+//! `inspector etcd FILE`: what uses an etcd backend db's space, and what
+//! `etcdctl compaction` and `etcdctl defrag` would make of it.
+//!
+//! The db is read as the other read-only commands read a live bbolt file:
+//! quietly (`O_DIRECT`, no lock, nothing written), following the writer
+//! commit by commit on the rules of the settling reader
+//! ([`mapwise_native::observe::settle`]) until one snapshot is held whole
+//! in memory ([`follow::read_frozen`]); everything is computed from that
+//! copy.
+//!
+//! **Sizes as etcd reports them.** `dbSize` is bbolt's `Tx.Size()`, the
+//! high-water mark (`meta.pgid`) times the page size, and `dbSizeInUse`
+//! is `dbSize` less the free pages of the freelist (etcd 3.4
+//! `mvcc/backend/backend.go`, `backend.begin`: `size - FreePageN *
+//! PageSize`); the quota (`--quota-backend-bytes`) applies to `dbSize`.
+//!
+//! **Forecasts.** etcd's defrag (3.4 `mvcc/backend/backend.go`,
+//! `backend.defrag` and `defragdb`) opens a new bbolt file with the
+//! options etcd opens its db with (`NoFreelistSync` on Linux), then, for each top-level bucket in name order,
+//! creates it with `FillPercent` 0.9 and puts every key in order,
+//! committing every `defragLimit` (10000) keys counted across buckets.
+//! [`forecast`] replays exactly that into the engine's own bbolt writer
+//! ([`Db::open_in_memory`]: the same splits, spills and page allocation
+//! as a file, on an anonymous in-memory file) and reads the high-water
+//! mark. The compaction forecast first drops what `etcdctl compaction
+//! REV` deletes (per key, the newest revision at or below REV is kept unless
+//! it is a tombstone; every later revision stays) and records REV in `meta`
+//! as etcd does (docs/format/etcd.md, §7).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
+use mapwise_core::PageSource;
+use mapwise_core::bolt::{BoltFile, Bucket, WalkOptions, walk};
+use mapwise_core::error::At;
+use mapwise_core::etcd::{
+    EtcdDb, FINISHED_COMPACT_REV, KEY, META, Revision, RevisionKey, SCHEDULED_COMPACT_REV,
+};
+use mapwise_core::layout::Kind;
+use mapwise_native::engine::bolt::{Db, Options};
+use mapwise_native::os::residency::{self, Residency};
+use mapwise_view::fmt::human_size;
+use serde::Serialize;
+
+use crate::cli::{FileProblem, Output};
+use crate::follow;
+use crate::stats::percent;
+
+/// etcd's default `--quota-backend-bytes` (2 GiB; 3.4
+/// `etcdserver/quota.go`, `DefaultQuotaBytes`).
+pub const DEFAULT_QUOTA: u64 = 2 << 30;
+
+/// Keys per defrag transaction (3.4 `mvcc/backend/backend.go`,
+/// `defragLimit`).
+pub const DEFRAG_LIMIT: usize = 10_000;
+
+/// The fill percent etcd's defrag sets on every bucket it copies
+/// (`defragdb`: `tmpb.FillPercent = 0.9`).
+pub const DEFRAG_FILL_PERCENT: f64 = 0.9;
+
+/// Prefixes the text report lists (the most bytes first; JSON has all).
+pub const PREFIX_ROWS: usize = 30;
+
+/// Keys listed under "largest keys".
+pub const LARGEST: usize = 10;
+
+/// What `inspector etcd` is asked.
+#[derive(Debug, Clone)]
+pub struct EtcdArgs {
+    /// Key prefixes are grouped by their first `depth` `/`-separated
+    /// segments (≥ 1).
+    pub depth: usize,
+    /// The compaction revision of the forecast; `None`: the newest.
+    pub compact_at: Option<i64>,
+    /// The quota the headroom is measured against, bytes.
+    pub quota: u64,
+}
+
+impl Default for EtcdArgs {
+    fn default() -> Self {
+        EtcdArgs { depth: 2, compact_at: None, quota: DEFAULT_QUOTA }
+    }
+}
+
+/// One key prefix's share of the `key` bucket. Bytes are those of the
+/// bbolt items: the revision key (17 or 18 bytes) plus the marshalled
+/// `mvccpb.KeyValue` (page headers and element headers not counted).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct PrefixReport {
+    /// The key's first `depth` `/` segments (`/registry/pods`); a key with
+    /// fewer segments is its own prefix.
+    pub prefix: String,
+    /// Keys whose newest revision is a put (`etcdctl get --prefix`
+    /// lists them).
+    pub live_keys: u64,
+    /// Revisions stored (puts and tombstones).
+    pub revisions: u64,
+    /// Bytes of the live keys' newest revisions.
+    pub live_bytes: u64,
+    /// Bytes of every other revision (older puts, tombstones): what
+    /// compaction may free.
+    pub history_bytes: u64,
+    /// Bytes of these revisions on pages in the page cache (each item
+    /// counted by the share of its page run's OS pages resident); `null`
+    /// when the kernel's answer cannot be trusted.
+    pub resident_bytes: Option<u64>,
+}
+
+/// One user key and what its revisions take.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct KeyReport {
+    /// The key (lossy UTF-8).
+    pub key: String,
+    /// Revisions stored.
+    pub revisions: u64,
+    /// Bytes of all its revisions.
+    pub bytes: u64,
+    /// Whether its newest revision is a put.
+    pub live: bool,
+}
+
+/// `inspector etcd --json`. Field names are stable; fields may be added,
+/// never renamed. Sizes in bytes.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct EtcdReport {
+    /// The path as given.
+    pub file: String,
+    /// bbolt page size.
+    pub page_size: u64,
+    /// `dbSize`: high-water mark × page size.
+    pub size_bytes: u64,
+    /// `dbSizeInUse`: `dbSize` less the free pages.
+    pub in_use_bytes: u64,
+    /// Pages below the high-water mark the tree does not reach × page
+    /// size (what bbolt counts free when it opens the file).
+    pub free_bytes: u64,
+    /// `100 × free_bytes / size_bytes`.
+    pub free_percent: f64,
+    /// Runs of consecutive free pages.
+    pub free_runs: u64,
+    /// The longest run, bytes.
+    pub largest_free_run_bytes: u64,
+    /// `100 ×` bytes used in leaf pages / bytes of leaf pages (bbolt's
+    /// `LeafInuse / LeafAlloc`, all buckets).
+    pub leaf_fill_percent: f64,
+    /// `finishedCompactRev`: the last compaction done.
+    pub compact_rev: Option<i64>,
+    /// `scheduledCompactRev`: the last compaction asked for.
+    pub scheduled_compact_rev: Option<i64>,
+    /// The oldest revision stored (smallest main).
+    pub oldest_rev: Option<i64>,
+    /// The store's revision: the newest main stored, or a compaction
+    /// revision above it (etcd's `store.restore`).
+    pub newest_rev: i64,
+    /// Revision keys stored (puts and tombstones).
+    pub revisions: u64,
+    /// Of them, tombstones.
+    pub tombstones: u64,
+    /// Keys whose newest revision is a put.
+    pub live_keys: u64,
+    /// Leases in the `lease` bucket.
+    pub leases: u64,
+    /// Per prefix, most bytes first.
+    pub prefixes: Vec<PrefixReport>,
+    /// The keys taking the most bytes, most first.
+    pub largest_keys: Vec<KeyReport>,
+    /// Forecast `dbSize` after `etcdctl defrag` as things stand.
+    pub after_defrag_bytes: u64,
+    /// The revision of the compaction forecast.
+    pub forecast_compact_rev: i64,
+    /// Revisions left after that compaction.
+    pub revisions_after_compact: u64,
+    /// Forecast `dbSize` after `etcdctl compaction forecast_compact_rev`
+    /// and `etcdctl defrag`.
+    pub after_compact_defrag_bytes: u64,
+    /// The quota (`--quota-backend-bytes`).
+    pub quota_bytes: u64,
+    /// `quota_bytes - size_bytes` (negative: over quota, NOSPACE).
+    pub quota_headroom_bytes: i64,
+    /// The same after defrag.
+    pub quota_headroom_after_defrag_bytes: i64,
+    /// The same after compaction and defrag.
+    pub quota_headroom_after_compact_defrag_bytes: i64,
+}
+
+/// One bbolt item of a top-level bucket, copied out of the snapshot.
+#[derive(Debug, Clone)]
+struct Item {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    /// The leaf page holding it.
+    pgid: u64,
+}
+
+/// A top-level bucket: name, sequence and items in key order.
+#[derive(Debug, Clone)]
+struct TopBucket {
+    name: Vec<u8>,
+    items: Vec<Item>,
+}
+
+/// A `key` bucket record: revision, user key index, and its bytes.
+#[derive(Debug, Clone, Copy)]
+struct Rev {
+    key: RevisionKey,
+    /// Index into `Snapshot::user_keys`.
+    user: usize,
+    /// Index of the item in the `key` bucket.
+    item: usize,
+}
+
+/// What one settled read copies out of the db.
+#[derive(Debug)]
+struct Snapshot {
+    page_size: u64,
+    hwm: u64,
+    /// Runs of free pages: first page id and length in pages.
+    free_runs: Vec<(u64, u64)>,
+    leaf_inuse: u64,
+    leaf_alloc: u64,
+    buckets: Vec<TopBucket>,
+    /// Index of the `key` bucket in `buckets`.
+    key_bucket: usize,
+    revs: Vec<Rev>,
+    user_keys: Vec<Vec<u8>>,
+    scheduled: Option<i64>,
+    finished: Option<i64>,
+    leases: u64,
+    /// Page id → overflow of the leaf runs items live on.
+    runs: HashMap<u64, u32>,
+}
+
+fn problem(msg: String) -> anyhow::Error {
+    anyhow::Error::new(FileProblem(msg))
+}
+
+/// The leaf page an item's cursor stands on.
+fn leaf_of(at: Option<At>) -> u64 {
+    match at {
+        Some(At::Element { pgid, .. } | At::Page(pgid) | At::Inline { pgid, .. }) => pgid,
+        _ => 0,
+    }
+}
+
+/// Copy everything the report needs out of `file` (one snapshot).
+fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snapshot, String> {
+    let db = EtcdDb::open(file).map_err(|e| format!("not an etcd db: {e}"))?;
+    let meta = db.meta().map_err(|e| e.to_string())?;
+    let page_size = u64::from(file.page_size());
+    let hwm = file.meta().hwm;
+    // Free pages as bbolt counts them when it opens the file (etcd on
+    // Linux runs with `NoFreelistSync`, 3.4 `mvcc/backend/config_linux.go`,
+    // so the freelist is rebuilt from what the tree reaches): every page
+    // below the high-water mark that the current tree does not reach.
+    let walked = walk(file, WalkOptions { check_keys: false, previous_snapshot: false });
+    if walked.layout.problem_count() > 0 {
+        let first = walked.layout.problems.first().map(ToString::to_string).unwrap_or_default();
+        return Err(format!(
+            "the bbolt structure has {} problem(s), the first: {first}; `inspector check` lists \
+             them",
+            walked.layout.problem_count()
+        ));
+    }
+    let mut free_runs: Vec<(u64, u64)> = Vec::new();
+    for r in &walked.layout.regions {
+        if !matches!(r.kind, Kind::Free | Kind::Pending) || r.id >= hwm {
+            continue;
+        }
+        let n = r.len.div_ceil(page_size).min(hwm - r.id);
+        match free_runs.last_mut() {
+            Some((start, len)) if *start + *len == r.id => *len += n,
+            _ => free_runs.push((r.id, n)),
+        }
+    }
+    let root = Bucket::root_of(file);
+    let st = root.stats().map_err(|e| e.to_string())?;
+    let mut buckets = Vec::new();
+    let mut runs = HashMap::new();
+    let mut c = root.cursor();
+    let mut top = c.first().map_err(|e| e.to_string())?;
+    while let Some(t) = top {
+        if !t.is_bucket() {
+            return Err(format!("a key in the root bucket: {:?}", String::from_utf8_lossy(&t.key)));
+        }
+        let b = c.bucket().map_err(|e| e.to_string())?.ok_or("bucket vanished")?;
+        let mut items = Vec::new();
+        let mut bc = b.cursor();
+        let mut it = bc.first().map_err(|e| e.to_string())?;
+        while let Some(i) = it {
+            if i.is_bucket() {
+                return Err(format!(
+                    "bucket {} holds a sub-bucket, which etcd never writes",
+                    String::from_utf8_lossy(&t.key)
+                ));
+            }
+            let pgid = leaf_of(bc.at());
+            if let std::collections::hash_map::Entry::Vacant(e) = runs.entry(pgid)
+                && pgid >= 2
+                && let Ok(p) = file.read_page(pgid)
+            {
+                e.insert(p.header.overflow);
+            }
+            items.push(Item { key: i.key.to_vec(), value: i.value.to_vec(), pgid });
+            it = bc.next().map_err(|e| e.to_string())?;
+        }
+        buckets.push(TopBucket { name: t.key.to_vec(), items });
+        top = c.next().map_err(|e| e.to_string())?;
+    }
+    let key_bucket =
+        buckets.iter().position(|b| b.name == KEY.as_bytes()).ok_or("no key bucket")?;
+    let mut revs = Vec::new();
+    let mut user_keys = Vec::new();
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut n = 0usize;
+    db.revisions(|r| -> Result<(), mapwise_core::Error> {
+        let r = r?;
+        let user = match index.get(r.kv.key) {
+            Some(&u) => u,
+            None => {
+                index.insert(r.kv.key.to_vec(), user_keys.len());
+                user_keys.push(r.kv.key.to_vec());
+                user_keys.len() - 1
+            }
+        };
+        revs.push(Rev { key: r.key, user, item: n });
+        n += 1;
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    let mut leases = 0u64;
+    db.leases(|l| -> Result<(), mapwise_core::Error> {
+        l?;
+        leases += 1;
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(Snapshot {
+        page_size,
+        hwm,
+        free_runs,
+        leaf_inuse: st.leaf_inuse,
+        leaf_alloc: st.leaf_alloc,
+        buckets,
+        key_bucket,
+        revs,
+        user_keys,
+        scheduled: meta.scheduled_compact,
+        finished: meta.finished_compact,
+        leases,
+        runs,
+    })
+}
+
+/// Whether each `key` bucket revision survives `etcdctl compaction rev`
+/// (in `revs` order). etcd keeps, for each key, the newest revision at or
+/// below `rev` unless it is a tombstone, and every revision above `rev`
+/// (3.4 `mvcc/key_index.go`, `keyIndex.compact` and `doCompact`: the
+/// generations whose tombstone is at or below `rev` are dropped whole,
+/// and in the generation that remains the newest revision at or below
+/// `rev` is kept; `mvcc/kvstore_compaction.go`, `scheduleCompaction`,
+/// deletes every revision key up to `rev` not kept).
+fn survives(revs: &[Rev], users: usize, rev: i64) -> Vec<bool> {
+    let mut newest: Vec<Option<usize>> = vec![None; users];
+    for (i, r) in revs.iter().enumerate() {
+        if r.key.revision.main <= rev {
+            newest[r.user] = Some(i);
+        }
+    }
+    revs.iter()
+        .enumerate()
+        .map(|(i, r)| r.key.revision.main > rev || (newest[r.user] == Some(i) && !r.key.tombstone))
+        .collect()
+}
+
+/// The bytes etcd's defrag would leave: the items of `buckets` (each in
+/// key order, buckets in name order) put as `defragdb` puts them into the
+/// engine's bbolt writer over an in-memory file, and its `dbSize`
+/// (high-water mark × page size) read back. `keep(bucket, item)` says
+/// which items are copied. The page size is the OS's, as bbolt's default
+/// options give the new file.
+///
+/// # Errors
+/// The engine's, should writing the in-memory copy fail.
+pub fn forecast<'a>(
+    buckets: impl IntoIterator<Item = (&'a [u8], Vec<(&'a [u8], &'a [u8])>)>,
+) -> Result<u64> {
+    let db = Db::open_in_memory(
+        "etcd-defrag-forecast",
+        &Options {
+            no_sync: true,
+            no_grow_sync: true,
+            no_freelist_sync: true,
+            ..Options::read_write()
+        },
+    )
+    .context("cannot make the in-memory copy")?;
+    let mut tx = db.begin_rw()?;
+    let mut count = 0usize;
+    for (name, items) in buckets {
+        tx.create_bucket_if_not_exists(name)?.set_fill_percent(DEFRAG_FILL_PERCENT);
+        for (k, v) in items {
+            count += 1;
+            if count > DEFRAG_LIMIT {
+                tx.commit()?;
+                tx = db.begin_rw()?;
+                count = 0;
+            }
+            let mut b = tx.bucket(name)?.ok_or_else(|| anyhow!("bucket lost in the copy"))?;
+            b.set_fill_percent(DEFRAG_FILL_PERCENT);
+            b.put(k, v)?;
+        }
+    }
+    tx.commit()?;
+    let size = db.begin()?.size();
+    Ok(size)
+}
+
+/// The key's group: its first `depth` `/` segments.
+fn prefix_of(key: &[u8], depth: usize) -> &[u8] {
+    let start = usize::from(key.first() == Some(&b'/'));
+    let mut seen = 0;
+    for (i, &b) in key.iter().enumerate().skip(start) {
+        if b == b'/' {
+            seen += 1;
+            if seen == depth {
+                return &key[..i];
+            }
+        }
+    }
+    key
+}
+
+/// Every item of `b`, as [`forecast`] takes them.
+fn all(b: &TopBucket) -> Vec<(&[u8], &[u8])> {
+    b.items.iter().map(|i| (&i.key[..], &i.value[..])).collect()
+}
+
+fn headroom(quota: u64, size: u64) -> i64 {
+    i64::try_from(quota).unwrap_or(i64::MAX).saturating_sub(i64::try_from(size).unwrap_or(i64::MAX))
+}
+
+/// Resident share of each page run: OS pages resident / OS pages.
+fn resident_share(res: &Residency, ps: u64, pgid: u64, overflow: u32) -> f64 {
+    let len = ps.saturating_mul(u64::from(overflow) + 1);
+    let os = res.page_size.max(1);
+    let pages = len.div_ceil(os).max(1);
+    res.resident_in(pgid.saturating_mul(ps), len) as f64 / pages as f64
+}
+
+/// `inspector etcd FILE`: the report, as text or JSON.
+///
+/// # Errors
+/// A [`FileProblem`] when the file is not a bbolt file or not an etcd
+/// db; another error when it cannot be read, or a writer committed during
+/// every attempt to read it.
+pub fn etcd(path: &Path, as_json: bool, args: &EtcdArgs) -> Result<Output> {
+    if args.depth == 0 {
+        bail!("--depth must be at least 1");
+    }
+    let snap = read_settled(path)?;
+    let res = std::fs::File::open(path).ok().and_then(|f| residency::sample(&f).ok());
+    let rep = report(path, &snap, res.as_ref(), args)?;
+    let text = if as_json {
+        let mut s = serde_json::to_string_pretty(&rep)?;
+        s.push('\n');
+        s
+    } else {
+        text(&rep, args)
+    };
+    Ok(Output { text, code: 0, layout_json: None })
+}
+
+fn read_settled(path: &Path) -> Result<Snapshot> {
+    let frozen = follow::read_frozen(path, follow::TRY_FOR).map_err(|e| match e {
+        follow::Error::NotBolt(..) => problem(e.to_string()),
+        e => anyhow::Error::new(e),
+    })?;
+    read_snapshot(&frozen.file()).map_err(|e| problem(format!("{}: {e}", path.display())))
+}
+
+fn report(
+    path: &Path,
+    snap: &Snapshot,
+    res: Option<&Residency>,
+    args: &EtcdArgs,
+) -> Result<EtcdReport> {
+    let ps = snap.page_size;
+    let size = snap.hwm.saturating_mul(ps);
+    let free = snap.free_runs.iter().map(|r| r.1).sum::<u64>() * ps;
+    let runs = snap.free_runs.len() as u64;
+    let longest = snap.free_runs.iter().map(|r| r.1).max().unwrap_or(0);
+    let keyb = &snap.buckets[snap.key_bucket];
+    let item_bytes = |r: &Rev| {
+        let it = &keyb.items[r.item];
+        (it.key.len() + it.value.len()) as u64
+    };
+    let trusted = res.filter(|r| r.trust.is_known());
+    let mut share: HashMap<u64, f64> = HashMap::new();
+    let mut resident = |pgid: u64| -> f64 {
+        let Some(r) = trusted else { return 0.0 };
+        *share.entry(pgid).or_insert_with(|| {
+            resident_share(r, ps, pgid, snap.runs.get(&pgid).copied().unwrap_or(0))
+        })
+    };
+    // Per user key: newest revision, count, bytes.
+    let users = snap.user_keys.len();
+    let mut newest: Vec<usize> = vec![0; users];
+    let mut count = vec![0u64; users];
+    let mut bytes = vec![0u64; users];
+    let mut res_bytes = vec![0f64; users];
+    for (i, r) in snap.revs.iter().enumerate() {
+        newest[r.user] = i;
+        count[r.user] += 1;
+        bytes[r.user] += item_bytes(r);
+        res_bytes[r.user] += item_bytes(r) as f64 * resident(keyb.items[r.item].pgid);
+    }
+    let mut prefixes: HashMap<&[u8], PrefixReport> = HashMap::new();
+    #[allow(clippy::needless_range_loop)]
+    let mut live_keys = 0;
+    let mut largest = Vec::with_capacity(users);
+    let mut res_prefix: HashMap<&[u8], f64> = HashMap::new();
+    for u in 0..users {
+        let key = &snap.user_keys[u];
+        let p = prefix_of(key, args.depth);
+        let e = prefixes.entry(p).or_default();
+        let last = &snap.revs[newest[u]];
+        let live = !last.key.tombstone;
+        let lb = if live { item_bytes(last) } else { 0 };
+        e.live_keys += u64::from(live);
+        live_keys += u64::from(live);
+        e.revisions += count[u];
+        e.live_bytes += lb;
+        e.history_bytes += bytes[u] - lb;
+        *res_prefix.entry(p).or_default() += res_bytes[u];
+        largest.push(KeyReport {
+            key: String::from_utf8_lossy(key).into_owned(),
+            revisions: count[u],
+            bytes: bytes[u],
+            live,
+        });
+    }
+    let mut prefixes: Vec<PrefixReport> = prefixes
+        .into_iter()
+        .map(|(p, mut r)| {
+            r.prefix = String::from_utf8_lossy(p).into_owned();
+            // Rounded down; at most the prefix's bytes, far below 2^53.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let rb = res_prefix.get(p).copied().unwrap_or(0.0) as u64;
+            r.resident_bytes = trusted.map(|_| rb);
+            r
+        })
+        .collect();
+    prefixes.sort_by(|a, b| {
+        (b.live_bytes + b.history_bytes)
+            .cmp(&(a.live_bytes + a.history_bytes))
+            .then_with(|| a.prefix.cmp(&b.prefix))
+    });
+    largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
+    largest.truncate(LARGEST);
+
+    let max_main = snap.revs.iter().map(|r| r.key.revision.main).max();
+    let newest_rev =
+        max_main.into_iter().chain(snap.scheduled).chain(snap.finished).max().unwrap_or(0);
+    let compact_at = args.compact_at.unwrap_or(newest_rev);
+    if compact_at > newest_rev {
+        bail!("--compact-at {compact_at} is past the newest revision {newest_rev}");
+    }
+    if let Some(done) = snap.finished
+        && compact_at < done
+    {
+        bail!("--compact-at {compact_at} is below the revision already compacted ({done})");
+    }
+
+    let after_defrag =
+        forecast(snap.buckets.iter().map(|b| (&b.name[..], all(b)))).context("defrag forecast")?;
+
+    let keep = survives(&snap.revs, users, compact_at);
+    let rev_bytes =
+        RevisionKey { revision: Revision { main: compact_at, sub: 0 }, tombstone: false }
+            .to_bytes();
+    let mut meta_items: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let compacted: Vec<Vec<(&[u8], &[u8])>> = snap
+        .buckets
+        .iter()
+        .enumerate()
+        .map(|(bi, b)| {
+            if bi == snap.key_bucket {
+                b.items
+                    .iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(i, _)| (&i.key[..], &i.value[..]))
+                    .collect()
+            } else {
+                all(b)
+            }
+        })
+        .collect();
+    // `store.Compact` writes scheduledCompactRev and `scheduleCompaction`
+    // finishedCompactRev, both as the revision's 17 bytes.
+    if let Some(mi) = snap.buckets.iter().position(|b| b.name == META.as_bytes()) {
+        let mut m: Vec<(Vec<u8>, Vec<u8>)> =
+            snap.buckets[mi].items.iter().map(|i| (i.key.clone(), i.value.clone())).collect();
+        for k in [SCHEDULED_COMPACT_REV, FINISHED_COMPACT_REV] {
+            match m.iter_mut().find(|(key, _)| key == k) {
+                Some((_, v)) => *v = rev_bytes.to_vec(),
+                None => m.push((k.to_vec(), rev_bytes.to_vec())),
+            }
+        }
+        m.sort();
+        meta_items = m;
+    }
+    let meta_at = snap.buckets.iter().position(|b| b.name == META.as_bytes());
+    let after_compact = forecast(snap.buckets.iter().enumerate().map(|(bi, b)| {
+        let items = if Some(bi) == meta_at {
+            meta_items.iter().map(|(k, v)| (&k[..], &v[..])).collect()
+        } else {
+            compacted[bi].clone()
+        };
+        (&b.name[..], items)
+    }))
+    .context("compaction forecast")?;
+
+    Ok(EtcdReport {
+        file: path.display().to_string(),
+        page_size: ps,
+        size_bytes: size,
+        in_use_bytes: size.saturating_sub(free),
+        free_bytes: free,
+        free_percent: percent(free, size),
+        free_runs: runs,
+        largest_free_run_bytes: longest * ps,
+        leaf_fill_percent: percent(snap.leaf_inuse, snap.leaf_alloc),
+        compact_rev: snap.finished,
+        scheduled_compact_rev: snap.scheduled,
+        oldest_rev: snap.revs.iter().map(|r| r.key.revision.main).min(),
+        newest_rev,
+        revisions: snap.revs.len() as u64,
+        tombstones: snap.revs.iter().filter(|r| r.key.tombstone).count() as u64,
+        live_keys,
+        leases: snap.leases,
+        prefixes,
+        largest_keys: largest,
+        after_defrag_bytes: after_defrag,
+        forecast_compact_rev: compact_at,
+        revisions_after_compact: keep.iter().filter(|k| **k).count() as u64,
+        after_compact_defrag_bytes: after_compact,
+        quota_bytes: args.quota,
+        quota_headroom_bytes: headroom(args.quota, size),
+        quota_headroom_after_defrag_bytes: headroom(args.quota, after_defrag),
+        quota_headroom_after_compact_defrag_bytes: headroom(args.quota, after_compact),
+    })
+}
+
+fn size(b: u64) -> String {
+    format!("{b} ({})", human_size(b))
+}
+
+fn signed(b: i64) -> String {
+    if b < 0 {
+        format!("-{} (over quota: NOSPACE)", size(b.unsigned_abs()))
+    } else {
+        size(b.unsigned_abs())
+    }
+}
+
+fn opt(v: Option<i64>) -> String {
+    v.map_or_else(|| "none".into(), |v| v.to_string())
+}
+
+fn text(r: &EtcdReport, args: &EtcdArgs) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "etcd db {} · page size {}", r.file, r.page_size);
+    let _ = writeln!(s, "dbSize       {}", size(r.size_bytes));
+    let _ = writeln!(s, "dbSizeInUse  {}", size(r.in_use_bytes));
+    let _ = writeln!(
+        s,
+        "free         {} = {:.1}% · {} free runs, largest {} · leaf fill {:.1}%",
+        size(r.free_bytes),
+        r.free_percent,
+        r.free_runs,
+        size(r.largest_free_run_bytes),
+        r.leaf_fill_percent
+    );
+    let _ = writeln!(
+        s,
+        "revisions    oldest {} · newest {} · compacted {} · scheduled {}",
+        opt(r.oldest_rev),
+        r.newest_rev,
+        opt(r.compact_rev),
+        opt(r.scheduled_compact_rev)
+    );
+    let _ = writeln!(
+        s,
+        "keys         {} live keys · {} revisions stored ({} tombstones) · {} leases",
+        r.live_keys, r.revisions, r.tombstones, r.leases
+    );
+    s.push('\n');
+    let _ = writeln!(s, "forecast dbSize (quota {}):", size(r.quota_bytes));
+    let compaction = format!("after compaction {} + defrag", r.forecast_compact_rev);
+    let rows = [
+        ("now", r.size_bytes, String::new()),
+        ("after defrag", r.after_defrag_bytes, String::new()),
+        (
+            compaction.as_str(),
+            r.after_compact_defrag_bytes,
+            format!("  ({} revisions left)", r.revisions_after_compact),
+        ),
+    ];
+    for (what, bytes, note) in rows {
+        let _ = writeln!(s, "  {what:<36} {}{note}", size(bytes));
+    }
+    let _ = writeln!(
+        s,
+        "  quota headroom: now {} · after defrag {} · after compaction + defrag {}",
+        signed(r.quota_headroom_bytes),
+        signed(r.quota_headroom_after_defrag_bytes),
+        signed(r.quota_headroom_after_compact_defrag_bytes)
+    );
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "{:<40} {:>9} {:>10} {:>12} {:>13} {:>9}",
+        format!("PREFIX (depth {})", args.depth),
+        "LIVE KEYS",
+        "REVISIONS",
+        "LIVE BYTES",
+        "HISTORY BYTES",
+        "RESIDENT"
+    );
+    for p in r.prefixes.iter().take(PREFIX_ROWS) {
+        let res = match p.resident_bytes {
+            Some(b) => format!("{:.1}%", percent(b, p.live_bytes + p.history_bytes)),
+            None => "?".into(),
+        };
+        let _ = writeln!(
+            s,
+            "{:<40} {:>9} {:>10} {:>12} {:>13} {:>9}",
+            p.prefix, p.live_keys, p.revisions, p.live_bytes, p.history_bytes, res
+        );
+    }
+    if r.prefixes.len() > PREFIX_ROWS {
+        let _ = writeln!(
+            s,
+            "... and {} more prefixes (--json lists all; --depth groups fewer)",
+            r.prefixes.len() - PREFIX_ROWS
+        );
+    }
+    s.push('\n');
+    let _ = writeln!(s, "{:<56} {:>10} {:>12} {:>5}", "LARGEST KEYS", "REVISIONS", "BYTES", "LIVE");
+    for k in &r.largest_keys {
+        let _ = writeln!(
+            s,
+            "{:<56} {:>10} {:>12} {:>5}",
+            k.key,
+            k.revisions,
+            k.bytes,
+            if k.live { "yes" } else { "no" }
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rev(user: usize, main: i64, tombstone: bool) -> Rev {
+        Rev { key: RevisionKey { revision: Revision { main, sub: 0 }, tombstone }, user, item: 0 }
+    }
+
+    /// `keyIndex.compact`'s rule on one key deleted and put again, and
+    /// one key put once.
+    #[test]
+    fn compaction_keeps_the_newest_put_at_or_below_rev() {
+        let revs = [
+            rev(0, 2, false),
+            rev(0, 3, false),
+            rev(0, 4, true),
+            rev(1, 5, false),
+            rev(0, 6, false),
+        ];
+        // The newest at or below 5 of key 0 is its tombstone: all gone.
+        assert_eq!(survives(&revs, 2, 5), [false, false, false, true, true]);
+        assert_eq!(survives(&revs, 2, 3), [false, true, true, true, true]);
+        assert_eq!(survives(&revs, 2, 4), [false, false, false, true, true]);
+        assert_eq!(survives(&revs, 2, 6), [false, false, false, true, true]);
+        assert_eq!(survives(&revs, 2, 1), [true; 5]);
+    }
+
+    #[test]
+    fn prefixes_by_segments() {
+        assert_eq!(prefix_of(b"/registry/pods/ns/a", 2), b"/registry/pods");
+        assert_eq!(prefix_of(b"/registry/pods/ns/a", 1), b"/registry");
+        assert_eq!(prefix_of(b"/registry/health", 2), b"/registry/health");
+        assert_eq!(prefix_of(b"foo/bar/baz", 1), b"foo");
+        assert_eq!(prefix_of(b"foo", 3), b"foo");
+    }
+}

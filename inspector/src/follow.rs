@@ -1,0 +1,350 @@
+//! A whole bbolt snapshot held in memory, read quietly from a file a
+//! writer commits to: for reports that need every page's bytes (keys and
+//! values, not only the structure), as `inspector etcd` does.
+//!
+//! It rests on the two rules of bbolt's writer the settling reader
+//! ([`mapwise_native::observe::settle`]) states: (1) a page the newest
+//! snapshot `s` uses is not written before commit `s + 2` begins, after
+//! meta `s + 1` is on disk; (2) a page that snapshots `s` and `s + 1`
+//! both use has the same bytes in both. And on bbolt's copy-on-write:
+//! a commit writes every page it changes, and each of its ancestors, to a
+//! new page id, so a page id that both snapshots reach heads the same
+//! subtree in both.
+//!
+//! [`read_frozen`] follows the writer snapshot by snapshot. Each round
+//! takes the newest snapshot `s` and walks its tree from the root: a page
+//! held from snapshot `s - 1` or `s` is taken from memory (rule 2), any
+//! other is read from the file (`O_DIRECT`, past the page cache), in
+//! batches, each followed by a look at the meta pages; a batch is kept
+//! only when the look still finds `s` (rule 1). When a look finds a newer
+//! snapshot the round ends and the next starts from it, keeping what it
+//! held (a commit changes a handful of pages, so the next round reads
+//! only those). A round that reaches every page of its snapshot gives a
+//! [`Frozen`] copy of it, which the caller reads at leisure: nothing it
+//! holds can change under it. No lock is taken and nothing is written.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use mapwise_core::PageSource;
+use mapwise_core::bolt::{
+    BRANCH_PAGE, BUCKET_LEAF_FLAG, BoltFile, LEAF_PAGE, PAGE_HEADER_SIZE, Snapshot,
+};
+use mapwise_native::os::io::QuietSource;
+
+/// Pages read from the file between two looks at the meta pages.
+pub const BATCH: usize = 256;
+
+/// How long [`read_frozen`] follows a writer before it gives up.
+pub const TRY_FOR: Duration = Duration::from_secs(60);
+
+/// `ENODATA`: what a [`Frozen`] says of bytes it does not hold.
+const ENODATA: i32 = 61;
+
+/// One snapshot of a bbolt file, every page its tree reaches held in
+/// memory (with both meta pages as they were when it was taken).
+#[derive(Debug)]
+pub struct Frozen {
+    snap: Snapshot,
+    len: u64,
+    page_size: u64,
+    metas: Vec<u8>,
+    /// Page runs by first page id.
+    runs: BTreeMap<u64, Rc<[u8]>>,
+}
+
+impl Frozen {
+    /// The snapshot held.
+    #[must_use]
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    /// The file opened at the snapshot held.
+    #[must_use]
+    pub fn file(&self) -> BoltFile<'_, Frozen> {
+        BoltFile::at(self, &self.snap)
+    }
+}
+
+impl PageSource for Frozen {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, mapwise_core::Error> {
+        let missing = || mapwise_core::Error::Read { offset, len: len as u64, code: ENODATA };
+        let at = usize::try_from(offset).map_err(|_| missing())?;
+        if let Some(b) = at.checked_add(len).and_then(|end| self.metas.get(at..end)) {
+            return Ok(Cow::Borrowed(b));
+        }
+        let pgid = offset / self.page_size;
+        let (&head, bytes) = self.runs.range(..=pgid).next_back().ok_or_else(missing)?;
+        let start = usize::try_from(offset - head * self.page_size).map_err(|_| missing())?;
+        start
+            .checked_add(len)
+            .and_then(|stop| bytes.get(start..stop))
+            .map(Cow::Borrowed)
+            .ok_or_else(missing)
+    }
+}
+
+/// A page held: its run's bytes, the pages it points to (branch children,
+/// roots of sub-buckets), and the newest snapshot known to use it.
+#[derive(Debug)]
+struct Held {
+    bytes: Rc<[u8]>,
+    children: Vec<u64>,
+    used_at: u64,
+}
+
+/// What a follow saw of the writer, for the message when it gives up.
+#[derive(Debug, Default, Clone)]
+pub struct Seen {
+    /// Rounds (snapshots tried).
+    pub rounds: u32,
+    /// Transaction ids of the first and the last snapshot tried.
+    pub txids: (u64, u64),
+    /// Pages read from the file.
+    pub pages_read: u64,
+}
+
+/// Why [`read_frozen`] has no snapshot to give.
+#[derive(Debug)]
+pub enum Error {
+    /// The file cannot be opened or read.
+    Open(PathBuf, std::io::Error),
+    /// It does not open as bbolt (neither meta page validates).
+    NotBolt(PathBuf, mapwise_core::Error),
+    /// A writer committed faster than the reads could follow for
+    /// [`TRY_FOR`].
+    Unsettled(PathBuf, Seen),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Open(p, e) => write!(f, "cannot open {}: {e}", p.display()),
+            Error::NotBolt(p, e) => {
+                write!(f, "{}: cannot open as a bbolt database: {e}", p.display())
+            }
+            Error::Unsettled(p, s) => write!(
+                f,
+                "{}: no read was of one snapshot: a writer committed from txid {} to {} over {} \
+                 tries ({} pages read), faster than this reader can follow. {}",
+                p.display(),
+                s.txids.0,
+                s.txids.1,
+                s.rounds,
+                s.pages_read,
+                mapwise_native::observe::settle::READ_A_COPY
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The page ids `bytes` (a page run) points to: a branch page's
+/// children, a leaf page's page-backed sub-bucket roots. Out-of-range
+/// fields are skipped (the caller's checked reads report them).
+fn children(bytes: &[u8]) -> Vec<u64> {
+    let u16_at = |o: usize| bytes.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at =
+        |o: usize| bytes.get(o..o + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+    let u64_at =
+        |o: usize| bytes.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    let (Some(flags), Some(count)) = (u16_at(8), u16_at(10)) else { return Vec::new() };
+    let mut out = Vec::new();
+    for i in 0..usize::from(count) {
+        let e = PAGE_HEADER_SIZE + i * 16;
+        if flags & BRANCH_PAGE != 0 {
+            if let Some(child) = u64_at(e + 8) {
+                out.push(child);
+            }
+        } else if flags & LEAF_PAGE != 0 {
+            let (Some(f), Some(pos), Some(ksize)) = (u32_at(e), u32_at(e + 4), u32_at(e + 8))
+            else {
+                continue;
+            };
+            if f & BUCKET_LEAF_FLAG != 0 {
+                let v = e + pos as usize + ksize as usize;
+                if let Some(root) = u64_at(v)
+                    && root != 0
+                {
+                    out.push(root);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The current snapshot of `probe`'s file, read past its chunk cache.
+fn look(probe: &QuietSource) -> Result<Snapshot, mapwise_core::Error> {
+    probe.forget();
+    BoltFile::open(probe).map(|f| f.snapshot())
+}
+
+/// Follow the bbolt file at `path` until one snapshot is held whole (see
+/// the module documentation), or for at most `try_for`.
+///
+/// # Errors
+/// [`Error::Open`], [`Error::NotBolt`] (on the first look), or
+/// [`Error::Unsettled`].
+pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
+    let start = Instant::now();
+    let mut held: HashMap<u64, Held> = HashMap::new();
+    let mut seen = Seen::default();
+    loop {
+        let probe = QuietSource::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
+        let snap = match look(&probe) {
+            Ok(s) => s,
+            Err(e) if seen.rounds == 0 => return Err(Error::NotBolt(path.to_owned(), e)),
+            // A meta page torn by a write in progress: look again.
+            Err(_) if start.elapsed() < try_for => {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            Err(_) => return Err(Error::Unsettled(path.to_owned(), seen)),
+        };
+        let txid = snap.meta.txid;
+        seen.rounds += 1;
+        if seen.rounds == 1 {
+            seen.txids.0 = txid;
+        }
+        seen.txids.1 = txid;
+        if let Some(frozen) = round(&probe, &snap, &mut held, &mut seen) {
+            return Ok(frozen);
+        }
+        if start.elapsed() >= try_for {
+            return Err(Error::Unsettled(path.to_owned(), seen));
+        }
+    }
+}
+
+/// The page run at `p` read from the file now (its header says how long).
+fn fetch(probe: &QuietSource, p: u64, ps: u64, hwm: u64) -> Option<Vec<u8>> {
+    let first = probe.read_fresh(p * ps, usize::try_from(ps).ok()?).ok()?;
+    let overflow =
+        first.get(12..16).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+    if overflow == 0 {
+        return Some(first);
+    }
+    let n = (u64::from(overflow) + 1).min(hwm - p);
+    probe.read_fresh(p * ps, usize::try_from(n * ps).ok()?).ok()
+}
+
+/// One round at snapshot `snap`: `Some` when every page it reaches is
+/// held (a page that cannot be read is left out, for the caller's reads
+/// to name), `None` only when the writer moved on first (or grew the
+/// file since `probe` opened it).
+fn round(
+    probe: &QuietSource,
+    snap: &Snapshot,
+    held: &mut HashMap<u64, Held>,
+    seen: &mut Seen,
+) -> Option<Frozen> {
+    let txid = snap.meta.txid;
+    let ps = u64::from(snap.page_size);
+    let hwm = snap.meta.hwm;
+    // A file grown after the probe opened it (its length is fixed at
+    // open): try again with a fresh one. One shorter than its snapshot
+    // and still so is truncated: its missing pages are the caller's to
+    // report.
+    if hwm.saturating_mul(ps) > probe.len()
+        && probe.file().metadata().map(|m| m.len()).ok() != Some(probe.len())
+    {
+        return None;
+    }
+    // Both meta pages as they are (short only in a damaged file, whose
+    // faults the caller's reads name).
+    let want = usize::try_from(ps.saturating_mul(2).min(probe.len())).unwrap_or(0);
+    let metas = probe.read_fresh(0, want).unwrap_or_default();
+    let mut stack = vec![snap.meta.root];
+    if snap.meta.has_freelist() {
+        stack.push(snap.meta.freelist);
+    }
+    let mut reached: Vec<u64> = Vec::new();
+    loop {
+        let mut misses = Vec::new();
+        while let Some(p) = stack.pop() {
+            if p < 2 || p >= hwm {
+                continue;
+            }
+            match held.get_mut(&p) {
+                // Rule 2: used by `s - 1` and reached by `s`: the same page.
+                Some(h) if h.used_at + 1 >= txid && h.used_at <= txid => {
+                    if h.used_at != txid {
+                        h.used_at = txid;
+                        stack.extend_from_slice(&h.children);
+                    }
+                    reached.push(p);
+                }
+                _ => {
+                    if misses.len() < BATCH {
+                        misses.push(p);
+                    } else {
+                        stack.push(p);
+                        break;
+                    }
+                }
+            }
+        }
+        if misses.is_empty() && stack.is_empty() {
+            break;
+        }
+        // Read the batch, then look: kept only if `s` still stands.
+        let mut fetched = Vec::with_capacity(misses.len());
+        for &p in &misses {
+            // A page that cannot be read is left out: if the look below
+            // finds the snapshot standing, the fault is the file's, and
+            // the caller's checked reads of the copy name it.
+            if let Some(run) = fetch(probe, p, ps, hwm) {
+                fetched.push((p, run));
+            }
+        }
+        seen.pages_read += fetched.len() as u64;
+        if look(probe).ok().as_ref() != Some(snap) {
+            return None;
+        }
+        for (p, run) in fetched {
+            let kids = children(&run);
+            stack.extend_from_slice(&kids);
+            held.insert(p, Held { bytes: run.into(), children: kids, used_at: txid });
+            reached.push(p);
+        }
+    }
+    // Every page `s` reaches is held: drop the rest, freeze a copy.
+    held.retain(|_, h| h.used_at == txid);
+    let runs = reached.iter().filter_map(|p| held.get(p).map(|h| (*p, Rc::clone(&h.bytes))));
+    Some(Frozen { snap: *snap, len: probe.len(), page_size: ps, metas, runs: runs.collect() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn children_of_branch_and_leaf_pages() {
+        let mut b = vec![0u8; 4096];
+        b[8..10].copy_from_slice(&BRANCH_PAGE.to_le_bytes());
+        b[10..12].copy_from_slice(&2u16.to_le_bytes());
+        b[16 + 8..16 + 16].copy_from_slice(&7u64.to_le_bytes());
+        b[32 + 8..32 + 16].copy_from_slice(&9u64.to_le_bytes());
+        assert_eq!(children(&b), vec![7, 9]);
+        let mut l = vec![0u8; 4096];
+        l[8..10].copy_from_slice(&LEAF_PAGE.to_le_bytes());
+        l[10..12].copy_from_slice(&1u16.to_le_bytes());
+        l[16..20].copy_from_slice(&BUCKET_LEAF_FLAG.to_le_bytes());
+        l[20..24].copy_from_slice(&16u32.to_le_bytes()); // pos from the element
+        l[24..28].copy_from_slice(&3u32.to_le_bytes()); // ksize
+        let v = 16 + 16 + 3;
+        l[v..v + 8].copy_from_slice(&42u64.to_le_bytes());
+        assert_eq!(children(&l), vec![42]);
+        assert!(children(&[1, 2, 3]).is_empty());
+    }
+}
