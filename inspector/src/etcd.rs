@@ -16,8 +16,9 @@
 //!
 //! **Forecasts.** etcd's defrag (3.4 `mvcc/backend/backend.go`,
 //! `backend.defrag` and `defragdb`) opens a new bbolt file with the
-//! options etcd opens its db with (`NoFreelistSync` on Linux), then, for each top-level bucket in name order,
-//! creates it with `FillPercent` 0.9 and puts every key in order,
+//! options etcd opens its db with (`NoFreelistSync` on Linux), then, for
+//! each top-level bucket in name order, creates it with `FillPercent`
+//! 0.9 and puts every key in order,
 //! committing every `defragLimit` (10000) keys counted across buckets.
 //! [`forecast`] replays exactly that into the engine's own bbolt writer
 //! ([`Db::open_in_memory`]: the same splits, spills and page allocation
@@ -517,7 +518,6 @@ fn report(
         res_bytes[r.user] += item_bytes(r) as f64 * resident(keyb.items[r.item].pgid);
     }
     let mut prefixes: HashMap<&[u8], PrefixReport> = HashMap::new();
-    #[allow(clippy::needless_range_loop)]
     let mut live_keys = 0;
     let mut largest = Vec::with_capacity(users);
     let mut res_prefix: HashMap<&[u8], f64> = HashMap::new();
@@ -546,7 +546,7 @@ fn report(
         .map(|(p, mut r)| {
             r.prefix = String::from_utf8_lossy(p).into_owned();
             // Rounded down; at most the prefix's bytes, far below 2^53.
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let rb = res_prefix.get(p).copied().unwrap_or(0.0) as u64;
             r.resident_bytes = trusted.map(|_| rb);
             r
