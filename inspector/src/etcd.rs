@@ -694,7 +694,7 @@ fn text(r: &EtcdReport, args: &EtcdArgs) -> String {
     );
     let _ = writeln!(
         s,
-        "keys         {} live keys · {} revisions stored ({} tombstones) · {} leases",
+        "keys         live {} · revisions stored {} (tombstones {}) · leases {}",
         r.live_keys, r.revisions, r.tombstones, r.leases
     );
     s.push('\n');
