@@ -354,27 +354,6 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
     })
 }
 
-/// Whether each `key` bucket revision survives `etcdctl compaction rev`
-/// (in `revs` order). etcd keeps, for each key, the newest revision at or
-/// below `rev` unless it is a tombstone, and every revision above `rev`
-/// (3.4 `mvcc/key_index.go`, `keyIndex.compact` and `doCompact`: the
-/// generations whose tombstone is at or below `rev` are dropped whole,
-/// and in the generation that remains the newest revision at or below
-/// `rev` is kept; `mvcc/kvstore_compaction.go`, `scheduleCompaction`,
-/// deletes every revision key up to `rev` not kept).
-fn survives(revs: &[Rev], users: usize, rev: i64) -> Vec<bool> {
-    let mut newest: Vec<Option<usize>> = vec![None; users];
-    for (i, r) in revs.iter().enumerate() {
-        if r.key.revision.main <= rev {
-            newest[r.user] = Some(i);
-        }
-    }
-    revs.iter()
-        .enumerate()
-        .map(|(i, r)| r.key.revision.main > rev || (newest[r.user] == Some(i) && !r.key.tombstone))
-        .collect()
-}
-
 /// The bytes etcd's defrag would leave: the items of `buckets` (each in
 /// key order, buckets in name order) put as `defragdb` puts them into the
 /// engine's bbolt writer over an in-memory file, and its `dbSize`
@@ -576,7 +555,8 @@ fn report(
     let after_defrag =
         forecast(snap.buckets.iter().map(|b| (&b.name[..], all(b)))).context("defrag forecast")?;
 
-    let keep = survives(&snap.revs, users, compact_at);
+    let pairs: Vec<_> = snap.revs.iter().map(|r| (r.user, r.key)).collect();
+    let keep = mapwise_core::etcd::kept_by_compaction(&pairs, users, compact_at);
     let rev_bytes =
         RevisionKey { revision: Revision { main: compact_at, sub: 0 }, tombstone: false }
             .to_bytes();
@@ -766,29 +746,6 @@ fn text(r: &EtcdReport, args: &EtcdArgs) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rev(user: usize, main: i64, tombstone: bool) -> Rev {
-        Rev { key: RevisionKey { revision: Revision { main, sub: 0 }, tombstone }, user, item: 0 }
-    }
-
-    /// `keyIndex.compact`'s rule on one key deleted and put again, and
-    /// one key put once.
-    #[test]
-    fn compaction_keeps_the_newest_put_at_or_below_rev() {
-        let revs = [
-            rev(0, 2, false),
-            rev(0, 3, false),
-            rev(0, 4, true),
-            rev(1, 5, false),
-            rev(0, 6, false),
-        ];
-        // The newest at or below 5 of key 0 is its tombstone: all gone.
-        assert_eq!(survives(&revs, 2, 5), [false, false, false, true, true]);
-        assert_eq!(survives(&revs, 2, 3), [false, true, true, true, true]);
-        assert_eq!(survives(&revs, 2, 4), [false, false, false, true, true]);
-        assert_eq!(survives(&revs, 2, 6), [false, false, false, true, true]);
-        assert_eq!(survives(&revs, 2, 1), [true; 5]);
-    }
 
     #[test]
     fn prefixes_by_segments() {

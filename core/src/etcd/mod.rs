@@ -34,6 +34,7 @@
 //! ([`KeyValueRef::decode`], [`Lease::decode_value`]) whose acceptance
 //! the tests check against prost's decoder.
 
+mod compaction;
 mod db;
 mod kv;
 mod lease;
@@ -50,6 +51,7 @@ pub(crate) fn len32(n: usize) -> u32 {
 pub use prost;
 
 pub use crate::error::{EtcdFault, Message};
+pub use compaction::kept_by_compaction;
 pub use db::{
     ALARM, AUTH, AUTH_ROLES, AUTH_USERS, BUCKETS, CLUSTER, CLUSTER_VERSION, EtcdDb, KEY, LEASE,
     Line, MEMBERS, MEMBERS_REMOVED, META, Meta, Record,
