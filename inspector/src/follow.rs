@@ -30,9 +30,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use mapwise_core::PageSource;
-use mapwise_core::bolt::{
-    BRANCH_PAGE, BUCKET_LEAF_FLAG, BoltFile, LEAF_PAGE, PAGE_HEADER_SIZE, Snapshot,
-};
+use mapwise_core::bolt::{BoltFile, BucketHeader, LeafElement, Page, PageType, Snapshot};
+use mapwise_core::error::At;
 use mapwise_native::os::io::QuietSource;
 
 /// Pages read from the file between two looks at the meta pages.
@@ -148,39 +147,25 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// The page ids `bytes` (a page run) points to: a branch page's
-/// children, a leaf page's page-backed sub-bucket roots. Out-of-range
-/// fields are skipped (the caller's checked reads report them).
+/// The page ids the page run `bytes` points to, read by core's page
+/// parser: a branch page's children, a leaf page's page-backed sub-bucket
+/// roots. Elements core refuses are skipped (the caller's checked reads of
+/// the copy report them).
 fn children(bytes: &[u8]) -> Vec<u64> {
-    let u16_at = |o: usize| bytes.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at =
-        |o: usize| bytes.get(o..o + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
-    let u64_at =
-        |o: usize| bytes.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
-    let (Some(flags), Some(count)) = (u16_at(8), u16_at(10)) else { return Vec::new() };
-    let mut out = Vec::new();
-    for i in 0..usize::from(count) {
-        let e = PAGE_HEADER_SIZE + i * 16;
-        if flags & BRANCH_PAGE != 0 {
-            if let Some(child) = u64_at(e + 8) {
-                out.push(child);
-            }
-        } else if flags & LEAF_PAGE != 0 {
-            let (Some(f), Some(pos), Some(ksize)) = (u32_at(e), u32_at(e + 4), u32_at(e + 8))
-            else {
-                continue;
-            };
-            if f & BUCKET_LEAF_FLAG != 0 {
-                let v = e + pos as usize + ksize as usize;
-                if let Some(root) = u64_at(v)
-                    && root != 0
-                {
-                    out.push(root);
-                }
-            }
-        }
+    let at = At::Offset(0);
+    let Ok(page) = Page::new(at, 0, Cow::Borrowed(bytes)) else { return Vec::new() };
+    let n = page.count();
+    match page.header.page_type() {
+        PageType::Branch => (0..n).filter_map(|i| page.branch_child(i)).collect(),
+        PageType::Leaf => (0..n)
+            .filter_map(|i| page.leaf(i).ok())
+            .filter(LeafElement::is_bucket)
+            .filter_map(|e| BucketHeader::parse(page.bytes().get(e.value)?, at).ok())
+            .map(|h| h.root)
+            .filter(|&root| root != 0)
+            .collect(),
+        _ => Vec::new(),
     }
-    out
 }
 
 /// The current snapshot of `probe`'s file, read past its chunk cache.
@@ -327,6 +312,7 @@ fn round(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mapwise_core::bolt::{BRANCH_PAGE, BUCKET_LEAF_FLAG, LEAF_PAGE};
 
     #[test]
     fn children_of_branch_and_leaf_pages() {
@@ -342,6 +328,7 @@ mod tests {
         l[16..20].copy_from_slice(&BUCKET_LEAF_FLAG.to_le_bytes());
         l[20..24].copy_from_slice(&16u32.to_le_bytes()); // pos from the element
         l[24..28].copy_from_slice(&3u32.to_le_bytes()); // ksize
+        l[28..32].copy_from_slice(&16u32.to_le_bytes()); // vsize: a bucket header
         let v = 16 + 16 + 3;
         l[v..v + 8].copy_from_slice(&42u64.to_le_bytes());
         assert_eq!(children(&l), vec![42]);
