@@ -613,6 +613,13 @@ impl App {
             || (s.format == Format::Rrd && s.rrd.is_some())
     }
 
+    /// `true` for an etcd backend db, whose records the detail pane
+    /// decodes ([`mapwise_view::describe::is_etcd`]).
+    #[must_use]
+    pub fn is_etcd(&self) -> bool {
+        self.decodable() && mapwise_view::describe::is_etcd(self.layout())
+    }
+
     // ----- geometry of the page map -----
 
     /// Bytes per map page: the format's page size, or the OS page size.
@@ -1002,10 +1009,19 @@ impl App {
             out.push(Line::of(Tone::Dim, "no page here yet: file space past the high-water mark"));
             return out;
         }
-        match self.detail.details.get(&self.detail_page()) {
-            None => out.push(Line::of(Tone::Dim, "decoding…")),
-            Some(Err(e)) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
-            Some(Ok(d)) => out.extend(describe::page_lines(d, self.detail_widths())),
+        // An etcd record page shows its records decoded instead of bytes.
+        let records = match self.detail.items.get(&self.selected) {
+            Some(Ok(items)) if !items.is_empty() => Some(items),
+            _ => None,
+        };
+        match (self.detail.details.get(&self.detail_page()), records) {
+            (None, _) => out.push(Line::of(Tone::Dim, "decoding…")),
+            (Some(Err(e)), _) => out.push(Line::of(Tone::Bad, format!("cannot decode: {e}"))),
+            (Some(Ok(d)), Some(items)) => {
+                out.extend(describe::header_lines(d));
+                out.extend(describe::item_lines(items));
+            }
+            (Some(Ok(d)), None) => out.extend(describe::page_lines(d, self.detail_widths())),
         }
         out
     }
@@ -1140,7 +1156,7 @@ impl App {
     /// Decode the pages the screen needs ([`App::wanted_details`]) and
     /// keep them until the structure changes.
     pub fn fetch_details(&mut self, target: &dyn Target) {
-        if self.describable() {
+        if self.describable() || self.is_etcd() {
             let unit = self.unit();
             let offset = self.selected.saturating_mul(unit);
             self.detail.keep_items(self.selected, || target.describe(offset, unit));

@@ -82,12 +82,12 @@ impl Widths {
     };
 }
 
-/// The lines describing a decoded page: header, then meta fields,
-/// elements or freelist ids.
+/// The two lines heading a decoded page: its id and type, then its
+/// count, overflow and offset.
 #[must_use]
-pub fn page_lines(d: &PageDetail, w: Widths) -> Vec<Line> {
+pub fn header_lines(d: &PageDetail) -> Vec<Line> {
     let h = &d.header;
-    let mut out = vec![
+    vec![
         Line::of(Tone::Head, format!("page {} · {}", d.pgid, d.page_type.name()))
             .and(Tone::Dim, format!(" (header id {} · flags {:#06x})", h.id, h.flags)),
         Line::of(Tone::Label, "count ")
@@ -96,7 +96,15 @@ pub fn page_lines(d: &PageDetail, w: Widths) -> Vec<Line> {
             .and(Tone::Text, h.overflow.to_string())
             .and(Tone::Label, " · offset ")
             .and(Tone::Text, format!("{} ({:#x})", d.offset, d.offset)),
-    ];
+    ]
+}
+
+/// The lines describing a decoded page: header, then meta fields,
+/// elements or freelist ids.
+#[must_use]
+pub fn page_lines(d: &PageDetail, w: Widths) -> Vec<Line> {
+    let h = &d.header;
+    let mut out = header_lines(d);
     match &d.body {
         Body::Meta { meta: m, fault } => {
             for (name, value) in meta_fields(m, fault.as_ref()) {

@@ -9,11 +9,13 @@
 
 use mapwise_core::PageSource;
 use mapwise_core::bolt::{Body, Bytes, Element, Meta, PageDetail};
+use mapwise_core::bolt::{BoltFile, PageType};
+use mapwise_core::etcd::{KEY, KeyValueRef, LEASE, Lease, META, MetaRecord, RevisionKey};
 use mapwise_core::layout::{Format, Kind, Layout};
 use mapwise_core::revlog::Index;
 use serde::Serialize;
 
-use crate::fmt::{hex, rrd_value};
+use crate::fmt::{bytes_text, hex, rrd_value};
 
 /// One structure of the file, described for a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -41,7 +43,9 @@ pub const MAX_ITEMS: usize = 256;
 
 /// The structures of `layout` that overlap `[offset, offset + len)` of
 /// `src` (`layout` is `src`'s), described: at most [`MAX_ITEMS`], in file
-/// order. Formats without a describer (bbolt, unknown) give an empty list.
+/// order. bbolt files other than etcd's, and pages of an etcd db outside
+/// its `key`, `meta` and `lease` buckets, give an empty list (their pages
+/// have [`mapwise_core::bolt::page_detail`]); so do unknown formats.
 ///
 /// # Errors
 /// When the file's header cannot be decoded (a revlog index's first entry,
@@ -56,6 +60,7 @@ pub fn describe<S: PageSource + ?Sized>(
     match layout.format {
         Format::Revlog => revlog(layout, src, offset, len),
         Format::Rrd => rrd(layout, src, offset, len),
+        Format::Bolt => etcd(layout, src, offset, len),
         _ => Ok(Vec::new()),
     }
 }
@@ -112,6 +117,178 @@ fn revlog<S: PageSource + ?Sized>(
         items.push(item);
     }
     Ok(items)
+}
+
+/// The bucket of an etcd backend db whose records a page holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EtcdBucket {
+    Key,
+    Meta,
+    Lease,
+}
+
+/// `true` when `layout` is an etcd backend db: it has the top-level
+/// buckets `key` and `meta`, the rule of [`mapwise_core::etcd::EtcdDb::open`].
+#[must_use]
+pub fn is_etcd(layout: &Layout) -> bool {
+    top_bucket(layout, KEY).is_some() && top_bucket(layout, META).is_some()
+}
+
+/// Index of the top-level bucket `name` in `layout.groups`.
+fn top_bucket(layout: &Layout, name: &str) -> Option<u32> {
+    let i = layout.groups.iter().position(|g| g.level == 1 && g.key == name.as_bytes())?;
+    u32::try_from(i).ok()
+}
+
+/// Most characters of an etcd key or value shown.
+const ETCD_TEXT: usize = 200;
+
+/// The records on the `key`, `meta` and `lease` pages of an etcd db in
+/// the range, decoded by `mapwise-core`'s etcd model: a branch element as
+/// its key (a revision in `key`) and child page; a `key` leaf element
+/// as its revision (`rev MAIN_SUB`, `t` for a tombstone) and its
+/// `mvccpb.KeyValue` fields as `etcdctl get -w json` names them; a `meta`
+/// element by its key; a `lease` element as `leasepb.Lease`'s fields. The
+/// page is read as it is now: one that no longer is a leaf (the file
+/// changed since its layout was read) gives one item saying so.
+fn etcd<S: PageSource + ?Sized>(
+    layout: &Layout,
+    src: &S,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<Item>, String> {
+    if !is_etcd(layout) {
+        return Ok(Vec::new());
+    }
+    let buckets = [(KEY, EtcdBucket::Key), (META, EtcdBucket::Meta), (LEASE, EtcdBucket::Lease)]
+        .map(|(name, b)| (top_bucket(layout, name), b));
+    let mut file = None;
+    let mut items = Vec::new();
+    let mut heads = Vec::new();
+    for r in layout.regions_in(offset, len) {
+        let Some(bucket) = buckets.iter().find(|(g, _)| r.group.is_some() && *g == r.group) else {
+            continue;
+        };
+        if !matches!(r.kind, Kind::Branch | Kind::Leaf | Kind::Overflow) || heads.contains(&r.head)
+        {
+            continue;
+        }
+        heads.push(r.head);
+        if file.is_none() {
+            file = Some(BoltFile::open(src).map_err(|e| e.to_string())?);
+        }
+        let Some(file) = file.as_ref() else { continue };
+        let page = match file.read_page(r.head) {
+            Ok(p) => p,
+            Err(e) => {
+                items.push(Item::new(format!("page {}", r.head)).field("cannot read", e));
+                continue;
+            }
+        };
+        let now = page.header.page_type();
+        let expected = if r.kind == Kind::Branch { PageType::Branch } else { PageType::Leaf };
+        if now != expected {
+            let why = format!("a {} page: the file changed since it was read", now.name());
+            items.push(Item::new(format!("page {}", r.head)).field("now", why));
+            continue;
+        }
+        let bytes = page.bytes();
+        for i in 0..page.count() {
+            if items.len() >= MAX_ITEMS {
+                return Ok(items);
+            }
+            let item = if now == PageType::Branch {
+                page.branch(i).map(|e| {
+                    let k = bytes.get(e.key).unwrap_or_default();
+                    branch_item(bucket.1, k, e.child)
+                })
+            } else {
+                page.leaf(i).map(|e| {
+                    let k = bytes.get(e.key).unwrap_or_default();
+                    let v = bytes.get(e.value).unwrap_or_default();
+                    etcd_record(bucket.1, k, v)
+                })
+            };
+            items.push(
+                item.unwrap_or_else(|e| {
+                    Item::new(format!("element {i}")).field("cannot decode", e)
+                }),
+            );
+        }
+    }
+    Ok(items)
+}
+
+/// A branch element, `KEY → page CHILD`: in the `key` bucket the key is
+/// a revision (`rev 24_0`).
+fn branch_item(bucket: EtcdBucket, k: &[u8], child: u64) -> Item {
+    let key = match (bucket, RevisionKey::parse(k)) {
+        (EtcdBucket::Key, Ok(rev)) => format!("rev {rev}"),
+        _ => bytes_text(k, k.len(), ETCD_TEXT),
+    };
+    Item::new(format!("{key} → page {child}"))
+}
+
+/// One etcd record described.
+fn etcd_record(bucket: EtcdBucket, k: &[u8], v: &[u8]) -> Item {
+    let text = |b: &[u8]| bytes_text(b, b.len(), ETCD_TEXT);
+    match bucket {
+        EtcdBucket::Key => {
+            let rev = match RevisionKey::parse(k) {
+                Ok(rev) => rev,
+                Err(e) => return Item::new(text(k)).field("cannot decode", e),
+            };
+            let title = if rev.tombstone {
+                format!("rev {} (tombstone)", rev.revision)
+            } else {
+                format!("rev {}", rev.revision)
+            };
+            match KeyValueRef::decode(v) {
+                Ok(kv) => {
+                    let item = Item::new(title)
+                        .field("key", text(kv.key))
+                        .field("create_revision", kv.create_revision)
+                        .field("mod_revision", kv.mod_revision)
+                        .field("version", kv.version)
+                        .field("lease", lease_text(kv.lease))
+                        .field("value", format!("{} ({} bytes)", text(kv.value), kv.value.len()));
+                    match kv.check(&rev) {
+                        Ok(()) => item,
+                        Err(e) => item.field("fault", e),
+                    }
+                }
+                Err(e) => Item::new(title).field("cannot decode", e),
+            }
+        }
+        EtcdBucket::Meta => match MetaRecord::decode(k, v) {
+            Ok(r) => Item::new(text(k)).field("value", meta_text(&r, v)),
+            Err(e) => Item::new(text(k)).field("cannot decode", e),
+        },
+        EtcdBucket::Lease => match Lease::decode_record(k, v) {
+            Ok(l) => Item::new(format!("lease {}", lease_text(l.id)))
+                .field("TTL", format!("{} s", l.ttl))
+                .field("RemainingTTL", format!("{} s", l.remaining_ttl)),
+            Err(e) => Item::new(text(k)).field("cannot decode", e),
+        },
+    }
+}
+
+/// A lease id as etcdctl prints it in `lease list` (hex), 0 as `none`.
+fn lease_text(id: i64) -> String {
+    if id == 0 { "none".into() } else { format!("{id:x} ({id})") }
+}
+
+/// A `meta` record's value as text.
+fn meta_text(r: &MetaRecord<'_>, raw: &[u8]) -> String {
+    let text = |b: &[u8]| bytes_text(b, b.len(), ETCD_TEXT);
+    match r {
+        MetaRecord::ConsistentIndex(n) | MetaRecord::Term(n) => n.to_string(),
+        MetaRecord::ScheduledCompactRev(rev) | MetaRecord::FinishedCompactRev(rev) => {
+            format!("revision {}", rev.main)
+        }
+        MetaRecord::ConfState(b) | MetaRecord::StorageVersion(b) => text(b),
+        MetaRecord::Other(..) => text(raw),
+    }
 }
 
 /// Rows of an archive shown per region (the rest are counted).

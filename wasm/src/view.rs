@@ -861,6 +861,10 @@ impl<S: PageSource> Viewer<S> {
                         view.offset = pgid.saturating_mul(self.unit);
                         view.len = run.min(self.layout.source_len.saturating_sub(view.offset));
                         view.bolt = Some(p);
+                        // An etcd db's records, decoded (none for other bbolt files).
+                        view.items =
+                            describe::describe(&self.layout, &self.src, start, end - start)
+                                .unwrap_or_default();
                     }
                     Err(e) => view.error = Some(e),
                 }

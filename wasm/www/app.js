@@ -808,6 +808,14 @@ function pageLink(page, label = `page ${page}`) {
   return el('button', { type: 'button', class: 'link', text: label, onclick: () => select(num(page)) });
 }
 
+// Described structures: each title, then its fields.
+function itemsOut(items) {
+  return items.flatMap((item) => [
+    el('p', { class: 'k', text: item.title }),
+    el('dl', { class: 'fields' }, item.fields.flatMap(([k, val]) => [el('dt', { text: k }), el('dd', { text: val })])),
+  ]);
+}
+
 function shownText(s) {
   return s ? s.text : '';
 }
@@ -852,7 +860,9 @@ async function decode(page) {
     if (b.meta.length) {
       out.push(el('dl', { class: 'fields' }, b.meta.flatMap(([k, val]) => [el('dt', { text: k }), el('dd', { class: val.includes('INVALID') ? 'bad' : '', text: val })])));
     }
-    if (b.elements.length) {
+    if (v.items.length) {
+      out.push(...itemsOut(v.items));
+    } else if (b.elements.length) {
       out.push(el('p', { class: 'dim', text: b.elements.length < b.count ? `elements (first ${b.elements.length} of ${b.count}):` : `elements (${b.elements.length}):` }));
       const rows = b.elements.map((e) => {
         let what;
@@ -871,10 +881,7 @@ async function decode(page) {
     }
   } else {
     out.push(el('h3', { text: `map page ${page} · bytes ${fmtInt(offset)}–${fmtInt(offset + len - 1)}` }));
-    for (const item of v.items) {
-      out.push(el('p', { class: 'k', text: item.title }));
-      out.push(el('dl', { class: 'fields' }, item.fields.flatMap(([k, val]) => [el('dt', { text: k }), el('dd', { text: val })])));
-    }
+    out.push(...itemsOut(v.items));
     if (!v.items.length && !v.error) out.push(el('p', { class: 'dim', text: `${v.kind} bytes` }));
   }
   if (v.error) out.push(el('p', { class: 'bad', text: v.error }));
