@@ -17,6 +17,7 @@ use mapwise_view::totals::KindTotal;
 use ratatui::layout::{Position, Rect};
 
 use crate::describe::{self, Line, Tone, Widths};
+use crate::etcd::{PrefixReport, Prefixes};
 use crate::event::Action;
 use crate::stats;
 use crate::ui;
@@ -24,16 +25,22 @@ use crate::ui;
 mod advise;
 mod detail;
 mod map;
+mod prefixes;
 mod tree;
 
 use advise::{AdviseKey, AdvisePane};
 use detail::DetailPane;
 use map::{MapKey, MapPane};
+use prefixes::PrefixPane;
 use tree::TreePane;
 
 /// Most elements decoded per page (a page's `count` is a `u16`, so this
 /// is all of them).
 pub const DETAIL_LIMIT: usize = u16::MAX as usize;
+
+/// `/` segments the prefix pane groups etcd keys by (`inspector etcd`'s
+/// default `--depth`).
+pub const PREFIX_DEPTH: usize = 2;
 
 /// Decoded pages kept; the cache is emptied when it grows past this.
 const DETAIL_CACHE: usize = 1024;
@@ -134,6 +141,12 @@ pub trait Target {
     fn is_playing(&self) -> bool {
         false
     }
+    /// Count an etcd db's key prefixes of `depth` `/` segments
+    /// ([`crate::etcd::prefixes`]) on a worker; the answer comes on the
+    /// channel. `None`: this target cannot (a replayed trace).
+    fn etcd_prefixes(&mut self, _depth: usize) -> Option<Receiver<Prefixes>> {
+        None
+    }
 }
 
 /// A playback command of a replayed trace.
@@ -202,6 +215,9 @@ impl Target for Watch {
     }
     fn live_note(&self) -> Option<String> {
         Watch::live_note(self).map(str::to_owned)
+    }
+    fn etcd_prefixes(&mut self, depth: usize) -> Option<Receiver<Prefixes>> {
+        Some(crate::etcd::spawn_prefixes(Watch::path(self).to_path_buf(), depth))
     }
 }
 
@@ -441,6 +457,8 @@ pub struct App {
     advise: AdvisePane,
     /// The detail pane.
     detail: DetailPane,
+    /// An etcd db's key prefixes, shown instead of the tree.
+    prefixes: PrefixPane,
     /// An RRD file asked about in rrdcached (`RRDCACHED_ADDRESS`).
     rrdcached: Option<Rrdcached>,
     /// The touch, evict or advise running on a worker, and where its
@@ -469,6 +487,7 @@ impl App {
             tree: TreePane::default(),
             advise: AdvisePane::default(),
             detail: DetailPane::default(),
+            prefixes: PrefixPane::default(),
             rrdcached: None,
             job: None,
         };
@@ -618,6 +637,71 @@ impl App {
     #[must_use]
     pub fn is_etcd(&self) -> bool {
         self.decodable() && mapwise_view::describe::is_etcd(self.layout())
+    }
+
+    /// `true` while the etcd prefix pane replaces the structure tree.
+    #[must_use]
+    pub fn prefixes_open(&self) -> bool {
+        self.prefixes.open
+    }
+
+    /// The etcd key prefixes (most bytes first): `None` while the first
+    /// count runs, else the prefixes or why they could not be counted.
+    #[must_use]
+    pub fn prefix_rows(&self) -> Option<Result<&[PrefixReport], &str>> {
+        self.prefixes.rows.as_ref().map(|r| r.as_deref().map_err(String::as_str))
+    }
+
+    /// `true` while prefixes are being counted.
+    #[must_use]
+    pub fn prefixes_counting(&self) -> bool {
+        self.prefixes.pending.is_some()
+    }
+
+    /// How long ago the prefixes shown were counted, once they were.
+    #[must_use]
+    pub fn prefixes_age(&self) -> Option<Duration> {
+        self.prefixes.counted.map(|(at, _)| at.elapsed())
+    }
+
+    /// Index of the prefix row under the cursor, and of the first on screen.
+    #[must_use]
+    pub fn prefix_cursor(&self) -> (usize, usize) {
+        (self.prefixes.cursor, self.prefixes.offset)
+    }
+
+    /// The prefix under the cursor while the prefix pane is open: its
+    /// pages are marked on the map.
+    #[must_use]
+    pub fn marked_prefix(&self) -> Option<&PrefixReport> {
+        self.prefixes.open.then(|| self.prefixes.selected()).flatten()
+    }
+
+    /// `true` when map pages `[first, first + n)` hold a page of the
+    /// marked prefix ([`App::marked_prefix`]).
+    #[must_use]
+    pub fn is_marked(&self, first: u64, n: u64) -> bool {
+        self.marked_prefix().is_some_and(|p| {
+            let i = p.pages.partition_point(|&x| x < first);
+            p.pages.get(i).is_some_and(|&x| x < first.saturating_add(n))
+        })
+    }
+
+    /// Resident and total OS pages of the page runs holding `prefix`'s
+    /// revisions, from the current sample (`None` without a trusted one).
+    #[must_use]
+    pub fn prefix_residency(&self, prefix: &PrefixReport) -> Option<(u64, u64)> {
+        let r = self.data.residency.as_ref().filter(|r| r.trust.is_known())?;
+        let unit = self.unit();
+        let os = r.page_size.max(1);
+        let (mut resident, mut total) = (0, 0);
+        for &pgid in &prefix.pages {
+            let offset = pgid.saturating_mul(unit);
+            let len = self.layout().region_at(offset).map_or(unit, |g| g.run_len.max(unit));
+            resident += r.resident_in(offset, len);
+            total += len.div_ceil(os);
+        }
+        Some((resident, total))
     }
 
     // ----- geometry of the page map -----
@@ -1178,6 +1262,7 @@ impl App {
     /// One interval passed: refresh from `target`.
     pub fn tick(&mut self, target: &mut dyn Target) {
         self.poll_jobs(target);
+        self.poll_prefixes(target);
         let was_playing = target.is_playing();
         let r = target.refresh();
         self.sync(target, r.new_snapshot);
@@ -1274,6 +1359,7 @@ impl App {
 
     fn on_new_snapshot(&mut self) {
         self.detail.forget();
+        self.prefixes.stale = true;
         self.map.forget_kinds();
         // One pass over the regions for the totals' index and the tree's
         // "has pages" marks.
@@ -1364,6 +1450,7 @@ impl App {
             | Action::End
             | Action::Enter => match self.focus {
                 Focus::Map => self.map_key(action),
+                Focus::Tree if self.prefixes.open => self.prefix_key(action),
                 Focus::Tree => self.tree_key(action),
                 Focus::Detail => self.detail_key(action),
             },
@@ -1387,6 +1474,9 @@ impl App {
             Action::Refresh => {
                 let r = target.refresh_now();
                 self.sync(target, r.new_snapshot);
+                if self.prefixes.open && self.prefixes.stale {
+                    self.count_prefixes(target);
+                }
                 self.message = Message::info(if r.reread_started {
                     "refreshed; file changed, re-reading its structure"
                 } else {
@@ -1403,6 +1493,7 @@ impl App {
                 self.after_zoom();
             }
             Action::Help => self.overlay = Overlay::Help,
+            Action::Prefixes => self.toggle_prefixes(target),
             Action::Play(cmd) => {
                 self.message = match target.playback(cmd) {
                     Ok(text) => Message::info(text),
@@ -1644,6 +1735,64 @@ impl App {
             },
             _ => {}
         }
+    }
+
+    fn toggle_prefixes(&mut self, target: &mut dyn Target) {
+        if !self.is_etcd() {
+            self.message = Message::info("p lists the key prefixes of an etcd db; this is not one");
+            return;
+        }
+        self.prefixes.open = !self.prefixes.open;
+        if self.prefixes.open {
+            self.focus = Focus::Tree;
+            if self.prefixes.rows.is_none() || self.prefixes.stale {
+                self.count_prefixes(target);
+            }
+        }
+    }
+
+    fn count_prefixes(&mut self, target: &mut dyn Target) {
+        if self.prefixes.pending.is_some() {
+            return;
+        }
+        self.prefixes.stale = false;
+        self.prefixes.started = Some(Instant::now());
+        match target.etcd_prefixes(PREFIX_DEPTH) {
+            Some(rx) => self.prefixes.pending = Some(rx),
+            None => self.prefixes.rows = Some(Err("this view cannot count prefixes".into())),
+        }
+    }
+
+    /// Take finished prefix counts, and start another once the structure
+    /// changed while the pane is open; `true` when one arrived.
+    pub fn poll_prefixes(&mut self, target: &mut dyn Target) -> bool {
+        let arrived = self.prefixes.poll();
+        if arrived {
+            let h = self.tree_height().saturating_sub(1);
+            self.prefixes.show_cursor(h);
+        }
+        if self.prefixes.open && self.prefixes.stale && self.prefixes.may_recount() {
+            self.count_prefixes(target);
+        }
+        arrived
+    }
+
+    /// Movement in the prefix pane; Enter selects the marked prefix's
+    /// next page on the map after the selected one (from its first page
+    /// again past the last).
+    fn prefix_key(&mut self, action: Action) {
+        if action == Action::Enter {
+            let next = self.prefixes.selected().and_then(|p| {
+                let i = p.pages.partition_point(|&x| x <= self.selected);
+                p.pages.get(i).or(p.pages.first()).copied()
+            });
+            if let Some(page) = next {
+                self.select_page(page, Origin::Other);
+            }
+            return;
+        }
+        let h = self.tree_height().saturating_sub(1);
+        self.prefixes.key(action, h);
     }
 
     fn clamp_detail_scroll(&mut self) {

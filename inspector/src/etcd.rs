@@ -31,6 +31,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::mpsc::{self, Receiver};
 
 use anyhow::{Context, Result, anyhow, bail};
 use mapwise_core::PageSource;
@@ -107,7 +108,14 @@ pub struct PrefixReport {
     /// counted by the share of its page run's OS pages resident); `null`
     /// when the kernel's answer cannot be trusted.
     pub resident_bytes: Option<u64>,
+    /// The leaf pages (first page of each run) holding these revisions,
+    /// ascending: what the TUI marks on the map. Not in the JSON.
+    #[serde(skip)]
+    pub pages: Vec<u64>,
 }
+
+/// Prefixes as [`prefixes`] computes them, or why it could not.
+pub type Prefixes = Result<Vec<PrefixReport>, String>;
 
 /// One user key and what its revisions take.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -452,6 +460,43 @@ pub fn etcd(path: &Path, as_json: bool, args: &EtcdArgs) -> Result<Output> {
     Ok(Output { text, code: 0, layout_json: None })
 }
 
+/// The key prefixes of the etcd db at `path` (`depth` `/` segments, most
+/// bytes first), read as [`etcd`] reads it, with their residency now and
+/// their pages: what the TUI's prefix pane shows. No forecasts.
+///
+/// # Errors
+/// As [`etcd`]'s, as text.
+pub fn prefixes(path: &Path, depth: usize) -> Prefixes {
+    let snap = read_settled(path).map_err(|e| format!("{e:#}"))?;
+    let res = std::fs::File::open(path).ok().and_then(|f| residency::sample(&f).ok());
+    Ok(tally(&snap, res.as_ref(), depth.max(1)).prefixes)
+}
+
+/// [`prefixes`] of an open file (one snapshot of it) and a residency
+/// sample of it.
+///
+/// # Errors
+/// When `file` is not an etcd db, or a fault met reading it, as text.
+pub fn prefixes_of<S: PageSource + ?Sized>(
+    file: &BoltFile<'_, S>,
+    res: Option<&Residency>,
+    depth: usize,
+) -> Prefixes {
+    Ok(tally(&read_snapshot(file)?, res, depth.max(1)).prefixes)
+}
+
+/// [`prefixes`] on a thread of its own; the answer comes on the channel
+/// (nothing, should the thread fail to start).
+#[must_use]
+pub fn spawn_prefixes(path: std::path::PathBuf, depth: usize) -> Receiver<Prefixes> {
+    let (tx, rx) = mpsc::channel();
+    let _ = std::thread::Builder::new().name("inspector-etcd".into()).spawn(move || {
+        // The view may have gone meanwhile; nobody to tell.
+        let _ = tx.send(prefixes(&path, depth));
+    });
+    rx
+}
+
 fn read_settled(path: &Path) -> Result<Snapshot> {
     let frozen = follow::read_frozen(path, follow::TRY_FOR).map_err(|e| match e {
         follow::Error::NotBolt(..) => problem(e.to_string()),
@@ -460,17 +505,16 @@ fn read_settled(path: &Path) -> Result<Snapshot> {
     read_snapshot(&frozen.file()).map_err(|e| problem(format!("{}: {e}", path.display())))
 }
 
-fn report(
-    path: &Path,
-    snap: &Snapshot,
-    res: Option<&Residency>,
-    args: &EtcdArgs,
-) -> Result<EtcdReport> {
+/// Per prefix and per key, from one snapshot.
+struct Tally {
+    prefixes: Vec<PrefixReport>,
+    live_keys: u64,
+    largest: Vec<KeyReport>,
+}
+
+/// Count `snap`'s revisions by prefix of `depth` segments and by key.
+fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
     let ps = snap.page_size;
-    let size = snap.hwm.saturating_mul(ps);
-    let free = snap.free_runs.iter().map(|r| r.1).sum::<u64>() * ps;
-    let runs = snap.free_runs.len() as u64;
-    let longest = snap.free_runs.iter().map(|r| r.1).max().unwrap_or(0);
     let keyb = &snap.buckets[snap.key_bucket];
     let item_bytes = |r: &Rev| {
         let it = &keyb.items[r.item];
@@ -490,7 +534,13 @@ fn report(
     let mut count = vec![0u64; users];
     let mut bytes = vec![0u64; users];
     let mut res_bytes = vec![0f64; users];
+    let mut pages: HashMap<&[u8], Vec<u64>> = HashMap::new();
     for (i, r) in snap.revs.iter().enumerate() {
+        let pgid = keyb.items[r.item].pgid;
+        let at = pages.entry(prefix_of(&snap.user_keys[r.user], depth)).or_default();
+        if at.last() != Some(&pgid) {
+            at.push(pgid);
+        }
         newest[r.user] = i;
         count[r.user] += 1;
         bytes[r.user] += item_bytes(r);
@@ -502,7 +552,7 @@ fn report(
     let mut res_prefix: HashMap<&[u8], f64> = HashMap::new();
     for u in 0..users {
         let key = &snap.user_keys[u];
-        let p = prefix_of(key, args.depth);
+        let p = prefix_of(key, depth);
         let e = prefixes.entry(p).or_default();
         let last = &snap.revs[newest[u]];
         let live = !last.key.tombstone;
@@ -528,6 +578,10 @@ fn report(
             #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let rb = res_prefix.get(p).copied().unwrap_or(0.0) as u64;
             r.resident_bytes = trusted.map(|_| rb);
+            let mut p = pages.remove(p).unwrap_or_default();
+            p.sort_unstable();
+            p.dedup();
+            r.pages = p;
             r
         })
         .collect();
@@ -539,6 +593,22 @@ fn report(
     largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
     largest.truncate(LARGEST);
 
+    Tally { prefixes, live_keys, largest }
+}
+
+fn report(
+    path: &Path,
+    snap: &Snapshot,
+    res: Option<&Residency>,
+    args: &EtcdArgs,
+) -> Result<EtcdReport> {
+    let ps = snap.page_size;
+    let size = snap.hwm.saturating_mul(ps);
+    let free = snap.free_runs.iter().map(|r| r.1).sum::<u64>() * ps;
+    let runs = snap.free_runs.len() as u64;
+    let longest = snap.free_runs.iter().map(|r| r.1).max().unwrap_or(0);
+    let Tally { prefixes, live_keys, largest } = tally(snap, res, args.depth);
+    let users = snap.user_keys.len();
     let max_main = snap.revs.iter().map(|r| r.key.revision.main).max();
     let newest_rev =
         max_main.into_iter().chain(snap.scheduled).chain(snap.finished).max().unwrap_or(0);

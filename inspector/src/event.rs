@@ -54,6 +54,8 @@ pub enum Action {
     ZoomOut,
     /// Show or hide the help overlay (`?`, `F1`).
     Help,
+    /// Show or hide an etcd db's key prefixes in place of the tree (`p`).
+    Prefixes,
     /// Answer yes (`y`).
     Yes,
     /// Answer no (`n`).
@@ -113,6 +115,7 @@ pub fn from_key(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('+' | '=') => Action::ZoomIn,
         KeyCode::Char('-' | '_') => Action::ZoomOut,
         KeyCode::Char('?') | KeyCode::F(1) => Action::Help,
+        KeyCode::Char('p') => Action::Prefixes,
         KeyCode::Char('y' | 'Y') => Action::Yes,
         KeyCode::Char('n' | 'N') => Action::No,
         KeyCode::Char(' ') => Action::Play(Playback::Toggle),
@@ -140,6 +143,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ("a", "advise: WILLNEED DONTNEED SEQUENTIAL RANDOM NORMAL"),
     ("L", "lock / unlock the file in memory (mlock)"),
     ("r", "refresh now"),
+    ("p", "etcd db: key prefixes (Enter: a prefix's next page)"),
     ("Space , . [ ]", "replay: play/pause, step, slower/faster"),
     ("?  F1", "this help"),
 ];

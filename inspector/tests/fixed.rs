@@ -94,6 +94,17 @@ impl Target for Fixed {
     fn describe(&self, offset: u64, len: u64) -> Result<Vec<Item>, String> {
         mapwise_view::describe::describe(&self.snapshot.layout, &self.bytes, offset, len)
     }
+    fn etcd_prefixes(
+        &mut self,
+        depth: usize,
+    ) -> Option<std::sync::mpsc::Receiver<mapwise_inspector::etcd::Prefixes>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let counted = BoltFile::open(&self.bytes[..])
+            .map_err(|e| e.to_string())
+            .and_then(|f| mapwise_inspector::etcd::prefixes_of(&f, self.residency.as_ref(), depth));
+        tx.send(counted).ok()?;
+        Some(rx)
+    }
     fn touch(&mut self) -> Result<Effect, String> {
         Ok(self.set(0, TO_EOF, true, false))
     }

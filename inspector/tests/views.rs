@@ -172,6 +172,62 @@ fn etcd_records_are_decoded_in_the_detail_pane() {
 }
 
 #[test]
+fn etcd_prefix_pane_marks_a_prefix_on_the_map() {
+    let dumped = dumped_key_records(&fs::read_to_string(testdata("etcd-small.dump.txt")).unwrap());
+    let mut target = fixed(&testdata("etcd-small.db"));
+    let mut app = app("etcd-small.db", &target, 120, 40);
+    press(&mut app, &mut target, &[Action::Prefixes]);
+    assert!(app.prefixes_open());
+    assert_eq!(app.focus(), Focus::Tree);
+    app.poll_prefixes(&mut target);
+    let rows = app.prefix_rows().expect("counted").expect("an etcd db");
+    // etcd-gen writes one revision of each of its keys, `/oracle/key-NNNNNN`
+    // (two segments: each key is its own prefix at depth 2).
+    assert_eq!(rows.len(), dumped.len());
+    assert_eq!(rows.iter().map(|p| p.revisions).sum::<u64>(), dumped.len() as u64);
+    // The second row: its bytes are its record's, as Go bbolt dumps it.
+    press(&mut app, &mut target, &[Action::Down]);
+    let p = app.marked_prefix().expect("a prefix under the cursor").clone();
+    let (raw, value) = dumped
+        .iter()
+        .find(|(_, v)| {
+            let kv = <mapwise_core::etcd::KeyValue as mapwise_core::etcd::prost::Message>::decode(
+                v.as_slice(),
+            )
+            .unwrap();
+            kv.key == p.prefix.as_bytes()
+        })
+        .expect("the prefix's record in the dump");
+    assert_eq!(p.live_bytes, (raw.len() + value.len()) as u64);
+    assert_eq!(p.pages.len(), 1, "one record, one leaf");
+    // Enter selects its page on the map, which is marked, and whose
+    // decoded records hold the key.
+    press(&mut app, &mut target, &[Action::Enter]);
+    assert_eq!(app.selected(), p.pages[0]);
+    assert!(app.is_marked(p.pages[0], 1));
+    assert!(!app.is_marked(0, p.pages[0]), "no page before it is marked");
+    let key = format!("\"{}\"", p.prefix);
+    assert!(app.detail_lines().iter().any(|l| l.text().ends_with(&key)), "{key}");
+    let t = draw(&app);
+    let text = format!("{}", t.backend());
+    assert!(text.contains("etcd key prefixes · 1000"), "{text}");
+    assert!(text.contains(&format!("■ {}", p.prefix)), "the legend names it: {text}");
+    // p again: the tree is back and nothing is marked.
+    press(&mut app, &mut target, &[Action::Prefixes]);
+    assert!(!app.prefixes_open());
+    assert!(!app.is_marked(p.pages[0], 1));
+}
+
+#[test]
+fn prefix_pane_is_for_etcd_only() {
+    let mut target = fixed(&testdata("small.db"));
+    let mut app = app("small.db", &target, 120, 40);
+    press(&mut app, &mut target, &[Action::Prefixes]);
+    assert!(!app.prefixes_open());
+    assert!(app.message().unwrap().text.contains("not one"));
+}
+
+#[test]
 fn etcd_small_80x24() {
     let target = fixed(&testdata("etcd-small.db"));
     let app = app("etcd-small.db", &target, 80, 24);

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use crate::app::{App, Focus};
 
-use super::{inner, kind_style, pane, selected_style};
+use super::{inner, kind_style, marked_style, pane, selected_style};
 
 /// Draw the page map into `area` (border included).
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
@@ -60,6 +60,8 @@ pub fn render(frame: &mut Frame, area: Rect, app: &App) {
             let index = first_cell.saturating_add(col);
             let (ch, style) = if index == selected_cell {
                 (cell.residence.selected_glyph(), selected_style(cell.kind))
+            } else if app.is_marked(cell.first, cell.pages) {
+                (cell.residence.glyph(), marked_style())
             } else {
                 (cell.residence.glyph(), kind_style(cell.kind))
             };

@@ -15,6 +15,7 @@
 pub mod detail;
 pub mod help;
 pub mod map;
+pub mod prefixes;
 pub mod status;
 pub mod tree;
 
@@ -116,6 +117,16 @@ pub fn kind_style(kind: Kind) -> Style {
         Style::new().fg(kind_color(kind))
     }
 }
+
+/// Style of a map cell holding a page of the marked etcd prefix.
+#[must_use]
+pub fn marked_style() -> Style {
+    Style::new().fg(MARKED).add_modifier(Modifier::BOLD)
+}
+
+/// The colour of the marked prefix's cells: a colour no bbolt page kind
+/// has ([`palette::kind_colour`]).
+pub const MARKED: Color = Color::LightYellow;
 
 /// Style of the selected map cell of `kind`: black on the kind's colour.
 #[must_use]

@@ -78,6 +78,12 @@ pub fn legend_lines(app: &App, width: u16) -> Vec<Line<'static>> {
         ),
         Span::styled(" selected", dim),
     ]);
+    if let Some(p) = app.marked_prefix() {
+        chunks.push(vec![
+            Span::styled("■ ", super::marked_style()),
+            Span::styled(format!("{} ", p.prefix), dim),
+        ]);
+    }
     for t in app.totals() {
         let k = kind_from_name(t.kind);
         chunks.push(vec![

@@ -15,6 +15,10 @@ use super::{inner, kind_color, pane};
 
 /// Draw the structure pane into `area` (border included).
 pub fn render(frame: &mut Frame, area: Rect, app: &App) {
+    if app.prefixes_open() {
+        super::prefixes::render(frame, area, app);
+        return;
+    }
     let focused = app.focus() == Focus::Tree;
     let layout = app.layout();
     let buckets = layout.groups.len().saturating_sub(1);
