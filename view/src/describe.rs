@@ -451,6 +451,15 @@ pub fn preview(b: &Bytes, max: usize) -> String {
     crate::fmt::bytes_text(&b.prefix, b.len, max)
 }
 
+/// A key range of an etcd db's `key` bucket as revisions, `rev 24_0..45_0`
+/// (`t` marks a tombstone); `None` unless both keys are revision keys
+/// ([`RevisionKey::parse`]).
+#[must_use]
+pub fn revision_range(first: &Bytes, last: &Bytes) -> Option<String> {
+    let parse = |b: &Bytes| RevisionKey::parse(&b.prefix).ok().filter(|_| b.is_complete());
+    Some(format!("rev {}..{}", parse(first)?, parse(last)?))
+}
+
 /// A key range `first..last` in at most `max` characters; the last key's
 /// leading part shared with the first is left out (at a space for hex,
 /// marked `…` for text), so what differs stays visible.

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::app::{App, Focus, TreeRow};
-use mapwise_view::describe::{key_range, range_text};
+use mapwise_view::describe::{key_range, range_text, revision_range};
 
 use super::{inner, kind_color, pane};
 
@@ -227,7 +227,13 @@ fn row_line(app: &App, row: TreeRow, width: usize) -> Line<'static> {
             let room = width.saturating_sub(used + 1);
             if room >= 9 {
                 let keys = match app.detail(r.id) {
-                    Some(Ok(d)) => key_range(d).map(|(a, b)| range_text(a, b, room)),
+                    Some(Ok(d)) => key_range(d).map(|(a, b)| {
+                        app.is_etcd()
+                            .then(|| revision_range(a, b))
+                            .flatten()
+                            .filter(|t| t.chars().count() <= room)
+                            .unwrap_or_else(|| range_text(a, b, room))
+                    }),
                     Some(Err(_)) => Some("(unreadable)".into()),
                     None => None,
                 };
