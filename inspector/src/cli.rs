@@ -15,7 +15,7 @@ use mapwise_core::PageSource;
 use mapwise_core::bolt::{Body, BoltFile, Element, PageDetail, WalkOptions, page_detail};
 use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::Format;
-use mapwise_native::observe::watch::read_snapshot;
+use mapwise_native::observe::watch::{Effect, read_snapshot};
 use mapwise_native::os::io::QuietSource;
 use mapwise_native::os::residency::{self, CacheStat, Residency, Trust};
 use mapwise_native::report;
@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::app::{DETAIL_LIMIT, group_name};
 use crate::describe::{Widths, page_lines};
-use crate::stats::{self, percent};
+use crate::stats::{self, g3, percent, vmtouch_size};
 
 /// What a subcommand prints and its exit status.
 #[derive(Debug, Clone)]
@@ -131,6 +131,64 @@ pub struct ResidencyReport {
     /// The line the text output shows for the daemon.
     #[serde(skip)]
     rrdcached_line: Option<String>,
+    /// An RRD file's hot set, when its header could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hot_set: Option<HotSetReport>,
+}
+
+/// An RRD file's hot set: the OS pages its next update touches, which are
+/// the header's pages and each archive's current and next rows
+/// ([`mapwise_core::rrd::hot_ranges`]); and what the page cache spends
+/// outside it, on rows no update will touch. Counts are `null` when the
+/// kernel does not say.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HotSetReport {
+    /// OS pages in the hot set.
+    pub hot_pages: u64,
+    /// `hot_pages * page_size`.
+    pub hot_bytes: u64,
+    /// Of them, resident.
+    pub hot_resident_pages: Option<u64>,
+    /// `100 * hot_resident_pages / hot_pages`.
+    pub hot_resident_percent: Option<f64>,
+    /// Resident bytes outside the hot set ("cold resident").
+    pub cold_resident_bytes: Option<u64>,
+}
+
+impl HotSetReport {
+    /// The hot set `hot` (page-aligned byte ranges) against `res`.
+    #[must_use]
+    pub fn of(hot: &[(u64, u64)], res: &Residency) -> HotSetReport {
+        let (mut pages, mut resident) = (0u64, Some(0u64));
+        for &(offset, len) in hot {
+            let (n, r) = Effect::count(res, offset, len);
+            pages += n;
+            resident = resident.zip(r).map(|(a, b)| a + b);
+        }
+        let cold = res.known_resident_pages().zip(resident).map(|(all, h)| all.saturating_sub(h));
+        HotSetReport {
+            hot_pages: pages,
+            hot_bytes: pages.saturating_mul(res.page_size),
+            hot_resident_pages: resident,
+            hot_resident_percent: resident.map(|r| percent(r, pages)),
+            cold_resident_bytes: cold.map(|c| c.saturating_mul(res.page_size)),
+        }
+    }
+
+    /// The line the text outputs show: `hot set 12/12 pages resident
+    /// (100%), cold resident 1.2M`.
+    #[must_use]
+    pub fn line(&self) -> String {
+        match (self.hot_resident_pages, self.cold_resident_bytes) {
+            (Some(r), Some(c)) => format!(
+                "hot set {r}/{} pages resident ({}%), cold resident {}",
+                self.hot_pages,
+                g3(percent(r, self.hot_pages)),
+                vmtouch_size(c)
+            ),
+            _ => format!("hot set {} pages, residency unknown", self.hot_pages),
+        }
+    }
 }
 
 /// What rrdcached holds for an RRD file (the daemon `RRDCACHED_ADDRESS`
@@ -230,6 +288,7 @@ pub fn measure(path: &Path) -> Result<Measured> {
         rrdcached_pending: pending.count,
         rrdcached_error: pending.error,
         rrdcached_line: pending.line,
+        hot_set: snap.rrd.as_ref().map(|r| HotSetReport::of(&r.hot, &res)),
     };
     Ok(Measured { report: rep, residency: res, format_page: snap.layout.page_size })
 }
@@ -265,6 +324,9 @@ fn residency_text(rep: &ResidencyReport, res: &Residency, format_page: u32) -> S
     }
     if let Some(line) = &rep.rrdcached_line {
         let _ = writeln!(s, "      Rrdcached: {line}");
+    }
+    if let Some(h) = &rep.hot_set {
+        let _ = writeln!(s, "        Hot set: {}", h.line());
     }
     if let Some(e) = &rep.structure_error {
         let _ = writeln!(s, "      Structure: unreadable: {e}");

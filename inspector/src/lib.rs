@@ -43,3 +43,4 @@ pub mod many;
 pub mod replay;
 pub mod stats;
 pub mod ui;
+pub mod warm;

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use mapwise_core::bolt::WalkOptions;
 use mapwise_inspector::app::{App, Data, Target};
 use mapwise_inspector::replay::Replay;
-use mapwise_inspector::{cli, demo, etcd, event, many, ui};
+use mapwise_inspector::{cli, demo, etcd, event, many, ui, warm};
 use mapwise_native::observe::trace::Recorder;
 use mapwise_native::observe::watch::Watch;
 use ratatui::DefaultTerminal;
@@ -52,6 +52,27 @@ enum Command {
     /// FIFOs, devices, links and other file systems are listed and pass, as
     /// du and vmtouch pass over them.
     Residency(many::Args),
+    /// Read files into the page cache, as `vmtouch -t` does; with `--hot`,
+    /// only the pages an RRD file's next update touches (its header and
+    /// each archive's current and next rows). Says what changed, per file.
+    Warm {
+        /// Only RRD files' hot sets; other files are left alone.
+        #[arg(long)]
+        hot: bool,
+        #[command(flatten)]
+        args: warm::Args,
+    },
+    /// Drop files from the page cache, as `vmtouch -e` does; with
+    /// `--cold`, all of an RRD file but its hot set (what the next update
+    /// touches), so the cache keeps only what updates need. Says what
+    /// changed, per file.
+    Evict {
+        /// Only RRD files' cold pages; other files are left alone.
+        #[arg(long)]
+        cold: bool,
+        #[command(flatten)]
+        args: warm::Args,
+    },
     /// The page table of a bbolt file, as `bbolt pages` prints it.
     Pages(FileArgs),
     /// Decode pages (bbolt pages by page id; OS pages of RRD and revlog
@@ -151,6 +172,7 @@ fn main() -> ExitCode {
         Command::Open { .. } | Command::Record { .. } | Command::Replay { .. } => false,
         Command::Pages(a) | Command::Check(a) | Command::Layout(a) => a.json,
         Command::Residency(a) => a.json,
+        Command::Warm { args, .. } | Command::Evict { args, .. } => args.json,
         Command::Page { json, .. } | Command::Etcd { json, .. } => *json,
     };
     let result = match args.command {
@@ -159,6 +181,14 @@ fn main() -> ExitCode {
             Some(file) => print(cli::residency(file, a.json)),
             None => stream_bytes(|out| many::run(&a, out)),
         },
+        Command::Warm { hot, args } => {
+            let act = if hot { warm::Act::WarmHot } else { warm::Act::Warm };
+            stream_bytes(|out| warm::run(act, &args, out))
+        }
+        Command::Evict { cold, args } => {
+            let act = if cold { warm::Act::EvictCold } else { warm::Act::Evict };
+            stream_bytes(|out| warm::run(act, &args, out))
+        }
         Command::Pages(a) => stream(|out| cli::pages(&a.file, a.json, out)),
         Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
         Command::Check(a) => print(cli::check(&a.file, a.json)),

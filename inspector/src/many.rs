@@ -31,12 +31,12 @@ use serde::Serialize;
 use crate::cli::{self, ResidencyReport};
 use crate::stats::{g3, percent, vmtouch_size};
 
-/// The command line of `inspector residency`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
+/// The paths of a command over many files, and how trees are walked:
+/// shared by `inspector residency`, `warm` and `evict`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TreeArgs {
     /// Files and directories. A directory lists the files in it; with
-    /// `-R`, the whole tree under it. One file alone (no `--top`) gives
-    /// the one-file report.
+    /// `-R`, the whole tree under it.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Recurse into directories, never following symbolic links (a link
@@ -50,6 +50,14 @@ pub struct Args {
     /// `vmtouch` do by default.
     #[arg(long)]
     pub cross_mounts: bool,
+}
+
+/// The command line of `inspector residency`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The paths; one file alone (no `--top`) gives the one-file report.
+    #[command(flatten)]
+    pub tree: TreeArgs,
     /// Keep only the N files with the most resident bytes, largest first
     /// (the totals still count every file).
     #[arg(long, value_name = "N")]
@@ -64,7 +72,7 @@ impl Args {
     /// a regular file (or cannot be looked at), without `--top`.
     #[must_use]
     pub fn one_file(&self) -> Option<&Path> {
-        match self.paths.as_slice() {
+        match self.tree.paths.as_slice() {
             // A path that cannot be looked at keeps the one-file error;
             // a FIFO or socket is listed, never opened.
             [p] if self.top.is_none() && fs::metadata(p).map_or(true, |m| m.is_file()) => Some(p),
@@ -154,6 +162,14 @@ pub struct Totals {
     pub hard_links: u64,
     /// Directories listed.
     pub directories: u64,
+    /// RRD files measured with a hot set ([`crate::cli::HotSetReport`]).
+    pub rrd_files: u64,
+    /// Their hot sets' OS pages.
+    pub hot_pages: u64,
+    /// Of them, resident.
+    pub hot_resident_pages: u64,
+    /// Their resident bytes outside the hot sets.
+    pub cold_resident_bytes: u64,
 }
 
 /// Where the lines go: written at once, or kept for `--top`.
@@ -165,9 +181,6 @@ struct Sink<'w> {
     totals: Totals,
     page_size: u64,
     written: u64,
-    /// Device and inode of every file met with more than one name: the
-    /// only files held for the whole walk.
-    linked: HashSet<(u64, u64)>,
 }
 
 /// An entry ordered by resident bytes, then path (for a stable order).
@@ -207,6 +220,12 @@ impl Sink<'_> {
                     t.total_pages += r.total_pages;
                     t.resident_pages += r.resident_pages.unwrap_or(0);
                     self.page_size = r.page_size;
+                    if let Some(h) = &r.hot_set {
+                        t.rrd_files += 1;
+                        t.hot_pages += h.hot_pages;
+                        t.hot_resident_pages += h.hot_resident_pages.unwrap_or(0);
+                        t.cold_resident_bytes += h.cold_resident_bytes.unwrap_or(0);
+                    }
                 }
             }
             Status::Skipped => t.skipped += 1,
@@ -262,25 +281,18 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<u8> {
         totals: Totals::default(),
         page_size: mapwise_native::os::residency::os_page_size(),
         written: 0,
-        linked: HashSet::new(),
     };
     if args.json {
         sink.out.write_all(b"{\n\"files\": [")?;
     } else {
         sink.out.write_all(HEADER.as_bytes())?;
     }
-    for p in &args.paths {
-        // A path given is followed when it is a link, as `du -D` and
-        // `find -H` do: the user named it.
-        match fs::metadata(p) {
-            Err(e) => sink.add(skipped(p, "unknown", format!("cannot access: {e}")))?,
-            Ok(m) if m.is_dir() => {
-                sink.totals.directories += 1;
-                walk(p, m.dev(), args, &mut sink)?;
-            }
-            Ok(m) => visit(p, &m, args, None, &mut sink)?,
-        }
-    }
+    let mut walker = Walker::new(&args.tree);
+    walker.run(&mut |found| match found {
+        Found::File(p) => sink.add(measured(p)),
+        Found::Other(e) => sink.add(*e),
+    })?;
+    sink.totals.directories = walker.directories;
     if let Some((_, heap)) = sink.top.take() {
         for Reverse(Ranked(e)) in heap.into_sorted_vec() {
             sink.write(&e)?;
@@ -339,6 +351,9 @@ fn line(e: &Entry) -> String {
             .collect();
         s.push_str(&format!("{:>48}  resident by kind: {}\n", "", kinds.join(", ")));
     }
+    if let Some(h) = &r.hot_set {
+        s.push_str(&format!("{:>48}  {}\n", "", h.line()));
+    }
     s
 }
 
@@ -369,6 +384,17 @@ fn totals_line(t: &Totals, page_size: u64) -> String {
         t.files,
         if t.files == 1 { "" } else { "s" }
     );
+    if t.rrd_files > 0 {
+        s.push_str(&format!(
+            "; RRD hot sets {}/{} pages resident ({}%), cold resident {} in {} RRD file{}",
+            t.hot_resident_pages,
+            t.hot_pages,
+            g3(percent(t.hot_resident_pages, t.hot_pages)),
+            vmtouch_size(t.cold_resident_bytes),
+            t.rrd_files,
+            if t.rrd_files == 1 { "" } else { "s" }
+        ));
+    }
     for (n, one, many) in [
         (t.skipped, "skipped", "skipped"),
         (t.not_regular, "not a regular file", "not regular files"),
@@ -415,82 +441,158 @@ fn type_name(m: &Metadata) -> &'static str {
     }
 }
 
-/// List the directory `dir` (on device `dev`): its files, and with `-R`
-/// its subdirectories on the same file system, depth first, names sorted.
-fn walk(dir: &Path, dev: u64, args: &Args, sink: &mut Sink) -> std::io::Result<()> {
-    let mut names = Vec::new();
-    match fs::read_dir(dir) {
-        Err(e) => {
-            return sink.add(skipped(dir, "directory", format!("cannot read directory: {e}")));
+/// What a walk found: a regular file to measure or act on, or a path
+/// listed with what became of it.
+pub enum Found<'a> {
+    /// A regular file, met for the first time.
+    File(&'a Path),
+    /// Anything else: not openable, not regular, a link, a directory not
+    /// entered, another name of a file already met.
+    Other(Box<Entry>),
+}
+
+/// A walk over [`TreeArgs`]: it streams what it finds, holding a
+/// directory's names while it is listed and the identity of files with
+/// several names (hard links), which are found once, under the first name
+/// met, as `vmtouch` and `du` count them.
+pub struct Walker<'a> {
+    args: &'a TreeArgs,
+    /// Device and inode of every file met with more than one name: the
+    /// only files held for the whole walk.
+    linked: HashSet<(u64, u64)>,
+    /// Directories listed.
+    pub directories: u64,
+}
+
+impl<'a> Walker<'a> {
+    /// A walk over `args`.
+    #[must_use]
+    pub fn new(args: &'a TreeArgs) -> Walker<'a> {
+        Walker { args, linked: HashSet::new(), directories: 0 }
+    }
+
+    /// Walk every path given, in order, telling `found` of each.
+    ///
+    /// # Errors
+    /// The first error `found` returns.
+    pub fn run(
+        &mut self,
+        found: &mut dyn FnMut(Found) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        for p in &self.args.paths {
+            // A path given is followed when it is a link, as `du -D` and
+            // `find -H` do: the user named it.
+            match fs::metadata(p) {
+                Err(e) => found(Found::Other(Box::new(skipped(
+                    p,
+                    "unknown",
+                    format!("cannot access: {e}"),
+                ))))?,
+                Ok(m) if m.is_dir() => {
+                    self.directories += 1;
+                    self.walk(p, m.dev(), found)?;
+                }
+                Ok(m) => self.visit(p, &m, None, found)?,
+            }
         }
-        Ok(rd) => {
-            for entry in rd {
-                match entry {
-                    Ok(d) => names.push(d.file_name()),
-                    Err(e) => {
-                        sink.add(skipped(dir, "directory", format!("cannot read directory: {e}")))?;
-                        break;
+        Ok(())
+    }
+
+    /// List the directory `dir` (on device `dev`): its files, and with
+    /// `-R` its subdirectories on the same file system, depth first, names
+    /// sorted.
+    fn walk(
+        &mut self,
+        dir: &Path,
+        dev: u64,
+        found: &mut dyn FnMut(Found) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut names = Vec::new();
+        let unreadable = |e: std::io::Error| {
+            Found::Other(Box::new(skipped(dir, "directory", format!("cannot read directory: {e}"))))
+        };
+        match fs::read_dir(dir) {
+            Err(e) => return found(unreadable(e)),
+            Ok(rd) => {
+                for entry in rd {
+                    match entry {
+                        Ok(d) => names.push(d.file_name()),
+                        Err(e) => {
+                            found(unreadable(e))?;
+                            break;
+                        }
                     }
                 }
             }
         }
-    }
-    names.sort_unstable();
-    for name in names {
-        let p = dir.join(name);
-        match fs::symlink_metadata(&p) {
-            // Gone since it was listed, or not reachable.
-            Err(e) => sink.add(skipped(&p, "unknown", format!("cannot access: {e}")))?,
-            Ok(m) => visit(&p, &m, args, Some(dev), sink)?,
+        names.sort_unstable();
+        for name in names {
+            let p = dir.join(name);
+            match fs::symlink_metadata(&p) {
+                // Gone since it was listed, or not reachable.
+                Err(e) => found(Found::Other(Box::new(skipped(
+                    &p,
+                    "unknown",
+                    format!("cannot access: {e}"),
+                ))))?,
+                Ok(m) => self.visit(&p, &m, Some(dev), found)?,
+            }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-/// One path found (`dev`: the device of the tree it was found in; `None`
-/// for a path given on the command line).
-fn visit(
-    p: &Path,
-    m: &Metadata,
-    args: &Args,
-    dev: Option<u64>,
-    sink: &mut Sink,
-) -> std::io::Result<()> {
-    let other = |e: Status, reason: Option<String>| Entry {
-        status: e,
-        file_type: type_name(m),
-        reason,
-        file: Some(p.display().to_string()),
-        report: None,
-    };
-    let ft = m.file_type();
-    let foreign = dev.is_some_and(|d| d != m.dev()) && !args.cross_mounts;
-    if ft.is_symlink() {
-        return sink.add(other(Status::Symlink, None));
-    }
-    if ft.is_dir() {
-        if !args.recursive {
-            return sink.add(other(Status::NotEntered, Some("-R enters it".into())));
+    /// One path found (`dev`: the device of the tree it was found in;
+    /// `None` for a path given on the command line).
+    fn visit(
+        &mut self,
+        p: &Path,
+        m: &Metadata,
+        dev: Option<u64>,
+        found: &mut dyn FnMut(Found) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let other = |e: Status, reason: Option<String>| {
+            Found::Other(Box::new(Entry {
+                status: e,
+                file_type: type_name(m),
+                reason,
+                file: Some(p.display().to_string()),
+                report: None,
+            }))
+        };
+        let ft = m.file_type();
+        let foreign = dev.is_some_and(|d| d != m.dev()) && !self.args.cross_mounts;
+        if ft.is_symlink() {
+            return found(other(Status::Symlink, None));
+        }
+        if ft.is_dir() {
+            if !self.args.recursive {
+                return found(other(Status::NotEntered, Some("-R enters it".into())));
+            }
+            if foreign {
+                let why = "another file system (--cross-mounts enters it)".into();
+                return found(other(Status::NotEntered, Some(why)));
+            }
+            self.directories += 1;
+            return self.walk(p, m.dev(), found);
+        }
+        if !ft.is_file() {
+            return found(other(Status::NotRegular, None));
         }
         if foreign {
-            let why = "another file system (--cross-mounts enters it)".into();
-            return sink.add(other(Status::NotEntered, Some(why)));
+            // A file bind-mounted into the tree.
+            let why = "another file system (--cross-mounts counts it)".into();
+            return found(other(Status::NotEntered, Some(why)));
         }
-        sink.totals.directories += 1;
-        return walk(p, m.dev(), args, sink);
+        if m.nlink() > 1 && !self.linked.insert((m.dev(), m.ino())) {
+            return found(other(Status::HardLink, None));
+        }
+        found(Found::File(p))
     }
-    if !ft.is_file() {
-        return sink.add(other(Status::NotRegular, None));
-    }
-    if foreign {
-        // A file bind-mounted into the tree.
-        let why = "another file system (--cross-mounts counts it)".into();
-        return sink.add(other(Status::NotEntered, Some(why)));
-    }
-    if m.nlink() > 1 && !sink.linked.insert((m.dev(), m.ino())) {
-        return sink.add(other(Status::HardLink, None));
-    }
-    let entry = match cli::measure(p) {
+}
+
+/// A regular file measured ([`cli::measure`]), as a listing entry.
+fn measured(p: &Path) -> Entry {
+    match cli::measure(p) {
         Err(e) => skipped(p, "file", format!("{e:#}")),
         Ok(measured) => {
             let r = measured.report;
@@ -510,6 +612,5 @@ fn visit(
                 report: Some(r),
             }
         }
-    };
-    sink.add(entry)
+    }
 }

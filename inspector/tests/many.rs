@@ -487,3 +487,97 @@ fn a_cold_tree_stays_cold_and_unchanged() {
     let after: Vec<_> = names.iter().map(|n| stamp(n)).collect();
     assert!(before == after, "a file changed");
 }
+
+/// The pages an RRD file's next update may touch, worked out from what
+/// `rrdtool info` says (`header_size`, each archive's `rows` and
+/// `cur_row`, the data sources): the header's pages, and each archive's
+/// current and next rows (none of big.rrd's archives is SEASONAL or
+/// DEVSEASONAL, which look one row further).
+fn hot_pages_by_rrdtool(path: &Path, page: u64) -> std::collections::BTreeSet<u64> {
+    let (header, ds, rras) = mapwise_testkit::peers::rrdtool_info(path).expect("rrdtool info");
+    let row = ds * 8;
+    let mut pages: std::collections::BTreeSet<u64> = (0..header.div_ceil(page)).collect();
+    let mut start = header;
+    for (rows, cur) in rras {
+        for r in [cur, (cur + 1) % rows] {
+            let at = start + r * row;
+            pages.extend(at / page..=(at + row - 1) / page);
+        }
+        start += rows * row;
+    }
+    pages
+}
+
+/// OS pages of `path` resident now (mincore).
+fn resident_set(path: &Path) -> std::collections::BTreeSet<u64> {
+    let r = residency::sample(&File::open(path).unwrap()).unwrap();
+    assert!(r.trust.is_known());
+    (0..r.total_pages).filter(|&p| r.is_resident(p)).collect()
+}
+
+#[test]
+fn evict_cold_keeps_what_rrdtools_next_update_touches() {
+    need(&[Need::Rrdtool, Need::Vmtouch]);
+    let dir = tmpdir();
+    let copy = |from: &str, to: &str| {
+        let to = dir.path().join(to);
+        fs::copy(mapwise_testkit::testdata(from), &to).unwrap();
+        File::open(&to).unwrap().sync_all().unwrap();
+        to
+    };
+    let rrd = copy("rrd/big.rrd", "big.rrd");
+    let db = copy("bolt/small.db", "small.db");
+    let root = dir.path().to_str().unwrap();
+    let page = residency::os_page_size();
+    assert!(
+        !String::from_utf8(Command::new("rrdtool").arg("info").arg(&rrd).output().unwrap().stdout)
+            .unwrap()
+            .contains("SEASONAL")
+    );
+    let hot = hot_pages_by_rrdtool(&rrd, page);
+
+    // Warm: the whole tree is resident, as vmtouch counts it.
+    assert_eq!(run(&["warm", root], T).code, Some(0));
+    let vm = vmtouch(dir.path(), true);
+    assert_eq!(vm.resident, vm.total, "{vm:?}");
+
+    // Evict the cold pages: the RRD keeps exactly rrdtool's hot pages; the
+    // bbolt file has no hot set and is left alone.
+    let (code, v) = inspector_json(&["evict", "--cold", "--json", root]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let e = entry(&v, &rrd);
+    assert_eq!(e["status"], "done");
+    assert_eq!(e["hot_set_after"]["hot_pages"].as_u64(), Some(hot.len() as u64));
+    assert_eq!(e["hot_set_after"]["cold_resident_bytes"].as_u64(), Some(0));
+    assert_eq!(entry(&v, &db)["status"], "left_alone");
+    assert_eq!(resident_set(&rrd), hot, "resident after evict --cold");
+    let vm = vmtouch(dir.path(), true);
+    assert_eq!(vm.files[db.to_str().unwrap()], (16, 16), "small.db untouched");
+    assert_eq!(vm.files[rrd.to_str().unwrap()].0, hot.len() as u64);
+
+    // rrdtool's next update (one step on, every data source unknown)
+    // touches no page outside the hot set.
+    let out = Command::new("rrdtool").arg("info").arg(&rrd).output().unwrap();
+    let info = String::from_utf8(out.stdout).unwrap();
+    let num = |k: &str| -> i64 {
+        info.lines().find_map(|l| l.strip_prefix(k)).unwrap().trim().parse().unwrap()
+    };
+    let next = num("last_update = ") + num("step = ");
+    let st = mapwise_testkit::peers::rrdtool()
+        .args(["update", rrd.to_str().unwrap(), &format!("{next}:U:U")])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let after = resident_set(&rrd);
+    assert!(
+        after.is_subset(&hot),
+        "rrdtool touched pages outside the hot set: {after:?} vs {hot:?}"
+    );
+
+    // Warm --hot after a full evict brings in exactly the hot set.
+    assert_eq!(run(&["evict", root], T).code, Some(0));
+    let hot = hot_pages_by_rrdtool(&rrd, page);
+    assert_eq!(run(&["warm", "--hot", root], T).code, Some(0));
+    assert_eq!(resident_set(&rrd), hot, "resident after warm --hot");
+    assert!(resident_set(&db).is_empty(), "warm --hot leaves a bbolt file alone");
+}
