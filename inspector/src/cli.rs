@@ -134,6 +134,10 @@ pub struct ResidencyReport {
     /// An RRD file's hot set, when its header could be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hot_set: Option<HotSetReport>,
+    /// A bbolt file read in one snapshot: its size as bbolt counts it
+    /// (high-water mark × page size; etcd's `dbSize`).
+    #[serde(skip)]
+    pub bolt_size: Option<u64>,
 }
 
 /// An RRD file's hot set: the OS pages its next update touches, which are
@@ -289,6 +293,11 @@ pub fn measure(path: &Path) -> Result<Measured> {
         rrdcached_error: pending.error,
         rrdcached_line: pending.line,
         hot_set: snap.rrd.as_ref().map(|r| HotSetReport::of(&r.hot, &res)),
+        bolt_size: snap
+            .bolt
+            .as_ref()
+            .filter(|_| snap.unsettled.is_none())
+            .map(|b| b.hwm.saturating_mul(u64::from(b.page_size))),
     };
     Ok(Measured { report: rep, residency: res, format_page: snap.layout.page_size })
 }

@@ -38,6 +38,7 @@ pub mod demo;
 pub mod describe;
 pub mod etcd;
 pub mod event;
+pub mod export;
 pub mod follow;
 pub mod many;
 pub mod replay;

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use mapwise_core::bolt::WalkOptions;
 use mapwise_inspector::app::{App, Data, Target};
 use mapwise_inspector::replay::Replay;
-use mapwise_inspector::{cli, demo, etcd, event, many, ui, warm};
+use mapwise_inspector::{cli, demo, etcd, event, export, many, ui, warm};
 use mapwise_native::observe::trace::Recorder;
 use mapwise_native::observe::watch::Watch;
 use ratatui::DefaultTerminal;
@@ -73,6 +73,12 @@ enum Command {
         #[command(flatten)]
         args: warm::Args,
     },
+    /// Serve the residency of files and trees as Prometheus metrics at
+    /// `/metrics` (OpenMetrics text): per file its size and resident
+    /// bytes, per page kind, RRD hot sets, bbolt free and in-use bytes.
+    /// The paths are walked every interval; scrapes get the last walk.
+    /// Only reads. Loopback only unless `--allow-remote`.
+    Export(export::Args),
     /// The page table of a bbolt file, as `bbolt pages` prints it.
     Pages(FileArgs),
     /// Decode pages (bbolt pages by page id; OS pages of RRD and revlog
@@ -172,6 +178,7 @@ fn main() -> ExitCode {
         Command::Open { .. } | Command::Record { .. } | Command::Replay { .. } => false,
         Command::Pages(a) | Command::Check(a) | Command::Layout(a) => a.json,
         Command::Residency(a) => a.json,
+        Command::Export(_) => false,
         Command::Warm { args, .. } | Command::Evict { args, .. } => args.json,
         Command::Page { json, .. } | Command::Etcd { json, .. } => *json,
     };
@@ -189,6 +196,7 @@ fn main() -> ExitCode {
             let act = if cold { warm::Act::EvictCold } else { warm::Act::Evict };
             stream_bytes(|out| warm::run(act, &args, out))
         }
+        Command::Export(a) => export::serve(&a).map(|()| ExitCode::SUCCESS),
         Command::Pages(a) => stream(|out| cli::pages(&a.file, a.json, out)),
         Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
         Command::Check(a) => print(cli::check(&a.file, a.json)),

@@ -4,8 +4,8 @@
 //! residency of trees (`many`, against vmtouch and fincore),
 //! tmux-driven end-to-end runs of the real binary, files changing under
 //! it (`live`), readers that must leave files as they found them
-//! (`readonly`), and the quiet readers against a real etcd under load
-//! (`etcd_load`).
+//! (`readonly`), the quiet readers against a real etcd under load
+//! (`etcd_load`), and the metrics a real Prometheus scrapes (`export`).
 
 use mapwise_testkit::{churn, etcd, peers, rrdcached, writer};
 
@@ -13,6 +13,7 @@ mod cli;
 mod common;
 mod etcd_load;
 mod etcd_space;
+mod export;
 mod fixed;
 mod hostile;
 mod live;

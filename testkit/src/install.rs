@@ -63,6 +63,8 @@ pub enum Need {
     /// etcd 3.4 (server and `etcdctl`): the readers tested against a real
     /// etcd under load, and the live bench's side-by-side alternative.
     Etcd,
+    /// Prometheus: the scraper `inspector export` is tested with.
+    Prometheus,
     /// GNU time (`/usr/bin/time`): peak RSS in `cargo xtask limits` and the
     /// benches.
     GnuTime,
@@ -95,7 +97,7 @@ type Package = (&'static str, Option<&'static str>);
 
 impl Need {
     /// Every need, in the order `install` with no arguments installs them.
-    pub const ALL: [Need; 20] = [
+    pub const ALL: [Need; 21] = [
         Need::GoBbolt,
         Need::Mercurial,
         Need::Python,
@@ -107,6 +109,7 @@ impl Need {
         Need::Rrdcached,
         Need::Gzip,
         Need::Etcd,
+        Need::Prometheus,
         Need::GnuTime,
         Need::Strace,
         Need::UtilLinux,
@@ -133,6 +136,7 @@ impl Need {
             Need::Rrdcached => "rrdcached",
             Need::Gzip => "gzip",
             Need::Etcd => "etcd",
+            Need::Prometheus => "prometheus",
             Need::GnuTime => "gnu-time",
             Need::Strace => "strace",
             Need::UtilLinux => "util-linux",
@@ -171,6 +175,7 @@ impl Need {
             Need::Rrdcached => &[("rrdcached", Some("rrdcached"))],
             Need::Gzip => &[("gzip", Some("gzip"))],
             Need::Etcd => &[("etcd-server", Some("etcd")), ("etcd-client", Some("etcdctl"))],
+            Need::Prometheus => &[("prometheus", Some("prometheus"))],
             Need::GnuTime => &[("time", Some("time"))],
             Need::Strace => &[("strace", Some("strace"))],
             Need::UtilLinux => &[("util-linux", Some("flock"))],

@@ -1,0 +1,320 @@
+//! `inspector export --listen ADDR PATH... [-R] [--interval S]`: the
+//! residency of files and trees as Prometheus metrics, served at
+//! `/metrics` in the OpenMetrics text format Prometheus scrapes.
+//!
+//! A worker walks the paths as `inspector residency` does ([`Walker`],
+//! [`cli::measure`]) every interval and keeps the encoded text; a scrape
+//! is served that text, so scrapes cost no file I/O and any number of
+//! them see the same sample until the next walk. The endpoint only reads:
+//! nothing is touched, evicted or written.
+//!
+//! Metrics, each labelled by `file` (the path as walked):
+//!
+//! | metric | what |
+//! |---|---|
+//! | `mapwise_file_size_bytes{file,format}` | the file's size |
+//! | `mapwise_file_resident_bytes{file,format}` | resident OS pages × page size |
+//! | `mapwise_kind_bytes{file,kind}`, `mapwise_kind_resident_bytes{file,kind}` | per page kind of a bbolt, RRD or revlog file |
+//! | `mapwise_rrd_hot_bytes{file}`, `mapwise_rrd_hot_resident_ratio{file}`, `mapwise_rrd_cold_resident_bytes{file}` | an RRD file's hot set ([`cli::HotSetReport`]) |
+//! | `mapwise_bolt_size_bytes{file}`, `mapwise_bolt_free_bytes{file}`, `mapwise_bolt_in_use_bytes{file}` | a bbolt file as etcd names it: `dbSize`, free pages, `dbSizeInUse` |
+//! | `mapwise_export_files`, `mapwise_export_skipped_files`, `mapwise_export_scan_seconds`, `mapwise_export_scan_timestamp_seconds` | the last walk |
+//!
+//! What the kernel does not say (a hidden residency) or a read did not
+//! settle on (a bbolt file under a writer faster than the walk) is left
+//! out, never given as 0.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::cli::{self, ResidencyReport};
+use crate::many::{Found, TreeArgs, Walker};
+
+/// The command line of `inspector export`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The address to serve `/metrics` on, e.g. `127.0.0.1:9901`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// The paths.
+    #[command(flatten)]
+    pub tree: TreeArgs,
+    /// Seconds between two walks of the paths (scrapes in between are
+    /// served the last walk's numbers).
+    #[arg(long, default_value_t = 15.0, value_name = "S")]
+    pub interval: f64,
+    /// Allow an address other than loopback: the metrics name every file
+    /// walked.
+    #[arg(long)]
+    pub allow_remote: bool,
+}
+
+/// Labels of a file's metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FileLabels {
+    file: String,
+    format: String,
+}
+
+/// Labels of a page kind's metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    file: String,
+    kind: String,
+}
+
+/// Labels of a format's own metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PathLabels {
+    file: String,
+}
+
+type Ratio = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+/// One walk's metrics.
+#[derive(Default)]
+struct Metrics {
+    size: Family<FileLabels, Gauge>,
+    resident: Family<FileLabels, Gauge>,
+    kind_bytes: Family<KindLabels, Gauge>,
+    kind_resident: Family<KindLabels, Gauge>,
+    hot: Family<PathLabels, Gauge>,
+    hot_ratio: Family<PathLabels, Ratio>,
+    cold: Family<PathLabels, Gauge>,
+    bolt_size: Family<PathLabels, Gauge>,
+    bolt_free: Family<PathLabels, Gauge>,
+    bolt_in_use: Family<PathLabels, Gauge>,
+}
+
+/// A byte count as a gauge's value.
+fn v(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Metrics {
+    fn add(&self, r: &ResidencyReport) {
+        let fl = FileLabels { file: r.file.clone(), format: r.format.to_owned() };
+        self.size.get_or_create(&fl).set(v(r.size));
+        if let Some(b) = r.resident_bytes {
+            self.resident.get_or_create(&fl).set(v(b));
+        }
+        for k in &r.kinds {
+            let kl = KindLabels { file: r.file.clone(), kind: k.kind.to_owned() };
+            self.kind_bytes.get_or_create(&kl).set(v(k.bytes));
+            if let Some(b) = k.resident_bytes {
+                self.kind_resident.get_or_create(&kl).set(v(b));
+            }
+        }
+        let pl = PathLabels { file: r.file.clone() };
+        if let Some(h) = &r.hot_set {
+            self.hot.get_or_create(&pl).set(v(h.hot_bytes));
+            if let (Some(res), true) = (h.hot_resident_pages, h.hot_pages > 0) {
+                #[expect(clippy::cast_precision_loss, reason = "page counts far below 2^52")]
+                let ratio = res as f64 / h.hot_pages as f64;
+                self.hot_ratio.get_or_create(&pl).set(ratio);
+            }
+            if let Some(c) = h.cold_resident_bytes {
+                self.cold.get_or_create(&pl).set(v(c));
+            }
+        }
+        if let Some(size) = r.bolt_size {
+            let free: u64 = r
+                .kinds
+                .iter()
+                .filter(|k| matches!(k.kind, "free" | "pending"))
+                .map(|k| k.bytes)
+                .sum();
+            self.bolt_size.get_or_create(&pl).set(v(size));
+            self.bolt_free.get_or_create(&pl).set(v(free));
+            self.bolt_in_use.get_or_create(&pl).set(v(size.saturating_sub(free)));
+        }
+    }
+
+    fn register(self, reg: &mut Registry) {
+        reg.register("mapwise_file_size_bytes", "File size in bytes", self.size);
+        reg.register(
+            "mapwise_file_resident_bytes",
+            "Bytes of the file in the page cache (resident OS pages x page size, as vmtouch)",
+            self.resident,
+        );
+        reg.register("mapwise_kind_bytes", "Bytes of the file of each page kind", self.kind_bytes);
+        reg.register(
+            "mapwise_kind_resident_bytes",
+            "Bytes of each page kind in the page cache",
+            self.kind_resident,
+        );
+        reg.register(
+            "mapwise_rrd_hot_bytes",
+            "Bytes of the pages an RRD file's next update touches (its hot set)",
+            self.hot,
+        );
+        reg.register(
+            "mapwise_rrd_hot_resident_ratio",
+            "Share of an RRD file's hot set in the page cache (0 to 1)",
+            self.hot_ratio,
+        );
+        reg.register(
+            "mapwise_rrd_cold_resident_bytes",
+            "Bytes of an RRD file in the page cache outside its hot set",
+            self.cold,
+        );
+        reg.register(
+            "mapwise_bolt_size_bytes",
+            "A bbolt file's size as bbolt counts it (high-water mark x page size; etcd's dbSize)",
+            self.bolt_size,
+        );
+        reg.register(
+            "mapwise_bolt_free_bytes",
+            "Bytes of free pages below a bbolt file's high-water mark",
+            self.bolt_free,
+        );
+        reg.register(
+            "mapwise_bolt_in_use_bytes",
+            "A bbolt file's size less its free pages (etcd's dbSizeInUse)",
+            self.bolt_in_use,
+        );
+    }
+}
+
+/// Walk `tree` once and encode what was found, as `/metrics` serves it.
+///
+/// # Errors
+/// When encoding fails (it writes to a `String`, so it does not).
+pub fn scan(tree: &TreeArgs) -> Result<String> {
+    let start = Instant::now();
+    let metrics = Metrics::default();
+    let (mut files, mut skipped) = (0i64, 0i64);
+    let mut walker = Walker::new(tree);
+    walker.run(&mut |found| {
+        match found {
+            Found::File(p) => match cli::measure(p) {
+                Ok(m) => {
+                    files += 1;
+                    metrics.add(&m.report);
+                }
+                Err(_) => skipped += 1,
+            },
+            Found::Other(e) if e.status == crate::many::Status::Skipped => skipped += 1,
+            Found::Other(_) => {}
+        }
+        Ok(())
+    })?;
+    let mut reg = Registry::default();
+    metrics.register(&mut reg);
+    let gauge = |n: i64| {
+        let g: Gauge = Gauge::default();
+        g.set(n);
+        g
+    };
+    reg.register("mapwise_export_files", "Regular files measured by the last walk", gauge(files));
+    reg.register(
+        "mapwise_export_skipped_files",
+        "Files the last walk could not measure (unreadable, residency hidden)",
+        gauge(skipped),
+    );
+    let seconds: Ratio = Gauge::default();
+    seconds.set(start.elapsed().as_secs_f64());
+    reg.register("mapwise_export_scan_seconds", "How long the last walk took", seconds);
+    let at: Ratio = Gauge::default();
+    at.set(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()));
+    reg.register(
+        "mapwise_export_scan_timestamp_seconds",
+        "When the last walk ended (Unix time)",
+        at,
+    );
+    let mut text = String::new();
+    encode(&mut text, &reg).context("cannot encode the metrics")?;
+    Ok(text)
+}
+
+/// The content type of OpenMetrics' text format (what `encode` writes).
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Serve `/metrics` on `args.listen` until killed. A loopback address is
+/// required unless `--allow-remote`; then a warning goes to stderr.
+///
+/// # Errors
+/// An address other than loopback without `--allow-remote`, a bad
+/// interval, or the address cannot be bound.
+pub fn serve(args: &Args) -> Result<()> {
+    if !args.listen.ip().is_loopback() {
+        if !args.allow_remote {
+            bail!(
+                "{} is not a loopback address: the metrics name every file walked; \
+                 --allow-remote serves them there",
+                args.listen
+            );
+        }
+        eprintln!(
+            "inspector: warning: serving on {}, beyond this host: the metrics name every file \
+             walked",
+            args.listen
+        );
+    }
+    if !(args.interval.is_finite() && args.interval >= 1.0) {
+        bail!("--interval must be at least 1 second");
+    }
+    let server = tiny_http::Server::http(args.listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let latest: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let (tree, interval) = (args.tree.clone(), Duration::from_secs_f64(args.interval));
+    let shared = Arc::clone(&latest);
+    std::thread::Builder::new().name("inspector-export".into()).spawn(move || {
+        loop {
+            let start = Instant::now();
+            match scan(&tree) {
+                Ok(text) => {
+                    if let Ok(mut l) = shared.lock() {
+                        *l = Some(text);
+                    }
+                }
+                Err(e) => eprintln!("inspector: {e:#}"),
+            }
+            std::thread::sleep(interval.saturating_sub(start.elapsed()));
+        }
+    })?;
+    eprintln!("inspector: serving http://{}/metrics", server.server_addr());
+    for req in server.incoming_requests() {
+        let response = answer(req.method(), req.url(), &latest);
+        // A client gone before its answer is no failure of ours.
+        let _ = req.respond(response);
+    }
+    Ok(())
+}
+
+/// The answer to one request.
+fn answer(
+    method: &tiny_http::Method,
+    url: &str,
+    latest: &Mutex<Option<String>>,
+) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    let text = |code: u16, body: String, kind: &str| {
+        let mut r = tiny_http::Response::from_string(body).with_status_code(code);
+        if let Ok(h) = tiny_http::Header::from_bytes("Content-Type", kind) {
+            r.add_header(h);
+        }
+        r
+    };
+    let plain = "text/plain; charset=utf-8";
+    if !matches!(method, tiny_http::Method::Get | tiny_http::Method::Head) {
+        return text(405, "only GET\n".into(), plain);
+    }
+    let path = url.split('?').next().unwrap_or(url);
+    if path != "/metrics" {
+        let mut s = String::from("mapwise inspector export: the metrics are at /metrics\n");
+        let _ = writeln!(s);
+        return text(404, s, plain);
+    }
+    match latest.lock().ok().and_then(|l| l.clone()) {
+        Some(body) => text(200, body, CONTENT_TYPE),
+        None => text(503, "the first walk is under way; try again shortly\n".into(), plain),
+    }
+}

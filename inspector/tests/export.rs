@@ -1,0 +1,165 @@
+//! `inspector export` scraped by a real Prometheus (Debian's): what
+//! Prometheus stores is what vmtouch counts on the same files. The
+//! residency is pinned while it is compared: one file is locked in part
+//! (`vmtouch -l`, which this machine's reclaimer cannot evict), the other
+//! evicted whole, so the numbers cannot drift between the scrape and
+//! vmtouch.
+
+use std::fs;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{Need, bin, need, tmpdir};
+
+/// A child killed when dropped.
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port free now on loopback.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `vmtouch PATH`'s resident pages.
+fn vmtouch_resident(path: &Path) -> u64 {
+    let out = Command::new("vmtouch").arg(path).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains("Resident Pages:")).expect("vmtouch output");
+    let field = line.split_whitespace().nth(2).unwrap();
+    field.split('/').next().unwrap().parse().unwrap()
+}
+
+/// Prometheus' answer to an instant query: `file` label → value.
+fn query(port: u16, q: &str) -> std::collections::BTreeMap<String, f64> {
+    let url = format!("http://127.0.0.1:{port}/api/v1/query");
+    let Ok(mut resp) = ureq::get(&url).query("query", q).call() else {
+        return Default::default();
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+    v["data"]["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let file = r["metric"]["file"].as_str().unwrap_or_default().to_owned();
+            (file, r["value"][1].as_str().unwrap().parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn prometheus_scrapes_what_vmtouch_counts() {
+    need(&[Need::Prometheus, Need::Vmtouch]);
+    let dir = tmpdir();
+    let tree = dir.path().join("tree");
+    fs::create_dir(&tree).unwrap();
+    let data = tree.join("data");
+    let mut f = fs::File::create(&data).unwrap();
+    f.write_all(&vec![7u8; 1 << 20]).unwrap();
+    f.sync_all().unwrap();
+    let rrd = tree.join("big.rrd");
+    fs::copy(mapwise_testkit::testdata("rrd/big.rrd"), &rrd).unwrap();
+    fs::File::open(&rrd).unwrap().sync_all().unwrap();
+    // data: its first 64 KiB locked (16 pages), the rest evicted; big.rrd
+    // evicted whole.
+    assert!(Command::new("vmtouch").arg("-qe").arg(&data).arg(&rrd).status().unwrap().success());
+    let _lock = Kill(
+        Command::new("vmtouch")
+            .args(["-q", "-l", "-p", "0-64K"])
+            .arg(&data)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Locking faults pages in with read-around; what is not locked is
+    // evicted again, so that exactly the 16 locked pages stay.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Command::new("vmtouch").arg("-qe").arg(&data).status().unwrap().success());
+        if vmtouch_resident(&data) == 16 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "vmtouch -l did not lock 16 pages alone");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let mut exporter = Kill(
+        Command::new(bin())
+            .args(["export", "--listen", "127.0.0.1:0", "--interval", "1", "-R"])
+            .arg(&tree)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(exporter.0.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("inspector: serving http://")
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("no address: {line}"))
+        .to_owned();
+
+    let prom_port = free_port();
+    let config = dir.path().join("prometheus.yml");
+    fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: mapwise\n    \
+             static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .unwrap();
+    let _prometheus = Kill(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let resident = loop {
+        let r = query(prom_port, "mapwise_file_resident_bytes");
+        if r.len() == 2 {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "Prometheus scraped nothing: {r:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let page = mapwise_native::os::residency::os_page_size() as f64;
+    let name = |p: &Path| p.to_str().unwrap().to_owned();
+    assert_eq!(resident[&name(&data)], vmtouch_resident(&data) as f64 * page);
+    assert_eq!(resident[&name(&rrd)], vmtouch_resident(&rrd) as f64 * page);
+    assert_eq!(resident[&name(&data)], 16.0 * page);
+    let size = query(prom_port, "mapwise_file_size_bytes");
+    assert_eq!(size[&name(&data)], (1 << 20) as f64);
+    assert_eq!(size[&name(&rrd)], fs::metadata(&rrd).unwrap().len() as f64);
+    // big.rrd is evicted: none of its hot set is resident.
+    assert_eq!(query(prom_port, "mapwise_rrd_hot_resident_ratio")[&name(&rrd)], 0.0);
+    assert_eq!(query(prom_port, "mapwise_export_files").len(), 1);
+}
+
+#[test]
+fn export_refuses_a_remote_address_unless_asked() {
+    let out = Command::new(bin())
+        .args(["export", "--listen", "0.0.0.0:0", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a loopback address") && err.contains("--allow-remote"), "{err}");
+}
