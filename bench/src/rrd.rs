@@ -455,11 +455,16 @@ impl Ctx<'_> {
         run.args(["--io", m]).args(cold).args(handle.then_some("--handle"))
     }
 
-    /// `runs` rounds of ours' and rrdtool's `cmds` ([`schedule::rotate`]), `before(side)` first.
-    fn pair(&self, cmds: [&Run; 2], runs: usize, mut before: impl FnMut(usize)) -> Result<Timed> {
+    /// `runs` rounds of ours' and rrdtool's `cmds` ([`schedule::rotate`]), each after `before`.
+    fn pair(
+        &self,
+        cmds: [&Run; 2],
+        runs: usize,
+        before: impl FnMut(usize, usize) -> Result<()>,
+    ) -> Result<Timed> {
         let run =
             |i: usize, _, ()| cmds[i].run().map(|o| o.wall_s).inspect(|_| self.progress.inc());
-        let pairs = schedule::rotate(2, runs, |side, _| Ok(before(side)), run)?;
+        let pairs = schedule::rotate(2, runs, before, run)?;
         let at = |i: usize| pairs.iter().map(move |p| p.results[i]);
         let ratio = Summary::of(&pair_ratios(&at(0).zip(at(1)).collect::<Vec<_>>()).0);
         let times = [0, 1].map(|i| Summary::of(&at(i).collect::<Vec<_>>()));
@@ -590,6 +595,18 @@ struct ToolSummary {
     faults_per_call: Option<Summary>,
 }
 
+impl ToolSummary {
+    /// In-process ratios as the targets read them, and the same of the
+    /// median calls: warm librrd's / ours (a speed-up), cold ours / librrd's.
+    fn against(&self, cache: CacheState) -> (Option<Summary>, Option<f64>) {
+        let m = self.median_vs_reference.map(|m| m.median);
+        match cache {
+            Warm => (self.speedup, m.map(|m| 1.0 / m)),
+            Cold => (self.vs_reference, m),
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct Cell {
     level: Level,
@@ -717,9 +734,10 @@ fn create_cell(
     );
     let ours = x.ours(&dirs[0]).args(["rrd", "create", &file]).args(args.clone());
     let theirs = rrdtool(&dirs[1]).args(["create", &file]).args(args.clone());
-    let before = |side: usize| {
-        let _ =
-            fs::create_dir_all(&dirs[side]).and_then(|()| fs::remove_file(dirs[side].join(&file)));
+    let before = |side: usize, _| {
+        fs::create_dir_all(&dirs[side])?;
+        let _ = fs::remove_file(dirs[side].join(&file));
+        Ok(())
     };
     let timed = x.pair([&ours, &theirs], runs, before)?;
     let dumps_identical = dump(&dirs[0], &file)? == dump(&dirs[1], &file)?;
@@ -937,7 +955,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let strace = trace_calls(&x, &start_path, &big.calls[0])?;
     let last = |r: Run| r.args(["last", &start.path]);
     let lasts = [last(x.ours(&ws.root).args(["rrd"])), last(rrdtool(&ws.root))];
-    let floor = x.pair([&lasts[0], &lasts[1]], floor_runs, drop)?;
+    let floor = x.pair([&lasts[0], &lasts[1]], floor_runs, |_, _| Ok(()))?;
     let cell = |&(l, c): &(Level, CacheState)| run_cell(&x, (l, c), rounds(l), [&big, &seed]);
     let cells: Vec<Cell> = CELLS.iter().map(cell).collect::<Result<_>>()?;
 
@@ -1289,17 +1307,8 @@ fn traces_table(rep: &mut Report, r: &Results) {
 /// The verdicts: process level, in-process (by the best mode), kept handle, mode table, files.
 fn verdicts(r: &Results) -> Vec<Verdict> {
     let [p, w, c] = TARGETS;
-    // In-process ratios as the targets read them (warm librrd's / ours, a speed-up; cold ours /
-    // librrd's) and `judge` of them, with the same of the median calls.
-    let against = |t, (level, cache)| {
-        let s = r.tool((level, cache), t);
-        let m = s.and_then(|s| s.median_vs_reference).map(|m| m.median);
-        let warm = cache == Warm;
-        (
-            s.and_then(|s| if warm { s.speedup } else { s.vs_reference }),
-            m.map(|m| if warm { 1.0 / m } else { m }),
-        )
-    };
+    let against =
+        |t, cell: (Level, CacheState)| r.tool(cell, t).map_or((None, None), |s| s.against(cell.1));
     let judged = |name: String, (s, m): (Option<Summary>, Option<f64>), bound| {
         let mut v = judge(name, s.as_ref(), bound, ("", ""));
         v.detail += &m.map_or_else(String::new, |m| format!("; by per-call medians {m:.2}×"));
