@@ -404,7 +404,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// `f`, with the residency of file `.0` traced as side `.2` of `.1` when given.
+    /// `f`, with the residency of `(file, (cell, round), side)` traced when given.
     fn record<T>(
         &self,
         at: Option<(&Path, &TraceAt, &str)>,
