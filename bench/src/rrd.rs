@@ -4,8 +4,8 @@
 //! beside librrd; the creates, the mode table, the 2007 figures and the
 //! physical limits. Every loop's final file must be byte-identical to
 //! rrdtool's, every `updatev` output equal to rrdtool's. The cells are data
-//! (`CELLS`) run by one loop runner on [`schedule::rotate`]; the report is
-//! a [`Report`] model whose prose lives in `text/rrd-report.md`.
+//! (`CELLS`) run by one loop runner on [`schedule::rotate`]; the report's
+//! prose lives in `text/rrd-report.md`.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ use super::proc::{Cmd, Output, shell_quote, tail};
 use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge, say};
 use super::schedule::{self, CacheState};
 use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
-use super::traces::{self, TraceInfo, Traces};
+use super::traces::{self, TraceInfo};
 use super::units::{human_size, ranges};
 use super::{CommonArgs, Progress, Workspace, interrupt, output, path_arg};
 use CacheState::{Cold, Warm};
@@ -51,6 +51,8 @@ const CLOSE: (f64, f64) = (0.8, 1.25);
 /// The seed's create arguments (`peers/rrd/peer seed-create`).
 const SEED_CREATE: &str =
     "-s 86400 -b 962496000 DS:ds0:GAUGE:86400:U:U RRA:AVERAGE:.5:1:10 RRA:HWPREDICT:10:.5:.1:2";
+/// The report's prose ([`say`]).
+const NOTES: &str = include_str!("text/rrd-report.md");
 
 /// `bench rrd` options.
 #[derive(Debug, clap::Args)]
@@ -235,25 +237,19 @@ fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
     out
 }
 
-/// Whether one setting shows the seed's finding (medians of per-round ratios).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// The seed's finding in one setting: direct/mmap, fd/mmap (medians of per-round ratios).
+#[derive(Clone, Copy, Debug, Serialize)]
 struct Finding {
     direct_vs_mmap: Option<f64>,
     fd_vs_mmap: Option<f64>,
-    direct_far_slower: Option<bool>,
-    fd_close: Option<bool>,
 }
 
 impl Finding {
-    fn of(direct_vs_mmap: Option<f64>, fd_vs_mmap: Option<f64>) -> Self {
-        let direct_far_slower = direct_vs_mmap.map(|r| r >= FAR_SLOWER);
-        let fd_close = fd_vs_mmap.map(|r| (CLOSE.0..=CLOSE.1).contains(&r));
-        Self { direct_vs_mmap, fd_vs_mmap, direct_far_slower, fd_close }
-    }
-
-    /// Both halves hold.
-    fn reproduces(&self) -> Option<bool> {
-        Some(self.direct_far_slower? && self.fd_close?)
+    /// Whether direct is far slower, whether fd is close, and both (the finding reproduced).
+    fn holds(&self) -> [Option<bool>; 3] {
+        let far = self.direct_vs_mmap.map(|r| r >= FAR_SLOWER);
+        let close = self.fd_vs_mmap.map(|r| (CLOSE.0..=CLOSE.1).contains(&r));
+        [far, close, far.zip(close).map(|(a, b)| a && b)]
     }
 }
 
@@ -337,17 +333,15 @@ struct Input {
     reference: (Vec<String>, Vec<u8>),
 }
 
-/// One loop of one tool: `total_s` sums the timed calls, `wall_s` is the loop as xtask saw it;
-/// pages per call when cold, after the loop when warm (librrd's final file is not checked).
+/// One loop of one tool: `total_s` sums the timed calls; pages per call
+/// when cold, after the loop when warm (librrd's final file is not checked).
 #[derive(Debug, Default, Serialize)]
 struct LoopResult {
     tool: Tool,
     total_s: f64,
-    wall_s: f64,
     median_call_s: Option<f64>,
     times_s: Vec<f64>,
     evict_s: Vec<f64>,
-    pages_before: Vec<u32>,
     pages_after: Vec<u32>,
     first_call_pages: Option<Vec<u32>>,
     failures: u64,
@@ -401,7 +395,7 @@ type Syscalls = Vec<(Tool, Vec<String>)>;
 
 /// What every loop shares.
 struct Ctx<'a> {
-    root: PathBuf,
+    ws: &'a Workspace,
     mapwise: PathBuf,
     oracle: String,
     work: PathBuf,
@@ -410,30 +404,24 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// `f`, with `file`'s residency traced as `side` of `at` when given.
+    /// `f`, with the residency of `(file, (cell, round), side)` traced when given.
     fn record<T>(
         &self,
-        file: &Path,
-        at: Option<&TraceAt>,
-        side: &str,
+        at: Option<(&Path, &TraceAt, &str)>,
         f: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
-        let Some((cell, run)) = at else { return f() };
+        let Some((file, (cell, run), side)) = at else { return f() };
         self.tracing.traces.borrow_mut().record(&self.tracing.scratch, file, cell, side, *run, f)
     }
 
     /// `target/release/mapwise` as seen from `cwd`.
     fn ours(&self, cwd: &Path) -> Run {
         let abs = std::path::absolute(&self.mapwise).unwrap_or_else(|_| self.mapwise.clone());
-        Run::new(abs, &relative(&self.mapwise, &self.root, cwd), cwd)
+        Run::new(abs, &relative(&self.mapwise, &self.ws.root, cwd), cwd)
     }
 
     fn peer(&self) -> Run {
-        Run::new(&self.oracle, &self.oracle, &self.root)
-    }
-
-    fn rel(&self, p: &Path) -> String {
-        super::rel_to(&self.root, p)
+        Run::new(&self.oracle, &self.oracle, &self.ws.root)
     }
 
     /// The `updatev` command of `tool` on `name` in `cwd`.
@@ -455,137 +443,141 @@ impl Ctx<'_> {
     /// xtask), or the peer's librrd driver (which copies `start` itself,
     /// into TMPDIR = `work/librrd-tmp`).
     fn inproc(&self, tool: Tool, start: &Path, n: usize, cache: CacheState, handle: bool) -> Run {
-        let cold = (cache == Cold).then_some("--cold");
+        let (cold, rel) = ((cache == Cold).then_some("--cold"), |p: &Path| self.ws.rel(p));
         let Some(m) = tool.io() else {
             let r = self.peer();
-            let r = Run(r.0.env("TMPDIR", self.rel(&self.work.join("librrd-tmp"))), r.1);
-            let args = ["bench-inproc".to_owned(), self.rel(start), n.to_string()];
-            return r.args(args).args(["--json"]).args(cold);
+            let r = Run(r.0.env("TMPDIR", rel(&self.work.join("librrd-tmp"))), r.1);
+            let args = ["bench-inproc".to_owned(), rel(start), n.to_string(), "--json".into()];
+            return r.args(args).args(cold);
         };
-        let (file, calls) = (self.inproc_file(m, handle), self.work.join("calls.txt"));
-        let run = self.ours(&self.root).args(["rrd", "bench-inproc", &self.rel(&file)]);
-        let run = run.args(["--calls", &self.rel(&calls), "--io", m]).args(cold);
-        run.args(handle.then_some("--handle"))
+        let (file, calls) = (rel(&self.inproc_file(m, handle)), rel(&self.work.join("calls.txt")));
+        let run = self.ours(&self.ws.root).args(["rrd", "bench-inproc", &file, "--calls", &calls]);
+        run.args(["--io", m]).args(cold).args(handle.then_some("--handle"))
     }
-}
 
-/// One process-level loop in `work/<dir>`: one `updatev` per call, checked against rrdtool's.
-fn process_loop(
-    x: &Ctx<'_>,
-    tool: Tool,
-    dir: &str,
-    inp: &Input,
-    cache: CacheState,
-    at: Option<&TraceAt>,
-) -> Result<LoopResult> {
-    let (cwd, cold) = (x.work.join(dir), cache == Cold);
-    let file = cwd.join(inp.name);
-    fresh_copy(&inp.path, &file, cache)?;
-    let mut l = LoopResult { tool, ..LoopResult::default() };
-    let reference = (!inp.reference.0.is_empty()).then_some(&inp.reference);
-    x.record(&file, at, tool.key(false), || {
-        let start = Instant::now();
-        for (i, args) in inp.calls.iter().enumerate() {
-            if cold {
-                let t = Instant::now();
-                pagecache::evict(&file)?;
-                l.evict_s.push(t.elapsed().as_secs_f64());
-                l.pages_before.push(count(&pagecache::resident_pages(&file)?));
-            }
-            let out = x.updatev(tool, &cwd, inp.name, args).output()?;
-            l.times_s.push(out.wall_s);
-            if cold {
-                let pages = pagecache::resident_pages(&file)?;
-                l.pages_after.push(count(&pages));
-                l.first_call_pages.get_or_insert(pages);
-            }
-            l.check(i + 1, &out, reference.map(|r| r.0.get(i).map_or("", String::as_str)));
-            l.outputs.push(out.stdout);
-            if i % 50 == 49 {
-                x.progress.set(format!("{dir} {}: call {}", cache.name(), i + 1));
-            }
-        }
-        l.wall_s = start.elapsed().as_secs_f64();
-        Ok(())
-    })?;
-    if !cold {
-        l.pages_after.push(count(&pagecache::resident_pages(&file)?));
+    /// `runs` rounds of ours' and rrdtool's `cmds` ([`schedule::rotate`]), each after `before`.
+    fn pair(
+        &self,
+        cmds: [&Run; 2],
+        runs: usize,
+        before: impl FnMut(usize, usize) -> Result<()>,
+    ) -> Result<Timed> {
+        let run =
+            |i: usize, _, ()| cmds[i].run().map(|o| o.wall_s).inspect(|_| self.progress.inc());
+        let pairs = schedule::rotate(2, runs, before, run)?;
+        let at = |i: usize| pairs.iter().map(move |p| p.results[i]);
+        let ratio = Summary::of(&pair_ratios(&at(0).zip(at(1)).collect::<Vec<_>>()).0);
+        let times = [0, 1].map(|i| Summary::of(&at(i).collect::<Vec<_>>()));
+        Ok(Timed { cmds: cmds.map(|c| c.shell(&self.ws.root)), pairs, times, ratio })
     }
-    l.total_s = l.times_s.iter().sum();
-    l.median_call_s = Summary::of(&l.times_s).map(|s| s.median);
-    // After the trace: reading the file pulls all of it into the cache.
-    if let Some((_, bytes)) = reference {
-        l.file_identical = Some(fs::read(&file)? == *bytes);
-    }
-    Ok(l)
-}
 
-/// One in-process loop, traced on ours' copy, or on librrd's from the moment it appears.
-fn inproc_loop(
-    x: &Ctx<'_>,
-    tool: Tool,
-    inp: &Input,
-    cache: CacheState,
-    handle: bool,
-    at: Option<&TraceAt>,
-) -> Result<LoopResult> {
-    let run = x.inproc(tool, &inp.path, inp.calls.len(), cache, handle);
-    let ours = tool.io().map(|m| x.inproc_file(m, handle));
-    let out = if let Some(f) = &ours {
-        fresh_copy(&inp.path, f, cache)?; // cold: as the driver leaves it before every call
-        x.record(f, at, tool.key(true), || run.output())?
-    } else {
-        let (tmp, name) = (x.work.join("librrd-tmp"), file_name(&inp.path));
-        let _ = fs::remove_dir_all(&tmp); // so the only copy found is this run's
-        fs::create_dir_all(&tmp)?;
-        std::thread::scope(|s| {
-            let driver = s.spawn(|| run.output());
-            let seen = loop {
-                let found = find_librrd_copy(&tmp, &name);
-                if found.is_some() || at.is_none() || driver.is_finished() {
-                    break found;
+    /// One process-level loop in `work/<dir>`: one `updatev` per call, checked against rrdtool's.
+    fn process_loop(
+        &self,
+        tool: Tool,
+        dir: &str,
+        inp: &Input,
+        cache: CacheState,
+        at: Option<&TraceAt>,
+    ) -> Result<LoopResult> {
+        let (cwd, cold) = (self.work.join(dir), cache == Cold);
+        let file = cwd.join(inp.name);
+        fresh_copy(&inp.path, &file, cache)?;
+        let mut l = LoopResult { tool, ..LoopResult::default() };
+        let reference = (!inp.reference.0.is_empty()).then_some(&inp.reference);
+        self.record(at.map(|at| (file.as_path(), at, tool.key(false))), || {
+            for (i, args) in inp.calls.iter().enumerate() {
+                if cold {
+                    let t = Instant::now();
+                    pagecache::evict(&file)?;
+                    l.evict_s.push(t.elapsed().as_secs_f64());
                 }
-                interrupt::check()?;
-                std::thread::sleep(std::time::Duration::from_micros(250));
-            };
-            // Not seen (it came and went between two looks): a trace
-            // without frames, under the pattern's name.
-            let path = seen.unwrap_or_else(|| tmp.join("rrd-bench-*").join(&name));
-            let join =
-                || driver.join().map_err(|_| anyhow!("the librrd driver's thread panicked"))?;
-            x.record(&path, at, tool.key(true), join)
-        })?
-    };
-    let said = || tail(&format!("{}{}", out.stdout, out.stderr), 10);
-    let bad = |e| anyhow!("`{}`: bad JSON ({e}):\n{}", run.shell(&x.root), said());
-    let d: Driver = serde_json::from_str(&out.stdout).map_err(bad)?;
-    let failures = d.failures.unwrap_or(1).max(u64::from(!out.success));
-    let why = d.first_error.clone().unwrap_or_else(|| tail(&out.stderr, 3));
-    let problem = (failures > 0).then(|| format!("{}: {failures} failed calls; {why}", out.status));
-    let same = |f: &PathBuf| fs::read(f).map(|b| b == inp.reference.1);
-    let median = Summary::of(&d.times_s).map(|s| s.median);
-    Ok(LoopResult {
-        tool,
-        total_s: d.total_s.context("no total_s in the driver's JSON")?,
-        wall_s: out.wall_s,
-        median_call_s: median.or(d.median_us.map(|us| us * 1e-6)),
-        times_s: d.times_s.clone(),
-        pages_after: d.resident_pages_after.clone(),
-        failures,
-        problem,
-        file_identical: ours.as_ref().map(same).transpose()?,
-        driver: Some(d),
-        ..LoopResult::default()
-    })
+                let out = self.updatev(tool, &cwd, inp.name, args).output()?;
+                l.times_s.push(out.wall_s);
+                if cold {
+                    let pages = pagecache::resident_pages(&file)?;
+                    l.pages_after.push(count(&pages));
+                    l.first_call_pages.get_or_insert(pages);
+                }
+                l.check(i + 1, &out, reference.map(|r| r.0.get(i).map_or("", String::as_str)));
+                l.outputs.push(out.stdout);
+                if i % 50 == 49 {
+                    self.progress.set(format!("{dir} {}: call {}", cache.name(), i + 1));
+                }
+            }
+            Ok(())
+        })?;
+        if !cold {
+            l.pages_after.push(count(&pagecache::resident_pages(&file)?));
+        }
+        (l.total_s, l.median_call_s) = (l.times_s.iter().sum(), median(&l.times_s));
+        // After the trace: reading the file pulls all of it into the cache.
+        if let Some((_, bytes)) = reference {
+            l.file_identical = Some(fs::read(&file)? == *bytes);
+        }
+        Ok(l)
+    }
+
+    /// One in-process loop, traced on ours' copy, or on librrd's from the moment it appears.
+    fn inproc_loop(
+        &self,
+        tool: Tool,
+        inp: &Input,
+        cache: CacheState,
+        handle: bool,
+        at: Option<&TraceAt>,
+    ) -> Result<LoopResult> {
+        let run = self.inproc(tool, &inp.path, inp.calls.len(), cache, handle);
+        let ours = tool.io().map(|m| self.inproc_file(m, handle));
+        let out = if let Some(f) = &ours {
+            fresh_copy(&inp.path, f, cache)?; // cold: as the driver leaves it before every call
+            self.record(at.map(|at| (f.as_path(), at, tool.key(true))), || run.output())?
+        } else {
+            let (tmp, name) = (self.work.join("librrd-tmp"), file_name(&inp.path));
+            let _ = fs::remove_dir_all(&tmp); // so the only copy found is this run's
+            fs::create_dir_all(&tmp)?;
+            std::thread::scope(|s| {
+                let driver = s.spawn(|| run.output());
+                let seen = loop {
+                    let found = find_librrd_copy(&tmp, &name);
+                    if found.is_some() || at.is_none() || driver.is_finished() {
+                        break found;
+                    }
+                    interrupt::check()?;
+                    std::thread::sleep(std::time::Duration::from_micros(250));
+                };
+                // Not seen (it came and went between two looks): a trace
+                // without frames, under the pattern's name.
+                let path = seen.unwrap_or_else(|| tmp.join("rrd-bench-*").join(&name));
+                let join = || driver.join().map_err(|_| anyhow!("the librrd driver panicked"))?;
+                self.record(at.map(|at| (path.as_path(), at, tool.key(true))), join)
+            })?
+        };
+        let said = tail(&format!("{}{}", out.stdout, out.stderr), 10);
+        let bad = |e| anyhow!("`{}`: bad JSON ({e}):\n{said}", run.shell(&self.ws.root));
+        let d: Driver = serde_json::from_str(&out.stdout).map_err(bad)?;
+        let failures = d.failures.unwrap_or(1).max(u64::from(!out.success));
+        let why = d.first_error.clone().unwrap_or_else(|| tail(&out.stderr, 3));
+        let problem =
+            (failures > 0).then(|| format!("{}: {failures} failed calls; {why}", out.status));
+        let same = |f: &PathBuf| fs::read(f).map(|b| b == inp.reference.1);
+        Ok(LoopResult {
+            tool,
+            total_s: d.total_s.context("no total_s in the driver's JSON")?,
+            median_call_s: median(&d.times_s).or(d.median_us.map(|us| us * 1e-6)),
+            times_s: d.times_s.clone(),
+            pages_after: d.resident_pages_after.clone(),
+            failures,
+            problem,
+            file_identical: ours.as_ref().map(same).transpose()?,
+            driver: Some(d),
+            ..LoopResult::default()
+        })
+    }
 }
 
-/// One round: every tool's loop (in the cell's tool order) and the order they ran in.
-#[derive(Debug, Serialize)]
-struct Round {
-    round: usize,
-    order: Vec<Tool>,
-    loops: Vec<LoopResult>,
-}
+/// One round: every tool's loop, indexed like the cell's tools.
+type Round = schedule::Round<LoopResult>;
 
 /// A tool's figures over a cell's timed rounds; ratios of totals (or median calls), round by round.
 #[derive(Debug, Serialize)]
@@ -628,7 +620,7 @@ struct Cell {
 impl Cell {
     fn problems(&self) -> impl Iterator<Item = String> + '_ {
         let rounds = self.warmup.iter().chain(&self.rounds);
-        let loops = rounds.flat_map(|r| r.loops.iter().map(move |l| (r.round, l)));
+        let loops = rounds.flat_map(|r| r.results.iter().map(move |l| (r.round, l)));
         loops.filter(|(_, l)| !l.ok()).map(|(round, l)| {
             let differs =
                 if l.file_identical == Some(false) { " (final file differs)" } else { "" };
@@ -651,94 +643,70 @@ fn run_cell(
         let at = round.map(|r| (level.trace_cell(cache), r));
         let (key, at) = (tool.key(false), at.as_ref());
         match level {
-            Process => process_loop(x, tool, key, big, cache, at),
-            SeedFile => process_loop(x, tool, &format!("seed-{key}"), seed, cache, at),
-            _ => inproc_loop(x, tool, big, cache, level == InprocHandle, at),
+            Process => x.process_loop(tool, key, big, cache, at),
+            SeedFile => x.process_loop(tool, &format!("seed-{key}"), seed, cache, at),
+            _ => x.inproc_loop(tool, big, cache, level == InprocHandle, at),
         }
     };
     let what = format!("{} {}", level.names()[0], cache.name());
-    let phase = |name: &str, n: usize| -> Result<Vec<Round>> {
+    let phase = |name: &str, n: usize| {
         let before = |i: usize, r| {
             x.progress.set(format!("{what}: {name} {r}/{n}, {}", tools[i].key(false)));
             Ok(())
         };
         let timed = name == "round";
-        let loops =
-            |i: usize, r, ()| one(tools[i], timed.then_some(r)).inspect(|_| x.progress.inc());
-        let rounds = schedule::rotate(tools.len(), n, before, loops)?;
-        let order = |r: &schedule::Round<_>| r.order.iter().map(|&i| tools[i]).collect();
-        Ok(rounds
-            .into_iter()
-            .map(|r| Round { round: r.round, order: order(&r), loops: r.results })
-            .collect())
+        let run = |i: usize, r, ()| one(tools[i], timed.then_some(r)).inspect(|_| x.progress.inc());
+        schedule::rotate(tools.len(), n, before, run)
     };
     let (warmup, rounds) = (phase("warm-up", rounds[0])?, phase("round", rounds[1])?);
-    let summary = tools.iter().map(|&t| summarize(t, &rounds)).collect();
+    let summary = tools.iter().enumerate().map(|(i, &t)| summarize(i, t, &rounds)).collect();
     Ok(Cell { level, cache, calls: big.calls.len(), warmup, rounds, summary })
 }
 
-/// `t`'s figures over `rounds`.
-fn summarize(t: Tool, rounds: &[Round]) -> ToolSummary {
-    fn find(r: &Round, t: Tool) -> Option<&LoopResult> {
-        r.loops.iter().find(|l| l.tool == t)
-    }
-    let loops: Vec<&LoopResult> = rounds.iter().filter_map(|r| find(r, t)).collect();
-    let of = |v: &mut dyn Iterator<Item = f64>| Summary::of(&v.collect::<Vec<_>>());
-    let col = |f: &dyn Fn(&LoopResult) -> Option<f64>| of(&mut loops.iter().filter_map(|l| f(l)));
-    let median = |v: &[u32]| Some(of(&mut v.iter().map(|&p| f64::from(p)))?.median);
+/// The median of `v`.
+fn median(v: &[f64]) -> Option<f64> {
+    Summary::of(v).map(|s| s.median)
+}
+
+/// The figures over `rounds` of `t`, the cell's tool `i`.
+fn summarize(i: usize, t: Tool, rounds: &[Round]) -> ToolSummary {
+    let loops: Vec<&LoopResult> = rounds.iter().map(|r| &r.results[i]).collect();
+    let col = |f: &dyn Fn(&LoopResult) -> Option<f64>| {
+        Summary::of(&loops.iter().filter_map(|l| f(l)).collect::<Vec<_>>())
+    };
     // Per-round ratios of `f` of `t` to `f` of `other` (`inv`: the inverse).
-    let ratio = |other: Tool, f: fn(&LoopResult) -> Option<f64>, inv: bool| {
-        let pair = |r: &Round| Some((f(find(r, t)?)?, f(find(r, other)?)?));
+    let ratio = |other: usize, f: fn(&LoopResult) -> Option<f64>, inv: bool| {
+        let pair = |r: &Round| Some((f(&r.results[i])?, f(r.results.get(other)?)?));
         let pairs = rounds.iter().filter_map(pair).map(|(a, b)| if inv { (b, a) } else { (a, b) });
         Summary::of(&pair_ratios(&pairs.collect::<Vec<_>>()).0)
     };
-    let total = |l: &LoopResult| Some(l.total_s);
+    let (total, call) = (|l: &LoopResult| Some(l.total_s), |l: &LoopResult| l.median_call_s);
     let faults =
         |l: &LoopResult| Some(l.driver.as_ref()?.minor_faults? / l.times_s.len().max(1) as f64);
+    let pages =
+        |l: &LoopResult| median(&l.pages_after.iter().map(|&p| f64::from(p)).collect::<Vec<_>>());
     ToolSummary {
         tool: t,
         total: col(&total),
-        median_call: col(&|l| l.median_call_s),
-        vs_reference: ratio(Rrdtool, total, false),
-        speedup: ratio(Rrdtool, total, true),
-        median_vs_reference: ratio(Rrdtool, |l| l.median_call_s, false),
-        vs_mmap: ratio(Mmap, total, false),
-        evict: col(&|l| Summary::of(&l.evict_s).map(|s| s.median)),
-        pages_after: col(&|l| median(&l.pages_after)),
+        median_call: col(&call),
+        vs_reference: ratio(0, total, false),
+        speedup: ratio(0, total, true),
+        median_vs_reference: ratio(0, call, false),
+        vs_mmap: ratio(1, total, false),
+        evict: col(&|l| median(&l.evict_s)),
+        pages_after: col(&pages),
         first_call_pages: loops.first().and_then(|l| l.first_call_pages.clone()),
         faults_per_call: col(&faults),
     }
 }
 
-/// Alternated runs of ours and rrdtool (process wall times, seconds).
+/// Ours' and rrdtool's process wall times, alternated, and their per-pair ratios.
 #[derive(Debug, Serialize)]
 struct Timed {
-    ours_cmd: String,
-    rrdtool_cmd: String,
+    cmds: [String; 2],
     pairs: Vec<schedule::Round<f64>>,
-    ours: Option<Summary>,
-    rrdtool: Option<Summary>,
+    times: [Option<Summary>; 2],
     ratio: Option<Summary>,
-}
-
-/// `runs` rounds of `a` (ours, 0) and `b` (rrdtool, 1), `before(side)` before each run.
-fn time_pairs(
-    x: &Ctx<'_>,
-    runs: usize,
-    [a, b]: [&Run; 2],
-    mut before: impl FnMut(usize),
-) -> Result<Timed> {
-    let before = |side, _| {
-        before(side);
-        Ok(())
-    };
-    let pairs = schedule::rotate(2, runs, before, |i, _, ()| Ok([a, b][i].run()?.wall_s))?;
-    let at = |i: usize| pairs.iter().map(move |p| p.results[i]);
-    let of = |i| Summary::of(&at(i).collect::<Vec<_>>());
-    let ratio = Summary::of(&pair_ratios(&at(0).zip(at(1)).collect::<Vec<_>>()).0);
-    let (ours_cmd, rrdtool_cmd) = (a.shell(&x.root), b.shell(&x.root));
-    let (ours, rrdtool) = (of(0), of(1));
-    Ok(Timed { ours_cmd, rrdtool_cmd, pairs, ours, rrdtool, ratio })
 }
 
 /// One create, timed, whether both files dump alike, and how many bytes differ.
@@ -752,6 +720,7 @@ struct CreateCell {
     file_bytes: u64,
 }
 
+/// A create by both in their own directories (rrdtool seeds the HWPREDICT index from the name).
 fn create_cell(
     x: &Ctx<'_>,
     what: String,
@@ -759,15 +728,18 @@ fn create_cell(
     args: Vec<String>,
     runs: usize,
 ) -> Result<CreateCell> {
-    let dirs = ["ours", "rrdtool"].map(|w| x.work.join(format!("create-{w}-{name}")));
-    let file = format!("{name}.rrd");
+    let (file, dirs) = (
+        format!("{name}.rrd"),
+        ["ours", "rrdtool"].map(|w| x.work.join(format!("create-{w}-{name}"))),
+    );
     let ours = x.ours(&dirs[0]).args(["rrd", "create", &file]).args(args.clone());
     let theirs = rrdtool(&dirs[1]).args(["create", &file]).args(args.clone());
-    let before = |side: usize| {
-        let dir = &dirs[side];
-        let _ = fs::create_dir_all(dir).and_then(|()| fs::remove_file(dir.join(&file)));
+    let before = |side: usize, _| {
+        fs::create_dir_all(&dirs[side])?;
+        let _ = fs::remove_file(dirs[side].join(&file));
+        Ok(())
     };
-    let timed = time_pairs(x, runs, [&ours, &theirs], before)?;
+    let timed = x.pair([&ours, &theirs], runs, before)?;
     let dumps_identical = dump(&dirs[0], &file)? == dump(&dirs[1], &file)?;
     let [a, b] = [fs::read(dirs[0].join(&file))?, fs::read(dirs[1].join(&file))?];
     let differing = a.iter().zip(&b).filter(|(p, q)| p != q).count();
@@ -809,30 +781,27 @@ struct StartFile {
     last_up: i64,
     header_len: u64,
     made: String,
-    made_s: Option<f64>,
     last_checked: bool,
 }
 
 impl StartFile {
     /// The starting file of `shape` (seed [`BIG_SEED`]), cached as
     /// `target/bench/files/rrd-<shape>-seed<S>.rrd`: made by the peer when missing.
-    fn ensure(x: &Ctx<'_>, ws: &Workspace, shape: &str) -> Result<StartFile> {
-        let path = ws.bench_dir().join("files").join(format!("rrd-{shape}-seed{BIG_SEED}.rrd"));
+    fn ensure(x: &Ctx<'_>, shape: &str) -> Result<StartFile> {
+        let path = x.ws.bench_dir().join(format!("files/rrd-{shape}-seed{BIG_SEED}.rrd"));
         let how = format!("{} gen {} --shape {shape} --seed {BIG_SEED}", x.oracle, path_arg(&path));
-        let mut secs = None;
+        let mut made = how.clone() + " (cached)";
         output::make_once(&path, |tmp| {
             x.progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
-            let make = x.peer().args(["gen".to_owned(), path_arg(tmp)]);
-            let seed = BIG_SEED.to_string();
-            secs = Some(make.args(["--shape", shape, "--seed", &seed]).run()?.wall_s);
+            let make = x.peer().args(["gen".to_owned(), path_arg(tmp), "--shape".into()]);
+            let secs = make.args([shape, "--seed", &BIG_SEED.to_string()]).run()?.wall_s;
+            made = format!("{how} (now, {})", fmt_secs(secs));
             Ok(())
         })?;
-        let made = secs
-            .map_or_else(|| how.clone() + " (cached)", |s| format!("{how} (now, {})", fmt_secs(s)));
-        Self::describe(&path, made, secs)
+        Self::describe(&path, made)
     }
 
-    fn describe(path: &Path, made: String, made_s: Option<f64>) -> Result<StartFile> {
+    fn describe(path: &Path, made: String) -> Result<StartFile> {
         let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         let h = Header::parse(bytes.as_slice()).map_err(|e| anyhow!("{}: {e}", path.display()))?;
         let (g, len, last_up) = (h.geometry(), bytes.len() as u64, h.last_up());
@@ -854,7 +823,6 @@ impl StartFile {
             last_up,
             header_len: g.header_len,
             made,
-            made_s,
             last_checked: last.stdout.trim() == last_up.to_string(),
         })
     }
@@ -875,7 +843,7 @@ struct Results {
     start: StartFile,
     seed_start: StartFile,
     first_last_call: [String; 2],
-    commands: Vec<String>,
+    commands: String,
     creates: Vec<CreateCell>,
     floor: Timed,
     oracle_runs: Vec<(CacheState, String, Value, bool)>,
@@ -904,11 +872,6 @@ impl Results {
         Some(f(self.tool(cell, t)?)?.median)
     }
 
-    /// `t`'s median call in a cell (median over rounds).
-    fn call(&self, cell: (Level, CacheState), t: Tool) -> Option<f64> {
-        self.med(cell, t, |s| s.median_call)
-    }
-
     /// Update calls per second of `t` in a cell: calls / the median total.
     fn per_s(&self, cell: (Level, CacheState), t: Tool) -> Option<f64> {
         Some(self.calls as f64 / self.med(cell, t, |s| s.total).filter(|t| *t > 0.0)?)
@@ -935,44 +898,39 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup.unwrap_or(u64::from(!tiny)))?;
     let inproc = args.inproc_runs.unwrap_or([4 * args.common.runs, 1][usize::from(tiny)]);
-    let inproc_runs = usize::try_from(inproc)?;
+    let (inproc_runs, floor_runs) =
+        (usize::try_from(inproc)?, if tiny { 2 } else { (n / 10).max(10) });
     let rounds = |l: Level| [warmup, [runs, inproc_runs][usize::from(l.inproc())]];
     let loops = |&(l, _): &(Level, _)| rounds(l).iter().sum::<usize>() * l.tools().len();
-    let steps = CELLS.iter().map(loops).sum::<usize>() + limits::steps(runs);
-    let progress = Progress::new(1 + steps as u64);
+    let pairs = 2 * (2 * runs + floor_runs) + limits::steps(runs);
+    let progress = Progress::new(1 + (CELLS.iter().map(loops).sum::<usize>() + pairs) as u64);
     let out_dir = ws.report_dir(&args.common, started);
 
     let (build, mapwise) = ws.build_mapwise(&progress)?;
     let oracle = ws.peer("rrd")?; // installs rrdtool when missing
-    let root = std::path::absolute(&ws.root)?;
-    let work = output::TempPath::new(
-        std::path::absolute(ws.bench_dir())?.join(format!(".rrd-work-{}", std::process::id())),
-    );
+    let work =
+        std::path::absolute(ws.bench_dir())?.join(format!(".rrd-work-{}", std::process::id()));
+    let work = output::TempPath::new(work);
     let _ = fs::remove_dir_all(work.path());
     fs::create_dir_all(work.path())?;
-    let x = Ctx {
-        root: root.clone(),
-        mapwise: PathBuf::from(mapwise),
-        oracle,
-        work: work.path().to_path_buf(),
-        progress: &progress,
-        tracing: Tracing::new(ws),
-    };
+    let (mapwise, tracing) = (PathBuf::from(mapwise), Tracing::new(ws));
+    let x =
+        Ctx { ws, mapwise, oracle, work: work.path().to_path_buf(), progress: &progress, tracing };
     let shapes = x.peer().args(["shapes"]).run()?;
     let version = machine::first_line_of("rrdtool", &["--version"]);
     let rrdtool_version = version.map(|l| l.split("  ").next().unwrap_or(&l).trim().to_owned());
-    let start = StartFile::ensure(&x, ws, shape)?;
+    let start = StartFile::ensure(&x, shape)?;
     // A starting file's input, with its reference: an untimed rrdtool loop.
     let input = |path: PathBuf, name, s: &StartFile| -> Result<Input> {
         let calls = sample_stream(s.last_up, s.step, s.ds_cnt, n, STREAM_SEED);
         let mut inp = Input { path, name, calls, reference: Default::default() };
         let dir = format!("reference-{name}");
-        let l = process_loop(&x, Rrdtool, &dir, &inp, Warm, None)?;
+        let l = x.process_loop(Rrdtool, &dir, &inp, Warm, None)?;
         ensure!(l.ok(), "rrdtool's reference loop failed: {}", l.problem.unwrap_or_default());
         inp.reference = (l.outputs, fs::read(x.work.join(dir).join(name))?);
         Ok(inp)
     };
-    let start_path = root.join(&start.path);
+    let start_path = ws.root.join(&start.path);
     progress.set("reference: rrdtool loops (untimed)");
     let big = input(start_path.clone(), "big.rrd", &start)?;
     let calls_text: String = big.calls.iter().map(|c| c.join(" ") + "\n").collect();
@@ -990,15 +948,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     x.peer().args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))]).run()?;
     creates[0].dumps_identical &= dump(&oseed, "in.rrd")? == dump(&seed_dir, "in.rrd")?;
     let made = "the rrdtool-made file of the seed's create above".to_owned();
-    let seed_start = StartFile::describe(&seed_dir.join("in.rrd"), made, None)?;
+    let seed_start = StartFile::describe(&seed_dir.join("in.rrd"), made)?;
     let seed = input(seed_dir.join("in.rrd"), "in.rrd", &seed_start)?;
 
     progress.set("strace of one call per tool");
     let strace = trace_calls(&x, &start_path, &big.calls[0])?;
-    progress.set("start-up floor");
-    let (dir, name) = (start_path.parent().unwrap_or(&root), file_name(&start_path));
-    let lasts = [&x.ours(dir).args(["rrd", "last", &name]), &rrdtool(dir).args(["last", &name])];
-    let floor = time_pairs(&x, if tiny { 2 } else { (n / 10).max(10) }, lasts, drop)?;
+    let last = |r: Run| r.args(["last", &start.path]);
+    let lasts = [last(x.ours(&ws.root).args(["rrd"])), last(rrdtool(&ws.root))];
+    let floor = x.pair([&lasts[0], &lasts[1]], floor_runs, |_, _| Ok(()))?;
     let cell = |&(l, c): &(Level, CacheState)| run_cell(&x, (l, c), rounds(l), [&big, &seed]);
     let cells: Vec<Cell> = CELLS.iter().map(cell).collect::<Result<_>>()?;
 
@@ -1008,23 +965,25 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         progress.set(format!("peers/rrd/peer bench-updatev, {}", cache.name()));
         let copy = x.work.join("oracle-bench").join("big.rrd");
         fresh_copy(&start_path, &copy, Warm)?;
-        let run = x.peer().args(["bench-updatev".to_owned(), x.rel(&copy), n.to_string()]);
+        let run = x.peer().args(["bench-updatev".to_owned(), ws.rel(&copy), n.to_string()]);
         let run = run.args(["--in-place", "--json"]).args((cache == Cold).then_some("--cold"));
         let j: Value = serde_json::from_str(&run.output()?.stdout).unwrap_or_default();
-        oracle_runs.push((cache, run.shell(&root), j, fs::read(&copy)? == big.reference.1));
+        oracle_runs.push((cache, run.shell(&ws.root), j, fs::read(&copy)? == big.reference.1));
     }
     let limits = limits::standard(Path::new(&start.path), runs, &progress)?;
-    let finding = |c: &Cell| {
-        let r = |t| c.summary.iter().find(|s| s.tool == t)?.vs_mmap.map(|s| s.median);
-        (format!("{}, {}", c.level.names()[0], c.cache.name()), Finding::of(r(Direct), r(Fd)))
-    };
     let settings = cells.iter().filter(|c| matches!(c.level, Process | Inproc));
-    let findings = settings.map(finding).collect();
+    let findings = settings.map(|c| {
+        let r = |t| c.summary.iter().find(|s| s.tool == t)?.vs_mmap.map(|s| s.median);
+        let f = Finding { direct_vs_mmap: r(Direct), fd_vs_mmap: r(Fd) };
+        (format!("{}, {}", c.level.names()[0], c.cache.name()), f)
+    });
+    let findings = findings.collect();
 
     let mut problems: Vec<String> = cells.iter().flat_map(Cell::problems).collect();
-    for c in creates.iter().filter(|c| !c.dumps_identical) {
-        problems.push(format!("{}: the dumps of ours and rrdtool's files differ", c.what));
-    }
+    let differ = creates.iter().filter(|c| !c.dumps_identical);
+    problems.extend(
+        differ.map(|c| format!("{}: the dumps of ours and rrdtool's files differ", c.what)),
+    );
     for (cache, _, j, same) in &oracle_runs {
         if !same || j.get("failures").and_then(Value::as_u64) != Some(0) {
             let what =
@@ -1073,42 +1032,19 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
 }
 
 /// The commands, the scratch directory made again as `$WORK` (as deep: relative paths hold).
-fn commands(x: &Ctx<'_>, build: &Cmd, big: &Input, out_dir: &Path) -> Vec<String> {
-    let (shown, start) = (x.rel(&x.work), x.rel(&big.path));
-    let handle = |t: &Tool| ["", "handle-"].map(|h| format!("inproc-{h}{}", t.key(false)));
-    let dirs = TOOLS.iter().map(|t| t.key(false).to_owned()).chain(MODES.iter().flat_map(handle));
-    let dirs = dirs.collect::<Vec<_>>().join(" ");
-    let updatev = |t: Tool| x.updatev(t, &x.work.join(t.key(false)), "big.rrd", &big.calls[0]);
-    let n = big.calls.len();
-    let inproc = |t, cache, handle| x.inproc(t, &big.path, n, cache, handle).shell(&x.root);
-    [
-        format!(
-            "# scratch: a copy of the starting file per loop and the calls (this run used {shown})"
-        ),
-        "WORK=target/bench/.rrd-work".to_owned(),
-        format!(
-            "for d in {dirs}; do mkdir -p \"$WORK/$d\" && cp {start} \"$WORK/$d/big.rrd\"; done"
-        ),
-        format!(
-            "mkdir -p \"$WORK/librrd-tmp\" && cp {}/calls.txt \"$WORK/calls.txt\"",
-            x.rel(out_dir)
-        ),
-        build.shell(),
-        "# process level: one such process per call (cold: xtask evicts the file before each)"
-            .to_owned(),
-    ]
-    .into_iter()
-    .chain(TOOLS.map(|t| updatev(t).shell(&x.root)))
-    .chain(["# in-process, cold (warm: without --cold)".to_owned()])
-    .chain(TOOLS.map(|t| inproc(t, Cold, false)))
-    .chain(["# in-process, warm, ours through one kept handle".to_owned()])
-    .chain(MODES.map(|t| inproc(t, Warm, true)))
-    .map(|c| c.replace(&format!("{shown}/"), "$WORK/"))
-    .collect()
+fn commands(x: &Ctx<'_>, build: &Cmd, big: &Input, out_dir: &Path) -> String {
+    let (work, root, n) = (x.ws.rel(&x.work), &x.ws.root, big.calls.len().to_string());
+    let (start, out, bin) = (x.ws.rel(&big.path), x.ws.rel(out_dir), path_arg(&x.mapwise));
+    let (ours, build, call) =
+        (relative(&x.mapwise, root, &x.work.join("fd")), build.shell(), big.calls[0].join(" "));
+    let vars = [("work", work.as_str()), ("start", &start), ("out", &out), ("build", &build)];
+    let more =
+        [("call", call.as_str()), ("ours", &ours), ("peer", &x.oracle), ("n", &n), ("bin", &bin)];
+    say(NOTES, "commands", &[&vars[..], &more].concat())
 }
 
 /// The ratio charts of both levels and the residency of the first cold process-level loops.
-fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
+fn rrd_charts(r: &Results, traces: &traces::Traces) -> Result<Vec<ChartFile>> {
     let bar = |c: &Cell, s: &ToolSummary| {
         let name = c.level.names()[2];
         let prefix = if name.is_empty() { c.cache.name() } else { name };
@@ -1144,9 +1080,6 @@ fn rrd_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
     Ok(svgs.into_iter().filter_map(chart).collect())
 }
 
-/// The report's prose ([`say`]).
-const NOTES: &str = include_str!("text/rrd-report.md");
-
 /// The whole report, from the results.
 fn report(r: &Results) -> Report {
     let mut rep = r.stamp.report();
@@ -1157,46 +1090,28 @@ fn report(r: &Results) -> Report {
         "run|>total|>per call|>`rrdtool last` baseline|same final file as xtask's rrdtool loops";
     let mut t = Table::of(h);
     for (_, cmd, j, same) in &r.oracle_runs {
-        let secs = |k, unit: f64| {
-            j.get(k).and_then(Value::as_f64).map_or_else(dash, |v| fmt_secs(v * unit))
-        };
+        let secs = |k, unit: f64| j.get(k).and_then(Value::as_f64).map(|v| fmt_secs(v * unit));
         let keys =
             [("total_s", 1.0), ("median_ms", 1e-3), ("baseline_rrdtool_last_median_ms", 1e-3)];
         let same = ["**NO**", "yes (the same sample stream)"][usize::from(*same)].to_owned();
-        let cells = [format!("`{cmd}`")].into_iter().chain(keys.map(|(k, u)| secs(k, u)));
-        t.row_as(Role::Peer, cells.chain([same]));
+        let cells = keys.map(|(k, u)| secs(k, u).unwrap_or_else(dash));
+        t.row_as(Role::Peer, [format!("`{cmd}`")].into_iter().chain(cells).chain([same]));
     }
     rep.text(say(NOTES, "peer", &[])).table(t);
     rep.section(format!("In-process: {} calls × {PER_CALL} updates in one process", r.calls));
     cells(&mut rep, r, true);
     rep.text(say(NOTES, "inproc", &[]));
     limits::add_to(&mut rep, &r.limits);
-    let seq = r.limits.first().filter(|l| l.error.is_none());
-    let seq = seq.and_then(|l| Summary::of(&l.passes.iter().map(|p| p.secs).collect::<Vec<_>>()));
-    let extra = r.call((Inproc, Cold), Mmap).zip(r.call((Inproc, Warm), Mmap)).map(|(c, w)| c - w);
-    if let (Some(seq), Some(e), Some(p)) = (seq, extra, r.pages(Mmap).filter(|p| *p > 0.0)) {
-        let pages = r.start.pages;
-        rep.text(say(
-            NOTES,
-            "device",
-            &[
-                ("pages", &pages.to_string()),
-                ("per", &fmt_secs(seq.median / pages.max(1) as f64)),
-                ("extra", &fmt_secs(e)),
-                ("pulled", &format!("{p:.0}")),
-                ("per_page", &fmt_secs(e / p)),
-            ],
-        ));
-    }
     mode_table(&mut rep, r);
     seed_figures(&mut rep, r);
     rep.section("Charts and residency traces");
     charts::add_images(&mut rep, &r.charts);
     traces_table(&mut rep, r);
-    rep.section("Verdicts").verdicts(verdicts(r));
-    let why = why_failed(r);
-    if !why.is_empty() {
-        rep.subsection("Why the failing targets fail (measured here)").list(why);
+    let v = verdicts(r);
+    let failed = v.iter().any(|v| v.outcome == Outcome::Fail);
+    rep.section("Verdicts").verdicts(v);
+    if failed {
+        rep.text(say(NOTES, "why-fail", &[]));
     }
     rep
 }
@@ -1205,26 +1120,14 @@ fn report(r: &Results) -> Report {
 fn setup(rep: &mut Report, r: &Results) {
     let (n, p, s) = (r.calls.to_string(), PER_CALL.to_string(), &r.start);
     let tiny = if r.preset == "tiny" { say(NOTES, "tiny", &[]) } else { String::new() };
-    rep.text(say(
-        NOTES,
-        "intro",
-        &[
-            ("n", &n),
-            ("p", &p),
-            ("size", &human_size(s.bytes)),
-            ("ds", &s.ds_cnt.to_string()),
-            ("shape", r.shape),
-            ("version", r.rrdtool_version.as_deref().unwrap_or("unknown")),
-            ("preset", r.preset),
-            ("runs", &r.runs.to_string()),
-            ("inproc", &r.inproc_runs.to_string()),
-            ("warmup", &r.warmup.to_string()),
-            ("finished", &r.stamp.finished_utc),
-            ("tiny", &tiny),
-        ],
-    ));
-    let tools = [("rrdtool / librrd", r.rrdtool_version.clone())];
-    r.stamp.add_to(rep, "the files", &tools);
+    let (size, ds) = (human_size(s.bytes), s.ds_cnt.to_string());
+    let version = r.rrdtool_version.clone().unwrap_or_else(|| "unknown".into());
+    let counts = [r.runs, r.inproc_runs, r.warmup].map(|c| c.to_string());
+    let vars = [("n", n.as_str()), ("p", &p), ("size", &size), ("ds", &ds), ("shape", r.shape)];
+    let more = [("version", version.as_str()), ("preset", r.preset), ("runs", &counts[0])];
+    let last = [("inproc", counts[1].as_str()), ("warmup", &counts[2]), ("tiny", &tiny)];
+    rep.text(say(NOTES, "intro", &[&vars[..], &more, &last].concat()));
+    r.stamp.add_to(rep, "the files", &[("rrdtool / librrd", r.rrdtool_version.clone())]);
     let mut t = Table::of("file|>bytes|>pages|>DS|>RRAs|>step|>header|>last update|made");
     for s in [&r.start, &r.seed_start] {
         let name = format!("`{}`", s.path.rsplit('/').next().unwrap_or(&s.path));
@@ -1237,7 +1140,7 @@ fn setup(rep: &mut Report, r: &Results) {
     rep.section("Files").table(t).text(say(NOTES, "files", &[("first", first), ("last", last)]));
     let method = say(NOTES, "method", &[("n", &n), ("p", &p), ("seed", &STREAM_SEED.to_string())]);
     rep.section("Method").list(method.lines());
-    rep.section("Commands").text(say(NOTES, "commands", &[])).code("sh", r.commands.join("\n"));
+    rep.commands(std::slice::from_ref(&r.commands));
 
     let h = "create|>file|>ours|>rrdtool|>ours/rrdtool (per pair)|check";
     let mut t = Table::of(h).compares(&[2], &[3]).roles(Role::Ratio, &[4]);
@@ -1245,22 +1148,17 @@ fn setup(rep: &mut Report, r: &Results) {
         let dumps = ["**DUMPS DIFFER**", "dumps identical"][usize::from(c.dumps_identical)];
         let check =
             format!("{dumps}; {} bytes differ (the random row pointers)", c.bytes_differing);
-        let times = [&c.timed.ours, &c.timed.rrdtool].map(|s| opt_secs(s.as_ref()));
+        let times = c.timed.times.map(|s| opt_secs(s.as_ref()));
         let cells = [c.what.clone(), human_size(c.file_bytes)].into_iter().chain(times);
         t.row(cells.chain([opt_ratio(c.timed.ratio.as_ref()), check]));
     }
-    let cmd = r.creates.first().map_or("", |c| c.timed.rrdtool_cmd.as_str());
+    let cmd = r.creates.first().map_or("", |c| c.timed.cmds[1].as_str());
     rep.section("Create").table(t).text(say(NOTES, "create", &[("cmd", cmd)]));
-    let f = &r.floor;
     let mut t = Table::new(&["command", ">wall (median [min–max])"]);
-    t.row_as(Role::Ours, [format!("`{}`", f.ours_cmd), opt_secs(f.ours.as_ref())]);
-    t.row_as(Role::Peer, [format!("`{}`", f.rrdtool_cmd), opt_secs(f.rrdtool.as_ref())]);
-    // A floor above a whole warm call: the floor's runs were disturbed.
-    let above = f.ours.map(|f| f.median).zip(r.call((Process, Warm), Mmap)).filter(|(f, c)| f > c);
-    let above = above.map_or_else(String::new, |(fl, call)| {
-        say(NOTES, "floor-above", &[("floor", &fmt_secs(fl)), ("call", &fmt_secs(call))])
-    });
-    rep.section("Start-up floor").table(t).text(say(NOTES, "floor", &[("above", &above)]));
+    for (i, role) in [Role::Ours, Role::Peer].into_iter().enumerate() {
+        t.row_as(role, [format!("`{}`", r.floor.cmds[i]), opt_secs(r.floor.times[i].as_ref())]);
+    }
+    rep.section("Start-up floor").table(t).text(say(NOTES, "floor", &[]));
 }
 
 /// The process-level or in-process cells' tables, one row per tool.
@@ -1288,8 +1186,8 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
         ][usize::from(inproc)][usize::from(cold)];
         let h = format!("tool|>total|>per call|{head}|{pages}");
         let h: Vec<&str> = h.split('|').filter(|h| !h.is_empty()).collect();
-        let ratio = |i: &usize| h[*i].contains("vs ") || h[*i].contains("speed-up");
-        let ratios: Vec<usize> = (0..h.len()).filter(ratio).collect();
+        let ratios: Vec<usize> =
+            (0..h.len()).filter(|&i| h[i].contains("vs ") || h[i].contains("speed-up")).collect();
         let mut t = Table::new(&h).roles(Role::Ratio, &ratios);
         let of = [r.start.pages, r.seed_start.pages][usize::from(c.level == SeedFile)];
         for s in &c.summary {
@@ -1316,7 +1214,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
     }
 }
 
-/// The mode table, the traced system calls, and the seed's finding (and why not).
+/// The mode table, the traced system calls, and whether the seed's finding holds.
 fn mode_table(rep: &mut Report, r: &Results) {
     let h = "mode|>process warm|>process cold|>in-process warm|>in-process cold\
              |>per call in-process warm / cold|>pages after a cold call|which pages (first cold call)";
@@ -1324,14 +1222,14 @@ fn mode_table(rep: &mut Report, r: &Results) {
     let settings = [(Process, Warm), (Process, Cold), (Inproc, Warm), (Inproc, Cold)];
     for tool in TOOLS {
         let rel = |cell| one_or(tool == Mmap, r.tool(cell, tool).and_then(|s| s.vs_mmap));
-        let [w, c] =
-            [Warm, Cold].map(|cache| r.call((Inproc, cache), tool).map_or_else(dash, fmt_secs));
+        let call = |c| r.med((Inproc, c), tool, |s| s.median_call).map_or_else(dash, fmt_secs);
         let cold = r.tool((Process, Cold), tool);
         let pages =
             format!("{} of {}", counts(cold.and_then(|s| s.pages_after).as_ref()), r.start.pages);
+        let first = cold.and_then(|s| s.first_call_pages.as_deref()).map_or_else(dash, ranges);
         let label =
             if tool == Rrdtool { "rrdtool (librrd in-process)".into() } else { tool.label(false) };
-        let rest = [format!("{w} / {c}"), pages, first_pages(r, tool)];
+        let rest = [format!("{} / {}", call(Warm), call(Cold)), pages, first];
         t.row_as(tool.role(), [label].into_iter().chain(settings.map(rel)).chain(rest));
     }
     rep.section("The mode table").text(say(NOTES, "modes", &[])).table(t);
@@ -1347,71 +1245,19 @@ fn mode_table(rep: &mut Report, r: &Results) {
     let [far, lo, hi] = [FAR_SLOWER, CLOSE.0, CLOSE.1].map(|v| v.to_string());
     rep.text(say(NOTES, "finding", &[("far", &far), ("lo", &lo), ("hi", &hi)]));
     let word = |b: Option<bool>, w: [&'static str; 3]| w[b.map_or(0, |b| 1 + usize::from(b))];
+    let times = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.2}×"));
     rep.list(r.findings.iter().map(|(setting, f)| {
-        let (d, fd) = (times(f.direct_vs_mmap), times(f.fd_vs_mmap));
-        let [far, close] = [f.direct_far_slower, f.fd_close].map(|b| word(b, ["unknown", "no", "yes"]));
-        let verdict = word(f.reproduces(), ["no data", "not reproduced", "reproduced"]);
+        let (d, fd, [far, close, held]) = (times(f.direct_vs_mmap), times(f.fd_vs_mmap), f.holds());
+        let [far, close] = [far, close].map(|b| word(b, ["unknown", "no", "yes"]));
+        let verdict = word(held, ["no data", "not reproduced", "reproduced"]);
         format!("{setting}: direct/mmap {d} (far slower: {far}), fd/mmap {fd} (close: {close}) — {verdict}")
     }));
-    let by = |want| r.findings.iter().filter(move |(_, f)| f.reproduces() == Some(want));
-    let names = |want| by(want).map(|(s, _)| s.as_str()).collect::<Vec<_>>().join("; ");
-    let (yes, no) = (names(true), names(false));
-    rep.text(match (yes.is_empty(), no.is_empty()) {
-        (false, true) => {
-            format!("**This machine reproduces the seed's finding** in every setting ({yes}).")
-        }
-        (true, _) => {
-            "**This machine does not reproduce the seed's finding** in any setting. Why:".to_owned()
-        }
-        _ => {
-            format!("**This machine reproduces the seed's finding** {yes}, **but not** {no}. Why:")
-        }
-    });
-    let why: Vec<String> =
-        by(false).flat_map(|(setting, f)| not_reproduced(r, setting, f)).collect();
-    if !why.is_empty() {
-        rep.list(why);
+    if r.findings.iter().any(|(_, f)| f.holds()[2] == Some(false)) {
+        rep.text(say(NOTES, "finding-why", &[]));
     }
 }
 
-/// The measured reasons a setting does not show the seed's finding.
-fn not_reproduced(r: &Results, setting: &str, f: &Finding) -> Vec<String> {
-    let level = if setting.starts_with("process") { Process } else { Inproc };
-    let cache = if setting.ends_with("cold") { Cold } else { Warm };
-    let mut why = Vec::new();
-    if f.direct_far_slower == Some(false) {
-        let [d, m] = [Direct, Mmap].map(|t| r.call((Inproc, cache), t));
-        let (ratio, extra) = (times(f.direct_vs_mmap), secs(d.zip(m).map(|(d, m)| d - m)));
-        let pages = [Mmap, Fd, Direct]
-            .map(|t| r.pages(t).map_or_else(|| "?".to_owned(), |p| format!("{p:.0}")))
-            .join(", ");
-        // A start-up every mode pays pulls a slower mode's ratio towards 1×.
-        let floor = secs(r.floor.ours.map(|f| f.median));
-        let vars = [("setting", setting), ("ratio", &ratio), ("extra", &extra), ("floor", &floor)];
-        let vars = [vars.as_slice(), &[("pages", &pages)]].concat();
-        let process = level == Process;
-        why.push(if process {
-            say(NOTES, "why-direct-process", &vars)
-        } else {
-            say(NOTES, "why-direct-inproc", &vars)
-        });
-    }
-    if f.fd_close == Some(false) {
-        let [a, b] = [Fd, Mmap].map(|t| r.call((level, cache), t));
-        let (ratio, m) = (times(f.fd_vs_mmap), times(a.zip(b).map(|(a, b)| a / b)));
-        let [fd, mmap] = [a, b].map(secs);
-        let vars = [("setting", setting), ("ratio", &ratio), ("fd", &fd), ("mmap", &mmap)];
-        let vars = [vars.as_slice(), &[("m", &m)]].concat();
-        why.push(if cache == Cold {
-            say(NOTES, "why-fd-cold", &vars)
-        } else {
-            say(NOTES, "why-fd-warm", &vars)
-        });
-    }
-    why
-}
-
-/// The 2007 figures, this run's nearest ones, and what matches and what does not.
+/// The 2007 figures and this run's nearest ones.
 fn seed_figures(rep: &mut Report, r: &Results) {
     let mut published = Table::new(&["source", "what", ">figure"]);
     for line in say(NOTES, "published", &[]).lines() {
@@ -1419,59 +1265,21 @@ fn seed_figures(rep: &mut Report, r: &Results) {
     }
     rep.section("The seed's published figures").text(say(NOTES, "seed", &[])).table(published);
     let shown = [Rrdtool, Mmap, Fd, Direct];
-    let mut t = Table::of("what|>rrdtool / librrd|>ours mmap|>ours fd|>ours direct")
-        .compares(&[2, 3, 4], &[1]);
+    let h = "what|>rrdtool / librrd|>ours mmap|>ours fd|>ours direct";
+    let mut t = Table::of(h).compares(&[2, 3, 4], &[1]);
     let rows = [
         ("in-process, file cached: update calls/s", (Inproc, Warm)),
         ("in-process, file evicted before every call: calls/s", (Inproc, Cold)),
         ("process level (one updatev process per call), cached: calls/s", (Process, Warm)),
     ];
+    let whole = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.0}"));
     for (what, cell) in rows {
-        t.row([what.to_owned()].into_iter().chain(shown.map(|tool| rate(r.per_s(cell, tool)))));
+        t.row([what.to_owned()].into_iter().chain(shown.map(|tool| whole(r.per_s(cell, tool)))));
     }
     let what = format!("pages of the {}-page file a cold call leaves in the cache", r.start.pages);
-    let pages = shown.map(|t| r.pages(t).map_or_else(dash, |p| format!("{p:.0}")));
-    t.row([what].into_iter().chain(pages));
+    t.row([what].into_iter().chain(shown.map(|t| whole(r.pages(t)))));
     let n = r.calls.to_string();
     rep.text(say(NOTES, "this-run", &[("n", &n), ("p", &PER_CALL.to_string())])).table(t);
-
-    let (mut matches, mut differs) = (Vec::new(), Vec::new());
-    let per_s = |t, c| r.per_s((Inproc, c), t);
-    if let (Some(lw), Some(lc)) = (per_s(Rrdtool, Warm), per_s(Rrdtool, Cold)) {
-        let here = lw / lc;
-        let s = say(NOTES, "seed-cached", &[("here", &format!("{here:.0}"))]);
-        [&mut differs, &mut matches][usize::from(here >= 5.0)].push(s);
-        let (warm, cold) = (rate(Some(lw)), rate(Some(lc)));
-        differs.push(say(NOTES, "seed-rates", &[("warm", &warm), ("cold", &cold)]));
-    }
-    if let (Some(m), Some(f)) = (per_s(Mmap, Warm), per_s(Fd, Warm)) {
-        let s = say(NOTES, "seed-mmap", &[("ratio", &format!("{:.2}", m / f))]);
-        [&mut differs, &mut matches][usize::from(m >= f)].push(s);
-    }
-    if let (Some(fl), Some(c)) =
-        (r.floor.rrdtool.map(|f| f.median), r.call((Process, Warm), Rrdtool))
-    {
-        let [inproc, process] =
-            [Inproc, Process].map(|l| times(r.med((l, Warm), Direct, |s| s.vs_mmap)));
-        let (floor, call) = (fmt_secs(fl), fmt_secs(c));
-        let vars = [("n", n.as_str()), ("floor", &floor), ("call", &call)];
-        let vars = [vars.as_slice(), &[("inproc", &inproc), ("process", &process)]].concat();
-        differs.push(say(NOTES, "seed-startup", &vars));
-    }
-    if let (Some(rt), Some(m)) = (r.pages(Rrdtool), r.pages(Mmap)) {
-        let [rrdtool, mmap] = [rt, m].map(|p| format!("{p:.0}"));
-        let pages = r.start.pages.to_string();
-        matches.push(say(
-            NOTES,
-            "seed-footprint",
-            &[("rrdtool", &rrdtool), ("pages", &pages), ("mmap", &mmap)],
-        ));
-    }
-    for (head, list) in [("**What matches:**", matches), ("**What does not, and why:**", differs)] {
-        if !list.is_empty() {
-            rep.text(head).list(list);
-        }
-    }
     rep.text(say(NOTES, "seed-compare", &[]));
 }
 
@@ -1481,17 +1289,9 @@ fn traces_table(rep: &mut Report, r: &Results) {
         0 => String::new(),
         k => say(NOTES, "traces-empty", &[("k", &k.to_string())]),
     };
-    rep.text(say(
-        NOTES,
-        "traces",
-        &[
-            ("ms", &traces::INTERVAL.as_millis().to_string()),
-            ("n", &r.traces.len().to_string()),
-            ("empty", &empty),
-            ("file", &r.start.path),
-            ("create", SEED_CREATE),
-        ],
-    ));
+    let (ms, n) = (traces::INTERVAL.as_millis().to_string(), r.traces.len().to_string());
+    let vars = [("ms", ms.as_str()), ("n", &n), ("empty", &empty), ("file", &r.start.path)];
+    rep.text(say(NOTES, "traces", &[&vars[..], &[("create", SEED_CREATE)]].concat()));
     let mut t = Table::of("cell|>traces|>frames per trace|>most pages resident in a frame");
     let mut cells: Vec<&str> = r.traces.iter().map(|t| t.cell.as_str()).collect();
     cells.dedup();
@@ -1507,7 +1307,8 @@ fn traces_table(rep: &mut Report, r: &Results) {
 /// The verdicts: process level, in-process (by the best mode), kept handle, mode table, files.
 fn verdicts(r: &Results) -> Vec<Verdict> {
     let [p, w, c] = TARGETS;
-    // `judge` of a ratio, and the same of the median calls when there is one.
+    let against =
+        |t, cell: (Level, CacheState)| r.tool(cell, t).map_or((None, None), |s| s.against(cell.1));
     let judged = |name: String, (s, m): (Option<Summary>, Option<f64>), bound| {
         let mut v = judge(name, s.as_ref(), bound, ("", ""));
         v.detail += &m.map_or_else(String::new, |m| format!("; by per-call medians {m:.2}×"));
@@ -1527,8 +1328,6 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     // The in-process targets name no I/O mode: a caller picks the mode for
     // the workload. The headline names the modes that meet both (warm and
     // cold, the same mode); every mode's own lines follow.
-    let against =
-        |t, cell: (Level, CacheState)| r.tool(cell, t).map_or((None, None), |s| s.against(cell.1));
     let meets = |t: Tool| {
         let (warm, cold) =
             (against(t, (Inproc, Warm)).0?.median, against(t, (Inproc, Cold)).0?.median);
@@ -1564,57 +1363,18 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     let name = "In-process, warm, ours through one kept handle".to_owned();
     let line = judged(name, against(Mmap, (InprocHandle, Warm)), (w, Bound::AtLeast));
     v.push(line.target("not like-for-like: librrd opens per call; same target"));
-    let held = r.findings.iter().filter(|(_, f)| f.reproduces() == Some(true)).count();
+    let held = r.findings.iter().filter(|(_, f)| f.holds()[2] == Some(true)).count();
     let detail = match (held, r.findings.len()) {
         (h, all) if h == all => "REPRODUCED in every setting".to_owned(),
         (0, _) => "NOT REPRODUCED; see why above".to_owned(),
         (h, all) => format!("REPRODUCED in {h} of {all} settings; see why above"),
     };
-    v.push(
-        Verdict::new("Mode table", Outcome::None, detail).target("the seed's finding, or why not"),
-    );
+    let mode_table = Verdict::new("Mode table", Outcome::None, detail);
+    v.push(mode_table.target("the seed's finding, or why not"));
     let ok = r.problems.is_empty();
     let detail = if ok { say(NOTES, "files-ok", &[]) } else { r.problems.join("; ") };
     v.push(Verdict::new("Files and outputs", Outcome::of(ok), detail));
     v
-}
-
-/// Measured reasons for each failing target of ours mmap (the default).
-fn why_failed(r: &Results) -> Vec<String> {
-    let mut out = Vec::new();
-    let [fo, fr] = [r.floor.ours, r.floor.rrdtool].map(|s| secs(s.map(|s| s.median)));
-    for cache in [Warm, Cold] {
-        if r.med((Process, cache), Mmap, |s| s.vs_reference).is_some_and(|v| v > TARGETS[0]) {
-            let [o, t] = [Mmap, Rrdtool].map(|t| secs(r.call((Process, cache), t)));
-            let vars = [("cache", cache.name()), ("mmap", &o), ("rrdtool", &t)];
-            let vars = [vars.as_slice(), &[("ours_floor", &fo), ("rrdtool_floor", &fr)]].concat();
-            out.push(say(NOTES, "fail-process", &vars));
-        }
-    }
-    if r.med((Inproc, Warm), Mmap, |s| s.speedup).is_some_and(|v| v < TARGETS[1]) {
-        let [m, f, l] = [Mmap, Fd, Rrdtool].map(|t| r.call((Inproc, Warm), t));
-        let gap = secs(m.zip(f).map(|(m, f)| m - f));
-        let [m, f, l] = [m, f, l].map(secs);
-        let vars = [("mmap", m.as_str()), ("librrd", &l), ("fd", &f), ("gap", &gap)];
-        let target = TARGETS[1].to_string();
-        out.push(say(NOTES, "fail-warm", &[vars.as_slice(), &[("target", &target)]].concat()));
-    }
-    if let Some(v) = r.med((Inproc, Cold), Mmap, |s| s.vs_reference).filter(|v| *v > TARGETS[2]) {
-        let (ratio, mmap, rrdtool) =
-            (format!("{v:.2}"), first_pages(r, Mmap), first_pages(r, Rrdtool));
-        out.push(say(
-            NOTES,
-            "fail-cold",
-            &[("ratio", &ratio), ("mmap", &mmap), ("rrdtool", &rrdtool)],
-        ));
-    }
-    out
-}
-
-/// The pages the first timed cold process-level call of `t` left, as ranges.
-fn first_pages(r: &Results, t: Tool) -> String {
-    let s = r.tool((Process, Cold), t).and_then(|s| s.first_call_pages.as_deref());
-    s.map_or_else(dash, ranges)
 }
 
 /// `1` for the base a ratio column is relative to, else the ratios.
@@ -1626,36 +1386,9 @@ fn dash() -> String {
     "—".to_owned()
 }
 
-/// A time, `?` when there is none.
-fn secs(v: Option<f64>) -> String {
-    v.map_or_else(|| "?".to_owned(), fmt_secs)
-}
-
-/// A ratio `1.26×`, `—` when there is none.
-fn times(v: Option<f64>) -> String {
-    v.filter(|v| v.is_finite()).map_or_else(dash, |v| format!("{v:.2}×"))
-}
-
 /// `12 [10–14]` (counts: pages, frames).
 fn counts(s: Option<&Summary>) -> String {
     s.map_or_else(dash, |s| format!("{:.0} [{:.0}–{:.0}]", s.median, s.min, s.max))
-}
-
-/// `12 345` (a rate, whole units, thin groups of three).
-fn rate(v: Option<f64>) -> String {
-    let Some(v) = v.filter(|v| v.is_finite()) else {
-        return dash();
-    };
-    #[expect(clippy::cast_possible_truncation)] // a rate, far below 2^53
-    let digits = (v.round().max(0.0) as u64).to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push('\u{202f}');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `openat, fcntl, statx ×2, madvise ×7` (consecutive repeats counted).
@@ -1667,9 +1400,7 @@ fn run_length(names: &[String]) -> String {
             _ => parts.push((n, 1)),
         }
     }
-    let part = |&(n, k): &(&str, usize)| {
-        if k > 1 { format!("{n} ×{k}") } else { n.to_owned() }
-    };
+    let part = |&(n, k): &(&str, usize)| if k > 1 { format!("{n} ×{k}") } else { n.to_owned() };
     parts.iter().map(part).collect::<Vec<_>>().join(", ")
 }
 
@@ -1687,18 +1418,10 @@ mod tests {
         assert_eq!(s[0].join(" "), first);
         assert_eq!(s[999][2], "1601067228:284.743:205.144");
         let seed = sample_stream(962_496_000, 86_400, 1, 2, 0);
-        assert_eq!(seed[0][0], "962582400:883.311");
-        assert_eq!(seed[1][2], "963014400:327.326");
-    }
-
-    #[test]
-    fn shapes_output() {
-        let text = "gauge  2 DS\n  rrdtool create NAME.rrd -s 300 DS:a:GAUGE:600:U:U\n\
-                    big  ~1.7 MiB\n  rrdtool create NAME.rrd -s 300 RRA:AVERAGE:0.5:1:9\n";
-        let big = shape_args(text, "big").unwrap();
-        assert_eq!(big, ["-s", "300", "RRA:AVERAGE:0.5:1:9"]);
-        assert_eq!(shape_args(text, "gauge").unwrap().len(), 3);
-        assert_eq!(shape_args(text, "hw"), None);
+        assert_eq!(
+            (seed[0][0].as_str(), seed[1][2].as_str()),
+            ("962582400:883.311", "963014400:327.326")
+        );
     }
 
     /// Real strace lines (trimmed) of ours `--io mmap` and `--io direct`.
@@ -1734,43 +1457,12 @@ openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
     }
 
     #[test]
-    fn findings() {
-        let f = Finding::of(Some(1.3), Some(1.1));
-        assert_eq!((f.direct_far_slower, f.fd_close), (Some(false), Some(true)));
-        assert_eq!(f.reproduces(), Some(false));
-        assert_eq!(Finding::of(Some(3.0), Some(1.1)).reproduces(), Some(true));
-        assert_eq!(Finding::of(None, Some(1.0)).reproduces(), None);
-    }
-
-    #[test]
-    fn lists_and_numbers_print_short() {
-        assert_eq!(run_length(&["a".into(), "b".into(), "b".into()]), "a, b ×2");
-        let rates = [Some(12_345.4), Some(999.6), None].map(rate);
-        assert_eq!(rates, ["12\u{202f}345", "1\u{202f}000", "—"]);
-    }
-
-    #[test]
     fn commands_name_their_directory_and_environment() {
         let root = Path::new("/w");
         let r = Run::new("/abs/rrdtool", "rrdtool", Path::new("/w/t/d")).args(["updatev", "f"]);
-        let want = "(cd t/d && TZ=UTC LC_ALL=C LANG=C rrdtool updatev f)";
-        assert_eq!(r.shell(root), want);
+        assert_eq!(r.shell(root), "(cd t/d && TZ=UTC LC_ALL=C LANG=C rrdtool updatev f)");
         let deep = Path::new("/w/target/bench/.rrd-work-1/fd");
         let ours = relative(Path::new("target/release/mapwise"), root, deep);
         assert_eq!(ours, "../../../../target/release/mapwise");
-    }
-
-    #[test]
-    fn the_librrd_copy_is_found_by_its_directory() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        for (sub, file) in [("other", true), ("rrd-bench-empty", false), ("rrd-bench-k2x", true)] {
-            assert_eq!(find_librrd_copy(d, "f.rrd"), None);
-            fs::create_dir_all(d.join(sub)).unwrap();
-            if file {
-                fs::write(d.join(sub).join("f.rrd"), b"x").unwrap();
-            }
-        }
-        assert_eq!(find_librrd_copy(d, "f.rrd"), Some(d.join("rrd-bench-k2x/f.rrd")));
     }
 }
