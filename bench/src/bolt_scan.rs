@@ -557,27 +557,19 @@ fn render(r: &Results) -> Report {
     let what = format!("`inspector residency`, {} sparse file", human_size(rs.sparse_bytes));
     t.row([what, time, note]);
     o.section("Residency of a sparse file").table(t);
-    let verdict = |c: &CellRuns| {
-        judge(
-            &c.label,
-            c.ratio(0, 1, "took_s").0.as_ref(),
-            (1.0, Bound::AtMost),
-            ("ours ", " Go bbolt"),
-        )
-    };
+    let ratio = |c: &CellRuns| c.ratio(0, 1, "took_s").0;
+    let target = (1.0, Bound::AtMost);
+    let verdict = |c: &CellRuns| judge(&c.label, ratio(c).as_ref(), target, ("ours ", " Go bbolt"));
     let mut verdicts: Vec<Verdict> = r.cells.iter().map(verdict).collect();
     let n = r.cells.first().and_then(|c| c.distinct("keys").first().copied());
     let n = n.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
     let as_generated = if r.file.expected_keys.is_some() { ", as generated" } else { "" };
-    verdicts.push(Verdict::new(
-        "key counts",
-        Outcome::of(r.keys_agree),
-        if r.keys_agree {
-            format!("ours and Go agree in every run ({n} keys{as_generated})")
-        } else {
-            "**MISMATCH** — see the keys column and results.json".to_owned()
-        },
-    ));
+    let detail = if r.keys_agree {
+        format!("ours and Go agree in every run ({n} keys{as_generated})")
+    } else {
+        "**MISMATCH** — see the keys column and results.json".to_owned()
+    };
+    verdicts.push(Verdict::new("key counts", Outcome::of(r.keys_agree), detail));
     o.section("Verdicts (target: ours ≤ 1.0× Go bbolt, took)").verdicts(verdicts);
     o
 }

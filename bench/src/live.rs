@@ -358,30 +358,25 @@ fn alt_cell(cx: &Ctx, m: &mut Measured, etcd: &Etcd, file: &Path, size: &str) ->
     let snapshot = etcd::snapshot_cmd(etcd, snap.path()).metered();
     let check = readers(cx.ws, snap.path()).swap_remove(0).1;
     let ours = readers(cx.ws, file).swap_remove(0).1;
-    let before = |side, run| {
-        let (f, who) = if side == 0 {
-            (file, "ours")
-        } else {
-            (db.as_path(), "etcdctl snapshot save + check")
-        };
+    let before = |side: usize, run| {
+        let (f, who) = [(file, "ours"), (db.as_path(), "etcdctl snapshot save + check")][side];
         cx.progress.set(format!("{size}: side by side {run}/{}, {who}", cx.runs));
         let _ = fs::remove_file(snap.path());
         cx.prepare(f, PARTIAL)
     };
-    let alt = |resident| {
-        let s = cx.run(&snapshot, resident)?;
-        let cached = pagecache::resident_fraction(snap.path()).unwrap_or(0.0);
-        let c = cx.run(&check, cached)?;
-        let _ = fs::remove_file(snap.path());
+    // Ours' one run, or the snapshot and the check of the copy.
+    let run = |side, _, resident| {
+        let runs = if side == 0 {
+            vec![cx.run(&ours, resident)?]
+        } else {
+            let s = cx.run(&snapshot, resident)?;
+            let c = cx.run(&check, pagecache::resident_fraction(snap.path()).unwrap_or(0.0))?;
+            let _ = fs::remove_file(snap.path());
+            vec![s, c]
+        };
         cx.progress.inc();
-        Ok(vec![s, c])
+        Ok(runs)
     };
-    let ours_run = |resident| {
-        let o = cx.run(&ours, resident)?;
-        cx.progress.inc();
-        Ok(vec![o])
-    };
-    let run = |side, _, resident| if side == 0 { ours_run(resident) } else { alt(resident) };
     let at = (file, size, ALT_INTERVAL_MS);
     cx.under_writer(m, at, "side by side with the alternative", |_, m| {
         let pairs = schedule::rotate(2, cx.runs, before, run)?;
