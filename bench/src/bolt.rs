@@ -282,12 +282,12 @@ fn ops(s: Option<Summary>) -> String {
 
 fn render(r: &Results) -> Report {
     let mut o = r.stamp.report();
-    let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(scan::WARM_MIN_RUNS).to_string());
-    let (version, warmup) = (r.versions.bbolt_readme.as_deref().unwrap_or_default(), r.warmup);
-    let (vars, warmup) =
-        ([("version", version), ("runs", &runs), ("s", plural(r.runs))], warmup.to_string());
-    let done = [("warmup", warmup.as_str()), ("finished", &r.stamp.finished_utc)];
-    o.text(say(NOTES, "intro", &[&vars[..], &[("warm_runs", &warm_runs)], &done].concat()));
+    let (runs, warmup) = (r.runs.to_string(), r.warmup.to_string());
+    let warm_runs = r.runs.max(scan::WARM_MIN_RUNS).to_string();
+    let version = r.versions.bbolt_readme.as_deref().unwrap_or_default();
+    let counts = [("runs", runs.as_str()), ("s", plural(r.runs)), ("warm_runs", &warm_runs)];
+    let rest = [("version", version), ("warmup", &warmup), ("finished", &r.stamp.finished_utc)];
+    o.text(say(NOTES, "intro", &[&counts[..], &rest].concat()));
     r.versions.machine(&mut o, &r.stamp);
     o.section("Verdicts").verdicts(r.verdicts.clone());
     if !r.work.is_empty() {

@@ -169,7 +169,7 @@ pub(crate) fn scan_steps(specs: &[ScanSpec<'_>], (warmup, runs): (usize, usize))
 }
 
 /// `inspector residency` on a sparse file, as results.json keeps it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct ResidencyBench {
     /// `ok` or `failed`.
     status: String,
@@ -392,15 +392,8 @@ fn residency_bench(ws: &Workspace, runs: usize, progress: &Progress) -> Result<R
     let cmd = Cmd::new(inspector).args(["residency", &sparse, "--json"]);
     let rm = Cmd::new("rm").args(["-f", &sparse]);
     let commands = vec![truncate.shell(), cmd.shell(), rm.shell()];
-    let (status, walls) = ("ok".to_owned(), Vec::new());
-    let mut bench = ResidencyBench {
-        status,
-        detail: None,
-        commands,
-        sparse_bytes: SPARSE_BYTES,
-        walls,
-        pages: None,
-    };
+    let (status, sparse_bytes) = ("ok".to_owned(), SPARSE_BYTES);
+    let mut bench = ResidencyBench { status, commands, sparse_bytes, ..ResidencyBench::default() };
     let _guard = TempPath::new(PathBuf::from(&sparse));
     truncate.run(&ws.root)?;
     for run in 1..=runs {
