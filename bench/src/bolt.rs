@@ -13,14 +13,14 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::bolt_scan::{self as scan, FileInfo, ScanSpec, Versions};
-use super::cell::{self, CellRuns, Contender, Metrics, Tracing, both, metrics};
-use super::charts::{self, ChartFile};
+use super::cell::{self, CellRuns, Contender, Metrics, Tracing, metrics};
+use super::charts::ChartFile;
 use super::limits::{self, Limit};
 use super::machine::{Machine, Stamp};
 use super::output;
 use super::proc::{Cmd, json_line};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Col, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::{self, CacheState::Cold, CacheState::Warm};
 use super::stats::{Summary, fmt_secs};
 use super::units::{format_size, human_size, plural};
@@ -132,15 +132,13 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     // Ours' extra options beyond like for like: the prefetching cursor, and
     // MADV_HUGEPAGE instead of bbolt's MADV_RANDOM (cold faults read 2 MiB).
     let (prefetch, hugepage) = (["--prefetch", pf.as_str()], ["--advice", "hugepage"]);
-    let specs: Vec<ScanSpec<'_>> = if args.no_scans {
-        Vec::new()
-    } else {
-        let plain = |c, p| (c, p, &[][..]);
-        vec![plain(Cold, false), plain(Cold, true), (Cold, false, &prefetch[..])]
+    let (none, prefetch, hugepage): (&[&str], _, _) = (&[], &prefetch[..], &hugepage[..]);
+    let specs: Vec<ScanSpec<'_>> =
+        [(Cold, false, none), (Cold, true, none), (Cold, false, prefetch)]
             .into_iter()
-            .chain([(Cold, false, &hugepage[..]), plain(Warm, false), plain(Warm, true)])
-            .collect()
-    };
+            .chain([(Cold, false, hugepage), (Warm, false, none), (Warm, true, none)])
+            .filter(|_| !args.no_scans)
+            .collect();
     let modes: &[&str] = if args.no_puts { &[] } else { &["seq", "rnd"] };
     let scan_steps = scan::scan_steps(&specs, (warmup, runs));
     let scan_steps = if args.no_scans { 0 } else { scan_steps + 2 + limits::steps(runs) };
@@ -196,16 +194,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
             let (k1, k2) = (all[all.len() * 45 / 100], all[all.len() / 2]);
             range_keys = Some((k1.to_owned(), k2.to_owned()));
             for (label, extra) in
-                [("plain".to_owned(), &[][..]), (format!("--prefetch {pf}"), &prefetch[..])]
+                [("plain".to_owned(), none), (format!("--prefetch {pf}"), prefetch)]
             {
                 schedule::prepare(&[&path], Cold)?;
                 let cmd = Cmd::new(&mapwise)
                     .args(["bolt", "traverse", &f.path, "--from", k1, "--to", k2])
                     .args(extra.iter().copied())
                     .args(["--residency", "--json"]);
-                let out = cmd.run(&ws.root)?;
-                let json = serde_json::from_str(out.stdout.trim())
-                    .with_context(|| format!("`{}`: not JSON", cmd.shell()))?;
+                let json = json_line(&cmd.run(&ws.root)?.stdout).map_err(anyhow::Error::msg)?;
                 range.push(RangeRun { label, cmd: cmd.shell(), json });
                 progress.inc();
             }
@@ -284,31 +280,16 @@ fn ops(s: Option<Summary>) -> String {
     s.map_or_else(|| "—".to_owned(), |s| format!("{} [{}–{}]", k(s.median), k(s.min), k(s.max)))
 }
 
-/// The median peak RSS of ours and Go in `c`.
-fn rss(c: &CellRuns) -> String {
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let one = |i| c.summary(i, "rss_kib").map(|s| human_size(s.median as u64 * 1024));
-    both(|i| one(i).unwrap_or_else(|| "—".to_owned()))
-}
-
 fn render(r: &Results) -> Report {
     let mut o = r.stamp.report();
-    let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(scan::WARM_MIN_RUNS).to_string());
-    o.text(say(
-        NOTES,
-        "intro",
-        &[
-            ("version", r.versions.bbolt_readme.as_deref().unwrap_or_default()),
-            ("runs", &runs),
-            ("s", plural(r.runs)),
-            ("warm_runs", &warm_runs),
-            ("warmup", &r.warmup.to_string()),
-            ("finished", &r.stamp.finished_utc),
-        ],
-    ));
+    let (runs, warmup) = (r.runs.to_string(), r.warmup.to_string());
+    let warm_runs = r.runs.max(scan::WARM_MIN_RUNS).to_string();
+    let version = r.versions.bbolt_readme.as_deref().unwrap_or_default();
+    let counts = [("runs", runs.as_str()), ("s", plural(r.runs)), ("warm_runs", &warm_runs)];
+    let rest = [("version", version), ("warmup", &warmup), ("finished", &r.stamp.finished_utc)];
+    o.text(say(NOTES, "intro", &[&counts[..], &rest].concat()));
     r.versions.machine(&mut o, &r.stamp);
     o.section("Verdicts").verdicts(r.verdicts.clone());
-    let label: Col<'_, CellRuns> = ("mode", Other, &|c| c.label.clone());
     if !r.work.is_empty() {
         let count = r.count;
         o.section(format!(
@@ -318,14 +299,14 @@ fn render(r: &Results) -> Report {
         o.table(cell_table(
             &r.work,
             &[
-                label,
+                ("mode", Other, &|c| c.label.clone()),
                 (">ours puts/s", Ours, &|c| ops(c.summary(0, "puts_per_s"))),
                 (">Go puts/s", Peer, &|c| ops(c.summary(1, "puts_per_s"))),
                 (">puts ours/Go", Ratio, &|c| c.ratio_text("puts_per_s")),
                 (">ours gets/s", Ours, &|c| ops(c.summary(0, "gets_per_s"))),
                 (">Go gets/s", Peer, &|c| ops(c.summary(1, "gets_per_s"))),
                 (">gets ours/Go", Ratio, &|c| c.ratio_text("gets_per_s")),
-                (">peak RSS ours / Go", Other, &rss),
+                (">peak RSS ours / Go", Other, &scan::rss),
                 ("ops agree", Other, &|c| if agree(c) { "yes" } else { "**NO**" }.to_owned()),
             ],
         ))
@@ -334,19 +315,7 @@ fn render(r: &Results) -> Report {
     if let Some(f) = &r.file {
         let keys = f.expected_keys.map_or_else(|| "?".to_owned(), |k| k.to_string());
         o.section(format!("Scans of `{}` ({}, {keys} keys)", f.path, human_size(f.bytes)));
-        o.table(cell_table(
-            &r.scans,
-            &[
-                ("cell", Other, label.2),
-                (">ours took", Ours, &|c| c.time(0, "took_s")),
-                (">Go took", Peer, &|c| c.time(1, "took_s")),
-                (">ours/Go (per pair)", Ratio, &|c| c.ratio_text("took_s")),
-                (">peak RSS ours / Go", Other, &rss),
-                (">resident after ours / Go", Other, &|c| both(|i| c.resident_after(i))),
-                (">keys", Other, &|c| c.distinct_text("keys")),
-            ],
-        ))
-        .text(say(NOTES, "scans", &[]));
+        o.table(scan::scan_table(&r.scans)).text(say(NOTES, "scans", &[]));
         scan::seed_section(&mut o, &r.scans, r.scan_size.as_deref().unwrap_or_default());
         limits::add_to(&mut o, &r.limits);
     }
@@ -360,16 +329,13 @@ fn render(r: &Results) -> Report {
              | >resident elsewhere",
         );
         for x in &r.range {
-            let j = &x.json;
-            let rs = |k: &str| {
-                let v = j.get("residency").and_then(|v| v.get(k));
-                v.map_or_else(|| "—".to_owned(), ToString::to_string)
-            };
-            let took = j.get("took_s").and_then(serde_json::Value::as_f64);
-            let keys = j.get("keys").cloned().unwrap_or_default().to_string();
+            let get =
+                |k: &str| x.json.pointer(k).map_or_else(|| "—".to_owned(), ToString::to_string);
+            let took = x.json.get("took_s").and_then(serde_json::Value::as_f64);
             let took = took.map_or_else(|| "—".to_owned(), fmt_secs);
             let res = ["file_pages", "visited_pages", "resident_visited", "resident_outside"];
-            t.row([x.label.clone(), keys, took].into_iter().chain(res.map(rs)));
+            let res = res.map(|k| get(&format!("/residency/{k}")));
+            t.row([x.label.clone(), get("/keys"), took].into_iter().chain(res));
         }
         o.table(t).text(say(NOTES, "range-note", &[]));
     }
@@ -382,11 +348,8 @@ fn render(r: &Results) -> Report {
     commands.extend(cmds(&r.scans));
     commands.extend(r.range.iter().map(|x| x.cmd.clone()));
     o.commands(&commands);
-    if !r.charts.is_empty() || !r.traces.is_empty() {
-        o.section("Residency traces");
-        charts::add_images(&mut o, &r.charts);
-        let (cadence, n) = (super::traces::cadence(), r.traces.len().to_string());
-        o.text(say(NOTES, "traces", &[("cadence", &cadence), ("n", &n)]));
+    if let Some(f) = &r.file {
+        scan::traces_section(&mut o, &r.charts, r.traces.len(), &f.path);
     }
     o
 }

@@ -116,11 +116,6 @@ fn cpu_time(stat: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64((utime + stime) as f64 / hz as f64))
 }
 
-/// [`cpu_time`] of process `pid`.
-fn cpu_of(pid: u32) -> Option<Duration> {
-    cpu_time(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-}
-
 /// How [`watch`] runs the live view.
 #[derive(Debug, Clone, Copy)]
 pub struct WatchOptions {
@@ -228,10 +223,9 @@ pub fn file_txid(file: &fs::File) -> Option<u64> {
 /// and quits it.
 pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watched> {
     let quote = |p: &Path| shell_quote(&p.to_string_lossy());
-    let mut line = format!("exec {} open {}", quote(inspector), quote(file));
-    if let Some(ms) = opts.interval_ms {
-        line.push_str(&format!(" --interval {ms}"));
-    }
+    let interval = opts.interval_ms.map(|ms| format!(" --interval {ms}")).unwrap_or_default();
+    let line = format!("exec {} open {}{interval}", quote(inspector), quote(file));
+    let cpu = |pid| cpu_time(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?);
     let start = Instant::now();
     let t = Tmux::start("live", opts.size, &line)?;
     let pid = t.pane_pid()?;
@@ -243,26 +237,20 @@ pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watch
         let now = start.elapsed();
         let shown = screen.contains("Resident ");
         let age = parse_age(&screen);
-        if shown {
-            first_screen.get_or_insert(now);
-        }
-        if age.is_some() {
-            first_settled.get_or_insert(now);
-        }
+        first_screen = first_screen.or(shown.then_some(now));
+        first_settled = first_settled.or(age.map(|_| now));
         // The window is the view's steady state: it opens at the first settled
         // structure, or, for a view that shows none, a first timeout after its first screen.
         let steady = first_settled.is_some()
             || first_screen.is_some_and(|s| now.saturating_sub(s) > opts.first_timeout);
         if steady && window.is_none() {
-            window = Some((Instant::now(), cpu_of(pid)));
+            window = Some((Instant::now(), cpu(pid)));
         }
         if shown {
             let warning = screen.lines().map(str::trim).find(|l| {
                 l.starts_with("structure shown is older") || l.starts_with("structure: ")
             });
-            if first_warning.is_none() {
-                first_warning = warning.map(str::to_owned);
-            }
+            first_warning = first_warning.or(warning.map(str::to_owned));
             samples.push(Sample {
                 at_s: now.as_secs_f64(),
                 txid: age.map(|a| a.0),
@@ -283,7 +271,7 @@ pub fn watch(inspector: &Path, file: &Path, opts: &WatchOptions) -> Result<Watch
         std::thread::sleep(if shown { opts.sample_every } else { Duration::from_millis(50) });
     }
     let window_s = window.map_or(0.0, |(w, _)| w.elapsed().as_secs_f64());
-    let (vm_hwm_kib, cpu_end, total) = (vm_hwm_kib(pid), cpu_of(pid), start.elapsed());
+    let (vm_hwm_kib, cpu_end, total) = (vm_hwm_kib(pid), cpu(pid), start.elapsed());
     t.quit(pid)?;
     let pct =
         |cpu: Duration, wall: f64| if wall > 0.0 { 100.0 * cpu.as_secs_f64() / wall } else { 0.0 };
@@ -318,7 +306,6 @@ mod tests {
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 5 0 0";
         let t = cpu_time(stat).unwrap();
         assert!((t.as_secs_f64() - 300.0 / hz).abs() < 1e-9, "{t:?}");
-        assert!(cpu_of(std::process::id()).is_some());
         assert!(vm_hwm_kib(std::process::id()).unwrap() > 0);
     }
 }
