@@ -408,7 +408,8 @@ fn check_synth(
 ) -> Result<Vec<Check>> {
     let run = |a: &[&str]| hg().arg("-R").arg(path_arg(dir)).args(a.to_vec()).output(&ws.root);
     let log = run(&LOG_T)?;
-    let (ok, printed) = (log.stdout == expected_log(revs, LIMIT), log.stdout.replace('\n', " "));
+    let (ok, printed) =
+        (log.stdout == expected_log(revs, LIMIT), log.stdout.trim().replace('\n', " "));
     let mut checks =
         vec![Check::new("hg log -l 5 -T '{rev}\\n'", ok, format!("printed {printed}"))];
     if revs <= 20_000 {
@@ -1134,7 +1135,8 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     let rec = &r.recommendation;
     let target2 = match (&rec.config, rec.bytes) {
         (Some(c), Some(b)) => {
-            let vs = ["below", "equal to", "above"][b.cmp(&HG_DEFAULT_THRESHOLD) as usize + 1];
+            let (at_least, above) = (b >= HG_DEFAULT_THRESHOLD, b > HG_DEFAULT_THRESHOLD);
+            let vs = ["below", "equal to", "above"][usize::from(at_least) + usize::from(above)];
             let detail = format!("`{c}` ({}; {vs} hg's default 1 MB)", human_size(b));
             Verdict::new("Target 2", Outcome::Pass, detail)
         }
