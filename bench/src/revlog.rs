@@ -22,7 +22,7 @@ use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
-use super::proc::{Cmd, Output, tail};
+use super::proc::{Cmd, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Outcome, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
@@ -359,7 +359,8 @@ fn repo(
         let checks = if origin == "hg" {
             p.set(format!("hg gen-repo --revs {revs} (about 2 min per 100k)"));
             let cmd = Cmd::new(tools.0).args(["gen-repo", &path_arg(tmp), "--revs", &n]);
-            vec![Check::new("gen-repo output", true, said(&cmd.run(&ws.root)?, 0))]
+            let out = cmd.run(&ws.root).context("cannot make the repository")?.stdout;
+            vec![Check::new("gen-repo output", true, out.trim().replace('\n', "; "))]
         } else {
             hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
             let store = tmp.join(".hg/store");
@@ -434,11 +435,6 @@ fn check_synth(
         checks.push(Check::new(what, ok, detail));
     }
     Ok(checks)
-}
-
-/// `o`'s stdout on one line when it succeeded, else its stderr's last `n` lines.
-fn said(o: &Output, n: usize) -> String {
-    if o.success { o.stdout.trim().replace('\n', "; ") } else { tail(&o.stderr, n) }
 }
 
 // Cells, declared as data.
@@ -810,11 +806,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let Some(hg_v) = hg_version.as_deref().and_then(parse_hg_version) else {
         bail!("cannot run `hg --version` (apt-get install mercurial)");
     };
-    for r in &repos {
-        for c in r.made.checks.iter().filter(|c| !c.ok) {
-            progress.note(&format!("xtask: warning: {}: {}", r.name, c.line("")));
-        }
-    }
     let ctx = Ctx { mapwise, hg_v, repos: &repos };
 
     progress.set("load checks");
@@ -1070,13 +1061,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     let (default, why) = (HG_DEFAULT_THRESHOLD.to_string(), &rec.why);
     rep.text(say(NOTES, "recommended", vars![config, why, default]));
 
-    let mut t = Table::of("source|timed|>index|cache|>read|>mmap|>mmap/read");
-    for f in SEED.lines().map(|l| l.split('|').collect::<Vec<_>>()) {
-        let [read, mmap] = [4, 5].map(|i| f[i].parse::<f64>().unwrap_or(f64::NAN));
-        let times = [fmt_secs(read / 1e3), fmt_secs(mmap / 1e3), format!("{:.3}×", mmap / read)];
-        t.row(f[..4].iter().map(|&s| s.to_owned()).chain(times));
-    }
-    rep.section("The seed's published figures").text(say(NOTES, "seed", &[])).table(t);
+    rep.section("The seed's published figures").text(say(NOTES, "seed", &[])).table(seed_table(r));
     rep.text(say(NOTES, "seed-here", vars![ra]));
 
     rep.section("Charts and residency traces");
@@ -1089,6 +1074,42 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     let checks = r.load_checks.iter().map(|c| c.line(""));
     rep.section("Load checks (untimed, once per repository and load)").list(checks);
     rep
+}
+
+/// The seed's figures as published beside this run's medians of the same loads (ours, hg,
+/// the model) on the matrix's indexes.
+fn seed_table(r: &Results) -> Table {
+    let mut t = Table::of("source|timed|>index|cache|>read|>mmap|>mmap/read");
+    let mut row = |role, head: [&str; 4], (read, mmap): (f64, f64)| {
+        let times = [fmt_secs(read), fmt_secs(mmap), format!("{:.3}×", mmap / read.max(1e-12))];
+        t.row_as(role, head.into_iter().map(str::to_owned).chain(times));
+    };
+    for f in SEED.lines().map(|l| l.split('|').collect::<Vec<_>>()) {
+        let ms = |i: usize| f[i].parse::<f64>().unwrap_or(f64::NAN) / 1e3;
+        row(Other, [f[0], f[1], f[2], f[3]], (ms(4), ms(5)));
+    }
+    let (hg, timed) =
+        (format!("this machine, {}", r.hg_name()), "`log -l 5`, process wall time, median");
+    for (repo, cache) in r.matrix_repos().iter().flat_map(|x| CACHES.map(|c| (x, c))) {
+        let size = human_size(repo.index_bytes);
+        for (i, role, who) in [(1, Peer, hg.as_str()), (0, Ours, "this machine, ours")] {
+            let m = |mode| r.matrix(repo, cache, mode)?.median(i);
+            if let (Some(read), Some(mmap)) = (m("read"), m("mmap")) {
+                row(role, [who, timed, &size, cache.name()], (read, mmap));
+            }
+        }
+    }
+    let (big, who) = (r.plan.hg_sizes.len(), "this machine, model of ours' load");
+    let (size, timed) = (
+        human_size(r.repos[big].index_bytes),
+        "open, read(2) whole or mmap, 5 tip entries; in xtask, median",
+    );
+    for c in r.of(Kind::Model).filter(|c| c.spec.sides[0].repo == big) {
+        if let (Some(read), Some(mmap)) = (c.median(1), c.median(0)) {
+            row(Other, [who, timed, &size, c.runs.cache.name()], (read, mmap));
+        }
+    }
+    t
 }
 
 /// One sweep series' table: per size, warm and cold read, mmap and their
@@ -1201,10 +1222,9 @@ mod tests {
 
     #[test]
     fn outputs_flags_and_mmap_reports() {
-        let tips = ["9\n8\n7\n6\n5\n", "1\n0\n", "9\n7\n", "9\n8\n", ""].map(log_tip);
-        assert_eq!(tips, [9.0, 1.0, -1.0, -1.0, -1.0]);
-        let v = |s: &str| parse_hg_version(&format!("Mercurial Distributed SCM (version {s})"));
-        assert_eq!([v("6.3.2"), v("6.9rc0")], [Some((6, 3)), Some((6, 9))]);
+        let tips = ["9\n8\n7\n6\n5\n", "1\n0\n", "9\n7\n", ""].map(log_tip);
+        assert_eq!(tips, [9.0, 1.0, -1.0, -1.0]);
+        assert_eq!(parse_hg_version("Mercurial Distributed SCM (version 6.9rc0)"), Some((6, 9)));
         let args = |m, v| config_args(m, v).join(" ").replace("--config ", "");
         assert_eq!(args("mmap", (6, 3)), "experimental.mmapindexthreshold=0");
         let new = "storage.revlog.mmap.index=yes storage.revlog.mmap.index:size-threshold=0";
