@@ -35,11 +35,12 @@ use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 pub const HELP: &str = include_str!("text/revlog-help.txt");
 /// The report's prose ([`say`]).
 const NOTES: &str = include_str!("text/revlog-notes.md");
-/// The seed's figures as published (its notes name the sources): source|timed|index|cache|read
-/// ms|mmap ms.
+/// The seed's figures as published (its notes name the sources), one row a line:
+/// source|timed|index|cache|read ms|mmap ms.
 const SEED: &str = include_str!("text/revlog-seed.psv");
-/// `-l 5`, and hg's `log -l 5 -T '{rev}\n'` (one revision a line).
+/// `-l 5`.
 const LIMIT: u32 = 5;
+/// hg's `log -l 5 -T '{rev}\n'` (one revision a line).
 const LOG_T: [&str; 5] = ["log", "-l", "5", "-T", "{rev}\\n"];
 /// Target 1: ours mmap at the largest size ≤ this × ours at 1k.
 const SIZE_TARGET: f64 = 1.2;
@@ -493,14 +494,8 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
     let mut out = Vec::new();
     let mut add = |kind, label, cache, mode, sides| {
         let long = matches!(kind, Kind::Matrix | Kind::Startup | Kind::SweepHg);
-        out.push(Spec {
-            kind,
-            label,
-            cache,
-            mode,
-            runs: if long { runs } else { sweep_runs },
-            sides,
-        });
+        let n = if long { runs } else { sweep_runs };
+        out.push(Spec { kind, label, cache, mode, runs: n, sides });
     };
     let sides = [side("ours", Task::OursVersion, 0), side("hg", Task::HgRoot, 0)];
     add(Kind::Startup, "start-up".to_owned(), Warm, None, sides);
@@ -508,13 +503,8 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
     for r in 0..=big {
         for (cache, m) in CACHES.into_iter().flat_map(|c| MODES.map(|m| (c, m))) {
             let label = format!("{}, {}, {m}", name(r), cache.name());
-            add(
-                Kind::Matrix,
-                label,
-                cache,
-                Some(m),
-                [side("ours", Ours(m), r), side("hg", Hg(m), r)],
-            );
+            let sides = [side("ours", Ours(m), r), side("hg", Hg(m), r)];
+            add(Kind::Matrix, label, cache, Some(m), sides);
         }
     }
     // The 1k side: hg's (inline) mapped and read, and the synthetic 1024 (the big one's format).
@@ -531,13 +521,8 @@ fn specs(plan: &Plan, repos: &[(u32, Origin)], runs: usize, sweep_runs: usize) -
         // What a cold mapped run pays for read-around.
         let label = format!("model mmap+MADV_RANDOM vs mmap, {}, {}", name(big), cache.name());
         let a = side("model mmap + MADV_RANDOM", Model("mmap", true), big);
-        add(
-            Kind::Advice,
-            label,
-            cache,
-            Some("mmap"),
-            [a, side("model mmap", Model("mmap", false), big)],
-        );
+        let sides = [a, side("model mmap", Model("mmap", false), big)];
+        add(Kind::Advice, label, cache, Some("mmap"), sides);
     }
     let mut series = vec![
         (Kind::Sweep, "ours", Ours("mmap"), Ours("read")),
