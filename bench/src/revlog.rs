@@ -713,6 +713,13 @@ struct CrossoverResult {
     crossover: Option<Crossover>,
 }
 
+impl CrossoverResult {
+    fn new(source: &'static str, cache: CacheState, points: Vec<(u64, f64)>) -> Self {
+        let (crossover, decided_by) = (crossover(&points), Vec::new());
+        Self { source, cache, points, decided_by, crossover }
+    }
+}
+
 /// The threshold this run recommends.
 #[derive(Debug, Serialize)]
 struct Recommendation {
@@ -857,21 +864,16 @@ fn crossovers(cells: &[CellResult], repos: &[RepoInfo]) -> Vec<CrossoverResult> 
         let cells = cells.iter().filter(|c| c.spec.kind == kind && c.runs.cache == cache);
         cells.filter_map(of).collect()
     };
-    let x = |source, cache, points: Vec<(u64, f64)>, decided_by| CrossoverResult {
-        source,
-        cache,
-        crossover: crossover(&points),
-        points,
-        decided_by,
-    };
     let series = [(Sweep, "ours"), (Model, "model"), (SweepHg, "hg")];
     let series = series.into_iter().flat_map(|s| CACHES.map(|c| (s, c)));
-    let series = series.map(|((kind, source), c)| x(source, c, points(kind, c), vec![]));
+    let series = series.map(|((kind, source), c)| CrossoverResult::new(source, c, points(kind, c)));
     let mut out: Vec<CrossoverResult> = series.filter(|c| !c.points.is_empty()).collect();
     for cache in CACHES {
         let both = combine(&points(Sweep, cache), &points(Model, cache));
-        let (points, by) = (both.iter().map(|p| (p.0, p.1)).collect(), both.iter().map(|p| p.2));
-        out.push(x("combined", cache, points, by.collect()));
+        let mut c =
+            CrossoverResult::new("combined", cache, both.iter().map(|p| (p.0, p.1)).collect());
+        c.decided_by = both.iter().map(|p| p.2).collect();
+        out.push(c);
     }
     out
 }
@@ -1235,13 +1237,7 @@ mod tests {
         assert_eq!(crossover(&[(1, 0.9), (2, 0.8)]).unwrap().kind, "everywhere");
         let c = crossover(&[(1, 0.9), (2, 1.0)]);
         assert_eq!(describe(c.as_ref()), "mmap does not win at the largest size (2 B)");
-        let x = |source, cache, points: Vec<(u64, f64)>| CrossoverResult {
-            source,
-            cache,
-            crossover: crossover(&points),
-            points,
-            decided_by: vec![],
-        };
+        let x = CrossoverResult::new;
         let warm = x("combined", Warm, vec![(1 << 14, 1.1), (1 << 16, 0.9)]);
         let cold = x("combined", Cold, vec![(1 << 14, 1.1), (1 << 20, 1.1), (1 << 22, 0.7)]);
         let r = recommend(&[warm, cold, x("ours", Warm, vec![(1 << 30, 1.5)])]);
