@@ -1087,10 +1087,8 @@ fn seed_table(r: &Results) -> Table {
         }
     }
     let (big, who) = (r.plan.hg_sizes.len(), "this machine, model of ours' load");
-    let (size, timed) = (
-        human_size(r.repos[big].index_bytes),
-        "open, read(2) whole or mmap, 5 tip entries; in xtask, median",
-    );
+    let timed = "open, read(2) whole or mmap, 5 tip entries; in xtask, median";
+    let size = human_size(r.repos[big].index_bytes);
     for c in r.of(Kind::Model).filter(|c| c.spec.sides[0].repo == big) {
         if let (Some(read), Some(mmap)) = (c.median(1), c.median(0)) {
             row(Other, [who, timed, &size, c.runs.cache.name()], (read, mmap));
@@ -1215,10 +1213,7 @@ mod tests {
         let args = |m, v| config_args(m, v).join(" ").replace("--config ", "");
         assert_eq!(args("mmap", (6, 3)), "experimental.mmapindexthreshold=0");
         let new = "storage.revlog.mmap.index=yes storage.revlog.mmap.index:size-threshold=0";
-        assert_eq!(
-            [args("mmap", (7, 0)), args("read", (6, 3))],
-            [new, "storage.revlog.mmap.index=no"]
-        );
+        assert_eq!([args("mmap", (7, 0)), args("read", (6, 3))], [new, &args("read", (7, 0))]);
         assert_eq!(split_mmap_report("mmap: r/.hg/store/00changelog.i\n4\n"), (true, "4\n".into()));
         assert!(!split_mmap_report("mmap: r/.hg/store/00manifest.i\n1\n").0);
     }
@@ -1227,10 +1222,7 @@ mod tests {
     fn crossovers_and_the_recommendation() {
         let c = crossover(&[(1 << 20, 0.8), (1 << 14, 1.05), (1 << 16, 1.2), (1 << 18, 0.9)]);
         let c = c.unwrap();
-        assert_eq!(
-            (c.kind, c.below_bytes, c.from_bytes),
-            ("between", Some(1 << 16), Some(1 << 18))
-        );
+        assert_eq!((c.kind, c.below_bytes, c.from_bytes), ("between", Some(65_536), Some(1 << 18)));
         assert!(c.estimate_bytes.is_some_and(|e| e > 65_536.0 && e < 262_144.0), "{c:?}");
         // A win below a loss does not count: the last loss decides.
         assert_eq!(crossover(&[(1, 0.9), (2, 1.1), (4, 0.9)]).unwrap().from_bytes, Some(4));
@@ -1256,26 +1248,20 @@ mod tests {
         let want = [256, 1024, 4096, 16_384, 65_536, 262_144, 1_000_000];
         assert_eq!((quick.big, quick.sweep_runs, quick.sweep), (1_000_000, 20, want.into()));
         let full = Plan::new(false, true, Some(7));
-        assert_eq!(
-            (full.sweep.len(), full.sweep[0], full.sweep_runs, full.hg_sweep),
-            (14, 64, 7, true)
-        );
+        let got = (full.sweep.len(), full.sweep[0], full.sweep_runs, full.hg_sweep);
+        assert_eq!(got, (14, 64, 7, true));
         // --tiny wins over --full: no 100k, no 1M, a small synthesis.
         let tiny = Plan::new(true, true, None);
         let repos = tiny.repos();
-        assert_eq!(
-            repos,
-            [(1000, "hg"), (5000, "synthetic"), (256, "synthetic"), (1024, "synthetic")]
-        );
+        let synth = |n| (n, "synthetic");
+        assert_eq!(repos, [(1000, "hg"), synth(5000), synth(256), synth(1024)]);
         // Start-up, 2×2×2 matrix, 2×(3 size + 1 advice), 3 sizes × 2 caches × 2 series.
         let cells = specs(&tiny, &repos, 1, 2);
         let count = |k| cells.iter().filter(|s| s.kind == k).count();
+        let kinds = [Startup, Matrix, Size, Advice, Sweep, Model, SweepHg];
+        assert_eq!(kinds.map(count), [1, 8, 6, 2, 6, 6, 0]);
         assert_eq!(
-            [Startup, Matrix, Size, Advice, Sweep, Model, SweepHg].map(count),
-            [1, 8, 6, 2, 6, 6, 0]
-        );
-        assert_eq!(
-            (cells[1].runs, cells[9].runs, cells[1].label.as_str()),
+            (cells[1].runs, cells[9].runs, &cells[1].label[..]),
             (1, 2, "1k (hg), warm, read")
         );
         assert_eq!(cells[9].label, "ours mmap 5k (synthetic) vs ours mmap 1k (hg), warm");
