@@ -15,7 +15,7 @@ use mapwise_core::PageSource;
 use mapwise_core::bolt::{Body, BoltFile, Element, PageDetail, WalkOptions, page_detail};
 use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::Format;
-use mapwise_native::observe::watch::{Effect, read_snapshot};
+use mapwise_native::observe::watch::{Effect, Snapshot, read_snapshot};
 use mapwise_native::os::io::QuietSource;
 use mapwise_native::os::residency::{self, CacheStat, Residency, Trust};
 use mapwise_native::report;
@@ -249,9 +249,24 @@ pub struct Measured {
 /// # Errors
 /// When the file cannot be opened or sampled.
 pub fn measure(path: &Path) -> Result<Measured> {
+    measure_with(path, &structure(path)?)
+}
+
+/// The structure [`measure`] reads: quietly, one snapshot.
+///
+/// # Errors
+/// When the file cannot be opened.
+pub fn structure(path: &Path) -> Result<Snapshot> {
     let opts = WalkOptions { check_keys: false, previous_snapshot: true };
-    let snap =
-        read_snapshot(path, opts).with_context(|| format!("cannot open {}", path.display()))?;
+    read_snapshot(path, opts).with_context(|| format!("cannot open {}", path.display()))
+}
+
+/// [`measure`] with the file's structure already read ([`structure`]):
+/// only the residency is sampled.
+///
+/// # Errors
+/// When the file cannot be opened or sampled.
+pub fn measure_with(path: &Path, snap: &Snapshot) -> Result<Measured> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let res = residency::sample(&file)
         .map_err(|e| anyhow!("{}: cannot sample residency: {e}", path.display()))?;

@@ -5,8 +5,10 @@
 //! A worker walks the paths as `inspector residency` does ([`Walker`],
 //! [`cli::measure`]) every interval and keeps the encoded text; a scrape
 //! is served that text, so scrapes cost no file I/O and any number of
-//! them see the same sample until the next walk. The endpoint only reads:
-//! nothing is touched, evicted or written.
+//! them see the same sample until the next walk. A file's structure is
+//! read again only when it changed since the last walk ([`Structures`]);
+//! its residency is sampled every walk. The endpoint only reads: nothing
+//! is touched, evicted or written.
 //!
 //! Metrics, each labelled by `file` (the path as walked):
 //!
@@ -24,7 +26,9 @@
 //! out, never given as 0.
 
 use std::fmt::Write as _;
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -34,6 +38,8 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+
+use mapwise_native::observe::watch::Snapshot;
 
 use crate::cli::{self, ResidencyReport};
 use crate::many::{Found, TreeArgs, Walker};
@@ -184,18 +190,59 @@ impl Metrics {
     }
 }
 
-/// Walk `tree` once and encode what was found, as `/metrics` serves it.
+/// What identifies a version of a file: device, inode, size and
+/// modification time (ns). A file whose key is unchanged keeps its
+/// structure, so a walk re-reads only files written since the last.
+type FileKey = (u64, u64, u64, i64, i64);
+
+fn file_key(m: &std::fs::Metadata) -> FileKey {
+    use std::os::unix::fs::MetadataExt as _;
+    (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec())
+}
+
+/// The structures read by earlier walks, by path, with the walk that last
+/// saw each (entries of files gone are dropped).
+#[derive(Default)]
+pub struct Structures {
+    walk: u64,
+    by_path: HashMap<PathBuf, (FileKey, u64, Snapshot)>,
+}
+
+impl Structures {
+    /// `path`'s residency measured, its structure read again only when the
+    /// file changed since the last walk.
+    fn measure(&mut self, path: &Path) -> Result<cli::Measured> {
+        let key = file_key(&std::fs::metadata(path)?);
+        let walk = self.walk;
+        match self.by_path.get_mut(path) {
+            Some((k, seen, snap)) if *k == key && snap.unsettled.is_none() => {
+                *seen = walk;
+                cli::measure_with(path, snap)
+            }
+            _ => {
+                let snap = cli::structure(path)?;
+                let m = cli::measure_with(path, &snap);
+                self.by_path.insert(path.to_path_buf(), (key, walk, snap));
+                m
+            }
+        }
+    }
+}
+
+/// Walk `tree` once and encode what was found, as `/metrics` serves it;
+/// `known` keeps the files' structures from one walk to the next.
 ///
 /// # Errors
 /// When encoding fails (it writes to a `String`, so it does not).
-pub fn scan(tree: &TreeArgs) -> Result<String> {
+pub fn scan(tree: &TreeArgs, known: &mut Structures) -> Result<String> {
     let start = Instant::now();
     let metrics = Metrics::default();
     let (mut files, mut skipped) = (0i64, 0i64);
+    known.walk += 1;
     let mut walker = Walker::new(tree);
     walker.run(&mut |found| {
         match found {
-            Found::File(p) => match cli::measure(p) {
+            Found::File(p) => match known.measure(p) {
                 Ok(m) => {
                     files += 1;
                     metrics.add(&m.report);
@@ -207,6 +254,8 @@ pub fn scan(tree: &TreeArgs) -> Result<String> {
         }
         Ok(())
     })?;
+    let walk = known.walk;
+    known.by_path.retain(|_, (_, seen, _)| *seen == walk);
     let mut reg = Registry::default();
     metrics.register(&mut reg);
     let gauge = |n: i64| {
@@ -268,9 +317,10 @@ pub fn serve(args: &Args) -> Result<()> {
     let (tree, interval) = (args.tree.clone(), Duration::from_secs_f64(args.interval));
     let shared = Arc::clone(&latest);
     std::thread::Builder::new().name("inspector-export".into()).spawn(move || {
+        let mut known = Structures::default();
         loop {
             let start = Instant::now();
-            match scan(&tree) {
+            match scan(&tree, &mut known) {
                 Ok(text) => {
                     if let Ok(mut l) = shared.lock() {
                         *l = Some(text);
