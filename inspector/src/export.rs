@@ -25,8 +25,8 @@
 //! settle on (a bbolt file under a writer faster than the walk) is left
 //! out, never given as 0.
 
-use std::fmt::Write as _;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -43,5 +43,6 @@ pub mod follow;
 pub mod many;
 pub mod replay;
 pub mod stats;
+pub mod top;
 pub mod ui;
 pub mod warm;

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use mapwise_core::bolt::WalkOptions;
 use mapwise_inspector::app::{App, Data, Target};
 use mapwise_inspector::replay::Replay;
-use mapwise_inspector::{cli, demo, etcd, event, export, many, ui, warm};
+use mapwise_inspector::{cli, demo, etcd, event, export, many, top, ui, warm};
 use mapwise_native::observe::trace::Recorder;
 use mapwise_native::observe::watch::Watch;
 use ratatui::DefaultTerminal;
@@ -79,6 +79,10 @@ enum Command {
     /// The paths are walked every interval; scrapes get the last walk.
     /// Only reads. Loopback only unless `--allow-remote`.
     Export(export::Args),
+    /// The files processes hold open or mapped, by page cache, most
+    /// first (from /proc): all processes, `--pid`, or a cgroup's, with its
+    /// memory.stat `file` counter beside.
+    Top(top::Args),
     /// The page table of a bbolt file, as `bbolt pages` prints it.
     Pages(FileArgs),
     /// Decode pages (bbolt pages by page id; OS pages of RRD and revlog
@@ -179,6 +183,7 @@ fn main() -> ExitCode {
         Command::Pages(a) | Command::Check(a) | Command::Layout(a) => a.json,
         Command::Residency(a) => a.json,
         Command::Export(_) => false,
+        Command::Top(a) => a.json,
         Command::Warm { args, .. } | Command::Evict { args, .. } => args.json,
         Command::Page { json, .. } | Command::Etcd { json, .. } => *json,
     };
@@ -197,6 +202,7 @@ fn main() -> ExitCode {
             stream_bytes(|out| warm::run(act, &args, out))
         }
         Command::Export(a) => export::serve(&a).map(|()| ExitCode::SUCCESS),
+        Command::Top(a) => print(top::top(&a)),
         Command::Pages(a) => stream(|out| cli::pages(&a.file, a.json, out)),
         Command::Page { file, ids, json } => print(cli::page(&file, &ids, json)),
         Command::Check(a) => print(cli::check(&a.file, a.json)),

@@ -145,3 +145,51 @@ pub fn run(args: &[&str], timeout: Duration) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// A child killed when dropped.
+pub struct Kill(pub std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `vmtouch PATH`'s resident pages.
+pub fn vmtouch_resident(path: &Path) -> u64 {
+    let out = Command::new("vmtouch").arg(path).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains("Resident Pages:")).expect("vmtouch output");
+    let field = line.split_whitespace().nth(2).unwrap();
+    field.split('/').next().unwrap().parse().unwrap()
+}
+
+/// Lock the first 64 KiB (16 pages) of `path` in memory with `vmtouch -l`
+/// (which this machine's reclaimer cannot evict) and evict the rest, so
+/// that exactly those 16 pages stay resident while the lock is held.
+pub fn pin_16_pages(path: &Path) -> Kill {
+    // Evicted first: a large folio the writes left (up to the whole file)
+    // holding a locked page could not be evicted around it.
+    assert!(Command::new("vmtouch").arg("-qe").arg(path).status().unwrap().success());
+    let lock = Kill(
+        Command::new("vmtouch")
+            .args(["-q", "-l", "-p", "0-64K"])
+            .arg(path)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Locking faults pages in with read-around; what is not locked is
+    // evicted again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Command::new("vmtouch").arg("-qe").arg(path).status().unwrap().success());
+        let n = vmtouch_resident(path);
+        if n == 16 {
+            return lock;
+        }
+        assert!(Instant::now() < deadline, "vmtouch -l did not lock 16 pages alone: {n}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -9,33 +9,14 @@ use std::fs;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Need, bin, need, tmpdir};
-
-/// A child killed when dropped.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::common::{Kill, Need, bin, need, pin_16_pages, tmpdir, vmtouch_resident};
 
 /// A port free now on loopback.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// `vmtouch PATH`'s resident pages.
-fn vmtouch_resident(path: &Path) -> u64 {
-    let out = Command::new("vmtouch").arg(path).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let line = text.lines().find(|l| l.contains("Resident Pages:")).expect("vmtouch output");
-    let field = line.split_whitespace().nth(2).unwrap();
-    field.split('/').next().unwrap().parse().unwrap()
 }
 
 /// Prometheus' answer to an instant query: `file` label → value.
@@ -72,26 +53,8 @@ fn prometheus_scrapes_what_vmtouch_counts() {
     fs::File::open(&rrd).unwrap().sync_all().unwrap();
     // data: its first 64 KiB locked (16 pages), the rest evicted; big.rrd
     // evicted whole.
-    assert!(Command::new("vmtouch").arg("-qe").arg(&data).arg(&rrd).status().unwrap().success());
-    let _lock = Kill(
-        Command::new("vmtouch")
-            .args(["-q", "-l", "-p", "0-64K"])
-            .arg(&data)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    // Locking faults pages in with read-around; what is not locked is
-    // evicted again, so that exactly the 16 locked pages stay.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        assert!(Command::new("vmtouch").arg("-qe").arg(&data).status().unwrap().success());
-        if vmtouch_resident(&data) == 16 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "vmtouch -l did not lock 16 pages alone");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(Command::new("vmtouch").arg("-qe").arg(&rrd).status().unwrap().success());
+    let _lock = pin_16_pages(&data);
 
     let mut exporter = Kill(
         Command::new(bin())

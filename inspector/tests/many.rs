@@ -581,3 +581,41 @@ fn evict_cold_keeps_what_rrdtools_next_update_touches() {
     assert_eq!(resident_set(&rrd), hot, "resident after warm --hot");
     assert!(resident_set(&db).is_empty(), "warm --hot leaves a bbolt file alone");
 }
+
+#[test]
+fn top_lists_what_a_process_holds_as_vmtouch_counts_it() {
+    need(&[Need::Vmtouch]);
+    let dir = tmpdir();
+    let data = dir.path().join("held");
+    let mut f = File::create(&data).unwrap();
+    f.write_all(&vec![3u8; 1 << 20]).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    // A process holding the file open (its stdin), and the file's
+    // residency pinned at 16 pages.
+    let _pin = crate::common::pin_16_pages(&data);
+    let sleeper = crate::common::Kill(
+        Command::new("sleep").arg("120").stdin(File::open(&data).unwrap()).spawn().unwrap(),
+    );
+    let pid = sleeper.0.id().to_string();
+    let (code, v) = inspector_json(&["top", "--pid", &pid, "--json"]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let files = v["files"].as_array().unwrap();
+    let f = files.iter().find(|f| f["file"] == data.to_str().unwrap()).unwrap_or_else(|| {
+        panic!("{} not listed: {v:#}", data.display());
+    });
+    let page = residency::os_page_size();
+    assert_eq!(
+        f["resident_bytes"].as_u64(),
+        Some(crate::common::vmtouch_resident(&data) * page),
+        "vmtouch disagrees"
+    );
+    assert_eq!(f["resident_bytes"].as_u64(), Some(16 * page));
+    assert_eq!(f["size"].as_u64(), Some(1 << 20));
+    assert_eq!(f["how"], "open");
+    assert_eq!(f["held_by"], serde_json::json!([format!("{pid} sleep")]));
+    assert_eq!(v["processes"].as_u64(), Some(1));
+    let r = run(&["top", "--pid", "999999999"], T);
+    assert_ne!(r.code, Some(0));
+    assert!(r.stderr.contains("no process 999999999"), "{}", r.stderr);
+}
