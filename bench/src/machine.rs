@@ -105,65 +105,11 @@ impl Machine {
             thp_enabled: thp("enabled").and_then(|s| bracketed(&s)),
             thp_defrag: thp("defrag").and_then(|s| bracketed(&s)),
             proactive_reclaim: damon_summary(Path::new("/sys/kernel/mm/damon/admin")),
-            free_page_reporting: free_page_reporting(
-                Path::new(VIRTIO_DEVICES),
-                Path::new(PAGE_REPORTING_ORDER),
-            ),
+            free_page_reporting: free_page_reporting(VIRTIO_DEVICES, PAGE_REPORTING_ORDER),
             loadavg: loadavg(),
             go_version: first_line_of("go", &["version"]),
             rustc_version: first_line_of("rustc", &["-V"]),
         }
-    }
-
-    /// The report's `## Machine` section, the same in every bench: CPU,
-    /// cores, memory, kernel, the file system of `files` (e.g. "the
-    /// repositories") with its device and read_ahead_kb, THP, reclaim, each
-    /// `(tool, version)` of `tools`, our rustc, and the load at start and
-    /// `loadavg_end`.
-    pub fn add_to(
-        &self,
-        report: &mut crate::report::Report,
-        files: &str,
-        tools: &[(&str, Option<String>)],
-        loadavg_end: Option<&str>,
-    ) {
-        let na = |v: Option<&str>| v.unwrap_or("unknown").to_owned();
-        let n = |v: Option<usize>| na(v.map(|n| n.to_string()).as_deref());
-        let mount = self.mount.as_ref().map(|mt| {
-            format!("{} on {} mounted at {} ({})", mt.fstype, mt.source, mt.mount_point, mt.options)
-        });
-        let cores = format!(
-            "{} logical CPUs online, {} available to this process",
-            n(self.cpus_online),
-            n(self.cpus_available)
-        );
-        let device = format!(
-            "{}, read_ahead_kb = {}",
-            na(self.block_device.as_deref()),
-            na(self.read_ahead_kb.map(|k| k.to_string()).as_deref())
-        );
-        let thp = format!(
-            "enabled = {}, defrag = {}",
-            na(self.thp_enabled.as_deref()),
-            na(self.thp_defrag.as_deref())
-        );
-        let mut t = Table::new(&["", "this machine"]);
-        t.row(["CPU".to_owned(), na(self.cpu_model.as_deref())]);
-        t.row(["Cores".to_owned(), cores]);
-        t.row(["Memory".to_owned(), self.memory_bytes.map_or_else(|| na(None), human_size)]);
-        t.row(["Kernel".to_owned(), na(self.kernel.as_deref())]);
-        t.row([format!("File system of {files}"), na(mount.as_deref())]);
-        t.row(["Block device, read_ahead_kb".to_owned(), device]);
-        t.row(["THP (transparent_hugepage)".to_owned(), thp]);
-        t.row(["Proactive reclaim (DAMON)".to_owned(), na(self.proactive_reclaim.as_deref())]);
-        t.row(["Free page reporting (VM)".to_owned(), na(self.free_page_reporting.as_deref())]);
-        for (tool, version) in tools {
-            t.row([(*tool).to_owned(), na(version.as_deref())]);
-        }
-        t.row(["Rust (ours)".to_owned(), na(self.rustc_version.as_deref())]);
-        let load = format!("{} at start, {} at end", na(self.loadavg.as_deref()), na(loadavg_end));
-        t.row(["Load average".to_owned(), load]);
-        report.section("Machine").table(t);
     }
 }
 
@@ -227,13 +173,12 @@ const PAGE_REPORTING_ORDER: &str = "/sys/module/page_reporting/parameters/page_r
 
 /// Whether this machine gives freed memory back to a VM host.
 pub fn reports_free_pages() -> bool {
-    free_page_reporting(Path::new(VIRTIO_DEVICES), Path::new(PAGE_REPORTING_ORDER))
-        .is_some_and(|s| s.starts_with("on"))
+    free_page_reporting(VIRTIO_DEVICES, PAGE_REPORTING_ORDER).is_some_and(|s| s.starts_with("on"))
 }
 
 /// Whether a virtio balloon (device 5) offers free page reporting (feature
 /// bit 5): a reused reported block may cost host faults the guest cannot see.
-fn free_page_reporting(devices: &Path, order: &Path) -> Option<String> {
+fn free_page_reporting(devices: impl AsRef<Path>, order: impl AsRef<Path>) -> Option<String> {
     let balloon = fs::read_dir(devices)
         .ok()?
         .flatten()
@@ -279,15 +224,46 @@ impl Stamp {
         crate::report::Report::new(format!("bench {} — {}", self.bench, self.started_utc))
     }
 
-    /// The `## Machine` section ([`Machine::add_to`]).
+    /// The report's `## Machine` section, the same in every bench: CPU, cores, memory, kernel,
+    /// the file system of `files` (e.g. "the repositories") with its device and read_ahead_kb,
+    /// THP, reclaim, each `(tool, version)` of `tools`, our rustc, and the load.
     pub fn add_to(
         &self,
         report: &mut crate::report::Report,
         files: &str,
         tools: &[(&str, Option<String>)],
     ) {
-        self.machine.add_to(report, files, tools, self.loadavg_end.as_deref());
+        let m = &self.machine;
+        let mount = m.mount.as_ref().map(|mt| {
+            format!("{} on {} mounted at {} ({})", mt.fstype, mt.source, mt.mount_point, mt.options)
+        });
+        let mut t = Table::new(&["", "this machine"]);
+        let mut row = |k: &str, v: String| t.row([k.to_owned(), v]);
+        row("CPU", na(m.cpu_model.as_ref()));
+        let (on, avail) = (na(m.cpus_online), na(m.cpus_available));
+        row("Cores", format!("{on} logical CPUs online, {avail} available to this process"));
+        row("Memory", na(m.memory_bytes.map(human_size)));
+        row("Kernel", na(m.kernel.as_ref()));
+        row(&format!("File system of {files}"), na(mount));
+        let (dev, ra) = (na(m.block_device.as_ref()), na(m.read_ahead_kb));
+        row("Block device, read_ahead_kb", format!("{dev}, read_ahead_kb = {ra}"));
+        let (on, defrag) = (na(m.thp_enabled.as_ref()), na(m.thp_defrag.as_ref()));
+        row("THP (transparent_hugepage)", format!("enabled = {on}, defrag = {defrag}"));
+        row("Proactive reclaim (DAMON)", na(m.proactive_reclaim.as_ref()));
+        row("Free page reporting (VM)", na(m.free_page_reporting.as_ref()));
+        for (tool, version) in tools {
+            row(tool, na(version.as_ref()));
+        }
+        row("Rust (ours)", na(m.rustc_version.as_ref()));
+        let (start, end) = (na(m.loadavg.as_ref()), na(self.loadavg_end.as_ref()));
+        row("Load average", format!("{start} at start, {end} at end"));
+        report.section("Machine").table(t);
     }
+}
+
+/// `v`, or `unknown`.
+fn na(v: Option<impl std::fmt::Display>) -> String {
+    v.map_or_else(|| "unknown".to_owned(), |v| v.to_string())
 }
 
 /// Current load average (1, 5, 15 min), for before/after notes.
