@@ -27,9 +27,7 @@ impl ChartFile {
     pub fn output(&self) -> (&str, &[u8]) {
         (self.file.as_str(), self.svg.as_bytes())
     }
-}
 
-impl ChartFile {
     /// `ratios.svg`: contender 0 / contender 1 of `metric` per cell, a
     /// [`ratios`] chart titled `title`, described as `what`.
     pub fn ratios<'a>(
@@ -226,11 +224,10 @@ where
                 String::new()
             }
         })
-        .x_desc(if log {
-            "time ratio ours / peer (median, min–max), log scale: below 1 is faster"
-        } else {
-            "time ratio ours / peer (median, min–max): below 1 is faster"
-        })
+        .x_desc(format!(
+            "time ratio ours / peer (median, min–max){}: below 1 is faster",
+            if log { ", log scale" } else { "" }
+        ))
         .draw()
         .map_err(err)?;
     for (i, b) in bars.iter().enumerate() {
@@ -353,7 +350,7 @@ pub fn residency(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mapwise_core::trace::{Frame, Header};
+    use mapwise_core::trace::Frame;
 
     fn bar(label: &str, median: f64) -> RatioBar {
         RatioBar { label: label.into(), median, min: median, max: median }
@@ -394,21 +391,14 @@ mod tests {
     #[test]
     fn residency_charts_draw_each_trace_as_a_share_or_in_pages() {
         // A 400-page file of which 0, 2, then 4 pages are resident.
-        let t = Trace {
-            header: Header {
-                path: "f.rrd".into(),
-                label: "l".into(),
-                os_page_size: 4096,
-                interval_us: 50_000,
-                started_unix_ms: 0,
-            },
-            frames: vec![
+        let t = crate::traces::tests::trace(
+            "f.rrd",
+            vec![
                 Frame::from_bitmap(10_000, 400 * 4096, true, &[0; 7], 400),
                 Frame::from_bitmap(60_000, 400 * 4096, true, &[0b11, 0, 0, 0, 0, 0, 0], 400),
                 Frame::from_bitmap(110_000, 400 * 4096, true, &[0, 0, 0, 0, 0, 0, 0xF], 400),
             ],
-            truncated_tail: false,
-        };
+        );
         assert_eq!(residency_points(&t, Scale::Pages), [(0.0, 0.0), (0.05, 2.0), (0.1, 4.0)]);
         assert_eq!(residency_points(&t, Scale::Percent), [(0.0, 0.0), (0.05, 0.5), (0.1, 1.0)]);
         let two = [("ours plain".into(), &t), ("Go plain".into(), &t)];
