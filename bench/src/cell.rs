@@ -248,9 +248,8 @@ impl CellRuns {
     #[must_use]
     pub fn ratio_text(&self, metric: &str) -> String {
         let (ratio, skipped) = self.ratio(0, 1, metric);
-        let note =
-            if skipped > 0 { format!(" ({skipped} pair(s) without ratio)") } else { String::new() };
-        opt_ratio(ratio.as_ref()) + &note
+        let note = format!(" ({skipped} pair(s) without ratio)");
+        opt_ratio(ratio.as_ref()) + if skipped > 0 { &note } else { "" }
     }
 
     /// Contender `c`'s median share of the files resident after a run.
@@ -264,12 +263,9 @@ impl CellRuns {
     #[must_use]
     pub fn resident_at_start(&self) -> String {
         let v: Vec<f64> = [0, 1].iter().flat_map(|&i| self.values(i, "resident_before")).collect();
-        let range = |x: Summary| {
-            if x.max - x.min < 5e-4 {
-                pct(x.min)
-            } else {
-                format!("{}–{}", pct(x.min), pct(x.max))
-            }
+        let range = |x: Summary| match x.max - x.min < 5e-4 {
+            true => pct(x.min),
+            false => format!("{}–{}", pct(x.min), pct(x.max)),
         };
         Summary::of(&v).map_or_else(|| "—".to_owned(), range)
     }
