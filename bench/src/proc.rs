@@ -172,11 +172,7 @@ impl Cmd {
             }
             None => std::process::Command::new(&self.program),
         };
-        let stdout = if self.to_null {
-            Stdio::from(std::fs::File::create("/dev/null").context("cannot open /dev/null")?)
-        } else {
-            Stdio::piped()
-        };
+        let stdout = if self.to_null { Stdio::null() } else { Stdio::piped() };
         let mut child = command
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
