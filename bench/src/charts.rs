@@ -82,10 +82,6 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(230, 159, 0),
 ];
 
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow!("chart: {e}")
-}
-
 /// A chart with a linear f64 y axis and an f64 x axis `X` (linear or log).
 type Chart<'a, 'b, X> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, RangedCoordf64>>;
 
@@ -102,9 +98,8 @@ where
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+        .draw()?;
+    Ok(root.present()?)
 }
 
 /// Spread of ratios beyond which bars near parity would be slivers: log axis.
@@ -155,7 +150,7 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
     let (from, to, log) = ratio_axis(bars, target);
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        root.fill(&WHITE)?;
         #[expect(clippy::cast_precision_loss)]
         let y_max = rows as f64;
         let mut builder = ChartBuilder::on(&root);
@@ -165,15 +160,13 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
             .x_label_area_size(34)
             .y_label_area_size(220);
         if log {
-            let mut chart = builder
-                .build_cartesian_2d(
-                    (from..to).log_scale().with_key_points(log_ticks(from, to)),
-                    0.0..y_max,
-                )
-                .map_err(err)?;
+            let mut chart = builder.build_cartesian_2d(
+                (from..to).log_scale().with_key_points(log_ticks(from, to)),
+                0.0..y_max,
+            )?;
             draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
         } else {
-            let mut chart = builder.build_cartesian_2d(from..to, 0.0..y_max).map_err(err)?;
+            let mut chart = builder.build_cartesian_2d(from..to, 0.0..y_max)?;
             draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
         }
     }
@@ -228,33 +221,29 @@ where
             "time ratio ours / peer (median, min–max){}: below 1 is faster",
             if log { ", log scale" } else { "" }
         ))
-        .draw()
-        .map_err(err)?;
+        .draw()?;
     for (i, b) in bars.iter().enumerate() {
         #[expect(clippy::cast_precision_loss)]
         let y = (rows - 1 - i) as f64;
         let color = PALETTE[i % PALETTE.len()];
-        chart
-            .draw_series([Rectangle::new(
-                [(from, y + 0.2), (at(b.median), y + 0.8)],
-                color.mix(0.75).filled(),
-            )])
-            .map_err(err)?;
+        chart.draw_series([Rectangle::new(
+            [(from, y + 0.2), (at(b.median), y + 0.8)],
+            color.mix(0.75).filled(),
+        )])?;
         // The whisker: min–max, and a tick at each end.
         let whisker =
             [(b.min, 0.5, b.max, 0.5), (b.min, 0.35, b.min, 0.65), (b.max, 0.35, b.max, 0.65)];
         let paths = whisker.map(|(x0, y0, x1, y1)| {
             PathElement::new(vec![(at(x0), y + y0), (at(x1), y + y1)], BLACK.stroke_width(2))
         });
-        chart.draw_series(paths).map_err(err)?;
+        chart.draw_series(paths)?;
     }
     let parity = (1.0, "parity (1.0)".to_owned(), BLACK.stroke_width(1), BLACK.into());
     let red = RED.stroke_width(2);
     let target = target.map(|t| (t, format!("target ({t}×)"), red, red));
     for (x, label, style, legend) in [Some(parity), target].into_iter().flatten() {
         chart
-            .draw_series([PathElement::new(vec![(x, 0.0), (x, y_max)], style)])
-            .map_err(err)?
+            .draw_series([PathElement::new(vec![(x, 0.0), (x, y_max)], style)])?
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], legend));
     }
@@ -306,14 +295,13 @@ pub fn residency(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resu
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 360)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 17))
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(50)
-            .build_cartesian_2d(0.0..t_max * 1.02, 0.0..y_max)
-            .map_err(err)?;
+            .build_cartesian_2d(0.0..t_max * 1.02, 0.0..y_max)?;
         // Pages are whole: at most one label per page, none between pages.
         let y_labels = match scale {
             Scale::Percent => 11,
@@ -330,17 +318,12 @@ pub fn residency(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resu
             .y_desc(y_desc)
             .y_labels(y_labels)
             .y_label_formatter(&y_fmt)
-            .draw()
-            .map_err(err)?;
+            .draw()?;
         for (i, (label, pts)) in points.into_iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            chart
-                .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(pts, color.stroke_width(2)))?.label(label).legend(
+                move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)),
+            );
         }
         legend_and_present(&mut chart, &root)?;
     }
