@@ -199,7 +199,7 @@ pub struct CellRuns {
 impl CellRuns {
     /// Contender `c`'s values of `metric` over the timed rounds.
     #[must_use]
-    pub fn values(&self, c: usize, metric: &str) -> Vec<f64> {
+    fn values(&self, c: usize, metric: &str) -> Vec<f64> {
         self.rounds.iter().filter_map(|r| r.results.get(c)?.get(metric)).collect()
     }
 
