@@ -116,11 +116,8 @@ fn check_report(dir: &Path, v: &Value, report: &Report, c: &mut DirCheck) {
             if want != text {
                 let line = want.lines().zip(text.lines()).position(|(a, b)| a != b);
                 let line = line.unwrap_or_else(|| want.lines().count().min(text.lines().count()));
-                c.add(
-                    &report_path,
-                    Some(line + 1),
-                    "is not the rendering of results.json's report",
-                );
+                let what = "is not the rendering of results.json's report";
+                c.add(&report_path, Some(line + 1), what);
             }
         }
         Err(e) => c.add(&report_path, None, format!("cannot read: {e}")),
@@ -133,13 +130,8 @@ fn check_report(dir: &Path, v: &Value, report: &Report, c: &mut DirCheck) {
     }
     // A directory without traces/ is a published run, whose traces were left out.
     if dir.join("traces").is_dir() {
-        let listed: Vec<&str> = v
-            .get("traces")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t.get("file").and_then(Value::as_str))
-            .collect();
+        let traces = v.get("traces").and_then(Value::as_array).into_iter().flatten();
+        let listed: Vec<&str> = traces.filter_map(|t| t.get("file")?.as_str()).collect();
         for t in &listed {
             c.files += 1;
             let p = dir.join(t);
@@ -181,10 +173,8 @@ fn check_index(dir: &Path, json_path: &Path, v: &Value, index: &Report, c: &mut 
             Some(s) => c.add(json_path, None, format!("bench {name} exited with status {s}")),
             None => c.add(json_path, None, format!("bench {name} was killed by a signal")),
         }
-        let listed: Vec<Verdict> = b
-            .get("verdicts")
-            .and_then(|x| serde_json::from_value(x.clone()).ok())
-            .unwrap_or_default();
+        let listed = b.get("verdicts").and_then(|x| serde_json::from_value(x.clone()).ok());
+        let listed: Vec<Verdict> = listed.unwrap_or_default();
         let sub = b.get("dir").and_then(Value::as_str).unwrap_or_default();
         let own = crate::all::verdicts(&dir.join(sub));
         if listed != own {
