@@ -212,11 +212,9 @@ impl CellRuns {
     /// `a`/`b` of `metric`, round by round, and how many rounds had no ratio (`b` was 0).
     #[must_use]
     pub fn ratio(&self, a: usize, b: usize, metric: &str) -> (Option<Summary>, usize) {
-        let pairs: Vec<(f64, f64)> = self
-            .rounds
-            .iter()
-            .filter_map(|r| Some((r.results.get(a)?.get(metric)?, r.results.get(b)?.get(metric)?)))
-            .collect();
+        let pair =
+            |r: &Round<Run>| Some((r.results.get(a)?.get(metric)?, r.results.get(b)?.get(metric)?));
+        let pairs: Vec<(f64, f64)> = self.rounds.iter().filter_map(pair).collect();
         let (ratios, skipped) = pair_ratios(&pairs);
         (Summary::of(&ratios), skipped)
     }

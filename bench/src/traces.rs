@@ -156,11 +156,8 @@ impl Traces {
     /// residency changes most, else the first); `None` without traces.
     #[must_use]
     pub fn paragraph(&self, what: &str, report_dir: &Path) -> Option<String> {
-        let first = self
-            .recorded
-            .iter()
-            .find(|t| t.cell.contains("cold"))
-            .or_else(|| self.recorded.first())?;
+        let cold = self.recorded.iter().find(|t| t.cell.contains("cold"));
+        let first = cold.or_else(|| self.recorded.first())?;
         let mut runs: Vec<(&str, &str, usize)> =
             self.recorded.iter().map(|t| (t.cell.as_str(), t.side.as_str(), t.run)).collect();
         runs.dedup();
