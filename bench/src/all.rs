@@ -110,16 +110,11 @@ pub fn verdict_counts(verdicts: &[Verdict]) -> (usize, usize) {
     (n(Outcome::Pass), n(Outcome::Fail))
 }
 
-/// The verdicts of the bench report in `dir`: its results.json's model,
-/// gzipped or not (empty when there is none).
+/// The verdicts of the bench report in `dir` (none when it has no readable report).
 #[must_use]
 pub fn verdicts(dir: &Path) -> Vec<Verdict> {
-    crate::check::results_text(dir)
-        .ok()
-        .and_then(|(_, t)| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| serde_json::from_value::<Report>(v.get("report")?.clone()).ok())
-        .map(|r| r.all_verdicts().cloned().collect())
-        .unwrap_or_default()
+    let report = crate::check::read_report(dir).ok();
+    report.map(|(_, r)| r.all_verdicts().cloned().collect()).unwrap_or_default()
 }
 
 /// Runs `cargo xtask bench all`.
@@ -155,22 +150,16 @@ pub fn run(ws: &Workspace, a: &Args) -> Result<ExitCode> {
     }
     let index = Index {
         stamp: Stamp::new("all", started, Machine::describe(&ws.bench_dir())),
-        mode: if a.full {
-            "full"
-        } else if a.tiny {
-            "tiny"
-        } else {
-            "quick"
+        mode: match (a.full, a.tiny) {
+            (true, _) => "full",
+            (_, true) => "tiny",
+            _ => "quick",
         },
         cache: a.caches.word(),
         benches: runs,
     };
     output::publish(&dir, &render(&index), &index, &[])?;
-    Ok(if index.benches.iter().all(|b| b.status == Some(0)) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(output::exit(index.benches.iter().all(|b| b.status == Some(0)), "a bench failed"))
 }
 
 fn render(x: &Index) -> Report {

@@ -199,7 +199,7 @@ pub struct CellRuns {
 impl CellRuns {
     /// Contender `c`'s values of `metric` over the timed rounds.
     #[must_use]
-    pub fn values(&self, c: usize, metric: &str) -> Vec<f64> {
+    fn values(&self, c: usize, metric: &str) -> Vec<f64> {
         self.rounds.iter().filter_map(|r| r.results.get(c)?.get(metric)).collect()
     }
 
@@ -212,11 +212,9 @@ impl CellRuns {
     /// `a`/`b` of `metric`, round by round, and how many rounds had no ratio (`b` was 0).
     #[must_use]
     pub fn ratio(&self, a: usize, b: usize, metric: &str) -> (Option<Summary>, usize) {
-        let pairs: Vec<(f64, f64)> = self
-            .rounds
-            .iter()
-            .filter_map(|r| Some((r.results.get(a)?.get(metric)?, r.results.get(b)?.get(metric)?)))
-            .collect();
+        let pair =
+            |r: &Round<Run>| Some((r.results.get(a)?.get(metric)?, r.results.get(b)?.get(metric)?));
+        let pairs: Vec<(f64, f64)> = self.rounds.iter().filter_map(pair).collect();
         let (ratios, skipped) = pair_ratios(&pairs);
         (Summary::of(&ratios), skipped)
     }
@@ -248,9 +246,8 @@ impl CellRuns {
     #[must_use]
     pub fn ratio_text(&self, metric: &str) -> String {
         let (ratio, skipped) = self.ratio(0, 1, metric);
-        let note =
-            if skipped > 0 { format!(" ({skipped} pair(s) without ratio)") } else { String::new() };
-        opt_ratio(ratio.as_ref()) + &note
+        let note = format!(" ({skipped} pair(s) without ratio)");
+        opt_ratio(ratio.as_ref()) + if skipped > 0 { &note } else { "" }
     }
 
     /// Contender `c`'s median share of the files resident after a run.
@@ -264,12 +261,9 @@ impl CellRuns {
     #[must_use]
     pub fn resident_at_start(&self) -> String {
         let v: Vec<f64> = [0, 1].iter().flat_map(|&i| self.values(i, "resident_before")).collect();
-        let range = |x: Summary| {
-            if x.max - x.min < 5e-4 {
-                pct(x.min)
-            } else {
-                format!("{}–{}", pct(x.min), pct(x.max))
-            }
+        let range = |x: Summary| match x.max - x.min < 5e-4 {
+            true => pct(x.min),
+            false => format!("{}–{}", pct(x.min), pct(x.max)),
         };
         Summary::of(&v).map_or_else(|| "—".to_owned(), range)
     }

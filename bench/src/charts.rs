@@ -27,9 +27,7 @@ impl ChartFile {
     pub fn output(&self) -> (&str, &[u8]) {
         (self.file.as_str(), self.svg.as_bytes())
     }
-}
 
-impl ChartFile {
     /// `ratios.svg`: contender 0 / contender 1 of `metric` per cell, a
     /// [`ratios`] chart titled `title`, described as `what`.
     pub fn ratios<'a>(
@@ -84,10 +82,6 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(230, 159, 0),
 ];
 
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow!("chart: {e}")
-}
-
 /// A chart with a linear f64 y axis and an f64 x axis `X` (linear or log).
 type Chart<'a, 'b, X> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, RangedCoordf64>>;
 
@@ -104,9 +98,8 @@ where
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+        .draw()?;
+    Ok(root.present()?)
 }
 
 /// Spread of ratios beyond which bars near parity would be slivers: log axis.
@@ -157,7 +150,7 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
     let (from, to, log) = ratio_axis(bars, target);
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        root.fill(&WHITE)?;
         #[expect(clippy::cast_precision_loss)]
         let y_max = rows as f64;
         let mut builder = ChartBuilder::on(&root);
@@ -167,15 +160,13 @@ pub fn ratios(title: &str, bars: &[RatioBar], target: Option<f64>) -> Result<Str
             .x_label_area_size(34)
             .y_label_area_size(220);
         if log {
-            let mut chart = builder
-                .build_cartesian_2d(
-                    (from..to).log_scale().with_key_points(log_ticks(from, to)),
-                    0.0..y_max,
-                )
-                .map_err(err)?;
+            let mut chart = builder.build_cartesian_2d(
+                (from..to).log_scale().with_key_points(log_ticks(from, to)),
+                0.0..y_max,
+            )?;
             draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
         } else {
-            let mut chart = builder.build_cartesian_2d(from..to, 0.0..y_max).map_err(err)?;
+            let mut chart = builder.build_cartesian_2d(from..to, 0.0..y_max)?;
             draw_ratio_bars(&mut chart, &root, bars, target, (from, to), log)?;
         }
     }
@@ -226,38 +217,33 @@ where
                 String::new()
             }
         })
-        .x_desc(if log {
-            "time ratio ours / peer (median, min–max), log scale: below 1 is faster"
-        } else {
-            "time ratio ours / peer (median, min–max): below 1 is faster"
-        })
-        .draw()
-        .map_err(err)?;
+        .x_desc(format!(
+            "time ratio ours / peer (median, min–max){}: below 1 is faster",
+            if log { ", log scale" } else { "" }
+        ))
+        .draw()?;
     for (i, b) in bars.iter().enumerate() {
         #[expect(clippy::cast_precision_loss)]
         let y = (rows - 1 - i) as f64;
         let color = PALETTE[i % PALETTE.len()];
-        chart
-            .draw_series([Rectangle::new(
-                [(from, y + 0.2), (at(b.median), y + 0.8)],
-                color.mix(0.75).filled(),
-            )])
-            .map_err(err)?;
+        chart.draw_series([Rectangle::new(
+            [(from, y + 0.2), (at(b.median), y + 0.8)],
+            color.mix(0.75).filled(),
+        )])?;
         // The whisker: min–max, and a tick at each end.
         let whisker =
             [(b.min, 0.5, b.max, 0.5), (b.min, 0.35, b.min, 0.65), (b.max, 0.35, b.max, 0.65)];
         let paths = whisker.map(|(x0, y0, x1, y1)| {
             PathElement::new(vec![(at(x0), y + y0), (at(x1), y + y1)], BLACK.stroke_width(2))
         });
-        chart.draw_series(paths).map_err(err)?;
+        chart.draw_series(paths)?;
     }
     let parity = (1.0, "parity (1.0)".to_owned(), BLACK.stroke_width(1), BLACK.into());
     let red = RED.stroke_width(2);
     let target = target.map(|t| (t, format!("target ({t}×)"), red, red));
     for (x, label, style, legend) in [Some(parity), target].into_iter().flatten() {
         chart
-            .draw_series([PathElement::new(vec![(x, 0.0), (x, y_max)], style)])
-            .map_err(err)?
+            .draw_series([PathElement::new(vec![(x, 0.0), (x, y_max)], style)])?
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], legend));
     }
@@ -309,14 +295,13 @@ pub fn residency(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resu
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 360)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
+        root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 17))
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(50)
-            .build_cartesian_2d(0.0..t_max * 1.02, 0.0..y_max)
-            .map_err(err)?;
+            .build_cartesian_2d(0.0..t_max * 1.02, 0.0..y_max)?;
         // Pages are whole: at most one label per page, none between pages.
         let y_labels = match scale {
             Scale::Percent => 11,
@@ -333,17 +318,12 @@ pub fn residency(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resu
             .y_desc(y_desc)
             .y_labels(y_labels)
             .y_label_formatter(&y_fmt)
-            .draw()
-            .map_err(err)?;
+            .draw()?;
         for (i, (label, pts)) in points.into_iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            chart
-                .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(pts, color.stroke_width(2)))?.label(label).legend(
+                move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)),
+            );
         }
         legend_and_present(&mut chart, &root)?;
     }
@@ -353,7 +333,7 @@ pub fn residency(title: &str, series: &[(String, &Trace)], scale: Scale) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mapwise_core::trace::{Frame, Header};
+    use mapwise_core::trace::Frame;
 
     fn bar(label: &str, median: f64) -> RatioBar {
         RatioBar { label: label.into(), median, min: median, max: median }
@@ -394,21 +374,14 @@ mod tests {
     #[test]
     fn residency_charts_draw_each_trace_as_a_share_or_in_pages() {
         // A 400-page file of which 0, 2, then 4 pages are resident.
-        let t = Trace {
-            header: Header {
-                path: "f.rrd".into(),
-                label: "l".into(),
-                os_page_size: 4096,
-                interval_us: 50_000,
-                started_unix_ms: 0,
-            },
-            frames: vec![
+        let t = crate::traces::tests::trace(
+            "f.rrd",
+            vec![
                 Frame::from_bitmap(10_000, 400 * 4096, true, &[0; 7], 400),
                 Frame::from_bitmap(60_000, 400 * 4096, true, &[0b11, 0, 0, 0, 0, 0, 0], 400),
                 Frame::from_bitmap(110_000, 400 * 4096, true, &[0, 0, 0, 0, 0, 0, 0xF], 400),
             ],
-            truncated_tail: false,
-        };
+        );
         assert_eq!(residency_points(&t, Scale::Pages), [(0.0, 0.0), (0.05, 2.0), (0.1, 4.0)]);
         assert_eq!(residency_points(&t, Scale::Percent), [(0.0, 0.0), (0.05, 0.5), (0.1, 1.0)]);
         let two = [("ours plain".into(), &t), ("Go plain".into(), &t)];

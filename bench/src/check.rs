@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
+use flate2::read::GzDecoder;
 use serde_json::Value;
 
 use crate::report::{Block, Report, Verdict};
@@ -34,9 +35,14 @@ struct DirCheck {
 
 impl DirCheck {
     fn add(&mut self, file: &Path, line: Option<usize>, what: impl std::fmt::Display) {
-        let at = line.map(|l| format!(":{l}")).unwrap_or_default();
-        self.problems.push(format!("{}{at}: {what}", file.display()));
+        self.problems.push(problem(file, line, what));
     }
+}
+
+/// A problem as `bench check` prints it: `FILE[:LINE]: what`.
+fn problem(file: &Path, line: Option<usize>, what: impl std::fmt::Display) -> String {
+    let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+    format!("{}{at}: {what}", file.display())
 }
 
 /// Runs `cargo xtask bench check DIR`: a bad report is exit status 1 with its problems listed.
@@ -57,34 +63,35 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     }
 }
 
-/// The text of `dir`'s results.json, or of results.json.gz (a published
-/// run gzips a large one): (the file read, its text).
-pub fn results_text(dir: &Path) -> Result<(PathBuf, String), (PathBuf, String)> {
+/// `dir`'s results.json (or results.json.gz: a published run gzips a large one) as JSON and
+/// its report model, or what is wrong with it.
+pub fn read_report(dir: &Path) -> Result<(Value, Report), String> {
     let (plain, gz) = (dir.join("results.json"), dir.join("results.json.gz"));
-    let read = |p: &Path| -> std::io::Result<String> {
-        if p == gz {
-            std::io::read_to_string(flate2::read::GzDecoder::new(fs::File::open(p)?))
-        } else {
-            fs::read_to_string(p)
-        }
+    let path = if !plain.exists() && gz.exists() { gz } else { plain };
+    let at = |line, what: String| problem(&path, line, what);
+    let text = match path.extension() == Some("gz".as_ref()) {
+        true => fs::File::open(&path).and_then(|f| std::io::read_to_string(GzDecoder::new(f))),
+        false => fs::read_to_string(&path),
     };
-    let path = if !plain.exists() && gz.exists() { gz.clone() } else { plain };
-    match read(&path) {
-        Ok(text) => Ok((path, text)),
-        Err(e) => Err((path, format!("cannot read: {e}"))),
-    }
+    let text = text.map_err(|e| at(None, format!("cannot read: {e}")))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| at(Some(e.line()), format!("does not parse: {e}")))?;
+    let model =
+        v.get("report").ok_or_else(|| at(None, "holds no report model (`report`)".into()))?;
+    let report = serde_json::from_value(model.clone())
+        .map_err(|e| at(None, format!("its report does not read back: {e}")))?;
+    Ok((v, report))
 }
 
 /// Checks the report in `dir` and every sub-directory holding one.
 fn check_one(dir: &Path, c: &mut DirCheck) {
     c.reports += 1;
-    if let Some((v, report)) = read_results(dir, c) {
-        check_report(dir, &v, &report, c);
+    match read_report(dir) {
+        Ok((v, report)) => check_report(dir, &v, &report, c),
+        Err(p) => c.problems.push(p),
     }
-    let mut subs: Vec<PathBuf> = fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
+    let entries = fs::read_dir(dir).into_iter().flatten().flatten();
+    let mut subs: Vec<PathBuf> = entries
         .map(|e| e.path())
         .filter(|p| p.join("results.json").exists() || p.join("results.json.gz").exists())
         .collect();
@@ -92,22 +99,6 @@ fn check_one(dir: &Path, c: &mut DirCheck) {
     for s in subs {
         check_one(&s, c);
     }
-}
-
-/// results.json of `dir` as JSON and as its report model.
-fn read_results(dir: &Path, c: &mut DirCheck) -> Option<(Value, Report)> {
-    let (path, text) = results_text(dir).map_err(|(p, e)| c.add(&p, None, e)).ok()?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| c.add(&path, Some(e.line()), format!("does not parse: {e}")))
-        .ok()?;
-    let Some(model) = v.get("report") else {
-        c.add(&path, None, "holds no report model (`report`)");
-        return None;
-    };
-    let report = serde_json::from_value::<Report>(model.clone())
-        .map_err(|e| c.add(&path, None, format!("its report does not read back: {e}")))
-        .ok()?;
-    Some((v, report))
 }
 
 /// The model, REPORT.md against it, its files and traces, and an index.
@@ -125,11 +116,8 @@ fn check_report(dir: &Path, v: &Value, report: &Report, c: &mut DirCheck) {
             if want != text {
                 let line = want.lines().zip(text.lines()).position(|(a, b)| a != b);
                 let line = line.unwrap_or_else(|| want.lines().count().min(text.lines().count()));
-                c.add(
-                    &report_path,
-                    Some(line + 1),
-                    "is not the rendering of results.json's report",
-                );
+                let what = "is not the rendering of results.json's report";
+                c.add(&report_path, Some(line + 1), what);
             }
         }
         Err(e) => c.add(&report_path, None, format!("cannot read: {e}")),
@@ -142,13 +130,8 @@ fn check_report(dir: &Path, v: &Value, report: &Report, c: &mut DirCheck) {
     }
     // A directory without traces/ is a published run, whose traces were left out.
     if dir.join("traces").is_dir() {
-        let listed: Vec<&str> = v
-            .get("traces")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t.get("file").and_then(Value::as_str))
-            .collect();
+        let traces = v.get("traces").and_then(Value::as_array).into_iter().flatten();
+        let listed: Vec<&str> = traces.filter_map(|t| t.get("file")?.as_str()).collect();
         for t in &listed {
             c.files += 1;
             let p = dir.join(t);
@@ -190,10 +173,8 @@ fn check_index(dir: &Path, json_path: &Path, v: &Value, index: &Report, c: &mut 
             Some(s) => c.add(json_path, None, format!("bench {name} exited with status {s}")),
             None => c.add(json_path, None, format!("bench {name} was killed by a signal")),
         }
-        let listed: Vec<Verdict> = b
-            .get("verdicts")
-            .and_then(|x| serde_json::from_value(x.clone()).ok())
-            .unwrap_or_default();
+        let listed = b.get("verdicts").and_then(|x| serde_json::from_value(x.clone()).ok());
+        let listed: Vec<Verdict> = listed.unwrap_or_default();
         let sub = b.get("dir").and_then(Value::as_str).unwrap_or_default();
         let own = crate::all::verdicts(&dir.join(sub));
         if listed != own {
@@ -239,7 +220,7 @@ mod tests {
         let d = root.join(name);
         fs::create_dir_all(&d).unwrap();
         fs::write(d.join("ratios.svg"), "<svg/>").unwrap();
-        let mut traces = crate::traces::Traces::new();
+        let mut traces = crate::traces::Traces::default();
         traces.record(&d, &d.join("ratios.svg"), "cold", "ours", 1, || Ok(())).unwrap();
         let results = serde_json::json!({"bench": name, "traces": traces.list()});
         crate::output::publish_traced(&d, r, &results, &traces, &[]).unwrap();

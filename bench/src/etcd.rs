@@ -92,12 +92,6 @@ pub fn fill_to(etcd: &Etcd, bytes: u64, value_bytes: usize, concurrency: usize) 
 
 /// `ETCDCTL_API=3 etcdctl --endpoints URL snapshot save COPY`.
 pub fn snapshot_cmd(etcd: &Etcd, copy: &Path) -> Cmd {
-    let (endpoint, copy) = (etcd.endpoint.as_str(), copy.to_string_lossy());
-    Cmd::new("etcdctl").env("ETCDCTL_API", "3").args([
-        "--endpoints",
-        endpoint,
-        "snapshot",
-        "save",
-        &*copy,
-    ])
+    let args = ["--endpoints", &etcd.endpoint, "snapshot", "save", &copy.to_string_lossy()];
+    Cmd::new("etcdctl").env("ETCDCTL_API", "3").args(args)
 }

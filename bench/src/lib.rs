@@ -50,39 +50,28 @@ pub struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
-    /// Our bbolt engine vs Go bbolt — batched puts, gets,
-    /// cold/warm scans with and without MAP_POPULATE, the prefetching
-    /// cursor, peak RSS.
+    /// Our bbolt engine vs Go bbolt: puts, gets, scans, the prefetching cursor, peak RSS.
     #[command(after_long_help = bolt::HELP)]
     Bolt(bolt::Args),
-    /// MAP_POPULATE experiment (boltdb/bolt pull request 455): cursor scan of a bbolt file,
-    /// ours vs Go bbolt, cold/warm × with/without MAP_POPULATE.
+    /// MAP_POPULATE experiment: cursor scan of a bbolt file, ours vs Go bbolt.
     #[command(after_long_help = bolt_scan::HELP)]
     BoltScan(bolt_scan::Args),
-    /// read()-vs-mmap microbenchmark (the 2003 "mmap-test"), ours vs the C
-    /// reconstruction, warm and cold, untouched and touching.
+    /// read()-vs-mmap microbenchmark (the 2003 "mmap-test"), ours vs the C reconstruction.
     #[command(after_long_help = mmaptest::HELP)]
     Mmaptest(mmaptest::Args),
-    /// `log -l 5` over a changelog index read vs mapped, ours vs
-    /// hg, warm and cold, 1k/100k/1M revisions, and the mmap threshold.
+    /// `log -l 5` over a changelog index read vs mapped, ours vs hg.
     #[command(after_long_help = revlog::HELP)]
     Revlog(revlog::Args),
-    /// The seed experiment: N separate `updatev` processes into
-    /// a 1.7 MB RRD, ours in each I/O mode vs rrdtool, warm and cold, and
-    /// in-process update throughput vs librrd.
+    /// The seed experiment: `updatev` into a 1.7 MB RRD, ours in each I/O mode vs rrdtool.
     #[command(after_long_help = rrd::HELP)]
     Rrd(rrd::Args),
-    /// The quiet readers under an etcd-shaped writer: settle time of the
-    /// one-shot readers, staleness, RSS and CPU of the live view, beside
-    /// `etcdctl snapshot save` and an offline check.
+    /// The quiet readers under an etcd-shaped writer, beside `etcdctl snapshot save`.
     #[command(after_long_help = live::HELP)]
     Live(live::Args),
     /// Every bench above, one after the other, and an index report of their verdicts.
     #[command(after_long_help = all::HELP)]
     All(all::Args),
-    /// Checks a report directory: well-formed tables, ours' and the
-    /// peer's columns filled, results.json parses, linked charts and
-    /// traces present (the harness's own test; exit 1 on a problem).
+    /// Checks a report directory against its results.json (exit 1 on a problem).
     #[command(after_long_help = check::HELP)]
     Check(check::Args),
 }
@@ -93,11 +82,9 @@ pub struct CommonArgs {
     /// Runs per tool in each cell (A B, B A, …: this many pairs).
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub runs: u64,
-    /// Tiny inputs for a smoke run of the harness (CI): each bench picks
-    /// the smallest sizes and counts that still exercise every cell, table,
-    /// chart and trace. Times measured this way mean nothing. A cap: it
-    /// wins over --quick and is refused beside --full or an explicit size
-    /// or count (--size, --count, --calls, --iterations, …).
+    /// Tiny inputs for a smoke run of the harness (CI): the smallest sizes and counts that
+    /// still exercise every cell, table, chart and trace (times mean nothing). Wins over
+    /// --quick; refused beside --full or an explicit size or count.
     #[arg(long)]
     pub tiny: bool,
     /// Directory for REPORT.md and results.json (default: `target/bench/<UTC timestamp>`).

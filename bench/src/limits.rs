@@ -63,37 +63,24 @@ pub fn standard_files<P: AsRef<Path>>(
     let every = if files.len() == 1 { "" } else { " of every file" };
     let mut limits = Vec::new();
     for (state, kind, how) in kinds {
-        let mut l = Limit {
-            what: format!("{kind}{every}, {}", state.name()),
-            how: how.to_owned(),
-            file: shown.to_owned(),
-            passes: Vec::with_capacity(runs),
-            error: None,
-        };
+        let (what, how, file) =
+            (format!("{kind}{every}, {}", state.name()), how.into(), shown.into());
+        let mut l = Limit { what, how, file, passes: Vec::with_capacity(runs), error: None };
         for run in 1..=runs {
             progress.set(format!("limit: {}, run {run}/{runs}", l.what));
             progress.inc();
             if l.error.is_some() {
                 continue;
             }
-            for f in files {
-                schedule::prepare(&[f.as_ref()], state)?;
-            }
-            let mut total = ReadPass { bytes: 0, secs: 0.0 };
-            for f in files {
-                match pagecache::read_whole(f.as_ref(), state == CacheState::Cold) {
-                    Ok(p) => {
-                        (total.bytes, total.secs) = (total.bytes + p.bytes, total.secs + p.secs)
-                    }
-                    Err(e) if interrupt::is_interrupted(&e) => return Err(e),
-                    Err(e) => {
-                        l.error = Some(format!("{e:#}"));
-                        break;
-                    }
-                }
-            }
-            if l.error.is_none() {
-                l.passes.push(total);
+            schedule::prepare(files, state)?;
+            let pass = files.iter().try_fold(ReadPass { bytes: 0, secs: 0.0 }, |t, f| {
+                let p = pagecache::read_whole(f.as_ref(), state == CacheState::Cold)?;
+                anyhow::Ok(ReadPass { bytes: t.bytes + p.bytes, secs: t.secs + p.secs })
+            });
+            match pass {
+                Ok(p) => l.passes.push(p),
+                Err(e) if interrupt::is_interrupted(&e) => return Err(e),
+                Err(e) => l.error = Some(format!("{e:#}")),
             }
         }
         limits.push(l);

@@ -4,7 +4,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::report::Table;
 use super::units::{human_size, utc_human};
@@ -45,18 +45,21 @@ pub struct Machine {
     pub rustc_version: Option<String>,
 }
 
-/// One line of /proc/self/mountinfo, the parts that matter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The mount holding a file, as `findmnt --target` (util-linux) finds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mount {
     /// `major:minor` of the mounted device.
+    #[serde(rename(deserialize = "maj:min"))]
     pub dev: String,
     /// Where it is mounted.
+    #[serde(rename(deserialize = "target"))]
     pub mount_point: String,
     /// File system type (`ext4`, `xfs`, `tmpfs`, …).
     pub fstype: String,
     /// Mount source (`/dev/vda`).
     pub source: String,
     /// Per-mount options.
+    #[serde(rename(deserialize = "vfs-options"))]
     pub options: String,
 }
 
@@ -76,10 +79,7 @@ impl Machine {
     pub fn describe(file: &Path) -> Self {
         let meta = fs::metadata(file).ok();
         let dev = meta.map(|m| format!("{}:{}", libc::major(m.dev()), libc::minor(m.dev())));
-        let mount = match (&dev, fs::canonicalize(file), read("/proc/self/mountinfo")) {
-            (Some(d), Ok(c), Some(info)) => find_mount(&info, d, &c.to_string_lossy()),
-            _ => None,
-        };
+        let mount = mount_of(file);
         let block_device = dev.as_ref().map(|d| {
             let link = fs::read_link(format!("/sys/dev/block/{d}")).ok();
             match link.as_ref().and_then(|l| l.file_name()) {
@@ -105,65 +105,11 @@ impl Machine {
             thp_enabled: thp("enabled").and_then(|s| bracketed(&s)),
             thp_defrag: thp("defrag").and_then(|s| bracketed(&s)),
             proactive_reclaim: damon_summary(Path::new("/sys/kernel/mm/damon/admin")),
-            free_page_reporting: free_page_reporting(
-                Path::new(VIRTIO_DEVICES),
-                Path::new(PAGE_REPORTING_ORDER),
-            ),
+            free_page_reporting: free_page_reporting(VIRTIO_DEVICES, PAGE_REPORTING_ORDER),
             loadavg: loadavg(),
             go_version: first_line_of("go", &["version"]),
             rustc_version: first_line_of("rustc", &["-V"]),
         }
-    }
-
-    /// The report's `## Machine` section, the same in every bench: CPU,
-    /// cores, memory, kernel, the file system of `files` (e.g. "the
-    /// repositories") with its device and read_ahead_kb, THP, reclaim, each
-    /// `(tool, version)` of `tools`, our rustc, and the load at start and
-    /// `loadavg_end`.
-    pub fn add_to(
-        &self,
-        report: &mut crate::report::Report,
-        files: &str,
-        tools: &[(&str, Option<String>)],
-        loadavg_end: Option<&str>,
-    ) {
-        let na = |v: Option<&str>| v.unwrap_or("unknown").to_owned();
-        let n = |v: Option<usize>| na(v.map(|n| n.to_string()).as_deref());
-        let mount = self.mount.as_ref().map(|mt| {
-            format!("{} on {} mounted at {} ({})", mt.fstype, mt.source, mt.mount_point, mt.options)
-        });
-        let cores = format!(
-            "{} logical CPUs online, {} available to this process",
-            n(self.cpus_online),
-            n(self.cpus_available)
-        );
-        let device = format!(
-            "{}, read_ahead_kb = {}",
-            na(self.block_device.as_deref()),
-            na(self.read_ahead_kb.map(|k| k.to_string()).as_deref())
-        );
-        let thp = format!(
-            "enabled = {}, defrag = {}",
-            na(self.thp_enabled.as_deref()),
-            na(self.thp_defrag.as_deref())
-        );
-        let mut t = Table::new(&["", "this machine"]);
-        t.row(["CPU".to_owned(), na(self.cpu_model.as_deref())]);
-        t.row(["Cores".to_owned(), cores]);
-        t.row(["Memory".to_owned(), self.memory_bytes.map_or_else(|| na(None), human_size)]);
-        t.row(["Kernel".to_owned(), na(self.kernel.as_deref())]);
-        t.row([format!("File system of {files}"), na(mount.as_deref())]);
-        t.row(["Block device, read_ahead_kb".to_owned(), device]);
-        t.row(["THP (transparent_hugepage)".to_owned(), thp]);
-        t.row(["Proactive reclaim (DAMON)".to_owned(), na(self.proactive_reclaim.as_deref())]);
-        t.row(["Free page reporting (VM)".to_owned(), na(self.free_page_reporting.as_deref())]);
-        for (tool, version) in tools {
-            t.row([(*tool).to_owned(), na(version.as_deref())]);
-        }
-        t.row(["Rust (ours)".to_owned(), na(self.rustc_version.as_deref())]);
-        let load = format!("{} at start, {} at end", na(self.loadavg.as_deref()), na(loadavg_end));
-        t.row(["Load average".to_owned(), load]);
-        report.section("Machine").table(t);
     }
 }
 
@@ -182,44 +128,46 @@ fn damon_summary(admin: &Path) -> Option<String> {
             let ops = read(ctx.join("operations")).unwrap_or_else(|| "?".into());
             let aggr_us = num(&ctx.join("monitoring_attrs/intervals/aggr_us"));
             for sc in 0..num(&ctx.join("schemes/nr_schemes")).unwrap_or(0) {
-                let sd = ctx.join(format!("schemes/{sc}"));
-                let action = read(sd.join("action")).unwrap_or_else(|| "?".into());
-                let mut clause = format!("kdamond {k} ({ops}): {action}");
-                #[expect(clippy::cast_precision_loss)]
-                let secs = |us: u64| us as f64 / 1e6;
-                if let (Some(age), Some(aggr)) = (num(&sd.join("access_pattern/age/min")), aggr_us)
-                {
-                    clause += &format!(" of regions idle ≥ {} s", secs(age.saturating_mul(aggr)));
-                    if let Some(acc) = num(&sd.join("access_pattern/nr_accesses/max")) {
-                        clause += &format!(" (≤ {acc} access per {} s)", secs(aggr));
-                    }
-                }
-                let mut filters = Vec::new();
-                for kind in ["core_filters", "ops_filters", "filters"] {
-                    let fd = sd.join(kind);
-                    for f in 0..num(&fd.join("nr_filters")).unwrap_or(0) {
-                        let one = |x: &str| read(fd.join(f.to_string()).join(x));
-                        let not = if one("matching").as_deref() == Some("N") { "non-" } else { "" };
-                        let ty = one("type").unwrap_or_else(|| "?".into());
-                        let allowed = one("allow").as_deref() == Some("Y");
-                        filters.push(format!(
-                            "{not}{ty} {}",
-                            if allowed { "allowed" } else { "rejected" }
-                        ));
-                    }
-                }
-                if !filters.is_empty() {
-                    clause += &format!(", filters {}", filters.join(", "));
-                }
-                let bytes = num(&sd.join("quotas/bytes")).filter(|&b| b > 0);
-                if let (Some(b), Some(ms)) = (bytes, num(&sd.join("quotas/reset_interval_ms"))) {
-                    clause += &format!(", quota {} per {ms} ms", human_size(b));
-                }
-                clauses.push(clause);
+                let scheme = damon_scheme(&ctx.join(format!("schemes/{sc}")), aggr_us);
+                clauses.push(format!("kdamond {k} ({ops}): {scheme}"));
             }
         }
     }
     Some(if clauses.is_empty() { "none running".to_owned() } else { clauses.join("; ") })
+}
+
+/// The DAMON scheme in `dir` of a context aggregating every `aggr_us`: its action, the
+/// regions it acts on, its filters and its quota.
+fn damon_scheme(dir: &Path, aggr_us: Option<u64>) -> String {
+    let get = |f: &str| read(dir.join(f));
+    let n = |f: &str| num(&dir.join(f));
+    #[expect(clippy::cast_precision_loss)]
+    let secs = |us: u64| us as f64 / 1e6;
+    let mut s = get("action").unwrap_or_else(|| "?".into());
+    if let (Some(age), Some(aggr)) = (n("access_pattern/age/min"), aggr_us) {
+        s += &format!(" of regions idle ≥ {} s", secs(age.saturating_mul(aggr)));
+        if let Some(acc) = n("access_pattern/nr_accesses/max") {
+            s += &format!(" (≤ {acc} access per {} s)", secs(aggr));
+        }
+    }
+    let mut filters = Vec::new();
+    for kind in ["core_filters", "ops_filters", "filters"] {
+        for f in 0..n(&format!("{kind}/nr_filters")).unwrap_or(0) {
+            let one = |x: &str| get(&format!("{kind}/{f}/{x}"));
+            let not = if one("matching").as_deref() == Some("N") { "non-" } else { "" };
+            let ty = one("type").unwrap_or_else(|| "?".into());
+            let allowed = if one("allow").as_deref() == Some("Y") { "allowed" } else { "rejected" };
+            filters.push(format!("{not}{ty} {allowed}"));
+        }
+    }
+    if !filters.is_empty() {
+        s += &format!(", filters {}", filters.join(", "));
+    }
+    let bytes = n("quotas/bytes").filter(|&b| b > 0);
+    if let (Some(b), Some(ms)) = (bytes, n("quotas/reset_interval_ms")) {
+        s += &format!(", quota {} per {ms} ms", human_size(b));
+    }
+    s
 }
 
 const VIRTIO_DEVICES: &str = "/sys/bus/virtio/devices";
@@ -227,13 +175,12 @@ const PAGE_REPORTING_ORDER: &str = "/sys/module/page_reporting/parameters/page_r
 
 /// Whether this machine gives freed memory back to a VM host.
 pub fn reports_free_pages() -> bool {
-    free_page_reporting(Path::new(VIRTIO_DEVICES), Path::new(PAGE_REPORTING_ORDER))
-        .is_some_and(|s| s.starts_with("on"))
+    free_page_reporting(VIRTIO_DEVICES, PAGE_REPORTING_ORDER).is_some_and(|s| s.starts_with("on"))
 }
 
 /// Whether a virtio balloon (device 5) offers free page reporting (feature
 /// bit 5): a reused reported block may cost host faults the guest cannot see.
-fn free_page_reporting(devices: &Path, order: &Path) -> Option<String> {
+fn free_page_reporting(devices: impl AsRef<Path>, order: impl AsRef<Path>) -> Option<String> {
     let balloon = fs::read_dir(devices)
         .ok()?
         .flatten()
@@ -279,19 +226,50 @@ impl Stamp {
         crate::report::Report::new(format!("bench {} — {}", self.bench, self.started_utc))
     }
 
-    /// The `## Machine` section ([`Machine::add_to`]).
+    /// The report's `## Machine` section, the same in every bench: CPU, cores, memory, kernel,
+    /// the file system of `files` (e.g. "the repositories") with its device and read_ahead_kb,
+    /// THP, reclaim, each `(tool, version)` of `tools`, our rustc, and the load.
     pub fn add_to(
         &self,
         report: &mut crate::report::Report,
         files: &str,
         tools: &[(&str, Option<String>)],
     ) {
-        self.machine.add_to(report, files, tools, self.loadavg_end.as_deref());
+        let m = &self.machine;
+        let mount = m.mount.as_ref().map(|mt| {
+            format!("{} on {} mounted at {} ({})", mt.fstype, mt.source, mt.mount_point, mt.options)
+        });
+        let mut t = Table::new(&["", "this machine"]);
+        let mut row = |k: &str, v: String| t.row([k.to_owned(), v]);
+        row("CPU", na(m.cpu_model.as_ref()));
+        let (on, avail) = (na(m.cpus_online), na(m.cpus_available));
+        row("Cores", format!("{on} logical CPUs online, {avail} available to this process"));
+        row("Memory", na(m.memory_bytes.map(human_size)));
+        row("Kernel", na(m.kernel.as_ref()));
+        row(&format!("File system of {files}"), na(mount));
+        let (dev, ra) = (na(m.block_device.as_ref()), na(m.read_ahead_kb));
+        row("Block device, read_ahead_kb", format!("{dev}, read_ahead_kb = {ra}"));
+        let (on, defrag) = (na(m.thp_enabled.as_ref()), na(m.thp_defrag.as_ref()));
+        row("THP (transparent_hugepage)", format!("enabled = {on}, defrag = {defrag}"));
+        row("Proactive reclaim (DAMON)", na(m.proactive_reclaim.as_ref()));
+        row("Free page reporting (VM)", na(m.free_page_reporting.as_ref()));
+        for (tool, version) in tools {
+            row(tool, na(version.as_ref()));
+        }
+        row("Rust (ours)", na(m.rustc_version.as_ref()));
+        let (start, end) = (na(m.loadavg.as_ref()), na(self.loadavg_end.as_ref()));
+        row("Load average", format!("{start} at start, {end} at end"));
+        report.section("Machine").table(t);
     }
 }
 
+/// `v`, or `unknown`.
+fn na(v: Option<impl std::fmt::Display>) -> String {
+    v.map_or_else(|| "unknown".to_owned(), |v| v.to_string())
+}
+
 /// Current load average (1, 5, 15 min), for before/after notes.
-pub fn loadavg() -> Option<String> {
+fn loadavg() -> Option<String> {
     read("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
@@ -328,42 +306,16 @@ fn bracketed(choices: &str) -> Option<String> {
     Some(rest.split_once(']')?.0.to_owned())
 }
 
-/// The mount of `path` on `dev`: the longest prefix, of the same device first
-/// (bind mounts and overlays can share a prefix).
-fn find_mount(mountinfo: &str, dev: &str, path: &str) -> Option<Mount> {
-    let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mountinfo_line).collect();
-    let under = |m: &&Mount| {
-        let mp = m.mount_point.as_str();
-        mp == "/" || path == mp || path.strip_prefix(mp).is_some_and(|rest| rest.starts_with('/'))
-    };
-    let longest = |same_dev: bool| {
-        let m = mounts.iter().filter(under).filter(|m| !same_dev || m.dev == dev);
-        m.max_by_key(|m| m.mount_point.len()).cloned()
-    };
-    longest(true).or_else(|| longest(false))
-}
-
-/// `id parent dev root mount-point options [optional…] - fstype source …`.
-fn parse_mountinfo_line(line: &str) -> Option<Mount> {
-    let (left, right) = line.split_once(" - ")?;
-    let l: Vec<&str> = left.split(' ').collect();
-    let r: Vec<&str> = right.split(' ').collect();
-    if l.len() < 6 || r.len() < 2 {
-        return None;
+/// The mount holding `file`.
+fn mount_of(file: &Path) -> Option<Mount> {
+    #[derive(Deserialize)]
+    struct Found {
+        filesystems: Vec<Mount>,
     }
-    Some(Mount {
-        dev: l[2].to_owned(),
-        mount_point: unescape_octal(l[4]),
-        fstype: r[0].to_owned(),
-        source: unescape_octal(r[1]),
-        options: l[5].to_owned(),
-    })
-}
-
-/// mountinfo writes space, tab, newline and backslash as `\040` etc.
-fn unescape_octal(s: &str) -> String {
-    let s = s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n");
-    s.replace("\\134", "\\")
+    let cols = "MAJ:MIN,TARGET,FSTYPE,SOURCE,VFS-OPTIONS";
+    let cmd = super::proc::Cmd::new("findmnt").args(["--json", "-o", cols, "--target"]);
+    let out = cmd.arg(file.to_string_lossy()).output(Path::new(".")).ok().filter(|o| o.success)?;
+    serde_json::from_str::<Found>(&out.stdout).ok()?.filesystems.into_iter().next()
 }
 
 /// The bbolt version the oracle README names: its first `bbolt X.Y.Z`.
@@ -458,23 +410,8 @@ mod tests {
     }
 
     #[test]
-    fn mounts_by_device_and_longest_prefix() {
-        let info = "\
-22 27 0:21 / /proc rw,relatime - proc proc rw
-27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard
-41 27 0:38 / /mnt/my\\040disk rw,relatime - tmpfs tmpfs rw
-50 27 254:0 /srv /mnt/bind rw,relatime shared:1 - ext4 /dev/vda rw
-";
-        let m = |dev, path| find_mount(info, dev, path).unwrap();
-        let m1 = m("254:0", "/home/u/target/x.db");
-        assert_eq!(
-            (m1.mount_point, m1.fstype, m1.source),
-            ("/".into(), "ext4".into(), "/dev/vda".into())
-        );
-        let m2 = m("254:0", "/mnt/bind/x.db");
-        assert_eq!((m2.mount_point, m2.options), ("/mnt/bind".into(), "rw,relatime".into()));
-        assert_eq!(m("0:38", "/mnt/my disk/x").mount_point, "/mnt/my disk");
-        // A prefix of the name is not a prefix of the path.
-        assert_eq!(m("9:9", "/mnt/bindle/x").mount_point, "/");
+    fn the_mount_of_a_file_is_found() {
+        let m = mount_of(Path::new(env!("CARGO_MANIFEST_DIR"))).expect("findmnt");
+        assert!(!m.fstype.is_empty() && m.dev.contains(':') && m.mount_point.starts_with('/'));
     }
 }

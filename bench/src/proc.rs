@@ -3,14 +3,12 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use mapwise_native::os::process::{ChildUsage, wait_with_usage};
 
 use super::interrupt;
-use super::output::TempPath;
 
 /// A command line, kept as strings so the report can show the exact command
 /// (to paste in the workspace root, where benches run).
@@ -163,13 +161,8 @@ impl Cmd {
     /// streams. A failing exit status is not an error here (see
     /// [`Cmd::run`]); a signal that reached xtask meanwhile is.
     pub fn output(&self, cwd: &Path) -> Result<Output> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
         interrupt::check()?;
-        let meter = self.metered.then(|| {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let name = format!("xtask-meter-{}-{n}.txt", std::process::id());
-            TempPath::new(std::env::temp_dir().join(name))
-        });
+        let meter = self.metered.then(tempfile::NamedTempFile::new).transpose()?;
         let start = Instant::now();
         let mut command = match &meter {
             Some(m) => {
@@ -179,11 +172,7 @@ impl Cmd {
             }
             None => std::process::Command::new(&self.program),
         };
-        let stdout = if self.to_null {
-            Stdio::from(std::fs::File::create("/dev/null").context("cannot open /dev/null")?)
-        } else {
-            Stdio::piped()
-        };
+        let stdout = if self.to_null { Stdio::null() } else { Stdio::piped() };
         let mut child = command
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))

@@ -80,11 +80,8 @@ impl Table {
     /// Declares the columns at `idx` as `role`.
     #[must_use]
     pub fn roles(mut self, role: Role, idx: &[usize]) -> Self {
-        for &i in idx {
-            if let Some(c) = self.columns.get_mut(i) {
-                c.role = role;
-            }
-        }
+        let chosen = self.columns.iter_mut().enumerate().filter(|(i, _)| idx.contains(i));
+        chosen.for_each(|(_, c)| c.role = role);
         self
     }
 
@@ -207,9 +204,7 @@ pub type Col<'a, C> = (&'a str, Role, &'a dyn Fn(&C) -> String);
 #[must_use]
 pub fn cell_table<C>(cells: &[C], cols: &[Col<'_, C>]) -> Table {
     let mut t = Table::new(&cols.iter().map(|c| c.0).collect::<Vec<_>>());
-    for (col, spec) in t.columns.iter_mut().zip(cols) {
-        col.role = spec.1;
-    }
+    t.columns.iter_mut().zip(cols).for_each(|(col, spec)| col.role = spec.1);
     for c in cells {
         t.row(cols.iter().map(|spec| (spec.2)(c)));
     }

@@ -57,23 +57,18 @@ impl Caches {
     /// `cold`, `warm` or `both`.
     #[must_use]
     pub fn word(self) -> &'static str {
-        if self.cold {
-            "cold"
-        } else if self.warm {
-            "warm"
-        } else {
-            "both"
+        match (self.cold, self.warm) {
+            (true, _) => "cold",
+            (_, true) => "warm",
+            _ => "both",
         }
     }
 
     /// The states chosen, cold first.
     #[must_use]
     pub fn states(self) -> &'static [CacheState] {
-        match self.word() {
-            "cold" => &[CacheState::Cold],
-            "warm" => &[CacheState::Warm],
-            _ => &[CacheState::Cold, CacheState::Warm],
-        }
+        let both = &[CacheState::Cold, CacheState::Warm];
+        &both[usize::from(self.warm)..2 - usize::from(self.cold)]
     }
 }
 

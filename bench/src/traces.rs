@@ -72,12 +72,6 @@ pub fn slug(s: &str) -> String {
 }
 
 impl Traces {
-    /// No traces yet.
-    #[must_use]
-    pub fn new() -> Traces {
-        Traces::default()
-    }
-
     /// Runs `f` while recording `file`'s residency, kept under (`cell`,
     /// `side`, `run`) as `traces/<cell>-<side>-<run>.trace`; `scratch` is a
     /// directory for the temporary trace file.
@@ -162,11 +156,8 @@ impl Traces {
     /// residency changes most, else the first); `None` without traces.
     #[must_use]
     pub fn paragraph(&self, what: &str, report_dir: &Path) -> Option<String> {
-        let first = self
-            .recorded
-            .iter()
-            .find(|t| t.cell.contains("cold"))
-            .or_else(|| self.recorded.first())?;
+        let cold = self.recorded.iter().find(|t| t.cell.contains("cold"));
+        let first = cold.or_else(|| self.recorded.first())?;
         let mut runs: Vec<(&str, &str, usize)> =
             self.recorded.iter().map(|t| (t.cell.as_str(), t.side.as_str(), t.run)).collect();
         runs.dedup();
@@ -191,29 +182,21 @@ impl Traces {
     }
 }
 
-/// The residency-over-time chart of the first run of each (`cell`, `side`,
-/// legend) in `picks`; `None` when none of them was traced.
-pub fn residency_chart(
-    traces: &Traces,
-    title: &str,
-    picks: &[(String, &str, String)],
-) -> Result<Option<String>> {
-    chart_of(traces, title, picks, Scale::Percent)
-}
-
-/// [`residency_chart`] as the chart file `file` (`residency-cold.svg`),
-/// described as `what`; `None` when none of the picks was traced.
+/// The residency-over-time chart of the first run of each (`cell`, `side`, legend) in `picks`
+/// as the chart file `file` (`residency-cold.svg`), described as `what`; `None` when none of
+/// the picks was traced.
 pub fn residency_file(
     traces: &Traces,
     file: &str,
     (title, what): (&str, &str),
     picks: &[(String, &str, String)],
 ) -> Result<Option<charts::ChartFile>> {
-    let chart = residency_chart(traces, title, picks)?;
+    let chart = chart_of(traces, title, picks, Scale::Percent)?;
     Ok(chart.map(|svg| charts::ChartFile { file: file.to_owned(), what: what.to_owned(), svg }))
 }
 
-/// As [`residency_chart`] in resident OS pages, for runs that touch a few pages of a larger file.
+/// The chart of [`residency_file`] in resident OS pages, for runs that touch a few pages of a
+/// larger file.
 pub fn residency_pages_chart(
     traces: &Traces,
     title: &str,
@@ -292,7 +275,7 @@ fn combined(traces: &[&Trace]) -> Option<Trace> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -306,7 +289,7 @@ mod tests {
                 f
             })
             .collect();
-        let mut t = Traces::new();
+        let mut t = Traces::default();
         let sleep = || {
             std::thread::sleep(Duration::from_millis(120));
             Ok(42)
@@ -320,7 +303,7 @@ mod tests {
         let p = t.paragraph("the file", Path::new("target/bench/x")).unwrap();
         let replay = "`inspector replay target/bench/x/traces/cold-plain-ours-1.trace --file";
         assert!(p.contains("(1 trace of 1 run in `traces/`") && p.contains(replay), "{p}");
-        assert!(Traces::new().paragraph("x", Path::new(".")).is_none());
+        assert!(Traces::default().paragraph("x", Path::new(".")).is_none());
         for run in 1..=2 {
             t.record_files(dir.path(), &files, "cold, mmap once", "C", run, || Ok(())).unwrap();
         }
@@ -338,7 +321,8 @@ mod tests {
         assert_eq!(left.filter(|e| e.file_name().to_string_lossy().ends_with(".trace")).count(), 0);
     }
 
-    fn trace(path: &str, frames: Vec<Frame>) -> Trace {
+    /// A trace of `path` sampled every 50 ms, OS pages of 4 KiB.
+    pub(crate) fn trace(path: &str, frames: Vec<Frame>) -> Trace {
         Trace {
             header: Header {
                 path: path.into(),

@@ -105,16 +105,10 @@ impl Running {
     /// two minutes until its first commit is on disk.
     pub fn start(file: &Path, interval: Duration, bucket: &str) -> Result<Running> {
         let exe = std::env::current_exe().context("cannot find the xtask binary")?;
-        let cmd = Cmd::new(exe.to_string_lossy()).shown_as("cargo xtask").args([
-            "writer",
-            &*file.to_string_lossy(),
-            "--interval-ms",
-            &*interval.as_millis().to_string(),
-            "--bucket",
-            bucket,
-            "--seconds",
-            "86400",
-        ]);
+        let (path, ms) = (file.to_string_lossy(), interval.as_millis().to_string());
+        let args =
+            ["writer", &path, "--interval-ms", &ms, "--bucket", bucket, "--seconds", "86400"];
+        let cmd = Cmd::new(exe.to_string_lossy()).shown_as("cargo xtask").args(args);
         let f = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
         let before = file_txid(&f);
         let log = TempPath::new(PathBuf::from(format!("{}.writer.txt", file.display())));
