@@ -19,8 +19,9 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// Prometheus' answer to an instant query: `file` label → value.
-fn query(port: u16, q: &str) -> std::collections::BTreeMap<String, f64> {
+/// Prometheus' answer to an instant query: (`file`, `kind`) labels (`kind`
+/// empty when the metric has none) → value.
+fn query(port: u16, q: &str) -> std::collections::BTreeMap<(String, String), f64> {
     let url = format!("http://127.0.0.1:{port}/api/v1/query");
     let Ok(mut resp) = ureq::get(&url).query("query", q).call() else {
         return Default::default();
@@ -32,8 +33,8 @@ fn query(port: u16, q: &str) -> std::collections::BTreeMap<String, f64> {
         .into_iter()
         .flatten()
         .map(|r| {
-            let file = r["metric"]["file"].as_str().unwrap_or_default().to_owned();
-            (file, r["value"][1].as_str().unwrap().parse().unwrap())
+            let label = |k: &str| r["metric"][k].as_str().unwrap_or_default().to_owned();
+            ((label("file"), label("kind")), r["value"][1].as_str().unwrap().parse().unwrap())
         })
         .collect()
 }
@@ -104,15 +105,42 @@ fn prometheus_scrapes_what_vmtouch_counts() {
         std::thread::sleep(Duration::from_millis(250));
     };
     let page = mapwise_native::os::residency::os_page_size() as f64;
-    let name = |p: &Path| p.to_str().unwrap().to_owned();
-    assert_eq!(resident[&name(&data)], vmtouch_resident(&data) as f64 * page);
-    assert_eq!(resident[&name(&rrd)], vmtouch_resident(&rrd) as f64 * page);
-    assert_eq!(resident[&name(&data)], 16.0 * page);
+    let at = |p: &Path| (p.to_str().unwrap().to_owned(), String::new());
+    assert_eq!(resident[&at(&data)], vmtouch_resident(&data) as f64 * page);
+    assert_eq!(resident[&at(&rrd)], vmtouch_resident(&rrd) as f64 * page);
+    assert_eq!(resident[&at(&data)], 16.0 * page);
     let size = query(prom_port, "mapwise_file_size_bytes");
-    assert_eq!(size[&name(&data)], (1 << 20) as f64);
-    assert_eq!(size[&name(&rrd)], fs::metadata(&rrd).unwrap().len() as f64);
+    assert_eq!(size[&at(&data)], (1 << 20) as f64);
+    assert_eq!(size[&at(&rrd)], fs::metadata(&rrd).unwrap().len() as f64);
     // big.rrd is evicted: none of its hot set is resident.
-    assert_eq!(query(prom_port, "mapwise_rrd_hot_resident_ratio")[&name(&rrd)], 0.0);
+    let hot_ratio = query(prom_port, "mapwise_rrd_hot_resident_ratio");
+    assert_eq!(hot_ratio[&at(&rrd)], 0.0);
+
+    // Every value equals `inspector residency --json` on the same files.
+    let out = Command::new(bin()).args(["residency", "--json", "-R"]).arg(&tree).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kind_bytes = query(prom_port, "mapwise_kind_bytes");
+    let kind_resident = query(prom_port, "mapwise_kind_resident_bytes");
+    let hot = query(prom_port, "mapwise_rrd_hot_bytes");
+    let cold = query(prom_port, "mapwise_rrd_cold_resident_bytes");
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    for f in files {
+        let file = f["file"].as_str().unwrap().to_owned();
+        let key = (file.clone(), String::new());
+        assert_eq!(Some(resident[&key]), f["resident_bytes"].as_f64(), "{file}");
+        assert_eq!(Some(size[&key]), f["size"].as_f64(), "{file}");
+        for k in f["kinds"].as_array().unwrap() {
+            let kk = (file.clone(), k["kind"].as_str().unwrap().to_owned());
+            assert_eq!(Some(kind_bytes[&kk]), k["bytes"].as_f64(), "{kk:?}");
+            assert_eq!(Some(kind_resident[&kk]), k["resident_bytes"].as_f64(), "{kk:?}");
+        }
+        if let Some(h) = f.get("hot_set") {
+            assert_eq!(Some(hot[&key]), h["hot_bytes"].as_f64());
+            assert_eq!(Some(cold[&key]), h["cold_resident_bytes"].as_f64());
+            assert_eq!(Some(hot_ratio[&key] * 100.0), h["hot_resident_percent"].as_f64());
+        }
+    }
     assert_eq!(query(prom_port, "mapwise_export_files").len(), 1);
 }
 
