@@ -52,6 +52,8 @@ fn prometheus_scrapes_what_vmtouch_counts() {
     let rrd = tree.join("big.rrd");
     fs::copy(mapwise_testkit::testdata("rrd/big.rrd"), &rrd).unwrap();
     fs::File::open(&rrd).unwrap().sync_all().unwrap();
+    let db = tree.join("small.db");
+    fs::copy(mapwise_testkit::testdata("bolt/small.db"), &db).unwrap();
     // data: its first 64 KiB locked (16 pages), the rest evicted; big.rrd
     // evicted whole.
     assert!(Command::new("vmtouch").arg("-qe").arg(&rrd).status().unwrap().success());
@@ -98,7 +100,7 @@ fn prometheus_scrapes_what_vmtouch_counts() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let resident = loop {
         let r = query(prom_port, "mapwise_file_resident_bytes");
-        if r.len() == 2 {
+        if r.len() == 3 {
             break r;
         }
         assert!(Instant::now() < deadline, "Prometheus scraped nothing: {r:?}");
@@ -124,7 +126,7 @@ fn prometheus_scrapes_what_vmtouch_counts() {
     let hot = query(prom_port, "mapwise_rrd_hot_bytes");
     let cold = query(prom_port, "mapwise_rrd_cold_resident_bytes");
     let files = v["files"].as_array().unwrap();
-    assert_eq!(files.len(), 2);
+    assert_eq!(files.len(), 3);
     for f in files {
         let file = f["file"].as_str().unwrap().to_owned();
         let key = (file.clone(), String::new());
@@ -142,6 +144,54 @@ fn prometheus_scrapes_what_vmtouch_counts() {
         }
     }
     assert_eq!(query(prom_port, "mapwise_export_files").len(), 1);
+    // small.db as Go bbolt reads it: the high-water mark and the freelist's
+    // ids (all free once no reader holds them), of 4096-byte pages.
+    let info = Command::new(mapwise_testkit::peers::bolt()).arg("info").arg(&db).output().unwrap();
+    let info = String::from_utf8(info.stdout).unwrap();
+    let word = |key: &str| -> f64 {
+        info.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap().parse().unwrap()
+    };
+    let (hwm, free) = (word("hwm="), word("ids="));
+    let bolt = |m: &str| query(prom_port, m)[&at(&db)];
+    assert_eq!(bolt("mapwise_bolt_size_bytes"), hwm * 4096.0);
+    assert_eq!(bolt("mapwise_bolt_free_bytes"), free * 4096.0);
+    assert_eq!(bolt("mapwise_bolt_in_use_bytes"), (hwm - free) * 4096.0);
+
+    // The Grafana dashboard (docs/grafana/mapwise.json) names only metrics
+    // the exporter serves, and Prometheus accepts each of its queries.
+    let served = ureq::get(&format!("http://{addr}/metrics"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    let families: std::collections::BTreeSet<&str> =
+        served.lines().filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next()).collect();
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(mapwise_testkit::repo().join("docs/grafana/mapwise.json")).unwrap(),
+    )
+    .unwrap();
+    let exprs: Vec<&str> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap())
+        .map(|t| t["expr"].as_str().unwrap())
+        .collect();
+    assert!(exprs.len() >= 7, "{exprs:?}");
+    for e in exprs {
+        for name in e.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if name.starts_with("mapwise_") {
+                assert!(families.contains(name), "{name} is not served: {families:?}");
+            }
+        }
+        let url = format!("http://127.0.0.1:{prom_port}/api/v1/query");
+        let q = e.replace("$file", ".*");
+        let mut resp = ureq::get(&url).query("query", &q).call().unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap();
+        assert_eq!(v["status"], "success", "{q}: {v}");
+    }
 }
 
 #[test]
