@@ -442,6 +442,8 @@ pub struct App {
     focus: Focus,
     overlay: Overlay,
     running: bool,
+    /// The user quit (not went back): see [`App::quit_all`].
+    quit_all: bool,
     message: Option<Message>,
     size: (u16, u16),
     totals: Vec<KindTotal>,
@@ -478,6 +480,7 @@ impl App {
             focus: Focus::Map,
             overlay: Overlay::None,
             running: true,
+            quit_all: false,
             message: None,
             size: (80, 24),
             totals: Vec::new(),
@@ -534,10 +537,22 @@ impl App {
         self.overlay
     }
 
-    /// `false` once the user quit.
+    /// `false` once the user quit or went back (Esc).
     #[must_use]
     pub fn running(&self) -> bool {
         self.running
+    }
+
+    /// `true` when the user quit (`q`, Ctrl-C) rather than went back
+    /// (Esc): a view opened from a list ends the list too.
+    #[must_use]
+    pub fn quit_all(&self) -> bool {
+        self.quit_all
+    }
+
+    fn quit(&mut self) {
+        self.running = false;
+        self.quit_all = true;
     }
 
     /// The last action's result.
@@ -1394,14 +1409,14 @@ impl App {
                 self.overlay = Overlay::None;
                 match action {
                     Action::Yes => self.evict(target),
-                    Action::Quit => self.running = false,
+                    Action::Quit => self.quit(),
                     _ => self.message = Message::info("evict cancelled"),
                 }
                 return;
             }
             Overlay::Help => {
                 match action {
-                    Action::Quit => self.running = false,
+                    Action::Quit => self.quit(),
                     Action::Back | Action::Help => self.overlay = Overlay::None,
                     _ => {}
                 }
@@ -1409,7 +1424,7 @@ impl App {
             }
             Overlay::Advise => {
                 match self.advise.key(action) {
-                    AdviseKey::Quit => self.running = false,
+                    AdviseKey::Quit => self.quit(),
                     AdviseKey::Apply => {
                         self.overlay = Overlay::None;
                         self.advise(target);
@@ -1425,7 +1440,8 @@ impl App {
             Overlay::None => {}
         }
         match action {
-            Action::Quit | Action::Back => self.running = false,
+            Action::Quit => self.quit(),
+            Action::Back => self.running = false,
             Action::FocusNext => {
                 self.focus = match self.focus {
                     Focus::Map => Focus::Tree,
@@ -1501,7 +1517,7 @@ impl App {
                 };
                 self.sync(target, false);
             }
-            Action::Yes | Action::No | Action::Resize(..) => {}
+            Action::Yes | Action::No | Action::Sort | Action::Resize(..) => {}
         }
     }
 

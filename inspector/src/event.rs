@@ -56,6 +56,9 @@ pub enum Action {
     Help,
     /// Show or hide an etcd db's key prefixes in place of the tree (`p`).
     Prefixes,
+    /// Sort the list of files by the next column (`s`, `inspector open
+    /// DIR`).
+    Sort,
     /// Answer yes (`y`).
     Yes,
     /// Answer no (`n`).
@@ -116,6 +119,7 @@ pub fn from_key(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('-' | '_') => Action::ZoomOut,
         KeyCode::Char('?') | KeyCode::F(1) => Action::Help,
         KeyCode::Char('p') => Action::Prefixes,
+        KeyCode::Char('s') => Action::Sort,
         KeyCode::Char('y' | 'Y') => Action::Yes,
         KeyCode::Char('n' | 'N') => Action::No,
         KeyCode::Char(' ') => Action::Play(Playback::Toggle),

@@ -36,6 +36,7 @@ pub mod app;
 pub mod cli;
 pub mod demo;
 pub mod describe;
+pub mod dir;
 pub mod etcd;
 pub mod event;
 pub mod export;

@@ -36,7 +36,8 @@ enum Command {
     /// Watch a file live in the terminal: a bbolt, RRD or revlog file's
     /// structure, any file's residency (default: a bundled etcd file).
     Open {
-        /// The file; without it, a bundled etcd database.
+        /// The file; a directory lists the files of its tree (Enter opens
+        /// one, Esc comes back); without it, a bundled etcd database.
         file: Option<PathBuf>,
         /// Milliseconds between residency samples.
         #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
@@ -441,6 +442,9 @@ fn require_terminal() -> Result<()> {
 }
 
 fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
+    if let Some(dir) = file.as_ref().filter(|p| p.is_dir()) {
+        return open_dir(dir.clone(), interval);
+    }
     let (path, label) = match file {
         Some(p) => {
             let label = p.display().to_string();
@@ -453,6 +457,52 @@ fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
     let mut app = App::new(label, Data::from_target(&watch), interval);
     app.watch_rrdcached(path);
     run_tui(&mut app, &mut watch)
+}
+
+/// `inspector open DIR`: the list of files, and each file's view opened
+/// from it in the same terminal.
+fn open_dir(dir: PathBuf, interval: Duration) -> Result<ExitCode> {
+    require_terminal()?;
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            ratatui::restore();
+            return Err(anyhow::Error::new(e).context("cannot set up the terminal"));
+        }
+    };
+    let result = run_dir(&mut terminal, dir, interval);
+    ratatui::restore();
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+fn run_dir(terminal: &mut DefaultTerminal, dir: PathBuf, interval: Duration) -> Result<()> {
+    let mut list = mapwise_inspector::dir::DirList::new(dir);
+    while list.running {
+        list.tick();
+        terminal.draw(|frame| ui::dir::draw(frame, &list))?;
+        if crossterm::event::poll(Duration::from_millis(200))? {
+            let ev = crossterm::event::read()?;
+            if let Some(action) = event::from_event(&ev) {
+                let height = ui::dir::list_height(terminal.size()?.height);
+                list.update(action, height);
+            }
+        }
+        if let Some(path) = list.open.take() {
+            let mut watch = match Watch::start(&path, WalkOptions::default()) {
+                Ok(w) => w,
+                // Gone since the walk: the next walk drops it.
+                Err(_) => continue,
+            };
+            let mut app = App::new(path.display().to_string(), Data::from_target(&watch), interval);
+            app.watch_rrdcached(path);
+            run(terminal, &mut app, &mut watch)?;
+            terminal.clear()?;
+            if app.quit_all() {
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Set the terminal up, run the loop, restore the terminal.

@@ -151,3 +151,46 @@ fn evict_then_read_from_outside_updates_live() {
     let code = wait_file(&rc, Duration::from_secs(5)).expect("the inspector did not exit");
     assert_eq!(code.trim(), "0");
 }
+
+#[test]
+fn open_dir_lists_the_tree_opens_a_file_and_comes_back() {
+    need(&[Need::Tmux]);
+    let dir = tmpdir();
+    let tree = dir.path().join("tree");
+    fs::create_dir_all(tree.join("sub")).unwrap();
+    fs::copy(mapwise_testkit::testdata("bolt/small.db"), tree.join("small.db")).unwrap();
+    fs::copy(mapwise_testkit::testdata("rrd/compute.rrd"), tree.join("sub/compute.rrd")).unwrap();
+    let rc = dir.path().join("rc");
+    let cmd = format!(
+        "{} open {}; echo $? > {}",
+        shell_quote(Path::new(bin())),
+        shell_quote(&tree),
+        shell_quote(&rc)
+    );
+    let t = Tmux::new(120, 30, &cmd);
+    let step = Duration::from_millis(100);
+    let s = t
+        .wait_for(100, step, |s| s.contains("│ 2 files │"))
+        .unwrap_or_else(|s| panic!("no list:\n{s}"));
+    assert!(s.contains(" bolt     small.db"), "{s}");
+    assert!(s.contains(" rrd      sub/compute.rrd"), "{s}");
+    // By name (resident → hot set → size → name): small.db, then sub/….
+    t.keys(&["s", "s", "s"]);
+    let s = t
+        .wait_for(20, step, |s| s.contains("sorted by name"))
+        .unwrap_or_else(|s| panic!("not sorted by name:\n{s}"));
+    assert!(s.find("small.db").unwrap() < s.find("sub/compute.rrd").unwrap(), "{s}");
+    // Enter opens the first (the bbolt file); Esc comes back to the list.
+    t.keys(&["Enter"]);
+    t.wait_for(50, step, |s| s.contains("small.db │ bolt │"))
+        .unwrap_or_else(|s| panic!("the file's view did not open:\n{s}"));
+    t.keys(&["Escape"]);
+    t.wait_for(50, step, |s| s.contains("│ 2 files │") && s.contains("sorted by name"))
+        .unwrap_or_else(|s| panic!("not back at the list:\n{s}"));
+    // q in a file's view quits the whole inspector.
+    t.keys(&["Down", "Enter"]);
+    t.wait_for(50, step, |s| s.contains("compute.rrd │ rrd │"))
+        .unwrap_or_else(|s| panic!("compute.rrd did not open:\n{s}"));
+    t.keys(&["q"]);
+    assert_eq!(wait_file(&rc, Duration::from_secs(10)).as_deref(), Some("0\n"));
+}

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod detail;
+pub mod dir;
 pub mod help;
 pub mod map;
 pub mod prefixes;
