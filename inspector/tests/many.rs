@@ -593,10 +593,15 @@ fn top_lists_what_a_process_holds_as_vmtouch_counts_it() {
     drop(f);
     // A process holding the file open (its stdin), and the file's
     // residency pinned at 16 pages.
-    let _pin = crate::common::pin_16_pages(&data);
     let sleeper = crate::common::Kill(
         Command::new("sleep").arg("120").stdin(File::open(&data).unwrap()).spawn().unwrap(),
     );
+    let pid = sleeper.0.id();
+    // Until it runs sleep (a fork still has the test's name).
+    while fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim() != "sleep" {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _pin = crate::common::pin_16_pages(&data);
     let pid = sleeper.0.id().to_string();
     let (code, v) = inspector_json(&["top", "--pid", &pid, "--json"]);
     assert_eq!(code, Some(0), "{v:#}");
