@@ -2,8 +2,8 @@
 //! bytes, hot set cached, size, format), from which Enter opens a file's
 //! own view; leaving that view (Esc) comes back to the list.
 //!
-//! The tree is walked as `inspector residency -R` walks it ([`Walker`],
-//! [`cli::measure`]: no symbolic link followed, one file system) on a
+//! The tree is walked as `inspector residency -R` walks it
+//! ([`measure_tree`]: no symbolic link followed, one file system) on a
 //! worker thread, again every few seconds while the list is shown, so the
 //! screen never waits on the disk. No drawing here: `ui::dir` draws a
 //! [`DirList`].
@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
-use crate::cli;
 use crate::event::Action;
-use crate::many::{Found, Status, TreeArgs, Walker};
+use crate::many::{Status, TreeArgs, measure_tree};
 
 /// One file of the list.
 #[derive(Debug, Clone, PartialEq)]
@@ -228,24 +227,17 @@ impl DirList {
 fn walk(root: &Path) -> Walked {
     let args = TreeArgs { paths: vec![root.to_path_buf()], recursive: true, cross_mounts: false };
     let (mut rows, mut skipped) = (Vec::new(), 0u64);
-    let mut walker = Walker::new(&args);
-    let _ = walker.run(&mut |found| {
-        match found {
-            Found::File(p) => match cli::measure(p) {
-                Ok(m) => {
-                    let r = m.report;
-                    rows.push(Row {
-                        path: p.to_path_buf(),
-                        format: r.format,
-                        size: r.size,
-                        resident: r.resident_bytes,
-                        hot_percent: r.hot_set.and_then(|h| h.hot_resident_percent),
-                    });
-                }
-                Err(_) => skipped += 1,
-            },
-            Found::Other(e) if e.status == Status::Skipped => skipped += 1,
-            Found::Other(_) => {}
+    let _ = measure_tree(&args, &mut |e| {
+        match (e.status, e.report) {
+            (Status::Measured, Some(r)) => rows.push(Row {
+                path: PathBuf::from(&r.file),
+                format: r.format,
+                size: r.size,
+                resident: r.resident_bytes,
+                hot_percent: r.hot_set.and_then(|h| h.hot_resident_percent),
+            }),
+            (Status::Skipped, _) => skipped += 1,
+            _ => {}
         }
         Ok(())
     });
