@@ -35,7 +35,14 @@ use mapwise_core::error::At;
 use mapwise_native::os::io::QuietSource;
 
 /// Pages read from the file between two looks at the meta pages.
-pub const BATCH: usize = 256;
+pub const BATCH: usize = 1024;
+
+/// Most pages one read covers: pages of a batch whose ids lie close are
+/// read together ([`fetch_many`]).
+const SPAN: u64 = 256;
+
+/// Most pages no batch wants that a read covers to join two that it does.
+const GAP: u64 = 8;
 
 /// How long [`read_frozen`] follows a writer before it gives up.
 pub const TRY_FOR: Duration = Duration::from_secs(60);
@@ -223,6 +230,47 @@ fn fetch(probe: &QuietSource, p: u64, ps: u64, hwm: u64) -> Option<Vec<u8>> {
     probe.read_fresh(p * ps, usize::try_from(n * ps).ok()?).ok()
 }
 
+/// The page runs at `ids` read from the file now, as [`fetch`] reads one,
+/// but with ids that lie close read in one `O_DIRECT` read of up to
+/// [`SPAN`] pages (each device read costs about the same whatever its
+/// size up to that, and a VM exit on this kind of machine). A run that
+/// reaches past its read, or a read that fails, is read alone.
+fn fetch_many(probe: &QuietSource, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, Vec<u8>)> {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = Vec::with_capacity(ids.len());
+    let mut i = 0;
+    while let Some(&start) = ids.get(i) {
+        let mut end = start + 1;
+        let mut j = i + 1;
+        while let Some(&p) = ids.get(j) {
+            if p >= end + GAP || p + 1 - start > SPAN {
+                break;
+            }
+            end = p + 1;
+            j += 1;
+        }
+        let span = usize::try_from((end.min(hwm).max(start) - start) * ps).unwrap_or(0);
+        let read = probe.read_fresh(start * ps, span).ok();
+        for &p in &ids[i..j] {
+            let off = usize::try_from((p - start) * ps).unwrap_or(usize::MAX);
+            let page = usize::try_from(ps).unwrap_or(0);
+            let whole = read.as_deref().and_then(|buf| {
+                let first = buf.get(off..off.checked_add(page)?)?;
+                let overflow = u64::from(u32::from_le_bytes(first.get(12..16)?.try_into().ok()?));
+                let n = usize::try_from((overflow + 1).min(hwm - p)).ok()?;
+                buf.get(off..off.checked_add(n.checked_mul(page)?)?).map(<[u8]>::to_vec)
+            });
+            if let Some(run) = whole.or_else(|| fetch(probe, p, ps, hwm)) {
+                out.push((p, run));
+            }
+        }
+        i = j;
+    }
+    out
+}
+
 /// One round at snapshot `snap`: `Some` when every page it reaches is
 /// held (a page that cannot be read is left out, for the caller's reads
 /// to name), `None` only when the writer moved on first (or grew the
@@ -283,15 +331,10 @@ fn round(
             break;
         }
         // Read the batch, then look: kept only if `s` still stands.
-        let mut fetched = Vec::with_capacity(misses.len());
-        for &p in &misses {
-            // A page that cannot be read is left out: if the look below
-            // finds the snapshot standing, the fault is the file's, and
-            // the caller's checked reads of the copy name it.
-            if let Some(run) = fetch(probe, p, ps, hwm) {
-                fetched.push((p, run));
-            }
-        }
+        // A page that cannot be read is left out: if the look below finds
+        // the snapshot standing, the fault is the file's, and the caller's
+        // checked reads of the copy name it.
+        let fetched = fetch_many(probe, &misses, ps, hwm);
         seen.pages_read += fetched.len() as u64;
         if look(probe).ok().as_ref() != Some(snap) {
             return None;
