@@ -240,12 +240,12 @@ pub struct TraverseArgs {
     /// with large folios).
     #[arg(long, default_value = "random")]
     advice: String,
-    /// Read-ahead window of the cursor: announce up to this many bytes of
-    /// leaf pages ahead of the scan with madvise(MADV_WILLNEED), ramping
-    /// up from 8 leaves, nothing where the file is already cached
-    /// (`256KiB`, `4MiB`; 0 = off, the default: bbolt's cursor, one
-    /// synchronous fault per cold page).
-    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = crate::bolt_bench::parse_bytes)]
+    /// Read-ahead window of the cursor: once the scan has moved through 3
+    /// leaves, announce up to this many bytes of leaf pages ahead of it
+    /// with madvise(MADV_WILLNEED), ramping up from 8 leaves, nothing where
+    /// the file is already cached (`256KiB`, `4MiB`, the default). 0: off,
+    /// bbolt's exact I/O (its cursor, one synchronous fault per cold page).
+    #[arg(long, value_name = "BYTES", default_value = "4MiB", value_parser = crate::bolt_bench::parse_bytes)]
     prefetch: u64,
     /// Range scan: start at the first key >= this one (hex).
     #[arg(long, value_name = "HEX")]

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::path::Path;
 
-use mapwise_native::engine::bolt::{CursorOptions, Db, Options, Prefetch};
+use mapwise_native::engine::bolt::{ARM_LEAVES, CursorOptions, Db, Options, Prefetch};
 
 use crate::support::tempdir;
 
@@ -64,8 +64,9 @@ fn a_forward_scan_caches_each_next_leaf_once() {
     let ps = 4096u64;
     // Leaves in scan order (the page holding each key: no overflow here).
     let mut leaves: Vec<u64> = Vec::new();
+    let off = CursorOptions { prefetch: 0, prefetch_end: None };
     bucket
-        .cursor()
+        .cursor_with(&off, &hints)
         .scan(None, |k, _, _| {
             let p = (k.as_ptr().addr() as u64 - base) / ps;
             if leaves.last() != Some(&p) {
@@ -94,10 +95,11 @@ fn a_forward_scan_caches_each_next_leaf_once() {
     assert_eq!(cached, want, "leaves cached ahead, in scan order");
     assert!(
         hints.0.borrow().is_empty() && hints.2.borrow().is_empty(),
-        "no read-ahead without a window"
+        "no read-ahead with --prefetch 0"
     );
-    // With a 4 MiB window (1,024 leaves): every leaf after the first,
-    // once each, in scan order, in renewals that ramp up from 8 leaves.
+    // With a 4 MiB window (1,024 leaves): every leaf after the third (the
+    // cursor arms once it has moved through ARM_LEAVES leaves), once each,
+    // in scan order, in renewals that ramp up from 8 leaves.
     // A renewal is announced after one probe of its first leaf (not
     // cached here), so the probes split the announced pages into
     // renewals. The CPU cache hints stay the same.
@@ -111,7 +113,15 @@ fn a_forward_scan_caches_each_next_leaf_once() {
         runs.iter().flat_map(|&(off, len)| off / ps..(off + len) / ps).collect()
     };
     let announced = pages_of(&ahead.0.borrow());
-    assert_eq!(announced, leaves[1..], "every leaf after the first, once");
+    let arm = usize::try_from(ARM_LEAVES).unwrap();
+    assert_eq!(announced, leaves[arm..], "every leaf after the third, once");
+    // The default cursor of a file with a hint sink (the engine's) reads
+    // ahead the same way.
+    let default = Hints::default();
+    let hinted = tx.file().with_hints(&default);
+    let b2 = mapwise_core::bolt::Bucket::root_of(&hinted).bucket(b"b").unwrap().unwrap();
+    b2.cursor().scan(None, |_, _, _| true).unwrap();
+    assert_eq!(pages_of(&default.0.borrow()), leaves[arm..], "the default reads ahead");
     let probes: Vec<u64> = ahead.2.borrow().iter().map(|off| off / ps).collect();
     let mut sizes = Vec::new();
     for (i, p) in probes.iter().enumerate() {
@@ -146,7 +156,7 @@ fn a_forward_scan_caches_each_next_leaf_once() {
         .unwrap();
     let from = &keys[keys.len() / 2];
     hints.1.borrow_mut().clear();
-    let mut c = bucket.cursor();
+    let mut c = bucket.cursor_with(&off, &hints);
     let mut it = c.seek(from).unwrap();
     let landed = (it.as_ref().unwrap().key.as_ptr().addr() as u64 - base) / ps;
     let mut n = 0;
@@ -250,4 +260,58 @@ fn a_prefetching_scan_returns_exactly_what_a_plain_scan_returns() {
             assert!(pages.contains(&p), "hinted page {p} holds no key of the range");
         }
     }
+}
+
+/// With the default options, a point lookup and a short range (a seek,
+/// then keys from fewer than ARM_LEAVES leaves) announce nothing: they
+/// read exactly the pages bbolt's cursor reads. A longer range announces
+/// from its third leaf on.
+#[test]
+fn seeks_and_short_ranges_announce_nothing_by_default() {
+    let dir = tempdir();
+    let db = three_level_file(&dir.path().join("seek.db"));
+    let tx = db.begin().unwrap();
+    let bucket = tx.bucket(b"b").unwrap().unwrap();
+    let mut keys = Vec::new();
+    let off = CursorOptions { prefetch: 0, prefetch_end: None };
+    let quiet = Hints::default();
+    bucket
+        .cursor_with(&off, &quiet)
+        .scan(None, |k, _, _| {
+            keys.push(k.to_vec());
+            true
+        })
+        .unwrap();
+    let base = db.mapping().bytes().as_ptr().addr() as u64;
+    let leaf_of = |k: &[u8]| (k.as_ptr().addr() as u64 - base) / 4096;
+    let mut announced_after = Vec::new();
+    for (n, start) in [(1usize, 17usize), (10, 1000), (10, 25_000), (60, 3000), (400, 9000)] {
+        let hints = Hints::default();
+        let mut c = bucket.cursor_with(&CursorOptions::default(), &hints);
+        let mut it = c.seek(&keys[start]).unwrap();
+        let mut leaves = std::collections::BTreeSet::new();
+        for _ in 0..n {
+            let Some(i) = it else { break };
+            leaves.insert(leaf_of(&i.key));
+            drop(i);
+            it = c.next().unwrap();
+        }
+        let announced = !hints.0.borrow().is_empty();
+        assert_eq!(
+            announced,
+            leaves.len() as u64 >= ARM_LEAVES,
+            "{n} keys from key {start} over {} leaves",
+            leaves.len()
+        );
+        announced_after.push(announced);
+    }
+    assert_eq!(announced_after, [false, false, false, true, true], "short ranges stay quiet");
+    // Gets never announce.
+    let hints = Hints::default();
+    let file = tx.file().with_hints(&hints);
+    let b = mapwise_core::bolt::Bucket::root_of(&file).bucket(b"b").unwrap().unwrap();
+    for k in keys.iter().step_by(97) {
+        assert!(b.get(k).unwrap().is_some());
+    }
+    assert!(hints.0.borrow().is_empty(), "a get announces nothing");
 }

@@ -93,8 +93,22 @@ const CACHE_BYTES: u64 = 128;
 /// it reads (the kernel's own read-ahead ramps up the same way).
 const RAMP_START: usize = 8;
 
+/// Leaves a cursor moves forward through, one after the other, before it
+/// announces any ahead ([`CursorOptions::prefetch`]): a point lookup and
+/// a short range (a seek, then fewer leaves than this) announce nothing,
+/// so they read exactly the pages bbolt's cursor reads. Three: a random
+/// seek followed by ten keys stays within two leaves of the bench's files,
+/// and a scan past three is worth announcing.
+pub const ARM_LEAVES: u64 = 3;
+
+/// The read-ahead window of the default options ([`CursorOptions`]) and
+/// of [`Bucket::cursor`] on a file with a hint sink (the engine's): 4 MiB,
+/// with which a cold full scan of the bench's 2 GiB file reads at about
+/// the disk's sequential speed (`cargo xtask bench bolt`).
+pub const DEFAULT_PREFETCH: u64 = 4 << 20;
+
 /// Options of a read [`Cursor`] ([`Bucket::cursor_with`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CursorOptions {
     /// Read-ahead window in **bytes**: while moving forward (`first`,
     /// `next`, `seek`), announce the leaf pages the scan will reach next,
@@ -106,15 +120,23 @@ pub struct CursorOptions {
     /// 32, …; new leaves only). Runs of consecutive pages go out as one
     /// hint; a renewal whose first and last new leaves the sink says are
     /// cached ([`Prefetch::cached`]) sends none.
-    /// `0` (the default): no hints, bbolt's behaviour. 4 MiB makes a cold
-    /// full scan of the bench's 2 GiB file read at about the disk's
-    /// sequential speed (`cargo xtask bench bolt`).
+    /// Nothing is announced until the cursor has moved forward through
+    /// [`ARM_LEAVES`] leaves in a row since its last `first`, `seek` or
+    /// backward move, so point lookups and short ranges read exactly
+    /// bbolt's pages. Default [`DEFAULT_PREFETCH`]; `0`: no hints at all,
+    /// bbolt's exact I/O (one synchronous fault per cold page).
     pub prefetch: u64,
     /// Exclusive upper bound of the scan: subtrees whose first key is
     /// `>=` this key are never announced (nor their branch pages read),
     /// so a range scan prefetches only pages inside its range. `None`:
     /// up to the end of the bucket.
     pub prefetch_end: Option<Vec<u8>>,
+}
+
+impl Default for CursorOptions {
+    fn default() -> Self {
+        CursorOptions { prefetch: DEFAULT_PREFETCH, prefetch_end: None }
+    }
 }
 
 /// The state of a prefetching cursor.
@@ -225,11 +247,21 @@ impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
         }
     }
 
-    /// A cursor over this bucket. It sends no read-ahead hints, as
-    /// bbolt's cursor reads only the pages it steps on
-    /// ([`Bucket::cursor_with`] asks for them).
+    /// A cursor over this bucket. On a file with a hint sink
+    /// ([`BoltFile::with_hints`], as the engine's transactions give) it
+    /// reads ahead as [`CursorOptions::default`] says: nothing for a point
+    /// lookup or a short range, the leaves ahead once a scan has moved
+    /// through [`ARM_LEAVES`] leaves. On a file without one it sends no
+    /// hints, as bbolt's cursor, which reads only the pages it steps on.
     #[must_use]
     pub fn cursor(&self) -> Cursor<'s, S> {
+        match self.file.hints() {
+            Some(sink) => self.cursor_with(&CursorOptions::default(), sink),
+            None => self.plain_cursor(),
+        }
+    }
+
+    fn plain_cursor(&self) -> Cursor<'s, S> {
         Cursor {
             file: self.file.clone(),
             root: self.root.clone(),
@@ -244,7 +276,7 @@ impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
     /// [`Bucket::cursor`] returns; only the hints differ.
     #[must_use]
     pub fn cursor_with(&self, opts: &CursorOptions, sink: &'s dyn Prefetch) -> Cursor<'s, S> {
-        let mut c = self.cursor();
+        let mut c = self.plain_cursor();
         if opts.prefetch > 0 {
             let ps = u64::from(self.file.page_size()).max(1);
             let window = usize::try_from(opts.prefetch / ps).unwrap_or(usize::MAX).max(1);
@@ -428,6 +460,9 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
             return;
         };
         pf.leaves += 1;
+        if pf.leaves < ARM_LEAVES {
+            return;
+        }
         let ahead = pf.hinted.saturating_sub(pf.leaves);
         if pf.hinted > 0 {
             // A renewal: once no more than half the reach is left ahead,
@@ -863,6 +898,12 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     pub fn prev(&mut self) -> Result<Option<Item<'s>>> {
         if self.stack.is_empty() {
             return Ok(None);
+        }
+        // A backward move ends a forward run: read-ahead arms again.
+        if let Some(pf) = &mut self.prefetch {
+            pf.leaves = 0;
+            pf.hinted = 0;
+            pf.target = RAMP_START.min(pf.window);
         }
         if self.retreat()? { self.item() } else { Ok(None) }
     }
