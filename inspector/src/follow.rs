@@ -14,7 +14,8 @@
 //! [`read_frozen`] follows the writer snapshot by snapshot. Each round
 //! takes the newest snapshot `s` and walks its tree from the root: a page
 //! held from snapshot `s - 1` or `s` is taken from memory (rule 2), any
-//! other is read from the file (`O_DIRECT`, past the page cache), in
+//! other is read from the file ([`QuietPages`]: copied out of the page
+//! cache when cached, else `O_DIRECT`; neither changes the cache), in
 //! batches, each followed by a look at the meta pages; a batch is kept
 //! only when the look still finds `s` (rule 1). When a look finds a newer
 //! snapshot the round ends and the next starts from it, keeping what it
@@ -32,17 +33,11 @@ use std::time::{Duration, Instant};
 use mapwise_core::PageSource;
 use mapwise_core::bolt::{BoltFile, BucketHeader, LeafElement, Page, PageType, Snapshot};
 use mapwise_core::error::At;
-use mapwise_native::os::io::QuietSource;
+use mapwise_native::os::io::{QuietPages, QuietSource};
 
 /// Pages read from the file between two looks at the meta pages.
 pub const BATCH: usize = 1024;
 
-/// Most pages one read covers: pages of a batch whose ids lie close are
-/// read together ([`fetch_many`]).
-const SPAN: u64 = 256;
-
-/// Most pages no batch wants that a read covers to join two that it does.
-const GAP: u64 = 8;
 
 /// How long [`read_frozen`] follows a writer before it gives up.
 pub const TRY_FOR: Duration = Duration::from_secs(60);
@@ -209,7 +204,8 @@ pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
             seen.txids.0 = txid;
         }
         seen.txids.1 = txid;
-        if let Some(frozen) = round(&probe, &snap, &mut held, &mut seen) {
+        let pages = QuietPages::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
+        if let Some(frozen) = round(&probe, &pages, &snap, &mut held, &mut seen) {
             return Ok(frozen);
         }
         if start.elapsed() >= try_for {
@@ -218,55 +214,35 @@ pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
     }
 }
 
-/// The page run at `p` read from the file now (its header says how long).
-fn fetch(probe: &QuietSource, p: u64, ps: u64, hwm: u64) -> Option<Vec<u8>> {
-    let first = probe.read_fresh(p * ps, usize::try_from(ps).ok()?).ok()?;
-    let overflow =
-        first.get(12..16).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
-    if overflow == 0 {
-        return Some(first);
-    }
-    let n = (u64::from(overflow) + 1).min(hwm - p);
-    probe.read_fresh(p * ps, usize::try_from(n * ps).ok()?).ok()
-}
-
-/// The page runs at `ids` read from the file now, as [`fetch`] reads one,
-/// but with ids that lie close read in one `O_DIRECT` read of up to
-/// [`SPAN`] pages (each device read costs about the same whatever its
-/// size up to that, and a VM exit on this kind of machine). A run that
-/// reaches past its read, or a read that fails, is read alone.
-fn fetch_many(probe: &QuietSource, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, Vec<u8>)> {
-    let mut ids = ids.to_vec();
-    ids.sort_unstable();
-    ids.dedup();
+/// The page runs at `ids` read from the file now: each first page, then
+/// the rest of the runs whose headers say they are longer. Through
+/// [`QuietPages`]: a page the cache holds is copied out of it (no disk
+/// read, no read-ahead, page ages unchanged), the others are read with
+/// `O_DIRECT`, those close together in one read. A page that cannot be
+/// read is left out.
+fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, Vec<u8>)> {
+    let page = usize::try_from(ps).unwrap_or(0);
+    let runs: Vec<(u64, usize)> = ids.iter().map(|&p| (p * ps, page)).collect();
     let mut out = Vec::with_capacity(ids.len());
-    let mut i = 0;
-    while let Some(&start) = ids.get(i) {
-        let mut end = start + 1;
-        let mut j = i + 1;
-        while let Some(&p) = ids.get(j) {
-            if p >= end + GAP || p + 1 - start > SPAN {
-                break;
-            }
-            end = p + 1;
-            j += 1;
+    let mut longer = Vec::new();
+    for (&p, first) in ids.iter().zip(pages.read_runs(&runs)) {
+        let Ok(first) = first else { continue };
+        let overflow =
+            first.get(12..16).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+        if overflow == 0 {
+            out.push((p, first));
+        } else {
+            longer.push((p, (u64::from(overflow) + 1).min(hwm - p)));
         }
-        let span = usize::try_from((end.min(hwm).max(start) - start) * ps).unwrap_or(0);
-        let read = probe.read_fresh(start * ps, span).ok();
-        for &p in &ids[i..j] {
-            let off = usize::try_from((p - start) * ps).unwrap_or(usize::MAX);
-            let page = usize::try_from(ps).unwrap_or(0);
-            let whole = read.as_deref().and_then(|buf| {
-                let first = buf.get(off..off.checked_add(page)?)?;
-                let overflow = u64::from(u32::from_le_bytes(first.get(12..16)?.try_into().ok()?));
-                let n = usize::try_from((overflow + 1).min(hwm - p)).ok()?;
-                buf.get(off..off.checked_add(n.checked_mul(page)?)?).map(<[u8]>::to_vec)
-            });
-            if let Some(run) = whole.or_else(|| fetch(probe, p, ps, hwm)) {
-                out.push((p, run));
-            }
+    }
+    let runs: Vec<(u64, usize)> = longer
+        .iter()
+        .map(|&(p, n)| (p * ps, usize::try_from(n * ps).unwrap_or(usize::MAX)))
+        .collect();
+    for (&(p, _), run) in longer.iter().zip(pages.read_runs(&runs)) {
+        if let Ok(run) = run {
+            out.push((p, run));
         }
-        i = j;
     }
     out
 }
@@ -277,6 +253,7 @@ fn fetch_many(probe: &QuietSource, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, 
 /// file since `probe` opened it).
 fn round(
     probe: &QuietSource,
+    pages: &QuietPages,
     snap: &Snapshot,
     held: &mut HashMap<u64, Held>,
     seen: &mut Seen,
@@ -334,7 +311,7 @@ fn round(
         // A page that cannot be read is left out: if the look below finds
         // the snapshot standing, the fault is the file's, and the caller's
         // checked reads of the copy name it.
-        let fetched = fetch_many(probe, &misses, ps, hwm);
+        let fetched = fetch_many(pages, &misses, ps, hwm);
         seen.pages_read += fetched.len() as u64;
         if look(probe).ok().as_ref() != Some(snap) {
             return None;
