@@ -138,6 +138,12 @@ pub struct ResidencyReport {
     /// (high-water mark × page size; etcd's `dbSize`).
     #[serde(skip)]
     pub bolt_size: Option<u64>,
+    /// Its free bytes as bbolt counts them (`FreePageN` × page size): the
+    /// pages no tree reaches; while a writer holds the file (its `flock`
+    /// in `/proc/locks`, as etcd's bbolt), less those the last commit
+    /// freed, which that process keeps pending for its readers.
+    #[serde(skip)]
+    pub bolt_free: Option<u64>,
 }
 
 /// An RRD file's hot set: the OS pages its next update touches, which are
@@ -275,6 +281,11 @@ pub fn measure_with(path: &Path, snap: &Snapshot) -> Result<Measured> {
     } else {
         Vec::new()
     };
+    let bolt_free = snap.bolt.as_ref().filter(|_| snap.unsettled.is_none()).and_then(|_| {
+        let live = mapwise_native::os::lock::flock_writer(&file.metadata().ok()?)?;
+        let free = |k: &str| kinds.iter().filter(|t| t.kind == k).map(|t| t.bytes).sum::<u64>();
+        Some(free("free") + if live { 0 } else { free("pending") })
+    });
     let known = res.known_resident_pages();
     let pending = rrdcached_pending(path, snap.format);
     let rep = ResidencyReport {
@@ -313,6 +324,7 @@ pub fn measure_with(path: &Path, snap: &Snapshot) -> Result<Measured> {
             .as_ref()
             .filter(|_| snap.unsettled.is_none())
             .map(|b| b.hwm.saturating_mul(u64::from(b.page_size))),
+        bolt_free,
     };
     Ok(Measured { report: rep, residency: res, format_page: snap.layout.page_size })
 }

@@ -18,7 +18,7 @@
 //! | `mapwise_file_resident_bytes{file,format}` | resident OS pages × page size |
 //! | `mapwise_kind_bytes{file,kind}`, `mapwise_kind_resident_bytes{file,kind}` | per page kind of a bbolt, RRD or revlog file |
 //! | `mapwise_rrd_hot_bytes{file}`, `mapwise_rrd_hot_resident_ratio{file}`, `mapwise_rrd_cold_resident_bytes{file}` | an RRD file's hot set ([`cli::HotSetReport`]) |
-//! | `mapwise_bolt_size_bytes{file}`, `mapwise_bolt_free_bytes{file}`, `mapwise_bolt_in_use_bytes{file}` | a bbolt file as etcd names it: `dbSize`, free pages, `dbSizeInUse` |
+//! | `mapwise_bolt_size_bytes{file}`, `mapwise_bolt_free_bytes{file}`, `mapwise_bolt_in_use_bytes{file}` | a bbolt file as etcd names it: `dbSize`, free pages (`ResidencyReport::bolt_free`), `dbSizeInUse` |
 //! | `mapwise_export_files`, `mapwise_export_skipped_files`, `mapwise_export_scan_seconds`, `mapwise_export_scan_timestamp_seconds` | the last walk |
 //!
 //! What the kernel does not say (a hidden residency) or a read did not
@@ -131,13 +131,7 @@ impl Metrics {
                 self.cold.get_or_create(&pl).set(v(c));
             }
         }
-        if let Some(size) = r.bolt_size {
-            let free: u64 = r
-                .kinds
-                .iter()
-                .filter(|k| matches!(k.kind, "free" | "pending"))
-                .map(|k| k.bytes)
-                .sum();
+        if let (Some(size), Some(free)) = (r.bolt_size, r.bolt_free) {
             self.bolt_size.get_or_create(&pl).set(v(size));
             self.bolt_free.get_or_create(&pl).set(v(free));
             self.bolt_in_use.get_or_create(&pl).set(v(size.saturating_sub(free)));
@@ -179,7 +173,7 @@ impl Metrics {
         );
         reg.register(
             "mapwise_bolt_free_bytes",
-            "Bytes of free pages below a bbolt file's high-water mark",
+            "Bytes of free pages below a bbolt file's high-water mark, as its writer counts them",
             self.bolt_free,
         );
         reg.register(

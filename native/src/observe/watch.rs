@@ -880,12 +880,18 @@ impl Watch {
     }
 
     /// The structures overlapping `[offset, offset + len)` of the current
-    /// file, described (formats other than bbolt; see
-    /// [`crate::describe`]).
+    /// file, described (an etcd db's records, other formats' structures;
+    /// see [`crate::describe`]).
     ///
     /// # Errors
     /// When the file is not open or the structures cannot be decoded.
     pub fn describe(&self, offset: u64, len: u64) -> Result<Vec<crate::describe::Item>, String> {
+        if self.snapshot.format == Format::Bolt {
+            // Opened afresh, as for `page_detail`: an etcd db's newest
+            // pages lie past the length a source opened earlier fixed.
+            let src = QuietSource::open(&self.path).map_err(|e| e.to_string())?;
+            return crate::describe::describe(&self.snapshot.layout, &src, offset, len);
+        }
         let src = self.source.as_ref().ok_or("file not open")?;
         crate::describe::describe(&self.snapshot.layout, src, offset, len)
     }

@@ -64,3 +64,25 @@ pub fn try_record_lock(file: &File, write: bool) -> io::Result<bool> {
         _ => Err(e),
     }
 }
+
+/// `true` when some process holds a `flock` write lock (`LOCK_EX`) on the
+/// file `meta` describes, as bbolt's writer does on its file (etcd's
+/// db while etcd runs): read from `/proc/locks`, so nothing is locked,
+/// tried or waited for. `None` when `/proc/locks` cannot be read.
+///
+/// A line of `/proc/locks` (proc(5)): `ID: FLOCK ADVISORY WRITE PID
+/// MAJOR:MINOR:INODE START END`, the device in hex.
+#[must_use]
+pub fn flock_writer(meta: &std::fs::Metadata) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    let (major, minor) = (rustix::fs::major(meta.dev()), rustix::fs::minor(meta.dev()));
+    let want = format!("{major:02x}:{minor:02x}:{}", meta.ino());
+    Some(text.lines().any(|l| {
+        let mut f = l.split_whitespace().skip(1);
+        f.next() == Some("FLOCK")
+            && f.next() == Some("ADVISORY")
+            && f.next() == Some("WRITE")
+            && f.nth(1) == Some(want.as_str())
+    }))
+}
