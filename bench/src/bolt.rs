@@ -22,7 +22,7 @@ use super::proc::{Cmd, json_line};
 use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::{self, CacheState::Cold, CacheState::Warm};
-use super::stats::{Summary, fmt_secs};
+use super::stats::{Summary, opt_time, or_dash};
 use super::units::{format_size, human_size, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
@@ -171,11 +171,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         let bench =
             |cmd: Cmd, i: usize| cmd.arg(path_arg(&files[i])).args(flags.split_whitespace());
         let ours = bench(Cmd::new(&mapwise).args(["bolt", "bench"]), 0);
-        let contenders = [("ours", ours), ("Go", bench(go.clone().arg("bench"), 1))]
-            .map(|(name, cmd)| Contender::new(name, cmd, |o| parse_bench(&o.stdout)));
+        let contenders = [("ours", ours), ("Go", bench(go.clone().arg("bench"), 1))];
+        let contenders = contenders.into_iter().zip(&files).map(|((name, cmd), f)| {
+            Contender::new(name, cmd, |o| parse_bench(&o.stdout)).writing(vec![f.clone()])
+        });
         let label = format!("{mode} puts, {mode} gets");
-        let cell = cell::Cell::new(label, Warm, Vec::new(), contenders.into(), (warmup, runs));
-        work.push(run_cell(&cell::Cell { fresh: files.to_vec(), ..cell })?);
+        let cell = cell::Cell::new(label, Warm, Vec::new(), contenders.collect(), (warmup, runs));
+        work.push(run_cell(&cell)?);
+        files.iter().for_each(|f| _ = fs::remove_file(f));
     }
 
     let (mut scans, mut range, mut range_keys, mut file, mut limits) =
@@ -277,7 +280,7 @@ fn verdicts<'a>(cells: impl Iterator<Item = &'a CellRuns> + Clone) -> Vec<Verdic
 /// Median and range of ops/s, `—` when none.
 fn ops(s: Option<Summary>) -> String {
     let k = |x: f64| if x >= 1e6 { format!("{:.2}M", x / 1e6) } else { format!("{:.0}k", x / 1e3) };
-    s.map_or_else(|| "—".to_owned(), |s| format!("{} [{}–{}]", k(s.median), k(s.min), k(s.max)))
+    or_dash(s, |s| s.shown(k))
 }
 
 fn render(r: &Results) -> Report {
@@ -306,7 +309,7 @@ fn render(r: &Results) -> Report {
                 (">ours gets/s", Ours, &|c| ops(c.summary(0, "gets_per_s"))),
                 (">Go gets/s", Peer, &|c| ops(c.summary(1, "gets_per_s"))),
                 (">gets ours/Go", Ratio, &|c| c.ratio_text("gets_per_s")),
-                (">peak RSS ours / Go", Other, &scan::rss),
+                (">peak RSS ours / Go", Other, &CellRuns::rss),
                 ("ops agree", Other, &|c| if agree(c) { "yes" } else { "**NO**" }.to_owned()),
             ],
         ))
@@ -329,10 +332,8 @@ fn render(r: &Results) -> Report {
              | >resident elsewhere",
         );
         for x in &r.range {
-            let get =
-                |k: &str| x.json.pointer(k).map_or_else(|| "—".to_owned(), ToString::to_string);
-            let took = x.json.get("took_s").and_then(serde_json::Value::as_f64);
-            let took = took.map_or_else(|| "—".to_owned(), fmt_secs);
+            let get = |k: &str| or_dash(x.json.pointer(k), ToString::to_string);
+            let took = opt_time(x.json.get("took_s").and_then(serde_json::Value::as_f64));
             let res = ["file_pages", "visited_pages", "resident_visited", "resident_outside"];
             let res = res.map(|k| get(&format!("/residency/{k}")));
             t.row([x.label.clone(), get("/keys"), took].into_iter().chain(res));

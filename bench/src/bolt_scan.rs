@@ -23,7 +23,7 @@ use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Caches;
-use super::stats::{Summary, fmt_secs};
+use super::stats::{Summary, fixed, fmt_secs};
 use super::traces;
 use super::units::{format_size, human_size, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
@@ -441,13 +441,6 @@ pub(crate) fn seed_section(report: &mut Report, cells: &[CellRuns], size: &str) 
     });
 }
 
-/// The median peak RSS of ours and Go in `c`.
-pub(crate) fn rss(c: &CellRuns) -> String {
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let one = |i| c.summary(i, "rss_kib").map(|s| human_size(s.median as u64 * 1024));
-    both(|i| one(i).unwrap_or_else(|| "—".to_owned()))
-}
-
 /// The scan table of both bolt benches: took, ours/Go, peak RSS, residency after, keys.
 pub(crate) fn scan_table(cells: &[CellRuns]) -> Table {
     cell_table(
@@ -457,7 +450,7 @@ pub(crate) fn scan_table(cells: &[CellRuns]) -> Table {
             (">ours took", Ours, &|c| c.time(0, "took_s")),
             (">Go took", Peer, &|c| c.time(1, "took_s")),
             (">ours/Go (per pair)", Ratio, &|c| c.ratio_text("took_s")),
-            (">peak RSS ours / Go", Other, &rss),
+            (">peak RSS ours / Go", Other, &CellRuns::rss),
             (">resident after ours / Go", Other, &|c| both(|i| c.resident_after(i))),
             (">keys", Other, &|c| c.distinct_text("keys")),
         ],
@@ -505,9 +498,7 @@ fn render(r: &Results) -> Report {
     commands.extend(r.residency.commands.iter().cloned());
     o.commands(&commands);
     o.section("Results: took = open + scan").table(scan_table(&r.cells));
-    let scan_ratio = |c: &CellRuns| {
-        c.ratio(0, 1, "scan_s").0.map_or_else(|| "—".to_owned(), |x| format!("{:.2}×", x.median))
-    };
+    let scan_ratio = |c: &CellRuns| fixed(c.ratio(0, 1, "scan_s").0.map(|x| x.median), 2, "×");
     let label: Col<'_, CellRuns> = ("cell", Other, &|c| c.label.clone());
     o.subsection("Open / scan split (medians), process wall time, cache state")
         .table(cell_table(

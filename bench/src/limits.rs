@@ -13,7 +13,7 @@ use super::interrupt;
 use super::pagecache::{self, ReadPass};
 use super::report::Table;
 use super::schedule::{self, CacheState};
-use super::stats::Summary;
+use super::stats::{Summary, opt_secs, or_dash};
 use super::units::mb_per_s;
 
 /// One limit: whole-file reads of one kind, `passes` of them.
@@ -115,16 +115,9 @@ pub fn table(limits: &[Limit]) -> Table {
         }
         let secs: Vec<f64> = l.passes.iter().map(|p| p.secs).collect();
         let rates: Vec<f64> = l.passes.iter().map(|p| mb_per_s(p.bytes, p.secs)).collect();
-        let rate = Summary::of(&rates).map_or_else(
-            || "—".to_owned(),
-            |s| format!("{:.0} [{:.0}–{:.0}]", s.median, s.min, s.max),
-        );
-        t.row([
-            l.what.clone(),
-            crate::stats::opt_secs(Summary::of(&secs).as_ref()),
-            rate,
-            l.how.clone(),
-        ]);
+        let [secs, rate] = [secs, rates].map(|v| Summary::of(&v));
+        let (secs, rate) = (opt_secs(secs.as_ref()), or_dash(rate, |r| r.counts()));
+        t.row([l.what.clone(), secs, rate, l.how.clone()]);
     }
     t
 }

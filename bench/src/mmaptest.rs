@@ -24,6 +24,7 @@ use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
+use super::stats::{fixed, or_dash};
 use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, mb_per_s, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
@@ -37,7 +38,6 @@ const NOTES: &str = include_str!("text/mmaptest-notes.md");
 const WARM_BYTES: u64 = 72 * 1024;
 /// Target: ours ≤ this × C, per cell.
 const TARGET: f64 = 1.2;
-const DASH: &str = "—";
 const READ_64K: &str = "read() 64 KiB";
 const MMAP_EACH: &str = "mmap+munmap each";
 const MMAP_ONCE: &str = "mmap once";
@@ -517,11 +517,6 @@ fn data_checks(cells: &[MmapCell], inputs: &Inputs) -> Vec<Verdict> {
     checks
 }
 
-/// `x` with `digits` decimals and `unit`, `—` for none.
-fn fixed(x: Option<f64>, digits: usize, unit: &str) -> String {
-    x.map_or_else(|| DASH.to_owned(), |x| format!("{x:.digits$}{unit}"))
-}
-
 /// The seed's figures (72 KiB × 100 000), none of them verified: the
 /// mode as the seed names it, the total it quotes in seconds, and our mode.
 const HISTORICAL: [(&str, f64, Option<&str>); 4] = [
@@ -563,7 +558,7 @@ fn seed_section(o: &mut Report, r: &Results) {
     let ours_only = ours_only.filter(|m| !HISTORICAL.iter().any(|h| h.2 == Some(*m)));
     let rows = HISTORICAL.into_iter().map(|(name, secs, ours)| (name, Some(secs), ours));
     for (name, secs, ours) in rows.chain(ours_only.map(|m| (m, None, Some(m)))) {
-        let total = secs.map_or_else(|| DASH.to_owned(), |s| format!("{s} s (unverified)"));
+        let total = or_dash(secs, |s| format!("{s} s (unverified)"));
         let seed = fixed(secs.filter(|_| ours.is_some()).map(|s| s / 1.28), 1, "×");
         t.row([name.to_owned(), total, seed, to_once(ours, 0), to_once(ours, 1)]);
     }
