@@ -20,7 +20,7 @@ use super::machine::{Machine, Stamp};
 use super::output;
 use super::proc::{Cmd, json_line};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::{self, CacheState::Cold, CacheState::Warm};
 use super::stats::{Summary, opt_time, or_dash};
 use super::units::{format_size, human_size, plural};
@@ -285,12 +285,11 @@ fn ops(s: Option<Summary>) -> String {
 
 fn render(r: &Results) -> Report {
     let mut o = r.stamp.report();
-    let (runs, warmup) = (r.runs.to_string(), r.warmup.to_string());
-    let warm_runs = r.runs.max(scan::WARM_MIN_RUNS).to_string();
+    let (runs, warmup, s) = (r.runs.to_string(), r.warmup.to_string(), plural(r.runs));
+    let (warm_runs, finished) =
+        (r.runs.max(scan::WARM_MIN_RUNS).to_string(), &r.stamp.finished_utc);
     let version = r.versions.bbolt_readme.as_deref().unwrap_or_default();
-    let counts = [("runs", runs.as_str()), ("s", plural(r.runs)), ("warm_runs", &warm_runs)];
-    let rest = [("version", version), ("warmup", &warmup), ("finished", &r.stamp.finished_utc)];
-    o.text(say(NOTES, "intro", &[&counts[..], &rest].concat()));
+    o.text(say(NOTES, "intro", vars![runs, s, warm_runs, version, warmup, finished]));
     r.versions.machine(&mut o, &r.stamp);
     o.section("Verdicts").verdicts(r.verdicts.clone());
     if !r.work.is_empty() {
@@ -323,10 +322,13 @@ fn render(r: &Results) -> Report {
         limits::add_to(&mut o, &r.limits);
     }
     if let Some((k1, k2)) = r.range_keys.as_ref().filter(|_| !r.range.is_empty()) {
-        let ra =
+        let read_ahead =
             r.stamp.machine.read_ahead_kb.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
-        let vars = [("k1", k1.as_str()), ("k2", k2), ("read_ahead", &ra)];
-        o.section("Prefetch reads only its range").text(say(NOTES, "range", &vars));
+        o.section("Prefetch reads only its range").text(say(
+            NOTES,
+            "range",
+            vars![k1, k2, read_ahead],
+        ));
         let mut t = Table::of(
             "scan | >keys | >took | >file pages | >pages read by the scan | >resident among them \
              | >resident elsewhere",

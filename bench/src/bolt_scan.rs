@@ -20,7 +20,7 @@ use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, json_line, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Caches;
 use super::stats::{Summary, fixed, fmt_secs};
@@ -468,11 +468,10 @@ pub(crate) fn traces_section(o: &mut Report, charts: &[ChartFile], n: usize, fil
 fn render(r: &Results) -> Report {
     let mut o = r.stamp.report();
     let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(WARM_MIN_RUNS).to_string());
-    let version = r.versions.bbolt_readme.as_deref().unwrap_or("unknown");
-    let intro =
-        [("bucket", r.bucket), ("version", version), ("runs", &runs), ("s", plural(r.runs))];
-    let done = [("warm_runs", warm_runs.as_str()), ("finished", &r.stamp.finished_utc)];
-    o.text(say(NOTES, "intro", &[&intro[..], &done].concat()));
+    let (version, bucket, s) =
+        (r.versions.bbolt_readme.as_deref().unwrap_or("unknown"), r.bucket, plural(r.runs));
+    let finished = &r.stamp.finished_utc;
+    o.text(say(NOTES, "intro", vars![bucket, version, runs, s, warm_runs, finished]));
     r.versions.machine(&mut o, &r.stamp);
     let f = &r.file;
     let keys = f.expected_keys.map_or_else(|| "unknown number of".to_owned(), |k| k.to_string());
@@ -486,8 +485,7 @@ fn render(r: &Results) -> Report {
     let settle =
         if reports { say(NOTES, "settle", &[("secs", &secs)]) + " " } else { String::new() };
     let (warm_min, warmup) = (WARM_MIN_RUNS.to_string(), r.warmup.to_string());
-    let vars = [("settle", settle.as_str()), ("warm_min", &warm_min), ("warmup", &warmup)];
-    o.section("Method").text(say(NOTES, "method", &vars));
+    o.section("Method").text(say(NOTES, "method", vars![settle, warm_min, warmup]));
     let mut commands = r.build_commands.clone();
     commands.push(r.file.gen_cmd.clone());
     for (_, cmd) in r.cells.iter().flat_map(|c| &c.contenders) {

@@ -21,7 +21,7 @@ use super::output;
 use super::pagecache::ReadPass;
 use super::proc::{Cmd, json_line, shell_quote, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
 use super::stats::{fixed, or_dash};
@@ -630,12 +630,10 @@ fn render(r: &Results) -> Report {
     if r.preset == "tiny" {
         o.text("**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**");
     }
-    let (runs, warmup) = (r.runs.to_string(), r.warmup.to_string());
-    let (s, s2) = (plural(r.runs), plural(r.warmup));
-    let counts = [("runs", runs.as_str()), ("s", s), ("warmup", &warmup), ("s2", s2)];
-    let rest = [("c_source", r.c_source.as_str()), ("preset", r.preset)];
-    let intro = [&counts[..], &rest, &[("finished", &r.stamp.finished_utc)]].concat();
-    o.text(say(NOTES, "intro", &intro));
+    let (runs, warmup, s, s2) =
+        (r.runs.to_string(), r.warmup.to_string(), plural(r.runs), plural(r.warmup));
+    let (c_source, preset, finished) = (&r.c_source, r.preset, &r.stamp.finished_utc);
+    o.text(say(NOTES, "intro", vars![runs, s, warmup, s2, c_source, preset, finished]));
     let cc = [("C compiler", r.cc_version.clone())];
     r.stamp.add_to(&mut o, "the files", &cc);
     let i = &r.inputs;

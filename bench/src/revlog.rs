@@ -24,7 +24,7 @@ use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Outcome, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::stats::{Summary, fmt_secs};
 use super::traces::{self, TraceInfo, Traces};
@@ -57,11 +57,6 @@ type Mode = &'static str;
 const MODES: [Mode; 2] = ["read", "mmap"];
 /// Who made a repository: `hg` (the peer's `gen-repo`) or `synthetic` (xtask).
 type Origin = &'static str;
-
-/// `[("name", name), …]` as `&str`s, the variables of [`say`].
-macro_rules! vars {
-    ($($k:ident),*) => { &[$((stringify!($k), AsRef::<str>::as_ref(&$k))),*] };
-}
 
 /// The sizes and counts of one run (`big`: the synthesised repository).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -24,7 +24,7 @@ use super::limits::{self, Limit};
 use super::machine::{self, Machine, Stamp};
 use super::pagecache;
 use super::proc::{Cmd, Output, shell_quote, tail};
-use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge, say};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge, say, vars};
 use super::schedule::{self, CacheState};
 use super::stats::{
     Summary, fixed, fmt_secs, median, one_or, opt_secs, opt_time, or_dash, pair_ratios,
@@ -995,10 +995,8 @@ fn commands(x: &Ctx<'_>, build: &Cmd, big: &Input, out_dir: &Path) -> String {
     let (start, out, bin) = (x.ws.rel(&big.path), x.ws.rel(out_dir), path_arg(&x.mapwise));
     let (ours, build, call) =
         (relative(&x.mapwise, root, &x.work.join("fd")), build.shell(), big.calls[0].join(" "));
-    let vars = [("work", work.as_str()), ("start", &start), ("out", &out), ("build", &build)];
-    let more =
-        [("call", call.as_str()), ("ours", &ours), ("peer", &x.oracle), ("n", &n), ("bin", &bin)];
-    say(NOTES, "commands", &[&vars[..], &more].concat())
+    let peer = &x.oracle;
+    say(NOTES, "commands", vars![work, start, out, build, call, ours, peer, n, bin])
 }
 
 /// The ratio charts of both levels and the residency of the first cold process-level loops.
@@ -1080,11 +1078,10 @@ fn setup(rep: &mut Report, r: &Results) {
     let tiny = if r.preset == "tiny" { say(NOTES, "tiny", &[]) } else { String::new() };
     let (size, ds) = (human_size(s.bytes), s.ds_cnt.to_string());
     let version = r.rrdtool_version.clone().unwrap_or_else(|| "unknown".into());
-    let counts = [r.runs, r.inproc_runs, r.warmup].map(|c| c.to_string());
-    let vars = [("n", n.as_str()), ("p", &p), ("size", &size), ("ds", &ds), ("shape", r.shape)];
-    let more = [("version", version.as_str()), ("preset", r.preset), ("runs", &counts[0])];
-    let last = [("inproc", counts[1].as_str()), ("warmup", &counts[2]), ("tiny", &tiny)];
-    rep.text(say(NOTES, "intro", &[&vars[..], &more, &last].concat()));
+    let [runs, inproc, warmup] = [r.runs, r.inproc_runs, r.warmup].map(|c| c.to_string());
+    let (shape, preset) = (r.shape, r.preset);
+    let vars = vars![n, p, size, ds, shape, version, preset, runs, inproc, warmup, tiny];
+    rep.text(say(NOTES, "intro", vars));
     r.stamp.add_to(rep, "the files", &[("rrdtool / librrd", r.rrdtool_version.clone())]);
     let mut t = Table::of("file|>bytes|>pages|>DS|>RRAs|>step|>header|>last update|made");
     for s in [&r.start, &r.seed_start] {
@@ -1251,8 +1248,8 @@ fn traces_table(rep: &mut Report, r: &Results) {
         k => say(NOTES, "traces-empty", &[("k", &k.to_string())]),
     };
     let (ms, n) = (traces::INTERVAL.as_millis().to_string(), r.traces.len().to_string());
-    let vars = [("ms", ms.as_str()), ("n", &n), ("empty", &empty), ("file", &r.start.path)];
-    rep.text(say(NOTES, "traces", &[&vars[..], &[("create", SEED_CREATE)]].concat()));
+    let (file, create) = (&r.start.path, SEED_CREATE);
+    rep.text(say(NOTES, "traces", vars![ms, n, empty, file, create]));
     let mut t = Table::of("cell|>traces|>frames per trace|>most pages resident in a frame");
     let mut cells: Vec<&str> = r.traces.iter().map(|t| t.cell.as_str()).collect();
     cells.dedup();
