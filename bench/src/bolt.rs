@@ -12,7 +12,8 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::bolt_scan::{self as scan, FileInfo, ScanSpec, Versions};
+use super::bolt_scan::{self as scan, ScanSpec};
+use super::boltfile::{self, FileInfo, Versions};
 use super::cell::{self, CellRuns, Contender, Metrics, Tracing, metrics};
 use super::charts::ChartFile;
 use super::limits::{self, Limit};
@@ -123,7 +124,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let tiny = args.common.tiny;
     let (count, size) = match (tiny, args.quick) {
-        (true, _) => (2000, scan::TINY_SIZE),
+        (true, _) => (2000, boltfile::TINY_SIZE),
         (_, true) => (100_000, 256 << 20),
         _ => (1_000_000, 2 << 30),
     };
@@ -184,14 +185,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let (mut scans, mut range, mut range_keys, mut file, mut limits) =
         (Vec::new(), Vec::new(), None, None, Vec::new());
     if !args.no_scans {
-        let batch = tiny.then_some(scan::TINY_BATCH);
-        let f = scan::ensure_file(ws, &peer, (size, batch), args.seed, &progress)?;
+        let batch = tiny.then_some(boltfile::TINY_BATCH);
+        let f = boltfile::ensure_file(ws, &peer, (size, batch), args.seed, &progress)?;
         let path = PathBuf::from(&f.path);
         let cells = scan::scan_cells(&specs, (&mapwise, &go), &f.path, (warmup, runs));
         scans = cells.iter().map(run_cell).collect::<Result<_>>()?;
         limits = limits::standard(&path, runs, &progress)?;
         progress.set("range scans with residency");
-        let keys = go.clone().args(["keys", &f.path, scan::BUCKET]).run(&ws.root)?;
+        let keys = go.clone().args(["keys", &f.path, boltfile::BUCKET]).run(&ws.root)?;
         let all: Vec<&str> = keys.stdout.lines().collect();
         if all.len() >= 20 {
             let (k1, k2) = (all[all.len() * 45 / 100], all[all.len() / 2]);

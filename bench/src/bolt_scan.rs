@@ -5,14 +5,14 @@
 //! seed's figures).
 
 use std::collections::BTreeSet;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::boltfile::{self, BUCKET, FileInfo, TINY_BATCH, TINY_SIZE, Versions};
 use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing, both, metrics};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
@@ -35,12 +35,6 @@ pub const HELP: &str = include_str!("text/bolt-scan-help.txt");
 pub const WARM_MIN_RUNS: usize = 9;
 /// Wait after a cold reset where free pages go back to a VM host (see the method).
 pub const COLD_SETTLE: Duration = Duration::from_secs(5);
-/// The bucket the `big` shape fills and both tools scan.
-pub const BUCKET: &str = "fake-bucket";
-/// `--tiny`: logical size of the generated file (about 4000 keys, 8 MiB).
-pub const TINY_SIZE: u64 = 4 << 20;
-/// `--tiny`: puts per transaction of the generator (`gen --batch`).
-pub const TINY_BATCH: u64 = 1000;
 /// The report's prose ([`say`]).
 const NOTES: &str = include_str!("text/bolt-scan-notes.md");
 const SPARSE_BYTES: u64 = 64 << 30;
@@ -113,11 +107,6 @@ fn parse_go(stdout: &str) -> Result<Metrics, String> {
     }
 }
 
-/// `entries=N` from the peer's `gen big:` line.
-fn parse_gen_entries(text: &str) -> Option<u64> {
-    text.split_whitespace().find_map(|w| w.strip_prefix("entries=")).and_then(|n| n.parse().ok())
-}
-
 /// The label of a scan cell: `cold, plain mmap`, `warm, MAP_POPULATE`.
 pub(crate) fn scan_label(cache: CacheState, populate: bool) -> String {
     format!("{}, {}", cache.name(), if populate { "MAP_POPULATE" } else { "plain mmap" })
@@ -181,53 +170,6 @@ struct ResidencyBench {
     pages: Option<(u64, u64)>,
 }
 
-/// A Go-made bbolt file of the bench cache ([`ensure_file`]).
-#[derive(Debug, Serialize)]
-pub struct FileInfo {
-    /// Its path, relative to the workspace root.
-    pub path: String,
-    /// Its length.
-    pub bytes: u64,
-    /// Made during this bench (otherwise taken from the cache).
-    pub generated_now: bool,
-    /// How it was made.
-    pub gen_cmd: String,
-    /// `entries=` from the generator, if known.
-    pub expected_keys: Option<u64>,
-}
-
-/// The bbolt versions behind the peer.
-#[derive(Debug, Serialize)]
-pub(crate) struct Versions {
-    /// From the peer README.
-    pub bbolt_readme: Option<String>,
-    /// Installed Debian package version of golang-github-coreos-bbolt-dev.
-    pub bbolt_package: Option<String>,
-}
-
-impl Versions {
-    /// The bbolt versions behind `peer` (its README and the Debian package).
-    pub fn of(peer: &str) -> Self {
-        let readme = fs::read_to_string(Path::new(peer).with_file_name("README.md"));
-        let package = ["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"];
-        Versions {
-            bbolt_readme: readme.ok().and_then(|t| machine::bbolt_version_from_readme(&t)),
-            bbolt_package: machine::first_line_of("dpkg-query", &package),
-        }
-    }
-
-    /// The `## Machine` section with Go's and bbolt's versions.
-    pub fn machine(&self, report: &mut Report, stamp: &Stamp) {
-        let na = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_owned());
-        let (readme, package) = (na(&self.bbolt_readme), na(&self.bbolt_package));
-        let bbolt = format!(
-            "{readme} (peer README); Debian package golang-github-coreos-bbolt-dev {package}"
-        );
-        let tools = [("Go", stamp.machine.go_version.clone()), ("bbolt", Some(bbolt))];
-        stamp.add_to(report, "the file", &tools);
-    }
-}
-
 /// Everything results.json holds; the report is rendered from it.
 #[derive(Debug, Serialize)]
 struct Results {
@@ -272,7 +214,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         cmd.run(&ws.root).with_context(|| format!("cannot build {what}"))?;
         progress.inc();
     }
-    let file = ensure_file(ws, &peer, (size, tiny.then_some(TINY_BATCH)), args.seed, &progress)?;
+    let file =
+        boltfile::ensure_file(ws, &peer, (size, tiny.then_some(TINY_BATCH)), args.seed, &progress)?;
     progress.inc();
     let path = PathBuf::from(&file.path);
     let machine = Machine::describe(&path);
@@ -337,51 +280,6 @@ pub(crate) fn cold_picks(cells: &[CellRuns]) -> Vec<(String, &'static str, Strin
         }
     }
     picks
-}
-
-/// The cached bbolt file `target/bench/files/bolt-big-seed<S>-<SIZE>[-batch<B>].db`
-/// (`batch`: `gen --batch`), made by the peer when missing; `<file>.gen.txt`
-/// keeps the command and its output.
-pub fn ensure_file(
-    ws: &Workspace,
-    peer: &str,
-    (size, batch): (u64, Option<u64>),
-    seed: u64,
-    progress: &Progress,
-) -> Result<FileInfo> {
-    progress.set(format!("bbolt file, {} seed {seed}", format_size(size)));
-    let batched = batch.map(|b| format!("-batch{b}")).unwrap_or_default();
-    let name = format!("bolt-big-seed{seed}-{}{batched}.db", format_size(size));
-    let path = ws.bench_dir().join("files").join(&name);
-    let sidecar = path.with_file_name(format!("{name}.gen.txt"));
-    let gen_cmd = |p: &Path| {
-        let (seed, size) = (seed.to_string(), format_size(size));
-        Cmd::new(peer)
-            .args(["gen", &path_arg(p), "--shape", "big", "--seed", &seed, "--size", &size])
-            .args(batch.map(|b| ["--batch".to_owned(), b.to_string()]).into_iter().flatten())
-    };
-    let generated_now = output::make_once(&path, |tmp| {
-        let at = path.display();
-        progress.note(&format!("xtask: generating {at} with Go bbolt (cached for later runs)"));
-        let cmd = gen_cmd(tmp);
-        let out = cmd.run(&ws.root).context("cannot generate the bbolt file")?;
-        let line = format!("{}  # then renamed to {at}", cmd.shell());
-        Ok(fs::write(&sidecar, format!("# {line}\n{}", out.stdout))?)
-    })?;
-    let (gen_line, gen_output) = if let Ok(text) = fs::read_to_string(&sidecar) {
-        let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
-        (first.trim_start_matches("# ").to_owned(), rest.to_owned())
-    } else {
-        let cmd = gen_cmd(&path).shell();
-        (format!("{cmd}  # (cached; no record of how it was made)"), String::new())
-    };
-    Ok(FileInfo {
-        bytes: fs::metadata(&path)?.len(),
-        path: path_arg(&path),
-        generated_now,
-        gen_cmd: gen_line,
-        expected_keys: parse_gen_entries(&gen_output),
-    })
 }
 
 /// `inspector residency --json` on a 64 GiB sparse file, `runs` times.
@@ -575,7 +473,5 @@ mod tests {
         let err = |s| parse_go(s).unwrap_err();
         assert!(err("open: 0.003s\ntraverse: 0.001s keys=1\n").contains("took"));
         assert!(err("open: 0.003s\ntraverse: 0.001s\ntook: 1s\n").contains("keys"));
-        let gen_out = "gen big: entries=200000 payload=1 bytes keys=sorted\ngen: shape=big\n";
-        assert_eq!(parse_gen_entries(gen_out), Some(200_000));
     }
 }

@@ -4,6 +4,7 @@
 //! tell how far ours and the peer are from what the hardware allows.
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -14,7 +15,7 @@ use super::pagecache::{self, ReadPass};
 use super::report::Table;
 use super::schedule::{self, CacheState};
 use super::stats::{Summary, opt_secs, or_dash};
-use super::units::mb_per_s;
+use super::units::{human_size, mb_per_s};
 
 /// One limit: whole-file reads of one kind, `passes` of them.
 #[derive(Debug, Serialize)]
@@ -92,6 +93,30 @@ pub fn standard_files<P: AsRef<Path>>(
 #[must_use]
 pub fn steps(runs: usize) -> usize {
     2 * runs
+}
+
+/// `memcpy` of `bytes` from one buffer to another, `reps` times per pass:
+/// the cost of the copy read() makes, with no kernel around it.
+pub fn memcpy(bytes: u64, reps: u64, passes: usize) -> Limit {
+    let src = vec![0x5Au8; usize::try_from(bytes).unwrap_or(usize::MAX)];
+    let mut dst = src.clone();
+    let pass = |_| {
+        let start = Instant::now();
+        for _ in 0..reps {
+            std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
+        }
+        ReadPass { bytes: bytes * reps, secs: start.elapsed().as_secs_f64() }
+    };
+    let size = human_size(bytes);
+    Limit {
+        what: format!("memcpy {size}"),
+        how: format!(
+            "copy_from_slice (libc memcpy) between two {size} buffers, {reps} times per pass, in xtask"
+        ),
+        file: String::new(),
+        passes: (0..passes).map(pass).collect(),
+        error: None,
+    }
 }
 
 /// A `## Physical limits` section naming the file read, with [`table`].

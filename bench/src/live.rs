@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::bolt_scan::{self, BUCKET, FileInfo};
+use super::boltfile::{self, BUCKET, FileInfo};
 use super::etcd::{self, Etcd, Fill};
 use super::machine::{Machine, Stamp};
 use super::output::{self, TempPath};
@@ -395,7 +395,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let runs = args.common.runs()?;
     let tiny = args.common.tiny;
     let sizes: &[u64] = match (tiny, args.quick) {
-        (true, _) => &[bolt_scan::TINY_SIZE],
+        (true, _) => &[boltfile::TINY_SIZE],
         (false, true) => &[256 << 20],
         (false, false) => &[256 << 20, 2 << 30],
     };
@@ -421,9 +421,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut m = Measured::default();
     let mut copies = Vec::new();
     for &bytes in sizes {
-        let (batch, size) = (tiny.then_some(bolt_scan::TINY_BATCH), format_size(bytes));
+        let (batch, size) = (tiny.then_some(boltfile::TINY_BATCH), format_size(bytes));
         progress.set(format!("bbolt file, {size}"));
-        let f = bolt_scan::ensure_file(ws, &oracle, (bytes, batch), args.seed, &progress)?;
+        let f = boltfile::ensure_file(ws, &oracle, (bytes, batch), args.seed, &progress)?;
         let copy = TempPath::new(tmp.join(format!("live-{size}.db")));
         fs::copy(&f.path, copy.path()).with_context(|| format!("cannot copy {}", f.path))?;
         progress.inc();

@@ -8,7 +8,7 @@ use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -18,7 +18,6 @@ use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine, Stamp};
 use super::output;
-use super::pagecache::ReadPass;
 use super::proc::{Cmd, json_line, shell_quote, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
@@ -293,10 +292,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         limits::standard(&warm_files[0], limit_passes, &progress)?
     };
     progress.set("limits: memcpy");
-    limits.extend(
-        [WARM_BYTES, memcpy_bytes]
-            .map(|b| memcpy_limit(b, if b == WARM_BYTES { iterations } else { 4 }, limit_passes)),
-    );
+    limits
+        .extend([WARM_BYTES, memcpy_bytes].map(|b| {
+            limits::memcpy(b, if b == WARM_BYTES { iterations } else { 4 }, limit_passes)
+        }));
     progress.inc();
 
     let dir = ws.report_dir(&args.common, started);
@@ -441,30 +440,6 @@ fn short_files(line: &str, files: &[String], glob: &str) -> String {
     }
     let list: Vec<String> = files.iter().map(|f| shell_quote(f)).collect();
     line.replace(&list.join(" "), glob)
-}
-
-/// `memcpy` of `bytes` from one buffer to another, `reps` times per pass:
-/// the cost of the copy read() makes, with no kernel around it.
-fn memcpy_limit(bytes: u64, reps: u64, passes: usize) -> Limit {
-    let src = vec![0x5Au8; usize::try_from(bytes).unwrap_or(usize::MAX)];
-    let mut dst = src.clone();
-    let pass = |_| {
-        let start = Instant::now();
-        for _ in 0..reps {
-            std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
-        }
-        ReadPass { bytes: bytes * reps, secs: start.elapsed().as_secs_f64() }
-    };
-    let size = human_size(bytes);
-    Limit {
-        what: format!("memcpy {size}"),
-        how: format!(
-            "copy_from_slice (libc memcpy) between two {size} buffers, {reps} times per pass, in xtask"
-        ),
-        file: String::new(),
-        passes: (0..passes).map(pass).collect(),
-        error: None,
-    }
 }
 
 /// Bytes = file sizes × iterations on both sides in every run (warm-up

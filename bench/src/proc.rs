@@ -142,6 +142,15 @@ impl Cmd {
         }
     }
 
+    /// The same command run under `program` with `args` first (`strace -o LOG …`), in the
+    /// same directory and environment.
+    #[must_use]
+    pub fn under<S: Into<String>>(&self, program: &str, args: impl IntoIterator<Item = S>) -> Self {
+        let args = args.into_iter().map(Into::into).chain([self.program.clone()]);
+        let args = args.chain(self.args.iter().cloned()).collect();
+        Self { program: program.to_owned(), shown: None, args, ..self.clone() }
+    }
+
     /// Appends one argument when `cond` holds.
     #[must_use]
     pub fn arg_if(self, cond: bool, a: impl Into<String>) -> Self {

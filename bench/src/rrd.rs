@@ -7,7 +7,7 @@
 //! (`CELLS`) run by one loop runner on [`schedule::rotate`]; the report's
 //! prose lives in `text/rrd-report.md`.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime};
@@ -29,6 +29,7 @@ use super::schedule::{self, CacheState};
 use super::stats::{
     Summary, fixed, fmt_secs, median, one_or, opt_secs, opt_time, or_dash, pair_ratios,
 };
+use super::strace;
 use super::traces::{self, TraceInfo};
 use super::units::{human_size, ranges};
 use super::{CommonArgs, Progress, Workspace, interrupt, output, path_arg};
@@ -187,58 +188,6 @@ fn shape_args(shapes: &str, name: &str) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
-/// The system calls of an `strace` log that act on the file `name`: its
-/// opens, calls on its descriptors (`F_DUPFD` copies and second opens
-/// included, until closed), `mmap` of them, and calls on an address inside
-/// such a mapping (`madvise`, `process_madvise`, `msync`, `munmap`).
-fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
-    let quoted = format!("\"{name}\"");
-    let hex = |t: &str| u64::from_str_radix(t.trim().strip_prefix("0x")?, 16).ok();
-    let (mut fds, mut maps, mut out) = (Vec::<i64>::new(), Vec::<(u64, u64)>::new(), Vec::new());
-    for line in trace.lines() {
-        let Some((call, args)) = line.split_once('(') else { continue };
-        if call.is_empty() || !call.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            continue;
-        }
-        let result = line.rsplit_once(" = ").map(|(_, r)| r.split(' ').next().unwrap_or(""));
-        let ret = result.and_then(|r| r.parse::<i64>().ok()).filter(|&fd| fd >= 0);
-        let parts: Vec<&str> = args.split([',', ')']).map(str::trim).collect();
-        let fd = parts[0].parse::<i64>().ok().filter(|fd| fds.contains(fd));
-        let mapped = |a: u64| maps.iter().any(|&(s, l)| a >= s && a < s.saturating_add(l));
-        let touches = if (call == "openat" || call == "open") && args.contains(&quoted) {
-            fds.extend(ret);
-            true
-        } else if let Some(fd) = fd {
-            if call == "fcntl" && args.contains("F_DUPFD") {
-                fds.extend(ret);
-            }
-            fds.retain(|&f| call != "close" || f != fd);
-            true
-        } else if call == "mmap" {
-            let on_file =
-                parts.get(4).and_then(|f| f.parse().ok()).is_some_and(|f| fds.contains(&f));
-            let len = parts.get(1).and_then(|l| l.parse().ok());
-            if let (true, Some(len), Some(addr)) = (on_file, len, result.and_then(hex)) {
-                maps.push((addr, len));
-            }
-            on_file
-        } else if call == "process_madvise" {
-            // On the file when an iovec entry lies in one of its mappings.
-            let base = |t: &str| hex(t.split([',', '}']).next().unwrap_or(""));
-            args.split("iov_base=").skip(1).any(|t| base(t).is_some_and(mapped))
-        } else if let Some(a) = hex(parts[0]).filter(|&a| mapped(a)) {
-            maps.retain(|&(s, _)| call != "munmap" || s != a);
-            true
-        } else {
-            false
-        };
-        if touches {
-            out.push(call.to_owned());
-        }
-    }
-    out
-}
-
 /// The seed's finding in one setting: direct/mmap, fd/mmap (medians of per-round ratios).
 #[derive(Clone, Copy, Debug, Serialize)]
 struct Finding {
@@ -277,18 +226,6 @@ fn file_name(p: &Path) -> String {
 
 fn count(pages: &[u32]) -> u32 {
     u32::try_from(pages.len()).unwrap_or(u32::MAX)
-}
-
-/// A fresh copy of `start` at `dst`, fsynced (no writeback during the loop), read, cold: evicted.
-fn fresh_copy(start: &Path, dst: &Path, cache: CacheState) -> Result<()> {
-    fs::create_dir_all(dst.parent().unwrap_or(Path::new(".")))?;
-    fs::copy(start, dst).with_context(|| format!("cannot copy {}", start.display()))?;
-    File::open(dst)?.sync_all()?;
-    pagecache::read_whole(dst, false)?;
-    if cache == Cold {
-        pagecache::evict(dst)?; // the trace starts where every call does
-    }
-    Ok(())
 }
 
 /// Where the peer's librrd driver copies the file: `dir/rrd-bench-*/NAME` (Python's `mkdtemp`).
@@ -456,7 +393,7 @@ impl Ctx<'_> {
     ) -> Result<LoopResult> {
         let (cwd, cold) = (self.work.join(dir), cache == Cold);
         let file = cwd.join(inp.name);
-        fresh_copy(&inp.path, &file, cache)?;
+        pagecache::fresh_copy(&inp.path, &file, cache)?;
         let mut l = LoopResult { tool, ..LoopResult::default() };
         let reference = (!inp.reference.0.is_empty()).then_some(&inp.reference);
         self.record(at.map(|at| (file.as_path(), at, tool.key(false))), || {
@@ -504,7 +441,7 @@ impl Ctx<'_> {
         let run = self.inproc(tool, &inp.path, inp.calls.len(), cache, handle);
         let ours = tool.io().map(|m| self.inproc_file(m, handle));
         let out = if let Some(f) = &ours {
-            fresh_copy(&inp.path, f, cache)?; // cold: as the driver leaves it before every call
+            pagecache::fresh_copy(&inp.path, f, cache)?; // cold: as the driver leaves it before every call
             self.record(at.map(|at| (f.as_path(), at, tool.key(true))), || {
                 run.output(&self.ws.root)
             })?
@@ -712,17 +649,14 @@ fn dump(x: &Ctx<'_>, dir: &Path, file: &str) -> Result<String> {
 
 /// Each tool's system calls on the file in one call under strace (`None` without strace).
 fn trace_calls(x: &Ctx<'_>, start: &Path, args: &[String]) -> Result<Option<Syscalls>> {
-    if machine::first_line_of("strace", &["-V"]).is_none() {
+    if !strace::available() {
         return Ok(None);
     }
     let one = |tool: Tool| {
         let dir = x.work.join(format!("trace-{}", tool.key(false)));
-        fresh_copy(start, &dir.join("big.rrd"), Warm)?;
-        let (log, call) = (dir.join("strace.txt"), x.updatev(tool, &dir, "big.rrd", args));
-        let strace = ["-o".to_owned(), path_arg(&log), call.program().to_owned()];
-        let strace = in_env("strace", "strace", &dir).args(strace);
-        strace.args(call.arguments().to_vec()).run(&x.ws.root)?;
-        Ok((tool, file_syscalls(&fs::read_to_string(&log)?, "big.rrd")))
+        pagecache::fresh_copy(start, &dir.join("big.rrd"), Warm)?;
+        let call = x.updatev(tool, &dir, "big.rrd", args);
+        Ok((tool, strace::file_calls(&call, &x.ws.root, &dir.join("strace.txt"), "big.rrd")?))
     };
     TOOLS.into_iter().map(one).collect::<Result<_>>().map(Some)
 }
@@ -922,7 +856,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     for cache in [Warm, Cold] {
         progress.set(format!("peers/rrd/peer bench-updatev, {}", cache.name()));
         let copy = x.work.join("oracle-bench").join("big.rrd");
-        fresh_copy(&start_path, &copy, Warm)?;
+        pagecache::fresh_copy(&start_path, &copy, Warm)?;
         let run = x.peer().args(["bench-updatev".to_owned(), ws.rel(&copy), n.to_string()]);
         let run = run.args(["--in-place", "--json"]).args((cache == Cold).then_some("--cold"));
         let j: Value = serde_json::from_str(&run.output(&ws.root)?.stdout).unwrap_or_default();
@@ -1194,7 +1128,10 @@ fn mode_table(rep: &mut Report, r: &Results) {
     if let Some(traced) = &r.strace {
         let mut t = Table::new(&["tool", ">calls", "sequence"]);
         for (tool, calls) in traced {
-            t.row_as(tool.role(), [tool.label(false), calls.len().to_string(), run_length(calls)]);
+            t.row_as(
+                tool.role(),
+                [tool.label(false), calls.len().to_string(), strace::run_length(calls)],
+            );
         }
         rep.text(say(NOTES, "strace", &[])).table(t);
     } else {
@@ -1340,19 +1277,6 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     v
 }
 
-/// `openat, fcntl, statx ×2, madvise ×7` (consecutive repeats counted).
-fn run_length(names: &[String]) -> String {
-    let mut parts: Vec<(&str, usize)> = Vec::new();
-    for n in names {
-        match parts.last_mut() {
-            Some((last, k)) if last == n => *k += 1,
-            _ => parts.push((n, 1)),
-        }
-    }
-    let part = |&(n, k): &(&str, usize)| if k > 1 { format!("{n} ×{k}") } else { n.to_owned() };
-    parts.iter().map(part).collect::<Vec<_>>().join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1371,38 +1295,6 @@ mod tests {
             (seed[0][0].as_str(), seed[1][2].as_str()),
             ("962582400:883.311", "963014400:327.326")
         );
-    }
-
-    /// Real strace lines (trimmed) of ours `--io mmap` and `--io direct`.
-    #[test]
-    fn syscalls_on_the_file() {
-        let mmap = r#"openat(AT_FDCWD, "/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY|O_CLOEXEC) = 3
-mmap(NULL, 1974096, PROT_READ, MAP_PRIVATE|MAP_DENYWRITE, 3, 0) = 0x7f0980301000
-close(3)                                = 0
-openat(AT_FDCWD, "big.rrd", O_RDWR|O_CLOEXEC) = 3
-fcntl(3, F_SETLK, {l_type=F_WRLCK, l_whence=SEEK_SET, l_start=0, l_len=0}) = 0
-mmap(NULL, 1794048, PROT_READ|PROT_WRITE, MAP_SHARED, 3, 0) = 0x7f0980149000
-madvise(0x7f0980149000, 1794048, MADV_RANDOM) = 0
-process_madvise(5, [{iov_base=0x7f098016b000, iov_len=4096}], 1, MADV_WILLNEED, 0) = 4096
-close(3)                                = 0
-munmap(0x7f0980149000, 1794048)         = 0
-mmap(NULL, 1052672, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f09801fe000
-munmap(0x7f09801fe000, 1052672)         = 0
-"#;
-        let got = run_length(&file_syscalls(mmap, "big.rrd"));
-        assert_eq!(got, "openat, fcntl, mmap, madvise, process_madvise, close, munmap");
-        let direct = r#"openat(AT_FDCWD, "big.rrd", O_RDWR|O_CLOEXEC) = 3
-fcntl(3, F_DUPFD_CLOEXEC, 3)            = 4
-open("big.rrd", O_RDWR|O_DIRECT|O_LARGEFILE|O_CLOEXEC) = 5
-pread64(5, "RRD 0003   "..., 4096, 0) = 4096
-close(3)                                = 0
-close(5)                                = 0
-close(4)                                = 0
-read(4, "", 10) = 0
-openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
-"#;
-        let got = run_length(&file_syscalls(direct, "big.rrd"));
-        assert_eq!(got, "openat, fcntl, open, pread64, close ×3");
     }
 
     #[test]
