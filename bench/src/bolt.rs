@@ -5,7 +5,7 @@
 //! every process and the residency a prefetching range scan leaves behind.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::bolt_scan::{self as scan, ScanSpec};
 use super::boltfile::{self, FileInfo, Versions};
 use super::cell::{self, CellRuns, Contender, Metrics, Tracing, metrics};
-use super::charts::ChartFile;
+use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
 use super::machine::{Machine, Stamp};
 use super::output;
@@ -114,6 +114,8 @@ struct Results {
     /// The physical limits of the scan file.
     limits: Vec<Limit>,
     traces: Vec<super::traces::TraceInfo>,
+    #[serde(skip)]
+    traces_paragraph: Option<String>,
     charts: Vec<ChartFile>,
 }
 
@@ -213,7 +215,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         file = Some(f);
     }
     drop(progress);
-    let traces = tracing.traces.into_inner();
+    let (dir, traces) = (ws.report_dir(&args.common, started), tracing.traces.into_inner());
     let charts: Vec<ChartFile> = super::traces::residency_file(
         &traces,
         "residency-cold.svg",
@@ -242,9 +244,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         scan_size: (!args.no_scans).then(|| format_size(size)),
         limits,
         traces: traces.list().to_vec(),
+        traces_paragraph: traces.paragraph(scan::TRACED, Path::new(&ws.rel(&dir))),
         charts,
     };
-    let dir = ws.report_dir(&args.common, started);
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
     let agree = results.work.iter().all(|w| agrees(w, "write_ops") && agrees(w, "read_ops"))
         && results.scans.iter().all(|c| agrees(c, "keys"));
@@ -352,8 +354,8 @@ fn render(r: &Results) -> Report {
     commands.extend(cmds(&r.scans));
     commands.extend(r.range.iter().map(|x| x.cmd.clone()));
     o.commands(&commands);
-    if let Some(f) = &r.file {
-        scan::traces_section(&mut o, &r.charts, r.traces.len(), &f.path);
+    if r.file.is_some() {
+        charts::section(&mut o, &r.charts, r.traces_paragraph.clone());
     }
     o
 }

@@ -5,7 +5,7 @@
 //! seed's figures).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
@@ -33,6 +33,8 @@ pub const HELP: &str = include_str!("text/bolt-scan-help.txt");
 
 /// Timed pairs a warm scan cell runs at least (warm scans vary: see the method).
 pub const WARM_MIN_RUNS: usize = 9;
+/// What the traces of the scan cells follow ([`traces::Traces::paragraph`]).
+pub const TRACED: &str = "the bbolt file each scan reads";
 /// Wait after a cold reset where free pages go back to a VM host (see the method).
 pub const COLD_SETTLE: Duration = Duration::from_secs(5);
 /// The report's prose ([`say`]).
@@ -190,6 +192,8 @@ struct Results {
     keys_agree: bool,
     traces: Vec<traces::TraceInfo>,
     charts: Vec<ChartFile>,
+    #[serde(skip)]
+    traces_paragraph: Option<String>,
 }
 
 /// Runs the bench.
@@ -227,7 +231,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let residency = residency_bench(ws, runs, &progress)?;
     let keys: BTreeSet<u64> =
         cells.iter().flat_map(|c| c.distinct("keys")).chain(file.expected_keys).collect();
-    let traces = tracing.traces.into_inner();
+    let (dir, traces) = (ws.report_dir(&args.common, started), tracing.traces.into_inner());
     let mut charts = vec![ChartFile::ratios(
         &cells,
         "took_s",
@@ -259,10 +263,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         residency,
         keys_agree: keys.len() == 1,
         traces: traces.list().to_vec(),
+        traces_paragraph: traces.paragraph(TRACED, Path::new(&ws.rel(&dir))),
         charts,
     };
     drop(progress);
-    let dir = ws.report_dir(&args.common, started);
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
     Ok(output::exit(results.keys_agree, "key counts differ between runs or tools"))
 }
@@ -355,14 +359,6 @@ pub(crate) fn scan_table(cells: &[CellRuns]) -> Table {
     )
 }
 
-/// The charts and where the traces of the scans of `file` are, and how to play one.
-pub(crate) fn traces_section(o: &mut Report, charts: &[ChartFile], n: usize, file: &str) {
-    o.section("Charts and residency traces");
-    charts::add_images(o, charts);
-    let (cadence, n) = (traces::cadence(), n.to_string());
-    o.text(say(NOTES, "traces", &[("cadence", &cadence), ("n", &n), ("file", file)]));
-}
-
 fn render(r: &Results) -> Report {
     let mut o = r.stamp.report();
     let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(WARM_MIN_RUNS).to_string());
@@ -413,7 +409,7 @@ fn render(r: &Results) -> Report {
         ))
         .text(say(NOTES, "split", &[]));
     seed_section(&mut o, &r.cells, &r.size);
-    traces_section(&mut o, &r.charts, r.traces.len(), &r.file.path);
+    charts::section(&mut o, &r.charts, r.traces_paragraph.clone());
     limits::add_to(&mut o, &r.limits);
     let rs = &r.residency;
     let (time, note) = match Summary::of(&rs.walls).filter(|_| rs.status == "ok") {

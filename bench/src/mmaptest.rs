@@ -650,11 +650,7 @@ fn render(r: &Results) -> Report {
         }
     }
     seed_section(&mut o, r);
-    o.section("Charts and residency traces");
-    charts::add_images(&mut o, &r.charts);
-    if let Some(p) = &r.traces_paragraph {
-        o.text(p.clone());
-    }
+    charts::section(&mut o, &r.charts, r.traces_paragraph.clone());
     limits::add_to(&mut o, &r.limits);
     o.text(say(NOTES, "limits", &[("iterations", &n)]));
     let verdict = |c: &MmapCell| {

@@ -928,7 +928,7 @@ fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
 // The report.
 
 /// REPORT.md, as the typed model.
-fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
+fn report(r: &Results, traces: Option<String>) -> Report {
     use Kind::{Advice, Matrix, Model, Size, Startup, Sweep, SweepHg};
     let (hg, plan, ra) = (r.hg_name(), &r.plan, r.stamp.machine.read_ahead_kb);
     let ra = ra.map_or("unknown".into(), |k| k.to_string());
@@ -1063,11 +1063,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     rep.section("The seed's published figures").text(say(NOTES, "seed", &[])).table(seed_table(r));
     rep.text(say(NOTES, "seed-here", vars![ra]));
 
-    rep.section("Charts and residency traces");
-    charts::add_images(&mut rep, &r.charts);
-    if let Some(p) = traces_paragraph {
-        rep.text(say(NOTES, "untraced", vars![p]));
-    }
+    charts::section(&mut rep, &r.charts, traces.map(|p| say(NOTES, "untraced", vars![p])));
     limits::add_to(&mut rep, &r.limits);
     rep.section("Verdicts").verdicts(verdicts(r));
     let checks = r.load_checks.iter().map(|c| c.line(""));

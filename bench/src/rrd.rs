@@ -994,8 +994,7 @@ fn report(r: &Results) -> Report {
     limits::add_to(&mut rep, &r.limits);
     mode_table(&mut rep, r);
     seed_figures(&mut rep, r);
-    rep.section("Charts and residency traces");
-    charts::add_images(&mut rep, &r.charts);
+    charts::section(&mut rep, &r.charts, None);
     traces_table(&mut rep, r);
     let v = verdicts(r);
     let failed = v.iter().any(|v| v.outcome == Outcome::Fail);

@@ -163,11 +163,11 @@ impl Traces {
         runs.dedup();
         let (n, runs) = (self.recorded.len(), runs.len());
         Some(format!(
-            "Every timed run was traced: the residency of {what}, sampled every {} ms while the run went on \
+            "Every timed run was traced: the residency of {what}, sampled {} while the run went on \
              ({n} trace{} of {runs} run{} in `traces/`, named `<cell>-<side>-<run>`). Replay one in the page map \
              from the workspace root with `inspector replay {} --file {}` (`Space` plays, `,` `.` step), or load \
              it beside the file in the browser viewer.",
-            INTERVAL.as_millis(),
+            cadence(),
             crate::units::plural(n),
             crate::units::plural(runs),
             report_dir.join(&first.file).display(),
