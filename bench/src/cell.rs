@@ -212,6 +212,21 @@ impl CellRuns {
         self.rounds.iter().filter_map(|r| r.results.get(c)?.get(metric)).collect()
     }
 
+    /// Contender `c`'s median of `metric`.
+    #[must_use]
+    pub fn median(&self, c: usize, metric: &str) -> Option<f64> {
+        Some(self.summary(c, metric)?.median)
+    }
+
+    /// Contender `c`'s median share of the files resident after a run as pages of
+    /// `total`: `2/1563 (0.1 %)`.
+    #[must_use]
+    pub fn resident_pages(&self, c: usize, total: u64) -> String {
+        #[expect(clippy::cast_precision_loss)]
+        let of = |f: Summary| format!("{:.0}/{total} ({})", f.median * total as f64, pct(f.median));
+        or_dash(self.summary(c, "resident_after"), of)
+    }
+
     /// Median and range of contender `c`'s `metric`.
     #[must_use]
     pub fn summary(&self, c: usize, metric: &str) -> Option<Summary> {

@@ -116,14 +116,9 @@ impl MmapCell {
         self.runs.label.split_once(", ").unwrap_or_default().1.to_owned()
     }
 
-    /// Contender `k`'s median of `metric`.
-    fn median(&self, k: usize, metric: &str) -> Option<f64> {
-        Some(self.runs.summary(k, metric)?.median)
-    }
-
     /// Contender `k`'s median loop time in µs per iteration.
     fn us_per_iter(&self, k: usize) -> Option<f64> {
-        Some(self.median(k, "secs")? * 1e6 / self.iterations.max(1) as f64)
+        Some(self.runs.median(k, "secs")? * 1e6 / self.iterations.max(1) as f64)
     }
 }
 
@@ -515,7 +510,7 @@ fn seed_section(o: &mut Report, r: &Results) {
     }
     let n = r.iterations.to_string();
     o.section("The seed's figures (unverified)").text(say(NOTES, "seed", &[("iterations", &n)]));
-    let median = |mode, k| warm(mode)?.median(k, "secs");
+    let median = |mode, k| warm(mode)?.runs.median(k, "secs");
     let ratio = |mode, k| Some(median(mode, k)? / median(MMAP_ONCE, k).filter(|&m| m > 0.0)?);
     let to_once = |mode: Option<&'static str>, k| {
         mode.map_or_else(
@@ -551,7 +546,7 @@ fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
     let us = |c: &&MmapCell| both(|k| fixed(c.us_per_iter(k), 2, ""));
     let after = |c: &&MmapCell| both(|k| c.runs.resident_after(k));
     let gbs = |c: &&MmapCell| {
-        let secs = |k| c.median(k, "secs").filter(|&s| s > 0.0);
+        let secs = |k| c.runs.median(k, "secs").filter(|&s| s > 0.0);
         both(|k| fixed(secs(k).map(|s| mb_per_s(bytes, s) / 1e3), 2, ""))
     };
     let label: Col<'_, &MmapCell> = ("mode", Other, &|c| c.label());

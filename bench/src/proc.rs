@@ -133,6 +133,11 @@ impl Cmd {
         self.args([a])
     }
 
+    /// `hg` as the revlog peer runs it: no user configuration, plain output.
+    pub fn hg() -> Self {
+        Self::new("hg").env("HGRCPATH", "").env("HGPLAIN", "1")
+    }
+
     /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench builds what it measures.
     pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
         let c = Self::new("cargo").args(["build", "--release", "-p", package]);

@@ -20,15 +20,15 @@ use sha1::{Digest as _, Sha1};
 use super::cell::{self, CellRuns, Contender, Metrics, Tracing, both};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine, Stamp};
+use super::machine::{self, Machine, Stamp, hg_version_number, parse_hg_version};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::CacheState::{self, Cold, Warm};
-use super::stats::{Summary, fmt_secs};
+use super::stats::fmt_secs;
 use super::traces::{self, TraceInfo, Traces};
-use super::units::{format_size, human_size, pct, plural, utc_human};
+use super::units::{format_size, human_size, plural, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench revlog`.
@@ -191,17 +191,6 @@ fn short_count(n: u32) -> String {
     }
 }
 
-/// `6.3.2` from `Mercurial Distributed SCM (version 6.3.2)`.
-fn hg_version_number(line: &str) -> Option<&str> {
-    Some(line.split("version ").nth(1)?.trim_end_matches(')').trim())
-}
-
-/// `(major, minor)` from `hg --version`'s first line.
-fn parse_hg_version(line: &str) -> Option<(u32, u32)> {
-    let mut parts = hg_version_number(line)?.split(|c: char| !c.is_ascii_digit());
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-}
-
 /// The `--config` selecting `mode` for ours and hg alike, in the keys `hg` reads.
 fn config_args(mode: Mode, hg: (u32, u32)) -> Vec<String> {
     let kv: &[&str] = match mode {
@@ -276,11 +265,6 @@ fn combine(process: &[(u64, f64)], model: &[(u64, f64)]) -> Vec<(u64, f64, &'sta
 }
 
 // Repositories.
-
-/// `hg` as the peer runs it: no user configuration, plain output.
-fn hg() -> Cmd {
-    Cmd::new("hg").env("HGRCPATH", "").env("HGPLAIN", "1")
-}
 
 /// A check with its outcome.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -358,7 +342,7 @@ fn repo(
             let out = cmd.run(&ws.root).context("cannot make the repository")?.stdout;
             vec![Check::new("gen-repo output", true, out.trim().replace('\n', "; "))]
         } else {
-            hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
+            Cmd::hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
             let store = tmp.join(".hg/store");
             let open =
                 |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
@@ -403,7 +387,7 @@ fn check_synth(
     (revs, big): (u32, bool),
     p: &Progress,
 ) -> Result<Vec<Check>> {
-    let run = |a: &[&str]| hg().arg("-R").arg(path_arg(dir)).args(a.to_vec()).output(&ws.root);
+    let run = |a: &[&str]| Cmd::hg().arg("-R").arg(path_arg(dir)).args(a.to_vec()).output(&ws.root);
     let log = run(&LOG_T)?;
     let (ok, printed) =
         (log.stdout == expected_log(revs, LIMIT), log.stdout.trim().replace('\n', " "));
@@ -603,9 +587,9 @@ impl Ctx<'_> {
         let (p, flags, ours) = (repo.path.as_str(), |m| config_args(m, self.hg_v), &self.mapwise);
         match job {
             Task::Ours(m) => Cmd::new(ours).args(["revlog", "log", "-l", "5", p]).args(flags(m)),
-            Task::Hg(m) => hg().args(LOG_T).args(["-R", p]).args(flags(m)),
+            Task::Hg(m) => Cmd::hg().args(LOG_T).args(["-R", p]).args(flags(m)),
             Task::OursVersion => Cmd::new(ours).arg("--version"),
-            Task::HgRoot => hg().args(["-R", p, "root"]),
+            Task::HgRoot => Cmd::hg().args(["-R", p, "root"]),
             Task::Model(..) => unreachable!("the model runs inside xtask"),
         }
     }
@@ -700,15 +684,12 @@ impl CellResult {
     }
 
     fn median(&self, i: usize) -> Option<f64> {
-        self.runs.summary(i, "wall_s").map(|s| s.median)
+        self.runs.median(i, "wall_s")
     }
 
-    /// `2/1563 (0.1 %)`: side `i`'s median index pages resident after a run.
+    /// Side `i`'s median index pages resident after a run ([`CellRuns::resident_pages`]).
     fn pages(&self, repos: &[RepoInfo], i: usize) -> String {
-        let total = repos[self.spec.sides[i].repo].pages();
-        #[expect(clippy::cast_precision_loss)]
-        let of = |f: Summary| format!("{:.0}/{total} ({})", f.median * total as f64, pct(f.median));
-        self.runs.summary(i, "resident_after").map_or("—".into(), of)
+        self.runs.resident_pages(i, repos[self.spec.sides[i].repo].pages())
     }
 }
 
@@ -1217,7 +1198,6 @@ mod tests {
     fn outputs_flags_and_mmap_reports() {
         let tips = ["9\n8\n7\n6\n5\n", "1\n0\n", "9\n7\n", ""].map(log_tip);
         assert_eq!(tips, [9.0, 1.0, -1.0, -1.0]);
-        assert_eq!(parse_hg_version("Mercurial Distributed SCM (version 6.9rc0)"), Some((6, 9)));
         let args = |m, v| config_args(m, v).join(" ").replace("--config ", "");
         assert_eq!(args("mmap", (6, 3)), "experimental.mmapindexthreshold=0");
         let new = "storage.revlog.mmap.index=yes storage.revlog.mmap.index:size-threshold=0";
