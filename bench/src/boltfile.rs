@@ -88,18 +88,14 @@ pub fn ensure_file(
             .args(["gen", &path_arg(p), "--shape", "big", "--seed", &seed, "--size", &size])
             .args(batch.map(|b| ["--batch".to_owned(), b.to_string()]).into_iter().flatten())
     };
-    let generated_now = output::make_once(
-        &path,
-        |_| true,
-        |tmp| {
-            let at = path.display();
-            progress.note(&format!("xtask: generating {at} with Go bbolt (cached for later runs)"));
-            let cmd = gen_cmd(tmp);
-            let out = cmd.run(&ws.root).context("cannot generate the bbolt file")?;
-            let line = format!("{}  # then renamed to {at}", cmd.shell());
-            Ok(fs::write(&sidecar, format!("# {line}\n{}", out.stdout))?)
-        },
-    )?;
+    let generated_now = output::make_once(&path, true, |tmp| {
+        let at = path.display();
+        progress.note(&format!("xtask: generating {at} with Go bbolt (cached for later runs)"));
+        let cmd = gen_cmd(tmp);
+        let out = cmd.run(&ws.root).context("cannot generate the bbolt file")?;
+        let line = format!("{}  # then renamed to {at}", cmd.shell());
+        Ok(fs::write(&sidecar, format!("# {line}\n{}", out.stdout))?)
+    })?;
     let (gen_line, gen_output) = if let Ok(text) = fs::read_to_string(&sidecar) {
         let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
         (first.trim_start_matches("# ").to_owned(), rest.to_owned())

@@ -360,21 +360,17 @@ fn mmaptest_charts(cells: &[MmapCell], traces: &Traces) -> Result<Vec<ChartFile>
 /// exists with that size, under a temporary name renamed into place;
 /// whether it was made now.
 fn ensure_file(path: &Path, len: u64, seed: u64) -> Result<bool> {
-    output::make_once(
-        path,
-        |p| fs::metadata(p).is_ok_and(|m| m.len() == len),
-        |tmp| {
-            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-            let words = std::iter::repeat_with(|| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x.to_le_bytes()
-            });
-            let bytes: Vec<u8> = words.flatten().take(usize::try_from(len)?).collect();
-            fs::write(tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))
-        },
-    )
+    output::make_once(path, fs::metadata(path).is_ok_and(|m| m.len() == len), |tmp| {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let words = std::iter::repeat_with(|| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()
+        });
+        let bytes: Vec<u8> = words.flatten().take(usize::try_from(len)?).collect();
+        fs::write(tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))
+    })
 }
 
 /// Sum of every byte of a file (what ours' checksum must be per pass).

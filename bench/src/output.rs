@@ -45,17 +45,13 @@ impl Drop for TempPath {
     }
 }
 
-/// `path` (a file or a directory) made once: when it is missing, or `keep`
-/// refuses it (an older run's, or without its record), `make(tmp)` writes it
+/// `path` (a file or a directory) made once: when it is missing, or not
+/// `valid` (an older run's, or without its record), `make(tmp)` writes it
 /// (and any record of how) under a temporary name beside it, which is renamed
 /// into place after, so an interrupted bench leaves nothing half-made under
 /// the real name. Whether it was made now.
-pub fn make_once(
-    path: &Path,
-    keep: impl FnOnce(&Path) -> bool,
-    make: impl FnOnce(&Path) -> Result<()>,
-) -> Result<bool> {
-    if path.exists() && keep(path) {
+pub fn make_once(path: &Path, valid: bool, make: impl FnOnce(&Path) -> Result<()>) -> Result<bool> {
+    if valid && path.exists() {
         return Ok(false);
     }
     drop(TempPath::new(path.to_owned()));

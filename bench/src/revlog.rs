@@ -330,39 +330,33 @@ fn repo(
     let tag = if origin == "hg" { "hg" } else { "synth" };
     let dir = ws.bench_dir().join("files").join(format!("revlog-{tag}-{revs}"));
     let record = || serde_json::from_str::<Made>(&fs::read_to_string(dir.join(MADE)).ok()?).ok();
-    let generated_now = output::make_once(
-        &dir,
-        |_| record().is_some(),
-        |tmp| {
-            let (start, at, n) = (Instant::now(), dir.display(), revs.to_string());
-            p.note(&format!(
-                "xtask: making {at} ({n} revisions by {origin}; cached for later runs)"
-            ));
-            let checks = if origin == "hg" {
-                p.set(format!("hg gen-repo --revs {revs} (about 2 min per 100k)"));
-                let cmd = Cmd::new(tools.0).args(["gen-repo", &path_arg(tmp), "--revs", &n]);
-                let out = cmd.run(&ws.root).context("cannot make the repository")?.stdout;
-                vec![Check::new("gen-repo output", true, out.trim().replace('\n', "; "))]
-            } else {
-                Cmd::hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
-                let store = tmp.join(".hg/store");
-                let open =
-                    |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
-                let (mut index, mut data) = (open("00changelog.i")?, open("00changelog.d")?);
-                write_synth(revs, (&mut index, &mut data), |rev| {
-                    p.set(format!("synthesising the changelog: rev {rev}/{revs}"));
-                    Ok(interrupt::check()?)
-                })?;
-                for w in [index, data] {
-                    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-                }
-                check_synth(ws, tools.1, tmp, (revs, big), p)?
-            };
-            let (secs, made_utc) = (start.elapsed().as_secs_f64(), utc_human(SystemTime::now()));
-            let made = Made { secs, made_utc, hg_version: tools.2.map(str::to_owned), checks };
-            Ok(fs::write(tmp.join(MADE), serde_json::to_string_pretty(&made)? + "\n")?)
-        },
-    )?;
+    let generated_now = output::make_once(&dir, record().is_some(), |tmp| {
+        let (start, at, n) = (Instant::now(), dir.display(), revs.to_string());
+        p.note(&format!("xtask: making {at} ({n} revisions by {origin}; cached for later runs)"));
+        let checks = if origin == "hg" {
+            p.set(format!("hg gen-repo --revs {revs} (about 2 min per 100k)"));
+            let cmd = Cmd::new(tools.0).args(["gen-repo", &path_arg(tmp), "--revs", &n]);
+            let out = cmd.run(&ws.root).context("cannot make the repository")?.stdout;
+            vec![Check::new("gen-repo output", true, out.trim().replace('\n', "; "))]
+        } else {
+            Cmd::hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
+            let store = tmp.join(".hg/store");
+            let open =
+                |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
+            let (mut index, mut data) = (open("00changelog.i")?, open("00changelog.d")?);
+            write_synth(revs, (&mut index, &mut data), |rev| {
+                p.set(format!("synthesising the changelog: rev {rev}/{revs}"));
+                Ok(interrupt::check()?)
+            })?;
+            for w in [index, data] {
+                w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            }
+            check_synth(ws, tools.1, tmp, (revs, big), p)?
+        };
+        let (secs, made_utc) = (start.elapsed().as_secs_f64(), utc_human(SystemTime::now()));
+        let made = Made { secs, made_utc, hg_version: tools.2.map(str::to_owned), checks };
+        Ok(fs::write(tmp.join(MADE), serde_json::to_string_pretty(&made)? + "\n")?)
+    })?;
     let made = record().with_context(|| format!("{}: no readable {MADE}", dir.display()))?;
     let index = dir.join(".hg/store/00changelog.i");
     let mut head = [0u8; 4];

@@ -683,19 +683,13 @@ impl StartFile {
         let path = x.ws.bench_dir().join(format!("files/rrd-{shape}-seed{BIG_SEED}.rrd"));
         let how = format!("{} gen {} --shape {shape} --seed {BIG_SEED}", x.oracle, path_arg(&path));
         let mut made = how.clone() + " (cached)";
-        output::make_once(
-            &path,
-            |_| true,
-            |tmp| {
-                x.progress
-                    .note(&format!("xtask: making {} (cached for later runs)", path.display()));
-                let make = x.peer().args(["gen".to_owned(), path_arg(tmp), "--shape".into()]);
-                let secs =
-                    make.args([shape, "--seed", &BIG_SEED.to_string()]).run(&x.ws.root)?.wall_s;
-                made = format!("{how} (now, {})", fmt_secs(secs));
-                Ok(())
-            },
-        )?;
+        output::make_once(&path, true, |tmp| {
+            x.progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
+            let make = x.peer().args(["gen".to_owned(), path_arg(tmp), "--shape".into()]);
+            let secs = make.args([shape, "--seed", &BIG_SEED.to_string()]).run(&x.ws.root)?.wall_s;
+            made = format!("{how} (now, {})", fmt_secs(secs));
+            Ok(())
+        })?;
         Self::describe(x, &path, made)
     }
 
