@@ -5,24 +5,25 @@
 //! every process and the residency a prefetching range scan leaves behind.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::bolt_scan::{self as scan, FileInfo, ScanSpec, Versions};
+use super::bolt_scan::{self as scan, ScanSpec};
+use super::boltfile::{self, FileInfo, Versions};
 use super::cell::{self, CellRuns, Contender, Metrics, Tracing, metrics};
-use super::charts::ChartFile;
+use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
 use super::machine::{Machine, Stamp};
 use super::output;
 use super::proc::{Cmd, json_line};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::{self, CacheState::Cold, CacheState::Warm};
-use super::stats::{Summary, fmt_secs};
+use super::stats::{Summary, opt_time, or_dash};
 use super::units::{format_size, human_size, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
@@ -113,6 +114,8 @@ struct Results {
     /// The physical limits of the scan file.
     limits: Vec<Limit>,
     traces: Vec<super::traces::TraceInfo>,
+    #[serde(skip)]
+    traces_paragraph: Option<String>,
     charts: Vec<ChartFile>,
 }
 
@@ -123,7 +126,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let tiny = args.common.tiny;
     let (count, size) = match (tiny, args.quick) {
-        (true, _) => (2000, scan::TINY_SIZE),
+        (true, _) => (2000, boltfile::TINY_SIZE),
         (_, true) => (100_000, 256 << 20),
         _ => (1_000_000, 2 << 30),
     };
@@ -171,24 +174,26 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         let bench =
             |cmd: Cmd, i: usize| cmd.arg(path_arg(&files[i])).args(flags.split_whitespace());
         let ours = bench(Cmd::new(&mapwise).args(["bolt", "bench"]), 0);
+        // Both files go before every run, as neither run should find the other's in the cache.
         let contenders = [("ours", ours), ("Go", bench(go.clone().arg("bench"), 1))]
-            .map(|(name, cmd)| Contender::new(name, cmd, |o| parse_bench(&o.stdout)));
+            .map(|(n, c)| Contender::new(n, c, |o| parse_bench(&o.stdout)).writing(files.to_vec()));
         let label = format!("{mode} puts, {mode} gets");
         let cell = cell::Cell::new(label, Warm, Vec::new(), contenders.into(), (warmup, runs));
-        work.push(run_cell(&cell::Cell { fresh: files.to_vec(), ..cell })?);
+        work.push(run_cell(&cell)?);
+        files.iter().for_each(|f| _ = fs::remove_file(f));
     }
 
     let (mut scans, mut range, mut range_keys, mut file, mut limits) =
         (Vec::new(), Vec::new(), None, None, Vec::new());
     if !args.no_scans {
-        let batch = tiny.then_some(scan::TINY_BATCH);
-        let f = scan::ensure_file(ws, &peer, (size, batch), args.seed, &progress)?;
+        let batch = tiny.then_some(boltfile::TINY_BATCH);
+        let f = boltfile::ensure_file(ws, &peer, (size, batch), args.seed, &progress)?;
         let path = PathBuf::from(&f.path);
         let cells = scan::scan_cells(&specs, (&mapwise, &go), &f.path, (warmup, runs));
         scans = cells.iter().map(run_cell).collect::<Result<_>>()?;
         limits = limits::standard(&path, runs, &progress)?;
         progress.set("range scans with residency");
-        let keys = go.clone().args(["keys", &f.path, scan::BUCKET]).run(&ws.root)?;
+        let keys = go.clone().args(["keys", &f.path, boltfile::BUCKET]).run(&ws.root)?;
         let all: Vec<&str> = keys.stdout.lines().collect();
         if all.len() >= 20 {
             let (k1, k2) = (all[all.len() * 45 / 100], all[all.len() / 2]);
@@ -209,7 +214,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         file = Some(f);
     }
     drop(progress);
-    let traces = tracing.traces.into_inner();
+    let (dir, traces) = (ws.report_dir(&args.common, started), tracing.traces.into_inner());
     let charts: Vec<ChartFile> = super::traces::residency_file(
         &traces,
         "residency-cold.svg",
@@ -238,9 +243,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         scan_size: (!args.no_scans).then(|| format_size(size)),
         limits,
         traces: traces.list().to_vec(),
+        traces_paragraph: traces.paragraph(scan::TRACED, Path::new(&ws.rel(&dir))),
         charts,
     };
-    let dir = ws.report_dir(&args.common, started);
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
     let agree = results.work.iter().all(|w| agrees(w, "write_ops") && agrees(w, "read_ops"))
         && results.scans.iter().all(|c| agrees(c, "keys"));
@@ -277,17 +282,16 @@ fn verdicts<'a>(cells: impl Iterator<Item = &'a CellRuns> + Clone) -> Vec<Verdic
 /// Median and range of ops/s, `—` when none.
 fn ops(s: Option<Summary>) -> String {
     let k = |x: f64| if x >= 1e6 { format!("{:.2}M", x / 1e6) } else { format!("{:.0}k", x / 1e3) };
-    s.map_or_else(|| "—".to_owned(), |s| format!("{} [{}–{}]", k(s.median), k(s.min), k(s.max)))
+    or_dash(s, |s| s.shown(k))
 }
 
 fn render(r: &Results) -> Report {
     let mut o = r.stamp.report();
-    let (runs, warmup) = (r.runs.to_string(), r.warmup.to_string());
-    let warm_runs = r.runs.max(scan::WARM_MIN_RUNS).to_string();
+    let (runs, warmup, s) = (r.runs.to_string(), r.warmup.to_string(), plural(r.runs));
+    let (warm_runs, finished) =
+        (r.runs.max(scan::WARM_MIN_RUNS).to_string(), &r.stamp.finished_utc);
     let version = r.versions.bbolt_readme.as_deref().unwrap_or_default();
-    let counts = [("runs", runs.as_str()), ("s", plural(r.runs)), ("warm_runs", &warm_runs)];
-    let rest = [("version", version), ("warmup", &warmup), ("finished", &r.stamp.finished_utc)];
-    o.text(say(NOTES, "intro", &[&counts[..], &rest].concat()));
+    o.text(say(NOTES, "intro", vars![runs, s, warm_runs, version, warmup, finished]));
     r.versions.machine(&mut o, &r.stamp);
     o.section("Verdicts").verdicts(r.verdicts.clone());
     if !r.work.is_empty() {
@@ -306,7 +310,7 @@ fn render(r: &Results) -> Report {
                 (">ours gets/s", Ours, &|c| ops(c.summary(0, "gets_per_s"))),
                 (">Go gets/s", Peer, &|c| ops(c.summary(1, "gets_per_s"))),
                 (">gets ours/Go", Ratio, &|c| c.ratio_text("gets_per_s")),
-                (">peak RSS ours / Go", Other, &scan::rss),
+                (">peak RSS ours / Go", Other, &CellRuns::rss),
                 ("ops agree", Other, &|c| if agree(c) { "yes" } else { "**NO**" }.to_owned()),
             ],
         ))
@@ -320,19 +324,20 @@ fn render(r: &Results) -> Report {
         limits::add_to(&mut o, &r.limits);
     }
     if let Some((k1, k2)) = r.range_keys.as_ref().filter(|_| !r.range.is_empty()) {
-        let ra =
+        let read_ahead =
             r.stamp.machine.read_ahead_kb.map_or_else(|| "unknown".to_owned(), |k| k.to_string());
-        let vars = [("k1", k1.as_str()), ("k2", k2), ("read_ahead", &ra)];
-        o.section("Prefetch reads only its range").text(say(NOTES, "range", &vars));
+        o.section("Prefetch reads only its range").text(say(
+            NOTES,
+            "range",
+            vars![k1, k2, read_ahead],
+        ));
         let mut t = Table::of(
             "scan | >keys | >took | >file pages | >pages read by the scan | >resident among them \
              | >resident elsewhere",
         );
         for x in &r.range {
-            let get =
-                |k: &str| x.json.pointer(k).map_or_else(|| "—".to_owned(), ToString::to_string);
-            let took = x.json.get("took_s").and_then(serde_json::Value::as_f64);
-            let took = took.map_or_else(|| "—".to_owned(), fmt_secs);
+            let get = |k: &str| or_dash(x.json.pointer(k), ToString::to_string);
+            let took = opt_time(x.json.get("took_s").and_then(serde_json::Value::as_f64));
             let res = ["file_pages", "visited_pages", "resident_visited", "resident_outside"];
             let res = res.map(|k| get(&format!("/residency/{k}")));
             t.row([x.label.clone(), get("/keys"), took].into_iter().chain(res));
@@ -348,8 +353,8 @@ fn render(r: &Results) -> Report {
     commands.extend(cmds(&r.scans));
     commands.extend(r.range.iter().map(|x| x.cmd.clone()));
     o.commands(&commands);
-    if let Some(f) = &r.file {
-        scan::traces_section(&mut o, &r.charts, r.traces.len(), &f.path);
+    if r.file.is_some() {
+        charts::section(&mut o, &r.charts, r.traces_paragraph.clone());
     }
     o
 }

@@ -5,7 +5,6 @@
 //! seed's figures).
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -13,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::boltfile::{self, BUCKET, FileInfo, TINY_BATCH, TINY_SIZE, Versions};
 use super::cell::{self, Cell, CellRuns, Contender, Metrics, Tracing, both, metrics};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
@@ -20,10 +20,10 @@ use super::machine::{self, Machine, Stamp};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, json_line, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Caches;
-use super::stats::{Summary, fmt_secs};
+use super::stats::{Summary, fixed, fmt_secs};
 use super::traces;
 use super::units::{format_size, human_size, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
@@ -33,14 +33,10 @@ pub const HELP: &str = include_str!("text/bolt-scan-help.txt");
 
 /// Timed pairs a warm scan cell runs at least (warm scans vary: see the method).
 pub const WARM_MIN_RUNS: usize = 9;
+/// What the traces of the scan cells follow ([`traces::Traces::paragraph`]).
+pub const TRACED: &str = "the bbolt file each scan reads";
 /// Wait after a cold reset where free pages go back to a VM host (see the method).
 pub const COLD_SETTLE: Duration = Duration::from_secs(5);
-/// The bucket the `big` shape fills and both tools scan.
-pub const BUCKET: &str = "fake-bucket";
-/// `--tiny`: logical size of the generated file (about 4000 keys, 8 MiB).
-pub const TINY_SIZE: u64 = 4 << 20;
-/// `--tiny`: puts per transaction of the generator (`gen --batch`).
-pub const TINY_BATCH: u64 = 1000;
 /// The report's prose ([`say`]).
 const NOTES: &str = include_str!("text/bolt-scan-notes.md");
 const SPARSE_BYTES: u64 = 64 << 30;
@@ -113,11 +109,6 @@ fn parse_go(stdout: &str) -> Result<Metrics, String> {
     }
 }
 
-/// `entries=N` from the peer's `gen big:` line.
-fn parse_gen_entries(text: &str) -> Option<u64> {
-    text.split_whitespace().find_map(|w| w.strip_prefix("entries=")).and_then(|n| n.parse().ok())
-}
-
 /// The label of a scan cell: `cold, plain mmap`, `warm, MAP_POPULATE`.
 pub(crate) fn scan_label(cache: CacheState, populate: bool) -> String {
     format!("{}, {}", cache.name(), if populate { "MAP_POPULATE" } else { "plain mmap" })
@@ -181,53 +172,6 @@ struct ResidencyBench {
     pages: Option<(u64, u64)>,
 }
 
-/// A Go-made bbolt file of the bench cache ([`ensure_file`]).
-#[derive(Debug, Serialize)]
-pub struct FileInfo {
-    /// Its path, relative to the workspace root.
-    pub path: String,
-    /// Its length.
-    pub bytes: u64,
-    /// Made during this bench (otherwise taken from the cache).
-    pub generated_now: bool,
-    /// How it was made.
-    pub gen_cmd: String,
-    /// `entries=` from the generator, if known.
-    pub expected_keys: Option<u64>,
-}
-
-/// The bbolt versions behind the peer.
-#[derive(Debug, Serialize)]
-pub(crate) struct Versions {
-    /// From the peer README.
-    pub bbolt_readme: Option<String>,
-    /// Installed Debian package version of golang-github-coreos-bbolt-dev.
-    pub bbolt_package: Option<String>,
-}
-
-impl Versions {
-    /// The bbolt versions behind `peer` (its README and the Debian package).
-    pub fn of(peer: &str) -> Self {
-        let readme = fs::read_to_string(Path::new(peer).with_file_name("README.md"));
-        let package = ["-W", "-f=${Version}", "golang-github-coreos-bbolt-dev"];
-        Versions {
-            bbolt_readme: readme.ok().and_then(|t| machine::bbolt_version_from_readme(&t)),
-            bbolt_package: machine::first_line_of("dpkg-query", &package),
-        }
-    }
-
-    /// The `## Machine` section with Go's and bbolt's versions.
-    pub fn machine(&self, report: &mut Report, stamp: &Stamp) {
-        let na = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_owned());
-        let (readme, package) = (na(&self.bbolt_readme), na(&self.bbolt_package));
-        let bbolt = format!(
-            "{readme} (peer README); Debian package golang-github-coreos-bbolt-dev {package}"
-        );
-        let tools = [("Go", stamp.machine.go_version.clone()), ("bbolt", Some(bbolt))];
-        stamp.add_to(report, "the file", &tools);
-    }
-}
-
 /// Everything results.json holds; the report is rendered from it.
 #[derive(Debug, Serialize)]
 struct Results {
@@ -248,6 +192,8 @@ struct Results {
     keys_agree: bool,
     traces: Vec<traces::TraceInfo>,
     charts: Vec<ChartFile>,
+    #[serde(skip)]
+    traces_paragraph: Option<String>,
 }
 
 /// Runs the bench.
@@ -272,7 +218,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         cmd.run(&ws.root).with_context(|| format!("cannot build {what}"))?;
         progress.inc();
     }
-    let file = ensure_file(ws, &peer, (size, tiny.then_some(TINY_BATCH)), args.seed, &progress)?;
+    let file =
+        boltfile::ensure_file(ws, &peer, (size, tiny.then_some(TINY_BATCH)), args.seed, &progress)?;
     progress.inc();
     let path = PathBuf::from(&file.path);
     let machine = Machine::describe(&path);
@@ -284,7 +231,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let residency = residency_bench(ws, runs, &progress)?;
     let keys: BTreeSet<u64> =
         cells.iter().flat_map(|c| c.distinct("keys")).chain(file.expected_keys).collect();
-    let traces = tracing.traces.into_inner();
+    let (dir, traces) = (ws.report_dir(&args.common, started), tracing.traces.into_inner());
     let mut charts = vec![ChartFile::ratios(
         &cells,
         "took_s",
@@ -316,10 +263,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         residency,
         keys_agree: keys.len() == 1,
         traces: traces.list().to_vec(),
+        traces_paragraph: traces.paragraph(TRACED, Path::new(&ws.rel(&dir))),
         charts,
     };
     drop(progress);
-    let dir = ws.report_dir(&args.common, started);
     output::publish_traced(&dir, &render(&results), &results, &traces, &results.charts)?;
     Ok(output::exit(results.keys_agree, "key counts differ between runs or tools"))
 }
@@ -337,51 +284,6 @@ pub(crate) fn cold_picks(cells: &[CellRuns]) -> Vec<(String, &'static str, Strin
         }
     }
     picks
-}
-
-/// The cached bbolt file `target/bench/files/bolt-big-seed<S>-<SIZE>[-batch<B>].db`
-/// (`batch`: `gen --batch`), made by the peer when missing; `<file>.gen.txt`
-/// keeps the command and its output.
-pub fn ensure_file(
-    ws: &Workspace,
-    peer: &str,
-    (size, batch): (u64, Option<u64>),
-    seed: u64,
-    progress: &Progress,
-) -> Result<FileInfo> {
-    progress.set(format!("bbolt file, {} seed {seed}", format_size(size)));
-    let batched = batch.map(|b| format!("-batch{b}")).unwrap_or_default();
-    let name = format!("bolt-big-seed{seed}-{}{batched}.db", format_size(size));
-    let path = ws.bench_dir().join("files").join(&name);
-    let sidecar = path.with_file_name(format!("{name}.gen.txt"));
-    let gen_cmd = |p: &Path| {
-        let (seed, size) = (seed.to_string(), format_size(size));
-        Cmd::new(peer)
-            .args(["gen", &path_arg(p), "--shape", "big", "--seed", &seed, "--size", &size])
-            .args(batch.map(|b| ["--batch".to_owned(), b.to_string()]).into_iter().flatten())
-    };
-    let generated_now = output::make_once(&path, |tmp| {
-        let at = path.display();
-        progress.note(&format!("xtask: generating {at} with Go bbolt (cached for later runs)"));
-        let cmd = gen_cmd(tmp);
-        let out = cmd.run(&ws.root).context("cannot generate the bbolt file")?;
-        let line = format!("{}  # then renamed to {at}", cmd.shell());
-        Ok(fs::write(&sidecar, format!("# {line}\n{}", out.stdout))?)
-    })?;
-    let (gen_line, gen_output) = if let Ok(text) = fs::read_to_string(&sidecar) {
-        let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
-        (first.trim_start_matches("# ").to_owned(), rest.to_owned())
-    } else {
-        let cmd = gen_cmd(&path).shell();
-        (format!("{cmd}  # (cached; no record of how it was made)"), String::new())
-    };
-    Ok(FileInfo {
-        bytes: fs::metadata(&path)?.len(),
-        path: path_arg(&path),
-        generated_now,
-        gen_cmd: gen_line,
-        expected_keys: parse_gen_entries(&gen_output),
-    })
 }
 
 /// `inspector residency --json` on a 64 GiB sparse file, `runs` times.
@@ -441,13 +343,6 @@ pub(crate) fn seed_section(report: &mut Report, cells: &[CellRuns], size: &str) 
     });
 }
 
-/// The median peak RSS of ours and Go in `c`.
-pub(crate) fn rss(c: &CellRuns) -> String {
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let one = |i| c.summary(i, "rss_kib").map(|s| human_size(s.median as u64 * 1024));
-    both(|i| one(i).unwrap_or_else(|| "—".to_owned()))
-}
-
 /// The scan table of both bolt benches: took, ours/Go, peak RSS, residency after, keys.
 pub(crate) fn scan_table(cells: &[CellRuns]) -> Table {
     cell_table(
@@ -457,29 +352,20 @@ pub(crate) fn scan_table(cells: &[CellRuns]) -> Table {
             (">ours took", Ours, &|c| c.time(0, "took_s")),
             (">Go took", Peer, &|c| c.time(1, "took_s")),
             (">ours/Go (per pair)", Ratio, &|c| c.ratio_text("took_s")),
-            (">peak RSS ours / Go", Other, &rss),
+            (">peak RSS ours / Go", Other, &CellRuns::rss),
             (">resident after ours / Go", Other, &|c| both(|i| c.resident_after(i))),
             (">keys", Other, &|c| c.distinct_text("keys")),
         ],
     )
 }
 
-/// The charts and where the traces of the scans of `file` are, and how to play one.
-pub(crate) fn traces_section(o: &mut Report, charts: &[ChartFile], n: usize, file: &str) {
-    o.section("Charts and residency traces");
-    charts::add_images(o, charts);
-    let (cadence, n) = (traces::cadence(), n.to_string());
-    o.text(say(NOTES, "traces", &[("cadence", &cadence), ("n", &n), ("file", file)]));
-}
-
 fn render(r: &Results) -> Report {
     let mut o = r.stamp.report();
     let (runs, warm_runs) = (r.runs.to_string(), r.runs.max(WARM_MIN_RUNS).to_string());
-    let version = r.versions.bbolt_readme.as_deref().unwrap_or("unknown");
-    let intro =
-        [("bucket", r.bucket), ("version", version), ("runs", &runs), ("s", plural(r.runs))];
-    let done = [("warm_runs", warm_runs.as_str()), ("finished", &r.stamp.finished_utc)];
-    o.text(say(NOTES, "intro", &[&intro[..], &done].concat()));
+    let (version, bucket, s) =
+        (r.versions.bbolt_readme.as_deref().unwrap_or("unknown"), r.bucket, plural(r.runs));
+    let finished = &r.stamp.finished_utc;
+    o.text(say(NOTES, "intro", vars![bucket, version, runs, s, warm_runs, finished]));
     r.versions.machine(&mut o, &r.stamp);
     let f = &r.file;
     let keys = f.expected_keys.map_or_else(|| "unknown number of".to_owned(), |k| k.to_string());
@@ -493,8 +379,7 @@ fn render(r: &Results) -> Report {
     let settle =
         if reports { say(NOTES, "settle", &[("secs", &secs)]) + " " } else { String::new() };
     let (warm_min, warmup) = (WARM_MIN_RUNS.to_string(), r.warmup.to_string());
-    let vars = [("settle", settle.as_str()), ("warm_min", &warm_min), ("warmup", &warmup)];
-    o.section("Method").text(say(NOTES, "method", &vars));
+    o.section("Method").text(say(NOTES, "method", vars![settle, warm_min, warmup]));
     let mut commands = r.build_commands.clone();
     commands.push(r.file.gen_cmd.clone());
     for (_, cmd) in r.cells.iter().flat_map(|c| &c.contenders) {
@@ -505,9 +390,7 @@ fn render(r: &Results) -> Report {
     commands.extend(r.residency.commands.iter().cloned());
     o.commands(&commands);
     o.section("Results: took = open + scan").table(scan_table(&r.cells));
-    let scan_ratio = |c: &CellRuns| {
-        c.ratio(0, 1, "scan_s").0.map_or_else(|| "—".to_owned(), |x| format!("{:.2}×", x.median))
-    };
+    let scan_ratio = |c: &CellRuns| fixed(c.ratio(0, 1, "scan_s").0.map(|x| x.median), 2, "×");
     let label: Col<'_, CellRuns> = ("cell", Other, &|c| c.label.clone());
     o.subsection("Open / scan split (medians), process wall time, cache state")
         .table(cell_table(
@@ -526,7 +409,7 @@ fn render(r: &Results) -> Report {
         ))
         .text(say(NOTES, "split", &[]));
     seed_section(&mut o, &r.cells, &r.size);
-    traces_section(&mut o, &r.charts, r.traces.len(), &r.file.path);
+    charts::section(&mut o, &r.charts, r.traces_paragraph.clone());
     limits::add_to(&mut o, &r.limits);
     let rs = &r.residency;
     let (time, note) = match Summary::of(&rs.walls).filter(|_| rs.status == "ok") {
@@ -586,7 +469,5 @@ mod tests {
         let err = |s| parse_go(s).unwrap_err();
         assert!(err("open: 0.003s\ntraverse: 0.001s keys=1\n").contains("took"));
         assert!(err("open: 0.003s\ntraverse: 0.001s\ntook: 1s\n").contains("keys"));
-        let gen_out = "gen big: entries=200000 payload=1 bytes keys=sorted\ngen: shape=big\n";
-        assert_eq!(parse_gen_entries(gen_out), Some(200_000));
     }
 }

@@ -15,9 +15,9 @@ use serde::Serialize;
 
 use crate::proc::{Cmd, Output};
 use crate::schedule::{self, CacheState, Prepared, Round};
-use crate::stats::{Summary, opt_median, opt_ratio, opt_secs, pair_ratios};
+use crate::stats::{Summary, opt_median, opt_ratio, opt_secs, or_dash, pair_ratios};
 use crate::traces::Traces;
-use crate::units::pct;
+use crate::units::{kib, pct};
 use crate::{Progress, Workspace};
 
 /// What one run measured, by metric name (`took_s`, `keys`, …).
@@ -70,25 +70,37 @@ pub struct Contender {
     pub job: Job,
     /// Its own files to reset and trace, when not the cell's.
     pub files: Vec<PathBuf>,
+    /// Files removed before each of its runs (what it writes; what its last
+    /// run wrote stays, for the bench to check or remove).
+    pub fresh: Vec<PathBuf>,
 }
 
 impl Contender {
     /// A contender named `name` running `cmd`.
     #[must_use]
     pub fn new(name: &str, cmd: Cmd, parse: Parser) -> Self {
-        Self { name: name.to_owned(), job: Job::Cmd(cmd, parse), files: Vec::new() }
+        let (files, fresh) = (Vec::new(), Vec::new());
+        Self { name: name.to_owned(), job: Job::Cmd(cmd, parse), files, fresh }
     }
 
     /// A contender named `name` doing `work` (described as `what`) in-process.
     #[must_use]
     pub fn in_process(name: &str, what: String, work: Work) -> Self {
-        Self { name: name.to_owned(), job: Job::InProcess(what, work), files: Vec::new() }
+        let (files, fresh) = (Vec::new(), Vec::new());
+        Self { name: name.to_owned(), job: Job::InProcess(what, work), files, fresh }
     }
 
     /// The same on its own `files` instead of the cell's.
     #[must_use]
     pub fn on(mut self, files: Vec<PathBuf>) -> Self {
         self.files = files;
+        self
+    }
+
+    /// The same, removing `files` before each of its runs.
+    #[must_use]
+    pub fn writing(mut self, files: Vec<PathBuf>) -> Self {
+        self.fresh = files;
         self
     }
 }
@@ -103,8 +115,6 @@ pub struct Cell {
     /// The files reset to `cache` before each run and traced during it;
     /// none for a cell whose runs make their own files.
     pub files: Vec<PathBuf>,
-    /// Files removed before each run (what the runs write).
-    pub fresh: Vec<PathBuf>,
     /// The contenders, in the order of the first round.
     pub contenders: Vec<Contender>,
     /// Untimed rounds first, not in the statistics.
@@ -123,7 +133,7 @@ pub struct Cell {
 
 impl Cell {
     /// A cell of `contenders` on `files` in `cache`, each run reset on its
-    /// own, nothing removed before a run, no settle wait.
+    /// own, no settle wait.
     #[must_use]
     pub fn new(
         label: String,
@@ -136,7 +146,6 @@ impl Cell {
             label,
             cache,
             files,
-            fresh: Vec::new(),
             contenders,
             warmup,
             runs,
@@ -203,6 +212,21 @@ impl CellRuns {
         self.rounds.iter().filter_map(|r| r.results.get(c)?.get(metric)).collect()
     }
 
+    /// Contender `c`'s median of `metric`.
+    #[must_use]
+    pub fn median(&self, c: usize, metric: &str) -> Option<f64> {
+        Some(self.summary(c, metric)?.median)
+    }
+
+    /// Contender `c`'s median share of the files resident after a run as pages of
+    /// `total`: `2/1563 (0.1 %)`.
+    #[must_use]
+    pub fn resident_pages(&self, c: usize, total: u64) -> String {
+        #[expect(clippy::cast_precision_loss)]
+        let of = |f: Summary| format!("{:.0}/{total} ({})", f.median * total as f64, pct(f.median));
+        or_dash(self.summary(c, "resident_after"), of)
+    }
+
     /// Median and range of contender `c`'s `metric`.
     #[must_use]
     pub fn summary(&self, c: usize, metric: &str) -> Option<Summary> {
@@ -250,10 +274,16 @@ impl CellRuns {
         opt_ratio(ratio.as_ref()) + if skipped > 0 { &note } else { "" }
     }
 
+    /// The median peak RSS of the first two contenders, `a / b`.
+    #[must_use]
+    pub fn rss(&self) -> String {
+        both(|i| or_dash(self.summary(i, "rss_kib"), |s| kib(s.median)))
+    }
+
     /// Contender `c`'s median share of the files resident after a run.
     #[must_use]
     pub fn resident_after(&self, c: usize) -> String {
-        self.summary(c, "resident_after").map_or_else(|| "—".to_owned(), |x| pct(x.median))
+        or_dash(self.summary(c, "resident_after"), |x| pct(x.median))
     }
 
     /// The files' resident share at the start of the runs of the first
@@ -265,7 +295,7 @@ impl CellRuns {
             true => pct(x.min),
             false => format!("{}–{}", pct(x.min), pct(x.max)),
         };
-        Summary::of(&v).map_or_else(|| "—".to_owned(), range)
+        or_dash(Summary::of(&v), range)
     }
 
     /// Every distinct value of `metric` ([`CellRuns::distinct`]), `a / b`.
@@ -312,11 +342,11 @@ pub fn run(
         let own = &cell.contenders[i].files;
         if own.is_empty() { &cell.files } else { own }
     };
-    let clear = || cell.fresh.iter().for_each(|f| _ = std::fs::remove_file(ws.root.join(f)));
     let before = |name: &str, n: usize, i: usize, round: usize| -> Result<Option<Prepared>> {
         let who = &cell.contenders[i].name;
         progress.set(format!("{}: {name} {round}/{n}, {who}", cell.label));
-        clear();
+        let fresh = &cell.contenders[i].fresh;
+        fresh.iter().for_each(|f| _ = std::fs::remove_file(ws.root.join(f)));
         let files = files(i);
         if files.is_empty() {
             return Ok(None);
@@ -366,7 +396,6 @@ pub fn run(
     };
     let warmup = phase("warm-up", cell.warmup)?;
     let rounds = phase("run", cell.runs)?;
-    clear();
     Ok(CellRuns {
         label: cell.label.clone(),
         cache: cell.cache,

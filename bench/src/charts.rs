@@ -44,10 +44,15 @@ impl ChartFile {
     }
 }
 
-/// The image of each of `charts` into `report`.
-pub fn add_images(report: &mut crate::report::Report, charts: &[ChartFile]) {
+/// The `## Charts and residency traces` section: the image of each of `charts`, then the
+/// paragraph on the traces ([`crate::traces::Traces::paragraph`]).
+pub fn section(report: &mut crate::report::Report, charts: &[ChartFile], traces: Option<String>) {
+    report.section("Charts and residency traces");
     for c in charts {
         report.image(&c.what, &c.file);
+    }
+    if let Some(p) = traces {
+        report.text(p);
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod all;
 pub mod bolt;
 pub mod bolt_scan;
+pub mod boltfile;
 pub mod cell;
 pub mod charts;
 pub mod check;
@@ -23,6 +24,7 @@ pub mod revlog;
 pub mod rrd;
 pub mod schedule;
 pub mod stats;
+pub mod strace;
 pub mod traces;
 pub mod tui;
 pub mod units;

@@ -4,6 +4,7 @@
 //! tell how far ours and the peer are from what the hardware allows.
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -13,8 +14,8 @@ use super::interrupt;
 use super::pagecache::{self, ReadPass};
 use super::report::Table;
 use super::schedule::{self, CacheState};
-use super::stats::Summary;
-use super::units::mb_per_s;
+use super::stats::{Summary, opt_secs, or_dash};
+use super::units::{human_size, mb_per_s};
 
 /// One limit: whole-file reads of one kind, `passes` of them.
 #[derive(Debug, Serialize)]
@@ -94,6 +95,30 @@ pub fn steps(runs: usize) -> usize {
     2 * runs
 }
 
+/// `memcpy` of `bytes` from one buffer to another, `reps` times per pass:
+/// the cost of the copy read() makes, with no kernel around it.
+pub fn memcpy(bytes: u64, reps: u64, passes: usize) -> Limit {
+    let src = vec![0x5Au8; usize::try_from(bytes).unwrap_or(usize::MAX)];
+    let mut dst = src.clone();
+    let pass = |_| {
+        let start = Instant::now();
+        for _ in 0..reps {
+            std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
+        }
+        ReadPass { bytes: bytes * reps, secs: start.elapsed().as_secs_f64() }
+    };
+    let size = human_size(bytes);
+    Limit {
+        what: format!("memcpy {size}"),
+        how: format!(
+            "copy_from_slice (libc memcpy) between two {size} buffers, {reps} times per pass, in xtask"
+        ),
+        file: String::new(),
+        passes: (0..passes).map(pass).collect(),
+        error: None,
+    }
+}
+
 /// A `## Physical limits` section naming the file read, with [`table`].
 pub fn add_to(report: &mut crate::report::Report, limits: &[Limit]) {
     report.section("Physical limits");
@@ -115,16 +140,9 @@ pub fn table(limits: &[Limit]) -> Table {
         }
         let secs: Vec<f64> = l.passes.iter().map(|p| p.secs).collect();
         let rates: Vec<f64> = l.passes.iter().map(|p| mb_per_s(p.bytes, p.secs)).collect();
-        let rate = Summary::of(&rates).map_or_else(
-            || "—".to_owned(),
-            |s| format!("{:.0} [{:.0}–{:.0}]", s.median, s.min, s.max),
-        );
-        t.row([
-            l.what.clone(),
-            crate::stats::opt_secs(Summary::of(&secs).as_ref()),
-            rate,
-            l.how.clone(),
-        ]);
+        let [secs, rate] = [secs, rates].map(|v| Summary::of(&v));
+        let (secs, rate) = (opt_secs(secs.as_ref()), or_dash(rate, |r| r.counts()));
+        t.row([l.what.clone(), secs, rate, l.how.clone()]);
     }
     t
 }

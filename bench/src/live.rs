@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::bolt_scan::{self, BUCKET, FileInfo};
+use super::boltfile::{self, BUCKET, FileInfo};
 use super::etcd::{self, Etcd, Fill};
 use super::machine::{Machine, Stamp};
 use super::output::{self, TempPath};
@@ -20,9 +20,12 @@ use super::pagecache;
 use super::proc::{Cmd, tail};
 use super::report::{Outcome, Report, Role, Table, Verdict, say};
 use super::schedule::{self, Round};
-use super::stats::{Summary, fmt_secs, nearest_rank, opt_median, opt_ratio, opt_secs, pair_ratios};
+use super::stats::{
+    Summary, fixed, fmt_secs, nearest_rank, opt_count, opt_median, opt_ratio, opt_secs, opt_time,
+    or_dash, pair_ratios,
+};
 use super::tui::{self, WatchOptions, Watched};
-use super::units::{format_size, human_size, pct, plural};
+use super::units::{format_size, human_size, kib, pct, plural};
 use super::writer::Running;
 use super::{CommonArgs, Progress, Workspace, path_arg};
 
@@ -392,7 +395,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let runs = args.common.runs()?;
     let tiny = args.common.tiny;
     let sizes: &[u64] = match (tiny, args.quick) {
-        (true, _) => &[bolt_scan::TINY_SIZE],
+        (true, _) => &[boltfile::TINY_SIZE],
         (false, true) => &[256 << 20],
         (false, false) => &[256 << 20, 2 << 30],
     };
@@ -418,9 +421,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let mut m = Measured::default();
     let mut copies = Vec::new();
     for &bytes in sizes {
-        let (batch, size) = (tiny.then_some(bolt_scan::TINY_BATCH), format_size(bytes));
+        let (batch, size) = (tiny.then_some(boltfile::TINY_BATCH), format_size(bytes));
         progress.set(format!("bbolt file, {size}"));
-        let f = bolt_scan::ensure_file(ws, &oracle, (bytes, batch), args.seed, &progress)?;
+        let f = boltfile::ensure_file(ws, &oracle, (bytes, batch), args.seed, &progress)?;
         let copy = TempPath::new(tmp.join(format!("live-{size}.db")));
         fs::copy(&f.path, copy.path()).with_context(|| format!("cannot copy {}", f.path))?;
         progress.inc();
@@ -478,7 +481,7 @@ fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
         let (p95, ms) = worst.max_by(|a, b| a.0.total_cmp(&b.0)).unzip();
         let settled = mine.iter().all(|c| c.settle.ok > 0);
         let pass = all.clean() && settled && p95.is_some_and(|p| p <= SETTLE_P95_MAX_S);
-        let (p95, ms, exit2) = (opt(p95), ms.unwrap_or(0), all.exit2);
+        let (p95, ms, exit2) = (opt_time(p95), ms.unwrap_or(0), all.exit2);
         let mut detail = format!("worst p95 {p95} (writer every {ms} ms); {exit2} exit 2");
         if all.other > 0 {
             detail.push_str(&format!(", {} other failures", all.other));
@@ -491,7 +494,7 @@ fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
         let all_ok = a.pairs.iter().all(|p| Settle::of(p.results.iter().flatten()).clean());
         let within = ours.p95_s.zip(total).is_some_and(|(p, t)| p <= t.median * ALT_RATIO_MAX);
         let (p95, alt, failed) =
-            (opt(ours.p95_s), opt_median(total.as_ref()), ours.exit2 + ours.other);
+            (opt_time(ours.p95_s), opt_median(total.as_ref()), ours.exit2 + ours.other);
         let ratio = ratio.map_or_else(|| "no ratio".to_owned(), |r| r.ratio());
         let detail =
             format!("p95 {p95} vs {alt} ({ratio} per pair; {failed} of ours exited non-zero)");
@@ -500,27 +503,6 @@ fn verdicts(cells: &[Cell], alts: &[Alt], size: &str) -> Vec<Verdict> {
         v.push(Verdict::new(name, Outcome::of(all_ok && within), detail).target(goal));
     }
     v
-}
-
-/// `f(x)`, or `—` when there is none.
-fn or_dash<T>(x: Option<T>, f: impl FnOnce(T) -> String) -> String {
-    x.map_or_else(|| "—".to_owned(), f)
-}
-
-/// Seconds, or `—`.
-fn opt(x: Option<f64>) -> String {
-    or_dash(x, fmt_secs)
-}
-
-/// A count, or `—`.
-fn count(x: Option<u64>) -> String {
-    or_dash(x, |x| x.to_string())
-}
-
-/// A size of `kib` KiB, or `—`.
-#[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // sizes
-fn kib(kib: Option<f64>) -> String {
-    or_dash(kib, |k| human_size((k * 1024.0) as u64))
 }
 
 /// The report.
@@ -558,7 +540,7 @@ fn files_and_writers(o: &mut Report, m: &Measured) {
     let mut t = Table::of("file | >bytes | >keys | made by");
     for f in &m.files {
         let made = format!("`{}`", f.gen_cmd);
-        t.row([f.path.clone(), human_size(f.bytes), count(f.expected_keys), made]);
+        t.row([f.path.clone(), human_size(f.bytes), opt_count(f.expected_keys), made]);
     }
     o.section("Files and writers").table(t).text(say(NOTES, "files", &[]));
     let mut t = Table::of("file | during | >writer every | >commits | >seconds | >commits/s");
@@ -571,7 +553,7 @@ fn files_and_writers(o: &mut Report, m: &Measured) {
             format!("{r:.1}{}", short(r))
         });
         let (ms, secs) = (format!("{} ms", w.interval_ms), format!("{:.1}", w.seconds));
-        t.row([w.size.clone(), w.during.to_owned(), ms, count(w.commits), secs, rate]);
+        t.row([w.size.clone(), w.during.to_owned(), ms, opt_count(w.commits), secs, rate]);
     }
     o.table(t);
     for w in m.writers.iter().filter(|w| !w.notes.is_empty()) {
@@ -591,14 +573,14 @@ fn settle(o: &mut Report, cells: &[Cell]) {
         );
         for c in cells.iter().filter(|c| c.size == size) {
             let s = &c.settle;
-            let rss = |k: Summary| format!("{} [{}]", kib(Some(k.median)), kib(Some(k.max)));
+            let rss = |k: Summary| format!("{} [{}]", kib(k.median), kib(k.max));
             t.row([
                 c.reader.clone(),
                 format!("{} ms", c.interval_ms),
                 c.cache.label.to_owned(),
                 opt_median(s.wall.as_ref()),
-                opt(s.p95_s),
-                opt(s.wall.map(|w| w.max)),
+                opt_time(s.p95_s),
+                opt_time(s.wall.map(|w| w.max)),
                 format!("{} / {} / {}", s.ok, s.exit2, s.other),
                 or_dash(s.rss_kib, rss),
                 or_dash(s.resident_before, |x| pct(x.median)),
@@ -616,24 +598,23 @@ fn live_view(o: &mut Report, views: &[View], seconds: f64) {
          | >commits behind p50 / p95 | >samples without a settled age \
          | >file's commits in the window | >peak RSS | >CPU, window | >CPU, from start",
     );
-    let cpu = |c| or_dash(c, |c: f64| format!("{c:.1} %"));
+    let cpu = |c| fixed(c, 1, " %");
     let mut notes = Vec::new();
     for v in views {
         let (w, ms) = (&v.watched, v.interval_ms);
         let (ages, behind, n) = (w.ages(), w.behind(), w.samples.len());
-        let [b50, b95] =
-            [0.5, 0.95].map(|q| or_dash(nearest_rank(&behind, q), |b| format!("{b:.0}")));
+        let [b50, b95] = [0.5, 0.95].map(|q| fixed(nearest_rank(&behind, q), 0, ""));
         t.row([
             v.size.clone(),
             format!("{ms} ms"),
             fmt_secs(w.first_screen_s),
-            opt(w.first_settled_s),
-            opt(nearest_rank(&ages, 0.5)),
-            opt(nearest_rank(&ages, 0.95)),
+            opt_time(w.first_settled_s),
+            opt_time(nearest_rank(&ages, 0.5)),
+            opt_time(nearest_rank(&ages, 0.95)),
             format!("{b50} / {b95}"),
             format!("{} of {n}", n - ages.len()),
-            count(w.window_commits()),
-            kib(w.vm_hwm_kib.map(|k| k as f64)),
+            opt_count(w.window_commits()),
+            or_dash(w.vm_hwm_kib.map(|k| k as f64), kib),
             cpu(w.cpu_pct_window),
             cpu(w.cpu_pct_total),
         ]);
@@ -675,13 +656,13 @@ fn alternative(o: &mut Report, alts: &[Alt]) {
         t.row([
             format!("{} ({fill})", a.size),
             opt_median(ours.wall.as_ref()),
-            opt(ours.p95_s),
+            opt_time(ours.p95_s),
             snapshot,
             check,
             opt_secs(total.as_ref()),
-            kib(Summary::of(&written).map(|s| s.median / 1024.0)),
+            or_dash(Summary::of(&written), |s| kib(s.median / 1024.0)),
             opt_ratio(ratio.as_ref()),
-            or_dash(share, |x| format!("{x:.3}×")),
+            fixed(share, 3, "×"),
         ]);
     }
     o.section("Beside the alternative: etcdctl snapshot save, then an offline check");

@@ -328,12 +328,24 @@ pub fn bbolt_version_from_readme(readme: &str) -> Option<String> {
     })
 }
 
+/// `6.3.2` from `Mercurial Distributed SCM (version 6.3.2)`.
+pub fn hg_version_number(line: &str) -> Option<&str> {
+    Some(line.split("version ").nth(1)?.trim_end_matches(')').trim())
+}
+
+/// `(major, minor)` from `hg --version`'s first line.
+pub fn parse_hg_version(line: &str) -> Option<(u32, u32)> {
+    let mut parts = hg_version_number(line)?.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn proc_and_sysfs_texts_parse() {
+        assert_eq!(parse_hg_version("Mercurial Distributed SCM (version 6.9rc0)"), Some((6, 9)));
         let cpu =
             "processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\nprocessor\t: 1\nmodel name\t: x\n";
         assert_eq!(field(cpu, "model name", ':').as_deref(), Some("Intel(R) Xeon(R)"));

@@ -8,7 +8,7 @@ use std::fs::{self, File};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -18,12 +18,12 @@ use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine, Stamp};
 use super::output;
-use super::pagecache::ReadPass;
 use super::proc::{Cmd, json_line, shell_quote, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::CacheState::{self, Cold, Warm};
 use super::schedule::Round;
+use super::stats::{fixed, or_dash};
 use super::traces::{TraceInfo, Traces};
 use super::units::{format_size, human_size, mb_per_s, plural};
 use super::{CommonArgs, Progress, Workspace, path_arg};
@@ -37,7 +37,6 @@ const NOTES: &str = include_str!("text/mmaptest-notes.md");
 const WARM_BYTES: u64 = 72 * 1024;
 /// Target: ours ≤ this × C, per cell.
 const TARGET: f64 = 1.2;
-const DASH: &str = "—";
 const READ_64K: &str = "read() 64 KiB";
 const MMAP_EACH: &str = "mmap+munmap each";
 const MMAP_ONCE: &str = "mmap once";
@@ -117,14 +116,9 @@ impl MmapCell {
         self.runs.label.split_once(", ").unwrap_or_default().1.to_owned()
     }
 
-    /// Contender `k`'s median of `metric`.
-    fn median(&self, k: usize, metric: &str) -> Option<f64> {
-        Some(self.runs.summary(k, metric)?.median)
-    }
-
     /// Contender `k`'s median loop time in µs per iteration.
     fn us_per_iter(&self, k: usize) -> Option<f64> {
-        Some(self.median(k, "secs")? * 1e6 / self.iterations.max(1) as f64)
+        Some(self.runs.median(k, "secs")? * 1e6 / self.iterations.max(1) as f64)
     }
 }
 
@@ -293,10 +287,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         limits::standard(&warm_files[0], limit_passes, &progress)?
     };
     progress.set("limits: memcpy");
-    limits.extend(
-        [WARM_BYTES, memcpy_bytes]
-            .map(|b| memcpy_limit(b, if b == WARM_BYTES { iterations } else { 4 }, limit_passes)),
-    );
+    limits
+        .extend([WARM_BYTES, memcpy_bytes].map(|b| {
+            limits::memcpy(b, if b == WARM_BYTES { iterations } else { 4 }, limit_passes)
+        }));
     progress.inc();
 
     let dir = ws.report_dir(&args.common, started);
@@ -366,10 +360,7 @@ fn mmaptest_charts(cells: &[MmapCell], traces: &Traces) -> Result<Vec<ChartFile>
 /// exists with that size, under a temporary name renamed into place;
 /// whether it was made now.
 fn ensure_file(path: &Path, len: u64, seed: u64) -> Result<bool> {
-    if fs::metadata(path).is_ok_and(|m| m.len() != len) {
-        fs::remove_file(path)?;
-    }
-    output::make_once(path, |tmp| {
+    output::make_once(path, fs::metadata(path).is_ok_and(|m| m.len() == len), |tmp| {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let words = std::iter::repeat_with(|| {
             x ^= x << 13;
@@ -443,30 +434,6 @@ fn short_files(line: &str, files: &[String], glob: &str) -> String {
     line.replace(&list.join(" "), glob)
 }
 
-/// `memcpy` of `bytes` from one buffer to another, `reps` times per pass:
-/// the cost of the copy read() makes, with no kernel around it.
-fn memcpy_limit(bytes: u64, reps: u64, passes: usize) -> Limit {
-    let src = vec![0x5Au8; usize::try_from(bytes).unwrap_or(usize::MAX)];
-    let mut dst = src.clone();
-    let pass = |_| {
-        let start = Instant::now();
-        for _ in 0..reps {
-            std::hint::black_box(&mut dst).copy_from_slice(std::hint::black_box(&src));
-        }
-        ReadPass { bytes: bytes * reps, secs: start.elapsed().as_secs_f64() }
-    };
-    let size = human_size(bytes);
-    Limit {
-        what: format!("memcpy {size}"),
-        how: format!(
-            "copy_from_slice (libc memcpy) between two {size} buffers, {reps} times per pass, in xtask"
-        ),
-        file: String::new(),
-        passes: (0..passes).map(pass).collect(),
-        error: None,
-    }
-}
-
 /// Bytes = file sizes × iterations on both sides in every run (warm-up
 /// included); every touching run of ours has checksum = byte sum ×
 /// iterations, and no untouched run has one.
@@ -517,11 +484,6 @@ fn data_checks(cells: &[MmapCell], inputs: &Inputs) -> Vec<Verdict> {
     checks
 }
 
-/// `x` with `digits` decimals and `unit`, `—` for none.
-fn fixed(x: Option<f64>, digits: usize, unit: &str) -> String {
-    x.map_or_else(|| DASH.to_owned(), |x| format!("{x:.digits$}{unit}"))
-}
-
 /// The seed's figures (72 KiB × 100 000), none of them verified: the
 /// mode as the seed names it, the total it quotes in seconds, and our mode.
 const HISTORICAL: [(&str, f64, Option<&str>); 4] = [
@@ -545,7 +507,7 @@ fn seed_section(o: &mut Report, r: &Results) {
     }
     let n = r.iterations.to_string();
     o.section("The seed's figures (unverified)").text(say(NOTES, "seed", &[("iterations", &n)]));
-    let median = |mode, k| warm(mode)?.median(k, "secs");
+    let median = |mode, k| warm(mode)?.runs.median(k, "secs");
     let ratio = |mode, k| Some(median(mode, k)? / median(MMAP_ONCE, k).filter(|&m| m > 0.0)?);
     let to_once = |mode: Option<&'static str>, k| {
         mode.map_or_else(
@@ -563,7 +525,7 @@ fn seed_section(o: &mut Report, r: &Results) {
     let ours_only = ours_only.filter(|m| !HISTORICAL.iter().any(|h| h.2 == Some(*m)));
     let rows = HISTORICAL.into_iter().map(|(name, secs, ours)| (name, Some(secs), ours));
     for (name, secs, ours) in rows.chain(ours_only.map(|m| (m, None, Some(m)))) {
-        let total = secs.map_or_else(|| DASH.to_owned(), |s| format!("{s} s (unverified)"));
+        let total = or_dash(secs, |s| format!("{s} s (unverified)"));
         let seed = fixed(secs.filter(|_| ours.is_some()).map(|s| s / 1.28), 1, "×");
         t.row([name.to_owned(), total, seed, to_once(ours, 0), to_once(ours, 1)]);
     }
@@ -581,7 +543,7 @@ fn results_tables(cs: &[&MmapCell], bytes: u64) -> [Table; 2] {
     let us = |c: &&MmapCell| both(|k| fixed(c.us_per_iter(k), 2, ""));
     let after = |c: &&MmapCell| both(|k| c.runs.resident_after(k));
     let gbs = |c: &&MmapCell| {
-        let secs = |k| c.median(k, "secs").filter(|&s| s > 0.0);
+        let secs = |k| c.runs.median(k, "secs").filter(|&s| s > 0.0);
         both(|k| fixed(secs(k).map(|s| mb_per_s(bytes, s) / 1e3), 2, ""))
     };
     let label: Col<'_, &MmapCell> = ("mode", Other, &|c| c.label());
@@ -635,12 +597,10 @@ fn render(r: &Results) -> Report {
     if r.preset == "tiny" {
         o.text("**`--tiny`: a smoke run of the harness on tiny inputs; its times mean nothing.**");
     }
-    let (runs, warmup) = (r.runs.to_string(), r.warmup.to_string());
-    let (s, s2) = (plural(r.runs), plural(r.warmup));
-    let counts = [("runs", runs.as_str()), ("s", s), ("warmup", &warmup), ("s2", s2)];
-    let rest = [("c_source", r.c_source.as_str()), ("preset", r.preset)];
-    let intro = [&counts[..], &rest, &[("finished", &r.stamp.finished_utc)]].concat();
-    o.text(say(NOTES, "intro", &intro));
+    let (runs, warmup, s, s2) =
+        (r.runs.to_string(), r.warmup.to_string(), plural(r.runs), plural(r.warmup));
+    let (c_source, preset, finished) = (&r.c_source, r.preset, &r.stamp.finished_utc);
+    o.text(say(NOTES, "intro", vars![runs, s, warmup, s2, c_source, preset, finished]));
     let cc = [("C compiler", r.cc_version.clone())];
     r.stamp.add_to(&mut o, "the files", &cc);
     let i = &r.inputs;
@@ -682,11 +642,7 @@ fn render(r: &Results) -> Report {
         }
     }
     seed_section(&mut o, r);
-    o.section("Charts and residency traces");
-    charts::add_images(&mut o, &r.charts);
-    if let Some(p) = &r.traces_paragraph {
-        o.text(p.clone());
-    }
+    charts::section(&mut o, &r.charts, r.traces_paragraph.clone());
     limits::add_to(&mut o, &r.limits);
     o.text(say(NOTES, "limits", &[("iterations", &n)]));
     let verdict = |c: &MmapCell| {

@@ -45,14 +45,16 @@ impl Drop for TempPath {
     }
 }
 
-/// `path` (a file or a directory) made once: when it is missing,
-/// `make(tmp)` writes it (and any record of how) under a temporary name
-/// beside it, which is renamed into place after, so an interrupted bench
-/// leaves nothing half-made under the real name. Whether it was made now.
-pub fn make_once(path: &Path, make: impl FnOnce(&Path) -> Result<()>) -> Result<bool> {
-    if path.exists() {
+/// `path` (a file or a directory) made once: when it is missing, or not
+/// `valid` (an older run's, or without its record), `make(tmp)` writes it
+/// (and any record of how) under a temporary name beside it, which is renamed
+/// into place after, so an interrupted bench leaves nothing half-made under
+/// the real name. Whether it was made now.
+pub fn make_once(path: &Path, valid: bool, make: impl FnOnce(&Path) -> Result<()>) -> Result<bool> {
+    if valid && path.exists() {
         return Ok(false);
     }
+    drop(TempPath::new(path.to_owned()));
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();

@@ -2,7 +2,7 @@
 //! whole files (cached or O_DIRECT), with native's OS layer (the calls the
 //! residency tests hold against vmtouch), the same way for both sides.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -14,6 +14,7 @@ use mapwise_native::os::residency::{self, Residency};
 use serde::Serialize;
 
 use super::interrupt;
+use super::schedule::CacheState;
 
 fn open(path: &Path) -> Result<File> {
     File::open(path).with_context(|| format!("{}: cannot open", path.display()))
@@ -105,6 +106,18 @@ pub fn resident_pages(path: &Path) -> Result<Vec<u32>> {
     anyhow::ensure!(r.trust.is_known(), "{}: the kernel hides its residency", path.display());
     let pages = (0..r.total_pages).filter(|&p| r.is_resident(p));
     Ok(pages.filter_map(|p| u32::try_from(p).ok()).collect())
+}
+
+/// A fresh copy of `start` at `dst`, fsynced (no writeback during the loop), read, cold: evicted.
+pub fn fresh_copy(start: &Path, dst: &Path, cache: CacheState) -> Result<()> {
+    fs::create_dir_all(dst.parent().unwrap_or(Path::new(".")))?;
+    fs::copy(start, dst).with_context(|| format!("cannot copy {}", start.display()))?;
+    File::open(dst)?.sync_all()?;
+    read_whole(dst, false)?;
+    if cache == CacheState::Cold {
+        evict(dst)?; // the trace starts where every call does
+    }
+    Ok(())
 }
 
 /// One timed whole-file read.

@@ -1,7 +1,7 @@
 //! Child processes: run, capture, time, meter, and print exactly what ran.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -26,6 +26,8 @@ pub struct Cmd {
     count_only: bool,
     /// Standard output to /dev/null ([`Cmd::stdout_to_null`]).
     to_null: bool,
+    /// Its own working directory ([`Cmd::in_dir`]).
+    dir: Option<PathBuf>,
 }
 
 /// GNU time (Debian package `time`): the peak-RSS meter of [`Cmd::metered`].
@@ -103,6 +105,14 @@ impl Cmd {
         self
     }
 
+    /// Runs in `dir` (relative to the directory given to [`Cmd::output`]), which
+    /// [`Cmd::shell`] shows as `(cd DIR && …)`.
+    #[must_use]
+    pub fn in_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
     /// Sets `key` to `value` for the child (an empty value is set: `HGRCPATH=`).
     #[must_use]
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
@@ -123,6 +133,11 @@ impl Cmd {
         self.args([a])
     }
 
+    /// `hg` as the revlog peer runs it: no user configuration, plain output.
+    pub fn hg() -> Self {
+        Self::new("hg").env("HGRCPATH", "").env("HGPLAIN", "1")
+    }
+
     /// `cargo build --release -p PACKAGE [--bin BIN]`: how every bench builds what it measures.
     pub fn cargo_release(package: &str, bin: Option<&str>) -> Self {
         let c = Self::new("cargo").args(["build", "--release", "-p", package]);
@@ -132,6 +147,15 @@ impl Cmd {
         }
     }
 
+    /// The same command run under `program` with `args` first (`strace -o LOG …`), in the
+    /// same directory and environment.
+    #[must_use]
+    pub fn under<S: Into<String>>(&self, program: &str, args: impl IntoIterator<Item = S>) -> Self {
+        let args = args.into_iter().map(Into::into).chain([self.program.clone()]);
+        let args = args.chain(self.args.iter().cloned()).collect();
+        Self { program: program.to_owned(), shown: None, args, ..self.clone() }
+    }
+
     /// Appends one argument when `cond` holds.
     #[must_use]
     pub fn arg_if(self, cond: bool, a: impl Into<String>) -> Self {
@@ -139,8 +163,8 @@ impl Cmd {
     }
 
     /// The command as a shell needs it typed, its environment first (`HGRCPATH= HGPLAIN=1 hg …`),
-    /// an argument under the current directory (the workspace root every bench runs from)
-    /// relative to it, so no report names this machine's directories.
+    /// an argument or [`Cmd::in_dir`] under the current directory (the workspace root every
+    /// bench runs from) relative to it, so no report names this machine's directories.
     pub fn shell(&self) -> String {
         let env = self.env.iter().map(|(k, v)| {
             format!("{k}={}", if v.is_empty() { String::new() } else { shell_quote(v) })
@@ -150,11 +174,18 @@ impl Cmd {
             Ok(r) if here.is_absolute() && !r.as_os_str().is_empty() => r.to_string_lossy().into(),
             _ => a.clone(),
         };
-        env.chain([self.shown.clone().unwrap_or_else(|| shell_quote(&self.program))])
+        let line = env
+            .chain([self.shown.clone().unwrap_or_else(|| shell_quote(&self.program))])
             .chain(self.args.iter().map(|a| shell_quote(&rel(a))))
             .chain(self.to_null.then(|| "> /dev/null".to_owned()))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" ");
+        match self.dir.as_deref().map(|d| d.strip_prefix(&here).unwrap_or(d)) {
+            Some(d) if !matches!(d.to_str(), Some("" | ".")) => {
+                format!("(cd {} && {line})", shell_quote(&d.to_string_lossy()))
+            }
+            _ => line,
+        }
     }
 
     /// Runs to completion in `cwd` with stdin closed, capturing both
@@ -176,7 +207,7 @@ impl Cmd {
         let mut child = command
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(cwd)
+            .current_dir(self.dir.as_ref().map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d)))
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(Stdio::piped())
@@ -293,6 +324,8 @@ mod tests {
         let here = std::env::current_dir().expect("cwd");
         let abs = Cmd::new("hg").arg("init").arg(here.join("target/x").to_string_lossy());
         assert_eq!(abs.shell(), "hg init target/x");
+        let c = Cmd::new("rrdtool").env("TZ", "UTC").arg("last").in_dir(here.join("t/d"));
+        assert_eq!(c.shell(), "(cd t/d && TZ=UTC rrdtool last)");
         let c = Cmd::new("/cache/boltoracle").shown_as("\"$BOLT_ORACLE\"/boltoracle").arg("x");
         assert_eq!(c.shell(), "\"$BOLT_ORACLE\"/boltoracle x");
         let c = Cmd::new("hg").env("HGRCPATH", "").env("X", "a b").args(["log", "-T", "{rev}\\n"]);

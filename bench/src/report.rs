@@ -180,6 +180,12 @@ pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
     vars.iter().fold(template.trim_end().to_owned(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
 }
 
+/// `&[("name", name), …]` as `&str`s: the variables of [`say`], from locals of those names.
+macro_rules! vars {
+    ($($k:ident),* $(,)?) => { &[$((stringify!($k), AsRef::<str>::as_ref(&$k))),*] };
+}
+pub(crate) use vars;
+
 /// Paragraph `key` of a bench's prose `text` (a file of `bench/src/text/`
 /// where each paragraph follows a line `@@ key`), its `{name}`s filled.
 ///

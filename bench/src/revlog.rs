@@ -20,15 +20,15 @@ use sha1::{Digest as _, Sha1};
 use super::cell::{self, CellRuns, Contender, Metrics, Tracing, both};
 use super::charts::{self, ChartFile};
 use super::limits::{self, Limit};
-use super::machine::{self, Machine, Stamp};
+use super::machine::{self, Machine, Stamp, hg_version_number, parse_hg_version};
 use super::output::{self, TempPath};
 use super::proc::{Cmd, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
-use super::report::{Bound, Outcome, Report, Table, Verdict, cell_table, judge, say};
+use super::report::{Bound, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
 use super::schedule::CacheState::{self, Cold, Warm};
-use super::stats::{Summary, fmt_secs};
+use super::stats::fmt_secs;
 use super::traces::{self, TraceInfo, Traces};
-use super::units::{format_size, human_size, pct, plural, utc_human};
+use super::units::{format_size, human_size, plural, utc_human};
 use super::{CommonArgs, Progress, Workspace, interrupt, path_arg};
 
 /// Long help of `cargo xtask bench revlog`.
@@ -57,11 +57,6 @@ type Mode = &'static str;
 const MODES: [Mode; 2] = ["read", "mmap"];
 /// Who made a repository: `hg` (the peer's `gen-repo`) or `synthetic` (xtask).
 type Origin = &'static str;
-
-/// `[("name", name), …]` as `&str`s, the variables of [`say`].
-macro_rules! vars {
-    ($($k:ident),*) => { &[$((stringify!($k), AsRef::<str>::as_ref(&$k))),*] };
-}
 
 /// The sizes and counts of one run (`big`: the synthesised repository).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -196,17 +191,6 @@ fn short_count(n: u32) -> String {
     }
 }
 
-/// `6.3.2` from `Mercurial Distributed SCM (version 6.3.2)`.
-fn hg_version_number(line: &str) -> Option<&str> {
-    Some(line.split("version ").nth(1)?.trim_end_matches(')').trim())
-}
-
-/// `(major, minor)` from `hg --version`'s first line.
-fn parse_hg_version(line: &str) -> Option<(u32, u32)> {
-    let mut parts = hg_version_number(line)?.split(|c: char| !c.is_ascii_digit());
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-}
-
 /// The `--config` selecting `mode` for ours and hg alike, in the keys `hg` reads.
 fn config_args(mode: Mode, hg: (u32, u32)) -> Vec<String> {
     let kv: &[&str] = match mode {
@@ -282,11 +266,6 @@ fn combine(process: &[(u64, f64)], model: &[(u64, f64)]) -> Vec<(u64, f64, &'sta
 
 // Repositories.
 
-/// `hg` as the peer runs it: no user configuration, plain output.
-fn hg() -> Cmd {
-    Cmd::new("hg").env("HGRCPATH", "").env("HGPLAIN", "1")
-}
-
 /// A check with its outcome.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Check {
@@ -351,10 +330,7 @@ fn repo(
     let tag = if origin == "hg" { "hg" } else { "synth" };
     let dir = ws.bench_dir().join("files").join(format!("revlog-{tag}-{revs}"));
     let record = || serde_json::from_str::<Made>(&fs::read_to_string(dir.join(MADE)).ok()?).ok();
-    if record().is_none() {
-        let _ = fs::remove_dir_all(&dir); // made by an interrupted older run
-    }
-    let generated_now = output::make_once(&dir, |tmp| {
+    let generated_now = output::make_once(&dir, record().is_some(), |tmp| {
         let (start, at, n) = (Instant::now(), dir.display(), revs.to_string());
         p.note(&format!("xtask: making {at} ({n} revisions by {origin}; cached for later runs)"));
         let checks = if origin == "hg" {
@@ -363,7 +339,7 @@ fn repo(
             let out = cmd.run(&ws.root).context("cannot make the repository")?.stdout;
             vec![Check::new("gen-repo output", true, out.trim().replace('\n', "; "))]
         } else {
-            hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
+            Cmd::hg().args(["init", &path_arg(tmp)]).run(&ws.root).context("hg init")?;
             let store = tmp.join(".hg/store");
             let open =
                 |n| File::create(store.join(n)).map(|f| BufWriter::with_capacity(1 << 20, f));
@@ -408,7 +384,7 @@ fn check_synth(
     (revs, big): (u32, bool),
     p: &Progress,
 ) -> Result<Vec<Check>> {
-    let run = |a: &[&str]| hg().arg("-R").arg(path_arg(dir)).args(a.to_vec()).output(&ws.root);
+    let run = |a: &[&str]| Cmd::hg().arg("-R").arg(path_arg(dir)).args(a.to_vec()).output(&ws.root);
     let log = run(&LOG_T)?;
     let (ok, printed) =
         (log.stdout == expected_log(revs, LIMIT), log.stdout.trim().replace('\n', " "));
@@ -608,9 +584,9 @@ impl Ctx<'_> {
         let (p, flags, ours) = (repo.path.as_str(), |m| config_args(m, self.hg_v), &self.mapwise);
         match job {
             Task::Ours(m) => Cmd::new(ours).args(["revlog", "log", "-l", "5", p]).args(flags(m)),
-            Task::Hg(m) => hg().args(LOG_T).args(["-R", p]).args(flags(m)),
+            Task::Hg(m) => Cmd::hg().args(LOG_T).args(["-R", p]).args(flags(m)),
             Task::OursVersion => Cmd::new(ours).arg("--version"),
-            Task::HgRoot => hg().args(["-R", p, "root"]),
+            Task::HgRoot => Cmd::hg().args(["-R", p, "root"]),
             Task::Model(..) => unreachable!("the model runs inside xtask"),
         }
     }
@@ -705,15 +681,12 @@ impl CellResult {
     }
 
     fn median(&self, i: usize) -> Option<f64> {
-        self.runs.summary(i, "wall_s").map(|s| s.median)
+        self.runs.median(i, "wall_s")
     }
 
-    /// `2/1563 (0.1 %)`: side `i`'s median index pages resident after a run.
+    /// Side `i`'s median index pages resident after a run ([`CellRuns::resident_pages`]).
     fn pages(&self, repos: &[RepoInfo], i: usize) -> String {
-        let total = repos[self.spec.sides[i].repo].pages();
-        #[expect(clippy::cast_precision_loss)]
-        let of = |f: Summary| format!("{:.0}/{total} ({})", f.median * total as f64, pct(f.median));
-        self.runs.summary(i, "resident_after").map_or("—".into(), of)
+        self.runs.resident_pages(i, repos[self.spec.sides[i].repo].pages())
     }
 }
 
@@ -933,7 +906,7 @@ fn revlog_charts(r: &Results, traces: &Traces) -> Result<Vec<ChartFile>> {
 // The report.
 
 /// REPORT.md, as the typed model.
-fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
+fn report(r: &Results, traces: Option<String>) -> Report {
     use Kind::{Advice, Matrix, Model, Size, Startup, Sweep, SweepHg};
     let (hg, plan, ra) = (r.hg_name(), &r.plan, r.stamp.machine.read_ahead_kb);
     let ra = ra.map_or("unknown".into(), |k| k.to_string());
@@ -1068,11 +1041,7 @@ fn report(r: &Results, traces_paragraph: Option<String>) -> Report {
     rep.section("The seed's published figures").text(say(NOTES, "seed", &[])).table(seed_table(r));
     rep.text(say(NOTES, "seed-here", vars![ra]));
 
-    rep.section("Charts and residency traces");
-    charts::add_images(&mut rep, &r.charts);
-    if let Some(p) = traces_paragraph {
-        rep.text(say(NOTES, "untraced", vars![p]));
-    }
+    charts::section(&mut rep, &r.charts, traces.map(|p| say(NOTES, "untraced", vars![p])));
     limits::add_to(&mut rep, &r.limits);
     rep.section("Verdicts").verdicts(verdicts(r));
     let checks = r.load_checks.iter().map(|c| c.line(""));
@@ -1226,7 +1195,6 @@ mod tests {
     fn outputs_flags_and_mmap_reports() {
         let tips = ["9\n8\n7\n6\n5\n", "1\n0\n", "9\n7\n", ""].map(log_tip);
         assert_eq!(tips, [9.0, 1.0, -1.0, -1.0]);
-        assert_eq!(parse_hg_version("Mercurial Distributed SCM (version 6.9rc0)"), Some((6, 9)));
         let args = |m, v| config_args(m, v).join(" ").replace("--config ", "");
         assert_eq!(args("mmap", (6, 3)), "experimental.mmapindexthreshold=0");
         let new = "storage.revlog.mmap.index=yes storage.revlog.mmap.index:size-threshold=0";

@@ -7,7 +7,7 @@
 //! (`CELLS`) run by one loop runner on [`schedule::rotate`]; the report's
 //! prose lives in `text/rrd-report.md`.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime};
@@ -18,15 +18,18 @@ use mapwise_native::engine::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::cell::Tracing;
+use super::cell::{self, CellRuns, Contender, Metrics, Tracing};
 use super::charts::{self, ChartFile, RatioBar};
 use super::limits::{self, Limit};
 use super::machine::{self, Machine, Stamp};
 use super::pagecache;
 use super::proc::{Cmd, Output, shell_quote, tail};
-use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge, say};
+use super::report::{Bound, Outcome, Report, Role, Table, Verdict, judge, say, vars};
 use super::schedule::{self, CacheState};
-use super::stats::{Summary, fmt_secs, opt_ratio, opt_secs, pair_ratios};
+use super::stats::{
+    Summary, fixed, fmt_secs, median, one_or, opt_secs, opt_time, or_dash, pair_ratios,
+};
+use super::strace;
 use super::traces::{self, TraceInfo};
 use super::units::{human_size, ranges};
 use super::{CommonArgs, Progress, Workspace, interrupt, output, path_arg};
@@ -185,58 +188,6 @@ fn shape_args(shapes: &str, name: &str) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_owned).collect())
 }
 
-/// The system calls of an `strace` log that act on the file `name`: its
-/// opens, calls on its descriptors (`F_DUPFD` copies and second opens
-/// included, until closed), `mmap` of them, and calls on an address inside
-/// such a mapping (`madvise`, `process_madvise`, `msync`, `munmap`).
-fn file_syscalls(trace: &str, name: &str) -> Vec<String> {
-    let quoted = format!("\"{name}\"");
-    let hex = |t: &str| u64::from_str_radix(t.trim().strip_prefix("0x")?, 16).ok();
-    let (mut fds, mut maps, mut out) = (Vec::<i64>::new(), Vec::<(u64, u64)>::new(), Vec::new());
-    for line in trace.lines() {
-        let Some((call, args)) = line.split_once('(') else { continue };
-        if call.is_empty() || !call.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            continue;
-        }
-        let result = line.rsplit_once(" = ").map(|(_, r)| r.split(' ').next().unwrap_or(""));
-        let ret = result.and_then(|r| r.parse::<i64>().ok()).filter(|&fd| fd >= 0);
-        let parts: Vec<&str> = args.split([',', ')']).map(str::trim).collect();
-        let fd = parts[0].parse::<i64>().ok().filter(|fd| fds.contains(fd));
-        let mapped = |a: u64| maps.iter().any(|&(s, l)| a >= s && a < s.saturating_add(l));
-        let touches = if (call == "openat" || call == "open") && args.contains(&quoted) {
-            fds.extend(ret);
-            true
-        } else if let Some(fd) = fd {
-            if call == "fcntl" && args.contains("F_DUPFD") {
-                fds.extend(ret);
-            }
-            fds.retain(|&f| call != "close" || f != fd);
-            true
-        } else if call == "mmap" {
-            let on_file =
-                parts.get(4).and_then(|f| f.parse().ok()).is_some_and(|f| fds.contains(&f));
-            let len = parts.get(1).and_then(|l| l.parse().ok());
-            if let (true, Some(len), Some(addr)) = (on_file, len, result.and_then(hex)) {
-                maps.push((addr, len));
-            }
-            on_file
-        } else if call == "process_madvise" {
-            // On the file when an iovec entry lies in one of its mappings.
-            let base = |t: &str| hex(t.split([',', '}']).next().unwrap_or(""));
-            args.split("iov_base=").skip(1).any(|t| base(t).is_some_and(mapped))
-        } else if let Some(a) = hex(parts[0]).filter(|&a| mapped(a)) {
-            maps.retain(|&(s, _)| call != "munmap" || s != a);
-            true
-        } else {
-            false
-        };
-        if touches {
-            out.push(call.to_owned());
-        }
-    }
-    out
-}
-
 /// The seed's finding in one setting: direct/mmap, fd/mmap (medians of per-round ratios).
 #[derive(Clone, Copy, Debug, Serialize)]
 struct Finding {
@@ -253,41 +204,14 @@ impl Finding {
     }
 }
 
-/// A command in its directory, with the peer's environment (TZ=UTC LC_ALL=C LANG=C).
-#[derive(Clone, Debug)]
-struct Run(Cmd, PathBuf);
-
-impl Run {
-    /// `program`, shown as `shown` (relative to `cwd`).
-    fn new(program: impl AsRef<Path>, shown: &str, cwd: &Path) -> Self {
-        let env = [("TZ", "UTC"), ("LC_ALL", "C"), ("LANG", "C")];
-        let cmd = Cmd::new(path_arg(program.as_ref())).shown_as(shell_quote(shown));
-        Self(env.into_iter().fold(cmd, |c, (k, v)| c.env(k, v)), cwd.to_path_buf())
-    }
-
-    fn args<S: Into<String>>(self, a: impl IntoIterator<Item = S>) -> Self {
-        Self(self.0.args(a), self.1)
-    }
-
-    /// The command as typed in the workspace root `root`: `(cd DIR && …)`.
-    fn shell(&self, root: &Path) -> String {
-        match self.1.strip_prefix(root).unwrap_or(&self.1) {
-            d if d.as_os_str().is_empty() => self.0.shell(),
-            d => format!("(cd {} && {})", shell_quote(&path_arg(d)), self.0.shell()),
-        }
-    }
-
-    fn output(&self) -> Result<Output> {
-        self.0.output(&self.1)
-    }
-
-    fn run(&self) -> Result<Output> {
-        self.0.run(&self.1)
-    }
+/// `program` in `cwd` with the peer's environment (TZ=UTC LC_ALL=C LANG=C), shown as `shown`.
+fn in_env(program: impl AsRef<Path>, shown: &str, cwd: &Path) -> Cmd {
+    let cmd = Cmd::new(path_arg(program.as_ref())).shown_as(shell_quote(shown)).in_dir(cwd);
+    [("TZ", "UTC"), ("LC_ALL", "C"), ("LANG", "C")].into_iter().fold(cmd, |c, (k, v)| c.env(k, v))
 }
 
-fn rrdtool(cwd: &Path) -> Run {
-    Run::new("rrdtool", "rrdtool", cwd)
+fn rrdtool(cwd: &Path) -> Cmd {
+    in_env("rrdtool", "rrdtool", cwd)
 }
 
 /// `path` (relative to `root`) as seen from `cwd` (under `root`).
@@ -302,18 +226,6 @@ fn file_name(p: &Path) -> String {
 
 fn count(pages: &[u32]) -> u32 {
     u32::try_from(pages.len()).unwrap_or(u32::MAX)
-}
-
-/// A fresh copy of `start` at `dst`, fsynced (no writeback during the loop), read, cold: evicted.
-fn fresh_copy(start: &Path, dst: &Path, cache: CacheState) -> Result<()> {
-    fs::create_dir_all(dst.parent().unwrap_or(Path::new(".")))?;
-    fs::copy(start, dst).with_context(|| format!("cannot copy {}", start.display()))?;
-    File::open(dst)?.sync_all()?;
-    pagecache::read_whole(dst, false)?;
-    if cache == Cold {
-        pagecache::evict(dst)?; // the trace starts where every call does
-    }
-    Ok(())
 }
 
 /// Where the peer's librrd driver copies the file: `dir/rrd-bench-*/NAME` (Python's `mkdtemp`).
@@ -415,17 +327,17 @@ impl Ctx<'_> {
     }
 
     /// `target/release/mapwise` as seen from `cwd`.
-    fn ours(&self, cwd: &Path) -> Run {
+    fn ours(&self, cwd: &Path) -> Cmd {
         let abs = std::path::absolute(&self.mapwise).unwrap_or_else(|_| self.mapwise.clone());
-        Run::new(abs, &relative(&self.mapwise, &self.ws.root, cwd), cwd)
+        in_env(abs, &relative(&self.mapwise, &self.ws.root, cwd), cwd)
     }
 
-    fn peer(&self) -> Run {
-        Run::new(&self.oracle, &self.oracle, &self.ws.root)
+    fn peer(&self) -> Cmd {
+        in_env(&self.oracle, &self.oracle, &self.ws.root)
     }
 
     /// The `updatev` command of `tool` on `name` in `cwd`.
-    fn updatev(&self, tool: Tool, cwd: &Path, name: &str, args: &[String]) -> Run {
+    fn updatev(&self, tool: Tool, cwd: &Path, name: &str, args: &[String]) -> Cmd {
         let run = match tool.io() {
             None => rrdtool(cwd).args(["updatev", name]),
             Some(m) => self.ours(cwd).args(["rrd", "updatev", name, "--io", m]),
@@ -442,11 +354,10 @@ impl Ctx<'_> {
     /// The in-process command of `tool`: ours' driver on its copy (made by
     /// xtask), or the peer's librrd driver (which copies `start` itself,
     /// into TMPDIR = `work/librrd-tmp`).
-    fn inproc(&self, tool: Tool, start: &Path, n: usize, cache: CacheState, handle: bool) -> Run {
+    fn inproc(&self, tool: Tool, start: &Path, n: usize, cache: CacheState, handle: bool) -> Cmd {
         let (cold, rel) = ((cache == Cold).then_some("--cold"), |p: &Path| self.ws.rel(p));
         let Some(m) = tool.io() else {
-            let r = self.peer();
-            let r = Run(r.0.env("TMPDIR", rel(&self.work.join("librrd-tmp"))), r.1);
+            let r = self.peer().env("TMPDIR", rel(&self.work.join("librrd-tmp")));
             let args = ["bench-inproc".to_owned(), rel(start), n.to_string(), "--json".into()];
             return r.args(args).args(cold);
         };
@@ -455,20 +366,20 @@ impl Ctx<'_> {
         run.args(["--io", m]).args(cold).args(handle.then_some("--handle"))
     }
 
-    /// `runs` rounds of ours' and rrdtool's `cmds` ([`schedule::rotate`]), each after `before`.
+    /// `runs` timed rounds of ours' and rrdtool's `cmds` (process wall times), each
+    /// removing its `writes` before a run.
     fn pair(
         &self,
-        cmds: [&Run; 2],
+        what: &str,
+        cmds: [Cmd; 2],
         runs: usize,
-        before: impl FnMut(usize, usize) -> Result<()>,
-    ) -> Result<Timed> {
-        let run =
-            |i: usize, _, ()| cmds[i].run().map(|o| o.wall_s).inspect(|_| self.progress.inc());
-        let pairs = schedule::rotate(2, runs, before, run)?;
-        let at = |i: usize| pairs.iter().map(move |p| p.results[i]);
-        let ratio = Summary::of(&pair_ratios(&at(0).zip(at(1)).collect::<Vec<_>>()).0);
-        let times = [0, 1].map(|i| Summary::of(&at(i).collect::<Vec<_>>()));
-        Ok(Timed { cmds: cmds.map(|c| c.shell(&self.ws.root)), pairs, times, ratio })
+        writes: [Vec<PathBuf>; 2],
+    ) -> Result<CellRuns> {
+        let none: cell::Parser = |_| Ok(Metrics::new());
+        let sides = cmds.into_iter().zip(writes).zip(["ours", "rrdtool"]);
+        let contenders = sides.map(|((c, w), who)| Contender::new(who, c, none).writing(w));
+        let c = cell::Cell::new(what.into(), Warm, Vec::new(), contenders.collect(), (0, runs));
+        cell::run(self.ws, self.progress, &c, &self.tracing)
     }
 
     /// One process-level loop in `work/<dir>`: one `updatev` per call, checked against rrdtool's.
@@ -482,7 +393,7 @@ impl Ctx<'_> {
     ) -> Result<LoopResult> {
         let (cwd, cold) = (self.work.join(dir), cache == Cold);
         let file = cwd.join(inp.name);
-        fresh_copy(&inp.path, &file, cache)?;
+        pagecache::fresh_copy(&inp.path, &file, cache)?;
         let mut l = LoopResult { tool, ..LoopResult::default() };
         let reference = (!inp.reference.0.is_empty()).then_some(&inp.reference);
         self.record(at.map(|at| (file.as_path(), at, tool.key(false))), || {
@@ -492,7 +403,7 @@ impl Ctx<'_> {
                     pagecache::evict(&file)?;
                     l.evict_s.push(t.elapsed().as_secs_f64());
                 }
-                let out = self.updatev(tool, &cwd, inp.name, args).output()?;
+                let out = self.updatev(tool, &cwd, inp.name, args).output(&self.ws.root)?;
                 l.times_s.push(out.wall_s);
                 if cold {
                     let pages = pagecache::resident_pages(&file)?;
@@ -530,14 +441,16 @@ impl Ctx<'_> {
         let run = self.inproc(tool, &inp.path, inp.calls.len(), cache, handle);
         let ours = tool.io().map(|m| self.inproc_file(m, handle));
         let out = if let Some(f) = &ours {
-            fresh_copy(&inp.path, f, cache)?; // cold: as the driver leaves it before every call
-            self.record(at.map(|at| (f.as_path(), at, tool.key(true))), || run.output())?
+            pagecache::fresh_copy(&inp.path, f, cache)?; // cold: as the driver leaves it before every call
+            self.record(at.map(|at| (f.as_path(), at, tool.key(true))), || {
+                run.output(&self.ws.root)
+            })?
         } else {
             let (tmp, name) = (self.work.join("librrd-tmp"), file_name(&inp.path));
             let _ = fs::remove_dir_all(&tmp); // so the only copy found is this run's
             fs::create_dir_all(&tmp)?;
             std::thread::scope(|s| {
-                let driver = s.spawn(|| run.output());
+                let driver = s.spawn(|| run.output(&self.ws.root));
                 let seen = loop {
                     let found = find_librrd_copy(&tmp, &name);
                     if found.is_some() || at.is_none() || driver.is_finished() {
@@ -554,7 +467,7 @@ impl Ctx<'_> {
             })?
         };
         let said = tail(&format!("{}{}", out.stdout, out.stderr), 10);
-        let bad = |e| anyhow!("`{}`: bad JSON ({e}):\n{said}", run.shell(&self.ws.root));
+        let bad = |e| anyhow!("`{}`: bad JSON ({e}):\n{said}", run.shell());
         let d: Driver = serde_json::from_str(&out.stdout).map_err(bad)?;
         let failures = d.failures.unwrap_or(1).max(u64::from(!out.success));
         let why = d.first_error.clone().unwrap_or_else(|| tail(&out.stderr, 3));
@@ -663,11 +576,6 @@ fn run_cell(
     Ok(Cell { level, cache, calls: big.calls.len(), warmup, rounds, summary })
 }
 
-/// The median of `v`.
-fn median(v: &[f64]) -> Option<f64> {
-    Summary::of(v).map(|s| s.median)
-}
-
 /// The figures over `rounds` of `t`, the cell's tool `i`.
 fn summarize(i: usize, t: Tool, rounds: &[Round]) -> ToolSummary {
     let loops: Vec<&LoopResult> = rounds.iter().map(|r| &r.results[i]).collect();
@@ -700,21 +608,12 @@ fn summarize(i: usize, t: Tool, rounds: &[Round]) -> ToolSummary {
     }
 }
 
-/// Ours' and rrdtool's process wall times, alternated, and their per-pair ratios.
-#[derive(Debug, Serialize)]
-struct Timed {
-    cmds: [String; 2],
-    pairs: Vec<schedule::Round<f64>>,
-    times: [Option<Summary>; 2],
-    ratio: Option<Summary>,
-}
-
 /// One create, timed, whether both files dump alike, and how many bytes differ.
 #[derive(Debug, Serialize)]
 struct CreateCell {
     what: String,
     args: Vec<String>,
-    timed: Timed,
+    runs: CellRuns,
     dumps_identical: bool,
     bytes_differing: usize,
     file_bytes: u64,
@@ -734,37 +633,30 @@ fn create_cell(
     );
     let ours = x.ours(&dirs[0]).args(["rrd", "create", &file]).args(args.clone());
     let theirs = rrdtool(&dirs[1]).args(["create", &file]).args(args.clone());
-    let before = |side: usize, _| {
-        fs::create_dir_all(&dirs[side])?;
-        let _ = fs::remove_file(dirs[side].join(&file));
-        Ok(())
-    };
-    let timed = x.pair([&ours, &theirs], runs, before)?;
-    let dumps_identical = dump(&dirs[0], &file)? == dump(&dirs[1], &file)?;
+    dirs.iter().try_for_each(fs::create_dir_all)?;
+    let runs = x.pair(&what, [ours, theirs], runs, dirs.clone().map(|d| vec![d.join(&file)]))?;
+    let dumps_identical = dump(x, &dirs[0], &file)? == dump(x, &dirs[1], &file)?;
     let [a, b] = [fs::read(dirs[0].join(&file))?, fs::read(dirs[1].join(&file))?];
     let differing = a.iter().zip(&b).filter(|(p, q)| p != q).count();
     let (bytes_differing, file_bytes) = (differing + a.len().abs_diff(b.len()), b.len() as u64);
-    Ok(CreateCell { what, args, timed, dumps_identical, bytes_differing, file_bytes })
+    Ok(CreateCell { what, args, runs, dumps_identical, bytes_differing, file_bytes })
 }
 
 /// `rrdtool dump` of `file` in `dir`.
-fn dump(dir: &Path, file: &str) -> Result<String> {
-    Ok(rrdtool(dir).args(["dump", file]).run()?.stdout)
+fn dump(x: &Ctx<'_>, dir: &Path, file: &str) -> Result<String> {
+    Ok(rrdtool(dir).args(["dump", file]).run(&x.ws.root)?.stdout)
 }
 
 /// Each tool's system calls on the file in one call under strace (`None` without strace).
 fn trace_calls(x: &Ctx<'_>, start: &Path, args: &[String]) -> Result<Option<Syscalls>> {
-    if machine::first_line_of("strace", &["-V"]).is_none() {
+    if !strace::available() {
         return Ok(None);
     }
     let one = |tool: Tool| {
         let dir = x.work.join(format!("trace-{}", tool.key(false)));
-        fresh_copy(start, &dir.join("big.rrd"), Warm)?;
-        let (log, call) = (dir.join("strace.txt"), x.updatev(tool, &dir, "big.rrd", args));
-        let strace = ["-o".to_owned(), path_arg(&log), call.0.program().to_owned()];
-        let strace = Run::new("strace", "strace", &dir).args(strace);
-        strace.args(call.0.arguments().to_vec()).run()?;
-        Ok((tool, file_syscalls(&fs::read_to_string(&log)?, "big.rrd")))
+        pagecache::fresh_copy(start, &dir.join("big.rrd"), Warm)?;
+        let call = x.updatev(tool, &dir, "big.rrd", args);
+        Ok((tool, strace::file_calls(&call, &x.ws.root, &dir.join("strace.txt"), "big.rrd")?))
     };
     TOOLS.into_iter().map(one).collect::<Result<_>>().map(Some)
 }
@@ -791,17 +683,17 @@ impl StartFile {
         let path = x.ws.bench_dir().join(format!("files/rrd-{shape}-seed{BIG_SEED}.rrd"));
         let how = format!("{} gen {} --shape {shape} --seed {BIG_SEED}", x.oracle, path_arg(&path));
         let mut made = how.clone() + " (cached)";
-        output::make_once(&path, |tmp| {
+        output::make_once(&path, true, |tmp| {
             x.progress.note(&format!("xtask: making {} (cached for later runs)", path.display()));
             let make = x.peer().args(["gen".to_owned(), path_arg(tmp), "--shape".into()]);
-            let secs = make.args([shape, "--seed", &BIG_SEED.to_string()]).run()?.wall_s;
+            let secs = make.args([shape, "--seed", &BIG_SEED.to_string()]).run(&x.ws.root)?.wall_s;
             made = format!("{how} (now, {})", fmt_secs(secs));
             Ok(())
         })?;
-        Self::describe(&path, made)
+        Self::describe(x, &path, made)
     }
 
-    fn describe(path: &Path, made: String) -> Result<StartFile> {
+    fn describe(x: &Ctx<'_>, path: &Path, made: String) -> Result<StartFile> {
         let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         let h = Header::parse(bytes.as_slice()).map_err(|e| anyhow!("{}: {e}", path.display()))?;
         let (g, len, last_up) = (h.geometry(), bytes.len() as u64, h.last_up());
@@ -812,7 +704,7 @@ impl StartFile {
             g.file_len
         );
         let dir = path.parent().unwrap_or(Path::new("."));
-        let last = rrdtool(dir).args(["last".to_owned(), file_name(path)]).run()?;
+        let last = rrdtool(dir).args(["last".to_owned(), file_name(path)]).run(&x.ws.root)?;
         Ok(StartFile {
             path: path_arg(path),
             bytes: len,
@@ -845,7 +737,7 @@ struct Results {
     first_last_call: [String; 2],
     commands: String,
     creates: Vec<CreateCell>,
-    floor: Timed,
+    floor: CellRuns,
     oracle_runs: Vec<(CacheState, String, Value, bool)>,
     cells: Vec<Cell>,
     findings: Vec<(String, Finding)>,
@@ -916,7 +808,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let (mapwise, tracing) = (PathBuf::from(mapwise), Tracing::new(ws));
     let x =
         Ctx { ws, mapwise, oracle, work: work.path().to_path_buf(), progress: &progress, tracing };
-    let shapes = x.peer().args(["shapes"]).run()?;
+    let shapes = x.peer().args(["shapes"]).run(&ws.root)?;
     let version = machine::first_line_of("rrdtool", &["--version"]);
     let rrdtool_version = version.map(|l| l.split("  ").next().unwrap_or(&l).trim().to_owned());
     let start = StartFile::ensure(&x, shape)?;
@@ -945,17 +837,17 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         create_cell(&x, format!("shape {shape}'s create"), shape, shape_create, runs)?,
     ];
     let (oseed, seed_dir) = (x.work.join("oracle-seed"), x.work.join("create-rrdtool-in"));
-    x.peer().args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))]).run()?;
-    creates[0].dumps_identical &= dump(&oseed, "in.rrd")? == dump(&seed_dir, "in.rrd")?;
+    x.peer().args(["seed-create".to_owned(), path_arg(&oseed.join("in.rrd"))]).run(&ws.root)?;
+    creates[0].dumps_identical &= dump(&x, &oseed, "in.rrd")? == dump(&x, &seed_dir, "in.rrd")?;
     let made = "the rrdtool-made file of the seed's create above".to_owned();
-    let seed_start = StartFile::describe(&seed_dir.join("in.rrd"), made)?;
+    let seed_start = StartFile::describe(&x, &seed_dir.join("in.rrd"), made)?;
     let seed = input(seed_dir.join("in.rrd"), "in.rrd", &seed_start)?;
 
     progress.set("strace of one call per tool");
     let strace = trace_calls(&x, &start_path, &big.calls[0])?;
-    let last = |r: Run| r.args(["last", &start.path]);
+    let last = |r: Cmd| r.args(["last", &start.path]);
     let lasts = [last(x.ours(&ws.root).args(["rrd"])), last(rrdtool(&ws.root))];
-    let floor = x.pair([&lasts[0], &lasts[1]], floor_runs, |_, _| Ok(()))?;
+    let floor = x.pair("start-up floor", lasts, floor_runs, Default::default())?;
     let cell = |&(l, c): &(Level, CacheState)| run_cell(&x, (l, c), rounds(l), [&big, &seed]);
     let cells: Vec<Cell> = CELLS.iter().map(cell).collect::<Result<_>>()?;
 
@@ -964,11 +856,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     for cache in [Warm, Cold] {
         progress.set(format!("peers/rrd/peer bench-updatev, {}", cache.name()));
         let copy = x.work.join("oracle-bench").join("big.rrd");
-        fresh_copy(&start_path, &copy, Warm)?;
+        pagecache::fresh_copy(&start_path, &copy, Warm)?;
         let run = x.peer().args(["bench-updatev".to_owned(), ws.rel(&copy), n.to_string()]);
         let run = run.args(["--in-place", "--json"]).args((cache == Cold).then_some("--cold"));
-        let j: Value = serde_json::from_str(&run.output()?.stdout).unwrap_or_default();
-        oracle_runs.push((cache, run.shell(&ws.root), j, fs::read(&copy)? == big.reference.1));
+        let j: Value = serde_json::from_str(&run.output(&ws.root)?.stdout).unwrap_or_default();
+        oracle_runs.push((cache, run.shell(), j, fs::read(&copy)? == big.reference.1));
     }
     let limits = limits::standard(Path::new(&start.path), runs, &progress)?;
     let settings = cells.iter().filter(|c| matches!(c.level, Process | Inproc));
@@ -1037,10 +929,8 @@ fn commands(x: &Ctx<'_>, build: &Cmd, big: &Input, out_dir: &Path) -> String {
     let (start, out, bin) = (x.ws.rel(&big.path), x.ws.rel(out_dir), path_arg(&x.mapwise));
     let (ours, build, call) =
         (relative(&x.mapwise, root, &x.work.join("fd")), build.shell(), big.calls[0].join(" "));
-    let vars = [("work", work.as_str()), ("start", &start), ("out", &out), ("build", &build)];
-    let more =
-        [("call", call.as_str()), ("ours", &ours), ("peer", &x.oracle), ("n", &n), ("bin", &bin)];
-    say(NOTES, "commands", &[&vars[..], &more].concat())
+    let peer = &x.oracle;
+    say(NOTES, "commands", vars![work, start, out, build, call, ours, peer, n, bin])
 }
 
 /// The ratio charts of both levels and the residency of the first cold process-level loops.
@@ -1094,7 +984,7 @@ fn report(r: &Results) -> Report {
         let keys =
             [("total_s", 1.0), ("median_ms", 1e-3), ("baseline_rrdtool_last_median_ms", 1e-3)];
         let same = ["**NO**", "yes (the same sample stream)"][usize::from(*same)].to_owned();
-        let cells = keys.map(|(k, u)| secs(k, u).unwrap_or_else(dash));
+        let cells = keys.map(|(k, u)| or_dash(secs(k, u), |s| s));
         t.row_as(Role::Peer, [format!("`{cmd}`")].into_iter().chain(cells).chain([same]));
     }
     rep.text(say(NOTES, "peer", &[])).table(t);
@@ -1104,8 +994,7 @@ fn report(r: &Results) -> Report {
     limits::add_to(&mut rep, &r.limits);
     mode_table(&mut rep, r);
     seed_figures(&mut rep, r);
-    rep.section("Charts and residency traces");
-    charts::add_images(&mut rep, &r.charts);
+    charts::section(&mut rep, &r.charts, None);
     traces_table(&mut rep, r);
     let v = verdicts(r);
     let failed = v.iter().any(|v| v.outcome == Outcome::Fail);
@@ -1122,11 +1011,10 @@ fn setup(rep: &mut Report, r: &Results) {
     let tiny = if r.preset == "tiny" { say(NOTES, "tiny", &[]) } else { String::new() };
     let (size, ds) = (human_size(s.bytes), s.ds_cnt.to_string());
     let version = r.rrdtool_version.clone().unwrap_or_else(|| "unknown".into());
-    let counts = [r.runs, r.inproc_runs, r.warmup].map(|c| c.to_string());
-    let vars = [("n", n.as_str()), ("p", &p), ("size", &size), ("ds", &ds), ("shape", r.shape)];
-    let more = [("version", version.as_str()), ("preset", r.preset), ("runs", &counts[0])];
-    let last = [("inproc", counts[1].as_str()), ("warmup", &counts[2]), ("tiny", &tiny)];
-    rep.text(say(NOTES, "intro", &[&vars[..], &more, &last].concat()));
+    let [runs, inproc, warmup] = [r.runs, r.inproc_runs, r.warmup].map(|c| c.to_string());
+    let (shape, preset) = (r.shape, r.preset);
+    let vars = vars![n, p, size, ds, shape, version, preset, runs, inproc, warmup, tiny];
+    rep.text(say(NOTES, "intro", vars));
     r.stamp.add_to(rep, "the files", &[("rrdtool / librrd", r.rrdtool_version.clone())]);
     let mut t = Table::of("file|>bytes|>pages|>DS|>RRAs|>step|>header|>last update|made");
     for s in [&r.start, &r.seed_start] {
@@ -1148,15 +1036,15 @@ fn setup(rep: &mut Report, r: &Results) {
         let dumps = ["**DUMPS DIFFER**", "dumps identical"][usize::from(c.dumps_identical)];
         let check =
             format!("{dumps}; {} bytes differ (the random row pointers)", c.bytes_differing);
-        let times = c.timed.times.map(|s| opt_secs(s.as_ref()));
+        let times = [0, 1].map(|i| c.runs.time(i, "wall_s"));
         let cells = [c.what.clone(), human_size(c.file_bytes)].into_iter().chain(times);
-        t.row(cells.chain([opt_ratio(c.timed.ratio.as_ref()), check]));
+        t.row(cells.chain([c.runs.ratio_text("wall_s"), check]));
     }
-    let cmd = r.creates.first().map_or("", |c| c.timed.cmds[1].as_str());
+    let cmd = r.creates.first().map_or("", |c| c.runs.contenders[1].1.as_str());
     rep.section("Create").table(t).text(say(NOTES, "create", &[("cmd", cmd)]));
     let mut t = Table::new(&["command", ">wall (median [min–max])"]);
     for (i, role) in [Role::Ours, Role::Peer].into_iter().enumerate() {
-        t.row_as(role, [format!("`{}`", r.floor.cmds[i]), opt_secs(r.floor.times[i].as_ref())]);
+        t.row_as(role, [format!("`{}`", r.floor.contenders[i].1), r.floor.time(i, "wall_s")]);
     }
     rep.section("Start-up floor").table(t).text(say(NOTES, "floor", &[]));
 }
@@ -1196,8 +1084,8 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
             let mut row: Vec<String> = [s.tool.label(inproc)].into_iter().chain(total).collect();
             if inproc {
                 let rate = |t: Summary| format!("{:.0}", (c.calls * PER_CALL) as f64 / t.median);
-                let faults = s.faults_per_call.map_or_else(dash, |f| format!("{:.1}", f.median));
-                row.push(s.total.map_or_else(dash, rate));
+                let faults = or_dash(s.faults_per_call, |f| format!("{:.1}", f.median));
+                row.push(or_dash(s.total, rate));
                 let ratios =
                     [s.vs_reference, s.speedup, s.median_vs_reference].map(|v| vs(Rrdtool, v));
                 row.extend(ratios.into_iter().chain([vs(Mmap, s.vs_mmap), faults]));
@@ -1205,7 +1093,7 @@ fn cells(rep: &mut Report, r: &Results, inproc: bool) {
                 row.extend([vs(Rrdtool, s.vs_reference), vs(Mmap, s.vs_mmap)]);
                 row.extend(cold.then(|| opt_secs(s.evict.as_ref())));
             }
-            let pages = format!("{} of {of}", counts(s.pages_after.as_ref()));
+            let pages = format!("{} of {of}", or_dash(s.pages_after, |s| s.counts()));
             let pages = if inproc && s.tool == Rrdtool { "not reported".to_owned() } else { pages };
             row.extend((!inproc || cold).then_some(pages));
             t.row_as(s.tool.role(), row);
@@ -1222,11 +1110,14 @@ fn mode_table(rep: &mut Report, r: &Results) {
     let settings = [(Process, Warm), (Process, Cold), (Inproc, Warm), (Inproc, Cold)];
     for tool in TOOLS {
         let rel = |cell| one_or(tool == Mmap, r.tool(cell, tool).and_then(|s| s.vs_mmap));
-        let call = |c| r.med((Inproc, c), tool, |s| s.median_call).map_or_else(dash, fmt_secs);
+        let call = |c| opt_time(r.med((Inproc, c), tool, |s| s.median_call));
         let cold = r.tool((Process, Cold), tool);
-        let pages =
-            format!("{} of {}", counts(cold.and_then(|s| s.pages_after).as_ref()), r.start.pages);
-        let first = cold.and_then(|s| s.first_call_pages.as_deref()).map_or_else(dash, ranges);
+        let pages = format!(
+            "{} of {}",
+            or_dash(cold.and_then(|s| s.pages_after), |s| s.counts()),
+            r.start.pages
+        );
+        let first = or_dash(cold.and_then(|s| s.first_call_pages.as_deref()), ranges);
         let label =
             if tool == Rrdtool { "rrdtool (librrd in-process)".into() } else { tool.label(false) };
         let rest = [format!("{} / {}", call(Warm), call(Cold)), pages, first];
@@ -1236,7 +1127,10 @@ fn mode_table(rep: &mut Report, r: &Results) {
     if let Some(traced) = &r.strace {
         let mut t = Table::new(&["tool", ">calls", "sequence"]);
         for (tool, calls) in traced {
-            t.row_as(tool.role(), [tool.label(false), calls.len().to_string(), run_length(calls)]);
+            t.row_as(
+                tool.role(),
+                [tool.label(false), calls.len().to_string(), strace::run_length(calls)],
+            );
         }
         rep.text(say(NOTES, "strace", &[])).table(t);
     } else {
@@ -1245,7 +1139,7 @@ fn mode_table(rep: &mut Report, r: &Results) {
     let [far, lo, hi] = [FAR_SLOWER, CLOSE.0, CLOSE.1].map(|v| v.to_string());
     rep.text(say(NOTES, "finding", &[("far", &far), ("lo", &lo), ("hi", &hi)]));
     let word = |b: Option<bool>, w: [&'static str; 3]| w[b.map_or(0, |b| 1 + usize::from(b))];
-    let times = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.2}×"));
+    let times = |v| fixed(v, 2, "×");
     rep.list(r.findings.iter().map(|(setting, f)| {
         let (d, fd, [far, close, held]) = (times(f.direct_vs_mmap), times(f.fd_vs_mmap), f.holds());
         let [far, close] = [far, close].map(|b| word(b, ["unknown", "no", "yes"]));
@@ -1272,7 +1166,7 @@ fn seed_figures(rep: &mut Report, r: &Results) {
         ("in-process, file evicted before every call: calls/s", (Inproc, Cold)),
         ("process level (one updatev process per call), cached: calls/s", (Process, Warm)),
     ];
-    let whole = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.0}"));
+    let whole = |v| fixed(v, 0, "");
     for (what, cell) in rows {
         t.row([what.to_owned()].into_iter().chain(shown.map(|tool| whole(r.per_s(cell, tool)))));
     }
@@ -1290,8 +1184,8 @@ fn traces_table(rep: &mut Report, r: &Results) {
         k => say(NOTES, "traces-empty", &[("k", &k.to_string())]),
     };
     let (ms, n) = (traces::INTERVAL.as_millis().to_string(), r.traces.len().to_string());
-    let vars = [("ms", ms.as_str()), ("n", &n), ("empty", &empty), ("file", &r.start.path)];
-    rep.text(say(NOTES, "traces", &[&vars[..], &[("create", SEED_CREATE)]].concat()));
+    let (file, create) = (&r.start.path, SEED_CREATE);
+    rep.text(say(NOTES, "traces", vars![ms, n, empty, file, create]));
     let mut t = Table::of("cell|>traces|>frames per trace|>most pages resident in a frame");
     let mut cells: Vec<&str> = r.traces.iter().map(|t| t.cell.as_str()).collect();
     cells.dedup();
@@ -1299,7 +1193,12 @@ fn traces_table(rep: &mut Report, r: &Results) {
         let of: Vec<&TraceInfo> = r.traces.iter().filter(|t| t.cell == c).collect();
         let frames = Summary::of(&of.iter().map(|t| t.frames as f64).collect::<Vec<_>>());
         let most = of.iter().map(|t| t.max_resident_pages).max().unwrap_or(0);
-        t.row([c.to_owned(), of.len().to_string(), counts(frames.as_ref()), most.to_string()]);
+        t.row([
+            c.to_owned(),
+            of.len().to_string(),
+            or_dash(frames, |s| s.counts()),
+            most.to_string(),
+        ]);
     }
     rep.table(t).text(say(NOTES, "traces-after", &[]));
 }
@@ -1377,33 +1276,6 @@ fn verdicts(r: &Results) -> Vec<Verdict> {
     v
 }
 
-/// `1` for the base a ratio column is relative to, else the ratios.
-fn one_or(base: bool, ratios: Option<Summary>) -> String {
-    if base { "1".to_owned() } else { opt_ratio(ratios.as_ref()) }
-}
-
-fn dash() -> String {
-    "—".to_owned()
-}
-
-/// `12 [10–14]` (counts: pages, frames).
-fn counts(s: Option<&Summary>) -> String {
-    s.map_or_else(dash, |s| format!("{:.0} [{:.0}–{:.0}]", s.median, s.min, s.max))
-}
-
-/// `openat, fcntl, statx ×2, madvise ×7` (consecutive repeats counted).
-fn run_length(names: &[String]) -> String {
-    let mut parts: Vec<(&str, usize)> = Vec::new();
-    for n in names {
-        match parts.last_mut() {
-            Some((last, k)) if last == n => *k += 1,
-            _ => parts.push((n, 1)),
-        }
-    }
-    let part = |&(n, k): &(&str, usize)| if k > 1 { format!("{n} ×{k}") } else { n.to_owned() };
-    parts.iter().map(part).collect::<Vec<_>>().join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1424,43 +1296,11 @@ mod tests {
         );
     }
 
-    /// Real strace lines (trimmed) of ours `--io mmap` and `--io direct`.
-    #[test]
-    fn syscalls_on_the_file() {
-        let mmap = r#"openat(AT_FDCWD, "/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY|O_CLOEXEC) = 3
-mmap(NULL, 1974096, PROT_READ, MAP_PRIVATE|MAP_DENYWRITE, 3, 0) = 0x7f0980301000
-close(3)                                = 0
-openat(AT_FDCWD, "big.rrd", O_RDWR|O_CLOEXEC) = 3
-fcntl(3, F_SETLK, {l_type=F_WRLCK, l_whence=SEEK_SET, l_start=0, l_len=0}) = 0
-mmap(NULL, 1794048, PROT_READ|PROT_WRITE, MAP_SHARED, 3, 0) = 0x7f0980149000
-madvise(0x7f0980149000, 1794048, MADV_RANDOM) = 0
-process_madvise(5, [{iov_base=0x7f098016b000, iov_len=4096}], 1, MADV_WILLNEED, 0) = 4096
-close(3)                                = 0
-munmap(0x7f0980149000, 1794048)         = 0
-mmap(NULL, 1052672, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f09801fe000
-munmap(0x7f09801fe000, 1052672)         = 0
-"#;
-        let got = run_length(&file_syscalls(mmap, "big.rrd"));
-        assert_eq!(got, "openat, fcntl, mmap, madvise, process_madvise, close, munmap");
-        let direct = r#"openat(AT_FDCWD, "big.rrd", O_RDWR|O_CLOEXEC) = 3
-fcntl(3, F_DUPFD_CLOEXEC, 3)            = 4
-open("big.rrd", O_RDWR|O_DIRECT|O_LARGEFILE|O_CLOEXEC) = 5
-pread64(5, "RRD 0003   "..., 4096, 0) = 4096
-close(3)                                = 0
-close(5)                                = 0
-close(4)                                = 0
-read(4, "", 10) = 0
-openat(AT_FDCWD, "x/big.rrd", O_RDWR) = 3
-"#;
-        let got = run_length(&file_syscalls(direct, "big.rrd"));
-        assert_eq!(got, "openat, fcntl, open, pread64, close ×3");
-    }
-
     #[test]
     fn commands_name_their_directory_and_environment() {
         let root = Path::new("/w");
-        let r = Run::new("/abs/rrdtool", "rrdtool", Path::new("/w/t/d")).args(["updatev", "f"]);
-        assert_eq!(r.shell(root), "(cd t/d && TZ=UTC LC_ALL=C LANG=C rrdtool updatev f)");
+        let r = in_env("/abs/rrdtool", "rrdtool", Path::new("t/d")).args(["updatev", "f"]);
+        assert_eq!(r.shell(), "(cd t/d && TZ=UTC LC_ALL=C LANG=C rrdtool updatev f)");
         let deep = Path::new("/w/target/bench/.rrd-work-1/fd");
         let ours = relative(Path::new("target/release/mapwise"), root, deep);
         assert_eq!(ours, "../../../../target/release/mapwise");

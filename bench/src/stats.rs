@@ -34,9 +34,19 @@ impl Summary {
         Some(Self { n, median, min: v[0], max: v[n - 1] })
     }
 
+    /// `f(median) [f(min)–f(max)]`: the summary in any unit.
+    pub fn shown(&self, f: impl Fn(f64) -> String) -> String {
+        format!("{} [{}–{}]", f(self.median), f(self.min), f(self.max))
+    }
+
     /// `4.32 s [4.10–4.55]` (time samples).
     pub fn secs(&self) -> String {
-        format!("{} [{}–{}]", fmt_secs(self.median), fmt_secs(self.min), fmt_secs(self.max))
+        self.shown(fmt_secs)
+    }
+
+    /// `12 [10–14]` (counts: pages, frames).
+    pub fn counts(&self) -> String {
+        self.shown(|x| format!("{x:.0}"))
     }
 
     /// `0.95× [0.90–1.02]` (ratio samples).
@@ -63,19 +73,49 @@ pub fn pair_ratios(pairs: &[(f64, f64)]) -> (Vec<f64>, usize) {
     (ratios, skipped)
 }
 
+/// `f(x)`, or `—` when there is none: an empty table cell.
+pub fn or_dash<T>(x: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    x.map_or_else(|| "—".to_owned(), f)
+}
+
+/// The median of `samples` alone; `None` as [`Summary::of`].
+pub fn median(samples: &[f64]) -> Option<f64> {
+    Summary::of(samples).map(|s| s.median)
+}
+
 /// [`Summary::secs`], `—` when there is none.
 pub fn opt_secs(s: Option<&Summary>) -> String {
-    s.map_or_else(|| "—".to_owned(), Summary::secs)
+    or_dash(s, Summary::secs)
 }
 
 /// [`Summary::ratio`], `—` when there is none.
 pub fn opt_ratio(s: Option<&Summary>) -> String {
-    s.map_or_else(|| "—".to_owned(), Summary::ratio)
+    or_dash(s, Summary::ratio)
+}
+
+/// `1` for the base a ratio column is relative to, else [`opt_ratio`].
+pub fn one_or(base: bool, ratios: Option<Summary>) -> String {
+    if base { "1".to_owned() } else { opt_ratio(ratios.as_ref()) }
+}
+
+/// `x` with `digits` decimals and `unit` (`1.25×`), `—` for none.
+pub fn fixed(x: Option<f64>, digits: usize, unit: &str) -> String {
+    or_dash(x, |x| format!("{x:.digits$}{unit}"))
+}
+
+/// A count, `—` when there is none.
+pub fn opt_count(n: Option<u64>) -> String {
+    or_dash(n, |n| n.to_string())
+}
+
+/// A time (`123 ms`), `—` when there is none.
+pub fn opt_time(secs: Option<f64>) -> String {
+    or_dash(secs, fmt_secs)
 }
 
 /// The median time alone (`123 ms`), `—` when there is none.
 pub fn opt_median(s: Option<&Summary>) -> String {
-    s.map_or_else(|| "—".to_owned(), |s| fmt_secs(s.median))
+    or_dash(s, |s| fmt_secs(s.median))
 }
 
 /// A duration in s, ms or µs with 3 significant digits where that makes

@@ -19,10 +19,10 @@ pub const INTERVAL: Duration = Duration::from_millis(50);
 
 /// How a report says its traces were sampled: every [`INTERVAL`], or less
 /// often for a large file (the recorder takes at most [`MAX_DUTY`] of a CPU).
-pub fn cadence() -> String {
+fn cadence() -> String {
     format!(
-        "every {} ms, or less often for a large file: sampling takes at most {:.0} % of one CPU \
-         (a 2 GiB file: about every 0.6 s)",
+        "every {} ms, or less often for a large file (sampling takes at most {:.0} % of one CPU: \
+         a 2 GiB file about every 0.6 s)",
         INTERVAL.as_millis(),
         MAX_DUTY * 100.0
     )
@@ -163,11 +163,11 @@ impl Traces {
         runs.dedup();
         let (n, runs) = (self.recorded.len(), runs.len());
         Some(format!(
-            "Every timed run was traced: the residency of {what}, sampled every {} ms while the run went on \
-             ({n} trace{} of {runs} run{} in `traces/`, named `<cell>-<side>-<run>`). Replay one in the page map \
+            "Every timed run was traced: the residency of {what} while the run went on, sampled {}; \
+             {n} trace{} of {runs} run{} in `traces/`, named `<cell>-<side>-<run>`. Replay one in the page map \
              from the workspace root with `inspector replay {} --file {}` (`Space` plays, `,` `.` step), or load \
              it beside the file in the browser viewer.",
-            INTERVAL.as_millis(),
+            cadence(),
             crate::units::plural(n),
             crate::units::plural(runs),
             report_dir.join(&first.file).display(),
@@ -302,7 +302,7 @@ pub(crate) mod tests {
         assert!(info.frames >= 3, "{} frames in 120 ms", info.frames);
         let p = t.paragraph("the file", Path::new("target/bench/x")).unwrap();
         let replay = "`inspector replay target/bench/x/traces/cold-plain-ours-1.trace --file";
-        assert!(p.contains("(1 trace of 1 run in `traces/`") && p.contains(replay), "{p}");
+        assert!(p.contains("; 1 trace of 1 run in `traces/`") && p.contains(replay), "{p}");
         assert!(Traces::default().paragraph("x", Path::new(".")).is_none());
         for run in 1..=2 {
             t.record_files(dir.path(), &files, "cold, mmap once", "C", run, || Ok(())).unwrap();
@@ -315,7 +315,7 @@ pub(crate) mod tests {
         let lens: Vec<u64> = first.iter().map(|i| i.trace().unwrap().frames[0].file_len).collect();
         assert_eq!((lens, first[2].run), (vec![4096, 8192, 12288], 1));
         assert!(t.first_run("cold, mmap once", "ours").is_empty());
-        assert!(t.paragraph("each file", Path::new("d")).unwrap().contains("(7 traces of 3 runs"));
+        assert!(t.paragraph("each file", Path::new("d")).unwrap().contains("; 7 traces of 3 runs"));
         // The temporary files are gone.
         let left = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok);
         assert_eq!(left.filter(|e| e.file_name().to_string_lossy().ends_with(".trace")).count(), 0);

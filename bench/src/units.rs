@@ -31,6 +31,12 @@ pub fn pct(x: f64) -> String {
 /// A size for people with one decimal always (`272.0 MiB`), so report columns line up.
 pub use mapwise_view::fmt::human_size_fixed as human_size;
 
+/// A size of `kib` KiB for people ([`human_size`]).
+#[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // sizes
+pub fn kib(kib: f64) -> String {
+    human_size((kib * 1024.0) as u64)
+}
+
 /// MB/s with MB = 10^6 bytes (what `dd` and disk vendors print).
 pub fn mb_per_s(bytes: u64, seconds: f64) -> f64 {
     #[expect(clippy::cast_precision_loss)]

@@ -23,7 +23,7 @@ use mapwise_testkit::install::{self, Need};
 use mapwise_bench::proc::{Cmd, GNU_TIME, shell_quote, tail};
 use mapwise_bench::tui::{self, Tmux, WatchOptions};
 use mapwise_bench::writer::Running;
-use mapwise_bench::{Progress, Workspace, bolt_scan, pagecache};
+use mapwise_bench::{Progress, Workspace, boltfile, pagecache};
 
 /// Long help of `cargo xtask limits`.
 pub const HELP: &str = "\
@@ -275,7 +275,7 @@ fn under_writer(
         .with_context(|| format!("cannot enter {}", ws.root.display()))?;
     let oracle = ws.peer("bolt")?;
     let progress = Progress::new(0);
-    let made = bolt_scan::ensure_file(&ws, &oracle, (args.writer_size, None), 1, &progress)?;
+    let made = boltfile::ensure_file(&ws, &oracle, (args.writer_size, None), 1, &progress)?;
     drop(progress);
     let copy = dir.join("live.db");
     let _ = fs::remove_file(&copy);
