@@ -1854,7 +1854,7 @@ impl App {
 }
 
 /// Why evicted pages can stay resident.
-const STAY: &str = "mapped or locked by a process, dirty, or on tmpfs";
+pub const STAY: &str = "mapped or locked by a process, dirty, or on tmpfs";
 
 /// Why pages of a range can stay resident after `DONTNEED` on that range:
 /// [`STAY`], and large folios: the kernel drops only folios that lie wholly

@@ -38,7 +38,6 @@ use mapwise_native::os::io::{QuietPages, QuietSource};
 /// Pages read from the file between two looks at the meta pages.
 pub const BATCH: usize = 1024;
 
-
 /// How long [`read_frozen`] follows a writer before it gives up.
 pub const TRY_FOR: Duration = Duration::from_secs(60);
 

@@ -101,6 +101,10 @@ pub enum Status {
     /// Another name of a file already counted (a hard link): counted
     /// once, as `vmtouch` and `du` do.
     HardLink,
+    /// A directory or file listed already: a path given twice, or inside
+    /// (or a link to) a directory given before it. Counted once, as `du`
+    /// does.
+    Repeated,
 }
 
 /// One line of the listing; in JSON, one element of `files`.
@@ -160,6 +164,8 @@ pub struct Totals {
     pub not_entered: u64,
     /// Names of files already counted (hard links).
     pub hard_links: u64,
+    /// Paths listed already ([`Status::Repeated`]).
+    pub repeated: u64,
     /// Directories listed.
     pub directories: u64,
     /// RRD files measured with a hot set ([`crate::cli::HotSetReport`]).
@@ -233,6 +239,7 @@ impl Sink<'_> {
             Status::Symlink => t.symlinks += 1,
             Status::NotEntered => t.not_entered += 1,
             Status::HardLink => t.hard_links += 1,
+            Status::Repeated => t.repeated += 1,
         }
         match &mut self.top {
             Some((n, heap)) => {
@@ -361,6 +368,7 @@ fn describe(e: &Entry) -> String {
         Status::Symlink => "symbolic link, not followed",
         Status::NotEntered => "directory not entered",
         Status::HardLink => "hard link to a file counted under another name",
+        Status::Repeated => "listed already (given twice, or under a directory listed)",
     };
     match &e.reason {
         Some(r) => format!("{what}: {r}"),
@@ -396,6 +404,7 @@ fn totals_line(t: &Totals, page_size: u64) -> String {
         (t.symlinks, "symbolic link not followed", "symbolic links not followed"),
         (t.not_entered, "directory not entered", "directories not entered"),
         (t.hard_links, "hard link counted once", "hard links counted once"),
+        (t.repeated, "path listed already", "paths listed already"),
     ] {
         if n > 0 {
             s.push_str(&format!("; {n} {}", if n == 1 { one } else { many }));
@@ -410,6 +419,16 @@ fn skipped(p: &Path, file_type: &'static str, reason: String) -> Entry {
         status: Status::Skipped,
         file_type,
         reason: Some(reason),
+        file: Some(p.display().to_string()),
+        report: None,
+    }
+}
+
+fn repeated(p: &Path, m: &Metadata) -> Entry {
+    Entry {
+        status: Status::Repeated,
+        file_type: type_name(m),
+        reason: None,
         file: Some(p.display().to_string()),
         report: None,
     }
@@ -455,6 +474,9 @@ pub struct Walker<'a> {
     /// Device and inode of every file met with more than one name: the
     /// only files held for the whole walk.
     linked: HashSet<(u64, u64)>,
+    /// Device and inode of every directory entered, and of every file
+    /// given: a path met again is not counted twice.
+    entered: HashSet<(u64, u64)>,
     /// Directories listed.
     pub directories: u64,
 }
@@ -463,7 +485,7 @@ impl<'a> Walker<'a> {
     /// A walk over `args`.
     #[must_use]
     pub fn new(args: &'a TreeArgs) -> Walker<'a> {
-        Walker { args, linked: HashSet::new(), directories: 0 }
+        Walker { args, linked: HashSet::new(), entered: HashSet::new(), directories: 0 }
     }
 
     /// Walk every path given, in order, telling `found` of each.
@@ -483,6 +505,9 @@ impl<'a> Walker<'a> {
                     "unknown",
                     format!("cannot access: {e}"),
                 ))))?,
+                Ok(m) if !self.entered.insert((m.dev(), m.ino())) => {
+                    found(Found::Other(Box::new(repeated(p, &m))))?;
+                }
                 Ok(m) if m.is_dir() => {
                     self.directories += 1;
                     self.walk(p, m.dev(), found)?;
@@ -566,6 +591,9 @@ impl<'a> Walker<'a> {
             if foreign {
                 let why = "another file system (--cross-mounts enters it)".into();
                 return found(other(Status::NotEntered, Some(why)));
+            }
+            if !self.entered.insert((m.dev(), m.ino())) {
+                return found(Found::Other(Box::new(repeated(p, m))));
             }
             self.directories += 1;
             return self.walk(p, m.dev(), found);

@@ -204,8 +204,10 @@ fn act_on(act: Act, path: &Path, dry_run: bool, o: &mut Outcome) -> Result<&'sta
         match snap.rrd {
             Some(r) => Some(r.hot),
             None => {
-                o.reason =
-                    Some(format!("a {} file, not an RRD file: no hot set", snap.format.name()));
+                o.reason = Some(format!(
+                    "{} file, not an RRD file: no hot set",
+                    a_name(snap.format.name())
+                ));
                 return Ok("left_alone");
             }
         }
@@ -310,6 +312,12 @@ fn cold_ranges(hot: &[(u64, u64)], r: &Residency) -> Vec<(u64, u64)> {
     out
 }
 
+/// `a NAME` or `an NAME`.
+fn a_name(name: &str) -> String {
+    let an = name.starts_with(['a', 'e', 'i', 'o', 'u']);
+    format!("{} {name}", if an { "an" } else { "a" })
+}
+
 /// One file's line: before → after of the pages acted on, and for an RRD
 /// file with `--hot` or `--cold` of the hot set and the cold resident bytes.
 fn line(act: Act, o: &Outcome) -> String {
@@ -327,6 +335,13 @@ fn line(act: Act, o: &Outcome) -> String {
             return format!("{}: {}{why}\n", o.file, status.replace('_', " "));
         }
     };
+    // Pages an eviction left: the kernel keeps some, and says nothing.
+    let stayed = match (act, o.status.as_str(), o.after) {
+        (Act::Evict | Act::EvictCold, "done", Some(a)) if a > 0 => {
+            format!(" ({a} still resident: {})", crate::app::STAY)
+        }
+        _ => String::new(),
+    };
     let body = match (act, &o.hot_set_before, &o.hot_set_after) {
         (Act::WarmHot | Act::EvictCold, Some(b), a) => {
             let a = a.as_ref().unwrap_or(b);
@@ -337,21 +352,36 @@ fn line(act: Act, o: &Outcome) -> String {
         }
         _ => pages(o.before, o.after, o.pages),
     };
-    format!("{}: {head}{body}\n", o.file)
+    format!("{}: {head}{body}{stayed}\n", o.file)
 }
 
 fn totals_line(act: Act, dry_run: bool, t: &Totals) -> String {
-    let verb = if dry_run { format!("would {}", act.verb()) } else { format!("{}ed", act.verb()) };
-    let mut s = format!(
-        "Total: {verb} {} file{}: {} → {} of {} pages resident ({} → {})",
-        t.files,
-        if t.files == 1 { "" } else { "s" },
-        t.before,
-        t.after,
-        t.pages,
-        vmtouch_size(t.before.saturating_mul(residency::os_page_size())),
-        vmtouch_size(t.after.saturating_mul(residency::os_page_size())),
-    );
+    let ps = residency::os_page_size();
+    let files = format!("{} file{}", t.files, if t.files == 1 { "" } else { "s" });
+    let which = match act {
+        Act::Warm | Act::Evict => "pages",
+        Act::WarmHot => "hot-set pages",
+        Act::EvictCold => "cold pages",
+    };
+    let mut s = if dry_run {
+        format!(
+            "Total: would {} {files}: {} of {} {which} resident ({})",
+            act.verb(),
+            t.before,
+            t.pages,
+            vmtouch_size(t.before.saturating_mul(ps))
+        )
+    } else {
+        format!(
+            "Total: {}ed {files}: {} → {} of {} {which} resident ({} → {})",
+            act.verb(),
+            t.before,
+            t.after,
+            t.pages,
+            vmtouch_size(t.before.saturating_mul(ps)),
+            vmtouch_size(t.after.saturating_mul(ps)),
+        )
+    };
     for (n, what) in [
         (t.left_alone, "left alone (not RRD)"),
         (t.skipped, "skipped"),

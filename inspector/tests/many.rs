@@ -624,3 +624,39 @@ fn top_lists_what_a_process_holds_as_vmtouch_counts_it() {
     assert_ne!(r.code, Some(0));
     assert!(r.stderr.contains("no process 999999999"), "{}", r.stderr);
 }
+
+#[test]
+fn a_path_given_twice_or_inside_another_counts_once_as_vmtouch_does() {
+    need(&[Need::Vmtouch]);
+    let dir = tmpdir();
+    let root = dir.path().join("root");
+    fs::create_dir_all(root.join("sub")).unwrap();
+    make(&root.join("a"), 40_000, &[(0, 8192)]);
+    make(&root.join("sub/b"), 70_000, &[(4096, 4096)]);
+    std::os::unix::fs::symlink(&root, dir.path().join("link")).unwrap();
+    let r = root.to_str().unwrap();
+    let sub = root.join("sub");
+    let link = dir.path().join("link");
+    for args in [
+        vec![r, r],
+        vec![r, sub.to_str().unwrap()],
+        vec![sub.to_str().unwrap(), r],
+        vec![r, link.to_str().unwrap()],
+    ] {
+        let out = Command::new("vmtouch").args(&args).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let files: u64 = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Files:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let mut cmd = vec!["residency", "-R", "--json"];
+        cmd.extend(&args);
+        let (code, v) = inspector_json(&cmd);
+        assert_eq!(code, Some(0), "{args:?}: {v:#}");
+        assert_eq!(v["totals"]["files"].as_u64(), Some(files), "{args:?}: vmtouch says {files}");
+        assert_eq!(v["totals"]["repeated"].as_u64(), Some(1), "{args:?}");
+    }
+}
