@@ -7,12 +7,12 @@
 //! however many processes hold it, and sampled by `mincore(2)` through
 //! the process's own link (`/proc/PID/fd/N`, `/proc/PID/map_files/…`), so a
 //! file deleted while held is still measured. With `--cgroup`, only the
-//! processes of that cgroup (the `/proc/PID/cgroup` line of cgroup v2, or
-//! of v1's memory controller), and its `memory.stat` `file` (v1: `cache`)
-//! counter is shown beside ours: the cgroup's
-//! page cache charged to it, which also counts files no process holds any
-//! more. Processes that cannot be read (another user's, gone) are counted,
-//! never guessed at.
+//! processes of that cgroup and those below it (the `/proc/PID/cgroup`
+//! line of cgroup v2, or of v1's memory controller), and the cgroup's
+//! page cache is shown beside ours (`memory.stat`: v2's `file`, v1's
+//! `total_cache`), which also counts files no process holds any more.
+//! This process is left out. Processes that cannot be read (another
+//! user's, gone) are counted, never guessed at.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::{self, File};
@@ -71,7 +71,8 @@ pub struct Top {
     pub processes: u64,
     /// Processes whose files could not be read (another user's, gone).
     pub unreadable_processes: u64,
-    /// With `--cgroup`: its `memory.stat` `file` bytes (v1: `cache`).
+    /// With `--cgroup`: its page cache, `memory.stat`'s `file` (v1:
+    /// `total_cache`), over its subtree.
     pub cgroup_file_bytes: Option<u64>,
 }
 
@@ -85,7 +86,20 @@ struct Found {
     mapped: bool,
 }
 
-/// The processes to look at.
+/// A cgroup as `/proc/PID/cgroup` names it: `--cgroup` takes that form or
+/// the directory under `/sys/fs/cgroup` (v2) or `/sys/fs/cgroup/memory`
+/// (v1).
+fn cgroup_path(given: &str) -> String {
+    let p = given
+        .strip_prefix("/sys/fs/cgroup/memory")
+        .or_else(|| given.strip_prefix("/sys/fs/cgroup"))
+        .unwrap_or(given)
+        .trim_end_matches('/');
+    if p.starts_with('/') { p.to_owned() } else { format!("/{p}") }
+}
+
+/// The processes to look at (never this one: it holds only its own
+/// binary and libraries).
 fn pids(args: &Args) -> Result<Vec<u32>> {
     if !args.pid.is_empty() {
         for p in &args.pid {
@@ -95,12 +109,19 @@ fn pids(args: &Args) -> Result<Vec<u32>> {
         }
         return Ok(args.pid.clone());
     }
+    let me = std::process::id();
     let mut all: Vec<u32> = fs::read_dir("/proc")
         .context("cannot list /proc")?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&p| p != me)
         .collect();
     if let Some(cg) = &args.cgroup {
-        let want = cg.trim_end_matches('/');
+        let want = cgroup_path(cg);
+        let within = |path: &str| {
+            path == want
+                || path.strip_prefix(want.as_str()).is_some_and(|r| r.starts_with('/'))
+                || want == "/"
+        };
         all.retain(|p| {
             fs::read_to_string(format!("/proc/{p}/cgroup")).is_ok_and(|s| {
                 s.lines().any(|l| {
@@ -108,7 +129,8 @@ fn pids(args: &Args) -> Result<Vec<u32>> {
                     // v1's memory hierarchy names `memory`.
                     let mut f = l.splitn(3, ':');
                     let (_, ctl, path) = (f.next(), f.next().unwrap_or("x"), f.next());
-                    (ctl.is_empty() || ctl.split(',').any(|c| c == "memory")) && path == Some(want)
+                    (ctl.is_empty() || ctl.split(',').any(|c| c == "memory"))
+                        && path.is_some_and(within)
                 })
             })
         });
@@ -124,8 +146,10 @@ fn pids(args: &Args) -> Result<Vec<u32>> {
 pub fn top(args: &Args) -> Result<Output> {
     let cgroup_file_bytes = match &args.cgroup {
         Some(cg) => {
-            // v2's `file`, else v1's memory controller's `cache`.
-            let rel = cg.trim_start_matches('/');
+            // v2's `file` (counted over the subtree), else v1's memory
+            // controller's `total_cache` (its subtree; `cache` is its own).
+            let path = cgroup_path(cg);
+            let rel = path.trim_start_matches('/');
             let v2 = Path::new("/sys/fs/cgroup").join(rel).join("memory.stat");
             let v1 = Path::new("/sys/fs/cgroup/memory").join(rel).join("memory.stat");
             let (text, key) = match fs::read_to_string(&v2) {
@@ -134,7 +158,7 @@ pub fn top(args: &Args) -> Result<Output> {
                     fs::read_to_string(&v1).with_context(|| {
                         format!("no cgroup {cg}: neither {} nor {}", v2.display(), v1.display())
                     })?,
-                    "cache ",
+                    "total_cache ",
                 ),
             };
             text.lines().find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
@@ -267,17 +291,18 @@ fn text(t: &Top) -> String {
             h.file
         ));
     }
+    let n = |k: u64, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
     s.push_str(&format!(
-        "Total: {} resident in {} files held by {} processes",
+        "Total: {} resident in {} held by {}",
         vmtouch_size(t.resident_bytes),
-        t.files_held,
-        t.processes
+        n(t.files_held, "file", "files"),
+        n(t.processes, "process", "processes")
     ));
     if t.unreadable_processes > 0 {
         s.push_str(&format!(" ({} not readable: another user's, or gone)", t.unreadable_processes));
     }
     if let Some(c) = t.cgroup_file_bytes {
-        s.push_str(&format!("; the cgroup's memory.stat file: {}", vmtouch_size(c)));
+        s.push_str(&format!("; the cgroup's page cache (memory.stat): {}", vmtouch_size(c)));
     }
     s.push('\n');
     s

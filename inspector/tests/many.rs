@@ -620,6 +620,20 @@ fn top_lists_what_a_process_holds_as_vmtouch_counts_it() {
     assert_eq!(f["how"], "open");
     assert_eq!(f["held_by"], serde_json::json!([format!("{pid} sleep")]));
     assert_eq!(v["processes"].as_u64(), Some(1));
+    // Its cgroup (this test's: v2, or v1's memory controller) lists it,
+    // beside the kernel's count of the cgroup's page cache.
+    let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap();
+    let cg = cgroups
+        .lines()
+        .filter_map(|l| l.splitn(3, ':').nth(1).zip(l.splitn(3, ':').nth(2)))
+        .find(|(ctl, _)| ctl.is_empty() || ctl.split(',').any(|c| c == "memory"))
+        .map(|(_, p)| p.to_owned())
+        .unwrap();
+    let (code, v) = inspector_json(&["top", "--cgroup", &cg, "-n", "100000", "--json"]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let listed = v["files"].as_array().unwrap().iter().any(|f| f["file"] == data.to_str().unwrap());
+    assert!(listed, "{} not in cgroup {cg}: {v:#}", data.display());
+    assert!(v["cgroup_file_bytes"].as_u64().unwrap() >= 16 * page, "{v:#}");
     let r = run(&["top", "--pid", "999999999"], T);
     assert_ne!(r.code, Some(0));
     assert!(r.stderr.contains("no process 999999999"), "{}", r.stderr);
