@@ -286,6 +286,9 @@ pub fn measure_with(path: &Path, snap: &Snapshot) -> Result<Measured> {
         let free = |k: &str| kinds.iter().filter(|t| t.kind == k).map(|t| t.bytes).sum::<u64>();
         Some(free("free") + if live { 0 } else { free("pending") })
     });
+    let size = res.offset.saturating_add(res.len);
+    // An RRD file never grows: shorter than its header says is truncated.
+    let short = snap.format == Format::Rrd && snap.rrd.is_some() && snap.expected_len > size;
     let known = res.known_resident_pages();
     let pending = rrdcached_pending(path, snap.format);
     let rep = ResidencyReport {
@@ -304,7 +307,16 @@ pub fn measure_with(path: &Path, snap: &Snapshot) -> Result<Measured> {
         },
         cachestat: res.cachestat.map(Into::into),
         kinds,
-        structure_error: snap.error.clone(),
+        structure_error: snap.error.clone().or_else(|| {
+            // rrdtool refuses such a file (`rrd_open.c`: "is too small").
+            short.then(|| {
+                format!(
+                    "the file is {size} bytes and its header says {}: truncated (rrdtool refuses \
+                     it as too small)",
+                    snap.expected_len
+                )
+            })
+        }),
         settled: snap.unsettled.is_none(),
         // A copy's residency says nothing of the file's: no advice to read
         // one, but what the numbers are.
@@ -318,7 +330,7 @@ pub fn measure_with(path: &Path, snap: &Snapshot) -> Result<Measured> {
         rrdcached_pending: pending.count,
         rrdcached_error: pending.error,
         rrdcached_line: pending.line,
-        hot_set: snap.rrd.as_ref().map(|r| HotSetReport::of(&r.hot, &res)),
+        hot_set: snap.rrd.as_ref().filter(|_| !short).map(|r| HotSetReport::of(&r.hot, &res)),
         bolt_size: snap
             .bolt
             .as_ref()

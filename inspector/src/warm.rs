@@ -103,7 +103,8 @@ pub struct Totals {
     pub before: u64,
     /// Of them, resident after.
     pub after: u64,
-    /// Files left alone (not RRD files, with `--hot` or `--cold`).
+    /// Files left alone (with `--hot` or `--cold`: not RRD files, or
+    /// truncated ones).
     pub left_alone: u64,
     /// Files skipped with an error.
     pub skipped: u64,
@@ -201,7 +202,15 @@ fn act_on(act: Act, path: &Path, dry_run: bool, o: &mut Outcome) -> Result<&'sta
     let hot = if act.rrd_only() {
         let snap = read_snapshot(path, mapwise_core::bolt::WalkOptions::default())
             .context("cannot read")?;
+        let size = before.offset.saturating_add(before.len);
         match snap.rrd {
+            Some(_) if snap.expected_len > size => {
+                o.reason = Some(format!(
+                    "truncated: {size} bytes, its header says {} (rrdtool refuses it)",
+                    snap.expected_len
+                ));
+                return Ok("left_alone");
+            }
             Some(r) => Some(r.hot),
             None => {
                 o.reason = Some(format!(
@@ -383,7 +392,7 @@ fn totals_line(act: Act, dry_run: bool, t: &Totals) -> String {
         )
     };
     for (n, what) in [
-        (t.left_alone, "left alone (not RRD)"),
+        (t.left_alone, "left alone (not RRD, or truncated)"),
         (t.skipped, "skipped"),
         (t.other, "other paths listed"),
     ] {

@@ -674,3 +674,22 @@ fn a_path_given_twice_or_inside_another_counts_once_as_vmtouch_does() {
         assert_eq!(v["totals"]["repeated"].as_u64(), Some(1), "{args:?}");
     }
 }
+
+#[test]
+fn a_truncated_rrd_has_no_hot_set_and_is_left_alone() {
+    need(&[Need::Rrdtool]);
+    let dir = tmpdir();
+    let rrd = dir.path().join("short.rrd");
+    let bytes = fs::read(mapwise_testkit::testdata("rrd/big.rrd")).unwrap();
+    fs::write(&rrd, &bytes[..100_000]).unwrap();
+    // The peer refuses it.
+    let out = mapwise_testkit::peers::rrdtool().arg("info").arg(&rrd).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("too small"));
+    let (_, v) = inspector_json(&["residency", "--json", rrd.to_str().unwrap()]);
+    assert!(v["structure_error"].as_str().unwrap().contains("truncated"), "{v:#}");
+    assert!(v.get("hot_set").is_none(), "{v:#}");
+    let (code, v) = inspector_json(&["evict", "--cold", "--json", rrd.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["files"][0]["status"], "left_alone", "{v:#}");
+}
