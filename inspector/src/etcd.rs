@@ -710,7 +710,8 @@ fn size(b: u64) -> String {
 
 fn signed(b: i64) -> String {
     if b < 0 {
-        format!("-{} (over quota: NOSPACE)", size(b.unsigned_abs()))
+        let n = b.unsigned_abs();
+        format!("-{n} (-{}, over quota: NOSPACE)", human_size(n))
     } else {
         size(b.unsigned_abs())
     }

@@ -356,6 +356,11 @@ fn line(e: &Entry) -> String {
     if let Some(h) = &r.hot_set {
         s.push_str(&format!("{:>48}  {}\n", "", h.line()));
     }
+    match (r.rrdcached_pending, &r.rrdcached_error) {
+        (Some(n), _) => s.push_str(&format!("{:>48}  rrdcached: {n} updates pending\n", "")),
+        (None, Some(e)) => s.push_str(&format!("{:>48}  rrdcached: {e}\n", "")),
+        (None, None) => {}
+    }
     s
 }
 
