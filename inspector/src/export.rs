@@ -47,9 +47,11 @@ use crate::many::{Found, TreeArgs, Walker};
 /// The command line of `inspector export`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The address to serve `/metrics` on, e.g. `127.0.0.1:9901`.
+    /// The address to serve `/metrics` on: `127.0.0.1:9901`,
+    /// `localhost:9901`, `[::1]:9901`; `:9901` is every interface (which
+    /// needs `--allow-remote`).
     #[arg(long, value_name = "ADDR")]
-    pub listen: SocketAddr,
+    pub listen: String,
     /// The paths.
     #[command(flatten)]
     pub tree: TreeArgs,
@@ -241,9 +243,20 @@ pub fn scan(tree: &TreeArgs, known: &mut Structures) -> Result<String> {
                     files += 1;
                     metrics.add(&m.report);
                 }
-                Err(_) => skipped += 1,
+                Err(e) => {
+                    skipped += 1;
+                    if known.walk == 1 {
+                        eprintln!("inspector: {}: not measured: {e:#}", p.display());
+                    }
+                }
             },
-            Found::Other(e) if e.status == crate::many::Status::Skipped => skipped += 1,
+            Found::Other(e) if e.status == crate::many::Status::Skipped => {
+                skipped += 1;
+                if known.walk == 1 {
+                    let why = e.reason.as_deref().unwrap_or("skipped");
+                    eprintln!("inspector: {}: {why}", e.file.as_deref().unwrap_or_default());
+                }
+            }
             Found::Other(_) => {}
         }
         Ok(())
@@ -288,25 +301,35 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 /// An address other than loopback without `--allow-remote`, a bad
 /// interval, or the address cannot be bound.
 pub fn serve(args: &Args) -> Result<()> {
-    if !args.listen.ip().is_loopback() {
+    let given = if args.listen.starts_with(':') {
+        format!("0.0.0.0{}", args.listen)
+    } else {
+        args.listen.clone()
+    };
+    let listen: SocketAddr = std::net::ToSocketAddrs::to_socket_addrs(&given)
+        .with_context(|| format!("--listen {}: not an address (HOST:PORT)", args.listen))?
+        .next()
+        .with_context(|| format!("--listen {}: no address", args.listen))?;
+    if !listen.ip().is_loopback() {
         if !args.allow_remote {
             bail!(
                 "{} is not a loopback address: the metrics name every file walked; \
                  --allow-remote serves them there",
-                args.listen
+                listen
             );
         }
         eprintln!(
             "inspector: warning: serving on {}, beyond this host: the metrics name every file \
              walked",
-            args.listen
+            listen
         );
     }
     if !(args.interval.is_finite() && args.interval >= 1.0) {
         bail!("--interval must be at least 1 second");
     }
-    let server = tiny_http::Server::http(args.listen)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let server = tiny_http::Server::http(listen)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    eprintln!("inspector: serving http://{}/metrics", server.server_addr());
     let latest: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let (tree, interval) = (args.tree.clone(), Duration::from_secs_f64(args.interval));
     let shared = Arc::clone(&latest);
@@ -325,7 +348,6 @@ pub fn serve(args: &Args) -> Result<()> {
             std::thread::sleep(interval.saturating_sub(start.elapsed()));
         }
     })?;
-    eprintln!("inspector: serving http://{}/metrics", server.server_addr());
     for req in server.incoming_requests() {
         let response = answer(req.method(), req.url(), &latest);
         // A client gone before its answer is no failure of ours.
