@@ -625,7 +625,10 @@ fn top_lists_what_a_process_holds_as_vmtouch_counts_it() {
     let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap();
     let cg = cgroups
         .lines()
-        .filter_map(|l| l.splitn(3, ':').nth(1).zip(l.splitn(3, ':').nth(2)))
+        .filter_map(|l| {
+            let mut f = l.splitn(3, ':').skip(1);
+            f.next().zip(f.next())
+        })
         .find(|(ctl, _)| ctl.is_empty() || ctl.split(',').any(|c| c == "memory"))
         .map(|(_, p)| p.to_owned())
         .unwrap();
