@@ -114,8 +114,12 @@ pub(crate) fn scan_label(cache: CacheState, populate: bool) -> String {
     format!("{}, {}", cache.name(), if populate { "MAP_POPULATE" } else { "plain mmap" })
 }
 
-/// A scan cell: cache state, `--populate` on both, ours' extra options.
+/// A scan cell: cache state, `--populate` on both, ours' extra options
+/// ([`LIKE_FOR_LIKE`]: bbolt's exact I/O; none: ours' defaults).
 pub(crate) type ScanSpec<'a> = (CacheState, bool, &'a [&'a str]);
+
+/// Ours' options that read as bbolt reads: no read-ahead hints.
+pub(crate) const LIKE_FOR_LIKE: &[&str] = &["--prefetch", "0"];
 
 /// The scan cells of `specs`, ours (`mapwise`) against Go (`go`) on `file`:
 /// a warm pair shares its reset and every warm run follows an untimed one
@@ -128,8 +132,10 @@ pub(crate) fn scan_cells(
     (warmup, runs): (usize, usize),
 ) -> Vec<Cell> {
     let cell = |&(cache, populate, extra): &ScanSpec<'_>| {
-        let label = if extra.is_empty() {
+        let label = if extra == LIKE_FOR_LIKE {
             scan_label(cache, populate)
+        } else if extra.is_empty() {
+            "cold, ours' defaults vs Go plain mmap".to_owned()
         } else {
             format!("cold, ours {} vs Go plain mmap", extra.join(" "))
         };
@@ -203,7 +209,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let size = args.size.unwrap_or(if tiny { TINY_SIZE } else { 256 << 20 });
     let states = args.caches.states().iter();
     let specs: Vec<ScanSpec<'_>> =
-        states.flat_map(|&c| [(c, false, &[][..]), (c, true, &[][..])]).collect();
+        states.flat_map(|&c| [(c, false, LIKE_FOR_LIKE), (c, true, LIKE_FOR_LIKE)]).collect();
     let runs = args.common.runs()?;
     let warmup = usize::try_from(args.warmup).context("--warmup too large")?;
     let peer = ws.peer("bolt")?;
