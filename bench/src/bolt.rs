@@ -146,7 +146,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         .filter(|_| !args.no_scans)
         .collect();
     let modes: &[&str] = if args.no_puts { &[] } else { &["seq", "rnd"] };
-    let scan_steps = scan::scan_steps(&specs, (warmup, runs));
+    // The scan cells, and the seek cell (two contenders).
+    let scan_steps = scan::scan_steps(&specs, (warmup, runs)) + (warmup + runs) * 2;
     let scan_steps = if args.no_scans { 0 } else { scan_steps + 2 + limits::steps(runs) };
     let progress = Progress::new((1 + scan_steps + modes.len() * (warmup + runs) * 2) as u64);
     let peer = ws.peer("bolt")?;
@@ -192,7 +193,16 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
         let batch = tiny.then_some(boltfile::TINY_BATCH);
         let f = boltfile::ensure_file(ws, &peer, (size, batch), args.seed, &progress)?;
         let path = PathBuf::from(&f.path);
-        let cells = scan::scan_cells(&specs, (&mapwise, &go), &f.path, (warmup, runs));
+        let mut cells = scan::scan_cells(&specs, (&mapwise, &go), &f.path, (warmup, runs));
+        // Point reads: the same seeks on both sides, ours' defaults.
+        cells.push(scan::traverse_cell(
+            SEEKS_LABEL.to_owned(),
+            Cold,
+            (&mapwise, &go),
+            &f.path,
+            (SEEKS, SEEKS),
+            (warmup, runs),
+        ));
         scans = cells.iter().map(run_cell).collect::<Result<_>>()?;
         limits = limits::standard(&path, runs, &progress)?;
         progress.set("range scans with residency");
@@ -266,14 +276,22 @@ fn agrees(c: &CellRuns, metric: &str) -> bool {
 }
 
 /// The targets: name (empty: `scan: <cell>`), part of the cell's label, metric, target, bound.
-const TARGETS: [(&str, &str, &str, f64, Bound); 6] = [
+const TARGETS: [(&str, &str, &str, f64, Bound); 7] = [
     ("seq puts", "seq puts", "puts_per_s", 1.0, Bound::AtLeast),
     ("rnd puts", "rnd puts", "puts_per_s", 1.0, Bound::AtLeast),
     ("random gets", "rnd puts", "gets_per_s", 1.5, Bound::AtLeast),
     ("", "ours' defaults", "took_s", 0.1, Bound::AtMost),
     ("", "--prefetch", "took_s", 0.5, Bound::AtMost),
     ("", "warm, plain mmap", "took_s", 0.5, Bound::AtMost),
+    ("", "1000 seeks", "took_s", 1.0, Bound::AtMost),
 ];
+
+/// The point-read cell: a thousand seeks, each followed by ten keys, the
+/// same keys on both sides (`traverse --seeks`).
+const SEEKS: &[&str] = &["--seeks", "1000", "--per-seek", "10", "--seed", "1"];
+
+/// Its label.
+const SEEKS_LABEL: &str = "cold, 1000 seeks × 10 keys, ours' defaults vs Go";
 
 /// Ours' defaults, cold full scan, against the cold sequential `O_DIRECT`
 /// read of the same file: at most this many times its time.
@@ -303,6 +321,27 @@ fn default_verdicts(scans: &[CellRuns], limits: &[Limit], range: &[RangeRun]) ->
             }
             _ => Verdict::new(name, Outcome::None, "no figures").target(target),
         });
+    }
+    // Point reads read no more pages than bbolt's cursor.
+    if let Some(c) = scans.iter().find(|c| c.label == SEEKS_LABEL) {
+        let name = "1000 seeks × 10 keys, pages read";
+        let target = "resident after, ours ≤ Go's (both start cold)";
+        let (o, g) = (c.summary(0, "resident_after"), c.summary(1, "resident_after"));
+        out.push(
+            match (o, g) {
+                (Some(o), Some(g)) => {
+                    let outcome = if o.median <= g.median { Outcome::Pass } else { Outcome::Fail };
+                    let detail = format!(
+                        "medians: ours {:.3} %, Go {:.3} % of the file's pages",
+                        o.median * 100.0,
+                        g.median * 100.0
+                    );
+                    Verdict::new(name, outcome, detail)
+                }
+                _ => Verdict::new(name, Outcome::None, "no residency"),
+            }
+            .target(target),
+        );
     }
     // Pages resident outside those the scan returned: meta, branch pages
     // and leaf headers bbolt's own cursor reads too, and whatever a hint

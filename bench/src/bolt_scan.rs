@@ -139,24 +139,38 @@ pub(crate) fn scan_cells(
         } else {
             format!("cold, ours {} vs Go plain mmap", extra.join(" "))
         };
-        let ours =
-            Cmd::new(mapwise).args(["bolt", "traverse", file]).arg_if(populate, "--populate");
-        let go = go.clone().args(["traverse", file]).arg_if(populate, "--populate");
-        let contenders = vec![
-            Contender::new("ours", ours.args(extra.iter().copied()).arg("--json"), |o| {
-                parse_ours(&o.stdout)
-            }),
-            Contender::new("Go", go, |o| parse_go(&o.stdout)),
-        ];
-        let runs = if cache == Warm { runs.max(WARM_MIN_RUNS) } else { runs };
-        Cell {
-            shared_warm_reset: true,
-            untimed_warm_first: true,
-            cold_settle: machine::reports_free_pages().then_some(COLD_SETTLE),
-            ..Cell::new(label, cache, vec![PathBuf::from(file)], contenders, (warmup, runs))
-        }
+        let populate: &[&str] = if populate { &["--populate"] } else { &[] };
+        let ours: Vec<&str> = populate.iter().chain(extra).copied().collect();
+        traverse_cell(label, cache, (mapwise, go), file, (&ours, populate), (warmup, runs))
     };
     specs.iter().map(cell).collect()
+}
+
+/// A cell of `traverse` runs on `file`: ours (`mapwise bolt traverse …
+/// --json`) with `extra.0`, Go's peer with `extra.1`; warm runs follow an
+/// untimed one ([`WARM_MIN_RUNS`] pairs at least), cold ones wait
+/// [`COLD_SETTLE`] on a machine that hands free pages back.
+pub(crate) fn traverse_cell(
+    label: String,
+    cache: CacheState,
+    (mapwise, go): (&str, &Cmd),
+    file: &str,
+    (ours, theirs): (&[&str], &[&str]),
+    (warmup, runs): (usize, usize),
+) -> Cell {
+    let ours = Cmd::new(mapwise).args(["bolt", "traverse", file]).args(ours.iter().copied());
+    let go = go.clone().args(["traverse", file]).args(theirs.iter().copied());
+    let contenders = vec![
+        Contender::new("ours", ours.arg("--json"), |o| parse_ours(&o.stdout)),
+        Contender::new("Go", go, |o| parse_go(&o.stdout)),
+    ];
+    let runs = if cache == Warm { runs.max(WARM_MIN_RUNS) } else { runs };
+    Cell {
+        shared_warm_reset: true,
+        untimed_warm_first: true,
+        cold_settle: machine::reports_free_pages().then_some(COLD_SETTLE),
+        ..Cell::new(label, cache, vec![PathBuf::from(file)], contenders, (warmup, runs))
+    }
 }
 
 /// Progress steps of the scan cells of `specs`.

@@ -241,10 +241,11 @@ pub struct TraverseArgs {
     #[arg(long, default_value = "random")]
     advice: String,
     /// Read-ahead window of the cursor: once the scan has moved through 3
-    /// leaves, announce up to this many bytes of leaf pages ahead of it
-    /// with madvise(MADV_WILLNEED), ramping up from 8 leaves, nothing where
-    /// the file is already cached (`256KiB`, `4MiB`, the default). 0: off,
-    /// bbolt's exact I/O (its cursor, one synchronous fault per cold page).
+    /// leaves holding 32 keys, announce up to this many bytes of leaf
+    /// pages ahead of it with madvise(MADV_WILLNEED), ramping up from 8
+    /// leaves, nothing where the file is already cached (`256KiB`, `4MiB`,
+    /// the default). 0: off, bbolt's exact I/O (its cursor, one
+    /// synchronous fault per cold page).
     #[arg(long, value_name = "BYTES", default_value = "4MiB", value_parser = crate::bolt_bench::parse_bytes)]
     prefetch: u64,
     /// Range scan: start at the first key >= this one (hex).
@@ -254,6 +255,18 @@ pub struct TraverseArgs {
     /// cursor announces nothing at or past it.
     #[arg(long, value_name = "HEX")]
     to: Option<String>,
+    /// Instead of the scan: this many cursor seeks to keys spread over the
+    /// bucket's (splitmix64 seeded with --seed, between the first 8 bytes of
+    /// its first and last keys), each followed by reading --per-seek keys
+    /// (the one landed on included), as the bbolt peer's `traverse --seeks`.
+    #[arg(long, value_name = "N", conflicts_with_all = ["from", "to"])]
+    seeks: Option<u64>,
+    /// Keys read from each seek.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    per_seek: u64,
+    /// Seed of the seek keys.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
     /// After the scan, sample the file's page-cache residency (mincore)
     /// and split it into the OS pages holding the keys and values the scan
     /// read and the rest.
@@ -578,7 +591,20 @@ fn traverse(a: &TraverseArgs) -> Result<ExitCode> {
             .bucket_path(&path)
             .map_err(engine_error)
             .with_context(|| format!("bucket {:?}", a.bucket))?;
-        crate::bolt_bench::scan(&db, &tx, &bucket, &copts, &range, a.touch, a.residency)?
+        match a.seeks {
+            Some(n) => crate::bolt_bench::seeks(
+                &db,
+                &tx,
+                &bucket,
+                &copts,
+                (n, a.per_seek, a.seed),
+                a.touch,
+                a.residency,
+            )?,
+            None => {
+                crate::bolt_bench::scan(&db, &tx, &bucket, &copts, &range, a.touch, a.residency)?
+            }
+        }
     };
     let took = start.elapsed();
     let (keys, value_bytes, x) = (scanned.keys, scanned.value_bytes, scanned.xor);

@@ -81,7 +81,7 @@ pub struct BenchArgs {
     force: bool,
     /// seq reads: the cursor's read-ahead window, announcing up to this
     /// many bytes of leaf pages ahead with madvise(MADV_WILLNEED) once a
-    /// scan has moved through 3 leaves (ours only; default 4MiB; 0 = off,
+    /// scan has moved through 3 leaves and 32 keys (ours only; default 4MiB; 0 = off,
     /// as bbolt).
     #[arg(long, value_name = "BYTES", default_value = "4MiB", value_parser = parse_bytes)]
     prefetch: u64,
@@ -669,6 +669,60 @@ pub fn scan(
         s.mark(base, v);
         true
     })?;
+    Ok(s)
+}
+
+/// `traverse --seeks`: `n` seeks of one cursor, each to `lo + x % (hi -
+/// lo + 1)` as 8 bytes big-endian, `x` the next output of [`SplitMix64`]
+/// seeded with `seed`, `lo` and `hi` the first 8 bytes of the bucket's
+/// first and last keys (as the bbolt peer's `traverse --seeks`), each followed
+/// by reading `per` keys (the one landed on included), counted as
+/// [`scan`] counts.
+///
+/// # Errors
+/// A fault met on the way.
+pub fn seeks(
+    db: &Db,
+    tx: &Tx<'_>,
+    bucket: &Bucket<'_>,
+    opts: &CursorOptions,
+    (n, per, seed): (u64, u64, u64),
+    touch: bool,
+    visited: bool,
+) -> Result<Scanned> {
+    let mut s =
+        Scanned { page: if visited { residency::os_page_size() } else { 0 }, ..Scanned::default() };
+    let base = db.mapping().bytes().as_ptr().addr();
+    let mut c = tx.cursor_with(bucket, opts);
+    // Seek keys spread over the bucket's keys: the first 8 bytes
+    // (zero-padded, big-endian) of its first and last keys bound them.
+    let prefix = |k: Option<&[u8]>| {
+        let mut b = [0u8; 8];
+        let k = k.unwrap_or_default();
+        b[..k.len().min(8)].copy_from_slice(&k[..k.len().min(8)]);
+        u64::from_be_bytes(b)
+    };
+    let lo = prefix(c.first()?.as_ref().map(|i| &i.key[..]));
+    let hi = prefix(c.last()?.as_ref().map(|i| &i.key[..]));
+    let mut rng = SplitMix64::new(seed);
+    for _ in 0..if hi >= lo { n } else { 0 } {
+        let span = (hi - lo).wrapping_add(1);
+        let off = if span == 0 { rng.next_u64() } else { rng.next_u64() % span };
+        let key = (lo + off).to_be_bytes();
+        let mut item = c.seek(&key)?;
+        for _ in 0..per {
+            let Some(it) = item else { break };
+            let v: &[u8] = if it.is_bucket() { &[] } else { &it.value };
+            s.keys += 1;
+            s.value_bytes += v.len() as u64;
+            if touch {
+                s.xor = v.iter().fold(s.xor, |acc, b| acc ^ b);
+            }
+            s.mark(base, &it.key);
+            s.mark(base, v);
+            item = c.next()?;
+        }
+    }
     Ok(s)
 }
 

@@ -94,12 +94,17 @@ const CACHE_BYTES: u64 = 128;
 const RAMP_START: usize = 8;
 
 /// Leaves a cursor moves forward through, one after the other, before it
-/// announces any ahead ([`CursorOptions::prefetch`]): a point lookup and
-/// a short range (a seek, then fewer leaves than this) announce nothing,
-/// so they read exactly the pages bbolt's cursor reads. Three: a random
-/// seek followed by ten keys stays within two leaves of the bench's files,
-/// and a scan past three is worth announcing.
+/// announces any ahead ([`CursorOptions::prefetch`]), and ...
 pub const ARM_LEAVES: u64 = 3;
+
+/// ... elements those leaves hold at least: a point lookup and a short
+/// range (a seek, then fewer leaves or elements than these) announce
+/// nothing, so they read exactly the pages bbolt's cursor reads. A seek
+/// followed by ten keys crosses four or five leaves of large values (the
+/// bench's files hold 2 or 3 a leaf), so leaves alone cannot tell it from
+/// a scan; 32 elements can, and cost a scan of large values 16 leaves read
+/// one at a time, of small ones nothing more than the 3 leaves.
+pub const ARM_ITEMS: u64 = 32;
 
 /// The read-ahead window of the default options ([`CursorOptions`]) and
 /// of [`Bucket::cursor`] on a file with a hint sink (the engine's): 4 MiB,
@@ -121,8 +126,8 @@ pub struct CursorOptions {
     /// hint; a renewal whose first and last new leaves the sink says are
     /// cached ([`Prefetch::cached`]) sends none.
     /// Nothing is announced until the cursor has moved forward through
-    /// [`ARM_LEAVES`] leaves in a row since its last `first`, `seek` or
-    /// backward move, so point lookups and short ranges read exactly
+    /// [`ARM_LEAVES`] leaves in a row, holding [`ARM_ITEMS`] elements, since
+    /// its last `first`, `seek` or backward move, so point lookups and short ranges read exactly
     /// bbolt's pages. Default [`DEFAULT_PREFETCH`]; `0`: no hints at all,
     /// bbolt's exact I/O (one synchronous fault per cold page).
     pub prefetch: u64,
@@ -151,6 +156,8 @@ struct Prefetcher<'s> {
     end: Option<Vec<u8>>,
     /// Leaves entered since the last reset (scan order).
     leaves: u64,
+    /// Elements of those leaves.
+    items: u64,
     /// Leaves announced so far, counted in scan order from the reset.
     hinted: u64,
 }
@@ -286,6 +293,7 @@ impl<'s, S: PageSource + ?Sized> Bucket<'s, S> {
                 target: RAMP_START.min(window),
                 end: opts.prefetch_end.clone(),
                 leaves: 0,
+                items: 0,
                 hinted: 0,
             });
         }
@@ -436,6 +444,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         self.entered = 0;
         if let Some(pf) = &mut self.prefetch {
             pf.leaves = 0;
+            pf.items = 0;
             pf.hinted = 0;
             pf.target = RAMP_START.min(pf.window);
         }
@@ -456,11 +465,13 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
     /// The body of [`Cursor::on_leaf`] for a prefetching cursor (kept out
     /// of line: a plain scan pays one test per leaf).
     fn announce(&mut self) {
+        let count = self.stack.last().map_or(0, |t| t.page.count() as u64);
         let Some(pf) = &mut self.prefetch else {
             return;
         };
         pf.leaves += 1;
-        if pf.leaves < ARM_LEAVES {
+        pf.items += count;
+        if pf.leaves < ARM_LEAVES || pf.items < ARM_ITEMS {
             return;
         }
         let ahead = pf.hinted.saturating_sub(pf.leaves);
@@ -902,6 +913,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         // A backward move ends a forward run: read-ahead arms again.
         if let Some(pf) = &mut self.prefetch {
             pf.leaves = 0;
+            pf.items = 0;
             pf.hinted = 0;
             pf.target = RAMP_START.min(pf.window);
         }

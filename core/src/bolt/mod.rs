@@ -18,7 +18,9 @@ mod stats;
 mod walk;
 mod write;
 
-pub use cursor::{ARM_LEAVES, Bucket, Cursor, CursorOptions, DEFAULT_PREFETCH, Item, Prefetch};
+pub use cursor::{
+    ARM_ITEMS, ARM_LEAVES, Bucket, Cursor, CursorOptions, DEFAULT_PREFETCH, Item, Prefetch,
+};
 pub use detail::{Body, Bytes, Element, PREVIEW, PageDetail, page_detail};
 pub use digest::{
     Bound, Child, Digest, NO_BOUND, Rare, SubBucket, context, key_hash, key_problems,

@@ -20,6 +20,6 @@ mod wtx;
 pub use db::{ALLOC_SIZE, Bucket, Cursor, DEFAULT_FILL_PERCENT, Db, Options, Stats, Tx};
 pub use error::{Error, Result, check_summary};
 pub use mapwise_core::bolt::{
-    ARM_LEAVES, BucketStats, CursorOptions, DEFAULT_PREFETCH, Item, Prefetch,
+    ARM_ITEMS, ARM_LEAVES, BucketStats, CursorOptions, DEFAULT_PREFETCH, Item, Prefetch,
 };
 pub use wtx::{BucketMut, CursorMut, MAX_VALUE_SIZE, WriteCursor, WriteTx};

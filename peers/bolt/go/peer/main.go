@@ -33,7 +33,7 @@ var commands = []command{
 	{"gen", cmdGen, "gen OUT.db --shape SHAPE --seed N [--size BYTES] [--page-size N] [--force] ..."},
 	{"dump", cmdDump, "dump FILE.db [--no-precheck]"},
 	{"check", cmdCheck, "check FILE.db [--raw-only|--lib-only] [-v]"},
-	{"traverse", cmdTraverse, "traverse FILE.db [--populate] [--cold] [--residency] [--touch] [--mlock] [--bucket NAME]"},
+	{"traverse", cmdTraverse, "traverse FILE.db [--populate] [--cold] [--residency] [--touch] [--mlock] [--bucket NAME] [--seeks N [--per-seek K] [--seed S]]"},
 	{"info", cmdInfo, "info FILE.db"},
 	{"pages", cmdPages, "pages FILE.db"},
 	{"bench", cmdBench, "bench FILE.db --write-mode seq|rnd|seq-nest|rnd-nest --read-mode seq|rnd --count N ..."},

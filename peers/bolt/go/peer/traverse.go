@@ -7,6 +7,7 @@ package main
 // around it.
 
 import (
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
@@ -26,6 +27,9 @@ func cmdTraverse(args []string) int {
 	mlock := fs.Bool("mlock", false, "open with Options.Mlock")
 	residency := fs.Bool("residency", false, "print the share of the file in the page cache before and after")
 	bucket := fs.String("bucket", "fake-bucket", "top-level bucket to walk")
+	seeks := fs.Int("seeks", 0, "instead of the full walk: this many seeks to keys drawn from --seed, each followed by --per-seek keys")
+	perSeek := fs.Int("per-seek", 10, "keys read from each seek (the one it lands on included)")
+	seed := fs.Uint64("seed", 1, "seed of the seek keys: lo + splitmix64 % (hi - lo + 1), 8 bytes big-endian, lo and hi the first 8 bytes of the bucket's first and last keys")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
@@ -64,7 +68,7 @@ func cmdTraverse(args []string) int {
 			return fmt.Errorf("bucket %q not found", *bucket)
 		}
 		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		visit := func(v []byte) {
 			keys++
 			valueBytes += int64(len(v))
 			if *touch {
@@ -72,6 +76,37 @@ func cmdTraverse(args []string) int {
 					xor ^= x
 				}
 			}
+		}
+		if *seeks > 0 {
+			// Seek keys spread over the bucket's keys: the first 8 bytes
+			// (zero-padded, big-endian) of its first and last keys bound them.
+			prefix := func(k []byte) uint64 {
+				var b [8]byte
+				copy(b[:], k)
+				return binary.BigEndian.Uint64(b[:])
+			}
+			first, _ := c.First()
+			last, _ := c.Last()
+			lo, hi := prefix(first), prefix(last)
+			rng := splitmix64(*seed)
+			for i := 0; i < *seeks && hi >= lo; i++ {
+				var key [8]byte
+				span := hi - lo + 1
+				off := rng.next()
+				if span != 0 {
+					off %= span
+				}
+				binary.BigEndian.PutUint64(key[:], lo+off)
+				k, v := c.Seek(key[:])
+				for j := 0; k != nil && j < *perSeek; j++ {
+					visit(v)
+					k, v = c.Next()
+				}
+			}
+			return nil
+		}
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			visit(v)
 		}
 		return nil
 	})
