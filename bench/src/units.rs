@@ -13,7 +13,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 /// The shortest exact spelling of a size (`256MiB`, `1536KiB`, `1000`):
-/// cache file names, so it round-trips through [`parse_size`].
+/// cache file names, so it round-trips through [`parse_size()`].
 pub fn format_size(bytes: u64) -> String {
     for (suffix, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
         if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
