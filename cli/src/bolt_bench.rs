@@ -551,6 +551,19 @@ pub struct Scanned {
 }
 
 impl Scanned {
+    /// Count one key and its value (a sub-bucket's: empty), xor the value
+    /// in when `touch`, and record the pages both span.
+    #[inline]
+    fn visit(&mut self, base: usize, (k, v): (&[u8], &[u8]), touch: bool) {
+        self.keys += 1;
+        self.value_bytes += v.len() as u64;
+        if touch {
+            self.xor = v.iter().fold(self.xor, |acc, b| acc ^ b);
+        }
+        self.mark(base, k);
+        self.mark(base, v);
+    }
+
     /// Record the OS pages `bytes` spans (nothing unless residency was
     /// asked for: inlined, that test is all a plain scan pays per key).
     #[inline]
@@ -660,13 +673,7 @@ pub fn scan(
         // `Cursor.Next` returns nil): its bucket header and inline page
         // are neither counted nor touched.
         let v = if flags & BUCKET_LEAF_FLAG == 0 { v } else { &[] };
-        s.keys += 1;
-        s.value_bytes += v.len() as u64;
-        if touch {
-            s.xor = v.iter().fold(s.xor, |acc, b| acc ^ b);
-        }
-        s.mark(base, k);
-        s.mark(base, v);
+        s.visit(base, (k, v), touch);
         true
     })?;
     Ok(s)
@@ -713,13 +720,7 @@ pub fn seeks(
         for _ in 0..per {
             let Some(it) = item else { break };
             let v: &[u8] = if it.is_bucket() { &[] } else { &it.value };
-            s.keys += 1;
-            s.value_bytes += v.len() as u64;
-            if touch {
-                s.xor = v.iter().fold(s.xor, |acc, b| acc ^ b);
-            }
-            s.mark(base, &it.key);
-            s.mark(base, v);
+            s.visit(base, (&it.key, v), touch);
             item = c.next()?;
         }
     }

@@ -462,17 +462,7 @@ fn open(file: Option<PathBuf>, interval: Duration) -> Result<ExitCode> {
 /// `inspector open DIR`: the list of files, and each file's view opened
 /// from it in the same terminal.
 fn open_dir(dir: PathBuf, interval: Duration) -> Result<ExitCode> {
-    require_terminal()?;
-    let mut terminal = match ratatui::try_init() {
-        Ok(t) => t,
-        Err(e) => {
-            ratatui::restore();
-            return Err(anyhow::Error::new(e).context("cannot set up the terminal"));
-        }
-    };
-    let result = run_dir(&mut terminal, dir, interval);
-    ratatui::restore();
-    result.map(|()| ExitCode::SUCCESS)
+    in_terminal(|terminal| run_dir(terminal, dir, interval))
 }
 
 fn run_dir(terminal: &mut DefaultTerminal, dir: PathBuf, interval: Duration) -> Result<()> {
@@ -507,6 +497,11 @@ fn run_dir(terminal: &mut DefaultTerminal, dir: PathBuf, interval: Duration) -> 
 
 /// Set the terminal up, run the loop, restore the terminal.
 fn run_tui(app: &mut App, target: &mut dyn Target) -> Result<ExitCode> {
+    in_terminal(|terminal| run(terminal, app, target))
+}
+
+/// Set the terminal up, run `body` in it, restore the terminal.
+fn in_terminal(body: impl FnOnce(&mut DefaultTerminal) -> Result<()>) -> Result<ExitCode> {
     // Before anything reaches the terminal (even the restore sequence).
     require_terminal()?;
     // Installs a panic hook that restores the terminal before the panic
@@ -519,7 +514,7 @@ fn run_tui(app: &mut App, target: &mut dyn Target) -> Result<ExitCode> {
             return Err(anyhow::Error::new(e).context("cannot set up the terminal"));
         }
     };
-    let result = run(&mut terminal, app, target);
+    let result = body(&mut terminal);
     ratatui::restore();
     result.map(|()| ExitCode::SUCCESS)
 }
