@@ -214,9 +214,15 @@ struct RrdcachedPending {
 }
 
 fn rrdcached_pending(path: &Path, format: Format) -> RrdcachedPending {
-    let p = (format == Format::Rrd)
-        .then(|| mapwise_native::engine::rrd::cached::pending_in_env(path, RRDCACHED_TIMEOUT))
-        .flatten();
+    use mapwise_native::engine::rrd::cached;
+    // The variable the timeout message names, when set; else a short wait,
+    // so that a silent daemon holds no report up.
+    let limit = if std::env::var_os(cached::ENV_TIMEOUT).is_some() {
+        cached::timeout()
+    } else {
+        RRDCACHED_TIMEOUT
+    };
+    let p = (format == Format::Rrd).then(|| cached::pending_in_env(path, limit)).flatten();
     RrdcachedPending {
         count: p.as_ref().and_then(|(_, n)| n.as_ref().ok()).map(|&n| n as u64),
         error: p.as_ref().and_then(|(_, n)| n.as_ref().err()).map(ToString::to_string),
@@ -815,7 +821,8 @@ pub fn check(path: &Path, as_json: bool) -> Result<Output> {
     Ok(Output { text: s, code, layout_json: None })
 }
 
-/// How long `layout` waits for rrdcached's `PENDING` reply.
+/// How long the reports wait for rrdcached's `PENDING` reply, unless
+/// `MAPWISE_RRDCACHED_TIMEOUT` says.
 pub const RRDCACHED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `inspector layout FILE`: kinds and buckets (text), or the whole layout
