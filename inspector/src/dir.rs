@@ -93,6 +93,9 @@ pub struct DirList {
     pub running: bool,
     /// The file to open, when Enter was pressed.
     pub open: Option<PathBuf>,
+    /// What went wrong last (a file that could not be opened), shown
+    /// until the next key.
+    pub message: Option<String>,
     walking: Option<(Receiver<Walked>, Instant)>,
     walked: Option<(Instant, Duration)>,
 }
@@ -110,6 +113,7 @@ impl DirList {
             offset: 0,
             running: true,
             open: None,
+            message: None,
             walking: None,
             walked: None,
         };
@@ -196,6 +200,7 @@ impl DirList {
 
     /// Apply a key, with `height` rows on screen.
     pub fn update(&mut self, action: Action, height: usize) {
+        self.message = None;
         let last = self.rows.as_ref().map_or(0, |r| r.len().saturating_sub(1));
         let h = height.max(1);
         match action {

@@ -480,8 +480,11 @@ fn run_dir(terminal: &mut DefaultTerminal, dir: PathBuf, interval: Duration) -> 
         if let Some(path) = list.open.take() {
             let mut watch = match Watch::start(&path, WalkOptions::default()) {
                 Ok(w) => w,
-                // Gone since the walk: the next walk drops it.
-                Err(_) => continue,
+                // Gone since the walk, say: the next walk drops it.
+                Err(e) => {
+                    list.message = Some(format!("cannot open {}: {e}", path.display()));
+                    continue;
+                }
             };
             let mut app = App::new(path.display().to_string(), Data::from_target(&watch), interval);
             app.watch_rrdcached(path);

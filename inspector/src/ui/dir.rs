@@ -80,9 +80,12 @@ pub fn draw(frame: &mut Frame, d: &DirList) {
         lines.push(Line::styled("no files here", dim));
     }
     frame.render_widget(Paragraph::new(lines), inside);
-    frame.render_widget(
-        Paragraph::new("↑↓ move · Enter open (Esc comes back) · s sort · r walk again · q quit")
-            .style(dim),
-        footer,
-    );
+    let foot = match &d.message {
+        Some(m) => Paragraph::new(m.as_str()).style(Style::new().fg(Color::LightRed)),
+        None => {
+            Paragraph::new("↑↓ move · Enter open (Esc comes back) · s sort · r walk again · q quit")
+                .style(dim)
+        }
+    };
+    frame.render_widget(foot, footer);
 }
