@@ -169,12 +169,7 @@ impl HotSetReport {
     /// The hot set `hot` (page-aligned byte ranges) against `res`.
     #[must_use]
     pub fn of(hot: &[(u64, u64)], res: &Residency) -> HotSetReport {
-        let (mut pages, mut resident) = (0u64, Some(0u64));
-        for &(offset, len) in hot {
-            let (n, r) = Effect::count(res, offset, len);
-            pages += n;
-            resident = resident.zip(r).map(|(a, b)| a + b);
-        }
+        let (pages, resident) = Effect::count_all(res, hot);
         let cold = res.known_resident_pages().zip(resident).map(|(all, h)| all.saturating_sub(h));
         HotSetReport {
             hot_pages: pages,

@@ -228,12 +228,7 @@ fn act_on(act: Act, path: &Path, dry_run: bool, o: &mut Outcome) -> Result<&'sta
         (Act::EvictCold, Some(h)) => cold_ranges(h, &before),
         _ => vec![(0, TO_EOF)],
     };
-    let count = |r: &Residency| {
-        ranges.iter().fold((0u64, Some(0u64)), |(n, res), &(off, len)| {
-            let (pages, resident) = Effect::count(r, off, len);
-            (n + pages, res.zip(resident).map(|(a, b)| a + b))
-        })
-    };
+    let count = |r: &Residency| Effect::count_all(r, &ranges);
     let (pages, resident_before) = count(&before);
     o.pages = pages;
     o.before = resident_before;

@@ -162,6 +162,17 @@ struct Prefetcher<'s> {
     hinted: u64,
 }
 
+impl Prefetcher<'_> {
+    /// Start counting a forward run afresh: nothing announced, the ramp
+    /// back at its start.
+    fn rearm(&mut self) {
+        self.leaves = 0;
+        self.items = 0;
+        self.hinted = 0;
+        self.target = RAMP_START.min(self.window);
+    }
+}
+
 impl core::fmt::Debug for Prefetcher<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Prefetcher")
@@ -443,10 +454,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         self.stack.clear();
         self.entered = 0;
         if let Some(pf) = &mut self.prefetch {
-            pf.leaves = 0;
-            pf.items = 0;
-            pf.hinted = 0;
-            pf.target = RAMP_START.min(pf.window);
+            pf.rearm();
         }
     }
 
@@ -912,10 +920,7 @@ impl<'s, S: PageSource + ?Sized> Cursor<'s, S> {
         }
         // A backward move ends a forward run: read-ahead arms again.
         if let Some(pf) = &mut self.prefetch {
-            pf.leaves = 0;
-            pf.items = 0;
-            pf.hinted = 0;
-            pf.target = RAMP_START.min(pf.window);
+            pf.rearm();
         }
         if self.retreat()? { self.item() } else { Ok(None) }
     }

@@ -254,6 +254,16 @@ impl Effect {
         let resident = r.trust.is_known().then(|| r.resident_in(offset, len));
         (pages, resident)
     }
+
+    /// [`Effect::count`] summed over the byte ranges `(offset, len)`
+    /// (which must not overlap).
+    #[must_use]
+    pub fn count_all(r: &Residency, ranges: &[(u64, u64)]) -> (u64, Option<u64>) {
+        ranges.iter().fold((0, Some(0)), |(n, res), &(offset, len)| {
+            let (pages, resident) = Effect::count(r, offset, len);
+            (n + pages, res.zip(resident).map(|(a, b)| a + b))
+        })
+    }
 }
 
 /// After a structure read that took `t`, the same file is not read again
