@@ -670,13 +670,13 @@ impl App {
     /// `true` while prefixes are being counted.
     #[must_use]
     pub fn prefixes_counting(&self) -> bool {
-        self.prefixes.pending.is_some()
+        self.prefixes.count.busy()
     }
 
     /// How long ago the prefixes shown were counted, once they were.
     #[must_use]
     pub fn prefixes_age(&self) -> Option<Duration> {
-        self.prefixes.counted.map(|(at, _)| at.elapsed())
+        self.prefixes.count.age()
     }
 
     /// Index of the prefix row under the cursor, and of the first on screen.
@@ -1768,13 +1768,12 @@ impl App {
     }
 
     fn count_prefixes(&mut self, target: &mut dyn Target) {
-        if self.prefixes.pending.is_some() {
+        if self.prefixes.count.busy() {
             return;
         }
         self.prefixes.stale = false;
-        self.prefixes.started = Some(Instant::now());
         match target.etcd_prefixes(PREFIX_DEPTH) {
-            Some(rx) => self.prefixes.pending = Some(rx),
+            Some(rx) => self.prefixes.count.wait_for(rx),
             None => self.prefixes.rows = Some(Err("this view cannot count prefixes".into())),
         }
     }
@@ -1787,7 +1786,7 @@ impl App {
             let h = self.tree_height().saturating_sub(1);
             self.prefixes.show_cursor(h);
         }
-        if self.prefixes.open && self.prefixes.stale && self.prefixes.may_recount() {
+        if self.prefixes.open && self.prefixes.stale && self.prefixes.count.due() {
             self.count_prefixes(target);
         }
         arrived

@@ -10,11 +10,11 @@
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, TryRecvError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::event::Action;
 use crate::many::{Status, TreeArgs, measure_tree};
+use crate::worker::Repeated;
 
 /// One file of the list.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,8 +96,7 @@ pub struct DirList {
     /// What went wrong last (a file that could not be opened), shown
     /// until the next key.
     pub message: Option<String>,
-    walking: Option<(Receiver<Walked>, Instant)>,
-    walked: Option<(Instant, Duration)>,
+    walks: Repeated<Walked>,
 }
 
 impl DirList {
@@ -114,8 +113,7 @@ impl DirList {
             running: true,
             open: None,
             message: None,
-            walking: None,
-            walked: None,
+            walks: Repeated::new(REWALK),
         };
         d.walk();
         d
@@ -124,50 +122,32 @@ impl DirList {
     /// `true` while a walk runs.
     #[must_use]
     pub fn walking(&self) -> bool {
-        self.walking.is_some()
+        self.walks.busy()
     }
 
     /// How long ago the rows shown were walked.
     #[must_use]
     pub fn age(&self) -> Option<Duration> {
-        self.walked.map(|(at, _)| at.elapsed())
+        self.walks.age()
     }
 
     fn walk(&mut self) {
-        if self.walking.is_some() {
-            return;
-        }
-        let (tx, rx) = mpsc::channel();
         let root = self.root.clone();
-        let spawned = std::thread::Builder::new().name("inspector-dir".into()).spawn(move || {
-            // The view may have gone meanwhile; nobody to tell.
-            let _ = tx.send(walk(&root));
-        });
-        if spawned.is_ok() {
-            self.walking = Some((rx, Instant::now()));
-        }
+        self.walks.spawn("inspector-dir", move || walk(&root));
     }
 
     /// Take a finished walk, and start another when it is due; `true`
     /// when one arrived.
     pub fn tick(&mut self) -> bool {
         let mut arrived = false;
-        if let Some((rx, started)) = &self.walking {
-            match rx.try_recv() {
-                Ok((rows, skipped)) => {
-                    self.walked = Some((Instant::now(), started.elapsed()));
-                    self.walking = None;
-                    let chosen = self.selected().map(|r| r.path.clone());
-                    self.rows = Some(rows);
-                    self.skipped = skipped;
-                    self.order(chosen);
-                    arrived = true;
-                }
-                Err(TryRecvError::Empty) => {}
-                Err(TryRecvError::Disconnected) => self.walking = None,
-            }
+        if let Some(Some((rows, skipped))) = self.walks.poll() {
+            let chosen = self.selected().map(|r| r.path.clone());
+            self.rows = Some(rows);
+            self.skipped = skipped;
+            self.order(chosen);
+            arrived = true;
         }
-        if self.walked.is_some_and(|(at, took)| at.elapsed() >= REWALK.max(took * 4)) {
+        if self.walks.due() {
             self.walk();
         }
         arrived

@@ -47,3 +47,4 @@ pub mod stats;
 pub mod top;
 pub mod ui;
 pub mod warm;
+pub mod worker;

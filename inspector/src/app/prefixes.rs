@@ -3,18 +3,18 @@
 //! computation under way. What it marks on the map and how it is drawn
 //! stay in [`super::App`] and `ui`.
 
-use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::etcd::{PrefixReport, Prefixes};
 use crate::event::Action;
+use crate::worker::Repeated;
 
 /// The least time between two counts of a changing file: a count reads
 /// the whole `key` bucket, so a busy db is not re-read non-stop.
 pub(super) const RECOUNT_AFTER: Duration = Duration::from_secs(5);
 
 /// The prefix pane.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct PrefixPane {
     /// `true` while the pane replaces the structure tree.
     pub(super) open: bool,
@@ -24,14 +24,23 @@ pub(super) struct PrefixPane {
     pub(super) cursor: usize,
     /// The first row on screen.
     pub(super) offset: usize,
-    /// The computation under way.
-    pub(super) pending: Option<Receiver<Prefixes>>,
+    /// The counts, at most every [`RECOUNT_AFTER`].
+    pub(super) count: Repeated<Prefixes>,
     /// The structure changed since `rows` were computed.
     pub(super) stale: bool,
-    /// When the count under way, or the last one, started.
-    pub(super) started: Option<Instant>,
-    /// When the last count arrived, and how long it took.
-    pub(super) counted: Option<(Instant, Duration)>,
+}
+
+impl Default for PrefixPane {
+    fn default() -> Self {
+        PrefixPane {
+            open: false,
+            rows: None,
+            cursor: 0,
+            offset: 0,
+            count: Repeated::new(RECOUNT_AFTER),
+            stale: false,
+        }
+    }
 }
 
 impl PrefixPane {
@@ -51,17 +60,10 @@ impl PrefixPane {
     /// Take a finished computation, keeping the cursor on the same prefix;
     /// `true` when one arrived.
     pub(super) fn poll(&mut self) -> bool {
-        let Some(rx) = &self.pending else {
+        let Some(answer) = self.count.poll() else {
             return false;
         };
-        let rows = match rx.try_recv() {
-            Ok(rows) => rows,
-            Err(TryRecvError::Empty) => return false,
-            Err(TryRecvError::Disconnected) => Err("the prefix count stopped".into()),
-        };
-        self.pending = None;
-        let took = self.started.map_or(Duration::ZERO, |s| s.elapsed());
-        self.counted = Some((Instant::now(), took));
+        let rows = answer.unwrap_or_else(|| Err("the prefix count stopped".into()));
         let name = self.selected().map(|p| p.prefix.clone());
         self.rows = Some(rows);
         let list = self.list();
@@ -70,12 +72,6 @@ impl PrefixPane {
             .unwrap_or(self.cursor)
             .min(list.len().saturating_sub(1));
         true
-    }
-
-    /// `true` when a changed file may be counted again: [`RECOUNT_AFTER`],
-    /// or four times the last count's time if longer, since the last one.
-    pub(super) fn may_recount(&self) -> bool {
-        self.counted.is_none_or(|(at, took)| at.elapsed() >= RECOUNT_AFTER.max(took * 4))
     }
 
     /// Move the cursor for `action` with `height` rows on screen; `false`
