@@ -90,6 +90,20 @@ pub fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 }
 }
 
+/// A file's resident bytes and the share of its pages they are, as the
+/// listings print them (`1M`, `42.5%`; `?` twice when the kernel does not
+/// say): the share of whole OS pages, so a full file is 100 %, never more.
+#[must_use]
+pub fn resident_cells(resident: Option<u64>, size: u64) -> (String, String) {
+    match resident {
+        Some(b) => {
+            let ps = mapwise_native::os::residency::os_page_size();
+            (vmtouch_size(b), format!("{}%", g3(percent(b, size.div_ceil(ps) * ps))))
+        }
+        None => ("?".into(), "?".into()),
+    }
+}
+
 /// A percentage for a status line: `0%`, `<1%`, `49%`, `>99%`, `100%` —
 /// never rounds a partial value to 0 or 100.
 #[must_use]

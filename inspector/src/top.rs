@@ -24,7 +24,7 @@ use mapwise_native::os::residency;
 use serde::Serialize;
 
 use crate::cli::Output;
-use crate::stats::{g3, percent, vmtouch_size};
+use crate::stats::{resident_cells, vmtouch_size};
 
 /// The command line of `inspector top`.
 #[derive(Debug, clap::Args)]
@@ -273,13 +273,7 @@ fn text(t: &Top) -> String {
     let mut s =
         String::from("  RESIDENT       SIZE        %  HOW          HELD BY              FILE\n");
     for h in &t.files {
-        let (res, pct) = match h.resident_bytes {
-            Some(b) => {
-                let ps = residency::os_page_size();
-                (vmtouch_size(b), format!("{}%", g3(percent(b, h.size.div_ceil(ps) * ps))))
-            }
-            None => ("?".into(), "?".into()),
-        };
+        let (res, pct) = resident_cells(h.resident_bytes, h.size);
         let mut by = h.held_by.first().cloned().unwrap_or_default();
         if h.held_by.len() > 1 {
             by.push_str(&format!(" +{}", h.held_by.len() - 1));

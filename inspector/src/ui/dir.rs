@@ -7,7 +7,7 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use crate::dir::DirList;
-use crate::stats::{g3, percent, vmtouch_size};
+use crate::stats::{g3, resident_cells, vmtouch_size};
 
 use super::{inner, pane};
 
@@ -55,13 +55,7 @@ pub fn draw(frame: &mut Frame, d: &DirList) {
     let height = usize::from(inside.height).saturating_sub(1);
     let shown = d.root.display().to_string();
     for (i, r) in rows.iter().enumerate().skip(d.offset).take(height) {
-        let (res, pct) = match r.resident {
-            Some(b) => {
-                let ps = mapwise_native::os::residency::os_page_size();
-                (vmtouch_size(b), format!("{}%", g3(percent(b, r.size.div_ceil(ps) * ps))))
-            }
-            None => ("?".into(), "?".into()),
-        };
+        let (res, pct) = resident_cells(r.resident, r.size);
         let hot = r.hot_percent.map_or_else(|| "-".into(), |h| format!("{}%", g3(h)));
         let path = r.path.display().to_string();
         let name = path.strip_prefix(&shown).map_or(path.as_str(), |p| p.trim_start_matches('/'));
