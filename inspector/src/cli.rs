@@ -15,7 +15,7 @@ use mapwise_core::PageSource;
 use mapwise_core::bolt::{Body, BoltFile, Element, PageDetail, WalkOptions, page_detail};
 use mapwise_core::detect::{detect, is_foreign_endian_bolt};
 use mapwise_core::layout::Format;
-use mapwise_native::observe::watch::{Effect, Snapshot, read_snapshot};
+use mapwise_native::observe::watch::{Effect, Snapshot, read_snapshot, read_snapshot_from};
 use mapwise_native::os::io::QuietSource;
 use mapwise_native::os::residency::{self, CacheStat, Residency, Trust};
 use mapwise_native::report;
@@ -256,16 +256,24 @@ pub struct Measured {
 /// # Errors
 /// When the file cannot be opened or sampled.
 pub fn measure(path: &Path) -> Result<Measured> {
-    measure_with(path, &structure(path)?)
+    // One descriptor for both: its structure is read `O_DIRECT`, and the
+    // mapping `mincore(2)` asks through needs no particular open mode.
+    let src = QuietSource::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let snap = read_snapshot_from(path, &src, STRUCTURE)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    measure_file(path, src.file(), &snap)
 }
+
+/// How [`measure`] and [`structure`] walk a file: no key-order checks, and
+/// the previous snapshot kept.
+const STRUCTURE: WalkOptions = WalkOptions { check_keys: false, previous_snapshot: true };
 
 /// The structure [`measure`] reads: quietly, one snapshot.
 ///
 /// # Errors
 /// When the file cannot be opened.
 pub fn structure(path: &Path) -> Result<Snapshot> {
-    let opts = WalkOptions { check_keys: false, previous_snapshot: true };
-    read_snapshot(path, opts).with_context(|| format!("cannot open {}", path.display()))
+    read_snapshot(path, STRUCTURE).with_context(|| format!("cannot open {}", path.display()))
 }
 
 /// [`measure`] with the file's structure already read ([`structure`]):
@@ -275,7 +283,12 @@ pub fn structure(path: &Path) -> Result<Snapshot> {
 /// When the file cannot be opened or sampled.
 pub fn measure_with(path: &Path, snap: &Snapshot) -> Result<Measured> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let res = residency::sample(&file)
+    measure_file(path, &file, snap)
+}
+
+/// [`measure_with`] through `file`, open on `path`.
+fn measure_file(path: &Path, file: &File, snap: &Snapshot) -> Result<Measured> {
+    let res = residency::sample(file)
         .map_err(|e| anyhow!("{}: cannot sample residency: {e}", path.display()))?;
     let kinds = if snap.format != Format::Unknown && snap.error.is_none() {
         stats::kind_totals(&snap.layout, Some(&res))

@@ -103,9 +103,22 @@ pub struct Snapshot {
 /// Only when the file cannot be opened or stat'ed; format faults are
 /// reported inside the snapshot.
 pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot> {
+    read_snapshot_from(path, &QuietSource::open(path)?, opts)
+}
+
+/// [`read_snapshot`] of `path` opened already as `src` (so that its
+/// residency can be sampled through the same descriptor); the stamp is
+/// `src`'s metadata at open.
+///
+/// # Errors
+/// As [`read_snapshot`].
+pub fn read_snapshot_from(
+    path: &Path,
+    src: &QuietSource,
+    opts: WalkOptions,
+) -> std::io::Result<Snapshot> {
     let start = Instant::now();
-    let src = QuietSource::open(path)?;
-    let stamp = Stamp::of(&src.file().metadata()?);
+    let stamp = Stamp::of(src.metadata());
     let mut snap = Snapshot {
         stamp,
         format: Format::Unknown,
@@ -121,8 +134,8 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         as_of: None,
         reading: false,
     };
-    match detect(&src) {
-        Format::Bolt if is_foreign_endian_bolt(&src) => {
+    match detect(src) {
+        Format::Bolt if is_foreign_endian_bolt(src) => {
             snap.format = Format::Bolt;
             snap.error = Some("bbolt file written on a big-endian host: not readable on this (little-endian) machine".into());
         }
@@ -157,14 +170,14 @@ pub fn read_snapshot(path: &Path, opts: WalkOptions) -> std::io::Result<Snapshot
         }
         Format::Rrd => {
             snap.format = Format::Rrd;
-            let walked = mapwise_core::rrd::layout(&src, crate::os::residency::os_page_size());
+            let walked = mapwise_core::rrd::layout(src, crate::os::residency::os_page_size());
             snap.error = match (walked.arch, &walked.fatal) {
                 (Some(a), Some(_)) if a != mapwise_core::rrd::Arch::Native => {
                     Some(a.refusal().into())
                 }
                 (_, fatal) => fatal.as_ref().map(ToString::to_string),
             };
-            if let Ok(h) = mapwise_core::rrd::Header::parse_header(&src) {
+            if let Ok(h) = mapwise_core::rrd::Header::parse_header(src) {
                 snap.expected_len = h.geometry().file_len;
                 snap.rrd = Some(RrdInfo {
                     version: h.version_str().to_owned(),
@@ -288,7 +301,7 @@ fn first_snapshot(
 ) -> std::io::Result<(Snapshot, Option<Live>)> {
     let (is_bolt, stamp) = {
         let src = QuietSource::open(path)?;
-        let stamp = Stamp::of(&src.file().metadata()?);
+        let stamp = Stamp::of(src.metadata());
         (detect(&src) == Format::Bolt && !is_foreign_endian_bolt(&src), stamp)
     };
     if !is_bolt {
