@@ -460,6 +460,16 @@ pub fn etcd(path: &Path, as_json: bool, args: &EtcdArgs) -> Result<Output> {
     Ok(Output { text, code: 0, layout_json: None })
 }
 
+/// [`etcd`]'s report of the db at `path`, its prefixes by their first
+/// segment and no residency: what `inspector export` serves.
+///
+/// # Errors
+/// As [`etcd`]'s.
+pub fn report_of(path: &Path) -> Result<EtcdReport> {
+    let snap = read_settled(path)?;
+    report(path, &snap, None, &EtcdArgs { depth: 1, ..EtcdArgs::default() })
+}
+
 /// The key prefixes of the etcd db at `path` (`depth` `/` segments, most
 /// bytes first), read as [`etcd`] reads it, with their residency now and
 /// their pages: what the TUI's prefix pane shows. No forecasts.

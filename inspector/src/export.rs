@@ -19,6 +19,8 @@
 //! | `mapwise_kind_bytes{file,kind}`, `mapwise_kind_resident_bytes{file,kind}` | per page kind of a bbolt, RRD or revlog file |
 //! | `mapwise_rrd_hot_bytes{file}`, `mapwise_rrd_hot_resident_ratio{file}`, `mapwise_rrd_cold_resident_bytes{file}` | an RRD file's hot set ([`cli::HotSetReport`]) |
 //! | `mapwise_bolt_size_bytes{file}`, `mapwise_bolt_free_bytes{file}`, `mapwise_bolt_in_use_bytes{file}` | a bbolt file as etcd names it: `dbSize`, free pages (`ResidencyReport::bolt_free`), `dbSizeInUse` |
+//! | `mapwise_etcd_revision{file}`, `mapwise_etcd_compact_revision{file}`, `mapwise_etcd_revisions{file}`, `mapwise_etcd_live_keys{file}` | an etcd db's store revision, `finishedCompactRev`, revisions stored, live keys ([`etcd::EtcdReport`]) |
+//! | `mapwise_etcd_after_defrag_bytes{file}`, `mapwise_etcd_after_compact_defrag_bytes{file}`, `mapwise_etcd_forecast_timestamp_seconds{file}` | the `dbSize` forecast after `etcdctl defrag`, and after a compaction at the newest revision plus defrag, and when they were made ([`Forecasts`]) |
 //! | `mapwise_export_files`, `mapwise_export_skipped_files`, `mapwise_export_scan_seconds`, `mapwise_export_scan_timestamp_seconds` | the last walk |
 //!
 //! What the kernel does not say (a hidden residency) or a read did not
@@ -42,6 +44,7 @@ use prometheus_client::registry::Registry;
 use mapwise_native::observe::watch::Snapshot;
 
 use crate::cli::{self, ResidencyReport};
+use crate::etcd::{self, EtcdReport};
 use crate::many::{Found, TreeArgs, Walker};
 
 /// The command line of `inspector export`.
@@ -100,6 +103,13 @@ struct Metrics {
     bolt_size: Family<PathLabels, Gauge>,
     bolt_free: Family<PathLabels, Gauge>,
     bolt_in_use: Family<PathLabels, Gauge>,
+    etcd_revision: Family<PathLabels, Gauge>,
+    etcd_compact_revision: Family<PathLabels, Gauge>,
+    etcd_revisions: Family<PathLabels, Gauge>,
+    etcd_live_keys: Family<PathLabels, Gauge>,
+    etcd_after_defrag: Family<PathLabels, Gauge>,
+    etcd_after_compact_defrag: Family<PathLabels, Gauge>,
+    etcd_forecast_at: Family<PathLabels, Ratio>,
 }
 
 /// A byte count as a gauge's value.
@@ -138,6 +148,19 @@ impl Metrics {
             self.bolt_free.get_or_create(&pl).set(v(free));
             self.bolt_in_use.get_or_create(&pl).set(v(size.saturating_sub(free)));
         }
+    }
+
+    fn add_etcd(&self, r: &EtcdReport, made_at: f64) {
+        let pl = PathLabels { file: r.file.clone() };
+        self.etcd_revision.get_or_create(&pl).set(r.newest_rev);
+        if let Some(c) = r.compact_rev {
+            self.etcd_compact_revision.get_or_create(&pl).set(c);
+        }
+        self.etcd_revisions.get_or_create(&pl).set(v(r.revisions));
+        self.etcd_live_keys.get_or_create(&pl).set(v(r.live_keys));
+        self.etcd_after_defrag.get_or_create(&pl).set(v(r.after_defrag_bytes));
+        self.etcd_after_compact_defrag.get_or_create(&pl).set(v(r.after_compact_defrag_bytes));
+        self.etcd_forecast_at.get_or_create(&pl).set(made_at);
     }
 
     fn register(self, reg: &mut Registry) {
@@ -183,6 +206,41 @@ impl Metrics {
             "A bbolt file's size less its free pages (etcd's dbSizeInUse)",
             self.bolt_in_use,
         );
+        reg.register(
+            "mapwise_etcd_revision",
+            "An etcd db's store revision (the newest stored, or a compaction above it)",
+            self.etcd_revision,
+        );
+        reg.register(
+            "mapwise_etcd_compact_revision",
+            "An etcd db's last finished compaction (finishedCompactRev)",
+            self.etcd_compact_revision,
+        );
+        reg.register(
+            "mapwise_etcd_revisions",
+            "Revisions an etcd db stores (puts and tombstones)",
+            self.etcd_revisions,
+        );
+        reg.register(
+            "mapwise_etcd_live_keys",
+            "Keys of an etcd db whose newest revision is a put",
+            self.etcd_live_keys,
+        );
+        reg.register(
+            "mapwise_etcd_after_defrag_bytes",
+            "Forecast dbSize of an etcd db after etcdctl defrag",
+            self.etcd_after_defrag,
+        );
+        reg.register(
+            "mapwise_etcd_after_compact_defrag_bytes",
+            "Forecast dbSize of an etcd db after a compaction at its revision and etcdctl defrag",
+            self.etcd_after_compact_defrag,
+        );
+        reg.register(
+            "mapwise_etcd_forecast_timestamp_seconds",
+            "When the etcd forecasts were made (Unix time)",
+            self.etcd_forecast_at,
+        );
     }
 }
 
@@ -202,27 +260,131 @@ fn file_key(m: &std::fs::Metadata) -> FileKey {
 pub struct Structures {
     walk: u64,
     by_path: HashMap<PathBuf, (FileKey, u64, Snapshot)>,
+    /// The etcd dbs found, and their forecasts.
+    forecasts: Arc<Forecasts>,
+    /// The forecasts' thread runs.
+    forecasting: bool,
 }
 
 impl Structures {
     /// `path`'s residency measured, its structure read again only when the
-    /// file changed since the last walk.
-    fn measure(&mut self, path: &Path) -> Result<cli::Measured> {
+    /// file changed since the last walk; with the file's version when it
+    /// is an etcd db.
+    fn measure(&mut self, path: &Path) -> Result<(cli::Measured, Option<FileKey>)> {
         let key = file_key(&std::fs::metadata(path)?);
         let walk = self.walk;
-        match self.by_path.get_mut(path) {
+        let (m, snap) = match self.by_path.get_mut(path) {
             Some((k, seen, snap)) if *k == key && snap.unsettled.is_none() => {
                 *seen = walk;
-                cli::measure_with(path, snap)
+                (cli::measure_with(path, snap)?, &*snap)
             }
             _ => {
                 let snap = cli::structure(path)?;
-                let m = cli::measure_with(path, &snap);
-                self.by_path.insert(path.to_path_buf(), (key, walk, snap));
-                m
+                let m = cli::measure_with(path, &snap)?;
+                let entry = self.by_path.entry(path.to_path_buf()).insert_entry((key, walk, snap));
+                (m, &entry.into_mut().2)
+            }
+        };
+        let etcd = mapwise_view::describe::is_etcd(&snap.layout).then_some(key);
+        Ok((m, etcd))
+    }
+
+    /// Ask for the forecasts of `dbs` (and of no other), starting their
+    /// thread the first time.
+    fn forecast(&mut self, dbs: Vec<(PathBuf, FileKey)>) {
+        if dbs.is_empty() && !self.forecasting {
+            return;
+        }
+        if let Ok(mut w) = self.forecasts.wanted.lock() {
+            *w = dbs;
+        }
+        if !self.forecasting {
+            let f = Arc::clone(&self.forecasts);
+            self.forecasting = std::thread::Builder::new()
+                .name("inspector-etcd".into())
+                .spawn(move || {
+                    loop {
+                        f.round();
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                })
+                .is_ok();
+        }
+    }
+}
+
+/// Least time between two forecasts of one db.
+const FORECAST_PAUSE: Duration = Duration::from_secs(60);
+/// A forecast is made again no sooner than this many times its last
+/// duration after it: at most 5 % of a core.
+const FORECAST_SHARE: u32 = 20;
+
+/// The etcd forecasts ([`etcd::report_of`]) of the dbs the walks find,
+/// made on a thread of their own. A forecast packs the whole db again in
+/// memory (about 170 MB/s of db), so one is made again only when the db
+/// changed, and no sooner than [`FORECAST_PAUSE`] or [`FORECAST_SHARE`]
+/// times the last one's duration after it; a scrape gets the latest with
+/// the time it was made. A forecast that fails (a writer committing
+/// through every attempt to read) keeps the one before.
+#[derive(Default)]
+struct Forecasts {
+    /// The dbs the last walk found, with their version.
+    wanted: Mutex<Vec<(PathBuf, FileKey)>>,
+    /// The latest forecast of each.
+    made: Mutex<HashMap<PathBuf, Forecast>>,
+}
+
+/// One db's latest forecast.
+struct Forecast {
+    /// The db's version when it was tried.
+    key: FileKey,
+    /// When it was tried, and how long it took.
+    at: Instant,
+    took: Duration,
+    /// The report and when it was made (Unix time); `None` while none
+    /// succeeded.
+    report: Option<(EtcdReport, f64)>,
+}
+
+impl Forecasts {
+    /// Forecast every db that is due.
+    fn round(&self) {
+        let wanted = self.wanted.lock().map(|w| w.clone()).unwrap_or_default();
+        if let Ok(mut made) = self.made.lock() {
+            made.retain(|p, _| wanted.iter().any(|(w, _)| w == p));
+        }
+        for (path, key) in wanted {
+            let due = self.made.lock().ok().is_some_and(|made| {
+                made.get(&path).is_none_or(|f| {
+                    f.key != key && f.at.elapsed() >= FORECAST_PAUSE.max(f.took * FORECAST_SHARE)
+                })
+            });
+            if !due {
+                continue;
+            }
+            let at = Instant::now();
+            let made_now = etcd::report_of(&path).ok().map(|r| (r, unix_now()));
+            if let Ok(mut made) = self.made.lock() {
+                let before = made.remove(&path).and_then(|f| f.report);
+                let report = made_now.or(before);
+                made.insert(path, Forecast { key, at, took: at.elapsed(), report });
             }
         }
     }
+
+    /// Add the forecasts made to `metrics`.
+    fn add_to(&self, metrics: &Metrics) {
+        if let Ok(made) = self.made.lock() {
+            for (r, at) in made.values().filter_map(|f| f.report.as_ref()) {
+                metrics.add_etcd(r, *at);
+            }
+        }
+    }
+}
+
+/// Seconds since the Unix epoch now.
+fn unix_now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Walk `tree` once and encode what was found, as `/metrics` serves it;
@@ -235,13 +397,15 @@ pub fn scan(tree: &TreeArgs, known: &mut Structures) -> Result<String> {
     let metrics = Metrics::default();
     let (mut files, mut skipped) = (0i64, 0i64);
     known.walk += 1;
+    let mut dbs = Vec::new();
     let mut walker = Walker::new(tree);
     walker.run(&mut |found| {
         match found {
             Found::File(p) => match known.measure(p) {
-                Ok(m) => {
+                Ok((m, etcd)) => {
                     files += 1;
                     metrics.add(&m.report);
+                    dbs.extend(etcd.map(|key| (p.to_path_buf(), key)));
                 }
                 Err(e) => {
                     skipped += 1;
@@ -263,6 +427,8 @@ pub fn scan(tree: &TreeArgs, known: &mut Structures) -> Result<String> {
     })?;
     let walk = known.walk;
     known.by_path.retain(|_, (_, seen, _)| *seen == walk);
+    known.forecast(dbs);
+    known.forecasts.add_to(&metrics);
     let mut reg = Registry::default();
     metrics.register(&mut reg);
     let gauge = |n: i64| {
@@ -280,7 +446,7 @@ pub fn scan(tree: &TreeArgs, known: &mut Structures) -> Result<String> {
     seconds.set(start.elapsed().as_secs_f64());
     reg.register("mapwise_export_scan_seconds", "How long the last walk took", seconds);
     let at: Ratio = Gauge::default();
-    at.set(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()));
+    at.set(unix_now());
     reg.register(
         "mapwise_export_scan_timestamp_seconds",
         "When the last walk ended (Unix time)",

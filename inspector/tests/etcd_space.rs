@@ -44,6 +44,42 @@ fn inspect(etcd: &Etcd, extra: &[&str]) -> Value {
     serde_json::from_str(&r.stdout).expect("inspector etcd --json")
 }
 
+/// `inspector export` of the db, scraped until its etcd metrics are
+/// there: metric name → value (the exporter is stopped after).
+fn exported_etcd(etcd: &Etcd) -> BTreeMap<String, f64> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let db = etcd.db();
+    let child = Command::new(crate::common::bin())
+        .args(["export", "--listen", &listen, "--interval", "1", db.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("inspector export");
+    let _stop = crate::common::Kill(child);
+    let deadline = Instant::now() + T;
+    loop {
+        let text = ureq::get(&format!("http://{listen}/metrics"))
+            .call()
+            .ok()
+            .and_then(|mut r| r.body_mut().read_to_string().ok())
+            .unwrap_or_default();
+        let got: BTreeMap<String, f64> = text
+            .lines()
+            .filter(|l| l.starts_with("mapwise_etcd_"))
+            .filter_map(|l| {
+                let (name, value) = l.rsplit_once(' ')?;
+                Some((name.split('{').next()?.to_owned(), value.parse().ok()?))
+            })
+            .collect();
+        if got.contains_key("mapwise_etcd_after_defrag_bytes") {
+            return got;
+        }
+        assert!(Instant::now() < deadline, "no etcd forecast exported in {T:?}: {text}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 /// `etcdctl ARGS… -w json`, which must succeed; its JSON.
 fn etcdctl_json(etcd: &Etcd, args: &[&str]) -> Value {
     let mut a = args.to_vec();
@@ -210,6 +246,13 @@ fn etcd_space_and_forecasts_against_a_real_etcd() {
     assert_eq!(v["leases"].as_u64(), Some(1), "leases");
     assert_eq!(v["live_keys"].as_u64(), Some(etcdctl_count(&etcd, "/", newest)), "live keys");
 
+    // The exporter serves the same numbers, and its defrag forecast is
+    // judged below with the command's.
+    let exported = exported_etcd(&etcd);
+    assert_eq!(exported.get("mapwise_etcd_revision"), Some(&(newest as f64)), "{exported:?}");
+    assert_eq!(exported.get("mapwise_etcd_live_keys"), v["live_keys"].as_f64().as_ref());
+    assert_eq!(exported.get("mapwise_etcd_revisions"), v["revisions"].as_f64().as_ref());
+
     // Per prefix: live keys as etcdctl lists them at the newest
     // revision, revisions as watch replays them.
     let events = watched(&etcd, 1, newest);
@@ -245,6 +288,9 @@ fn etcd_space_and_forecasts_against_a_real_etcd() {
     etcd.defrag();
     let compacted = etcd.status().db_size;
     let e1 = error(after_defrag, defragged);
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a byte count")]
+    let e0 = error(exported["mapwise_etcd_after_defrag_bytes"] as u64, defragged);
+    assert!(e0.abs() <= REQUIRED, "exported defrag forecast off by {:.2} %", e0 * 100.0);
     let e2 = error(after_compact, compacted);
     eprintln!(
         "before {} · defrag: forecast {after_defrag} etcd {defragged} ({:+.3} %) · \
