@@ -453,10 +453,14 @@ fn counts(cells: &[CellRuns]) -> [Vec<String>; 3] {
                 let same = |v: &[Option<f64>]| v.iter().all(|x| x.is_some() && *x == v[0]);
                 let mincore = [get("pages_before"), get("pages_after")].concat();
                 let (p, f, name) = (get("resident_pages"), get("files"), &c.label);
+                let nums = |v: &[Option<f64>]| {
+                    let each = v.iter().map(|x| or_dash(*x, |x| format!("{x:.0}")));
+                    each.collect::<Vec<_>>().join(" / ")
+                };
                 let (i, what) = match (same(&mincore), same(&p) && same(&f)) {
-                    (false, _) => (2, format!("mincore {mincore:?}")),
+                    (false, _) => (2, format!("mincore {} pages", nums(&mincore))),
                     (true, true) => (0, String::new()),
-                    (true, false) => (1, format!("pages {p:?}, files {f:?}")),
+                    (true, false) => (1, format!("pages {}, files {}", nums(&p), nums(&f))),
                 };
                 out[i].push(format!("{name}, {kind} {}: {what}", r.round));
             }
