@@ -354,6 +354,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let bolt = boltfile::ensure_file(ws, &peer, bolt_size, 1, &progress)?;
     progress.set(format!("the tree of {n} RRD files"));
     let (tree, files) = ensure_tree(ws, n, bolt, &progress)?;
+    let machine = Machine::describe(Path::new(&tree.dir)); // its load before the runs
     progress.inc();
     let (inspector, dir) = (path_arg(&ws.release_bin("inspector")), tree.dir.clone());
     let ours = |verb: &[&str]| Cmd::new(&inspector).args(verb.iter().copied()).args(["-R", &dir]);
@@ -420,7 +421,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let dpkg = |p| machine::first_line_of("dpkg-query", &["-W", "-f=${Version}", p]);
     let traced = "the first RRD file of the tree and the bbolt file";
     let results = Results {
-        stamp: Stamp::new("fleet", started, Machine::describe(Path::new(&tree.dir))),
+        stamp: Stamp::new("fleet", started, machine),
         size,
         runs,
         tools: ["collectd-core", "vmtouch", "util-linux-extra"].map(|p| (p, dpkg(p))).into(),
