@@ -23,7 +23,7 @@ use super::{Workspace, interrupt};
 pub const HELP: &str = include_str!("text/all-help.txt");
 
 /// The benches `all` runs, in order.
-const BENCHES: [&str; 6] = ["bolt-scan", "bolt", "rrd", "revlog", "mmaptest", "live"];
+const BENCHES: [&str; 7] = ["bolt-scan", "bolt", "rrd", "revlog", "mmaptest", "live", "fleet"];
 
 /// Arguments of `cargo xtask bench all`.
 #[derive(Debug, ClapArgs)]
@@ -84,6 +84,8 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
         "bolt-scan" => {}
         // bench bolt and bench live run their full sizes unless told --quick.
         "bolt" | "live" if a.full => {}
+        // bench fleet runs 10 000 files unless told --full (100 000).
+        "fleet" => v.extend(a.full.then(|| "--full".to_owned())),
         _ => v.push(if a.full { "--full" } else { "--quick" }.into()),
     }
     let cache = a.caches.word();
@@ -234,6 +236,10 @@ mod tests {
         assert_eq!(v, ["bench", "live", "--quick", "--runs", "1", "--tiny", "--out", "/o"]);
         let (v, _) = child_args("mmaptest", &args(&["--warm"]), out);
         assert_eq!(v, ["bench", "mmaptest", "--quick", "--warm", "--out", "/o"]);
+        let (v, _) = child_args("fleet", &args(&["--full"]), out);
+        assert_eq!(v, ["bench", "fleet", "--full", "--out", "/o"]);
+        let (v, _) = child_args("fleet", &args(&["--tiny"]), out);
+        assert_eq!(v, ["bench", "fleet", "--tiny", "--out", "/o"]);
         assert!(Cli::try_parse_from(["all", "--quick", "--full"]).is_err());
         assert!(Cli::try_parse_from(["all", "--cold", "--warm"]).is_err());
     }

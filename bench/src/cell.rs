@@ -115,14 +115,20 @@ pub struct Cell {
     /// The files reset to `cache` before each run and traced during it;
     /// none for a cell whose runs make their own files.
     pub files: Vec<PathBuf>,
+    /// The files traced instead of all of `files`, when some (a tree of
+    /// thousands: a recorder per file would be the load measured).
+    pub traced: Vec<PathBuf>,
+    /// A command run after each reset, untimed, that makes the state
+    /// (`inspector evict --cold` for [`CacheState::HotSet`]).
+    pub after_reset: Option<Cmd>,
     /// The contenders, in the order of the first round.
     pub contenders: Vec<Contender>,
     /// Untimed rounds first, not in the statistics.
     pub warmup: usize,
     /// Timed rounds.
     pub runs: usize,
-    /// A warm round shares one reset (the later runs re-check only), so
-    /// each round compares the contenders on the same memory.
+    /// A warm (or hot-set) round shares one reset (the later runs re-check
+    /// only), so each round compares the contenders on the same memory.
     pub shared_warm_reset: bool,
     /// Every warm run follows an untimed run of the same command, so it
     /// is a repeated run against a cache that command just used.
@@ -146,6 +152,8 @@ impl Cell {
             label,
             cache,
             files,
+            traced: Vec::new(),
+            after_reset: None,
             contenders,
             warmup,
             runs,
@@ -169,6 +177,8 @@ pub struct Run {
     pub prep: Option<Prepared>,
     /// Fraction of the files resident right after it (mincore, the mean over the files).
     pub resident_after: Option<f64>,
+    /// The files' resident OS pages right after it, summed.
+    pub pages_after: Option<u64>,
     /// What it printed (first 4 KiB).
     pub stdout: String,
     /// What it printed on stderr (first 4 KiB).
@@ -185,6 +195,10 @@ impl Run {
             "rss_kib" => self.max_rss_kib.map(|k| k as f64),
             "resident_after" => self.resident_after,
             "resident_before" => self.prep.map(|p| p.resident),
+            #[expect(clippy::cast_precision_loss)]
+            "pages_before" => self.prep.map(|p| p.pages as f64),
+            #[expect(clippy::cast_precision_loss)]
+            "pages_after" => self.pages_after.map(|p| p as f64),
             m => self.metrics.get(m).copied(),
         }
     }
@@ -352,10 +366,18 @@ pub fn run(
             return Ok(None);
         }
         let first = schedule::order(k, round)[0] == i;
-        let prep = if cell.cache == CacheState::Warm && cell.shared_warm_reset && !first {
-            Prepared { state: cell.cache, prep_s: 0.0, resident: schedule::resident(files)? }
+        let prep = if cell.cache != CacheState::Cold && cell.shared_warm_reset && !first {
+            let (resident, pages) = schedule::resident(files)?;
+            Prepared { state: cell.cache, prep_s: 0.0, resident, pages }
         } else {
-            schedule::prepare(files, cell.cache)?
+            let mut p = schedule::prepare(files, cell.cache)?;
+            if let Some(cmd) = &cell.after_reset {
+                let start = Instant::now();
+                cmd.run(&ws.root)?;
+                (p.resident, p.pages) = schedule::resident(files)?;
+                p.prep_s += start.elapsed().as_secs_f64();
+            }
+            p
         };
         if cell.cache == CacheState::Cold
             && let Some(wait) = cell.cold_settle
@@ -365,8 +387,12 @@ pub fn run(
         if cell.cache == CacheState::Warm && cell.untimed_warm_first {
             measure(&cell.contenders[i], &ws.root, &[], None)?;
         }
-        let cold = cell.cache == CacheState::Cold;
-        if (cold && prep.resident > 0.01) || (!cold && prep.resident < 0.99) {
+        let off = match cell.cache {
+            CacheState::Cold => prep.resident > 0.01,
+            CacheState::Warm => prep.resident < 0.99,
+            CacheState::HotSet => false,
+        };
+        if off {
             progress.note(&format!(
                 "xtask: warning: {} {name} {round} ({who}) starts with {} of the files resident",
                 cell.label,
@@ -383,9 +409,10 @@ pub fn run(
             |i, round, prep| {
                 let c = &cell.contenders[i];
                 let go = || measure(c, &ws.root, files(i), prep);
-                let r = if name == "run" && !files(i).is_empty() && matches!(c.job, Job::Cmd(..)) {
+                let traced = if cell.traced.is_empty() { files(i) } else { &cell.traced };
+                let r = if name == "run" && !traced.is_empty() && matches!(c.job, Job::Cmd(..)) {
                     let mut traces = tracing.traces.borrow_mut();
-                    traces.record_files(&tracing.scratch, files(i), &cell.label, &c.name, round, go)
+                    traces.record_files(&tracing.scratch, traced, &cell.label, &c.name, round, go)
                 } else {
                     go()
                 };
@@ -421,6 +448,7 @@ fn measure(c: &Contender, cwd: &Path, files: &[PathBuf], prep: Option<Prepared>)
             (m, wall_s, None, String::new(), String::new())
         }
     };
-    let resident_after = if files.is_empty() { None } else { Some(schedule::resident(files)?) };
-    Ok(Run { metrics, wall_s, max_rss_kib, prep, resident_after, stdout, stderr })
+    let after = if files.is_empty() { None } else { Some(schedule::resident(files)?) };
+    let (resident_after, pages_after) = (after.map(|a| a.0), after.map(|a| a.1));
+    Ok(Run { metrics, wall_s, max_rss_kib, prep, resident_after, pages_after, stdout, stderr })
 }

@@ -11,6 +11,7 @@ pub mod cell;
 pub mod charts;
 pub mod check;
 pub mod etcd;
+pub mod fleet;
 pub mod interrupt;
 pub mod limits;
 pub mod live;
@@ -70,6 +71,10 @@ enum BenchCommand {
     /// The quiet readers under an etcd-shaped writer, beside `etcdctl snapshot save`.
     #[command(after_long_help = live::HELP)]
     Live(live::Args),
+    /// A tree of collectd's RRD files and a bbolt file: residency -R vs vmtouch and fincore,
+    /// warm --hot vs vmtouch -t, export's CPU.
+    #[command(after_long_help = fleet::HELP)]
+    Fleet(fleet::Args),
     /// Every bench above, one after the other, and an index report of their verdicts.
     #[command(after_long_help = all::HELP)]
     All(all::Args),
@@ -214,6 +219,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         B::Revlog(mut a) => enter(&mut a.common.out).and_then(|()| revlog::run(&ws, &a)),
         B::Rrd(mut a) => enter(&mut a.common.out).and_then(|()| rrd::run(&ws, &a)),
         B::Live(mut a) => enter(&mut a.common.out).and_then(|()| live::run(&ws, &a)),
+        B::Fleet(mut a) => enter(&mut a.common.out).and_then(|()| fleet::run(&ws, &a)),
         B::All(mut a) => enter(&mut a.out).and_then(|()| all::run(&ws, &a)),
         B::Check(a) => check::run(&a),
     }
@@ -287,6 +293,7 @@ mod tests {
             "mmaptest --tiny --iterations 100000",
             "all --tiny --full",
             "live --tiny --quick --view-seconds",
+            "fleet --tiny --full",
         ] {
             let words: Vec<&str> = refused.split(' ').collect();
             assert!(!parses(&words), "{refused:?} was accepted");

@@ -21,7 +21,7 @@ use super::output;
 use super::proc::{Cmd, json_line, shell_quote, tail};
 use super::report::Role::{Other, Ours, Peer, Ratio};
 use super::report::{Bound, Col, Outcome, Report, Table, Verdict, cell_table, judge, say, vars};
-use super::schedule::CacheState::{self, Cold, Warm};
+use super::schedule::CacheState::{self, Cold, HotSet, Warm};
 use super::schedule::Round;
 use super::stats::{fixed, or_dash};
 use super::traces::{TraceInfo, Traces};
@@ -178,7 +178,9 @@ impl Inputs {
     fn per_pass(&self, cache: CacheState) -> (u64, u64) {
         match cache {
             Warm => (self.warm_bytes, self.warm_byte_sum),
-            Cold => (self.cold_file_bytes * self.cold_files.len() as u64, self.cold_byte_sum),
+            Cold | HotSet => {
+                (self.cold_file_bytes * self.cold_files.len() as u64, self.cold_byte_sum)
+            }
         }
     }
 }
@@ -631,7 +633,9 @@ fn render(r: &Results) -> Report {
         let run = human_size(bytes);
         o.section(match cache {
             Warm => format!("Results: warm, {warm_size} × {n} iterations ({run} per run)"),
-            Cold => format!("Results: cold, one pass over {n_cold} files of {cold_size} ({run})"),
+            Cold | HotSet => {
+                format!("Results: cold, one pass over {n_cold} files of {cold_size} ({run})")
+            }
         });
         let [t, split] = results_tables(&cs, bytes);
         o.table(t).table(split).text(say(NOTES, "setup", &[]));
@@ -682,6 +686,7 @@ mod tests {
             max_rss_kib: None,
             prep: None,
             resident_after: None,
+            pages_after: None,
             stdout: String::new(),
             stderr: String::new(),
         };

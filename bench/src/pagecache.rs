@@ -89,15 +89,21 @@ pub fn evict_random_until(
 /// sampler counts them (cachestat, or mincore on a mapping it never
 /// touches), so measuring does not change what is measured.
 pub fn resident_fraction(path: &Path) -> Result<f64> {
+    let (resident, total) = resident_count(path)?;
+    #[expect(clippy::cast_precision_loss)]
+    Ok(if total == 0 { 1.0 } else { resident as f64 / total as f64 })
+}
+
+/// The file's resident and total OS pages, from the same sampler (an empty file: none of none).
+pub fn resident_count(path: &Path) -> Result<(u64, u64)> {
     if open(path)?.metadata()?.len() == 0 {
-        return Ok(1.0);
+        return Ok((0, 0));
     }
     let r = sample(path)?;
     let resident = r.known_resident_pages().with_context(|| {
         format!("{}: the kernel does not say which pages are resident", path.display())
     })?;
-    #[expect(clippy::cast_precision_loss)]
-    Ok(resident as f64 / r.total_pages.max(1) as f64)
+    Ok((resident, r.total_pages))
 }
 
 /// The file's resident OS pages, by number, from the same sampler.

@@ -34,7 +34,7 @@ pub struct Cmd {
 pub const GNU_TIME: &str = "/usr/bin/time";
 
 /// What a finished child left.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Output {
     /// Standard output, lossily decoded (empty with [`Cmd::counting_stdout`]).
     pub stdout: String,

@@ -609,6 +609,7 @@ mod tests {
             (include_str!("revlog.rs"), include_str!("text/revlog-notes.md")),
             (include_str!("rrd.rs"), include_str!("text/rrd-report.md")),
             (include_str!("live.rs"), include_str!("text/live-notes.md")),
+            (include_str!("fleet.rs"), include_str!("text/fleet-notes.md")),
         ];
         for (code, text) in benches {
             let key = |s: &'static str| {

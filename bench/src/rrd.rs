@@ -33,7 +33,7 @@ use super::strace;
 use super::traces::{self, TraceInfo};
 use super::units::{human_size, ranges};
 use super::{CommonArgs, Progress, Workspace, interrupt, output, path_arg};
-use CacheState::{Cold, Warm};
+use CacheState::{Cold, HotSet, Warm};
 
 /// Long help of `cargo xtask bench rrd`.
 pub const HELP: &str = include_str!("text/rrd-help.txt").trim_ascii_end();
@@ -515,7 +515,7 @@ impl ToolSummary {
         let m = self.median_vs_reference.map(|m| m.median);
         match cache {
             Warm => (self.speedup, m.map(|m| 1.0 / m)),
-            Cold => (self.vs_reference, m),
+            Cold | HotSet => (self.vs_reference, m),
         }
     }
 }

@@ -27,14 +27,19 @@ pub enum CacheState {
     /// a folio at a time (a warm 2 GiB scan: 1.4k faults and ~60 ms after a
     /// read, 33k and ~140 ms after a `MADV_RANDOM` scan).
     Warm,
+    /// Warm, then each RRD file's cold pages evicted by the cell's
+    /// `after_reset` command (`inspector evict --cold`): only each RRD
+    /// file's hot set stays, the cache a host updating them keeps.
+    HotSet,
 }
 
 impl CacheState {
-    /// `cold` / `warm`.
+    /// `cold` / `warm` / `hot set`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Cold => "cold",
             Self::Warm => "warm",
+            Self::HotSet => "hot set",
         }
     }
 }
@@ -81,9 +86,11 @@ pub struct Prepared {
     pub prep_s: f64,
     /// Fraction of the file's pages resident right after (mincore), 0–1.
     pub resident: f64,
+    /// The files' resident OS pages right after, summed.
+    pub pages: u64,
 }
 
-/// Puts `files` into `state` (each evicted; warm: then read whole once)
+/// Puts `files` into `state` (each evicted; warm and hot set: then read whole once)
 /// and checks the result with mincore. Pages still under I/O (read-ahead
 /// a run started just before it ended) cannot be dropped yet, so a cold
 /// reset that leaves more than 1 % resident waits a little and evicts
@@ -97,13 +104,14 @@ pub fn prepare<P: AsRef<Path>>(files: &[P], state: CacheState) -> Result<Prepare
     loop {
         for f in files {
             pagecache::evict(f.as_ref())?;
-            if state == CacheState::Warm {
+            if state != CacheState::Cold {
                 pagecache::read_whole(f.as_ref(), false)?;
             }
         }
-        let resident = resident(files)?;
-        if state == CacheState::Warm || resident <= 0.01 || attempt == 4 {
-            return Ok(Prepared { state, prep_s: start.elapsed().as_secs_f64(), resident });
+        let (resident, pages) = resident(files)?;
+        if state != CacheState::Cold || resident <= 0.01 || attempt == 4 {
+            let prep_s = start.elapsed().as_secs_f64();
+            return Ok(Prepared { state, prep_s, resident, pages });
         }
         std::thread::sleep(std::time::Duration::from_millis(10 << attempt));
         crate::interrupt::check()?;
@@ -111,14 +119,20 @@ pub fn prepare<P: AsRef<Path>>(files: &[P], state: CacheState) -> Result<Prepare
     }
 }
 
-/// The mean resident fraction (mincore) of `files`, 0–1.
+/// The mean resident fraction (mincore) of `files`, 0–1, and their resident OS pages.
 ///
 /// # Errors
 /// When a file cannot be measured.
-pub fn resident<P: AsRef<Path>>(files: &[P]) -> Result<f64> {
-    let each = files.iter().map(|f| pagecache::resident_fraction(f.as_ref()));
+pub fn resident<P: AsRef<Path>>(files: &[P]) -> Result<(f64, u64)> {
+    let (mut sum, mut pages) = (0.0, 0);
+    for f in files {
+        let (resident, total) = pagecache::resident_count(f.as_ref())?;
+        #[expect(clippy::cast_precision_loss)]
+        let fraction = if total == 0 { 1.0 } else { resident as f64 / total as f64 };
+        (sum, pages) = (sum + fraction, pages + resident);
+    }
     #[expect(clippy::cast_precision_loss)]
-    Ok(each.sum::<Result<f64>>()? / files.len().max(1) as f64)
+    Ok((sum / files.len().max(1) as f64, pages))
 }
 
 /// The order of `k` contenders in round `round` (from 1): a rotation, so

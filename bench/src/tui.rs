@@ -109,7 +109,7 @@ pub fn vm_hwm_kib(pid: u32) -> Option<u64> {
 /// CPU time of a process so far, every thread's: `utime + stime` of a
 /// `/proc/PID/stat` line (fields 14 and 15, counted from the closing
 /// parenthesis of the command name, which may hold spaces and parentheses).
-fn cpu_time(stat: &str) -> Option<Duration> {
+pub(crate) fn cpu_time(stat: &str) -> Option<Duration> {
     let mut f = stat[stat.rfind(')')? + 1..].split_whitespace().skip(11);
     let (utime, stime): (u64, u64) = (f.next()?.parse().ok()?, f.next()?.parse().ok()?);
     let hz = Some(mapwise_native::os::process::clock_ticks_per_second()).filter(|&h| h > 0)?;

@@ -32,7 +32,7 @@ pub fn write(file: &Path, shape: &Shape, limit: Duration) -> Result<()> {
 /// Starts `cmd` (stdin closed, stdout and stderr to `log`) and waits up to
 /// `within` until `ready()`; an error when it exits first (quoting the
 /// end of `log`), on timeout, or on Ctrl-C.
-fn spawn_until(
+pub(crate) fn spawn_until(
     cmd: &Cmd,
     log: &Path,
     within: Duration,
@@ -63,7 +63,7 @@ fn spawn_until(
 }
 
 /// SIGTERM to our own `child`, up to `grace` for it to exit, then SIGKILL; reaped.
-fn reap(child: &mut Child, grace: Duration) {
+pub(crate) fn reap(child: &mut Child, grace: Duration) {
     // Only while not reaped: a reaped child's pid may be another process's.
     if matches!(child.try_wait(), Ok(None)) {
         let _ = mapwise_native::os::process::terminate(child);

@@ -58,6 +58,9 @@ pub enum Need {
     Rrdtool,
     /// rrdcached: the tests that go through the daemon.
     Rrdcached,
+    /// Debian's collectd (`/usr/sbin/collectd`) with librrd for its rrdtool
+    /// plugin: the RRD files of `cargo xtask bench fleet` in collectd's shapes.
+    Collectd,
     /// gzip: the compressed corpus files.
     Gzip,
     /// etcd 3.4 (server and `etcdctl`): the readers tested against a real
@@ -97,7 +100,7 @@ type Package = (&'static str, Option<&'static str>);
 
 impl Need {
     /// Every need, in the order `install` with no arguments installs them.
-    pub const ALL: [Need; 21] = [
+    pub const ALL: [Need; 22] = [
         Need::GoBbolt,
         Need::Mercurial,
         Need::Python,
@@ -107,6 +110,7 @@ impl Need {
         Need::Tmux,
         Need::Rrdtool,
         Need::Rrdcached,
+        Need::Collectd,
         Need::Gzip,
         Need::Etcd,
         Need::Prometheus,
@@ -134,6 +138,7 @@ impl Need {
             Need::Tmux => "tmux",
             Need::Rrdtool => "rrdtool",
             Need::Rrdcached => "rrdcached",
+            Need::Collectd => "collectd",
             Need::Gzip => "gzip",
             Need::Etcd => "etcd",
             Need::Prometheus => "prometheus",
@@ -173,6 +178,8 @@ impl Need {
             Need::Tmux => &[("tmux", Some("tmux"))],
             Need::Rrdtool => &[("rrdtool", Some("rrdtool"))],
             Need::Rrdcached => &[("rrdcached", Some("rrdcached"))],
+            // In /usr/sbin, off a user's PATH: dpkg is asked.
+            Need::Collectd => &[("collectd-core", None), ("librrd8", None)],
             Need::Gzip => &[("gzip", Some("gzip"))],
             Need::Etcd => &[("etcd-server", Some("etcd")), ("etcd-client", Some("etcdctl"))],
             Need::Prometheus => &[("prometheus", Some("prometheus"))],
