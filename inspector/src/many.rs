@@ -635,23 +635,38 @@ pub fn measure_tree(
     tree: &TreeArgs,
     out: &mut dyn FnMut(Entry) -> std::io::Result<()>,
 ) -> std::io::Result<u64> {
+    map_tree(tree, &measured, &|e| e, out)
+}
+
+/// Walk `tree`, doing `work` on each regular file on [`THREADS`] threads
+/// ([`BATCH`] files at a time) and `other` on every other entry, and hand
+/// the results to `out` in walk order; returns the directories listed.
+///
+/// # Errors
+/// The first error `out` returns.
+pub fn map_tree<T: Send>(
+    tree: &TreeArgs,
+    work: &(dyn Fn(&Path) -> T + Sync),
+    other: &dyn Fn(Entry) -> T,
+    out: &mut dyn FnMut(T) -> std::io::Result<()>,
+) -> std::io::Result<u64> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(THREADS).build().ok();
-    let mut batch: Vec<Result<Entry, PathBuf>> = Vec::with_capacity(BATCH);
-    let mut flush = |batch: &mut Vec<Result<Entry, PathBuf>>| -> std::io::Result<()> {
-        let measure = |b: &mut Vec<Result<Entry, PathBuf>>| {
+    let mut batch: Vec<Result<T, PathBuf>> = Vec::with_capacity(BATCH);
+    let mut flush = |batch: &mut Vec<Result<T, PathBuf>>| -> std::io::Result<()> {
+        let run = |b: &mut Vec<Result<T, PathBuf>>| {
             use rayon::prelude::*;
             b.par_iter_mut().for_each(|e| {
                 if let Err(p) = e {
-                    *e = Ok(measured(p));
+                    *e = Ok(work(p));
                 }
             });
         };
         match &pool {
-            Some(pool) => pool.install(|| measure(batch)),
-            None => measure(batch),
+            Some(pool) => pool.install(|| run(batch)),
+            None => run(batch),
         }
         for e in batch.drain(..) {
-            out(e.unwrap_or_else(|p| measured(&p)))?;
+            out(e.unwrap_or_else(|p| work(&p)))?;
         }
         Ok(())
     };
@@ -659,7 +674,7 @@ pub fn measure_tree(
     walker.run(&mut |found| {
         batch.push(match found {
             Found::File(p) => Err(p.to_path_buf()),
-            Found::Other(e) => Ok(*e),
+            Found::Other(e) => Ok(other(*e)),
         });
         if batch.len() >= BATCH {
             flush(&mut batch)?;

@@ -17,12 +17,15 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
-use mapwise_native::observe::watch::{Effect, read_snapshot};
-use mapwise_native::os::residency::{self, FileAdvice, Residency, TO_EOF, TouchMethod};
+use mapwise_core::detect::detect;
+use mapwise_core::layout::Format;
+use mapwise_native::observe::watch::{Effect, read_snapshot_from};
+use mapwise_native::os::io::QuietSource;
+use mapwise_native::os::residency::{self, Residency, TO_EOF};
 use serde::Serialize;
 
 use crate::cli::HotSetReport;
-use crate::many::{Found, TreeArgs, Walker};
+use crate::many::{TreeArgs, map_tree};
 use crate::stats::vmtouch_size;
 
 /// What `warm` or `evict` does to each file.
@@ -113,7 +116,7 @@ pub struct Totals {
     pub other: u64,
 }
 
-/// Run `act` over `args`' paths, writing one line per file and the totals
+/// Run `act` over `args`' paths, a few files at once ([`map_tree`]), writing one line per file and the totals
 /// to `out`; the exit status is 1 when a file was skipped.
 ///
 /// # Errors
@@ -124,24 +127,21 @@ pub fn run(act: Act, args: &Args, out: &mut dyn Write) -> std::io::Result<u8> {
     if args.json {
         out.write_all(b"{\n\"files\": [")?;
     }
-    let mut walker = Walker::new(&args.tree);
-    walker.run(&mut |found| {
-        let o = match found {
-            Found::File(p) => one(act, p, args.dry_run),
-            Found::Other(e) => Outcome {
-                file: e.file.clone().unwrap_or_default(),
-                status: serde_json::to_value(e.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                reason: e.reason.clone(),
-                pages: 0,
-                before: None,
-                after: None,
-                hot_set_before: None,
-                hot_set_after: None,
-            },
-        };
+    let work = |p: &Path| one(act, p, args.dry_run);
+    let other = |e: crate::many::Entry| Outcome {
+        file: e.file.clone().unwrap_or_default(),
+        status: serde_json::to_value(e.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        reason: e.reason,
+        pages: 0,
+        before: None,
+        after: None,
+        hot_set_before: None,
+        hot_set_after: None,
+    };
+    map_tree(&args.tree, &work, &other, &mut |o| {
         match o.status.as_str() {
             "done" | "dry_run" => {
                 totals.files += 1;
@@ -200,7 +200,15 @@ fn act_on(act: Act, path: &Path, dry_run: bool, o: &mut Outcome) -> Result<&'sta
     let sample = |f: &File| residency::sample(f).map_err(|e| anyhow!("cannot sample: {e}"));
     let before = sample(&file)?;
     let hot = if act.rrd_only() {
-        let snap = read_snapshot(path, mapwise_core::bolt::WalkOptions::default())
+        // The format first: only an RRD file's structure is read (a bbolt
+        // file's would be a walk of its every branch page, to no use).
+        let src = QuietSource::open(path).context("cannot open")?;
+        let format = detect(&src);
+        if format != Format::Rrd {
+            o.reason = Some(format!("{} file, not an RRD file: no hot set", a_name(format.name())));
+            return Ok("left_alone");
+        }
+        let snap = read_snapshot_from(path, &src, mapwise_core::bolt::WalkOptions::default())
             .context("cannot read")?;
         let size = before.offset.saturating_add(before.len);
         match snap.rrd {
@@ -213,10 +221,9 @@ fn act_on(act: Act, path: &Path, dry_run: bool, o: &mut Outcome) -> Result<&'sta
             }
             Some(r) => Some(r.hot),
             None => {
-                o.reason = Some(format!(
-                    "{} file, not an RRD file: no hot set",
-                    a_name(snap.format.name())
-                ));
+                let why = snap.error.as_deref().unwrap_or("its header cannot be read");
+                o.reason =
+                    Some(format!("an RRD file whose header is unreadable ({why}): no hot set"));
                 return Ok("left_alone");
             }
         }
@@ -267,17 +274,9 @@ fn act_on(act: Act, path: &Path, dry_run: bool, o: &mut Outcome) -> Result<&'sta
     Ok("done")
 }
 
-/// Bring exactly the pages of `ranges` into the page cache: read-ahead is
-/// turned off on this open file (`POSIX_FADV_RANDOM`, which holds for
-/// this file description only) and each page is read on its own, so no
-/// neighbour comes in with it.
+/// [`residency::touch_exactly`], as this command's error.
 fn touch_exactly(file: &File, ranges: &[(u64, u64)]) -> Result<()> {
-    residency::advise(file, 0, TO_EOF, FileAdvice::Random)
-        .map_err(|e| anyhow!("cannot turn read-ahead off: {e}"))?;
-    for &(off, len) in ranges {
-        residency::touch_with(file, off, len, TouchMethod::Pread)
-            .map_err(|e| anyhow!("cannot touch: {e}"))?;
-    }
+    residency::touch_exactly(file, ranges).map_err(|e| anyhow!("cannot touch: {e}"))?;
     Ok(())
 }
 

@@ -1352,6 +1352,59 @@ fn touch_by_pread(file: &File, span: Span, page: u64) -> Result<Touched, Error> 
     Ok(Touched { method: TouchMethod::Pread, pages })
 }
 
+/// Makes exactly the OS pages of `ranges` resident (each `(offset, len)`,
+/// rounded out to whole pages and clipped to the file size), and no other:
+/// read-ahead is turned off on this open file description
+/// (`POSIX_FADV_RANDOM`, which holds for it alone), so a `pread(2)` reads
+/// just the pages it asks for (`page_cache_sync_ra` forces a read of the
+/// request's pages only), and each run of adjacent pages is one `pread`
+/// into a reused buffer of at most 1 MiB. Returns the pages read through
+/// (resident or not before).
+///
+/// # Errors
+/// [`Error::Fstat`], [`Error::Fadvise`], [`Error::Pread`].
+pub fn touch_exactly(file: &File, ranges: &[(u64, u64)]) -> Result<u64, Error> {
+    const BUF: u64 = 1 << 20;
+    let page = os_page_size();
+    let size = file_size(file)?;
+    advise(file, 0, TO_EOF, FileAdvice::Random)?;
+    let mut spans: Vec<Span> = ranges
+        .iter()
+        .map(|&(off, len)| Span::clip(off, len, size, page))
+        .filter(|s| s.len() > 0)
+        .collect();
+    spans.sort_by_key(|s| s.start);
+    let mut runs: Vec<Span> = Vec::with_capacity(spans.len());
+    for s in spans {
+        match runs.last_mut() {
+            Some(last) if s.start <= last.end.div_ceil(page) * page => {
+                last.end = last.end.max(s.end);
+            }
+            _ => runs.push(s),
+        }
+    }
+    let longest = runs.iter().map(|r| r.end.div_ceil(page) * page - r.start).max().unwrap_or(0);
+    let mut buf = vec![0u8; usize::try_from(longest.min(BUF)).unwrap_or(0)];
+    let mut pages = 0u64;
+    for run in runs {
+        let mut at = run.start;
+        while at < run.end {
+            let want = usize::try_from((run.end - at).min(BUF)).unwrap_or(0);
+            match file.read_at(&mut buf[..want], at) {
+                Ok(0) => break, // the file shrank meanwhile
+                Ok(n) => {
+                    let end = at + n as u64;
+                    pages += end.div_ceil(page) - at / page;
+                    at = end.div_ceil(page) * page;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => return Err(Error::Pread { offset: at, source }),
+            }
+        }
+    }
+    Ok(pages)
+}
+
 /// File pages held resident by [`lock`]: a read-only mapping locked with
 /// `mlock(2)`. Dropping it munlocks and unmaps; the pages stay cached until
 /// evicted or reclaimed.
