@@ -35,10 +35,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
 
 use mapwise_native::observe::watch::Snapshot;
@@ -68,179 +69,240 @@ pub struct Args {
     pub allow_remote: bool,
 }
 
-/// Labels of a file's metric.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct FileLabels {
-    file: String,
-    format: String,
+/// A metric family of the walk: its name, help and samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fam {
+    Size,
+    Resident,
+    KindBytes,
+    KindResident,
+    Hot,
+    HotRatio,
+    Cold,
+    BoltSize,
+    BoltFree,
+    BoltInUse,
+    EtcdRevision,
+    EtcdCompactRevision,
+    EtcdRevisions,
+    EtcdLiveKeys,
+    EtcdAfterDefrag,
+    EtcdAfterCompactDefrag,
+    EtcdForecastAt,
 }
 
-/// Labels of a page kind's metric.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabels {
-    file: String,
-    kind: String,
+impl Fam {
+    /// Every family, in the order `/metrics` lists them.
+    const ALL: [Fam; 17] = [
+        Fam::Size,
+        Fam::Resident,
+        Fam::KindBytes,
+        Fam::KindResident,
+        Fam::Hot,
+        Fam::HotRatio,
+        Fam::Cold,
+        Fam::BoltSize,
+        Fam::BoltFree,
+        Fam::BoltInUse,
+        Fam::EtcdRevision,
+        Fam::EtcdCompactRevision,
+        Fam::EtcdRevisions,
+        Fam::EtcdLiveKeys,
+        Fam::EtcdAfterDefrag,
+        Fam::EtcdAfterCompactDefrag,
+        Fam::EtcdForecastAt,
+    ];
+
+    /// Name and help.
+    fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Fam::Size => ("mapwise_file_size_bytes", "File size in bytes"),
+            Fam::Resident => (
+                "mapwise_file_resident_bytes",
+                "Bytes of the file in the page cache (resident OS pages x page size, as vmtouch)",
+            ),
+            Fam::KindBytes => ("mapwise_kind_bytes", "Bytes of the file of each page kind"),
+            Fam::KindResident => {
+                ("mapwise_kind_resident_bytes", "Bytes of each page kind in the page cache")
+            }
+            Fam::Hot => (
+                "mapwise_rrd_hot_bytes",
+                "Bytes of the pages an RRD file's next update touches (its hot set)",
+            ),
+            Fam::HotRatio => (
+                "mapwise_rrd_hot_resident_ratio",
+                "Share of an RRD file's hot set in the page cache (0 to 1)",
+            ),
+            Fam::Cold => (
+                "mapwise_rrd_cold_resident_bytes",
+                "Bytes of an RRD file in the page cache outside its hot set",
+            ),
+            Fam::BoltSize => (
+                "mapwise_bolt_size_bytes",
+                "A bbolt file's size as bbolt counts it (high-water mark x page size; etcd's dbSize)",
+            ),
+            Fam::BoltFree => (
+                "mapwise_bolt_free_bytes",
+                "Bytes of free pages below a bbolt file's high-water mark, as its writer counts them",
+            ),
+            Fam::BoltInUse => (
+                "mapwise_bolt_in_use_bytes",
+                "A bbolt file's size less its free pages (etcd's dbSizeInUse)",
+            ),
+            Fam::EtcdRevision => (
+                "mapwise_etcd_revision",
+                "An etcd db's store revision (the newest stored, or a compaction above it)",
+            ),
+            Fam::EtcdCompactRevision => (
+                "mapwise_etcd_compact_revision",
+                "An etcd db's last finished compaction (finishedCompactRev)",
+            ),
+            Fam::EtcdRevisions => {
+                ("mapwise_etcd_revisions", "Revisions an etcd db stores (puts and tombstones)")
+            }
+            Fam::EtcdLiveKeys => {
+                ("mapwise_etcd_live_keys", "Keys of an etcd db whose newest revision is a put")
+            }
+            Fam::EtcdAfterDefrag => (
+                "mapwise_etcd_after_defrag_bytes",
+                "Forecast dbSize of an etcd db after etcdctl defrag",
+            ),
+            Fam::EtcdAfterCompactDefrag => (
+                "mapwise_etcd_after_compact_defrag_bytes",
+                "Forecast dbSize of an etcd db after a compaction at its revision and etcdctl defrag",
+            ),
+            Fam::EtcdForecastAt => (
+                "mapwise_etcd_forecast_timestamp_seconds",
+                "When the etcd forecasts were made (Unix time)",
+            ),
+        }
+    }
 }
 
-/// Labels of a format's own metric.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PathLabels {
-    file: String,
+/// A sample's value.
+#[derive(Debug, Clone, Copy)]
+enum Num {
+    Int(i64),
+    Float(f64),
 }
 
-type Ratio = Gauge<f64, std::sync::atomic::AtomicU64>;
+/// One sample: its family, the file, a second label, the value.
+#[derive(Debug)]
+struct Sample {
+    fam: Fam,
+    file: Arc<str>,
+    /// `format` or `kind`, and its value.
+    label: Option<(&'static str, &'static str)>,
+    value: Num,
+}
 
-/// One walk's metrics.
-#[derive(Default)]
+/// One walk's samples, encoded family by family by prometheus-client
+/// (a [`Collector`]): no map of label sets is built, so a walk of 100k
+/// files costs no hashing of their paths.
+#[derive(Debug, Default)]
 struct Metrics {
-    size: Family<FileLabels, Gauge>,
-    resident: Family<FileLabels, Gauge>,
-    kind_bytes: Family<KindLabels, Gauge>,
-    kind_resident: Family<KindLabels, Gauge>,
-    hot: Family<PathLabels, Gauge>,
-    hot_ratio: Family<PathLabels, Ratio>,
-    cold: Family<PathLabels, Gauge>,
-    bolt_size: Family<PathLabels, Gauge>,
-    bolt_free: Family<PathLabels, Gauge>,
-    bolt_in_use: Family<PathLabels, Gauge>,
-    etcd_revision: Family<PathLabels, Gauge>,
-    etcd_compact_revision: Family<PathLabels, Gauge>,
-    etcd_revisions: Family<PathLabels, Gauge>,
-    etcd_live_keys: Family<PathLabels, Gauge>,
-    etcd_after_defrag: Family<PathLabels, Gauge>,
-    etcd_after_compact_defrag: Family<PathLabels, Gauge>,
-    etcd_forecast_at: Family<PathLabels, Ratio>,
+    samples: Vec<Sample>,
 }
 
 /// A byte count as a gauge's value.
-fn v(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
+fn v(n: u64) -> Num {
+    Num::Int(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 impl Metrics {
-    fn add(&self, r: &ResidencyReport) {
-        let fl = FileLabels { file: r.file.clone(), format: r.format.to_owned() };
-        self.size.get_or_create(&fl).set(v(r.size));
+    fn push(&mut self, fam: Fam, file: &Arc<str>, value: Num) {
+        self.samples.push(Sample { fam, file: Arc::clone(file), label: None, value });
+    }
+
+    fn add(&mut self, r: &ResidencyReport) {
+        let file: Arc<str> = Arc::from(r.file.as_str());
+        let format = Some(("format", r.format));
+        self.samples.push(Sample {
+            fam: Fam::Size,
+            file: Arc::clone(&file),
+            label: format,
+            value: v(r.size),
+        });
         if let Some(b) = r.resident_bytes {
-            self.resident.get_or_create(&fl).set(v(b));
+            self.samples.push(Sample {
+                fam: Fam::Resident,
+                file: Arc::clone(&file),
+                label: format,
+                value: v(b),
+            });
         }
         for k in &r.kinds {
-            let kl = KindLabels { file: r.file.clone(), kind: k.kind.to_owned() };
-            self.kind_bytes.get_or_create(&kl).set(v(k.bytes));
+            let kind = Some(("kind", k.kind));
+            self.samples.push(Sample {
+                fam: Fam::KindBytes,
+                file: Arc::clone(&file),
+                label: kind,
+                value: v(k.bytes),
+            });
             if let Some(b) = k.resident_bytes {
-                self.kind_resident.get_or_create(&kl).set(v(b));
+                self.samples.push(Sample {
+                    fam: Fam::KindResident,
+                    file: Arc::clone(&file),
+                    label: kind,
+                    value: v(b),
+                });
             }
         }
-        let pl = PathLabels { file: r.file.clone() };
         if let Some(h) = &r.hot_set {
-            self.hot.get_or_create(&pl).set(v(h.hot_bytes));
+            self.push(Fam::Hot, &file, v(h.hot_bytes));
             if let (Some(res), true) = (h.hot_resident_pages, h.hot_pages > 0) {
                 #[expect(clippy::cast_precision_loss, reason = "page counts far below 2^52")]
                 let ratio = res as f64 / h.hot_pages as f64;
-                self.hot_ratio.get_or_create(&pl).set(ratio);
+                self.push(Fam::HotRatio, &file, Num::Float(ratio));
             }
             if let Some(c) = h.cold_resident_bytes {
-                self.cold.get_or_create(&pl).set(v(c));
+                self.push(Fam::Cold, &file, v(c));
             }
         }
         if let (Some(size), Some(free)) = (r.bolt_size, r.bolt_free) {
-            self.bolt_size.get_or_create(&pl).set(v(size));
-            self.bolt_free.get_or_create(&pl).set(v(free));
-            self.bolt_in_use.get_or_create(&pl).set(v(size.saturating_sub(free)));
+            self.push(Fam::BoltSize, &file, v(size));
+            self.push(Fam::BoltFree, &file, v(free));
+            self.push(Fam::BoltInUse, &file, v(size.saturating_sub(free)));
         }
     }
 
-    fn add_etcd(&self, r: &EtcdReport, made_at: f64) {
-        let pl = PathLabels { file: r.file.clone() };
-        self.etcd_revision.get_or_create(&pl).set(r.newest_rev);
+    fn add_etcd(&mut self, r: &EtcdReport, made_at: f64) {
+        let file: Arc<str> = Arc::from(r.file.as_str());
+        self.push(Fam::EtcdRevision, &file, Num::Int(r.newest_rev));
         if let Some(c) = r.compact_rev {
-            self.etcd_compact_revision.get_or_create(&pl).set(c);
+            self.push(Fam::EtcdCompactRevision, &file, Num::Int(c));
         }
-        self.etcd_revisions.get_or_create(&pl).set(v(r.revisions));
-        self.etcd_live_keys.get_or_create(&pl).set(v(r.live_keys));
-        self.etcd_after_defrag.get_or_create(&pl).set(v(r.after_defrag_bytes));
-        self.etcd_after_compact_defrag.get_or_create(&pl).set(v(r.after_compact_defrag_bytes));
-        self.etcd_forecast_at.get_or_create(&pl).set(made_at);
+        self.push(Fam::EtcdRevisions, &file, v(r.revisions));
+        self.push(Fam::EtcdLiveKeys, &file, v(r.live_keys));
+        self.push(Fam::EtcdAfterDefrag, &file, v(r.after_defrag_bytes));
+        self.push(Fam::EtcdAfterCompactDefrag, &file, v(r.after_compact_defrag_bytes));
+        self.push(Fam::EtcdForecastAt, &file, Num::Float(made_at));
     }
+}
 
-    fn register(self, reg: &mut Registry) {
-        reg.register("mapwise_file_size_bytes", "File size in bytes", self.size);
-        reg.register(
-            "mapwise_file_resident_bytes",
-            "Bytes of the file in the page cache (resident OS pages x page size, as vmtouch)",
-            self.resident,
-        );
-        reg.register("mapwise_kind_bytes", "Bytes of the file of each page kind", self.kind_bytes);
-        reg.register(
-            "mapwise_kind_resident_bytes",
-            "Bytes of each page kind in the page cache",
-            self.kind_resident,
-        );
-        reg.register(
-            "mapwise_rrd_hot_bytes",
-            "Bytes of the pages an RRD file's next update touches (its hot set)",
-            self.hot,
-        );
-        reg.register(
-            "mapwise_rrd_hot_resident_ratio",
-            "Share of an RRD file's hot set in the page cache (0 to 1)",
-            self.hot_ratio,
-        );
-        reg.register(
-            "mapwise_rrd_cold_resident_bytes",
-            "Bytes of an RRD file in the page cache outside its hot set",
-            self.cold,
-        );
-        reg.register(
-            "mapwise_bolt_size_bytes",
-            "A bbolt file's size as bbolt counts it (high-water mark x page size; etcd's dbSize)",
-            self.bolt_size,
-        );
-        reg.register(
-            "mapwise_bolt_free_bytes",
-            "Bytes of free pages below a bbolt file's high-water mark, as its writer counts them",
-            self.bolt_free,
-        );
-        reg.register(
-            "mapwise_bolt_in_use_bytes",
-            "A bbolt file's size less its free pages (etcd's dbSizeInUse)",
-            self.bolt_in_use,
-        );
-        reg.register(
-            "mapwise_etcd_revision",
-            "An etcd db's store revision (the newest stored, or a compaction above it)",
-            self.etcd_revision,
-        );
-        reg.register(
-            "mapwise_etcd_compact_revision",
-            "An etcd db's last finished compaction (finishedCompactRev)",
-            self.etcd_compact_revision,
-        );
-        reg.register(
-            "mapwise_etcd_revisions",
-            "Revisions an etcd db stores (puts and tombstones)",
-            self.etcd_revisions,
-        );
-        reg.register(
-            "mapwise_etcd_live_keys",
-            "Keys of an etcd db whose newest revision is a put",
-            self.etcd_live_keys,
-        );
-        reg.register(
-            "mapwise_etcd_after_defrag_bytes",
-            "Forecast dbSize of an etcd db after etcdctl defrag",
-            self.etcd_after_defrag,
-        );
-        reg.register(
-            "mapwise_etcd_after_compact_defrag_bytes",
-            "Forecast dbSize of an etcd db after a compaction at its revision and etcdctl defrag",
-            self.etcd_after_compact_defrag,
-        );
-        reg.register(
-            "mapwise_etcd_forecast_timestamp_seconds",
-            "When the etcd forecasts were made (Unix time)",
-            self.etcd_forecast_at,
-        );
+impl Collector for Metrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let mut by_fam: Vec<Vec<&Sample>> = vec![Vec::new(); Fam::ALL.len()];
+        for s in &self.samples {
+            by_fam[s.fam as usize].push(s);
+        }
+        for (fam, samples) in Fam::ALL.iter().zip(by_fam) {
+            if samples.is_empty() {
+                continue;
+            }
+            let (name, help) = fam.describe();
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for s in samples {
+                let both = [("file", &*s.file), s.label.unwrap_or_default()];
+                let labels: &[(&str, &str)] = if s.label.is_some() { &both } else { &both[..1] };
+                let metric = family.encode_family(&labels)?;
+                match s.value {
+                    Num::Int(n) => ConstGauge::new(n).encode(metric)?,
+                    Num::Float(x) => ConstGauge::new(x).encode(metric)?,
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -373,7 +435,7 @@ impl Forecasts {
     }
 
     /// Add the forecasts made to `metrics`.
-    fn add_to(&self, metrics: &Metrics) {
+    fn add_to(&self, metrics: &mut Metrics) {
         if let Ok(made) = self.made.lock() {
             for (r, at) in made.values().filter_map(|f| f.report.as_ref()) {
                 metrics.add_etcd(r, *at);
@@ -394,7 +456,7 @@ fn unix_now() -> f64 {
 /// When encoding fails (it writes to a `String`, so it does not).
 pub fn scan(tree: &TreeArgs, known: &mut Structures) -> Result<String> {
     let start = Instant::now();
-    let metrics = Metrics::default();
+    let mut metrics = Metrics::default();
     let (mut files, mut skipped) = (0i64, 0i64);
     known.walk += 1;
     let mut dbs = Vec::new();
@@ -428,9 +490,9 @@ pub fn scan(tree: &TreeArgs, known: &mut Structures) -> Result<String> {
     let walk = known.walk;
     known.by_path.retain(|_, (_, seen, _)| *seen == walk);
     known.forecast(dbs);
-    known.forecasts.add_to(&metrics);
+    known.forecasts.add_to(&mut metrics);
     let mut reg = Registry::default();
-    metrics.register(&mut reg);
+    reg.register_collector(Box::new(metrics));
     let gauge = |n: i64| {
         let g: Gauge = Gauge::default();
         g.set(n);
@@ -442,6 +504,7 @@ pub fn scan(tree: &TreeArgs, known: &mut Structures) -> Result<String> {
         "Files the last walk could not measure (unreadable, residency hidden)",
         gauge(skipped),
     );
+    type Ratio = Gauge<f64, std::sync::atomic::AtomicU64>;
     let seconds: Ratio = Gauge::default();
     seconds.set(start.elapsed().as_secs_f64());
     reg.register("mapwise_export_scan_seconds", "How long the last walk took", seconds);
