@@ -20,7 +20,7 @@
 //! | `mapwise_rrd_hot_bytes{file}`, `mapwise_rrd_hot_resident_ratio{file}`, `mapwise_rrd_cold_resident_bytes{file}` | an RRD file's hot set ([`cli::HotSetReport`]) |
 //! | `mapwise_bolt_size_bytes{file}`, `mapwise_bolt_free_bytes{file}`, `mapwise_bolt_in_use_bytes{file}` | a bbolt file as etcd names it: `dbSize`, free pages (`ResidencyReport::bolt_free`), `dbSizeInUse` |
 //! | `mapwise_etcd_revision{file}`, `mapwise_etcd_compact_revision{file}`, `mapwise_etcd_revisions{file}`, `mapwise_etcd_live_keys{file}` | an etcd db's store revision, `finishedCompactRev`, revisions stored, live keys ([`etcd::EtcdReport`]) |
-//! | `mapwise_etcd_after_defrag_bytes{file}`, `mapwise_etcd_after_compact_defrag_bytes{file}`, `mapwise_etcd_forecast_timestamp_seconds{file}` | the `dbSize` forecast after `etcdctl defrag`, and after a compaction at the newest revision plus defrag, and when they were made ([`Forecasts`]) |
+//! | `mapwise_etcd_after_defrag_bytes{file}`, `mapwise_etcd_after_compact_defrag_bytes{file}`, `mapwise_etcd_forecast_timestamp_seconds{file}` | the `dbSize` forecast after `etcdctl defrag`, and after a compaction at the newest revision plus defrag, and when they were made (made on a thread of their own) |
 //! | `mapwise_export_files`, `mapwise_export_skipped_files`, `mapwise_export_scan_seconds`, `mapwise_export_scan_timestamp_seconds` | the last walk |
 //!
 //! What the kernel does not say (a hidden residency) or a read did not
@@ -211,41 +211,31 @@ fn v(n: u64) -> Num {
 
 impl Metrics {
     fn push(&mut self, fam: Fam, file: &Arc<str>, value: Num) {
-        self.samples.push(Sample { fam, file: Arc::clone(file), label: None, value });
+        self.push_labelled(fam, file, None, value);
+    }
+
+    fn push_labelled(
+        &mut self,
+        fam: Fam,
+        file: &Arc<str>,
+        label: Option<(&'static str, &'static str)>,
+        value: Num,
+    ) {
+        self.samples.push(Sample { fam, file: Arc::clone(file), label, value });
     }
 
     fn add(&mut self, r: &ResidencyReport) {
         let file: Arc<str> = Arc::from(r.file.as_str());
         let format = Some(("format", r.format));
-        self.samples.push(Sample {
-            fam: Fam::Size,
-            file: Arc::clone(&file),
-            label: format,
-            value: v(r.size),
-        });
+        self.push_labelled(Fam::Size, &file, format, v(r.size));
         if let Some(b) = r.resident_bytes {
-            self.samples.push(Sample {
-                fam: Fam::Resident,
-                file: Arc::clone(&file),
-                label: format,
-                value: v(b),
-            });
+            self.push_labelled(Fam::Resident, &file, format, v(b));
         }
         for k in &r.kinds {
             let kind = Some(("kind", k.kind));
-            self.samples.push(Sample {
-                fam: Fam::KindBytes,
-                file: Arc::clone(&file),
-                label: kind,
-                value: v(k.bytes),
-            });
+            self.push_labelled(Fam::KindBytes, &file, kind, v(k.bytes));
             if let Some(b) = k.resident_bytes {
-                self.samples.push(Sample {
-                    fam: Fam::KindResident,
-                    file: Arc::clone(&file),
-                    label: kind,
-                    value: v(b),
-                });
+                self.push_labelled(Fam::KindResident, &file, kind, v(b));
             }
         }
         if let Some(h) = &r.hot_set {

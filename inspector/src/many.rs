@@ -638,8 +638,8 @@ pub fn measure_tree(
     map_tree(tree, &measured, &|e| e, out)
 }
 
-/// Walk `tree`, doing `work` on each regular file on [`THREADS`] threads
-/// ([`BATCH`] files at a time) and `other` on every other entry, and hand
+/// Walk `tree`, doing `work` on each regular file on 8 threads
+/// (512 files at a time) and `other` on every other entry, and hand
 /// the results to `out` in walk order; returns the directories listed.
 ///
 /// # Errors
