@@ -116,8 +116,9 @@ pub struct Totals {
     pub other: u64,
 }
 
-/// Run `act` over `args`' paths, a few files at once ([`map_tree`]), writing one line per file and the totals
-/// to `out`; the exit status is 1 when a file was skipped.
+/// Run `act` over `args`' paths, a few files at once ([`map_tree`]),
+/// writing one line per file and the totals to `out`; the exit status is 1
+/// when a file was skipped.
 ///
 /// # Errors
 /// When writing to `out` fails.
