@@ -256,27 +256,27 @@ pub struct Measured {
 /// # Errors
 /// When the file cannot be opened or sampled.
 pub fn measure(path: &Path) -> Result<Measured> {
+    measure_structure(path).map(|(m, _)| m)
+}
+
+/// [`measure`], and the structure it read (quietly, one snapshot).
+///
+/// # Errors
+/// As [`measure`].
+pub fn measure_structure(path: &Path) -> Result<(Measured, Snapshot)> {
     // One descriptor for both: its structure is read `O_DIRECT`, and the
     // mapping `mincore(2)` asks through needs no particular open mode.
     let src = QuietSource::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let snap = read_snapshot_from(path, &src, STRUCTURE)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    measure_file(path, src.file(), &snap)
+    Ok((measure_file(path, src.file(), &snap)?, snap))
 }
 
-/// How [`measure`] and [`structure`] walk a file: no key-order checks, and
-/// the previous snapshot kept.
+/// How [`measure`] walks a file: no key-order checks, and the previous
+/// snapshot kept.
 const STRUCTURE: WalkOptions = WalkOptions { check_keys: false, previous_snapshot: true };
 
-/// The structure [`measure`] reads: quietly, one snapshot.
-///
-/// # Errors
-/// When the file cannot be opened.
-pub fn structure(path: &Path) -> Result<Snapshot> {
-    read_snapshot(path, STRUCTURE).with_context(|| format!("cannot open {}", path.display()))
-}
-
-/// [`measure`] with the file's structure already read ([`structure`]):
+/// [`measure`] with the file's structure already read ([`measure_structure`]):
 /// only the residency is sampled.
 ///
 /// # Errors

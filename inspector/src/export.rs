@@ -331,8 +331,7 @@ impl Structures {
                 (cli::measure_with(path, snap)?, &*snap)
             }
             _ => {
-                let snap = cli::structure(path)?;
-                let m = cli::measure_with(path, &snap)?;
+                let (m, snap) = cli::measure_structure(path)?;
                 let entry = self.by_path.entry(path.to_path_buf()).insert_entry((key, walk, snap));
                 (m, &entry.into_mut().2)
             }
