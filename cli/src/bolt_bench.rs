@@ -551,6 +551,11 @@ pub struct Scanned {
 }
 
 impl Scanned {
+    /// Nothing read yet; the pages read are recorded when `visited`.
+    fn new(visited: bool) -> Scanned {
+        Scanned { page: if visited { residency::os_page_size() } else { 0 }, ..Scanned::default() }
+    }
+
     /// Count one key and its value (a sub-bucket's: empty), xor the value
     /// in when `touch`, and record the pages both span.
     #[inline]
@@ -661,8 +666,7 @@ pub fn scan(
     touch: bool,
     visited: bool,
 ) -> Result<Scanned> {
-    let mut s =
-        Scanned { page: if visited { residency::os_page_size() } else { 0 }, ..Scanned::default() };
+    let mut s = Scanned::new(visited);
     let base = db.mapping().bytes().as_ptr().addr();
     let mut c = tx.cursor_with(bucket, opts);
     c.scan(range.from.as_deref(), |k, v, flags| {
@@ -697,8 +701,7 @@ pub fn seeks(
     touch: bool,
     visited: bool,
 ) -> Result<Scanned> {
-    let mut s =
-        Scanned { page: if visited { residency::os_page_size() } else { 0 }, ..Scanned::default() };
+    let mut s = Scanned::new(visited);
     let base = db.mapping().bytes().as_ptr().addr();
     let mut c = tx.cursor_with(bucket, opts);
     // Seek keys spread over the bucket's keys: the first 8 bytes
