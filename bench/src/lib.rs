@@ -11,6 +11,7 @@ pub mod cell;
 pub mod charts;
 pub mod check;
 pub mod etcd;
+pub mod etcd_space;
 pub mod fleet;
 pub mod interrupt;
 pub mod limits;
@@ -71,6 +72,10 @@ enum BenchCommand {
     /// The quiet readers under an etcd-shaped writer, beside `etcdctl snapshot save`.
     #[command(after_long_help = live::HELP)]
     Live(live::Args),
+    /// `inspector etcd` on a running etcd's 2 GiB db, beside `etcdctl snapshot save` plus
+    /// `bbolt compact`, and its forecasts against a real defrag.
+    #[command(after_long_help = etcd_space::HELP)]
+    Etcd(etcd_space::Args),
     /// A tree of collectd's RRD files and a bbolt file: residency -R vs vmtouch and fincore,
     /// warm --hot vs vmtouch -t, export's CPU.
     #[command(after_long_help = fleet::HELP)]
@@ -220,6 +225,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         B::Rrd(mut a) => enter(&mut a.common.out).and_then(|()| rrd::run(&ws, &a)),
         B::Live(mut a) => enter(&mut a.common.out).and_then(|()| live::run(&ws, &a)),
         B::Fleet(mut a) => enter(&mut a.common.out).and_then(|()| fleet::run(&ws, &a)),
+        B::Etcd(mut a) => enter(&mut a.common.out).and_then(|()| etcd_space::run(&ws, &a)),
         B::All(mut a) => enter(&mut a.out).and_then(|()| all::run(&ws, &a)),
         B::Check(a) => check::run(&a),
     }

@@ -33,7 +33,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, bail};
 use mapwise_core::PageSource;
 use mapwise_core::bolt::{BoltFile, Bucket, WalkOptions, walk};
 use mapwise_core::error::At;
@@ -41,7 +41,7 @@ use mapwise_core::etcd::{
     EtcdDb, FINISHED_COMPACT_REV, KEY, META, Revision, RevisionKey, SCHEDULED_COMPACT_REV,
 };
 use mapwise_core::layout::Kind;
-use mapwise_native::engine::bolt::{Db, Options};
+use mapwise_native::engine::bolt::plan::Planner;
 use mapwise_native::os::residency::{self, Residency};
 use mapwise_view::fmt::human_size;
 use serde::Serialize;
@@ -198,7 +198,8 @@ pub struct EtcdReport {
 #[derive(Debug, Clone)]
 struct Item {
     key: Vec<u8>,
-    value: Vec<u8>,
+    /// Its value's length (what a forecast needs of it).
+    value_len: usize,
     /// The leaf page holding it.
     pgid: u64,
 }
@@ -311,7 +312,7 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
             {
                 e.insert(p.header.overflow);
             }
-            items.push(Item { key: i.key.to_vec(), value: i.value.to_vec(), pgid });
+            items.push(Item { key: i.key.to_vec(), value_len: i.value.len(), pgid });
             it = bc.next().map_err(|e| e.to_string())?;
         }
         buckets.push(TopBucket { name: t.key.to_vec(), items });
@@ -362,47 +363,26 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
     })
 }
 
-/// The bytes etcd's defrag would leave: the items of `buckets` (each in
-/// key order, buckets in name order) put as `defragdb` puts them into the
-/// engine's bbolt writer over an in-memory file, and its `dbSize`
-/// (high-water mark × page size) read back. `keep(bucket, item)` says
-/// which items are copied. The page size is the OS's, as bbolt's default
-/// options give the new file.
-///
-/// # Errors
-/// The engine's, should writing the in-memory copy fail.
-pub fn forecast<'a>(
-    buckets: impl IntoIterator<Item = (&'a [u8], Vec<(&'a [u8], &'a [u8])>)>,
-) -> Result<u64> {
-    let db = Db::open_in_memory(
-        "etcd-defrag-forecast",
-        &Options {
-            no_sync: true,
-            no_grow_sync: true,
-            no_freelist_sync: true,
-            ..Options::read_write()
-        },
-    )
-    .context("cannot make the in-memory copy")?;
-    let mut tx = db.begin_rw()?;
-    let mut count = 0usize;
-    for (name, items) in buckets {
-        tx.create_bucket_if_not_exists(name)?.set_fill_percent(DEFRAG_FILL_PERCENT);
+/// The `dbSize` etcd's defrag would leave, in bytes: `buckets` (in name
+/// order), each its items' key and value lengths in key order, put as
+/// `defragdb` puts them (fill percent [`DEFRAG_FILL_PERCENT`], a commit
+/// every [`DEFRAG_LIMIT`] puts) into a new file of the OS's page size, as
+/// bbolt's default options make it; worked out by the writer's
+/// [`Planner`], which writes nothing.
+pub fn forecast<I>(buckets: impl IntoIterator<Item = (usize, I)>) -> u64
+where
+    I: IntoIterator<Item = (usize, usize)>,
+{
+    let ps = residency::os_page_size();
+    let mut plan =
+        Planner::new(usize::try_from(ps).unwrap_or(4096), DEFRAG_FILL_PERCENT, DEFRAG_LIMIT);
+    for (name_len, items) in buckets {
+        plan.bucket(name_len);
         for (k, v) in items {
-            count += 1;
-            if count > DEFRAG_LIMIT {
-                tx.commit()?;
-                tx = db.begin_rw()?;
-                count = 0;
-            }
-            let mut b = tx.bucket(name)?.ok_or_else(|| anyhow!("bucket lost in the copy"))?;
-            b.set_fill_percent(DEFRAG_FILL_PERCENT);
-            b.put(k, v)?;
+            plan.put(k, v);
         }
     }
-    tx.commit()?;
-    let size = db.begin()?.size();
-    Ok(size)
+    plan.finish().saturating_mul(ps)
 }
 
 /// The key's group: its first `depth` `/` segments.
@@ -421,8 +401,8 @@ fn prefix_of(key: &[u8], depth: usize) -> &[u8] {
 }
 
 /// Every item of `b`, as [`forecast`] takes them.
-fn all(b: &TopBucket) -> Vec<(&[u8], &[u8])> {
-    b.items.iter().map(|i| (&i.key[..], &i.value[..])).collect()
+fn all(b: &TopBucket) -> impl Iterator<Item = (usize, usize)> + '_ {
+    b.items.iter().map(|i| (i.key.len(), i.value_len))
 }
 
 fn headroom(quota: u64, size: u64) -> i64 {
@@ -528,7 +508,7 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
     let keyb = &snap.buckets[snap.key_bucket];
     let item_bytes = |r: &Rev| {
         let it = &keyb.items[r.item];
-        (it.key.len() + it.value.len()) as u64
+        (it.key.len() + it.value_len) as u64
     };
     let trusted = res.filter(|r| r.trust.is_known());
     let mut share: HashMap<u64, f64> = HashMap::new();
@@ -632,56 +612,38 @@ fn report(
         bail!("--compact-at {compact_at} is below the revision already compacted ({done})");
     }
 
-    let after_defrag =
-        forecast(snap.buckets.iter().map(|b| (&b.name[..], all(b)))).context("defrag forecast")?;
-
     let pairs: Vec<_> = snap.revs.iter().map(|r| (r.user, r.key)).collect();
     let keep = mapwise_core::etcd::kept_by_compaction(&pairs, users, compact_at);
-    let rev_bytes =
-        RevisionKey { revision: Revision { main: compact_at, sub: 0 }, tombstone: false }
-            .to_bytes();
-    let mut meta_items: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    let compacted: Vec<Vec<(&[u8], &[u8])>> = snap
-        .buckets
-        .iter()
-        .enumerate()
-        .map(|(bi, b)| {
-            if bi == snap.key_bucket {
-                b.items
-                    .iter()
-                    .zip(&keep)
-                    .filter(|(_, k)| **k)
-                    .map(|(i, _)| (&i.key[..], &i.value[..]))
-                    .collect()
-            } else {
-                all(b)
-            }
-        })
-        .collect();
+    let after_defrag = forecast(snap.buckets.iter().map(|b| (b.name.len(), all(b))));
     // `store.Compact` writes scheduledCompactRev and `scheduleCompaction`
-    // finishedCompactRev, both as the revision's 17 bytes.
-    if let Some(mi) = snap.buckets.iter().position(|b| b.name == META.as_bytes()) {
-        let mut m: Vec<(Vec<u8>, Vec<u8>)> =
-            snap.buckets[mi].items.iter().map(|i| (i.key.clone(), i.value.clone())).collect();
-        for k in [SCHEDULED_COMPACT_REV, FINISHED_COMPACT_REV] {
-            match m.iter_mut().find(|(key, _)| key == k) {
-                Some((_, v)) => *v = rev_bytes.to_vec(),
-                None => m.push((k.to_vec(), rev_bytes.to_vec())),
-            }
-        }
-        m.sort();
-        meta_items = m;
-    }
-    let meta_at = snap.buckets.iter().position(|b| b.name == META.as_bytes());
+    // finishedCompactRev, both as the revision's 17 bytes: the meta
+    // bucket after it holds both.
+    let rev_len = RevisionKey { revision: Revision { main: compact_at, sub: 0 }, tombstone: false }
+        .to_bytes()
+        .len();
     let after_compact = forecast(snap.buckets.iter().enumerate().map(|(bi, b)| {
-        let items = if Some(bi) == meta_at {
-            meta_items.iter().map(|(k, v)| (&k[..], &v[..])).collect()
+        let items: Vec<(usize, usize)> = if bi == snap.key_bucket {
+            b.items
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(i, _)| (i.key.len(), i.value_len))
+                .collect()
+        } else if b.name == META.as_bytes() {
+            let mut m: Vec<(&[u8], usize)> = b
+                .items
+                .iter()
+                .filter(|i| i.key != SCHEDULED_COMPACT_REV && i.key != FINISHED_COMPACT_REV)
+                .map(|i| (&i.key[..], i.value_len))
+                .collect();
+            m.extend([(SCHEDULED_COMPACT_REV, rev_len), (FINISHED_COMPACT_REV, rev_len)]);
+            m.sort_unstable();
+            m.into_iter().map(|(k, v)| (k.len(), v)).collect()
         } else {
-            compacted[bi].clone()
+            all(b).collect()
         };
-        (&b.name[..], items)
-    }))
-    .context("compaction forecast")?;
+        (b.name.len(), items)
+    }));
 
     Ok(EtcdReport {
         file: path.display().to_string(),

@@ -219,17 +219,20 @@ pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
 /// read, no read-ahead, page ages unchanged), the others are read with
 /// `O_DIRECT`, those close together in one read. A page that cannot be
 /// read is left out.
-fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, Vec<u8>)> {
+fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, Rc<[u8]>)> {
     let page = usize::try_from(ps).unwrap_or(0);
     let runs: Vec<(u64, usize)> = ids.iter().map(|&p| (p * ps, page)).collect();
     let mut out = Vec::with_capacity(ids.len());
     let mut longer = Vec::new();
-    for (&p, first) in ids.iter().zip(pages.read_runs(&runs)) {
-        let Ok(first) = first else { continue };
+    // One arena per batch; each run is copied out of it once, into the
+    // buffer that holds it from then on.
+    let mut arena = Vec::new();
+    for (&p, first) in ids.iter().zip(pages.read_into(&runs, None, &mut arena)) {
+        let Some(first) = first.ok().and_then(|r| arena.get(r)) else { continue };
         let overflow =
             first.get(12..16).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
         if overflow == 0 {
-            out.push((p, first));
+            out.push((p, Rc::from(first)));
         } else {
             longer.push((p, (u64::from(overflow) + 1).min(hwm - p)));
         }
@@ -238,9 +241,9 @@ fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, V
         .iter()
         .map(|&(p, n)| (p * ps, usize::try_from(n * ps).unwrap_or(usize::MAX)))
         .collect();
-    for (&(p, _), run) in longer.iter().zip(pages.read_runs(&runs)) {
-        if let Ok(run) = run {
-            out.push((p, run));
+    for (&(p, _), run) in longer.iter().zip(pages.read_into(&runs, None, &mut arena)) {
+        if let Some(run) = run.ok().and_then(|r| arena.get(r)) {
+            out.push((p, Rc::from(run)));
         }
     }
     out
@@ -318,7 +321,7 @@ fn round(
         for (p, run) in fetched {
             let kids = children(&run);
             stack.extend_from_slice(&kids);
-            held.insert(p, Held { bytes: run.into(), children: kids, used_at: txid });
+            held.insert(p, Held { bytes: run, children: kids, used_at: txid });
             reached.push(p);
         }
     }

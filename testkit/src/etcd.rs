@@ -438,6 +438,84 @@ impl Etcd {
         (first, last)
     }
 
+    /// Kubernetes-like history until etcd's dbSize reaches `db_size`
+    /// bytes: `threads` clients, each sending transactions of 100 writes
+    /// of its own keys, each write a create (60 %), an overwrite of a live
+    /// key (30 %) or a delete of one (10 %), no key twice in a
+    /// transaction; values as [`Etcd::preload`]'s. The keys left live are
+    /// remembered for the load generator. Returns the transactions sent
+    /// and the last revision; `stop()` (asked between transactions) ends
+    /// it early.
+    ///
+    /// # Errors
+    /// etcd's reason for the first transaction it refused.
+    pub fn churn_to(
+        &self,
+        db_size: u64,
+        seed: u64,
+        threads: usize,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<(u64, i64), String> {
+        let threads = threads.max(1) as u64;
+        let (done, txns, last) = (AtomicBool::new(false), AtomicU64::new(0), AtomicU64::new(0));
+        let client = |t: u64| -> Result<(Vec<String>, u64), String> {
+            let mut rng = Rng::new(seed ^ t.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let (mut live, mut next) = (Vec::<String>::new(), t);
+            while !done.load(Ordering::Relaxed) && !stop() {
+                let (mut ops, mut touched) = (Vec::new(), std::collections::HashSet::new());
+                for _ in 0..100 {
+                    let r = rng.below(100);
+                    if r < 60 || live.is_empty() {
+                        let key = key_name(pick_kind(&mut rng), rng.below(NAMESPACES), next);
+                        next += threads;
+                        let v = B64.encode(rng.value());
+                        ops.push(json!({ "request_put": { "key": B64.encode(&key), "value": v } }));
+                        touched.insert(key.clone());
+                        live.push(key);
+                    } else {
+                        let i = usize::try_from(rng.below(live.len() as u64)).unwrap_or(0);
+                        if !touched.insert(live[i].clone()) {
+                            continue;
+                        }
+                        let key = B64.encode(&live[i]);
+                        ops.push(if r < 90 {
+                            json!({ "request_put": { "key": key, "value": B64.encode(rng.value()) } })
+                        } else {
+                            live.swap_remove(i);
+                            json!({ "request_delete_range": { "key": key } })
+                        });
+                    }
+                }
+                let body = json!({ "success": ops });
+                let v = call(&self.agent, &self.endpoint, "/v3/kv/txn", &body)
+                    .inspect_err(|_| done.store(true, Ordering::Relaxed))?;
+                last.fetch_max(u64::try_from(revision(&v)).unwrap_or(0), Ordering::Relaxed);
+                if txns.fetch_add(1, Ordering::Relaxed) % 16 == 15 {
+                    let s =
+                        call(&self.agent, &self.endpoint, "/v3/maintenance/status", &json!({}))?;
+                    if num(&s, "dbSize") >= db_size {
+                        done.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+            Ok((live, next))
+        };
+        let lives: Vec<Result<(Vec<String>, u64), String>> = std::thread::scope(|s| {
+            let each: Vec<_> = (0..threads).map(|t| s.spawn(move || client(t))).collect();
+            each.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a client panicked".into())))
+                .collect()
+        });
+        let mut keys = self.keys.lock().unwrap();
+        for each in lives {
+            let (live, next) = each?;
+            keys.live.extend(live);
+            keys.next = keys.next.max(next);
+        }
+        let last = i64::try_from(last.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
+        Ok((txns.load(Ordering::Relaxed), last))
+    }
+
     /// Keys the preload and the load generator have put and not deleted.
     pub fn key_count(&self) -> usize {
         self.keys.lock().unwrap().live.len()

@@ -14,6 +14,7 @@ mod error;
 pub mod failpoint;
 mod freelist;
 mod node;
+pub mod plan;
 mod wcursor;
 mod wtx;
 

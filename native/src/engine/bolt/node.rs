@@ -125,35 +125,55 @@ impl Node {
     }
 }
 
-/// `size < v` for a node holding `inodes`, stopping early (bbolt
-/// `node.sizeLessThan`).
-fn size_less_than(inodes: &[Inode], v: usize) -> bool {
-    let mut sz = PAGE_HEADER_SIZE;
-    for i in inodes {
-        sz += ELEMENT_SIZE + i.key.len() + i.value.len();
-        if sz >= v {
-            return false;
+/// Where a node splits into pages (bbolt `node.split`, which applies
+/// `node.splitTwo` to the remainder until it fits): the index of each
+/// piece's first element after the first piece, for a node of `n`
+/// elements of `el(i)` bytes each (element header, key and value) on
+/// pages of `ps` bytes. A piece is cut only from a remainder of more than
+/// four elements that is at least a page long (`sizeLessThan`), after the
+/// last element that keeps it within `threshold` bytes (page size × fill
+/// percent), leaving two elements at least on each side (`splitIndex`,
+/// `minKeysPerPage`).
+pub(crate) fn split_starts(
+    n: usize,
+    el: impl Fn(usize) -> usize,
+    ps: usize,
+    threshold: usize,
+) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut start = 0;
+    loop {
+        let rest = n - start;
+        // `sizeLessThan(ps)`, stopping early.
+        let mut sz = PAGE_HEADER_SIZE;
+        let fits = (start..n).all(|i| {
+            sz += el(i);
+            sz < ps
+        });
+        if rest <= MIN_KEYS_PER_PAGE * 2 || fits {
+            return starts;
         }
+        // `splitIndex(threshold)` of the remainder.
+        let (mut sz, mut index) = (PAGE_HEADER_SIZE, 0);
+        for i in 0..rest - MIN_KEYS_PER_PAGE {
+            index = i;
+            let e = el(start + i);
+            if i >= MIN_KEYS_PER_PAGE && sz + e > threshold {
+                break;
+            }
+            sz += e;
+        }
+        start += index;
+        starts.push(start);
     }
-    true
 }
 
-/// Where a node of `inodes` splits so that the first part stays within
-/// `threshold` bytes, keeping at least two keys on each side (bbolt
-/// `node.splitIndex`).
-fn split_index(inodes: &[Inode], threshold: usize) -> usize {
-    let mut sz = PAGE_HEADER_SIZE;
-    let mut index = 0;
-    for (i, inode) in inodes.iter().enumerate().take(inodes.len().saturating_sub(MIN_KEYS_PER_PAGE))
-    {
-        index = i;
-        let elsize = ELEMENT_SIZE + inode.key.len() + inode.value.len();
-        if i >= MIN_KEYS_PER_PAGE && sz + elsize > threshold {
-            break;
-        }
-        sz += elsize;
-    }
-    index
+/// The split threshold of a page of `ps` bytes at `fill` (bbolt
+/// `splitTwo`: `pageSize × FillPercent`, the fill clamped to 0.1–1.0).
+pub(crate) fn split_threshold(ps: usize, fill: f64) -> usize {
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let threshold = ((ps as f64) * fill.clamp(MIN_FILL, MAX_FILL)) as usize;
+    threshold
 }
 
 /// Index of the first inode whose key is `>= key`, and whether it is
@@ -643,21 +663,14 @@ impl Ctx<'_> {
     fn split(&mut self, n: NodeId) -> Vec<NodeId> {
         let node = &self.arena.nodes[n];
         let b = node.bucket;
-        let fill = self.arena.buckets[b].fill_percent.clamp(MIN_FILL, MAX_FILL);
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let threshold = ((self.ps as f64) * fill) as usize;
-        // Where each piece after the first starts (computed on slices,
-        // then cut from the back: no quadratic copying).
-        let mut starts = Vec::new();
-        let mut start = 0;
-        loop {
-            let rest = &node.inodes[start..];
-            if rest.len() <= MIN_KEYS_PER_PAGE * 2 || size_less_than(rest, self.ps) {
-                break;
-            }
-            start += split_index(rest, threshold);
-            starts.push(start);
-        }
+        let threshold = split_threshold(self.ps, self.arena.buckets[b].fill_percent);
+        // Where each piece after the first starts (then cut from the back:
+        // no quadratic copying).
+        let el = |i: usize| {
+            let inode = &node.inodes[i];
+            ELEMENT_SIZE + inode.key.len() + inode.value.len()
+        };
+        let starts = split_starts(node.inodes.len(), el, self.ps, threshold);
         if starts.is_empty() {
             return vec![n];
         }

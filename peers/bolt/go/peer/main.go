@@ -39,6 +39,7 @@ var commands = []command{
 	{"bench", cmdBench, "bench FILE.db --write-mode seq|rnd|seq-nest|rnd-nest --read-mode seq|rnd --count N ..."},
 	{"get", cmdGet, "get FILE.db BUCKET[/SUB...] KEYHEX [--hex-path] [--no-precheck]"},
 	{"keys", cmdKeys, "keys FILE.db BUCKET[/SUB...] [--hex-path] [--no-precheck]"},
+	{"compact", cmdCompact, "compact -o DST.db SRC.db [--tx-max-size BYTES]"},
 	{"etcd-gen", cmdEtcdGen, "etcd-gen OUT.db [--keys N] [--value-size N] [--defrag]"},
 	// The library half of check, which check runs in a child process.
 	{libCheckCmd, cmdLibCheck, ""},
