@@ -53,7 +53,21 @@ pub struct Frozen {
     page_size: u64,
     metas: Vec<u8>,
     /// Page runs by first page id.
-    runs: BTreeMap<u64, Rc<[u8]>>,
+    runs: BTreeMap<u64, Shared>,
+}
+
+/// A page run's bytes: a range of the buffer one batch of reads filled
+/// (shared by the batch's runs: one allocation, no copy per page).
+#[derive(Debug, Clone)]
+struct Shared {
+    buf: Rc<Vec<u8>>,
+    at: std::ops::Range<usize>,
+}
+
+impl Shared {
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(self.at.clone()).unwrap_or_default()
+    }
 }
 
 impl Frozen {
@@ -86,7 +100,7 @@ impl PageSource for Frozen {
         let start = usize::try_from(offset - head * self.page_size).map_err(|_| missing())?;
         start
             .checked_add(len)
-            .and_then(|stop| bytes.get(start..stop))
+            .and_then(|stop| bytes.bytes().get(start..stop))
             .map(Cow::Borrowed)
             .ok_or_else(missing)
     }
@@ -96,7 +110,7 @@ impl PageSource for Frozen {
 /// roots of sub-buckets), and the newest snapshot known to use it.
 #[derive(Debug)]
 struct Held {
-    bytes: Rc<[u8]>,
+    bytes: Shared,
     children: Vec<u64>,
     used_at: u64,
 }
@@ -219,20 +233,22 @@ pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
 /// read, no read-ahead, page ages unchanged), the others are read with
 /// `O_DIRECT`, those close together in one read. A page that cannot be
 /// read is left out.
-fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, Rc<[u8]>)> {
+fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, Shared)> {
     let page = usize::try_from(ps).unwrap_or(0);
     let runs: Vec<(u64, usize)> = ids.iter().map(|&p| (p * ps, page)).collect();
     let mut out = Vec::with_capacity(ids.len());
     let mut longer = Vec::new();
-    // One arena per batch; each run is copied out of it once, into the
-    // buffer that holds it from then on.
-    let mut arena = Vec::new();
-    for (&p, first) in ids.iter().zip(pages.read_into(&runs, None, &mut arena)) {
-        let Some(first) = first.ok().and_then(|r| arena.get(r)) else { continue };
+    // The batch's buffer is kept as it is, each page a range of it.
+    let mut first = Vec::new();
+    let at = pages.read_into(&runs, None, &mut first);
+    let first = Rc::new(first);
+    for (&p, r) in ids.iter().zip(at) {
+        let Some(r) = r.ok().filter(|r| first.get(r.clone()).is_some()) else { continue };
+        let head = &first[r.clone()];
         let overflow =
-            first.get(12..16).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+            head.get(12..16).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
         if overflow == 0 {
-            out.push((p, Rc::from(first)));
+            out.push((p, Shared { buf: Rc::clone(&first), at: r }));
         } else {
             longer.push((p, (u64::from(overflow) + 1).min(hwm - p)));
         }
@@ -241,9 +257,15 @@ fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, R
         .iter()
         .map(|&(p, n)| (p * ps, usize::try_from(n * ps).unwrap_or(usize::MAX)))
         .collect();
-    for (&(p, _), run) in longer.iter().zip(pages.read_into(&runs, None, &mut arena)) {
-        if let Some(run) = run.ok().and_then(|r| arena.get(r)) {
-            out.push((p, Rc::from(run)));
+    if runs.is_empty() {
+        return out;
+    }
+    let mut rest = Vec::new();
+    let at = pages.read_into(&runs, None, &mut rest);
+    let rest = Rc::new(rest);
+    for (&(p, _), r) in longer.iter().zip(at) {
+        if let Some(r) = r.ok().filter(|r| rest.get(r.clone()).is_some()) {
+            out.push((p, Shared { buf: Rc::clone(&rest), at: r }));
         }
     }
     out
@@ -319,7 +341,7 @@ fn round(
             return None;
         }
         for (p, run) in fetched {
-            let kids = children(&run);
+            let kids = children(run.bytes());
             stack.extend_from_slice(&kids);
             held.insert(p, Held { bytes: run, children: kids, used_at: txid });
             reached.push(p);
@@ -327,7 +349,7 @@ fn round(
     }
     // Every page `s` reaches is held: drop the rest, freeze a copy.
     held.retain(|_, h| h.used_at == txid);
-    let runs = reached.iter().filter_map(|p| held.get(p).map(|h| (*p, Rc::clone(&h.bytes))));
+    let runs = reached.iter().filter_map(|p| held.get(p).map(|h| (*p, h.bytes.clone())));
     Some(Frozen { snap: *snap, len: probe.len(), page_size: ps, metas, runs: runs.collect() })
 }
 
