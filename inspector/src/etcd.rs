@@ -28,7 +28,7 @@
 //! it is a tombstone; every later revision stays) and records REV in `meta`
 //! as etcd does (docs/format/etcd.md, §7).
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt as _};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver};
@@ -197,7 +197,10 @@ pub struct EtcdReport {
 /// One bbolt item of a top-level bucket, copied out of the snapshot.
 #[derive(Debug, Clone)]
 struct Item {
+    /// The key's bytes, but in the `key` bucket (whose keys are revisions,
+    /// decoded into [`Rev`]s): only their length is kept there.
     key: Vec<u8>,
+    key_len: usize,
     /// Its value's length (what a forecast needs of it).
     value_len: usize,
     /// The leaf page holding it.
@@ -295,7 +298,9 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
             return Err(format!("a key in the root bucket: {:?}", String::from_utf8_lossy(&t.key)));
         }
         let b = c.bucket().map_err(|e| e.to_string())?.ok_or("bucket vanished")?;
+        let keep_keys = t.key != KEY.as_bytes();
         let mut items = Vec::new();
+        let mut last_leaf = u64::MAX;
         let mut bc = b.cursor();
         let mut it = bc.first().map_err(|e| e.to_string())?;
         while let Some(i) = it {
@@ -306,13 +311,16 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
                 ));
             }
             let pgid = leaf_of(bc.at());
-            if let std::collections::hash_map::Entry::Vacant(e) = runs.entry(pgid)
-                && pgid >= 2
-                && let Ok(p) = file.read_page(pgid)
-            {
-                e.insert(p.header.overflow);
+            if pgid != last_leaf {
+                last_leaf = pgid;
+                if pgid >= 2
+                    && let Ok(p) = file.read_page(pgid)
+                {
+                    runs.insert(pgid, p.header.overflow);
+                }
             }
-            items.push(Item { key: i.key.to_vec(), value_len: i.value.len(), pgid });
+            let key = if keep_keys { i.key.to_vec() } else { Vec::new() };
+            items.push(Item { key, key_len: i.key.len(), value_len: i.value.len(), pgid });
             it = bc.next().map_err(|e| e.to_string())?;
         }
         buckets.push(TopBucket { name: t.key.to_vec(), items });
@@ -402,7 +410,7 @@ fn prefix_of(key: &[u8], depth: usize) -> &[u8] {
 
 /// Every item of `b`, as [`forecast`] takes them.
 fn all(b: &TopBucket) -> impl Iterator<Item = (usize, usize)> + '_ {
-    b.items.iter().map(|i| (i.key.len(), i.value_len))
+    b.items.iter().map(|i| (i.key_len, i.value_len))
 }
 
 fn headroom(quota: u64, size: u64) -> i64 {
@@ -508,7 +516,7 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
     let keyb = &snap.buckets[snap.key_bucket];
     let item_bytes = |r: &Rev| {
         let it = &keyb.items[r.item];
-        (it.key.len() + it.value_len) as u64
+        (it.key_len + it.value_len) as u64
     };
     let trusted = res.filter(|r| r.trust.is_known());
     let mut share: HashMap<u64, f64> = HashMap::new();
@@ -518,32 +526,45 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
             resident_share(r, ps, pgid, snap.runs.get(&pgid).copied().unwrap_or(0))
         })
     };
-    // Per user key: newest revision, count, bytes.
+    // Each user key's prefix, once: an index into `names`.
     let users = snap.user_keys.len();
+    let mut ids: HashMap<&[u8], usize> = HashMap::new();
+    let mut names: Vec<&[u8]> = Vec::new();
+    let prefix: Vec<usize> = snap
+        .user_keys
+        .iter()
+        .map(|k| {
+            let p = prefix_of(k, depth);
+            *ids.entry(p).or_insert_with(|| {
+                names.push(p);
+                names.len() - 1
+            })
+        })
+        .collect();
+    // Per user key: newest revision, count, bytes; per prefix, its pages.
     let mut newest: Vec<usize> = vec![0; users];
     let mut count = vec![0u64; users];
     let mut bytes = vec![0u64; users];
     let mut res_bytes = vec![0f64; users];
-    let mut pages: HashMap<&[u8], Vec<u64>> = HashMap::new();
+    let mut pages: Vec<Vec<u64>> = vec![Vec::new(); names.len()];
     for (i, r) in snap.revs.iter().enumerate() {
         let pgid = keyb.items[r.item].pgid;
-        let at = pages.entry(prefix_of(&snap.user_keys[r.user], depth)).or_default();
+        let at = &mut pages[prefix[r.user]];
         if at.last() != Some(&pgid) {
             at.push(pgid);
         }
         newest[r.user] = i;
         count[r.user] += 1;
         bytes[r.user] += item_bytes(r);
-        res_bytes[r.user] += item_bytes(r) as f64 * resident(keyb.items[r.item].pgid);
+        if trusted.is_some() {
+            res_bytes[r.user] += item_bytes(r) as f64 * resident(pgid);
+        }
     }
-    let mut prefixes: HashMap<&[u8], PrefixReport> = HashMap::new();
+    let mut reports: Vec<PrefixReport> = vec![PrefixReport::default(); names.len()];
+    let mut res_prefix = vec![0f64; names.len()];
     let mut live_keys = 0;
-    let mut largest = Vec::with_capacity(users);
-    let mut res_prefix: HashMap<&[u8], f64> = HashMap::new();
     for u in 0..users {
-        let key = &snap.user_keys[u];
-        let p = prefix_of(key, depth);
-        let e = prefixes.entry(p).or_default();
+        let e = &mut reports[prefix[u]];
         let last = &snap.revs[newest[u]];
         let live = !last.key.tombstone;
         let lb = if live { item_bytes(last) } else { 0 };
@@ -552,23 +573,19 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
         e.revisions += count[u];
         e.live_bytes += lb;
         e.history_bytes += bytes[u] - lb;
-        *res_prefix.entry(p).or_default() += res_bytes[u];
-        largest.push(KeyReport {
-            key: String::from_utf8_lossy(key).into_owned(),
-            revisions: count[u],
-            bytes: bytes[u],
-            live,
-        });
+        res_prefix[prefix[u]] += res_bytes[u];
     }
-    let mut prefixes: Vec<PrefixReport> = prefixes
+    let mut prefixes: Vec<PrefixReport> = reports
         .into_iter()
-        .map(|(p, mut r)| {
-            r.prefix = String::from_utf8_lossy(p).into_owned();
+        .zip(pages)
+        .zip(&res_prefix)
+        .enumerate()
+        .map(|(i, ((mut r, mut p), &rb))| {
+            r.prefix = String::from_utf8_lossy(names[i]).into_owned();
             // Rounded down; at most the prefix's bytes, far below 2^53.
             #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let rb = res_prefix.get(p).copied().unwrap_or(0.0) as u64;
+            let rb = rb as u64;
             r.resident_bytes = trusted.map(|_| rb);
-            let mut p = pages.remove(p).unwrap_or_default();
             p.sort_unstable();
             p.dedup();
             r.pages = p;
@@ -580,8 +597,26 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
             .cmp(&(a.live_bytes + a.history_bytes))
             .then_with(|| a.prefix.cmp(&b.prefix))
     });
-    largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
-    largest.truncate(LARGEST);
+    // The largest keys: the first LARGEST of every user key in that
+    // order, chosen before any is named.
+    let order = |a: &usize, b: &usize| {
+        bytes[*b].cmp(&bytes[*a]).then_with(|| snap.user_keys[*a].cmp(&snap.user_keys[*b]))
+    };
+    let mut top: Vec<usize> = (0..users).collect();
+    if top.len() > LARGEST {
+        top.select_nth_unstable_by(LARGEST, order);
+        top.truncate(LARGEST);
+    }
+    top.sort_by(order);
+    let largest = top
+        .into_iter()
+        .map(|u| KeyReport {
+            key: String::from_utf8_lossy(&snap.user_keys[u]).into_owned(),
+            revisions: count[u],
+            bytes: bytes[u],
+            live: !snap.revs[newest[u]].key.tombstone,
+        })
+        .collect();
 
     Tally { prefixes, live_keys, largest }
 }
@@ -627,7 +662,7 @@ fn report(
                 .iter()
                 .zip(&keep)
                 .filter(|(_, k)| **k)
-                .map(|(i, _)| (i.key.len(), i.value_len))
+                .map(|(i, _)| (i.key_len, i.value_len))
                 .collect()
         } else if b.name == META.as_bytes() {
             let mut m: Vec<(&[u8], usize)> = b
