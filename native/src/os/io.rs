@@ -794,7 +794,11 @@ impl QuietPages {
         // buffer that straddles page boundaries ran at a fraction of the
         // speed.
         let total: usize = from + runs.iter().map(|r| r.1).sum::<usize>() + DIRECT_ALIGN;
-        if arena.len() < total {
+        if arena.is_empty() {
+            // A new arena comes zeroed from the allocator (fresh pages for
+            // a large one: nothing to clear).
+            *arena = vec![0; total];
+        } else if arena.len() < total {
             // Exactly what is needed, not twice: arenas are kept and reused.
             arena.reserve_exact(total - arena.len());
             arena.resize(total, 0);
