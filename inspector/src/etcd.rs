@@ -28,6 +28,8 @@
 //! it is a tombstone; every later revision stays) and records REV in `meta`
 //! as etcd does (docs/format/etcd.md, §7).
 
+use std::rc::Rc;
+
 use foldhash::{HashMap, HashMapExt as _};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -237,7 +239,7 @@ struct Snapshot {
     /// Index of the `key` bucket in `buckets`.
     key_bucket: usize,
     revs: Vec<Rev>,
-    user_keys: Vec<Vec<u8>>,
+    user_keys: Vec<Rc<[u8]>>,
     scheduled: Option<i64>,
     finished: Option<i64>,
     leases: u64,
@@ -298,8 +300,13 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
             return Err(format!("a key in the root bucket: {:?}", String::from_utf8_lossy(&t.key)));
         }
         let b = c.bucket().map_err(|e| e.to_string())?.ok_or("bucket vanished")?;
-        let keep_keys = t.key != KEY.as_bytes();
         let mut items = Vec::new();
+        if t.key == KEY.as_bytes() {
+            // Its items come with the revisions, read once below.
+            buckets.push(TopBucket { name: t.key.to_vec(), items });
+            top = c.next().map_err(|e| e.to_string())?;
+            continue;
+        }
         let mut last_leaf = u64::MAX;
         let mut bc = b.cursor();
         let mut it = bc.first().map_err(|e| e.to_string())?;
@@ -319,8 +326,12 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
                     runs.insert(pgid, p.header.overflow);
                 }
             }
-            let key = if keep_keys { i.key.to_vec() } else { Vec::new() };
-            items.push(Item { key, key_len: i.key.len(), value_len: i.value.len(), pgid });
+            items.push(Item {
+                key: i.key.to_vec(),
+                key_len: i.key.len(),
+                value_len: i.value.len(),
+                pgid,
+            });
             it = bc.next().map_err(|e| e.to_string())?;
         }
         buckets.push(TopBucket { name: t.key.to_vec(), items });
@@ -329,24 +340,37 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
     let key_bucket =
         buckets.iter().position(|b| b.name == KEY.as_bytes()).ok_or("no key bucket")?;
     let mut revs = Vec::new();
-    let mut user_keys = Vec::new();
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut n = 0usize;
+    let mut user_keys: Vec<Rc<[u8]>> = Vec::new();
+    let mut index: HashMap<Rc<[u8]>, usize> = HashMap::new();
+    let mut key_items = Vec::new();
+    let mut last_leaf = u64::MAX;
     db.revisions(|r| -> Result<(), mapwise_core::Error> {
         let r = r?;
         let user = match index.get(r.kv.key) {
             Some(&u) => u,
             None => {
-                index.insert(r.kv.key.to_vec(), user_keys.len());
-                user_keys.push(r.kv.key.to_vec());
+                let k: Rc<[u8]> = Rc::from(r.kv.key);
+                index.insert(Rc::clone(&k), user_keys.len());
+                user_keys.push(k);
                 user_keys.len() - 1
             }
         };
-        revs.push(Rev { key: r.key, user, item: n });
-        n += 1;
+        let pgid = leaf_of(Some(r.at));
+        if pgid != last_leaf {
+            last_leaf = pgid;
+            if pgid >= 2
+                && let Ok(p) = file.read_page(pgid)
+            {
+                runs.insert(pgid, p.header.overflow);
+            }
+        }
+        revs.push(Rev { key: r.key, user, item: key_items.len() });
+        let key_len = r.key.to_bytes().len();
+        key_items.push(Item { key: Vec::new(), key_len, value_len: r.value_len, pgid });
         Ok(())
     })
     .map_err(|e| e.to_string())?;
+    buckets[key_bucket].items = key_items;
     let mut leases = 0u64;
     db.leases(|l| -> Result<(), mapwise_core::Error> {
         l?;

@@ -90,6 +90,8 @@ pub struct Record<'a> {
     pub kv: KeyValueRef<'a>,
     /// Where it is stored (the bbolt leaf element).
     pub at: At,
+    /// Bytes of the bbolt value (the marshalled `mvccpb.KeyValue`).
+    pub value_len: usize,
 }
 
 /// An etcd backend db: the bbolt file and etcd's buckets in it.
@@ -279,5 +281,5 @@ fn record<'a>(it: &'a Item<'_>, at: At) -> Result<Record<'a>> {
     let key = RevisionKey::parse(&it.key).map_err(|e| e.at(at))?;
     let kv = KeyValueRef::decode(&it.value).map_err(|e| e.at(at))?;
     kv.check(&key).map_err(|e| e.at(at))?;
-    Ok(Record { key, kv, at })
+    Ok(Record { key, kv, at, value_len: it.value.len() })
 }
