@@ -570,7 +570,13 @@ pub struct QuietPages {
     map: Option<crate::os::residency::Window>,
     len: u64,
     stats: std::cell::Cell<ReadStats>,
+    /// Buffers of direct reads done, kept for the next ones: a fresh one
+    /// costs a fault per page to fill and an unmap to drop.
+    spare: std::cell::RefCell<Vec<Vec<u8>>>,
 }
+
+/// Direct-read buffers a [`QuietPages`] keeps for reuse, at most.
+const SPARE_BUFFERS: usize = 2 * DIRECT_THREADS;
 
 /// What [`QuietPages`] has read, and how.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -607,6 +613,7 @@ impl QuietPages {
             map: None,
             len: 0,
             stats: std::cell::Cell::new(ReadStats::default()),
+            spare: std::cell::RefCell::default(),
         };
         q.refresh()?;
         Ok(q)
@@ -625,6 +632,7 @@ impl QuietPages {
             map: None,
             len: 0,
             stats: std::cell::Cell::new(ReadStats::default()),
+            spare: std::cell::RefCell::default(),
         };
         q.refresh()?;
         Ok(q)
@@ -898,6 +906,7 @@ impl QuietPages {
         let spans = direct_spans(&direct, runs);
         stats.direct_reads += spans.len() as u64;
         let results = self.read_spans(&spans);
+        let mut used = Vec::with_capacity(results.len());
         for (span, data) in spans.iter().zip(results) {
             for &i in &span.runs {
                 let (offset, len) = runs[i];
@@ -918,7 +927,15 @@ impl QuietPages {
                     out[i] = Err(e);
                 }
             }
+            if let Ok(d) = data {
+                used.push(d.raw);
+            }
         }
+        let mut spare = self.spare.borrow_mut();
+        let room = SPARE_BUFFERS.saturating_sub(spare.len());
+        let small = used.into_iter().filter(|r| r.len() <= DIRECT_SPAN as usize + 2 * DIRECT_ALIGN);
+        spare.extend(small.take(room));
+        drop(spare);
         self.stats.set(stats);
         out
     }
@@ -939,7 +956,12 @@ impl QuietPages {
     /// time (buffers allocated here, filled by the [`SpanPool`]).
     fn read_spans(&self, spans: &[Span]) -> Vec<Result<DirectBuf, Error>> {
         let is_direct = self.is_direct;
-        let bufs = spans.iter().map(|s| DirectBuf::new(s.offset, s.len, is_direct));
+        let bufs: Vec<DirectBuf> = {
+            let mut spare = self.spare.borrow_mut();
+            let mut raw = || spare.pop().unwrap_or_default();
+            spans.iter().map(|s| DirectBuf::new(s.offset, s.len, is_direct, raw())).collect()
+        };
+        let bufs = bufs.into_iter();
         let pool = if spans.len() > 1 {
             self.pool.get_or_init(|| SpanPool::start(&self.direct).ok()).as_ref()
         } else {
@@ -1035,21 +1057,21 @@ struct DirectBuf {
 }
 
 impl DirectBuf {
-    fn new(offset: u64, len: usize, direct: bool) -> DirectBuf {
+    /// A buffer for `len` bytes at `offset`, in `raw` when it is long
+    /// enough (its bytes are overwritten by the read), else a new one.
+    fn new(offset: u64, len: usize, direct: bool, mut raw: Vec<u8>) -> DirectBuf {
         if !direct {
-            return DirectBuf {
-                raw: vec![0u8; len],
-                skew: 0,
-                start: offset,
-                skip: 0,
-                len,
-                padded: len,
-            };
+            if raw.len() < len {
+                raw = vec![0u8; len];
+            }
+            return DirectBuf { raw, skew: 0, start: offset, skip: 0, len, padded: len };
         }
         let start = offset - offset % DIRECT_ALIGN as u64;
         let skip = usize::try_from(offset - start).unwrap_or(0);
         let padded = (skip + len).div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
-        let raw = vec![0u8; padded + DIRECT_ALIGN];
+        if raw.len() < padded + DIRECT_ALIGN {
+            raw = vec![0u8; padded + DIRECT_ALIGN];
+        }
         let skew = raw.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
         DirectBuf { raw, skew, start, skip, len, padded }
     }
