@@ -23,7 +23,8 @@ use super::{Workspace, interrupt};
 pub const HELP: &str = include_str!("text/all-help.txt");
 
 /// The benches `all` runs, in order.
-const BENCHES: [&str; 7] = ["bolt-scan", "bolt", "rrd", "revlog", "mmaptest", "live", "fleet"];
+const BENCHES: [&str; 8] =
+    ["bolt-scan", "bolt", "rrd", "revlog", "mmaptest", "live", "fleet", "etcd"];
 
 /// Arguments of `cargo xtask bench all`.
 #[derive(Debug, ClapArgs)]
@@ -86,6 +87,8 @@ fn child_args(name: &str, a: &Args, out: &Path) -> (Vec<String>, Vec<String>) {
         "bolt" | "live" if a.full => {}
         // bench fleet runs 10 000 files unless told --full (100 000).
         "fleet" => v.extend(a.full.then(|| "--full".to_owned())),
+        // bench etcd has one size, a 2 GiB db (--tiny aside).
+        "etcd" => {}
         _ => v.push(if a.full { "--full" } else { "--quick" }.into()),
     }
     let cache = a.caches.word();

@@ -200,7 +200,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     };
     etcd.defrag();
     real.defrag_bytes = etcd.status().db_size;
-    real.compact_rev = median("forecast_compact_rev").map_or(etcd.status().revision, |r| r as i64);
+    real.compact_rev = median("forecast_compact_rev")
+        .and_then(|r| i64::try_from(whole(r)).ok())
+        .unwrap_or_else(|| etcd.status().revision);
     etcd.compact(real.compact_rev, true);
     etcd.defrag();
     real.compact_defrag_bytes = etcd.status().db_size;
@@ -225,6 +227,13 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     super::output::publish(&out_dir, &render(&results), &results, &[])?;
     let ok = results.real.forecast_defrag.is_some();
     Ok(super::output::exit(ok, "ours gave no forecast"))
+}
+
+/// A byte count or revision carried as a metric, whole again (metrics are
+/// `f64`; these are integers far below 2^53).
+#[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn whole(x: f64) -> u64 {
+    x.max(0.0) as u64
 }
 
 /// `forecast` against `actual`, signed, in %.
@@ -285,13 +294,13 @@ fn render(r: &Results) -> Report {
             (">peak RSS, ours", Ours, &|c| or_dash(c.median(0, "rss_kib"), kib)),
             (">peak RSS, snapshot + compact", Peer, &|c| or_dash(c.median(1, "rss_kib"), kib)),
             (">written, snapshot + compact", Peer, &|c| {
-                or_dash(c.median(1, "written_bytes"), |b| human_size(b as u64))
+                or_dash(c.median(1, "written_bytes"), |b| human_size(whole(b)))
             }),
         ],
     ));
     let g = &r.real;
     let (defrag_real, compact_real) = (bytes(g.defrag_bytes), bytes(g.compact_defrag_bytes));
-    let shown = |x: Option<f64>| or_dash(x, |b| bytes(b as u64));
+    let shown = |x: Option<f64>| or_dash(x, |b| bytes(whole(b)));
     let (defrag_forecast, compact_forecast) = (shown(g.forecast_defrag), shown(g.forecast_compact));
     let (defrag_err, compact_err) = (
         pct(error(g.forecast_defrag, g.defrag_bytes)),

@@ -20,10 +20,10 @@
 //! each top-level bucket in name order, creates it with `FillPercent`
 //! 0.9 and puts every key in order,
 //! committing every `defragLimit` (10000) keys counted across buckets.
-//! [`forecast`] replays exactly that into the engine's own bbolt writer
-//! ([`Db::open_in_memory`]: the same splits, spills and page allocation
-//! as a file, on an anonymous in-memory file) and reads the high-water
-//! mark. The compaction forecast first drops what `etcdctl compaction
+//! [`forecast`] replays exactly that, on the items' key and value lengths,
+//! through the engine's own writer rules ([`Planner`]: its node splits,
+//! spills and first-fit page allocation, nothing written) and takes the
+//! high-water mark. The compaction forecast first drops what `etcdctl compaction
 //! REV` deletes (per key, the newest revision at or below REV is kept unless
 //! it is a tombstone; every later revision stays) and records REV in `meta`
 //! as etcd does (docs/format/etcd.md, §7).

@@ -933,7 +933,9 @@ impl QuietPages {
         }
         let mut spare = self.spare.borrow_mut();
         let room = SPARE_BUFFERS.saturating_sub(spare.len());
-        let small = used.into_iter().filter(|r| r.len() <= DIRECT_SPAN as usize + 2 * DIRECT_ALIGN);
+        let most =
+            usize::try_from(DIRECT_SPAN).unwrap_or(usize::MAX).saturating_add(2 * DIRECT_ALIGN);
+        let small = used.into_iter().filter(|r| r.len() <= most);
         spare.extend(small.take(room));
         drop(spare);
         self.stats.set(stats);

@@ -265,9 +265,12 @@ mod tests {
     use super::*;
     use crate::engine::bolt::{Db, Options};
 
+    /// Buckets in name order, each its items in key order.
+    type Copy = [(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)];
+
     /// The copy itself: `buckets` written by the engine into an in-memory
     /// file as `defragdb` writes them; its high-water mark.
-    fn written(buckets: &[(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)], fill: f64, limit: usize) -> u64 {
+    fn written(buckets: &Copy, fill: f64, limit: usize) -> u64 {
         let opts = Options {
             no_sync: true,
             no_grow_sync: true,
@@ -296,8 +299,8 @@ mod tests {
         db.begin().unwrap().size() / ps
     }
 
-    fn planned(buckets: &[(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)], fill: f64, limit: usize) -> u64 {
-        let ps = crate::os::residency::os_page_size() as usize;
+    fn planned(buckets: &Copy, fill: f64, limit: usize) -> u64 {
+        let ps = usize::try_from(crate::os::residency::os_page_size()).unwrap();
         let mut p = Planner::new(ps, fill, limit);
         for (name, items) in buckets {
             p.bucket(name.len());
@@ -310,18 +313,18 @@ mod tests {
 
     /// Buckets named in order, each of keys in order: sizes from
     /// `shape` (key length, value length) per item.
-    fn make(shape: &[(u8, Vec<(u8, u16)>)]) -> Vec<(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)> {
+    fn make(shape: &[(u8, Vec<(u8, u16)>)]) -> Box<Copy> {
         shape
             .iter()
             .enumerate()
             .map(|(bi, (name_len, items))| {
-                let mut name = vec![b'a' + bi as u8];
+                let mut name = vec![b'a' + u8::try_from(bi).unwrap()];
                 name.resize(usize::from(*name_len).max(1), b'_');
                 let items = items
                     .iter()
                     .enumerate()
                     .map(|(i, &(kl, vl))| {
-                        let mut k = (i as u32).to_be_bytes().to_vec();
+                        let mut k = u32::try_from(i).unwrap().to_be_bytes().to_vec();
                         k.resize(usize::from(kl).max(4), b'k');
                         (k, vec![0x5a; usize::from(vl)])
                     })
