@@ -8,8 +8,8 @@
 //! value lengths, and replays what the writer does with them: the
 //! right-edge path of each bucket's tree is all a sequential fill
 //! materialises, so each commit splits that path's nodes (the writer's
-//! own [`split_starts`]), frees their old pages and takes new ones from
-//! the writer's own [`Freelist`] (first fit, pages freed by a commit free
+//! own `split_starts`), frees their old pages and takes new ones from
+//! the writer's own `Freelist` (first fit, pages freed by a commit free
 //! for the next), or at the high-water mark. Small buckets stay inline.
 //! The result is the copy's high-water mark, in pages: etcd's `dbSize`
 //! once multiplied by the page size.
