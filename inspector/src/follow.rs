@@ -35,8 +35,15 @@ use mapwise_core::bolt::{BoltFile, BucketHeader, LeafElement, Page, PageType, Sn
 use mapwise_core::error::At;
 use mapwise_native::os::io::{QuietPages, QuietSource};
 
-/// Pages read from the file between two looks at the meta pages.
+/// Pages read from the file between two looks at the meta pages, at
+/// first: each batch that the writer let stand doubles the next, up to
+/// [`MAX_BATCH`] (a quiet file is read in few round trips, one in a
+/// hurry in small batches, each at little risk of a commit landing
+/// during it).
 pub const BATCH: usize = 1024;
+
+/// Pages of the largest batch.
+pub const MAX_BATCH: usize = 16 * BATCH;
 
 /// How long [`read_frozen`] follows a writer before it gives up.
 pub const TRY_FOR: Duration = Duration::from_secs(60);
@@ -303,6 +310,7 @@ fn round(
         stack.push(snap.meta.freelist);
     }
     let mut reached: Vec<u64> = Vec::new();
+    let mut batch = BATCH;
     loop {
         let mut misses = Vec::new();
         while let Some(p) = stack.pop() {
@@ -319,7 +327,7 @@ fn round(
                     reached.push(p);
                 }
                 _ => {
-                    if misses.len() < BATCH {
+                    if misses.len() < batch {
                         misses.push(p);
                     } else {
                         stack.push(p);
@@ -340,6 +348,7 @@ fn round(
         if look(probe).ok().as_ref() != Some(snap) {
             return None;
         }
+        batch = (batch * 2).min(MAX_BATCH);
         for (p, run) in fetched {
             let kids = children(run.bytes());
             stack.extend_from_slice(&kids);
