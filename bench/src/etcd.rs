@@ -1,4 +1,4 @@
-//! The live bench's etcd: the tests' starter ([`mapwise_testkit::etcd`]:
+//! The etcd of `bench live` and `bench etcd`: the tests' starter ([`mapwise_testkit::etcd`]:
 //! Debian's etcd 3.4 on loopback ports of its own, in a temporary data
 //! directory, killed and removed on drop) with room for a 2 GiB db, filled
 //! through its v3 JSON gateway, and its command lines as a report shows
