@@ -152,7 +152,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<ExitCode> {
     let status = etcd.status();
     let db_path = etcd.db();
     let db = Db {
-        path: path_arg(&db_path),
+        // As the commands take it: relative to the root they run from.
+        path: ws.rel(&db_path),
         target_bytes: target,
         fill_s,
         txns,
