@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use mapwise_core::At;
 use mapwise_core::bolt::{
-    BRANCH_PAGE, BUCKET_LEAF_FLAG, BoltFile, ElementData, LEAF_PAGE, MAX_DEPTH, Meta,
+    BRANCH_PAGE, BUCKET_LEAF_FLAG, BoltFile, ELEMENT_SIZE, ElementData, LEAF_PAGE, MAX_DEPTH, Meta,
     PAGE_HEADER_SIZE, Page, Snapshot, bucket_header, write_node,
 };
 
@@ -42,8 +42,6 @@ const MIN_KEYS_PER_PAGE: usize = 2;
 /// `maxFillPercent`).
 const MIN_FILL: f64 = 0.1;
 const MAX_FILL: f64 = 1.0;
-/// Element header size of branch and leaf pages.
-const ELEMENT_SIZE: usize = 16;
 
 /// A key or value of a node: a range of the transaction's mapping, or
 /// bytes the transaction owns.

@@ -14,23 +14,12 @@
 //! The result is the copy's high-water mark, in pages: etcd's `dbSize`
 //! once multiplied by the page size.
 
-use mapwise_core::bolt::PAGE_HEADER_SIZE;
+use mapwise_core::bolt::{
+    BUCKET_HEADER_SIZE as BUCKET_HEADER, ELEMENT_SIZE, Meta, PAGE_HEADER_SIZE, empty_inline_bucket,
+};
 
 use super::freelist::Freelist;
 use super::node::{split_starts, split_threshold};
-
-/// Element header of branch and leaf pages (bbolt `branchPageElementSize`,
-/// `leafPageElementSize`).
-const ELEMENT_SIZE: usize = 16;
-/// A bucket's header in its parent's value (bbolt `bucketHeaderSize`).
-const BUCKET_HEADER: usize = 16;
-/// Pages a new file starts with: two metas, the freelist, the root leaf
-/// (bbolt `DB.init`).
-const INIT_PAGES: u64 = 4;
-/// The page `DB.init` writes the freelist to.
-const INIT_FREELIST: u64 = 2;
-/// The page `DB.init` writes the root bucket's leaf to.
-const INIT_ROOT: u64 = 3;
 
 /// One materialised node of a right-edge path: its elements' sizes and
 /// key lengths, and the pages it was read from (`pgid` 0: new, or inline).
@@ -84,7 +73,8 @@ pub struct Planner {
     fl: Freelist,
     buckets: Vec<PlannedBucket>,
     root: Tree,
-    first_commit: bool,
+    /// The freelist page `DB.init` wrote, until the first commit frees it.
+    init_freelist: Option<u64>,
 }
 
 impl Planner {
@@ -94,17 +84,19 @@ impl Planner {
     /// `limit + 1`th put of a transaction; 0: one transaction).
     #[must_use]
     pub fn new(page_size: usize, fill_percent: f64, limit: usize) -> Planner {
+        // The file `DB.init` makes: its newer meta says where things are.
+        let init = Meta::new_file(u32::try_from(page_size).unwrap_or(u32::MAX), 1);
         Planner {
             ps: page_size,
             threshold: split_threshold(page_size, fill_percent),
             limit,
             count: 0,
-            txid: 2,
-            hwm: INIT_PAGES,
+            txid: init.txid + 1,
+            hwm: init.hwm,
             fl: Freelist::default(),
             buckets: Vec::new(),
-            root: Tree::new(INIT_ROOT),
-            first_commit: true,
+            root: Tree::new(init.root),
+            init_freelist: Some(init.freelist),
         }
     }
 
@@ -112,7 +104,7 @@ impl Planner {
     /// opened before it in key order (`CreateBucketIfNotExists` of a new
     /// name): an inline empty bucket in the root bucket's leaf.
     pub fn bucket(&mut self, name_len: usize) {
-        let value_len = BUCKET_HEADER + PAGE_HEADER_SIZE;
+        let value_len = empty_inline_bucket().len();
         self.root.levels[0].els.push((ELEMENT_SIZE + name_len + value_len, name_len));
         self.buckets.push(PlannedBucket {
             name_len,
@@ -189,11 +181,10 @@ impl Planner {
         let mut root = std::mem::replace(&mut self.root, Tree::new(0));
         self.spill(&mut root);
         self.root = root;
-        if self.first_commit {
+        if let Some(pgid) = self.init_freelist.take() {
             // The freelist page `init` wrote: etcd's files keep none
             // (`NoFreelistSync`), so the first commit frees it.
-            self.free(INIT_FREELIST, 1);
-            self.first_commit = false;
+            self.free(pgid, 1);
         }
         self.fl.release(self.txid + 1);
         self.txid += 1;
