@@ -31,7 +31,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use mapwise_core::PageSource;
-use mapwise_core::bolt::{BoltFile, BucketHeader, LeafElement, Page, PageType, Snapshot};
+use mapwise_core::bolt::{
+    BoltFile, BucketHeader, LeafElement, Page, PageHeader, PageType, Snapshot,
+};
 use mapwise_core::error::At;
 use mapwise_native::os::io::{QuietPages, QuietSource};
 
@@ -245,37 +247,36 @@ fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, S
     let runs: Vec<(u64, usize)> = ids.iter().map(|&p| (p * ps, page)).collect();
     let mut out = Vec::with_capacity(ids.len());
     let mut longer = Vec::new();
-    // The batch's buffer is kept as it is, each page a range of it.
-    let mut first = Vec::new();
-    let at = pages.read_into(&runs, None, &mut first);
-    let first = Rc::new(first);
-    for (&p, r) in ids.iter().zip(at) {
-        let Some(r) = r.ok().filter(|r| first.get(r.clone()).is_some()) else { continue };
-        let head = &first[r.clone()];
-        let overflow =
-            head.get(12..16).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
-        if overflow == 0 {
-            out.push((p, Shared { buf: Rc::clone(&first), at: r }));
-        } else {
-            longer.push((p, (u64::from(overflow) + 1).min(hwm - p)));
+    for (&p, first) in ids.iter().zip(read_shared(pages, &runs)) {
+        let Some(first) = first else { continue };
+        match PageHeader::parse(first.bytes()).map_or(0, |h| h.overflow) {
+            0 => out.push((p, first)),
+            overflow => longer.push((p, (u64::from(overflow) + 1).min(hwm - p))),
         }
     }
     let runs: Vec<(u64, usize)> = longer
         .iter()
         .map(|&(p, n)| (p * ps, usize::try_from(n * ps).unwrap_or(usize::MAX)))
         .collect();
-    if runs.is_empty() {
-        return out;
-    }
-    let mut rest = Vec::new();
-    let at = pages.read_into(&runs, None, &mut rest);
-    let rest = Rc::new(rest);
-    for (&(p, _), r) in longer.iter().zip(at) {
-        if let Some(r) = r.ok().filter(|r| rest.get(r.clone()).is_some()) {
-            out.push((p, Shared { buf: Rc::clone(&rest), at: r }));
-        }
+    if !runs.is_empty() {
+        let read = longer.iter().zip(read_shared(pages, &runs));
+        out.extend(read.filter_map(|(&(p, _), run)| Some((p, run?))));
     }
     out
+}
+
+/// `runs` read into one buffer, kept as it is: each run a range of it
+/// (`None` for a run that could not be read).
+fn read_shared(pages: &QuietPages, runs: &[(u64, usize)]) -> Vec<Option<Shared>> {
+    let mut buf = Vec::new();
+    let at = pages.read_into(runs, None, &mut buf);
+    let buf = Rc::new(buf);
+    at.into_iter()
+        .map(|r| {
+            let r = r.ok().filter(|r| buf.get(r.clone()).is_some())?;
+            Some(Shared { buf: Rc::clone(&buf), at: r })
+        })
+        .collect()
 }
 
 /// One round at snapshot `snap`: `Some` when every page it reaches is
