@@ -279,7 +279,15 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
         ));
     }
     let mut free_runs: Vec<(u64, u64)> = Vec::new();
+    // Each page run's overflow pages, by its first page (the walk's
+    // overflow regions name the run they continue).
+    let mut runs: HashMap<u64, u32> = HashMap::new();
     for r in &walked.layout.regions {
+        if r.kind == Kind::Overflow {
+            let n = u32::try_from(r.len.div_ceil(page_size)).unwrap_or(u32::MAX);
+            let e = runs.entry(r.head).or_insert(0);
+            *e = e.saturating_add(n);
+        }
         if !matches!(r.kind, Kind::Free | Kind::Pending) || r.id >= hwm {
             continue;
         }
@@ -292,7 +300,6 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
     let root = Bucket::root_of(file);
     let st = root.stats().map_err(|e| e.to_string())?;
     let mut buckets = Vec::new();
-    let mut runs = HashMap::new();
     let mut c = root.cursor();
     let mut top = c.first().map_err(|e| e.to_string())?;
     while let Some(t) = top {
@@ -307,7 +314,6 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
             top = c.next().map_err(|e| e.to_string())?;
             continue;
         }
-        let mut last_leaf = u64::MAX;
         let mut bc = b.cursor();
         let mut it = bc.first().map_err(|e| e.to_string())?;
         while let Some(i) = it {
@@ -318,14 +324,6 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
                 ));
             }
             let pgid = leaf_of(bc.at());
-            if pgid != last_leaf {
-                last_leaf = pgid;
-                if pgid >= 2
-                    && let Ok(p) = file.read_page(pgid)
-                {
-                    runs.insert(pgid, p.header.overflow);
-                }
-            }
             items.push(Item {
                 key: i.key.to_vec(),
                 key_len: i.key.len(),
@@ -343,7 +341,6 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
     let mut user_keys: Vec<Rc<[u8]>> = Vec::new();
     let mut index: HashMap<Rc<[u8]>, usize> = HashMap::new();
     let mut key_items = Vec::new();
-    let mut last_leaf = u64::MAX;
     db.revisions(|r| -> Result<(), mapwise_core::Error> {
         let r = r?;
         let user = match index.get(r.kv.key) {
@@ -356,14 +353,6 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
             }
         };
         let pgid = leaf_of(Some(r.at));
-        if pgid != last_leaf {
-            last_leaf = pgid;
-            if pgid >= 2
-                && let Ok(p) = file.read_page(pgid)
-            {
-                runs.insert(pgid, p.header.overflow);
-            }
-        }
         revs.push(Rev { key: r.key, user, item: key_items.len() });
         let key_len = r.key.to_bytes().len();
         key_items.push(Item { key: Vec::new(), key_len, value_len: r.value_len, pgid });
