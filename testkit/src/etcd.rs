@@ -422,8 +422,7 @@ impl Etcd {
                 let key = key_name(kind, rng.below(NAMESPACES), n);
                 n += 1;
                 let value = rng.value();
-                ops.push(json!({ "request_put": {
-                    "key": B64.encode(&key), "value": B64.encode(&value) } }));
+                ops.push(txn_put(&key, &value));
                 keys.push(key);
             }
             let v = self.call("/v3/kv/txn", &json!({ "success": ops }));
@@ -468,8 +467,7 @@ impl Etcd {
                     if r < 60 || live.is_empty() {
                         let key = key_name(pick_kind(&mut rng), rng.below(NAMESPACES), next);
                         next += threads;
-                        let v = B64.encode(rng.value());
-                        ops.push(json!({ "request_put": { "key": B64.encode(&key), "value": v } }));
+                        ops.push(txn_put(&key, &rng.value()));
                         touched.insert(key.clone());
                         live.push(key);
                     } else {
@@ -477,12 +475,11 @@ impl Etcd {
                         if !touched.insert(live[i].clone()) {
                             continue;
                         }
-                        let key = B64.encode(&live[i]);
                         ops.push(if r < 90 {
-                            json!({ "request_put": { "key": key, "value": B64.encode(rng.value()) } })
+                            txn_put(&live[i], &rng.value())
                         } else {
-                            live.swap_remove(i);
-                            json!({ "request_delete_range": { "key": key } })
+                            let key = live.swap_remove(i);
+                            json!({ "request_delete_range": { "key": B64.encode(key) } })
                         });
                     }
                 }
@@ -572,6 +569,11 @@ fn put_body(key: &str, value: &[u8], lease: i64) -> Value {
         body["lease"] = Value::String(lease.to_string());
     }
     body
+}
+
+/// One put of a `/v3/kv/txn` request.
+fn txn_put(key: &str, value: &[u8]) -> Value {
+    json!({ "request_put": { "key": B64.encode(key), "value": B64.encode(value) } })
 }
 
 /// `/registry/<kind>/ns-<ns>/<kind>-<n>`.
