@@ -4,9 +4,10 @@
 //! The db is read as the other read-only commands read a live bbolt file:
 //! quietly (`O_DIRECT`, no lock, nothing written), following the writer
 //! commit by commit on the rules of the settling reader
-//! ([`mapwise_native::observe::settle`]) until one snapshot is held whole
-//! in memory ([`follow::read_frozen`]); everything is computed from that
-//! copy.
+//! ([`mapwise_native::observe::settle`]) until every page run of one
+//! snapshot has been read ([`follow::follow`]). Each run is digested as it
+//! arrives: only what the report needs of its items (lengths, revisions,
+//! user keys) is kept, never the pages.
 //!
 //! **Sizes as etcd reports them.** `dbSize` is bbolt's `Tx.Size()`, the
 //! high-water mark (`meta.pgid`) times the page size, and `dbSizeInUse`
@@ -37,12 +38,14 @@ use std::sync::mpsc::{self, Receiver};
 
 use anyhow::{Result, bail};
 use mapwise_core::PageSource;
-use mapwise_core::bolt::{BoltFile, Bucket, WalkOptions, walk};
+use std::borrow::Cow;
+
+use mapwise_core::bolt::{BoltFile, BucketHeader, Page, PageType};
 use mapwise_core::error::At;
 use mapwise_core::etcd::{
-    EtcdDb, FINISHED_COMPACT_REV, KEY, META, Revision, RevisionKey, SCHEDULED_COMPACT_REV,
+    EtcdFault, FINISHED_COMPACT_REV, KEY, LEASE, Lease, META, Meta, MetaRecord, Record, Revision,
+    RevisionKey, SCHEDULED_COMPACT_REV,
 };
-use mapwise_core::layout::Kind;
 use mapwise_native::engine::bolt::plan::Planner;
 use mapwise_native::os::residency::{self, Residency};
 use mapwise_view::fmt::human_size;
@@ -251,128 +254,234 @@ fn problem(msg: String) -> anyhow::Error {
     anyhow::Error::new(FileProblem(msg))
 }
 
-/// The leaf page an item's cursor stands on.
-fn leaf_of(at: Option<At>) -> u64 {
-    match at {
-        Some(At::Element { pgid, .. } | At::Page(pgid) | At::Inline { pgid, .. }) => pgid,
-        _ => 0,
+/// What the report keeps of one page run (never its bytes).
+#[derive(Debug)]
+enum Digest {
+    /// A branch page, or the freelist.
+    Inner,
+    /// A leaf page: its bytes in use (as bbolt's `LeafInuse` counts
+    /// them) and its items.
+    Leaf { used: u64, items: Vec<Entry> },
+    /// A run the report cannot read, and why.
+    Bad(String),
+}
+
+/// One leaf element, as the report keeps it.
+#[derive(Debug)]
+enum Entry {
+    /// A revision of the `key` bucket.
+    Rev { key: RevisionKey, user: u32, value_len: usize },
+    /// An item of another bucket: its key, its value's length, and the
+    /// value itself in `meta` (the report decodes it).
+    Item { key: Box<[u8]>, value_len: usize, value: Option<Box<[u8]>> },
+    /// A top-level bucket (an element of the root bucket): its name, and
+    /// its root page or, inline, its items.
+    Bucket { name: Box<[u8]>, root: u64, inline: Vec<Entry> },
+}
+
+/// Digests page runs as they are read ([`follow::follow`]); the user
+/// keys of the `key` bucket's revisions are interned here.
+#[derive(Default)]
+struct Digester {
+    index: HashMap<Rc<[u8]>, u32>,
+    user_keys: Vec<Rc<[u8]>>,
+}
+
+impl Digester {
+    fn digest(&mut self, pgid: u64, owner: follow::Owner<'_>, bytes: &[u8]) -> Digest {
+        let follow::Owner::Bucket(bucket) = owner else { return Digest::Inner };
+        let page = match Page::new(At::Page(pgid), pgid, Cow::Borrowed(bytes)) {
+            Ok(p) => p,
+            Err(e) => return Digest::Bad(e.to_string()),
+        };
+        if let Err(e) = page.check_tree() {
+            return Digest::Bad(e.to_string());
+        }
+        if page.header.page_type() != PageType::Leaf {
+            return Digest::Inner;
+        }
+        match self.items(&page, bucket) {
+            Ok(items) => Digest::Leaf { used: page.used_bytes(), items },
+            Err(e) => Digest::Bad(e),
+        }
+    }
+
+    /// The elements of the leaf `page` of the top-level bucket `bucket`
+    /// (the root bucket's: empty).
+    fn items(&mut self, page: &Page<'_>, bucket: &[u8]) -> Result<Vec<Entry>, String> {
+        let mut out = Vec::with_capacity(page.count());
+        let b = page.bytes();
+        for i in 0..page.count() {
+            let e = page.leaf(i).map_err(|e| e.to_string())?;
+            let at = page.element_at_loc(i);
+            let (key, value) = (&b[e.key.clone()], &b[e.value.clone()]);
+            let name = || String::from_utf8_lossy(bucket).into_owned();
+            if bucket.is_empty() {
+                if !e.is_bucket() {
+                    let k = String::from_utf8_lossy(key);
+                    return Err(format!("a key in the root bucket: {k:?}"));
+                }
+                let h = BucketHeader::parse(value, at).map_err(|e| e.to_string())?;
+                let inline = if h.root == 0 {
+                    let p = page.inline_page(i, &e).map_err(|e| e.to_string())?;
+                    self.items(&p, key)?
+                } else {
+                    Vec::new()
+                };
+                out.push(Entry::Bucket { name: key.into(), root: h.root, inline });
+            } else if e.is_bucket() {
+                return Err(format!(
+                    "bucket {} holds a sub-bucket, which etcd never writes",
+                    name()
+                ));
+            } else if bucket == KEY.as_bytes() {
+                let r = Record::decode(key, value, at).map_err(|e| e.to_string())?;
+                let user = match self.index.get(r.kv.key) {
+                    Some(&u) => u,
+                    None => {
+                        let k: Rc<[u8]> = Rc::from(r.kv.key);
+                        let u = u32::try_from(self.user_keys.len()).map_err(|e| e.to_string())?;
+                        self.index.insert(Rc::clone(&k), u);
+                        self.user_keys.push(k);
+                        u
+                    }
+                };
+                out.push(Entry::Rev { key: r.key, user, value_len: r.value_len });
+            } else {
+                let mut kept = None;
+                if bucket == META.as_bytes() {
+                    MetaRecord::decode(key, value).map_err(|f| f.at(at).to_string())?;
+                    kept = Some(value.into());
+                } else if bucket == LEASE.as_bytes() {
+                    Lease::decode_record(key, value).map_err(|f| f.at(at).to_string())?;
+                }
+                out.push(Entry::Item { key: key.into(), value_len: value.len(), value: kept });
+            }
+        }
+        Ok(out)
     }
 }
 
-/// Copy everything the report needs out of `file` (one snapshot).
-fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snapshot, String> {
-    let db = EtcdDb::open(file).map_err(|e| format!("not an etcd db: {e}"))?;
-    let meta = db.meta().map_err(|e| e.to_string())?;
-    let page_size = u64::from(file.page_size());
-    let hwm = file.meta().hwm;
+/// Whether a run's digest is a leaf's (its children are not entered).
+fn is_leaf(d: &Digest) -> bool {
+    !matches!(d, Digest::Inner)
+}
+
+/// The report's snapshot, from every run of one snapshot digested.
+fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, String> {
+    if let Some(first) = tree.problems.first() {
+        return Err(format!(
+            "the bbolt structure has {} problem(s), the first: {first}; `inspector check` lists \
+             them",
+            tree.problems.len()
+        ));
+    }
+    let snap = &tree.snapshot;
+    let page_size = u64::from(snap.page_size);
+    let hwm = snap.meta.hwm;
+    // A run's leaves in key order, their entries each with its page.
+    let leaves = |root: u64| -> Result<Vec<(u64, &Vec<Entry>)>, String> {
+        let mut out = Vec::new();
+        for p in tree.in_order(root, is_leaf) {
+            match tree.node(p).map(|n| &n.digest) {
+                Some(Digest::Leaf { items, .. }) => out.push((p, items)),
+                Some(Digest::Bad(e)) => return Err(e.clone()),
+                _ => {}
+            }
+        }
+        Ok(out)
+    };
+    // Users in order of first appearance (keys of runs a commit made
+    // the follower drop are left out).
+    let mut users: Vec<usize> = vec![usize::MAX; dig.user_keys.len()];
+    let mut user_keys: Vec<Rc<[u8]>> = Vec::new();
+    let mut buckets = Vec::new();
+    let mut revs = Vec::new();
+    let mut meta = Meta::default();
+    let mut leases = 0u64;
+    let roots = leaves(snap.meta.root)?;
+    let tops = roots.iter().flat_map(|&(host, entries)| entries.iter().map(move |e| (host, e)));
+    let at = At::Meta(snap.current);
+    for name in [KEY, META] {
+        if !tops
+            .clone()
+            .any(|(_, e)| matches!(e, Entry::Bucket { name: n, .. } if **n == *name.as_bytes()))
+        {
+            return Err(format!("not an etcd db: {}", EtcdFault::MissingBucket { name }.at(at)));
+        }
+    }
+    for (host, e) in tops {
+        let Entry::Bucket { name, root, inline } = e else { continue };
+        let leaves: Vec<(u64, &Vec<Entry>)> =
+            if *root == 0 { vec![(host, inline)] } else { leaves(*root)? };
+        let mut items = Vec::new();
+        for (pgid, entries) in leaves {
+            for e in entries {
+                match e {
+                    Entry::Rev { key, user, value_len } => {
+                        let u = &mut users[*user as usize];
+                        if *u == usize::MAX {
+                            *u = user_keys.len();
+                            user_keys.push(Rc::clone(&dig.user_keys[*user as usize]));
+                        }
+                        revs.push(Rev { key: *key, user: *u, item: items.len() });
+                        let key_len = key.to_bytes().len();
+                        items.push(Item { key: Vec::new(), key_len, value_len: *value_len, pgid });
+                    }
+                    Entry::Item { key, value_len, value } => {
+                        if let Some(v) = value
+                            && let Ok(r) = MetaRecord::decode(key, v)
+                        {
+                            meta.add(r);
+                        }
+                        leases += u64::from(&name[..] == LEASE.as_bytes());
+                        items.push(Item {
+                            key: key.to_vec(),
+                            key_len: key.len(),
+                            value_len: *value_len,
+                            pgid,
+                        });
+                    }
+                    Entry::Bucket { .. } => {}
+                }
+            }
+        }
+        buckets.push(TopBucket { name: name.to_vec(), items });
+    }
+    let key_bucket =
+        buckets.iter().position(|b| b.name == KEY.as_bytes()).ok_or("no key bucket")?;
     // Free pages as bbolt counts them when it opens the file (etcd on
     // Linux runs with `NoFreelistSync`, 3.4 `mvcc/backend/config_linux.go`,
     // so the freelist is rebuilt from what the tree reaches): every page
     // below the high-water mark that the current tree does not reach.
-    let walked = walk(file, WalkOptions { check_keys: false, previous_snapshot: false });
-    if walked.layout.problem_count() > 0 {
-        let first = walked.layout.problems.first().map(ToString::to_string).unwrap_or_default();
-        return Err(format!(
-            "the bbolt structure has {} problem(s), the first: {first}; `inspector check` lists \
-             them",
-            walked.layout.problem_count()
-        ));
-    }
+    let mut reached: Vec<(u64, u64)> =
+        tree.nodes().map(|(p, n)| (p, u64::from(n.overflow) + 1)).collect();
+    reached.sort_unstable();
     let mut free_runs: Vec<(u64, u64)> = Vec::new();
-    // Each page run's overflow pages, by its first page (the walk's
-    // overflow regions name the run they continue).
+    let mut next = 2;
+    for &(p, n) in reached.iter().chain([&(hwm, 0)]) {
+        if p > next {
+            free_runs.push((next, p.min(hwm) - next));
+        }
+        next = next.max(p + n);
+    }
+    let (mut leaf_inuse, mut leaf_alloc) = (0, 0);
     let mut runs: HashMap<u64, u32> = HashMap::new();
-    for r in &walked.layout.regions {
-        if r.kind == Kind::Overflow {
-            let n = u32::try_from(r.len.div_ceil(page_size)).unwrap_or(u32::MAX);
-            let e = runs.entry(r.head).or_insert(0);
-            *e = e.saturating_add(n);
+    for (p, n) in tree.nodes() {
+        if let Digest::Leaf { used, .. } = n.digest {
+            leaf_inuse += used;
+            leaf_alloc += (u64::from(n.overflow) + 1) * page_size;
         }
-        if !matches!(r.kind, Kind::Free | Kind::Pending) || r.id >= hwm {
-            continue;
-        }
-        let n = r.len.div_ceil(page_size).min(hwm - r.id);
-        match free_runs.last_mut() {
-            Some((start, len)) if *start + *len == r.id => *len += n,
-            _ => free_runs.push((r.id, n)),
+        if n.overflow > 0 {
+            runs.insert(p, n.overflow);
         }
     }
-    let root = Bucket::root_of(file);
-    let st = root.stats().map_err(|e| e.to_string())?;
-    let mut buckets = Vec::new();
-    let mut c = root.cursor();
-    let mut top = c.first().map_err(|e| e.to_string())?;
-    while let Some(t) = top {
-        if !t.is_bucket() {
-            return Err(format!("a key in the root bucket: {:?}", String::from_utf8_lossy(&t.key)));
-        }
-        let b = c.bucket().map_err(|e| e.to_string())?.ok_or("bucket vanished")?;
-        let mut items = Vec::new();
-        if t.key == KEY.as_bytes() {
-            // Its items come with the revisions, read once below.
-            buckets.push(TopBucket { name: t.key.to_vec(), items });
-            top = c.next().map_err(|e| e.to_string())?;
-            continue;
-        }
-        let mut bc = b.cursor();
-        let mut it = bc.first().map_err(|e| e.to_string())?;
-        while let Some(i) = it {
-            if i.is_bucket() {
-                return Err(format!(
-                    "bucket {} holds a sub-bucket, which etcd never writes",
-                    String::from_utf8_lossy(&t.key)
-                ));
-            }
-            let pgid = leaf_of(bc.at());
-            items.push(Item {
-                key: i.key.to_vec(),
-                key_len: i.key.len(),
-                value_len: i.value.len(),
-                pgid,
-            });
-            it = bc.next().map_err(|e| e.to_string())?;
-        }
-        buckets.push(TopBucket { name: t.key.to_vec(), items });
-        top = c.next().map_err(|e| e.to_string())?;
-    }
-    let key_bucket =
-        buckets.iter().position(|b| b.name == KEY.as_bytes()).ok_or("no key bucket")?;
-    let mut revs = Vec::new();
-    let mut user_keys: Vec<Rc<[u8]>> = Vec::new();
-    let mut index: HashMap<Rc<[u8]>, usize> = HashMap::new();
-    let mut key_items = Vec::new();
-    db.revisions(|r| -> Result<(), mapwise_core::Error> {
-        let r = r?;
-        let user = match index.get(r.kv.key) {
-            Some(&u) => u,
-            None => {
-                let k: Rc<[u8]> = Rc::from(r.kv.key);
-                index.insert(Rc::clone(&k), user_keys.len());
-                user_keys.push(k);
-                user_keys.len() - 1
-            }
-        };
-        let pgid = leaf_of(Some(r.at));
-        revs.push(Rev { key: r.key, user, item: key_items.len() });
-        let key_len = r.key.to_bytes().len();
-        key_items.push(Item { key: Vec::new(), key_len, value_len: r.value_len, pgid });
-        Ok(())
-    })
-    .map_err(|e| e.to_string())?;
-    buckets[key_bucket].items = key_items;
-    let mut leases = 0u64;
-    db.leases(|l| -> Result<(), mapwise_core::Error> {
-        l?;
-        leases += 1;
-        Ok(())
-    })
-    .map_err(|e| e.to_string())?;
     Ok(Snapshot {
         page_size,
         hwm,
         free_runs,
-        leaf_inuse: st.leaf_inuse,
-        leaf_alloc: st.leaf_alloc,
+        leaf_inuse,
+        leaf_alloc,
         buckets,
         key_bucket,
         revs,
@@ -382,6 +491,14 @@ fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snaps
         leases,
         runs,
     })
+}
+
+/// Copy everything the report needs out of `file` (one snapshot, that
+/// holds still).
+fn read_snapshot<S: PageSource + ?Sized>(file: &BoltFile<'_, S>) -> Result<Snapshot, String> {
+    let mut dig = Digester::default();
+    let tree = follow::tree_of(file, |p, o, b| dig.digest(p, o, b));
+    assemble(&tree, dig)
 }
 
 /// The `dbSize` etcd's defrag would leave, in bytes: `buckets` (in name
@@ -509,11 +626,14 @@ pub fn spawn_prefixes(path: std::path::PathBuf, depth: usize) -> Receiver<Prefix
 }
 
 fn read_settled(path: &Path) -> Result<Snapshot> {
-    let frozen = follow::read_frozen(path, follow::TRY_FOR).map_err(|e| match e {
-        follow::Error::NotBolt(..) => problem(e.to_string()),
-        e => anyhow::Error::new(e),
-    })?;
-    read_snapshot(&frozen.file()).map_err(|e| problem(format!("{}: {e}", path.display())))
+    let mut dig = Digester::default();
+    let tree = follow::follow(path, follow::TRY_FOR, |p, o, b| dig.digest(p, o, b)).map_err(
+        |e| match e {
+            follow::Error::NotBolt(..) => problem(e.to_string()),
+            e => anyhow::Error::new(e),
+        },
+    )?;
+    assemble(&tree, dig).map_err(|e| problem(format!("{}: {e}", path.display())))
 }
 
 /// Per prefix and per key, from one snapshot.

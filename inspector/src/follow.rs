@@ -1,6 +1,8 @@
-//! A whole bbolt snapshot held in memory, read quietly from a file a
-//! writer commits to: for reports that need every page's bytes (keys and
-//! values, not only the structure), as `inspector etcd` does.
+//! Every page run of one bbolt snapshot, each read once and handed to the
+//! caller's digest as it arrives, from a file a writer commits to: for
+//! reports that need every page's bytes (keys and values, not only the
+//! structure), as `inspector etcd` does. Only what the digest keeps of a
+//! run stays in memory, never the run's bytes.
 //!
 //! It rests on the two rules of bbolt's writer the settling reader
 //! ([`mapwise_native::observe::settle`]) states: (1) a page the newest
@@ -11,21 +13,23 @@
 //! new page id, so a page id that both snapshots reach heads the same
 //! subtree in both.
 //!
-//! [`read_frozen`] follows the writer snapshot by snapshot. Each round
-//! takes the newest snapshot `s` and walks its tree from the root: a page
-//! held from snapshot `s - 1` or `s` is taken from memory (rule 2), any
+//! [`follow`] follows the writer snapshot by snapshot. Each round takes
+//! the newest snapshot `s` and walks its tree from the root: a run
+//! digested in snapshot `s - 1` or `s` is taken as it was (rule 2), any
 //! other is read from the file ([`QuietPages`]: copied out of the page
 //! cache when cached, else `O_DIRECT`; neither changes the cache), in
-//! batches, each followed by a look at the meta pages; a batch is kept
-//! only when the look still finds `s` (rule 1). When a look finds a newer
-//! snapshot the round ends and the next starts from it, keeping what it
-//! held (a commit changes a handful of pages, so the next round reads
-//! only those). A round that reaches every page of its snapshot gives a
-//! [`Frozen`] copy of it, which the caller reads at leisure: nothing it
-//! holds can change under it. No lock is taken and nothing is written.
+//! batches, each followed by a look at the meta pages; a batch is
+//! digested only when the look still finds `s` (rule 1). When a look
+//! finds a newer snapshot the round ends and the next starts from it,
+//! keeping what it digested (a commit changes a handful of pages, so the
+//! next round reads only those). A round that reaches every run of its
+//! snapshot gives its [`Tree`]. No lock is taken and nothing is written.
+//!
+//! [`tree_of`] makes the same walk over a file that holds still (an open
+//! [`BoltFile`] of one snapshot), so both give the digest the same runs.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -47,81 +51,77 @@ pub const BATCH: usize = 1024;
 /// Pages of the largest batch.
 pub const MAX_BATCH: usize = 16 * BATCH;
 
-/// How long [`read_frozen`] follows a writer before it gives up.
+/// How long [`follow`] follows a writer before it gives up.
 pub const TRY_FOR: Duration = Duration::from_secs(60);
 
-/// `ENODATA`: what a [`Frozen`] says of bytes it does not hold.
-const ENODATA: i32 = 61;
+/// The tree a page run belongs to, as the walk reached it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner<'a> {
+    /// The freelist page (meta `freelist`).
+    Freelist,
+    /// A page of the top-level bucket so named: its own tree and those of
+    /// buckets nested in it. The root bucket's pages, whose leaves hold
+    /// the top-level buckets, have the empty name.
+    Bucket(&'a [u8]),
+}
 
-/// One snapshot of a bbolt file, every page its tree reaches held in
-/// memory (with both meta pages as they were when it was taken).
+/// One page run of a [`Tree`]: what the digest made of it, and where it
+/// leads.
 #[derive(Debug)]
-pub struct Frozen {
-    snap: Snapshot,
-    len: u64,
-    page_size: u64,
-    metas: Vec<u8>,
-    /// Page runs by first page id.
-    runs: BTreeMap<u64, Shared>,
+pub struct Node<T> {
+    /// The digest's answer for the run.
+    pub digest: T,
+    /// Pages after the first (its header's `overflow`).
+    pub overflow: u32,
+    /// The runs it points to, in key order: a branch page's children, a
+    /// leaf page's page-backed bucket roots.
+    pub children: Vec<u64>,
 }
 
-/// A page run's bytes: a range of the buffer one batch of reads filled
-/// (shared by the batch's runs: one allocation, no copy per page).
-#[derive(Debug, Clone)]
-struct Shared {
-    buf: Rc<Vec<u8>>,
-    at: std::ops::Range<usize>,
+/// Every page run one snapshot reaches, each digested once.
+#[derive(Debug)]
+pub struct Tree<T> {
+    /// The snapshot walked.
+    pub snapshot: Snapshot,
+    nodes: HashMap<u64, Node<T>>,
+    /// Faults of the structure met on the walk: a reference outside
+    /// `[2, high-water mark)`, a run reached twice, a run that could not
+    /// be read. Faults inside a run are the digest's to find.
+    pub problems: Vec<mapwise_core::Error>,
 }
 
-impl Shared {
-    fn bytes(&self) -> &[u8] {
-        self.buf.get(self.at.clone()).unwrap_or_default()
-    }
-}
-
-impl Frozen {
-    /// The snapshot held.
+impl<T> Tree<T> {
+    /// The run starting at `pgid`, if the snapshot reaches it.
     #[must_use]
-    pub fn snapshot(&self) -> &Snapshot {
-        &self.snap
+    pub fn node(&self, pgid: u64) -> Option<&Node<T>> {
+        self.nodes.get(&pgid)
     }
 
-    /// The file opened at the snapshot held.
+    /// Every run reached, by first page id (in no order).
+    pub fn nodes(&self) -> impl Iterator<Item = (u64, &Node<T>)> {
+        self.nodes.iter().map(|(&p, n)| (p, n))
+    }
+
+    /// The runs of the tree under `root` (one bucket's, nested buckets
+    /// not entered), depth first: its leaves come in key order. A run met
+    /// twice is given once.
     #[must_use]
-    pub fn file(&self) -> BoltFile<'_, Frozen> {
-        BoltFile::at(self, &self.snap)
-    }
-}
-
-impl PageSource for Frozen {
-    fn len(&self) -> u64 {
-        self.len
-    }
-
-    fn read_at(&self, offset: u64, len: usize) -> Result<Cow<'_, [u8]>, mapwise_core::Error> {
-        let missing = || mapwise_core::Error::Read { offset, len: len as u64, code: ENODATA };
-        let at = usize::try_from(offset).map_err(|_| missing())?;
-        if let Some(b) = at.checked_add(len).and_then(|end| self.metas.get(at..end)) {
-            return Ok(Cow::Borrowed(b));
+    pub fn in_order(&self, root: u64, is_leaf: impl Fn(&T) -> bool) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![root];
+        while let Some(p) = stack.pop() {
+            let Some(n) = self.nodes.get(&p) else { continue };
+            if !seen.insert(p) {
+                continue;
+            }
+            out.push(p);
+            if !is_leaf(&n.digest) {
+                stack.extend(n.children.iter().rev());
+            }
         }
-        let pgid = offset / self.page_size;
-        let (&head, bytes) = self.runs.range(..=pgid).next_back().ok_or_else(missing)?;
-        let start = usize::try_from(offset - head * self.page_size).map_err(|_| missing())?;
-        start
-            .checked_add(len)
-            .and_then(|stop| bytes.bytes().get(start..stop))
-            .map(Cow::Borrowed)
-            .ok_or_else(missing)
+        out
     }
-}
-
-/// A page held: its run's bytes, the pages it points to (branch children,
-/// roots of sub-buckets), and the newest snapshot known to use it.
-#[derive(Debug)]
-struct Held {
-    bytes: Shared,
-    children: Vec<u64>,
-    used_at: u64,
 }
 
 /// What a follow saw of the writer, for the message when it gives up.
@@ -135,7 +135,7 @@ pub struct Seen {
     pub pages_read: u64,
 }
 
-/// Why [`read_frozen`] has no snapshot to give.
+/// Why [`follow`] has no snapshot to give.
 #[derive(Debug)]
 pub enum Error {
     /// The file cannot be opened or read.
@@ -171,24 +171,224 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// The page ids the page run `bytes` points to, read by core's page
-/// parser: a branch page's children, a leaf page's page-backed sub-bucket
-/// roots. Elements core refuses are skipped (the caller's checked reads of
-/// the copy report them).
-fn children(bytes: &[u8]) -> Vec<u64> {
+/// The runs the page run `bytes` points to, read by core's page parser:
+/// a branch page's children; a leaf page's page-backed sub-buckets, each
+/// with its name. Elements core refuses are skipped (the digest, reading
+/// the same run, names them).
+fn children(bytes: &[u8]) -> Vec<(u64, Option<&[u8]>)> {
     let at = At::Offset(0);
     let Ok(page) = Page::new(at, 0, Cow::Borrowed(bytes)) else { return Vec::new() };
     let n = page.count();
     match page.header.page_type() {
-        PageType::Branch => (0..n).filter_map(|i| page.branch_child(i)).collect(),
+        PageType::Branch => (0..n).filter_map(|i| Some((page.branch_child(i)?, None))).collect(),
         PageType::Leaf => (0..n)
             .filter_map(|i| page.leaf(i).ok())
             .filter(LeafElement::is_bucket)
-            .filter_map(|e| BucketHeader::parse(page.bytes().get(e.value)?, at).ok())
-            .map(|h| h.root)
-            .filter(|&root| root != 0)
+            .filter_map(|e| {
+                let h = BucketHeader::parse(bytes.get(e.value)?, at).ok()?;
+                Some((h.root, Some(bytes.get(e.key)?)))
+            })
+            .filter(|&(root, _)| root != 0)
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// `ENODATA`: the code of a run a read did not bring.
+const ENODATA: i32 = 61;
+
+/// The tree a run belongs to, kept for its children: `None` for the
+/// freelist, else the top-level bucket's name.
+type Tag = Option<Rc<[u8]>>;
+
+/// A run digested: its node, the tree of each of its children, and the
+/// newest snapshot known to use it.
+struct Held<T> {
+    node: Node<T>,
+    tag: Tag,
+    child_tags: Vec<Tag>,
+    used_at: u64,
+}
+
+/// The tree of a run's child: a bucket root named in a leaf of the root
+/// bucket starts its own; any other child stays in its parent's.
+fn child_tag(parent: &Tag, name: Option<&[u8]>) -> Tag {
+    match (parent, name) {
+        (Some(t), Some(name)) if t.is_empty() => Some(Rc::from(name)),
+        _ => parent.clone(),
+    }
+}
+
+/// Runs to reach, taken level by level and, within a level, in file
+/// order: the bulk of a tree, its leaves, is read as one sweep from the
+/// start of the file to the end (runs close together in one read)
+/// rather than in key order, all over the file.
+#[derive(Default)]
+struct Todo {
+    /// By depth, page id and a count (a page met twice is queued twice):
+    /// its tree and what points to it.
+    runs: std::collections::BTreeMap<(u32, u64, u64), (Tag, At)>,
+    count: u64,
+}
+
+impl Todo {
+    fn push(&mut self, depth: u32, pgid: u64, tag: Tag, from: At) {
+        self.count += 1;
+        self.runs.insert((depth, pgid, self.count), (tag, from));
+    }
+
+    fn pop(&mut self) -> Option<(u32, u64, Tag, At)> {
+        self.runs.pop_first().map(|((d, p, _), (t, f))| (d, p, t, f))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+}
+
+/// Where a walk reads runs from, and whether its snapshot still stands.
+trait Reads {
+    /// The runs starting at `ids`, as the file holds them now: the whole
+    /// run as its header says, cut at the high-water mark.
+    fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)>;
+    /// Whether the snapshot walked still stands (no commit since).
+    fn stands(&mut self) -> bool;
+    /// Done with a batch [`Reads::fetch`] gave.
+    fn recycle(&mut self, batch: Vec<(u64, Result<Shared, mapwise_core::Error>)>) {
+        drop(batch);
+    }
+}
+
+/// A run's bytes: a range of the buffer one batch of reads filled.
+struct Shared {
+    buf: Rc<Vec<u8>>,
+    at: std::ops::Range<usize>,
+}
+
+impl Shared {
+    fn bytes(&self) -> &[u8] {
+        self.buf.get(self.at.clone()).unwrap_or_default()
+    }
+}
+
+/// A live file: quiet reads, and a look at the meta pages after each
+/// batch.
+struct Live<'a> {
+    probe: &'a QuietSource,
+    pages: &'a QuietPages,
+    snap: &'a Snapshot,
+    /// A buffer of an earlier batch, no longer shared, for the next.
+    spare: Vec<u8>,
+}
+
+impl Live<'_> {
+    /// `runs` read as [`QuietPages::read_parts`] leaves them (the cached
+    /// ones in the spare buffer), each a range of one of its buffers.
+    fn read_shared(
+        &mut self,
+        runs: &[(u64, usize)],
+    ) -> Vec<Result<(Shared, usize), mapwise_core::Error>> {
+        let parts = self.pages.read_parts(runs, std::mem::take(&mut self.spare));
+        let bufs: Vec<Rc<Vec<u8>>> = parts.bufs.into_iter().map(Rc::new).collect();
+        let shared = |(b, at): (usize, std::ops::Range<usize>)| {
+            let buf = Rc::clone(bufs.get(b)?);
+            let end = parts.windows.get(b).map_or(0, |w| w.end);
+            Some((Shared { buf, at }, end))
+        };
+        let gone = |r: &(u64, usize)| mapwise_core::Error::Read {
+            offset: r.0,
+            len: r.1 as u64,
+            code: ENODATA,
+        };
+        parts.at.into_iter().zip(runs).map(|(a, r)| shared(a?).ok_or_else(|| gone(r))).collect()
+    }
+}
+
+impl Reads for Live<'_> {
+    /// Give a batch's buffers back once nothing shares them: the first
+    /// (the cached runs') to the next batch, the others to the reader.
+    fn recycle(&mut self, batch: Vec<(u64, Result<Shared, mapwise_core::Error>)>) {
+        let mut bufs: Vec<Rc<Vec<u8>>> = Vec::new();
+        for (_, r) in batch {
+            if let Ok(s) = r
+                && !bufs.last().is_some_and(|b| Rc::ptr_eq(b, &s.buf))
+            {
+                bufs.push(s.buf);
+            }
+        }
+        let mut bufs: Vec<Vec<u8>> =
+            bufs.into_iter().filter_map(|b| Rc::try_unwrap(b).ok()).collect();
+        bufs.sort_by_key(|b| std::cmp::Reverse(b.len()));
+        if self.spare.is_empty() && !bufs.is_empty() {
+            self.spare = bufs.remove(0);
+        }
+        self.pages.recycle(bufs);
+    }
+
+    fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)> {
+        let ps = u64::from(self.snap.page_size);
+        let hwm = self.snap.meta.hwm;
+        let page = usize::try_from(ps).unwrap_or(0);
+        let runs: Vec<(u64, usize)> = ids.iter().map(|&p| (p * ps, page)).collect();
+        let mut out = Vec::with_capacity(ids.len());
+        let mut longer = Vec::new();
+        for (&p, first) in ids.iter().zip(self.read_shared(&runs)) {
+            let (first, end) = match first {
+                Ok(f) => f,
+                Err(e) => {
+                    out.push((p, Err(e)));
+                    continue;
+                }
+            };
+            let overflow = PageHeader::parse(first.bytes()).map_or(0, |h| h.overflow);
+            if overflow == 0 {
+                out.push((p, Ok(first)));
+                continue;
+            }
+            let n = (u64::from(overflow) + 1).min(hwm - p);
+            let len = usize::try_from(n * ps).unwrap_or(usize::MAX);
+            // Read with its neighbours already: the whole run is there.
+            let whole = first.at.start.saturating_add(len);
+            if whole <= end {
+                out.push((p, Ok(Shared { at: first.at.start..whole, buf: first.buf })));
+            } else {
+                longer.push((p, n));
+            }
+        }
+        if !longer.is_empty() {
+            let runs: Vec<(u64, usize)> = longer
+                .iter()
+                .map(|&(p, n)| (p * ps, usize::try_from(n * ps).unwrap_or(usize::MAX)))
+                .collect();
+            let read = self.read_shared(&runs).into_iter().map(|r| r.map(|(s, _)| s));
+            out.extend(longer.iter().map(|l| l.0).zip(read));
+        }
+        out
+    }
+
+    fn stands(&mut self) -> bool {
+        look(self.probe).ok().as_ref() == Some(self.snap)
+    }
+}
+
+/// A file that holds still, read through its [`BoltFile`].
+struct Still<'f, 's, S: PageSource + ?Sized>(&'f BoltFile<'s, S>);
+
+impl<S: PageSource + ?Sized> Reads for Still<'_, '_, S> {
+    fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)> {
+        ids.iter()
+            .map(|&p| {
+                let run = self.0.read_page(p).map(|page| {
+                    let bytes = page.bytes().to_vec();
+                    Shared { at: 0..bytes.len(), buf: Rc::new(bytes) }
+                });
+                (p, run)
+            })
+            .collect()
+    }
+
+    fn stands(&mut self) -> bool {
+        true
     }
 }
 
@@ -198,16 +398,24 @@ fn look(probe: &QuietSource) -> Result<Snapshot, mapwise_core::Error> {
     BoltFile::open(probe).map(|f| f.snapshot())
 }
 
-/// Follow the bbolt file at `path` until one snapshot is held whole (see
-/// the module documentation), or for at most `try_for`.
+/// Follow the bbolt file at `path` until every run of one snapshot has
+/// been digested (see the module documentation), or for at most
+/// `try_for`. `digest` is called once for each run read, with its first
+/// page id, its tree and its bytes (cut at the high-water mark); a run
+/// digested in a round that a commit ended may be digested again.
 ///
 /// # Errors
 /// [`Error::Open`], [`Error::NotBolt`] (on the first look), or
 /// [`Error::Unsettled`].
-pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
+pub fn follow<T>(
+    path: &Path,
+    try_for: Duration,
+    mut digest: impl FnMut(u64, Owner<'_>, &[u8]) -> T,
+) -> Result<Tree<T>, Error> {
     let start = Instant::now();
-    let mut held: HashMap<u64, Held> = HashMap::new();
+    let mut held: HashMap<u64, Held<T>> = HashMap::new();
     let mut seen = Seen::default();
+    let mut spare = Vec::new();
     loop {
         let probe = QuietSource::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
         let snap = match look(&probe) {
@@ -226,9 +434,23 @@ pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
             seen.txids.0 = txid;
         }
         seen.txids.1 = txid;
-        let pages = QuietPages::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
-        if let Some(frozen) = round(&probe, &pages, &snap, &mut held, &mut seen) {
-            return Ok(frozen);
+        let ps = u64::from(snap.page_size);
+        // A file grown after the probe opened it (its length is fixed at
+        // open): try again with a fresh one. One shorter than its
+        // snapshot and still so is truncated: its missing runs are
+        // problems of the tree.
+        let grown = snap.meta.hwm.saturating_mul(ps) > probe.len()
+            && probe.file().metadata().map(|m| m.len()).ok() != Some(probe.len());
+        if !grown {
+            let pages = QuietPages::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
+            let mut live = Live { probe: &probe, pages: &pages, snap: &snap, spare };
+            let done = round(&mut live, &snap, &mut held, &mut seen, &mut digest);
+            spare = live.spare;
+            if let Some(tree) = done {
+                return Ok(tree);
+            }
+        } else {
+            spare = Vec::new();
         }
         if start.elapsed() >= try_for {
             return Err(Error::Unsettled(path.to_owned(), seen));
@@ -236,131 +458,150 @@ pub fn read_frozen(path: &Path, try_for: Duration) -> Result<Frozen, Error> {
     }
 }
 
-/// The page runs at `ids` read from the file now: each first page, then
-/// the rest of the runs whose headers say they are longer. Through
-/// [`QuietPages`]: a page the cache holds is copied out of it (no disk
-/// read, no read-ahead, page ages unchanged), the others are read with
-/// `O_DIRECT`, those close together in one read. A page that cannot be
-/// read is left out.
-fn fetch_many(pages: &QuietPages, ids: &[u64], ps: u64, hwm: u64) -> Vec<(u64, Shared)> {
-    let page = usize::try_from(ps).unwrap_or(0);
-    let runs: Vec<(u64, usize)> = ids.iter().map(|&p| (p * ps, page)).collect();
-    let mut out = Vec::with_capacity(ids.len());
-    let mut longer = Vec::new();
-    for (&p, first) in ids.iter().zip(read_shared(pages, &runs)) {
-        let Some(first) = first else { continue };
-        match PageHeader::parse(first.bytes()).map_or(0, |h| h.overflow) {
-            0 => out.push((p, first)),
-            overflow => longer.push((p, (u64::from(overflow) + 1).min(hwm - p))),
+/// [`follow`]'s walk over `file`, which holds still (one snapshot, read
+/// through its source): the same runs, given to `digest` the same way.
+pub fn tree_of<S: PageSource + ?Sized, T>(
+    file: &BoltFile<'_, S>,
+    mut digest: impl FnMut(u64, Owner<'_>, &[u8]) -> T,
+) -> Tree<T> {
+    let snap = file.snapshot();
+    let mut held = HashMap::new();
+    let mut seen = Seen::default();
+    let mut reads = Still(file);
+    // A file that holds still always stands: the round ends.
+    round(&mut reads, &snap, &mut held, &mut seen, &mut digest).unwrap_or(Tree {
+        snapshot: snap,
+        nodes: HashMap::new(),
+        problems: Vec::new(),
+    })
+}
+
+/// A walk's state in one round.
+struct Walk<'h, T> {
+    txid: u64,
+    held: &'h mut HashMap<u64, Held<T>>,
+    todo: Todo,
+    reached: HashSet<u64>,
+    problems: Vec<mapwise_core::Error>,
+}
+
+impl<T> Walk<'_, T> {
+    /// Keep the batch `fetched` (read for the runs `tags` names): digest
+    /// each run and queue what it points to. A run that could not be read
+    /// is a problem.
+    fn keep(
+        &mut self,
+        fetched: &[(u64, Result<Shared, mapwise_core::Error>)],
+        tags: &mut HashMap<u64, (Tag, u32)>,
+        digest: &mut impl FnMut(u64, Owner<'_>, &[u8]) -> T,
+    ) {
+        for (p, run) in fetched {
+            let (tag, depth) = tags.remove(p).unwrap_or((None, 0));
+            let run = match run {
+                Ok(r) => r.bytes(),
+                Err(e) => {
+                    self.problems.push(e.clone());
+                    continue;
+                }
+            };
+            let kids = if tag.is_some() { children(run) } else { Vec::new() };
+            let overflow = PageHeader::parse(run).map_or(0, |h| h.overflow);
+            let child_tags: Vec<Tag> = kids.iter().map(|&(_, n)| child_tag(&tag, n)).collect();
+            let children: Vec<u64> = kids.iter().map(|k| k.0).collect();
+            for (&c, t) in children.iter().zip(&child_tags) {
+                self.todo.push(depth + 1, c, t.clone(), At::Page(*p));
+            }
+            let owner = tag.as_deref().map_or(Owner::Freelist, Owner::Bucket);
+            let node = Node { digest: digest(*p, owner, run), overflow, children };
+            self.held.insert(*p, Held { node, tag, child_tags, used_at: self.txid });
         }
     }
-    let runs: Vec<(u64, usize)> = longer
-        .iter()
-        .map(|&(p, n)| (p * ps, usize::try_from(n * ps).unwrap_or(usize::MAX)))
-        .collect();
-    if !runs.is_empty() {
-        let read = longer.iter().zip(read_shared(pages, &runs));
-        out.extend(read.filter_map(|(&(p, _), run)| Some((p, run?))));
-    }
-    out
-}
 
-/// `runs` read into one buffer, kept as it is: each run a range of it
-/// (`None` for a run that could not be read).
-fn read_shared(pages: &QuietPages, runs: &[(u64, usize)]) -> Vec<Option<Shared>> {
-    let mut buf = Vec::new();
-    let at = pages.read_into(runs, None, &mut buf);
-    let buf = Rc::new(buf);
-    at.into_iter()
-        .map(|r| {
-            let r = r.ok().filter(|r| buf.get(r.clone()).is_some())?;
-            Some(Shared { buf: Rc::clone(&buf), at: r })
-        })
-        .collect()
-}
-
-/// One round at snapshot `snap`: `Some` when every page it reaches is
-/// held (a page that cannot be read is left out, for the caller's reads
-/// to name), `None` only when the writer moved on first (or grew the
-/// file since `probe` opened it).
-fn round(
-    probe: &QuietSource,
-    pages: &QuietPages,
-    snap: &Snapshot,
-    held: &mut HashMap<u64, Held>,
-    seen: &mut Seen,
-) -> Option<Frozen> {
-    let txid = snap.meta.txid;
-    let ps = u64::from(snap.page_size);
-    let hwm = snap.meta.hwm;
-    // A file grown after the probe opened it (its length is fixed at
-    // open): try again with a fresh one. One shorter than its snapshot
-    // and still so is truncated: its missing pages are the caller's to
-    // report.
-    if hwm.saturating_mul(ps) > probe.len()
-        && probe.file().metadata().map(|m| m.len()).ok() != Some(probe.len())
-    {
-        return None;
-    }
-    // Both meta pages as they are (short only in a damaged file, whose
-    // faults the caller's reads name).
-    let want = usize::try_from(ps.saturating_mul(2).min(probe.len())).unwrap_or(0);
-    let metas = probe.read_fresh(0, want).unwrap_or_default();
-    let mut stack = vec![snap.meta.root];
-    if snap.meta.has_freelist() {
-        stack.push(snap.meta.freelist);
-    }
-    let mut reached: Vec<u64> = Vec::new();
-    let mut batch = BATCH;
-    loop {
-        let mut misses = Vec::new();
-        while let Some(p) = stack.pop() {
+    /// Take queued runs: those held from this snapshot or the one before
+    /// are reached as they are; up to `batch` others are returned, each
+    /// with its tree, to be read.
+    fn take(&mut self, batch: usize, hwm: u64) -> HashMap<u64, (Tag, u32)> {
+        let mut misses: HashMap<u64, (Tag, u32)> = HashMap::new();
+        while let Some((depth, p, tag, from)) = self.todo.pop() {
             if p < 2 || p >= hwm {
+                self.problems.push(mapwise_core::Error::Invalid {
+                    at: from,
+                    field: "pgid",
+                    value: p,
+                    expected: "a page id in [2, high-water mark)",
+                });
                 continue;
             }
-            match held.get_mut(&p) {
-                // Rule 2: used by `s - 1` and reached by `s`: the same page.
-                Some(h) if h.used_at + 1 >= txid && h.used_at <= txid => {
-                    if h.used_at != txid {
-                        h.used_at = txid;
-                        stack.extend_from_slice(&h.children);
+            if self.reached.contains(&p) {
+                self.problems.push(mapwise_core::Error::Reused {
+                    at: from,
+                    field: "pgid",
+                    pgid: p,
+                });
+                continue;
+            }
+            match self.held.get_mut(&p) {
+                // Rule 2: used by `s - 1` and reached by `s`: the same run.
+                Some(h) if h.used_at + 1 >= self.txid && h.used_at <= self.txid && h.tag == tag => {
+                    h.used_at = self.txid;
+                    for (&c, t) in h.node.children.iter().zip(&h.child_tags) {
+                        self.todo.push(depth + 1, c, t.clone(), At::Page(p));
                     }
-                    reached.push(p);
+                }
+                _ if misses.len() >= batch => {
+                    self.todo.push(depth, p, tag, from);
+                    break;
                 }
                 _ => {
-                    if misses.len() < batch {
-                        misses.push(p);
-                    } else {
-                        stack.push(p);
-                        break;
-                    }
+                    misses.insert(p, (tag, depth));
                 }
             }
+            self.reached.insert(p);
         }
-        if misses.is_empty() && stack.is_empty() {
+        misses
+    }
+}
+
+/// One round at snapshot `snap`: `Some` when every run it reaches is
+/// digested, `None` when the writer moved on first.
+fn round<T>(
+    reads: &mut impl Reads,
+    snap: &Snapshot,
+    held: &mut HashMap<u64, Held<T>>,
+    seen: &mut Seen,
+    digest: &mut impl FnMut(u64, Owner<'_>, &[u8]) -> T,
+) -> Option<Tree<T>> {
+    let txid = snap.meta.txid;
+    let meta = At::Meta(snap.current);
+    let mut todo = Todo::default();
+    todo.push(0, snap.meta.root, Some(Rc::from(&[][..])), meta);
+    if snap.meta.has_freelist() {
+        todo.push(0, snap.meta.freelist, None, meta);
+    }
+    let mut walk = Walk { txid, held, todo, reached: HashSet::new(), problems: Vec::new() };
+    let mut batch = BATCH;
+    loop {
+        let mut tags = walk.take(batch, snap.meta.hwm);
+        if tags.is_empty() && walk.todo.is_empty() {
             break;
         }
         // Read the batch, then look: kept only if `s` still stands.
-        // A page that cannot be read is left out: if the look below finds
-        // the snapshot standing, the fault is the file's, and the caller's
-        // checked reads of the copy name it.
-        let fetched = fetch_many(pages, &misses, ps, hwm);
+        let mut ids: Vec<u64> = tags.keys().copied().collect();
+        ids.sort_unstable();
+        let fetched = reads.fetch(&ids);
         seen.pages_read += fetched.len() as u64;
-        if look(probe).ok().as_ref() != Some(snap) {
+        if !reads.stands() {
             return None;
         }
         batch = (batch * 2).min(MAX_BATCH);
-        for (p, run) in fetched {
-            let kids = children(run.bytes());
-            stack.extend_from_slice(&kids);
-            held.insert(p, Held { bytes: run, children: kids, used_at: txid });
-            reached.push(p);
-        }
+        walk.keep(&fetched, &mut tags, digest);
+        reads.recycle(fetched);
     }
-    // Every page `s` reaches is held: drop the rest, freeze a copy.
+    // Every run `s` reaches is digested: drop the rest.
+    let Walk { held, problems, .. } = walk;
     held.retain(|_, h| h.used_at == txid);
-    let runs = reached.iter().filter_map(|p| held.get(p).map(|h| (*p, h.bytes.clone())));
-    Some(Frozen { snap: *snap, len: probe.len(), page_size: ps, metas, runs: runs.collect() })
+    let nodes = std::mem::take(held).into_iter().map(|(p, h)| (p, h.node)).collect();
+    Some(Tree { snapshot: *snap, nodes, problems })
 }
 
 #[cfg(test)]
@@ -375,7 +616,7 @@ mod tests {
         b[10..12].copy_from_slice(&2u16.to_le_bytes());
         b[16 + 8..16 + 16].copy_from_slice(&7u64.to_le_bytes());
         b[32 + 8..32 + 16].copy_from_slice(&9u64.to_le_bytes());
-        assert_eq!(children(&b), vec![7, 9]);
+        assert_eq!(children(&b), vec![(7, None), (9, None)]);
         let mut l = vec![0u8; 4096];
         l[8..10].copy_from_slice(&LEAF_PAGE.to_le_bytes());
         l[10..12].copy_from_slice(&1u16.to_le_bytes());
@@ -383,9 +624,10 @@ mod tests {
         l[20..24].copy_from_slice(&16u32.to_le_bytes()); // pos from the element
         l[24..28].copy_from_slice(&3u32.to_le_bytes()); // ksize
         l[28..32].copy_from_slice(&16u32.to_le_bytes()); // vsize: a bucket header
+        l[32..35].copy_from_slice(b"abc");
         let v = 16 + 16 + 3;
         l[v..v + 8].copy_from_slice(&42u64.to_le_bytes());
-        assert_eq!(children(&l), vec![42]);
+        assert_eq!(children(&l), vec![(42, Some(&b"abc"[..]))]);
         assert!(children(&[1, 2, 3]).is_empty());
     }
 }

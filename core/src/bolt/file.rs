@@ -425,23 +425,7 @@ impl<'s, S: PageSource + ?Sized> BoltFile<'s, S> {
             }
             e => e,
         })?;
-        if page.header.flags != BRANCH_PAGE && page.header.flags != LEAF_PAGE {
-            return Err(Error::Invalid {
-                at: page.at,
-                field: "flags",
-                value: u64::from(page.header.flags),
-                expected: "0x01 (branch) or 0x02 (leaf)",
-            });
-        }
-        page.check_element_array()?;
-        if page.header.flags == BRANCH_PAGE && page.count() == 0 {
-            return Err(Error::Invalid {
-                at: page.at,
-                field: "count",
-                value: 0,
-                expected: "at least one element in a branch page",
-            });
-        }
+        page.check_tree()?;
         Ok(page)
     }
 }

@@ -300,6 +300,46 @@ impl<'s> Page<'s> {
         }
     }
 
+    /// The checks a page a tree reference points to must pass (bbolt's
+    /// cursor and `Bucket.pageNode` rely on them): for a page run, its
+    /// `id` field says its own id; its type is branch (0x01) or leaf
+    /// (0x02); the element array lies inside the run; a branch has at
+    /// least one element.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming field `id`, `flags` or `count`, or
+    /// [`Error::OutsidePage`] (as [`Page::check_element_array`]).
+    pub fn check_tree(&self) -> Result<()> {
+        if let At::Page(pgid) = self.at
+            && self.header.id != pgid
+        {
+            return Err(Error::Invalid {
+                at: self.at,
+                field: "id",
+                value: self.header.id,
+                expected: "the page's own id",
+            });
+        }
+        if self.header.flags != BRANCH_PAGE && self.header.flags != LEAF_PAGE {
+            return Err(Error::Invalid {
+                at: self.at,
+                field: "flags",
+                value: u64::from(self.header.flags),
+                expected: "0x01 (branch) or 0x02 (leaf)",
+            });
+        }
+        self.check_element_array()?;
+        if self.header.flags == BRANCH_PAGE && self.count() == 0 {
+            return Err(Error::Invalid {
+                at: self.at,
+                field: "count",
+                value: 0,
+                expected: "at least one element in a branch page",
+            });
+        }
+        Ok(())
+    }
+
     /// Check that `count` element headers fit in the page image.
     ///
     /// # Errors

@@ -94,6 +94,38 @@ pub struct Record<'a> {
     pub value_len: usize,
 }
 
+impl<'a> Record<'a> {
+    /// Decode and check the `key` bucket item `key` → `value` stored at
+    /// `at` (a leaf element): the revision key ([`RevisionKey::parse`]),
+    /// the `mvccpb.KeyValue` ([`KeyValueRef::decode`]) and their agreement
+    /// ([`KeyValueRef::check`]).
+    ///
+    /// # Errors
+    /// [`Error::Etcd`] at `at`, naming what is wrong.
+    pub fn decode(key: &[u8], value: &'a [u8], at: At) -> Result<Record<'a>> {
+        let key = RevisionKey::parse(key).map_err(|e| e.at(at))?;
+        let kv = KeyValueRef::decode(value).map_err(|e| e.at(at))?;
+        kv.check(&key).map_err(|e| e.at(at))?;
+        Ok(Record { key, kv, at, value_len: value.len() })
+    }
+}
+
+impl Meta {
+    /// Take one record of the `meta` bucket into account (a later record
+    /// of the same key replaces the earlier).
+    pub fn add(&mut self, record: MetaRecord<'_>) {
+        match record {
+            MetaRecord::ConsistentIndex(v) => self.consistent_index = Some(v),
+            MetaRecord::Term(v) => self.term = Some(v),
+            MetaRecord::ScheduledCompactRev(r) => self.scheduled_compact = Some(r.main),
+            MetaRecord::FinishedCompactRev(r) => self.finished_compact = Some(r.main),
+            MetaRecord::ConfState(v) => self.conf_state = Some(v.to_vec()),
+            MetaRecord::StorageVersion(v) => self.storage_version = Some(v.to_vec()),
+            MetaRecord::Other(..) => self.others += 1,
+        }
+    }
+}
+
 /// An etcd backend db: the bbolt file and etcd's buckets in it.
 #[derive(Debug)]
 pub struct EtcdDb<'s, S: PageSource + ?Sized> {
@@ -184,15 +216,7 @@ impl<'s, S: PageSource + ?Sized> EtcdDb<'s, S> {
             if it.is_bucket() {
                 return Err(EtcdFault::NestedBucket.at(at));
             }
-            match MetaRecord::decode(&it.key, &it.value).map_err(|f| f.at(at))? {
-                MetaRecord::ConsistentIndex(v) => m.consistent_index = Some(v),
-                MetaRecord::Term(v) => m.term = Some(v),
-                MetaRecord::ScheduledCompactRev(r) => m.scheduled_compact = Some(r.main),
-                MetaRecord::FinishedCompactRev(r) => m.finished_compact = Some(r.main),
-                MetaRecord::ConfState(v) => m.conf_state = Some(v.to_vec()),
-                MetaRecord::StorageVersion(v) => m.storage_version = Some(v.to_vec()),
-                MetaRecord::Other(..) => m.others += 1,
-            }
+            m.add(MetaRecord::decode(&it.key, &it.value).map_err(|f| f.at(at))?);
             item = c.next()?;
         }
         Ok(m)
@@ -278,8 +302,5 @@ fn record<'a>(it: &'a Item<'_>, at: At) -> Result<Record<'a>> {
     if it.is_bucket() {
         return Err(EtcdFault::NestedBucket.at(at));
     }
-    let key = RevisionKey::parse(&it.key).map_err(|e| e.at(at))?;
-    let kv = KeyValueRef::decode(&it.value).map_err(|e| e.at(at))?;
-    kv.check(&key).map_err(|e| e.at(at))?;
-    Ok(Record { key, kv, at, value_len: it.value.len() })
+    Record::decode(&it.key, &it.value, at)
 }

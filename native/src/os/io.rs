@@ -575,8 +575,26 @@ pub struct QuietPages {
     spare: std::cell::RefCell<Vec<Vec<u8>>>,
 }
 
-/// Direct-read buffers a [`QuietPages`] keeps for reuse, at most.
-const SPARE_BUFFERS: usize = 2 * DIRECT_THREADS;
+/// Direct-read buffers a [`QuietPages`] keeps for reuse, at most (each
+/// at most [`DIRECT_SPAN`] and a little): enough for the direct reads of
+/// a batch of 64 MiB of scattered pages, read again and again.
+const SPARE_BUFFERS: usize = 96;
+
+/// Runs as [`QuietPages::read_parts`] leaves them: buffers, and where
+/// each run is (a buffer's index and a range of it), or why it could not
+/// be read.
+#[derive(Debug, Default)]
+pub struct Parts {
+    /// The buffers: the cached runs' arena first, then one per direct
+    /// read.
+    pub bufs: Vec<Vec<u8>>,
+    /// Per run, in the order asked.
+    pub at: Vec<Result<(usize, std::ops::Range<usize>), Error>>,
+    /// Per buffer, the range that holds the file's bytes contiguously: a
+    /// direct read's whole span (a run's neighbours read with it are there
+    /// too); empty for the arena, whose runs lie side by side.
+    pub windows: Vec<std::ops::Range<usize>>,
+}
 
 /// What [`QuietPages`] has read, and how.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -774,6 +792,154 @@ impl QuietPages {
         (cached, direct)
     }
 
+    /// Copy the runs `cached` out of the page cache into their ranges of
+    /// `arena` (`out`), a few blocks at a time (see [`COPY_BLOCK`]);
+    /// returns the runs the copy did not reach (evicted meanwhile), for a
+    /// direct read.
+    fn copy_cached(
+        &self,
+        runs: &[(u64, usize)],
+        mut cached: Vec<usize>,
+        out: &[Result<std::ops::Range<usize>, Error>],
+        arena: &mut [u8],
+        stats: &mut ReadStats,
+    ) -> Vec<usize> {
+        let mut direct = Vec::new();
+        let Some(map) = &self.map else {
+            return cached;
+        };
+        cached.sort_unstable_by_key(|&i| runs[i].0);
+        for chunk in copy_groups(&cached, runs) {
+            let mut parts: Vec<(u64, &mut [u8])> = Vec::with_capacity(chunk.len());
+            // Each run's range in the arena, in arena order, split off
+            // one by one (ranges are disjoint and ascending by index).
+            let mut order: Vec<usize> = chunk.to_vec();
+            order.sort_unstable();
+            let mut rest: &mut [u8] = &mut *arena;
+            let mut base = 0usize;
+            let mut slices: Vec<(usize, &mut [u8])> = Vec::with_capacity(order.len());
+            for &i in &order {
+                let Ok(r) = &out[i] else { continue };
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - base);
+                let (mine, tail) = tail.split_at_mut(r.len());
+                slices.push((i, mine));
+                rest = tail;
+                base = r.end;
+            }
+            // Back into offset order for the copy.
+            slices.sort_unstable_by_key(|(i, _)| runs[*i].0);
+            for (i, buf) in slices {
+                parts.push((runs[i].0, buf));
+            }
+            let copied = map.copy_out(&mut parts).unwrap_or(0);
+            // Unmap the blocks the copy touched, adjacent blocks in one
+            // call: each call flushes the TLB of every CPU this
+            // process's threads ran on (an IPI each), whatever its length.
+            let mut blocks: Option<(u64, u64)> = None;
+            for p in &parts {
+                let first = p.0 / COPY_BLOCK;
+                let last = (p.0 + p.1.len() as u64).saturating_sub(1) / COPY_BLOCK;
+                blocks = match blocks {
+                    Some((a, b)) if first <= b + 1 => Some((a, b.max(last))),
+                    Some((a, b)) => {
+                        map.unmap_pages(a * COPY_BLOCK, (b - a + 1) * COPY_BLOCK);
+                        Some((first, last))
+                    }
+                    None => Some((first, last)),
+                };
+            }
+            if let Some((a, b)) = blocks {
+                map.unmap_pages(a * COPY_BLOCK, (b - a + 1) * COPY_BLOCK);
+            }
+            let mut seen = 0usize;
+            for &i in chunk {
+                let len = runs[i].1;
+                if seen + len <= copied {
+                    stats.cached_bytes += len as u64;
+                } else {
+                    direct.push(i);
+                }
+                seen += len;
+            }
+        }
+        direct
+    }
+
+    /// Read the runs `(offset, len)` and leave each where it landed: runs
+    /// copied out of the page cache in `arena` (reused as it is, grown as
+    /// needed), runs read with `O_DIRECT` in their read's own buffer, so
+    /// nothing is copied twice. Give the buffers back with
+    /// [`QuietPages::recycle`] once done with them.
+    pub fn read_parts(&self, runs: &[(u64, usize)], mut arena: Vec<u8>) -> Parts {
+        let mut out: Vec<Result<std::ops::Range<usize>, Error>> =
+            runs.iter().map(|&(offset, len)| check(offset, len, self.len).map(|()| 0..0)).collect();
+        let ok: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ok()).collect();
+        let (cached, mut direct) = self.split_cached(runs, &ok);
+        // The cached runs one after the other, page-aligned.
+        let total: usize = cached.iter().map(|&i| runs[i].1).sum::<usize>() + DIRECT_ALIGN;
+        if arena.len() < total {
+            arena = vec![0; total];
+        }
+        let mut at = arena.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
+        for &i in &cached {
+            out[i] = Ok(at..at + runs[i].1);
+            at += runs[i].1;
+        }
+        let mut stats = self.stats.get();
+        direct.extend(self.copy_cached(runs, cached, &out, &mut arena, &mut stats));
+        let mut at: Vec<Result<(usize, std::ops::Range<usize>), Error>> =
+            out.into_iter().map(|r| r.map(|r| (0, r))).collect();
+        let mut bufs = vec![arena];
+        let mut windows: Vec<std::ops::Range<usize>> = Vec::new();
+        windows.push(0..0);
+        direct.sort_unstable_by_key(|&i| runs[i].0);
+        let spans = direct_spans(&direct, runs);
+        stats.direct_reads += spans.len() as u64;
+        for (span, data) in spans.iter().zip(self.read_spans(&spans)) {
+            for &i in &span.runs {
+                let (offset, len) = runs[i];
+                at[i] = match &data {
+                    Ok(d) => {
+                        let start = d.skew
+                            + d.skip
+                            + usize::try_from(offset - span.offset).unwrap_or(usize::MAX);
+                        let r = start..start.saturating_add(len);
+                        stats.direct_bytes += len as u64;
+                        match d.raw.get(r.clone()) {
+                            Some(_) => Ok((bufs.len(), r)),
+                            None => {
+                                Err(Error::Read { offset, len: len as u64, code: libc::ENODATA })
+                            }
+                        }
+                    }
+                    Err(e) => Err(e.clone()),
+                };
+            }
+            if let Ok(d) = data {
+                windows.push(d.skew + d.skip..d.skew + d.skip + d.len);
+                bufs.push(d.raw);
+            }
+        }
+        self.stats.set(stats);
+        Parts { bufs, at, windows }
+    }
+
+    /// Keep `bufs` (of a [`Parts`]) for the direct reads to come: a fresh
+    /// buffer costs a fault per page to fill and an unmap to drop.
+    pub fn recycle(&self, bufs: impl IntoIterator<Item = Vec<u8>>) {
+        let mut spare = self.spare.borrow_mut();
+        let most =
+            usize::try_from(DIRECT_SPAN).unwrap_or(usize::MAX).saturating_add(2 * DIRECT_ALIGN);
+        for b in bufs {
+            if spare.len() >= SPARE_BUFFERS {
+                break;
+            }
+            if b.len() <= most && b.len() >= DIRECT_ALIGN {
+                spare.push(b);
+            }
+        }
+    }
+
     /// Read the runs into `arena`, one after the other (it grows as needed
     /// and is reused as it is: nothing is zeroed that was long enough),
     /// returning where each run's bytes are; otherwise as
@@ -834,63 +1000,8 @@ impl QuietPages {
                 Err(_) => true,
             });
         }
-        let (mut cached, mut direct) = self.split_cached(runs, &ok);
-        if let Some(map) = &self.map {
-            cached.sort_unstable_by_key(|&i| runs[i].0);
-            for chunk in copy_groups(&cached, runs) {
-                let mut parts: Vec<(u64, &mut [u8])> = Vec::with_capacity(chunk.len());
-                // Each run's range in the arena, in arena order, split off
-                // one by one (ranges are disjoint and ascending by index).
-                let mut order: Vec<usize> = chunk.to_vec();
-                order.sort_unstable();
-                let mut rest: &mut [u8] = arena.as_mut_slice();
-                let mut base = 0usize;
-                let mut slices: Vec<(usize, &mut [u8])> = Vec::with_capacity(order.len());
-                for &i in &order {
-                    let Ok(r) = &out[i] else { continue };
-                    let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - base);
-                    let (mine, tail) = tail.split_at_mut(r.len());
-                    slices.push((i, mine));
-                    rest = tail;
-                    base = r.end;
-                }
-                // Back into offset order for the copy.
-                slices.sort_unstable_by_key(|(i, _)| runs[*i].0);
-                for (i, buf) in slices {
-                    parts.push((runs[i].0, buf));
-                }
-                let copied = map.copy_out(&mut parts).unwrap_or(0);
-                // Unmap the blocks the copy touched, adjacent blocks in one
-                // call: each call flushes the TLB of every CPU this
-                // process's threads ran on (an IPI each), whatever its length.
-                let mut blocks: Option<(u64, u64)> = None;
-                for p in &parts {
-                    let first = p.0 / COPY_BLOCK;
-                    let last = (p.0 + p.1.len() as u64).saturating_sub(1) / COPY_BLOCK;
-                    blocks = match blocks {
-                        Some((a, b)) if first <= b + 1 => Some((a, b.max(last))),
-                        Some((a, b)) => {
-                            map.unmap_pages(a * COPY_BLOCK, (b - a + 1) * COPY_BLOCK);
-                            Some((first, last))
-                        }
-                        None => Some((first, last)),
-                    };
-                }
-                if let Some((a, b)) = blocks {
-                    map.unmap_pages(a * COPY_BLOCK, (b - a + 1) * COPY_BLOCK);
-                }
-                let mut seen = 0usize;
-                for &i in chunk {
-                    let len = runs[i].1;
-                    if seen + len <= copied {
-                        stats.cached_bytes += len as u64;
-                    } else {
-                        direct.push(i);
-                    }
-                    seen += len;
-                }
-            }
-        }
+        let (cached, mut direct) = self.split_cached(runs, &ok);
+        direct.extend(self.copy_cached(runs, cached, &out, arena, &mut stats));
         let mut put = |out: &[Result<std::ops::Range<usize>, Error>], i: usize, b: &[u8]| {
             if let Ok(r) = &out[i]
                 && let Some(dst) = arena.get_mut(r.clone())
