@@ -31,7 +31,8 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::time::{Duration, Instant};
 
 use mapwise_core::PageSource;
@@ -199,22 +200,49 @@ const ENODATA: i32 = 61;
 
 /// The tree a run belongs to, kept for its children: `None` for the
 /// freelist, else the top-level bucket's name.
-type Tag = Option<Rc<[u8]>>;
+type Tag = Option<Arc<[u8]>>;
 
-/// A run digested: its node, the tree of each of its children, and the
-/// newest snapshot known to use it.
-struct Held<T> {
-    node: Node<T>,
+/// A run read: what it points to, the tree of each child, and the newest
+/// snapshot known to use it.
+struct Held {
+    overflow: u32,
+    children: Vec<u64>,
     tag: Tag,
     child_tags: Vec<Tag>,
     used_at: u64,
+}
+
+/// Runs of a batch that stood, for the digest: page id, tree, bytes.
+type Batch = Vec<(u64, Tag, Shared)>;
+
+/// What a round that reached every run of its snapshot leaves: the
+/// snapshot, each run's overflow and children, and the problems met.
+struct Skeleton {
+    snapshot: Snapshot,
+    nodes: HashMap<u64, (u32, Vec<u64>)>,
+    problems: Vec<mapwise_core::Error>,
+}
+
+impl Skeleton {
+    /// The tree, each run with its digest (every run kept went to the
+    /// digest, in the batch that kept it).
+    fn with<T>(self, mut digests: HashMap<u64, T>) -> Tree<T> {
+        let nodes = self
+            .nodes
+            .into_iter()
+            .filter_map(|(p, (overflow, children))| {
+                Some((p, Node { digest: digests.remove(&p)?, overflow, children }))
+            })
+            .collect();
+        Tree { snapshot: self.snapshot, nodes, problems: self.problems }
+    }
 }
 
 /// The tree of a run's child: a bucket root named in a leaf of the root
 /// bucket starts its own; any other child stays in its parent's.
 fn child_tag(parent: &Tag, name: Option<&[u8]>) -> Tag {
     match (parent, name) {
-        (Some(t), Some(name)) if t.is_empty() => Some(Rc::from(name)),
+        (Some(t), Some(name)) if t.is_empty() => Some(Arc::from(name)),
         _ => parent.clone(),
     }
 }
@@ -253,15 +281,11 @@ trait Reads {
     fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)>;
     /// Whether the snapshot walked still stands (no commit since).
     fn stands(&mut self) -> bool;
-    /// Done with a batch [`Reads::fetch`] gave.
-    fn recycle(&mut self, batch: Vec<(u64, Result<Shared, mapwise_core::Error>)>) {
-        drop(batch);
-    }
 }
 
 /// A run's bytes: a range of the buffer one batch of reads filled.
 struct Shared {
-    buf: Rc<Vec<u8>>,
+    buf: Arc<Vec<u8>>,
     at: std::ops::Range<usize>,
 }
 
@@ -279,6 +303,8 @@ struct Live<'a> {
     snap: &'a Snapshot,
     /// A buffer of an earlier batch, no longer shared, for the next.
     spare: Vec<u8>,
+    /// Batches the digest is done with, for their buffers.
+    back: &'a Receiver<Batch>,
 }
 
 impl Live<'_> {
@@ -289,9 +315,9 @@ impl Live<'_> {
         runs: &[(u64, usize)],
     ) -> Vec<Result<(Shared, usize), mapwise_core::Error>> {
         let parts = self.pages.read_parts(runs, std::mem::take(&mut self.spare));
-        let bufs: Vec<Rc<Vec<u8>>> = parts.bufs.into_iter().map(Rc::new).collect();
+        let bufs: Vec<Arc<Vec<u8>>> = parts.bufs.into_iter().map(Arc::new).collect();
         let shared = |(b, at): (usize, std::ops::Range<usize>)| {
-            let buf = Rc::clone(bufs.get(b)?);
+            let buf = Arc::clone(bufs.get(b)?);
             let end = parts.windows.get(b).map_or(0, |w| w.end);
             Some((Shared { buf, at }, end))
         };
@@ -304,28 +330,32 @@ impl Live<'_> {
     }
 }
 
-impl Reads for Live<'_> {
-    /// Give a batch's buffers back once nothing shares them: the first
-    /// (the cached runs') to the next batch, the others to the reader.
-    fn recycle(&mut self, batch: Vec<(u64, Result<Shared, mapwise_core::Error>)>) {
-        let mut bufs: Vec<Rc<Vec<u8>>> = Vec::new();
-        for (_, r) in batch {
-            if let Ok(s) = r
-                && !bufs.last().is_some_and(|b| Rc::ptr_eq(b, &s.buf))
-            {
-                bufs.push(s.buf);
+impl Live<'_> {
+    /// Take back the buffers of the batches the digest is done with: the
+    /// largest (a batch's cached runs') for the next batch, the others for
+    /// the reader's direct reads.
+    fn recycle(&mut self) {
+        let mut bufs: Vec<Arc<Vec<u8>>> = Vec::new();
+        for batch in self.back.try_iter() {
+            for (_, _, s) in batch {
+                if !bufs.last().is_some_and(|b| Arc::ptr_eq(b, &s.buf)) {
+                    bufs.push(s.buf);
+                }
             }
         }
         let mut bufs: Vec<Vec<u8>> =
-            bufs.into_iter().filter_map(|b| Rc::try_unwrap(b).ok()).collect();
+            bufs.into_iter().filter_map(|b| Arc::try_unwrap(b).ok()).collect();
         bufs.sort_by_key(|b| std::cmp::Reverse(b.len()));
         if self.spare.is_empty() && !bufs.is_empty() {
             self.spare = bufs.remove(0);
         }
         self.pages.recycle(bufs);
     }
+}
 
+impl Reads for Live<'_> {
     fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)> {
+        self.recycle();
         let ps = u64::from(self.snap.page_size);
         let hwm = self.snap.meta.hwm;
         let page = usize::try_from(ps).unwrap_or(0);
@@ -380,7 +410,7 @@ impl<S: PageSource + ?Sized> Reads for Still<'_, '_, S> {
             .map(|&p| {
                 let run = self.0.read_page(p).map(|page| {
                     let bytes = page.bytes().to_vec();
-                    Shared { at: 0..bytes.len(), buf: Rc::new(bytes) }
+                    Shared { at: 0..bytes.len(), buf: Arc::new(bytes) }
                 });
                 (p, run)
             })
@@ -402,7 +432,9 @@ fn look(probe: &QuietSource) -> Result<Snapshot, mapwise_core::Error> {
 /// been digested (see the module documentation), or for at most
 /// `try_for`. `digest` is called once for each run read, with its first
 /// page id, its tree and its bytes (cut at the high-water mark); a run
-/// digested in a round that a commit ended may be digested again.
+/// digested in a round that a commit ended may be digested again. The
+/// reads are made on a thread of their own, the next batch while the
+/// caller's thread digests the last.
 ///
 /// # Errors
 /// [`Error::Open`], [`Error::NotBolt`] (on the first look), or
@@ -412,10 +444,44 @@ pub fn follow<T>(
     try_for: Duration,
     mut digest: impl FnMut(u64, Owner<'_>, &[u8]) -> T,
 ) -> Result<Tree<T>, Error> {
+    // One batch read ahead of the one being digested, at most.
+    let (batches, ready) = mpsc::sync_channel::<Batch>(1);
+    let (done, back) = mpsc::channel::<Batch>();
+    std::thread::scope(|scope| {
+        let reader = std::thread::Builder::new()
+            .name("inspector-follow".into())
+            .spawn_scoped(scope, move || walk_live(path, try_for, &batches, &back))
+            .map_err(|e| Error::Open(path.to_owned(), e))?;
+        let mut digests = HashMap::new();
+        for batch in ready {
+            for (p, tag, run) in &batch {
+                let owner = tag.as_deref().map_or(Owner::Freelist, Owner::Bucket);
+                digests.insert(*p, digest(*p, owner, run.bytes()));
+            }
+            // The reader may be done: nothing to give back then.
+            let _ = done.send(batch);
+        }
+        let skeleton = reader.join().unwrap_or_else(|e| std::panic::resume_unwind(e))?;
+        Ok(skeleton.with(digests))
+    })
+}
+
+/// [`follow`]'s reading side: rounds until one reaches every run of its
+/// snapshot, each batch that stands sent to `batches`.
+fn walk_live(
+    path: &Path,
+    try_for: Duration,
+    batches: &SyncSender<Batch>,
+    back: &Receiver<Batch>,
+) -> Result<Skeleton, Error> {
     let start = Instant::now();
-    let mut held: HashMap<u64, Held<T>> = HashMap::new();
+    let mut held: HashMap<u64, Held> = HashMap::new();
     let mut seen = Seen::default();
     let mut spare = Vec::new();
+    let mut sink = |b: Batch| {
+        // The digest side has gone only if it panicked: stop reading.
+        let _ = batches.send(b);
+    };
     loop {
         let probe = QuietSource::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
         let snap = match look(&probe) {
@@ -443,11 +509,11 @@ pub fn follow<T>(
             && probe.file().metadata().map(|m| m.len()).ok() != Some(probe.len());
         if !grown {
             let pages = QuietPages::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
-            let mut live = Live { probe: &probe, pages: &pages, snap: &snap, spare };
-            let done = round(&mut live, &snap, &mut held, &mut seen, &mut digest);
+            let mut live = Live { probe: &probe, pages: &pages, snap: &snap, spare, back };
+            let done = round(&mut live, &snap, &mut held, &mut seen, &mut sink);
             spare = live.spare;
-            if let Some(tree) = done {
-                return Ok(tree);
+            if let Some(skeleton) = done {
+                return Ok(skeleton);
             }
         } else {
             spare = Vec::new();
@@ -467,54 +533,62 @@ pub fn tree_of<S: PageSource + ?Sized, T>(
     let snap = file.snapshot();
     let mut held = HashMap::new();
     let mut seen = Seen::default();
-    let mut reads = Still(file);
+    let mut digests = HashMap::new();
+    let mut sink = |batch: Batch| {
+        for (p, tag, run) in &batch {
+            let owner = tag.as_deref().map_or(Owner::Freelist, Owner::Bucket);
+            digests.insert(*p, digest(*p, owner, run.bytes()));
+        }
+    };
     // A file that holds still always stands: the round ends.
-    round(&mut reads, &snap, &mut held, &mut seen, &mut digest).unwrap_or(Tree {
-        snapshot: snap,
-        nodes: HashMap::new(),
-        problems: Vec::new(),
-    })
+    let skeleton = round(&mut Still(file), &snap, &mut held, &mut seen, &mut sink)
+        .unwrap_or(Skeleton { snapshot: snap, nodes: HashMap::new(), problems: Vec::new() });
+    skeleton.with(digests)
 }
 
 /// A walk's state in one round.
-struct Walk<'h, T> {
+struct Walk<'h> {
     txid: u64,
-    held: &'h mut HashMap<u64, Held<T>>,
+    held: &'h mut HashMap<u64, Held>,
     todo: Todo,
     reached: HashSet<u64>,
     problems: Vec<mapwise_core::Error>,
 }
 
-impl<T> Walk<'_, T> {
-    /// Keep the batch `fetched` (read for the runs `tags` names): digest
-    /// each run and queue what it points to. A run that could not be read
-    /// is a problem.
+impl Walk<'_> {
+    /// Keep the batch `fetched` (read for the runs `tags` names): queue
+    /// what each run points to, and give the runs to the digest (`sink`).
+    /// A run that could not be read is a problem.
     fn keep(
         &mut self,
-        fetched: &[(u64, Result<Shared, mapwise_core::Error>)],
+        fetched: Vec<(u64, Result<Shared, mapwise_core::Error>)>,
         tags: &mut HashMap<u64, (Tag, u32)>,
-        digest: &mut impl FnMut(u64, Owner<'_>, &[u8]) -> T,
+        sink: &mut impl FnMut(Batch),
     ) {
-        for (p, run) in fetched {
-            let (tag, depth) = tags.remove(p).unwrap_or((None, 0));
-            let run = match run {
-                Ok(r) => r.bytes(),
+        let mut batch = Vec::with_capacity(fetched.len());
+        for (p, shared) in fetched {
+            let (tag, depth) = tags.remove(&p).unwrap_or((None, 0));
+            let shared = match shared {
+                Ok(r) => r,
                 Err(e) => {
-                    self.problems.push(e.clone());
+                    self.problems.push(e);
                     continue;
                 }
             };
+            let run = shared.bytes();
             let kids = if tag.is_some() { children(run) } else { Vec::new() };
             let overflow = PageHeader::parse(run).map_or(0, |h| h.overflow);
             let child_tags: Vec<Tag> = kids.iter().map(|&(_, n)| child_tag(&tag, n)).collect();
             let children: Vec<u64> = kids.iter().map(|k| k.0).collect();
             for (&c, t) in children.iter().zip(&child_tags) {
-                self.todo.push(depth + 1, c, t.clone(), At::Page(*p));
+                self.todo.push(depth + 1, c, t.clone(), At::Page(p));
             }
-            let owner = tag.as_deref().map_or(Owner::Freelist, Owner::Bucket);
-            let node = Node { digest: digest(*p, owner, run), overflow, children };
-            self.held.insert(*p, Held { node, tag, child_tags, used_at: self.txid });
+            let held =
+                Held { overflow, children, tag: tag.clone(), child_tags, used_at: self.txid };
+            self.held.insert(p, held);
+            batch.push((p, tag, shared));
         }
+        sink(batch);
     }
 
     /// Take queued runs: those held from this snapshot or the one before
@@ -544,7 +618,7 @@ impl<T> Walk<'_, T> {
                 // Rule 2: used by `s - 1` and reached by `s`: the same run.
                 Some(h) if h.used_at + 1 >= self.txid && h.used_at <= self.txid && h.tag == tag => {
                     h.used_at = self.txid;
-                    for (&c, t) in h.node.children.iter().zip(&h.child_tags) {
+                    for (&c, t) in h.children.iter().zip(&h.child_tags) {
                         self.todo.push(depth + 1, c, t.clone(), At::Page(p));
                     }
                 }
@@ -564,17 +638,17 @@ impl<T> Walk<'_, T> {
 
 /// One round at snapshot `snap`: `Some` when every run it reaches is
 /// digested, `None` when the writer moved on first.
-fn round<T>(
+fn round(
     reads: &mut impl Reads,
     snap: &Snapshot,
-    held: &mut HashMap<u64, Held<T>>,
+    held: &mut HashMap<u64, Held>,
     seen: &mut Seen,
-    digest: &mut impl FnMut(u64, Owner<'_>, &[u8]) -> T,
-) -> Option<Tree<T>> {
+    sink: &mut impl FnMut(Batch),
+) -> Option<Skeleton> {
     let txid = snap.meta.txid;
     let meta = At::Meta(snap.current);
     let mut todo = Todo::default();
-    todo.push(0, snap.meta.root, Some(Rc::from(&[][..])), meta);
+    todo.push(0, snap.meta.root, Some(Arc::from(&[][..])), meta);
     if snap.meta.has_freelist() {
         todo.push(0, snap.meta.freelist, None, meta);
     }
@@ -594,14 +668,13 @@ fn round<T>(
             return None;
         }
         batch = (batch * 2).min(MAX_BATCH);
-        walk.keep(&fetched, &mut tags, digest);
-        reads.recycle(fetched);
+        walk.keep(fetched, &mut tags, sink);
     }
     // Every run `s` reaches is digested: drop the rest.
     let Walk { held, problems, .. } = walk;
     held.retain(|_, h| h.used_at == txid);
-    let nodes = std::mem::take(held).into_iter().map(|(p, h)| (p, h.node)).collect();
-    Some(Tree { snapshot: *snap, nodes, problems })
+    let nodes = std::mem::take(held).into_iter().map(|(p, h)| (p, (h.overflow, h.children)));
+    Some(Skeleton { snapshot: *snap, nodes: nodes.collect(), problems })
 }
 
 #[cfg(test)]
