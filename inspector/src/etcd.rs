@@ -754,42 +754,18 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
     Tally { prefixes, live_keys, largest }
 }
 
-fn report(
-    path: &Path,
-    snap: &Snapshot,
-    res: Option<&Residency>,
-    args: &EtcdArgs,
-) -> Result<EtcdReport> {
-    let ps = snap.page_size;
-    let size = snap.hwm.saturating_mul(ps);
-    let free = snap.free_runs.iter().map(|r| r.1).sum::<u64>() * ps;
-    let runs = snap.free_runs.len() as u64;
-    let longest = snap.free_runs.iter().map(|r| r.1).max().unwrap_or(0);
-    let Tally { prefixes, live_keys, largest } = tally(snap, res, args.depth);
-    let users = snap.user_keys.len();
-    let max_main = snap.revs.iter().map(|r| r.key.revision.main).max();
-    let newest_rev =
-        max_main.into_iter().chain(snap.scheduled).chain(snap.finished).max().unwrap_or(0);
-    let compact_at = args.compact_at.unwrap_or(newest_rev);
-    if compact_at > newest_rev {
-        bail!("--compact-at {compact_at} is past the newest revision {newest_rev}");
-    }
-    if let Some(done) = snap.finished
-        && compact_at < done
-    {
-        bail!("--compact-at {compact_at} is below the revision already compacted ({done})");
-    }
-
+/// Which revisions `etcdctl compaction compact_at` keeps (per revision of
+/// `snap.revs`), and the `dbSize` a defrag would leave after it.
+fn compaction_forecast(snap: &Snapshot, users: usize, compact_at: i64) -> (Vec<bool>, u64) {
     let pairs: Vec<_> = snap.revs.iter().map(|r| (r.user, r.key)).collect();
     let keep = mapwise_core::etcd::kept_by_compaction(&pairs, users, compact_at);
-    let after_defrag = forecast(snap.buckets.iter().map(|b| (b.name.len(), all(b))));
     // `store.Compact` writes scheduledCompactRev and `scheduleCompaction`
     // finishedCompactRev, both as the revision's 17 bytes: the meta
     // bucket after it holds both.
     let rev_len = RevisionKey { revision: Revision { main: compact_at, sub: 0 }, tombstone: false }
         .to_bytes()
         .len();
-    let after_compact = forecast(snap.buckets.iter().enumerate().map(|(bi, b)| {
+    let after = forecast(snap.buckets.iter().enumerate().map(|(bi, b)| {
         let items: Vec<(usize, usize)> = if bi == snap.key_bucket {
             b.items
                 .iter()
@@ -812,7 +788,44 @@ fn report(
         };
         (b.name.len(), items)
     }));
+    (keep, after)
+}
 
+fn report(
+    path: &Path,
+    snap: &Snapshot,
+    res: Option<&Residency>,
+    args: &EtcdArgs,
+) -> Result<EtcdReport> {
+    let ps = snap.page_size;
+    let size = snap.hwm.saturating_mul(ps);
+    let free = snap.free_runs.iter().map(|r| r.1).sum::<u64>() * ps;
+    let runs = snap.free_runs.len() as u64;
+    let longest = snap.free_runs.iter().map(|r| r.1).max().unwrap_or(0);
+    let users = snap.user_keys.len();
+    let max_main = snap.revs.iter().map(|r| r.key.revision.main).max();
+    let newest_rev =
+        max_main.into_iter().chain(snap.scheduled).chain(snap.finished).max().unwrap_or(0);
+    let compact_at = args.compact_at.unwrap_or(newest_rev);
+    if compact_at > newest_rev {
+        bail!("--compact-at {compact_at} is past the newest revision {newest_rev}");
+    }
+    if let Some(done) = snap.finished
+        && compact_at < done
+    {
+        bail!("--compact-at {compact_at} is below the revision already compacted ({done})");
+    }
+
+    // The defrag forecast on a thread of its own, beside the rest.
+    let buckets = &snap.buckets;
+    let (after_defrag, keep, after_compact, Tally { prefixes, live_keys, largest }) =
+        std::thread::scope(|scope| {
+            let defrag = scope.spawn(|| forecast(buckets.iter().map(|b| (b.name.len(), all(b)))));
+            let tally = tally(snap, res, args.depth);
+            let (keep, after_compact) = compaction_forecast(snap, users, compact_at);
+            let after_defrag = defrag.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            (after_defrag, keep, after_compact, tally)
+        });
     Ok(EtcdReport {
         file: path.display().to_string(),
         page_size: ps,

@@ -268,17 +268,16 @@ impl Todo {
     fn pop(&mut self) -> Option<(u32, u64, Tag, At)> {
         self.runs.pop_first().map(|((d, p, _), (t, f))| (d, p, t, f))
     }
-
-    fn is_empty(&self) -> bool {
-        self.runs.is_empty()
-    }
 }
 
 /// Where a walk reads runs from, and whether its snapshot still stands.
 trait Reads {
-    /// The runs starting at `ids`, as the file holds them now: the whole
-    /// run as its header says, cut at the high-water mark.
-    fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)>;
+    /// Start reading the runs starting at `ids` (ascending), as the file
+    /// holds them now: each whole, as its header says, cut at the
+    /// high-water mark.
+    fn start(&mut self, ids: Vec<u64>);
+    /// The runs the oldest [`Reads::start`] asked for.
+    fn wait(&mut self) -> Vec<(u64, Result<Shared, mapwise_core::Error>)>;
     /// Whether the snapshot walked still stands (no commit since).
     fn stands(&mut self) -> bool;
 }
@@ -295,21 +294,81 @@ impl Shared {
     }
 }
 
-/// A live file: quiet reads, and a look at the meta pages after each
-/// batch.
+/// A live file: reads on a thread of their own ([`Fetcher`]), so the
+/// next batch is read while the last is kept, and a look at the meta
+/// pages after each batch.
 struct Live<'a> {
     probe: &'a QuietSource,
-    pages: &'a QuietPages,
+    ask: mpsc::Sender<(Vec<u64>, Vec<Batch>)>,
+    got: Receiver<Vec<(u64, Result<Shared, mapwise_core::Error>)>>,
     snap: &'a Snapshot,
-    /// A buffer of an earlier batch, no longer shared, for the next.
-    spare: Vec<u8>,
     /// Batches the digest is done with, for their buffers.
     back: &'a Receiver<Batch>,
 }
 
-impl Live<'_> {
+impl Reads for Live<'_> {
+    fn start(&mut self, ids: Vec<u64>) {
+        // The fetcher has gone only if it panicked: `wait` says so.
+        let _ = self.ask.send((ids, self.back.try_iter().collect()));
+    }
+
+    fn wait(&mut self) -> Vec<(u64, Result<Shared, mapwise_core::Error>)> {
+        self.got.recv().unwrap_or_default()
+    }
+
+    fn stands(&mut self) -> bool {
+        look(self.probe).ok().as_ref() == Some(self.snap)
+    }
+}
+
+/// The reads of one round of [`follow`]: quiet reads of the runs asked
+/// for, in the order asked, each batch into buffers of batches given back.
+struct Fetcher {
+    pages: QuietPages,
+    page_size: u64,
+    hwm: u64,
+    /// A buffer of an earlier batch, no longer shared, for the next.
+    spare: Vec<u8>,
+}
+
+impl Fetcher {
+    /// Answer each request on `ask` (runs to read, batches to take the
+    /// buffers of) on `got`, until either side goes.
+    fn serve(
+        mut self,
+        ask: &Receiver<(Vec<u64>, Vec<Batch>)>,
+        got: &mpsc::Sender<Vec<(u64, Result<Shared, mapwise_core::Error>)>>,
+    ) {
+        for (ids, done) in ask {
+            self.recycle(done);
+            if got.send(self.fetch(&ids)).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Take back the buffers of batches the digest is done with: the
+    /// largest (a batch's cached runs') for the next batch, the others for
+    /// the direct reads.
+    fn recycle(&mut self, done: Vec<Batch>) {
+        let mut bufs: Vec<Arc<Vec<u8>>> = Vec::new();
+        for (_, _, s) in done.into_iter().flatten() {
+            if !bufs.last().is_some_and(|b| Arc::ptr_eq(b, &s.buf)) {
+                bufs.push(s.buf);
+            }
+        }
+        let mut bufs: Vec<Vec<u8>> =
+            bufs.into_iter().filter_map(|b| Arc::try_unwrap(b).ok()).collect();
+        bufs.sort_by_key(|b| std::cmp::Reverse(b.len()));
+        if self.spare.is_empty() && !bufs.is_empty() {
+            self.spare = bufs.remove(0);
+        }
+        self.pages.recycle(bufs);
+    }
+
     /// `runs` read as [`QuietPages::read_parts`] leaves them (the cached
-    /// ones in the spare buffer), each a range of one of its buffers.
+    /// ones in the spare buffer), each a range of one of its buffers, with
+    /// the end of what its buffer holds of the file contiguously.
     fn read_shared(
         &mut self,
         runs: &[(u64, usize)],
@@ -328,36 +387,12 @@ impl Live<'_> {
         };
         parts.at.into_iter().zip(runs).map(|(a, r)| shared(a?).ok_or_else(|| gone(r))).collect()
     }
-}
 
-impl Live<'_> {
-    /// Take back the buffers of the batches the digest is done with: the
-    /// largest (a batch's cached runs') for the next batch, the others for
-    /// the reader's direct reads.
-    fn recycle(&mut self) {
-        let mut bufs: Vec<Arc<Vec<u8>>> = Vec::new();
-        for batch in self.back.try_iter() {
-            for (_, _, s) in batch {
-                if !bufs.last().is_some_and(|b| Arc::ptr_eq(b, &s.buf)) {
-                    bufs.push(s.buf);
-                }
-            }
-        }
-        let mut bufs: Vec<Vec<u8>> =
-            bufs.into_iter().filter_map(|b| Arc::try_unwrap(b).ok()).collect();
-        bufs.sort_by_key(|b| std::cmp::Reverse(b.len()));
-        if self.spare.is_empty() && !bufs.is_empty() {
-            self.spare = bufs.remove(0);
-        }
-        self.pages.recycle(bufs);
-    }
-}
-
-impl Reads for Live<'_> {
+    /// The runs starting at `ids`: each first page, then the rest of the
+    /// runs whose headers say they are longer, taken from the read that
+    /// brought the first page when it spans them, else read again.
     fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)> {
-        self.recycle();
-        let ps = u64::from(self.snap.page_size);
-        let hwm = self.snap.meta.hwm;
+        let (ps, hwm) = (self.page_size, self.hwm);
         let page = usize::try_from(ps).unwrap_or(0);
         let runs: Vec<(u64, usize)> = ids.iter().map(|&p| (p * ps, page)).collect();
         let mut out = Vec::with_capacity(ids.len());
@@ -395,17 +430,21 @@ impl Reads for Live<'_> {
         }
         out
     }
-
-    fn stands(&mut self) -> bool {
-        look(self.probe).ok().as_ref() == Some(self.snap)
-    }
 }
 
 /// A file that holds still, read through its [`BoltFile`].
-struct Still<'f, 's, S: PageSource + ?Sized>(&'f BoltFile<'s, S>);
+struct Still<'f, 's, S: PageSource + ?Sized>(
+    &'f BoltFile<'s, S>,
+    std::collections::VecDeque<Vec<u64>>,
+);
 
 impl<S: PageSource + ?Sized> Reads for Still<'_, '_, S> {
-    fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)> {
+    fn start(&mut self, ids: Vec<u64>) {
+        self.1.push_back(ids);
+    }
+
+    fn wait(&mut self) -> Vec<(u64, Result<Shared, mapwise_core::Error>)> {
+        let ids = self.1.pop_front().unwrap_or_default();
         ids.iter()
             .map(|&p| {
                 let run = self.0.read_page(p).map(|page| {
@@ -432,9 +471,11 @@ fn look(probe: &QuietSource) -> Result<Snapshot, mapwise_core::Error> {
 /// been digested (see the module documentation), or for at most
 /// `try_for`. `digest` is called once for each run read, with its first
 /// page id, its tree and its bytes (cut at the high-water mark); a run
-/// digested in a round that a commit ended may be digested again. The
-/// reads are made on a thread of their own, the next batch while the
-/// caller's thread digests the last.
+/// digested in a round that a commit ended may be digested again.
+/// Three threads share the work: the caller's digests each batch; a
+/// walker looks at the meta pages and queues each batch's children; a
+/// fetcher reads the next batch meanwhile. At most one
+/// batch waits for the digest and one is read ahead.
 ///
 /// # Errors
 /// [`Error::Open`], [`Error::NotBolt`] (on the first look), or
@@ -477,7 +518,6 @@ fn walk_live(
     let start = Instant::now();
     let mut held: HashMap<u64, Held> = HashMap::new();
     let mut seen = Seen::default();
-    let mut spare = Vec::new();
     let mut sink = |b: Batch| {
         // The digest side has gone only if it panicked: stop reading.
         let _ = batches.send(b);
@@ -509,14 +549,21 @@ fn walk_live(
             && probe.file().metadata().map(|m| m.len()).ok() != Some(probe.len());
         if !grown {
             let pages = QuietPages::open(path).map_err(|e| Error::Open(path.to_owned(), e))?;
-            let mut live = Live { probe: &probe, pages: &pages, snap: &snap, spare, back };
-            let done = round(&mut live, &snap, &mut held, &mut seen, &mut sink);
-            spare = live.spare;
+            let fetcher = Fetcher { pages, page_size: ps, hwm: snap.meta.hwm, spare: Vec::new() };
+            let done = std::thread::scope(|scope| {
+                let (ask, asked) = mpsc::channel();
+                let (answer, got) = mpsc::channel();
+                std::thread::Builder::new()
+                    .name("inspector-fetch".into())
+                    .spawn_scoped(scope, move || fetcher.serve(&asked, &answer))
+                    .map_err(|e| Error::Open(path.to_owned(), e))?;
+                let mut live = Live { probe: &probe, ask, got, snap: &snap, back };
+                Ok(round(&mut live, &snap, &mut held, &mut seen, &mut sink))
+                // `live` dropped here: the fetcher's requests end, and it.
+            })?;
             if let Some(skeleton) = done {
                 return Ok(skeleton);
             }
-        } else {
-            spare = Vec::new();
         }
         if start.elapsed() >= try_for {
             return Err(Error::Unsettled(path.to_owned(), seen));
@@ -541,8 +588,9 @@ pub fn tree_of<S: PageSource + ?Sized, T>(
         }
     };
     // A file that holds still always stands: the round ends.
-    let skeleton = round(&mut Still(file), &snap, &mut held, &mut seen, &mut sink)
-        .unwrap_or(Skeleton { snapshot: snap, nodes: HashMap::new(), problems: Vec::new() });
+    let skeleton =
+        round(&mut Still(file, Default::default()), &snap, &mut held, &mut seen, &mut sink)
+            .unwrap_or(Skeleton { snapshot: snap, nodes: HashMap::new(), problems: Vec::new() });
     skeleton.with(digests)
 }
 
@@ -654,20 +702,39 @@ fn round(
     }
     let mut walk = Walk { txid, held, todo, reached: HashSet::new(), problems: Vec::new() };
     let mut batch = BATCH;
-    loop {
-        let mut tags = walk.take(batch, snap.meta.hwm);
-        if tags.is_empty() && walk.todo.is_empty() {
-            break;
-        }
-        // Read the batch, then look: kept only if `s` still stands.
+    // The batch being read: the runs asked for, each with its tree.
+    let mut reading: Option<HashMap<u64, (Tag, u32)>> = None;
+    let ids = |tags: &HashMap<u64, (Tag, u32)>| {
         let mut ids: Vec<u64> = tags.keys().copied().collect();
         ids.sort_unstable();
-        let fetched = reads.fetch(&ids);
+        ids
+    };
+    loop {
+        if reading.is_none() {
+            let tags = walk.take(batch, snap.meta.hwm);
+            if tags.is_empty() {
+                // Nothing left to read, nothing queued: every run reached.
+                break;
+            }
+            reads.start(ids(&tags));
+            reading = Some(tags);
+        }
+        let Some(mut tags) = reading.take() else { break };
+        // Read the batch, then look: kept only if `s` still stands.
+        let fetched = reads.wait();
         seen.pages_read += fetched.len() as u64;
         if !reads.stands() {
             return None;
         }
         batch = (batch * 2).min(MAX_BATCH);
+        // The next batch is read while this one is kept: the runs queued
+        // now (a level's later runs; the children this batch adds are a
+        // level down, read after).
+        let next = walk.take(batch, snap.meta.hwm);
+        if !next.is_empty() {
+            reads.start(ids(&next));
+            reading = Some(next);
+        }
         walk.keep(fetched, &mut tags, sink);
     }
     // Every run `s` reaches is digested: drop the rest.
