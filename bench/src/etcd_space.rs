@@ -278,7 +278,8 @@ fn render(r: &Results) -> Report {
         revision
     ];
     o.section("The db").text(say(NOTES, "db", v));
-    o.section("Method").text(say(NOTES, "method", vars![in_use_pct]));
+    let resident = c.resident_at_start();
+    o.section("Method").text(say(NOTES, "method", vars![in_use_pct, resident]));
     o.commands(&r.commands);
     let share = d.in_use as f64 / d.db_size.max(1) as f64;
     o.section("Results").table(cell_table(

@@ -81,8 +81,18 @@ pub struct EtcdArgs {
     pub depth: usize,
     /// The compaction revision of the forecast; `None`: the newest.
     pub compact_at: Option<i64>,
-    /// The quota the headroom is measured against, bytes.
+    /// The quota the headroom is measured against, bytes; 0 stands for
+    /// etcd's default, as `--quota-backend-bytes=0` does (3.4
+    /// `etcdserver/quota.go`, `NewBackendQuota`).
     pub quota: u64,
+}
+
+impl EtcdArgs {
+    /// The quota in bytes: [`EtcdArgs::quota`], or [`DEFAULT_QUOTA`] for 0.
+    #[must_use]
+    pub fn quota_bytes(&self) -> u64 {
+        if self.quota == 0 { DEFAULT_QUOTA } else { self.quota }
+    }
 }
 
 impl Default for EtcdArgs {
@@ -850,10 +860,10 @@ fn report(
         forecast_compact_rev: compact_at,
         revisions_after_compact: keep.iter().filter(|k| **k).count() as u64,
         after_compact_defrag_bytes: after_compact,
-        quota_bytes: args.quota,
-        quota_headroom_bytes: headroom(args.quota, size),
-        quota_headroom_after_defrag_bytes: headroom(args.quota, after_defrag),
-        quota_headroom_after_compact_defrag_bytes: headroom(args.quota, after_compact),
+        quota_bytes: args.quota_bytes(),
+        quota_headroom_bytes: headroom(args.quota_bytes(), size),
+        quota_headroom_after_defrag_bytes: headroom(args.quota_bytes(), after_defrag),
+        quota_headroom_after_compact_defrag_bytes: headroom(args.quota_bytes(), after_compact),
     })
 }
 

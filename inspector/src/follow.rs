@@ -392,12 +392,14 @@ impl Fetcher {
     /// runs whose headers say they are longer, taken from the read that
     /// brought the first page when it spans them, else read again.
     fn fetch(&mut self, ids: &[u64]) -> Vec<(u64, Result<Shared, mapwise_core::Error>)> {
+        use PageType::{Branch, Freelist, Leaf};
         let (ps, hwm) = (self.page_size, self.hwm);
         let page = usize::try_from(ps).unwrap_or(0);
         let runs: Vec<(u64, usize)> = ids.iter().map(|&p| (p * ps, page)).collect();
         let mut out = Vec::with_capacity(ids.len());
         let mut longer = Vec::new();
-        for (&p, first) in ids.iter().zip(self.read_shared(&runs)) {
+        let firsts = self.read_shared(&runs);
+        for (k, (&p, first)) in ids.iter().zip(firsts).enumerate() {
             let (first, end) = match first {
                 Ok(f) => f,
                 Err(e) => {
@@ -405,12 +407,22 @@ impl Fetcher {
                     continue;
                 }
             };
-            let overflow = PageHeader::parse(first.bytes()).map_or(0, |h| h.overflow);
+            // Only a page that is what it claims to be gets its overflow
+            // pages read: the overflow of a page of random bytes would read
+            // up to the rest of the file for each such page. The digest
+            // names the damaged page.
+            let overflow = PageHeader::parse(first.bytes())
+                .filter(|h| h.id == p && matches!(h.page_type(), Branch | Leaf | Freelist))
+                .map_or(0, |h| h.overflow);
             if overflow == 0 {
                 out.push((p, Ok(first)));
                 continue;
             }
-            let n = (u64::from(overflow) + 1).min(hwm - p);
+            // A run ends before the next run asked for begins (runs of a
+            // file are disjoint), and at the high-water mark: the bytes a
+            // batch reads stay within the file's, whatever its headers say.
+            let next = ids.get(k + 1).copied().unwrap_or(hwm).min(hwm).max(p + 1);
+            let n = (u64::from(overflow) + 1).min(next - p);
             let len = usize::try_from(n * ps).unwrap_or(usize::MAX);
             // Read with its neighbours already: the whole run is there.
             let whole = first.at.start.saturating_add(len);

@@ -123,7 +123,7 @@ enum Command {
         #[arg(long, value_name = "REV")]
         compact_at: Option<i64>,
         /// The quota the headroom is measured against (etcd's
-        /// `--quota-backend-bytes`), bytes.
+        /// `--quota-backend-bytes`; 0 means etcd's default, 2 GiB), bytes.
         #[arg(long, value_name = "BYTES", default_value_t = mapwise_inspector::etcd::DEFAULT_QUOTA)]
         quota: u64,
     },

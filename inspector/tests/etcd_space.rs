@@ -364,6 +364,27 @@ fn etcd_refuses_bad_input_clearly() {
     let r = run(&["etcd", bad.to_str().expect("utf-8")], T);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert!(r.stderr.contains("page 20: field flags"), "{}", r.stderr);
+    // Pages overwritten with noise (whose headers claim any overflow):
+    // named by page, read within the file's bytes.
+    let mut bytes = std::fs::read(&etcd_db).expect("etcd-small.db");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for b in bytes.iter_mut().skip(10 * 4096).take(8 * 4096) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x.to_le_bytes()[0];
+    }
+    std::fs::write(&bad, bytes).expect("write the noisy copy");
+    let r = run(&["etcd", bad.to_str().expect("utf-8")], T);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("page "), "{}", r.stderr);
+    assert!(!r.stderr.contains("panicked") && !r.stderr.contains("memory"), "{}", r.stderr);
+    // `--quota 0` is etcd's default quota, as `--quota-backend-bytes=0` is.
+    // (Text: `run` reads the output once the process ends, so it must fit
+    // a pipe; this db's JSON does not.)
+    let r = run(&["etcd", &etcd_db, "--quota", "0"], T);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains(&format!("(quota {} (2 GiB))", 2u64 << 30)), "{}", r.stdout);
     // `--json` gets the error as JSON too.
     let r = run(&["etcd", &small, "--json"], T);
     let v: Value = serde_json::from_str(&r.stdout).expect("json error");
