@@ -865,6 +865,52 @@ impl QuietPages {
         direct
     }
 
+    /// Read the runs `direct` (indices into `runs`) with `O_DIRECT`, runs
+    /// close together in one read ([`direct_spans`]): the reads made, and
+    /// where each run landed (an index into them and a range of its
+    /// buffer's `raw`), or why it could not be read.
+    #[expect(clippy::type_complexity, reason = "one result per run, read once")]
+    fn read_direct(
+        &self,
+        runs: &[(u64, usize)],
+        mut direct: Vec<usize>,
+        stats: &mut ReadStats,
+    ) -> (Vec<(usize, Result<(usize, std::ops::Range<usize>), Error>)>, Vec<DirectBuf>) {
+        direct.sort_unstable_by_key(|&i| runs[i].0);
+        let spans = direct_spans(&direct, runs);
+        stats.direct_reads += spans.len() as u64;
+        let mut placed = Vec::with_capacity(direct.len());
+        let mut read = Vec::with_capacity(spans.len());
+        for (span, data) in spans.iter().zip(self.read_spans(&spans)) {
+            for &i in &span.runs {
+                let (offset, len) = runs[i];
+                let place = match &data {
+                    Ok(d) => {
+                        let start = d.skew
+                            + d.skip
+                            + usize::try_from(offset - span.offset).unwrap_or(usize::MAX);
+                        let r = start..start.saturating_add(len);
+                        match d.raw.get(r.clone()) {
+                            Some(_) => {
+                                stats.direct_bytes += len as u64;
+                                Ok((read.len(), r))
+                            }
+                            None => {
+                                Err(Error::Read { offset, len: len as u64, code: libc::ENODATA })
+                            }
+                        }
+                    }
+                    Err(e) => Err(e.clone()),
+                };
+                placed.push((i, place));
+            }
+            if let Ok(d) = data {
+                read.push(d);
+            }
+        }
+        (placed, read)
+    }
+
     /// Read the runs `(offset, len)` and leave each where it landed: runs
     /// copied out of the page cache in `arena` (reused as it is, grown as
     /// needed), runs read with `O_DIRECT` in their read's own buffer, so
@@ -889,36 +935,15 @@ impl QuietPages {
         direct.extend(self.copy_cached(runs, cached, &out, &mut arena, &mut stats));
         let mut at: Vec<Result<(usize, std::ops::Range<usize>), Error>> =
             out.into_iter().map(|r| r.map(|r| (0, r))).collect();
+        let (placed, read) = self.read_direct(runs, direct, &mut stats);
+        for (i, place) in placed {
+            at[i] = place.map(|(b, r)| (b + 1, r));
+        }
         let mut bufs = vec![arena];
-        let mut windows: Vec<std::ops::Range<usize>> = Vec::new();
-        windows.push(0..0);
-        direct.sort_unstable_by_key(|&i| runs[i].0);
-        let spans = direct_spans(&direct, runs);
-        stats.direct_reads += spans.len() as u64;
-        for (span, data) in spans.iter().zip(self.read_spans(&spans)) {
-            for &i in &span.runs {
-                let (offset, len) = runs[i];
-                at[i] = match &data {
-                    Ok(d) => {
-                        let start = d.skew
-                            + d.skip
-                            + usize::try_from(offset - span.offset).unwrap_or(usize::MAX);
-                        let r = start..start.saturating_add(len);
-                        stats.direct_bytes += len as u64;
-                        match d.raw.get(r.clone()) {
-                            Some(_) => Ok((bufs.len(), r)),
-                            None => {
-                                Err(Error::Read { offset, len: len as u64, code: libc::ENODATA })
-                            }
-                        }
-                    }
-                    Err(e) => Err(e.clone()),
-                };
-            }
-            if let Ok(d) = data {
-                windows.push(d.skew + d.skip..d.skew + d.skip + d.len);
-                bufs.push(d.raw);
-            }
+        let mut windows = vec![0..0; 1];
+        for d in read {
+            windows.push(d.skew + d.skip..d.skew + d.skip + d.len);
+            bufs.push(d.raw);
         }
         self.stats.set(stats);
         Parts { bufs, at, windows }
@@ -1002,53 +1027,27 @@ impl QuietPages {
         }
         let (cached, mut direct) = self.split_cached(runs, &ok);
         direct.extend(self.copy_cached(runs, cached, &out, arena, &mut stats));
-        let mut put = |out: &[Result<std::ops::Range<usize>, Error>], i: usize, b: &[u8]| {
-            if let Ok(r) = &out[i]
-                && let Some(dst) = arena.get_mut(r.clone())
-                && b.len() >= dst.len()
-            {
-                let n = dst.len();
-                dst.copy_from_slice(&b[..n]);
-                return true;
-            }
-            false
-        };
-        direct.sort_unstable_by_key(|&i| runs[i].0);
-        let spans = direct_spans(&direct, runs);
-        stats.direct_reads += spans.len() as u64;
-        let results = self.read_spans(&spans);
-        let mut used = Vec::with_capacity(results.len());
-        for (span, data) in spans.iter().zip(results) {
-            for &i in &span.runs {
-                let (offset, len) = runs[i];
-                let fault = match &data {
-                    Ok(d) => {
-                        let at = usize::try_from(offset - span.offset).unwrap_or(usize::MAX);
-                        match d.bytes().get(at..at.saturating_add(len)) {
-                            Some(b) if put(&out, i, b) => {
-                                stats.direct_bytes += len as u64;
-                                None
-                            }
-                            _ => Some(Error::Read { offset, len: len as u64, code: libc::ENODATA }),
-                        }
+        let (placed, read) = self.read_direct(runs, direct, &mut stats);
+        for (i, place) in placed {
+            let copied = place.and_then(|(b, r)| {
+                let src = read.get(b).and_then(|d| d.raw.get(r));
+                match (&out[i], src) {
+                    (Ok(dst), Some(src)) if dst.len() == src.len() => {
+                        arena[dst.clone()].copy_from_slice(src);
+                        Ok(())
                     }
-                    Err(e) => Some(e.clone()),
-                };
-                if let Some(e) = fault {
-                    out[i] = Err(e);
+                    _ => Err(Error::Read {
+                        offset: runs[i].0,
+                        len: runs[i].1 as u64,
+                        code: libc::ENODATA,
+                    }),
                 }
-            }
-            if let Ok(d) = data {
-                used.push(d.raw);
+            });
+            if let Err(e) = copied {
+                out[i] = Err(e);
             }
         }
-        let mut spare = self.spare.borrow_mut();
-        let room = SPARE_BUFFERS.saturating_sub(spare.len());
-        let most =
-            usize::try_from(DIRECT_SPAN).unwrap_or(usize::MAX).saturating_add(2 * DIRECT_ALIGN);
-        let small = used.into_iter().filter(|r| r.len() <= most);
-        spare.extend(small.take(room));
-        drop(spare);
+        self.recycle(read.into_iter().map(|d| d.raw));
         self.stats.set(stats);
         out
     }
@@ -1212,12 +1211,6 @@ impl DirectBuf {
             }
         }
         Ok(())
-    }
-
-    /// The asked-for bytes.
-    fn bytes(&self) -> &[u8] {
-        let a = self.skew + self.skip;
-        self.raw.get(a..a + self.len).unwrap_or_default()
     }
 }
 
