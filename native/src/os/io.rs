@@ -924,7 +924,8 @@ impl QuietPages {
         // The cached runs one after the other, page-aligned.
         let total: usize = cached.iter().map(|&i| runs[i].1).sum::<usize>() + DIRECT_ALIGN;
         if arena.len() < total {
-            arena = vec![0; total];
+            // With room to spare: the next batch, a little larger, reuses it.
+            arena = vec![0; total.saturating_add(total / 4)];
         }
         let mut at = arena.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
         for &i in &cached {
