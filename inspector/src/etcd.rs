@@ -29,7 +29,7 @@
 //! it is a tombstone; every later revision stays) and records REV in `meta`
 //! as etcd does (docs/format/etcd.md, §7).
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt as _};
 use std::fmt::Write as _;
@@ -252,7 +252,7 @@ struct Snapshot {
     /// Index of the `key` bucket in `buckets`.
     key_bucket: usize,
     revs: Vec<Rev>,
-    user_keys: Vec<Rc<[u8]>>,
+    user_keys: Vec<Arc<[u8]>>,
     scheduled: Option<i64>,
     finished: Option<i64>,
     leases: u64,
@@ -293,8 +293,8 @@ enum Entry {
 /// keys of the `key` bucket's revisions are interned here.
 #[derive(Default)]
 struct Digester {
-    index: HashMap<Rc<[u8]>, u32>,
-    user_keys: Vec<Rc<[u8]>>,
+    index: HashMap<Arc<[u8]>, u32>,
+    user_keys: Vec<Arc<[u8]>>,
 }
 
 impl Digester {
@@ -349,9 +349,9 @@ impl Digester {
                 let user = match self.index.get(r.kv.key) {
                     Some(&u) => u,
                     None => {
-                        let k: Rc<[u8]> = Rc::from(r.kv.key);
+                        let k: Arc<[u8]> = Arc::from(r.kv.key);
                         let u = u32::try_from(self.user_keys.len()).map_err(|e| e.to_string())?;
-                        self.index.insert(Rc::clone(&k), u);
+                        self.index.insert(Arc::clone(&k), u);
                         self.user_keys.push(k);
                         u
                     }
@@ -404,7 +404,7 @@ fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, Stri
     // Users in order of first appearance (keys of runs a commit made
     // the follower drop are left out).
     let mut users: Vec<usize> = vec![usize::MAX; dig.user_keys.len()];
-    let mut user_keys: Vec<Rc<[u8]>> = Vec::new();
+    let mut user_keys: Vec<Arc<[u8]>> = Vec::new();
     let mut buckets = Vec::new();
     let mut revs = Vec::new();
     let mut meta = Meta::default();
@@ -432,7 +432,7 @@ fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, Stri
                         let u = &mut users[*user as usize];
                         if *u == usize::MAX {
                             *u = user_keys.len();
-                            user_keys.push(Rc::clone(&dig.user_keys[*user as usize]));
+                            user_keys.push(Arc::clone(&dig.user_keys[*user as usize]));
                         }
                         revs.push(Rev { key: *key, user: *u, item: items.len() });
                         let key_len = key.to_bytes().len();
@@ -826,13 +826,15 @@ fn report(
         bail!("--compact-at {compact_at} is below the revision already compacted ({done})");
     }
 
-    // The defrag forecast on a thread of its own, beside the rest.
+    // The defrag forecast and the tally on threads of their own, beside
+    // the compaction forecast.
     let buckets = &snap.buckets;
     let (after_defrag, keep, after_compact, Tally { prefixes, live_keys, largest }) =
         std::thread::scope(|scope| {
             let defrag = scope.spawn(|| forecast(buckets.iter().map(|b| (b.name.len(), all(b)))));
-            let tally = tally(snap, res, args.depth);
+            let tally = scope.spawn(|| tally(snap, res, args.depth));
             let (keep, after_compact) = compaction_forecast(snap, users, compact_at);
+            let tally = tally.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             let after_defrag = defrag.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             (after_defrag, keep, after_compact, tally)
         });
