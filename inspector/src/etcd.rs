@@ -389,6 +389,38 @@ fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, Stri
     let snap = &tree.snapshot;
     let page_size = u64::from(snap.page_size);
     let hwm = snap.meta.hwm;
+    // The pages' accounting on a thread of its own, beside the items'.
+    std::thread::scope(|scope| {
+        let pages = scope.spawn(|| pages_of(tree, hwm, page_size));
+        let items = items_of(tree, &dig);
+        let pages = pages.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        let (buckets, key_bucket, revs, user_keys, meta, leases) = items?;
+        Ok(Snapshot {
+            page_size,
+            hwm,
+            free_runs: pages.free_runs,
+            leaf_inuse: pages.leaf_inuse,
+            leaf_alloc: pages.leaf_alloc,
+            buckets,
+            key_bucket,
+            revs,
+            user_keys,
+            scheduled: meta.scheduled_compact,
+            finished: meta.finished_compact,
+            leases,
+            runs: pages.runs,
+        })
+    })
+}
+
+/// What [`assemble`] makes of each bucket's items: the buckets, the `key`
+/// bucket's index, its revisions, their user keys, the `meta` records
+/// and the number of leases.
+type Items = (Vec<TopBucket>, usize, Vec<Rev>, Vec<Arc<[u8]>>, Meta, u64);
+
+/// The items of every top-level bucket of `tree`, in key order.
+fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String> {
+    let snap = &tree.snapshot;
     // A run's leaves in key order, their entries each with its page.
     let leaves = |root: u64| -> Result<Vec<(u64, &Vec<Entry>)>, String> {
         let mut out = Vec::new();
@@ -404,9 +436,16 @@ fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, Stri
     // Users in order of first appearance (keys of runs a commit made
     // the follower drop are left out).
     let mut users: Vec<usize> = vec![usize::MAX; dig.user_keys.len()];
+    let stored = tree
+        .nodes()
+        .map(|(_, n)| match &n.digest {
+            Digest::Leaf { items, .. } => items.len(),
+            _ => 0,
+        })
+        .sum();
     let mut user_keys: Vec<Arc<[u8]>> = Vec::new();
     let mut buckets = Vec::new();
-    let mut revs = Vec::new();
+    let mut revs = Vec::with_capacity(stored);
     let mut meta = Meta::default();
     let mut leases = 0u64;
     let roots = leaves(snap.meta.root)?;
@@ -460,6 +499,20 @@ fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, Stri
     }
     let key_bucket =
         buckets.iter().position(|b| b.name == KEY.as_bytes()).ok_or("no key bucket")?;
+    Ok((buckets, key_bucket, revs, user_keys, meta, leases))
+}
+
+/// The pages of a snapshot as [`assemble`] counts them.
+struct Pages {
+    free_runs: Vec<(u64, u64)>,
+    leaf_inuse: u64,
+    leaf_alloc: u64,
+    runs: HashMap<u64, u32>,
+}
+
+/// Free runs, leaf fill and runs longer than a page of `tree`, whose
+/// high-water mark is `hwm`.
+fn pages_of(tree: &follow::Tree<Digest>, hwm: u64, page_size: u64) -> Pages {
     // Free pages as bbolt counts them when it opens the file (etcd on
     // Linux runs with `NoFreelistSync`, 3.4 `mvcc/backend/config_linux.go`,
     // so the freelist is rebuilt from what the tree reaches): every page
@@ -486,21 +539,7 @@ fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, Stri
             runs.insert(p, n.overflow);
         }
     }
-    Ok(Snapshot {
-        page_size,
-        hwm,
-        free_runs,
-        leaf_inuse,
-        leaf_alloc,
-        buckets,
-        key_bucket,
-        revs,
-        user_keys,
-        scheduled: meta.scheduled_compact,
-        finished: meta.finished_compact,
-        leases,
-        runs,
-    })
+    Pages { free_runs, leaf_inuse, leaf_alloc, runs }
 }
 
 /// Copy everything the report needs out of `file` (one snapshot, that
