@@ -701,12 +701,19 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
         (it.key_len + it.value_len) as u64
     };
     let trusted = res.filter(|r| r.trust.is_known());
-    let mut share: HashMap<u64, f64> = HashMap::new();
+    // A leaf's revisions come one after another: its share is worked out
+    // once, when the first of them comes.
+    let mut last: Option<(u64, f64)> = None;
     let mut resident = |pgid: u64| -> f64 {
         let Some(r) = trusted else { return 0.0 };
-        *share.entry(pgid).or_insert_with(|| {
-            resident_share(r, ps, pgid, snap.runs.get(&pgid).copied().unwrap_or(0))
-        })
+        match last {
+            Some((p, share)) if p == pgid => share,
+            _ => {
+                let share = resident_share(r, ps, pgid, snap.runs.get(&pgid).copied().unwrap_or(0));
+                last = Some((pgid, share));
+                share
+            }
+        }
     };
     // Each user key's prefix, once: an index into `names`.
     let users = snap.user_keys.len();
