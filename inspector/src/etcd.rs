@@ -271,22 +271,40 @@ enum Digest {
     Inner,
     /// A leaf page: its bytes in use (as bbolt's `LeafInuse` counts
     /// them) and its items.
-    Leaf { used: u64, items: Vec<Entry> },
+    Leaf { used: u64, items: LeafItems },
     /// A run the report cannot read, and why.
     Bad(String),
 }
 
-/// One leaf element, as the report keeps it.
+/// The elements of a leaf page (or of an inline bucket), as the report
+/// keeps them: a `key` bucket's revisions in the [`Digester`]'s array, the
+/// rest one by one.
+#[derive(Debug, Default)]
+struct LeafItems {
+    /// Elements of other buckets.
+    entries: Vec<Entry>,
+    /// A `key` bucket leaf's revisions: a range of [`Digester::revs`].
+    revs: std::ops::Range<usize>,
+}
+
+/// A revision of the `key` bucket, as digested: its key, its user key
+/// (an index into [`Digester::user_keys`]) and its value's length.
+#[derive(Debug, Clone, Copy)]
+struct DigestedRev {
+    key: RevisionKey,
+    user: u32,
+    value_len: u32,
+}
+
+/// One leaf element of a bucket other than `key`, as the report keeps it.
 #[derive(Debug)]
 enum Entry {
-    /// A revision of the `key` bucket.
-    Rev { key: RevisionKey, user: u32, value_len: usize },
     /// An item of another bucket: its key, its value's length, and the
     /// value itself in `meta` (the report decodes it).
     Item { key: Box<[u8]>, value_len: usize, value: Option<Box<[u8]>> },
     /// A top-level bucket (an element of the root bucket): its name, and
     /// its root page or, inline, its items.
-    Bucket { name: Box<[u8]>, root: u64, inline: Vec<Entry> },
+    Bucket { name: Box<[u8]>, root: u64, inline: LeafItems },
 }
 
 /// Digests page runs as they are read ([`follow::follow`]); the user
@@ -295,6 +313,9 @@ enum Entry {
 struct Digester {
     index: HashMap<Arc<[u8]>, u32>,
     user_keys: Vec<Arc<[u8]>>,
+    /// Every revision digested, leaf after leaf (those of runs digested
+    /// again, in a later round of the follower, twice).
+    revs: Vec<DigestedRev>,
 }
 
 impl Digester {
@@ -318,8 +339,9 @@ impl Digester {
 
     /// The elements of the leaf `page` of the top-level bucket `bucket`
     /// (the root bucket's: empty).
-    fn items(&mut self, page: &Page<'_>, bucket: &[u8]) -> Result<Vec<Entry>, String> {
-        let mut out = Vec::with_capacity(page.count());
+    fn items(&mut self, page: &Page<'_>, bucket: &[u8]) -> Result<LeafItems, String> {
+        let mut out = Vec::new();
+        let first = self.revs.len();
         let b = page.bytes();
         for i in 0..page.count() {
             let e = page.leaf(i).map_err(|e| e.to_string())?;
@@ -336,7 +358,7 @@ impl Digester {
                     let p = page.inline_page(i, &e).map_err(|e| e.to_string())?;
                     self.items(&p, key)?
                 } else {
-                    Vec::new()
+                    LeafItems::default()
                 };
                 out.push(Entry::Bucket { name: key.into(), root: h.root, inline });
             } else if e.is_bucket() {
@@ -356,7 +378,8 @@ impl Digester {
                         u
                     }
                 };
-                out.push(Entry::Rev { key: r.key, user, value_len: r.value_len });
+                let value_len = u32::try_from(r.value_len).map_err(|e| e.to_string())?;
+                self.revs.push(DigestedRev { key: r.key, user, value_len });
             } else {
                 let mut kept = None;
                 if bucket == META.as_bytes() {
@@ -368,7 +391,10 @@ impl Digester {
                 out.push(Entry::Item { key: key.into(), value_len: value.len(), value: kept });
             }
         }
-        Ok(out)
+        // The root bucket's leaves hold no revisions of their own (an
+        // inline `key` bucket's are its entry's).
+        let revs = if bucket == KEY.as_bytes() { first..self.revs.len() } else { 0..0 };
+        Ok(LeafItems { entries: out, revs })
     }
 }
 
@@ -422,7 +448,7 @@ type Items = (Vec<TopBucket>, usize, Vec<Rev>, Vec<Arc<[u8]>>, Meta, u64);
 fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String> {
     let snap = &tree.snapshot;
     // A run's leaves in key order, their entries each with its page.
-    let leaves = |root: u64| -> Result<Vec<(u64, &Vec<Entry>)>, String> {
+    let leaves = |root: u64| -> Result<Vec<(u64, &LeafItems)>, String> {
         let mut out = Vec::new();
         for p in tree.in_order(root, is_leaf) {
             match tree.node(p).map(|n| &n.digest) {
@@ -439,7 +465,7 @@ fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String
     let stored = tree
         .nodes()
         .map(|(_, n)| match &n.digest {
-            Digest::Leaf { items, .. } => items.len(),
+            Digest::Leaf { items, .. } => items.revs.len(),
             _ => 0,
         })
         .sum();
@@ -449,7 +475,8 @@ fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String
     let mut meta = Meta::default();
     let mut leases = 0u64;
     let roots = leaves(snap.meta.root)?;
-    let tops = roots.iter().flat_map(|&(host, entries)| entries.iter().map(move |e| (host, e)));
+    let tops =
+        roots.iter().flat_map(|&(host, items)| items.entries.iter().map(move |e| (host, e)));
     let at = At::Meta(snap.current);
     for name in [KEY, META] {
         if !tops
@@ -461,22 +488,23 @@ fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String
     }
     for (host, e) in tops {
         let Entry::Bucket { name, root, inline } = e else { continue };
-        let leaves: Vec<(u64, &Vec<Entry>)> =
+        let leaves: Vec<(u64, &LeafItems)> =
             if *root == 0 { vec![(host, inline)] } else { leaves(*root)? };
         let mut items = Vec::new();
-        for (pgid, entries) in leaves {
-            for e in entries {
+        for (pgid, leaf) in leaves {
+            for r in dig.revs.get(leaf.revs.clone()).unwrap_or_default() {
+                let u = &mut users[r.user as usize];
+                if *u == usize::MAX {
+                    *u = user_keys.len();
+                    user_keys.push(Arc::clone(&dig.user_keys[r.user as usize]));
+                }
+                revs.push(Rev { key: r.key, user: *u, item: items.len() });
+                let key_len = r.key.to_bytes().len();
+                let value_len = r.value_len as usize;
+                items.push(Item { key: Vec::new(), key_len, value_len, pgid });
+            }
+            for e in &leaf.entries {
                 match e {
-                    Entry::Rev { key, user, value_len } => {
-                        let u = &mut users[*user as usize];
-                        if *u == usize::MAX {
-                            *u = user_keys.len();
-                            user_keys.push(Arc::clone(&dig.user_keys[*user as usize]));
-                        }
-                        revs.push(Rev { key: *key, user: *u, item: items.len() });
-                        let key_len = key.to_bytes().len();
-                        items.push(Item { key: Vec::new(), key_len, value_len: *value_len, pgid });
-                    }
                     Entry::Item { key, value_len, value } => {
                         if let Some(v) = value
                             && let Ok(r) = MetaRecord::decode(key, v)
