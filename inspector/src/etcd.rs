@@ -209,17 +209,14 @@ pub struct EtcdReport {
     pub quota_headroom_after_compact_defrag_bytes: i64,
 }
 
-/// One bbolt item of a top-level bucket, copied out of the snapshot.
+/// One bbolt item of a top-level bucket other than `key` (whose items
+/// are [`Rev`]s), copied out of the snapshot.
 #[derive(Debug, Clone)]
 struct Item {
-    /// The key's bytes, but in the `key` bucket (whose keys are revisions,
-    /// decoded into [`Rev`]s): only their length is kept there.
     key: Vec<u8>,
     key_len: usize,
     /// Its value's length (what a forecast needs of it).
     value_len: usize,
-    /// The leaf page holding it.
-    pgid: u64,
 }
 
 /// A top-level bucket: name, sequence and items in key order.
@@ -229,14 +226,23 @@ struct TopBucket {
     items: Vec<Item>,
 }
 
-/// A `key` bucket record: revision, user key index, and its bytes.
+/// A `key` bucket record: revision, user key index, its value's length
+/// and the leaf page holding it. The `key` bucket's items are these (its
+/// [`TopBucket::items`] is empty).
 #[derive(Debug, Clone, Copy)]
 struct Rev {
     key: RevisionKey,
     /// Index into `Snapshot::user_keys`.
-    user: usize,
-    /// Index of the item in the `key` bucket.
-    item: usize,
+    user: u32,
+    value_len: u32,
+    pgid: u64,
+}
+
+impl Rev {
+    /// The bbolt item's bytes: its key's (17 or 18) and its value's.
+    fn bytes(&self) -> u64 {
+        (self.key.to_bytes().len() + self.value_len as usize) as u64
+    }
 }
 
 /// What one settled read copies out of the db.
@@ -475,8 +481,7 @@ fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String
     let mut meta = Meta::default();
     let mut leases = 0u64;
     let roots = leaves(snap.meta.root)?;
-    let tops =
-        roots.iter().flat_map(|&(host, items)| items.entries.iter().map(move |e| (host, e)));
+    let tops = roots.iter().flat_map(|&(host, items)| items.entries.iter().map(move |e| (host, e)));
     let at = At::Meta(snap.current);
     for name in [KEY, META] {
         if !tops
@@ -498,10 +503,8 @@ fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String
                     *u = user_keys.len();
                     user_keys.push(Arc::clone(&dig.user_keys[r.user as usize]));
                 }
-                revs.push(Rev { key: r.key, user: *u, item: items.len() });
-                let key_len = r.key.to_bytes().len();
-                let value_len = r.value_len as usize;
-                items.push(Item { key: Vec::new(), key_len, value_len, pgid });
+                let user = u32::try_from(*u).map_err(|e| e.to_string())?;
+                revs.push(Rev { key: r.key, user, value_len: r.value_len, pgid });
             }
             for e in &leaf.entries {
                 match e {
@@ -516,7 +519,6 @@ fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String
                             key: key.to_vec(),
                             key_len: key.len(),
                             value_len: *value_len,
-                            pgid,
                         });
                     }
                     Entry::Bucket { .. } => {}
@@ -616,8 +618,14 @@ fn prefix_of(key: &[u8], depth: usize) -> &[u8] {
 }
 
 /// Every item of `b`, as [`forecast`] takes them.
-fn all(b: &TopBucket) -> impl Iterator<Item = (usize, usize)> + '_ {
-    b.items.iter().map(|i| (i.key_len, i.value_len))
+/// The key and value lengths of every item of bucket `bi` of `snap`, in
+/// key order.
+fn all(snap: &Snapshot, bi: usize) -> Box<dyn Iterator<Item = (usize, usize)> + '_> {
+    if bi == snap.key_bucket {
+        Box::new(snap.revs.iter().map(|r| (r.key.to_bytes().len(), r.value_len as usize)))
+    } else {
+        Box::new(snap.buckets[bi].items.iter().map(|i| (i.key_len, i.value_len)))
+    }
 }
 
 fn headroom(quota: u64, size: u64) -> i64 {
@@ -723,11 +731,7 @@ struct Tally {
 /// Count `snap`'s revisions by prefix of `depth` segments and by key.
 fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
     let ps = snap.page_size;
-    let keyb = &snap.buckets[snap.key_bucket];
-    let item_bytes = |r: &Rev| {
-        let it = &keyb.items[r.item];
-        (it.key_len + it.value_len) as u64
-    };
+    let item_bytes = Rev::bytes;
     let trusted = res.filter(|r| r.trust.is_known());
     // A leaf's revisions come one after another: its share is worked out
     // once, when the first of them comes.
@@ -765,16 +769,16 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
     let mut res_bytes = vec![0f64; users];
     let mut pages: Vec<Vec<u64>> = vec![Vec::new(); names.len()];
     for (i, r) in snap.revs.iter().enumerate() {
-        let pgid = keyb.items[r.item].pgid;
-        let at = &mut pages[prefix[r.user]];
+        let (pgid, u) = (r.pgid, r.user as usize);
+        let at = &mut pages[prefix[u]];
         if at.last() != Some(&pgid) {
             at.push(pgid);
         }
-        newest[r.user] = i;
-        count[r.user] += 1;
-        bytes[r.user] += item_bytes(r);
+        newest[u] = i;
+        count[u] += 1;
+        bytes[u] += item_bytes(r);
         if trusted.is_some() {
-            res_bytes[r.user] += item_bytes(r) as f64 * resident(pgid);
+            res_bytes[u] += item_bytes(r) as f64 * resident(pgid);
         }
     }
     let mut reports: Vec<PrefixReport> = vec![PrefixReport::default(); names.len()];
@@ -841,7 +845,7 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
 /// Which revisions `etcdctl compaction compact_at` keeps (per revision of
 /// `snap.revs`), and the `dbSize` a defrag would leave after it.
 fn compaction_forecast(snap: &Snapshot, users: usize, compact_at: i64) -> (Vec<bool>, u64) {
-    let pairs: Vec<_> = snap.revs.iter().map(|r| (r.user, r.key)).collect();
+    let pairs: Vec<_> = snap.revs.iter().map(|r| (r.user as usize, r.key)).collect();
     let keep = mapwise_core::etcd::kept_by_compaction(&pairs, users, compact_at);
     // `store.Compact` writes scheduledCompactRev and `scheduleCompaction`
     // finishedCompactRev, both as the revision's 17 bytes: the meta
@@ -851,11 +855,11 @@ fn compaction_forecast(snap: &Snapshot, users: usize, compact_at: i64) -> (Vec<b
         .len();
     let after = forecast(snap.buckets.iter().enumerate().map(|(bi, b)| {
         let items: Vec<(usize, usize)> = if bi == snap.key_bucket {
-            b.items
+            snap.revs
                 .iter()
                 .zip(&keep)
                 .filter(|(_, k)| **k)
-                .map(|(i, _)| (i.key_len, i.value_len))
+                .map(|(r, _)| (r.key.to_bytes().len(), r.value_len as usize))
                 .collect()
         } else if b.name == META.as_bytes() {
             let mut m: Vec<(&[u8], usize)> = b
@@ -868,7 +872,7 @@ fn compaction_forecast(snap: &Snapshot, users: usize, compact_at: i64) -> (Vec<b
             m.sort_unstable();
             m.into_iter().map(|(k, v)| (k.len(), v)).collect()
         } else {
-            all(b).collect()
+            all(snap, bi).collect()
         };
         (b.name.len(), items)
     }));
@@ -905,7 +909,9 @@ fn report(
     let buckets = &snap.buckets;
     let (after_defrag, keep, after_compact, Tally { prefixes, live_keys, largest }) =
         std::thread::scope(|scope| {
-            let defrag = scope.spawn(|| forecast(buckets.iter().map(|b| (b.name.len(), all(b)))));
+            let defrag = scope.spawn(|| {
+                forecast(buckets.iter().enumerate().map(|(bi, b)| (b.name.len(), all(snap, bi))))
+            });
             let tally = scope.spawn(|| tally(snap, res, args.depth));
             let (keep, after_compact) = compaction_forecast(snap, users, compact_at);
             let tally = tally.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
