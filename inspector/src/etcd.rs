@@ -239,9 +239,15 @@ struct Rev {
 }
 
 impl Rev {
-    /// The bbolt item's bytes: its key's (17 or 18) and its value's.
+    /// The bbolt item's key and value lengths (the key: 17 or 18 bytes).
+    fn lens(&self) -> (usize, usize) {
+        (self.key.to_bytes().len(), self.value_len as usize)
+    }
+
+    /// The bbolt item's bytes: its key's and its value's.
     fn bytes(&self) -> u64 {
-        (self.key.to_bytes().len() + self.value_len as usize) as u64
+        let (k, v) = self.lens();
+        (k + v) as u64
     }
 }
 
@@ -622,7 +628,7 @@ fn prefix_of(key: &[u8], depth: usize) -> &[u8] {
 /// key order.
 fn all(snap: &Snapshot, bi: usize) -> Box<dyn Iterator<Item = (usize, usize)> + '_> {
     if bi == snap.key_bucket {
-        Box::new(snap.revs.iter().map(|r| (r.key.to_bytes().len(), r.value_len as usize)))
+        Box::new(snap.revs.iter().map(Rev::lens))
     } else {
         Box::new(snap.buckets[bi].items.iter().map(|i| (i.key_len, i.value_len)))
     }
@@ -855,12 +861,7 @@ fn compaction_forecast(snap: &Snapshot, users: usize, compact_at: i64) -> (Vec<b
         .len();
     let after = forecast(snap.buckets.iter().enumerate().map(|(bi, b)| {
         let items: Vec<(usize, usize)> = if bi == snap.key_bucket {
-            snap.revs
-                .iter()
-                .zip(&keep)
-                .filter(|(_, k)| **k)
-                .map(|(r, _)| (r.key.to_bytes().len(), r.value_len as usize))
-                .collect()
+            snap.revs.iter().zip(&keep).filter(|(_, k)| **k).map(|(r, _)| r.lens()).collect()
         } else if b.name == META.as_bytes() {
             let mut m: Vec<(&[u8], usize)> = b
                 .items
