@@ -214,7 +214,6 @@ pub struct EtcdReport {
 #[derive(Debug, Clone)]
 struct Item {
     key: Vec<u8>,
-    key_len: usize,
     /// Its value's length (what a forecast needs of it).
     value_len: usize,
 }
@@ -432,7 +431,7 @@ fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, Stri
         let pages = scope.spawn(|| pages_of(tree, hwm, page_size));
         let items = items_of(tree, &dig);
         let pages = pages.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-        let (buckets, key_bucket, revs, user_keys, meta, leases) = items?;
+        let Items { buckets, key_bucket, revs, user_keys, meta, leases } = items?;
         Ok(Snapshot {
             page_size,
             hwm,
@@ -451,10 +450,19 @@ fn assemble(tree: &follow::Tree<Digest>, dig: Digester) -> Result<Snapshot, Stri
     })
 }
 
-/// What [`assemble`] makes of each bucket's items: the buckets, the `key`
-/// bucket's index, its revisions, their user keys, the `meta` records
-/// and the number of leases.
-type Items = (Vec<TopBucket>, usize, Vec<Rev>, Vec<Arc<[u8]>>, Meta, u64);
+/// What [`assemble`] makes of each bucket's items.
+struct Items {
+    buckets: Vec<TopBucket>,
+    /// Index of the `key` bucket in `buckets`.
+    key_bucket: usize,
+    /// The `key` bucket's revisions, in key order.
+    revs: Vec<Rev>,
+    /// Their user keys, in order of first appearance.
+    user_keys: Vec<Arc<[u8]>>,
+    /// The `meta` bucket's records.
+    meta: Meta,
+    leases: u64,
+}
 
 /// The items of every top-level bucket of `tree`, in key order.
 fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String> {
@@ -521,11 +529,7 @@ fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String
                             meta.add(r);
                         }
                         leases += u64::from(&name[..] == LEASE.as_bytes());
-                        items.push(Item {
-                            key: key.to_vec(),
-                            key_len: key.len(),
-                            value_len: *value_len,
-                        });
+                        items.push(Item { key: key.to_vec(), value_len: *value_len });
                     }
                     Entry::Bucket { .. } => {}
                 }
@@ -535,7 +539,7 @@ fn items_of(tree: &follow::Tree<Digest>, dig: &Digester) -> Result<Items, String
     }
     let key_bucket =
         buckets.iter().position(|b| b.name == KEY.as_bytes()).ok_or("no key bucket")?;
-    Ok((buckets, key_bucket, revs, user_keys, meta, leases))
+    Ok(Items { buckets, key_bucket, revs, user_keys, meta, leases })
 }
 
 /// The pages of a snapshot as [`assemble`] counts them.
@@ -623,14 +627,13 @@ fn prefix_of(key: &[u8], depth: usize) -> &[u8] {
     key
 }
 
-/// Every item of `b`, as [`forecast`] takes them.
 /// The key and value lengths of every item of bucket `bi` of `snap`, in
 /// key order.
 fn all(snap: &Snapshot, bi: usize) -> Box<dyn Iterator<Item = (usize, usize)> + '_> {
     if bi == snap.key_bucket {
         Box::new(snap.revs.iter().map(Rev::lens))
     } else {
-        Box::new(snap.buckets[bi].items.iter().map(|i| (i.key_len, i.value_len)))
+        Box::new(snap.buckets[bi].items.iter().map(|i| (i.key.len(), i.value_len)))
     }
 }
 
@@ -737,7 +740,6 @@ struct Tally {
 /// Count `snap`'s revisions by prefix of `depth` segments and by key.
 fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
     let ps = snap.page_size;
-    let item_bytes = Rev::bytes;
     let trusted = res.filter(|r| r.trust.is_known());
     // A leaf's revisions come one after another: its share is worked out
     // once, when the first of them comes.
@@ -782,9 +784,9 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
         }
         newest[u] = i;
         count[u] += 1;
-        bytes[u] += item_bytes(r);
+        bytes[u] += r.bytes();
         if trusted.is_some() {
-            res_bytes[u] += item_bytes(r) as f64 * resident(pgid);
+            res_bytes[u] += r.bytes() as f64 * resident(pgid);
         }
     }
     let mut reports: Vec<PrefixReport> = vec![PrefixReport::default(); names.len()];
@@ -794,7 +796,7 @@ fn tally(snap: &Snapshot, res: Option<&Residency>, depth: usize) -> Tally {
         let e = &mut reports[prefix[u]];
         let last = &snap.revs[newest[u]];
         let live = !last.key.tombstone;
-        let lb = if live { item_bytes(last) } else { 0 };
+        let lb = if live { last.bytes() } else { 0 };
         e.live_keys += u64::from(live);
         live_keys += u64::from(live);
         e.revisions += count[u];
